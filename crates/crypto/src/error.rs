@@ -1,0 +1,53 @@
+use core::fmt;
+use flowsec_wire::iana::{EncrId, IntegId};
+
+/// Why a crypto operation or a transform construction failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CryptoError {
+    /// No backend of this provider implements the encryption transform.
+    UnsupportedEncr(EncrId),
+    /// No backend of this provider implements the integrity transform.
+    UnsupportedInteg(IntegId),
+    /// The combination is not allowed (an AEAD with a separate integrity
+    /// transform, or NULL encryption with no integrity: RFC 4303 §3.2).
+    BadCombination,
+    /// The key material has the wrong length for the algorithm.
+    BadKeyLength {
+        /// What the algorithm accepts, in bytes, as a human-readable list.
+        expected: &'static str,
+        /// What was given.
+        got: usize,
+    },
+    /// The key is one the algorithm refuses (e.g. 3DES with K1 = K2).
+    WeakKey,
+    /// The packet is too short for IV + ICV, or its ciphertext is not a
+    /// whole number of cipher blocks.
+    BadLength,
+    /// The integrity check value does not match.
+    AuthFailed,
+}
+
+impl fmt::Display for CryptoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CryptoError::UnsupportedEncr(id) => {
+                write!(f, "encryption algorithm {id} not supported")
+            }
+            CryptoError::UnsupportedInteg(id) => {
+                write!(f, "integrity algorithm {id} not supported")
+            }
+            CryptoError::BadCombination => {
+                f.write_str("invalid combination: AEAD with integrity, or NULL without integrity")
+            }
+            CryptoError::BadKeyLength { expected, got } => {
+                write!(f, "bad key length: {got} bytes, expected {expected}")
+            }
+            CryptoError::WeakKey => f.write_str("weak key refused"),
+            CryptoError::BadLength => f.write_str("length not valid for this transform"),
+            CryptoError::AuthFailed => f.write_str("integrity check failed"),
+        }
+    }
+}
+
+impl std::error::Error for CryptoError {}

@@ -1,0 +1,25 @@
+//! Crypto for flowsec's ESP and AH: a [`Provider`] that maps IANA transform
+//! ids to working transforms, and the backends that implement them.
+//!
+//! ESP sees exactly one shape, [`EspTransform`]: seal or open one ESP packet
+//! in place. AEADs (AES-GCM, AES-CCM, ChaCha20-Poly1305), AES-GMAC, and the
+//! classic cipher + HMAC pairs are all wrapped into that shape by
+//! [`esp`]. AH sees [`Integrity`].
+//!
+//! There is no process-wide default provider: callers build a [`Provider`]
+//! (usually [`Provider::fastest`]) and pass it to whoever creates SAs.
+#![forbid(unsafe_code)]
+#![cfg_attr(not(test), warn(missing_docs))]
+
+pub mod backend;
+mod error;
+pub mod esp;
+pub mod policy;
+mod provider;
+pub mod traits;
+
+pub use error::CryptoError;
+pub use esp::EspTransform;
+pub use flowsec_wire::iana::{EncrId, IntegId};
+pub use provider::{Backend, Provider};
+pub use traits::{Aead, Cipher, Hash, Integrity};

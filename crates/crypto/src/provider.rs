@@ -1,0 +1,147 @@
+//! The [`Provider`]: an ordered list of backends asked in turn for each
+//! algorithm, in the manner of rustls' `CryptoProvider` — a value passed
+//! explicitly, never a process-wide default.
+
+use std::sync::Arc;
+
+use flowsec_wire::iana::{EncrId, IntegId};
+
+use crate::backend::{self, HashAlg};
+use crate::esp::{self, EspTransform};
+use crate::traits::{Aead, Cipher, Hash, Integrity};
+use crate::CryptoError;
+
+/// One implementation of some algorithms. Each method returns `None` when
+/// the backend does not implement the algorithm, so that a [`Provider`] can
+/// ask the next one; `Some(Err(..))` when it does but the key is unusable.
+pub trait Backend: Send + Sync {
+    /// Short name, as `flowsec speed --backend` takes it.
+    fn name(&self) -> &'static str;
+    /// An ESP AEAD (AES-GCM-8/12/16, AES-CCM-8/12/16, ChaCha20-Poly1305).
+    /// `key` is the IKE/setkey key material including the salt.
+    fn aead(&self, id: EncrId, key: &[u8]) -> Option<Result<Box<dyn Aead>, CryptoError>>;
+    /// A non-AEAD cipher with its ESP IV rules (NULL, CBC and CTR modes).
+    /// For AES-CTR `key` includes the 4-byte nonce (RFC 3686 §5.1).
+    fn cipher(&self, id: EncrId, key: &[u8]) -> Option<Result<Box<dyn Cipher>, CryptoError>>;
+    /// A truncated MAC as ESP/AH use it.
+    fn integrity(&self, id: IntegId, key: &[u8])
+        -> Option<Result<Box<dyn Integrity>, CryptoError>>;
+    /// An unkeyed hash (for `flowsec speed` only).
+    fn hash(&self, alg: HashAlg) -> Option<Box<dyn Hash>>;
+}
+
+/// Maps IANA transform ids to transforms by asking its backends in order.
+#[derive(Clone)]
+pub struct Provider {
+    backends: Vec<Arc<dyn Backend>>,
+}
+
+impl Provider {
+    /// A provider that asks `backends` in order.
+    pub fn new(backends: Vec<Arc<dyn Backend>>) -> Self {
+        Provider { backends }
+    }
+
+    /// aws-lc-rs for what it does fastest on this class of CPU, RustCrypto
+    /// for everything else (see docs/BENCHMARKS.md for the measurements).
+    pub fn fastest() -> Self {
+        Provider::new(vec![
+            Arc::new(backend::AwsLc),
+            Arc::new(backend::RustCrypto),
+        ])
+    }
+
+    /// RustCrypto only: every algorithm, pure Rust.
+    pub fn rustcrypto() -> Self {
+        Provider::new(vec![Arc::new(backend::RustCrypto)])
+    }
+
+    /// aws-lc-rs only: fewer algorithms.
+    pub fn aws_lc() -> Self {
+        Provider::new(vec![Arc::new(backend::AwsLc)])
+    }
+
+    /// The provider a `--backend NAME` option names: `auto`, `aws-lc` or
+    /// `rustcrypto`.
+    pub fn by_name(name: &str) -> Option<Self> {
+        match name {
+            "auto" | "fastest" => Some(Provider::fastest()),
+            "aws-lc" | "aws-lc-rs" | "awslc" => Some(Provider::aws_lc()),
+            "rustcrypto" | "rust-crypto" => Some(Provider::rustcrypto()),
+            _ => None,
+        }
+    }
+
+    /// Names of the backends, in the order they are asked.
+    pub fn backend_names(&self) -> Vec<&'static str> {
+        self.backends.iter().map(|b| b.name()).collect()
+    }
+
+    /// The ESP transform for an SA: `encr` with `encr_key` and, unless it is
+    /// an AEAD, `integ` with `integ_key`.
+    pub fn esp(
+        &self,
+        encr: EncrId,
+        encr_key: &[u8],
+        integ: IntegId,
+        integ_key: &[u8],
+    ) -> Result<Box<dyn EspTransform>, CryptoError> {
+        esp::build(self, encr, encr_key, integ, integ_key)
+    }
+
+    /// The name of the backend that implements `encr` (for display).
+    pub fn encr_backend(&self, encr: EncrId, key: &[u8]) -> Option<&'static str> {
+        let id = esp::aead_backing(encr).unwrap_or(encr);
+        self.backends.iter().find_map(|b| {
+            let found = b
+                .aead(id, key)
+                .map(|_| ())
+                .or_else(|| b.cipher(id, key).map(|_| ()));
+            found.map(|()| b.name())
+        })
+    }
+
+    /// The name of the backend that implements `integ` (for display).
+    pub fn integ_backend(&self, integ: IntegId, key: &[u8]) -> Option<&'static str> {
+        self.backends
+            .iter()
+            .find_map(|b| b.integrity(integ, key).map(|_| b.name()))
+    }
+
+    /// An ESP AEAD by id.
+    pub fn aead(&self, id: EncrId, key: &[u8]) -> Result<Box<dyn Aead>, CryptoError> {
+        self.backends
+            .iter()
+            .find_map(|b| b.aead(id, key))
+            .unwrap_or(Err(CryptoError::UnsupportedEncr(id)))
+    }
+
+    /// A non-AEAD ESP cipher by id.
+    pub fn cipher(&self, id: EncrId, key: &[u8]) -> Result<Box<dyn Cipher>, CryptoError> {
+        self.backends
+            .iter()
+            .find_map(|b| b.cipher(id, key))
+            .unwrap_or(Err(CryptoError::UnsupportedEncr(id)))
+    }
+
+    /// An integrity transform by id (AH, or ESP with a non-AEAD cipher).
+    pub fn integrity(&self, id: IntegId, key: &[u8]) -> Result<Box<dyn Integrity>, CryptoError> {
+        self.backends
+            .iter()
+            .find_map(|b| b.integrity(id, key))
+            .unwrap_or(Err(CryptoError::UnsupportedInteg(id)))
+    }
+
+    /// An unkeyed hash, if any backend has it.
+    pub fn hash(&self, alg: HashAlg) -> Option<Box<dyn Hash>> {
+        self.backends.iter().find_map(|b| b.hash(alg))
+    }
+}
+
+impl core::fmt::Debug for Provider {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Provider")
+            .field("backends", &self.backend_names())
+            .finish()
+    }
+}

@@ -1,0 +1,63 @@
+//! The primitive shapes that backends implement. ESP and AH do not use these
+//! directly; they use [`crate::EspTransform`] and [`Integrity`].
+//!
+//! All implementations must zeroize key material on drop.
+
+use crate::CryptoError;
+
+/// An AEAD as ESP uses it (RFC 4106, 4309, 7634): the nonce is
+/// `salt || explicit IV`, the salt coming from the tail of the key material.
+/// The explicit IV (8 bytes for every ESP AEAD) travels in the packet.
+pub trait Aead: Send + Sync {
+    /// Length of the tag this instance produces and expects (may be
+    /// truncated, e.g. AES-GCM-8).
+    fn tag_len(&self) -> usize;
+    /// Encrypt `data` in place and write the tag.
+    /// `iv` is the 8-byte explicit IV; `aad` the associated data.
+    fn seal(&self, iv: &[u8; 8], aad: &[u8], data: &mut [u8], tag: &mut [u8]);
+    /// Verify `tag` and decrypt `data` in place. On error `data` is left
+    /// unspecified (it may be partly decrypted) and must not be used.
+    fn open(
+        &self,
+        iv: &[u8; 8],
+        aad: &[u8],
+        data: &mut [u8],
+        tag: &[u8],
+    ) -> Result<(), CryptoError>;
+}
+
+/// A block cipher in CBC or CTR mode with its explicit per-packet IV
+/// (RFC 3602, 3686, 2451, 4312).
+pub trait Cipher: Send + Sync {
+    /// Bytes of explicit IV carried in each packet.
+    fn iv_len(&self) -> usize;
+    /// The ciphertext must be a multiple of this (1 for stream modes).
+    fn block_len(&self) -> usize;
+    /// Fill `iv` for the packet with sequence number `seq`. CBC IVs must be
+    /// unpredictable (RFC 3602 §3); CTR IVs must never repeat under a key
+    /// (RFC 3686 §3). Implementations derive them from `seq` without I/O.
+    fn make_iv(&self, seq: u64, iv: &mut [u8]);
+    /// Encrypt in place; `data.len()` is a multiple of `block_len()`.
+    fn encrypt(&self, iv: &[u8], data: &mut [u8]);
+    /// Decrypt in place; `Err(BadLength)` unless `data.len()` is a multiple
+    /// of `block_len()`.
+    fn decrypt(&self, iv: &[u8], data: &mut [u8]) -> Result<(), CryptoError>;
+}
+
+/// A keyed MAC truncated to its ESP/AH length (e.g. HMAC-SHA1-96).
+pub trait Integrity: Send + Sync {
+    /// ICV length on the wire, in bytes.
+    fn icv_len(&self) -> usize;
+    /// MAC over the concatenation of `parts`; writes `icv_len()` bytes.
+    fn sign(&self, parts: &[&[u8]], icv: &mut [u8]);
+    /// Constant-time comparison of the MAC over `parts` with `icv`.
+    fn verify(&self, parts: &[&[u8]], icv: &[u8]) -> bool;
+}
+
+/// An unkeyed hash, for `flowsec speed`'s raw rows (study S4 measured SHA-1).
+pub trait Hash: Send + Sync {
+    /// Digest length in bytes.
+    fn output_len(&self) -> usize;
+    /// Hash `data` into `out[..output_len()]`.
+    fn digest(&self, data: &[u8], out: &mut [u8]);
+}
