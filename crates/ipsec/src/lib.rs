@@ -7,6 +7,25 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), warn(missing_docs))]
 
+mod ah;
+pub mod buf;
+mod drop;
+mod esp;
+pub mod ipcomp;
+mod layout;
+pub mod lifetime;
+pub mod process;
 pub mod replay;
+pub mod sa;
+pub mod sad;
+pub mod spd;
+mod tunnel;
 
+pub use buf::PacketBuf;
+pub use drop::{DropCounters, DropReason};
+pub use lifetime::{Lifetime, Limits, SaState};
+pub use process::{Bundle, Inbound};
 pub use replay::{ReplayError, ReplayWindow};
+pub use sa::{Mode, Protocol, SaConfig, SaError, SaId, SecurityAssociation, UdpEncap};
+pub use sad::{SaHandle, Sad};
+pub use spd::{Action, Direction, Flow, Policy, Selector, Spd};

@@ -57,7 +57,11 @@ pub struct BadWindowSize(pub u32);
 
 impl fmt::Display for BadWindowSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "replay window {} outside {MIN_WINDOW}..={MAX_WINDOW} (or 0 to disable)", self.0)
+        write!(
+            f,
+            "replay window {} outside {MIN_WINDOW}..={MAX_WINDOW} (or 0 to disable)",
+            self.0
+        )
     }
 }
 
@@ -95,7 +99,12 @@ impl ReplayWindow {
         if size != 0 && !(MIN_WINDOW..=MAX_WINDOW).contains(&size) {
             return Err(BadWindowSize(size));
         }
-        Ok(ReplayWindow { size, esn, top: 0, ring: [0; RING_WORDS] })
+        Ok(ReplayWindow {
+            size,
+            esn,
+            top: 0,
+            ring: [0; RING_WORDS],
+        })
     }
 
     /// The configured size (0: disabled).
@@ -116,7 +125,11 @@ impl ReplayWindow {
     /// Reconstruct the full sequence number of a packet carrying `seq_low`
     /// and check it against the window, without changing anything.
     pub fn check(&self, seq_low: u32) -> Result<u64, ReplayError> {
-        let seq = if self.esn { self.reconstruct(seq_low)? } else { u64::from(seq_low) };
+        let seq = if self.esn {
+            self.reconstruct(seq_low)?
+        } else {
+            u64::from(seq_low)
+        };
         if seq == 0 {
             return Err(ReplayError::Zero);
         }
@@ -150,7 +163,11 @@ impl ReplayWindow {
     /// window size, or 2^31 when the window is disabled so that
     /// reconstruction still tolerates loss.
     fn reconstruct(&self, seq_low: u32) -> Result<u64, ReplayError> {
-        let w = if self.size == 0 { 1u32 << 31 } else { self.size };
+        let w = if self.size == 0 {
+            1u32 << 31
+        } else {
+            self.size
+        };
         let th = (self.top >> 32) as u32;
         let tl = self.top as u32;
         let bottom = tl.wrapping_sub(w).wrapping_add(1);

@@ -19,7 +19,33 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), warn(missing_docs))]
 
+pub mod ah;
+pub mod esp;
 pub mod iana;
+pub mod ip;
+pub mod ipcomp;
+pub mod ipv4;
+pub mod ipv6;
+pub mod ipv6ext;
+pub mod udp;
+pub mod udp_encap;
+
+#[cfg(test)]
+mod fuzz_tests;
+
+pub use ah::{AhPacket, AhRepr};
+pub use esp::{pad_len as esp_pad_len, EspPacket, EspRepr, EspTrailer};
+pub use iana::IpProtocol;
+pub use ip::{version_of, IpVersion};
+pub use ipcomp::{IpCompPacket, IpCompRepr};
+pub use ipv4::{checksum, Ipv4Packet, Ipv4Repr};
+pub use ipv6::{Ipv6Packet, Ipv6Repr};
+pub use ipv6ext::{
+    ipv6_header_chain, ChainEntry, Ipv6Chain, Ipv6FragmentHeader, Ipv6FragmentRepr,
+    Ipv6OptionsHeader, Ipv6RoutingHeader,
+};
+pub use udp::{UdpPacket, UdpRepr};
+pub use udp_encap::UdpEncap;
 
 use core::fmt;
 

@@ -12,7 +12,10 @@ fn window_size_bounds() {
     assert!(ReplayWindow::new(31, false).is_err());
     assert!(ReplayWindow::new(32, false).is_ok());
     assert!(ReplayWindow::new(4096, false).is_ok());
-    assert_eq!(ReplayWindow::new(4097, false).unwrap_err(), BadWindowSize(4097));
+    assert_eq!(
+        ReplayWindow::new(4097, false).unwrap_err(),
+        BadWindowSize(4097)
+    );
 }
 
 #[test]
@@ -51,13 +54,23 @@ fn check_does_not_move_the_window() {
 /// accepted, the one just left of it is refused.
 #[test]
 fn every_window_size_boundary() {
-    for size in [32u32, 33, 63, 64, 65, 127, 128, 1000, 1024, 2048, 4095, 4096] {
+    for size in [
+        32u32, 33, 63, 64, 65, 127, 128, 1000, 1024, 2048, 4095, 4096,
+    ] {
         let mut w = ReplayWindow::new(size, false).unwrap();
         let top = 10_000u32;
         accept(&mut w, top).unwrap();
         let oldest = top - size + 1;
-        assert_eq!(w.check(oldest), Ok(u64::from(oldest)), "size {size}: oldest in window");
-        assert_eq!(w.check(oldest - 1), Err(ReplayError::TooOld), "size {size}: just outside");
+        assert_eq!(
+            w.check(oldest),
+            Ok(u64::from(oldest)),
+            "size {size}: oldest in window"
+        );
+        assert_eq!(
+            w.check(oldest - 1),
+            Err(ReplayError::TooOld),
+            "size {size}: just outside"
+        );
         accept(&mut w, oldest).unwrap();
         assert_eq!(w.check(oldest), Err(ReplayError::Replayed), "size {size}");
         // Advancing by exactly one pushes `oldest` out.
@@ -99,7 +112,11 @@ fn matches_a_naive_model() {
             } else {
                 Ok(seq)
             };
-            assert_eq!(w.check(seq as u32), expect, "size {size} seq {seq} top {top}");
+            assert_eq!(
+                w.check(seq as u32),
+                expect,
+                "size {size} seq {seq} top {top}"
+            );
             if expect.is_ok() {
                 w.commit(seq);
                 seen.insert(seq);
@@ -166,4 +183,12 @@ fn without_esn_high_bits_stay_zero() {
     let mut w = ReplayWindow::new(64, false).unwrap();
     accept(&mut w, u32::MAX).unwrap();
     assert_eq!(w.check(1), Err(ReplayError::TooOld));
+}
+
+#[test]
+fn esn_commit_far_then_check() {
+    let mut w = ReplayWindow::new(64, true).unwrap();
+    let start = u64::from(u32::MAX) - 3;
+    w.commit(start);
+    assert_eq!(w.check((start + 1) as u32), Ok(start + 1));
 }

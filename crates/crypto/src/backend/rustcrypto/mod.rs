@@ -3,7 +3,10 @@
 
 mod aead;
 mod cipher;
+mod ivgen;
 mod mac;
+mod twofish;
+mod xcbc;
 
 use flowsec_wire::iana::{EncrId, IntegId};
 

@@ -1,0 +1,331 @@
+//! AH processing (RFC 4302 §3.3 outbound, §3.4 inbound) at a [`Layout`].
+//!
+//! The ICV covers the whole IP packet with its mutable fields taken as zero
+//! (§3.3.3.1). Rather than copying the packet, the ICV is computed over a
+//! list of slices in which each mutable field is replaced by zeros.
+//!
+//! ```text
+//!  0                   1                   2                   3
+//!  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//! +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//! | Next Header   |  Payload Len  |          RESERVED             |
+//! +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//! |                 Security Parameters Index (SPI)               |
+//! +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//! |                    Sequence Number Field                      |
+//! +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//! +                Integrity Check Value-ICV (variable)           |
+//! +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+//! ```
+
+use core::time::Duration;
+
+use flowsec_wire::iana::IpProtocol;
+use flowsec_wire::ip::IpVersion;
+
+use crate::buf::PacketBuf;
+use crate::layout::{self, Layout};
+use crate::sa::{SecurityAssociation, Transform};
+use crate::{DropReason, SaState};
+
+/// Fixed part of the AH header (before the ICV).
+const FIXED_LEN: usize = 12;
+/// Zeros standing in for mutable fields (an option's data is at most 255
+/// bytes; an ICV at most 32).
+static ZEROS: [u8; 256] = [0; 256];
+/// Upper bound on the slices an ICV is computed over; a packet whose
+/// headers would need more (hundreds of options) is refused.
+const MAX_PARTS: usize = 96;
+
+/// Header length of AH for an ICV of `icv_len` bytes: a multiple of 4 bytes
+/// over IPv4 and of 8 over IPv6 (RFC 4302 §2.2, §3.3.3.2.1).
+pub(crate) fn header_len(icv_len: usize, version: IpVersion) -> usize {
+    let align = if version == IpVersion::V6 { 8 } else { 4 };
+    (FIXED_LEN + icv_len).div_ceil(align) * align
+}
+
+/// Insert an AH header at `lay.at` and fill its ICV.
+pub(crate) fn encapsulate(
+    sa: &mut SecurityAssociation,
+    buf: &mut PacketBuf,
+    lay: &Layout,
+    now: Duration,
+) -> Result<(), DropReason> {
+    if sa.state(now) == SaState::Expired {
+        return Err(DropReason::SaExpired);
+    }
+    let Transform::Ah(integ) = &sa.transform else {
+        unreachable!("ah::encapsulate on a non-AH SA")
+    };
+    let icv_len = integ.icv_len();
+    let ah_len = header_len(icv_len, lay.version);
+    if buf.len() + ah_len > usize::from(u16::MAX) {
+        return Err(DropReason::TooBig);
+    }
+    if buf.headroom() < ah_len {
+        return Err(DropReason::NoRoom);
+    }
+    let payload_len = buf.len() - lay.at;
+    let seq = crate::sa::next_seq(&mut sa.seq, sa.esn)?;
+    let next_header = buf.as_slice()[lay.nh_field];
+    let hdr = buf
+        .insert_gap(lay.at, ah_len)
+        .map_err(|_| DropReason::NoRoom)?;
+    hdr[0] = next_header;
+    hdr[1] = (ah_len / 4 - 2) as u8;
+    hdr[2..4].fill(0);
+    hdr[4..8].copy_from_slice(&sa.id.spi.to_be_bytes());
+    hdr[8..12].copy_from_slice(&(seq as u32).to_be_bytes());
+    hdr[FIXED_LEN..].fill(0);
+    let packet = buf.as_mut_slice();
+    packet[lay.nh_field] = IpProtocol::AH.0;
+    layout::finish(packet, lay)?;
+    let mut icv = [0u8; 32];
+    {
+        let hi = ((seq >> 32) as u32).to_be_bytes();
+        let parts = icv_parts(packet, lay, icv_len, sa.esn.then_some(&hi))?;
+        integ.sign(parts.as_slice(), &mut icv[..icv_len]);
+    }
+    packet[lay.at + FIXED_LEN..lay.at + FIXED_LEN + icv_len].copy_from_slice(&icv[..icv_len]);
+    sa.usage.record(payload_len, now);
+    Ok(())
+}
+
+/// Verify and remove the AH header at `lay.at`; returns its next header.
+pub(crate) fn decapsulate(
+    sa: &mut SecurityAssociation,
+    buf: &mut PacketBuf,
+    lay: &Layout,
+    now: Duration,
+) -> Result<u8, DropReason> {
+    let result = verify(sa, buf, lay, now);
+    if let Err(reason) = result {
+        match reason {
+            DropReason::Replayed | DropReason::TooOld | DropReason::SeqZero => {
+                sa.stats.replay_drops += 1
+            }
+            DropReason::AuthFailed => sa.stats.auth_failures += 1,
+            _ => sa.stats.other_drops += 1,
+        }
+    }
+    result
+}
+
+fn verify(
+    sa: &mut SecurityAssociation,
+    buf: &mut PacketBuf,
+    lay: &Layout,
+    now: Duration,
+) -> Result<u8, DropReason> {
+    let Transform::Ah(integ) = &sa.transform else {
+        unreachable!("ah::decapsulate on a non-AH SA")
+    };
+    let icv_len = integ.icv_len();
+    let packet = buf.as_slice();
+    let ah = &packet[lay.at..];
+    if ah.len() < FIXED_LEN {
+        return Err(DropReason::Truncated);
+    }
+    let ah_len = (usize::from(ah[1]) + 2) * 4;
+    let align = if lay.version == IpVersion::V6 { 8 } else { 4 };
+    if ah_len < FIXED_LEN + icv_len || ah_len % align != 0 {
+        return Err(DropReason::BadAhLength);
+    }
+    if ah.len() < ah_len {
+        return Err(DropReason::Truncated);
+    }
+    let next_header = ah[0];
+    let seq_low = u32::from_be_bytes([ah[8], ah[9], ah[10], ah[11]]);
+    let seq = sa
+        .replay
+        .check(seq_low)
+        .map_err(crate::process::replay_reason)?;
+    if sa.usage.state(&sa.lifetime, now) == SaState::Expired {
+        return Err(DropReason::SaExpired);
+    }
+    let received = &ah[FIXED_LEN..FIXED_LEN + icv_len];
+    let hi = ((seq >> 32) as u32).to_be_bytes();
+    let parts = icv_parts(packet, lay, icv_len, sa.esn.then_some(&hi))?;
+    if !integ.verify(parts.as_slice(), received) {
+        return Err(DropReason::AuthFailed);
+    }
+    sa.replay.commit(seq);
+    let payload_len = packet.len() - lay.at - ah_len;
+    buf.remove_gap(lay.at, ah_len);
+    let packet = buf.as_mut_slice();
+    packet[lay.nh_field] = next_header;
+    layout::finish(packet, lay)?;
+    sa.usage.record(payload_len, now);
+    Ok(next_header)
+}
+
+/// A fixed-capacity list of slices.
+pub(crate) struct Parts<'a> {
+    items: [&'a [u8]; MAX_PARTS],
+    len: usize,
+}
+
+impl<'a> Parts<'a> {
+    fn new() -> Self {
+        Parts {
+            items: [&[]; MAX_PARTS],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, part: &'a [u8]) -> Result<(), DropReason> {
+        if part.is_empty() {
+            return Ok(());
+        }
+        let slot = self
+            .items
+            .get_mut(self.len)
+            .ok_or(DropReason::BadIpHeader)?;
+        *slot = part;
+        self.len += 1;
+        Ok(())
+    }
+
+    fn zeros(&mut self, n: usize) -> Result<(), DropReason> {
+        let mut left = n;
+        while left > 0 {
+            let take = left.min(ZEROS.len());
+            self.push(&ZEROS[..take])?;
+            left -= take;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn as_slice(&self) -> &[&'a [u8]] {
+        &self.items[..self.len]
+    }
+}
+
+/// The packet as the ICV sees it: mutable IP fields and the ICV field as
+/// zeros, then the ESN high bits if `esn_hi` (RFC 4302 §3.3.2.1).
+fn icv_parts<'a>(
+    packet: &'a [u8],
+    lay: &Layout,
+    icv_len: usize,
+    esn_hi: Option<&'a [u8; 4]>,
+) -> Result<Parts<'a>, DropReason> {
+    let mut parts = Parts::new();
+    match lay.version {
+        IpVersion::V4 => ipv4_header_parts(&packet[..lay.at], &mut parts)?,
+        IpVersion::V6 => ipv6_header_parts(&packet[..lay.at], &mut parts)?,
+    }
+    let icv_at = lay.at + FIXED_LEN;
+    parts.push(&packet[lay.at..icv_at])?;
+    parts.zeros(icv_len)?;
+    parts.push(&packet[icv_at + icv_len..])?;
+    if let Some(hi) = esn_hi {
+        parts.push(hi)?;
+    }
+    Ok(parts)
+}
+
+/// RFC 4302 §3.3.3.1.1.1 and Appendix A.1: TOS, flags, fragment offset,
+/// TTL and checksum are mutable; options are immutable only if they are one
+/// of EOL, NOP, Security, Extended Security, Commercial Security, Router
+/// Alert or Sender Directed Multi-Destination Delivery; other options are
+/// zeroed whole.
+fn ipv4_header_parts<'a>(hdr: &'a [u8], parts: &mut Parts<'a>) -> Result<(), DropReason> {
+    if hdr.len() < 20 {
+        return Err(DropReason::BadIpHeader);
+    }
+    parts.push(&hdr[0..1])?; // version, IHL
+    parts.zeros(1)?; // TOS
+    parts.push(&hdr[2..6])?; // total length, identification
+    parts.zeros(3)?; // flags + fragment offset, TTL
+    parts.push(&hdr[9..10])?; // protocol
+    parts.zeros(2)?; // checksum
+    parts.push(&hdr[12..20])?; // addresses
+    let options = &hdr[20..];
+    let mut i = 0;
+    while i < options.len() {
+        let kind = options[i];
+        let len = match kind {
+            0 => options.len() - i, // end of options: the rest is padding
+            1 => 1,
+            _ => match options.get(i + 1) {
+                Some(&l) if l >= 2 && i + usize::from(l) <= options.len() => usize::from(l),
+                _ => return Err(DropReason::BadIpHeader),
+            },
+        };
+        let option = &options[i..i + len];
+        match kind {
+            0 | 1 | 130 | 133 | 134 | 148 | 149 => parts.push(option)?,
+            _ => parts.zeros(len)?,
+        }
+        i += len;
+    }
+    Ok(())
+}
+
+/// RFC 4302 §3.3.3.1.2: traffic class, flow label and hop limit are
+/// mutable; in hop-by-hop and destination options, the data of options whose
+/// type has the "may change en route" bit (0x20, RFC 8200 §4.2) is zeroed.
+/// A routing header with segments left would need the final-destination
+/// rewrite of §3.3.3.1.2.2, which is not implemented: refused.
+fn ipv6_header_parts<'a>(hdr: &'a [u8], parts: &mut Parts<'a>) -> Result<(), DropReason> {
+    if hdr.len() < 40 {
+        return Err(DropReason::BadIpHeader);
+    }
+    // Version nibble kept, traffic class and flow label zeroed.
+    static VERSION6: [u8; 1] = [0x60];
+    parts.push(&VERSION6)?;
+    parts.zeros(3)?;
+    parts.push(&hdr[4..7])?; // payload length, next header
+    parts.zeros(1)?; // hop limit
+    parts.push(&hdr[8..40])?; // addresses
+    let mut next = hdr[6];
+    let mut at = 40;
+    while at < hdr.len() {
+        let ext = &hdr[at..];
+        if ext.len() < 8 {
+            return Err(DropReason::BadExtensionHeaders);
+        }
+        let len = match IpProtocol(next) {
+            IpProtocol::IPV6_FRAG => 8,
+            _ => (usize::from(ext[1]) + 1) * 8,
+        };
+        if len > ext.len() {
+            return Err(DropReason::BadExtensionHeaders);
+        }
+        let ext = &ext[..len];
+        match IpProtocol(next) {
+            IpProtocol::HOPOPT | IpProtocol::IPV6_OPTS => options_parts(ext, parts)?,
+            IpProtocol::IPV6_ROUTE if ext[3] != 0 => return Err(DropReason::AhUnsupportedRouting),
+            _ => parts.push(ext)?,
+        }
+        next = ext[0];
+        at += len;
+    }
+    Ok(())
+}
+
+fn options_parts<'a>(ext: &'a [u8], parts: &mut Parts<'a>) -> Result<(), DropReason> {
+    parts.push(&ext[..2])?;
+    let mut i = 2;
+    while i < ext.len() {
+        let kind = ext[i];
+        if kind == 0 {
+            parts.push(&ext[i..i + 1])?; // Pad1
+            i += 1;
+            continue;
+        }
+        let data_len = usize::from(*ext.get(i + 1).ok_or(DropReason::BadExtensionHeaders)?);
+        let end = i + 2 + data_len;
+        if end > ext.len() {
+            return Err(DropReason::BadExtensionHeaders);
+        }
+        parts.push(&ext[i..i + 2])?;
+        if kind & 0x20 != 0 {
+            parts.zeros(data_len)?;
+        } else {
+            parts.push(&ext[i + 2..end])?;
+        }
+        i = end;
+    }
+    Ok(())
+}

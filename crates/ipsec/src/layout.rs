@@ -1,0 +1,149 @@
+//! Where IPsec headers go in (or are found in) an IP packet, and fixing
+//! the IP header's lengths and checksum after headers move.
+
+use std::net::IpAddr;
+
+use flowsec_wire::ip::IpVersion;
+use flowsec_wire::ipv4::Ipv4Packet;
+use flowsec_wire::ipv6::{self, Ipv6Packet};
+use flowsec_wire::ipv6ext::ipv6_header_chain;
+use flowsec_wire::udp::UdpPacket;
+
+use crate::DropReason;
+
+/// The IPsec insertion point of a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// IP version of the (outer) header.
+    pub version: IpVersion,
+    /// Offset of the ESP/AH/IPComp (or UDP) header, or where it goes.
+    pub at: usize,
+    /// Offset of the next-header byte that names the header at `at`.
+    pub nh_field: usize,
+}
+
+impl Layout {
+    /// After an IPv4 header of `header_len` bytes.
+    pub fn ipv4(header_len: usize) -> Self {
+        Layout {
+            version: IpVersion::V4,
+            at: header_len,
+            nh_field: 9,
+        }
+    }
+
+    /// After a bare IPv6 fixed header.
+    pub fn ipv6_fixed() -> Self {
+        Layout {
+            version: IpVersion::V6,
+            at: ipv6::HEADER_LEN,
+            nh_field: 6,
+        }
+    }
+
+    /// Where ESP/AH go in transport mode (RFC 4303 §3.1.1, RFC 4302
+    /// §3.1.1): after the IPv4 header with its options, or after IPv6
+    /// hop-by-hop, routing and fragment headers.
+    pub fn outbound(packet: &[u8]) -> Result<Self, DropReason> {
+        match packet.first().map(|b| b >> 4) {
+            Some(4) => {
+                let p = Ipv4Packet::new_checked(packet).map_err(|_| DropReason::BadIpHeader)?;
+                Ok(Layout::ipv4(p.header_len()))
+            }
+            Some(6) => {
+                let chain =
+                    ipv6_header_chain(packet).map_err(|_| DropReason::BadExtensionHeaders)?;
+                Ok(Layout {
+                    version: IpVersion::V6,
+                    at: chain.ipsec_insert_offset(),
+                    nh_field: chain.ipsec_next_header_field(),
+                })
+            }
+            _ => Err(DropReason::BadIpHeader),
+        }
+    }
+
+    /// Where the first header after the IP header (and IPv6 extension
+    /// headers) is on receipt. Fragments must be reassembled first (RFC 4303
+    /// §3.4.1): they are refused here.
+    pub fn inbound(packet: &[u8]) -> Result<Self, DropReason> {
+        match packet.first().map(|b| b >> 4) {
+            Some(4) => {
+                let p = Ipv4Packet::new_checked(packet).map_err(|_| DropReason::BadIpHeader)?;
+                if p.is_fragment() {
+                    return Err(DropReason::Fragment);
+                }
+                Ok(Layout::ipv4(p.header_len()))
+            }
+            Some(6) => {
+                let chain =
+                    ipv6_header_chain(packet).map_err(|_| DropReason::BadExtensionHeaders)?;
+                if chain.has_fragment() {
+                    return Err(DropReason::Fragment);
+                }
+                Ok(Layout {
+                    version: IpVersion::V6,
+                    at: chain.upper_offset(),
+                    nh_field: chain.upper_next_header_field(),
+                })
+            }
+            _ => Err(DropReason::BadIpHeader),
+        }
+    }
+}
+
+/// The length of the IP packet at the start of `packet` (which may be
+/// followed by link-layer padding).
+pub(crate) fn ip_packet_len(packet: &[u8]) -> Result<usize, DropReason> {
+    match packet.first().map(|b| b >> 4) {
+        Some(4) => Ipv4Packet::new_checked(packet)
+            .map(|p| usize::from(p.total_len()))
+            .map_err(|_| DropReason::BadIpHeader),
+        Some(6) => Ipv6Packet::new_checked(packet)
+            .map(|p| ipv6::HEADER_LEN + usize::from(p.payload_len()))
+            .map_err(|_| DropReason::BadIpHeader),
+        _ => Err(DropReason::BadIpHeader),
+    }
+}
+
+/// The source and destination of the IP header.
+pub(crate) fn addresses(packet: &[u8], version: IpVersion) -> (IpAddr, IpAddr) {
+    match version {
+        IpVersion::V4 => {
+            let p = Ipv4Packet::new_unchecked(packet);
+            (p.src_addr().into(), p.dst_addr().into())
+        }
+        IpVersion::V6 => {
+            let p = Ipv6Packet::new_unchecked(packet);
+            (p.src_addr().into(), p.dst_addr().into())
+        }
+    }
+}
+
+/// Set the IP header's length to the packet's and refresh the IPv4
+/// checksum, after headers were added or removed.
+pub(crate) fn finish(packet: &mut [u8], lay: &Layout) -> Result<(), DropReason> {
+    match lay.version {
+        IpVersion::V4 => {
+            let len = u16::try_from(packet.len()).map_err(|_| DropReason::TooBig)?;
+            let mut p = Ipv4Packet::new_unchecked(packet);
+            p.set_total_len(len);
+            p.fill_checksum();
+        }
+        IpVersion::V6 => {
+            let len =
+                u16::try_from(packet.len() - ipv6::HEADER_LEN).map_err(|_| DropReason::TooBig)?;
+            Ipv6Packet::new_unchecked(packet).set_payload_len(len);
+        }
+    }
+    Ok(())
+}
+
+/// Fill the checksum of the UDP header at `lay.at`: IPv6 requires one (RFC
+/// 8200 §8.1); over IPv4 RFC 3948 §2.1 says to send zero, which is left.
+pub(crate) fn fill_udp_checksum(packet: &mut [u8], lay: &Layout) {
+    if lay.version == IpVersion::V6 {
+        let (src, dst) = addresses(packet, lay.version);
+        UdpPacket::new_unchecked(&mut packet[lay.at..]).fill_checksum(&src, &dst);
+    }
+}

@@ -1,0 +1,451 @@
+//! Security associations (RFC 4301 §4.4.2): what an SA is configured with
+//! ([`SaConfig`]) and the live SA ([`SecurityAssociation`]) with its
+//! transform, sequence counter, replay window, lifetime and counters.
+
+use core::fmt;
+use core::time::Duration;
+use std::net::IpAddr;
+
+use flowsec_crypto::policy::{encr_requirement, integ_requirement, Requirement};
+use flowsec_crypto::{CryptoError, EncrId, EspTransform, IntegId, Integrity, Provider};
+use flowsec_wire::iana::{IpProtocol, IpcompId};
+use zeroize::Zeroizing;
+
+use crate::ipcomp::Deflate;
+use crate::lifetime::{Lifetime, SaState, Usage};
+use crate::replay::{BadWindowSize, ReplayWindow};
+
+/// The IPsec protocol an SA implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Protocol {
+    /// Encapsulating Security Payload, RFC 4303.
+    Esp,
+    /// Authentication Header, RFC 4302.
+    Ah,
+    /// IP Payload Compression, RFC 3173 (its "SPI" is the 16-bit CPI).
+    IpComp,
+}
+
+impl Protocol {
+    /// The IP protocol number of its header.
+    pub fn ip_protocol(self) -> IpProtocol {
+        match self {
+            Protocol::Esp => IpProtocol::ESP,
+            Protocol::Ah => IpProtocol::AH,
+            Protocol::IpComp => IpProtocol::IPCOMP,
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Protocol::Esp => "esp",
+            Protocol::Ah => "ah",
+            Protocol::IpComp => "ipcomp",
+        })
+    }
+}
+
+/// Tunnel or transport mode (RFC 4301 §4.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// The IPsec header goes between the IP header and its payload.
+    Transport,
+    /// The whole packet is carried inside a new outer IP header.
+    Tunnel,
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mode::Transport => "transport",
+            Mode::Tunnel => "tunnel",
+        })
+    }
+}
+
+/// UDP encapsulation of ESP (RFC 3948): the ports of the outer UDP header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct UdpEncap {
+    /// Source port (ours), usually 4500.
+    pub src_port: u16,
+    /// Destination port (the peer's), usually 4500.
+    pub dst_port: u16,
+}
+
+/// The identity of an SA on receipt: (protocol, SPI, destination).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SaId {
+    /// ESP, AH or IPComp.
+    pub protocol: Protocol,
+    /// SPI (or CPI for IPComp).
+    pub spi: u32,
+    /// Destination address.
+    pub dst: IpAddr,
+}
+
+/// Everything needed to create an SA, as manual keying (setkey) or IKE
+/// gives it. Keys are zeroized when this is dropped.
+#[derive(Clone)]
+pub struct SaConfig {
+    /// ESP, AH or IPComp.
+    pub protocol: Protocol,
+    /// SPI, or the CPI for IPComp.
+    pub spi: u32,
+    /// Tunnel or transport.
+    pub mode: Mode,
+    /// Source address (outer source in tunnel mode).
+    pub src: IpAddr,
+    /// Destination address (outer destination in tunnel mode).
+    pub dst: IpAddr,
+    /// UDP encapsulation (ESP only).
+    pub encap: Option<UdpEncap>,
+    /// ESP encryption (or combined-mode) algorithm; `NULL` for AH/IPComp.
+    pub encr: EncrId,
+    /// Encryption key material (with salt/nonce for GCM, CCM, CTR, ChaCha).
+    pub encr_key: Zeroizing<Vec<u8>>,
+    /// Integrity algorithm (ESP with a non-AEAD cipher, or AH).
+    pub integ: IntegId,
+    /// Integrity key.
+    pub integ_key: Zeroizing<Vec<u8>>,
+    /// IPComp algorithm (IPComp only).
+    pub ipcomp: IpcompId,
+    /// Anti-replay window in packets; 0 disables the check.
+    pub replay_window: u32,
+    /// Extended (64-bit) sequence numbers.
+    pub esn: bool,
+    /// Soft and hard lifetime.
+    pub lifetime: Lifetime,
+    /// Pad the payload of tunnel-mode ESP to at least this many bytes
+    /// (traffic flow confidentiality, RFC 4303 §2.7); 0 for none.
+    pub tfc_pad_to: u16,
+    /// The request id that ties the SA to policies (setkey `-u`).
+    pub reqid: u32,
+}
+
+impl fmt::Debug for SaConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never the keys.
+        f.debug_struct("SaConfig")
+            .field("protocol", &self.protocol)
+            .field("spi", &format_args!("{:#010x}", self.spi))
+            .field("mode", &self.mode)
+            .field("src", &self.src)
+            .field("dst", &self.dst)
+            .field("encap", &self.encap)
+            .field("encr", &self.encr)
+            .field("integ", &self.integ)
+            .field("replay_window", &self.replay_window)
+            .field("esn", &self.esn)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SaConfig {
+    /// An ESP SA with no keys yet: fill in algorithms and keys.
+    pub fn esp(spi: u32, mode: Mode, src: IpAddr, dst: IpAddr) -> Self {
+        SaConfig {
+            protocol: Protocol::Esp,
+            spi,
+            mode,
+            src,
+            dst,
+            encap: None,
+            encr: EncrId::NULL,
+            encr_key: Zeroizing::new(Vec::new()),
+            integ: IntegId::NONE,
+            integ_key: Zeroizing::new(Vec::new()),
+            ipcomp: IpcompId::DEFLATE,
+            replay_window: 64,
+            esn: false,
+            lifetime: Lifetime::default(),
+            tfc_pad_to: 0,
+            reqid: 0,
+        }
+    }
+
+    /// Set the encryption algorithm and key.
+    pub fn with_encr(mut self, encr: EncrId, key: &[u8]) -> Self {
+        self.encr = encr;
+        self.encr_key = Zeroizing::new(key.to_vec());
+        self
+    }
+
+    /// Set the integrity algorithm and key.
+    pub fn with_integ(mut self, integ: IntegId, key: &[u8]) -> Self {
+        self.integ = integ;
+        self.integ_key = Zeroizing::new(key.to_vec());
+        self
+    }
+
+    /// The RFC 8221 warnings that apply to this SA's algorithms.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.protocol == Protocol::Esp && encr_requirement(self.encr).warn() {
+            out.push(format!(
+                "{}: encryption {} is {}",
+                self.spi_display(),
+                self.encr,
+                encr_requirement(self.encr)
+            ));
+        }
+        if self.integ != IntegId::NONE && integ_requirement(self.integ).warn() {
+            out.push(format!(
+                "{}: integrity {} is {}",
+                self.spi_display(),
+                self.integ,
+                integ_requirement(self.integ)
+            ));
+        }
+        if self.protocol == Protocol::Esp
+            && self.integ == IntegId::NONE
+            && !flowsec_crypto::esp::is_aead(self.encr)
+        {
+            let level = Requirement::MustNot;
+            out.push(format!(
+                "{}: ESP encryption without integrity is {level}",
+                self.spi_display()
+            ));
+        }
+        out
+    }
+
+    fn spi_display(&self) -> String {
+        format!("{} SPI {:#x}", self.protocol, self.spi)
+    }
+}
+
+/// Why an SA could not be created from its [`SaConfig`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SaError {
+    /// The algorithms or keys were refused.
+    Crypto(CryptoError),
+    /// The replay window size is out of range.
+    Window(BadWindowSize),
+    /// Options that do not apply to the protocol (e.g. UDP encapsulation of
+    /// AH, an encryption algorithm on AH, an integrity-less AH).
+    Inconsistent(&'static str),
+    /// The IPComp algorithm is not supported (only DEFLATE is).
+    UnsupportedIpcomp(IpcompId),
+}
+
+impl fmt::Display for SaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SaError::Crypto(e) => e.fmt(f),
+            SaError::Window(e) => e.fmt(f),
+            SaError::Inconsistent(why) => f.write_str(why),
+            SaError::UnsupportedIpcomp(id) => write!(f, "IPComp algorithm {id} not supported"),
+        }
+    }
+}
+
+impl std::error::Error for SaError {}
+
+impl From<CryptoError> for SaError {
+    fn from(e: CryptoError) -> Self {
+        SaError::Crypto(e)
+    }
+}
+
+/// Advance an outbound sequence counter: refuses to wrap without ESN
+/// (RFC 4303 §3.3.3: the SA must be rekeyed) and never wraps with it.
+/// A free function so that it can run while the transform is borrowed.
+pub(crate) fn next_seq(seq: &mut u64, esn: bool) -> Result<u64, crate::DropReason> {
+    let limit = if esn { u64::MAX } else { u64::from(u32::MAX) };
+    if *seq >= limit {
+        return Err(crate::DropReason::SeqExhausted);
+    }
+    *seq += 1;
+    Ok(*seq)
+}
+
+pub(crate) enum Transform {
+    Esp(Box<dyn EspTransform>),
+    Ah(Box<dyn Integrity>),
+    IpComp(Box<Deflate>),
+}
+
+/// Per-SA counters, as `flowsec ctl sas` shows them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SaStats {
+    /// Packets refused by the replay window.
+    pub replay_drops: u64,
+    /// Packets whose ICV did not verify.
+    pub auth_failures: u64,
+    /// Other packets dropped by this SA (padding, length, expiry).
+    pub other_drops: u64,
+    /// IPComp: packets sent uncompressed because compressing did not help.
+    pub ipcomp_uncompressed: u64,
+}
+
+/// A live SA.
+pub struct SecurityAssociation {
+    pub(crate) id: SaId,
+    pub(crate) mode: Mode,
+    pub(crate) src: IpAddr,
+    pub(crate) encap: Option<UdpEncap>,
+    pub(crate) encr: EncrId,
+    pub(crate) integ: IntegId,
+    pub(crate) reqid: u32,
+    pub(crate) esn: bool,
+    pub(crate) tfc_pad_to: u16,
+    pub(crate) lifetime: Lifetime,
+    pub(crate) transform: Transform,
+    /// The last sequence number sent (outbound).
+    pub(crate) seq: u64,
+    pub(crate) replay: ReplayWindow,
+    pub(crate) usage: Usage,
+    pub(crate) stats: SaStats,
+}
+
+impl fmt::Debug for SecurityAssociation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SecurityAssociation")
+            .field("id", &self.id)
+            .field("mode", &self.mode)
+            .field("encr", &self.encr)
+            .field("integ", &self.integ)
+            .field("seq", &self.seq)
+            .field("usage", &self.usage)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SecurityAssociation {
+    /// Build an SA added at `now`; keys are taken from `config` into the
+    /// transform (the config's copies are zeroized when it is dropped).
+    pub fn new(config: &SaConfig, provider: &Provider, now: Duration) -> Result<Self, SaError> {
+        let transform = match config.protocol {
+            Protocol::Esp => Transform::Esp(provider.esp(
+                config.encr,
+                &config.encr_key,
+                config.integ,
+                &config.integ_key,
+            )?),
+            Protocol::Ah => {
+                if config.encr != EncrId::NULL || !config.encr_key.is_empty() {
+                    return Err(SaError::Inconsistent("AH takes no encryption algorithm"));
+                }
+                if config.integ == IntegId::NONE {
+                    return Err(SaError::Inconsistent("AH needs an integrity algorithm"));
+                }
+                Transform::Ah(provider.integrity(config.integ, &config.integ_key)?)
+            }
+            Protocol::IpComp => {
+                if config.ipcomp != IpcompId::DEFLATE {
+                    return Err(SaError::UnsupportedIpcomp(config.ipcomp));
+                }
+                if config.spi > u32::from(u16::MAX) {
+                    return Err(SaError::Inconsistent("IPComp CPI must fit in 16 bits"));
+                }
+                Transform::IpComp(Box::new(Deflate::new()))
+            }
+        };
+        if config.encap.is_some() && config.protocol != Protocol::Esp {
+            return Err(SaError::Inconsistent("only ESP can be UDP-encapsulated"));
+        }
+        if config.protocol == Protocol::Ah && config.tfc_pad_to != 0 {
+            return Err(SaError::Inconsistent("TFC padding is an ESP feature"));
+        }
+        let window = if config.protocol == Protocol::IpComp {
+            0
+        } else {
+            config.replay_window
+        };
+        Ok(SecurityAssociation {
+            id: SaId {
+                protocol: config.protocol,
+                spi: config.spi,
+                dst: config.dst,
+            },
+            mode: config.mode,
+            src: config.src,
+            encap: config.encap,
+            encr: config.encr,
+            integ: config.integ,
+            reqid: config.reqid,
+            esn: config.esn,
+            tfc_pad_to: config.tfc_pad_to,
+            lifetime: config.lifetime,
+            transform,
+            seq: 0,
+            replay: ReplayWindow::new(window, config.esn).map_err(SaError::Window)?,
+            usage: Usage::new(now),
+            stats: SaStats::default(),
+        })
+    }
+
+    /// (protocol, SPI, destination).
+    pub fn id(&self) -> SaId {
+        self.id
+    }
+    /// Tunnel or transport.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+    /// Source address.
+    pub fn src(&self) -> IpAddr {
+        self.src
+    }
+    /// Destination address.
+    pub fn dst(&self) -> IpAddr {
+        self.id.dst
+    }
+    /// UDP encapsulation, if any.
+    pub fn encap(&self) -> Option<UdpEncap> {
+        self.encap
+    }
+    /// Encryption algorithm.
+    pub fn encr(&self) -> EncrId {
+        self.encr
+    }
+    /// Integrity algorithm.
+    pub fn integ(&self) -> IntegId {
+        self.integ
+    }
+    /// Request id.
+    pub fn reqid(&self) -> u32 {
+        self.reqid
+    }
+    /// Whether ESN is on.
+    pub fn esn(&self) -> bool {
+        self.esn
+    }
+    /// The last sequence number sent.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+    /// The receive window.
+    pub fn replay_window(&self) -> &ReplayWindow {
+        &self.replay
+    }
+    /// The receive window, mutably: for moving replay state between SAs or
+    /// processes (and for tests that start near 2^32).
+    pub fn replay_window_mut(&mut self) -> &mut ReplayWindow {
+        &mut self.replay
+    }
+    /// Bytes, packets, and times.
+    pub fn usage(&self) -> &Usage {
+        &self.usage
+    }
+    /// Drop counters.
+    pub fn stats(&self) -> &SaStats {
+        &self.stats
+    }
+    /// The SA's state at `now`.
+    pub fn state(&self, now: Duration) -> SaState {
+        self.usage.state(&self.lifetime, now)
+    }
+    /// When the state next changes by time alone.
+    pub fn next_deadline(&self) -> Option<Duration> {
+        self.usage.next_deadline(&self.lifetime)
+    }
+
+    /// Start the sequence counter at `seq` (tests, and state transfer).
+    pub fn set_seq(&mut self, seq: u64) {
+        self.seq = seq;
+    }
+}

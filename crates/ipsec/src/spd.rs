@@ -1,0 +1,488 @@
+//! The Security Policy Database (RFC 4301 §4.4.1): ordered policies with
+//! traffic selectors, each saying PROTECT (with which SAs), BYPASS or
+//! DISCARD.
+//!
+//! Lookup is first match in order (setkey's order, then priority). Two
+//! policies in the same direction and priority whose selectors overlap are
+//! refused: their order would silently decide which one applies.
+
+use core::fmt;
+use std::net::IpAddr;
+
+use crate::sa::{Mode, Protocol};
+
+/// Which traffic a policy applies to (setkey `-P in|out|fwd`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Arriving for this host (or after decapsulation, for the inbound check).
+    In,
+    /// Leaving this host.
+    Out,
+    /// Forwarded through this host (a gateway's decapsulated traffic).
+    Fwd,
+}
+
+impl fmt::Display for Direction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Direction::In => "in",
+            Direction::Out => "out",
+            Direction::Fwd => "fwd",
+        })
+    }
+}
+
+/// An address prefix, `10.1.0.0/16` or `fd00::/64`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct IpPrefix {
+    addr: IpAddr,
+    len: u8,
+}
+
+impl IpPrefix {
+    /// A prefix; the address is masked to `len` bits. `None` if `len` is
+    /// longer than the address.
+    pub fn new(addr: IpAddr, len: u8) -> Option<Self> {
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        (len <= max).then(|| IpPrefix {
+            addr: mask(addr, len),
+            len,
+        })
+    }
+
+    /// The host prefix (/32 or /128) of `addr`.
+    pub fn host(addr: IpAddr) -> Self {
+        IpPrefix {
+            addr,
+            len: if addr.is_ipv4() { 32 } else { 128 },
+        }
+    }
+
+    /// The (masked) address.
+    pub fn addr(&self) -> IpAddr {
+        self.addr
+    }
+
+    /// The prefix length.
+    pub fn len(&self) -> u8 {
+        self.len
+    }
+
+    /// Whether `addr` is inside the prefix.
+    pub fn contains(&self, addr: IpAddr) -> bool {
+        addr.is_ipv4() == self.addr.is_ipv4() && mask(addr, self.len) == self.addr
+    }
+
+    /// Whether the two prefixes share an address.
+    pub fn overlaps(&self, other: &IpPrefix) -> bool {
+        let len = self.len.min(other.len);
+        self.addr.is_ipv4() == other.addr.is_ipv4() && mask(self.addr, len) == mask(other.addr, len)
+    }
+}
+
+impl fmt::Display for IpPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.len)
+    }
+}
+
+fn mask(addr: IpAddr, len: u8) -> IpAddr {
+    match addr {
+        IpAddr::V4(a) => {
+            let m = if len == 0 {
+                0
+            } else {
+                u32::MAX << (32 - u32::from(len))
+            };
+            IpAddr::V4((u32::from(a) & m).into())
+        }
+        IpAddr::V6(a) => {
+            let m = if len == 0 {
+                0
+            } else {
+                u128::MAX << (128 - u32::from(len))
+            };
+            IpAddr::V6((u128::from(a) & m).into())
+        }
+    }
+}
+
+/// An inclusive port range; `0..=65535` is "any".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PortRange {
+    /// Lowest port.
+    pub start: u16,
+    /// Highest port.
+    pub end: u16,
+}
+
+impl PortRange {
+    /// Every port.
+    pub const ANY: PortRange = PortRange {
+        start: 0,
+        end: u16::MAX,
+    };
+
+    /// One port.
+    pub fn single(port: u16) -> Self {
+        PortRange {
+            start: port,
+            end: port,
+        }
+    }
+
+    fn contains(&self, port: u16) -> bool {
+        (self.start..=self.end).contains(&port)
+    }
+
+    fn overlaps(&self, other: &PortRange) -> bool {
+        self.start <= other.end && other.start <= self.end
+    }
+}
+
+/// RFC 4301 §4.4.1.1 selectors: addresses, next-layer protocol and ports.
+/// For ICMP the "ports" are the message type and code (RFC 4301 §4.4.1.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Selector {
+    /// Source prefix.
+    pub src: IpPrefix,
+    /// Destination prefix.
+    pub dst: IpPrefix,
+    /// Upper-layer protocol; `None` is any.
+    pub protocol: Option<u8>,
+    /// Source ports.
+    pub src_ports: PortRange,
+    /// Destination ports.
+    pub dst_ports: PortRange,
+}
+
+impl Selector {
+    /// Any traffic from `src` to `dst`.
+    pub fn between(src: IpPrefix, dst: IpPrefix) -> Self {
+        Selector {
+            src,
+            dst,
+            protocol: None,
+            src_ports: PortRange::ANY,
+            dst_ports: PortRange::ANY,
+        }
+    }
+
+    /// Whether the flow matches.
+    pub fn matches(&self, flow: &Flow) -> bool {
+        self.src.contains(flow.src)
+            && self.dst.contains(flow.dst)
+            && self.protocol.is_none_or(|p| p == flow.protocol)
+            && self.src_ports.contains(flow.src_port)
+            && self.dst_ports.contains(flow.dst_port)
+    }
+
+    /// Whether some flow could match both.
+    pub fn overlaps(&self, other: &Selector) -> bool {
+        self.src.overlaps(&other.src)
+            && self.dst.overlaps(&other.dst)
+            && match (self.protocol, other.protocol) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            }
+            && self.src_ports.overlaps(&other.src_ports)
+            && self.dst_ports.overlaps(&other.dst_ports)
+    }
+}
+
+/// The selector fields of one packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Flow {
+    /// Source address.
+    pub src: IpAddr,
+    /// Destination address.
+    pub dst: IpAddr,
+    /// Upper-layer protocol.
+    pub protocol: u8,
+    /// Source port (ICMP: type), 0 if none.
+    pub src_port: u16,
+    /// Destination port (ICMP: code), 0 if none.
+    pub dst_port: u16,
+}
+
+/// How strictly an SA of a template is required (setkey levels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Level {
+    /// `require`: no SA, no traffic.
+    Require,
+    /// `use`: apply the SA if there is one, else skip this step.
+    Use,
+    /// `unique`: like require, bound to the SA with the policy's reqid.
+    Unique,
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Level::Require => "require",
+            Level::Use => "use",
+            Level::Unique => "unique",
+        })
+    }
+}
+
+/// One step of a PROTECT policy's bundle: which kind of SA to apply
+/// (setkey's `esp/tunnel/192.0.2.1-192.0.2.2/require`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SaTemplate {
+    /// ESP, AH or IPComp.
+    pub protocol: Protocol,
+    /// Tunnel or transport.
+    pub mode: Mode,
+    /// Tunnel endpoints (source, destination); for transport mode `None`:
+    /// the packet's own addresses.
+    pub tunnel: Option<(IpAddr, IpAddr)>,
+    /// Required, optional or unique.
+    pub level: Level,
+    /// Request id binding to specific SAs (0: any).
+    pub reqid: u32,
+}
+
+/// What to do with matching traffic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Send or accept in the clear.
+    Bypass,
+    /// Drop.
+    Discard,
+    /// Apply these SAs, innermost first (setkey order: `ipcomp esp ah`).
+    Protect(Vec<SaTemplate>),
+}
+
+/// One SPD entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// Direction.
+    pub direction: Direction,
+    /// Traffic it applies to.
+    pub selector: Selector,
+    /// What it does.
+    pub action: Action,
+    /// Lower is consulted first (setkey `prio`); default 0.
+    pub priority: i32,
+}
+
+/// Why a policy could not be added or removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SpdError {
+    /// A policy with the same direction and selector exists.
+    Exists,
+    /// A policy with the same direction and priority overlaps this one.
+    Overlaps(Selector),
+    /// No such policy.
+    NotFound,
+}
+
+impl fmt::Display for SpdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpdError::Exists => f.write_str("a policy with the same selector and direction exists"),
+            SpdError::Overlaps(s) => write!(
+                f,
+                "overlaps the existing policy {} -> {}; give one a different priority",
+                s.src, s.dst
+            ),
+            SpdError::NotFound => f.write_str("no such policy"),
+        }
+    }
+}
+
+impl std::error::Error for SpdError {}
+
+/// The ordered policy list.
+#[derive(Debug, Clone, Default)]
+pub struct Spd {
+    policies: Vec<Policy>,
+}
+
+impl Spd {
+    /// An empty SPD (everything matches nothing: the caller's default
+    /// applies).
+    pub fn new() -> Self {
+        Spd::default()
+    }
+
+    /// Add a policy after all policies of equal or lower priority value.
+    pub fn add(&mut self, policy: Policy) -> Result<(), SpdError> {
+        for p in self
+            .policies
+            .iter()
+            .filter(|p| p.direction == policy.direction)
+        {
+            if p.selector == policy.selector {
+                return Err(SpdError::Exists);
+            }
+            if p.priority == policy.priority && p.selector.overlaps(&policy.selector) {
+                return Err(SpdError::Overlaps(p.selector));
+            }
+        }
+        let at = self
+            .policies
+            .iter()
+            .position(|p| p.priority > policy.priority)
+            .unwrap_or(self.policies.len());
+        self.policies.insert(at, policy);
+        Ok(())
+    }
+
+    /// Remove the policy with this direction and selector.
+    pub fn remove(
+        &mut self,
+        direction: Direction,
+        selector: &Selector,
+    ) -> Result<Policy, SpdError> {
+        let at = self
+            .policies
+            .iter()
+            .position(|p| p.direction == direction && p.selector == *selector)
+            .ok_or(SpdError::NotFound)?;
+        Ok(self.policies.remove(at))
+    }
+
+    /// Remove every policy.
+    pub fn flush(&mut self) {
+        self.policies.clear();
+    }
+
+    /// The first policy matching `flow` in `direction`.
+    pub fn lookup(&self, direction: Direction, flow: &Flow) -> Option<&Policy> {
+        self.policies
+            .iter()
+            .find(|p| p.direction == direction && p.selector.matches(flow))
+    }
+
+    /// All policies, in lookup order.
+    pub fn iter(&self) -> impl Iterator<Item = &Policy> {
+        self.policies.iter()
+    }
+
+    /// Number of policies.
+    pub fn len(&self) -> usize {
+        self.policies.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.policies.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prefix(s: &str) -> IpPrefix {
+        let (a, l) = s.split_once('/').unwrap();
+        IpPrefix::new(a.parse().unwrap(), l.parse().unwrap()).unwrap()
+    }
+
+    fn flow(src: &str, dst: &str, protocol: u8, dst_port: u16) -> Flow {
+        Flow {
+            src: src.parse().unwrap(),
+            dst: dst.parse().unwrap(),
+            protocol,
+            src_port: 40000,
+            dst_port,
+        }
+    }
+
+    #[test]
+    fn prefixes() {
+        assert!(prefix("10.1.0.0/16").contains("10.1.200.3".parse().unwrap()));
+        assert!(!prefix("10.1.0.0/16").contains("10.2.0.1".parse().unwrap()));
+        assert!(
+            !prefix("0.0.0.0/0").contains("::1".parse().unwrap()),
+            "families never match"
+        );
+        assert!(prefix("fd00::/8").contains("fd12::1".parse().unwrap()));
+        assert_eq!(prefix("10.1.2.3/8").to_string(), "10.0.0.0/8");
+        assert!(IpPrefix::new("10.0.0.0".parse().unwrap(), 33).is_none());
+        assert!(prefix("10.0.0.0/8").overlaps(&prefix("10.3.0.0/16")));
+        assert!(!prefix("10.0.0.0/16").overlaps(&prefix("10.3.0.0/16")));
+    }
+
+    #[test]
+    fn first_match_and_ports() {
+        let mut spd = Spd::new();
+        let mut web = Selector::between(prefix("10.0.0.0/8"), prefix("10.9.0.0/16"));
+        web.protocol = Some(6);
+        web.dst_ports = PortRange::single(80);
+        spd.add(Policy {
+            direction: Direction::Out,
+            selector: web,
+            action: Action::Bypass,
+            priority: -1,
+        })
+        .unwrap();
+        let all = Selector::between(prefix("10.0.0.0/8"), prefix("10.0.0.0/8"));
+        spd.add(Policy {
+            direction: Direction::Out,
+            selector: all,
+            action: Action::Discard,
+            priority: 0,
+        })
+        .unwrap();
+        assert_eq!(
+            spd.lookup(Direction::Out, &flow("10.1.1.1", "10.9.0.1", 6, 80))
+                .unwrap()
+                .action,
+            Action::Bypass
+        );
+        assert_eq!(
+            spd.lookup(Direction::Out, &flow("10.1.1.1", "10.9.0.1", 6, 81))
+                .unwrap()
+                .action,
+            Action::Discard
+        );
+        assert_eq!(
+            spd.lookup(Direction::Out, &flow("10.1.1.1", "10.9.0.1", 17, 80))
+                .unwrap()
+                .action,
+            Action::Discard
+        );
+        assert!(spd
+            .lookup(Direction::In, &flow("10.1.1.1", "10.9.0.1", 6, 80))
+            .is_none());
+        assert!(spd
+            .lookup(Direction::Out, &flow("192.0.2.1", "10.9.0.1", 6, 80))
+            .is_none());
+    }
+
+    #[test]
+    fn duplicates_and_overlaps_refused() {
+        let mut spd = Spd::new();
+        let a = Selector::between(prefix("10.0.0.0/8"), prefix("10.0.0.0/8"));
+        let p = Policy {
+            direction: Direction::Out,
+            selector: a,
+            action: Action::Bypass,
+            priority: 0,
+        };
+        spd.add(p.clone()).unwrap();
+        assert_eq!(spd.add(p.clone()), Err(SpdError::Exists));
+        let b = Selector::between(prefix("10.1.0.0/16"), prefix("10.2.0.0/16"));
+        let q = Policy {
+            direction: Direction::Out,
+            selector: b,
+            action: Action::Discard,
+            priority: 0,
+        };
+        assert_eq!(spd.add(q.clone()), Err(SpdError::Overlaps(a)));
+        // Same selector in the other direction is fine, and so is a
+        // different priority.
+        spd.add(Policy {
+            direction: Direction::In,
+            ..p.clone()
+        })
+        .unwrap();
+        spd.add(Policy { priority: -5, ..q }).unwrap();
+        assert_eq!(spd.remove(Direction::Out, &a).unwrap(), p);
+        assert_eq!(spd.remove(Direction::Out, &a), Err(SpdError::NotFound));
+    }
+}

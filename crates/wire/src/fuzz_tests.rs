@@ -1,0 +1,256 @@
+//! No-panic test: every prefix and suffix of the captured packets, mutated
+//! copies of them and a few thousand pseudo-random byte strings go through
+//! every `new_checked`, every accessor and every `parse`. The panic
+//! contract (lib.rs) says none of it may panic.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use crate::ipv6ext::Ipv6FragmentRepr;
+use crate::*;
+
+/// xorshift64*: enough randomness for this, and no dependency.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+fn captured() -> Vec<&'static [u8]> {
+    vec![
+        &ipv4::tests::IPV4_UDP,
+        &ipv4::tests::IPV4_OPTS,
+        &ipv6::tests::IPV6_UDP,
+        &ipv6ext::tests::IPV6_CHAIN,
+        &esp::tests::IPV4_ESP_NULL,
+        &ah::tests::IPV4_AH,
+        &ah::tests::IPV6_AH,
+        &ipcomp::tests::IPV4_IPCOMP,
+        &udp_encap::tests::IKE_ON_4500,
+    ]
+}
+
+fn ipv4(b: &[u8]) {
+    if let Ok(p) = Ipv4Packet::new_checked(b) {
+        let _ = (
+            p.version(),
+            p.header_len(),
+            p.dscp_ecn(),
+            p.tos(),
+            p.total_len(),
+        );
+        let _ = (p.ident(), p.dont_frag(), p.more_frags(), p.frag_offset());
+        let _ = (
+            p.is_fragment(),
+            p.ttl(),
+            p.hop_limit(),
+            p.next_header(),
+            p.checksum(),
+        );
+        let _ = (p.src_addr(), p.dst_addr(), p.verify_checksum());
+        let _ = (p.options(), p.payload());
+        let _ = Ipv4Repr::parse(&p);
+        let mut v = b.to_vec();
+        let mut p = Ipv4Packet::new_checked(&mut v[..]).unwrap();
+        p.fill_checksum();
+        p.options_mut().fill(1);
+        p.payload_mut().fill(2);
+    }
+}
+
+fn ipv6(b: &[u8]) {
+    if let Ok(p) = Ipv6Packet::new_checked(b) {
+        let _ = (
+            p.version(),
+            p.traffic_class(),
+            p.flow_label(),
+            p.payload_len(),
+        );
+        let _ = (p.next_header(), p.hop_limit(), p.src_addr(), p.dst_addr());
+        let _ = (p.payload(), p.packet());
+        let _ = Ipv6Repr::parse(&p);
+        let mut v = b.to_vec();
+        Ipv6Packet::new_checked(&mut v[..])
+            .unwrap()
+            .payload_mut()
+            .fill(1);
+    }
+    if let Ok(chain) = ipv6_header_chain(b) {
+        assert!(chain.packet_len() <= b.len());
+        assert!(chain.headers().len() <= ipv6ext::MAX_EXT_HEADERS);
+        for h in chain.headers() {
+            assert!(h.offset + h.len <= chain.packet_len());
+        }
+        assert!(chain.upper_offset() <= chain.packet_len());
+        assert!(chain.ipsec_insert_offset() <= chain.upper_offset());
+        assert!(chain.ipsec_next_header_field() < chain.ipsec_insert_offset());
+        assert!(chain.upper_next_header_field() < chain.upper_offset());
+        assert_eq!(
+            b[chain.ipsec_next_header_field()],
+            chain.ipsec_next_header().0
+        );
+        assert_eq!(b[chain.upper_next_header_field()], chain.upper_protocol().0);
+    }
+}
+
+fn ipv6ext(b: &[u8]) {
+    if let Ok(h) = Ipv6OptionsHeader::new_checked(b) {
+        let _ = (
+            h.next_header(),
+            h.header_len(),
+            h.byte_len(),
+            h.options_data(),
+        );
+        let total: usize = h
+            .options()
+            .map(|(ty, d)| if ty == 0 { 1 } else { 2 + d.len() })
+            .sum();
+        assert_eq!(total, h.options_data().len());
+        let mut v = b.to_vec();
+        Ipv6OptionsHeader::new_checked(&mut v[..])
+            .unwrap()
+            .zero_mutable_options();
+    }
+    // Unchecked options iteration over any 8+ bytes whose length fits.
+    if b.len() >= 2 && (usize::from(b[1]) + 1) * 8 <= b.len() {
+        let _ = Ipv6OptionsHeader::new_unchecked(b).options().count();
+    }
+    if let Ok(h) = Ipv6RoutingHeader::new_checked(b) {
+        let _ = (
+            h.next_header(),
+            h.header_len(),
+            h.byte_len(),
+            h.routing_type(),
+        );
+        let _ = (h.segments_left(), h.data());
+    }
+    if let Ok(h) = Ipv6FragmentHeader::new_checked(b) {
+        let _ = (
+            h.next_header(),
+            h.reserved(),
+            h.frag_offset(),
+            h.more_frags(),
+            h.ident(),
+        );
+        let _ = Ipv6FragmentRepr::parse(&h);
+    }
+}
+
+fn transport(b: &[u8]) {
+    let addrs: [(IpAddr, IpAddr); 2] = [
+        (
+            Ipv4Addr::new(192, 0, 2, 1).into(),
+            Ipv4Addr::new(192, 0, 2, 2).into(),
+        ),
+        (Ipv6Addr::LOCALHOST.into(), Ipv6Addr::UNSPECIFIED.into()),
+    ];
+    if let Ok(p) = UdpPacket::new_checked(b) {
+        let _ = (
+            p.src_port(),
+            p.dst_port(),
+            p.len(),
+            p.is_empty(),
+            p.checksum(),
+            p.payload(),
+        );
+        for (s, d) in &addrs {
+            let _ = p.verify_checksum(s, d);
+            let _ = UdpRepr::parse(&p, s, d);
+        }
+        let mut v = b.to_vec();
+        let mut p = UdpPacket::new_checked(&mut v[..]).unwrap();
+        p.fill_checksum(&addrs[1].0, &addrs[1].1);
+        p.payload_mut().fill(0);
+    }
+    if let Ok(p) = EspPacket::new_checked(b) {
+        let _ = (p.spi(), p.seq_number(), p.payload(), EspRepr::parse(&p));
+    }
+    if let Ok((len, t)) = EspTrailer::parse(b) {
+        assert_eq!(len + t.buffer_len(), b.len());
+    }
+    if let Ok(p) = AhPacket::new_checked(b) {
+        let _ = (
+            p.next_header(),
+            p.payload_len(),
+            p.header_len(),
+            p.icv_len(),
+        );
+        let _ = (p.reserved(), p.spi(), p.seq_number(), p.icv(), p.payload());
+        let _ = (AhRepr::parse(&p, false), AhRepr::parse(&p, true));
+        let mut v = b.to_vec();
+        let mut p = AhPacket::new_checked(&mut v[..]).unwrap();
+        p.icv_mut().fill(0);
+        p.payload_mut().fill(0);
+    }
+    if let Ok(p) = IpCompPacket::new_checked(b) {
+        let _ = (
+            p.next_header(),
+            p.flags(),
+            p.cpi(),
+            p.transform(),
+            p.payload(),
+        );
+        let _ = IpCompRepr::parse(&p);
+    }
+    if let Ok(UdpEncap::Ike(m) | UdpEncap::Esp(m)) = udp_encap::classify(b) {
+        assert!(m.len() >= 4);
+    }
+}
+
+fn exercise(b: &[u8]) {
+    let _ = version_of(b);
+    let _ = checksum::data(b);
+    ipv4(b);
+    ipv6(b);
+    ipv6ext(b);
+    transport(b);
+}
+
+#[test]
+fn every_prefix_and_suffix_of_captured_packets() {
+    for p in captured() {
+        for start in 0..=p.len() {
+            for end in start..=p.len() {
+                exercise(&p[start..end]);
+            }
+        }
+    }
+}
+
+#[test]
+fn mutated_captured_packets() {
+    let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+    let packets = captured();
+    for _ in 0..20_000 {
+        let mut v = packets[rng.below(packets.len())].to_vec();
+        for _ in 0..1 + rng.below(4) {
+            let i = rng.below(v.len());
+            v[i] = rng.next() as u8;
+        }
+        exercise(&v);
+    }
+}
+
+#[test]
+fn pseudo_random_bytes() {
+    let mut rng = XorShift(0x1234_5678_9abc_def1);
+    for i in 0..5_000 {
+        let len = rng.below(160);
+        let mut v: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        // Steer half of them towards deeper parsing: a plausible version
+        // nibble and small length fields.
+        if i % 2 == 0 && len > 8 {
+            v[0] = if i % 4 == 0 { 0x45 } else { 0x60 };
+            v[1] &= 0x03;
+        }
+        exercise(&v);
+    }
+}
