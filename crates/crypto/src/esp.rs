@@ -32,8 +32,11 @@ pub const ESP_HEADER_LEN: usize = 8;
 /// [len-icv_len, len)      ICV — written by seal, checked by open
 /// ```
 ///
-/// `seal` encrypts and authenticates; `open` checks the ICV *before*
-/// decrypting anything and leaves the plaintext in place on success.
+/// `seal` encrypts and authenticates; `open` verifies the ICV and leaves
+/// the plaintext in place on success. No unverified plaintext is ever
+/// released: encrypt-then-MAC suites check the ICV before decrypting
+/// (RFC 4303 §3.4.4.1), and AEAD backends that decrypt and verify in one
+/// pass (aws-lc's AES-GCM, CCM) wipe the buffer when verification fails.
 /// Neither allocates.
 pub trait EspTransform: Send + Sync {
     /// Bytes of explicit IV after the ESP header.
@@ -122,12 +125,11 @@ fn esp_aad(header: &[u8], seq: u64, esn: bool, out: &mut [u8; 12]) -> usize {
     }
 }
 
+/// An ESP packet cut into (header, iv, payload, icv).
+type Split<'a> = (&'a mut [u8], &'a mut [u8], &'a mut [u8], &'a mut [u8]);
+
 /// Splits `packet` into (header, iv, payload, icv), or `BadLength`.
-fn split(
-    packet: &mut [u8],
-    iv_len: usize,
-    icv_len: usize,
-) -> Result<(&mut [u8], &mut [u8], &mut [u8], &mut [u8]), CryptoError> {
+fn split(packet: &mut [u8], iv_len: usize, icv_len: usize) -> Result<Split<'_>, CryptoError> {
     if packet.len() < ESP_HEADER_LEN + iv_len + icv_len {
         return Err(CryptoError::BadLength);
     }

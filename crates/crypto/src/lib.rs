@@ -16,6 +16,7 @@ mod error;
 pub mod esp;
 pub mod policy;
 mod provider;
+pub mod suite;
 pub mod traits;
 
 pub use error::CryptoError;

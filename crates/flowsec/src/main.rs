@@ -1,1 +1,51 @@
-fn main() {}
+//! `flowsec`: a user-space IPsec VPN for Linux.
+//!
+//! Exit codes: 0 success, 1 runtime error, 2 usage error (DESIGN.md).
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod speed;
+
+/// User-space IPsec (ESP/AH/IPComp) for Linux.
+#[derive(Parser)]
+#[command(name = "flowsec", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Measure ESP/AH seal and open throughput per suite and packet size,
+    /// on one core, like `openssl speed`.
+    Speed(speed::SpeedArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Speed(args) => speed::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(CliError::Usage(msg)) => {
+            eprintln!("flowsec: {msg}");
+            ExitCode::from(2)
+        }
+        Err(CliError::Runtime(msg)) => {
+            eprintln!("flowsec: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// How a command failed, which decides the exit code.
+#[derive(Debug)]
+pub enum CliError {
+    /// Bad arguments (exit 2).
+    Usage(String),
+    /// Something went wrong while running (exit 1).
+    Runtime(String),
+}

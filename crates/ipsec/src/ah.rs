@@ -26,7 +26,7 @@ use flowsec_wire::ip::IpVersion;
 use crate::buf::PacketBuf;
 use crate::layout::{self, Layout};
 use crate::sa::{SecurityAssociation, Transform};
-use crate::{DropReason, SaState};
+use crate::DropReason;
 
 /// Fixed part of the AH header (before the ICV).
 const FIXED_LEN: usize = 12;
@@ -51,7 +51,7 @@ pub(crate) fn encapsulate(
     lay: &Layout,
     now: Duration,
 ) -> Result<(), DropReason> {
-    if sa.state(now) == SaState::Expired {
+    if sa.usage.expired(&sa.lifetime, now) {
         return Err(DropReason::SaExpired);
     }
     let Transform::Ah(integ) = &sa.transform else {
@@ -140,7 +140,7 @@ fn verify(
         .replay
         .check(seq_low)
         .map_err(crate::process::replay_reason)?;
-    if sa.usage.state(&sa.lifetime, now) == SaState::Expired {
+    if sa.usage.expired(&sa.lifetime, now) {
         return Err(DropReason::SaExpired);
     }
     let received = &ah[FIXED_LEN..FIXED_LEN + icv_len];

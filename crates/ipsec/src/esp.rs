@@ -30,7 +30,7 @@ use flowsec_wire::iana::IpProtocol;
 use crate::buf::PacketBuf;
 use crate::layout::{self, Layout};
 use crate::sa::{Mode, SecurityAssociation, Transform};
-use crate::{DropReason, SaState};
+use crate::DropReason;
 
 const ESP_HEADER_LEN: usize = 8;
 const UDP_HEADER_LEN: usize = 8;
@@ -42,7 +42,7 @@ pub(crate) fn encapsulate(
     lay: &Layout,
     now: Duration,
 ) -> Result<(), DropReason> {
-    if sa.state(now) == SaState::Expired {
+    if sa.usage.expired(&sa.lifetime, now) {
         return Err(DropReason::SaExpired);
     }
     let Transform::Esp(xf) = &sa.transform else {
@@ -156,7 +156,7 @@ fn open(
         .replay
         .check(seq_low)
         .map_err(crate::process::replay_reason)?;
-    if sa.usage.state(&sa.lifetime, now) == SaState::Expired {
+    if sa.usage.expired(&sa.lifetime, now) {
         return Err(DropReason::SaExpired);
     }
     xf.open(seq, sa.esn, packet).map_err(|e| match e {

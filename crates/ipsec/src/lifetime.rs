@@ -91,6 +91,12 @@ impl Usage {
         }
     }
 
+    /// Whether a hard limit is crossed: the per-packet check (the soft
+    /// state is the control plane's business, see [`state`](Self::state)).
+    pub fn expired(&self, lifetime: &Lifetime, now: Duration) -> bool {
+        self.crossed(&lifetime.hard, now)
+    }
+
     /// The earliest time at which the state changes by time alone, for the
     /// caller's timer wheel.
     pub fn next_deadline(&self, lifetime: &Lifetime) -> Option<Duration> {

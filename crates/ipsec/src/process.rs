@@ -98,12 +98,8 @@ pub fn outbound(
             outer = Some(endpoints);
             // The IPv4 ID only has to be unique per (src, dst, protocol)
             // while fragments are in flight; the sequence number serves.
-            tunnel::push_outer(
-                buf,
-                endpoints.0,
-                endpoints.1,
-                (sa.seq() as u16).wrapping_add(1),
-            )?
+            let outer_header = sa.outer.as_ref().ok_or(DropReason::BadInnerPacket)?;
+            outer_header.push(buf, (sa.seq() as u16).wrapping_add(1))?
         } else {
             // Transport mode, or tunnel-mode SAs sharing the outer header
             // already added ("transport adjacency", RFC 4301 §4.5).

@@ -14,6 +14,7 @@ use zeroize::Zeroizing;
 use crate::ipcomp::Deflate;
 use crate::lifetime::{Lifetime, SaState, Usage};
 use crate::replay::{BadWindowSize, ReplayWindow};
+use crate::tunnel::OuterHeader;
 
 /// The IPsec protocol an SA implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -294,6 +295,8 @@ pub struct SecurityAssociation {
     pub(crate) tfc_pad_to: u16,
     pub(crate) lifetime: Lifetime,
     pub(crate) transform: Transform,
+    /// Tunnel mode: the outer header template.
+    pub(crate) outer: Option<OuterHeader>,
     /// The last sequence number sent (outbound).
     pub(crate) seq: u64,
     pub(crate) replay: ReplayWindow,
@@ -371,6 +374,12 @@ impl SecurityAssociation {
             tfc_pad_to: config.tfc_pad_to,
             lifetime: config.lifetime,
             transform,
+            outer: match config.mode {
+                Mode::Tunnel => Some(OuterHeader::new(config.src, config.dst).ok_or(
+                    SaError::Inconsistent("tunnel endpoints of different address families"),
+                )?),
+                Mode::Transport => None,
+            },
             seq: 0,
             replay: ReplayWindow::new(window, config.esn).map_err(SaError::Window)?,
             usage: Usage::new(now),

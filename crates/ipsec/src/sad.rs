@@ -5,6 +5,7 @@
 use core::fmt;
 use core::time::Duration;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::net::IpAddr;
 
 use crate::sa::{Protocol, SaId, SecurityAssociation};
@@ -42,7 +43,39 @@ impl std::error::Error for SadError {}
 pub struct Sad {
     slots: Vec<Option<SecurityAssociation>>,
     free: Vec<usize>,
-    by_id: HashMap<SaId, usize>,
+    by_id: HashMap<SaId, usize, BuildHasherDefault<SpiHasher>>,
+}
+
+/// A multiply-rotate hasher (FxHash's) for SA identities. SipHash's
+/// flooding resistance buys nothing here: the keys are SPIs this side chose
+/// at random, so a peer cannot make them collide, and a miss costs one
+/// probe. It is measurably faster per packet than the default.
+#[derive(Default)]
+struct SpiHasher(u64);
+
+impl Hasher for SpiHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 impl fmt::Debug for Sad {

@@ -9,8 +9,9 @@
 use std::net::IpAddr;
 
 use flowsec_wire::iana::IpProtocol;
-use flowsec_wire::ipv4::{Ipv4Packet, Ipv4Repr};
-use flowsec_wire::ipv6::{Ipv6Packet, Ipv6Repr};
+use flowsec_wire::ip::IpVersion;
+use flowsec_wire::ipv4::{self, Ipv4Packet, Ipv4Repr};
+use flowsec_wire::ipv6::{self, Ipv6Packet, Ipv6Repr};
 
 use crate::buf::PacketBuf;
 use crate::layout::Layout;
@@ -19,70 +20,93 @@ use crate::DropReason;
 /// Hop limit of outer headers (Linux's default TTL).
 pub const OUTER_HOP_LIMIT: u8 = 64;
 
-/// Prepend an outer header from `src` to `dst` to the IP packet in `buf`;
-/// returns the layout at which ESP/AH go. `ident` is the IPv4 ID to use.
-pub(crate) fn push_outer(
-    buf: &mut PacketBuf,
-    src: IpAddr,
-    dst: IpAddr,
-    ident: u16,
-) -> Result<Layout, DropReason> {
-    let inner = buf.as_slice();
-    let (next_header, tos, dont_frag) = match inner.first().map(|b| b >> 4) {
-        Some(4) => {
-            let p = Ipv4Packet::new_checked(inner).map_err(|_| DropReason::BadInnerPacket)?;
-            (IpProtocol::IPV4, p.dscp_ecn(), p.dont_frag())
-        }
-        Some(6) => {
-            let p = Ipv6Packet::new_checked(inner).map_err(|_| DropReason::BadInnerPacket)?;
-            (IpProtocol::IPV6, p.traffic_class(), false)
-        }
-        _ => return Err(DropReason::BadInnerPacket),
-    };
-    let payload_len = inner.len();
-    match (src, dst) {
-        (IpAddr::V4(src_addr), IpAddr::V4(dst_addr)) => {
-            let repr = Ipv4Repr {
-                src_addr,
-                dst_addr,
-                next_header,
-                payload_len,
-                hop_limit: OUTER_HOP_LIMIT,
-                dscp_ecn: tos,
-                dont_frag: dont_frag && next_header == IpProtocol::IPV4,
-            };
-            if payload_len + repr.buffer_len() > usize::from(u16::MAX) {
-                return Err(DropReason::TooBig);
+/// The outer header of a tunnel-mode SA, built once when the SA is created
+/// (with the wire crate's `Repr::emit`) so that each packet costs a copy and
+/// three patched fields.
+#[derive(Clone)]
+pub(crate) struct OuterHeader {
+    bytes: [u8; ipv6::HEADER_LEN],
+    version: IpVersion,
+}
+
+impl OuterHeader {
+    /// The template for `src` → `dst`, or `None` for mixed families.
+    pub fn new(src: IpAddr, dst: IpAddr) -> Option<Self> {
+        let mut bytes = [0u8; ipv6::HEADER_LEN];
+        let version = match (src, dst) {
+            (IpAddr::V4(src_addr), IpAddr::V4(dst_addr)) => {
+                let repr = Ipv4Repr {
+                    src_addr,
+                    dst_addr,
+                    next_header: IpProtocol::IPV4,
+                    payload_len: 0,
+                    hop_limit: OUTER_HOP_LIMIT,
+                    dscp_ecn: 0,
+                    dont_frag: false,
+                };
+                repr.emit(&mut Ipv4Packet::new_unchecked(
+                    &mut bytes[..ipv4::HEADER_LEN],
+                ));
+                IpVersion::V4
             }
-            let hdr = buf
-                .prepend(repr.buffer_len())
-                .map_err(|_| DropReason::NoRoom)?;
-            let mut p = Ipv4Packet::new_unchecked(hdr);
-            repr.emit(&mut p);
-            p.set_ident(ident);
-            p.fill_checksum();
-            Ok(Layout::ipv4(repr.buffer_len()))
-        }
-        (IpAddr::V6(src_addr), IpAddr::V6(dst_addr)) => {
-            let repr = Ipv6Repr {
-                src_addr,
-                dst_addr,
-                next_header,
-                payload_len,
-                hop_limit: OUTER_HOP_LIMIT,
-                traffic_class: tos,
-                flow_label: 0,
-            };
-            if payload_len > usize::from(u16::MAX) {
-                return Err(DropReason::TooBig);
+            (IpAddr::V6(src_addr), IpAddr::V6(dst_addr)) => {
+                let repr = Ipv6Repr {
+                    src_addr,
+                    dst_addr,
+                    next_header: IpProtocol::IPV6,
+                    payload_len: 0,
+                    hop_limit: OUTER_HOP_LIMIT,
+                    traffic_class: 0,
+                    flow_label: 0,
+                };
+                repr.emit(&mut Ipv6Packet::new_unchecked(&mut bytes[..]));
+                IpVersion::V6
             }
-            let hdr = buf
-                .prepend(repr.buffer_len())
-                .map_err(|_| DropReason::NoRoom)?;
-            repr.emit(&mut Ipv6Packet::new_unchecked(hdr));
-            Ok(Layout::ipv6_fixed())
+            _ => return None,
+        };
+        Some(OuterHeader { bytes, version })
+    }
+
+    /// Prepend the outer header to the IP packet in `buf`; returns the
+    /// layout at which ESP/AH go. `ident` is the IPv4 ID to use. Lengths
+    /// and the IPv4 checksum are left to [`crate::layout::finish`].
+    pub fn push(&self, buf: &mut PacketBuf, ident: u16) -> Result<Layout, DropReason> {
+        let inner = buf.as_slice();
+        // Only what the outer header copies is read from the inner one: the
+        // packet comes from the local stack, and is encrypted whole.
+        let (next_header, tos, dont_frag) = match inner.first().map(|b| b >> 4) {
+            Some(4) if inner.len() >= ipv4::HEADER_LEN => {
+                (IpProtocol::IPV4, inner[1], inner[6] & 0x40 != 0)
+            }
+            Some(6) if inner.len() >= ipv6::HEADER_LEN => {
+                (IpProtocol::IPV6, (inner[0] << 4) | (inner[1] >> 4), false)
+            }
+            _ => return Err(DropReason::BadInnerPacket),
+        };
+        match self.version {
+            IpVersion::V4 => {
+                let hdr = buf
+                    .prepend(ipv4::HEADER_LEN)
+                    .map_err(|_| DropReason::NoRoom)?;
+                hdr.copy_from_slice(&self.bytes[..ipv4::HEADER_LEN]);
+                let mut p = Ipv4Packet::new_unchecked(hdr);
+                p.set_dscp_ecn(tos);
+                p.set_ident(ident);
+                p.set_dont_frag(dont_frag && next_header == IpProtocol::IPV4);
+                p.set_next_header(next_header);
+                Ok(Layout::ipv4(ipv4::HEADER_LEN))
+            }
+            IpVersion::V6 => {
+                let hdr = buf
+                    .prepend(ipv6::HEADER_LEN)
+                    .map_err(|_| DropReason::NoRoom)?;
+                hdr.copy_from_slice(&self.bytes);
+                let mut p = Ipv6Packet::new_unchecked(hdr);
+                p.set_traffic_class(tos);
+                p.set_next_header(next_header);
+                Ok(Layout::ipv6_fixed())
+            }
         }
-        _ => Err(DropReason::BadInnerPacket),
     }
 }
 

@@ -233,6 +233,12 @@ impl EspTrailer {
 /// over 256, since Pad Length could not always hold the result.
 pub fn pad_len(payload_len: usize, block_len: usize) -> usize {
     let block = block_len.max(1);
+    if block.is_power_of_two() {
+        // Every cipher ESP uses: no division on the per-packet path.
+        let mask = block.max(4) - 1;
+        assert!(mask < 256, "ESP block length {block_len} too large");
+        return (mask + 1 - ((payload_len + TRAILER_LEN) & mask)) & mask;
+    }
     let align = block / gcd(block, 4) * 4;
     assert!(align <= 256, "ESP block length {block_len} too large");
     (align - (payload_len + TRAILER_LEN) % align) % align
@@ -304,6 +310,22 @@ pub(crate) mod tests {
         trailer.emit(&mut buf[41..]);
         assert_eq!(buf, IPV4_ESP_NULL);
         assert_eq!(repr.buffer_len(), 8);
+    }
+
+    #[test]
+    fn pad_len_matches_the_definition() {
+        for block in 1..=32usize {
+            let align = (1..).map(|k| k * 4).find(|a| a % block == 0).unwrap();
+            for len in 0..200 {
+                let p = pad_len(len, block);
+                assert!(p < align, "block {block} len {len}");
+                assert_eq!(
+                    (len + p + TRAILER_LEN) % align,
+                    0,
+                    "block {block} len {len}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -12,18 +12,22 @@
 //! | CAMELLIA_CBC | 4312 | 16, 24, 32 | CBC, 16-byte IV |
 //! | TWOFISH_CBC | (strongSwan) | 16, 24, 32 | CBC, 16-byte IV |
 //!
-//! CBC and CTR are written here over a small [`BlockPrimitive`] rather than
-//! with the `cbc`/`ctr` crates: those are stateful streams that would need
-//! the expanded key cloned for every packet, whereas ESP gives each packet
-//! its own IV. CBC decryption and CTR hand the block cipher eight blocks at a
-//! time so that AES-NI can pipeline them. Nothing here allocates per packet.
+//! Each packet has its own IV, so the modes are set up per packet over a
+//! shared, once-expanded key: CBC with the `cbc` crate over `&cipher` (no
+//! key clone), CTR written here (RFC 3686's counter block differs from the
+//! `ctr` crate's stream state), handing the cipher eight blocks at a time so
+//! AES-NI can pipeline them. Twofish is our own (see `twofish.rs`). Nothing
+//! here allocates per packet.
 
 use aes::{Aes128, Aes192, Aes256};
 use blowfish::Blowfish;
 use camellia::{Camellia128, Camellia192, Camellia256};
 use cast5::Cast5;
 use cipher::typenum::Unsigned;
-use cipher::{Array, BlockCipherDecrypt, BlockCipherEncrypt, KeyInit};
+use cipher::{
+    Array, BlockCipherDecrypt, BlockCipherEncrypt, BlockModeDecrypt, BlockModeEncrypt, InnerIvInit,
+    KeyInit,
+};
 use des::{Des, TdesEde3};
 use flowsec_wire::iana::EncrId;
 use zeroize::Zeroize;
@@ -37,29 +41,27 @@ use crate::CryptoError;
 const CTR_NONCE_LEN: usize = 4;
 /// Blocks handed to the block cipher at once (AES-NI pipelines 8).
 const PAR_BLOCKS: usize = 8;
-/// The largest block length of any cipher here.
-const MAX_BLOCK: usize = 16;
 
 pub(super) fn build(id: EncrId, key: &[u8]) -> Option<Result<Box<dyn Cipher>, CryptoError>> {
     Some(match id {
         EncrId::NULL => null(key),
-        EncrId::DES => des_key_check(key, 8, "8").and_then(|()| cbc::<Des>(key, "8")),
+        EncrId::DES => des_key_check(key, 8, "8").and_then(|()| cbc_mode::<Des>(key, "8")),
         EncrId::TRIPLE_DES => {
-            des_key_check(key, 24, "24").and_then(|()| cbc::<TdesEde3>(key, "24"))
+            des_key_check(key, 24, "24").and_then(|()| cbc_mode::<TdesEde3>(key, "24"))
         }
         EncrId::CAST => cbc_var::<Cast5>(key, 5..=16, "5 to 16"),
         EncrId::BLOWFISH => cbc_var::<Blowfish>(key, 5..=56, "5 to 56"),
         EncrId::AES_CBC => match key.len() {
-            16 => cbc::<Aes128>(key, AES_LENS),
-            24 => cbc::<Aes192>(key, AES_LENS),
-            32 => cbc::<Aes256>(key, AES_LENS),
+            16 => cbc_mode::<Aes128>(key, AES_LENS),
+            24 => cbc_mode::<Aes192>(key, AES_LENS),
+            32 => cbc_mode::<Aes256>(key, AES_LENS),
             got => Err(bad_len(AES_LENS, got)),
         },
         EncrId::AES_CTR => aes_ctr(key),
         EncrId::CAMELLIA_CBC => match key.len() {
-            16 => cbc::<Camellia128>(key, AES_LENS),
-            24 => cbc::<Camellia192>(key, AES_LENS),
-            32 => cbc::<Camellia256>(key, AES_LENS),
+            16 => cbc_mode::<Camellia128>(key, AES_LENS),
+            24 => cbc_mode::<Camellia192>(key, AES_LENS),
+            32 => cbc_mode::<Camellia256>(key, AES_LENS),
             got => Err(bad_len(AES_LENS, got)),
         },
         EncrId::TWOFISH_CBC => match Twofish::new(key) {
@@ -93,7 +95,7 @@ fn null(key: &[u8]) -> Result<Box<dyn Cipher>, CryptoError> {
     Ok(Box::new(Null))
 }
 
-fn cbc<C>(key: &[u8], expected: &'static str) -> Result<Box<dyn Cipher>, CryptoError>
+fn cbc_mode<C>(key: &[u8], expected: &'static str) -> Result<Box<dyn Cipher>, CryptoError>
 where
     C: BlockCipherEncrypt + BlockCipherDecrypt + KeyInit + Send + Sync + 'static,
 {
@@ -112,7 +114,7 @@ where
     if !lens.contains(&key.len()) {
         return Err(bad_len(expected, key.len()));
     }
-    cbc::<C>(key, expected)
+    cbc_mode::<C>(key, expected)
 }
 
 fn aes_ctr(key: &[u8]) -> Result<Box<dyn Cipher>, CryptoError> {
@@ -139,18 +141,22 @@ fn aes_ctr(key: &[u8]) -> Result<Box<dyn Cipher>, CryptoError> {
     })
 }
 
-/// A block cipher as the modes below drive it. Slices passed in are exactly
-/// one block, or a whole number of blocks.
+/// A block cipher as the modes below drive it. Slices passed in are a whole
+/// number of blocks; IVs are one block.
 pub(crate) trait BlockPrimitive: Send + Sync + 'static {
     /// Block length in bytes (8 or 16).
     const BLOCK: usize;
-    fn encrypt_block(&self, block: &mut [u8]);
+    /// ECB over whole blocks (the CTR keystream).
     fn encrypt_blocks(&self, blocks: &mut [u8]);
-    fn decrypt_blocks(&self, blocks: &mut [u8]);
+    fn cbc_encrypt(&self, iv: &[u8], data: &mut [u8]);
+    fn cbc_decrypt(&self, iv: &[u8], data: &mut [u8]);
 }
 
 /// A RustCrypto block cipher (its key schedule zeroizes itself on drop:
-/// the crates' `zeroize` features are on).
+/// the crates' `zeroize` features are on). CBC goes through the `cbc` crate
+/// over a *reference* to the cipher, so nothing is cloned per packet and the
+/// cipher's backend (e.g. AES-NI, with its 8-block parallel decryption) is
+/// selected once per packet rather than once per block.
 struct Rc<C>(C);
 
 impl<C> BlockPrimitive for Rc<C>
@@ -160,12 +166,6 @@ where
     const BLOCK: usize = C::BlockSize::USIZE;
 
     #[inline]
-    fn encrypt_block(&self, block: &mut [u8]) {
-        let block: &mut Array<u8, C::BlockSize> = block.try_into().expect("exactly one block");
-        self.0.encrypt_block(block);
-    }
-
-    #[inline]
     fn encrypt_blocks(&self, blocks: &mut [u8]) {
         let (blocks, rest) = Array::slice_as_chunks_mut(blocks);
         debug_assert!(rest.is_empty());
@@ -173,22 +173,29 @@ where
     }
 
     #[inline]
-    fn decrypt_blocks(&self, blocks: &mut [u8]) {
-        let (blocks, rest) = Array::slice_as_chunks_mut(blocks);
+    fn cbc_encrypt(&self, iv: &[u8], data: &mut [u8]) {
+        let (blocks, rest) = Array::slice_as_chunks_mut(data);
         debug_assert!(rest.is_empty());
-        self.0.decrypt_blocks(blocks);
+        cbc::Encryptor::<&C>::inner_iv_slice_init(&self.0, iv)
+            .expect("CBC IV is one block")
+            .encrypt_blocks(blocks);
+    }
+
+    #[inline]
+    fn cbc_decrypt(&self, iv: &[u8], data: &mut [u8]) {
+        let (blocks, rest) = Array::slice_as_chunks_mut(data);
+        debug_assert!(rest.is_empty());
+        cbc::Decryptor::<&C>::inner_iv_slice_init(&self.0, iv)
+            .expect("CBC IV is one block")
+            .decrypt_blocks(blocks);
     }
 }
 
-/// Our table-based Twofish (see `twofish.rs`).
+/// Our table-based Twofish (see `twofish.rs`), with CBC written out.
 struct TwofishBlock(Box<Twofish>);
 
 impl BlockPrimitive for TwofishBlock {
     const BLOCK: usize = super::twofish::BLOCK_LEN;
-
-    fn encrypt_block(&self, block: &mut [u8]) {
-        self.0.encrypt_block(block);
-    }
 
     fn encrypt_blocks(&self, blocks: &mut [u8]) {
         blocks
@@ -196,10 +203,26 @@ impl BlockPrimitive for TwofishBlock {
             .for_each(|b| self.0.encrypt_block(b));
     }
 
-    fn decrypt_blocks(&self, blocks: &mut [u8]) {
-        blocks
-            .chunks_exact_mut(Self::BLOCK)
-            .for_each(|b| self.0.decrypt_block(b));
+    fn cbc_encrypt(&self, iv: &[u8], data: &mut [u8]) {
+        let mut chain = [0u8; Self::BLOCK];
+        chain.copy_from_slice(iv);
+        for block in data.chunks_exact_mut(Self::BLOCK) {
+            xor(block, &chain);
+            self.0.encrypt_block(block);
+            chain.copy_from_slice(block);
+        }
+    }
+
+    fn cbc_decrypt(&self, iv: &[u8], data: &mut [u8]) {
+        let mut prev = [0u8; Self::BLOCK];
+        prev.copy_from_slice(iv);
+        for block in data.chunks_exact_mut(Self::BLOCK) {
+            let mut saved = [0u8; Self::BLOCK];
+            saved.copy_from_slice(block);
+            self.0.decrypt_block(block);
+            xor(block, &prev);
+            prev = saved;
+        }
     }
 }
 
@@ -253,12 +276,7 @@ impl<C: BlockPrimitive> Cipher for Cbc<C> {
         let b = C::BLOCK;
         assert_eq!(data.len() % b, 0, "CBC plaintext is not whole blocks");
         assert_eq!(iv.len(), b, "CBC IV is not one block");
-        let mut chain = iv;
-        for block in data.chunks_exact_mut(b) {
-            xor(block, chain);
-            self.cipher.encrypt_block(block);
-            chain = block;
-        }
+        self.cipher.cbc_encrypt(iv, data);
     }
 
     fn decrypt(&self, iv: &[u8], data: &mut [u8]) -> Result<(), CryptoError> {
@@ -266,19 +284,7 @@ impl<C: BlockPrimitive> Cipher for Cbc<C> {
         if !data.len().is_multiple_of(b) || iv.len() != b {
             return Err(CryptoError::BadLength);
         }
-        // P_i = D(C_i) ^ C_{i-1}: decrypt a batch in place, keeping a copy
-        // of its ciphertext for the XOR.
-        let mut prev = [0u8; MAX_BLOCK];
-        prev[..b].copy_from_slice(iv);
-        let mut saved = [0u8; PAR_BLOCKS * MAX_BLOCK];
-        for batch in data.chunks_mut(PAR_BLOCKS * b) {
-            let n = batch.len();
-            saved[..n].copy_from_slice(batch);
-            self.cipher.decrypt_blocks(batch);
-            xor(&mut batch[..b], &prev[..b]);
-            xor(&mut batch[b..], &saved[..n - b]);
-            prev[..b].copy_from_slice(&saved[n - b..n]);
-        }
+        self.cipher.cbc_decrypt(iv, data);
         Ok(())
     }
 }

@@ -9,7 +9,10 @@
 //! ```
 //! An empty message is one incomplete block. The ICV is the first 96 bits.
 
-use aes::cipher::{Array, BlockCipherEncrypt, KeyInit};
+use aes::cipher::consts::U16;
+use aes::cipher::{
+    Array, BlockCipherEncBackend, BlockCipherEncClosure, BlockCipherEncrypt, BlockSizeUser, KeyInit,
+};
 use aes::Aes128;
 use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
@@ -50,16 +53,42 @@ impl AesXcbc96 {
 
     /// The full 128-bit MAC over the concatenation of `parts`.
     fn mac(&self, parts: &[&[u8]]) -> [u8; BLOCK] {
-        let mut e = Array::<u8, _>::default();
+        let mut out = [0u8; BLOCK];
+        // One backend selection (e.g. AES-NI) per packet, not per block.
+        self.k1.encrypt_with_backend(MacClosure {
+            parts,
+            k2: &self.k2,
+            k3: &self.k3,
+            out: &mut out,
+        });
+        out
+    }
+}
+
+/// The CBC-MAC loop, run inside the AES backend.
+struct MacClosure<'a, 'p> {
+    parts: &'a [&'p [u8]],
+    k2: &'a [u8; BLOCK],
+    k3: &'a [u8; BLOCK],
+    out: &'a mut [u8; BLOCK],
+}
+
+impl BlockSizeUser for MacClosure<'_, '_> {
+    type BlockSize = U16;
+}
+
+impl BlockCipherEncClosure for MacClosure<'_, '_> {
+    fn call<B: BlockCipherEncBackend<BlockSize = U16>>(self, aes_k1: &B) {
+        let mut e = Array::<u8, U16>::default();
         // Bytes of the current, not yet processed block: it is processed
         // only once more input shows it is not the last one.
         let mut pending = [0u8; BLOCK];
         let mut pending_len = 0;
-        for mut part in parts.iter().copied() {
+        for mut part in self.parts.iter().copied() {
             while !part.is_empty() {
                 if pending_len == BLOCK {
                     xor(&mut e, &pending);
-                    self.k1.encrypt_block(&mut e);
+                    aes_k1.encrypt_block((&mut e).into());
                     pending_len = 0;
                 }
                 let take = (BLOCK - pending_len).min(part.len());
@@ -70,16 +99,17 @@ impl AesXcbc96 {
         }
         if pending_len == BLOCK {
             xor(&mut e, &pending);
-            xor(&mut e, &self.k2);
+            xor(&mut e, self.k2);
         } else {
             pending[pending_len] = 0x80;
             pending[pending_len + 1..].fill(0);
             xor(&mut e, &pending);
-            xor(&mut e, &self.k3);
+            xor(&mut e, self.k3);
         }
-        self.k1.encrypt_block(&mut e);
+        aes_k1.encrypt_block((&mut e).into());
+        self.out.copy_from_slice(&e);
         pending.zeroize();
-        e.into()
+        e.zeroize();
     }
 }
 

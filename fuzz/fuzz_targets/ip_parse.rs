@@ -1,0 +1,11 @@
+//! `cargo fuzz run ip_parse`: see fuzz/README.md. The body is
+//! [`common::ip_parse`], which `crates/ipsec/tests/fuzz_corpus.rs` replays on
+//! stable Rust.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+#[path = "../common.rs"]
+mod common;
+
+fuzz_target!(|data: &[u8]| common::ip_parse(data));
