@@ -129,6 +129,9 @@ pub fn run(args: &SpeedArgs) -> Result<(), CliError> {
     let mut suites = Vec::new();
     for name in &names {
         let suite = Suite::parse(name).map_err(|e| CliError::Usage(format!("suite {e}")))?;
+        if let (false, Some(w)) = (args.suites.is_empty(), warning(&suite)) {
+            eprintln!("flowsec: warning: {name}: {w}");
+        }
         suites.push((name.to_string(), suite));
     }
     let backends: Vec<(&str, Provider)> = match args.backend.as_str() {

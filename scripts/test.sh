@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The test command (README, .ci/run): everything flowsec checks, on a fresh
+# Debian 12 machine. Installs what the oracle tests need when run as root
+# (tshark, python3-venv); the Rust tests need only cargo.
+#
+#   scripts/test.sh            all tests
+#   FLOWSEC_SKIP_ORACLE=1 ...  Rust tests only
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+section() { printf '\n== %s\n' "$*"; }
+
+install_system_deps() {
+    local missing=()
+    command -v tshark >/dev/null || missing+=(tshark)
+    python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "not root: cannot install ${missing[*]}; the oracle tests that need them will be skipped"
+        return 0
+    fi
+    section "installing ${missing[*]}"
+    echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+    DEBIAN_FRONTEND=noninteractive apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+section "cargo test (unit, known-answer, wire captures, replay window, processing, fuzz corpus replay, CLI)"
+cargo test --workspace --locked
+
+if [ "${FLOWSEC_SKIP_ORACLE:-0}" != 1 ]; then
+    install_system_deps
+    section "oracle tests: scapy (ESP/AH both ways) and tshark (ESP decryption)"
+    tests/oracle/run.sh
+fi
