@@ -185,9 +185,18 @@ pub fn inbound(sad: &mut Sad, buf: &mut PacketBuf, now: Duration) -> Result<Inbo
         };
         applied.push(handle)?;
         let tunnel = sad.get(handle).is_some_and(|sa| sa.mode() == Mode::Tunnel);
-        if tunnel && (next == IpProtocol::IPV4.0 || next == IpProtocol::IPV6.0) {
-            tunnel::pop_outer(buf, &lay, next)?;
-            return Ok(Inbound::Decapsulated(applied));
+        if tunnel {
+            match IpProtocol(next) {
+                IpProtocol::IPV4 | IpProtocol::IPV6 => {
+                    tunnel::pop_outer(buf, &lay, next)?;
+                    return Ok(Inbound::Decapsulated(applied));
+                }
+                // Transport adjacency: another SA's header under the same
+                // outer header (RFC 4301 §4.5).
+                IpProtocol::ESP | IpProtocol::AH | IpProtocol::IPCOMP => {}
+                // A tunnel-mode SA carries IP packets only.
+                _ => return Err(DropReason::BadNextHeader),
+            }
         }
     }
 }

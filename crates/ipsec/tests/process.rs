@@ -466,3 +466,141 @@ fn inbound_policy_check() {
         "plaintext where the policy requires ESP"
     );
 }
+
+/// A NULL-encryption ESP packet whose trailer we rewrite, then re-sign with
+/// the SA's own integrity key, so that only the trailer is wrong.
+fn forged_null_esp(mutate: impl Fn(&mut [u8])) -> Result<Inbound, DropReason> {
+    let c = config(&SUITES[5], 0xc000, Mode::Tunnel, "192.0.2.1", "192.0.2.2");
+    let (mut out, mut inb, bundle) = pair(std::slice::from_ref(&c));
+    let mut buf = PacketBuf::from_packet(&udp_packet("10.1.0.1", "10.2.0.1", b"forge"));
+    process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap();
+    let mut wire = buf.as_slice().to_vec();
+    let icv_len = 16;
+    let body_end = wire.len() - icv_len;
+    mutate(&mut wire[20..body_end]);
+    let integ = Provider::rustcrypto()
+        .integrity(IntegId::HMAC_SHA2_256_128, &key(32, 2))
+        .unwrap();
+    let mut icv = [0u8; 16];
+    integ.sign(&[&wire[20..body_end]], &mut icv);
+    wire[body_end..].copy_from_slice(&icv);
+    let mut b = PacketBuf::from_packet(&wire);
+    process::inbound(&mut inb, &mut b, NOW)
+}
+
+#[test]
+fn forged_trailers_are_refused_by_name() {
+    // Untouched, the forgery machinery produces a valid packet.
+    assert!(matches!(
+        forged_null_esp(|_| {}),
+        Ok(Inbound::Decapsulated(_))
+    ));
+    // Padding bytes must be 1, 2, 3, … (RFC 4303 §2.4).
+    let bad_padding = forged_null_esp(|esp| {
+        let n = esp.len();
+        let pad = usize::from(esp[n - 2]);
+        assert!(pad > 0, "the test packet has padding");
+        esp[n - 3] ^= 0xff;
+    });
+    assert_eq!(bad_padding, Err(DropReason::BadPadding));
+    // Pad length longer than the payload.
+    let n_pad = forged_null_esp(|esp| {
+        let n = esp.len();
+        esp[n - 2] = 250;
+    });
+    assert_eq!(n_pad, Err(DropReason::BadPadding));
+    // A tunnel SA whose trailer says TCP: not an inner IP packet.
+    let tcp = forged_null_esp(|esp| {
+        let n = esp.len();
+        esp[n - 1] = 6;
+    });
+    assert_eq!(tcp, Err(DropReason::BadNextHeader));
+    // Next header 59: a dummy packet (RFC 4303 §2.6), dropped by design.
+    let dummy = forged_null_esp(|esp| {
+        let n = esp.len();
+        esp[n - 1] = 59;
+    });
+    assert_eq!(dummy, Err(DropReason::DummyPacket));
+    // An inner IPv4 header whose length claims more than was carried.
+    let long_inner = forged_null_esp(|esp| {
+        esp[8 + 2..8 + 4].copy_from_slice(&9000u16.to_be_bytes());
+    });
+    assert_eq!(long_inner, Err(DropReason::BadInnerPacket));
+}
+
+#[test]
+fn oversize_and_inconsistent_outer_lengths() {
+    let c = config(&SUITES[0], 0xd000, Mode::Tunnel, "192.0.2.1", "192.0.2.2");
+    let (mut out, mut inb, bundle) = pair(std::slice::from_ref(&c));
+    let mut buf = PacketBuf::from_packet(&udp_packet("10.1.0.1", "10.2.0.1", b"len"));
+    process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap();
+    let wire = buf.as_slice().to_vec();
+    for total in [0u16, 19, wire.len() as u16 + 1, u16::MAX] {
+        let mut bad = wire.clone();
+        bad[2..4].copy_from_slice(&total.to_be_bytes());
+        let mut b = PacketBuf::from_packet(&bad);
+        assert_eq!(
+            process::inbound(&mut inb, &mut b, NOW),
+            Err(DropReason::BadIpHeader),
+            "total length {total}"
+        );
+    }
+    // Trailing link-layer padding is ignored, the packet still opens.
+    let mut padded = wire.clone();
+    padded.extend_from_slice(&[0; 6]);
+    let mut b = PacketBuf::from_packet(&padded);
+    assert!(matches!(
+        process::inbound(&mut inb, &mut b, NOW),
+        Ok(Inbound::Decapsulated(_))
+    ));
+    // A packet that would exceed 65535 bytes once sealed is refused.
+    let mut huge = PacketBuf::new(256 + 70_000, 256);
+    huge.set(&udp_packet("10.1.0.1", "10.2.0.1", &vec![0; 65_500]))
+        .unwrap();
+    assert_eq!(
+        process::outbound(&mut out, &bundle, &mut huge, NOW),
+        Err(DropReason::TooBig)
+    );
+}
+
+#[test]
+fn lifetimes_expire_the_sa() {
+    let mut c = config(&SUITES[0], 0xe000, Mode::Tunnel, "192.0.2.1", "192.0.2.2");
+    c.lifetime.hard.packets = Some(2);
+    c.lifetime.soft.packets = Some(1);
+    let (mut out, _, bundle) = pair(std::slice::from_ref(&c));
+    let h = bundle.iter().next().unwrap();
+    let inner = udp_packet("10.1.0.1", "10.2.0.1", b"life");
+    for _ in 0..2 {
+        let mut buf = PacketBuf::from_packet(&inner);
+        process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap();
+    }
+    assert_eq!(
+        out.get(h).unwrap().state(NOW),
+        flowsec_ipsec::SaState::Expired
+    );
+    let mut buf = PacketBuf::from_packet(&inner);
+    assert_eq!(
+        process::outbound(&mut out, &bundle, &mut buf, NOW),
+        Err(DropReason::SaExpired)
+    );
+    // And an expired SA is no longer chosen for new traffic.
+    let t = SaTemplate {
+        protocol: Protocol::Esp,
+        mode: Mode::Tunnel,
+        tunnel: Some((c.src, c.dst)),
+        level: Level::Require,
+        reqid: 0,
+    };
+    let flow = Flow {
+        src: ip("10.1.0.1"),
+        dst: ip("10.2.0.1"),
+        protocol: 17,
+        src_port: 1,
+        dst_port: 1,
+    };
+    assert_eq!(
+        process::resolve(&out, &[t], &flow, NOW),
+        Err(DropReason::NoOutboundSa)
+    );
+}
