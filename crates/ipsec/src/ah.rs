@@ -100,13 +100,7 @@ pub(crate) fn decapsulate(
 ) -> Result<u8, DropReason> {
     let result = verify(sa, buf, lay, now);
     if let Err(reason) = result {
-        match reason {
-            DropReason::Replayed | DropReason::TooOld | DropReason::SeqZero => {
-                sa.stats.replay_drops += 1
-            }
-            DropReason::AuthFailed => sa.stats.auth_failures += 1,
-            _ => sa.stats.other_drops += 1,
-        }
+        sa.stats.count(reason);
     }
     result
 }

@@ -179,7 +179,9 @@ impl PacketBuf {
             return Err(NoRoom);
         }
         let old = self.head;
-        self.storage.copy_within(old..old + at, old - n);
+        if at > 0 {
+            self.storage.copy_within(old..old + at, old - n);
+        }
         self.head -= n;
         Ok(&mut self.storage[self.head + at..self.head + at + n])
     }

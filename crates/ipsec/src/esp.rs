@@ -30,16 +30,71 @@ use flowsec_wire::iana::IpProtocol;
 use crate::buf::PacketBuf;
 use crate::layout::{self, Layout};
 use crate::sa::{Mode, SecurityAssociation, Transform};
+use crate::tunnel::InnerInfo;
 use crate::DropReason;
 
 const ESP_HEADER_LEN: usize = 8;
 const UDP_HEADER_LEN: usize = 8;
 
-/// Protect the payload at `lay.at` with `sa` (an ESP SA).
+/// Protect the payload at `lay.at` with `sa` (an ESP SA): transport mode,
+/// or a tunnel-mode SA adjacent to another under one outer header.
 pub(crate) fn encapsulate(
     sa: &mut SecurityAssociation,
     buf: &mut PacketBuf,
     lay: &Layout,
+    now: Duration,
+) -> Result<(), DropReason> {
+    let next_header = buf.as_slice()[lay.nh_field];
+    seal_at(sa, buf, lay.at, next_header, 0, now)?;
+    let packet = buf.as_mut_slice();
+    packet[lay.nh_field] = outer_protocol(sa).0;
+    finish(sa, packet, lay)
+}
+
+/// Tunnel mode: ESP in front of the inner packet, then the SA's outer
+/// header in front of that (no header is moved).
+pub(crate) fn encapsulate_tunnel(
+    sa: &mut SecurityAssociation,
+    buf: &mut PacketBuf,
+    ident: u16,
+    now: Duration,
+) -> Result<(), DropReason> {
+    let inner = InnerInfo::of(buf.as_slice())?;
+    let outer_len = sa.outer.as_ref().ok_or(DropReason::BadInnerPacket)?.len();
+    seal_at(sa, buf, 0, inner.next_header.0, outer_len, now)?;
+    let protocol = outer_protocol(sa);
+    let outer = sa.outer.as_ref().ok_or(DropReason::BadInnerPacket)?;
+    let lay = outer.push(buf, ident, &inner, protocol)?;
+    finish(sa, buf.as_mut_slice(), &lay)
+}
+
+/// ESP, or UDP when the SA is UDP-encapsulated.
+fn outer_protocol(sa: &SecurityAssociation) -> IpProtocol {
+    if sa.encap.is_some() {
+        IpProtocol::UDP
+    } else {
+        IpProtocol::ESP
+    }
+}
+
+fn finish(sa: &SecurityAssociation, packet: &mut [u8], lay: &Layout) -> Result<(), DropReason> {
+    layout::finish(packet, lay)?;
+    if sa.encap.is_some() {
+        // RFC 3948 §2.1: IPv4 sends a zero UDP checksum; IPv6 needs one.
+        layout::fill_udp_checksum(packet, lay);
+    }
+    Ok(())
+}
+
+/// Add padding and trailer after the payload at `at`, the ESP (and UDP)
+/// header before it, and seal. `reserve` bytes of outer header will still
+/// be added in front (for the size limit).
+fn seal_at(
+    sa: &mut SecurityAssociation,
+    buf: &mut PacketBuf,
+    at: usize,
+    next_header: u8,
+    reserve: usize,
     now: Duration,
 ) -> Result<(), DropReason> {
     if sa.usage.expired(&sa.lifetime, now) {
@@ -49,8 +104,7 @@ pub(crate) fn encapsulate(
         unreachable!("esp::encapsulate on a non-ESP SA")
     };
     let (iv_len, icv_len, block) = (xf.iv_len(), xf.icv_len(), xf.block_len());
-    let next_header = buf.as_slice()[lay.nh_field];
-    let payload_len = buf.len() - lay.at;
+    let payload_len = buf.len() - at;
     // TFC padding only in tunnel mode, where the inner header says where the
     // real payload ends (RFC 4303 §2.7).
     let tfc = match sa.mode {
@@ -63,17 +117,16 @@ pub(crate) fn encapsulate(
     } else {
         0
     };
-    let added = udp + ESP_HEADER_LEN + iv_len + tfc + pad + 2 + icv_len;
-    if buf.len() + added > usize::from(u16::MAX) {
+    let front = udp + ESP_HEADER_LEN + iv_len;
+    let back = tfc + pad + 2 + icv_len;
+    if reserve + buf.len() + front + back > usize::from(u16::MAX) {
         return Err(DropReason::TooBig);
     }
-    if buf.tailroom() < tfc + pad + 2 + icv_len || buf.headroom() < udp + ESP_HEADER_LEN + iv_len {
+    if buf.tailroom() < back || buf.headroom() < front + reserve {
         return Err(DropReason::NoRoom);
     }
     let seq = crate::sa::next_seq(&mut sa.seq, sa.esn)?;
-    let tail = buf
-        .append(tfc + pad + 2 + icv_len)
-        .map_err(|_| DropReason::NoRoom)?;
+    let tail = buf.append(back).map_err(|_| DropReason::NoRoom)?;
     tail[..tfc].fill(0);
     // `pad` < 256: pad_len aligns to at most 256 bytes.
     EspTrailer {
@@ -81,32 +134,20 @@ pub(crate) fn encapsulate(
         next_header: IpProtocol(next_header),
     }
     .emit(&mut tail[tfc..]);
-    let gap = buf
-        .insert_gap(lay.at, udp + ESP_HEADER_LEN + iv_len)
-        .map_err(|_| DropReason::NoRoom)?;
+    let gap = buf.insert_gap(at, front).map_err(|_| DropReason::NoRoom)?;
     gap[udp..udp + 4].copy_from_slice(&sa.id.spi.to_be_bytes());
     gap[udp + 4..udp + 8].copy_from_slice(&(seq as u32).to_be_bytes());
-    let esp_at = lay.at + udp;
-    // Cannot fail: the lengths above come from the transform's own sizes.
-    xf.seal(seq, sa.esn, &mut buf.as_mut_slice()[esp_at..])
-        .map_err(|_| DropReason::BadCiphertextLength)?;
-    let packet = buf.as_mut_slice();
     if let Some(encap) = sa.encap {
-        let udp_len = (packet.len() - lay.at) as u16;
-        let hdr = &mut packet[lay.at..lay.at + UDP_HEADER_LEN];
+        let udp_len = (buf.len() - at) as u16;
+        let hdr = &mut buf.as_mut_slice()[at..at + UDP_HEADER_LEN];
         hdr[0..2].copy_from_slice(&encap.src_port.to_be_bytes());
         hdr[2..4].copy_from_slice(&encap.dst_port.to_be_bytes());
         hdr[4..6].copy_from_slice(&udp_len.to_be_bytes());
         hdr[6..8].fill(0);
-        packet[lay.nh_field] = IpProtocol::UDP.0;
-    } else {
-        packet[lay.nh_field] = IpProtocol::ESP.0;
     }
-    layout::finish(packet, lay)?;
-    if sa.encap.is_some() {
-        // RFC 3948 §2.1: IPv4 sends a zero UDP checksum; IPv6 needs one.
-        layout::fill_udp_checksum(packet, lay);
-    }
+    // Cannot fail: the lengths above come from the transform's own sizes.
+    xf.seal(seq, sa.esn, &mut buf.as_mut_slice()[at + udp..])
+        .map_err(|_| DropReason::BadCiphertextLength)?;
     sa.usage.record(payload_len, now);
     Ok(())
 }
@@ -122,13 +163,7 @@ pub(crate) fn decapsulate(
 ) -> Result<u8, DropReason> {
     let result = open(sa, buf, lay, udp, now);
     if let Err(reason) = result {
-        match reason {
-            DropReason::Replayed | DropReason::TooOld | DropReason::SeqZero => {
-                sa.stats.replay_drops += 1
-            }
-            DropReason::AuthFailed => sa.stats.auth_failures += 1,
-            _ => sa.stats.other_drops += 1,
-        }
+        sa.stats.count(reason);
     }
     result
 }

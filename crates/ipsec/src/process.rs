@@ -22,6 +22,7 @@ use crate::replay::ReplayError;
 use crate::sa::{Mode, Protocol, SaId};
 use crate::sad::{SaHandle, Sad};
 use crate::spd::{Action, Flow, Level, Policy, SaTemplate};
+use crate::tunnel::InnerInfo;
 use crate::{ah, esp, ipcomp, tunnel, DropReason};
 
 /// The most SAs one packet may pass through (e.g. IPComp + ESP + AH is 3).
@@ -94,12 +95,20 @@ pub fn outbound(
     for h in bundle.iter() {
         let sa = sad.get_mut(h).ok_or(DropReason::NoOutboundSa)?;
         let endpoints = (sa.src(), sa.dst());
+        // The IPv4 ID only has to be unique per (src, dst, protocol) while
+        // fragments are in flight; the sequence number serves.
+        let ident = (sa.seq() as u16).wrapping_add(1);
         let lay = if sa.mode() == Mode::Tunnel && outer != Some(endpoints) {
             outer = Some(endpoints);
-            // The IPv4 ID only has to be unique per (src, dst, protocol)
-            // while fragments are in flight; the sequence number serves.
+            if sa.id().protocol == Protocol::Esp {
+                esp::encapsulate_tunnel(sa, buf, ident, now)?;
+                continue;
+            }
+            // AH covers the outer header, and IPComp may leave the packet
+            // as it is: both go after it.
+            let inner = InnerInfo::of(buf.as_slice())?;
             let outer_header = sa.outer.as_ref().ok_or(DropReason::BadInnerPacket)?;
-            outer_header.push(buf, (sa.seq() as u16).wrapping_add(1))?
+            outer_header.push(buf, ident, &inner, inner.next_header)?
         } else {
             // Transport mode, or tunnel-mode SAs sharing the outer header
             // already added ("transport adjacency", RFC 4301 §4.5).

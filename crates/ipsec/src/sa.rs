@@ -282,6 +282,18 @@ pub struct SaStats {
     pub ipcomp_uncompressed: u64,
 }
 
+impl SaStats {
+    /// Count a packet this SA refused.
+    pub(crate) fn count(&mut self, reason: crate::DropReason) {
+        use crate::DropReason::*;
+        match reason {
+            Replayed | TooOld | SeqZero => self.replay_drops += 1,
+            AuthFailed => self.auth_failures += 1,
+            _ => self.other_drops += 1,
+        }
+    }
+}
+
 /// A live SA.
 pub struct SecurityAssociation {
     pub(crate) id: SaId,

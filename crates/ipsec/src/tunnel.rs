@@ -67,45 +67,71 @@ impl OuterHeader {
         Some(OuterHeader { bytes, version })
     }
 
-    /// Prepend the outer header to the IP packet in `buf`; returns the
-    /// layout at which ESP/AH go. `ident` is the IPv4 ID to use. Lengths
+    /// Bytes this header takes.
+    pub fn len(&self) -> usize {
+        match self.version {
+            IpVersion::V4 => ipv4::HEADER_LEN,
+            IpVersion::V6 => ipv6::HEADER_LEN,
+        }
+    }
+
+    /// Prepend the outer header, naming `protocol` as what follows it;
+    /// returns the layout after it. `ident` is the IPv4 ID to use. Lengths
     /// and the IPv4 checksum are left to [`crate::layout::finish`].
-    pub fn push(&self, buf: &mut PacketBuf, ident: u16) -> Result<Layout, DropReason> {
-        let inner = buf.as_slice();
-        // Only what the outer header copies is read from the inner one: the
-        // packet comes from the local stack, and is encrypted whole.
-        let (next_header, tos, dont_frag) = match inner.first().map(|b| b >> 4) {
-            Some(4) if inner.len() >= ipv4::HEADER_LEN => {
-                (IpProtocol::IPV4, inner[1], inner[6] & 0x40 != 0)
-            }
-            Some(6) if inner.len() >= ipv6::HEADER_LEN => {
-                (IpProtocol::IPV6, (inner[0] << 4) | (inner[1] >> 4), false)
-            }
-            _ => return Err(DropReason::BadInnerPacket),
-        };
+    pub fn push(
+        &self,
+        buf: &mut PacketBuf,
+        ident: u16,
+        inner: &InnerInfo,
+        protocol: IpProtocol,
+    ) -> Result<Layout, DropReason> {
+        let hdr = buf.prepend(self.len()).map_err(|_| DropReason::NoRoom)?;
+        hdr.copy_from_slice(&self.bytes[..self.len()]);
         match self.version {
             IpVersion::V4 => {
-                let hdr = buf
-                    .prepend(ipv4::HEADER_LEN)
-                    .map_err(|_| DropReason::NoRoom)?;
-                hdr.copy_from_slice(&self.bytes[..ipv4::HEADER_LEN]);
                 let mut p = Ipv4Packet::new_unchecked(hdr);
-                p.set_dscp_ecn(tos);
+                p.set_dscp_ecn(inner.tos);
                 p.set_ident(ident);
-                p.set_dont_frag(dont_frag && next_header == IpProtocol::IPV4);
-                p.set_next_header(next_header);
+                p.set_dont_frag(inner.dont_frag);
+                p.set_next_header(protocol);
                 Ok(Layout::ipv4(ipv4::HEADER_LEN))
             }
             IpVersion::V6 => {
-                let hdr = buf
-                    .prepend(ipv6::HEADER_LEN)
-                    .map_err(|_| DropReason::NoRoom)?;
-                hdr.copy_from_slice(&self.bytes);
                 let mut p = Ipv6Packet::new_unchecked(hdr);
-                p.set_traffic_class(tos);
-                p.set_next_header(next_header);
+                p.set_traffic_class(inner.tos);
+                p.set_next_header(protocol);
                 Ok(Layout::ipv6_fixed())
             }
+        }
+    }
+}
+
+/// What the outer header copies from the inner one.
+pub(crate) struct InnerInfo {
+    /// IPv4 or IPv6: the next header of the outer packet.
+    pub next_header: IpProtocol,
+    /// DSCP and ECN (RFC 4301 §5.1.2.1, RFC 6040 normal mode).
+    pub tos: u8,
+    /// DF, copied for IPv4 in IPv4 only.
+    pub dont_frag: bool,
+}
+
+impl InnerInfo {
+    /// Read from the inner packet. Only these fields are read: the packet
+    /// comes from the local stack and is encrypted whole.
+    pub fn of(inner: &[u8]) -> Result<Self, DropReason> {
+        match inner.first().map(|b| b >> 4) {
+            Some(4) if inner.len() >= ipv4::HEADER_LEN => Ok(InnerInfo {
+                next_header: IpProtocol::IPV4,
+                tos: inner[1],
+                dont_frag: inner[6] & 0x40 != 0,
+            }),
+            Some(6) if inner.len() >= ipv6::HEADER_LEN => Ok(InnerInfo {
+                next_header: IpProtocol::IPV6,
+                tos: (inner[0] << 4) | (inner[1] >> 4),
+                dont_frag: false,
+            }),
+            _ => Err(DropReason::BadInnerPacket),
         }
     }
 }
