@@ -64,7 +64,7 @@ impl IpPrefix {
     }
 
     /// The prefix length.
-    pub fn len(&self) -> u8 {
+    pub fn prefix_len(&self) -> u8 {
         self.len
     }
 

@@ -604,3 +604,88 @@ fn lifetimes_expire_the_sa() {
         Err(DropReason::NoOutboundSa)
     );
 }
+
+#[test]
+fn tfc_padding_hides_the_inner_length_and_is_removed() {
+    let mut c = config(&SUITES[0], 0xf000, Mode::Tunnel, "192.0.2.1", "192.0.2.2");
+    c.tfc_pad_to = 600;
+    let inner = udp_packet("10.1.0.1", "10.2.0.1", b"short");
+    let (mut out, mut inb, bundle) = pair(std::slice::from_ref(&c));
+    let mut buf = PacketBuf::from_packet(&inner);
+    process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap();
+    assert!(
+        buf.len() >= 20 + 8 + 8 + 600 + 2 + 16,
+        "padded to the TFC size: {}",
+        buf.len()
+    );
+    assert!(matches!(
+        process::inbound(&mut inb, &mut buf, NOW),
+        Ok(Inbound::Decapsulated(_))
+    ));
+    assert_eq!(buf.as_slice(), inner);
+}
+
+/// IPv6 with a hop-by-hop header (one option routers may change, one they
+/// may not) and destination options, transport-mode AH: routers changing
+/// the mutable fields must not break the ICV; changing anything else must.
+#[test]
+fn ah_ipv6_mutable_fields_and_extension_headers() {
+    let base = udp_packet("2001:db8::1", "2001:db8::2", b"extension headers");
+    let udp = base[40..].to_vec();
+    // Hop-by-hop: option 0x3e has the "may change en route" bit (0x20), then
+    // PadN. Destination options: option 0x1e (immutable), then PadN.
+    let hbh = [60u8, 0, 0x3e, 2, 0xaa, 0xbb, 0x01, 0x00];
+    let dst = [17u8, 0, 0x1e, 2, 0xcc, 0xdd, 0x01, 0x00];
+    let mut p = base[..40].to_vec();
+    p[6] = 0; // next header: hop-by-hop
+    p[4..6].copy_from_slice(&((hbh.len() + dst.len() + udp.len()) as u16).to_be_bytes());
+    p.extend_from_slice(&hbh);
+    p.extend_from_slice(&dst);
+    p.extend_from_slice(&udp);
+    let c = config(
+        &SUITES[6],
+        0x1_0000,
+        Mode::Transport,
+        "2001:db8::1",
+        "2001:db8::2",
+    );
+    let (mut out, mut inb, bundle) = pair(std::slice::from_ref(&c));
+    let mut buf = PacketBuf::from_packet(&p);
+    process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap();
+    let wire = buf.as_slice().to_vec();
+    // AH goes after hop-by-hop and before the destination options.
+    assert_eq!(wire[40], IpProtocol::AH.0, "hop-by-hop now names AH");
+    assert_eq!(wire[48], 60, "AH names the destination options");
+    let en_route = |w: &mut Vec<u8>| {
+        w[7] = 3; // hop limit
+        w[1] ^= 0x0f; // traffic class / flow label
+        w[44] = 0x11; // the mutable option's data
+        w[45] = 0x22;
+    };
+    let mut routed = wire.clone();
+    en_route(&mut routed);
+    let mut b = PacketBuf::from_packet(&routed);
+    assert!(matches!(
+        process::inbound(&mut inb, &mut b, NOW),
+        Ok(Inbound::Decapsulated(_))
+    ));
+    let got = b.as_slice();
+    assert_eq!(got[8..44], p[8..44], "addresses and headers restored");
+    assert_eq!(
+        got[44..46],
+        [0x11, 0x22],
+        "the routers' change to the mutable option stays"
+    );
+    assert_eq!(got[46..], p[46..], "the rest restored");
+    // Changing the immutable option of the destination header is detected.
+    let mut forged = wire.clone();
+    en_route(&mut forged);
+    let dst_at = 48 + 24; // after AH (12 + 12-byte ICV)
+    forged[dst_at + 4] ^= 1;
+    let (_, mut inb2, _) = pair(std::slice::from_ref(&c));
+    let mut b = PacketBuf::from_packet(&forged);
+    assert_eq!(
+        process::inbound(&mut inb2, &mut b, NOW),
+        Err(DropReason::AuthFailed)
+    );
+}
