@@ -9,6 +9,8 @@
 #[path = "vectors/aead.rs"]
 mod vectors;
 
+mod common;
+use common::*;
 use flowsec_crypto::{Aead, CryptoError, EncrId, EspTransform, IntegId, Provider};
 use vectors::{AeadCase, GcmEspCase};
 
@@ -22,25 +24,14 @@ const ALL_AEADS: [EncrId; 7] = [
     EncrId::CHACHA20_POLY1305,
 ];
 
-fn h(s: &str) -> Vec<u8> {
-    hex::decode(s).unwrap()
-}
-
 fn iv8(s: &str) -> [u8; 8] {
     h(s).try_into().unwrap()
-}
-
-fn backends() -> [(&'static str, Provider); 2] {
-    [
-        ("aws-lc", Provider::aws_lc()),
-        ("rustcrypto", Provider::rustcrypto()),
-    ]
 }
 
 /// Every backend's AEAD for `id`, labelled; RustCrypto must have it.
 fn aeads(id: EncrId, key: &[u8]) -> Vec<(&'static str, Box<dyn Aead>)> {
     let mut found = Vec::new();
-    for (name, provider) in backends() {
+    for (name, provider) in providers() {
         match provider.aead(id, key) {
             Ok(aead) => found.push((name, aead)),
             Err(CryptoError::UnsupportedEncr(_)) if name != "rustcrypto" => {}
@@ -53,7 +44,7 @@ fn aeads(id: EncrId, key: &[u8]) -> Vec<(&'static str, Box<dyn Aead>)> {
 /// Every backend's ESP transform for AEAD (or GMAC) `id`, labelled.
 fn esps(id: EncrId, key: &[u8]) -> Vec<(&'static str, Box<dyn EspTransform>)> {
     let mut found = Vec::new();
-    for (name, provider) in backends() {
+    for (name, provider) in providers() {
         match provider.esp(id, key, IntegId::NONE, &[]) {
             Ok(esp) => found.push((name, esp)),
             Err(CryptoError::UnsupportedEncr(_)) if name != "rustcrypto" => {}
@@ -444,7 +435,7 @@ fn bad_key_lengths() {
         (EncrId::CHACHA20_POLY1305, "36", &[0, 3, 4, 32, 35, 37]),
     ];
     for (id, expected, lengths) in cases {
-        for (backend, provider) in backends() {
+        for (backend, provider) in providers() {
             for &got in lengths {
                 let key = vec![0x5a; got];
                 match provider.aead(id, &key) {

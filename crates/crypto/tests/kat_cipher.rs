@@ -14,19 +14,9 @@
 //!
 //! ECB vectors are checked as CBC with an all-zero IV, one block at a time.
 
-use flowsec_crypto::{Cipher, CryptoError, EncrId, IntegId, Provider};
-
-fn h(s: &str) -> Vec<u8> {
-    let s: String = s.split_whitespace().collect();
-    hex::decode(s).expect("valid hex in test vector")
-}
-
-fn providers() -> [(&'static str, Provider); 2] {
-    [
-        ("aws-lc", Provider::aws_lc()),
-        ("rustcrypto", Provider::rustcrypto()),
-    ]
-}
+mod common;
+use common::*;
+use flowsec_crypto::{Cipher, CryptoError, EncrId, IntegId};
 
 /// Calls `f` with the cipher from every backend that has `id`; returns how
 /// many did. RustCrypto must have every id.

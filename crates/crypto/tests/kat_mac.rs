@@ -13,20 +13,10 @@
 //! - AES-CMAC-96: RFC 4494 §4 (the RFC 4493 examples, truncated).
 //! - Hashes: the FIPS 180 / RFC 1321 "abc" examples.
 
+mod common;
+use common::*;
 use flowsec_crypto::backend::HashAlg;
 use flowsec_crypto::{CryptoError, IntegId, Integrity, Provider};
-
-fn h(s: &str) -> Vec<u8> {
-    let s: String = s.split_whitespace().collect();
-    hex::decode(s).expect("valid hex in test vector")
-}
-
-fn providers() -> [(&'static str, Provider); 2] {
-    [
-        ("aws-lc", Provider::aws_lc()),
-        ("rustcrypto", Provider::rustcrypto()),
-    ]
-}
 
 fn each_backend(id: IntegId, key: &[u8], mut f: impl FnMut(&str, &dyn Integrity)) -> usize {
     let mut ran = 0;
