@@ -19,11 +19,12 @@ use std::hint::black_box;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use flowsec_crypto::{EncrId, IntegId, Provider};
+use flowsec_crypto::{EncrId, EspTransform, IntegId, Provider};
 use flowsec_ipsec::process::{self, Inbound};
+use flowsec_ipsec::spd::{IpPrefix, Level, SaTemplate};
 use flowsec_ipsec::{
-    Mode, PacketBuf, Protocol, ReplayWindow, SaConfig, SaId, Sad, SecurityAssociation,
-    UdpEncap as EncapPorts,
+    Action, Direction, Mode, PacketBuf, Policy, Protocol, ReplayWindow, SaConfig, SaId, Sad,
+    SecurityAssociation, Selector, UdpEncap as EncapPorts,
 };
 use flowsec_wire::ipv6ext::{Ipv6FragmentRepr, Ipv6OptionsHeader, Ipv6RoutingHeader};
 use flowsec_wire::udp_encap::{self, UdpEncap};
@@ -73,6 +74,27 @@ pub fn ipcomp_inbound(data: &[u8]) {
 /// UDP is taken as arriving on port 4500).
 pub fn udp_encap_inbound(data: &[u8]) {
     inbound(UDP_ENCAP_SAS, data);
+}
+
+/// `process::inbound` on an ESP packet sealed here around the input, so
+/// that the fuzzer's bytes are what the receiver finds after the ICV check:
+/// the first byte picks one of [`DECRYPTED_CASES`] (an SA of
+/// [`DECRYPTED_SAS`], outer header, sequence number), the rest is the ESP
+/// plaintext as it is (payload, padding, Pad Length, Next Header; cut to a
+/// multiple of the block length). What decapsulates goes through
+/// `check_inbound` with the case's policy, then `ip_parse`.
+pub fn esp_decrypted(data: &[u8]) {
+    let Some((case, packet)) = esp_decrypted_packet(data) else {
+        return;
+    };
+    with_sad(DECRYPTED_SAS, |sad| {
+        let mut buf = PacketBuf::from_packet(&packet);
+        if let Ok(Inbound::Decapsulated(applied)) = process::inbound(sad, &mut buf, NOW) {
+            let policy = case.policy();
+            let _ = black_box(process::check_inbound(sad, Some(&policy), &applied));
+            ip_parse(buf.as_slice());
+        }
+    });
 }
 
 /// Decapsulate `data`; if that worked, parse the inner packet and feed the
@@ -240,11 +262,129 @@ pub const UDP_ENCAP_SAS: &[SaSpec] = &[
     esn(encap(esp(0x403, TRA, V4, NULL, SHA256)), 64),
 ];
 
+/// ESP with the suites whose block length is 4 (any plaintext that is a
+/// multiple of 4 seals): tunnel and transport, v4 and v6, UDP-encapsulated
+/// tunnel v4 and transport v6, two with ESN; and IPComp SAs that an IPComp
+/// header inside ESP names (tunnel to 192.0.2.3, transport to both B's).
+pub const DECRYPTED_SAS: &[SaSpec] = &[
+    esp(0x500, TUN, V4, GCM, NO_INTEG),
+    esp(0x501, TUN, V6, NULL, SHA256),
+    esp(0x502, TRA, V4, NULL, SHA256),
+    esp(0x503, TRA, V6, GCM, NO_INTEG),
+    encap(esp(0x504, TUN, V4, GCM, NO_INTEG)),
+    encap(esp(0x505, TRA, V6, NULL, SHA256)),
+    ipcomp(0x506, TUN, (V4_A, V4_C)),
+    esp(0x507, TUN, (V4_A, V4_C), NULL, SHA256),
+    ipcomp(0x508, TRA, V6),
+    ipcomp(0x50a, TRA, V4),
+    esn(esp(0x50b, TUN, V4, NULL, SHA256), 64),
+    esn(esp(0x50c, TRA, V6, GCM, NO_INTEG), 64),
+];
+
+/// How [`esp_decrypted`] wraps its plaintext.
+#[derive(Debug, Clone, Copy)]
+pub struct DecryptedCase {
+    /// The ESP SA (in [`DECRYPTED_SAS`]) that seals it.
+    pub spi: u32,
+    /// IPv4 options / IPv6 Hop-by-Hop, Routing and Destination Options
+    /// headers in the outer header, in front of ESP (or UDP).
+    pub extensions: bool,
+    /// The full sequence number (ESN SAs' windows stand at [`ESN_START`]).
+    pub seq: u64,
+    /// The inbound policy's bundle (reqids = SPIs, innermost first); IPComp
+    /// steps are `use`, as IPComp may be left out of small packets.
+    pub bundle: &'static [u32],
+}
+
+const fn case(spi: u32, extensions: bool, seq: u64, bundle: &'static [u32]) -> DecryptedCase {
+    DecryptedCase {
+        spi,
+        extensions,
+        seq,
+        bundle,
+    }
+}
+
+/// Indexed by the first input byte (modulo the length).
+pub const DECRYPTED_CASES: &[DecryptedCase] = &[
+    case(0x500, false, 1, &[0x500]),
+    case(0x501, false, 1, &[0x501]),
+    case(0x502, false, 1, &[0x502]),
+    case(0x502, true, 7, &[0x502]),
+    case(0x503, false, 1, &[0x503]),
+    case(0x503, true, 9, &[0x503]),
+    case(0x504, false, 1, &[0x504]),
+    case(0x505, true, 1, &[0x505]),
+    case(0x507, false, 1, &[0x506, 0x507]),
+    case(0x502, true, 2, &[0x50a, 0x502]),
+    case(0x503, true, 2, &[0x508, 0x503]),
+    case(0x50b, false, ESN_START + 1, &[0x50b]),
+    case(0x50b, true, ESN_START + 4, &[0x50b]),
+    case(0x50c, true, ESN_START + 3, &[0x508, 0x50c]),
+];
+
+impl DecryptedCase {
+    /// The inbound policy the decapsulated packet is checked against.
+    pub fn policy(&self) -> Policy {
+        let templates = self
+            .bundle
+            .iter()
+            .map(|&spi| {
+                let s = spec(DECRYPTED_SAS, spi);
+                SaTemplate {
+                    protocol: s.protocol,
+                    mode: s.mode,
+                    tunnel: (s.mode == Mode::Tunnel).then(|| (addr(s.src), addr(s.dst))),
+                    level: match s.protocol {
+                        Protocol::IpComp => Level::Use,
+                        _ => Level::Require,
+                    },
+                    reqid: s.spi,
+                }
+            })
+            .collect();
+        let any = |a: &str| IpPrefix::new(addr(a), 0).expect("/0 prefix");
+        let family = spec(DECRYPTED_SAS, self.spi).src;
+        Policy {
+            direction: Direction::In,
+            selector: Selector::between(any(family), any(family)),
+            action: Action::Protect(templates),
+            priority: 0,
+        }
+    }
+}
+
+/// The spec with SPI (CPI) `spi`.
+pub fn spec(specs: &'static [SaSpec], spi: u32) -> &'static SaSpec {
+    specs
+        .iter()
+        .find(|s| s.spi == spi)
+        .expect("SPI of a fixed case")
+}
+
 /// Key bytes derived from the SPI, so that every SA has its own.
 fn key(len: usize, spi: u32, seed: u8) -> Vec<u8> {
     (0..len)
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(spi as u8 ^ seed))
         .collect()
+}
+
+/// The spec's keys: its SA and [`esp_transform`] take them from here.
+fn encr_key(s: &SaSpec) -> Vec<u8> {
+    key(s.encr_key_len, s.spi, 1)
+}
+
+fn integ_key(s: &SaSpec) -> Vec<u8> {
+    key(s.integ_key_len, s.spi, 2)
+}
+
+/// A sender's ESP transform with the keys of the spec's SA.
+pub fn esp_transform(s: &SaSpec) -> Box<dyn EspTransform> {
+    let provider = Provider::fastest();
+    // The specs are fixed and valid; a failure is a bug in this file.
+    provider
+        .esp(s.encr, &encr_key(s), s.integ, &integ_key(s))
+        .expect("valid ESP spec")
 }
 
 fn addr(s: &str) -> IpAddr {
@@ -255,8 +395,8 @@ fn addr(s: &str) -> IpAddr {
 /// The SA configuration a spec stands for.
 pub fn config(s: &SaSpec) -> SaConfig {
     let mut c = SaConfig::esp(s.spi, s.mode, addr(s.src), addr(s.dst))
-        .with_encr(s.encr, &key(s.encr_key_len, s.spi, 1))
-        .with_integ(s.integ, &key(s.integ_key_len, s.spi, 2));
+        .with_encr(s.encr, &encr_key(s))
+        .with_integ(s.integ, &integ_key(s));
     c.protocol = s.protocol;
     c.reqid = s.spi;
     c.esn = s.esn;
@@ -296,7 +436,9 @@ fn reset_replay(sad: &mut Sad, specs: &[SaSpec]) {
         let window = sa.expect("SA of the spec").replay_window_mut();
         *window = ReplayWindow::new(s.replay_window, s.esn).expect("valid window size");
         if s.esn {
-            window.commit(ESN_START);
+            window
+                .commit(ESN_START)
+                .expect("a fresh window takes its first number");
         }
     }
 }
@@ -325,6 +467,138 @@ fn with_sad(specs: &'static [SaSpec], f: impl FnOnce(&mut Sad)) {
         reset_replay(sad, specs);
         f(sad);
     });
+}
+
+// ---------------------------------------------------------------------------
+// esp_decrypted: sealing the fuzzer's plaintext
+// ---------------------------------------------------------------------------
+
+/// IPv4 options in front of ESP: Router Alert, Record Route, NOPs.
+const OUTER_V4_OPTIONS: [u8; 12] = [148, 4, 0, 0, 7, 7, 4, 10, 0, 0, 1, 1];
+
+/// The case [`esp_decrypted`] picks for `data`, and the outer packet it
+/// seals `data`'s plaintext into: outer IP header (with options or
+/// extension headers), UDP header for an encapsulated SA, ESP header with
+/// the case's SPI and sequence number, IV, plaintext, ICV. `None` for an
+/// empty input.
+pub fn esp_decrypted_packet(data: &[u8]) -> Option<(&'static DecryptedCase, Vec<u8>)> {
+    let (&selector, plaintext) = data.split_first()?;
+    let case = &DECRYPTED_CASES[usize::from(selector) % DECRYPTED_CASES.len()];
+    let s = spec(DECRYPTED_SAS, case.spi);
+    let packet = with_esp_transform(s, |xf| {
+        let (iv_len, icv_len) = (xf.iv_len(), xf.icv_len());
+        // The largest plaintext that still fits an IP packet, cut to whole
+        // cipher blocks.
+        let room = usize::from(u16::MAX) - 40 - 24 - 8 - 8 - iv_len - icv_len;
+        let len = plaintext.len().min(room);
+        let len = len - len % xf.block_len();
+        let mut esp = Vec::with_capacity(8 + iv_len + len + icv_len);
+        esp.extend_from_slice(&case.spi.to_be_bytes());
+        esp.extend_from_slice(&(case.seq as u32).to_be_bytes());
+        esp.resize(8 + iv_len, 0);
+        esp.extend_from_slice(&plaintext[..len]);
+        esp.resize(esp.len() + icv_len, 0);
+        // The lengths come from the transform itself.
+        xf.seal(case.seq, s.esn, &mut esp).expect("whole blocks");
+        esp
+    });
+    Some((case, outer_packet(s, case.extensions, &packet)))
+}
+
+/// Run `f` on this thread's sender transform for `s` (an ESP spec of
+/// [`DECRYPTED_SAS`]), built once: key schedules cost more than a packet.
+fn with_esp_transform<R>(s: &'static SaSpec, f: impl FnOnce(&dyn EspTransform) -> R) -> R {
+    thread_local! {
+        static CACHE: RefCell<Vec<(u32, Box<dyn EspTransform>)>> =
+            const { RefCell::new(Vec::new()) };
+    }
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let i = match cache.iter().position(|(spi, _)| *spi == s.spi) {
+            Some(i) => i,
+            None => {
+                cache.push((s.spi, esp_transform(s)));
+                cache.len() - 1
+            }
+        };
+        f(cache[i].1.as_ref())
+    })
+}
+
+/// `esp` behind the spec's outer header (and a UDP header if it is
+/// encapsulated); with `extensions`, IPv4 options or IPv6 Hop-by-Hop,
+/// Routing and Destination Options headers come first.
+fn outer_packet(s: &SaSpec, extensions: bool, esp: &[u8]) -> Vec<u8> {
+    let (src, dst) = (addr(s.src), addr(s.dst));
+    let mut l4 = Vec::with_capacity(8 + esp.len());
+    let protocol = if s.encap {
+        let udp_len = (8 + esp.len()) as u16;
+        let port = udp_encap::NAT_T_PORT.to_be_bytes();
+        l4.extend_from_slice(&port);
+        l4.extend_from_slice(&port);
+        l4.extend_from_slice(&udp_len.to_be_bytes());
+        l4.extend_from_slice(&[0, 0]);
+        l4.extend_from_slice(esp);
+        if src.is_ipv6() {
+            // RFC 3948 §2.1: zero over IPv4; IPv6 needs one.
+            UdpPacket::new_unchecked(&mut l4[..]).fill_checksum(&src, &dst);
+        }
+        IpProtocol::UDP
+    } else {
+        l4.extend_from_slice(esp);
+        IpProtocol::ESP
+    };
+    match (src, dst) {
+        (IpAddr::V4(src_addr), IpAddr::V4(dst_addr)) => {
+            let options: &[u8] = if extensions { &OUTER_V4_OPTIONS } else { &[] };
+            let repr = Ipv4Repr {
+                src_addr,
+                dst_addr,
+                next_header: protocol,
+                payload_len: l4.len(),
+                hop_limit: 64,
+                dscp_ecn: 0,
+                dont_frag: false,
+            };
+            let mut p = vec![0; repr.buffer_len()];
+            repr.emit(&mut Ipv4Packet::new_unchecked(&mut p[..]));
+            p.extend_from_slice(options);
+            p.extend_from_slice(&l4);
+            let mut v = Ipv4Packet::new_unchecked(&mut p[..]);
+            v.set_header_len(20 + options.len());
+            v.set_total_len((20 + options.len() + l4.len()) as u16);
+            v.fill_checksum();
+            p
+        }
+        (IpAddr::V6(src_addr), IpAddr::V6(dst_addr)) => {
+            let mut ext = Vec::with_capacity(24 + l4.len());
+            let next_header = if extensions {
+                // Hop-by-Hop (PadN), Routing (type 4, no segments left),
+                // Destination Options (PadN): all in front of ESP.
+                ext.extend_from_slice(&[43, 0, 1, 4, 0, 0, 0, 0]);
+                ext.extend_from_slice(&[60, 0, 4, 0, 0, 0, 0, 0]);
+                ext.extend_from_slice(&[protocol.0, 0, 1, 4, 0, 0, 0, 0]);
+                IpProtocol::HOPOPT
+            } else {
+                protocol
+            };
+            ext.extend_from_slice(&l4);
+            let repr = Ipv6Repr {
+                src_addr,
+                dst_addr,
+                next_header,
+                payload_len: ext.len(),
+                hop_limit: 64,
+                traffic_class: 0,
+                flow_label: 0,
+            };
+            let mut p = vec![0; repr.buffer_len()];
+            repr.emit(&mut Ipv6Packet::new_unchecked(&mut p[..]));
+            p.extend_from_slice(&ext);
+            p
+        }
+        _ => unreachable!("the specs do not mix families"),
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -143,7 +143,9 @@ fn verify(
     if !integ.verify(parts.as_slice(), received) {
         return Err(DropReason::AuthFailed);
     }
-    sa.replay.commit(seq);
+    sa.replay
+        .commit(seq)
+        .map_err(crate::process::replay_reason)?;
     let payload_len = packet.len() - lay.at - ah_len;
     buf.remove_gap(lay.at, ah_len);
     let packet = buf.as_mut_slice();

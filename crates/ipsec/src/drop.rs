@@ -64,12 +64,16 @@ drop_reasons! {
     BadAhLength => "bad_ah_length",
     /// AH over an IPv6 routing header with segments left (not supported).
     AhUnsupportedRouting => "ah_unsupported_routing",
-    /// IPComp CPI does not name a supported algorithm.
-    BadCpi => "ipcomp_bad_cpi",
     /// IPComp payload does not inflate, or inflates past the maximum size.
     DecompressFailed => "ipcomp_decompress_failed",
     /// More nested IPsec headers than a bundle may have.
     BundleTooDeep => "bundle_too_deep",
+    /// The outer header says congestion (CE) but the inner packet is not
+    /// ECN-capable: RFC 6040 §4.2 says drop.
+    EcnCeOnNotEct => "ecn_ce_on_not_ect",
+    /// A UDP-encapsulated packet for an SA without UDP encapsulation, or
+    /// the reverse.
+    EncapMismatch => "encap_mismatch",
     /// The decapsulated inner packet is not a valid IP packet.
     BadInnerPacket => "bad_inner_packet",
     /// The SAs applied do not match the inbound policy.
@@ -85,7 +89,7 @@ drop_reasons! {
     TooBig => "too_big",
     /// No SA installed for an outbound policy that requires one.
     NoOutboundSa => "no_outbound_sa",
-    /// An outbound policy says DISCARD.
+    /// The matching policy says DISCARD.
     PolicyDiscard => "policy_discard",
 }
 

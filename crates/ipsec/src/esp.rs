@@ -198,7 +198,9 @@ fn open(
         CryptoError::AuthFailed => DropReason::AuthFailed,
         _ => DropReason::BadCiphertextLength,
     })?;
-    sa.replay.commit(seq);
+    sa.replay
+        .commit(seq)
+        .map_err(crate::process::replay_reason)?;
     let body = &packet[ESP_HEADER_LEN + iv_len..packet.len() - icv_len];
     let (payload_len, trailer) = EspTrailer::parse(body).map_err(|_| DropReason::BadPadding)?;
     let trailer_len = body.len() - payload_len;

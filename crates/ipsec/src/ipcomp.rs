@@ -102,28 +102,34 @@ pub(crate) fn encapsulate(
     lay: &Layout,
     now: Duration,
 ) -> Result<(), DropReason> {
+    if sa.usage.expired(&sa.lifetime, now) {
+        return Err(DropReason::SaExpired);
+    }
     let Transform::IpComp(deflate) = &mut sa.transform else {
         unreachable!("ipcomp on a non-IPComp SA")
     };
     let payload_len = buf.len() - lay.at;
     let next_header = buf.as_slice()[lay.nh_field];
     sa.usage.record(payload_len, now);
-    let Some(compressed) = deflate.compress(&buf.as_slice()[lay.at..]) else {
-        sa.stats.ipcomp_uncompressed += 1;
-        return Ok(());
-    };
-    buf.trim_back(payload_len);
-    // Cannot fail: the compressed form is shorter than what was trimmed.
-    let out = buf
-        .append(HEADER_LEN + compressed.len())
-        .map_err(|_| DropReason::NoRoom)?;
-    out[0] = next_header;
-    out[1] = 0;
-    out[2..4].copy_from_slice(&(sa.id.spi as u16).to_be_bytes());
-    out[HEADER_LEN..].copy_from_slice(compressed);
-    let packet = buf.as_mut_slice();
-    packet[lay.nh_field] = IpProtocol::IPCOMP.0;
-    layout::finish(packet, lay)
+    match deflate.compress(&buf.as_slice()[lay.at..]) {
+        // RFC 3173 §2.2: sent as it is, without an IPComp header.
+        None => sa.stats.ipcomp_uncompressed += 1,
+        Some(compressed) => {
+            buf.trim_back(payload_len);
+            // Cannot fail: the compressed form is shorter than what was trimmed.
+            let out = buf
+                .append(HEADER_LEN + compressed.len())
+                .map_err(|_| DropReason::NoRoom)?;
+            out[0] = next_header;
+            out[1] = 0;
+            out[2..4].copy_from_slice(&(sa.id.spi as u16).to_be_bytes());
+            out[HEADER_LEN..].copy_from_slice(compressed);
+            buf.as_mut_slice()[lay.nh_field] = IpProtocol::IPCOMP.0;
+        }
+    }
+    // Also when nothing was compressed: a tunnel's new outer header still
+    // needs its length and checksum.
+    layout::finish(buf.as_mut_slice(), lay)
 }
 
 /// Inflate the IPComp payload at `lay.at`; returns its next header.
@@ -133,27 +139,39 @@ pub(crate) fn decapsulate(
     lay: &Layout,
     now: Duration,
 ) -> Result<u8, DropReason> {
+    let result = inflate(sa, buf, lay, now);
+    if let Err(reason) = result {
+        sa.stats.count(reason);
+    }
+    result
+}
+
+fn inflate(
+    sa: &mut SecurityAssociation,
+    buf: &mut PacketBuf,
+    lay: &Layout,
+    now: Duration,
+) -> Result<u8, DropReason> {
+    if sa.usage.expired(&sa.lifetime, now) {
+        return Err(DropReason::SaExpired);
+    }
     let Transform::IpComp(deflate) = &mut sa.transform else {
         unreachable!("ipcomp on a non-IPComp SA")
     };
     let packet = buf.as_slice();
-    let Some(header) = packet.get(lay.at..lay.at + HEADER_LEN) else {
-        sa.stats.other_drops += 1;
-        return Err(DropReason::Truncated);
-    };
+    let header = packet
+        .get(lay.at..lay.at + HEADER_LEN)
+        .ok_or(DropReason::Truncated)?;
     let next_header = header[0];
     let max = MAX_PAYLOAD.saturating_sub(lay.at);
-    let Some(plain) = deflate.decompress(&packet[lay.at + HEADER_LEN..], max) else {
-        sa.stats.other_drops += 1;
-        return Err(DropReason::DecompressFailed);
-    };
+    let plain = deflate
+        .decompress(&packet[lay.at + HEADER_LEN..], max)
+        .ok_or(DropReason::DecompressFailed)?;
     let compressed_len = packet.len() - lay.at;
     buf.trim_back(compressed_len);
-    let out = match buf.append(plain.len()) {
-        Ok(out) => out,
-        Err(_) => return Err(DropReason::NoRoom),
-    };
-    out.copy_from_slice(plain);
+    buf.append(plain.len())
+        .map_err(|_| DropReason::NoRoom)?
+        .copy_from_slice(plain);
     let payload_len = plain.len();
     let packet = buf.as_mut_slice();
     packet[lay.nh_field] = next_header;

@@ -100,7 +100,8 @@ impl Usage {
     /// The earliest time at which the state changes by time alone, for the
     /// caller's timer wheel.
     pub fn next_deadline(&self, lifetime: &Lifetime) -> Option<Duration> {
-        let at = |limit: Option<Duration>, since: Option<Duration>| Some(since? + limit?);
+        // A deadline past the end of time is no deadline.
+        let at = |limit: Option<Duration>, since: Option<Duration>| since?.checked_add(limit?);
         [
             at(lifetime.soft.add_time, Some(self.added)),
             at(lifetime.soft.use_time, self.first_use),
@@ -156,6 +157,23 @@ mod tests {
         assert_eq!(v.state(&lifetime, secs(1)), SaState::Dying);
         v.record(2000, secs(2));
         assert_eq!(v.state(&lifetime, secs(2)), SaState::Expired);
+    }
+
+    #[test]
+    fn huge_limits_do_not_overflow() {
+        let forever = Limits {
+            add_time: Some(Duration::MAX),
+            use_time: Some(Duration::MAX),
+            ..Limits::default()
+        };
+        let lifetime = Lifetime {
+            soft: forever,
+            hard: forever,
+        };
+        let mut u = Usage::new(secs(5));
+        u.record(1, secs(6));
+        assert_eq!(u.next_deadline(&lifetime), None);
+        assert_eq!(u.state(&lifetime, Duration::MAX), SaState::Mature);
     }
 
     #[test]

@@ -96,8 +96,13 @@ pub fn outbound(
         let sa = sad.get_mut(h).ok_or(DropReason::NoOutboundSa)?;
         let endpoints = (sa.src(), sa.dst());
         // The IPv4 ID only has to be unique per (src, dst, protocol) while
-        // fragments are in flight; the sequence number serves.
-        let ident = (sa.seq() as u16).wrapping_add(1);
+        // fragments are in flight (RFC 6864 §4.1): the sequence number, offset
+        // by the SPI so that per-resource SAs to one peer, which all count
+        // from 1, do not send the same IDs.
+        let ident = sa
+            .seq()
+            .wrapping_add(1)
+            .wrapping_add(u64::from(sa.id().spi)) as u16;
         let lay = if sa.mode() == Mode::Tunnel && outer != Some(endpoints) {
             outer = Some(endpoints);
             if sa.id().protocol == Protocol::Esp {
@@ -153,7 +158,11 @@ pub fn inbound(sad: &mut Sad, buf: &mut PacketBuf, now: Duration) -> Result<Inbo
         let (handle, next) = match next_header {
             IpProtocol::ESP => {
                 let h = lookup(sad, Protocol::Esp, spi_at(rest, 0)?, dst)?;
-                (h, esp::decapsulate(sa_mut(sad, h), buf, &lay, false, now)?)
+                let sa = sa_mut(sad, h);
+                if sa.encap().is_some() {
+                    return Err(DropReason::EncapMismatch);
+                }
+                (h, esp::decapsulate(sa, buf, &lay, false, now)?)
             }
             IpProtocol::UDP if applied.is_empty() => {
                 let udp = UdpPacket::new_checked(rest).map_err(|_| DropReason::BadUdpEncap)?;
@@ -171,7 +180,11 @@ pub fn inbound(sad: &mut Sad, buf: &mut PacketBuf, now: Duration) -> Result<Inbo
                     }
                     UdpEncap::Esp(esp) => {
                         let h = lookup(sad, Protocol::Esp, spi_at(esp, 0)?, dst)?;
-                        (h, esp::decapsulate(sa_mut(sad, h), buf, &lay, true, now)?)
+                        let sa = sa_mut(sad, h);
+                        if sa.encap().is_none() {
+                            return Err(DropReason::EncapMismatch);
+                        }
+                        (h, esp::decapsulate(sa, buf, &lay, true, now)?)
                     }
                 }
             }
@@ -237,9 +250,10 @@ pub fn check_inbound(
                             .is_none_or(|(src, dst)| sa.src() == src && sa.dst() == dst)
                 })
             };
-            let ok = templates
-                .iter()
-                .all(|t| t.level == Level::Use || satisfied(t));
+            // IPComp steps are optional on receipt: small or incompressible
+            // payloads travel without an IPComp header (RFC 3173 §2.2).
+            let optional = |t: &SaTemplate| t.level == Level::Use || t.protocol == Protocol::IpComp;
+            let ok = templates.iter().all(|t| optional(t) || satisfied(t));
             ok.then_some(()).ok_or(DropReason::PolicyMismatch)
         }
     }

@@ -147,15 +147,27 @@ impl ReplayWindow {
     }
 
     /// Record `seq` (as returned by [`check`](Self::check)) as received.
-    /// Call only after the packet's ICV verified.
-    pub fn commit(&mut self, seq: u64) {
+    /// Call only after the packet's ICV verified. The window is checked
+    /// again, so that a duplicate that passed `check` while its twin was
+    /// being verified (or a commit that comes late, after the window moved)
+    /// is refused rather than recorded in the wrong lap of the ring.
+    pub fn commit(&mut self, seq: u64) -> Result<(), ReplayError> {
+        if seq == 0 {
+            return Err(ReplayError::Zero);
+        }
         if seq > self.top {
             self.advance(seq);
+        } else if self.size != 0 && self.top - seq >= u64::from(self.size) {
+            return Err(ReplayError::TooOld);
         }
         if self.size != 0 {
             let (word, bit) = Self::position(seq);
+            if self.ring[word] & bit != 0 {
+                return Err(ReplayError::Replayed);
+            }
             self.ring[word] |= bit;
         }
+        Ok(())
     }
 
     /// RFC 4303 Appendix A.2.2: choose the high 32 bits so that the

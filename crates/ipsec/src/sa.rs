@@ -205,11 +205,21 @@ impl SaConfig {
         {
             let level = Requirement::MustNot;
             out.push(format!(
-                "{}: ESP encryption without integrity is {level}",
+                "{}: ESP encryption without integrity is {level}, and has no anti-replay",
                 self.spi_display()
             ));
         }
         out
+    }
+
+    /// Whether packets of this SA carry an ICV (AH, an AEAD, or ESP with an
+    /// integrity algorithm).
+    pub fn has_integrity(&self) -> bool {
+        match self.protocol {
+            Protocol::Ah => true,
+            Protocol::Esp => self.integ != IntegId::NONE || flowsec_crypto::esp::is_aead(self.encr),
+            Protocol::IpComp => false,
+        }
     }
 
     fn spi_display(&self) -> String {
@@ -289,6 +299,8 @@ impl SaStats {
         match reason {
             Replayed | TooOld | SeqZero => self.replay_drops += 1,
             AuthFailed => self.auth_failures += 1,
+            // Traffic-flow-confidentiality dummies are dropped by design.
+            DummyPacket => {}
             _ => self.other_drops += 1,
         }
     }
@@ -365,7 +377,9 @@ impl SecurityAssociation {
         if config.protocol == Protocol::Ah && config.tfc_pad_to != 0 {
             return Err(SaError::Inconsistent("TFC padding is an ESP feature"));
         }
-        let window = if config.protocol == Protocol::IpComp {
+        // Anti-replay needs integrity (RFC 4303 §3.4.3): without an ICV a
+        // forged sequence number would be committed and move the window.
+        let window = if config.protocol == Protocol::IpComp || !config.has_integrity() {
             0
         } else {
             config.replay_window
@@ -465,8 +479,15 @@ impl SecurityAssociation {
         self.usage.next_deadline(&self.lifetime)
     }
 
-    /// Start the sequence counter at `seq` (tests, and state transfer).
-    pub fn set_seq(&mut self, seq: u64) {
+    /// Move the outbound sequence counter forward to `seq` (the next packet
+    /// carries `seq + 1`): for state transfer, and tests near 2^32. Never
+    /// backwards: a repeated sequence number would repeat the AES-GCM and
+    /// ChaCha20 nonce (the IV is the sequence number).
+    pub fn skip_seq_to(&mut self, seq: u64) -> Result<(), SaError> {
+        if seq < self.seq {
+            return Err(SaError::Inconsistent("sequence numbers only move forward"));
+        }
         self.seq = seq;
+        Ok(())
     }
 }

@@ -12,9 +12,14 @@ use crate::sa::{Protocol, SaId, SecurityAssociation};
 use crate::spd::SaTemplate;
 use crate::SaState;
 
-/// A stable reference to an SA in one [`Sad`].
+/// A reference to an SA in one [`Sad`]. Once that SA is removed the handle
+/// names nothing, even after its slot is reused (each slot counts its
+/// generations), so a cached bundle can never seal with the wrong SA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct SaHandle(usize);
+pub struct SaHandle {
+    slot: usize,
+    generation: u64,
+}
 
 /// Why an SA could not be added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,15 +46,21 @@ impl std::error::Error for SadError {}
 /// SAs by (protocol, SPI, destination).
 #[derive(Default)]
 pub struct Sad {
-    slots: Vec<Option<SecurityAssociation>>,
+    slots: Vec<Slot>,
     free: Vec<usize>,
     by_id: HashMap<SaId, usize, BuildHasherDefault<SpiHasher>>,
 }
 
+#[derive(Default)]
+struct Slot {
+    generation: u64,
+    sa: Option<SecurityAssociation>,
+}
+
 /// A multiply-rotate hasher (FxHash's) for SA identities. SipHash's
-/// flooding resistance buys nothing here: the keys are SPIs this side chose
-/// at random, so a peer cannot make them collide, and a miss costs one
-/// probe. It is measurably faster per packet than the default.
+/// flooding resistance buys nothing here: the table holds only SAs this
+/// side installed (with SPIs it chose), so a peer's made-up SPIs can only
+/// miss, never grow a chain. It is measurably faster per packet.
 #[derive(Default)]
 struct SpiHasher(u64);
 
@@ -96,25 +107,25 @@ impl Sad {
         if self.by_id.contains_key(&id) {
             return Err(SadError::Exists(id));
         }
-        let slot = match self.free.pop() {
-            Some(i) => {
-                self.slots[i] = Some(sa);
-                i
-            }
-            None => {
-                self.slots.push(Some(sa));
-                self.slots.len() - 1
-            }
-        };
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(Slot::default());
+            self.slots.len() - 1
+        });
+        self.slots[slot].sa = Some(sa);
         self.by_id.insert(id, slot);
-        Ok(SaHandle(slot))
+        Ok(SaHandle {
+            slot,
+            generation: self.slots[slot].generation,
+        })
     }
 
-    /// Remove the SA with this identity.
+    /// Remove the SA with this identity; handles to it go stale.
     pub fn remove(&mut self, id: &SaId) -> Option<SecurityAssociation> {
         let slot = self.by_id.remove(id)?;
         self.free.push(slot);
-        self.slots[slot].take()
+        let entry = &mut self.slots[slot];
+        entry.generation += 1;
+        entry.sa.take()
     }
 
     /// Remove every SA (setkey `flush`), or every SA of one protocol.
@@ -132,22 +143,31 @@ impl Sad {
 
     /// The handle of the SA with this identity.
     pub fn lookup(&self, id: &SaId) -> Option<SaHandle> {
-        self.by_id.get(id).map(|&i| SaHandle(i))
+        self.by_id.get(id).map(|&slot| SaHandle {
+            slot,
+            generation: self.slots[slot].generation,
+        })
     }
 
     /// The SA behind a handle (`None` once removed).
     pub fn get(&self, h: SaHandle) -> Option<&SecurityAssociation> {
-        self.slots.get(h.0)?.as_ref()
+        let entry = self.slots.get(h.slot)?;
+        (entry.generation == h.generation)
+            .then_some(entry.sa.as_ref())
+            .flatten()
     }
 
     /// The SA behind a handle, mutably.
     pub fn get_mut(&mut self, h: SaHandle) -> Option<&mut SecurityAssociation> {
-        self.slots.get_mut(h.0)?.as_mut()
+        let entry = self.slots.get_mut(h.slot)?;
+        (entry.generation == h.generation)
+            .then_some(entry.sa.as_mut())
+            .flatten()
     }
 
     /// Every SA.
     pub fn iter(&self) -> impl Iterator<Item = &SecurityAssociation> {
-        self.slots.iter().flatten()
+        self.slots.iter().filter_map(|e| e.sa.as_ref())
     }
 
     /// Number of SAs.
@@ -176,17 +196,54 @@ impl Sad {
         self.slots
             .iter()
             .enumerate()
-            .filter_map(|(i, s)| s.as_ref().map(|s| (i, s)))
-            .filter(|(_, s)| {
+            .filter_map(|(i, e)| e.sa.as_ref().map(|s| (i, e.generation, s)))
+            .filter(|(_, _, s)| {
                 s.id().protocol == t.protocol
                     && s.mode() == t.mode
                     && s.src() == src
                     && s.dst() == dst
                     && (t.reqid == 0 || s.reqid() == t.reqid)
             })
-            .map(|(i, s)| (i, s.state(now), s.usage().added))
-            .filter(|&(_, state, _)| state != SaState::Expired)
-            .min_by_key(|&(_, state, added)| (state, core::cmp::Reverse(added)))
-            .map(|(i, _, _)| SaHandle(i))
+            .map(|(i, g, s)| (i, g, s.state(now), s.usage().added))
+            .filter(|&(_, _, state, _)| state != SaState::Expired)
+            .min_by_key(|&(_, _, state, added)| (state, core::cmp::Reverse(added)))
+            .map(|(slot, generation, _, _)| SaHandle { slot, generation })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sa::{Mode, SaConfig};
+    use flowsec_crypto::{EncrId, Provider};
+
+    fn sa(spi: u32) -> SecurityAssociation {
+        let c = SaConfig::esp(
+            spi,
+            Mode::Tunnel,
+            "192.0.2.1".parse().unwrap(),
+            "192.0.2.2".parse().unwrap(),
+        )
+        .with_encr(EncrId::AES_GCM_16, &[7; 20]);
+        SecurityAssociation::new(&c, &Provider::rustcrypto(), Duration::ZERO).unwrap()
+    }
+
+    #[test]
+    fn handles_go_stale_when_their_sa_is_removed() {
+        let mut sad = Sad::new();
+        let a = sad.add(sa(0x8001)).unwrap();
+        let id = sad.get(a).unwrap().id();
+        assert!(sad.add(sa(0x8001)).is_err());
+        sad.remove(&id).unwrap();
+        let b = sad.add(sa(0x8002)).unwrap();
+        assert!(
+            sad.get(a).is_none(),
+            "the old handle must not name the SA in the reused slot"
+        );
+        assert!(sad.get_mut(a).is_none());
+        assert_eq!(sad.get(b).unwrap().id().spi, 0x8002);
+        assert_eq!(sad.lookup(&sad.get(b).unwrap().id()), Some(b));
+        sad.flush(None);
+        assert!(sad.is_empty() && sad.get(b).is_none());
     }
 }

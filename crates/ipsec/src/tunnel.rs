@@ -137,27 +137,96 @@ impl InnerInfo {
 }
 
 /// Remove everything up to `lay.at` (the outer header), leaving the inner
-/// packet, and trim what lies past the inner packet's own length (TFC
-/// padding, RFC 4303 §2.7).
+/// packet; merge the outer ECN field into the inner one (RFC 6040 §4.2, as
+/// RFC 4301 §5.1.2.1 asks); and trim what lies past the inner packet's own
+/// length (TFC padding, RFC 4303 §2.7).
 pub(crate) fn pop_outer(
     buf: &mut PacketBuf,
     lay: &Layout,
     next_header: u8,
 ) -> Result<(), DropReason> {
+    let outer_ecn = ecn_of(buf.as_slice(), lay.version);
     buf.trim_front(lay.at);
     let inner = buf.as_slice();
-    let len = match (next_header, inner.first().map(|b| b >> 4)) {
+    let (version, len) = match (next_header, inner.first().map(|b| b >> 4)) {
         (4, Some(4)) => {
             let p = Ipv4Packet::new_checked(inner).map_err(|_| DropReason::BadInnerPacket)?;
-            usize::from(p.total_len())
+            (IpVersion::V4, usize::from(p.total_len()))
         }
         (41, Some(6)) => {
             let p = Ipv6Packet::new_checked(inner).map_err(|_| DropReason::BadInnerPacket)?;
-            flowsec_wire::ipv6::HEADER_LEN + usize::from(p.payload_len())
+            (
+                IpVersion::V6,
+                ipv6::HEADER_LEN + usize::from(p.payload_len()),
+            )
         }
         _ => return Err(DropReason::BadInnerPacket),
     };
     let extra = inner.len().saturating_sub(len);
     buf.trim_back(extra);
+    let inner_ecn = ecn_of(buf.as_slice(), version);
+    let ecn = decapsulated_ecn(inner_ecn, outer_ecn).ok_or(DropReason::EcnCeOnNotEct)?;
+    if ecn != inner_ecn {
+        let packet = buf.as_mut_slice();
+        match version {
+            IpVersion::V4 => {
+                packet[1] = (packet[1] & !0b11) | ecn;
+                Ipv4Packet::new_unchecked(packet).fill_checksum();
+            }
+            IpVersion::V6 => packet[1] = (packet[1] & !0b11_0000) | (ecn << 4),
+        }
+    }
     Ok(())
+}
+
+/// ECN codepoints (RFC 3168 §5).
+const NOT_ECT: u8 = 0b00;
+const ECT1: u8 = 0b01;
+const ECT0: u8 = 0b10;
+const CE: u8 = 0b11;
+
+fn ecn_of(packet: &[u8], version: IpVersion) -> u8 {
+    match version {
+        IpVersion::V4 => packet[1] & 0b11,
+        IpVersion::V6 => (packet[1] >> 4) & 0b11,
+    }
+}
+
+/// RFC 6040 §4.2, Figure 4: the inner ECN field after decapsulation, or
+/// `None` where the packet must be dropped (CE outside a Not-ECT packet:
+/// congestion the endpoints could never learn of).
+fn decapsulated_ecn(inner: u8, outer: u8) -> Option<u8> {
+    match (inner, outer) {
+        (NOT_ECT, CE) => None,
+        (NOT_ECT, _) => Some(NOT_ECT),
+        (CE, _) | (_, CE) => Some(CE),
+        (ECT0, ECT1) => Some(ECT1),
+        (inner, _) => Some(inner),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc_6040_decapsulation_table() {
+        // Rows: inner Not-ECT, ECT(0), ECT(1), CE; columns: outer the same.
+        let table = [
+            [Some(NOT_ECT), Some(NOT_ECT), Some(NOT_ECT), None],
+            [Some(ECT0), Some(ECT0), Some(ECT1), Some(CE)],
+            [Some(ECT1), Some(ECT1), Some(ECT1), Some(CE)],
+            [Some(CE), Some(CE), Some(CE), Some(CE)],
+        ];
+        let order = [NOT_ECT, ECT0, ECT1, CE];
+        for (r, &inner) in order.iter().enumerate() {
+            for (c, &outer) in order.iter().enumerate() {
+                assert_eq!(
+                    decapsulated_ecn(inner, outer),
+                    table[r][c],
+                    "inner {inner:02b} outer {outer:02b}"
+                );
+            }
+        }
+    }
 }

@@ -14,14 +14,17 @@ use std::path::{Path, PathBuf};
 use flowsec_crypto::Provider;
 use flowsec_ipsec::process::{self, Inbound};
 use flowsec_ipsec::spd::{Level, SaTemplate};
-use flowsec_ipsec::{Flow, Mode, PacketBuf, Sad, SecurityAssociation};
+use flowsec_ipsec::{DropReason, Flow, Mode, PacketBuf, Sad, SecurityAssociation};
 use flowsec_wire::udp_encap::{NAT_KEEPALIVE, NAT_T_PORT, NON_ESP_MARKER};
 use flowsec_wire::{IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, UdpPacket, UdpRepr};
 
 #[path = "../../../fuzz/common.rs"]
 mod common;
 
-use common::{SaSpec, AH_SAS, ESN_START, ESP_SAS, IPCOMP_SAS, NOW, UDP_ENCAP_SAS};
+use common::{
+    SaSpec, AH_SAS, DECRYPTED_CASES, DECRYPTED_SAS, ESN_START, ESP_SAS, IPCOMP_SAS, NOW,
+    UDP_ENCAP_SAS,
+};
 
 type Target = fn(&[u8]);
 
@@ -31,6 +34,7 @@ const TARGETS: &[(&str, Target)] = &[
     ("ah_inbound", common::ah_inbound),
     ("ipcomp_inbound", common::ipcomp_inbound),
     ("udp_encap_inbound", common::udp_encap_inbound),
+    ("esp_decrypted", common::esp_decrypted),
 ];
 
 fn fuzz_dir() -> PathBuf {
@@ -98,6 +102,42 @@ fn valid_seeds_decapsulate() {
     }
 }
 
+/// The `valid-*` seeds of esp_decrypted, sealed as the target seals them,
+/// decapsulate and satisfy their case's policy; the others are refused for
+/// the reason their name gives.
+#[test]
+fn esp_decrypted_seeds_open() {
+    let mut n = 0;
+    for path in files(&fuzz_dir().join("seeds/esp_decrypted")) {
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        let (case, packet) = common::esp_decrypted_packet(&fs::read(&path).unwrap()).unwrap();
+        let mut sad = common::sad(DECRYPTED_SAS);
+        let mut buf = PacketBuf::from_packet(&packet);
+        let r = process::inbound(&mut sad, &mut buf, NOW);
+        let want = match file.split('-').next().unwrap() {
+            "valid" => {
+                let Ok(Inbound::Decapsulated(applied)) = r else {
+                    panic!("esp_decrypted/{file}: {r:?}");
+                };
+                let policy = case.policy();
+                assert_eq!(
+                    process::check_inbound(&sad, Some(&policy), &applied),
+                    Ok(()),
+                    "esp_decrypted/{file}: policy"
+                );
+                assert_eq!(applied.len(), case.bundle.len(), "esp_decrypted/{file}");
+                n += 1;
+                continue;
+            }
+            "dummy" => DropReason::DummyPacket,
+            "badpad" => DropReason::BadPadding,
+            other => panic!("esp_decrypted/{file}: unknown seed kind {other}"),
+        };
+        assert_eq!(r, Err(want), "esp_decrypted/{file}");
+    }
+    assert!(n > 0, "no valid seeds for esp_decrypted");
+}
+
 /// Writes fuzz/seeds/<target>/: `cargo test -p flowsec-ipsec --test
 /// fuzz_corpus -- --ignored generate_fuzz_seeds`. IVs are random, so the
 /// bytes differ from run to run; the packets are equally valid.
@@ -112,20 +152,35 @@ fn generate_fuzz_seeds() {
         ("udp_encap_inbound", udp_encap_seeds()),
         ("ip_parse", plain_seeds()),
     ] {
-        let dir = fuzz_dir().join("seeds").join(target);
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        for (name, bytes) in &seeds {
-            fs::write(dir.join(name), bytes).unwrap();
-        }
+        write_seeds(target, &seeds);
         all.extend(seeds.into_iter().map(|(n, b)| (format!("{target}-{n}"), b)));
     }
+    // Plaintexts, not packets: ip_parse does not get these.
+    write_seeds("esp_decrypted", &esp_decrypted_seeds());
     // ip_parse also gets every sealed packet: its parsers see them first.
     let dir = fuzz_dir().join("seeds").join("ip_parse");
     for (name, bytes) in all {
         if name.starts_with("ip_parse-") {
             continue;
         }
+        fs::write(dir.join(name), bytes).unwrap();
+    }
+}
+
+/// Writes only fuzz/seeds/esp_decrypted/ (deterministic: no IVs in them):
+/// `cargo test -p flowsec-ipsec --test fuzz_corpus -- --ignored
+/// generate_esp_decrypted_seeds`.
+#[test]
+#[ignore = "writes fuzz/seeds; run by hand"]
+fn generate_esp_decrypted_seeds() {
+    write_seeds("esp_decrypted", &esp_decrypted_seeds());
+}
+
+fn write_seeds(target: &str, seeds: &Seeds) {
+    let dir = fuzz_dir().join("seeds").join(target);
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    for (name, bytes) in seeds {
         fs::write(dir.join(name), bytes).unwrap();
     }
 }
@@ -253,7 +308,7 @@ fn seal(specs: &[SaSpec], spis: &[u32], inner: &[u8], count: usize) -> Vec<Vec<u
         let s = specs.iter().find(|s| s.spi == spi).unwrap();
         let mut sa = SecurityAssociation::new(&common::config(s), &provider, NOW).unwrap();
         if s.esn {
-            sa.set_seq(ESN_START);
+            sa.skip_seq_to(ESN_START).unwrap();
         }
         sad.add(sa).unwrap();
         templates.push(SaTemplate {
@@ -456,4 +511,103 @@ fn plain_seeds() -> Seeds {
             udp6_fragment("2001:db8::1", "2001:db8::2"),
         ),
     ]
+}
+
+/// The selector byte of the case sealed by `spi` with these `extensions`
+/// and `bundle`.
+fn selector(spi: u32, extensions: bool, bundle: &[u32]) -> u8 {
+    let i = DECRYPTED_CASES
+        .iter()
+        .position(|c| c.spi == spi && c.extensions == extensions && c.bundle == bundle)
+        .unwrap();
+    u8::try_from(i).unwrap()
+}
+
+/// An esp_decrypted input: selector, `payload`, default padding to 4
+/// bytes, Pad Length, `next_header`.
+fn esp_plaintext(selector: u8, payload: &[u8], next_header: u8) -> Vec<u8> {
+    let pad = (4 - (payload.len() + 2) % 4) % 4;
+    let mut out = vec![selector];
+    out.extend_from_slice(payload);
+    out.extend(1..=pad as u8);
+    out.extend_from_slice(&[pad as u8, next_header]);
+    out
+}
+
+/// An IPComp header and DEFLATE payload of `inner` (its bytes after
+/// `ip_len` bytes of IP header), as IPComp SA `cpi` of DECRYPTED_SAS alone
+/// sends it.
+fn ipcomp_payload(cpi: u32, inner: &[u8], ip_len: usize) -> Vec<u8> {
+    let sealed = seal(DECRYPTED_SAS, &[cpi], inner, 1).remove(0);
+    let nh_field = if ip_len == 20 { 9 } else { 6 };
+    assert_eq!(sealed[nh_field], IpProtocol::IPCOMP.0, "compressed");
+    sealed[ip_len..].to_vec()
+}
+
+/// esp_decrypted: well-formed plaintexts for each kind of SA (`valid-*`),
+/// a TFC dummy packet and bad padding.
+fn esp_decrypted_seeds() -> Seeds {
+    let (v4, v6) = (("192.0.2.1", "192.0.2.2"), ("2001:db8::1", "2001:db8::2"));
+    let in4 = udp(INNER4.0, INNER4.1, 1234, 5678, b"sixteen byte msg");
+    let in6 = udp(INNER6.0, INNER6.1, 1234, 5678, b"inner v6");
+    // Transport mode: the UDP datagram after the IP header.
+    let udp4 = udp(v4.0, v4.1, 1234, 5678, &text(33))[20..].to_vec();
+    let udp6 = udp(v6.0, v6.1, 1234, 5678, &text(31))[40..].to_vec();
+    let big4 = udp(INNER4.0, INNER4.1, 1, 2, &text(600));
+    let comp_tun = ipcomp_payload(0x506, &big4, 20);
+    let comp4 = ipcomp_payload(0x50a, &udp(v4.0, v4.1, 1, 2, &text(500)), 20);
+    let comp6 = ipcomp_payload(0x508, &udp(v6.0, v6.1, 1, 2, &text(700)), 40);
+    let (ipv4, ipv6, udp_nh, ipcomp) = (4, 41, 17, IpProtocol::IPCOMP.0);
+    // (name, (ESP SPI, outer extensions, policy bundle), payload, next header)
+    type Case<'a> = (&'a str, (u32, bool, &'a [u32]), &'a [u8], u8);
+    let cases: &[Case] = &[
+        ("valid-tun4-in4", (0x500, false, &[0x500]), &in4, ipv4),
+        ("valid-tun4-in6", (0x500, false, &[0x500]), &in6, ipv6),
+        ("valid-tun6-in6", (0x501, false, &[0x501]), &in6, ipv6),
+        ("valid-tun6-in4", (0x501, false, &[0x501]), &in4, ipv4),
+        ("valid-tra4", (0x502, false, &[0x502]), &udp4, udp_nh),
+        ("valid-tra4-opts", (0x502, true, &[0x502]), &udp4, udp_nh),
+        ("valid-tra6", (0x503, false, &[0x503]), &udp6, udp_nh),
+        ("valid-tra6-ext", (0x503, true, &[0x503]), &udp6, udp_nh),
+        ("valid-encap-tun4", (0x504, false, &[0x504]), &in4, ipv4),
+        ("valid-encap-tra6", (0x505, true, &[0x505]), &udp6, udp_nh),
+        ("valid-esn-tun4", (0x50b, false, &[0x50b]), &in4, ipv4),
+        ("valid-esn-tun4-2", (0x50b, true, &[0x50b]), &in6, ipv6),
+        (
+            "valid-ipcomp-tun",
+            (0x507, false, &[0x506, 0x507]),
+            &comp_tun,
+            ipcomp,
+        ),
+        (
+            "valid-ipcomp-tra4",
+            (0x502, true, &[0x50a, 0x502]),
+            &comp4,
+            ipcomp,
+        ),
+        (
+            "valid-ipcomp-tra6",
+            (0x503, true, &[0x508, 0x503]),
+            &comp6,
+            ipcomp,
+        ),
+        (
+            "valid-esn-ipcomp-tra6",
+            (0x50c, true, &[0x508, 0x50c]),
+            &comp6,
+            ipcomp,
+        ),
+        ("dummy-nh59", (0x500, false, &[0x500]), b"dummy packet", 59),
+    ];
+    let mut out = Seeds::new();
+    for &(name, (spi, extensions, bundle), payload, next_header) in cases {
+        let sel = selector(spi, extensions, bundle);
+        out.push((name.into(), esp_plaintext(sel, payload, next_header)));
+    }
+    let mut bad = esp_plaintext(selector(0x501, false, &[0x501]), &in4, ipv4);
+    let n = bad.len();
+    assert!(bad[n - 2] > 0, "has padding");
+    bad[n - 3] ^= 0xff;
+    out.push(("badpad-tun6".into(), bad));
+    out
 }

@@ -377,7 +377,10 @@ fn sequence_number_never_wraps_without_esn() {
     let c = config(&SUITES[0], 0x9000, Mode::Tunnel, "192.0.2.1", "192.0.2.2");
     let (mut out, _, bundle) = pair(std::slice::from_ref(&c));
     let h = bundle.iter().next().unwrap();
-    out.get_mut(h).unwrap().set_seq(u64::from(u32::MAX) - 1);
+    out.get_mut(h)
+        .unwrap()
+        .skip_seq_to(u64::from(u32::MAX) - 1)
+        .unwrap();
     let inner = udp_packet("10.1.0.1", "10.2.0.1", b"x");
     let mut buf = PacketBuf::from_packet(&inner);
     process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap();
@@ -396,10 +399,14 @@ fn esn_round_trip_across_2_pow_32() {
         let (mut out, mut inb, bundle) = pair(std::slice::from_ref(&c));
         let h = bundle.iter().next().unwrap();
         let start = u64::from(u32::MAX) - 3;
-        out.get_mut(h).unwrap().set_seq(start);
+        out.get_mut(h).unwrap().skip_seq_to(start).unwrap();
         // Bring the receiver's window near the top without sending 4 billion packets.
         let rh = inb.lookup(&c_id(&c)).unwrap();
-        inb.get_mut(rh).unwrap().replay_window_mut().commit(start);
+        inb.get_mut(rh)
+            .unwrap()
+            .replay_window_mut()
+            .commit(start)
+            .unwrap();
         for i in 0..8 {
             let inner = udp_packet("10.1.0.1", "10.2.0.1", &[i; 5]);
             let mut buf = PacketBuf::from_packet(&inner);
@@ -688,4 +695,124 @@ fn ah_ipv6_mutable_fields_and_extension_headers() {
         process::inbound(&mut inb2, &mut b, NOW),
         Err(DropReason::AuthFailed)
     );
+}
+
+/// Encryption-only ESP has no ICV, so it gets no anti-replay window: a
+/// forged sequence number must not be able to move one (RFC 4303 §3.4.3).
+#[test]
+fn encryption_only_esp_has_no_window_to_poison() {
+    let mut c = SaConfig::esp(0x2_0000, Mode::Tunnel, ip("192.0.2.1"), ip("192.0.2.2"))
+        .with_encr(EncrId::AES_CBC, &key(16, 1));
+    c.replay_window = 64;
+    assert!(!c.has_integrity());
+    assert!(c.warnings().iter().any(|w| w.contains("no anti-replay")));
+    let (mut out, mut inb, bundle) = pair(std::slice::from_ref(&c));
+    assert_eq!(inb.iter().next().unwrap().replay_window().size(), 0);
+    let inner = udp_packet("10.1.0.1", "10.2.0.1", b"no icv");
+    let mut buf = PacketBuf::from_packet(&inner);
+    process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap();
+    let genuine = buf.as_slice().to_vec();
+    let mut forged = genuine.clone();
+    forged[24..28].copy_from_slice(&0x7000_0000u32.to_be_bytes());
+    let mut b = PacketBuf::from_packet(&forged);
+    let _ = process::inbound(&mut inb, &mut b, NOW);
+    let mut b = PacketBuf::from_packet(&genuine);
+    assert!(matches!(process::inbound(&mut inb, &mut b, NOW), Ok(Inbound::Decapsulated(_))), "genuine packet still accepted");
+}
+
+/// An IPComp-only tunnel with a packet too small to compress: the outer
+/// header must still carry the right length and checksum, and the
+/// receiver's policy must accept the packet without an IPComp header.
+#[test]
+fn ipcomp_tunnel_uncompressed_packets() {
+    for (src, dst) in [("192.0.2.1", "192.0.2.2"), ("2001:db8::1", "2001:db8::2")] {
+        let mut ipcomp = SaConfig::esp(0x3001, Mode::Tunnel, ip(src), ip(dst));
+        ipcomp.protocol = Protocol::IpComp;
+        let esp = config(&SUITES[0], 0x3002, Mode::Tunnel, src, dst);
+        for configs in [vec![ipcomp.clone()], vec![ipcomp.clone(), esp]] {
+            let (mut out, mut inb, bundle) = pair(&configs);
+            let inner = udp_packet("10.1.0.1", "10.2.0.1", b"tiny");
+            let mut buf = PacketBuf::from_packet(&inner);
+            process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap();
+            let wire = buf.as_slice();
+            if src.contains(':') {
+                assert_eq!(usize::from(u16::from_be_bytes([wire[4], wire[5]])), wire.len() - 40);
+            } else {
+                assert_eq!(usize::from(u16::from_be_bytes([wire[2], wire[3]])), wire.len());
+                let mut sum = 0u32;
+                for c in wire[..20].chunks(2) {
+                    sum += u32::from(u16::from_be_bytes([c[0], c[1]]));
+                }
+                while sum > 0xffff {
+                    sum = (sum & 0xffff) + (sum >> 16);
+                }
+                assert_eq!(sum, 0xffff, "outer IPv4 checksum");
+            }
+            if configs.len() == 1 {
+                // Nothing to decapsulate: the packet is plain IP-in-IP.
+                continue;
+            }
+            let r = process::inbound(&mut inb, &mut buf, NOW);
+            let Ok(Inbound::Decapsulated(applied)) = r else { panic!("{r:?}") };
+            assert_eq!(applied.len(), 1, "only ESP was applied");
+            let template = |protocol| SaTemplate {
+                protocol,
+                mode: Mode::Tunnel,
+                tunnel: Some((ip(src), ip(dst))),
+                level: Level::Require,
+                reqid: 0,
+            };
+            let sel = Selector::between(IpPrefix::host(ip("10.1.0.1")), IpPrefix::host(ip("10.2.0.1")));
+            let policy = Policy {
+                direction: Direction::In,
+                selector: sel,
+                action: Action::Protect(vec![template(Protocol::IpComp), template(Protocol::Esp)]),
+                priority: 0,
+            };
+            assert_eq!(check_inbound(&inb, Some(&policy), &applied), Ok(()));
+        }
+    }
+}
+
+/// RFC 6040: congestion marked on the outer header reaches the inner one.
+#[test]
+fn ecn_congestion_survives_the_tunnel() {
+    let c = config(&SUITES[0], 0x4_0000, Mode::Tunnel, "192.0.2.1", "192.0.2.2");
+    for (inner_ecn, expect) in [(0b10u8, Ok(0b11u8)), (0b00, Err(DropReason::EcnCeOnNotEct))] {
+        let (mut out, mut inb, bundle) = pair(std::slice::from_ref(&c));
+        let mut inner = udp_packet("10.1.0.1", "10.2.0.1", b"ecn");
+        inner[1] = inner_ecn;
+        inner[10..12].fill(0);
+        let sum = checksum(&inner[..20]);
+        inner[10..12].copy_from_slice(&sum.to_be_bytes());
+        let mut buf = PacketBuf::from_packet(&inner);
+        process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap();
+        assert_eq!(buf.as_slice()[1] & 0b11, inner_ecn, "ECN copied on encapsulation");
+        let mut wire = buf.as_slice().to_vec();
+        wire[1] |= 0b11; // a router marks congestion on the outer header
+        let mut b = PacketBuf::from_packet(&wire);
+        match (process::inbound(&mut inb, &mut b, NOW), expect) {
+            (Ok(Inbound::Decapsulated(_)), Ok(ecn)) => {
+                assert_eq!(b.as_slice()[1] & 0b11, ecn);
+                assert_eq!(checksum(&b.as_slice()[..20]), 0, "inner checksum refreshed");
+            }
+            (r, e) => assert_eq!(r.map(|_| ()), e.map(|_| ())),
+        }
+    }
+}
+
+#[test]
+fn udp_encapsulation_must_match_the_sa() {
+    let mut encap = config(&SUITES[0], 0x5_0000, Mode::Tunnel, "192.0.2.1", "192.0.2.2");
+    encap.encap = Some(UdpEncap { src_port: 4500, dst_port: 4500 });
+    let raw = SaConfig { encap: None, ..encap.clone() };
+    let inner = udp_packet("10.1.0.1", "10.2.0.1", b"nat");
+    // Sealed raw, received by an SA that expects UDP, and the reverse.
+    for (sender, receiver) in [(&raw, &encap), (&encap, &raw)] {
+        let (mut out, _, bundle) = pair(std::slice::from_ref(sender));
+        let (_, mut inb, _) = pair(std::slice::from_ref(receiver));
+        let mut buf = PacketBuf::from_packet(&inner);
+        process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap();
+        assert_eq!(process::inbound(&mut inb, &mut buf, NOW), Err(DropReason::EncapMismatch));
+    }
 }

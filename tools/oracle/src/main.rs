@@ -213,12 +213,14 @@ fn handle(line: &str) -> Result<Vec<u8>, Failure> {
                 .seq
                 .checked_sub(1)
                 .ok_or_else(|| bad("seq must be at least 1"))?;
-            sa.set_seq(last);
+            sa.skip_seq_to(last).map_err(bad)?;
             seal(sa, &config, &packet)
         }
         Op::Open => {
             if request.sa.seq > 1 {
-                sa.replay_window_mut().commit(request.sa.seq - 1);
+                sa.replay_window_mut()
+                    .commit(request.sa.seq - 1)
+                    .map_err(|e| bad(format!("seq: {e}")))?;
             }
             open(sa, &packet)
         }

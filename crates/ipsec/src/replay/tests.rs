@@ -2,7 +2,7 @@ use super::*;
 
 fn accept(w: &mut ReplayWindow, low: u32) -> Result<u64, ReplayError> {
     let seq = w.check(low)?;
-    w.commit(seq);
+    w.commit(seq)?;
     Ok(seq)
 }
 
@@ -118,7 +118,7 @@ fn matches_a_naive_model() {
                 "size {size} seq {seq} top {top}"
             );
             if expect.is_ok() {
-                w.commit(seq);
+                w.commit(seq).unwrap();
                 seen.insert(seq);
                 top = top.max(seq);
             }
@@ -189,6 +189,28 @@ fn without_esn_high_bits_stay_zero() {
 fn esn_commit_far_then_check() {
     let mut w = ReplayWindow::new(64, true).unwrap();
     let start = u64::from(u32::MAX) - 3;
-    w.commit(start);
+    w.commit(start).unwrap();
     assert_eq!(w.check((start + 1) as u32), Ok(start + 1));
+}
+
+/// Two copies of one packet both pass `check` (say, verified in parallel);
+/// only the first commit may succeed, and a commit that comes after the
+/// window moved past it is refused instead of marking a future number.
+#[test]
+fn commit_rechecks_the_window() {
+    let mut w = ReplayWindow::new(4096, false).unwrap();
+    let a = w.check(10).unwrap();
+    let b = w.check(10).unwrap();
+    assert_eq!(w.commit(a), Ok(()));
+    assert_eq!(w.commit(b), Err(ReplayError::Replayed));
+    let late = w.check(20).unwrap();
+    w.commit(20 + 5000).unwrap();
+    assert_eq!(w.commit(late), Err(ReplayError::TooOld));
+    // 8340 shares 20's bit in the ring (two laps of 4160 later).
+    assert_eq!(
+        w.check(8340),
+        Ok(8340),
+        "no stray bit set for a future number"
+    );
+    assert_eq!(w.commit(0), Err(ReplayError::Zero));
 }
