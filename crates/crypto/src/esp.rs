@@ -37,7 +37,8 @@ pub const ESP_HEADER_LEN: usize = 8;
 /// released: encrypt-then-MAC suites check the ICV before decrypting
 /// (RFC 4303 §3.4.4.1), and AEAD backends that decrypt and verify in one
 /// pass (aws-lc's AES-GCM, CCM) wipe the buffer when verification fails.
-/// Neither allocates.
+/// Neither allocates, except that AES-GMAC with ESN grows a per-thread
+/// scratch buffer to the largest packet once (its AAD is not contiguous).
 pub trait EspTransform: Send + Sync {
     /// Bytes of explicit IV after the ESP header.
     fn iv_len(&self) -> usize;

@@ -22,7 +22,7 @@ use flowsec_crypto::suite::{integ_key_len, Suite};
 use flowsec_crypto::{EncrId, IntegId, Provider};
 use flowsec_ipsec::process::{self, Bundle, Inbound};
 use flowsec_ipsec::spd::{Level, SaTemplate};
-use flowsec_ipsec::{Flow, Mode, PacketBuf, Protocol, SaConfig, Sad, SecurityAssociation};
+use flowsec_ipsec::{Flow, Mode, PacketBuf, SaConfig, Sad, SecurityAssociation};
 use serde::Serialize;
 
 use crate::CliError;
@@ -268,11 +268,12 @@ const OUTER_SRC: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1));
 const OUTER_DST: IpAddr = IpAddr::V4(Ipv4Addr::new(192, 0, 2, 2));
 
 fn sa_config(suite: &Suite) -> SaConfig {
-    let mut c = SaConfig::esp(0x1000_0001, Mode::Tunnel, OUTER_SRC, OUTER_DST);
-    match suite.encr {
-        Some(e) => c = c.with_encr(e.id, &key(e.keymat_len())),
-        None => c.protocol = Protocol::Ah,
-    }
+    const SPI: u32 = 0x1000_0001;
+    let c = match suite.encr {
+        Some(e) => SaConfig::esp(SPI, Mode::Tunnel, OUTER_SRC, OUTER_DST)
+            .with_encr(e.id, &key(e.keymat_len())),
+        None => SaConfig::ah(SPI, Mode::Tunnel, OUTER_SRC, OUTER_DST),
+    };
     c.with_integ(suite.integ, &key(integ_key_len(suite.integ)))
 }
 

@@ -228,6 +228,12 @@ pub fn inbound(sad: &mut Sad, buf: &mut PacketBuf, now: Duration) -> Result<Inbo
 /// a PROTECT policy must have been applied by a matching SA; plaintext that
 /// a PROTECT policy covers is refused, and so is anything DISCARD covers.
 /// Traffic no policy covers is accepted.
+///
+/// SAs carry no traffic selectors of their own here: an SA satisfies a
+/// template by protocol, mode, tunnel endpoints and, when the template names
+/// one, reqid. Give policies and SAs reqids (setkey `unique:N`, IKE does
+/// this) where one peer has SAs for several policies, or an SA keyed for one
+/// policy could carry traffic another policy covers.
 pub fn check_inbound(
     sad: &Sad,
     policy: Option<&Policy>,

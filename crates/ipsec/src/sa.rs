@@ -166,6 +166,22 @@ impl SaConfig {
         }
     }
 
+    /// An AH SA with no key yet: fill in the integrity algorithm and key.
+    pub fn ah(spi: u32, mode: Mode, src: IpAddr, dst: IpAddr) -> Self {
+        SaConfig {
+            protocol: Protocol::Ah,
+            ..SaConfig::esp(spi, mode, src, dst)
+        }
+    }
+
+    /// An IPComp SA (DEFLATE) with CPI `cpi`.
+    pub fn ipcomp(cpi: u16, mode: Mode, src: IpAddr, dst: IpAddr) -> Self {
+        SaConfig {
+            protocol: Protocol::IpComp,
+            ..SaConfig::esp(u32::from(cpi), mode, src, dst)
+        }
+    }
+
     /// Set the encryption algorithm and key.
     pub fn with_encr(mut self, encr: EncrId, key: &[u8]) -> Self {
         self.encr = encr;

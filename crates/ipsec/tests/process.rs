@@ -260,9 +260,7 @@ fn udp_encapsulated_esp_v4_and_v6() {
 #[test]
 fn bundles_ipcomp_esp_ah() {
     let big = udp_packet("10.1.0.1", "10.2.0.1", &b"compress me please ".repeat(60));
-    let mut ipcomp = SaConfig::esp(0x4001, Mode::Tunnel, ip("192.0.2.1"), ip("192.0.2.2"));
-    ipcomp.protocol = Protocol::IpComp;
-    ipcomp.spi = 0x4001 & 0xffff;
+    let ipcomp = SaConfig::ipcomp(0x4001, Mode::Tunnel, ip("192.0.2.1"), ip("192.0.2.2"));
     let esp = config(&SUITES[1], 0x4002, Mode::Tunnel, "192.0.2.1", "192.0.2.2");
     let ah = config(&SUITES[6], 0x4003, Mode::Tunnel, "192.0.2.1", "192.0.2.2");
     let wire = round_trip(&[ipcomp.clone(), esp.clone(), ah.clone()], &big);
@@ -717,7 +715,13 @@ fn encryption_only_esp_has_no_window_to_poison() {
     let mut b = PacketBuf::from_packet(&forged);
     let _ = process::inbound(&mut inb, &mut b, NOW);
     let mut b = PacketBuf::from_packet(&genuine);
-    assert!(matches!(process::inbound(&mut inb, &mut b, NOW), Ok(Inbound::Decapsulated(_))), "genuine packet still accepted");
+    assert!(
+        matches!(
+            process::inbound(&mut inb, &mut b, NOW),
+            Ok(Inbound::Decapsulated(_))
+        ),
+        "genuine packet still accepted"
+    );
 }
 
 /// An IPComp-only tunnel with a packet too small to compress: the outer
@@ -726,8 +730,7 @@ fn encryption_only_esp_has_no_window_to_poison() {
 #[test]
 fn ipcomp_tunnel_uncompressed_packets() {
     for (src, dst) in [("192.0.2.1", "192.0.2.2"), ("2001:db8::1", "2001:db8::2")] {
-        let mut ipcomp = SaConfig::esp(0x3001, Mode::Tunnel, ip(src), ip(dst));
-        ipcomp.protocol = Protocol::IpComp;
+        let ipcomp = SaConfig::ipcomp(0x3001, Mode::Tunnel, ip(src), ip(dst));
         let esp = config(&SUITES[0], 0x3002, Mode::Tunnel, src, dst);
         for configs in [vec![ipcomp.clone()], vec![ipcomp.clone(), esp]] {
             let (mut out, mut inb, bundle) = pair(&configs);
@@ -736,9 +739,15 @@ fn ipcomp_tunnel_uncompressed_packets() {
             process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap();
             let wire = buf.as_slice();
             if src.contains(':') {
-                assert_eq!(usize::from(u16::from_be_bytes([wire[4], wire[5]])), wire.len() - 40);
+                assert_eq!(
+                    usize::from(u16::from_be_bytes([wire[4], wire[5]])),
+                    wire.len() - 40
+                );
             } else {
-                assert_eq!(usize::from(u16::from_be_bytes([wire[2], wire[3]])), wire.len());
+                assert_eq!(
+                    usize::from(u16::from_be_bytes([wire[2], wire[3]])),
+                    wire.len()
+                );
                 let mut sum = 0u32;
                 for c in wire[..20].chunks(2) {
                     sum += u32::from(u16::from_be_bytes([c[0], c[1]]));
@@ -753,7 +762,9 @@ fn ipcomp_tunnel_uncompressed_packets() {
                 continue;
             }
             let r = process::inbound(&mut inb, &mut buf, NOW);
-            let Ok(Inbound::Decapsulated(applied)) = r else { panic!("{r:?}") };
+            let Ok(Inbound::Decapsulated(applied)) = r else {
+                panic!("{r:?}")
+            };
             assert_eq!(applied.len(), 1, "only ESP was applied");
             let template = |protocol| SaTemplate {
                 protocol,
@@ -762,7 +773,10 @@ fn ipcomp_tunnel_uncompressed_packets() {
                 level: Level::Require,
                 reqid: 0,
             };
-            let sel = Selector::between(IpPrefix::host(ip("10.1.0.1")), IpPrefix::host(ip("10.2.0.1")));
+            let sel = Selector::between(
+                IpPrefix::host(ip("10.1.0.1")),
+                IpPrefix::host(ip("10.2.0.1")),
+            );
             let policy = Policy {
                 direction: Direction::In,
                 selector: sel,
@@ -787,7 +801,11 @@ fn ecn_congestion_survives_the_tunnel() {
         inner[10..12].copy_from_slice(&sum.to_be_bytes());
         let mut buf = PacketBuf::from_packet(&inner);
         process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap();
-        assert_eq!(buf.as_slice()[1] & 0b11, inner_ecn, "ECN copied on encapsulation");
+        assert_eq!(
+            buf.as_slice()[1] & 0b11,
+            inner_ecn,
+            "ECN copied on encapsulation"
+        );
         let mut wire = buf.as_slice().to_vec();
         wire[1] |= 0b11; // a router marks congestion on the outer header
         let mut b = PacketBuf::from_packet(&wire);
@@ -804,8 +822,14 @@ fn ecn_congestion_survives_the_tunnel() {
 #[test]
 fn udp_encapsulation_must_match_the_sa() {
     let mut encap = config(&SUITES[0], 0x5_0000, Mode::Tunnel, "192.0.2.1", "192.0.2.2");
-    encap.encap = Some(UdpEncap { src_port: 4500, dst_port: 4500 });
-    let raw = SaConfig { encap: None, ..encap.clone() };
+    encap.encap = Some(UdpEncap {
+        src_port: 4500,
+        dst_port: 4500,
+    });
+    let raw = SaConfig {
+        encap: None,
+        ..encap.clone()
+    };
     let inner = udp_packet("10.1.0.1", "10.2.0.1", b"nat");
     // Sealed raw, received by an SA that expects UDP, and the reverse.
     for (sender, receiver) in [(&raw, &encap), (&encap, &raw)] {
@@ -813,6 +837,9 @@ fn udp_encapsulation_must_match_the_sa() {
         let (_, mut inb, _) = pair(std::slice::from_ref(receiver));
         let mut buf = PacketBuf::from_packet(&inner);
         process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap();
-        assert_eq!(process::inbound(&mut inb, &mut buf, NOW), Err(DropReason::EncapMismatch));
+        assert_eq!(
+            process::inbound(&mut inb, &mut buf, NOW),
+            Err(DropReason::EncapMismatch)
+        );
     }
 }
