@@ -1,0 +1,11 @@
+//! `cargo fuzz run esp_decrypted`: see fuzz/README.md. The body is
+//! [`common::esp_decrypted`], which `crates/ipsec/tests/fuzz_corpus.rs` replays
+//! on stable Rust.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+#[path = "../common.rs"]
+mod common;
+
+fuzz_target!(|data: &[u8]| common::esp_decrypted(data));
