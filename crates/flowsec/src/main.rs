@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod setkey;
 mod speed;
 
 /// User-space IPsec (ESP/AH/IPComp) for Linux.
@@ -21,12 +22,16 @@ enum Command {
     /// Measure ESP/AH seal and open throughput per suite and packet size,
     /// on one core, like `openssl speed`.
     Speed(speed::SpeedArgs),
+    /// Manual keying in KAME/ipsec-tools setkey syntax (today: -n, check a
+    /// file without applying it).
+    Setkey(setkey::SetkeyArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Speed(args) => speed::run(&args),
+        Command::Setkey(args) => setkey::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

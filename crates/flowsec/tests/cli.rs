@@ -89,3 +89,45 @@ fn aws_lc_backend_skips_what_it_lacks() {
         "a named suite the backend lacks is an error"
     );
 }
+
+#[test]
+fn setkey_check_only_validates_a_file_and_names_the_error_position() {
+    let dir = std::env::temp_dir().join(format!("flowsec-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("s1.conf");
+    std::fs::write(
+        &good,
+        "# study S1\n\
+         add 192.0.2.1 192.0.2.2 ah 0x1001 -A hmac-sha1 0x0102030405060708091011121314151617181920;\n\
+         add 192.0.2.1 192.0.2.2 esp 0x1002 -E aes-gcm-16 0x0102030405060708091011121314151617181920;\n\
+         spdadd 192.0.2.1 192.0.2.2 any -P out ipsec esp/transport//require ah/transport//require;\n",
+    )
+    .unwrap();
+    let out = flowsec(&["setkey", "-n", "-f", good.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dump = String::from_utf8_lossy(&out.stdout);
+    assert!(dump.contains("esp mode=transport spi=4098"), "{dump}");
+    assert!(!dump.contains("0102030405"), "keys are never printed");
+    let bad = dir.join("bad.conf");
+    std::fs::write(
+        &bad,
+        "add 192.0.2.1 192.0.2.2 esp 0x1002\n    -E 3des-cbd 0x00;\n",
+    )
+    .unwrap();
+    let out = flowsec(&["setkey", "-n", "-f", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.conf:2:8:") && err.contains("3des-cbd"),
+        "{err}"
+    );
+    // Without -n there is nothing to apply to yet, and flowsec says so.
+    let out = flowsec(&["setkey", "-f", good.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not implemented yet"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
