@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod setkey;
 mod speed;
+mod up;
 
 /// User-space IPsec (ESP/AH/IPComp) for Linux.
 #[derive(Parser)]
@@ -25,6 +26,9 @@ enum Command {
     /// Manual keying in KAME/ipsec-tools setkey syntax (today: -n, check a
     /// file without applying it).
     Setkey(setkey::SetkeyArgs),
+    /// Run the VPN daemon in the foreground (manual keys; IPv4 outer
+    /// network; tunnel mode).
+    Up(up::UpArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +36,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Speed(args) => speed::run(&args),
         Command::Setkey(args) => setkey::run(&args),
+        Command::Up(args) => up::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

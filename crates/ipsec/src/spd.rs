@@ -9,7 +9,13 @@
 use core::fmt;
 use std::net::IpAddr;
 
+use flowsec_wire::iana::IpProtocol;
+use flowsec_wire::ipv4::Ipv4Packet;
+use flowsec_wire::ipv6::Ipv6Packet;
+use flowsec_wire::ipv6ext::ipv6_header_chain;
+
 use crate::sa::{Mode, Protocol};
+use crate::DropReason;
 
 /// Which traffic a policy applies to (setkey `-P in|out|fwd`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -205,6 +211,61 @@ pub struct Flow {
     pub dst_port: u16,
 }
 
+impl Flow {
+    /// The selector fields of an IP packet (RFC 4301 §4.4.1.1): addresses,
+    /// upper-layer protocol, and TCP/UDP/SCTP ports or ICMP type and code.
+    /// Non-first fragments have no ports (they count as "OPAQUE": 0).
+    pub fn of_packet(packet: &[u8]) -> Result<Flow, DropReason> {
+        let (src, dst, protocol, upper, fragment) = match packet.first().map(|b| b >> 4) {
+            Some(4) => {
+                let p = Ipv4Packet::new_checked(packet).map_err(|_| DropReason::BadIpHeader)?;
+                let upper = &packet[p.header_len()..usize::from(p.total_len())];
+                (
+                    p.src_addr().into(),
+                    p.dst_addr().into(),
+                    p.next_header().0,
+                    upper,
+                    p.frag_offset() != 0,
+                )
+            }
+            Some(6) => {
+                let p = Ipv6Packet::new_checked(packet).map_err(|_| DropReason::BadIpHeader)?;
+                let chain =
+                    ipv6_header_chain(packet).map_err(|_| DropReason::BadExtensionHeaders)?;
+                let upper =
+                    &packet[chain.upper_offset().min(chain.packet_len())..chain.packet_len()];
+                let fragment = chain.has_fragment();
+                (
+                    p.src_addr().into(),
+                    p.dst_addr().into(),
+                    chain.upper_protocol().0,
+                    upper,
+                    fragment,
+                )
+            }
+            _ => return Err(DropReason::BadIpHeader),
+        };
+        let (src_port, dst_port) = match (IpProtocol(protocol), upper) {
+            (_, _) if fragment => (0, 0),
+            (IpProtocol::TCP | IpProtocol::UDP | SCTP, [a, b, c, d, ..]) => {
+                (u16::from_be_bytes([*a, *b]), u16::from_be_bytes([*c, *d]))
+            }
+            (IpProtocol::ICMP | IpProtocol::ICMPV6, [t, c, ..]) => (u16::from(*t), u16::from(*c)),
+            _ => (0, 0),
+        };
+        Ok(Flow {
+            src,
+            dst,
+            protocol,
+            src_port,
+            dst_port,
+        })
+    }
+}
+
+/// SCTP (RFC 9260) carries ports where TCP and UDP do.
+const SCTP: IpProtocol = IpProtocol(132);
+
 /// How strictly an SA of a template is required (setkey levels).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Level {
@@ -389,6 +450,34 @@ mod tests {
             protocol,
             src_port: 40000,
             dst_port,
+        }
+    }
+
+    #[test]
+    fn flows_of_packets() {
+        let mut udp4 = vec![
+            0x45, 0, 0, 32, 0, 0, 0, 0, 64, 17, 0, 0, 10, 1, 0, 1, 10, 2, 0, 1,
+        ];
+        udp4.extend_from_slice(&[0x04, 0xd2, 0x00, 0x35, 0, 12, 0, 0, 1, 2, 3, 4]);
+        let f = Flow::of_packet(&udp4).unwrap();
+        assert_eq!(
+            f,
+            Flow {
+                src_port: 1234,
+                ..flow("10.1.0.1", "10.2.0.1", 17, 53)
+            }
+        );
+        let mut frag = udp4.clone();
+        frag[6..8].copy_from_slice(&[0, 1]); // offset 8: not the first fragment
+        assert_eq!(Flow::of_packet(&frag).unwrap().dst_port, 0);
+        let mut icmp6 = vec![0x60, 0, 0, 0, 0, 8, 58, 64];
+        icmp6.extend_from_slice(&"fd01::1".parse::<std::net::Ipv6Addr>().unwrap().octets());
+        icmp6.extend_from_slice(&"fd02::1".parse::<std::net::Ipv6Addr>().unwrap().octets());
+        icmp6.extend_from_slice(&[128, 0, 0, 0, 0, 1, 0, 1]);
+        let f = Flow::of_packet(&icmp6).unwrap();
+        assert_eq!((f.protocol, f.src_port, f.dst_port), (58, 128, 0));
+        for cut in 0..udp4.len() {
+            assert!(Flow::of_packet(&udp4[..cut]).is_err() || cut >= 20);
         }
     }
 

@@ -1,0 +1,21 @@
+//! flowsec's Linux edge (DESIGN.md "Data path"): the TUN device, raw IPsec
+//! sockets, routes, and the worker loop that runs the sans-I/O core on real
+//! packets. The only crate with I/O, and (in `sys`) the only `unsafe`.
+//!
+//! ```text
+//! outbound: TUN read → Flow → SPD(out) → resolve bundle → seal → raw send
+//! inbound:  raw recv (ESP/AH) → SAD → open → SPD(fwd|in) check → TUN write
+//! ```
+//!
+//! This first data plane runs one worker with an IPv4 outer network (inner
+//! traffic may be IPv4 or IPv6) and tunnel-mode policies; see README for
+//! what is missing.
+#![deny(unsafe_code)]
+
+mod apply;
+mod routes;
+mod sys;
+mod worker;
+
+pub use apply::{load_setkey, ConfigError, Databases};
+pub use worker::{run, Options, RunError, Stats};

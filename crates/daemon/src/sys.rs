@@ -1,0 +1,207 @@
+//! The thin Linux system layer: the only `unsafe` in flowsec. Each call is
+//! a direct libc call on a descriptor this module owns; every `unsafe` block
+//! says why it is sound.
+#![allow(unsafe_code)]
+
+use std::ffi::CString;
+use std::io;
+use std::net::Ipv4Addr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// `_IOW('T', 202, int)` from linux/if_tun.h.
+const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+const IFF_TUN: libc::c_short = 0x0001;
+const IFF_NO_PI: libc::c_short = 0x1000;
+const IFF_MULTI_QUEUE: libc::c_short = 0x0100;
+
+/// `struct ifreq` as TUNSETIFF reads it: the name, then the flags.
+#[repr(C)]
+struct IfReq {
+    name: [u8; libc::IFNAMSIZ],
+    flags: libc::c_short,
+    _pad: [u8; 22],
+}
+
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Open (or attach one more queue to) the TUN device `name`, non-blocking,
+/// without the packet-information prefix.
+pub fn open_tun(name: &str, multi_queue: bool) -> io::Result<OwnedFd> {
+    if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains(['/', ' ', '\0']) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("bad interface name '{name}'"),
+        ));
+    }
+    let path = CString::new("/dev/net/tun").expect("no NUL in a literal");
+    // SAFETY: `path` is a valid NUL-terminated string; open has no other
+    // preconditions.
+    let fd = check(unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    })?;
+    // SAFETY: `fd` was just returned by open and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut req = IfReq {
+        name: [0; libc::IFNAMSIZ],
+        flags: IFF_TUN | IFF_NO_PI,
+        _pad: [0; 22],
+    };
+    if multi_queue {
+        req.flags |= IFF_MULTI_QUEUE;
+    }
+    req.name[..name.len()].copy_from_slice(name.as_bytes());
+    // SAFETY: TUNSETIFF reads a `struct ifreq`; `req` has its layout (name
+    // then flags, 40 bytes) and lives across the call.
+    check(unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETIFF, &mut req as *mut IfReq) })?;
+    Ok(fd)
+}
+
+/// A non-blocking raw IPv4 socket receiving IP protocol `protocol` (50 ESP,
+/// 51 AH); reads return whole IPv4 packets, header included.
+pub fn raw_receiver_v4(protocol: u8) -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2) call.
+    let fd = check(unsafe {
+        libc::socket(
+            libc::AF_INET,
+            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            libc::c_int::from(protocol),
+        )
+    })?;
+    // SAFETY: `fd` was just returned by socket and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A raw IPv4 socket that sends whole packets, header included (protocol
+/// IPPROTO_RAW implies IP_HDRINCL).
+pub fn raw_sender_v4() -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2) call.
+    let fd = check(unsafe {
+        libc::socket(
+            libc::AF_INET,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            libc::IPPROTO_RAW,
+        )
+    })?;
+    // SAFETY: `fd` was just returned by socket and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// read(2) into `buf`; `Ok(None)` when nothing is waiting.
+pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<usize>> {
+    // SAFETY: `buf` is valid for `buf.len()` writable bytes.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    would_block(n)
+}
+
+/// write(2) of `buf`.
+pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for `buf.len()` readable bytes.
+    let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// sendto(2) of a whole IPv4 packet to `dst`.
+pub fn send_v4(fd: RawFd, packet: &[u8], dst: Ipv4Addr) -> io::Result<usize> {
+    let addr = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: 0,
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes(dst.octets()),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: `packet` is valid for its length; `addr` is a sockaddr_in
+    // whose size is passed with it.
+    let n = unsafe {
+        libc::sendto(
+            fd,
+            packet.as_ptr().cast(),
+            packet.len(),
+            0,
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+fn would_block(n: isize) -> io::Result<Option<usize>> {
+    if n >= 0 {
+        return Ok(Some(n as usize));
+    }
+    let err = io::Error::last_os_error();
+    match err.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
+        _ => Err(err),
+    }
+}
+
+/// Wait until one of `fds` is readable or `timeout_ms` passes; returns
+/// which are readable.
+pub fn poll_readable(fds: &[RawFd], timeout_ms: i32, ready: &mut [bool]) -> io::Result<()> {
+    let mut pollfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: `pollfds` is a valid array of `pollfds.len()` entries.
+    let n = unsafe {
+        libc::poll(
+            pollfds.as_mut_ptr(),
+            pollfds.len() as libc::nfds_t,
+            timeout_ms,
+        )
+    };
+    if n < 0 {
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+    for (r, p) in ready.iter_mut().zip(&pollfds) {
+        *r = n > 0 && p.revents & (libc::POLLIN | libc::POLLERR) != 0;
+    }
+    Ok(())
+}
+
+static SHUTDOWN: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    SHUTDOWN.store(true, Ordering::SeqCst);
+}
+
+/// Route SIGINT and SIGTERM to a flag the worker loop polls.
+pub fn catch_shutdown_signals() -> &'static AtomicBool {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is
+        // async-signal-safe.
+        unsafe {
+            libc::signal(
+                sig,
+                on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
+        }
+    }
+    &SHUTDOWN
+}

@@ -1,0 +1,236 @@
+//! The worker loop: poll the TUN device and the raw ESP/AH sockets, and run
+//! each packet through the sans-I/O core. This is where the clock is read
+//! (the core takes `now` as an argument).
+//!
+//! One worker, draining up to [`BATCH`] packets per source per wake-up.
+
+use core::fmt;
+use std::net::Ipv4Addr;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use flowsec_crypto::Provider;
+use flowsec_ipsec::buf::{DEFAULT_HEADROOM, DEFAULT_TAILROOM};
+use flowsec_ipsec::process::{self, Inbound};
+use flowsec_ipsec::{Action, Direction, DropCounters, DropReason, Flow, PacketBuf};
+
+use crate::apply::{load_setkey, ConfigError, Databases};
+use crate::routes::Routes;
+use crate::sys;
+
+/// Packets taken from one source before looking at the others.
+const BATCH: usize = 64;
+/// How long a poll waits before checking for shutdown.
+const POLL_MS: i32 = 200;
+
+/// What `flowsec up` was asked to do.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// TUN device name.
+    pub tun: String,
+    /// Manual keys and policies in setkey syntax.
+    pub setkey: PathBuf,
+    /// MTU of the TUN device: the path MTU less the IPsec overhead.
+    pub mtu: u16,
+}
+
+/// Counters of one run, printed at shutdown.
+#[derive(Debug, Default, Clone)]
+pub struct Stats {
+    /// Packets protected and sent.
+    pub sent: u64,
+    /// Packets received, verified and delivered to the TUN device.
+    pub delivered: u64,
+    /// Packets from the TUN device that no policy covers.
+    pub no_policy: u64,
+    /// Packets from the TUN device that a BYPASS policy covers (they
+    /// should not have been routed into it).
+    pub bypass_on_tun: u64,
+    /// Outbound packets whose outer header is not IPv4 (not supported yet).
+    pub unsupported_outer: u64,
+    /// Send or TUN-write errors.
+    pub io_errors: u64,
+    /// Drops by named reason.
+    pub drops: DropCounters,
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} sent, {} delivered", self.sent, self.delivered)?;
+        for (name, n) in [
+            ("no_policy", self.no_policy),
+            ("bypass_on_tun", self.bypass_on_tun),
+            ("unsupported_outer", self.unsupported_outer),
+            ("io_errors", self.io_errors),
+        ] {
+            if n != 0 {
+                write!(f, ", {name}={n}")?;
+            }
+        }
+        for (reason, n) in self.drops.nonzero() {
+            write!(f, ", {reason}={n}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why the daemon could not run.
+#[derive(Debug)]
+pub enum RunError {
+    /// The configuration was refused (nothing was set up).
+    Config(ConfigError),
+    /// A device, socket or route could not be set up.
+    Setup(String),
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Config(e) => e.fmt(f),
+            RunError::Setup(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+struct Io {
+    tun: OwnedFd,
+    esp: OwnedFd,
+    ah: OwnedFd,
+    send: OwnedFd,
+}
+
+/// Run until SIGINT or SIGTERM; returns the counters.
+pub fn run(opts: &Options) -> Result<Stats, RunError> {
+    let start = Instant::now();
+    let provider = Provider::fastest();
+    let mut db = load_setkey(&opts.setkey, &provider, Duration::ZERO).map_err(RunError::Config)?;
+    let setup = |what: &str, e: std::io::Error| RunError::Setup(format!("{what}: {e}"));
+    let io = Io {
+        tun: sys::open_tun(&opts.tun, false)
+            .map_err(|e| setup(&format!("TUN device {}", opts.tun), e))?,
+        esp: sys::raw_receiver_v4(50).map_err(|e| setup("raw ESP socket", e))?,
+        ah: sys::raw_receiver_v4(51).map_err(|e| setup("raw AH socket", e))?,
+        send: sys::raw_sender_v4().map_err(|e| setup("raw send socket", e))?,
+    };
+    let routes = Routes::install(&opts.tun, opts.mtu, &db.spd).map_err(RunError::Setup)?;
+    let shutdown = sys::catch_shutdown_signals();
+    let routed: Vec<String> = routes.prefixes().iter().map(|p| p.to_string()).collect();
+    eprintln!(
+        "flowsec: up (tun {}, {} SAs, {} policies, routes via tun: {})",
+        opts.tun,
+        db.sad.len(),
+        db.spd.len(),
+        if routed.is_empty() {
+            "none".to_string()
+        } else {
+            routed.join(" ")
+        }
+    );
+    let mut stats = Stats::default();
+    let mut buf = PacketBuf::new(
+        DEFAULT_HEADROOM + 65_536 + DEFAULT_TAILROOM,
+        DEFAULT_HEADROOM,
+    );
+    let fds = [io.tun.as_raw_fd(), io.esp.as_raw_fd(), io.ah.as_raw_fd()];
+    let mut ready = [false; 3];
+    while !shutdown.load(Ordering::SeqCst) {
+        if let Err(e) = sys::poll_readable(&fds, POLL_MS, &mut ready) {
+            drop(routes);
+            return Err(RunError::Setup(format!("poll: {e}")));
+        }
+        if ready[0] {
+            drain(io.tun.as_raw_fd(), &mut buf, |buf| {
+                outbound(&mut db, buf, &io, start.elapsed(), &mut stats)
+            });
+        }
+        for (i, fd) in [(1, &io.esp), (2, &io.ah)] {
+            if ready[i] {
+                drain(fd.as_raw_fd(), &mut buf, |buf| {
+                    inbound(&mut db, buf, &io, start.elapsed(), &mut stats)
+                });
+            }
+        }
+    }
+    drop(routes);
+    Ok(stats)
+}
+
+/// Read up to [`BATCH`] packets from `fd` into `buf`, handing each to `f`.
+fn drain(fd: i32, buf: &mut PacketBuf, mut f: impl FnMut(&mut PacketBuf)) {
+    for _ in 0..BATCH {
+        buf.reset(DEFAULT_HEADROOM);
+        let spare = buf.spare_mut();
+        let limit = spare.len() - DEFAULT_TAILROOM;
+        match sys::read(fd, &mut spare[..limit]) {
+            Ok(Some(n)) if n > 0 => {
+                // Cannot fail: n is at most the spare room.
+                let _ = buf.set_len(n);
+                f(buf);
+            }
+            _ => return,
+        }
+    }
+}
+
+fn outbound(db: &mut Databases, buf: &mut PacketBuf, io: &Io, now: Duration, stats: &mut Stats) {
+    let flow = match Flow::of_packet(buf.as_slice()) {
+        Ok(flow) => flow,
+        Err(reason) => return stats.drops.count(reason),
+    };
+    let Some(policy) = db.spd.lookup(Direction::Out, &flow) else {
+        stats.no_policy += 1;
+        return;
+    };
+    let templates = match &policy.action {
+        Action::Protect(templates) => templates,
+        Action::Bypass => {
+            stats.bypass_on_tun += 1;
+            return;
+        }
+        Action::Discard => return stats.drops.count(DropReason::PolicyDiscard),
+    };
+    let sealed = process::resolve(&db.sad, templates, &flow, now)
+        .and_then(|bundle| process::outbound(&mut db.sad, &bundle, buf, now));
+    if let Err(reason) = sealed {
+        return stats.drops.count(reason);
+    }
+    let packet = buf.as_slice();
+    if packet.first().map(|b| b >> 4) != Some(4) {
+        stats.unsupported_outer += 1;
+        return;
+    }
+    let dst = Ipv4Addr::new(packet[16], packet[17], packet[18], packet[19]);
+    match sys::send_v4(io.send.as_raw_fd(), packet, dst) {
+        Ok(_) => stats.sent += 1,
+        Err(_) => stats.io_errors += 1,
+    }
+}
+
+fn inbound(db: &mut Databases, buf: &mut PacketBuf, io: &Io, now: Duration, stats: &mut Stats) {
+    let applied = match process::inbound(&mut db.sad, buf, now) {
+        Ok(Inbound::Decapsulated(applied)) => applied,
+        // Not on a raw ESP/AH socket; IKE comes with the IKE issue.
+        Ok(Inbound::NatKeepalive | Inbound::Ike) => return,
+        Err(reason) => return stats.drops.count(reason),
+    };
+    let flow = match Flow::of_packet(buf.as_slice()) {
+        Ok(flow) => flow,
+        Err(_) => return stats.drops.count(DropReason::BadInnerPacket),
+    };
+    // A gateway forwards what it decapsulates; a host keeps it.
+    let policy = db
+        .spd
+        .lookup(Direction::Fwd, &flow)
+        .or_else(|| db.spd.lookup(Direction::In, &flow));
+    if let Err(reason) = process::check_inbound(&db.sad, policy, &applied) {
+        return stats.drops.count(reason);
+    }
+    match sys::write(io.tun.as_raw_fd(), buf.as_slice()) {
+        Ok(_) => stats.delivered += 1,
+        Err(_) => stats.io_errors += 1,
+    }
+}

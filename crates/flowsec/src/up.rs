@@ -1,0 +1,45 @@
+//! `flowsec up`: the daemon, in the foreground (systemd-friendly): loads
+//! manual keys, opens the TUN device and sockets, routes protected traffic
+//! into the TUN, and on SIGINT/SIGTERM removes what it installed.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use flowsec_daemon::Options;
+
+use crate::CliError;
+
+/// Arguments of `flowsec up`.
+#[derive(Args, Debug)]
+pub struct UpArgs {
+    /// TUN device name.
+    #[arg(long, default_value = "flowsec0")]
+    pub tun: String,
+    /// Manual keys and policies in setkey syntax, loaded at start.
+    #[arg(long, value_name = "FILE")]
+    pub setkey: PathBuf,
+    /// MTU of the TUN device (the path MTU less the IPsec overhead).
+    #[arg(long, default_value_t = 1400)]
+    pub mtu: u16,
+}
+
+pub fn run(args: &UpArgs) -> Result<(), CliError> {
+    if !(576..=9000).contains(&args.mtu) {
+        return Err(CliError::Usage(format!(
+            "--mtu {} out of range 576..=9000",
+            args.mtu
+        )));
+    }
+    let opts = Options {
+        tun: args.tun.clone(),
+        setkey: args.setkey.clone(),
+        mtu: args.mtu,
+    };
+    match flowsec_daemon::run(&opts) {
+        Ok(stats) => {
+            eprintln!("flowsec: down: {stats}");
+            Ok(())
+        }
+        Err(e) => Err(CliError::Runtime(e.to_string())),
+    }
+}
