@@ -4,7 +4,7 @@
 # (tshark, python3-venv); the Rust tests need only cargo.
 #
 #   scripts/test.sh            all tests
-#   FLOWSEC_SKIP_ORACLE=1 ...  Rust tests only
+#   FLOWSEC_SKIP_ORACLE=1 ...  without the scapy/tshark oracle tests
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -27,6 +27,10 @@ install_system_deps() {
 
 section "cargo test (unit, known-answer, wire captures, replay window, processing, fuzz corpus replay, CLI)"
 cargo test --workspace --locked
+
+section "end-to-end: two flowsec gateways in network namespaces (needs root; skips without)"
+cargo build --locked -p flowsec
+tests/e2e/gateway.sh
 
 if [ "${FLOWSEC_SKIP_ORACLE:-0}" != 1 ]; then
     install_system_deps

@@ -81,6 +81,26 @@ pub fn raw_receiver_v4(protocol: u8) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Ask for a receive buffer of `bytes` (SO_RCVBUFFORCE as root, which
+/// passes the rmem_max cap, else SO_RCVBUF). A raw socket whose buffer
+/// overflows makes the kernel answer with ICMP protocol-unreachable.
+pub fn set_recv_buffer(fd: RawFd, bytes: usize) -> io::Result<()> {
+    let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    let set = |opt| {
+        // SAFETY: setsockopt reads `size_of::<c_int>()` bytes from `value`.
+        check(unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                opt,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        })
+    };
+    set(libc::SO_RCVBUFFORCE).or_else(|_| set(libc::SO_RCVBUF)).map(|_| ())
+}
+
 /// A raw IPv4 socket that sends whole packets, header included (protocol
 /// IPPROTO_RAW implies IP_HDRINCL).
 pub fn raw_sender_v4() -> io::Result<OwnedFd> {

@@ -22,6 +22,9 @@ use crate::sys;
 
 /// Packets taken from one source before looking at the others.
 const BATCH: usize = 64;
+/// Receive buffer of the raw sockets: room for a burst of ~5000 MTU-sized
+/// packets while the worker is busy with the TUN side.
+const RECV_BUFFER: usize = 8 << 20;
 /// How long a poll waits before checking for shutdown.
 const POLL_MS: i32 = 200;
 
@@ -116,6 +119,9 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         ah: sys::raw_receiver_v4(51).map_err(|e| setup("raw AH socket", e))?,
         send: sys::raw_sender_v4().map_err(|e| setup("raw send socket", e))?,
     };
+    for (what, fd) in [("raw ESP socket", &io.esp), ("raw AH socket", &io.ah)] {
+        sys::set_recv_buffer(fd.as_raw_fd(), RECV_BUFFER).map_err(|e| setup(what, e))?;
+    }
     let routes = Routes::install(&opts.tun, opts.mtu, &db.spd).map_err(RunError::Setup)?;
     let shutdown = sys::catch_shutdown_signals();
     let routed: Vec<String> = routes.prefixes().iter().map(|p| p.to_string()).collect();

@@ -1,0 +1,277 @@
+# shellcheck shell=bash
+# Network-namespace harness for flowsec's end-to-end tests. Source it from a
+# test script (bash, root). Everything it creates carries a per-run prefix
+# ($E2E_PREFIX, default "fs<pid>-"), so parallel runs never collide, and an
+# EXIT/INT/TERM trap removes exactly that: the processes started in the
+# run's namespaces, the namespaces, and the run's work directory.
+#
+#   e2e_require_root_netns            exit 0 with "SKIP: ..." unless root + ip netns work
+#   e2e_init                          work dir + cleanup trap; sets E2E_WORK
+#   e2e_topology_gateway              hostA - gwA ==transit== gwB - hostB (below)
+#   ns NAME                           full namespace name of NAME (e.g. gwA)
+#   ns_exec NAME cmd...               run cmd in namespace NAME
+#   start_bg NAME LOG cmd...          cmd in NAME in the background, stdout+stderr
+#                                     to LOG; PID in $E2E_LAST_PID, killed on cleanup
+#   stop_bg PID [TIMEOUT]             SIGTERM, wait; sets E2E_LAST_RC (exit status)
+#   wait_for_log FILE PATTERN TIMEOUT [PID]
+#                                     wait for an ERE in FILE; fails early if PID dies
+#   check NAME cmd...                 run a check, print "PASS: NAME" or "FAIL: NAME"
+#   e2e_finish                        summary line; exit status 1 if any check failed
+#
+# Gateway topology (addresses; "::" v6 beside each v4):
+#
+#   hostA [eth0 10.1.0.2 fd01::2]
+#     |  10.1.0.0/24  fd01::/64
+#   gwA   [eth0 10.1.0.1 fd01::1] [eth1 192.0.2.1 2001:db8::1]
+#     |  transit 192.0.2.0/24  2001:db8::/64
+#   gwB   [eth1 192.0.2.2 2001:db8::2] [eth0 10.2.0.1 fd02::1]
+#     |  10.2.0.0/24  fd02::/64
+#   hostB [eth0 10.2.0.2 fd02::2]
+#
+# Hosts: default routes (v4, v6) via their gateway. Gateways: forwarding on
+# (v4 and v6), rp_filter 0, and *no* route to the far site: whatever
+# carries hostA <-> hostB (flowsec's TUN routes, or e2e_standin_routes)
+# has to add it.
+
+E2E_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+E2E_ROOT="$(cd "$E2E_DIR/../.." && pwd)"
+E2E_TOOLS="$E2E_DIR/tools.py"
+E2E_PREFIX="${E2E_PREFIX:-fs$$-}"
+E2E_NAMESPACES=()
+E2E_PIDS=()
+E2E_FAILED=0
+E2E_PASSED=0
+E2E_WORK=""
+E2E_CLEANED=0
+
+e2e_log() { printf 'e2e: %s\n' "$*" >&2; }
+
+e2e_require_root_netns() {
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "SKIP: needs root and ip netns (not root)"
+        exit 0
+    fi
+    if ! command -v ip >/dev/null 2>&1; then
+        echo "SKIP: needs root and ip netns (no ip command)"
+        exit 0
+    fi
+    local probe="${E2E_PREFIX}probe"
+    if ! ip netns add "$probe" 2>/dev/null; then
+        echo "SKIP: needs root and ip netns (ip netns add failed)"
+        exit 0
+    fi
+    if ! ip netns exec "$probe" ip link set lo up 2>/dev/null; then
+        ip netns del "$probe" 2>/dev/null || true
+        echo "SKIP: needs root and ip netns (ip netns exec failed)"
+        exit 0
+    fi
+    ip netns del "$probe"
+    if ! command -v python3 >/dev/null 2>&1; then
+        echo "SKIP: needs python3 for the traffic tools"
+        exit 0
+    fi
+}
+
+e2e_init() {
+    E2E_WORK="$(mktemp -d "${TMPDIR:-/tmp}/${E2E_PREFIX}e2e.XXXXXX")"
+    trap 'e2e_cleanup' EXIT
+    trap 'e2e_log "interrupted"; e2e_cleanup; trap - EXIT; exit 130' INT
+    trap 'e2e_log "terminated"; e2e_cleanup; trap - EXIT; exit 143' TERM
+}
+
+ns() { printf '%s%s' "$E2E_PREFIX" "$1"; }
+
+ns_exec() {
+    local name="$1"; shift
+    ip netns exec "$(ns "$name")" "$@"
+}
+
+ns_add() {
+    local full; full="$(ns "$1")"
+    ip netns add "$full"
+    E2E_NAMESPACES+=("$full")
+    ip netns exec "$full" ip link set lo up
+}
+
+# veth pair between two namespaces, created directly inside them (the names
+# never exist in the caller's namespace, so they cannot collide).
+veth() {  # veth NS_A IF_A NS_B IF_B
+    ip link add "$2" netns "$(ns "$1")" type veth peer name "$4" netns "$(ns "$3")"
+    ns_exec "$1" ip link set "$2" up
+    ns_exec "$3" ip link set "$4" up
+}
+
+addr() {  # addr NS IF CIDR...
+    local n="$1" dev="$2"; shift 2
+    local a
+    for a in "$@"; do
+        case "$a" in
+            *:*) ns_exec "$n" ip -6 addr add "$a" dev "$dev" nodad ;;
+            *)   ns_exec "$n" ip addr add "$a" dev "$dev" ;;
+        esac
+    done
+}
+
+sysctl_ns() {  # sysctl_ns NS key=value...
+    local n="$1"; shift
+    local kv
+    for kv in "$@"; do
+        ns_exec "$n" sysctl -qw "$kv" >/dev/null
+    done
+}
+
+# Checksum/segmentation offloads: veth hands partially-checksummed and
+# GSO skbs around. The kernel resolves both before a TUN without offloads,
+# so this is belt and braces; done only when ethtool exists.
+disable_offloads() {  # disable_offloads NS IF
+    if command -v ethtool >/dev/null 2>&1; then
+        ns_exec "$1" ethtool -K "$2" tx off rx off tso off gso off gro off >/dev/null 2>&1 || true
+    fi
+}
+
+e2e_topology_gateway() {
+    local n
+    for n in hostA gwA gwB hostB; do ns_add "$n"; done
+    veth hostA eth0 gwA eth0
+    veth gwA eth1 gwB eth1
+    veth gwB eth0 hostB eth0
+    addr hostA eth0 10.1.0.2/24 fd01::2/64
+    addr gwA eth0 10.1.0.1/24 fd01::1/64
+    addr gwA eth1 192.0.2.1/24 2001:db8::1/64
+    addr gwB eth1 192.0.2.2/24 2001:db8::2/64
+    addr gwB eth0 10.2.0.1/24 fd02::1/64
+    addr hostB eth0 10.2.0.2/24 fd02::2/64
+    ns_exec hostA ip route add default via 10.1.0.1
+    ns_exec hostA ip -6 route add default via fd01::1
+    ns_exec hostB ip route add default via 10.2.0.1
+    ns_exec hostB ip -6 route add default via fd02::1
+    for n in gwA gwB; do
+        sysctl_ns "$n" net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 \
+            net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 \
+            net.ipv4.conf.eth0.rp_filter=0 net.ipv4.conf.eth1.rp_filter=0
+    done
+    if command -v ethtool >/dev/null 2>&1; then
+        disable_offloads hostA eth0; disable_offloads gwA eth0; disable_offloads gwA eth1
+        disable_offloads gwB eth1; disable_offloads gwB eth0; disable_offloads hostB eth0
+    else
+        e2e_log "ethtool not found: offloads left as they are"
+    fi
+}
+
+# Plain forwarding between the sites over the transit link: what flowsec's
+# TUN routes replace.
+e2e_standin_routes() {
+    ns_exec gwA ip route add 10.2.0.0/24 via 192.0.2.2
+    ns_exec gwA ip -6 route add fd02::/64 via 2001:db8::2
+    ns_exec gwB ip route add 10.1.0.0/24 via 192.0.2.1
+    ns_exec gwB ip -6 route add fd01::/64 via 2001:db8::1
+}
+
+start_bg() {  # start_bg NS LOG cmd...
+    local n="$1" log="$2"; shift 2
+    # `ip netns exec` execs cmd, so $! is cmd's own PID.
+    ip netns exec "$(ns "$n")" "$@" >"$log" 2>&1 </dev/null &
+    E2E_LAST_PID=$!
+    E2E_PIDS+=("$E2E_LAST_PID")
+}
+
+pid_alive() { kill -0 "$1" 2>/dev/null; }
+
+stop_bg() {  # stop_bg PID [TIMEOUT_S]; E2E_LAST_RC = exit status (137: had to SIGKILL)
+    local pid="$1" timeout="${2:-5}" i
+    E2E_LAST_RC=0
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < timeout * 10; i++)); do
+        pid_alive "$pid" || break
+        sleep 0.1
+    done
+    if pid_alive "$pid"; then
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null && E2E_LAST_RC=0 || E2E_LAST_RC=$?
+}
+
+wait_for_log() {  # wait_for_log FILE ERE TIMEOUT_S [PID]
+    local file="$1" pat="$2" timeout="$3" pid="${4:-}" i
+    for ((i = 0; i < timeout * 10; i++)); do
+        if [ -f "$file" ] && grep -Eq -- "$pat" "$file"; then
+            return 0
+        fi
+        if [ -n "$pid" ] && ! pid_alive "$pid"; then
+            # one last look: it may have printed and exited in between
+            [ -f "$file" ] && grep -Eq -- "$pat" "$file" && return 0
+            e2e_log "process $pid exited before '$pat' appeared in $file"
+            return 1
+        fi
+        sleep 0.1
+    done
+    e2e_log "timed out after ${timeout}s waiting for '$pat' in $file"
+    return 1
+}
+
+check() {  # check NAME cmd...
+    local name="$1"; shift
+    if "$@"; then
+        echo "PASS: $name"
+        E2E_PASSED=$((E2E_PASSED + 1))
+    else
+        echo "FAIL: $name"
+        E2E_FAILED=$((E2E_FAILED + 1))
+    fi
+}
+
+skip() { echo "SKIP: $*"; }
+
+show_log() {  # show_log FILE [LINES]: tail of a log, indented, on stderr
+    [ -f "$1" ] || return 0
+    echo "---- $(basename "$1") (last ${2:-30} lines) ----" >&2
+    tail -n "${2:-30}" "$1" | sed 's/^/    /' >&2
+}
+
+e2e_cleanup() {
+    [ "$E2E_CLEANED" = 1 ] && return 0
+    E2E_CLEANED=1
+    trap '' INT TERM
+    local pid n i pids=""
+    for pid in "${E2E_PIDS[@]}"; do
+        kill -TERM "$pid" 2>/dev/null || true
+    done
+    for ((i = 0; i < 30; i++)); do
+        pids=""
+        for pid in "${E2E_PIDS[@]}"; do pid_alive "$pid" && pids="$pids $pid"; done
+        [ -z "$pids" ] && break
+        sleep 0.1
+    done
+    for pid in $pids; do kill -KILL "$pid" 2>/dev/null || true; done
+    # Anything else still running inside this run's namespaces (children of
+    # what we started) was started by this run too.
+    for n in "${E2E_NAMESPACES[@]}"; do
+        for pid in $(ip netns pids "$n" 2>/dev/null); do
+            kill -KILL "$pid" 2>/dev/null || true
+        done
+    done
+    for pid in "${E2E_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    for n in "${E2E_NAMESPACES[@]}"; do
+        ip netns del "$n" 2>/dev/null || e2e_log "could not delete namespace $n"
+    done
+    if [ -n "$E2E_WORK" ] && [ -d "$E2E_WORK" ]; then
+        if [ "${FLOWSEC_E2E_KEEP:-0}" = 1 ]; then
+            e2e_log "kept logs in $E2E_WORK"
+        else
+            rm -rf -- "$E2E_WORK"
+        fi
+    fi
+    local left
+    left="$(ip netns list 2>/dev/null | grep -F -- "$E2E_PREFIX" || true)"
+    [ -n "$left" ] && e2e_log "left behind: $left"
+    return 0
+}
+
+e2e_finish() {
+    if [ "$E2E_FAILED" -eq 0 ]; then
+        echo "e2e: all $E2E_PASSED checks passed"
+        exit 0
+    fi
+    echo "e2e: $E2E_FAILED of $((E2E_PASSED + E2E_FAILED)) checks FAILED"
+    exit 1
+}

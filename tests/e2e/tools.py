@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""Small traffic tools for the namespace end-to-end tests (tests/e2e/*.sh).
+
+Standard library only, so they run wherever python3 does; lib.sh calls them
+inside a namespace with `ip netns exec`. Subcommands:
+
+  ping DST [--count N] [--interval S] [--timeout S]
+      ICMP echo over a raw socket (needs root; stands in for ping(8), which
+      this project's machines lack). Exit 0 only if every echo is answered.
+  recv --bind ADDR --port P --result FILE [--timeout S]
+      Accept one TCP connection, read to EOF, write {"bytes", "sha256"} as
+      JSON to FILE, then close. Prints "recv: listening" when ready.
+  send --to ADDR --port P --bytes N [--timeout S]
+      Connect, send N pseudo-random bytes that start with MARKER, half-close,
+      wait for the receiver to close, print {"bytes", "sha256", "seconds"}.
+  sniff --iface IF --out FILE --stop FILE
+      AF_PACKET capture of every frame on IF (both directions) until FILE
+      --stop exists; writes a JSON summary: ESP flows by (src, dst, spi),
+      non-ESP IP packets, and packets carrying plaintext (inner addresses in
+      the outer header, or MARKER anywhere in the frame). Prints
+      "sniff: ready" when capturing.
+  standin
+      Print "flowsec: up" on stderr and sleep until SIGTERM/SIGINT (exit 0):
+      the daemon's place in FLOWSEC_E2E_STANDIN=1 runs.
+"""
+import argparse
+import hashlib
+import ipaddress
+import json
+import os
+import random
+import signal
+import socket
+import struct
+import sys
+import time
+
+MARKER = b"FLOWSEC-E2E-PLAINTEXT-MARKER"
+# Inner (protected) prefixes of the gateway topology: seeing these in an
+# outer header on the transit link means a packet left unprotected.
+INNER_NETS = [ipaddress.ip_network(n) for n in
+              ("10.1.0.0/16", "10.2.0.0/16", "fd01::/16", "fd02::/16")]
+
+
+def checksum(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    s = (s >> 16) + (s & 0xFFFF)
+    s += s >> 16
+    return ~s & 0xFFFF
+
+
+def cmd_ping(a) -> int:
+    info = socket.getaddrinfo(a.dst, None, type=socket.SOCK_RAW)[0]
+    fam, dst = info[0], info[4][0]
+    if fam == socket.AF_INET6:
+        # The kernel fills in the ICMPv6 checksum on raw ICMPv6 sockets and
+        # hands us no IPv6 header on receive.
+        s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+        req, rep = 128, 129
+    else:
+        s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+        req, rep = 8, 0
+    ident = os.getpid() & 0xFFFF
+    got = 0
+    for seq in range(1, a.count + 1):
+        payload = MARKER + struct.pack("!d", time.time()) + bytes(range(20))
+        hdr = struct.pack("!BBHHH", req, 0, 0, ident, seq)
+        ck = checksum(hdr + payload) if fam == socket.AF_INET else 0
+        pkt = struct.pack("!BBHHH", req, 0, ck, ident, seq) + payload
+        t0 = time.monotonic()
+        s.sendto(pkt, (dst, 0))
+        ok = False
+        while not ok:
+            left = a.timeout - (time.monotonic() - t0)
+            if left <= 0:
+                break
+            s.settimeout(left)
+            try:
+                data, addr = s.recvfrom(65535)
+            except socket.timeout:
+                break
+            icmp = data[(data[0] & 0x0F) * 4:] if fam == socket.AF_INET else data
+            if ipaddress.ip_address(addr[0].split("%")[0]) != ipaddress.ip_address(dst) \
+                    or len(icmp) < 8:
+                continue
+            typ, _code, _ck, rid, rseq = struct.unpack("!BBHHH", icmp[:8])
+            if typ == rep and rid == ident and rseq == seq:
+                ok = True
+                got += 1
+                print("%d bytes from %s: icmp_seq=%d time=%.2f ms" % (
+                    len(icmp), dst, seq, (time.monotonic() - t0) * 1000))
+        if not ok:
+            print("no reply from %s: icmp_seq=%d" % (dst, seq))
+        if seq < a.count:
+            time.sleep(a.interval)
+    print("%d packets transmitted, %d received" % (a.count, got))
+    return 0 if got == a.count else 1
+
+
+def cmd_recv(a) -> int:
+    srv = socket.socket(socket.AF_INET6 if ":" in a.bind else socket.AF_INET)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((a.bind, a.port))
+    srv.listen(1)
+    srv.settimeout(a.timeout)
+    print("recv: listening on %s:%d" % (a.bind, a.port), flush=True)
+    conn, peer = srv.accept()
+    conn.settimeout(a.timeout)
+    h = hashlib.sha256()
+    n = 0
+    buf = bytearray(1 << 20)
+    view = memoryview(buf)
+    while True:
+        k = conn.recv_into(buf)
+        if k == 0:
+            break
+        h.update(view[:k])
+        n += k
+    res = {"bytes": n, "sha256": h.hexdigest(), "peer": peer[0]}
+    with open(a.result + ".tmp", "w") as f:
+        json.dump(res, f)
+    os.rename(a.result + ".tmp", a.result)
+    print("recv: " + json.dumps(res), flush=True)
+    conn.close()
+    return 0
+
+
+def cmd_send(a) -> int:
+    rng = random.Random(a.seed)
+    s = socket.create_connection((a.to, a.port), timeout=a.timeout)
+    s.settimeout(a.timeout)
+    h = hashlib.sha256()
+    left = a.bytes
+    first = (MARKER + b"-") * 64
+    t0 = time.monotonic()
+    while left > 0:
+        chunk = first if first else rng.randbytes(256 * 1024)
+        first = b""
+        chunk = chunk[:left]
+        s.sendall(chunk)
+        h.update(chunk)
+        left -= len(chunk)
+    s.shutdown(socket.SHUT_WR)
+    while s.recv(4096):  # the receiver closes once it has hashed everything
+        pass
+    secs = time.monotonic() - t0
+    s.close()
+    print(json.dumps({"bytes": a.bytes, "sha256": h.hexdigest(),
+                      "seconds": round(secs, 3),
+                      "mbit_s": round(a.bytes * 8 / secs / 1e6, 1)}))
+    return 0
+
+
+def cmd_sniff(a) -> int:
+    ETH_P_ALL = 0x0003
+    SOL_PACKET, PACKET_STATISTICS = 263, 6
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    try:
+        s.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE
+    except OSError:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 20)
+    s.bind((a.iface, 0))
+    s.settimeout(0.2)
+    s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)  # reset counters
+    esp = {}        # "src>dst spi" -> count
+    other = {}      # "v4 src>dst proto N" -> count
+    leaks = []      # first few plaintext sightings
+    nleaks = 0
+    frames = 0
+    non_ip = 0
+    buf = bytearray(1 << 17)
+
+    def leak(why):
+        nonlocal nleaks
+        nleaks += 1
+        if len(leaks) < 20:
+            leaks.append(why)
+
+    first = {}      # non-ESP key -> when first seen
+    t_start = time.monotonic()
+    print("sniff: ready on %s" % a.iface, flush=True)
+    while not os.path.exists(a.stop):
+        try:
+            n = s.recv_into(buf)
+        except socket.timeout:
+            continue
+        frames += 1
+        pkt = bytes(buf[:n])
+        if MARKER in pkt:
+            leak("marker in frame of %d bytes" % n)
+        if n < 14:
+            continue
+        etype = struct.unpack("!H", pkt[12:14])[0]
+        ip = pkt[14:]
+        if etype == 0x0800 and len(ip) >= 20:
+            proto = ip[9]
+            ihl = (ip[0] & 0x0F) * 4
+            src, dst = ipaddress.ip_address(ip[12:16]), ipaddress.ip_address(ip[16:20])
+        elif etype == 0x86DD and len(ip) >= 40:
+            proto = ip[6]  # first next header only; enough for this topology
+            ihl = 40
+            src, dst = ipaddress.ip_address(ip[8:24]), ipaddress.ip_address(ip[24:40])
+        else:
+            non_ip += 1
+            continue
+        if any(x in net for x in (src, dst) for net in INNER_NETS
+               if x.version == net.version):
+            leak("plaintext %s > %s proto %d" % (src, dst, proto))
+        if proto == 50 and len(ip) >= ihl + 8:
+            spi = struct.unpack("!I", ip[ihl:ihl + 4])[0]
+            key = "%s>%s spi=0x%x" % (src, dst, spi)
+            esp[key] = esp.get(key, 0) + 1
+        elif src.version == 6 and (src.is_link_local or src.is_unspecified
+                                   or dst.is_link_local or
+                                   (dst.is_multicast and (dst.packed[1] & 0x0F) <= 2)
+                                   or (proto == 58 and len(ip) > 40
+                                       and ip[40] in (130, 131, 132, 133, 134,
+                                                      135, 136, 137, 143))):
+            # link-scope IPv6 housekeeping (ND incl. unicast NUD probes, MLD,
+            # DAD): not site traffic
+            other_key = "v6 link-local (nd/mld)"
+            other[other_key] = other.get(other_key, 0) + 1
+        else:
+            key = "%s>%s proto=%d" % (src, dst, proto)
+            if proto == 1 and src.version == 4 and len(ip) >= ihl + 8:
+                key += " icmp type=%d code=%d" % (ip[ihl], ip[ihl + 1])
+                q = ip[ihl + 8:]
+                if ip[ihl] in (3, 4, 5, 11, 12) and len(q) >= 20:
+                    key += " (about proto=%d %s>%s)" % (
+                        q[9], ipaddress.ip_address(q[12:16]), ipaddress.ip_address(q[16:20]))
+            other[key] = other.get(key, 0) + 1
+            first.setdefault(key, "frame %d at %.3f s" % (frames, time.monotonic() - t_start))
+    st = s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
+    packets, drops = struct.unpack("II", st)
+    res = {"iface": a.iface, "frames": frames, "kernel_packets": packets,
+           "kernel_drops": drops, "non_ip": non_ip, "esp": esp, "other": other, "other_first_seen": first,
+           "leaks": nleaks, "leak_examples": leaks}
+    with open(a.out + ".tmp", "w") as f:
+        json.dump(res, f, indent=1, sort_keys=True)
+    os.rename(a.out + ".tmp", a.out)
+    return 0
+
+
+def cmd_standin(_a) -> int:
+    def bye(*_):
+        print("flowsec (stand-in): exiting", file=sys.stderr, flush=True)
+        sys.exit(0)
+    signal.signal(signal.SIGTERM, bye)
+    signal.signal(signal.SIGINT, bye)
+    print("flowsec: up (stand-in: plain forwarding)", file=sys.stderr, flush=True)
+    while True:
+        time.sleep(3600)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    q = sub.add_parser("ping")
+    q.add_argument("dst")
+    q.add_argument("--count", type=int, default=3)
+    q.add_argument("--interval", type=float, default=0.2)
+    q.add_argument("--timeout", type=float, default=2.0)
+    q = sub.add_parser("recv")
+    q.add_argument("--bind", required=True)
+    q.add_argument("--port", type=int, required=True)
+    q.add_argument("--result", required=True)
+    q.add_argument("--timeout", type=float, default=60.0)
+    q = sub.add_parser("send")
+    q.add_argument("--to", required=True)
+    q.add_argument("--port", type=int, required=True)
+    q.add_argument("--bytes", type=int, required=True)
+    q.add_argument("--seed", type=int, default=4301)
+    q.add_argument("--timeout", type=float, default=30.0)
+    q = sub.add_parser("sniff")
+    q.add_argument("--iface", required=True)
+    q.add_argument("--out", required=True)
+    q.add_argument("--stop", required=True)
+    sub.add_parser("standin")
+    a = p.parse_args()
+    return {"ping": cmd_ping, "recv": cmd_recv, "send": cmd_send,
+            "sniff": cmd_sniff, "standin": cmd_standin}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
