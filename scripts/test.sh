@@ -31,6 +31,7 @@ cargo test --workspace --locked
 section "end-to-end: two flowsec gateways in network namespaces (needs root; skips without)"
 cargo build --locked -p flowsec
 tests/e2e/gateway.sh
+FLOWSEC_E2E_ENCAP=udp tests/e2e/gateway.sh
 
 if [ "${FLOWSEC_SKIP_ORACLE:-0}" != 1 ]; then
     install_system_deps

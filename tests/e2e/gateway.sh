@@ -16,6 +16,7 @@
 #   FLOWSEC_E2E_BYTES=N          transfer size (default 52428800)
 #   FLOWSEC_E2E_WORKERS=N        pass --workers N to flowsec up
 #   FLOWSEC_E2E_KEEP=1           keep the work directory (logs, setkey files, capture)
+#   FLOWSEC_E2E_ENCAP=udp        ESP in UDP port 4500 (RFC 3948) instead of raw ESP
 #
 # Without root or ip netns it prints "SKIP: ..." and exits 0. Exit status 1
 # when any check fails; every check prints one PASS/FAIL/SKIP line.
@@ -32,6 +33,13 @@ BYTES="${FLOWSEC_E2E_BYTES:-52428800}"
 TRANSFER_TIMEOUT="${FLOWSEC_E2E_TRANSFER_TIMEOUT:-30}"
 UP_TIMEOUT="${FLOWSEC_E2E_UP_TIMEOUT:-10}"
 TUN=fsec0
+ENCAP="${FLOWSEC_E2E_ENCAP:-raw}"
+case "$ENCAP" in
+    raw) SA_A="192.0.2.1 192.0.2.2 esp"; SA_B="192.0.2.2 192.0.2.1 esp"; FLOW_SUFFIX="" ;;
+    udp) SA_A="192.0.2.1[4500] 192.0.2.2[4500] esp-udp"; SA_B="192.0.2.2[4500] 192.0.2.1[4500] esp-udp"
+         FLOW_SUFFIX=" udp" ;;
+    *) echo "FAIL: FLOWSEC_E2E_ENCAP=$ENCAP (raw or udp)"; exit 1 ;;
+esac
 
 if [ "$STANDIN" = 1 ]; then
     echo "e2e gateway: stand-in mode (plain IP forwarding between the gateways, no flowsec)"
@@ -56,10 +64,10 @@ flush;
 spdflush;
 
 # A -> B
-add 192.0.2.1 192.0.2.2 esp 0x1001 -m tunnel -r 64
+add $SA_A 0x1001 -m tunnel -r 64
     -E aes-gcm-16 0x000102030405060708090a0b0c0d0e0f10111213;
 # B -> A
-add 192.0.2.2 192.0.2.1 esp 0x1002 -m tunnel -r 64
+add $SA_B 0x1002 -m tunnel -r 64
     -E aes-gcm-16 0x202122232425262728292a2b2c2d2e2f30313233;
 
 spdadd $2 $3 any -P out ipsec esp/tunnel/$4-$5/require;
@@ -193,7 +201,7 @@ stop_bg "$SNIFF_PID" 1
 
 capture_check() {  # capture_check MODE: esp | plaintext (the stand-in's sniffer self-test)
     [ -f "$W/capture.json" ] || { echo "    no capture summary"; return 1; }
-    python3 - "$W/capture.json" "$1" <<'EOF'
+    python3 - "$W/capture.json" "$1" "$FLOW_SUFFIX" <<'EOF'
 import json, sys
 c, mode = json.load(open(sys.argv[1])), sys.argv[2]
 print("    %d frames on gwA eth1 (kernel: %d, dropped %d); ESP: %s" % (
@@ -206,7 +214,8 @@ if c["kernel_drops"]:
     print("    warning: the sniffer dropped packets; a leak could hide among them")
 if mode == "plaintext":
     sys.exit(0 if c["leaks"] > 0 and not c["esp"] else 1)
-want = {"192.0.2.1>192.0.2.2 spi=0x1001", "192.0.2.2>192.0.2.1 spi=0x1002"}
+suffix = sys.argv[3]
+want = {"192.0.2.1>192.0.2.2 spi=0x1001" + suffix, "192.0.2.2>192.0.2.1 spi=0x1002" + suffix}
 bad = []
 if set(c["esp"]) != want:
     bad.append("ESP flows %s, want exactly %s" % (sorted(c["esp"]), sorted(want)))
@@ -224,7 +233,7 @@ if [ "$STANDIN" = 1 ]; then
     skip "transit capture shows only ESP (stand-in mode)"
     check "harness: the transit sniffer sees the stand-in's plaintext" capture_check plaintext
 else
-    check "transit capture: only ESP 192.0.2.1<->192.0.2.2 (SPI 0x1001/0x1002), no plaintext" \
+    check "transit capture: only ESP${FLOW_SUFFIX:+ in UDP 4500} 192.0.2.1<->192.0.2.2 (SPI 0x1001/0x1002), no plaintext" \
         capture_check esp
 fi
 

@@ -6,8 +6,11 @@
 # run's namespaces, the namespaces, and the run's work directory.
 #
 #   e2e_require_root_netns            exit 0 with "SKIP: ..." unless root + ip netns work
+#   e2e_have_root_netns               the same probe as a test: status 1 and the
+#                                     reason in $E2E_NO_NETNS_REASON instead of exiting
 #   e2e_init                          work dir + cleanup trap; sets E2E_WORK
 #   e2e_topology_gateway              hostA - gwA ==transit== gwB - hostB (below)
+#   e2e_standin_routes[_del]          add / remove plain routes between the sites
 #   ns NAME                           full namespace name of NAME (e.g. gwA)
 #   ns_exec NAME cmd...               run cmd in namespace NAME
 #   start_bg NAME LOG cmd...          cmd in NAME in the background, stdout+stderr
@@ -43,31 +46,42 @@ E2E_FAILED=0
 E2E_PASSED=0
 E2E_WORK=""
 E2E_CLEANED=0
+E2E_LOG_TAG="${E2E_LOG_TAG:-e2e}"      # prefix of e2e_log lines (the demo sets its own)
+E2E_CLEANUP_REPORT="${E2E_CLEANUP_REPORT:-0}"  # 1: e2e_cleanup says what it removed
+E2E_NO_NETNS_REASON=""
 
-e2e_log() { printf 'e2e: %s\n' "$*" >&2; }
+e2e_log() { printf '%s: %s\n' "$E2E_LOG_TAG" "$*" >&2; }
 
-e2e_require_root_netns() {
+e2e_have_root_netns() {
+    E2E_NO_NETNS_REASON=""
     if [ "$(id -u)" -ne 0 ]; then
-        echo "SKIP: needs root and ip netns (not root)"
-        exit 0
+        E2E_NO_NETNS_REASON="needs root and ip netns (not root)"
+        return 1
     fi
     if ! command -v ip >/dev/null 2>&1; then
-        echo "SKIP: needs root and ip netns (no ip command)"
-        exit 0
+        E2E_NO_NETNS_REASON="needs root and ip netns (no ip command)"
+        return 1
     fi
     local probe="${E2E_PREFIX}probe"
     if ! ip netns add "$probe" 2>/dev/null; then
-        echo "SKIP: needs root and ip netns (ip netns add failed)"
-        exit 0
+        E2E_NO_NETNS_REASON="needs root and ip netns (ip netns add failed)"
+        return 1
     fi
     if ! ip netns exec "$probe" ip link set lo up 2>/dev/null; then
         ip netns del "$probe" 2>/dev/null || true
-        echo "SKIP: needs root and ip netns (ip netns exec failed)"
-        exit 0
+        E2E_NO_NETNS_REASON="needs root and ip netns (ip netns exec failed)"
+        return 1
     fi
     ip netns del "$probe"
     if ! command -v python3 >/dev/null 2>&1; then
-        echo "SKIP: needs python3 for the traffic tools"
+        E2E_NO_NETNS_REASON="needs python3 for the traffic tools"
+        return 1
+    fi
+}
+
+e2e_require_root_netns() {
+    if ! e2e_have_root_netns; then
+        echo "SKIP: $E2E_NO_NETNS_REASON"
         exit 0
     fi
 }
@@ -167,6 +181,13 @@ e2e_standin_routes() {
     ns_exec gwB ip -6 route add fd01::/64 via 2001:db8::1
 }
 
+e2e_standin_routes_del() {
+    ns_exec gwA ip route del 10.2.0.0/24 via 192.0.2.2
+    ns_exec gwA ip -6 route del fd02::/64 via 2001:db8::2
+    ns_exec gwB ip route del 10.1.0.0/24 via 192.0.2.1
+    ns_exec gwB ip -6 route del fd01::/64 via 2001:db8::1
+}
+
 start_bg() {  # start_bg NS LOG cmd...
     local n="$1" log="$2"; shift 2
     # `ip netns exec` execs cmd, so $! is cmd's own PID.
@@ -263,7 +284,11 @@ e2e_cleanup() {
     fi
     local left
     left="$(ip netns list 2>/dev/null | grep -F -- "$E2E_PREFIX" || true)"
-    [ -n "$left" ] && e2e_log "left behind: $left"
+    if [ -n "$left" ]; then
+        e2e_log "left behind: $left"
+    elif [ "$E2E_CLEANUP_REPORT" = 1 ]; then
+        e2e_log "cleanup: stopped ${#E2E_PIDS[@]} processes, removed ${#E2E_NAMESPACES[@]} namespaces (${E2E_PREFIX}*) and the work directory; nothing left"
+    fi
     return 0
 }
 

@@ -7,12 +7,16 @@ inside a namespace with `ip netns exec`. Subcommands:
   ping DST [--count N] [--interval S] [--timeout S]
       ICMP echo over a raw socket (needs root; stands in for ping(8), which
       this project's machines lack). Exit 0 only if every echo is answered.
-  recv --bind ADDR --port P --result FILE [--timeout S]
-      Accept one TCP connection, read to EOF, write {"bytes", "sha256"} as
-      JSON to FILE, then close. Prints "recv: listening" when ready.
-  send --to ADDR --port P --bytes N [--timeout S]
+  recv --bind ADDR --port P --result FILE [--timeout S] [--no-hash]
+      Accept one TCP connection, read to EOF, write {"bytes", "sha256",
+      "seconds"} as JSON to FILE, then close. Prints "recv: listening" when
+      ready. --no-hash: count only (sha256 null), for throughput runs.
+  send --to ADDR --port P (--bytes N | --seconds S) [--timeout S]
       Connect, send N pseudo-random bytes that start with MARKER, half-close,
-      wait for the receiver to close, print {"bytes", "sha256", "seconds"}.
+      wait for the receiver to close, print {"bytes", "sha256", "seconds",
+      "mbit_s"}. --seconds S instead: send for S seconds, repeating one
+      pseudo-random 256 KiB block (no hashing, so Python stays out of the
+      way of the measurement; sha256 null), then the same half-close.
   sniff --iface IF --out FILE --stop FILE
       AF_PACKET capture of every frame on IF (both directions) until FILE
       --stop exists; writes a JSON summary: ESP flows by (src, dst, spi),
@@ -108,17 +112,20 @@ def cmd_recv(a) -> int:
     print("recv: listening on %s:%d" % (a.bind, a.port), flush=True)
     conn, peer = srv.accept()
     conn.settimeout(a.timeout)
-    h = hashlib.sha256()
+    h = None if a.no_hash else hashlib.sha256()
     n = 0
     buf = bytearray(1 << 20)
     view = memoryview(buf)
+    t0 = time.monotonic()
     while True:
         k = conn.recv_into(buf)
         if k == 0:
             break
-        h.update(view[:k])
+        if h is not None:
+            h.update(view[:k])
         n += k
-    res = {"bytes": n, "sha256": h.hexdigest(), "peer": peer[0]}
+    res = {"bytes": n, "sha256": h.hexdigest() if h is not None else None,
+           "seconds": round(time.monotonic() - t0, 3), "peer": peer[0]}
     with open(a.result + ".tmp", "w") as f:
         json.dump(res, f)
     os.rename(a.result + ".tmp", a.result)
@@ -128,6 +135,8 @@ def cmd_recv(a) -> int:
 
 
 def cmd_send(a) -> int:
+    if a.seconds is not None:
+        return send_timed(a)
     rng = random.Random(a.seed)
     s = socket.create_connection((a.to, a.port), timeout=a.timeout)
     s.settimeout(a.timeout)
@@ -150,6 +159,28 @@ def cmd_send(a) -> int:
     print(json.dumps({"bytes": a.bytes, "sha256": h.hexdigest(),
                       "seconds": round(secs, 3),
                       "mbit_s": round(a.bytes * 8 / secs / 1e6, 1)}))
+    return 0
+
+
+def send_timed(a) -> int:
+    block = (MARKER + b"-") * 64
+    block += random.Random(a.seed).randbytes(256 * 1024 - len(block))
+    view = memoryview(block)
+    s = socket.create_connection((a.to, a.port), timeout=a.timeout)
+    s.settimeout(a.timeout)
+    sent = 0
+    t0 = time.monotonic()
+    end = t0 + a.seconds
+    while time.monotonic() < end:
+        s.sendall(view)
+        sent += len(view)
+    s.shutdown(socket.SHUT_WR)
+    while s.recv(4096):  # the receiver closes once it has read everything
+        pass
+    secs = time.monotonic() - t0
+    s.close()
+    print(json.dumps({"bytes": sent, "sha256": None, "seconds": round(secs, 3),
+                      "mbit_s": round(sent * 8 / secs / 1e6, 1)}))
     return 0
 
 
@@ -212,6 +243,13 @@ def cmd_sniff(a) -> int:
             spi = struct.unpack("!I", ip[ihl:ihl + 4])[0]
             key = "%s>%s spi=0x%x" % (src, dst, spi)
             esp[key] = esp.get(key, 0) + 1
+        elif (proto == 17 and len(ip) >= ihl + 16
+              and 4500 in struct.unpack("!HH", ip[ihl:ihl + 4])
+              and ip[ihl + 8:ihl + 12] != b"\0\0\0\0"):
+            # ESP in UDP (RFC 3948): the SPI follows the UDP header.
+            spi = struct.unpack("!I", ip[ihl + 8:ihl + 12])[0]
+            key = "%s>%s spi=0x%x udp" % (src, dst, spi)
+            esp[key] = esp.get(key, 0) + 1
         elif src.version == 6 and (src.is_link_local or src.is_unspecified
                                    or dst.is_link_local or
                                    (dst.is_multicast and (dst.packed[1] & 0x0F) <= 2)
@@ -267,10 +305,13 @@ def main() -> int:
     q.add_argument("--port", type=int, required=True)
     q.add_argument("--result", required=True)
     q.add_argument("--timeout", type=float, default=60.0)
+    q.add_argument("--no-hash", action="store_true")
     q = sub.add_parser("send")
     q.add_argument("--to", required=True)
     q.add_argument("--port", type=int, required=True)
-    q.add_argument("--bytes", type=int, required=True)
+    g = q.add_mutually_exclusive_group(required=True)
+    g.add_argument("--bytes", type=int)
+    g.add_argument("--seconds", type=float)
     q.add_argument("--seed", type=int, default=4301)
     q.add_argument("--timeout", type=float, default=30.0)
     q = sub.add_parser("sniff")

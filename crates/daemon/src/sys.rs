@@ -5,7 +5,7 @@
 
 use std::ffi::CString;
 use std::io;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -81,6 +81,99 @@ pub fn raw_receiver_v4(protocol: u8) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// A non-blocking UDP socket on 0.0.0.0:`port` that reports each
+/// datagram's destination address (IP_PKTINFO), for ESP in UDP (RFC 3948).
+pub fn udp_encap_socket_v4(port: u16) -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2) call.
+    let fd = check(unsafe {
+        libc::socket(
+            libc::AF_INET,
+            libc::SOCK_DGRAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    })?;
+    // SAFETY: `fd` was just returned by socket and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt reads one c_int from `on`.
+    check(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_PKTINFO,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })?;
+    let addr = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr { s_addr: 0 },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: `addr` is a sockaddr_in whose size is passed with it.
+    check(unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    })?;
+    Ok(fd)
+}
+
+/// One datagram from a [`udp_encap_socket_v4`]: its length, sender, and
+/// the local address it was sent to. `Ok(None)` when nothing is waiting.
+pub fn recv_udp_v4(
+    fd: RawFd,
+    buf: &mut [u8],
+) -> io::Result<Option<(usize, SocketAddrV4, Ipv4Addr)>> {
+    let mut from: libc::sockaddr_in = libc::sockaddr_in {
+        sin_family: 0,
+        sin_port: 0,
+        sin_addr: libc::in_addr { s_addr: 0 },
+        sin_zero: [0; 8],
+    };
+    // Room for one IP_PKTINFO control message, 8-byte aligned.
+    let mut control = [0u64; 8];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: an all-zero msghdr is a valid empty header; fields set below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = (&mut from as *mut libc::sockaddr_in).cast();
+    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    // SAFETY: every pointer in `msg` points into live locals sized as stated.
+    let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+    let Some(n) = would_block(n)? else {
+        return Ok(None);
+    };
+    let mut dst = Ipv4Addr::UNSPECIFIED;
+    // SAFETY: the CMSG macros walk the control buffer recvmsg filled, within
+    // `msg_controllen`; IP_PKTINFO data is a `struct in_pktinfo`.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::IPPROTO_IP && (*cmsg).cmsg_type == libc::IP_PKTINFO {
+                let info =
+                    std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::in_pktinfo);
+                dst = Ipv4Addr::from(info.ipi_addr.s_addr.to_ne_bytes());
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    let src = SocketAddrV4::new(
+        Ipv4Addr::from(from.sin_addr.s_addr.to_ne_bytes()),
+        u16::from_be(from.sin_port),
+    );
+    Ok(Some((n, src, dst)))
+}
+
 /// Ask for a receive buffer of `bytes` (SO_RCVBUFFORCE as root, which
 /// passes the rmem_max cap, else SO_RCVBUF). A raw socket whose buffer
 /// overflows makes the kernel answer with ICMP protocol-unreachable.
@@ -98,7 +191,9 @@ pub fn set_recv_buffer(fd: RawFd, bytes: usize) -> io::Result<()> {
             )
         })
     };
-    set(libc::SO_RCVBUFFORCE).or_else(|_| set(libc::SO_RCVBUF)).map(|_| ())
+    set(libc::SO_RCVBUFFORCE)
+        .or_else(|_| set(libc::SO_RCVBUF))
+        .map(|_| ())
 }
 
 /// A raw IPv4 socket that sends whole packets, header included (protocol

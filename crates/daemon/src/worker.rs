@@ -15,6 +15,9 @@ use flowsec_crypto::Provider;
 use flowsec_ipsec::buf::{DEFAULT_HEADROOM, DEFAULT_TAILROOM};
 use flowsec_ipsec::process::{self, Inbound};
 use flowsec_ipsec::{Action, Direction, DropCounters, DropReason, Flow, PacketBuf};
+use flowsec_wire::iana::IpProtocol;
+use flowsec_wire::ipv4::{self, Ipv4Packet, Ipv4Repr};
+use flowsec_wire::udp::{self, UdpPacket, UdpRepr};
 
 use crate::apply::{load_setkey, ConfigError, Databases};
 use crate::routes::Routes;
@@ -22,6 +25,8 @@ use crate::sys;
 
 /// Packets taken from one source before looking at the others.
 const BATCH: usize = 64;
+/// The UDP port of ESP in UDP (RFC 3948 §2.1; the IKE NAT-T port).
+const NAT_T_PORT: u16 = 4500;
 /// Receive buffer of the raw sockets: room for a burst of ~5000 MTU-sized
 /// packets while the worker is busy with the TUN side.
 const RECV_BUFFER: usize = 8 << 20;
@@ -103,6 +108,8 @@ struct Io {
     tun: OwnedFd,
     esp: OwnedFd,
     ah: OwnedFd,
+    /// UDP 4500, when an SA is UDP-encapsulated (RFC 3948).
+    udp: Option<OwnedFd>,
     send: OwnedFd,
 }
 
@@ -117,9 +124,20 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
             .map_err(|e| setup(&format!("TUN device {}", opts.tun), e))?,
         esp: sys::raw_receiver_v4(50).map_err(|e| setup("raw ESP socket", e))?,
         ah: sys::raw_receiver_v4(51).map_err(|e| setup("raw AH socket", e))?,
+        udp: match db.sad.iter().any(|sa| sa.encap().is_some()) {
+            true => {
+                Some(sys::udp_encap_socket_v4(NAT_T_PORT).map_err(|e| setup("UDP port 4500", e))?)
+            }
+            false => None,
+        },
         send: sys::raw_sender_v4().map_err(|e| setup("raw send socket", e))?,
     };
-    for (what, fd) in [("raw ESP socket", &io.esp), ("raw AH socket", &io.ah)] {
+    for (what, fd) in [
+        ("raw ESP socket", Some(&io.esp)),
+        ("raw AH socket", Some(&io.ah)),
+        ("UDP 4500", io.udp.as_ref()),
+    ] {
+        let Some(fd) = fd else { continue };
         sys::set_recv_buffer(fd.as_raw_fd(), RECV_BUFFER).map_err(|e| setup(what, e))?;
     }
     let routes = Routes::install(&opts.tun, opts.mtu, &db.spd).map_err(RunError::Setup)?;
@@ -141,8 +159,9 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         DEFAULT_HEADROOM + 65_536 + DEFAULT_TAILROOM,
         DEFAULT_HEADROOM,
     );
-    let fds = [io.tun.as_raw_fd(), io.esp.as_raw_fd(), io.ah.as_raw_fd()];
-    let mut ready = [false; 3];
+    let mut fds = vec![io.tun.as_raw_fd(), io.esp.as_raw_fd(), io.ah.as_raw_fd()];
+    fds.extend(io.udp.as_ref().map(|fd| fd.as_raw_fd()));
+    let mut ready = vec![false; fds.len()];
     while !shutdown.load(Ordering::SeqCst) {
         if let Err(e) = sys::poll_readable(&fds, POLL_MS, &mut ready) {
             drop(routes);
@@ -159,6 +178,11 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
                     inbound(&mut db, buf, &io, start.elapsed(), &mut stats)
                 });
             }
+        }
+        if let (Some(udp), Some(true)) = (&io.udp, ready.get(3)) {
+            drain_udp(udp.as_raw_fd(), &mut buf, |buf| {
+                inbound(&mut db, buf, &io, start.elapsed(), &mut stats)
+            });
         }
     }
     drop(routes);
@@ -179,6 +203,45 @@ fn drain(fd: i32, buf: &mut PacketBuf, mut f: impl FnMut(&mut PacketBuf)) {
             }
             _ => return,
         }
+    }
+}
+
+/// Like [`drain`] for the UDP encapsulation socket, which hands over only
+/// the UDP payload: the IPv4 and UDP headers the core expects are rebuilt
+/// in the headroom from the sender's and our address (the UDP checksum is
+/// zero, as RFC 3948 §2.1 allows over IPv4).
+fn drain_udp(fd: i32, buf: &mut PacketBuf, mut f: impl FnMut(&mut PacketBuf)) {
+    const HEADERS: usize = ipv4::HEADER_LEN + udp::HEADER_LEN;
+    for _ in 0..BATCH {
+        buf.reset(DEFAULT_HEADROOM);
+        let spare = buf.spare_mut();
+        let limit = (spare.len() - DEFAULT_TAILROOM).min(usize::from(u16::MAX) - HEADERS);
+        let Ok(Some((n, src, dst))) = sys::recv_udp_v4(fd, &mut spare[..limit]) else {
+            return;
+        };
+        // Cannot fail: n is at most the spare room, and the headroom holds 28 bytes.
+        let _ = buf.set_len(n);
+        let Ok(hdr) = buf.prepend(HEADERS) else {
+            return;
+        };
+        let (ip, rest) = hdr.split_at_mut(ipv4::HEADER_LEN);
+        let repr = Ipv4Repr {
+            src_addr: *src.ip(),
+            dst_addr: dst,
+            next_header: IpProtocol::UDP,
+            payload_len: udp::HEADER_LEN + n,
+            hop_limit: 64,
+            dscp_ecn: 0,
+            dont_frag: false,
+        };
+        repr.emit(&mut Ipv4Packet::new_unchecked(ip));
+        UdpRepr {
+            src_port: src.port(),
+            dst_port: NAT_T_PORT,
+            payload_len: n,
+        }
+        .emit(&mut UdpPacket::new_unchecked(rest));
+        f(buf);
     }
 }
 
