@@ -17,6 +17,8 @@
 #   FLOWSEC_E2E_WORKERS=N        pass --workers N to flowsec up
 #   FLOWSEC_E2E_KEEP=1           keep the work directory (logs, setkey files, capture)
 #   FLOWSEC_E2E_ENCAP=udp        ESP in UDP port 4500 (RFC 3948) instead of raw ESP
+#   FLOWSEC_E2E_SUITE=S          gcm (default) | cbc-sha1 | 3des-md5 | ah-esp
+#                                (AH HMAC-SHA1 over ESP AES-CBC) | ipcomp-esp
 #
 # Without root or ip netns it prints "SKIP: ..." and exits 0. Exit status 1
 # when any check fails; every check prints one PASS/FAIL/SKIP line.
@@ -41,6 +43,32 @@ case "$ENCAP" in
     *) echo "FAIL: FLOWSEC_E2E_ENCAP=$ENCAP (raw or udp)"; exit 1 ;;
 esac
 
+# What each SA does: the ESP algorithms (-E/-A, @K@ varied per SA), the
+# extra SAs of a bundle (@SRC@/@DST@/@SPI@ filled per direction) and the
+# policy's rules (@A@-@B@ the tunnel endpoints). FLOW_SPI_*: the SPIs of the
+# outermost header the transit capture must show.
+SUITE="${FLOWSEC_E2E_SUITE:-gcm}"
+EXTRA_SA=""; RULES="esp/tunnel/@A@-@B@/require"; FLOW_BASE=0x100
+case "$SUITE" in
+    gcm) ESP_ALGS="-E aes-gcm-16 0x@K@0102030405060708090a0b0c0d0e0f10111213" ;;
+    cbc-sha1) ESP_ALGS="-E aes-cbc 0x@K@0102030405060708090a0b0c0d0e0f -A hmac-sha1 0x@K@0102030405060708090a0b0c0d0e0f10111213" ;;
+    3des-md5) ESP_ALGS="-E 3des-cbc 0x@K@0102030405060708090a0b0c0d0e0f1011121314151617 -A hmac-md5 0x@K@0102030405060708090a0b0c0d0e0f" ;;
+    ah-esp)
+        ESP_ALGS="-E aes-cbc 0x@K@0102030405060708090a0b0c0d0e0f"
+        EXTRA_SA="add @SRC@ @DST@ ah @SPI@ -m tunnel -r 64 -A hmac-sha1 0x@K@0102030405060708090a0b0c0d0e0f10111213;"
+        RULES="esp/tunnel/@A@-@B@/require ah/tunnel/@A@-@B@/require"; FLOW_BASE=0x200 ;;
+    ipcomp-esp)
+        ESP_ALGS="-E aes-gcm-16 0x@K@0102030405060708090a0b0c0d0e0f10111213"
+        EXTRA_SA="add @SRC@ @DST@ ipcomp @SPI@ -m tunnel -C deflate;"
+        RULES="ipcomp/tunnel/@A@-@B@/use esp/tunnel/@A@-@B@/require" ;;
+    *) echo "FAIL: FLOWSEC_E2E_SUITE=$SUITE"; exit 1 ;;
+esac
+if [ "$SUITE" = ah-esp ] && [ "$ENCAP" = udp ]; then
+    echo "FAIL: AH cannot be UDP-encapsulated"; exit 1
+fi
+FLOW_SPI_A=$(printf '0x%x' $((FLOW_BASE * 16 + 1)))
+FLOW_SPI_B=$(printf '0x%x' $((FLOW_BASE * 16 + 2)))
+
 if [ "$STANDIN" = 1 ]; then
     echo "e2e gateway: stand-in mode (plain IP forwarding between the gateways, no flowsec)"
 else
@@ -58,21 +86,27 @@ T0=$SECONDS
 # ---------------------------------------------------------------- setkey files
 # Both gateways hold both SAs; the policies are mirror images.
 write_setkey() {  # write_setkey FILE LOCAL_NET REMOTE_NET LOCAL_GW REMOTE_GW
+    local sa_ab sa_ba extra_ab extra_ba rules_out rules_in
+    sa_ab="add $SA_A 0x1001 -m tunnel -r 64 ${ESP_ALGS//@K@/00};"
+    sa_ba="add $SA_B 0x1002 -m tunnel -r 64 ${ESP_ALGS//@K@/20};"
+    extra_ab=$(echo "$EXTRA_SA" | sed 's/@SRC@/192.0.2.1/; s/@DST@/192.0.2.2/; s/@SPI@/0x2001/; s/@K@/40/g')
+    extra_ba=$(echo "$EXTRA_SA" | sed 's/@SRC@/192.0.2.2/; s/@DST@/192.0.2.1/; s/@SPI@/0x2002/; s/@K@/60/g')
+    rules_out=$(echo "$RULES" | sed "s/@A@/$4/g; s/@B@/$5/g")
+    rules_in=$(echo "$RULES" | sed "s/@A@/$5/g; s/@B@/$4/g")
     cat >"$1" <<EOF
-# flowsec e2e gateway test ($(basename "$1"))
+# flowsec e2e gateway test ($(basename "$1")), suite $SUITE, encapsulation $ENCAP
 flush;
 spdflush;
 
-# A -> B
-add $SA_A 0x1001 -m tunnel -r 64
-    -E aes-gcm-16 0x000102030405060708090a0b0c0d0e0f10111213;
-# B -> A
-add $SA_B 0x1002 -m tunnel -r 64
-    -E aes-gcm-16 0x202122232425262728292a2b2c2d2e2f30313233;
+# A -> B, then B -> A
+$sa_ab
+$sa_ba
+$extra_ab
+$extra_ba
 
-spdadd $2 $3 any -P out ipsec esp/tunnel/$4-$5/require;
-spdadd $3 $2 any -P in  ipsec esp/tunnel/$5-$4/require;
-spdadd $3 $2 any -P fwd ipsec esp/tunnel/$5-$4/require;
+spdadd $2 $3 any -P out ipsec $rules_out;
+spdadd $3 $2 any -P in  ipsec $rules_in;
+spdadd $3 $2 any -P fwd ipsec $rules_in;
 EOF
 }
 write_setkey "$W/gwA.setkey" 10.1.0.0/24 10.2.0.0/24 192.0.2.1 192.0.2.2
@@ -201,7 +235,7 @@ stop_bg "$SNIFF_PID" 1
 
 capture_check() {  # capture_check MODE: esp | plaintext (the stand-in's sniffer self-test)
     [ -f "$W/capture.json" ] || { echo "    no capture summary"; return 1; }
-    python3 - "$W/capture.json" "$1" "$FLOW_SUFFIX" <<'EOF'
+    python3 - "$W/capture.json" "$1" "$FLOW_SUFFIX" "$FLOW_SPI_A" "$FLOW_SPI_B" <<'EOF'
 import json, sys
 c, mode = json.load(open(sys.argv[1])), sys.argv[2]
 print("    %d frames on gwA eth1 (kernel: %d, dropped %d); ESP: %s" % (
@@ -214,8 +248,8 @@ if c["kernel_drops"]:
     print("    warning: the sniffer dropped packets; a leak could hide among them")
 if mode == "plaintext":
     sys.exit(0 if c["leaks"] > 0 and not c["esp"] else 1)
-suffix = sys.argv[3]
-want = {"192.0.2.1>192.0.2.2 spi=0x1001" + suffix, "192.0.2.2>192.0.2.1 spi=0x1002" + suffix}
+suffix, spi_a, spi_b = sys.argv[3], sys.argv[4], sys.argv[5]
+want = {"192.0.2.1>192.0.2.2 spi=%s%s" % (spi_a, suffix), "192.0.2.2>192.0.2.1 spi=%s%s" % (spi_b, suffix)}
 bad = []
 if set(c["esp"]) != want:
     bad.append("ESP flows %s, want exactly %s" % (sorted(c["esp"]), sorted(want)))
@@ -233,7 +267,7 @@ if [ "$STANDIN" = 1 ]; then
     skip "transit capture shows only ESP (stand-in mode)"
     check "harness: the transit sniffer sees the stand-in's plaintext" capture_check plaintext
 else
-    check "transit capture: only ESP${FLOW_SUFFIX:+ in UDP 4500} 192.0.2.1<->192.0.2.2 (SPI 0x1001/0x1002), no plaintext" \
+    check "transit capture: only $SUITE ${FLOW_SUFFIX:+in UDP 4500 }192.0.2.1<->192.0.2.2 (SPI $FLOW_SPI_A/$FLOW_SPI_B), no plaintext" \
         capture_check esp
 fi
 

@@ -243,6 +243,11 @@ def cmd_sniff(a) -> int:
             spi = struct.unpack("!I", ip[ihl:ihl + 4])[0]
             key = "%s>%s spi=0x%x" % (src, dst, spi)
             esp[key] = esp.get(key, 0) + 1
+        elif proto == 51 and len(ip) >= ihl + 8:
+            # AH (RFC 4302): the SPI follows next header, length, reserved.
+            spi = struct.unpack("!I", ip[ihl + 4:ihl + 8])[0]
+            key = "%s>%s spi=0x%x" % (src, dst, spi)
+            esp[key] = esp.get(key, 0) + 1
         elif (proto == 17 and len(ip) >= ihl + 16
               and 4500 in struct.unpack("!HH", ip[ihl:ihl + 4])
               and ip[ihl + 8:ihl + 12] != b"\0\0\0\0"):
