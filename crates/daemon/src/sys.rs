@@ -5,7 +5,7 @@
 
 use std::ffi::CString;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -194,6 +194,114 @@ pub fn set_recv_buffer(fd: RawFd, bytes: usize) -> io::Result<()> {
     set(libc::SO_RCVBUFFORCE)
         .or_else(|_| set(libc::SO_RCVBUF))
         .map(|_| ())
+}
+
+/// A non-blocking raw IPv6 socket receiving next header `protocol` (50,
+/// 51), reporting each packet's destination (IPV6_RECVPKTINFO). Reads
+/// return what follows the IPv6 header: the kernel keeps the header.
+pub fn raw_receiver_v6(protocol: u8) -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2) call.
+    let fd = check(unsafe {
+        libc::socket(
+            libc::AF_INET6,
+            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            libc::c_int::from(protocol),
+        )
+    })?;
+    // SAFETY: `fd` was just returned by socket and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt reads one c_int from `on`.
+    check(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_IPV6,
+            libc::IPV6_RECVPKTINFO,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })?;
+    Ok(fd)
+}
+
+/// One packet from a [`raw_receiver_v6`]: its length, source and
+/// destination. `Ok(None)` when nothing is waiting.
+pub fn recv_raw_v6(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<(usize, Ipv6Addr, Ipv6Addr)>> {
+    // SAFETY: an all-zero sockaddr_in6 is valid (family AF_UNSPEC).
+    let mut from: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+    let mut control = [0u64; 8];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: an all-zero msghdr is a valid empty header; fields set below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = (&mut from as *mut libc::sockaddr_in6).cast();
+    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    // SAFETY: every pointer in `msg` points into live locals sized as stated.
+    let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+    let Some(n) = would_block(n)? else {
+        return Ok(None);
+    };
+    let mut dst = Ipv6Addr::UNSPECIFIED;
+    // SAFETY: the CMSG macros walk the control buffer recvmsg filled, within
+    // `msg_controllen`; IPV6_PKTINFO data is a `struct in6_pktinfo`.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::IPPROTO_IPV6 && (*cmsg).cmsg_type == libc::IPV6_PKTINFO {
+                let info =
+                    std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::in6_pktinfo);
+                dst = Ipv6Addr::from(info.ipi6_addr.s6_addr);
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    Ok(Some((n, Ipv6Addr::from(from.sin6_addr.s6_addr), dst)))
+}
+
+/// A raw IPv6 socket that sends whole packets, header included
+/// (IPPROTO_RAW implies IPV6_HDRINCL on Linux).
+pub fn raw_sender_v6() -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2) call.
+    let fd = check(unsafe {
+        libc::socket(
+            libc::AF_INET6,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            libc::IPPROTO_RAW,
+        )
+    })?;
+    // SAFETY: `fd` was just returned by socket and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// sendto(2) of a whole IPv6 packet to `dst`.
+pub fn send_v6(fd: RawFd, packet: &[u8], dst: Ipv6Addr) -> io::Result<usize> {
+    // SAFETY: an all-zero sockaddr_in6 is valid; family and address set below.
+    let mut addr: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+    addr.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+    addr.sin6_addr.s6_addr = dst.octets();
+    // SAFETY: `packet` is valid for its length; `addr` is a sockaddr_in6
+    // whose size is passed with it.
+    let n = unsafe {
+        libc::sendto(
+            fd,
+            packet.as_ptr().cast(),
+            packet.len(),
+            0,
+            (&addr as *const libc::sockaddr_in6).cast(),
+            std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
 }
 
 /// A raw IPv4 socket that sends whole packets, header included (protocol

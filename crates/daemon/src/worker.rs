@@ -5,7 +5,6 @@
 //! One worker, draining up to [`BATCH`] packets per source per wake-up.
 
 use core::fmt;
-use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -16,7 +15,9 @@ use flowsec_ipsec::buf::{DEFAULT_HEADROOM, DEFAULT_TAILROOM};
 use flowsec_ipsec::process::{self, Inbound};
 use flowsec_ipsec::{Action, Direction, DropCounters, DropReason, Flow, PacketBuf};
 use flowsec_wire::iana::IpProtocol;
+use flowsec_wire::ip::IpVersion;
 use flowsec_wire::ipv4::{self, Ipv4Packet, Ipv4Repr};
+use flowsec_wire::ipv6::{self, Ipv6Packet, Ipv6Repr};
 use flowsec_wire::udp::{self, UdpPacket, UdpRepr};
 
 use crate::apply::{load_setkey, ConfigError, Databases};
@@ -56,7 +57,7 @@ pub struct Stats {
     /// Packets from the TUN device that a BYPASS policy covers (they
     /// should not have been routed into it).
     pub bypass_on_tun: u64,
-    /// Outbound packets whose outer header is not IPv4 (not supported yet).
+    /// Outbound packets whose outer family this host cannot send.
     pub unsupported_outer: u64,
     /// Send or TUN-write errors.
     pub io_errors: u64,
@@ -104,13 +105,60 @@ impl fmt::Display for RunError {
 
 impl std::error::Error for RunError {}
 
+/// The descriptors of one worker.
 struct Io {
     tun: OwnedFd,
-    esp: OwnedFd,
-    ah: OwnedFd,
+    /// Raw receivers: (socket, IP version, protocol).
+    raw: Vec<(OwnedFd, IpVersion, u8)>,
     /// UDP 4500, when an SA is UDP-encapsulated (RFC 3948).
     udp: Option<OwnedFd>,
-    send: OwnedFd,
+    send4: OwnedFd,
+    /// `None` where the host has no IPv6.
+    send6: Option<OwnedFd>,
+}
+
+impl Io {
+    fn open(opts: &Options, db: &Databases) -> Result<Io, RunError> {
+        let setup = |what: &str, e: std::io::Error| RunError::Setup(format!("{what}: {e}"));
+        let mut raw = Vec::new();
+        for protocol in [IpProtocol::ESP.0, IpProtocol::AH.0] {
+            let fd = sys::raw_receiver_v4(protocol).map_err(|e| setup("raw IPv4 socket", e))?;
+            raw.push((fd, IpVersion::V4, protocol));
+        }
+        // IPv6 is optional: a host without it runs IPv4 only.
+        let send6 = match sys::raw_sender_v6() {
+            Ok(fd) => {
+                for protocol in [IpProtocol::ESP.0, IpProtocol::AH.0] {
+                    let fd =
+                        sys::raw_receiver_v6(protocol).map_err(|e| setup("raw IPv6 socket", e))?;
+                    raw.push((fd, IpVersion::V6, protocol));
+                }
+                Some(fd)
+            }
+            Err(e) => {
+                eprintln!("flowsec: warning: no IPv6 ({e}): IPv4 outer headers only");
+                None
+            }
+        };
+        let udp = match db.sad.iter().any(|sa| sa.encap().is_some()) {
+            true => {
+                Some(sys::udp_encap_socket_v4(NAT_T_PORT).map_err(|e| setup("UDP port 4500", e))?)
+            }
+            false => None,
+        };
+        for fd in raw.iter().map(|(fd, _, _)| fd).chain(udp.as_ref()) {
+            sys::set_recv_buffer(fd.as_raw_fd(), RECV_BUFFER)
+                .map_err(|e| setup("receive buffer", e))?;
+        }
+        Ok(Io {
+            tun: sys::open_tun(&opts.tun, false)
+                .map_err(|e| setup(&format!("TUN device {}", opts.tun), e))?,
+            raw,
+            udp,
+            send4: sys::raw_sender_v4().map_err(|e| setup("raw send socket", e))?,
+            send6,
+        })
+    }
 }
 
 /// Run until SIGINT or SIGTERM; returns the counters.
@@ -118,28 +166,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let start = Instant::now();
     let provider = Provider::fastest();
     let mut db = load_setkey(&opts.setkey, &provider, Duration::ZERO).map_err(RunError::Config)?;
-    let setup = |what: &str, e: std::io::Error| RunError::Setup(format!("{what}: {e}"));
-    let io = Io {
-        tun: sys::open_tun(&opts.tun, false)
-            .map_err(|e| setup(&format!("TUN device {}", opts.tun), e))?,
-        esp: sys::raw_receiver_v4(50).map_err(|e| setup("raw ESP socket", e))?,
-        ah: sys::raw_receiver_v4(51).map_err(|e| setup("raw AH socket", e))?,
-        udp: match db.sad.iter().any(|sa| sa.encap().is_some()) {
-            true => {
-                Some(sys::udp_encap_socket_v4(NAT_T_PORT).map_err(|e| setup("UDP port 4500", e))?)
-            }
-            false => None,
-        },
-        send: sys::raw_sender_v4().map_err(|e| setup("raw send socket", e))?,
-    };
-    for (what, fd) in [
-        ("raw ESP socket", Some(&io.esp)),
-        ("raw AH socket", Some(&io.ah)),
-        ("UDP 4500", io.udp.as_ref()),
-    ] {
-        let Some(fd) = fd else { continue };
-        sys::set_recv_buffer(fd.as_raw_fd(), RECV_BUFFER).map_err(|e| setup(what, e))?;
-    }
+    let io = Io::open(opts, &db)?;
     let routes = Routes::install(&opts.tun, opts.mtu, &db.spd).map_err(RunError::Setup)?;
     let shutdown = sys::catch_shutdown_signals();
     let routed: Vec<String> = routes.prefixes().iter().map(|p| p.to_string()).collect();
@@ -159,7 +186,9 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         DEFAULT_HEADROOM + 65_536 + DEFAULT_TAILROOM,
         DEFAULT_HEADROOM,
     );
-    let mut fds = vec![io.tun.as_raw_fd(), io.esp.as_raw_fd(), io.ah.as_raw_fd()];
+    // Poll order: the TUN, the raw receivers, then UDP 4500.
+    let mut fds = vec![io.tun.as_raw_fd()];
+    fds.extend(io.raw.iter().map(|(fd, _, _)| fd.as_raw_fd()));
     fds.extend(io.udp.as_ref().map(|fd| fd.as_raw_fd()));
     let mut ready = vec![false; fds.len()];
     while !shutdown.load(Ordering::SeqCst) {
@@ -167,26 +196,64 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
             drop(routes);
             return Err(RunError::Setup(format!("poll: {e}")));
         }
+        let mut inbound =
+            |buf: &mut PacketBuf| inbound(&mut db, buf, &io, start.elapsed(), &mut stats);
+        for (k, (fd, version, protocol)) in io.raw.iter().enumerate() {
+            if ready[1 + k] {
+                drain_raw(fd.as_raw_fd(), *version, *protocol, &mut buf, &mut inbound);
+            }
+        }
+        if let (Some(udp), Some(true)) = (&io.udp, ready.get(1 + io.raw.len())) {
+            drain_udp(udp.as_raw_fd(), &mut buf, &mut inbound);
+        }
         if ready[0] {
             drain(io.tun.as_raw_fd(), &mut buf, |buf| {
                 outbound(&mut db, buf, &io, start.elapsed(), &mut stats)
             });
         }
-        for (i, fd) in [(1, &io.esp), (2, &io.ah)] {
-            if ready[i] {
-                drain(fd.as_raw_fd(), &mut buf, |buf| {
-                    inbound(&mut db, buf, &io, start.elapsed(), &mut stats)
-                });
-            }
-        }
-        if let (Some(udp), Some(true)) = (&io.udp, ready.get(3)) {
-            drain_udp(udp.as_raw_fd(), &mut buf, |buf| {
-                inbound(&mut db, buf, &io, start.elapsed(), &mut stats)
-            });
-        }
     }
     drop(routes);
     Ok(stats)
+}
+
+/// Like [`drain`] for a raw receiver. IPv4 raw sockets hand over the whole
+/// packet; IPv6 ones only what follows the header, which is rebuilt in the
+/// headroom from the source and PKTINFO destination (extension headers the
+/// packet had are not seen, and AH over them cannot verify: not supported).
+fn drain_raw(
+    fd: i32,
+    version: IpVersion,
+    protocol: u8,
+    buf: &mut PacketBuf,
+    f: &mut impl FnMut(&mut PacketBuf),
+) {
+    if version == IpVersion::V4 {
+        return drain(fd, buf, f);
+    }
+    for _ in 0..BATCH {
+        buf.reset(DEFAULT_HEADROOM);
+        let spare = buf.spare_mut();
+        let limit = (spare.len() - DEFAULT_TAILROOM).min(usize::from(u16::MAX));
+        let Ok(Some((n, src, dst))) = sys::recv_raw_v6(fd, &mut spare[..limit]) else {
+            return;
+        };
+        // Cannot fail: n is at most the spare room, and the headroom holds 40 bytes.
+        let _ = buf.set_len(n);
+        let Ok(hdr) = buf.prepend(ipv6::HEADER_LEN) else {
+            return;
+        };
+        let repr = Ipv6Repr {
+            src_addr: src,
+            dst_addr: dst,
+            next_header: IpProtocol(protocol),
+            payload_len: n,
+            hop_limit: 64,
+            traffic_class: 0,
+            flow_label: 0,
+        };
+        repr.emit(&mut Ipv6Packet::new_unchecked(hdr));
+        f(buf);
+    }
 }
 
 /// Read up to [`BATCH`] packets from `fd` into `buf`, handing each to `f`.
@@ -210,7 +277,7 @@ fn drain(fd: i32, buf: &mut PacketBuf, mut f: impl FnMut(&mut PacketBuf)) {
 /// the UDP payload: the IPv4 and UDP headers the core expects are rebuilt
 /// in the headroom from the sender's and our address (the UDP checksum is
 /// zero, as RFC 3948 §2.1 allows over IPv4).
-fn drain_udp(fd: i32, buf: &mut PacketBuf, mut f: impl FnMut(&mut PacketBuf)) {
+fn drain_udp(fd: i32, buf: &mut PacketBuf, f: &mut impl FnMut(&mut PacketBuf)) {
     const HEADERS: usize = ipv4::HEADER_LEN + udp::HEADER_LEN;
     for _ in 0..BATCH {
         buf.reset(DEFAULT_HEADROOM);
@@ -268,12 +335,21 @@ fn outbound(db: &mut Databases, buf: &mut PacketBuf, io: &Io, now: Duration, sta
         return stats.drops.count(reason);
     }
     let packet = buf.as_slice();
-    if packet.first().map(|b| b >> 4) != Some(4) {
-        stats.unsupported_outer += 1;
-        return;
-    }
-    let dst = Ipv4Addr::new(packet[16], packet[17], packet[18], packet[19]);
-    match sys::send_v4(io.send.as_raw_fd(), packet, dst) {
+    let sent = match (packet.first().map(|b| b >> 4), &io.send6) {
+        (Some(4), _) => {
+            let dst = Ipv4Packet::new_unchecked(packet).dst_addr();
+            sys::send_v4(io.send4.as_raw_fd(), packet, dst)
+        }
+        (Some(6), Some(send6)) => {
+            let dst = Ipv6Packet::new_unchecked(packet).dst_addr();
+            sys::send_v6(send6.as_raw_fd(), packet, dst)
+        }
+        _ => {
+            stats.unsupported_outer += 1;
+            return;
+        }
+    };
+    match sent {
         Ok(_) => stats.sent += 1,
         Err(_) => stats.io_errors += 1,
     }
