@@ -17,6 +17,8 @@
 #   FLOWSEC_E2E_WORKERS=N        pass --workers N to flowsec up
 #   FLOWSEC_E2E_KEEP=1           keep the work directory (logs, setkey files, capture)
 #   FLOWSEC_E2E_ENCAP=udp        ESP in UDP port 4500 (RFC 3948) instead of raw ESP
+#   FLOWSEC_E2E_OUTER=v6         the gateways talk over IPv6 (2001:db8::1/2):
+#                                IPv4 in IPv6 and IPv6 in IPv6
 #   FLOWSEC_E2E_SUITE=S          gcm (default) | cbc-sha1 | 3des-md5 | ah-esp
 #                                (AH HMAC-SHA1 over ESP AES-CBC) | ipcomp-esp
 #
@@ -36,12 +38,21 @@ TRANSFER_TIMEOUT="${FLOWSEC_E2E_TRANSFER_TIMEOUT:-30}"
 UP_TIMEOUT="${FLOWSEC_E2E_UP_TIMEOUT:-10}"
 TUN=fsec0
 ENCAP="${FLOWSEC_E2E_ENCAP:-raw}"
+OUTER="${FLOWSEC_E2E_OUTER:-v4}"
+case "$OUTER" in
+    v4) GW_A=192.0.2.1; GW_B=192.0.2.2 ;;
+    v6) GW_A=2001:db8::1; GW_B=2001:db8::2 ;;
+    *) echo "FAIL: FLOWSEC_E2E_OUTER=$OUTER (v4 or v6)"; exit 1 ;;
+esac
 case "$ENCAP" in
-    raw) SA_A="192.0.2.1 192.0.2.2 esp"; SA_B="192.0.2.2 192.0.2.1 esp"; FLOW_SUFFIX="" ;;
-    udp) SA_A="192.0.2.1[4500] 192.0.2.2[4500] esp-udp"; SA_B="192.0.2.2[4500] 192.0.2.1[4500] esp-udp"
+    raw) SA_A="$GW_A $GW_B esp"; SA_B="$GW_B $GW_A esp"; FLOW_SUFFIX="" ;;
+    udp) SA_A="$GW_A[4500] $GW_B[4500] esp-udp"; SA_B="$GW_B[4500] $GW_A[4500] esp-udp"
          FLOW_SUFFIX=" udp" ;;
     *) echo "FAIL: FLOWSEC_E2E_ENCAP=$ENCAP (raw or udp)"; exit 1 ;;
 esac
+if [ "$OUTER" = v6 ] && [ "$ENCAP" = udp ]; then
+    echo "FAIL: UDP encapsulation over IPv6 is not implemented yet"; exit 1
+fi
 
 # What each SA does: the ESP algorithms (-E/-A, @K@ varied per SA), the
 # extra SAs of a bundle (@SRC@/@DST@/@SPI@ filled per direction) and the
@@ -85,12 +96,12 @@ T0=$SECONDS
 
 # ---------------------------------------------------------------- setkey files
 # Both gateways hold both SAs; the policies are mirror images.
-write_setkey() {  # write_setkey FILE LOCAL_NET REMOTE_NET LOCAL_GW REMOTE_GW
+write_setkey() {  # write_setkey FILE LOCAL_NET REMOTE_NET LOCAL_GW REMOTE_GW LOCAL_NET6 REMOTE_NET6
     local sa_ab sa_ba extra_ab extra_ba rules_out rules_in
     sa_ab="add $SA_A 0x1001 -m tunnel -r 64 ${ESP_ALGS//@K@/00};"
     sa_ba="add $SA_B 0x1002 -m tunnel -r 64 ${ESP_ALGS//@K@/20};"
-    extra_ab=$(echo "$EXTRA_SA" | sed 's/@SRC@/192.0.2.1/; s/@DST@/192.0.2.2/; s/@SPI@/0x2001/; s/@K@/40/g')
-    extra_ba=$(echo "$EXTRA_SA" | sed 's/@SRC@/192.0.2.2/; s/@DST@/192.0.2.1/; s/@SPI@/0x2002/; s/@K@/60/g')
+    extra_ab=$(echo "$EXTRA_SA" | sed "s/@SRC@/$GW_A/; s/@DST@/$GW_B/; s/@SPI@/0x2001/; s/@K@/40/g")
+    extra_ba=$(echo "$EXTRA_SA" | sed "s/@SRC@/$GW_B/; s/@DST@/$GW_A/; s/@SPI@/0x2002/; s/@K@/60/g")
     rules_out=$(echo "$RULES" | sed "s/@A@/$4/g; s/@B@/$5/g")
     rules_in=$(echo "$RULES" | sed "s/@A@/$5/g; s/@B@/$4/g")
     cat >"$1" <<EOF
@@ -104,13 +115,17 @@ $sa_ba
 $extra_ab
 $extra_ba
 
+# IPv4 and IPv6 sites, both through the one tunnel.
 spdadd $2 $3 any -P out ipsec $rules_out;
 spdadd $3 $2 any -P in  ipsec $rules_in;
 spdadd $3 $2 any -P fwd ipsec $rules_in;
+spdadd $6 $7 any -P out ipsec $rules_out;
+spdadd $7 $6 any -P in  ipsec $rules_in;
+spdadd $7 $6 any -P fwd ipsec $rules_in;
 EOF
 }
-write_setkey "$W/gwA.setkey" 10.1.0.0/24 10.2.0.0/24 192.0.2.1 192.0.2.2
-write_setkey "$W/gwB.setkey" 10.2.0.0/24 10.1.0.0/24 192.0.2.2 192.0.2.1
+write_setkey "$W/gwA.setkey" 10.1.0.0/24 10.2.0.0/24 "$GW_A" "$GW_B" fd01::/64 fd02::/64
+write_setkey "$W/gwB.setkey" 10.2.0.0/24 10.1.0.0/24 "$GW_B" "$GW_A" fd02::/64 fd01::/64
 
 setkey_files_parse() {
     "$FLOWSEC" setkey -n -f "$W/gwA.setkey" >"$W/setkey-check.log" 2>&1 &&
@@ -183,9 +198,7 @@ ping_ab() {  # ping_ab DST
     sed 's/^/    /' "$log" | tail -n 1
 }
 check "ping hostA -> hostB (10.2.0.2, 3 echoes)" ping_ab 10.2.0.2
-if [ "$STANDIN" = 1 ]; then
-    check "ping hostA -> hostB over IPv6 (fd02::2; topology only)" ping_ab fd02::2
-fi
+check "ping hostA -> hostB over IPv6 (fd02::2, 3 echoes)" ping_ab fd02::2
 
 # -------------------------------------------------------- (b) TCP transfer
 tcp_transfer() {
@@ -235,7 +248,7 @@ stop_bg "$SNIFF_PID" 1
 
 capture_check() {  # capture_check MODE: esp | plaintext (the stand-in's sniffer self-test)
     [ -f "$W/capture.json" ] || { echo "    no capture summary"; return 1; }
-    python3 - "$W/capture.json" "$1" "$FLOW_SUFFIX" "$FLOW_SPI_A" "$FLOW_SPI_B" <<'EOF'
+    python3 - "$W/capture.json" "$1" "$FLOW_SUFFIX" "$FLOW_SPI_A" "$FLOW_SPI_B" "$GW_A" "$GW_B" <<'EOF'
 import json, sys
 c, mode = json.load(open(sys.argv[1])), sys.argv[2]
 print("    %d frames on gwA eth1 (kernel: %d, dropped %d); ESP: %s" % (
@@ -249,7 +262,8 @@ if c["kernel_drops"]:
 if mode == "plaintext":
     sys.exit(0 if c["leaks"] > 0 and not c["esp"] else 1)
 suffix, spi_a, spi_b = sys.argv[3], sys.argv[4], sys.argv[5]
-want = {"192.0.2.1>192.0.2.2 spi=%s%s" % (spi_a, suffix), "192.0.2.2>192.0.2.1 spi=%s%s" % (spi_b, suffix)}
+gw_a, gw_b = sys.argv[6], sys.argv[7]
+want = {"%s>%s spi=%s%s" % (gw_a, gw_b, spi_a, suffix), "%s>%s spi=%s%s" % (gw_b, gw_a, spi_b, suffix)}
 bad = []
 if set(c["esp"]) != want:
     bad.append("ESP flows %s, want exactly %s" % (sorted(c["esp"]), sorted(want)))
@@ -267,7 +281,7 @@ if [ "$STANDIN" = 1 ]; then
     skip "transit capture shows only ESP (stand-in mode)"
     check "harness: the transit sniffer sees the stand-in's plaintext" capture_check plaintext
 else
-    check "transit capture: only $SUITE ${FLOW_SUFFIX:+in UDP 4500 }192.0.2.1<->192.0.2.2 (SPI $FLOW_SPI_A/$FLOW_SPI_B), no plaintext" \
+    check "transit capture: only $SUITE ${FLOW_SUFFIX:+in UDP 4500 }$GW_A<->$GW_B (SPI $FLOW_SPI_A/$FLOW_SPI_B), no plaintext" \
         capture_check esp
 fi
 
