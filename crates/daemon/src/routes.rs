@@ -1,69 +1,111 @@
 //! Routes that send protected traffic into the TUN device, installed with
 //! iproute2 and removed on shutdown (and on drop, should the worker fail).
+//!
+//! Tunnel mode: the remote selector is routed into the TUN in the main
+//! table; the peer gateway itself is not, so flowsec's ESP reaches it.
+//!
+//! Transport mode: the peer's own address must go into the TUN for the
+//! host's traffic, yet flowsec's ESP to that same address must not. As
+//! wg-quick does, the routes go into a table of their own consulted only by
+//! packets *without* flowsec's firewall mark, and flowsec's sockets carry
+//! the mark ([`BYPASS_MARK`]).
 
+use std::net::IpAddr;
 use std::process::Command;
 
 use flowsec_ipsec::spd::{Action, Direction, IpPrefix, Spd};
 use flowsec_ipsec::Mode;
 
+/// The firewall mark of flowsec's own packets (SO_MARK).
+pub const BYPASS_MARK: u32 = 0xf5ec;
+/// The routing table of transport-mode routes.
+pub const TABLE: u32 = 0xf5ec;
+/// Priority of the rule that sends unmarked packets to [`TABLE`]: before
+/// the main table (32766).
+const RULE_PREF: u32 = 10_000;
+
 /// Routes this daemon added, removed when dropped.
 pub struct Routes {
     dev: String,
-    added: Vec<IpPrefix>,
+    main: Vec<IpPrefix>,
+    table: Vec<IpPrefix>,
+    /// `-4` and/or `-6`: families for which the rule was added.
+    rules: Vec<&'static str>,
 }
 
 impl Routes {
     /// Bring `dev` up with `mtu`, and route the destination of every
-    /// outbound tunnel-mode PROTECT policy through it.
+    /// outbound PROTECT policy through it.
     pub fn install(dev: &str, mtu: u16, spd: &Spd) -> Result<Routes, String> {
         ip(&["link", "set", "dev", dev, "mtu", &mtu.to_string(), "up"])?;
-        let mut routes = Routes {
-            dev: dev.to_string(),
-            added: Vec::new(),
-        };
+        let mut routes = Routes { dev: dev.to_string(), main: Vec::new(), table: Vec::new(), rules: Vec::new() };
         for p in spd.iter().filter(|p| p.direction == Direction::Out) {
-            let Action::Protect(templates) = &p.action else {
-                continue;
-            };
-            if !templates.iter().any(|t| t.mode == Mode::Tunnel)
-                || routes.added.contains(&p.selector.dst)
-            {
+            let Action::Protect(templates) = &p.action else { continue };
+            let dst = p.selector.dst;
+            if templates.iter().any(|t| t.mode == Mode::Tunnel) {
+                if !routes.main.contains(&dst) {
+                    ip(&["route", "replace", &dst.to_string(), "dev", dev])?;
+                    routes.main.push(dst);
+                }
                 continue;
             }
-            let prefix = p.selector.dst.to_string();
-            ip(&["route", "replace", &prefix, "dev", dev])?;
-            routes.added.push(p.selector.dst);
+            if routes.table.contains(&dst) {
+                continue;
+            }
+            let family = if dst.addr().is_ipv4() { "-4" } else { "-6" };
+            if !routes.rules.contains(&family) {
+                let (mark, table, pref) = (BYPASS_MARK.to_string(), TABLE.to_string(), RULE_PREF.to_string());
+                ip(&[family, "rule", "add", "not", "fwmark", &mark, "table", &table, "pref", &pref])?;
+                routes.rules.push(family);
+            }
+            let (dst_s, table) = (dst.to_string(), TABLE.to_string());
+            let mut args = vec!["route", "replace", &dst_s, "dev", dev, "table", &table];
+            // A host selector names the address the host's traffic must
+            // come from (the TUN itself has none).
+            let src = host(&p.selector.src).map(|a| a.to_string());
+            if let Some(src) = &src {
+                args.extend(["src", src.as_str()]);
+            }
+            ip(&args)?;
+            routes.table.push(dst);
         }
         Ok(routes)
     }
 
     /// Prefixes routed into the device.
-    pub fn prefixes(&self) -> &[IpPrefix] {
-        &self.added
+    pub fn prefixes(&self) -> impl Iterator<Item = &IpPrefix> {
+        self.main.iter().chain(&self.table)
     }
+}
+
+fn host(prefix: &IpPrefix) -> Option<IpAddr> {
+    let full = if prefix.addr().is_ipv4() { 32 } else { 128 };
+    (prefix.prefix_len() == full).then(|| prefix.addr())
 }
 
 impl Drop for Routes {
     fn drop(&mut self) {
-        for prefix in self.added.drain(..) {
-            // The device may already be gone, taking its routes with it.
+        // The device may already be gone, taking its routes with it: errors
+        // here are expected and ignored.
+        for prefix in self.main.drain(..) {
             let _ = ip(&["route", "del", &prefix.to_string(), "dev", &self.dev]);
+        }
+        let table = TABLE.to_string();
+        for prefix in self.table.drain(..) {
+            let _ = ip(&["route", "del", &prefix.to_string(), "dev", &self.dev, "table", &table]);
+        }
+        let (mark, pref) = (BYPASS_MARK.to_string(), RULE_PREF.to_string());
+        for family in self.rules.drain(..) {
+            let _ = ip(&[family, "rule", "del", "not", "fwmark", &mark, "table", &table, "pref", &pref]);
         }
     }
 }
 
 fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("ip {}: {e}", args.join(" ")))?;
+    let out = Command::new("ip").args(args).output().map_err(|e| format!("ip {}: {e}", args.join(" ")))?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
+        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
     }
 }

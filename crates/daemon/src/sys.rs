@@ -174,6 +174,22 @@ pub fn recv_udp_v4(
     Ok(Some((n, src, dst)))
 }
 
+/// Set the firewall mark of everything `fd` sends (SO_MARK; needs
+/// CAP_NET_ADMIN), so that policy routing can tell flowsec's own packets.
+pub fn set_mark(fd: RawFd, mark: u32) -> io::Result<()> {
+    // SAFETY: setsockopt reads `size_of::<u32>()` bytes from `mark`.
+    check(unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_MARK,
+            (&mark as *const u32).cast(),
+            std::mem::size_of::<u32>() as libc::socklen_t,
+        )
+    })
+    .map(|_| ())
+}
+
 /// Ask for a receive buffer of `bytes` (SO_RCVBUFFORCE as root, which
 /// passes the rmem_max cap, else SO_RCVBUF). A raw socket whose buffer
 /// overflows makes the kernel answer with ICMP protocol-unreachable.

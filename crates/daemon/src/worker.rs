@@ -21,7 +21,7 @@ use flowsec_wire::ipv6::{self, Ipv6Packet, Ipv6Repr};
 use flowsec_wire::udp::{self, UdpPacket, UdpRepr};
 
 use crate::apply::{load_setkey, ConfigError, Databases};
-use crate::routes::Routes;
+use crate::routes::{Routes, BYPASS_MARK};
 use crate::sys;
 
 /// Packets taken from one source before looking at the others.
@@ -150,12 +150,16 @@ impl Io {
             sys::set_recv_buffer(fd.as_raw_fd(), RECV_BUFFER)
                 .map_err(|e| setup("receive buffer", e))?;
         }
+        let send4 = sys::raw_sender_v4().map_err(|e| setup("raw send socket", e))?;
+        // Marked, so that transport-mode routes into the TUN pass them by.
+        for fd in [Some(&send4), send6.as_ref(), udp.as_ref()].into_iter().flatten() {
+            sys::set_mark(fd.as_raw_fd(), BYPASS_MARK).map_err(|e| setup("SO_MARK", e))?;
+        }
         Ok(Io {
-            tun: sys::open_tun(&opts.tun, false)
-                .map_err(|e| setup(&format!("TUN device {}", opts.tun), e))?,
+            tun: sys::open_tun(&opts.tun, false).map_err(|e| setup(&format!("TUN device {}", opts.tun), e))?,
             raw,
             udp,
-            send4: sys::raw_sender_v4().map_err(|e| setup("raw send socket", e))?,
+            send4,
             send6,
         })
     }
@@ -169,7 +173,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let io = Io::open(opts, &db)?;
     let routes = Routes::install(&opts.tun, opts.mtu, &db.spd).map_err(RunError::Setup)?;
     let shutdown = sys::catch_shutdown_signals();
-    let routed: Vec<String> = routes.prefixes().iter().map(|p| p.to_string()).collect();
+    let routed: Vec<String> = routes.prefixes().map(|p| p.to_string()).collect();
     eprintln!(
         "flowsec: up (tun {}, {} SAs, {} policies, routes via tun: {})",
         opts.tun,
