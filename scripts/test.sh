@@ -30,21 +30,23 @@ cargo test --workspace --locked
 
 section "end-to-end: two flowsec gateways in network namespaces (needs root; skips without)"
 cargo build --locked -p flowsec
-# suite, encapsulation, outer family, bytes (the slow legacy suites move
-# less: this is a debug build)
-while read -r suite encap outer bytes; do
-    echo "-- e2e: suite $suite, encapsulation $encap, outer $outer, $bytes bytes"
-    FLOWSEC_E2E_SUITE=$suite FLOWSEC_E2E_ENCAP=$encap FLOWSEC_E2E_OUTER=$outer \
+# mode, suite, encapsulation, outer family, bytes (the slow legacy suites
+# move less: this is a debug build)
+while read -r mode suite encap outer bytes; do
+    echo "-- e2e: $mode mode, suite $suite, encapsulation $encap, outer $outer, $bytes bytes"
+    FLOWSEC_E2E_MODE=$mode FLOWSEC_E2E_SUITE=$suite FLOWSEC_E2E_ENCAP=$encap FLOWSEC_E2E_OUTER=$outer \
         FLOWSEC_E2E_BYTES=$bytes tests/e2e/gateway.sh </dev/null
 done <<'MATRIX'
-gcm raw v4 52428800
-gcm udp v4 52428800
-gcm raw v6 52428800
-cbc-sha1 raw v4 20000000
-3des-md5 raw v4 5000000
-ah-esp raw v4 20000000
-ah-esp raw v6 20000000
-ipcomp-esp raw v4 5000000
+tunnel gcm raw v4 52428800
+tunnel gcm udp v4 52428800
+tunnel gcm raw v6 52428800
+tunnel cbc-sha1 raw v4 20000000
+tunnel 3des-md5 raw v4 5000000
+tunnel ah-esp raw v4 20000000
+tunnel ah-esp raw v6 20000000
+tunnel ipcomp-esp raw v4 5000000
+transport ah-esp raw v4 20000000
+transport gcm raw v6 20000000
 MATRIX
 
 if [ "${FLOWSEC_SKIP_ORACLE:-0}" != 1 ]; then

@@ -17,6 +17,9 @@
 #   FLOWSEC_E2E_WORKERS=N        pass --workers N to flowsec up
 #   FLOWSEC_E2E_KEEP=1           keep the work directory (logs, setkey files, capture)
 #   FLOWSEC_E2E_ENCAP=udp        ESP in UDP port 4500 (RFC 3948) instead of raw ESP
+#   FLOWSEC_E2E_MODE=transport   transport mode between gwA and gwB themselves
+#                                (host to host, as study S1 ran) instead of
+#                                tunnel mode between the sites
 #   FLOWSEC_E2E_OUTER=v6         the gateways talk over IPv6 (2001:db8::1/2):
 #                                IPv4 in IPv6 and IPv6 in IPv6
 #   FLOWSEC_E2E_SUITE=S          gcm (default) | cbc-sha1 | 3des-md5 | ah-esp
@@ -77,6 +80,16 @@ esac
 if [ "$SUITE" = ah-esp ] && [ "$ENCAP" = udp ]; then
     echo "FAIL: AH cannot be UDP-encapsulated"; exit 1
 fi
+MODE="${FLOWSEC_E2E_MODE:-tunnel}"
+case "$MODE" in
+    tunnel) FROM=hostA; TO=hostB; TO_ADDRS="10.2.0.2 fd02::2" ;;
+    transport)
+        FROM=gwA; TO=gwB; TO_ADDRS="$GW_B"
+        RULES=$(echo "$RULES" | sed 's|/tunnel/@A@-@B@/|/transport//|g')
+        ESP_ALGS="-m transport $ESP_ALGS"; EXTRA_SA=${EXTRA_SA//-m tunnel/-m transport} ;;
+    *) echo "FAIL: FLOWSEC_E2E_MODE=$MODE (tunnel or transport)"; exit 1 ;;
+esac
+TO_ADDR=${TO_ADDRS%% *}
 FLOW_SPI_A=$(printf '0x%x' $((FLOW_BASE * 16 + 1)))
 FLOW_SPI_B=$(printf '0x%x' $((FLOW_BASE * 16 + 2)))
 
@@ -98,8 +111,10 @@ T0=$SECONDS
 # Both gateways hold both SAs; the policies are mirror images.
 write_setkey() {  # write_setkey FILE LOCAL_NET REMOTE_NET LOCAL_GW REMOTE_GW LOCAL_NET6 REMOTE_NET6
     local sa_ab sa_ba extra_ab extra_ba rules_out rules_in
-    sa_ab="add $SA_A 0x1001 -m tunnel -r 64 ${ESP_ALGS//@K@/00};"
-    sa_ba="add $SA_B 0x1002 -m tunnel -r 64 ${ESP_ALGS//@K@/20};"
+    local mode="-m tunnel"
+    [ "$MODE" = transport ] && mode=""
+    sa_ab="add $SA_A 0x1001 $mode -r 64 ${ESP_ALGS//@K@/00};"
+    sa_ba="add $SA_B 0x1002 $mode -r 64 ${ESP_ALGS//@K@/20};"
     extra_ab=$(echo "$EXTRA_SA" | sed "s/@SRC@/$GW_A/; s/@DST@/$GW_B/; s/@SPI@/0x2001/; s/@K@/40/g")
     extra_ba=$(echo "$EXTRA_SA" | sed "s/@SRC@/$GW_B/; s/@DST@/$GW_A/; s/@SPI@/0x2002/; s/@K@/60/g")
     rules_out=$(echo "$RULES" | sed "s/@A@/$4/g; s/@B@/$5/g")
@@ -119,13 +134,21 @@ $extra_ba
 spdadd $2 $3 any -P out ipsec $rules_out;
 spdadd $3 $2 any -P in  ipsec $rules_in;
 spdadd $3 $2 any -P fwd ipsec $rules_in;
-spdadd $6 $7 any -P out ipsec $rules_out;
-spdadd $7 $6 any -P in  ipsec $rules_in;
-spdadd $7 $6 any -P fwd ipsec $rules_in;
+${6:+spdadd $6 $7 any -P out ipsec $rules_out;}
+${6:+spdadd $7 $6 any -P in  ipsec $rules_in;}
+${6:+spdadd $7 $6 any -P fwd ipsec $rules_in;}
 EOF
 }
-write_setkey "$W/gwA.setkey" 10.1.0.0/24 10.2.0.0/24 "$GW_A" "$GW_B" fd01::/64 fd02::/64
-write_setkey "$W/gwB.setkey" 10.2.0.0/24 10.1.0.0/24 "$GW_B" "$GW_A" fd02::/64 fd01::/64
+if [ "$MODE" = tunnel ]; then
+    write_setkey "$W/gwA.setkey" 10.1.0.0/24 10.2.0.0/24 "$GW_A" "$GW_B" fd01::/64 fd02::/64
+    write_setkey "$W/gwB.setkey" 10.2.0.0/24 10.1.0.0/24 "$GW_B" "$GW_A" fd02::/64 fd01::/64
+else
+    # Host to host: the selectors are the gateways' own transit addresses;
+    # the second pair of policies is left out (same selectors).
+    write_setkey "$W/gwA.setkey" "$GW_A" "$GW_B" "$GW_A" "$GW_B"
+    write_setkey "$W/gwB.setkey" "$GW_B" "$GW_A" "$GW_B" "$GW_A"
+    sed -i '/^spdadd  any\|^spdadd [^ ]* [^ ]* any -P fwd/d' "$W/gwA.setkey" "$W/gwB.setkey"
+fi
 
 setkey_files_parse() {
     "$FLOWSEC" setkey -n -f "$W/gwA.setkey" >"$W/setkey-check.log" 2>&1 &&
@@ -191,23 +214,24 @@ wait_for_log "$W/sniff.log" 'sniff: ready' 5 "$SNIFF_PID" || { show_log "$W/snif
 ping_ab() {  # ping_ab DST
     local log="$W/ping-$1.log"
     if command -v ping >/dev/null 2>&1; then
-        ns_exec hostA ping -c 3 -i 0.2 -W 2 "$1" >"$log" 2>&1
+        ns_exec "$FROM" ping -c 3 -i 0.2 -W 2 "$1" >"$log" 2>&1
     else
-        ns_exec hostA python3 "$E2E_TOOLS" ping "$1" --count 3 >"$log" 2>&1
+        ns_exec "$FROM" python3 "$E2E_TOOLS" ping "$1" --count 3 >"$log" 2>&1
     fi || { show_log "$log"; return 1; }
     sed 's/^/    /' "$log" | tail -n 1
 }
-check "ping hostA -> hostB (10.2.0.2, 3 echoes)" ping_ab 10.2.0.2
-check "ping hostA -> hostB over IPv6 (fd02::2, 3 echoes)" ping_ab fd02::2
+for addr in $TO_ADDRS; do
+    check "ping $FROM -> $TO ($addr, 3 echoes)" ping_ab "$addr"
+done
 
 # -------------------------------------------------------- (b) TCP transfer
 tcp_transfer() {
     local res="$W/recv.json" rpid
-    start_bg hostB "$W/recv.log" python3 "$E2E_TOOLS" recv --bind 10.2.0.2 --port 5001 \
+    start_bg "$TO" "$W/recv.log" python3 "$E2E_TOOLS" recv --bind "$TO_ADDR" --port 5001 \
         --result "$res" --timeout "$((TRANSFER_TIMEOUT + 5))"
     rpid=$E2E_LAST_PID
     wait_for_log "$W/recv.log" 'recv: listening' 5 "$rpid" || { show_log "$W/recv.log"; return 1; }
-    if ! ns_exec hostA timeout "$TRANSFER_TIMEOUT" python3 "$E2E_TOOLS" send --to 10.2.0.2 \
+    if ! ns_exec "$FROM" timeout "$TRANSFER_TIMEOUT" python3 "$E2E_TOOLS" send --to "$TO_ADDR" \
             --port 5001 --bytes "$BYTES" --timeout "$TRANSFER_TIMEOUT" >"$W/send.json" 2>"$W/send.log"; then
         echo "    sender failed or timed out after ${TRANSFER_TIMEOUT}s"
         show_log "$W/send.log"; show_log "$W/recv.log"
@@ -223,7 +247,7 @@ print("    recv %d B sha256 %s…" % (r["bytes"], r["sha256"][:16]))
 sys.exit(0 if s["bytes"] == r["bytes"] == n and s["sha256"] == r["sha256"] else 1)
 EOF
 }
-check "TCP hostA -> hostB: $BYTES bytes arrive, sha256 matches" tcp_transfer
+check "TCP $FROM -> $TO: $BYTES bytes arrive, sha256 matches" tcp_transfer
 
 # Information only: drops on the gateways' raw sockets (receive buffer full)
 # and the ICMP errors the gateways sent, which the capture check counts.
@@ -296,9 +320,12 @@ gw_stops_cleanly() {  # gw_stops_cleanly GW
         if ns_exec "$gw" ip link show "$TUN" >/dev/null 2>&1; then
             echo "    $gw: $TUN still exists"; ok=1
         fi
-        # the remote site's route (flowsec's, via the TUN) must be gone
+        # flowsec's routes (via the TUN) and its policy-routing rule must be gone
         if [ -n "$(ns_exec "$gw" ip route show "${REMOTE_NET[$gw]}")" ]; then
             echo "    $gw: routes left:"; ns_exec "$gw" ip route show | sed 's/^/      /'; ok=1
+        fi
+        if ns_exec "$gw" ip rule show | grep -q 0xf5ec; then
+            echo "    $gw: policy-routing rule left:"; ns_exec "$gw" ip rule show | sed 's/^/      /'; ok=1
         fi
     fi
     [ "$ok" = 0 ] || show_log "$W/$gw.log" 15
