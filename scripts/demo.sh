@@ -1,10 +1,196 @@
 #!/usr/bin/env bash
-# The demo (README): build flowsec and show what the IPsec core does today:
-# ESP/AH suites sealed and opened through the real core, next to the raw
-# cipher, on one core, like `openssl speed`. (The namespace-gateway demo
-# arrives with `flowsec up`.)
+# The demo (README): build flowsec (release), then, in network namespaces,
+#
+#   hostA 10.1.0.2 -- gwA 10.1.0.1 | 192.0.2.1 == transit == 192.0.2.2 | 10.2.0.1 gwB -- hostB 10.2.0.2
+#
+# 1. plain forwarding between the gateways (no IPsec): ping both ways and
+#    TCP throughput hostA -> hostB for a few seconds;
+# 2. the same topology with two `flowsec up` gateways (manual keys, ESP
+#    tunnel mode, AES-GCM-16): the same ping and measurement;
+# 3. the gateways' counters (what `flowsec up` prints on SIGTERM) and a
+#    summary table.
+#
+# Everything it creates carries a per-run prefix (fs<pid>-) and is removed
+# on exit, on error and on Ctrl-C (tests/e2e/lib.sh's traps). Without root
+# or `ip netns` it shows the IPsec core's speed instead (`flowsec speed`;
+# extra arguments go to it).
+#
+#   FLOWSEC_DEMO_SECONDS=S    length of each TCP measurement (default 3)
+#   FLOWSEC_E2E_KEEP=1        keep the work directory (logs, setkey files)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$PWD"
+
+echo "==> build: cargo build --release --locked -p flowsec"
 cargo build --release --locked -p flowsec
-exec target/release/flowsec speed aes128gcm16 chacha20poly1305 aes128-sha1 3des-md5 ah-sha1 \
-    --sizes 64,512,1420,8192 --seconds 0.2 "$@"
+FLOWSEC="${CARGO_TARGET_DIR:-$ROOT/target}/release/flowsec"
+case "$FLOWSEC" in /*) ;; *) FLOWSEC="$ROOT/$FLOWSEC" ;; esac
+
+E2E_LOG_TAG=demo
+E2E_CLEANUP_REPORT=1
+# shellcheck source=tests/e2e/lib.sh
+. "$ROOT/tests/e2e/lib.sh"
+
+if ! e2e_have_root_netns; then
+    echo "demo: the namespace demo (two flowsec gateways, traffic through the tunnel)"
+    echo "demo: $E2E_NO_NETNS_REASON; showing the IPsec core's speed instead (flowsec speed):"
+    exec "$FLOWSEC" speed aes128gcm16 chacha20poly1305 aes128-sha1 3des-md5 ah-sha1 \
+        --sizes 64,512,1420,8192 --seconds 0.2 "$@"
+fi
+
+SECS="${FLOWSEC_DEMO_SECONDS:-3}"
+TUN=fsec0
+PORT=5001
+T0=$SECONDS
+
+e2e_init
+W="$E2E_WORK"
+
+step() { printf '\n==> %s\n' "$*"; }
+say() { printf '    %s\n' "$*"; }
+die() {
+    echo "demo: $*" >&2
+    local f
+    for f in "$W"/*.log; do show_log "$f" 10; done
+    exit 1
+}
+
+# ping_line FROM DST: "FROM -> DST: 3/3 replies, rtt min/avg/max a/b/c ms"
+ping_line() {
+    local from="$1" dst="$2" log="$W/ping-$1-$2.log"
+    ns_exec "$from" python3 "$E2E_TOOLS" ping "$dst" --count 3 --interval 0.1 >"$log" 2>&1 || true
+    awk -v from="$from" -v dst="$dst" '
+        /time=/ { t = $0; sub(/.*time=/, "", t); sub(/ ms.*/, "", t); t += 0
+                  n++; s += t; if (n == 1 || t < mn) mn = t; if (t > mx) mx = t }
+        END { if (n) printf "ping %s -> %s (%s): %d/3 replies, rtt min/avg/max %.3f/%.3f/%.3f ms\n", from, dst == "10.2.0.2" ? "hostB" : "hostA", dst, n, mn, s / n, mx
+              else printf "ping %s -> %s: no replies\n", from, dst }' "$log"
+    grep -q '3 received' "$log"
+}
+
+pings() {
+    local line
+    line="$(ping_line hostA 10.2.0.2)" || { say "$line"; die "ping hostA -> hostB failed"; }
+    say "$line"
+    line="$(ping_line hostB 10.1.0.2)" || { say "$line"; die "ping hostB -> hostA failed"; }
+    say "$line"
+}
+
+# tcp_run NAME: SECS of TCP hostA -> hostB; prints a line, sets MBIT
+MBIT=0
+tcp_run() {
+    local name="$1" rpid
+    start_bg hostB "$W/recv-$name.log" python3 "$E2E_TOOLS" recv --bind 10.2.0.2 \
+        --port "$PORT" --result "$W/recv-$name.json" --timeout "$((SECS + 15))" --no-hash
+    rpid=$E2E_LAST_PID
+    wait_for_log "$W/recv-$name.log" 'recv: listening' 5 "$rpid" || die "receiver did not start"
+    ns_exec hostA timeout --foreground "$((SECS + 15))" python3 "$E2E_TOOLS" send --to 10.2.0.2 --port "$PORT" \
+        --seconds "$SECS" --timeout 10 >"$W/send-$name.json" 2>"$W/send-$name.log" ||
+        die "TCP sender failed or timed out"
+    wait_for_log "$W/recv-$name.json" 'bytes' 5 "$rpid" || die "receiver wrote no result"
+    stop_bg "$rpid" 2
+    local out
+    out="$(python3 - "$W/send-$name.json" "$W/recv-$name.json" <<'EOF'
+import json, sys
+s, r = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+ok = s["bytes"] == r["bytes"]
+print("%.1f TCP hostA -> hostB: %.0f MB in %.2f s = %.1f Mbit/s%s" % (
+    s["mbit_s"], s["bytes"] / 1e6, s["seconds"], s["mbit_s"],
+    "" if ok else " (receiver got %d of %d bytes!)" % (r["bytes"], s["bytes"])))
+sys.exit(0 if ok else 1)
+EOF
+)" || { say "${out#* }"; die "TCP transfer incomplete"; }
+    MBIT="${out%% *}"
+    say "${out#* }"
+}
+
+# ------------------------------------------------------------------ topology
+step "topology: namespaces ${E2E_PREFIX}{hostA,gwA,gwB,hostB}"
+e2e_topology_gateway
+say "hostA 10.1.0.2 -- 10.1.0.1 gwA 192.0.2.1 ==transit== 192.0.2.2 gwB 10.2.0.1 -- 10.2.0.2 hostB"
+say "(veth pairs; the gateways forward; neither has a route to the far site yet)"
+
+# ------------------------------------------------------------ plain baseline
+step "plain forwarding, no IPsec: gwA routes 10.2.0.0/24 via 192.0.2.2, gwB 10.1.0.0/24 via 192.0.2.1"
+e2e_standin_routes
+pings
+tcp_run plain
+PLAIN=$MBIT
+ROWS=()
+if command -v ethtool >/dev/null 2>&1; then
+    # lib.sh turned TSO/GSO/GRO off on every veth: already one packet per MSS
+    ROWS+=("plain forwarding (offloads off)|$PLAIN")
+else
+    # Offloads are on: TCP hands the veths 64 KB segments and nothing splits
+    # them on the way, while flowsec's TUN sees one MTU-sized packet at a
+    # time. Measure plain forwarding that way too (GSO capped at one
+    # segment), then put the kernel's default back for the tunnel.
+    ROWS+=("plain forwarding (kernel GSO)|$PLAIN")
+    step "plain forwarding again, one packet per MSS (gso_max_segs 1 on every veth)"
+    LINKS=(hostA:eth0 gwA:eth0 gwA:eth1 gwB:eth1 gwB:eth0 hostB:eth0)
+    segs="$(ns_exec hostA ip -d link show dev eth0 | grep -o 'gso_max_segs [0-9]*' | head -n 1)"
+    segs="${segs#gso_max_segs }"
+    for l in "${LINKS[@]}"; do ns_exec "${l%%:*}" ip link set dev "${l#*:}" gso_max_segs 1; done
+    tcp_run plain-nogso
+    ROWS+=("plain forwarding (GSO off)|$MBIT")
+    for l in "${LINKS[@]}"; do ns_exec "${l%%:*}" ip link set dev "${l#*:}" gso_max_segs "${segs:-65535}"; done
+    say "(gso_max_segs back to ${segs:-65535} for the tunnel)"
+fi
+
+# ------------------------------------------------------------------- flowsec
+step "flowsec: two gateways, ESP tunnel mode, AES-GCM-16, manual keys"
+e2e_standin_routes_del
+write_setkey() {  # write_setkey FILE LOCAL_NET REMOTE_NET LOCAL_GW REMOTE_GW
+    cat >"$1" <<EOF
+# flowsec demo ($(basename "$1"))
+add 192.0.2.1 192.0.2.2 esp 0x1001 -m tunnel -r 64 -E aes-gcm-16 0x000102030405060708090a0b0c0d0e0f10111213;
+add 192.0.2.2 192.0.2.1 esp 0x1002 -m tunnel -r 64 -E aes-gcm-16 0x202122232425262728292a2b2c2d2e2f30313233;
+spdadd $2 $3 any -P out ipsec esp/tunnel/$4-$5/require;
+spdadd $3 $2 any -P in  ipsec esp/tunnel/$5-$4/require;
+spdadd $3 $2 any -P fwd ipsec esp/tunnel/$5-$4/require;
+EOF
+}
+write_setkey "$W/gwA.setkey" 10.1.0.0/24 10.2.0.0/24 192.0.2.1 192.0.2.2
+write_setkey "$W/gwB.setkey" 10.2.0.0/24 10.1.0.0/24 192.0.2.2 192.0.2.1
+say "gwA's setkey file (gwB's swaps the local and remote networks):"
+grep -v '^#' "$W/gwA.setkey" | sed 's/^/      /'
+
+declare -A GW_PID
+for gw in gwA gwB; do
+    start_bg "$gw" "$W/$gw.log" "$FLOWSEC" up --tun "$TUN" --setkey "$W/$gw.setkey"
+    GW_PID[$gw]=$E2E_LAST_PID
+done
+for gw in gwA gwB; do
+    wait_for_log "$W/$gw.log" 'flowsec: up' 10 "${GW_PID[$gw]}" || die "$gw: flowsec up failed"
+    say "$gw: $(grep -m1 'flowsec: up' "$W/$gw.log")  [route: $(ns_exec "$gw" ip route show dev "$TUN" | head -n 1 | sed 's/ *$//')]"
+done
+pings
+tcp_run flowsec
+ROWS+=("flowsec ESP tunnel, AES-GCM-16|$MBIT")
+
+# ------------------------------------------------------------------ counters
+step "stopping the gateways (SIGTERM): their counters"
+for gw in gwA gwB; do
+    stop_bg "${GW_PID[$gw]}" 5
+    line="$(grep -m1 'flowsec: down' "$W/$gw.log" || true)"
+    [ -n "$line" ] || line="(no counters; exit status $E2E_LAST_RC)"
+    say "$gw: $line"
+done
+say "(sent: packets sealed into ESP; delivered: packets opened and handed to the TUN)"
+
+# ------------------------------------------------------------------- summary
+step "summary: TCP hostA -> hostB, ${SECS} s each, one connection"
+python3 - "${ROWS[@]}" <<'EOF'
+import sys
+rows = [(r.rsplit("|", 1)[0], float(r.rsplit("|", 1)[1])) for r in sys.argv[1:]]
+plain = rows[0][1]
+print("    %-32s %10s %16s" % ("path", "Mbit/s", "ratio to plain"))
+for name, v in rows:
+    print("    %-32s %10.1f %16s" % (name, v, "%.3f" % (v / plain) if plain else "-"))
+if any("GSO" in name for name, _ in rows):
+    print("    (kernel GSO: TCP's 64 KB segments cross the veths whole; flowsec's TUN"
+          "\n     takes one MTU-sized packet at a time: one worker, no batching yet)")
+EOF
+
+step "cleanup"
+e2e_cleanup
+echo "demo: done in $((SECONDS - T0)) s"

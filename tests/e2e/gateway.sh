@@ -309,6 +309,22 @@ else
         capture_check esp
 fi
 
+# ------------------------------------------------------ (d) hostile input
+# After the capture (it would count the junk as foreign ESP): garbage,
+# truncated packets, unknown SPIs and a forged ICV at gwB; it must keep
+# forwarding, and count each drop by name (checked at shutdown).
+HOSTILE=0
+if [ "$STANDIN" != 1 ] && [ "$ENCAP" = raw ]; then
+    HOSTILE=1
+    hostile_then_ping() {
+        ns_exec gwA python3 "$E2E_TOOLS" hostile "$GW_B" --spi 0x1001 --count 20 >"$W/hostile.log" 2>&1 ||
+            { show_log "$W/hostile.log"; return 1; }
+        sed 's/^/    sent: /' "$W/hostile.log"
+        ping_ab "$TO_ADDR"
+    }
+    check "hostile packets at gwB, then ping $FROM -> $TO still works" hostile_then_ping
+fi
+
 # -------------------------------------------------------------- (d) shutdown
 gw_stops_cleanly() {  # gw_stops_cleanly GW
     local gw="$1" ok=0
@@ -334,6 +350,21 @@ gw_stops_cleanly() {  # gw_stops_cleanly GW
 for gw in gwA gwB; do
     check "$gw: SIGTERM -> exit 0 within 5 s, TUN and routes gone" gw_stops_cleanly "$gw"
 done
+
+drops_counted() {  # the counters flowsec printed on its way down
+    local line
+    line=$(grep 'flowsec: down:' "$W/gwB.log") || { show_log "$W/gwB.log"; return 1; }
+    echo "    gwB $line"
+    for reason in unknown_spi truncated; do
+        echo "$line" | grep -q "$reason=" || { echo "    no $reason counter"; return 1; }
+    done
+    # The forged packet fails the ICV, or, under an ESP SA without one (the
+    # AH+ESP suite's), decrypts to garbage whose padding fails.
+    echo "$line" | grep -qE "auth_failed=|bad_padding=" || { echo "    no auth_failed/bad_padding counter"; return 1; }
+}
+if [ "$HOSTILE" = 1 ]; then
+    check "gwB counted the hostile packets by name (unknown_spi, truncated, auth_failed or bad_padding)" drops_counted
+fi
 
 echo "e2e gateway: $((SECONDS - T0)) s"
 e2e_finish

@@ -49,6 +49,8 @@ E2E_CLEANED=0
 E2E_LOG_TAG="${E2E_LOG_TAG:-e2e}"      # prefix of e2e_log lines (the demo sets its own)
 E2E_CLEANUP_REPORT="${E2E_CLEANUP_REPORT:-0}"  # 1: e2e_cleanup says what it removed
 E2E_NO_NETNS_REASON=""
+E2E_ERR_FD=2        # e2e_init: a copy of the script's own stderr, for the traps
+E2E_ERR_FD_OWN=0    # 1 once e2e_init made that copy (start_bg keeps it from children)
 
 e2e_log() { printf '%s: %s\n' "$E2E_LOG_TAG" "$*" >&2; }
 
@@ -88,9 +90,14 @@ e2e_require_root_netns() {
 
 e2e_init() {
     E2E_WORK="$(mktemp -d "${TMPDIR:-/tmp}/${E2E_PREFIX}e2e.XXXXXX")"
-    trap 'e2e_cleanup' EXIT
-    trap 'e2e_log "interrupted"; e2e_cleanup; trap - EXIT; exit 130' INT
-    trap 'e2e_log "terminated"; e2e_cleanup; trap - EXIT; exit 143' TERM
+    # A trap runs inside whatever command it interrupted, redirections
+    # included (`ns_exec ... 2>"$W/send.log"`: ns_exec is a function), so
+    # the traps write to a copy of the script's stderr made here.
+    exec {E2E_ERR_FD}>&2
+    E2E_ERR_FD_OWN=1
+    trap 'e2e_cleanup 2>&"$E2E_ERR_FD"' EXIT
+    trap 'e2e_log "interrupted" 2>&"$E2E_ERR_FD"; e2e_cleanup 2>&"$E2E_ERR_FD"; trap - EXIT; exit 130' INT
+    trap 'e2e_log "terminated" 2>&"$E2E_ERR_FD"; e2e_cleanup 2>&"$E2E_ERR_FD"; trap - EXIT; exit 143' TERM
 }
 
 ns() { printf '%s%s' "$E2E_PREFIX" "$1"; }
@@ -191,7 +198,11 @@ e2e_standin_routes_del() {
 start_bg() {  # start_bg NS LOG cmd...
     local n="$1" log="$2"; shift 2
     # `ip netns exec` execs cmd, so $! is cmd's own PID.
-    ip netns exec "$(ns "$n")" "$@" >"$log" 2>&1 </dev/null &
+    if [ "$E2E_ERR_FD_OWN" = 1 ]; then
+        ip netns exec "$(ns "$n")" "$@" >"$log" 2>&1 </dev/null {E2E_ERR_FD}>&- &
+    else
+        ip netns exec "$(ns "$n")" "$@" >"$log" 2>&1 </dev/null &
+    fi
     E2E_LAST_PID=$!
     E2E_PIDS+=("$E2E_LAST_PID")
 }
@@ -282,12 +293,13 @@ e2e_cleanup() {
             rm -rf -- "$E2E_WORK"
         fi
     fi
-    local left
+    local left kept=0
+    [ "${FLOWSEC_E2E_KEEP:-0}" = 1 ] && kept=1
     left="$(ip netns list 2>/dev/null | grep -F -- "$E2E_PREFIX" || true)"
     if [ -n "$left" ]; then
         e2e_log "left behind: $left"
     elif [ "$E2E_CLEANUP_REPORT" = 1 ]; then
-        e2e_log "cleanup: stopped ${#E2E_PIDS[@]} processes, removed ${#E2E_NAMESPACES[@]} namespaces (${E2E_PREFIX}*) and the work directory; nothing left"
+        e2e_log "cleanup: ended its ${#E2E_PIDS[@]} processes, removed ${#E2E_NAMESPACES[@]} namespaces (${E2E_PREFIX}*)$([ "$kept" = 1 ] || echo ' and the work directory'); nothing left"
     fi
     return 0
 }

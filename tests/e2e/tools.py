@@ -286,6 +286,35 @@ def cmd_sniff(a) -> int:
     return 0
 
 
+def cmd_hostile(a) -> int:
+    """Send hostile packets at a gateway: each kind the data plane must
+    drop by name while carrying on (DESIGN.md: every drop has a counter)."""
+    import os
+    fam = socket.AF_INET6 if ":" in a.dst else socket.AF_INET
+    sent = {}
+    def raw(proto, payload):
+        s = socket.socket(fam, socket.SOCK_RAW, proto)
+        s.sendto(payload, (a.dst, 0))
+        s.close()
+    spi = int(a.spi, 16)
+    kinds = {
+        # unknown SPI, well-formed length
+        "esp_unknown_spi": lambda: raw(50, struct.pack("!II", 0xdead0000 | os.getpid() & 0xffff, 1) + os.urandom(64)),
+        # the real SPI with garbage: fails the ICV
+        "esp_bad_icv": lambda: raw(50, struct.pack("!II", spi, 0x7fffffff) + os.urandom(80)),
+        # shorter than an ESP header
+        "esp_truncated": lambda: raw(50, os.urandom(5)),
+        "ah_garbage": lambda: raw(51, os.urandom(40)),
+        "ah_truncated": lambda: raw(51, b"\x00\x04"),
+    }
+    for _ in range(a.count):
+        for name, send in kinds.items():
+            send()
+            sent[name] = sent.get(name, 0) + 1
+    print(json.dumps(sent))
+    return 0
+
+
 def cmd_standin(_a) -> int:
     def bye(*_):
         print("flowsec (stand-in): exiting", file=sys.stderr, flush=True)
@@ -323,10 +352,14 @@ def main() -> int:
     q.add_argument("--iface", required=True)
     q.add_argument("--out", required=True)
     q.add_argument("--stop", required=True)
+    q = sub.add_parser("hostile")
+    q.add_argument("dst")
+    q.add_argument("--spi", required=True, help="a real SPI at dst, hex")
+    q.add_argument("--count", type=int, default=20)
     sub.add_parser("standin")
     a = p.parse_args()
     return {"ping": cmd_ping, "recv": cmd_recv, "send": cmd_send,
-            "sniff": cmd_sniff, "standin": cmd_standin}[a.cmd](a)
+            "sniff": cmd_sniff, "hostile": cmd_hostile, "standin": cmd_standin}[a.cmd](a)
 
 
 if __name__ == "__main__":
