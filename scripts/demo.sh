@@ -156,7 +156,7 @@ grep -v '^#' "$W/gwA.setkey" | sed 's/^/      /'
 
 declare -A GW_PID
 for gw in gwA gwB; do
-    start_bg "$gw" "$W/$gw.log" "$FLOWSEC" up --tun "$TUN" --setkey "$W/$gw.setkey"
+    start_bg "$gw" "$W/$gw.log" "$FLOWSEC" up --tun "$TUN" --setkey "$W/$gw.setkey" --socket "$W/$gw.sock"
     GW_PID[$gw]=$E2E_LAST_PID
 done
 for gw in gwA gwB; do

@@ -249,6 +249,20 @@ EOF
 }
 check "TCP $FROM -> $TO: $BYTES bytes arrive, sha256 matches" tcp_transfer
 
+# flowsec ctl: the SAs' counters moved, as swanctl --list-sas would show.
+ctl_counts() {
+    "$FLOWSEC" ctl sas --socket "$W/gwB.sock" >"$W/ctl-sas.txt" 2>&1 || { show_log "$W/ctl-sas.txt"; return 1; }
+    sed 's/^/    /' "$W/ctl-sas.txt" | head -4
+    "$FLOWSEC" ctl sas --json --socket "$W/gwB.sock" | python3 -c '
+import json, sys
+sas = json.load(sys.stdin)
+inbound = [s for s in sas if s["spi"] == "00001001"]
+sys.exit(0 if inbound and inbound[0]["packets"] > 0 and inbound[0]["bytes"] > 0 else 1)'
+}
+if [ "$STANDIN" != 1 ]; then
+    check "flowsec ctl sas on gwB: SPI 0x1001 counted the transfer" ctl_counts
+fi
+
 # Information only: drops on the gateways' raw sockets (receive buffer full)
 # and the ICMP errors the gateways sent, which the capture check counts.
 if [ "$STANDIN" != 1 ]; then

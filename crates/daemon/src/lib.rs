@@ -13,9 +13,11 @@
 #![deny(unsafe_code)]
 
 mod apply;
+mod control;
 mod routes;
 mod sys;
 mod worker;
 
 pub use apply::{load_setkey, ConfigError, Databases};
+pub use control::DEFAULT_SOCKET;
 pub use worker::{run, Options, RunError, Stats};

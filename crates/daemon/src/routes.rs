@@ -38,9 +38,16 @@ impl Routes {
     /// outbound PROTECT policy through it.
     pub fn install(dev: &str, mtu: u16, spd: &Spd) -> Result<Routes, String> {
         ip(&["link", "set", "dev", dev, "mtu", &mtu.to_string(), "up"])?;
-        let mut routes = Routes { dev: dev.to_string(), main: Vec::new(), table: Vec::new(), rules: Vec::new() };
+        let mut routes = Routes {
+            dev: dev.to_string(),
+            main: Vec::new(),
+            table: Vec::new(),
+            rules: Vec::new(),
+        };
         for p in spd.iter().filter(|p| p.direction == Direction::Out) {
-            let Action::Protect(templates) = &p.action else { continue };
+            let Action::Protect(templates) = &p.action else {
+                continue;
+            };
             let dst = p.selector.dst;
             if templates.iter().any(|t| t.mode == Mode::Tunnel) {
                 if !routes.main.contains(&dst) {
@@ -54,8 +61,14 @@ impl Routes {
             }
             let family = if dst.addr().is_ipv4() { "-4" } else { "-6" };
             if !routes.rules.contains(&family) {
-                let (mark, table, pref) = (BYPASS_MARK.to_string(), TABLE.to_string(), RULE_PREF.to_string());
-                ip(&[family, "rule", "add", "not", "fwmark", &mark, "table", &table, "pref", &pref])?;
+                let (mark, table, pref) = (
+                    BYPASS_MARK.to_string(),
+                    TABLE.to_string(),
+                    RULE_PREF.to_string(),
+                );
+                ip(&[
+                    family, "rule", "add", "not", "fwmark", &mark, "table", &table, "pref", &pref,
+                ])?;
                 routes.rules.push(family);
             }
             let (dst_s, table) = (dst.to_string(), TABLE.to_string());
@@ -92,20 +105,37 @@ impl Drop for Routes {
         }
         let table = TABLE.to_string();
         for prefix in self.table.drain(..) {
-            let _ = ip(&["route", "del", &prefix.to_string(), "dev", &self.dev, "table", &table]);
+            let _ = ip(&[
+                "route",
+                "del",
+                &prefix.to_string(),
+                "dev",
+                &self.dev,
+                "table",
+                &table,
+            ]);
         }
         let (mark, pref) = (BYPASS_MARK.to_string(), RULE_PREF.to_string());
         for family in self.rules.drain(..) {
-            let _ = ip(&[family, "rule", "del", "not", "fwmark", &mark, "table", &table, "pref", &pref]);
+            let _ = ip(&[
+                family, "rule", "del", "not", "fwmark", &mark, "table", &table, "pref", &pref,
+            ]);
         }
     }
 }
 
 fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip").args(args).output().map_err(|e| format!("ip {}: {e}", args.join(" ")))?;
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip {}: {e}", args.join(" ")))?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
     }
 }

@@ -21,6 +21,7 @@ use flowsec_wire::ipv6::{self, Ipv6Packet, Ipv6Repr};
 use flowsec_wire::udp::{self, UdpPacket, UdpRepr};
 
 use crate::apply::{load_setkey, ConfigError, Databases};
+use crate::control::{Control, Status};
 use crate::routes::{Routes, BYPASS_MARK};
 use crate::sys;
 
@@ -43,6 +44,8 @@ pub struct Options {
     pub setkey: PathBuf,
     /// MTU of the TUN device: the path MTU less the IPsec overhead.
     pub mtu: u16,
+    /// The control socket.
+    pub socket: PathBuf,
 }
 
 /// Counters of one run, printed at shutdown.
@@ -152,11 +155,15 @@ impl Io {
         }
         let send4 = sys::raw_sender_v4().map_err(|e| setup("raw send socket", e))?;
         // Marked, so that transport-mode routes into the TUN pass them by.
-        for fd in [Some(&send4), send6.as_ref(), udp.as_ref()].into_iter().flatten() {
+        for fd in [Some(&send4), send6.as_ref(), udp.as_ref()]
+            .into_iter()
+            .flatten()
+        {
             sys::set_mark(fd.as_raw_fd(), BYPASS_MARK).map_err(|e| setup("SO_MARK", e))?;
         }
         Ok(Io {
-            tun: sys::open_tun(&opts.tun, false).map_err(|e| setup(&format!("TUN device {}", opts.tun), e))?,
+            tun: sys::open_tun(&opts.tun, false)
+                .map_err(|e| setup(&format!("TUN device {}", opts.tun), e))?,
             raw,
             udp,
             send4,
@@ -171,6 +178,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let provider = Provider::fastest();
     let mut db = load_setkey(&opts.setkey, &provider, Duration::ZERO).map_err(RunError::Config)?;
     let io = Io::open(opts, &db)?;
+    let control = Control::bind(&opts.socket).map_err(RunError::Setup)?;
     let routes = Routes::install(&opts.tun, opts.mtu, &db.spd).map_err(RunError::Setup)?;
     let shutdown = sys::catch_shutdown_signals();
     let routed: Vec<String> = routes.prefixes().map(|p| p.to_string()).collect();
@@ -194,6 +202,8 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let mut fds = vec![io.tun.as_raw_fd()];
     fds.extend(io.raw.iter().map(|(fd, _, _)| fd.as_raw_fd()));
     fds.extend(io.udp.as_ref().map(|fd| fd.as_raw_fd()));
+    let control_at = fds.len();
+    fds.push(control.listener().as_raw_fd());
     let mut ready = vec![false; fds.len()];
     while !shutdown.load(Ordering::SeqCst) {
         if let Err(e) = sys::poll_readable(&fds, POLL_MS, &mut ready) {
@@ -213,6 +223,14 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         if ready[0] {
             drain(io.tun.as_raw_fd(), &mut buf, |buf| {
                 outbound(&mut db, buf, &io, start.elapsed(), &mut stats)
+            });
+        }
+        if ready[control_at] {
+            control.serve(&Status {
+                tun: &opts.tun,
+                now: start.elapsed(),
+                db: &db,
+                stats: &stats,
             });
         }
     }

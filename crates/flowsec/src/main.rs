@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod ctl;
 mod setkey;
 mod speed;
 mod up;
@@ -29,6 +30,8 @@ enum Command {
     /// Run the VPN daemon in the foreground (manual keys; IPv4 outer
     /// network; tunnel mode).
     Up(up::UpArgs),
+    /// Ask a running daemon: status, sas, policies, stats (--json).
+    Ctl(ctl::CtlArgs),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
         Command::Speed(args) => speed::run(&args),
         Command::Setkey(args) => setkey::run(&args),
         Command::Up(args) => up::run(&args),
+        Command::Ctl(args) => ctl::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -21,6 +21,9 @@ pub struct UpArgs {
     /// MTU of the TUN device (the path MTU less the IPsec overhead).
     #[arg(long, default_value_t = 1400)]
     pub mtu: u16,
+    /// The control socket (`flowsec ctl` talks to it).
+    #[arg(long, env = "FLOWSEC_SOCKET", default_value = flowsec_daemon::DEFAULT_SOCKET)]
+    pub socket: PathBuf,
 }
 
 pub fn run(args: &UpArgs) -> Result<(), CliError> {
@@ -34,6 +37,7 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
         tun: args.tun.clone(),
         setkey: args.setkey.clone(),
         mtu: args.mtu,
+        socket: args.socket.clone(),
     };
     match flowsec_daemon::run(&opts) {
         Ok(stats) => {

@@ -131,3 +131,16 @@ fn setkey_check_only_validates_a_file_and_names_the_error_position() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not implemented yet"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn ctl_without_a_daemon_says_so() {
+    let out = flowsec(&["ctl", "status", "--socket", "/nonexistent/flowsec.sock"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is `flowsec up` running?"));
+    let out = flowsec(&["ctl", "bogus"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "unknown question is a usage error"
+    );
+}

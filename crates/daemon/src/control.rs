@@ -1,0 +1,190 @@
+//! The control socket (`/run/flowsec/flowsec.sock`, mode 0600): one JSON
+//! request line in, one JSON document out, then close. The worker answers
+//! between packet batches, so the databases need no lock.
+//!
+//! Requests: `{"cmd":"status"}`, `{"cmd":"sas"}`, `{"cmd":"policies"}`,
+//! `{"cmd":"stats"}`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use flowsec_ipsec::spd::Action;
+use flowsec_ipsec::SaState;
+use serde_json::{json, Value};
+
+use crate::apply::Databases;
+use crate::worker::Stats;
+
+/// Where `flowsec up` listens unless told otherwise.
+pub const DEFAULT_SOCKET: &str = "/run/flowsec/flowsec.sock";
+/// The longest request accepted (a request is one small JSON object).
+const MAX_REQUEST: u64 = 4096;
+
+/// The listening socket; the file is removed when this is dropped.
+pub struct Control {
+    listener: UnixListener,
+    path: PathBuf,
+}
+
+impl Control {
+    /// Listen on `path` (its directory is created; a stale socket file
+    /// from a dead daemon is replaced, a live one is refused).
+    pub fn bind(path: &Path) -> Result<Control, String> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        if UnixStream::connect(path).is_ok() {
+            return Err(format!(
+                "{}: another flowsec daemon is listening there (use --socket)",
+                path.display()
+            ));
+        }
+        let _ = std::fs::remove_file(path);
+        let listener = UnixListener::bind(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(Control {
+            listener,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The listening descriptor, for the worker's poll.
+    pub fn listener(&self) -> &UnixListener {
+        &self.listener
+    }
+
+    /// Answer every waiting client.
+    pub fn serve(&self, status: &Status<'_>) {
+        while let Ok((stream, _)) = self.listener.accept() {
+            // A client that does not send its line within a second is dropped.
+            let _ = stream.set_nonblocking(false);
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
+            let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+            let mut line = String::new();
+            let reply = match BufReader::new((&stream).take(MAX_REQUEST)).read_line(&mut line) {
+                Ok(_) => answer(&line, status),
+                Err(e) => json!({"error": format!("reading the request: {e}")}),
+            };
+            let _ = (&stream).write_all(format!("{reply}\n").as_bytes());
+        }
+    }
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// What a request can look at.
+pub struct Status<'a> {
+    /// TUN device name.
+    pub tun: &'a str,
+    /// Seconds since start.
+    pub now: Duration,
+    /// The databases.
+    pub db: &'a Databases,
+    /// The counters.
+    pub stats: &'a Stats,
+}
+
+fn answer(line: &str, s: &Status<'_>) -> Value {
+    let request: Value = match serde_json::from_str(line.trim()) {
+        Ok(v) => v,
+        Err(e) => return json!({"error": format!("bad request: {e}")}),
+    };
+    match request.get("cmd").and_then(Value::as_str) {
+        Some("status") => json!({
+            "tun": s.tun,
+            "uptime_s": s.now.as_secs_f64(),
+            "workers": 1,
+            "sas": s.db.sad.len(),
+            "policies": s.db.spd.len(),
+        }),
+        Some("sas") => Value::Array(s.db.sad.iter().map(|sa| sa_json(sa, s.now)).collect()),
+        Some("policies") => Value::Array(s.db.spd.iter().map(policy_json).collect()),
+        Some("stats") => stats_json(s.stats),
+        Some(other) => {
+            json!({"error": format!("unknown command '{other}' (status, sas, policies, stats)")})
+        }
+        None => json!({"error": "missing \"cmd\""}),
+    }
+}
+
+fn sa_json(sa: &flowsec_ipsec::SecurityAssociation, now: Duration) -> Value {
+    let usage = sa.usage();
+    let stats = sa.stats();
+    let state = match sa.state(now) {
+        SaState::Mature => "installed",
+        SaState::Dying => "dying",
+        SaState::Expired => "expired",
+    };
+    json!({
+        "protocol": sa.id().protocol.to_string(),
+        "spi": format!("{:08x}", sa.id().spi),
+        "mode": sa.mode().to_string(),
+        "src": sa.src().to_string(),
+        "dst": sa.dst().to_string(),
+        "encap": sa.encap().map(|e| json!({"sport": e.src_port, "dport": e.dst_port})),
+        "encr": sa.encr().to_string(),
+        "integ": sa.integ().to_string(),
+        "esn": sa.esn(),
+        "reqid": sa.reqid(),
+        "state": state,
+        "bytes": usage.bytes,
+        "packets": usage.packets,
+        "seq": sa.seq(),
+        "replay_window": sa.replay_window().size(),
+        "replay_drops": stats.replay_drops,
+        "auth_failures": stats.auth_failures,
+        "other_drops": stats.other_drops,
+        "age_s": now.saturating_sub(usage.added).as_secs(),
+        "last_use_s": usage.first_use.map(|t| now.saturating_sub(t).as_secs()),
+    })
+}
+
+fn policy_json(p: &flowsec_ipsec::Policy) -> Value {
+    let action = match &p.action {
+        Action::Bypass => json!("none"),
+        Action::Discard => json!("discard"),
+        Action::Protect(t) => json!(t
+            .iter()
+            .map(flowsec_setkey::format_rule)
+            .collect::<Vec<_>>()),
+    };
+    json!({
+        "direction": p.direction.to_string(),
+        "src": p.selector.src.to_string(),
+        "dst": p.selector.dst.to_string(),
+        "protocol": p.selector.protocol,
+        "priority": p.priority,
+        "action": action,
+        "setkey": flowsec_setkey::format_policy(p).trim_end(),
+    })
+}
+
+fn stats_json(stats: &Stats) -> Value {
+    let drops: serde_json::Map<String, Value> = stats
+        .drops
+        .nonzero()
+        .map(|(reason, n)| (reason.name().to_string(), json!(n)))
+        .collect();
+    json!({
+        "workers": [{
+            "sent": stats.sent,
+            "delivered": stats.delivered,
+            "no_policy": stats.no_policy,
+            "bypass_on_tun": stats.bypass_on_tun,
+            "unsupported_outer": stats.unsupported_outer,
+            "io_errors": stats.io_errors,
+            "drops": drops,
+        }],
+    })
+}
