@@ -7,9 +7,9 @@
 //! inbound:  raw recv (ESP/AH) → SAD → open → SPD(fwd|in) check → TUN write
 //! ```
 //!
-//! This first data plane runs one worker with an IPv4 outer network (inner
-//! traffic may be IPv4 or IPv6) and tunnel-mode policies; see README for
-//! what is missing.
+//! This first data plane runs one worker; tunnel and transport mode over
+//! IPv4 or IPv6, ESP in UDP over IPv4, and a control socket. See README for
+//! what is missing (several workers, batching, offloads).
 #![deny(unsafe_code)]
 
 mod apply;

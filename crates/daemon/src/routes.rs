@@ -37,6 +37,10 @@ impl Routes {
     /// Bring `dev` up with `mtu`, and route the destination of every
     /// outbound PROTECT policy through it.
     pub fn install(dev: &str, mtu: u16, spd: &Spd) -> Result<Routes, String> {
+        // No IPv6 link-local address on the TUN: it would only send router
+        // solicitations and MLD reports into the tunnel (counted no_policy).
+        // Best effort: kernels without IPv6 refuse the option.
+        let _ = ip(&["link", "set", "dev", dev, "addrgenmode", "none"]);
         ip(&["link", "set", "dev", dev, "mtu", &mtu.to_string(), "up"])?;
         let mut routes = Routes {
             dev: dev.to_string(),
