@@ -128,13 +128,40 @@ pub fn recv_udp_v4(
     fd: RawFd,
     buf: &mut [u8],
 ) -> io::Result<Option<(usize, SocketAddrV4, Ipv4Addr)>> {
-    let mut from: libc::sockaddr_in = libc::sockaddr_in {
-        sin_family: 0,
-        sin_port: 0,
-        sin_addr: libc::in_addr { s_addr: 0 },
-        sin_zero: [0; 8],
-    };
-    // Room for one IP_PKTINFO control message, 8-byte aligned.
+    // SAFETY: an all-zero sockaddr_in is valid (family AF_UNSPEC).
+    let mut from: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    let mut dst = Ipv4Addr::UNSPECIFIED;
+    let n = recv_with_pktinfo(
+        fd,
+        buf,
+        &mut from,
+        libc::IPPROTO_IP,
+        libc::IP_PKTINFO,
+        |data| {
+            // SAFETY: IP_PKTINFO data is a `struct in_pktinfo`; read unaligned.
+            let info = unsafe { std::ptr::read_unaligned(data as *const libc::in_pktinfo) };
+            dst = Ipv4Addr::from(info.ipi_addr.s_addr.to_ne_bytes());
+        },
+    )?;
+    let src = SocketAddrV4::new(
+        Ipv4Addr::from(from.sin_addr.s_addr.to_ne_bytes()),
+        u16::from_be(from.sin_port),
+    );
+    Ok(n.map(|n| (n, src, dst)))
+}
+
+/// recvmsg(2) into `buf`, the sender into `from` (a sockaddr_in or
+/// sockaddr_in6), calling `on_pktinfo` with the data of the control message
+/// (`level`, `kind`) if there is one.
+fn recv_with_pktinfo<A>(
+    fd: RawFd,
+    buf: &mut [u8],
+    from: &mut A,
+    level: libc::c_int,
+    kind: libc::c_int,
+    mut on_pktinfo: impl FnMut(*const u8),
+) -> io::Result<Option<usize>> {
+    // Room for one PKTINFO control message, 8-byte aligned.
     let mut control = [0u64; 8];
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
@@ -142,8 +169,8 @@ pub fn recv_udp_v4(
     };
     // SAFETY: an all-zero msghdr is a valid empty header; fields set below.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_name = (&mut from as *mut libc::sockaddr_in).cast();
-    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    msg.msg_name = (from as *mut A).cast();
+    msg.msg_namelen = std::mem::size_of::<A>() as libc::socklen_t;
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
     msg.msg_control = control.as_mut_ptr().cast();
@@ -153,25 +180,18 @@ pub fn recv_udp_v4(
     let Some(n) = would_block(n)? else {
         return Ok(None);
     };
-    let mut dst = Ipv4Addr::UNSPECIFIED;
-    // SAFETY: the CMSG macros walk the control buffer recvmsg filled, within
-    // `msg_controllen`; IP_PKTINFO data is a `struct in_pktinfo`.
+    // SAFETY: the CMSG macros walk the control buffer recvmsg filled,
+    // within `msg_controllen`.
     unsafe {
         let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
         while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == libc::IPPROTO_IP && (*cmsg).cmsg_type == libc::IP_PKTINFO {
-                let info =
-                    std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::in_pktinfo);
-                dst = Ipv4Addr::from(info.ipi_addr.s_addr.to_ne_bytes());
+            if (*cmsg).cmsg_level == level && (*cmsg).cmsg_type == kind {
+                on_pktinfo(libc::CMSG_DATA(cmsg));
             }
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
     }
-    let src = SocketAddrV4::new(
-        Ipv4Addr::from(from.sin_addr.s_addr.to_ne_bytes()),
-        u16::from_be(from.sin_port),
-    );
-    Ok(Some((n, src, dst)))
+    Ok(Some(n))
 }
 
 /// Set the firewall mark of everything `fd` sends (SO_MARK; needs
@@ -245,39 +265,20 @@ pub fn raw_receiver_v6(protocol: u8) -> io::Result<OwnedFd> {
 pub fn recv_raw_v6(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<(usize, Ipv6Addr, Ipv6Addr)>> {
     // SAFETY: an all-zero sockaddr_in6 is valid (family AF_UNSPEC).
     let mut from: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
-    let mut control = [0u64; 8];
-    let mut iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    // SAFETY: an all-zero msghdr is a valid empty header; fields set below.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_name = (&mut from as *mut libc::sockaddr_in6).cast();
-    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t;
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&control);
-    // SAFETY: every pointer in `msg` points into live locals sized as stated.
-    let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
-    let Some(n) = would_block(n)? else {
-        return Ok(None);
-    };
     let mut dst = Ipv6Addr::UNSPECIFIED;
-    // SAFETY: the CMSG macros walk the control buffer recvmsg filled, within
-    // `msg_controllen`; IPV6_PKTINFO data is a `struct in6_pktinfo`.
-    unsafe {
-        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-        while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == libc::IPPROTO_IPV6 && (*cmsg).cmsg_type == libc::IPV6_PKTINFO {
-                let info =
-                    std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::in6_pktinfo);
-                dst = Ipv6Addr::from(info.ipi6_addr.s6_addr);
-            }
-            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
-        }
-    }
-    Ok(Some((n, Ipv6Addr::from(from.sin6_addr.s6_addr), dst)))
+    let n = recv_with_pktinfo(
+        fd,
+        buf,
+        &mut from,
+        libc::IPPROTO_IPV6,
+        libc::IPV6_PKTINFO,
+        |data| {
+            // SAFETY: IPV6_PKTINFO data is a `struct in6_pktinfo`; read unaligned.
+            let info = unsafe { std::ptr::read_unaligned(data as *const libc::in6_pktinfo) };
+            dst = Ipv6Addr::from(info.ipi6_addr.s6_addr);
+        },
+    )?;
+    Ok(n.map(|n| (n, Ipv6Addr::from(from.sin6_addr.s6_addr), dst)))
 }
 
 /// A raw IPv6 socket that sends whole packets, header included
