@@ -1,0 +1,364 @@
+#!/usr/bin/env bash
+# Tunnel throughput side by side (issue 3): one TCP stream hostA -> hostB on
+# the namespace topology of tests/e2e/lib.sh,
+#
+#   hostA 10.1.0.2 -- gwA 10.1.0.1 | 192.0.2.1 == transit == 192.0.2.2 | 10.2.0.1 gwB -- hostB 10.2.0.2
+#
+# through, in one run:
+#   1. plain forwarding (no tunnel), with the kernel's GSO on the veths and
+#      with `gso_max_segs 1` on every veth (one packet per MSS, as the demo);
+#   2. flowsec: two `flowsec up` gateways, ESP tunnel mode, AES-GCM-16,
+#      manual keys (release build);
+#   3. wireguard-go on TUN in gwA/gwB (skipped, with a message, when it or
+#      `wg` is missing and cannot be installed).
+# Each path: SECONDS of traffic, REPEATS times; the table shows the median
+# (and min-max) Mbit/s, the CPU time of the two tunnel endpoints' processes
+# per GB of payload (utime+stime from /proc/PID/stat, before and after each
+# measurement; "kernel" for plain forwarding) and the ratio to plain
+# forwarding with GSO off. The tunnel rows run with the kernel's default
+# gso_max_segs on the veths.
+#
+#   scripts/bench-tunnels.sh [--seconds S] [--repeats R] [--json FILE]
+#                            [--no-install] [--no-wireguard]
+#
+# The Markdown table goes to stdout, progress to stderr. Everything it
+# creates carries a per-run prefix (fs<pid>-) and is removed on exit, on
+# error and on Ctrl-C (lib.sh's traps). Needs root and `ip netns`; prints
+# SKIP and exits 0 otherwise.
+#
+#   WIREGUARD_GO=PATH   the wireguard-go binary (default: wireguard-go or
+#                       wireguard on PATH, else ~/go/bin/wireguard)
+#   FLOWSEC_E2E_KEEP=1  keep the work directory (logs, setkey files, JSON)
+set -euo pipefail
+CALLER_PWD="$PWD"
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$PWD"
+
+SECS=10
+REPEATS=3
+JSON_OUT=""
+INSTALL=1
+WG_ENABLED=1
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --seconds) SECS="${2:?--seconds needs a value}"; shift 2 ;;
+        --seconds=*) SECS="${1#*=}"; shift ;;
+        --repeats) REPEATS="${2:?--repeats needs a value}"; shift 2 ;;
+        --repeats=*) REPEATS="${1#*=}"; shift ;;
+        --json) JSON_OUT="${2:?--json needs a file}"; shift 2 ;;
+        --json=*) JSON_OUT="${1#*=}"; shift ;;
+        --no-install) INSTALL=0; shift ;;
+        --no-wireguard) WG_ENABLED=0; shift ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "bench-tunnels: unknown argument: $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+[[ "$SECS" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "bench-tunnels: --seconds: not a number: $SECS" >&2; exit 2; }
+[[ "$REPEATS" =~ ^[1-9][0-9]*$ ]] || { echo "bench-tunnels: --repeats: not a positive integer: $REPEATS" >&2; exit 2; }
+# a relative --json path is relative to where the script was started
+case "$JSON_OUT" in ""|/*) ;; *) JSON_OUT="$CALLER_PWD/$JSON_OUT" ;; esac
+
+E2E_LOG_TAG=bench-tunnels
+# shellcheck source=tests/e2e/lib.sh
+. "$ROOT/tests/e2e/lib.sh"
+if ! e2e_have_root_netns; then
+    echo "SKIP: bench-tunnels: $E2E_NO_NETNS_REASON"
+    exit 0
+fi
+
+log() { printf 'bench-tunnels: %s\n' "$*" >&2; }
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+step "build: cargo build --release --locked -p flowsec"
+cargo build --release --locked -p flowsec >&2
+FLOWSEC="${CARGO_TARGET_DIR:-$ROOT/target}/release/flowsec"
+case "$FLOWSEC" in /*) ;; *) FLOWSEC="$ROOT/$FLOWSEC" ;; esac
+
+# ----------------------------------------------------------- wireguard-go
+WG_GO=""
+WG_SKIP=""
+find_wg_go() {
+    if [ -n "${WIREGUARD_GO:-}" ]; then WG_GO="$WIREGUARD_GO"; [ -x "$WG_GO" ]; return; fi
+    local c
+    for c in "$(command -v wireguard-go 2>/dev/null || true)" "$(command -v wireguard 2>/dev/null || true)" \
+             "${GOPATH:-$HOME/go}/bin/wireguard" "$HOME/go/bin/wireguard"; do
+        if [ -n "$c" ] && [ -x "$c" ] && "$c" --version 2>/dev/null | grep -q '^wireguard-go'; then
+            WG_GO="$c"; return 0
+        fi
+    done
+    return 1
+}
+if [ "$WG_ENABLED" = 1 ]; then
+    step "wireguard-go and wg"
+    if ! find_wg_go && [ "$INSTALL" = 1 ] && [ -z "${WIREGUARD_GO:-}" ] && command -v go >/dev/null 2>&1; then
+        log "installing wireguard-go: go install golang.zx2c4.com/wireguard@latest"
+        (cd /tmp && go install golang.zx2c4.com/wireguard@latest) >&2 || log "go install failed"
+    fi
+    find_wg_go || { WG_GO=""; WG_SKIP="wireguard-go not found and could not be installed (go install golang.zx2c4.com/wireguard@latest)"; }
+    if [ -z "$WG_SKIP" ] && ! command -v wg >/dev/null 2>&1; then
+        if [ "$INSTALL" = 1 ] && command -v apt-get >/dev/null 2>&1; then
+            log "installing wg: apt-get install -y --no-install-recommends wireguard-tools"
+            DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends wireguard-tools >&2 ||
+                { DEBIAN_FRONTEND=noninteractive apt-get update >&2 &&
+                  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends wireguard-tools >&2; } ||
+                log "apt-get install wireguard-tools failed"
+        fi
+        command -v wg >/dev/null 2>&1 || WG_SKIP="wg (wireguard-tools) not found and could not be installed"
+    fi
+    if [ -n "$WG_SKIP" ]; then
+        log "SKIP wireguard-go row: $WG_SKIP"
+    else
+        log "$WG_GO: $("$WG_GO" --version | head -n 1); wg: $(wg --version 2>&1 | head -n 1)"
+    fi
+else
+    WG_SKIP="--no-wireguard"
+fi
+
+# --------------------------------------------------------------- harness
+e2e_init
+W="$E2E_WORK"
+WG_IFS=()
+bench_cleanup() {
+    e2e_cleanup
+    local i
+    # wireguard-go's UAPI sockets live in /var/run/wireguard, outside the
+    # namespaces; a killed daemon leaves its socket behind.
+    for i in "${WG_IFS[@]}"; do rm -f "/var/run/wireguard/$i.sock"; done
+}
+trap 'bench_cleanup 2>&"$E2E_ERR_FD"' EXIT
+trap 'e2e_log "interrupted" 2>&"$E2E_ERR_FD"; bench_cleanup 2>&"$E2E_ERR_FD"; trap - EXIT; exit 130' INT
+trap 'e2e_log "terminated" 2>&"$E2E_ERR_FD"; bench_cleanup 2>&"$E2E_ERR_FD"; trap - EXIT; exit 143' TERM
+
+die() {
+    log "$*"
+    local f
+    for f in "$W"/*.log; do show_log "$f" 10; done
+    exit 1
+}
+
+# cpu_ticks PID...: utime+stime (fields 14, 15 of /proc/PID/stat, all
+# threads) summed over the PIDs, in clock ticks
+CLK_TCK="$(getconf CLK_TCK)"
+cpu_ticks() {
+    local pid total=0 stat f
+    for pid in "$@"; do
+        stat="$(cat "/proc/$pid/stat")" || return 1
+        # after "pid (comm) ": field 3 onwards, so utime/stime are f[11], f[12]
+        read -r -a f <<<"${stat##*) }"
+        total=$((total + f[11] + f[12]))
+    done
+    echo "$total"
+}
+
+ping_ok() {  # ping_ok FROM DST
+    ns_exec "$1" python3 "$E2E_TOOLS" ping "$2" --count 3 --interval 0.1 --timeout 2 \
+        >"$W/ping-$1-$2.log" 2>&1
+}
+pings() {
+    local i
+    # the first packets of wireguard-go wait for its handshake: retry
+    for i in 1 2 3; do
+        ping_ok hostA 10.2.0.2 && ping_ok hostB 10.1.0.2 && return 0
+        sleep 0.5
+    done
+    die "ping hostA <-> hostB failed ($1)"
+}
+
+PORT=5101
+RESULTS="$W/results.txt"   # KEY RUN MBIT BYTES CPU_SECONDS|-
+: >"$RESULTS"
+# tcp_run KEY RUN [PID...]: SECS of TCP hostA -> hostB; CPU of the PIDs
+tcp_run() {
+    local key="$1" run="$2" rpid name="$1-$2" c0="" c1="" cpu="-"
+    shift 2
+    PORT=$((PORT + 1))
+    start_bg hostB "$W/recv-$name.log" python3 "$E2E_TOOLS" recv --bind 10.2.0.2 \
+        --port "$PORT" --result "$W/recv-$name.json" --timeout "$(python3 -c "print(int($SECS) + 30)")" --no-hash
+    rpid=$E2E_LAST_PID
+    wait_for_log "$W/recv-$name.log" 'recv: listening' 5 "$rpid" || die "receiver did not start"
+    if [ $# -gt 0 ]; then c0="$(cpu_ticks "$@")" || die "$key: a tunnel process is gone"; fi
+    ns_exec hostA timeout --foreground "$(python3 -c "print(int($SECS) + 40)")" python3 "$E2E_TOOLS" send \
+        --to 10.2.0.2 --port "$PORT" --seconds "$SECS" --timeout 20 \
+        >"$W/send-$name.json" 2>"$W/send-$name.log" || die "$key: TCP sender failed or timed out"
+    wait_for_log "$W/recv-$name.json" 'bytes' 10 "$rpid" || die "$key: receiver wrote no result"
+    if [ $# -gt 0 ]; then
+        c1="$(cpu_ticks "$@")" || die "$key: a tunnel process died during the measurement"
+        cpu="$(python3 -c "print(($c1 - $c0) / $CLK_TCK)")"
+    fi
+    stop_bg "$rpid" 2
+    local out
+    out="$(python3 - "$W/send-$name.json" "$W/recv-$name.json" <<'EOF'
+import json, sys
+s, r = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+if s["bytes"] != r["bytes"]:
+    print("receiver got %d of %d bytes" % (r["bytes"], s["bytes"]))
+    sys.exit(1)
+print("%s %d" % (s["mbit_s"], s["bytes"]))
+EOF
+)" || die "$key: TCP transfer incomplete: $out"
+    echo "$key $run ${out% *} ${out#* } $cpu" >>"$RESULTS"
+    log "  $key run $run: ${out% *} Mbit/s, $(python3 -c "print(round(${out#* } / 1e6))") MB$([ "$cpu" = - ] || echo ", endpoints' CPU ${cpu} s")"
+}
+
+# ---------------------------------------------------------------- topology
+step "topology: namespaces ${E2E_PREFIX}{hostA,gwA,gwB,hostB}"
+e2e_topology_gateway
+LINKS=(hostA:eth0 gwA:eth0 gwA:eth1 gwB:eth1 gwB:eth0 hostB:eth0)
+if command -v ethtool >/dev/null 2>&1; then
+    # lib.sh turned the veths' offloads off (belt and braces for its tests);
+    # this benchmark wants the kernel's defaults back
+    for l in "${LINKS[@]}"; do
+        ns_exec "${l%%:*}" ethtool -K "${l#*:}" tx on rx on tso on gso on gro on >/dev/null 2>&1 || true
+    done
+fi
+SEGS="$(ns_exec hostA ip -d link show dev eth0 | grep -o 'gso_max_segs [0-9]*' | head -n 1)"
+SEGS="${SEGS#gso_max_segs }"
+SEGS="${SEGS:-65535}"
+log "veths: kernel default gso_max_segs $SEGS; ${SECS} s per measurement, $REPEATS runs per path"
+
+# ----------------------------------------------------------- plain forwarding
+step "plain forwarding, kernel GSO on the veths"
+e2e_standin_routes
+pings plain
+for ((r = 1; r <= REPEATS; r++)); do tcp_run plain-gso "$r"; done
+
+step "plain forwarding, gso_max_segs 1 on every veth (one packet per MSS)"
+for l in "${LINKS[@]}"; do ns_exec "${l%%:*}" ip link set dev "${l#*:}" gso_max_segs 1; done
+for ((r = 1; r <= REPEATS; r++)); do tcp_run plain-nogso "$r"; done
+for l in "${LINKS[@]}"; do ns_exec "${l%%:*}" ip link set dev "${l#*:}" gso_max_segs "$SEGS"; done
+log "gso_max_segs back to $SEGS for the tunnels"
+e2e_standin_routes_del
+
+# ------------------------------------------------------------------ flowsec
+step "flowsec: two gateways, ESP tunnel mode, AES-GCM-16, manual keys"
+write_setkey() {  # write_setkey FILE LOCAL_NET REMOTE_NET LOCAL_GW REMOTE_GW
+    cat >"$1" <<EOF
+# flowsec bench-tunnels ($(basename "$1"))
+add 192.0.2.1 192.0.2.2 esp 0x1001 -m tunnel -r 64 -E aes-gcm-16 0x000102030405060708090a0b0c0d0e0f10111213;
+add 192.0.2.2 192.0.2.1 esp 0x1002 -m tunnel -r 64 -E aes-gcm-16 0x202122232425262728292a2b2c2d2e2f30313233;
+spdadd $2 $3 any -P out ipsec esp/tunnel/$4-$5/require;
+spdadd $3 $2 any -P in  ipsec esp/tunnel/$5-$4/require;
+spdadd $3 $2 any -P fwd ipsec esp/tunnel/$5-$4/require;
+EOF
+}
+write_setkey "$W/gwA.setkey" 10.1.0.0/24 10.2.0.0/24 192.0.2.1 192.0.2.2
+write_setkey "$W/gwB.setkey" 10.2.0.0/24 10.1.0.0/24 192.0.2.2 192.0.2.1
+declare -A FS_PID
+for gw in gwA gwB; do
+    start_bg "$gw" "$W/flowsec-$gw.log" "$FLOWSEC" up --tun fsec0 --setkey "$W/$gw.setkey" --socket "$W/$gw.sock"
+    FS_PID[$gw]=$E2E_LAST_PID
+done
+for gw in gwA gwB; do
+    wait_for_log "$W/flowsec-$gw.log" 'flowsec: up' 10 "${FS_PID[$gw]}" || die "$gw: flowsec up failed"
+done
+pings flowsec
+for ((r = 1; r <= REPEATS; r++)); do tcp_run flowsec "$r" "${FS_PID[gwA]}" "${FS_PID[gwB]}"; done
+for gw in gwA gwB; do
+    stop_bg "${FS_PID[$gw]}" 5
+    log "  $gw: $(grep -m1 'flowsec: down' "$W/flowsec-$gw.log" || echo "(no counters; exit status $E2E_LAST_RC)")"
+done
+
+# ------------------------------------------------------------- wireguard-go
+if [ -z "$WG_SKIP" ]; then
+    step "wireguard-go: TUN in gwA and gwB, UDP 51820 over the transit link, MTU 1420"
+    WGA="${E2E_PREFIX}wgA"
+    WGB="${E2E_PREFIX}wgB"
+    if [ ${#WGA} -gt 15 ]; then WGA="wg$$A"; WGB="wg$$B"; fi
+    mkdir -p /var/run/wireguard
+    for i in "$WGA" "$WGB"; do
+        [ -e "/var/run/wireguard/$i.sock" ] && die "/var/run/wireguard/$i.sock exists already"
+        WG_IFS+=("$i")
+    done
+    umask_old="$(umask)"; umask 077
+    for side in A B; do
+        wg genkey >"$W/wg$side.key"
+        wg pubkey <"$W/wg$side.key" >"$W/wg$side.pub"
+    done
+    umask "$umask_old"
+    declare -A WG_PID
+    start_bg gwA "$W/wireguard-gwA.log" env WG_PROCESS_FOREGROUND=1 LOG_LEVEL=error "$WG_GO" -f "$WGA"
+    WG_PID[gwA]=$E2E_LAST_PID
+    start_bg gwB "$W/wireguard-gwB.log" env WG_PROCESS_FOREGROUND=1 LOG_LEVEL=error "$WG_GO" -f "$WGB"
+    WG_PID[gwB]=$E2E_LAST_PID
+    for i in 0 1; do
+        gw=gwA; dev="$WGA"; [ "$i" = 1 ] && { gw=gwB; dev="$WGB"; }
+        for ((t = 0; t < 100; t++)); do
+            [ -S "/var/run/wireguard/$dev.sock" ] && break
+            pid_alive "${WG_PID[$gw]}" || break
+            sleep 0.1
+        done
+        [ -S "/var/run/wireguard/$dev.sock" ] || die "$gw: wireguard-go did not create its UAPI socket"
+    done
+    wg_conf() {  # wg_conf GW DEV SIDE PEER_SIDE PEER_ADDR REMOTE_NET
+        ns_exec "$1" wg set "$2" private-key "$W/wg$3.key" listen-port 51820 \
+            peer "$(cat "$W/wg$4.pub")" endpoint "$5:51820" allowed-ips "$6"
+        ns_exec "$1" ip link set dev "$2" mtu 1420 up
+        ns_exec "$1" ip route add "$6" dev "$2"
+    }
+    wg_conf gwA "$WGA" A B 192.0.2.2 10.2.0.0/24 || die "gwA: configuring $WGA failed"
+    wg_conf gwB "$WGB" B A 192.0.2.1 10.1.0.0/24 || die "gwB: configuring $WGB failed"
+    pings wireguard-go
+    for ((r = 1; r <= REPEATS; r++)); do tcp_run wireguard-go "$r" "${WG_PID[gwA]}" "${WG_PID[gwB]}"; done
+    log "  gwA: $(ns_exec gwA wg show "$WGA" transfer | awk '{printf "received %s B, sent %s B", $2, $3}')"
+    for gw in gwA gwB; do stop_bg "${WG_PID[$gw]}" 5; done
+fi
+
+# ------------------------------------------------------------------ report
+step "results"
+MACHINE="$(uname -r); $(nproc) CPUs ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1))"
+python3 - "$RESULTS" "$SECS" "$REPEATS" "$JSON_OUT" "$WG_SKIP" "$MACHINE" \
+    "$("$FLOWSEC" --version 2>/dev/null || echo flowsec)" "$([ -n "$WG_GO" ] && "$WG_GO" --version 2>/dev/null | head -n 1 || true)" <<'EOF'
+import json, statistics, sys, time
+results, secs, repeats, json_out, wg_skip, machine, fs_ver, wg_ver = sys.argv[1:9]
+runs = {}
+for line in open(results):
+    key, run, mbit, nbytes, cpu = line.split()
+    runs.setdefault(key, []).append((float(mbit), int(nbytes), None if cpu == "-" else float(cpu)))
+paths = [("plain-gso", "plain forwarding, kernel GSO"),
+         ("plain-nogso", "plain forwarding, GSO off (gso_max_segs 1)"),
+         ("flowsec", "flowsec, ESP tunnel AES-GCM-16"),
+         ("wireguard-go", "wireguard-go (TUN)")]
+base = statistics.median(m for m, _, _ in runs["plain-nogso"]) if "plain-nogso" in runs else None
+rows = []
+for key, name in paths:
+    if key not in runs:
+        if key == "wireguard-go":
+            rows.append({"key": key, "path": name, "skipped": wg_skip or "not run"})
+        continue
+    rs = runs[key]
+    mb = [m for m, _, _ in rs]
+    cpu = [c / (b / 1e9) for _, b, c in rs if c is not None]
+    med = statistics.median(mb)
+    rows.append({"key": key, "path": name, "mbit_s_runs": mb, "mbit_s_median": med,
+                 "mbit_s_min": min(mb), "mbit_s_max": max(mb),
+                 "bytes_runs": [b for _, b, _ in rs],
+                 "cpu_s_runs": [c for _, _, c in rs] if cpu else None,
+                 "cpu_s_per_gb_runs": [round(c, 3) for c in cpu] if cpu else None,
+                 "cpu_s_per_gb_median": round(statistics.median(cpu), 3) if cpu else None,
+                 "cpu_note": None if cpu else "kernel (not measurable per process)",
+                 "ratio_to_plain_gso_off": round(med / base, 3) if base else None})
+print("| path | Mbit/s median (min–max) | CPU s/GB | ratio to plain-GSO-off |")
+print("|---|---|---|---|")
+for r in rows:
+    if "skipped" in r:
+        print("| %s | skipped: %s | – | – |" % (r["path"], r["skipped"]))
+        continue
+    cpu = "kernel" if r["cpu_s_per_gb_median"] is None else "%.2f" % r["cpu_s_per_gb_median"]
+    print("| %s | %s (%s–%s) | %s | %s |" % (
+        r["path"], "{:,.0f}".format(r["mbit_s_median"]), "{:,.0f}".format(r["mbit_s_min"]),
+        "{:,.0f}".format(r["mbit_s_max"]), cpu,
+        "%.3f" % r["ratio_to_plain_gso_off"] if r["ratio_to_plain_gso_off"] is not None else "–"))
+print()
+print("One TCP stream hostA → hostB, %s s × %s runs per path (median); CPU s/GB: utime+stime of the "
+      "two tunnel endpoints' processes per GB (1e9 B) of TCP payload, median of the runs." % (secs, repeats))
+if json_out:
+    doc = {"benchmark": "bench-tunnels", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+           "machine": machine, "seconds": float(secs), "repeats": int(repeats),
+           "flowsec": fs_ver, "wireguard_go": wg_ver or None, "rows": rows}
+    with open(json_out, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+EOF
+[ -z "$JSON_OUT" ] || log "JSON written to $JSON_OUT"
+bench_cleanup 2>&"$E2E_ERR_FD"
