@@ -167,6 +167,28 @@ check "topology: gwA reaches gwB over the transit link (v4, v6)" \
     eval 'ns_exec gwA python3 "$E2E_TOOLS" ping 192.0.2.2 --count 1 >"$W/ping-transit.log" 2>&1 &&
           ns_exec gwA python3 "$E2E_TOOLS" ping 2001:db8::2 --count 1 >>"$W/ping-transit.log" 2>&1'
 
+# --------------------------------------------------- a configuration error
+# A file with a mistake on its last line: flowsec up must name file, line
+# and column, exit 1, and leave nothing behind (no TUN, no route, no rule).
+bad_config_refused() {
+    local bad="$W/bad.setkey" out rc=0
+    { sed '/^spdadd/d' "$W/gwA.setkey"; echo "add $GW_A $GW_B esp 0x1777 -E aes-cbc 0x0011;"; } >"$bad"
+    local line
+    line=$(wc -l <"$bad")
+    out=$(ns_exec gwA timeout 10 "$FLOWSEC" up --tun "$TUN" --setkey "$bad" --socket "$W/bad.sock" 2>&1) || rc=$?
+    echo "    $out" | head -2
+    [ "$rc" = 1 ] || { echo "    exit status $rc, want 1"; return 1; }
+    echo "$out" | grep -q "bad.setkey:$line:" || { echo "    no bad.setkey:$line: position"; return 1; }
+    if ns_exec gwA ip link show "$TUN" >/dev/null 2>&1 || ns_exec gwA ip rule show | grep -q 0xf5ec ||
+        [ -n "$(ns_exec gwA ip route show "${REMOTE_NET[gwA]:-10.2.0.0/24}" dev "$TUN" 2>/dev/null)" ]; then
+        echo "    something was installed"; return 1
+    fi
+}
+if [ "$STANDIN" != 1 ]; then
+    declare -A REMOTE_NET=([gwA]=10.2.0.0/24 [gwB]=10.1.0.0/24)
+    check "a bad setkey file: file:line:col error, exit 1, nothing installed" bad_config_refused
+fi
+
 # -------------------------------------------------------------------- gateways
 declare -A GW_PID REMOTE_NET=([gwA]=10.2.0.0/24 [gwB]=10.1.0.0/24)
 for gw in gwA gwB; do
