@@ -228,7 +228,7 @@ fi
 
 # ------------------------------------------------------ capture on the transit
 start_bg gwA "$W/sniff.log" python3 "$E2E_TOOLS" sniff --iface eth1 \
-    --out "$W/capture.json" --stop "$W/sniff.stop"
+    --out "$W/capture.json" --stop "$W/sniff.stop" --pcap "$W/transit.pcap"
 SNIFF_PID=$E2E_LAST_PID
 wait_for_log "$W/sniff.log" 'sniff: ready' 5 "$SNIFF_PID" || { show_log "$W/sniff.log"; exit 1; }
 
@@ -343,6 +343,39 @@ if [ "$STANDIN" = 1 ]; then
 else
     check "transit capture: only $SUITE ${FLOW_SUFFIX:+in UDP 4500 }$GW_A<->$GW_B (SPI $FLOW_SPI_A/$FLOW_SPI_B), no plaintext" \
         capture_check esp
+fi
+
+# An independent check of the ESP itself: tshark decrypts the captured
+# transit frames with the configured keys, and every ICV must verify
+# (AES-GCM tunnels, raw ESP: the keys and layout tshark needs are known).
+tshark_decrypts() {
+    local conf="$W/wireshark" family=IPv4
+    [ "$OUTER" = v6 ] && family=IPv6
+    mkdir -p "$conf"
+    local gcm='"AES-GCM with 16 octet ICV [RFC4106]"'
+    {
+        echo "\"$family\",\"$GW_A\",\"$GW_B\",\"0x00001001\",$gcm,\"0x000102030405060708090a0b0c0d0e0f10111213\",\"NULL\",\"\""
+        echo "\"$family\",\"$GW_B\",\"$GW_A\",\"0x00001002\",$gcm,\"0x200102030405060708090a0b0c0d0e0f10111213\",\"NULL\",\"\""
+    } >"$conf/esp_sa"
+    printf 'esp.enable_encryption_decode: TRUE\nesp.enable_authentication_check: TRUE\n' >"$conf/preferences"
+    WIRESHARK_CONFIG_DIR="$conf" tshark -n -r "$W/transit.pcap" -Y esp -T fields -E separator=' ' \
+        -E occurrence=l -e esp.spi -e esp.icv_good -e esp.icv_bad -e ip.dst -e ipv6.dst \
+        >"$W/tshark.txt" 2>"$W/tshark.err" || { show_log "$W/tshark.err"; return 1; }
+    python3 - "$W/tshark.txt" <<'EOF'
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+good = sum(1 for r in rows if len(r) >= 3 and r[1] == "1" and r[2] == "0")
+inner = sum(1 for r in rows if any(x.startswith(("10.", "fd0")) for x in r[3:]))
+print("    %d ESP frames, %d with a good ICV, %d decrypted to a 10.x/fd0x inner packet" % (len(rows), good, inner))
+sys.exit(0 if rows and good == len(rows) and inner == len(rows) else 1)
+EOF
+}
+if [ "$STANDIN" != 1 ] && [ "$SUITE" = gcm ] && [ "$ENCAP" = raw ] && [ "$MODE" = tunnel ]; then
+    if command -v tshark >/dev/null 2>&1; then
+        check "tshark decrypts the transit ESP with the configured keys, every ICV good" tshark_decrypts
+    else
+        skip "tshark decryption of the transit capture (no tshark)"
+    fi
 fi
 
 # ------------------------------------------------------ (d) hostile input

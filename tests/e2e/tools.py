@@ -211,6 +211,11 @@ def cmd_sniff(a) -> int:
 
     first = {}      # non-ESP key -> when first seen
     t_start = time.monotonic()
+    # The first --pcap-max frames go to a pcap (Ethernet link type) for
+    # tshark to decrypt.
+    pcap = open(a.pcap, "wb") if a.pcap else None
+    if pcap:
+        pcap.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
     print("sniff: ready on %s" % a.iface, flush=True)
     while not os.path.exists(a.stop):
         try:
@@ -219,6 +224,12 @@ def cmd_sniff(a) -> int:
             continue
         frames += 1
         pkt = bytes(buf[:n])
+        if pcap and frames <= a.pcap_max:
+            now = time.time()
+            pcap.write(struct.pack("<IIII", int(now), int(now % 1 * 1e6), n, n) + pkt)
+            if frames == a.pcap_max:
+                pcap.close()
+                pcap = None
         if MARKER in pkt:
             leak("marker in frame of %d bytes" % n)
         if n < 14:
@@ -275,6 +286,8 @@ def cmd_sniff(a) -> int:
                         q[9], ipaddress.ip_address(q[12:16]), ipaddress.ip_address(q[16:20]))
             other[key] = other.get(key, 0) + 1
             first.setdefault(key, "frame %d at %.3f s" % (frames, time.monotonic() - t_start))
+    if pcap:
+        pcap.close()
     st = s.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
     packets, drops = struct.unpack("II", st)
     res = {"iface": a.iface, "frames": frames, "kernel_packets": packets,
@@ -352,6 +365,8 @@ def main() -> int:
     q.add_argument("--iface", required=True)
     q.add_argument("--out", required=True)
     q.add_argument("--stop", required=True)
+    q.add_argument("--pcap", help="write the first --pcap-max frames here")
+    q.add_argument("--pcap-max", type=int, default=2000)
     q = sub.add_parser("hostile")
     q.add_argument("dst")
     q.add_argument("--spi", required=True, help="a real SPI at dst, hex")
