@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run): everything flowsec checks, on a fresh
 # Debian 12 machine. Installs what the oracle tests need when run as root
-# (tshark, python3-venv); the Rust tests need only cargo.
+# (tshark, python3-venv; tshark also checks the e2e capture); the Rust tests
+# need only cargo.
 #
 #   scripts/test.sh            all tests
 #   FLOWSEC_SKIP_ORACLE=1 ...  without the scapy/tshark oracle tests
@@ -24,6 +25,8 @@ install_system_deps() {
     DEBIAN_FRONTEND=noninteractive apt-get update -q
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
+
+install_system_deps
 
 section "cargo test (unit, known-answer, wire captures, replay window, processing, fuzz corpus replay, CLI)"
 cargo test --workspace --locked
@@ -50,7 +53,6 @@ transport gcm raw v6 20000000
 MATRIX
 
 if [ "${FLOWSEC_SKIP_ORACLE:-0}" != 1 ]; then
-    install_system_deps
     section "oracle tests: scapy (ESP/AH both ways) and tshark (ESP decryption)"
     tests/oracle/run.sh
 fi
