@@ -1,14 +1,12 @@
 //! Routes that send protected traffic into the TUN device, installed with
 //! iproute2 and removed on shutdown (and on drop, should the worker fail).
 //!
-//! Tunnel mode: the remote selector is routed into the TUN in the main
-//! table; the peer gateway itself is not, so flowsec's ESP reaches it.
-//!
-//! Transport mode: the peer's own address must go into the TUN for the
-//! host's traffic, yet flowsec's ESP to that same address must not. As
-//! wg-quick does, the routes go into a table of their own consulted only by
+//! The routes go into a table of their own ([`TABLE`]), consulted only by
 //! packets *without* flowsec's firewall mark, and flowsec's sockets carry
-//! the mark ([`BYPASS_MARK`]).
+//! the mark ([`BYPASS_MARK`]), as wg-quick does. So flowsec's own ESP never
+//! loops back into the TUN, even when a selector covers the peer itself
+//! (transport mode, or a tunnel to 0.0.0.0/0), and the main table,
+//! default route included, is never touched.
 
 use std::net::IpAddr;
 use std::process::Command;
@@ -27,7 +25,6 @@ const RULE_PREF: u32 = 10_000;
 /// Routes this daemon added, removed when dropped.
 pub struct Routes {
     dev: String,
-    main: Vec<IpPrefix>,
     table: Vec<IpPrefix>,
     /// `-4` and/or `-6`: families for which the rule was added.
     rules: Vec<&'static str>,
@@ -44,42 +41,34 @@ impl Routes {
         ip(&["link", "set", "dev", dev, "mtu", &mtu.to_string(), "up"])?;
         let mut routes = Routes {
             dev: dev.to_string(),
-            main: Vec::new(),
             table: Vec::new(),
             rules: Vec::new(),
         };
         for p in spd.iter().filter(|p| p.direction == Direction::Out) {
-            let Action::Protect(templates) = &p.action else {
-                continue;
-            };
+            let Action::Protect(templates) = &p.action else { continue };
             let dst = p.selector.dst;
-            if templates.iter().any(|t| t.mode == Mode::Tunnel) {
-                if !routes.main.contains(&dst) {
-                    ip(&["route", "replace", &dst.to_string(), "dev", dev])?;
-                    routes.main.push(dst);
-                }
-                continue;
-            }
             if routes.table.contains(&dst) {
                 continue;
             }
             let family = if dst.addr().is_ipv4() { "-4" } else { "-6" };
             if !routes.rules.contains(&family) {
-                let (mark, table, pref) = (
-                    BYPASS_MARK.to_string(),
-                    TABLE.to_string(),
-                    RULE_PREF.to_string(),
-                );
-                ip(&[
-                    family, "rule", "add", "not", "fwmark", &mark, "table", &table, "pref", &pref,
-                ])?;
+                let (mark, table, pref) = (BYPASS_MARK.to_string(), TABLE.to_string(), RULE_PREF.to_string());
+                let rule = [family, "rule", "add", "not", "fwmark", &mark, "table", &table, "pref", &pref];
+                // A rule left by a daemon that was killed would make `add` fail.
+                let mut del = rule;
+                del[2] = "del";
+                let _ = ip(&del);
+                ip(&rule)?;
                 routes.rules.push(family);
             }
             let (dst_s, table) = (dst.to_string(), TABLE.to_string());
             let mut args = vec!["route", "replace", &dst_s, "dev", dev, "table", &table];
-            // A host selector names the address the host's traffic must
-            // come from (the TUN itself has none).
-            let src = host(&p.selector.src).map(|a| a.to_string());
+            // In transport mode a host selector names the address the
+            // host's traffic must come from (the TUN itself has none).
+            let src = match templates.iter().all(|t| t.mode == Mode::Transport) {
+                true => host(&p.selector.src).map(|a| a.to_string()),
+                false => None,
+            };
             if let Some(src) = &src {
                 args.extend(["src", src.as_str()]);
             }
@@ -91,7 +80,7 @@ impl Routes {
 
     /// Prefixes routed into the device.
     pub fn prefixes(&self) -> impl Iterator<Item = &IpPrefix> {
-        self.main.iter().chain(&self.table)
+        self.table.iter()
     }
 }
 
@@ -104,9 +93,6 @@ impl Drop for Routes {
     fn drop(&mut self) {
         // The device may already be gone, taking its routes with it: errors
         // here are expected and ignored.
-        for prefix in self.main.drain(..) {
-            let _ = ip(&["route", "del", &prefix.to_string(), "dev", &self.dev]);
-        }
         let table = TABLE.to_string();
         for prefix in self.table.drain(..) {
             let _ = ip(&[

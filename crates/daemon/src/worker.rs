@@ -174,13 +174,15 @@ impl Io {
 
 /// Run until SIGINT or SIGTERM; returns the counters.
 pub fn run(opts: &Options) -> Result<Stats, RunError> {
+    // First, so that a signal during set-up still ends in the clean-up
+    // below (the flag is checked before the loop's first wait).
+    let shutdown = sys::catch_shutdown_signals();
     let start = Instant::now();
     let provider = Provider::fastest();
     let mut db = load_setkey(&opts.setkey, &provider, Duration::ZERO).map_err(RunError::Config)?;
     let io = Io::open(opts, &db)?;
     let control = Control::bind(&opts.socket).map_err(RunError::Setup)?;
     let routes = Routes::install(&opts.tun, opts.mtu, &db.spd).map_err(RunError::Setup)?;
-    let shutdown = sys::catch_shutdown_signals();
     let routed: Vec<String> = routes.prefixes().map(|p| p.to_string()).collect();
     eprintln!(
         "flowsec: up (tun {}, {} SAs, {} policies, routes via tun: {})",
@@ -389,11 +391,10 @@ fn inbound(db: &mut Databases, buf: &mut PacketBuf, io: &Io, now: Duration, stat
         Err(_) => return stats.drops.count(DropReason::BadInnerPacket),
     };
     // A gateway forwards what it decapsulates; a host keeps it.
-    let policy = db
-        .spd
-        .lookup(Direction::Fwd, &flow)
-        .or_else(|| db.spd.lookup(Direction::In, &flow));
-    if let Err(reason) = process::check_inbound(&db.sad, policy, &applied) {
+    let Some(policy) = db.spd.lookup(Direction::Fwd, &flow).or_else(|| db.spd.lookup(Direction::In, &flow)) else {
+        return stats.drops.count(DropReason::NoInboundPolicy);
+    };
+    if let Err(reason) = process::check_inbound(&db.sad, Some(policy), &applied) {
         return stats.drops.count(reason);
     }
     match sys::write(io.tun.as_raw_fd(), buf.as_slice()) {

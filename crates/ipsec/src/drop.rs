@@ -89,6 +89,9 @@ drop_reasons! {
     TooBig => "too_big",
     /// No SA installed for an outbound policy that requires one.
     NoOutboundSa => "no_outbound_sa",
+    /// A decapsulated packet that no inbound (or forward) policy covers:
+    /// the data plane refuses what no policy allows (RFC 4301 §5.2).
+    NoInboundPolicy => "no_inbound_policy",
     /// The matching policy says DISCARD.
     PolicyDiscard => "policy_discard",
 }
