@@ -50,6 +50,14 @@ pub fn load_setkey(
                 for w in config.warnings() {
                     eprintln!("flowsec: warning: {name}:{}: {w}", st.pos.line);
                 }
+                if let Some(encap) = config.encap {
+                    if !config.src.is_ipv4() || encap.src_port != 4500 || encap.dst_port != 4500 {
+                        return Err(at(
+                            "UDP encapsulation is supported on port 4500 over IPv4 only, so far"
+                                .into(),
+                        ));
+                    }
+                }
                 let sa = SecurityAssociation::new(&config, provider, now)
                     .map_err(|e| at(e.to_string()))?;
                 db.sad.add(sa).map_err(|e| at(e.to_string()))?;

@@ -5,8 +5,8 @@
 //! Requests: `{"cmd":"status"}`, `{"cmd":"sas"}`, `{"cmd":"policies"}`,
 //! `{"cmd":"stats"}`.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::io::{Read, Write};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,7 +21,9 @@ use crate::worker::Stats;
 /// Where `flowsec up` listens unless told otherwise.
 pub const DEFAULT_SOCKET: &str = "/run/flowsec/flowsec.sock";
 /// The longest request accepted (a request is one small JSON object).
-const MAX_REQUEST: u64 = 4096;
+const MAX_REQUEST: usize = 4096;
+/// How long a client may take to send its request, or to take the answer.
+const REQUEST_WAIT: Duration = Duration::from_millis(200);
 
 /// The listening socket; the file is removed when this is dropped.
 pub struct Control {
@@ -33,22 +35,38 @@ impl Control {
     /// Listen on `path` (its directory is created; a stale socket file
     /// from a dead daemon is replaced, a live one is refused).
     pub fn bind(path: &Path) -> Result<Control, String> {
+        let err = |e: std::io::Error| format!("{}: {e}", path.display());
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            if !dir.exists() {
+                std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                // Only root may reach the socket, also in the instant
+                // between bind and chmod.
+                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                    .map_err(|e| format!("{}: {e}", dir.display()))?;
+            }
         }
-        if UnixStream::connect(path).is_ok() {
-            return Err(format!(
-                "{}: another flowsec daemon is listening there (use --socket)",
-                path.display()
-            ));
+        match UnixStream::connect(path) {
+            Ok(_) => {
+                return Err(format!(
+                    "{}: another flowsec daemon is listening there (use --socket)",
+                    path.display()
+                ))
+            }
+            // A socket file nobody listens on: left by a daemon that died.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                let is_socket = std::fs::symlink_metadata(path)
+                    .map(|m| m.file_type().is_socket())
+                    .unwrap_or(false);
+                if !is_socket {
+                    return Err(format!("{}: exists and is not a socket", path.display()));
+                }
+                std::fs::remove_file(path).map_err(err)?;
+            }
+            Err(_) => {}
         }
-        let _ = std::fs::remove_file(path);
-        let listener = UnixListener::bind(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let listener = UnixListener::bind(path).map_err(err)?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(err)?;
+        listener.set_nonblocking(true).map_err(err)?;
         Ok(Control {
             listener,
             path: path.to_path_buf(),
@@ -60,19 +78,23 @@ impl Control {
         &self.listener
     }
 
-    /// Answer every waiting client.
+    /// Answer every waiting client. A request is one small line sent at
+    /// once: it gets [`REQUEST_WAIT`] to arrive, so that no client can hold
+    /// the worker longer than that.
     pub fn serve(&self, status: &Status<'_>) {
-        while let Ok((stream, _)) = self.listener.accept() {
-            // A client that does not send its line within a second is dropped.
+        while let Ok((mut stream, _)) = self.listener.accept() {
             let _ = stream.set_nonblocking(false);
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
-            let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-            let mut line = String::new();
-            let reply = match BufReader::new((&stream).take(MAX_REQUEST)).read_line(&mut line) {
-                Ok(_) => answer(&line, status),
+            let _ = stream.set_read_timeout(Some(REQUEST_WAIT));
+            let _ = stream.set_write_timeout(Some(REQUEST_WAIT));
+            let mut request = [0u8; MAX_REQUEST];
+            let reply = match stream.read(&mut request) {
+                Ok(n) => match std::str::from_utf8(&request[..n]) {
+                    Ok(line) => answer(line, status),
+                    Err(_) => json!({"error": "request is not UTF-8"}),
+                },
                 Err(e) => json!({"error": format!("reading the request: {e}")}),
             };
-            let _ = (&stream).write_all(format!("{reply}\n").as_bytes());
+            let _ = stream.write_all(format!("{reply}\n").as_bytes());
         }
     }
 }

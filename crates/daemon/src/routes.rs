@@ -45,15 +45,23 @@ impl Routes {
             rules: Vec::new(),
         };
         for p in spd.iter().filter(|p| p.direction == Direction::Out) {
-            let Action::Protect(templates) = &p.action else { continue };
+            let Action::Protect(templates) = &p.action else {
+                continue;
+            };
             let dst = p.selector.dst;
             if routes.table.contains(&dst) {
                 continue;
             }
             let family = if dst.addr().is_ipv4() { "-4" } else { "-6" };
             if !routes.rules.contains(&family) {
-                let (mark, table, pref) = (BYPASS_MARK.to_string(), TABLE.to_string(), RULE_PREF.to_string());
-                let rule = [family, "rule", "add", "not", "fwmark", &mark, "table", &table, "pref", &pref];
+                let (mark, table, pref) = (
+                    BYPASS_MARK.to_string(),
+                    TABLE.to_string(),
+                    RULE_PREF.to_string(),
+                );
+                let rule = [
+                    family, "rule", "add", "not", "fwmark", &mark, "table", &table, "pref", &pref,
+                ];
                 // A rule left by a daemon that was killed would make `add` fail.
                 let mut del = rule;
                 del[2] = "del";

@@ -9,8 +9,8 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// `_IOW('T', 202, int)` from linux/if_tun.h.
-const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+/// `_IOW('T', 202, int)` from linux/if_tun.h (libc has it per architecture).
+const TUNSETIFF: libc::c_ulong = libc::TUNSETIFF as libc::c_ulong;
 const IFF_TUN: libc::c_short = 0x0001;
 const IFF_NO_PI: libc::c_short = 0x1000;
 const IFF_MULTI_QUEUE: libc::c_short = 0x0100;
@@ -22,6 +22,9 @@ struct IfReq {
     flags: libc::c_short,
     _pad: [u8; 22],
 }
+
+// The kernel's `struct ifreq` is 40 bytes on 64-bit Linux.
+const _: () = assert!(std::mem::size_of::<IfReq>() == 40);
 
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret < 0 {
@@ -137,6 +140,7 @@ pub fn recv_udp_v4(
         &mut from,
         libc::IPPROTO_IP,
         libc::IP_PKTINFO,
+        std::mem::size_of::<libc::in_pktinfo>(),
         |data| {
             // SAFETY: IP_PKTINFO data is a `struct in_pktinfo`; read unaligned.
             let info = unsafe { std::ptr::read_unaligned(data as *const libc::in_pktinfo) };
@@ -159,6 +163,7 @@ fn recv_with_pktinfo<A>(
     from: &mut A,
     level: libc::c_int,
     kind: libc::c_int,
+    pktinfo_len: usize,
     mut on_pktinfo: impl FnMut(*const u8),
 ) -> io::Result<Option<usize>> {
     // Room for one PKTINFO control message, 8-byte aligned.
@@ -180,12 +185,21 @@ fn recv_with_pktinfo<A>(
     let Some(n) = would_block(n)? else {
         return Ok(None);
     };
+    if msg.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) != 0 {
+        // A datagram larger than the buffer, or a lost PKTINFO: unusable,
+        // reported as an empty read.
+        return Ok(Some(0));
+    }
     // SAFETY: the CMSG macros walk the control buffer recvmsg filled,
     // within `msg_controllen`.
     unsafe {
         let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
         while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == level && (*cmsg).cmsg_type == kind {
+            // Only a message long enough for the PKTINFO struct is read.
+            if (*cmsg).cmsg_level == level
+                && (*cmsg).cmsg_type == kind
+                && (*cmsg).cmsg_len as usize >= libc::CMSG_LEN(pktinfo_len as u32) as usize
+            {
                 on_pktinfo(libc::CMSG_DATA(cmsg));
             }
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
@@ -272,6 +286,7 @@ pub fn recv_raw_v6(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<(usize, Ipv6A
         &mut from,
         libc::IPPROTO_IPV6,
         libc::IPV6_PKTINFO,
+        std::mem::size_of::<libc::in6_pktinfo>(),
         |data| {
             // SAFETY: IPV6_PKTINFO data is a `struct in6_pktinfo`; read unaligned.
             let info = unsafe { std::ptr::read_unaligned(data as *const libc::in6_pktinfo) };

@@ -391,7 +391,11 @@ fn inbound(db: &mut Databases, buf: &mut PacketBuf, io: &Io, now: Duration, stat
         Err(_) => return stats.drops.count(DropReason::BadInnerPacket),
     };
     // A gateway forwards what it decapsulates; a host keeps it.
-    let Some(policy) = db.spd.lookup(Direction::Fwd, &flow).or_else(|| db.spd.lookup(Direction::In, &flow)) else {
+    let Some(policy) = db
+        .spd
+        .lookup(Direction::Fwd, &flow)
+        .or_else(|| db.spd.lookup(Direction::In, &flow))
+    else {
         return stats.drops.count(DropReason::NoInboundPolicy);
     };
     if let Err(reason) = process::check_inbound(&db.sad, Some(policy), &applied) {

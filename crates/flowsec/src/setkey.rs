@@ -1,7 +1,8 @@
 //! `flowsec setkey`: manual keying in KAME/ipsec-tools syntax.
 //!
-//! Today only `-n` (check a file, apply nothing) works: there is no daemon
-//! to apply commands to yet. `-n` prints what the file would install, in
+//! Today only `-n` (check a file, apply nothing) works: applying commands
+//! to a running daemon is not there yet (`flowsec up --setkey` loads a file
+//! at start). `-n` prints what the file would install, in
 //! `setkey -D`/`-DP` form without keys, and the RFC 8221 warnings.
 
 use std::io::Read;
@@ -90,6 +91,6 @@ pub fn run(args: &SetkeyArgs) -> Result<(), CliError> {
 
 fn no_daemon() -> CliError {
     CliError::Runtime(
-        "no flowsec daemon to apply this to (`flowsec up` is not implemented yet); -n checks a file without applying it".into(),
+        "applying setkey commands to a running daemon is not implemented yet: load the file with `flowsec up --setkey FILE` (-n checks a file without applying it)".into(),
     )
 }
