@@ -223,9 +223,13 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
             drain_udp(udp.as_raw_fd(), &mut buf, &mut inbound);
         }
         if ready[0] {
-            drain(io.tun.as_raw_fd(), &mut buf, |buf| {
+            let read = drain(io.tun.as_raw_fd(), &mut buf, |buf| {
                 outbound(&mut db, buf, &io, start.elapsed(), &mut stats)
             });
+            if let Err(e) = read {
+                drop(routes);
+                return Err(RunError::Setup(format!("TUN device {}: {e}", opts.tun)));
+            }
         }
         if ready[control_at] {
             control.serve(&Status {
@@ -252,7 +256,9 @@ fn drain_raw(
     f: &mut impl FnMut(&mut PacketBuf),
 ) {
     if version == IpVersion::V4 {
-        return drain(fd, buf, f);
+        // A raw socket's errors are transient (queued ICMP errors): keep going.
+        let _ = drain(fd, buf, f);
+        return;
     }
     for _ in 0..BATCH {
         buf.reset(DEFAULT_HEADROOM);
@@ -281,20 +287,23 @@ fn drain_raw(
 }
 
 /// Read up to [`BATCH`] packets from `fd` into `buf`, handing each to `f`.
-fn drain(fd: i32, buf: &mut PacketBuf, mut f: impl FnMut(&mut PacketBuf)) {
+/// A read error other than "nothing waiting" is returned: on the TUN it
+/// means the device is gone, and polling on would spin.
+fn drain(fd: i32, buf: &mut PacketBuf, mut f: impl FnMut(&mut PacketBuf)) -> std::io::Result<()> {
     for _ in 0..BATCH {
         buf.reset(DEFAULT_HEADROOM);
         let spare = buf.spare_mut();
         let limit = spare.len() - DEFAULT_TAILROOM;
-        match sys::read(fd, &mut spare[..limit]) {
-            Ok(Some(n)) if n > 0 => {
+        match sys::read(fd, &mut spare[..limit])? {
+            Some(n) if n > 0 => {
                 // Cannot fail: n is at most the spare room.
                 let _ = buf.set_len(n);
                 f(buf);
             }
-            _ => return,
+            _ => return Ok(()),
         }
     }
+    Ok(())
 }
 
 /// Like [`drain`] for the UDP encapsulation socket, which hands over only
