@@ -26,6 +26,27 @@ struct IfReq {
 // The kernel's `struct ifreq` is 40 bytes on 64-bit Linux.
 const _: () = assert!(std::mem::size_of::<IfReq>() == 40);
 
+/// setsockopt(2) of one C int (mark values are passed as their bits).
+fn set_int_option(
+    fd: RawFd,
+    level: libc::c_int,
+    option: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: setsockopt reads `size_of::<c_int>()` bytes from `value`,
+    // which lives across the call.
+    check(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            option,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })
+    .map(|_| ())
+}
+
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret < 0 {
         Err(io::Error::last_os_error())
@@ -97,17 +118,7 @@ pub fn udp_encap_socket_v4(port: u16) -> io::Result<OwnedFd> {
     })?;
     // SAFETY: `fd` was just returned by socket and is owned by nobody else.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let on: libc::c_int = 1;
-    // SAFETY: setsockopt reads one c_int from `on`.
-    check(unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::IPPROTO_IP,
-            libc::IP_PKTINFO,
-            (&on as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    })?;
+    set_int_option(fd.as_raw_fd(), libc::IPPROTO_IP, libc::IP_PKTINFO, 1)?;
     let addr = libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,
         sin_port: port.to_be(),
@@ -211,17 +222,7 @@ fn recv_with_pktinfo<A>(
 /// Set the firewall mark of everything `fd` sends (SO_MARK; needs
 /// CAP_NET_ADMIN), so that policy routing can tell flowsec's own packets.
 pub fn set_mark(fd: RawFd, mark: u32) -> io::Result<()> {
-    // SAFETY: setsockopt reads `size_of::<u32>()` bytes from `mark`.
-    check(unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_MARK,
-            (&mark as *const u32).cast(),
-            std::mem::size_of::<u32>() as libc::socklen_t,
-        )
-    })
-    .map(|_| ())
+    set_int_option(fd, libc::SOL_SOCKET, libc::SO_MARK, mark as libc::c_int)
 }
 
 /// Ask for a receive buffer of `bytes` (SO_RCVBUFFORCE as root, which
@@ -229,21 +230,8 @@ pub fn set_mark(fd: RawFd, mark: u32) -> io::Result<()> {
 /// overflows makes the kernel answer with ICMP protocol-unreachable.
 pub fn set_recv_buffer(fd: RawFd, bytes: usize) -> io::Result<()> {
     let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    let set = |opt| {
-        // SAFETY: setsockopt reads `size_of::<c_int>()` bytes from `value`.
-        check(unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                opt,
-                (&value as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        })
-    };
-    set(libc::SO_RCVBUFFORCE)
-        .or_else(|_| set(libc::SO_RCVBUF))
-        .map(|_| ())
+    let set = |opt| set_int_option(fd, libc::SOL_SOCKET, opt, value);
+    set(libc::SO_RCVBUFFORCE).or_else(|_| set(libc::SO_RCVBUF))
 }
 
 /// A non-blocking raw IPv6 socket receiving next header `protocol` (50,
@@ -260,17 +248,12 @@ pub fn raw_receiver_v6(protocol: u8) -> io::Result<OwnedFd> {
     })?;
     // SAFETY: `fd` was just returned by socket and is owned by nobody else.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let on: libc::c_int = 1;
-    // SAFETY: setsockopt reads one c_int from `on`.
-    check(unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::IPPROTO_IPV6,
-            libc::IPV6_RECVPKTINFO,
-            (&on as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    })?;
+    set_int_option(
+        fd.as_raw_fd(),
+        libc::IPPROTO_IPV6,
+        libc::IPV6_RECVPKTINFO,
+        1,
+    )?;
     Ok(fd)
 }
 
