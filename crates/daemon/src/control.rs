@@ -210,3 +210,77 @@ fn stats_json(stats: &Stats) -> Value {
         }],
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flowsec_crypto::{EncrId, Provider};
+    use flowsec_ipsec::{Mode, SaConfig, SecurityAssociation};
+
+    fn add_one_sa(db: &mut Databases) {
+        let c = SaConfig::esp(
+            0x1001,
+            Mode::Tunnel,
+            "192.0.2.1".parse().unwrap(),
+            "192.0.2.2".parse().unwrap(),
+        )
+        .with_encr(EncrId::AES_GCM_16, &[7; 20]);
+        db.sad
+            .add(SecurityAssociation::new(&c, &Provider::rustcrypto(), Duration::ZERO).unwrap())
+            .unwrap();
+    }
+
+    #[test]
+    fn requests_and_refusals() {
+        let mut db = Databases::default();
+        add_one_sa(&mut db);
+        let stats = Stats::default();
+        let s = Status {
+            tun: "fs0",
+            now: Duration::from_secs(5),
+            db: &db,
+            stats: &stats,
+        };
+        let status = answer(r#"{"cmd":"status"}"#, &s);
+        assert_eq!(status["tun"], "fs0");
+        assert_eq!(status["sas"], 1);
+        let sas = answer("{\"cmd\":\"sas\"}\n", &s);
+        assert_eq!(sas[0]["spi"], "00001001");
+        assert_eq!(sas[0]["mode"], "tunnel");
+        assert_eq!(sas[0]["age_s"], 5);
+        assert!(
+            sas[0].get("encr_key").is_none(),
+            "no key material in answers"
+        );
+        assert!(answer("{", &s)["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("bad request"));
+        assert!(answer(r#"{"cmd":"reboot"}"#, &s)["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown command"));
+        assert!(answer(r#"{}"#, &s)["error"].is_string());
+        assert!(answer(r#"{"cmd":"stats"}"#, &s)["workers"].is_array());
+    }
+
+    #[test]
+    fn a_live_socket_is_not_taken_over_and_the_file_goes_away() {
+        let dir = std::env::temp_dir().join(format!("flowsec-ctl-{}", std::process::id()));
+        let path = dir.join("sub").join("ctl.sock");
+        let first = Control::bind(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert!(Control::bind(&path)
+            .err()
+            .unwrap()
+            .contains("another flowsec daemon"));
+        drop(first);
+        assert!(!path.exists());
+        // A plain file where the socket should be is not deleted.
+        std::fs::write(&path, b"not a socket").unwrap();
+        assert!(Control::bind(&path).err().unwrap().contains("not a socket"));
+        assert!(path.exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
