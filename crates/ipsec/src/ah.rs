@@ -98,19 +98,6 @@ pub(crate) fn decapsulate(
     lay: &Layout,
     now: Duration,
 ) -> Result<u8, DropReason> {
-    let result = verify(sa, buf, lay, now);
-    if let Err(reason) = result {
-        sa.stats.count(reason);
-    }
-    result
-}
-
-fn verify(
-    sa: &mut SecurityAssociation,
-    buf: &mut PacketBuf,
-    lay: &Layout,
-    now: Duration,
-) -> Result<u8, DropReason> {
     let Transform::Ah(integ) = &sa.transform else {
         unreachable!("ah::decapsulate on a non-AH SA")
     };

@@ -161,20 +161,6 @@ pub(crate) fn decapsulate(
     udp: bool,
     now: Duration,
 ) -> Result<u8, DropReason> {
-    let result = open(sa, buf, lay, udp, now);
-    if let Err(reason) = result {
-        sa.stats.count(reason);
-    }
-    result
-}
-
-fn open(
-    sa: &mut SecurityAssociation,
-    buf: &mut PacketBuf,
-    lay: &Layout,
-    udp: bool,
-    now: Duration,
-) -> Result<u8, DropReason> {
     let Transform::Esp(xf) = &sa.transform else {
         unreachable!("esp::decapsulate on a non-ESP SA")
     };

@@ -139,19 +139,6 @@ pub(crate) fn decapsulate(
     lay: &Layout,
     now: Duration,
 ) -> Result<u8, DropReason> {
-    let result = inflate(sa, buf, lay, now);
-    if let Err(reason) = result {
-        sa.stats.count(reason);
-    }
-    result
-}
-
-fn inflate(
-    sa: &mut SecurityAssociation,
-    buf: &mut PacketBuf,
-    lay: &Layout,
-    now: Duration,
-) -> Result<u8, DropReason> {
     if sa.usage.expired(&sa.lifetime, now) {
         return Err(DropReason::SaExpired);
     }

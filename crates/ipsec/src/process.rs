@@ -141,6 +141,17 @@ pub enum Inbound {
     Ike,
 }
 
+/// How an inbound SA's header is removed.
+#[derive(Clone, Copy)]
+enum Step {
+    /// ESP, raw or behind a UDP header (RFC 3948).
+    Esp {
+        udp: bool,
+    },
+    Ah,
+    IpComp,
+}
+
 /// Remove the IPsec headers of the IP packet in `buf`.
 ///
 /// A UDP datagram is taken as UDP-encapsulated ESP: call this only for
@@ -155,15 +166,13 @@ pub fn inbound(sad: &mut Sad, buf: &mut PacketBuf, now: Duration) -> Result<Inbo
         let next_header = IpProtocol(packet[lay.nh_field]);
         let (_, dst) = layout::addresses(packet, lay.version);
         let rest = &packet[lay.at..];
-        let (handle, next) = match next_header {
-            IpProtocol::ESP => {
-                let h = lookup(sad, Protocol::Esp, spi_at(rest, 0)?, dst)?;
-                let sa = sa_mut(sad, h);
-                if sa.encap().is_some() {
-                    return Err(DropReason::EncapMismatch);
-                }
-                (h, esp::decapsulate(sa, buf, &lay, false, now)?)
-            }
+        // Which SA, and how to remove its header; each protocol is then
+        // processed, and its refusals counted on the SA, in one place.
+        let (handle, step) = match next_header {
+            IpProtocol::ESP => (
+                lookup(sad, Protocol::Esp, spi_at(rest, 0)?, dst)?,
+                Step::Esp { udp: false },
+            ),
             IpProtocol::UDP if applied.is_empty() => {
                 let udp = UdpPacket::new_checked(rest).map_err(|_| DropReason::BadUdpEncap)?;
                 if usize::from(udp.len()) != rest.len() {
@@ -178,33 +187,33 @@ pub fn inbound(sad: &mut Sad, buf: &mut PacketBuf, now: Duration) -> Result<Inbo
                         buf.trim_back(buf.len() - ike_len);
                         return Ok(Inbound::Ike);
                     }
-                    UdpEncap::Esp(esp) => {
-                        let h = lookup(sad, Protocol::Esp, spi_at(esp, 0)?, dst)?;
-                        let sa = sa_mut(sad, h);
-                        if sa.encap().is_none() {
-                            return Err(DropReason::EncapMismatch);
-                        }
-                        (h, esp::decapsulate(sa, buf, &lay, true, now)?)
-                    }
+                    UdpEncap::Esp(esp) => (
+                        lookup(sad, Protocol::Esp, spi_at(esp, 0)?, dst)?,
+                        Step::Esp { udp: true },
+                    ),
                 }
             }
-            IpProtocol::AH => {
-                let h = lookup(sad, Protocol::Ah, spi_at(rest, 4)?, dst)?;
-                (h, ah::decapsulate(sa_mut(sad, h), buf, &lay, now)?)
-            }
+            IpProtocol::AH => (lookup(sad, Protocol::Ah, spi_at(rest, 4)?, dst)?, Step::Ah),
             IpProtocol::IPCOMP => {
                 let cpi = rest.get(2..4).ok_or(DropReason::Truncated)?;
-                let h = lookup(
-                    sad,
-                    Protocol::IpComp,
-                    u32::from(u16::from_be_bytes([cpi[0], cpi[1]])),
-                    dst,
-                )?;
-                (h, ipcomp::decapsulate(sa_mut(sad, h), buf, &lay, now)?)
+                let cpi = u32::from(u16::from_be_bytes([cpi[0], cpi[1]]));
+                (lookup(sad, Protocol::IpComp, cpi, dst)?, Step::IpComp)
             }
             _ if applied.is_empty() => return Err(DropReason::NotIpsec),
             _ => return Ok(Inbound::Decapsulated(applied)),
         };
+        let sa = sa_mut(sad, handle);
+        let result = match step {
+            // The packet must arrive as the SA was set up: in UDP or not.
+            Step::Esp { udp } if sa.encap().is_some() != udp => Err(DropReason::EncapMismatch),
+            Step::Esp { udp } => esp::decapsulate(sa, buf, &lay, udp, now),
+            Step::Ah => ah::decapsulate(sa, buf, &lay, now),
+            Step::IpComp => ipcomp::decapsulate(sa, buf, &lay, now),
+        };
+        if let Err(reason) = result {
+            sa.stats.count(reason);
+        }
+        let next = result?;
         applied.push(handle)?;
         let tunnel = sad.get(handle).is_some_and(|sa| sa.mode() == Mode::Tunnel);
         if tunnel {
