@@ -204,16 +204,14 @@ EOF
 # ---------------------------------------------------------------- topology
 step "topology: namespaces ${E2E_PREFIX}{hostA,gwA,gwB,hostB}"
 e2e_topology_gateway
-LINKS=(hostA:eth0 gwA:eth0 gwA:eth1 gwB:eth1 gwB:eth0 hostB:eth0)
 if command -v ethtool >/dev/null 2>&1; then
     # lib.sh turned the veths' offloads off (belt and braces for its tests);
     # this benchmark wants the kernel's defaults back
-    for l in "${LINKS[@]}"; do
+    for l in "${E2E_LINKS[@]}"; do
         ns_exec "${l%%:*}" ethtool -K "${l#*:}" tx on rx on tso on gso on gro on >/dev/null 2>&1 || true
     done
 fi
-SEGS="$(ns_exec hostA ip -d link show dev eth0 | grep -o 'gso_max_segs [0-9]*' | head -n 1)"
-SEGS="${SEGS#gso_max_segs }"
+SEGS="$(e2e_gso_max_segs)"
 SEGS="${SEGS:-65535}"
 log "veths: kernel default gso_max_segs $SEGS; ${SECS} s per measurement, $REPEATS runs per path"
 
@@ -224,26 +222,15 @@ pings plain
 for ((r = 1; r <= REPEATS; r++)); do tcp_run plain-gso "$r"; done
 
 step "plain forwarding, gso_max_segs 1 on every veth (one packet per MSS)"
-for l in "${LINKS[@]}"; do ns_exec "${l%%:*}" ip link set dev "${l#*:}" gso_max_segs 1; done
+e2e_gso_max_segs 1
 for ((r = 1; r <= REPEATS; r++)); do tcp_run plain-nogso "$r"; done
-for l in "${LINKS[@]}"; do ns_exec "${l%%:*}" ip link set dev "${l#*:}" gso_max_segs "$SEGS"; done
+e2e_gso_max_segs "$SEGS"
 log "gso_max_segs back to $SEGS for the tunnels"
 e2e_standin_routes_del
 
 # ------------------------------------------------------------------ flowsec
 step "flowsec: two gateways, ESP tunnel mode, AES-GCM-16, manual keys"
-write_setkey() {  # write_setkey FILE LOCAL_NET REMOTE_NET LOCAL_GW REMOTE_GW
-    cat >"$1" <<EOF
-# flowsec bench-tunnels ($(basename "$1"))
-add 192.0.2.1 192.0.2.2 esp 0x1001 -m tunnel -r 64 -E aes-gcm-16 0x000102030405060708090a0b0c0d0e0f10111213;
-add 192.0.2.2 192.0.2.1 esp 0x1002 -m tunnel -r 64 -E aes-gcm-16 0x202122232425262728292a2b2c2d2e2f30313233;
-spdadd $2 $3 any -P out ipsec esp/tunnel/$4-$5/require;
-spdadd $3 $2 any -P in  ipsec esp/tunnel/$5-$4/require;
-spdadd $3 $2 any -P fwd ipsec esp/tunnel/$5-$4/require;
-EOF
-}
-write_setkey "$W/gwA.setkey" 10.1.0.0/24 10.2.0.0/24 192.0.2.1 192.0.2.2
-write_setkey "$W/gwB.setkey" 10.2.0.0/24 10.1.0.0/24 192.0.2.2 192.0.2.1
+e2e_write_gcm_setkeys "$W" bench-tunnels
 declare -A FS_PID
 for gw in gwA gwB; do
     start_bg "$gw" "$W/flowsec-$gw.log" "$FLOWSEC" up --tun fsec0 --setkey "$W/$gw.setkey" --socket "$W/$gw.sock"

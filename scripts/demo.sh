@@ -126,31 +126,18 @@ else
     # segment), then put the kernel's default back for the tunnel.
     ROWS+=("plain forwarding (kernel GSO)|$PLAIN")
     step "plain forwarding again, one packet per MSS (gso_max_segs 1 on every veth)"
-    LINKS=(hostA:eth0 gwA:eth0 gwA:eth1 gwB:eth1 gwB:eth0 hostB:eth0)
-    segs="$(ns_exec hostA ip -d link show dev eth0 | grep -o 'gso_max_segs [0-9]*' | head -n 1)"
-    segs="${segs#gso_max_segs }"
-    for l in "${LINKS[@]}"; do ns_exec "${l%%:*}" ip link set dev "${l#*:}" gso_max_segs 1; done
+    segs="$(e2e_gso_max_segs)"
+    e2e_gso_max_segs 1
     tcp_run plain-nogso
     ROWS+=("plain forwarding (GSO off)|$MBIT")
-    for l in "${LINKS[@]}"; do ns_exec "${l%%:*}" ip link set dev "${l#*:}" gso_max_segs "${segs:-65535}"; done
+    e2e_gso_max_segs "${segs:-65535}"
     say "(gso_max_segs back to ${segs:-65535} for the tunnel)"
 fi
 
 # ------------------------------------------------------------------- flowsec
 step "flowsec: two gateways, ESP tunnel mode, AES-GCM-16, manual keys"
 e2e_standin_routes_del
-write_setkey() {  # write_setkey FILE LOCAL_NET REMOTE_NET LOCAL_GW REMOTE_GW
-    cat >"$1" <<EOF
-# flowsec demo ($(basename "$1"))
-add 192.0.2.1 192.0.2.2 esp 0x1001 -m tunnel -r 64 -E aes-gcm-16 0x000102030405060708090a0b0c0d0e0f10111213;
-add 192.0.2.2 192.0.2.1 esp 0x1002 -m tunnel -r 64 -E aes-gcm-16 0x202122232425262728292a2b2c2d2e2f30313233;
-spdadd $2 $3 any -P out ipsec esp/tunnel/$4-$5/require;
-spdadd $3 $2 any -P in  ipsec esp/tunnel/$5-$4/require;
-spdadd $3 $2 any -P fwd ipsec esp/tunnel/$5-$4/require;
-EOF
-}
-write_setkey "$W/gwA.setkey" 10.1.0.0/24 10.2.0.0/24 192.0.2.1 192.0.2.2
-write_setkey "$W/gwB.setkey" 10.2.0.0/24 10.1.0.0/24 192.0.2.2 192.0.2.1
+e2e_write_gcm_setkeys "$W" demo
 say "gwA's setkey file (gwB's swaps the local and remote networks):"
 grep -v '^#' "$W/gwA.setkey" | sed 's/^/      /'
 

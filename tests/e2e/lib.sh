@@ -195,6 +195,42 @@ e2e_standin_routes_del() {
     ns_exec gwB ip -6 route del fd01::/64 via 2001:db8::1
 }
 
+# The veths of the topology, as NAMESPACE:DEVICE.
+E2E_LINKS=(hostA:eth0 gwA:eth0 gwA:eth1 gwB:eth1 gwB:eth0 hostB:eth0)
+
+# e2e_gso_max_segs: print the veths' current gso_max_segs (the kernel's
+# default unless changed); e2e_gso_max_segs N: set it on every veth (1: one
+# packet per MSS, as a TUN sees them).
+e2e_gso_max_segs() {
+    if [ $# -eq 0 ]; then
+        local segs
+        segs="$(ns_exec hostA ip -d link show dev eth0 | grep -o 'gso_max_segs [0-9]*' | head -n 1)"
+        echo "${segs#gso_max_segs }"
+        return
+    fi
+    local l
+    for l in "${E2E_LINKS[@]}"; do ns_exec "${l%%:*}" ip link set dev "${l#*:}" gso_max_segs "$1"; done
+}
+
+# e2e_write_gcm_setkeys DIR TAG: DIR/gwA.setkey and DIR/gwB.setkey for an
+# ESP tunnel, AES-GCM-16, manual keys, between the two sites (demo and
+# benchmark; the e2e test writes its own, with more suites).
+e2e_write_gcm_setkeys() {
+    local dir="$1" tag="$2" gw lnet rnet lgw rgw
+    for gw in gwA gwB; do
+        if [ "$gw" = gwA ]; then lnet=10.1.0.0/24 rnet=10.2.0.0/24 lgw=192.0.2.1 rgw=192.0.2.2
+        else lnet=10.2.0.0/24 rnet=10.1.0.0/24 lgw=192.0.2.2 rgw=192.0.2.1; fi
+        cat >"$dir/$gw.setkey" <<EOF
+# flowsec $tag ($gw.setkey)
+add 192.0.2.1 192.0.2.2 esp 0x1001 -m tunnel -r 64 -E aes-gcm-16 0x000102030405060708090a0b0c0d0e0f10111213;
+add 192.0.2.2 192.0.2.1 esp 0x1002 -m tunnel -r 64 -E aes-gcm-16 0x202122232425262728292a2b2c2d2e2f30313233;
+spdadd $lnet $rnet any -P out ipsec esp/tunnel/$lgw-$rgw/require;
+spdadd $rnet $lnet any -P in  ipsec esp/tunnel/$rgw-$lgw/require;
+spdadd $rnet $lnet any -P fwd ipsec esp/tunnel/$rgw-$lgw/require;
+EOF
+    done
+}
+
 start_bg() {  # start_bg NS LOG cmd...
     local n="$1" log="$2"; shift 2
     # `ip netns exec` execs cmd, so $! is cmd's own PID.
