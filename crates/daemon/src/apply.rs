@@ -1,16 +1,19 @@
-//! Applying a parsed setkey file to a fresh SAD and SPD, all or nothing:
-//! any error names the file, line and column of the statement, and nothing
-//! of the file is kept.
+//! Applying setkey statements, all or nothing: a file (or `-c` input, or
+//! `-D`/`-F` from the command line) is staged against a copy of the
+//! control plane's model; any error names the file, line and column of the
+//! statement, and nothing of the input is kept. What was staged becomes a
+//! list of [`Change`]s, which every worker applies between two batches.
 
 use core::fmt;
 use core::time::Duration;
-use std::path::Path;
+use std::collections::BTreeMap;
 
 use flowsec_crypto::Provider;
-use flowsec_ipsec::{Sad, SecurityAssociation, Spd};
+use flowsec_ipsec::{Protocol, SaConfig, SaId, Sad, SecurityAssociation, Spd};
 use flowsec_setkey::Command;
+use zeroize::Zeroizing;
 
-/// The databases a daemon runs with.
+/// The databases one worker runs with.
 #[derive(Debug, Default)]
 pub struct Databases {
     /// Security associations.
@@ -19,7 +22,7 @@ pub struct Databases {
     pub spd: Spd,
 }
 
-/// A configuration file that could not be loaded.
+/// A configuration that could not be applied.
 #[derive(Debug)]
 pub struct ConfigError(pub String);
 
@@ -31,24 +34,86 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// Read and apply a setkey file to empty databases.
-pub fn load_setkey(
-    path: &Path,
+/// What the control plane knows of the configuration: each SA as it was
+/// added, without its keys (those live only in the workers' SAs), and the
+/// SPD.
+#[derive(Debug, Clone, Default)]
+pub struct Model {
+    /// SAs by (protocol, SPI, destination).
+    pub sas: BTreeMap<SaId, SaConfig>,
+    /// Policies.
+    pub spd: Spd,
+}
+
+/// One step for the workers, in order.
+#[derive(Debug)]
+pub enum Change {
+    /// Create this SA (the config still has its keys).
+    AddSa(SaConfig),
+    /// Remove an SA.
+    RemoveSa(SaId),
+    /// Replace the SPD.
+    Spd(Spd),
+}
+
+/// A question in the input, answered once the changes are in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Query {
+    /// `get`: one SA.
+    Get(SaId),
+    /// `dump [protocol]` (`-D`).
+    Dump(Option<Protocol>),
+    /// `spddump` (`-DP`).
+    SpdDump,
+}
+
+/// Input that passed every check.
+#[derive(Debug)]
+pub struct Staged {
+    /// The model once the changes are applied.
+    pub model: Model,
+    /// What the workers must do.
+    pub changes: Vec<Change>,
+    /// Queries, in input order.
+    pub queries: Vec<Query>,
+    /// RFC 8221 and similar warnings, with file and line.
+    pub warnings: Vec<String>,
+}
+
+/// What the host can do, which some SAs need.
+#[derive(Debug, Clone, Copy)]
+pub struct Capabilities {
+    /// UDP port 4500 is ours (ESP in UDP).
+    pub udp_encap: bool,
+}
+
+/// Check `text` (named `name` in errors) against `model`; nothing changes
+/// until the caller commits the result.
+pub fn stage(
+    model: &Model,
+    name: &str,
+    text: &str,
     provider: &Provider,
+    caps: Capabilities,
     now: Duration,
-) -> Result<Databases, ConfigError> {
-    let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError(format!("{name}: {e}")))?;
+) -> Result<Staged, ConfigError> {
     let statements =
-        flowsec_setkey::parse_statements(&name, &text).map_err(|e| ConfigError(e.to_string()))?;
-    let mut db = Databases::default();
+        flowsec_setkey::parse_statements(name, text).map_err(|e| ConfigError(e.to_string()))?;
+    let mut staged = Staged {
+        model: model.clone(),
+        changes: Vec::new(),
+        queries: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let mut spd_changed = false;
     for st in statements {
         let at =
             |what: String| ConfigError(format!("{name}:{}:{}: {what}", st.pos.line, st.pos.column));
+        let m = &mut staged.model;
         match st.command {
             Command::Add(config) => {
                 for w in config.warnings() {
-                    eprintln!("flowsec: warning: {name}:{}: {w}", st.pos.line);
+                    staged.warnings.push(format!("{name}:{}: {w}", st.pos.line));
                 }
                 if let Some(encap) = config.encap {
                     if !config.src.is_ipv4() || encap.src_port != 4500 || encap.dst_port != 4500 {
@@ -57,39 +122,218 @@ pub fn load_setkey(
                                 .into(),
                         ));
                     }
+                    if !caps.udp_encap {
+                        return Err(at(
+                            "UDP port 4500 could not be opened at start (in use?): no ESP in UDP"
+                                .into(),
+                        ));
+                    }
                 }
+                // Builds the transform: refuses bad key lengths and the like.
                 let sa = SecurityAssociation::new(&config, provider, now)
                     .map_err(|e| at(e.to_string()))?;
-                db.sad.add(sa).map_err(|e| at(e.to_string()))?;
+                if m.sas.contains_key(&sa.id()) {
+                    return Err(at(format!("SA {} already exists", sa.id())));
+                }
+                m.sas.insert(sa.id(), without_keys(&config));
+                staged.changes.push(Change::AddSa(config));
             }
-            Command::SpdAdd(policy) => db.spd.add(policy).map_err(|e| at(e.to_string()))?,
             Command::Delete { id, .. } => {
-                db.sad.remove(&id).ok_or_else(|| at("no such SA".into()))?;
+                m.sas
+                    .remove(&id)
+                    .ok_or_else(|| at(format!("no SA {id}")))?;
+                staged.changes.push(Change::RemoveSa(id));
             }
             Command::DeleteAll { src, dst, protocol } => {
-                let ids: Vec<_> = db
-                    .sad
+                let ids: Vec<SaId> = m
+                    .sas
                     .iter()
-                    .filter(|sa| sa.src() == src && sa.dst() == dst && sa.id().protocol == protocol)
-                    .map(|sa| sa.id())
+                    .filter(|(id, c)| c.src == src && c.dst == dst && id.protocol == protocol)
+                    .map(|(id, _)| *id)
                     .collect();
                 for id in ids {
-                    db.sad.remove(&id);
+                    m.sas.remove(&id);
+                    staged.changes.push(Change::RemoveSa(id));
                 }
             }
-            Command::Flush(protocol) => db.sad.flush(protocol),
+            Command::Flush(protocol) => {
+                let ids: Vec<SaId> = m
+                    .sas
+                    .keys()
+                    .filter(|id| protocol.map_or(true, |p| id.protocol == p))
+                    .copied()
+                    .collect();
+                for id in ids {
+                    m.sas.remove(&id);
+                    staged.changes.push(Change::RemoveSa(id));
+                }
+            }
+            Command::SpdAdd(policy) => {
+                m.spd.add(policy).map_err(|e| at(e.to_string()))?;
+                spd_changed = true;
+            }
             Command::SpdDelete {
                 direction,
                 selector,
             } => {
-                db.spd
+                m.spd
                     .remove(direction, &selector)
                     .map_err(|e| at(e.to_string()))?;
+                spd_changed = true;
             }
-            Command::SpdFlush => db.spd.flush(),
-            // Queries have nothing to apply when loading a file.
-            Command::Get { .. } | Command::Dump(_) | Command::SpdDump => {}
+            Command::SpdFlush => {
+                m.spd.flush();
+                spd_changed = true;
+            }
+            Command::Get { id, .. } => {
+                if !m.sas.contains_key(&id) {
+                    return Err(at(format!("no SA {id}")));
+                }
+                staged.queries.push(Query::Get(id));
+            }
+            Command::Dump(protocol) => staged.queries.push(Query::Dump(protocol)),
+            Command::SpdDump => staged.queries.push(Query::SpdDump),
         }
     }
-    Ok(db)
+    if spd_changed {
+        staged.changes.push(Change::Spd(staged.model.spd.clone()));
+    }
+    Ok(staged)
+}
+
+/// `config` with its keys emptied: what the model keeps.
+fn without_keys(config: &SaConfig) -> SaConfig {
+    let mut c = config.clone();
+    c.encr_key = Zeroizing::new(Vec::new());
+    c.integ_key = Zeroizing::new(Vec::new());
+    c
+}
+
+/// Apply `changes` to one worker's databases. `build` creates the SA of
+/// an `AddSa` (the control plane builds them, so a worker never runs a
+/// key schedule); it was checked when staging and cannot fail here.
+pub fn apply_to(db: &mut Databases, changes: Vec<WorkerChange>) {
+    for change in changes {
+        match change {
+            WorkerChange::AddSa(sa) => {
+                // Staging refused duplicates.
+                let _ = db.sad.add(*sa);
+            }
+            WorkerChange::RemoveSa(id) => {
+                db.sad.remove(&id);
+            }
+            WorkerChange::Spd(spd) => db.spd = spd,
+        }
+    }
+}
+
+/// A [`Change`] made concrete for one worker.
+#[derive(Debug)]
+pub enum WorkerChange {
+    /// The worker's own copy of a new SA.
+    AddSa(Box<SecurityAssociation>),
+    /// Remove an SA.
+    RemoveSa(SaId),
+    /// Replace the SPD.
+    Spd(Spd),
+}
+
+/// Turn `changes` into one list per worker: each gets its own SA objects
+/// (an SA's sequence number and replay window are per worker state).
+pub fn per_worker(
+    changes: &[Change],
+    workers: usize,
+    provider: &Provider,
+    now: Duration,
+) -> Result<Vec<Vec<WorkerChange>>, ConfigError> {
+    let mut out: Vec<Vec<WorkerChange>> = (0..workers).map(|_| Vec::new()).collect();
+    for change in changes {
+        for list in out.iter_mut() {
+            list.push(match change {
+                Change::AddSa(config) => WorkerChange::AddSa(Box::new(
+                    SecurityAssociation::new(config, provider, now)
+                        .map_err(|e| ConfigError(e.to_string()))?,
+                )),
+                Change::RemoveSa(id) => WorkerChange::RemoveSa(*id),
+                Change::Spd(spd) => WorkerChange::Spd(spd.clone()),
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CAPS: Capabilities = Capabilities { udp_encap: true };
+
+    fn stage_text(model: &Model, text: &str) -> Result<Staged, ConfigError> {
+        stage(model, "t.conf", text, &Provider::rustcrypto(), CAPS, Duration::ZERO)
+    }
+
+    const TWO: &str = "add 192.0.2.1 192.0.2.2 esp 0x1001 -E aes-gcm-16 0x0102030405060708091011121314151617181920;
+add 192.0.2.2 192.0.2.1 esp 0x1002 -E aes-gcm-16 0x0102030405060708091011121314151617181920;
+spdadd 10.1.0.0/16 10.2.0.0/16 any -P out ipsec esp/tunnel/192.0.2.1-192.0.2.2/require;
+";
+
+    #[test]
+    fn a_file_becomes_changes_and_the_model_keeps_no_keys() {
+        let staged = stage_text(&Model::default(), TWO).unwrap();
+        assert_eq!(staged.model.sas.len(), 2);
+        assert_eq!(staged.model.spd.len(), 1);
+        assert!(staged.model.sas.values().all(|c| c.encr_key.is_empty()));
+        assert!(matches!(staged.changes[..], [Change::AddSa(_), Change::AddSa(_), Change::Spd(_)]));
+        let lists = per_worker(&staged.changes, 3, &Provider::rustcrypto(), Duration::ZERO).unwrap();
+        assert_eq!(lists.len(), 3);
+        let mut db = Databases::default();
+        apply_to(&mut db, lists.into_iter().next().unwrap());
+        assert_eq!((db.sad.len(), db.spd.len()), (2, 1));
+    }
+
+    #[test]
+    fn an_error_anywhere_applies_nothing_and_names_the_place() {
+        let model = stage_text(&Model::default(), TWO).unwrap().model;
+        // The second statement collides with an SA already there.
+        let text = "add 192.0.2.1 192.0.2.2 esp 0x2001 -E aes-gcm-16 0x0102030405060708091011121314151617181920;\n\
+                    add 192.0.2.1 192.0.2.2 esp 0x1001 -E aes-gcm-16 0x0102030405060708091011121314151617181920;\n";
+        let e = stage_text(&model, text).unwrap_err().to_string();
+        assert!(e.starts_with("t.conf:2:1: SA"), "{e}");
+        assert!(e.contains("already exists"), "{e}");
+        // An overlapping policy, a missing SA.
+        let e = stage_text(&model, "spdadd 10.1.0.0/16 10.2.0.0/16 any -P out none;")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("t.conf:1:1:"), "{e}");
+        let e = stage_text(&model, "flush;\ndelete 192.0.2.1 192.0.2.2 esp 0x1001;")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("t.conf:2:1: no SA"), "{e}");
+        // The model passed in is untouched by all of this.
+        assert_eq!(model.sas.len(), 2);
+    }
+
+    #[test]
+    fn flushes_deletes_and_queries() {
+        let model = stage_text(&Model::default(), TWO).unwrap().model;
+        let s = stage_text(&model, "dump; flush esp; spdflush; spddump; get 192.0.2.1 192.0.2.2 esp 0x1001;");
+        let e = s.unwrap_err().to_string();
+        assert!(e.contains("no SA"), "get after flush: {e}");
+        let s = stage_text(&model, "dump esp; deleteall 192.0.2.1 192.0.2.2 esp; spdflush; spddump;").unwrap();
+        assert_eq!(s.model.sas.len(), 1);
+        assert!(s.model.spd.is_empty());
+        assert_eq!(s.queries, vec![Query::Dump(Some(Protocol::Esp)), Query::SpdDump]);
+        assert!(matches!(s.changes[..], [Change::RemoveSa(_), Change::Spd(_)]));
+    }
+
+    #[test]
+    fn udp_encapsulation_needs_the_port() {
+        let text = "add 192.0.2.1[4500] 192.0.2.2[4500] esp-udp 0x1001 -E aes-gcm-16 0x0102030405060708091011121314151617181920;";
+        let caps = Capabilities { udp_encap: false };
+        let e = stage(&Model::default(), "u", text, &Provider::rustcrypto(), caps, Duration::ZERO)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("u:1:1:") && e.contains("4500"), "{e}");
+        assert!(stage_text(&Model::default(), text).is_ok());
+    }
 }

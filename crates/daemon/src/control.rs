@@ -1,27 +1,27 @@
 //! The control socket (`/run/flowsec/flowsec.sock`, mode 0600): one JSON
-//! request line in, one JSON document out, then close. The worker answers
-//! between packet batches, so the databases need no lock.
+//! request line in, one JSON document out, then close. The control plane
+//! answers ([`crate::plane`]); this module is the socket and the shape of
+//! the answers.
 //!
 //! Requests: `{"cmd":"status"}`, `{"cmd":"sas"}`, `{"cmd":"policies"}`,
-//! `{"cmd":"stats"}`.
+//! `{"cmd":"stats"}`, `{"cmd":"setkey","name":N,"text":T}`.
 
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use flowsec_ipsec::spd::Action;
-use flowsec_ipsec::SaState;
+use flowsec_ipsec::{SaConfig, SaState};
 use serde_json::{json, Value};
 
-use crate::apply::Databases;
-use crate::worker::Stats;
+use crate::worker::{SaReport, Stats};
 
 /// Where `flowsec up` listens unless told otherwise.
 pub const DEFAULT_SOCKET: &str = "/run/flowsec/flowsec.sock";
-/// The longest request accepted (a request is one small JSON object).
-const MAX_REQUEST: usize = 4096;
+/// The longest request accepted (a setkey file travels in one).
+const MAX_REQUEST: usize = 1 << 20;
 /// How long a client may take to send its request, or to take the answer.
 const REQUEST_WAIT: Duration = Duration::from_millis(200);
 
@@ -73,30 +73,48 @@ impl Control {
         })
     }
 
-    /// The listening descriptor, for the worker's poll.
+    /// The listening descriptor, for the control plane's poll.
     pub fn listener(&self) -> &UnixListener {
         &self.listener
     }
 
-    /// Answer every waiting client. A request is one small line sent at
-    /// once: it gets [`REQUEST_WAIT`] to arrive, so that no client can hold
-    /// the worker longer than that.
-    pub fn serve(&self, status: &Status<'_>) {
-        while let Ok((mut stream, _)) = self.listener.accept() {
+    /// Answer every waiting client with `answer`. A request is one JSON
+    /// line (at most [`MAX_REQUEST`] bytes) that must arrive within
+    /// [`REQUEST_WAIT`], so that no client can hold the daemon longer.
+    pub fn serve(&self, answer: &mut dyn FnMut(&Value) -> Value) {
+        while let Ok((stream, _)) = self.listener.accept() {
             let _ = stream.set_nonblocking(false);
             let _ = stream.set_read_timeout(Some(REQUEST_WAIT));
             let _ = stream.set_write_timeout(Some(REQUEST_WAIT));
-            let mut request = [0u8; MAX_REQUEST];
-            let reply = match stream.read(&mut request) {
-                Ok(n) => match std::str::from_utf8(&request[..n]) {
-                    Ok(line) => answer(line, status),
-                    Err(_) => json!({"error": "request is not UTF-8"}),
-                },
-                Err(e) => json!({"error": format!("reading the request: {e}")}),
+            let reply = match read_request(&stream) {
+                Ok(request) => answer(&request),
+                Err(e) => json!({ "error": e }),
             };
-            let _ = stream.write_all(format!("{reply}\n").as_bytes());
+            let _ = (&stream).write_all(format!("{reply}\n").as_bytes());
         }
     }
+}
+
+/// One request line from `stream`, parsed.
+fn read_request(stream: &UnixStream) -> Result<Value, String> {
+    let started = Instant::now();
+    let mut line = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    while !line.contains(&b'\n') {
+        if started.elapsed() > REQUEST_WAIT {
+            return Err("request too slow".into());
+        }
+        match (&*stream).read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => line.extend_from_slice(&chunk[..n]),
+            Err(e) => return Err(format!("reading the request: {e}")),
+        }
+        if line.len() > MAX_REQUEST {
+            return Err(format!("request longer than {MAX_REQUEST} bytes"));
+        }
+    }
+    let text = std::str::from_utf8(&line).map_err(|_| "request is not UTF-8".to_string())?;
+    serde_json::from_str(text.trim()).map_err(|e| format!("bad request: {e}"))
 }
 
 impl Drop for Control {
@@ -105,74 +123,40 @@ impl Drop for Control {
     }
 }
 
-/// What a request can look at.
-pub struct Status<'a> {
-    /// TUN device name.
-    pub tun: &'a str,
-    /// Seconds since start.
-    pub now: Duration,
-    /// The databases.
-    pub db: &'a Databases,
-    /// The counters.
-    pub stats: &'a Stats,
-}
-
-fn answer(line: &str, s: &Status<'_>) -> Value {
-    let request: Value = match serde_json::from_str(line.trim()) {
-        Ok(v) => v,
-        Err(e) => return json!({"error": format!("bad request: {e}")}),
-    };
-    match request.get("cmd").and_then(Value::as_str) {
-        Some("status") => json!({
-            "tun": s.tun,
-            "uptime_s": s.now.as_secs_f64(),
-            "workers": 1,
-            "sas": s.db.sad.len(),
-            "policies": s.db.spd.len(),
-        }),
-        Some("sas") => Value::Array(s.db.sad.iter().map(|sa| sa_json(sa, s.now)).collect()),
-        Some("policies") => Value::Array(s.db.spd.iter().map(policy_json).collect()),
-        Some("stats") => stats_json(s.stats),
-        Some(other) => {
-            json!({"error": format!("unknown command '{other}' (status, sas, policies, stats)")})
-        }
-        None => json!({"error": "missing \"cmd\""}),
-    }
-}
-
-fn sa_json(sa: &flowsec_ipsec::SecurityAssociation, now: Duration) -> Value {
-    let usage = sa.usage();
-    let stats = sa.stats();
-    let state = match sa.state(now) {
+/// `flowsec ctl sas`: each SA of the model with the live state of the
+/// worker copy that carries its traffic.
+pub fn sa_json(config: &SaConfig, seen: &SaReport) -> Value {
+    let live = &seen.live;
+    let state = match live.state {
         SaState::Mature => "installed",
         SaState::Dying => "dying",
         SaState::Expired => "expired",
     };
     json!({
-        "protocol": sa.id().protocol.to_string(),
-        "spi": format!("{:08x}", sa.id().spi),
-        "mode": sa.mode().to_string(),
-        "src": sa.src().to_string(),
-        "dst": sa.dst().to_string(),
-        "encap": sa.encap().map(|e| json!({"sport": e.src_port, "dport": e.dst_port})),
-        "encr": sa.encr().to_string(),
-        "integ": sa.integ().to_string(),
-        "esn": sa.esn(),
-        "reqid": sa.reqid(),
+        "protocol": config.protocol.to_string(),
+        "spi": format!("{:08x}", config.spi),
+        "mode": config.mode.to_string(),
+        "src": config.src.to_string(),
+        "dst": config.dst.to_string(),
+        "encap": config.encap.map(|e| json!({"sport": e.src_port, "dport": e.dst_port})),
+        "encr": config.encr.to_string(),
+        "integ": config.integ.to_string(),
+        "esn": config.esn,
+        "reqid": config.reqid,
         "state": state,
-        "bytes": usage.bytes,
-        "packets": usage.packets,
-        "seq": sa.seq(),
-        "replay_window": sa.replay_window().size(),
-        "replay_drops": stats.replay_drops,
-        "auth_failures": stats.auth_failures,
-        "other_drops": stats.other_drops,
-        "age_s": now.saturating_sub(usage.added).as_secs(),
-        "last_use_s": usage.first_use.map(|t| now.saturating_sub(t).as_secs()),
+        "bytes": live.bytes,
+        "packets": live.packets,
+        "seq": live.seq,
+        "replay_window": seen.replay_window,
+        "replay_drops": seen.stats.replay_drops,
+        "auth_failures": seen.stats.auth_failures,
+        "other_drops": seen.stats.other_drops,
+        "age_s": live.age.as_secs(),
+        "last_use_s": live.since_first_use.map(|t| t.as_secs()),
     })
 }
 
-fn policy_json(p: &flowsec_ipsec::Policy) -> Value {
+pub fn policy_json(p: &flowsec_ipsec::Policy) -> Value {
     let action = match &p.action {
         Action::Bypass => json!("none"),
         Action::Discard => json!("discard"),
@@ -192,32 +176,41 @@ fn policy_json(p: &flowsec_ipsec::Policy) -> Value {
     })
 }
 
-fn stats_json(stats: &Stats) -> Value {
-    let drops: serde_json::Map<String, Value> = stats
-        .drops
-        .nonzero()
-        .map(|(reason, n)| (reason.name().to_string(), json!(n)))
-        .collect();
+/// `flowsec ctl stats`: per worker, and the total.
+pub fn stats_json(workers: &[Stats]) -> Value {
+    let one = |stats: &Stats| {
+        let mut m: serde_json::Map<String, Value> = stats
+            .named()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        let drops: serde_json::Map<String, Value> = stats
+            .drops
+            .nonzero()
+            .map(|(reason, n)| (reason.name().to_string(), json!(n)))
+            .collect();
+        m.insert("drops".into(), Value::Object(drops));
+        Value::Object(m)
+    };
+    let mut total = Stats::default();
+    for w in workers {
+        total.add(w);
+    }
     json!({
-        "workers": [{
-            "sent": stats.sent,
-            "delivered": stats.delivered,
-            "no_policy": stats.no_policy,
-            "bypass_on_tun": stats.bypass_on_tun,
-            "unsupported_outer": stats.unsupported_outer,
-            "io_errors": stats.io_errors,
-            "drops": drops,
-        }],
+        "total": one(&total),
+        "workers": workers.iter().map(one).collect::<Vec<_>>(),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use flowsec_crypto::{EncrId, Provider};
-    use flowsec_ipsec::{Mode, SaConfig, SecurityAssociation};
+    use flowsec_crypto::EncrId;
+    use flowsec_ipsec::{Mode, SaId, SaStats};
+    use flowsec_setkey::SaLive;
 
-    fn add_one_sa(db: &mut Databases) {
+    #[test]
+    fn answers_have_counters_and_no_keys() {
         let c = SaConfig::esp(
             0x1001,
             Mode::Tunnel,
@@ -225,43 +218,60 @@ mod tests {
             "192.0.2.2".parse().unwrap(),
         )
         .with_encr(EncrId::AES_GCM_16, &[7; 20]);
-        db.sad
-            .add(SecurityAssociation::new(&c, &Provider::rustcrypto(), Duration::ZERO).unwrap())
-            .unwrap();
+        let seen = SaReport {
+            id: SaId {
+                protocol: c.protocol,
+                spi: c.spi,
+                dst: c.dst,
+            },
+            live: SaLive {
+                packets: 3,
+                age: Duration::from_secs(5),
+                ..SaLive::FRESH
+            },
+            stats: SaStats {
+                auth_failures: 2,
+                ..SaStats::default()
+            },
+            replay_window: 64,
+        };
+        let sa = sa_json(&c, &seen);
+        assert_eq!(sa["spi"], "00001001");
+        assert_eq!(sa["mode"], "tunnel");
+        assert_eq!(sa["age_s"], 5);
+        assert_eq!(sa["packets"], 3);
+        assert_eq!(sa["auth_failures"], 2);
+        let text = sa.to_string();
+        assert!(!text.contains("key") && !text.contains("0707"), "{text}");
+        let mut w = Stats::default();
+        w.sent = 4;
+        let stats = stats_json(&[w.clone(), w]);
+        assert_eq!(stats["total"]["sent"], 8);
+        assert_eq!(stats["workers"].as_array().unwrap().len(), 2);
     }
 
     #[test]
-    fn requests_and_refusals() {
-        let mut db = Databases::default();
-        add_one_sa(&mut db);
-        let stats = Stats::default();
-        let s = Status {
-            tun: "fs0",
-            now: Duration::from_secs(5),
-            db: &db,
-            stats: &stats,
+    fn requests_are_read_whole_and_refused_when_bad() {
+        let ask = |bytes: &[u8]| {
+            let (a, b) = UnixStream::pair().unwrap();
+            let bytes = bytes.to_vec();
+            // A writer of its own: the request is larger than the socket buffer.
+            let writer = std::thread::spawn(move || {
+                let _ = (&a).write_all(&bytes);
+            });
+            let request = read_request(&b);
+            drop(b);
+            writer.join().unwrap();
+            request
         };
-        let status = answer(r#"{"cmd":"status"}"#, &s);
-        assert_eq!(status["tun"], "fs0");
-        assert_eq!(status["sas"], 1);
-        let sas = answer("{\"cmd\":\"sas\"}\n", &s);
-        assert_eq!(sas[0]["spi"], "00001001");
-        assert_eq!(sas[0]["mode"], "tunnel");
-        assert_eq!(sas[0]["age_s"], 5);
-        assert!(
-            sas[0].get("encr_key").is_none(),
-            "no key material in answers"
-        );
-        assert!(answer("{", &s)["error"]
-            .as_str()
-            .unwrap()
-            .starts_with("bad request"));
-        assert!(answer(r#"{"cmd":"reboot"}"#, &s)["error"]
-            .as_str()
-            .unwrap()
-            .contains("unknown command"));
-        assert!(answer(r#"{}"#, &s)["error"].is_string());
-        assert!(answer(r#"{"cmd":"stats"}"#, &s)["workers"].is_array());
+        assert_eq!(ask(b"{\"cmd\":\"status\"}\n").unwrap()["cmd"], "status");
+        // Without the newline, the end of the stream ends the request.
+        let big = format!("{{\"cmd\":\"setkey\",\"text\":\"{}\"}}", "#".repeat(100_000));
+        assert_eq!(ask(big.as_bytes()).unwrap()["cmd"], "setkey");
+        assert!(ask(b"{").unwrap_err().starts_with("bad request"));
+        assert!(ask(&[0xff, b'\n']).unwrap_err().contains("UTF-8"));
+        let huge = vec![b' '; MAX_REQUEST + 20_000];
+        assert!(ask(&huge).unwrap_err().contains("longer"));
     }
 
     #[test]

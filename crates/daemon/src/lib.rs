@@ -5,19 +5,24 @@
 //! ```text
 //! outbound: TUN read → Flow → SPD(out) → resolve bundle → seal → raw send
 //! inbound:  raw recv (ESP/AH) → SAD → open → SPD(fwd|in) check → TUN write
+//! control:  socket → stage setkey input → changes → every worker's mailbox
 //! ```
 //!
-//! This first data plane runs one worker; tunnel and transport mode over
-//! IPv4 or IPv6, ESP in UDP over IPv4, and a control socket. See README for
-//! what is missing (several workers, batching, offloads).
+//! Several workers (one TUN queue each), the kernel steering inbound
+//! packets to the worker that owns their SA; a control plane that applies
+//! setkey input to the running workers. See README for what is missing
+//! (batching, offloads).
 #![deny(unsafe_code)]
 
 mod apply;
 mod control;
+mod plane;
 mod routes;
+mod steer;
 mod sys;
 mod worker;
 
-pub use apply::{load_setkey, ConfigError, Databases};
+pub use apply::{ConfigError, Databases};
 pub use control::DEFAULT_SOCKET;
-pub use worker::{run, Options, RunError, Stats};
+pub use plane::{run, Options, RunError};
+pub use worker::Stats;

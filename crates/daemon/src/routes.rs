@@ -25,7 +25,8 @@ const RULE_PREF: u32 = 10_000;
 /// Routes this daemon added, removed when dropped.
 pub struct Routes {
     dev: String,
-    table: Vec<IpPrefix>,
+    /// Each route: destination, and the source address in transport mode.
+    table: Vec<(IpPrefix, Option<IpAddr>)>,
     /// `-4` and/or `-6`: families for which the rule was added.
     rules: Vec<&'static str>,
 }
@@ -44,21 +45,33 @@ impl Routes {
             table: Vec::new(),
             rules: Vec::new(),
         };
-        for p in spd.iter().filter(|p| p.direction == Direction::Out) {
-            let Action::Protect(templates) = &p.action else {
-                continue;
-            };
-            let dst = p.selector.dst;
-            if routes.table.contains(&dst) {
+        routes.sync(spd)?;
+        Ok(routes)
+    }
+
+    /// Make the routes match `spd`: add those of new PROTECT policies,
+    /// remove those no policy needs any more.
+    pub fn sync(&mut self, spd: &Spd) -> Result<(), String> {
+        let wanted = wanted(spd);
+        let table = TABLE.to_string();
+        let stale: Vec<_> = self
+            .table
+            .iter()
+            .filter(|r| !wanted.contains(r))
+            .copied()
+            .collect();
+        for (dst, _) in stale {
+            // Already gone is fine.
+            let _ = ip(&["route", "del", &dst.to_string(), "dev", &self.dev, "table", &table]);
+            self.table.retain(|(d, _)| *d != dst);
+        }
+        for (dst, src) in wanted {
+            if self.table.contains(&(dst, src)) {
                 continue;
             }
             let family = if dst.addr().is_ipv4() { "-4" } else { "-6" };
-            if !routes.rules.contains(&family) {
-                let (mark, table, pref) = (
-                    BYPASS_MARK.to_string(),
-                    TABLE.to_string(),
-                    RULE_PREF.to_string(),
-                );
+            if !self.rules.contains(&family) {
+                let (mark, pref) = (BYPASS_MARK.to_string(), RULE_PREF.to_string());
                 let rule = [
                     family, "rule", "add", "not", "fwmark", &mark, "table", &table, "pref", &pref,
                 ];
@@ -67,29 +80,47 @@ impl Routes {
                 del[2] = "del";
                 let _ = ip(&del);
                 ip(&rule)?;
-                routes.rules.push(family);
+                self.rules.push(family);
             }
-            let (dst_s, table) = (dst.to_string(), TABLE.to_string());
-            let mut args = vec!["route", "replace", &dst_s, "dev", dev, "table", &table];
-            // In transport mode a host selector names the address the
-            // host's traffic must come from (the TUN itself has none).
-            let src = match templates.iter().all(|t| t.mode == Mode::Transport) {
-                true => host(&p.selector.src).map(|a| a.to_string()),
-                false => None,
-            };
-            if let Some(src) = &src {
+            let dst_s = dst.to_string();
+            let mut args = vec!["route", "replace", &dst_s, "dev", &self.dev, "table", &table];
+            let src_s = src.map(|a| a.to_string());
+            if let Some(src) = &src_s {
                 args.extend(["src", src.as_str()]);
             }
             ip(&args)?;
-            routes.table.push(dst);
+            self.table.retain(|(d, _)| *d != dst);
+            self.table.push((dst, src));
         }
-        Ok(routes)
+        Ok(())
     }
 
     /// Prefixes routed into the device.
     pub fn prefixes(&self) -> impl Iterator<Item = &IpPrefix> {
-        self.table.iter()
+        self.table.iter().map(|(dst, _)| dst)
     }
+}
+
+/// The routes `spd` needs: one per destination of an outbound PROTECT
+/// policy, the first policy for a destination deciding its source.
+fn wanted(spd: &Spd) -> Vec<(IpPrefix, Option<IpAddr>)> {
+    let mut out: Vec<(IpPrefix, Option<IpAddr>)> = Vec::new();
+    for p in spd.iter().filter(|p| p.direction == Direction::Out) {
+        let Action::Protect(templates) = &p.action else {
+            continue;
+        };
+        if out.iter().any(|(d, _)| *d == p.selector.dst) {
+            continue;
+        }
+        // In transport mode a host selector names the address the host's
+        // traffic must come from (the TUN itself has none).
+        let src = match templates.iter().all(|t| t.mode == Mode::Transport) {
+            true => host(&p.selector.src),
+            false => None,
+        };
+        out.push((p.selector.dst, src));
+    }
+    out
 }
 
 fn host(prefix: &IpPrefix) -> Option<IpAddr> {
@@ -102,7 +133,7 @@ impl Drop for Routes {
         // The device may already be gone, taking its routes with it: errors
         // here are expected and ignored.
         let table = TABLE.to_string();
-        for prefix in self.table.drain(..) {
+        for (prefix, _) in self.table.drain(..) {
             let _ = ip(&[
                 "route",
                 "del",

@@ -9,6 +9,8 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::steer::Insn;
+
 /// `_IOW('T', 202, int)` from linux/if_tun.h (libc has it per architecture).
 const TUNSETIFF: libc::c_ulong = libc::TUNSETIFF as libc::c_ulong;
 const IFF_TUN: libc::c_short = 0x0001;
@@ -107,7 +109,8 @@ pub fn raw_receiver_v4(protocol: u8) -> io::Result<OwnedFd> {
 
 /// A non-blocking UDP socket on 0.0.0.0:`port` that reports each
 /// datagram's destination address (IP_PKTINFO), for ESP in UDP (RFC 3948).
-pub fn udp_encap_socket_v4(port: u16) -> io::Result<OwnedFd> {
+/// With `reuseport`, several sockets (one per worker) share the port.
+pub fn udp_encap_socket_v4(port: u16, reuseport: bool) -> io::Result<OwnedFd> {
     // SAFETY: plain socket(2) call.
     let fd = check(unsafe {
         libc::socket(
@@ -119,6 +122,9 @@ pub fn udp_encap_socket_v4(port: u16) -> io::Result<OwnedFd> {
     // SAFETY: `fd` was just returned by socket and is owned by nobody else.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     set_int_option(fd.as_raw_fd(), libc::IPPROTO_IP, libc::IP_PKTINFO, 1)?;
+    if reuseport {
+        set_int_option(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
+    }
     let addr = libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,
         sin_port: port.to_be(),
@@ -421,6 +427,66 @@ pub fn poll_readable(fds: &[RawFd], timeout_ms: i32, ready: &mut [bool]) -> io::
         *r = n > 0 && p.revents & (libc::POLLIN | libc::POLLERR) != 0;
     }
     Ok(())
+}
+
+/// `struct sock_fprog`: a classic BPF program.
+#[repr(C)]
+struct SockFprog {
+    len: libc::c_ushort,
+    filter: *const Insn,
+}
+
+/// Attach `prog` with `option` (SO_ATTACH_FILTER, SO_ATTACH_REUSEPORT_CBPF).
+fn attach_program(fd: RawFd, option: libc::c_int, prog: &[Insn]) -> io::Result<()> {
+    let len = libc::c_ushort::try_from(prog.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "BPF program too long"))?;
+    let fprog = SockFprog {
+        len,
+        filter: prog.as_ptr(),
+    };
+    // SAFETY: the kernel copies `len` instructions from `filter`, a live
+    // slice of `#[repr(C)]` `struct sock_filter`s, during the call.
+    check(unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            option,
+            (&fprog as *const SockFprog).cast(),
+            std::mem::size_of::<SockFprog>() as libc::socklen_t,
+        )
+    })
+    .map(|_| ())
+}
+
+/// Keep only the packets `prog` accepts on `fd` (SO_ATTACH_FILTER).
+pub fn attach_filter(fd: RawFd, prog: &[Insn]) -> io::Result<()> {
+    attach_program(fd, libc::SO_ATTACH_FILTER, prog)
+}
+
+/// Choose the socket of `fd`'s SO_REUSEPORT group by `prog`.
+pub fn attach_reuseport_program(fd: RawFd, prog: &[Insn]) -> io::Result<()> {
+    attach_program(fd, libc::SO_ATTACH_REUSEPORT_CBPF, prog)
+}
+
+/// A non-blocking eventfd, to wake a thread blocked in [`poll_readable`].
+pub fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: plain eventfd(2) call.
+    let fd = check(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+    // SAFETY: `fd` was just returned by eventfd and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Make an [`eventfd`] readable. Cannot fail short of a full counter,
+/// which leaves it readable anyway.
+pub fn wake(fd: RawFd) {
+    let one = 1u64.to_ne_bytes();
+    let _ = write(fd, &one);
+}
+
+/// Reset an [`eventfd`].
+pub fn clear_wake(fd: RawFd) {
+    let mut value = [0u8; 8];
+    let _ = read(fd, &mut value);
 }
 
 static SHUTDOWN: AtomicBool = AtomicBool::new(false);

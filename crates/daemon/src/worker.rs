@@ -1,54 +1,60 @@
-//! The worker loop: poll the TUN device and the raw ESP/AH sockets, and run
-//! each packet through the sans-I/O core. This is where the clock is read
-//! (the core takes `now` as an argument).
+//! One worker (DESIGN.md "Data path"): its own TUN queue, raw ESP/AH
+//! receivers that the kernel filters down to the SPIs this worker owns, its
+//! socket in the UDP 4500 reuseport group, its own send sockets, and its
+//! own copy of the SAD and SPD. It runs each packet through the sans-I/O
+//! core; this is where the clock is read (the core takes `now`).
 //!
-//! One worker, draining up to [`BATCH`] packets per source per wake-up.
+//! Ownership, so that no SA state is ever shared between threads:
+//! - inbound, worker `spi % n` owns an SA: the kernel steers its packets
+//!   there ([`crate::steer`]), so its replay window has one writer;
+//! - outbound, one worker owns all SAs between a pair of endpoints
+//!   ([`owner_of_endpoints`]), so a sequence number (and with it a GCM or
+//!   ChaCha nonce) is never used twice. A packet read from another
+//!   worker's TUN queue is handed to the owner through its mailbox.
+//!
+//! Workers never wait on the control plane: configuration changes and
+//! requests for counters arrive as messages, taken between batches.
 
 use core::fmt;
+use std::net::IpAddr;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use flowsec_crypto::Provider;
 use flowsec_ipsec::buf::{DEFAULT_HEADROOM, DEFAULT_TAILROOM};
 use flowsec_ipsec::process::{self, Inbound};
-use flowsec_ipsec::{Action, Direction, DropCounters, DropReason, Flow, PacketBuf};
+use flowsec_ipsec::spd::SaTemplate;
+use flowsec_ipsec::{
+    Action, Direction, DropCounters, DropReason, Flow, PacketBuf, SaId, SaStats,
+};
+use flowsec_setkey::SaLive;
 use flowsec_wire::iana::IpProtocol;
 use flowsec_wire::ip::IpVersion;
 use flowsec_wire::ipv4::{self, Ipv4Packet, Ipv4Repr};
 use flowsec_wire::ipv6::{self, Ipv6Packet, Ipv6Repr};
 use flowsec_wire::udp::{self, UdpPacket, UdpRepr};
 
-use crate::apply::{load_setkey, ConfigError, Databases};
-use crate::control::{Control, Status};
-use crate::routes::{Routes, BYPASS_MARK};
+use crate::apply::{apply_to, Databases, WorkerChange};
+use crate::steer::{self, RawKind};
 use crate::sys;
 
 /// Packets taken from one source before looking at the others.
 const BATCH: usize = 64;
 /// The UDP port of ESP in UDP (RFC 3948 §2.1; the IKE NAT-T port).
-const NAT_T_PORT: u16 = 4500;
-/// Receive buffer of the raw sockets: room for a burst of ~5000 MTU-sized
-/// packets while the worker is busy with the TUN side.
+pub const NAT_T_PORT: u16 = 4500;
+/// Receive buffer of the raw and UDP sockets: room for a burst of ~5000
+/// MTU-sized packets while the worker is busy with the TUN side.
 const RECV_BUFFER: usize = 8 << 20;
 /// How long a poll waits before checking for shutdown.
 const POLL_MS: i32 = 200;
+/// Messages a mailbox holds; a handoff to a full one is dropped (counted).
+const MAILBOX: usize = 1024;
+/// Spare handoff buffers a worker keeps.
+const POOL: usize = 256;
 
-/// What `flowsec up` was asked to do.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// TUN device name.
-    pub tun: String,
-    /// Manual keys and policies in setkey syntax.
-    pub setkey: PathBuf,
-    /// MTU of the TUN device: the path MTU less the IPsec overhead.
-    pub mtu: u16,
-    /// The control socket.
-    pub socket: PathBuf,
-}
-
-/// Counters of one run, printed at shutdown.
+/// Counters of one worker.
 #[derive(Debug, Default, Clone)]
 pub struct Stats {
     /// Packets protected and sent.
@@ -62,21 +68,50 @@ pub struct Stats {
     pub bypass_on_tun: u64,
     /// Outbound packets whose outer family this host cannot send.
     pub unsupported_outer: u64,
+    /// Outbound packets passed to the worker that owns their SAs.
+    pub handed_off: u64,
+    /// Handoffs refused: the owner's mailbox was full, or the packet did
+    /// not fit a handoff buffer.
+    pub handoff_drops: u64,
     /// Send or TUN-write errors.
     pub io_errors: u64,
     /// Drops by named reason.
     pub drops: DropCounters,
 }
 
-impl fmt::Display for Stats {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} sent, {} delivered", self.sent, self.delivered)?;
-        for (name, n) in [
+impl Stats {
+    /// Add `other`'s counts to these.
+    pub fn add(&mut self, other: &Stats) {
+        self.sent += other.sent;
+        self.delivered += other.delivered;
+        self.no_policy += other.no_policy;
+        self.bypass_on_tun += other.bypass_on_tun;
+        self.unsupported_outer += other.unsupported_outer;
+        self.handed_off += other.handed_off;
+        self.handoff_drops += other.handoff_drops;
+        self.io_errors += other.io_errors;
+        self.drops.add(&other.drops);
+    }
+
+    /// The plain counters by name (drops apart).
+    pub fn named(&self) -> [(&'static str, u64); 8] {
+        [
+            ("sent", self.sent),
+            ("delivered", self.delivered),
             ("no_policy", self.no_policy),
             ("bypass_on_tun", self.bypass_on_tun),
             ("unsupported_outer", self.unsupported_outer),
+            ("handed_off", self.handed_off),
+            ("handoff_drops", self.handoff_drops),
             ("io_errors", self.io_errors),
-        ] {
+        ]
+    }
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} sent, {} delivered", self.sent, self.delivered)?;
+        for (name, n) in self.named().into_iter().skip(2) {
             if n != 0 {
                 write!(f, ", {name}={n}")?;
             }
@@ -88,82 +123,147 @@ impl fmt::Display for Stats {
     }
 }
 
-/// Why the daemon could not run.
-#[derive(Debug)]
-pub enum RunError {
-    /// The configuration was refused (nothing was set up).
-    Config(ConfigError),
-    /// A device, socket or route could not be set up.
-    Setup(String),
+/// One SA as a worker sees it.
+#[derive(Debug, Clone)]
+pub struct SaReport {
+    /// Which SA.
+    pub id: SaId,
+    /// Sequence number, state, age, traffic.
+    pub live: SaLive,
+    /// Drops by this SA.
+    pub stats: SaStats,
+    /// Anti-replay window size.
+    pub replay_window: u32,
 }
 
-impl fmt::Display for RunError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RunError::Config(e) => e.fmt(f),
-            RunError::Setup(e) => f.write_str(e),
-        }
+/// A worker's answer to [`Msg::Report`].
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    /// Its counters.
+    pub stats: Stats,
+    /// Its copy of each SA.
+    pub sas: Vec<SaReport>,
+}
+
+/// What a worker is sent.
+pub enum Msg {
+    /// Apply these changes, in order, at once.
+    Apply(Vec<WorkerChange>),
+    /// Send a [`Report`] back.
+    Report(mpsc::Sender<Report>),
+    /// An outbound packet read by worker `from` for SAs this one owns.
+    Packet { buf: PacketBuf, from: usize },
+    /// A handoff buffer coming back to its worker, for reuse.
+    Recycle(PacketBuf),
+}
+
+/// The way to reach one worker.
+#[derive(Clone)]
+pub struct Mailbox {
+    tx: SyncSender<Msg>,
+    wake: Arc<OwnedFd>,
+}
+
+impl Mailbox {
+    /// A mailbox and the receiving end for the worker.
+    pub fn new() -> std::io::Result<(Mailbox, Receiver<Msg>, Arc<OwnedFd>)> {
+        let (tx, rx) = mpsc::sync_channel(MAILBOX);
+        let wake = Arc::new(sys::eventfd()?);
+        Ok((
+            Mailbox {
+                tx,
+                wake: Arc::clone(&wake),
+            },
+            rx,
+            wake,
+        ))
+    }
+
+    /// Deliver `msg`, waiting while the mailbox is full (control plane
+    /// only: the worker drains its mailbox on every loop), and wake the
+    /// worker. False if the worker is gone.
+    pub fn send(&self, msg: Msg) -> bool {
+        let sent = self.tx.send(msg).is_ok();
+        self.wake();
+        sent
+    }
+
+    /// Make the worker look at its mailbox.
+    pub fn wake(&self) {
+        sys::wake(self.wake.as_raw_fd());
     }
 }
 
-impl std::error::Error for RunError {}
-
 /// The descriptors of one worker.
-struct Io {
-    tun: OwnedFd,
+pub struct Io {
+    pub tun: OwnedFd,
     /// Raw receivers: (socket, IP version, protocol).
-    raw: Vec<(OwnedFd, IpVersion, u8)>,
-    /// UDP 4500, when an SA is UDP-encapsulated (RFC 3948).
-    udp: Option<OwnedFd>,
-    send4: OwnedFd,
+    pub raw: Vec<(OwnedFd, IpVersion, u8)>,
+    /// This worker's socket of the UDP 4500 group (RFC 3948), if the port
+    /// could be had.
+    pub udp: Option<OwnedFd>,
+    pub send4: OwnedFd,
     /// `None` where the host has no IPv6.
-    send6: Option<OwnedFd>,
+    pub send6: Option<OwnedFd>,
 }
 
 impl Io {
-    fn open(opts: &Options, db: &Databases) -> Result<Io, RunError> {
-        let setup = |what: &str, e: std::io::Error| RunError::Setup(format!("{what}: {e}"));
+    /// Open worker `index`'s descriptors (of `workers`); `udp` is its
+    /// socket of the 4500 group, opened by the caller in worker order.
+    pub fn open(
+        tun: &str,
+        index: usize,
+        workers: usize,
+        udp: Option<OwnedFd>,
+    ) -> Result<Io, String> {
+        let setup = |what: &str, e: std::io::Error| format!("{what}: {e}");
         let mut raw = Vec::new();
-        for protocol in [IpProtocol::ESP.0, IpProtocol::AH.0] {
-            let fd = sys::raw_receiver_v4(protocol).map_err(|e| setup("raw IPv4 socket", e))?;
-            raw.push((fd, IpVersion::V4, protocol));
-        }
+        let mut receiver = |kind: RawKind, version, protocol: u8| -> Result<(), String> {
+            let fd = match version {
+                IpVersion::V4 => sys::raw_receiver_v4(protocol),
+                IpVersion::V6 => sys::raw_receiver_v6(protocol),
+            }
+            .map_err(|e| setup("raw receive socket", e))?;
+            if workers > 1 {
+                sys::attach_filter(fd.as_raw_fd(), &steer::raw_filter(kind, workers, index))
+                    .map_err(|e| setup("SO_ATTACH_FILTER", e))?;
+            }
+            raw.push((fd, version, protocol));
+            Ok(())
+        };
+        let (esp, ah) = (IpProtocol::ESP.0, IpProtocol::AH.0);
+        receiver(RawKind::V4Esp, IpVersion::V4, esp)?;
+        receiver(RawKind::V4Ah, IpVersion::V4, ah)?;
         // IPv6 is optional: a host without it runs IPv4 only.
         let send6 = match sys::raw_sender_v6() {
             Ok(fd) => {
-                for protocol in [IpProtocol::ESP.0, IpProtocol::AH.0] {
-                    let fd =
-                        sys::raw_receiver_v6(protocol).map_err(|e| setup("raw IPv6 socket", e))?;
-                    raw.push((fd, IpVersion::V6, protocol));
-                }
+                receiver(RawKind::V6Esp, IpVersion::V6, esp)?;
+                receiver(RawKind::V6Ah, IpVersion::V6, ah)?;
                 Some(fd)
             }
             Err(e) => {
-                eprintln!("flowsec: warning: no IPv6 ({e}): IPv4 outer headers only");
+                if index == 0 {
+                    eprintln!("flowsec: warning: no IPv6 ({e}): IPv4 outer headers only");
+                }
                 None
             }
-        };
-        let udp = match db.sad.iter().any(|sa| sa.encap().is_some()) {
-            true => {
-                Some(sys::udp_encap_socket_v4(NAT_T_PORT).map_err(|e| setup("UDP port 4500", e))?)
-            }
-            false => None,
         };
         for fd in raw.iter().map(|(fd, _, _)| fd).chain(udp.as_ref()) {
             sys::set_recv_buffer(fd.as_raw_fd(), RECV_BUFFER)
                 .map_err(|e| setup("receive buffer", e))?;
         }
         let send4 = sys::raw_sender_v4().map_err(|e| setup("raw send socket", e))?;
-        // Marked, so that transport-mode routes into the TUN pass them by.
+        // Marked, so that the routes into the TUN pass them by.
         for fd in [Some(&send4), send6.as_ref(), udp.as_ref()]
             .into_iter()
             .flatten()
         {
-            sys::set_mark(fd.as_raw_fd(), BYPASS_MARK).map_err(|e| setup("SO_MARK", e))?;
+            sys::set_mark(fd.as_raw_fd(), crate::routes::BYPASS_MARK)
+                .map_err(|e| setup("SO_MARK", e))?;
         }
         Ok(Io {
-            tun: sys::open_tun(&opts.tun, false)
-                .map_err(|e| setup(&format!("TUN device {}", opts.tun), e))?,
+            tun: sys::open_tun(tun, workers > 1)
+                .map_err(|e| setup(&format!("TUN device {tun}"), e))?,
             raw,
             udp,
             send4,
@@ -172,76 +272,272 @@ impl Io {
     }
 }
 
-/// Run until SIGINT or SIGTERM; returns the counters.
-pub fn run(opts: &Options) -> Result<Stats, RunError> {
-    // First, so that a signal during set-up still ends in the clean-up
-    // below (the flag is checked before the loop's first wait).
-    let shutdown = sys::catch_shutdown_signals();
-    let start = Instant::now();
-    let provider = Provider::fastest();
-    let mut db = load_setkey(&opts.setkey, &provider, Duration::ZERO).map_err(RunError::Config)?;
-    let io = Io::open(opts, &db)?;
-    let control = Control::bind(&opts.socket).map_err(RunError::Setup)?;
-    let routes = Routes::install(&opts.tun, opts.mtu, &db.spd).map_err(RunError::Setup)?;
-    let routed: Vec<String> = routes.prefixes().map(|p| p.to_string()).collect();
-    eprintln!(
-        "flowsec: up (tun {}, {} SAs, {} policies, routes via tun: {})",
-        opts.tun,
-        db.sad.len(),
-        db.spd.len(),
-        if routed.is_empty() {
-            "none".to_string()
-        } else {
-            routed.join(" ")
+/// Open the UDP 4500 group, one socket per worker in worker order, with
+/// the program that steers each datagram to its SPI's owner. `None` (with
+/// a warning) when the port is taken: ESP in UDP is then refused.
+pub fn open_udp_group(workers: usize) -> Option<Vec<OwnedFd>> {
+    let group: std::io::Result<Vec<OwnedFd>> = (0..workers)
+        .map(|_| sys::udp_encap_socket_v4(NAT_T_PORT, workers > 1))
+        .collect();
+    let group = group.and_then(|group| {
+        if workers > 1 {
+            sys::attach_reuseport_program(
+                group[0].as_raw_fd(),
+                &steer::reuseport_program(workers),
+            )?;
         }
-    );
-    let mut stats = Stats::default();
-    let mut buf = PacketBuf::new(
-        DEFAULT_HEADROOM + 65_536 + DEFAULT_TAILROOM,
-        DEFAULT_HEADROOM,
-    );
-    // Poll order: the TUN, the raw receivers, then UDP 4500.
-    let mut fds = vec![io.tun.as_raw_fd()];
-    fds.extend(io.raw.iter().map(|(fd, _, _)| fd.as_raw_fd()));
-    fds.extend(io.udp.as_ref().map(|fd| fd.as_raw_fd()));
-    let control_at = fds.len();
-    fds.push(control.listener().as_raw_fd());
-    let mut ready = vec![false; fds.len()];
-    while !shutdown.load(Ordering::SeqCst) {
-        if let Err(e) = sys::poll_readable(&fds, POLL_MS, &mut ready) {
-            drop(routes);
-            return Err(RunError::Setup(format!("poll: {e}")));
-        }
-        let mut inbound =
-            |buf: &mut PacketBuf| inbound(&mut db, buf, &io, start.elapsed(), &mut stats);
-        for (k, (fd, version, protocol)) in io.raw.iter().enumerate() {
-            if ready[1 + k] {
-                drain_raw(fd.as_raw_fd(), *version, *protocol, &mut buf, &mut inbound);
-            }
-        }
-        if let (Some(udp), Some(true)) = (&io.udp, ready.get(1 + io.raw.len())) {
-            drain_udp(udp.as_raw_fd(), &mut buf, &mut inbound);
-        }
-        if ready[0] {
-            let read = drain(io.tun.as_raw_fd(), &mut buf, |buf| {
-                outbound(&mut db, buf, &io, start.elapsed(), &mut stats)
-            });
-            if let Err(e) = read {
-                drop(routes);
-                return Err(RunError::Setup(format!("TUN device {}: {e}", opts.tun)));
-            }
-        }
-        if ready[control_at] {
-            control.serve(&Status {
-                tun: &opts.tun,
-                now: start.elapsed(),
-                db: &db,
-                stats: &stats,
-            });
+        Ok(group)
+    });
+    match group {
+        Ok(group) => Some(group),
+        Err(e) => {
+            eprintln!("flowsec: warning: UDP port {NAT_T_PORT}: {e}: no ESP in UDP");
+            None
         }
     }
-    drop(routes);
-    Ok(stats)
+}
+
+/// The worker that owns the outbound SAs between `src` and `dst`: a hash
+/// of the two addresses, the same in every worker.
+pub fn owner_of_endpoints(src: IpAddr, dst: IpAddr, workers: usize) -> usize {
+    if workers <= 1 {
+        return 0;
+    }
+    // FNV-1a over both addresses.
+    let mut h: u32 = 0x811c_9dc5;
+    let mut eat = |a: IpAddr| {
+        let bytes = match a {
+            IpAddr::V4(a) => a.octets().to_vec(),
+            IpAddr::V6(a) => a.octets().to_vec(),
+        };
+        for b in bytes {
+            h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+    };
+    eat(src);
+    eat(dst);
+    (h % workers as u32) as usize
+}
+
+/// The owner of the packet `flow` that `templates` protect: that of the
+/// first SA's endpoints (tunnel endpoints, or the packet's addresses in
+/// transport mode).
+fn owner_of(templates: &[SaTemplate], flow: &Flow, workers: usize) -> usize {
+    let (src, dst) = templates
+        .first()
+        .and_then(|t| t.tunnel)
+        .unwrap_or((flow.src, flow.dst));
+    owner_of_endpoints(src, dst, workers)
+}
+
+/// Everything one worker thread owns.
+pub struct Worker {
+    pub index: usize,
+    pub workers: usize,
+    pub io: Io,
+    pub db: Databases,
+    pub rx: Receiver<Msg>,
+    pub wake: Arc<OwnedFd>,
+    /// Every worker's mailbox, this one's included.
+    pub peers: Vec<Mailbox>,
+    /// Size of a handoff buffer's packet room (the TUN MTU).
+    pub mtu: usize,
+    pub stop: Arc<AtomicBool>,
+    pub start: Instant,
+}
+
+/// Per-loop state of a worker.
+struct State {
+    stats: Stats,
+    pool: Vec<PacketBuf>,
+    /// Peers that were handed packets since they were last woken.
+    to_wake: Vec<bool>,
+}
+
+impl Worker {
+    /// Run until `stop`; returns the counters, or why the worker could not
+    /// go on (the TUN device went away).
+    pub fn run(mut self) -> Result<Stats, String> {
+        let mut st = State {
+            stats: Stats::default(),
+            pool: Vec::new(),
+            to_wake: vec![false; self.workers],
+        };
+        let mut buf = PacketBuf::new(
+            DEFAULT_HEADROOM + 65_536 + DEFAULT_TAILROOM,
+            DEFAULT_HEADROOM,
+        );
+        // Poll order: the TUN, the raw receivers, UDP 4500, the mailbox.
+        let mut fds = vec![self.io.tun.as_raw_fd()];
+        fds.extend(self.io.raw.iter().map(|(fd, _, _)| fd.as_raw_fd()));
+        fds.extend(self.io.udp.as_ref().map(|fd| fd.as_raw_fd()));
+        let mailbox_at = fds.len();
+        fds.push(self.wake.as_raw_fd());
+        let mut ready = vec![false; fds.len()];
+        while !self.stop.load(Ordering::Relaxed) {
+            sys::poll_readable(&fds, POLL_MS, &mut ready).map_err(|e| format!("poll: {e}"))?;
+            if ready[mailbox_at] {
+                sys::clear_wake(self.wake.as_raw_fd());
+            }
+            // Also when not woken: recycled buffers arrive without a wake.
+            self.take_mail(&mut st);
+            let now = self.start.elapsed();
+            for (k, (fd, version, protocol)) in self.io.raw.iter().enumerate() {
+                if ready[1 + k] {
+                    drain_raw(fd.as_raw_fd(), *version, *protocol, &mut buf, &mut |b| {
+                        inbound(&mut self.db, b, &self.io, now, &mut st.stats)
+                    });
+                }
+            }
+            if let (Some(udp), Some(true)) = (&self.io.udp, ready.get(1 + self.io.raw.len())) {
+                drain_udp(udp.as_raw_fd(), &mut buf, &mut |b| {
+                    inbound(&mut self.db, b, &self.io, now, &mut st.stats)
+                });
+            }
+            if ready[0] {
+                let read = drain(self.io.tun.as_raw_fd(), &mut buf, |b| {
+                    self.outbound(b, false, now, &mut st)
+                });
+                if let Err(e) = read {
+                    return Err(format!("TUN device: {e}"));
+                }
+            }
+            for (k, wake) in st.to_wake.iter_mut().enumerate() {
+                if std::mem::take(wake) {
+                    self.peers[k].wake();
+                }
+            }
+        }
+        Ok(st.stats)
+    }
+
+    fn take_mail(&mut self, st: &mut State) {
+        while let Ok(msg) = self.rx.try_recv() {
+            match msg {
+                Msg::Apply(changes) => apply_to(&mut self.db, changes),
+                Msg::Report(reply) => {
+                    let _ = reply.send(self.report(&st.stats));
+                }
+                Msg::Packet { mut buf, from } => {
+                    let now = self.start.elapsed();
+                    self.outbound(&mut buf, true, now, st);
+                    // Back to the worker that allocated it; dropped if its
+                    // mailbox is full.
+                    let _ = self.peers[from].tx.try_send(Msg::Recycle(buf));
+                }
+                Msg::Recycle(buf) => {
+                    if st.pool.len() < POOL {
+                        st.pool.push(buf);
+                    }
+                }
+            }
+        }
+    }
+
+    fn report(&self, stats: &Stats) -> Report {
+        let now = self.start.elapsed();
+        Report {
+            stats: stats.clone(),
+            sas: self
+                .db
+                .sad
+                .iter()
+                .map(|sa| SaReport {
+                    id: sa.id(),
+                    live: SaLive::of(sa, now),
+                    stats: *sa.stats(),
+                    replay_window: sa.replay_window().size(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Protect and send one packet from the TUN device (or handed over by
+    /// another worker: `handed`).
+    fn outbound(&mut self, buf: &mut PacketBuf, handed: bool, now: Duration, st: &mut State) {
+        let stats = &mut st.stats;
+        let flow = match Flow::of_packet(buf.as_slice()) {
+            Ok(flow) => flow,
+            Err(reason) => return stats.drops.count(reason),
+        };
+        let Some(policy) = self.db.spd.lookup(Direction::Out, &flow) else {
+            stats.no_policy += 1;
+            return;
+        };
+        let templates = match &policy.action {
+            Action::Protect(templates) => templates,
+            Action::Bypass => {
+                stats.bypass_on_tun += 1;
+                return;
+            }
+            Action::Discard => return stats.drops.count(DropReason::PolicyDiscard),
+        };
+        let owner = owner_of(templates, &flow, self.workers);
+        if owner != self.index {
+            if handed {
+                // The policy changed while the packet was in flight.
+                stats.handoff_drops += 1;
+            } else {
+                self.hand_off(owner, buf.as_slice(), st);
+            }
+            return;
+        }
+        let sealed = process::resolve(&self.db.sad, templates, &flow, now)
+            .and_then(|bundle| process::outbound(&mut self.db.sad, &bundle, buf, now));
+        if let Err(reason) = sealed {
+            return stats.drops.count(reason);
+        }
+        let packet = buf.as_slice();
+        let sent = match (packet.first().map(|b| b >> 4), &self.io.send6) {
+            (Some(4), _) => {
+                let dst = Ipv4Packet::new_unchecked(packet).dst_addr();
+                sys::send_v4(self.io.send4.as_raw_fd(), packet, dst)
+            }
+            (Some(6), Some(send6)) => {
+                let dst = Ipv6Packet::new_unchecked(packet).dst_addr();
+                sys::send_v6(send6.as_raw_fd(), packet, dst)
+            }
+            _ => {
+                stats.unsupported_outer += 1;
+                return;
+            }
+        };
+        match sent {
+            Ok(_) => stats.sent += 1,
+            Err(_) => stats.io_errors += 1,
+        }
+    }
+
+    fn hand_off(&self, owner: usize, packet: &[u8], st: &mut State) {
+        let mut buf = st.pool.pop().unwrap_or_else(|| {
+            PacketBuf::new(
+                DEFAULT_HEADROOM + self.mtu + DEFAULT_TAILROOM,
+                DEFAULT_HEADROOM,
+            )
+        });
+        buf.reset(DEFAULT_HEADROOM);
+        if buf.set(packet).is_err() || buf.tailroom() < DEFAULT_TAILROOM {
+            st.stats.handoff_drops += 1;
+            st.pool.push(buf);
+            return;
+        }
+        let msg = Msg::Packet {
+            buf,
+            from: self.index,
+        };
+        match self.peers[owner].tx.try_send(msg) {
+            Ok(()) => {
+                st.stats.handed_off += 1;
+                st.to_wake[owner] = true;
+            }
+            Err(TrySendError::Full(Msg::Packet { buf, .. }))
+            | Err(TrySendError::Disconnected(Msg::Packet { buf, .. })) => {
+                st.stats.handoff_drops += 1;
+                st.pool.push(buf);
+            }
+            Err(_) => st.stats.handoff_drops += 1,
+        }
+    }
 }
 
 /// Like [`drain`] for a raw receiver. IPv4 raw sockets hand over the whole
@@ -345,49 +641,6 @@ fn drain_udp(fd: i32, buf: &mut PacketBuf, f: &mut impl FnMut(&mut PacketBuf)) {
     }
 }
 
-fn outbound(db: &mut Databases, buf: &mut PacketBuf, io: &Io, now: Duration, stats: &mut Stats) {
-    let flow = match Flow::of_packet(buf.as_slice()) {
-        Ok(flow) => flow,
-        Err(reason) => return stats.drops.count(reason),
-    };
-    let Some(policy) = db.spd.lookup(Direction::Out, &flow) else {
-        stats.no_policy += 1;
-        return;
-    };
-    let templates = match &policy.action {
-        Action::Protect(templates) => templates,
-        Action::Bypass => {
-            stats.bypass_on_tun += 1;
-            return;
-        }
-        Action::Discard => return stats.drops.count(DropReason::PolicyDiscard),
-    };
-    let sealed = process::resolve(&db.sad, templates, &flow, now)
-        .and_then(|bundle| process::outbound(&mut db.sad, &bundle, buf, now));
-    if let Err(reason) = sealed {
-        return stats.drops.count(reason);
-    }
-    let packet = buf.as_slice();
-    let sent = match (packet.first().map(|b| b >> 4), &io.send6) {
-        (Some(4), _) => {
-            let dst = Ipv4Packet::new_unchecked(packet).dst_addr();
-            sys::send_v4(io.send4.as_raw_fd(), packet, dst)
-        }
-        (Some(6), Some(send6)) => {
-            let dst = Ipv6Packet::new_unchecked(packet).dst_addr();
-            sys::send_v6(send6.as_raw_fd(), packet, dst)
-        }
-        _ => {
-            stats.unsupported_outer += 1;
-            return;
-        }
-    };
-    match sent {
-        Ok(_) => stats.sent += 1,
-        Err(_) => stats.io_errors += 1,
-    }
-}
-
 fn inbound(db: &mut Databases, buf: &mut PacketBuf, io: &Io, now: Duration, stats: &mut Stats) {
     let applied = match process::inbound(&mut db.sad, buf, now) {
         Ok(Inbound::Decapsulated(applied)) => applied,
@@ -413,5 +666,24 @@ fn inbound(db: &mut Databases, buf: &mut PacketBuf, io: &Io, now: Duration, stat
     match sys::write(io.tun.as_raw_fd(), buf.as_slice()) {
         Ok(_) => stats.delivered += 1,
         Err(_) => stats.io_errors += 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoint_ownership_is_stable_and_spreads() {
+        let a: IpAddr = "192.0.2.1".parse().unwrap();
+        assert_eq!(owner_of_endpoints(a, a, 1), 0);
+        let mut seen = [0usize; 4];
+        for i in 0..=255u8 {
+            let b = IpAddr::from([198, 51, 100, i]);
+            let k = owner_of_endpoints(a, b, 4);
+            assert_eq!(k, owner_of_endpoints(a, b, 4));
+            seen[k] += 1;
+        }
+        assert!(seen.iter().all(|&n| n > 30), "{seen:?}");
     }
 }

@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -45,10 +45,7 @@ pub fn run(args: &CtlArgs) -> Result<(), CliError> {
         What::Policies => "policies",
         What::Stats => "stats",
     };
-    let reply = ask(args, cmd)?;
-    if let Some(err) = reply.get("error").and_then(Value::as_str) {
-        return Err(CliError::Runtime(format!("daemon: {err}")));
-    }
+    let reply = request(&args.socket, &serde_json::json!({ "cmd": cmd }))?;
     if args.json {
         println!(
             "{}",
@@ -64,25 +61,32 @@ pub fn run(args: &CtlArgs) -> Result<(), CliError> {
                 println!("{}", p["setkey"].as_str().unwrap_or_default());
             }
         }
-        What::Stats => print_object(&reply),
+        What::Stats => print_stats(&reply),
     }
     Ok(())
 }
 
-fn ask(args: &CtlArgs, cmd: &str) -> Result<Value, CliError> {
-    let path = args.socket.display();
-    let stream = UnixStream::connect(&args.socket).map_err(|e| {
+/// Send one request to the daemon at `socket` and read its answer; an
+/// answer with an "error" becomes the error.
+pub fn request(socket: &Path, request: &Value) -> Result<Value, CliError> {
+    let path = socket.display();
+    let stream = UnixStream::connect(socket).map_err(|e| {
         CliError::Runtime(format!("{path}: {e} (is `flowsec up` running? --socket)"))
     })?;
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
     (&stream)
-        .write_all(format!("{{\"cmd\":\"{cmd}\"}}\n").as_bytes())
+        .write_all(format!("{request}\n").as_bytes())
         .map_err(|e| CliError::Runtime(format!("{path}: {e}")))?;
     let mut line = String::new();
     BufReader::new(&stream)
         .read_line(&mut line)
         .map_err(|e| CliError::Runtime(format!("{path}: {e}")))?;
-    serde_json::from_str(&line).map_err(|e| CliError::Runtime(format!("{path}: bad answer: {e}")))
+    let reply: Value = serde_json::from_str(&line)
+        .map_err(|e| CliError::Runtime(format!("{path}: bad answer: {e}")))?;
+    match reply.get("error").and_then(Value::as_str) {
+        Some(err) => Err(CliError::Runtime(err.to_string())),
+        None => Ok(reply),
+    }
 }
 
 fn print_object(v: &Value) {
@@ -106,6 +110,32 @@ fn print_object(v: &Value) {
         }
         other => println!("{other}"),
     }
+}
+
+/// One line per worker and one for the total: counters that are not zero,
+/// then drops by reason.
+fn print_stats(v: &Value) {
+    let line = |label: String, c: &Value| {
+        let mut parts = Vec::new();
+        for (k, n) in c.as_object().into_iter().flatten() {
+            match n {
+                Value::Object(drops) => {
+                    for (reason, n) in drops {
+                        parts.push(format!("{reason}={n}"));
+                    }
+                }
+                n if n.as_u64() != Some(0) || k == "sent" || k == "delivered" => {
+                    parts.push(format!("{k}={n}"))
+                }
+                _ => {}
+            }
+        }
+        println!("{label}: {}", parts.join(" "));
+    };
+    for (k, w) in v["workers"].as_array().into_iter().flatten().enumerate() {
+        line(format!("worker {k}"), w);
+    }
+    line("total".into(), &v["total"]);
 }
 
 /// Like `swanctl --list-sas`: one line for the SA, one for its traffic.

@@ -24,11 +24,11 @@ enum Command {
     /// Measure ESP/AH seal and open throughput per suite and packet size,
     /// on one core, like `openssl speed`.
     Speed(speed::SpeedArgs),
-    /// Manual keying in KAME/ipsec-tools setkey syntax (today: -n, check a
-    /// file without applying it).
+    /// Manual keying in KAME/ipsec-tools setkey syntax against the running
+    /// daemon: -f FILE, -c, -D, -DP, -F, -FP; -n checks without applying.
     Setkey(setkey::SetkeyArgs),
-    /// Run the VPN daemon in the foreground (manual keys; IPv4 outer
-    /// network; tunnel mode).
+    /// Run the VPN daemon in the foreground (manual keys in setkey syntax;
+    /// tunnel and transport mode; IPv4 and IPv6).
     Up(up::UpArgs),
     /// Ask a running daemon: status, sas, policies, stats (--json).
     Ctl(ctl::CtlArgs),

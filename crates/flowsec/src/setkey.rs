@@ -1,11 +1,12 @@
-//! `flowsec setkey`: manual keying in KAME/ipsec-tools syntax.
-//!
-//! Today only `-n` (check a file, apply nothing) works: applying commands
-//! to a running daemon is not there yet (`flowsec up --setkey` loads a file
-//! at start). `-n` prints what the file would install, in
-//! `setkey -D`/`-DP` form without keys, and the RFC 8221 warnings.
+//! `flowsec setkey`: manual keying in KAME/ipsec-tools syntax, against the
+//! running daemon (its control socket): `-f FILE` and `-c` apply commands,
+//! all or nothing; `-D`/`-DP` dump the SAD/SPD (without keys), `-F`/`-FP`
+//! flush them. `-n` checks input without a daemon and prints what it would
+//! install, in `setkey -D`/`-DP` form without keys, with the RFC 8221
+//! warnings.
 
 use std::io::Read;
+use std::path::PathBuf;
 
 use clap::Args;
 use flowsec_setkey::{format_policy, format_sa, Command};
@@ -33,38 +34,71 @@ pub struct SetkeyArgs {
     /// With -D or -F: the SPD instead of the SAD.
     #[arg(short = 'P')]
     pub policy: bool,
+    /// The daemon's control socket.
+    #[arg(long, env = "FLOWSEC_SOCKET", default_value = flowsec_daemon::DEFAULT_SOCKET)]
+    pub socket: PathBuf,
 }
 
 pub fn run(args: &SetkeyArgs) -> Result<(), CliError> {
-    let (name, text) = match (&args.file, args.stdin) {
-        (Some(path), false) => {
+    if args.dump && args.flush {
+        return Err(CliError::Usage("-D and -F are exclusive".into()));
+    }
+    if args.policy && !(args.dump || args.flush) {
+        return Err(CliError::Usage("-P goes with -D or -F".into()));
+    }
+    let (name, text) = match (&args.file, args.stdin, args.dump || args.flush) {
+        (Some(_), true, _) => return Err(CliError::Usage("-f and -c are exclusive".into())),
+        (Some(_), _, true) | (_, true, true) => {
+            return Err(CliError::Usage("-D/-F take no -f/-c".into()))
+        }
+        (Some(path), false, false) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| CliError::Runtime(format!("{path}: {e}")))?;
             (path.clone(), text)
         }
-        (None, true) => {
+        (None, true, false) => {
             let mut text = String::new();
             std::io::stdin()
                 .read_to_string(&mut text)
                 .map_err(|e| CliError::Runtime(format!("stdin: {e}")))?;
             ("(stdin)".to_string(), text)
         }
-        (Some(_), true) => return Err(CliError::Usage("-f and -c are exclusive".into())),
-        (None, false) if args.dump || args.flush => return Err(no_daemon()),
-        (None, false) => {
+        (None, false, true) => {
+            if args.check_only {
+                return Err(CliError::Usage("-n checks -f or -c input".into()));
+            }
+            let (flag, statement) = match (args.dump, args.policy) {
+                (true, false) => ("-D", "dump;"),
+                (true, true) => ("-DP", "spddump;"),
+                (false, false) => ("-F", "flush;"),
+                (false, true) => ("-FP", "spdflush;"),
+            };
+            (flag.to_string(), statement.to_string())
+        }
+        (None, false, false) => {
             return Err(CliError::Usage(
                 "nothing to do: give -f FILE, -c, -D or -F".into(),
             ))
         }
     };
-    if args.dump || args.flush {
-        return Err(CliError::Usage("-D/-F take no -f/-c".into()));
+    if args.check_only {
+        return check(&name, &text);
     }
+    let reply = crate::ctl::request(
+        &args.socket,
+        &serde_json::json!({"cmd": "setkey", "name": name, "text": text}),
+    )?;
+    for w in reply["warnings"].as_array().into_iter().flatten() {
+        eprintln!("flowsec setkey: warning: {}", w.as_str().unwrap_or_default());
+    }
+    print!("{}", reply["output"].as_str().unwrap_or_default());
+    Ok(())
+}
+
+/// `-n`: parse and check, print what would be installed.
+fn check(name: &str, text: &str) -> Result<(), CliError> {
     let commands =
-        flowsec_setkey::parse(&name, &text).map_err(|e| CliError::Runtime(e.to_string()))?;
-    if !args.check_only {
-        return Err(no_daemon());
-    }
+        flowsec_setkey::parse(name, text).map_err(|e| CliError::Runtime(e.to_string()))?;
     let (mut sas, mut policies) = (0, 0);
     for command in &commands {
         match command {
@@ -87,10 +121,4 @@ pub fn run(args: &SetkeyArgs) -> Result<(), CliError> {
         commands.len()
     );
     Ok(())
-}
-
-fn no_daemon() -> CliError {
-    CliError::Runtime(
-        "applying setkey commands to a running daemon is not implemented yet: load the file with `flowsec up --setkey FILE` (-n checks a file without applying it)".into(),
-    )
 }

@@ -21,7 +21,10 @@ pub struct UpArgs {
     /// MTU of the TUN device (the path MTU less the IPsec overhead).
     #[arg(long, default_value_t = 1400)]
     pub mtu: u16,
-    /// The control socket (`flowsec ctl` talks to it).
+    /// Worker threads, each with its own TUN queue (default: one per CPU).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<usize>,
+    /// The control socket (`flowsec ctl` and `flowsec setkey` talk to it).
     #[arg(long, env = "FLOWSEC_SOCKET", default_value = flowsec_daemon::DEFAULT_SOCKET)]
     pub socket: PathBuf,
 }
@@ -33,7 +36,14 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
             args.mtu
         )));
     }
+    let workers = match args.workers {
+        Some(0) => return Err(CliError::Usage("--workers must be at least 1".into())),
+        Some(n) if n > 256 => return Err(CliError::Usage(format!("--workers {n}: at most 256"))),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
     let opts = Options {
+        workers,
         tun: args.tun.clone(),
         setkey: args.setkey.clone(),
         mtu: args.mtu,

@@ -26,6 +26,6 @@ pub use drop::{DropCounters, DropReason};
 pub use lifetime::{Lifetime, Limits, SaState};
 pub use process::{Bundle, Inbound};
 pub use replay::{ReplayError, ReplayWindow};
-pub use sa::{Mode, Protocol, SaConfig, SaError, SaId, SecurityAssociation, UdpEncap};
+pub use sa::{Mode, Protocol, SaConfig, SaError, SaId, SaStats, SecurityAssociation, UdpEncap};
 pub use sad::{SaHandle, Sad};
 pub use spd::{Action, Direction, Flow, Policy, Selector, Spd};

@@ -86,6 +86,13 @@ pub struct SaId {
     pub dst: IpAddr,
 }
 
+impl fmt::Display for SaId {
+    /// `esp SPI 0x00001001 to 192.0.2.2`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} SPI {:#010x} to {}", self.protocol, self.spi, self.dst)
+    }
+}
+
 /// Everything needed to create an SA, as manual keying (setkey) or IKE
 /// gives it. Keys are zeroized when this is dropped.
 #[derive(Clone)]

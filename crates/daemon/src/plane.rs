@@ -1,0 +1,406 @@
+//! The control plane of `flowsec up`: starts the workers, owns the model of
+//! the configuration, the routes and the control socket, and turns setkey
+//! input into changes that every worker applies between two batches.
+//!
+//! DESIGN.md says SA tables are published to workers by atomic pointer
+//! swap. What is published here is the *change*, by message: an SA's
+//! sequence number and replay window are mutable state owned by one worker
+//! and must survive a configuration change, which swapping in a table
+//! built elsewhere would lose. Either way a worker never waits on the
+//! control plane.
+
+use core::fmt;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use flowsec_crypto::Provider;
+use flowsec_setkey::{format_policy, format_sa, SaLive};
+use serde_json::{json, Value};
+
+use crate::apply::{self, Capabilities, ConfigError, Databases, Model, Query, Staged};
+use crate::control::{self, Control};
+use crate::routes::Routes;
+use crate::sys;
+use crate::worker::{self, Io, Mailbox, Msg, Report, SaReport, Stats, Worker};
+
+/// How long a poll of the control socket waits before checking for
+/// shutdown.
+const POLL_MS: i32 = 200;
+/// How long the control plane waits for a worker's report.
+const REPORT_WAIT: Duration = Duration::from_secs(2);
+
+/// What `flowsec up` was asked to do.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// TUN device name.
+    pub tun: String,
+    /// Manual keys and policies in setkey syntax, loaded at start.
+    pub setkey: PathBuf,
+    /// MTU of the TUN device: the path MTU less the IPsec overhead.
+    pub mtu: u16,
+    /// The control socket.
+    pub socket: PathBuf,
+    /// Worker threads (each with a TUN queue).
+    pub workers: usize,
+}
+
+/// Why the daemon could not run.
+#[derive(Debug)]
+pub enum RunError {
+    /// The configuration was refused (nothing was set up).
+    Config(ConfigError),
+    /// A device, socket or route could not be set up, or failed.
+    Setup(String),
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Config(e) => e.fmt(f),
+            RunError::Setup(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// Run until SIGINT or SIGTERM; returns the counters of all workers.
+pub fn run(opts: &Options) -> Result<Stats, RunError> {
+    // First, so that a signal during set-up still ends in the clean-up
+    // below (the flag is checked before the loop's first wait).
+    let shutdown = sys::catch_shutdown_signals();
+    let start = Instant::now();
+    let provider = Provider::fastest();
+    let workers = opts.workers.max(1);
+    let name = opts.setkey.display().to_string();
+    let text = std::fs::read_to_string(&opts.setkey)
+        .map_err(|e| RunError::Config(ConfigError(format!("{name}: {e}"))))?;
+    // Checked before anything is opened; UDP 4500 assumed available, and
+    // checked below once the sockets are open.
+    let assume = Capabilities { udp_encap: true };
+    let staged = apply::stage(&Model::default(), &name, &text, &provider, assume, Duration::ZERO)
+        .map_err(RunError::Config)?;
+    for w in &staged.warnings {
+        eprintln!("flowsec: warning: {w}");
+    }
+    let udp = worker::open_udp_group(workers);
+    let caps = Capabilities {
+        udp_encap: udp.is_some(),
+    };
+    if !caps.udp_encap && staged.model.sas.values().any(|c| c.encap.is_some()) {
+        return Err(RunError::Setup(format!(
+            "{name}: ESP in UDP needs UDP port {}, which could not be opened",
+            worker::NAT_T_PORT
+        )));
+    }
+    let mut udp = udp.map(|g| g.into_iter().map(Some).collect::<Vec<_>>());
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut boxes = Vec::new();
+    let mut parts = Vec::new();
+    let lists = apply::per_worker(&staged.changes, workers, &provider, Duration::ZERO)
+        .map_err(RunError::Config)?;
+    for (index, list) in lists.into_iter().enumerate() {
+        let sock = udp.as_mut().and_then(|g| g[index].take());
+        let io = Io::open(&opts.tun, index, workers, sock).map_err(RunError::Setup)?;
+        let (mailbox, rx, wake) =
+            Mailbox::new().map_err(|e| RunError::Setup(format!("eventfd: {e}")))?;
+        let mut db = Databases::default();
+        apply::apply_to(&mut db, list);
+        boxes.push(mailbox);
+        parts.push((io, db, rx, wake));
+    }
+    let control = Control::bind(&opts.socket).map_err(RunError::Setup)?;
+    let routes = Routes::install(&opts.tun, opts.mtu, &staged.model.spd).map_err(RunError::Setup)?;
+    let routed: Vec<String> = routes.prefixes().map(|p| p.to_string()).collect();
+    eprintln!(
+        "flowsec: up (tun {}, {} workers, {} SAs, {} policies, routes via tun: {})",
+        opts.tun,
+        workers,
+        staged.model.sas.len(),
+        staged.model.spd.len(),
+        if routed.is_empty() {
+            "none".to_string()
+        } else {
+            routed.join(" ")
+        }
+    );
+    let mut handles = Vec::new();
+    for (index, (io, db, rx, wake)) in parts.into_iter().enumerate() {
+        let w = Worker {
+            index,
+            workers,
+            io,
+            db,
+            rx,
+            wake,
+            peers: boxes.clone(),
+            mtu: usize::from(opts.mtu),
+            stop: Arc::clone(&stop),
+            start,
+        };
+        let spawned = std::thread::Builder::new()
+            .name(format!("flowsec-w{index}"))
+            .spawn(move || w.run());
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                stop_all(&stop, &boxes, handles);
+                return Err(RunError::Setup(format!("starting worker {index}: {e}")));
+            }
+        }
+    }
+    let mut plane = Plane {
+        tun: opts.tun.clone(),
+        model: staged.model,
+        boxes,
+        routes,
+        provider,
+        caps,
+        start,
+    };
+    let mut failure = None;
+    let fds = [control.listener().as_raw_fd()];
+    let mut ready = [false];
+    while !shutdown.load(Ordering::SeqCst) {
+        if let Err(e) = sys::poll_readable(&fds, POLL_MS, &mut ready) {
+            failure = Some(format!("poll: {e}"));
+            break;
+        }
+        if ready[0] {
+            control.serve(&mut |request| plane.answer(request));
+        }
+        if handles.iter().any(JoinHandle::is_finished) {
+            break;
+        }
+    }
+    let Plane { boxes, routes, .. } = plane;
+    let mut total = Stats::default();
+    for (k, result) in stop_all(&stop, &boxes, handles).into_iter().enumerate() {
+        match result {
+            Ok(stats) => total.add(&stats),
+            Err(e) => failure = failure.or(Some(format!("worker {k}: {e}"))),
+        }
+    }
+    drop(routes);
+    match failure {
+        Some(e) => Err(RunError::Setup(e)),
+        None => Ok(total),
+    }
+}
+
+/// Stop every worker and collect what each returned.
+fn stop_all(
+    stop: &AtomicBool,
+    boxes: &[Mailbox],
+    handles: Vec<JoinHandle<Result<Stats, String>>>,
+) -> Vec<Result<Stats, String>> {
+    stop.store(true, Ordering::SeqCst);
+    for b in boxes {
+        b.wake();
+    }
+    handles
+        .into_iter()
+        .map(|h| h.join().unwrap_or_else(|_| Err("panicked".into())))
+        .collect()
+}
+
+/// The control plane's state.
+struct Plane {
+    tun: String,
+    model: Model,
+    boxes: Vec<Mailbox>,
+    routes: Routes,
+    provider: Provider,
+    caps: Capabilities,
+    start: Instant,
+}
+
+impl Plane {
+    fn answer(&mut self, request: &Value) -> Value {
+        match request.get("cmd").and_then(Value::as_str) {
+            Some("status") => json!({
+                "tun": self.tun,
+                "uptime_s": self.start.elapsed().as_secs_f64(),
+                "workers": self.boxes.len(),
+                "sas": self.model.sas.len(),
+                "policies": self.model.spd.len(),
+            }),
+            Some("sas") => {
+                let seen = self.seen();
+                Value::Array(
+                    self.model
+                        .sas
+                        .iter()
+                        .map(|(id, c)| control::sa_json(c, &seen.sa(*id, self.start)))
+                        .collect(),
+                )
+            }
+            Some("policies") => {
+                Value::Array(self.model.spd.iter().map(control::policy_json).collect())
+            }
+            Some("stats") => control::stats_json(&self.seen().stats),
+            Some("setkey") => {
+                let name = request.get("name").and_then(Value::as_str).unwrap_or("-");
+                match request.get("text").and_then(Value::as_str) {
+                    Some(text) => self.setkey(name, text),
+                    None => json!({"error": "setkey: missing \"text\""}),
+                }
+            }
+            Some(other) => json!({
+                "error": format!("unknown command '{other}' (status, sas, policies, stats, setkey)")
+            }),
+            None => json!({"error": "missing \"cmd\""}),
+        }
+    }
+
+    /// Stage `text`, and if it passes every check, apply it everywhere.
+    fn setkey(&mut self, name: &str, text: &str) -> Value {
+        let now = self.start.elapsed();
+        let staged = apply::stage(&self.model, name, text, &self.provider, self.caps, now);
+        let Staged {
+            model,
+            changes,
+            queries,
+            warnings,
+        } = match staged {
+            Ok(s) => s,
+            Err(e) => return json!({"error": e.to_string()}),
+        };
+        let lists = match apply::per_worker(&changes, self.boxes.len(), &self.provider, now) {
+            Ok(lists) => lists,
+            Err(e) => return json!({"error": format!("{name}: {e}")}),
+        };
+        // Routes first: the one step that can fail half-way is undone by
+        // syncing back to the old SPD.
+        let spd_changed = changes
+            .iter()
+            .any(|c| matches!(c, apply::Change::Spd(_)));
+        if spd_changed {
+            if let Err(e) = self.routes.sync(&model.spd) {
+                let _ = self.routes.sync(&self.model.spd);
+                return json!({"error": format!("{name}: routes: {e}")});
+            }
+        }
+        for (mailbox, list) in self.boxes.iter().zip(lists) {
+            if !list.is_empty() {
+                mailbox.send(Msg::Apply(list));
+            }
+        }
+        let applied = changes.len();
+        self.model = model;
+        let output = self.answer_queries(&queries);
+        json!({"applied": applied, "warnings": warnings, "output": output})
+    }
+
+    /// setkey's answers to `get`, `dump` and `spddump`, in its format
+    /// (without keys).
+    fn answer_queries(&self, queries: &[Query]) -> String {
+        if queries.is_empty() {
+            return String::new();
+        }
+        let seen = self.seen();
+        let mut out = String::new();
+        for q in queries {
+            match q {
+                Query::Get(id) => {
+                    if let Some(c) = self.model.sas.get(id) {
+                        out += &format_sa(c, Some(&seen.sa(*id, self.start).live));
+                    }
+                }
+                Query::Dump(protocol) => {
+                    let mut any = false;
+                    for (id, c) in &self.model.sas {
+                        if protocol.map_or(true, |p| p == id.protocol) {
+                            out += &format_sa(c, Some(&seen.sa(*id, self.start).live));
+                            any = true;
+                        }
+                    }
+                    if !any {
+                        out += "No SAD entries.\n";
+                    }
+                }
+                Query::SpdDump => {
+                    for p in self.model.spd.iter() {
+                        out += &format_policy(p);
+                    }
+                    if self.model.spd.is_empty() {
+                        out += "No SPD entries.\n";
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Every worker's report (those that answer within [`REPORT_WAIT`]).
+    fn seen(&self) -> Seen {
+        let (tx, rx) = mpsc::channel();
+        let asked = self
+            .boxes
+            .iter()
+            .filter(|b| b.send(Msg::Report(tx.clone())))
+            .count();
+        drop(tx);
+        let deadline = Instant::now() + REPORT_WAIT;
+        let mut reports = Vec::new();
+        while reports.len() < asked {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(r) => reports.push(r),
+                Err(_) => break,
+            }
+        }
+        Seen {
+            stats: reports.iter().map(|r| r.stats.clone()).collect(),
+            reports,
+        }
+    }
+}
+
+/// What the workers reported.
+struct Seen {
+    reports: Vec<Report>,
+    stats: Vec<Stats>,
+}
+
+impl Seen {
+    /// The copy of SA `id` that carried its traffic (only the owning
+    /// worker's copy is used; the others stay fresh), its drops summed
+    /// over all copies.
+    fn sa(&self, id: flowsec_ipsec::SaId, start: Instant) -> SaReport {
+        let copies = self
+            .reports
+            .iter()
+            .flat_map(|r| r.sas.iter())
+            .filter(|s| s.id == id);
+        let mut best: Option<SaReport> = None;
+        let mut drops = flowsec_ipsec::SaStats::default();
+        for c in copies {
+            drops.replay_drops += c.stats.replay_drops;
+            drops.auth_failures += c.stats.auth_failures;
+            drops.other_drops += c.stats.other_drops;
+            drops.ipcomp_uncompressed += c.stats.ipcomp_uncompressed;
+            let busier = best
+                .as_ref()
+                .map_or(true, |b| (c.live.packets, c.live.seq) > (b.live.packets, b.live.seq));
+            if busier {
+                best = Some(c.clone());
+            }
+        }
+        let mut best = best.unwrap_or(SaReport {
+            id,
+            live: SaLive {
+                age: start.elapsed(),
+                ..SaLive::FRESH
+            },
+            stats: Default::default(),
+            replay_window: 0,
+        });
+        best.stats = drops;
+        best
+    }
+}
