@@ -401,6 +401,74 @@ if [ "$STANDIN" != 1 ] && [ "$ENCAP" = raw ]; then
     check "hostile packets at gwB, then ping $FROM -> $TO still works" hostile_then_ping
 fi
 
+# ------------------------------------- (e) setkey against the running daemons
+if [ "$STANDIN" != 1 ]; then
+    live_dumps() {
+        "$FLOWSEC" setkey -D --socket "$W/gwB.sock" >"$W/dump-sad.txt" 2>&1 &&
+            "$FLOWSEC" setkey -DP --socket "$W/gwB.sock" >"$W/dump-spd.txt" 2>&1 ||
+            { show_log "$W/dump-sad.txt"; show_log "$W/dump-spd.txt"; return 1; }
+        head -2 "$W/dump-sad.txt" | sed 's/^/    /'
+        head -2 "$W/dump-spd.txt" | sed 's/^/    /'
+        grep -q 'spi=4097(0x00001001)' "$W/dump-sad.txt" || { echo "    SPI 0x1001 not in setkey -D"; return 1; }
+        grep -q 'spi=4098(0x00001002)' "$W/dump-sad.txt" || { echo "    SPI 0x1002 not in setkey -D"; return 1; }
+        grep -q 'in prio def ipsec' "$W/dump-spd.txt" || { echo "    no inbound policy in setkey -DP"; return 1; }
+        if grep -qi '0102030405060708090a0b0c' "$W/dump-sad.txt" "$W/dump-spd.txt"; then
+            echo "    key material in the dump"; return 1
+        fi
+    }
+    check "flowsec setkey -D / -DP on gwB: its SAs and policies, no keys" live_dumps
+
+    LIVE_MODE="-m tunnel"; [ "$MODE" = transport ] && LIVE_MODE=""
+    spis() { "$FLOWSEC" setkey -D --socket "$W/$1.sock" | grep -o 'spi=[0-9]*' | sort | tr '\n' ' '; }
+    live_bad_refused() {
+        local before after out rc=0
+        before=$(spis gwA)
+        # A good statement, then an SPI that exists: nothing may be applied.
+        {
+            echo "add $SA_A 0x4001 $LIVE_MODE -r 64 ${ESP_ALGS//@K@/00};"
+            echo "add $SA_A 0x1001 $LIVE_MODE -r 64 ${ESP_ALGS//@K@/00};"
+        } >"$W/live-bad.setkey"
+        out=$("$FLOWSEC" setkey -f "$W/live-bad.setkey" --socket "$W/gwA.sock" 2>&1) || rc=$?
+        echo "    $out"
+        [ "$rc" = 1 ] || { echo "    exit status $rc, want 1"; return 1; }
+        echo "$out" | grep -q 'live-bad.setkey:2:1: ' || { echo "    no live-bad.setkey:2:1: position"; return 1; }
+        after=$(spis gwA)
+        [ "$before" = "$after" ] || { echo "    SAD changed: $before -> $after"; return 1; }
+    }
+    check "flowsec setkey -f with an error on line 2: file:line:col, exit 1, SAD unchanged" live_bad_refused
+
+    live_rekey() {
+        {
+            echo "add $SA_A 0x3001 $LIVE_MODE -r 64 ${ESP_ALGS//@K@/80};"
+            echo "add $SA_B 0x3002 $LIVE_MODE -r 64 ${ESP_ALGS//@K@/a0};"
+            echo "delete $SA_A 0x1001;"
+            echo "delete $SA_B 0x1002;"
+        } >"$W/rekey.setkey"
+        for gw in gwA gwB; do
+            "$FLOWSEC" setkey -f "$W/rekey.setkey" --socket "$W/$gw.sock" >"$W/rekey-$gw.log" 2>&1 ||
+                { show_log "$W/rekey-$gw.log"; return 1; }
+        done
+        ping_ab "$TO_ADDR" || return 1
+        "$FLOWSEC" ctl sas --json --socket "$W/gwB.sock" | python3 -c '
+import json, sys
+sas = {s["spi"]: s for s in json.load(sys.stdin)}
+new = sas.get("00003001", {}).get("packets", 0)
+print("    gwB SAs now: %s; SPI 0x3001 carried %d packets" % (" ".join(sorted(sas)), new))
+sys.exit(0 if new > 0 and "00001001" not in sas else 1)'
+    }
+    check "live rekey by flowsec setkey -f on both gateways (SPIs 0x3001/0x3002 in, 0x1001/0x1002 out): traffic on the new SA" live_rekey
+
+    live_spdflush() {
+        "$FLOWSEC" setkey -FP --socket "$W/gwA.sock" || return 1
+        if [ -n "$(flowsec_routes gwA)" ]; then
+            echo "    routes left after -FP:"; flowsec_routes gwA | sed 's/^/      /'; return 1
+        fi
+        "$FLOWSEC" setkey -DP --socket "$W/gwA.sock" | grep -q '^No SPD entries' ||
+            { echo "    setkey -DP after -FP is not empty"; return 1; }
+    }
+    check "flowsec setkey -FP on gwA: SPD empty, its routes gone" live_spdflush
+fi
+
 # -------------------------------------------------------------- (d) shutdown
 gw_stops_cleanly() {  # gw_stops_cleanly GW
     local gw="$1" ok=0
