@@ -390,10 +390,12 @@ fi
 # truncated packets, unknown SPIs and a forged ICV at gwB; it must keep
 # forwarding, and count each drop by name (checked at shutdown).
 HOSTILE=0
-if [ "$STANDIN" != 1 ] && [ "$ENCAP" = raw ]; then
+if [ "$STANDIN" != 1 ]; then
     HOSTILE=1
     hostile_then_ping() {
-        ns_exec gwA python3 "$E2E_TOOLS" hostile "$GW_B" --spi 0x1001 --count 20 >"$W/hostile.log" 2>&1 ||
+        local udp=()
+        [ "$ENCAP" = udp ] && udp=(--udp)
+        ns_exec gwA python3 "$E2E_TOOLS" hostile "$GW_B" --spi 0x1001 --count 20 "${udp[@]}" >"$W/hostile.log" 2>&1 ||
             { show_log "$W/hostile.log"; return 1; }
         sed 's/^/    sent: /' "$W/hostile.log"
         ping_ab "$TO_ADDR"

@@ -310,6 +310,11 @@ def cmd_hostile(a) -> int:
         s.sendto(payload, (a.dst, 0))
         s.close()
     spi = int(a.spi, 16)
+    def udp(payload):
+        # ESP in UDP from port 4500 (RFC 3948), the header written here so
+        # that the source port is 4500 even though the gateway holds it;
+        # checksum 0, as RFC 3948 allows over IPv4.
+        raw(socket.IPPROTO_UDP, struct.pack("!HHHH", 4500, 4500, 8 + len(payload), 0) + payload)
     kinds = {
         # unknown SPI, well-formed length
         "esp_unknown_spi": lambda: raw(50, struct.pack("!II", 0xdead0000 | os.getpid() & 0xffff, 1) + os.urandom(64)),
@@ -320,6 +325,13 @@ def cmd_hostile(a) -> int:
         "ah_garbage": lambda: raw(51, os.urandom(40)),
         "ah_truncated": lambda: raw(51, b"\x00\x04"),
     }
+    if a.udp:
+        kinds.update({
+            "udp_unknown_spi": lambda: udp(struct.pack("!II", 0xdead0000 | os.getpid() & 0xffff, 1) + os.urandom(64)),
+            "udp_bad_icv": lambda: udp(struct.pack("!II", spi, 0x7fffffff) + os.urandom(80)),
+            # shorter than an ESP header, and not a keepalive
+            "udp_truncated": lambda: udp(b"\x12\x34\x56"),
+        })
     for _ in range(a.count):
         for name, send in kinds.items():
             send()
@@ -371,6 +383,7 @@ def main() -> int:
     q.add_argument("dst")
     q.add_argument("--spi", required=True, help="a real SPI at dst, hex")
     q.add_argument("--count", type=int, default=20)
+    q.add_argument("--udp", action="store_true", help="ESP in UDP to port 4500 instead of raw ESP/AH")
     sub.add_parser("standin")
     a = p.parse_args()
     return {"ping": cmd_ping, "recv": cmd_recv, "send": cmd_send,
