@@ -16,6 +16,7 @@
 
 mod apply;
 mod control;
+mod offload;
 mod plane;
 mod routes;
 mod steer;

@@ -46,6 +46,8 @@ pub struct Options {
     pub socket: PathBuf,
     /// Worker threads (each with a TUN queue).
     pub workers: usize,
+    /// TUN offloads: TCP super-packets in both directions.
+    pub offload: bool,
 }
 
 /// Why the daemon could not run.
@@ -105,7 +107,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         .map_err(RunError::Config)?;
     for (index, list) in lists.into_iter().enumerate() {
         let sock = udp.as_mut().and_then(|g| g[index].take());
-        let io = Io::open(&opts.tun, index, workers, sock).map_err(RunError::Setup)?;
+        let io = Io::open(&opts.tun, index, workers, sock, opts.offload).map_err(RunError::Setup)?;
         let (mailbox, rx, wake) =
             Mailbox::new().map_err(|e| RunError::Setup(format!("eventfd: {e}")))?;
         let mut db = Databases::default();
@@ -117,9 +119,10 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let routes = Routes::install(&opts.tun, opts.mtu, &staged.model.spd).map_err(RunError::Setup)?;
     let routed: Vec<String> = routes.prefixes().map(|p| p.to_string()).collect();
     eprintln!(
-        "flowsec: up (tun {}, {} workers, {} SAs, {} policies, routes via tun: {})",
+        "flowsec: up (tun {}, {} workers, offloads {}, {} SAs, {} policies, routes via tun: {})",
         opts.tun,
         workers,
+        if opts.offload { "on" } else { "off" },
         staged.model.sas.len(),
         staged.model.spd.len(),
         if routed.is_empty() {

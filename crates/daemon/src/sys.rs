@@ -16,6 +16,15 @@ const TUNSETIFF: libc::c_ulong = libc::TUNSETIFF as libc::c_ulong;
 const IFF_TUN: libc::c_short = 0x0001;
 const IFF_NO_PI: libc::c_short = 0x1000;
 const IFF_MULTI_QUEUE: libc::c_short = 0x0100;
+const IFF_VNET_HDR: libc::c_short = 0x4000;
+/// `_IOW('T', 208, unsigned int)`.
+const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
+/// Offloads the kernel may use towards us: partial checksums, TCP
+/// segmentation over IPv4 and IPv6 (linux/if_tun.h).
+const TUN_F_CSUM: libc::c_uint = 0x01;
+const TUN_F_TSO4: libc::c_uint = 0x02;
+const TUN_F_TSO6: libc::c_uint = 0x04;
+const TUN_F_TSO_ECN: libc::c_uint = 0x08;
 
 /// `struct ifreq` as TUNSETIFF reads it: the name, then the flags.
 #[repr(C)]
@@ -58,8 +67,10 @@ fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
 }
 
 /// Open (or attach one more queue to) the TUN device `name`, non-blocking,
-/// without the packet-information prefix.
-pub fn open_tun(name: &str, multi_queue: bool) -> io::Result<OwnedFd> {
+/// without the packet-information prefix. With `offload`, each packet
+/// comes and goes behind a `struct virtio_net_hdr` and the kernel may send
+/// TCP super-packets with partial checksums (see `offload`).
+pub fn open_tun(name: &str, multi_queue: bool, offload: bool) -> io::Result<OwnedFd> {
     if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains(['/', ' ', '\0']) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -85,10 +96,18 @@ pub fn open_tun(name: &str, multi_queue: bool) -> io::Result<OwnedFd> {
     if multi_queue {
         req.flags |= IFF_MULTI_QUEUE;
     }
+    if offload {
+        req.flags |= IFF_VNET_HDR;
+    }
     req.name[..name.len()].copy_from_slice(name.as_bytes());
     // SAFETY: TUNSETIFF reads a `struct ifreq`; `req` has its layout (name
     // then flags, 40 bytes) and lives across the call.
     check(unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETIFF, &mut req as *mut IfReq) })?;
+    if offload {
+        let flags = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN;
+        // SAFETY: TUNSETOFFLOAD takes its argument by value.
+        check(unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETOFFLOAD, flags as libc::c_ulong) })?;
+    }
     Ok(fd)
 }
 

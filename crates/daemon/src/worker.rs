@@ -37,6 +37,7 @@ use flowsec_wire::ipv6::{self, Ipv6Packet, Ipv6Repr};
 use flowsec_wire::udp::{self, UdpPacket, UdpRepr};
 
 use crate::apply::{apply_to, Databases, WorkerChange};
+use crate::offload::{self, Coalescer, VnetHdr, VNET_HDR_LEN};
 use crate::steer::{self, RawKind};
 use crate::sys;
 
@@ -73,6 +74,13 @@ pub struct Stats {
     /// Handoffs refused: the owner's mailbox was full, or the packet did
     /// not fit a handoff buffer.
     pub handoff_drops: u64,
+    /// TCP super-packets read from the TUN device and cut into segments.
+    pub tso_in: u64,
+    /// TCP super-packets written to the TUN device (coalesced segments).
+    pub gro_out: u64,
+    /// Packets from the TUN device whose offload header or partial
+    /// checksum could not be handled.
+    pub offload_errors: u64,
     /// Send or TUN-write errors.
     pub io_errors: u64,
     /// Drops by named reason.
@@ -89,12 +97,15 @@ impl Stats {
         self.unsupported_outer += other.unsupported_outer;
         self.handed_off += other.handed_off;
         self.handoff_drops += other.handoff_drops;
+        self.tso_in += other.tso_in;
+        self.gro_out += other.gro_out;
+        self.offload_errors += other.offload_errors;
         self.io_errors += other.io_errors;
         self.drops.add(&other.drops);
     }
 
     /// The plain counters by name (drops apart).
-    pub fn named(&self) -> [(&'static str, u64); 8] {
+    pub fn named(&self) -> [(&'static str, u64); 11] {
         [
             ("sent", self.sent),
             ("delivered", self.delivered),
@@ -103,6 +114,9 @@ impl Stats {
             ("unsupported_outer", self.unsupported_outer),
             ("handed_off", self.handed_off),
             ("handoff_drops", self.handoff_drops),
+            ("tso_in", self.tso_in),
+            ("gro_out", self.gro_out),
+            ("offload_errors", self.offload_errors),
             ("io_errors", self.io_errors),
         ]
     }
@@ -197,6 +211,8 @@ impl Mailbox {
 /// The descriptors of one worker.
 pub struct Io {
     pub tun: OwnedFd,
+    /// The TUN device speaks virtio headers (see [`crate::offload`]).
+    pub offload: bool,
     /// Raw receivers: (socket, IP version, protocol).
     pub raw: Vec<(OwnedFd, IpVersion, u8)>,
     /// This worker's socket of the UDP 4500 group (RFC 3948), if the port
@@ -215,6 +231,7 @@ impl Io {
         index: usize,
         workers: usize,
         udp: Option<OwnedFd>,
+        offload: bool,
     ) -> Result<Io, String> {
         let setup = |what: &str, e: std::io::Error| format!("{what}: {e}");
         let mut raw = Vec::new();
@@ -262,8 +279,9 @@ impl Io {
                 .map_err(|e| setup("SO_MARK", e))?;
         }
         Ok(Io {
-            tun: sys::open_tun(tun, workers > 1)
+            tun: sys::open_tun(tun, workers > 1, offload)
                 .map_err(|e| setup(&format!("TUN device {tun}"), e))?,
+            offload,
             raw,
             udp,
             send4,
@@ -363,10 +381,14 @@ impl Worker {
             pool: Vec::new(),
             to_wake: vec![false; self.workers],
         };
-        let mut buf = PacketBuf::new(
-            DEFAULT_HEADROOM + 65_536 + DEFAULT_TAILROOM,
-            DEFAULT_HEADROOM,
-        );
+        let big = DEFAULT_HEADROOM + 65_536 + VNET_HDR_LEN + DEFAULT_TAILROOM;
+        let mut buf = PacketBuf::new(big, DEFAULT_HEADROOM);
+        // Segments of a TCP super-packet are built here.
+        let mut seg = PacketBuf::new(big, DEFAULT_HEADROOM);
+        let mut tun_out = TunOut {
+            fd: self.io.tun.as_raw_fd(),
+            gro: self.io.offload.then(Coalescer::default),
+        };
         // Poll order: the TUN, the raw receivers, UDP 4500, the mailbox.
         let mut fds = vec![self.io.tun.as_raw_fd()];
         fds.extend(self.io.raw.iter().map(|(fd, _, _)| fd.as_raw_fd()));
@@ -382,21 +404,29 @@ impl Worker {
             // Also when not woken: recycled buffers arrive without a wake.
             self.take_mail(&mut st);
             let now = self.start.elapsed();
+            let mut deliver = |b: &mut PacketBuf, stats: &mut Stats| {
+                if inbound(&mut self.db, b, now, stats) {
+                    tun_out.deliver(b.as_slice(), stats);
+                }
+            };
             for (k, (fd, version, protocol)) in self.io.raw.iter().enumerate() {
                 if ready[1 + k] {
                     drain_raw(fd.as_raw_fd(), *version, *protocol, &mut buf, &mut |b| {
-                        inbound(&mut self.db, b, &self.io, now, &mut st.stats)
+                        deliver(b, &mut st.stats)
                     });
                 }
             }
             if let (Some(udp), Some(true)) = (&self.io.udp, ready.get(1 + self.io.raw.len())) {
-                drain_udp(udp.as_raw_fd(), &mut buf, &mut |b| {
-                    inbound(&mut self.db, b, &self.io, now, &mut st.stats)
-                });
+                drain_udp(udp.as_raw_fd(), &mut buf, &mut |b| deliver(b, &mut st.stats));
             }
+            tun_out.flush(&mut st.stats);
             if ready[0] {
                 let read = drain(self.io.tun.as_raw_fd(), &mut buf, |b| {
-                    self.outbound(b, false, now, &mut st)
+                    if self.io.offload {
+                        self.from_offloading_tun(b, &mut seg, now, &mut st)
+                    } else {
+                        self.outbound(b, false, now, &mut st)
+                    }
                 });
                 if let Err(e) = read {
                     return Err(format!("TUN device: {e}"));
@@ -450,6 +480,37 @@ impl Worker {
                 })
                 .collect(),
         }
+    }
+
+    /// A packet from a TUN device with offloads: behind its virtio header,
+    /// a TCP super-packet to cut, or a packet whose checksum may be partial.
+    fn from_offloading_tun(
+        &mut self,
+        b: &mut PacketBuf,
+        seg: &mut PacketBuf,
+        now: Duration,
+        st: &mut State,
+    ) {
+        let Some(hdr) = VnetHdr::parse(b.as_slice()) else {
+            st.stats.offload_errors += 1;
+            return;
+        };
+        b.trim_front(VNET_HDR_LEN);
+        if hdr.is_gso() {
+            let cut = offload::segment_tcp(b.as_slice(), &hdr, seg, |s| {
+                self.outbound(s, false, now, st)
+            });
+            match cut {
+                Ok(_) => st.stats.tso_in += 1,
+                Err(_) => st.stats.offload_errors += 1,
+            }
+            return;
+        }
+        if hdr.needs_csum() && offload::complete_checksum(b.as_mut_slice(), &hdr).is_err() {
+            st.stats.offload_errors += 1;
+            return;
+        }
+        self.outbound(b, false, now, st)
     }
 
     /// Protect and send one packet from the TUN device (or handed over by
@@ -641,16 +702,22 @@ fn drain_udp(fd: i32, buf: &mut PacketBuf, f: &mut impl FnMut(&mut PacketBuf)) {
     }
 }
 
-fn inbound(db: &mut Databases, buf: &mut PacketBuf, io: &Io, now: Duration, stats: &mut Stats) {
+/// Verify and decapsulate one packet from the network; true if it is to
+/// be delivered to the TUN device.
+fn inbound(db: &mut Databases, buf: &mut PacketBuf, now: Duration, stats: &mut Stats) -> bool {
+    let mut drop = |reason: DropReason| {
+        stats.drops.count(reason);
+        false
+    };
     let applied = match process::inbound(&mut db.sad, buf, now) {
         Ok(Inbound::Decapsulated(applied)) => applied,
         // Not on a raw ESP/AH socket; IKE comes with the IKE issue.
-        Ok(Inbound::NatKeepalive | Inbound::Ike) => return,
-        Err(reason) => return stats.drops.count(reason),
+        Ok(Inbound::NatKeepalive | Inbound::Ike) => return false,
+        Err(reason) => return drop(reason),
     };
     let flow = match Flow::of_packet(buf.as_slice()) {
         Ok(flow) => flow,
-        Err(_) => return stats.drops.count(DropReason::BadInnerPacket),
+        Err(_) => return drop(DropReason::BadInnerPacket),
     };
     // A gateway forwards what it decapsulates; a host keeps it.
     let Some(policy) = db
@@ -658,14 +725,48 @@ fn inbound(db: &mut Databases, buf: &mut PacketBuf, io: &Io, now: Duration, stat
         .lookup(Direction::Fwd, &flow)
         .or_else(|| db.spd.lookup(Direction::In, &flow))
     else {
-        return stats.drops.count(DropReason::NoInboundPolicy);
+        return drop(DropReason::NoInboundPolicy);
     };
-    if let Err(reason) = process::check_inbound(&db.sad, Some(policy), &applied) {
-        return stats.drops.count(reason);
+    match process::check_inbound(&db.sad, Some(policy), &applied) {
+        Ok(()) => true,
+        Err(reason) => drop(reason),
     }
-    match sys::write(io.tun.as_raw_fd(), buf.as_slice()) {
-        Ok(_) => stats.delivered += 1,
-        Err(_) => stats.io_errors += 1,
+}
+
+/// Writing decapsulated packets to the TUN device: directly, or through
+/// the coalescer when the device takes offloads.
+struct TunOut {
+    fd: i32,
+    gro: Option<Coalescer>,
+}
+
+impl TunOut {
+    fn deliver(&mut self, packet: &[u8], stats: &mut Stats) {
+        stats.delivered += 1;
+        let fd = self.fd;
+        match &mut self.gro {
+            None => write_tun(fd, packet, false, stats),
+            Some(gro) => gro.push(packet, &mut |b| write_tun(fd, b, true, stats)),
+        }
+    }
+
+    /// Write what the coalescer holds (at the end of each batch).
+    fn flush(&mut self, stats: &mut Stats) {
+        let fd = self.fd;
+        if let Some(gro) = &mut self.gro {
+            gro.flush(&mut |b| write_tun(fd, b, true, stats));
+        }
+    }
+}
+
+/// Write one packet (behind its virtio header if `vnet`).
+fn write_tun(fd: i32, bytes: &[u8], vnet: bool, stats: &mut Stats) {
+    // A super-packet: the virtio header names a GSO type.
+    if vnet && VnetHdr::parse(bytes).is_some_and(|h| h.is_gso()) {
+        stats.gro_out += 1;
+    }
+    if sys::write(fd, bytes).is_err() {
+        stats.io_errors += 1;
     }
 }
 

@@ -24,6 +24,10 @@ pub struct UpArgs {
     /// Worker threads, each with its own TUN queue (default: one per CPU).
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
+    /// No TUN offloads: one packet per read and write instead of TCP
+    /// super-packets (for comparisons).
+    #[arg(long)]
+    pub no_offload: bool,
     /// The control socket (`flowsec ctl` and `flowsec setkey` talk to it).
     #[arg(long, env = "FLOWSEC_SOCKET", default_value = flowsec_daemon::DEFAULT_SOCKET)]
     pub socket: PathBuf,
@@ -44,6 +48,7 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
     };
     let opts = Options {
         workers,
+        offload: !args.no_offload,
         tun: args.tun.clone(),
         setkey: args.setkey.clone(),
         mtu: args.mtu,
