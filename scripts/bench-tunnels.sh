@@ -8,7 +8,7 @@
 #   1. plain forwarding (no tunnel), with the kernel's GSO on the veths and
 #      with `gso_max_segs 1` on every veth (one packet per MSS, as the demo);
 #   2. flowsec: two `flowsec up` gateways, ESP tunnel mode, AES-GCM-16,
-#      manual keys (release build);
+#      manual keys (release build), without and with TUN offloads;
 #   3. wireguard-go on TUN in gwA/gwB (skipped, with a message, when it or
 #      `wg` is missing and cannot be installed).
 # Each path: SECONDS of traffic, REPEATS times; the table shows the median
@@ -229,22 +229,27 @@ log "gso_max_segs back to $SEGS for the tunnels"
 e2e_standin_routes_del
 
 # ------------------------------------------------------------------ flowsec
-step "flowsec: two gateways, ESP tunnel mode, AES-GCM-16, manual keys"
 e2e_write_gcm_setkeys "$W" bench-tunnels
-declare -A FS_PID
-for gw in gwA gwB; do
-    start_bg "$gw" "$W/flowsec-$gw.log" "$FLOWSEC" up --tun fsec0 --setkey "$W/$gw.setkey" --socket "$W/$gw.sock"
-    FS_PID[$gw]=$E2E_LAST_PID
-done
-for gw in gwA gwB; do
-    wait_for_log "$W/flowsec-$gw.log" 'flowsec: up' 10 "${FS_PID[$gw]}" || die "$gw: flowsec up failed"
-done
-pings flowsec
-for ((r = 1; r <= REPEATS; r++)); do tcp_run flowsec "$r" "${FS_PID[gwA]}" "${FS_PID[gwB]}"; done
-for gw in gwA gwB; do
-    stop_bg "${FS_PID[$gw]}" 5
-    log "  $gw: $(grep -m1 'flowsec: down' "$W/flowsec-$gw.log" || echo "(no counters; exit status $E2E_LAST_RC)")"
-done
+run_flowsec() {  # run_flowsec KEY [flowsec up options...]
+    local key="$1"; shift
+    step "flowsec ($key): two gateways, ESP tunnel mode, AES-GCM-16, manual keys${*:+, $*}"
+    declare -A FS_PID
+    for gw in gwA gwB; do
+        start_bg "$gw" "$W/$key-$gw.log" "$FLOWSEC" up --tun fsec0 --setkey "$W/$gw.setkey" --socket "$W/$gw.sock" "$@"
+        FS_PID[$gw]=$E2E_LAST_PID
+    done
+    for gw in gwA gwB; do
+        wait_for_log "$W/$key-$gw.log" 'flowsec: up' 10 "${FS_PID[$gw]}" || die "$gw: flowsec up failed"
+    done
+    pings "$key"
+    for ((r = 1; r <= REPEATS; r++)); do tcp_run "$key" "$r" "${FS_PID[gwA]}" "${FS_PID[gwB]}"; done
+    for gw in gwA gwB; do
+        stop_bg "${FS_PID[$gw]}" 5
+        log "  $gw: $(grep -m1 'flowsec: down' "$W/$key-$gw.log" || echo "(no counters; exit status $E2E_LAST_RC)")"
+    done
+}
+run_flowsec flowsec-nooffload --no-offload
+run_flowsec flowsec
 
 # ------------------------------------------------------------- wireguard-go
 if [ -z "$WG_SKIP" ]; then
@@ -304,7 +309,8 @@ for line in open(results):
     runs.setdefault(key, []).append((float(mbit), int(nbytes), None if cpu == "-" else float(cpu)))
 paths = [("plain-gso", "plain forwarding, kernel GSO"),
          ("plain-nogso", "plain forwarding, GSO off (gso_max_segs 1)"),
-         ("flowsec", "flowsec, ESP tunnel AES-GCM-16"),
+         ("flowsec-nooffload", "flowsec, ESP tunnel AES-GCM-16, --no-offload"),
+         ("flowsec", "flowsec, ESP tunnel AES-GCM-16 (TUN offloads)"),
          ("wireguard-go", "wireguard-go (TUN)")]
 base = statistics.median(m for m, _, _ in runs["plain-nogso"]) if "plain-nogso" in runs else None
 rows = []

@@ -9,6 +9,8 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use flowsec_ipsec::PacketBuf;
+
 use crate::steer::Insn;
 
 /// `_IOW('T', 202, int)` from linux/if_tun.h (libc has it per architecture).
@@ -319,30 +321,6 @@ pub fn raw_sender_v6() -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// sendto(2) of a whole IPv6 packet to `dst`.
-pub fn send_v6(fd: RawFd, packet: &[u8], dst: Ipv6Addr) -> io::Result<usize> {
-    // SAFETY: an all-zero sockaddr_in6 is valid; family and address set below.
-    let mut addr: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
-    addr.sin6_family = libc::AF_INET6 as libc::sa_family_t;
-    addr.sin6_addr.s6_addr = dst.octets();
-    // SAFETY: `packet` is valid for its length; `addr` is a sockaddr_in6
-    // whose size is passed with it.
-    let n = unsafe {
-        libc::sendto(
-            fd,
-            packet.as_ptr().cast(),
-            packet.len(),
-            0,
-            (&addr as *const libc::sockaddr_in6).cast(),
-            std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
-        )
-    };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
-}
 
 /// A raw IPv4 socket that sends whole packets, header included (protocol
 /// IPPROTO_RAW implies IP_HDRINCL).
@@ -377,33 +355,132 @@ pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     }
 }
 
-/// sendto(2) of a whole IPv4 packet to `dst`.
-pub fn send_v4(fd: RawFd, packet: &[u8], dst: Ipv4Addr) -> io::Result<usize> {
-    let addr = libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: 0,
-        sin_addr: libc::in_addr {
-            s_addr: u32::from_ne_bytes(dst.octets()),
-        },
-        sin_zero: [0; 8],
-    };
-    // SAFETY: `packet` is valid for its length; `addr` is a sockaddr_in
-    // whose size is passed with it.
-    let n = unsafe {
-        libc::sendto(
+
+/// An IPv4 destination as [`send_many`] takes it.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub struct Dest4(libc::sockaddr_in);
+
+impl From<Ipv4Addr> for Dest4 {
+    fn from(a: Ipv4Addr) -> Self {
+        Dest4(libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: 0,
+            sin_addr: libc::in_addr {
+                s_addr: u32::from_ne_bytes(a.octets()),
+            },
+            sin_zero: [0; 8],
+        })
+    }
+}
+
+/// An IPv6 destination as [`send_many`] takes it.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub struct Dest6(libc::sockaddr_in6);
+
+impl From<Ipv6Addr> for Dest6 {
+    fn from(a: Ipv6Addr) -> Self {
+        // SAFETY: an all-zero sockaddr_in6 is valid; family and address set below.
+        let mut addr: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+        addr.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+        addr.sin6_addr.s6_addr = a.octets();
+        Dest6(addr)
+    }
+}
+
+/// The most packets one [`send_many`] or [`recv_many`] call moves.
+pub const MAX_BATCH: usize = 64;
+
+/// sendmmsg(2): each of `packets` (whole IP packets, on a raw send socket)
+/// to the address beside it (`sockaddr_in` or `sockaddr_in6`). Returns
+/// how many were sent and how many failed (a failed one is skipped, the
+/// rest still go).
+pub fn send_many<T: AsRef<[u8]>, A>(fd: RawFd, packets: &[T], addrs: &[A]) -> (usize, usize) {
+    let n = packets.len().min(addrs.len()).min(MAX_BATCH);
+    // SAFETY: all-zero iovecs and mmsghdrs are valid empty values; the
+    // used ones are filled below.
+    let mut iov: [libc::iovec; MAX_BATCH] = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut hdrs: [libc::mmsghdr; MAX_BATCH] = unsafe { std::mem::zeroed() };
+    for i in 0..n {
+        let p = packets[i].as_ref();
+        iov[i] = libc::iovec {
+            iov_base: p.as_ptr() as *mut libc::c_void,
+            iov_len: p.len(),
+        };
+        let h = &mut hdrs[i].msg_hdr;
+        h.msg_name = (&addrs[i] as *const A as *mut A).cast();
+        h.msg_namelen = std::mem::size_of::<A>() as libc::socklen_t;
+        h.msg_iov = &mut iov[i];
+        h.msg_iovlen = 1;
+    }
+    let (mut at, mut failed) = (0, 0);
+    while at < n {
+        // SAFETY: hdrs[at..n] are filled mmsghdrs whose pointers (iovecs,
+        // packets, addresses) all outlive the call; sendmmsg only reads
+        // them and writes msg_len.
+        let sent = unsafe { libc::sendmmsg(fd, hdrs[at..].as_mut_ptr(), (n - at) as libc::c_uint, 0) };
+        if sent > 0 {
+            at += sent as usize;
+        } else if sent < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        } else {
+            // The packet at `at` was refused (EMSGSIZE, no route, ...).
+            at += 1;
+            failed += 1;
+        }
+    }
+    (n - failed, failed)
+}
+
+/// recvmmsg(2) without waiting: up to [`MAX_BATCH`] datagrams, one into
+/// each of `bufs` (reset to `headroom`, at most `limit` bytes each), whose
+/// lengths are set. Returns how many arrived; a datagram that did not fit
+/// is left empty.
+pub fn recv_many(
+    fd: RawFd,
+    bufs: &mut [PacketBuf],
+    headroom: usize,
+    limit: usize,
+) -> io::Result<usize> {
+    let n = bufs.len().min(MAX_BATCH);
+    // SAFETY: all-zero iovecs and mmsghdrs are valid empty values.
+    let mut iov: [libc::iovec; MAX_BATCH] = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut hdrs: [libc::mmsghdr; MAX_BATCH] = unsafe { std::mem::zeroed() };
+    for i in 0..n {
+        bufs[i].reset(headroom);
+        let spare = bufs[i].spare_mut();
+        let len = spare.len().min(limit);
+        iov[i] = libc::iovec {
+            iov_base: spare.as_mut_ptr().cast(),
+            iov_len: len,
+        };
+        hdrs[i].msg_hdr.msg_iov = &mut iov[i];
+        hdrs[i].msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: each iovec points into a distinct live buffer of the length
+    // given; the kernel writes at most that much into each.
+    let got = unsafe {
+        libc::recvmmsg(
             fd,
-            packet.as_ptr().cast(),
-            packet.len(),
-            0,
-            (&addr as *const libc::sockaddr_in).cast(),
-            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            hdrs.as_mut_ptr(),
+            n as libc::c_uint,
+            libc::MSG_DONTWAIT,
+            std::ptr::null_mut(),
         )
     };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
+    let Some(got) = would_block(got as isize)? else {
+        return Ok(0);
+    };
+    for i in 0..got {
+        let truncated = hdrs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
+        let len = if truncated { 0 } else { hdrs[i].msg_len as usize };
+        // Cannot fail: the kernel wrote at most the spare room.
+        let _ = bufs[i].set_len(len);
     }
+    Ok(got)
 }
 
 fn would_block(n: isize) -> io::Result<Option<usize>> {

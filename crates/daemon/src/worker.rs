@@ -364,8 +364,49 @@ pub struct Worker {
     pub start: Instant,
 }
 
+/// Sealed packets waiting for one sendmmsg(2).
+struct SendBatch<A> {
+    bufs: Vec<Vec<u8>>,
+    dsts: Vec<A>,
+}
+
+impl<A: Copy> SendBatch<A> {
+    fn new() -> Self {
+        SendBatch {
+            bufs: Vec::new(),
+            dsts: Vec::with_capacity(sys::MAX_BATCH),
+        }
+    }
+
+    /// Queue a copy of `packet`; true when the batch is full.
+    fn push(&mut self, packet: &[u8], dst: A) -> bool {
+        let used = self.dsts.len();
+        if used == self.bufs.len() {
+            self.bufs.push(Vec::with_capacity(2048));
+        }
+        let b = &mut self.bufs[used];
+        b.clear();
+        b.extend_from_slice(packet);
+        self.dsts.push(dst);
+        self.dsts.len() == sys::MAX_BATCH
+    }
+
+    /// Send what is queued on `fd`.
+    fn flush(&mut self, fd: i32, stats: &mut Stats) {
+        if self.dsts.is_empty() {
+            return;
+        }
+        let (sent, failed) = sys::send_many(fd, &self.bufs[..self.dsts.len()], &self.dsts);
+        stats.sent += sent as u64;
+        stats.io_errors += failed as u64;
+        self.dsts.clear();
+    }
+}
+
 /// Per-loop state of a worker.
 struct State {
+    out4: SendBatch<sys::Dest4>,
+    out6: SendBatch<sys::Dest6>,
     stats: Stats,
     pool: Vec<PacketBuf>,
     /// Peers that were handed packets since they were last woken.
@@ -377,12 +418,18 @@ impl Worker {
     /// go on (the TUN device went away).
     pub fn run(mut self) -> Result<Stats, String> {
         let mut st = State {
+            out4: SendBatch::new(),
+            out6: SendBatch::new(),
             stats: Stats::default(),
             pool: Vec::new(),
             to_wake: vec![false; self.workers],
         };
         let big = DEFAULT_HEADROOM + 65_536 + VNET_HDR_LEN + DEFAULT_TAILROOM;
         let mut buf = PacketBuf::new(big, DEFAULT_HEADROOM);
+        // Raw IPv4 receives land here, a batch per recvmmsg(2).
+        let mut many: Vec<PacketBuf> = (0..sys::MAX_BATCH)
+            .map(|_| PacketBuf::new(big, DEFAULT_HEADROOM))
+            .collect();
         // Segments of a TCP super-packet are built here.
         let mut seg = PacketBuf::new(big, DEFAULT_HEADROOM);
         let mut tun_out = TunOut {
@@ -411,9 +458,11 @@ impl Worker {
             };
             for (k, (fd, version, protocol)) in self.io.raw.iter().enumerate() {
                 if ready[1 + k] {
-                    drain_raw(fd.as_raw_fd(), *version, *protocol, &mut buf, &mut |b| {
-                        deliver(b, &mut st.stats)
-                    });
+                    let mut f = |b: &mut PacketBuf| deliver(b, &mut st.stats);
+                    match version {
+                        IpVersion::V4 => drain_many(fd.as_raw_fd(), &mut many, &mut f),
+                        IpVersion::V6 => drain_raw_v6(fd.as_raw_fd(), *protocol, &mut buf, &mut f),
+                    }
                 }
             }
             if let (Some(udp), Some(true)) = (&self.io.udp, ready.get(1 + self.io.raw.len())) {
@@ -432,6 +481,7 @@ impl Worker {
                     return Err(format!("TUN device: {e}"));
                 }
             }
+            self.flush_sends(&mut st);
             for (k, wake) in st.to_wake.iter_mut().enumerate() {
                 if std::mem::take(wake) {
                     self.peers[k].wake();
@@ -549,23 +599,30 @@ impl Worker {
             return stats.drops.count(reason);
         }
         let packet = buf.as_slice();
-        let sent = match (packet.first().map(|b| b >> 4), &self.io.send6) {
+        let full = match (packet.first().map(|b| b >> 4), &self.io.send6) {
             (Some(4), _) => {
                 let dst = Ipv4Packet::new_unchecked(packet).dst_addr();
-                sys::send_v4(self.io.send4.as_raw_fd(), packet, dst)
+                st.out4.push(packet, dst.into())
             }
-            (Some(6), Some(send6)) => {
+            (Some(6), Some(_)) => {
                 let dst = Ipv6Packet::new_unchecked(packet).dst_addr();
-                sys::send_v6(send6.as_raw_fd(), packet, dst)
+                st.out6.push(packet, dst.into())
             }
             _ => {
                 stats.unsupported_outer += 1;
                 return;
             }
         };
-        match sent {
-            Ok(_) => stats.sent += 1,
-            Err(_) => stats.io_errors += 1,
+        if full {
+            self.flush_sends(st);
+        }
+    }
+
+    /// Send the queued packets (when a batch is full, and once per loop).
+    fn flush_sends(&self, st: &mut State) {
+        st.out4.flush(self.io.send4.as_raw_fd(), &mut st.stats);
+        if let Some(send6) = &self.io.send6 {
+            st.out6.flush(send6.as_raw_fd(), &mut st.stats);
         }
     }
 
@@ -601,22 +658,28 @@ impl Worker {
     }
 }
 
-/// Like [`drain`] for a raw receiver. IPv4 raw sockets hand over the whole
-/// packet; IPv6 ones only what follows the header, which is rebuilt in the
-/// headroom from the source and PKTINFO destination (extension headers the
-/// packet had are not seen, and AH over them cannot verify: not supported).
-fn drain_raw(
-    fd: i32,
-    version: IpVersion,
-    protocol: u8,
-    buf: &mut PacketBuf,
-    f: &mut impl FnMut(&mut PacketBuf),
-) {
-    if version == IpVersion::V4 {
-        // A raw socket's errors are transient (queued ICMP errors): keep going.
-        let _ = drain(fd, buf, f);
-        return;
+/// Take up to four batches of whole packets from a raw IPv4 receiver
+/// (recvmmsg), handing each to `f`. Errors are transient (queued ICMP
+/// errors) and end the drain.
+fn drain_many(fd: i32, many: &mut [PacketBuf], f: &mut impl FnMut(&mut PacketBuf)) {
+    // The largest IPv4 packet; the buffers keep their tailroom beyond it.
+    let limit = usize::from(u16::MAX);
+    for _ in 0..4 {
+        let got = sys::recv_many(fd, many, DEFAULT_HEADROOM, limit).unwrap_or(0);
+        for b in many[..got].iter_mut().filter(|b| !b.is_empty()) {
+            f(b);
+        }
+        if got < many.len() {
+            return;
+        }
     }
+}
+
+/// Like [`drain`] for a raw IPv6 receiver, which hands over only what
+/// follows the IPv6 header: the header is rebuilt in the headroom from the
+/// source and PKTINFO destination (extension headers the packet had are
+/// not seen, and AH over them cannot verify: not supported).
+fn drain_raw_v6(fd: i32, protocol: u8, buf: &mut PacketBuf, f: &mut impl FnMut(&mut PacketBuf)) {
     for _ in 0..BATCH {
         buf.reset(DEFAULT_HEADROOM);
         let spare = buf.spare_mut();
