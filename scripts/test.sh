@@ -34,22 +34,27 @@ cargo test --workspace --locked
 section "end-to-end: two flowsec gateways in network namespaces (needs root; skips without)"
 cargo build --locked -p flowsec
 # mode, suite, encapsulation, outer family, bytes (the slow legacy suites
-# move less: this is a debug build)
-while read -r mode suite encap outer bytes; do
-    echo "-- e2e: $mode mode, suite $suite, encapsulation $encap, outer $outer, $bytes bytes"
+# move less: this is a debug build), workers (- = one per CPU), TUN
+# offloads (1 on, 0 --no-offload)
+while read -r mode suite encap outer bytes workers offload; do
+    echo "-- e2e: $mode mode, suite $suite, encapsulation $encap, outer $outer, $bytes bytes, workers $workers, offloads $offload"
+    [ "$workers" = - ] && workers=""
     FLOWSEC_E2E_MODE=$mode FLOWSEC_E2E_SUITE=$suite FLOWSEC_E2E_ENCAP=$encap FLOWSEC_E2E_OUTER=$outer \
-        FLOWSEC_E2E_BYTES=$bytes tests/e2e/gateway.sh </dev/null
+        FLOWSEC_E2E_BYTES=$bytes FLOWSEC_E2E_WORKERS=$workers FLOWSEC_E2E_OFFLOAD=$offload \
+        tests/e2e/gateway.sh </dev/null
 done <<'MATRIX'
-tunnel gcm raw v4 52428800
-tunnel gcm udp v4 52428800
-tunnel gcm raw v6 52428800
-tunnel cbc-sha1 raw v4 20000000
-tunnel 3des-md5 raw v4 5000000
-tunnel ah-esp raw v4 20000000
-tunnel ah-esp raw v6 20000000
-tunnel ipcomp-esp raw v4 5000000
-transport ah-esp raw v4 20000000
-transport gcm raw v6 20000000
+tunnel gcm raw v4 52428800 - 1
+tunnel gcm raw v4 20000000 1 0
+tunnel gcm udp v6 20000000 - 1
+tunnel gcm udp v4 52428800 - 1
+tunnel gcm raw v6 52428800 - 1
+tunnel cbc-sha1 raw v4 20000000 - 1
+tunnel 3des-md5 raw v4 5000000 - 1
+tunnel ah-esp raw v4 20000000 - 1
+tunnel ah-esp raw v6 20000000 - 1
+tunnel ipcomp-esp raw v4 5000000 - 1
+transport ah-esp raw v4 20000000 - 1
+transport gcm raw v6 20000000 - 1
 MATRIX
 
 if [ "${FLOWSEC_SKIP_ORACLE:-0}" != 1 ]; then

@@ -307,13 +307,17 @@ def cmd_hostile(a) -> int:
     sent = {}
     def raw(proto, payload):
         s = socket.socket(fam, socket.SOCK_RAW, proto)
+        if fam == socket.AF_INET6 and proto == socket.IPPROTO_UDP:
+            # UDP over IPv6 needs a checksum (the receiver drops zero):
+            # IPV6_CHECKSUM (7) has the kernel fill the field at offset 6.
+            s.setsockopt(socket.IPPROTO_IPV6, 7, 6)
         s.sendto(payload, (a.dst, 0))
         s.close()
     spi = int(a.spi, 16)
     def udp(payload):
         # ESP in UDP from port 4500 (RFC 3948), the header written here so
         # that the source port is 4500 even though the gateway holds it;
-        # checksum 0, as RFC 3948 allows over IPv4.
+        # checksum 0, as RFC 3948 allows over IPv4 (filled in over IPv6).
         raw(socket.IPPROTO_UDP, struct.pack("!HHHH", 4500, 4500, 8 + len(payload), 0) + payload)
     kinds = {
         # unknown SPI, well-formed length

@@ -83,8 +83,21 @@ pub struct Staged {
 /// What the host can do, which some SAs need.
 #[derive(Debug, Clone, Copy)]
 pub struct Capabilities {
-    /// UDP port 4500 is ours (ESP in UDP).
-    pub udp_encap: bool,
+    /// UDP port 4500 over IPv4 is ours (ESP in UDP).
+    pub udp4: bool,
+    /// Likewise over IPv6.
+    pub udp6: bool,
+}
+
+impl Capabilities {
+    /// ESP in UDP is possible between addresses of `addr`'s family.
+    pub fn udp_for(&self, addr: std::net::IpAddr) -> bool {
+        if addr.is_ipv4() {
+            self.udp4
+        } else {
+            self.udp6
+        }
+    }
 }
 
 /// Check `text` (named `name` in errors) against `model`; nothing changes
@@ -116,17 +129,16 @@ pub fn stage(
                     staged.warnings.push(format!("{name}:{}: {w}", st.pos.line));
                 }
                 if let Some(encap) = config.encap {
-                    if !config.src.is_ipv4() || encap.src_port != 4500 || encap.dst_port != 4500 {
+                    if encap.src_port != 4500 || encap.dst_port != 4500 {
                         return Err(at(
-                            "UDP encapsulation is supported on port 4500 over IPv4 only, so far"
-                                .into(),
+                            "UDP encapsulation is supported on port 4500 only, so far".into(),
                         ));
                     }
-                    if !caps.udp_encap {
-                        return Err(at(
-                            "UDP port 4500 could not be opened at start (in use?): no ESP in UDP"
-                                .into(),
-                        ));
+                    if !caps.udp_for(config.src) {
+                        return Err(at(format!(
+                            "UDP port 4500 over {} could not be opened at start (in use?): no ESP in UDP",
+                            if config.src.is_ipv4() { "IPv4" } else { "IPv6" }
+                        )));
                     }
                 }
                 // Builds the transform: refuses bad key lengths and the like.
@@ -266,7 +278,10 @@ pub fn per_worker(
 mod tests {
     use super::*;
 
-    const CAPS: Capabilities = Capabilities { udp_encap: true };
+    const CAPS: Capabilities = Capabilities {
+        udp4: true,
+        udp6: true,
+    };
 
     fn stage_text(model: &Model, text: &str) -> Result<Staged, ConfigError> {
         stage(model, "t.conf", text, &Provider::rustcrypto(), CAPS, Duration::ZERO)
@@ -329,7 +344,10 @@ spdadd 10.1.0.0/16 10.2.0.0/16 any -P out ipsec esp/tunnel/192.0.2.1-192.0.2.2/r
     #[test]
     fn udp_encapsulation_needs_the_port() {
         let text = "add 192.0.2.1[4500] 192.0.2.2[4500] esp-udp 0x1001 -E aes-gcm-16 0x0102030405060708091011121314151617181920;";
-        let caps = Capabilities { udp_encap: false };
+        let caps = Capabilities {
+            udp4: false,
+            udp6: true,
+        };
         let e = stage(&Model::default(), "u", text, &Provider::rustcrypto(), caps, Duration::ZERO)
             .unwrap_err()
             .to_string();

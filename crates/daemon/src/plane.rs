@@ -10,7 +10,7 @@
 //! control plane.
 
 use core::fmt;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -83,23 +83,32 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         .map_err(|e| RunError::Config(ConfigError(format!("{name}: {e}"))))?;
     // Checked before anything is opened; UDP 4500 assumed available, and
     // checked below once the sockets are open.
-    let assume = Capabilities { udp_encap: true };
+    let assume = Capabilities {
+        udp4: true,
+        udp6: true,
+    };
     let staged = apply::stage(&Model::default(), &name, &text, &provider, assume, Duration::ZERO)
         .map_err(RunError::Config)?;
     for w in &staged.warnings {
         eprintln!("flowsec: warning: {w}");
     }
-    let udp = worker::open_udp_group(workers);
+    let udp = worker::open_udp_group(workers, false);
+    let udp6 = worker::open_udp_group(workers, true);
     let caps = Capabilities {
-        udp_encap: udp.is_some(),
+        udp4: udp.is_some(),
+        udp6: udp6.is_some(),
     };
-    if !caps.udp_encap && staged.model.sas.values().any(|c| c.encap.is_some()) {
-        return Err(RunError::Setup(format!(
-            "{name}: ESP in UDP needs UDP port {}, which could not be opened",
-            worker::NAT_T_PORT
-        )));
+    for c in staged.model.sas.values().filter(|c| c.encap.is_some()) {
+        if !caps.udp_for(c.src) {
+            return Err(RunError::Setup(format!(
+                "{name}: ESP in UDP from {} needs UDP port {} over its family, which could not be opened",
+                c.src,
+                worker::NAT_T_PORT
+            )));
+        }
     }
-    let mut udp = udp.map(|g| g.into_iter().map(Some).collect::<Vec<_>>());
+    let slots = |g: Option<Vec<OwnedFd>>| g.map(|g| g.into_iter().map(Some).collect::<Vec<_>>());
+    let (mut udp, mut udp6) = (slots(udp), slots(udp6));
     let stop = Arc::new(AtomicBool::new(false));
     let mut boxes = Vec::new();
     let mut parts = Vec::new();
@@ -107,7 +116,9 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         .map_err(RunError::Config)?;
     for (index, list) in lists.into_iter().enumerate() {
         let sock = udp.as_mut().and_then(|g| g[index].take());
-        let io = Io::open(&opts.tun, index, workers, sock, opts.offload).map_err(RunError::Setup)?;
+        let sock6 = udp6.as_mut().and_then(|g| g[index].take());
+        let io = Io::open(&opts.tun, index, workers, sock, sock6, opts.offload)
+            .map_err(RunError::Setup)?;
         let (mailbox, rx, wake) =
             Mailbox::new().map_err(|e| RunError::Setup(format!("eventfd: {e}")))?;
         let mut db = Databases::default();

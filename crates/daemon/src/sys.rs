@@ -5,7 +5,7 @@
 
 use std::ffi::CString;
 use std::io;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -128,42 +128,94 @@ pub fn raw_receiver_v4(protocol: u8) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// A non-blocking UDP socket on 0.0.0.0:`port` that reports each
-/// datagram's destination address (IP_PKTINFO), for ESP in UDP (RFC 3948).
-/// With `reuseport`, several sockets (one per worker) share the port.
-pub fn udp_encap_socket_v4(port: u16, reuseport: bool) -> io::Result<OwnedFd> {
+/// A non-blocking UDP socket on 0.0.0.0:`port` (with `v6`: [::]:`port`,
+/// IPv6 only) that reports each datagram's destination address
+/// (IP_PKTINFO / IPV6_RECVPKTINFO), for ESP in UDP (RFC 3948). With
+/// `reuseport`, several sockets (one per worker) share the port.
+pub fn udp_encap_socket(port: u16, reuseport: bool, v6: bool) -> io::Result<OwnedFd> {
+    let family = if v6 { libc::AF_INET6 } else { libc::AF_INET };
     // SAFETY: plain socket(2) call.
     let fd = check(unsafe {
         libc::socket(
-            libc::AF_INET,
+            family,
             libc::SOCK_DGRAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
             0,
         )
     })?;
     // SAFETY: `fd` was just returned by socket and is owned by nobody else.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    set_int_option(fd.as_raw_fd(), libc::IPPROTO_IP, libc::IP_PKTINFO, 1)?;
+    let raw = fd.as_raw_fd();
     if reuseport {
-        set_int_option(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
+        set_int_option(raw, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
     }
-    let addr = libc::sockaddr_in {
-        sin_family: libc::AF_INET as libc::sa_family_t,
-        sin_port: port.to_be(),
-        sin_addr: libc::in_addr { s_addr: 0 },
-        sin_zero: [0; 8],
+    let bound = if v6 {
+        set_int_option(raw, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 1)?;
+        set_int_option(raw, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1)?;
+        // SAFETY: an all-zero sockaddr_in6 is [::]:0; family and port set below.
+        let mut addr: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+        addr.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+        addr.sin6_port = port.to_be();
+        // SAFETY: `addr` is a sockaddr_in6 whose size is passed with it.
+        unsafe {
+            libc::bind(
+                raw,
+                (&addr as *const libc::sockaddr_in6).cast(),
+                std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+            )
+        }
+    } else {
+        set_int_option(raw, libc::IPPROTO_IP, libc::IP_PKTINFO, 1)?;
+        let addr = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: port.to_be(),
+            sin_addr: libc::in_addr { s_addr: 0 },
+            sin_zero: [0; 8],
+        };
+        // SAFETY: `addr` is a sockaddr_in whose size is passed with it.
+        unsafe {
+            libc::bind(
+                raw,
+                (&addr as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        }
     };
-    // SAFETY: `addr` is a sockaddr_in whose size is passed with it.
-    check(unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            (&addr as *const libc::sockaddr_in).cast(),
-            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-        )
-    })?;
+    check(bound)?;
     Ok(fd)
 }
 
-/// One datagram from a [`udp_encap_socket_v4`]: its length, sender, and
+/// One datagram from an IPv6 [`udp_encap_socket`]: its length, sender,
+/// and the local address it was sent to. `Ok(None)` when nothing waits.
+pub fn recv_udp_v6(
+    fd: RawFd,
+    buf: &mut [u8],
+) -> io::Result<Option<(usize, SocketAddrV6, Ipv6Addr)>> {
+    // SAFETY: an all-zero sockaddr_in6 is valid (family AF_UNSPEC).
+    let mut from: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+    let mut dst = Ipv6Addr::UNSPECIFIED;
+    let n = recv_with_pktinfo(
+        fd,
+        buf,
+        &mut from,
+        libc::IPPROTO_IPV6,
+        libc::IPV6_PKTINFO,
+        std::mem::size_of::<libc::in6_pktinfo>(),
+        |data| {
+            // SAFETY: IPV6_PKTINFO data is a `struct in6_pktinfo`; read unaligned.
+            let info = unsafe { std::ptr::read_unaligned(data as *const libc::in6_pktinfo) };
+            dst = Ipv6Addr::from(info.ipi6_addr.s6_addr);
+        },
+    )?;
+    let src = SocketAddrV6::new(
+        Ipv6Addr::from(from.sin6_addr.s6_addr),
+        u16::from_be(from.sin6_port),
+        0,
+        0,
+    );
+    Ok(n.map(|n| (n, src, dst)))
+}
+
+/// One datagram from an IPv4 [`udp_encap_socket`]: its length, sender, and
 /// the local address it was sent to. `Ok(None)` when nothing is waiting.
 pub fn recv_udp_v4(
     fd: RawFd,

@@ -218,19 +218,23 @@ pub struct Io {
     /// This worker's socket of the UDP 4500 group (RFC 3948), if the port
     /// could be had.
     pub udp: Option<OwnedFd>,
+    /// Likewise over IPv6.
+    pub udp6: Option<OwnedFd>,
     pub send4: OwnedFd,
     /// `None` where the host has no IPv6.
     pub send6: Option<OwnedFd>,
 }
 
 impl Io {
-    /// Open worker `index`'s descriptors (of `workers`); `udp` is its
-    /// socket of the 4500 group, opened by the caller in worker order.
+    /// Open worker `index`'s descriptors (of `workers`); `udp` and `udp6`
+    /// are its sockets of the 4500 groups, opened by the caller in worker
+    /// order.
     pub fn open(
         tun: &str,
         index: usize,
         workers: usize,
         udp: Option<OwnedFd>,
+        udp6: Option<OwnedFd>,
         offload: bool,
     ) -> Result<Io, String> {
         let setup = |what: &str, e: std::io::Error| format!("{what}: {e}");
@@ -265,13 +269,13 @@ impl Io {
                 None
             }
         };
-        for fd in raw.iter().map(|(fd, _, _)| fd).chain(udp.as_ref()) {
+        for fd in raw.iter().map(|(fd, _, _)| fd).chain(udp.as_ref()).chain(udp6.as_ref()) {
             sys::set_recv_buffer(fd.as_raw_fd(), RECV_BUFFER)
                 .map_err(|e| setup("receive buffer", e))?;
         }
         let send4 = sys::raw_sender_v4().map_err(|e| setup("raw send socket", e))?;
         // Marked, so that the routes into the TUN pass them by.
-        for fd in [Some(&send4), send6.as_ref(), udp.as_ref()]
+        for fd in [Some(&send4), send6.as_ref(), udp.as_ref(), udp6.as_ref()]
             .into_iter()
             .flatten()
         {
@@ -284,18 +288,20 @@ impl Io {
             offload,
             raw,
             udp,
+            udp6,
             send4,
             send6,
         })
     }
 }
 
-/// Open the UDP 4500 group, one socket per worker in worker order, with
-/// the program that steers each datagram to its SPI's owner. `None` (with
-/// a warning) when the port is taken: ESP in UDP is then refused.
-pub fn open_udp_group(workers: usize) -> Option<Vec<OwnedFd>> {
+/// Open the UDP 4500 group of one family, one socket per worker in worker
+/// order, with the program that steers each datagram to its SPI's owner.
+/// `None` (with a warning) when the port is taken or the family missing:
+/// ESP in UDP over that family is then refused.
+pub fn open_udp_group(workers: usize, v6: bool) -> Option<Vec<OwnedFd>> {
     let group: std::io::Result<Vec<OwnedFd>> = (0..workers)
-        .map(|_| sys::udp_encap_socket_v4(NAT_T_PORT, workers > 1))
+        .map(|_| sys::udp_encap_socket(NAT_T_PORT, workers > 1, v6))
         .collect();
     let group = group.and_then(|group| {
         if workers > 1 {
@@ -309,7 +315,8 @@ pub fn open_udp_group(workers: usize) -> Option<Vec<OwnedFd>> {
     match group {
         Ok(group) => Some(group),
         Err(e) => {
-            eprintln!("flowsec: warning: UDP port {NAT_T_PORT}: {e}: no ESP in UDP");
+            let family = if v6 { "IPv6" } else { "IPv4" };
+            eprintln!("flowsec: warning: UDP port {NAT_T_PORT} ({family}): {e}: no ESP in UDP over {family}");
             None
         }
     }
@@ -439,7 +446,10 @@ impl Worker {
         // Poll order: the TUN, the raw receivers, UDP 4500, the mailbox.
         let mut fds = vec![self.io.tun.as_raw_fd()];
         fds.extend(self.io.raw.iter().map(|(fd, _, _)| fd.as_raw_fd()));
+        let udp_at = fds.len();
         fds.extend(self.io.udp.as_ref().map(|fd| fd.as_raw_fd()));
+        let udp6_at = fds.len();
+        fds.extend(self.io.udp6.as_ref().map(|fd| fd.as_raw_fd()));
         let mailbox_at = fds.len();
         fds.push(self.wake.as_raw_fd());
         let mut ready = vec![false; fds.len()];
@@ -465,8 +475,11 @@ impl Worker {
                     }
                 }
             }
-            if let (Some(udp), Some(true)) = (&self.io.udp, ready.get(1 + self.io.raw.len())) {
-                drain_udp(udp.as_raw_fd(), &mut buf, &mut |b| deliver(b, &mut st.stats));
+            if let (Some(udp), true) = (&self.io.udp, ready[udp_at]) {
+                drain_udp(udp.as_raw_fd(), false, &mut buf, &mut |b| deliver(b, &mut st.stats));
+            }
+            if let (Some(udp6), true) = (&self.io.udp6, ready[udp6_at]) {
+                drain_udp(udp6.as_raw_fd(), true, &mut buf, &mut |b| deliver(b, &mut st.stats));
             }
             tun_out.flush(&mut st.stats);
             if ready[0] {
@@ -726,37 +739,60 @@ fn drain(fd: i32, buf: &mut PacketBuf, mut f: impl FnMut(&mut PacketBuf)) -> std
     Ok(())
 }
 
-/// Like [`drain`] for the UDP encapsulation socket, which hands over only
-/// the UDP payload: the IPv4 and UDP headers the core expects are rebuilt
-/// in the headroom from the sender's and our address (the UDP checksum is
-/// zero, as RFC 3948 §2.1 allows over IPv4).
-fn drain_udp(fd: i32, buf: &mut PacketBuf, f: &mut impl FnMut(&mut PacketBuf)) {
-    const HEADERS: usize = ipv4::HEADER_LEN + udp::HEADER_LEN;
+/// Like [`drain`] for a UDP encapsulation socket, which hands over only
+/// the UDP payload: the IP and UDP headers the core expects are rebuilt in
+/// the headroom from the sender's and our address. The UDP checksum is
+/// left zero: the kernel verified it (IPv6), or there was none (RFC 3948
+/// §2.1 over IPv4); the core does not look at it.
+fn drain_udp(fd: i32, v6: bool, buf: &mut PacketBuf, f: &mut impl FnMut(&mut PacketBuf)) {
+    let ip_len = if v6 { ipv6::HEADER_LEN } else { ipv4::HEADER_LEN };
+    let headers = ip_len + udp::HEADER_LEN;
     for _ in 0..BATCH {
         buf.reset(DEFAULT_HEADROOM);
         let spare = buf.spare_mut();
-        let limit = (spare.len() - DEFAULT_TAILROOM).min(usize::from(u16::MAX) - HEADERS);
-        let Ok(Some((n, src, dst))) = sys::recv_udp_v4(fd, &mut spare[..limit]) else {
+        let limit = (spare.len() - DEFAULT_TAILROOM).min(usize::from(u16::MAX) - headers);
+        let got = if v6 {
+            sys::recv_udp_v6(fd, &mut spare[..limit])
+                .map(|r| r.map(|(n, src, dst)| (n, IpAddr::V6(*src.ip()), src.port(), IpAddr::V6(dst))))
+        } else {
+            sys::recv_udp_v4(fd, &mut spare[..limit])
+                .map(|r| r.map(|(n, src, dst)| (n, IpAddr::V4(*src.ip()), src.port(), IpAddr::V4(dst))))
+        };
+        let Ok(Some((n, src, src_port, dst))) = got else {
             return;
         };
-        // Cannot fail: n is at most the spare room, and the headroom holds 28 bytes.
+        // Cannot fail: n is at most the spare room, and the headroom holds the headers.
         let _ = buf.set_len(n);
-        let Ok(hdr) = buf.prepend(HEADERS) else {
+        let Ok(hdr) = buf.prepend(headers) else {
             return;
         };
-        let (ip, rest) = hdr.split_at_mut(ipv4::HEADER_LEN);
-        let repr = Ipv4Repr {
-            src_addr: *src.ip(),
-            dst_addr: dst,
-            next_header: IpProtocol::UDP,
-            payload_len: udp::HEADER_LEN + n,
-            hop_limit: 64,
-            dscp_ecn: 0,
-            dont_frag: false,
-        };
-        repr.emit(&mut Ipv4Packet::new_unchecked(ip));
+        let (ip, rest) = hdr.split_at_mut(ip_len);
+        match (src, dst) {
+            (IpAddr::V4(src), IpAddr::V4(dst)) => Ipv4Repr {
+                src_addr: src,
+                dst_addr: dst,
+                next_header: IpProtocol::UDP,
+                payload_len: udp::HEADER_LEN + n,
+                hop_limit: 64,
+                dscp_ecn: 0,
+                dont_frag: false,
+            }
+            .emit(&mut Ipv4Packet::new_unchecked(ip)),
+            (IpAddr::V6(src), IpAddr::V6(dst)) => Ipv6Repr {
+                src_addr: src,
+                dst_addr: dst,
+                next_header: IpProtocol::UDP,
+                payload_len: udp::HEADER_LEN + n,
+                hop_limit: 64,
+                traffic_class: 0,
+                flow_label: 0,
+            }
+            .emit(&mut Ipv6Packet::new_unchecked(ip)),
+            // The socket's family decides both.
+            _ => return,
+        }
         UdpRepr {
-            src_port: src.port(),
+            src_port,
             dst_port: NAT_T_PORT,
             payload_len: n,
         }
