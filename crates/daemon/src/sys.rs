@@ -5,7 +5,7 @@
 
 use std::ffi::CString;
 use std::io;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -27,6 +27,10 @@ const TUN_F_CSUM: libc::c_uint = 0x01;
 const TUN_F_TSO4: libc::c_uint = 0x02;
 const TUN_F_TSO6: libc::c_uint = 0x04;
 const TUN_F_TSO_ECN: libc::c_uint = 0x08;
+/// linux/udp.h: the UDP socket option level and its GSO/GRO options.
+const SOL_UDP: libc::c_int = 17;
+const UDP_SEGMENT: libc::c_int = 103;
+const UDP_GRO: libc::c_int = 104;
 
 /// `struct ifreq` as TUNSETIFF reads it: the name, then the flags.
 #[repr(C)]
@@ -181,18 +185,132 @@ pub fn udp_encap_socket(port: u16, reuseport: bool, v6: bool) -> io::Result<Owne
         }
     };
     check(bound)?;
+    // Coalesced receives (kernels since 5.0); without, one datagram each.
+    let _ = set_int_option(raw, SOL_UDP, UDP_GRO, 1);
     Ok(fd)
+}
+
+/// sendmsg(2) of `payload` on a UDP socket to `dst`, from `src` (PKTINFO),
+/// with the traffic class `tos`; with `segment` > 0, `payload` is several
+/// datagrams of `segment` bytes (the last may be shorter) sent as one
+/// (UDP_SEGMENT, kernels since 4.18).
+pub fn send_udp(
+    fd: RawFd,
+    payload: &[u8],
+    segment: u16,
+    dst: SocketAddr,
+    src: IpAddr,
+    tos: u8,
+) -> io::Result<()> {
+    let mut control = [0u64; 16];
+    let mut iov = libc::iovec {
+        iov_base: payload.as_ptr() as *mut libc::c_void,
+        iov_len: payload.len(),
+    };
+    // SAFETY: all-zero sockaddrs are valid; the one used is filled below.
+    let mut to4: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut to6: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+    // SAFETY: an all-zero msghdr is a valid empty header; fields set below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    match dst {
+        SocketAddr::V4(d) => {
+            to4.sin_family = libc::AF_INET as libc::sa_family_t;
+            to4.sin_port = d.port().to_be();
+            to4.sin_addr.s_addr = u32::from_ne_bytes(d.ip().octets());
+            msg.msg_name = (&mut to4 as *mut libc::sockaddr_in).cast();
+            msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        }
+        SocketAddr::V6(d) => {
+            to6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            to6.sin6_port = d.port().to_be();
+            to6.sin6_addr.s6_addr = d.ip().octets();
+            msg.msg_name = (&mut to6 as *mut libc::sockaddr_in6).cast();
+            msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t;
+        }
+    }
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    // SAFETY: CMSG_SPACE is arithmetic.
+    let space = |len: usize| unsafe { libc::CMSG_SPACE(len as u32) } as usize;
+    let pktinfo_len = match src {
+        IpAddr::V4(_) => std::mem::size_of::<libc::in_pktinfo>(),
+        IpAddr::V6(_) => std::mem::size_of::<libc::in6_pktinfo>(),
+    };
+    let c_int = std::mem::size_of::<libc::c_int>();
+    let total = space(pktinfo_len) + space(c_int) + if segment > 0 { space(2) } else { 0 };
+    msg.msg_controllen = total;
+    // SAFETY: the control buffer (128 bytes, 8-byte aligned) holds `total`
+    // bytes of messages (at most 40 + 24 + 24); each is written within the
+    // header CMSG_FIRSTHDR/CMSG_NXTHDR give for it.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        match src {
+            IpAddr::V4(a) => {
+                (*c).cmsg_level = libc::IPPROTO_IP;
+                (*c).cmsg_type = libc::IP_PKTINFO;
+                (*c).cmsg_len = libc::CMSG_LEN(pktinfo_len as u32) as usize;
+                let mut info: libc::in_pktinfo = std::mem::zeroed();
+                info.ipi_spec_dst.s_addr = u32::from_ne_bytes(a.octets());
+                std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut libc::in_pktinfo, info);
+            }
+            IpAddr::V6(a) => {
+                (*c).cmsg_level = libc::IPPROTO_IPV6;
+                (*c).cmsg_type = libc::IPV6_PKTINFO;
+                (*c).cmsg_len = libc::CMSG_LEN(pktinfo_len as u32) as usize;
+                let mut info: libc::in6_pktinfo = std::mem::zeroed();
+                info.ipi6_addr.s6_addr = a.octets();
+                std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut libc::in6_pktinfo, info);
+            }
+        }
+        c = libc::CMSG_NXTHDR(&msg, c);
+        let (level, kind) = match src {
+            IpAddr::V4(_) => (libc::IPPROTO_IP, libc::IP_TOS),
+            IpAddr::V6(_) => (libc::IPPROTO_IPV6, libc::IPV6_TCLASS),
+        };
+        (*c).cmsg_level = level;
+        (*c).cmsg_type = kind;
+        (*c).cmsg_len = libc::CMSG_LEN(c_int as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut libc::c_int, libc::c_int::from(tos));
+        if segment > 0 {
+            c = libc::CMSG_NXTHDR(&msg, c);
+            (*c).cmsg_level = SOL_UDP;
+            (*c).cmsg_type = UDP_SEGMENT;
+            (*c).cmsg_len = libc::CMSG_LEN(2) as usize;
+            std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut u16, segment);
+        }
+    }
+    // SAFETY: every pointer in `msg` points into live locals sized as stated.
+    let n = unsafe { libc::sendmsg(fd, &msg, 0) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// What a UDP receive returned.
+#[derive(Debug, Clone, Copy)]
+pub struct UdpDatagram {
+    /// Bytes received: one datagram, or several of `segment` bytes each
+    /// (the last may be shorter) when the kernel coalesced them (UDP_GRO).
+    pub len: usize,
+    /// The sender.
+    pub src: SocketAddr,
+    /// Our address it was sent to.
+    pub dst: IpAddr,
+    /// The size of each coalesced datagram; 0 for a single one.
+    pub segment: usize,
 }
 
 /// One datagram from an IPv6 [`udp_encap_socket`]: its length, sender,
 /// and the local address it was sent to. `Ok(None)` when nothing waits.
-pub fn recv_udp_v6(
-    fd: RawFd,
-    buf: &mut [u8],
-) -> io::Result<Option<(usize, SocketAddrV6, Ipv6Addr)>> {
+pub fn recv_udp_v6(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<UdpDatagram>> {
     // SAFETY: an all-zero sockaddr_in6 is valid (family AF_UNSPEC).
     let mut from: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
     let mut dst = Ipv6Addr::UNSPECIFIED;
+    let mut gro = 0;
     let n = recv_with_pktinfo(
         fd,
         buf,
@@ -205,6 +323,7 @@ pub fn recv_udp_v6(
             let info = unsafe { std::ptr::read_unaligned(data as *const libc::in6_pktinfo) };
             dst = Ipv6Addr::from(info.ipi6_addr.s6_addr);
         },
+        &mut gro,
     )?;
     let src = SocketAddrV6::new(
         Ipv6Addr::from(from.sin6_addr.s6_addr),
@@ -212,18 +331,21 @@ pub fn recv_udp_v6(
         0,
         0,
     );
-    Ok(n.map(|n| (n, src, dst)))
+    Ok(n.map(|len| UdpDatagram {
+        len,
+        src: src.into(),
+        dst: dst.into(),
+        segment: gro,
+    }))
 }
 
 /// One datagram from an IPv4 [`udp_encap_socket`]: its length, sender, and
 /// the local address it was sent to. `Ok(None)` when nothing is waiting.
-pub fn recv_udp_v4(
-    fd: RawFd,
-    buf: &mut [u8],
-) -> io::Result<Option<(usize, SocketAddrV4, Ipv4Addr)>> {
+pub fn recv_udp_v4(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<UdpDatagram>> {
     // SAFETY: an all-zero sockaddr_in is valid (family AF_UNSPEC).
     let mut from: libc::sockaddr_in = unsafe { std::mem::zeroed() };
     let mut dst = Ipv4Addr::UNSPECIFIED;
+    let mut gro = 0;
     let n = recv_with_pktinfo(
         fd,
         buf,
@@ -236,12 +358,18 @@ pub fn recv_udp_v4(
             let info = unsafe { std::ptr::read_unaligned(data as *const libc::in_pktinfo) };
             dst = Ipv4Addr::from(info.ipi_addr.s_addr.to_ne_bytes());
         },
+        &mut gro,
     )?;
     let src = SocketAddrV4::new(
         Ipv4Addr::from(from.sin_addr.s_addr.to_ne_bytes()),
         u16::from_be(from.sin_port),
     );
-    Ok(n.map(|n| (n, src, dst)))
+    Ok(n.map(|len| UdpDatagram {
+        len,
+        src: src.into(),
+        dst: dst.into(),
+        segment: gro,
+    }))
 }
 
 /// recvmsg(2) into `buf`, the sender into `from` (a sockaddr_in or
@@ -255,9 +383,11 @@ fn recv_with_pktinfo<A>(
     kind: libc::c_int,
     pktinfo_len: usize,
     mut on_pktinfo: impl FnMut(*const u8),
+    gro: &mut usize,
 ) -> io::Result<Option<usize>> {
-    // Room for one PKTINFO control message, 8-byte aligned.
-    let mut control = [0u64; 8];
+    // Room for a PKTINFO and a UDP_GRO control message, 8-byte aligned.
+    let mut control = [0u64; 16];
+    *gro = 0;
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
@@ -291,6 +421,13 @@ fn recv_with_pktinfo<A>(
                 && (*cmsg).cmsg_len as usize >= libc::CMSG_LEN(pktinfo_len as u32) as usize
             {
                 on_pktinfo(libc::CMSG_DATA(cmsg));
+            }
+            if (*cmsg).cmsg_level == SOL_UDP
+                && (*cmsg).cmsg_type == UDP_GRO
+                && (*cmsg).cmsg_len as usize >= libc::CMSG_LEN(4) as usize
+            {
+                let size = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::c_int);
+                *gro = usize::try_from(size).unwrap_or(0);
             }
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
@@ -342,6 +479,7 @@ pub fn recv_raw_v6(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<(usize, Ipv6A
     // SAFETY: an all-zero sockaddr_in6 is valid (family AF_UNSPEC).
     let mut from: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
     let mut dst = Ipv6Addr::UNSPECIFIED;
+    let mut gro = 0;
     let n = recv_with_pktinfo(
         fd,
         buf,
@@ -354,6 +492,7 @@ pub fn recv_raw_v6(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<(usize, Ipv6A
             let info = unsafe { std::ptr::read_unaligned(data as *const libc::in6_pktinfo) };
             dst = Ipv6Addr::from(info.ipi6_addr.s6_addr);
         },
+        &mut gro,
     )?;
     Ok(n.map(|n| (n, Ipv6Addr::from(from.sin6_addr.s6_addr), dst)))
 }

@@ -16,7 +16,7 @@
 //! requests for counters arrive as messages, taken between batches.
 
 use core::fmt;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
@@ -410,8 +410,95 @@ impl<A: Copy> SendBatch<A> {
     }
 }
 
+/// Sealed ESP-in-UDP packets of one destination and size, gathered for one
+/// sendmsg(2) with UDP_SEGMENT (UDP GSO): the segments of a TCP
+/// super-packet travel the stack as one until the device (DESIGN.md: send
+/// batch, UDP GSO).
+#[derive(Default)]
+struct UdpGso {
+    /// The ESP payloads, back to back.
+    buf: Vec<u8>,
+    /// Size of each but the last.
+    segment: usize,
+    count: usize,
+    dst: Option<SocketAddr>,
+    src: Option<IpAddr>,
+    tos: u8,
+    /// A shorter payload ended the group.
+    closed: bool,
+}
+
+/// The most datagrams one UDP_SEGMENT send carries (UDP_MAX_SEGMENTS in
+/// older kernels).
+const GSO_SEGMENTS: usize = 64;
+
+impl UdpGso {
+    fn push(&mut self, payload: &[u8], to: (SocketAddr, IpAddr, u8), fd: i32, stats: &mut Stats) {
+        let (dst, src, tos) = to;
+        let fits = self.count > 0
+            && !self.closed
+            && self.dst == Some(dst)
+            && self.src == Some(src)
+            && self.tos == tos
+            && payload.len() <= self.segment
+            && self.count < GSO_SEGMENTS
+            && self.buf.len() + payload.len() <= 65_000;
+        if !fits {
+            self.flush(fd, stats);
+            self.dst = Some(dst);
+            self.src = Some(src);
+            self.tos = tos;
+            self.segment = payload.len();
+        }
+        self.buf.extend_from_slice(payload);
+        self.count += 1;
+        if payload.len() < self.segment {
+            self.closed = true;
+        }
+    }
+
+    fn flush(&mut self, fd: i32, stats: &mut Stats) {
+        if let (Some(dst), Some(src), true) = (self.dst, self.src, self.count > 0) {
+            let segment = if self.count > 1 { self.segment as u16 } else { 0 };
+            match sys::send_udp(fd, &self.buf, segment, dst, src, self.tos) {
+                Ok(()) => stats.sent += self.count as u64,
+                Err(_) => stats.io_errors += self.count as u64,
+            }
+        }
+        self.buf.clear();
+        self.count = 0;
+        self.closed = false;
+    }
+}
+
+/// Where a sealed packet goes when its SA is UDP-encapsulated: the ESP
+/// payload, and (destination, source, traffic class); `None` for other
+/// packets.
+fn udp_parts(packet: &[u8]) -> Option<(&[u8], (SocketAddr, IpAddr, u8))> {
+    let (l4, src, dst, tos): (usize, IpAddr, IpAddr, u8) = match packet.first()? >> 4 {
+        4 if packet.len() >= 20 && packet[9] == IpProtocol::UDP.0 => {
+            let p = Ipv4Packet::new_unchecked(packet);
+            (usize::from(packet[0] & 0xf) * 4, p.src_addr().into(), p.dst_addr().into(), packet[1])
+        }
+        6 if packet.len() >= 40 && packet[6] == IpProtocol::UDP.0 => {
+            let p = Ipv6Packet::new_unchecked(packet);
+            let tc = (packet[0] << 4) | (packet[1] >> 4);
+            (40, p.src_addr().into(), p.dst_addr().into(), tc)
+        }
+        _ => return None,
+    };
+    let udp = packet.get(l4..l4 + udp::HEADER_LEN)?;
+    if u16::from_be_bytes([udp[0], udp[1]]) != NAT_T_PORT {
+        return None;
+    }
+    let port = u16::from_be_bytes([udp[2], udp[3]]);
+    Some((&packet[l4 + udp::HEADER_LEN..], (SocketAddr::new(dst, port), src, tos)))
+}
+
 /// Per-loop state of a worker.
 struct State {
+    gso4: UdpGso,
+    gso6: UdpGso,
     out4: SendBatch<sys::Dest4>,
     out6: SendBatch<sys::Dest6>,
     stats: Stats,
@@ -425,6 +512,8 @@ impl Worker {
     /// go on (the TUN device went away).
     pub fn run(mut self) -> Result<Stats, String> {
         let mut st = State {
+            gso4: UdpGso::default(),
+            gso6: UdpGso::default(),
             out4: SendBatch::new(),
             out6: SendBatch::new(),
             stats: Stats::default(),
@@ -476,10 +565,14 @@ impl Worker {
                 }
             }
             if let (Some(udp), true) = (&self.io.udp, ready[udp_at]) {
-                drain_udp(udp.as_raw_fd(), false, &mut buf, &mut |b| deliver(b, &mut st.stats));
+                drain_udp(udp.as_raw_fd(), false, &mut buf, &mut seg, &mut |b| {
+                    deliver(b, &mut st.stats)
+                });
             }
             if let (Some(udp6), true) = (&self.io.udp6, ready[udp6_at]) {
-                drain_udp(udp6.as_raw_fd(), true, &mut buf, &mut |b| deliver(b, &mut st.stats));
+                drain_udp(udp6.as_raw_fd(), true, &mut buf, &mut seg, &mut |b| {
+                    deliver(b, &mut st.stats)
+                });
             }
             tun_out.flush(&mut st.stats);
             if ready[0] {
@@ -612,6 +705,15 @@ impl Worker {
             return stats.drops.count(reason);
         }
         let packet = buf.as_slice();
+        if let Some((payload, to)) = udp_parts(packet) {
+            let (gso, fd) = match to.0 {
+                SocketAddr::V4(_) => (&mut st.gso4, self.io.udp.as_ref()),
+                SocketAddr::V6(_) => (&mut st.gso6, self.io.udp6.as_ref()),
+            };
+            if let Some(fd) = fd {
+                return gso.push(payload, to, fd.as_raw_fd(), &mut st.stats);
+            }
+        }
         let full = match (packet.first().map(|b| b >> 4), &self.io.send6) {
             (Some(4), _) => {
                 let dst = Ipv4Packet::new_unchecked(packet).dst_addr();
@@ -633,6 +735,12 @@ impl Worker {
 
     /// Send the queued packets (when a batch is full, and once per loop).
     fn flush_sends(&self, st: &mut State) {
+        if let Some(fd) = &self.io.udp {
+            st.gso4.flush(fd.as_raw_fd(), &mut st.stats);
+        }
+        if let Some(fd) = &self.io.udp6 {
+            st.gso6.flush(fd.as_raw_fd(), &mut st.stats);
+        }
         st.out4.flush(self.io.send4.as_raw_fd(), &mut st.stats);
         if let Some(send6) = &self.io.send6 {
             st.out6.flush(send6.as_raw_fd(), &mut st.stats);
@@ -740,65 +848,91 @@ fn drain(fd: i32, buf: &mut PacketBuf, mut f: impl FnMut(&mut PacketBuf)) -> std
 }
 
 /// Like [`drain`] for a UDP encapsulation socket, which hands over only
-/// the UDP payload: the IP and UDP headers the core expects are rebuilt in
-/// the headroom from the sender's and our address. The UDP checksum is
-/// left zero: the kernel verified it (IPv6), or there was none (RFC 3948
-/// §2.1 over IPv4); the core does not look at it.
-fn drain_udp(fd: i32, v6: bool, buf: &mut PacketBuf, f: &mut impl FnMut(&mut PacketBuf)) {
-    let ip_len = if v6 { ipv6::HEADER_LEN } else { ipv4::HEADER_LEN };
-    let headers = ip_len + udp::HEADER_LEN;
+/// the UDP payload, several datagrams at once when the kernel coalesced
+/// them (UDP GRO): each is handed to `f` on its own (coalesced ones built
+/// in `seg`), behind the IP and UDP headers the core expects, rebuilt in
+/// the headroom from the sender's and our address. The UDP checksum is left
+/// zero: the kernel verified it (IPv6), or there was none (RFC 3948 §2.1
+/// over IPv4); the core does not look at it.
+fn drain_udp(
+    fd: i32,
+    v6: bool,
+    buf: &mut PacketBuf,
+    seg: &mut PacketBuf,
+    f: &mut impl FnMut(&mut PacketBuf),
+) {
     for _ in 0..BATCH {
         buf.reset(DEFAULT_HEADROOM);
         let spare = buf.spare_mut();
-        let limit = (spare.len() - DEFAULT_TAILROOM).min(usize::from(u16::MAX) - headers);
+        let limit = (spare.len() - DEFAULT_TAILROOM).min(usize::from(u16::MAX));
         let got = if v6 {
             sys::recv_udp_v6(fd, &mut spare[..limit])
-                .map(|r| r.map(|(n, src, dst)| (n, IpAddr::V6(*src.ip()), src.port(), IpAddr::V6(dst))))
         } else {
             sys::recv_udp_v4(fd, &mut spare[..limit])
-                .map(|r| r.map(|(n, src, dst)| (n, IpAddr::V4(*src.ip()), src.port(), IpAddr::V4(dst))))
         };
-        let Ok(Some((n, src, src_port, dst))) = got else {
+        let Ok(Some(d)) = got else {
             return;
         };
-        // Cannot fail: n is at most the spare room, and the headroom holds the headers.
-        let _ = buf.set_len(n);
-        let Ok(hdr) = buf.prepend(headers) else {
-            return;
-        };
-        let (ip, rest) = hdr.split_at_mut(ip_len);
-        match (src, dst) {
-            (IpAddr::V4(src), IpAddr::V4(dst)) => Ipv4Repr {
-                src_addr: src,
-                dst_addr: dst,
-                next_header: IpProtocol::UDP,
-                payload_len: udp::HEADER_LEN + n,
-                hop_limit: 64,
-                dscp_ecn: 0,
-                dont_frag: false,
+        // Cannot fail: the length is at most the spare room.
+        let _ = buf.set_len(d.len);
+        if d.segment == 0 || d.len <= d.segment {
+            if with_udp_headers(buf, &d) {
+                f(buf);
             }
-            .emit(&mut Ipv4Packet::new_unchecked(ip)),
-            (IpAddr::V6(src), IpAddr::V6(dst)) => Ipv6Repr {
-                src_addr: src,
-                dst_addr: dst,
-                next_header: IpProtocol::UDP,
-                payload_len: udp::HEADER_LEN + n,
-                hop_limit: 64,
-                traffic_class: 0,
-                flow_label: 0,
+            continue;
+        }
+        for chunk in buf.as_slice().chunks(d.segment) {
+            seg.reset(DEFAULT_HEADROOM);
+            if seg.set(chunk).is_ok() && with_udp_headers(seg, &d) {
+                f(seg);
             }
-            .emit(&mut Ipv6Packet::new_unchecked(ip)),
-            // The socket's family decides both.
-            _ => return,
         }
-        UdpRepr {
-            src_port,
-            dst_port: NAT_T_PORT,
-            payload_len: n,
-        }
-        .emit(&mut UdpPacket::new_unchecked(rest));
-        f(buf);
     }
+}
+
+/// Put the IP and UDP headers of datagram `d` in front of its payload in
+/// `buf`; false if they do not fit (they always do: the headroom is larger).
+fn with_udp_headers(buf: &mut PacketBuf, d: &sys::UdpDatagram) -> bool {
+    let n = buf.len();
+    let ip_len = match d.dst {
+        IpAddr::V4(_) => ipv4::HEADER_LEN,
+        IpAddr::V6(_) => ipv6::HEADER_LEN,
+    };
+    let Ok(hdr) = buf.prepend(ip_len + udp::HEADER_LEN) else {
+        return false;
+    };
+    let (ip, rest) = hdr.split_at_mut(ip_len);
+    match (d.src.ip(), d.dst) {
+        (IpAddr::V4(src), IpAddr::V4(dst)) => Ipv4Repr {
+            src_addr: src,
+            dst_addr: dst,
+            next_header: IpProtocol::UDP,
+            payload_len: udp::HEADER_LEN + n,
+            hop_limit: 64,
+            dscp_ecn: 0,
+            dont_frag: false,
+        }
+        .emit(&mut Ipv4Packet::new_unchecked(ip)),
+        (IpAddr::V6(src), IpAddr::V6(dst)) => Ipv6Repr {
+            src_addr: src,
+            dst_addr: dst,
+            next_header: IpProtocol::UDP,
+            payload_len: udp::HEADER_LEN + n,
+            hop_limit: 64,
+            traffic_class: 0,
+            flow_label: 0,
+        }
+        .emit(&mut Ipv6Packet::new_unchecked(ip)),
+        // The socket's family decides both.
+        _ => return false,
+    }
+    UdpRepr {
+        src_port: d.src.port(),
+        dst_port: NAT_T_PORT,
+        payload_len: n,
+    }
+    .emit(&mut UdpPacket::new_unchecked(rest));
+    true
 }
 
 /// Verify and decapsulate one packet from the network; true if it is to
