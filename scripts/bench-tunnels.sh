@@ -8,7 +8,8 @@
 #   1. plain forwarding (no tunnel), with the kernel's GSO on the veths and
 #      with `gso_max_segs 1` on every veth (one packet per MSS, as the demo);
 #   2. flowsec: two `flowsec up` gateways, ESP tunnel mode, AES-GCM-16,
-#      manual keys (release build), without and with TUN offloads;
+#      manual keys (release build): raw ESP without and with TUN offloads,
+#      and ESP in UDP 4500 (UDP GSO/GRO, as wireguard-go's UDP);
 #   3. wireguard-go on TUN in gwA/gwB (skipped, with a message, when it or
 #      `wg` is missing and cannot be installed).
 # Each path: SECONDS of traffic, REPEATS times; the table shows the median
@@ -229,10 +230,10 @@ log "gso_max_segs back to $SEGS for the tunnels"
 e2e_standin_routes_del
 
 # ------------------------------------------------------------------ flowsec
-e2e_write_gcm_setkeys "$W" bench-tunnels
-run_flowsec() {  # run_flowsec KEY [flowsec up options...]
-    local key="$1"; shift
-    step "flowsec ($key): two gateways, ESP tunnel mode, AES-GCM-16, manual keys${*:+, $*}"
+run_flowsec() {  # run_flowsec KEY raw|udp [flowsec up options...]
+    local key="$1" encap="$2"; shift 2
+    e2e_write_gcm_setkeys "$W" bench-tunnels "$encap"
+    step "flowsec ($key): two gateways, ESP tunnel mode ($encap), AES-GCM-16, manual keys${*:+, $*}"
     declare -A FS_PID
     for gw in gwA gwB; do
         start_bg "$gw" "$W/$key-$gw.log" "$FLOWSEC" up --tun fsec0 --setkey "$W/$gw.setkey" --socket "$W/$gw.sock" "$@"
@@ -248,8 +249,9 @@ run_flowsec() {  # run_flowsec KEY [flowsec up options...]
         log "  $gw: $(grep -m1 'flowsec: down' "$W/$key-$gw.log" || echo "(no counters; exit status $E2E_LAST_RC)")"
     done
 }
-run_flowsec flowsec-nooffload --no-offload
-run_flowsec flowsec
+run_flowsec flowsec-nooffload raw --no-offload
+run_flowsec flowsec raw
+run_flowsec flowsec-udp udp
 
 # ------------------------------------------------------------- wireguard-go
 if [ -z "$WG_SKIP" ]; then
@@ -311,6 +313,7 @@ paths = [("plain-gso", "plain forwarding, kernel GSO"),
          ("plain-nogso", "plain forwarding, GSO off (gso_max_segs 1)"),
          ("flowsec-nooffload", "flowsec, ESP tunnel AES-GCM-16, --no-offload"),
          ("flowsec", "flowsec, ESP tunnel AES-GCM-16 (TUN offloads)"),
+         ("flowsec-udp", "flowsec, ESP-in-UDP tunnel AES-GCM-16 (TUN offloads, UDP GSO/GRO)"),
          ("wireguard-go", "wireguard-go (TUN)")]
 base = statistics.median(m for m, _, _ in runs["plain-nogso"]) if "plain-nogso" in runs else None
 rows = []

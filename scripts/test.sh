@@ -54,6 +54,8 @@ tunnel ah-esp raw v4 20000000 - 1
 tunnel ah-esp raw v6 20000000 - 1
 tunnel ipcomp-esp raw v4 5000000 - 1
 transport ah-esp raw v4 20000000 - 1
+transport ah raw v4 5000000 - 1
+transport gcm raw v4 5000000 - 1
 transport gcm raw v6 20000000 - 1
 MATRIX
 

@@ -23,7 +23,7 @@
 #                                tunnel mode between the sites
 #   FLOWSEC_E2E_OUTER=v6         the gateways talk over IPv6 (2001:db8::1/2):
 #                                IPv4 in IPv6 and IPv6 in IPv6
-#   FLOWSEC_E2E_SUITE=S          gcm (default) | cbc-sha1 | 3des-md5 | ah-esp
+#   FLOWSEC_E2E_SUITE=S          gcm (default) | cbc-sha1 | 3des-md5 | ah | ah-esp
 #                                (AH HMAC-SHA1 over ESP AES-CBC) | ipcomp-esp
 #
 # Without root or ip netns it prints "SKIP: ..." and exits 0. Exit status 1
@@ -69,13 +69,18 @@ case "$SUITE" in
         ESP_ALGS="-E aes-cbc 0x@K@0102030405060708090a0b0c0d0e0f"
         EXTRA_SA="add @SRC@ @DST@ ah @SPI@ -m tunnel -r 64 -A hmac-sha1 0x@K@0102030405060708090a0b0c0d0e0f10111213;"
         RULES="esp/tunnel/@A@-@B@/require ah/tunnel/@A@-@B@/require"; FLOW_BASE=0x200 ;;
+    ah)
+        # AH alone: the main SAs are AH (RFC 4302), no encryption.
+        SA_A=${SA_A% esp}" ah"; SA_B=${SA_B% esp}" ah"
+        ESP_ALGS="-A hmac-sha1 0x@K@0102030405060708090a0b0c0d0e0f10111213"
+        RULES="ah/tunnel/@A@-@B@/require" ;;
     ipcomp-esp)
         ESP_ALGS="-E aes-gcm-16 0x@K@0102030405060708090a0b0c0d0e0f10111213"
         EXTRA_SA="add @SRC@ @DST@ ipcomp @SPI@ -m tunnel -C deflate;"
         RULES="ipcomp/tunnel/@A@-@B@/use esp/tunnel/@A@-@B@/require" ;;
     *) echo "FAIL: FLOWSEC_E2E_SUITE=$SUITE"; exit 1 ;;
 esac
-if [ "$SUITE" = ah-esp ] && [ "$ENCAP" = udp ]; then
+if { [ "$SUITE" = ah-esp ] || [ "$SUITE" = ah ]; } && [ "$ENCAP" = udp ]; then
     echo "FAIL: AH cannot be UDP-encapsulated"; exit 1
 fi
 MODE="${FLOWSEC_E2E_MODE:-tunnel}"
@@ -312,7 +317,7 @@ touch "$W/sniff.stop"
 wait_for_log "$W/capture.json" '"frames"' 5 "$SNIFF_PID" || show_log "$W/sniff.log"
 stop_bg "$SNIFF_PID" 1
 
-capture_check() {  # capture_check MODE: esp | plaintext (the stand-in's sniffer self-test)
+capture_check() {  # capture_check MODE: esp | ah (payload may be readable) | plaintext (the stand-in's sniffer self-test)
     [ -f "$W/capture.json" ] || { echo "    no capture summary"; return 1; }
     python3 - "$W/capture.json" "$1" "$FLOW_SUFFIX" "$FLOW_SPI_A" "$FLOW_SPI_B" "$GW_A" "$GW_B" <<'EOF'
 import json, sys
@@ -333,7 +338,7 @@ want = {"%s>%s spi=%s%s" % (gw_a, gw_b, spi_a, suffix), "%s>%s spi=%s%s" % (gw_b
 bad = []
 if set(c["esp"]) != want:
     bad.append("ESP flows %s, want exactly %s" % (sorted(c["esp"]), sorted(want)))
-if c["leaks"]:
+if c["leaks"] and mode != "ah":
     bad.append("plaintext on the transit link")
 unexpected = {k: v for k, v in c["other"].items() if not k.startswith("v6 link-local")}
 if unexpected:
@@ -347,8 +352,14 @@ if [ "$STANDIN" = 1 ]; then
     skip "transit capture shows only ESP (stand-in mode)"
     check "harness: the transit sniffer sees the stand-in's plaintext" capture_check plaintext
 else
-    check "transit capture: only $SUITE ${FLOW_SUFFIX:+in UDP 4500 }$GW_A<->$GW_B (SPI $FLOW_SPI_A/$FLOW_SPI_B), no plaintext" \
-        capture_check esp
+    if [ "$SUITE" = ah ]; then
+        # AH authenticates and does not encrypt: the payload is readable.
+        check "transit capture: only AH $GW_A<->$GW_B (SPI $FLOW_SPI_A/$FLOW_SPI_B; AH does not encrypt)" \
+            capture_check ah
+    else
+        check "transit capture: only $SUITE ${FLOW_SUFFIX:+in UDP 4500 }$GW_A<->$GW_B (SPI $FLOW_SPI_A/$FLOW_SPI_B), no plaintext" \
+            capture_check esp
+    fi
 fi
 
 # An independent check of the ESP itself: tshark decrypts the captured

@@ -212,18 +212,20 @@ e2e_gso_max_segs() {
     for l in "${E2E_LINKS[@]}"; do ns_exec "${l%%:*}" ip link set dev "${l#*:}" gso_max_segs "$1"; done
 }
 
-# e2e_write_gcm_setkeys DIR TAG: DIR/gwA.setkey and DIR/gwB.setkey for an
-# ESP tunnel, AES-GCM-16, manual keys, between the two sites (demo and
-# benchmark; the e2e test writes its own, with more suites).
+# e2e_write_gcm_setkeys DIR TAG [udp]: DIR/gwA.setkey and DIR/gwB.setkey
+# for an ESP tunnel, AES-GCM-16, manual keys, between the two sites (demo
+# and benchmark; the e2e test writes its own, with more suites); with
+# `udp`, ESP in UDP port 4500 (RFC 3948).
 e2e_write_gcm_setkeys() {
-    local dir="$1" tag="$2" gw lnet rnet lgw rgw
+    local dir="$1" tag="$2" gw lnet rnet lgw rgw a="192.0.2.1" b="192.0.2.2" esp=esp
+    if [ "${3:-}" = udp ]; then a="192.0.2.1[4500]" b="192.0.2.2[4500]" esp=esp-udp; fi
     for gw in gwA gwB; do
         if [ "$gw" = gwA ]; then lnet=10.1.0.0/24 rnet=10.2.0.0/24 lgw=192.0.2.1 rgw=192.0.2.2
         else lnet=10.2.0.0/24 rnet=10.1.0.0/24 lgw=192.0.2.2 rgw=192.0.2.1; fi
         cat >"$dir/$gw.setkey" <<EOF
 # flowsec $tag ($gw.setkey)
-add 192.0.2.1 192.0.2.2 esp 0x1001 -m tunnel -r 64 -E aes-gcm-16 0x000102030405060708090a0b0c0d0e0f10111213;
-add 192.0.2.2 192.0.2.1 esp 0x1002 -m tunnel -r 64 -E aes-gcm-16 0x202122232425262728292a2b2c2d2e2f30313233;
+add $a $b $esp 0x1001 -m tunnel -r 64 -E aes-gcm-16 0x000102030405060708090a0b0c0d0e0f10111213;
+add $b $a $esp 0x1002 -m tunnel -r 64 -E aes-gcm-16 0x202122232425262728292a2b2c2d2e2f30313233;
 spdadd $lnet $rnet any -P out ipsec esp/tunnel/$lgw-$rgw/require;
 spdadd $rnet $lnet any -P in  ipsec esp/tunnel/$rgw-$lgw/require;
 spdadd $rnet $lnet any -P fwd ipsec esp/tunnel/$rgw-$lgw/require;

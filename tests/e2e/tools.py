@@ -328,6 +328,9 @@ def cmd_hostile(a) -> int:
         "esp_truncated": lambda: raw(50, os.urandom(5)),
         "ah_garbage": lambda: raw(51, os.urandom(40)),
         "ah_truncated": lambda: raw(51, b"\x00\x04"),
+        # the real SPI under AH, a well-formed header with a forged ICV
+        # (HMAC-96: 12 bytes; length field (24 / 4) - 2 = 4)
+        "ah_bad_icv": lambda: raw(51, struct.pack("!BBHII", 4, 4, 0, spi, 0x7fffffff) + os.urandom(12 + 40)),
     }
     if a.udp:
         kinds.update({
