@@ -151,9 +151,7 @@ pub fn stage(
                 staged.changes.push(Change::AddSa(config));
             }
             Command::Delete { id, .. } => {
-                m.sas
-                    .remove(&id)
-                    .ok_or_else(|| at(format!("no SA {id}")))?;
+                m.sas.remove(&id).ok_or_else(|| at(format!("no SA {id}")))?;
                 staged.changes.push(Change::RemoveSa(id));
             }
             Command::DeleteAll { src, dst, protocol } => {
@@ -284,7 +282,14 @@ mod tests {
     };
 
     fn stage_text(model: &Model, text: &str) -> Result<Staged, ConfigError> {
-        stage(model, "t.conf", text, &Provider::rustcrypto(), CAPS, Duration::ZERO)
+        stage(
+            model,
+            "t.conf",
+            text,
+            &Provider::rustcrypto(),
+            CAPS,
+            Duration::ZERO,
+        )
     }
 
     const TWO: &str = "add 192.0.2.1 192.0.2.2 esp 0x1001 -E aes-gcm-16 0x0102030405060708091011121314151617181920;
@@ -298,8 +303,12 @@ spdadd 10.1.0.0/16 10.2.0.0/16 any -P out ipsec esp/tunnel/192.0.2.1-192.0.2.2/r
         assert_eq!(staged.model.sas.len(), 2);
         assert_eq!(staged.model.spd.len(), 1);
         assert!(staged.model.sas.values().all(|c| c.encr_key.is_empty()));
-        assert!(matches!(staged.changes[..], [Change::AddSa(_), Change::AddSa(_), Change::Spd(_)]));
-        let lists = per_worker(&staged.changes, 3, &Provider::rustcrypto(), Duration::ZERO).unwrap();
+        assert!(matches!(
+            staged.changes[..],
+            [Change::AddSa(_), Change::AddSa(_), Change::Spd(_)]
+        ));
+        let lists =
+            per_worker(&staged.changes, 3, &Provider::rustcrypto(), Duration::ZERO).unwrap();
         assert_eq!(lists.len(), 3);
         let mut db = Databases::default();
         apply_to(&mut db, lists.into_iter().next().unwrap());
@@ -331,14 +340,27 @@ spdadd 10.1.0.0/16 10.2.0.0/16 any -P out ipsec esp/tunnel/192.0.2.1-192.0.2.2/r
     #[test]
     fn flushes_deletes_and_queries() {
         let model = stage_text(&Model::default(), TWO).unwrap().model;
-        let s = stage_text(&model, "dump; flush esp; spdflush; spddump; get 192.0.2.1 192.0.2.2 esp 0x1001;");
+        let s = stage_text(
+            &model,
+            "dump; flush esp; spdflush; spddump; get 192.0.2.1 192.0.2.2 esp 0x1001;",
+        );
         let e = s.unwrap_err().to_string();
         assert!(e.contains("no SA"), "get after flush: {e}");
-        let s = stage_text(&model, "dump esp; deleteall 192.0.2.1 192.0.2.2 esp; spdflush; spddump;").unwrap();
+        let s = stage_text(
+            &model,
+            "dump esp; deleteall 192.0.2.1 192.0.2.2 esp; spdflush; spddump;",
+        )
+        .unwrap();
         assert_eq!(s.model.sas.len(), 1);
         assert!(s.model.spd.is_empty());
-        assert_eq!(s.queries, vec![Query::Dump(Some(Protocol::Esp)), Query::SpdDump]);
-        assert!(matches!(s.changes[..], [Change::RemoveSa(_), Change::Spd(_)]));
+        assert_eq!(
+            s.queries,
+            vec![Query::Dump(Some(Protocol::Esp)), Query::SpdDump]
+        );
+        assert!(matches!(
+            s.changes[..],
+            [Change::RemoveSa(_), Change::Spd(_)]
+        ));
     }
 
     #[test]
@@ -348,9 +370,16 @@ spdadd 10.1.0.0/16 10.2.0.0/16 any -P out ipsec esp/tunnel/192.0.2.1-192.0.2.2/r
             udp4: false,
             udp6: true,
         };
-        let e = stage(&Model::default(), "u", text, &Provider::rustcrypto(), caps, Duration::ZERO)
-            .unwrap_err()
-            .to_string();
+        let e = stage(
+            &Model::default(),
+            "u",
+            text,
+            &Provider::rustcrypto(),
+            caps,
+            Duration::ZERO,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.starts_with("u:1:1:") && e.contains("4500"), "{e}");
         assert!(stage_text(&Model::default(), text).is_ok());
     }

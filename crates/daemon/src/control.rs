@@ -266,7 +266,10 @@ mod tests {
         };
         assert_eq!(ask(b"{\"cmd\":\"status\"}\n").unwrap()["cmd"], "status");
         // Without the newline, the end of the stream ends the request.
-        let big = format!("{{\"cmd\":\"setkey\",\"text\":\"{}\"}}", "#".repeat(100_000));
+        let big = format!(
+            "{{\"cmd\":\"setkey\",\"text\":\"{}\"}}",
+            "#".repeat(100_000)
+        );
         assert_eq!(ask(big.as_bytes()).unwrap()["cmd"], "setkey");
         assert!(ask(b"{").unwrap_err().starts_with("bad request"));
         assert!(ask(&[0xff, b'\n']).unwrap_err().contains("UTF-8"));

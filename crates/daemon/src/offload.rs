@@ -243,7 +243,10 @@ fn same_flow(a: &[u8], b: &[u8], l: &TcpLayout) -> bool {
         a[..4] == b[..4] && a[6..8] == b[6..8] && a[8..40] == b[8..40]
     } else {
         // Version/IHL, TOS; flags (DF); TTL, protocol; addresses.
-        a[..2] == b[..2] && a[6] & 0xe0 == b[6] & 0xe0 && a[8..10] == b[8..10] && a[12..20] == b[12..20]
+        a[..2] == b[..2]
+            && a[6] & 0xe0 == b[6] & 0xe0
+            && a[8..10] == b[8..10]
+            && a[12..20] == b[12..20]
     }
 }
 
@@ -492,14 +495,23 @@ mod tests {
                 csum_start: l.l4 as u16,
                 csum_offset: 16,
             };
-            let mut buf = PacketBuf::new(DEFAULT_HEADROOM + 2000 + DEFAULT_TAILROOM, DEFAULT_HEADROOM);
+            let mut buf =
+                PacketBuf::new(DEFAULT_HEADROOM + 2000 + DEFAULT_TAILROOM, DEFAULT_HEADROOM);
             let mut segs: Vec<Vec<u8>> = Vec::new();
-            let n = segment_tcp(&partial, &hdr, &mut buf, |b| segs.push(b.as_slice().to_vec())).unwrap();
+            let n = segment_tcp(&partial, &hdr, &mut buf, |b| {
+                segs.push(b.as_slice().to_vec())
+            })
+            .unwrap();
             assert_eq!(n, 8);
             let mut rebuilt = Vec::new();
             for (i, s) in segs.iter().enumerate() {
                 assert!(tcp_checksum_ok(s), "segment {i} checksum");
-                let want = tcp(v6, 1000 + (i * 1400) as u32, if i == 7 { ACK | PSH } else { ACK }, &data[i * 1400..((i + 1) * 1400).min(10_000)]);
+                let want = tcp(
+                    v6,
+                    1000 + (i * 1400) as u32,
+                    if i == 7 { ACK | PSH } else { ACK },
+                    &data[i * 1400..((i + 1) * 1400).min(10_000)],
+                );
                 if v6 {
                     assert_eq!(s, &want);
                 } else {
@@ -520,7 +532,10 @@ mod tests {
             c.flush(&mut |b: &[u8]| out.push(b.to_vec()));
             assert_eq!(out.len(), 1);
             let h = VnetHdr::parse(&out[0]).unwrap();
-            assert_eq!((h.gso_size, h.hdr_len, h.csum_start), (1400, l.hdrs as u16, l.l4 as u16));
+            assert_eq!(
+                (h.gso_size, h.hdr_len, h.csum_start),
+                (1400, l.hdrs as u16, l.l4 as u16)
+            );
             let mut merged = out[0][VNET_HDR_LEN..].to_vec();
             assert_eq!(merged.len(), big.len());
             complete_checksum(&mut merged, &h).unwrap();
@@ -577,7 +592,10 @@ mod tests {
             csum_start: 60_000,
             ..hdr
         };
-        assert_eq!(complete_checksum(&mut p, &far), Err(OffloadError::BadChecksumOffsets));
+        assert_eq!(
+            complete_checksum(&mut p, &far),
+            Err(OffloadError::BadChecksumOffsets)
+        );
     }
 
     #[test]

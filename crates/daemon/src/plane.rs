@@ -87,8 +87,15 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         udp4: true,
         udp6: true,
     };
-    let staged = apply::stage(&Model::default(), &name, &text, &provider, assume, Duration::ZERO)
-        .map_err(RunError::Config)?;
+    let staged = apply::stage(
+        &Model::default(),
+        &name,
+        &text,
+        &provider,
+        assume,
+        Duration::ZERO,
+    )
+    .map_err(RunError::Config)?;
     for w in &staged.warnings {
         eprintln!("flowsec: warning: {w}");
     }
@@ -127,7 +134,8 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         parts.push((io, db, rx, wake));
     }
     let control = Control::bind(&opts.socket).map_err(RunError::Setup)?;
-    let routes = Routes::install(&opts.tun, opts.mtu, &staged.model.spd).map_err(RunError::Setup)?;
+    let routes =
+        Routes::install(&opts.tun, opts.mtu, &staged.model.spd).map_err(RunError::Setup)?;
     let routed: Vec<String> = routes.prefixes().map(|p| p.to_string()).collect();
     eprintln!(
         "flowsec: up (tun {}, {} workers, offloads {}, {} SAs, {} policies, routes via tun: {})",
@@ -290,9 +298,7 @@ impl Plane {
         };
         // Routes first: the one step that can fail half-way is undone by
         // syncing back to the old SPD.
-        let spd_changed = changes
-            .iter()
-            .any(|c| matches!(c, apply::Change::Spd(_)));
+        let spd_changed = changes.iter().any(|c| matches!(c, apply::Change::Spd(_)));
         if spd_changed {
             if let Err(e) = self.routes.sync(&model.spd) {
                 let _ = self.routes.sync(&self.model.spd);
@@ -398,9 +404,9 @@ impl Seen {
             drops.auth_failures += c.stats.auth_failures;
             drops.other_drops += c.stats.other_drops;
             drops.ipcomp_uncompressed += c.stats.ipcomp_uncompressed;
-            let busier = best
-                .as_ref()
-                .map_or(true, |b| (c.live.packets, c.live.seq) > (b.live.packets, b.live.seq));
+            let busier = best.as_ref().map_or(true, |b| {
+                (c.live.packets, c.live.seq) > (b.live.packets, b.live.seq)
+            });
             if busier {
                 best = Some(c.clone());
             }

@@ -62,7 +62,15 @@ impl Routes {
             .collect();
         for (dst, _) in stale {
             // Already gone is fine.
-            let _ = ip(&["route", "del", &dst.to_string(), "dev", &self.dev, "table", &table]);
+            let _ = ip(&[
+                "route",
+                "del",
+                &dst.to_string(),
+                "dev",
+                &self.dev,
+                "table",
+                &table,
+            ]);
             self.table.retain(|(d, _)| *d != dst);
         }
         for (dst, src) in wanted {
@@ -83,7 +91,9 @@ impl Routes {
                 self.rules.push(family);
             }
             let dst_s = dst.to_string();
-            let mut args = vec!["route", "replace", &dst_s, "dev", &self.dev, "table", &table];
+            let mut args = vec![
+                "route", "replace", &dst_s, "dev", &self.dev, "table", &table,
+            ];
             let src_s = src.map(|a| a.to_string());
             if let Some(src) = &src_s {
                 args.extend(["src", src.as_str()]);

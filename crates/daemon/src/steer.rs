@@ -156,7 +156,11 @@ fn run(prog: &[Insn], packet: &[u8]) -> u32 {
             c if c == ALU | SUB | X => a = a.wrapping_sub(x),
             c if c == ALU | MOD | K => a %= i.k,
             c if c == JMP | JGE | K || c == JMP | JEQ | K => {
-                let taken = if c == JMP | JGE | K { a >= i.k } else { a == i.k };
+                let taken = if c == JMP | JGE | K {
+                    a >= i.k
+                } else {
+                    a == i.k
+                };
                 pc += usize::from(if taken { i.jt } else { i.jf });
             }
             c if c == RET | K => return i.k,
@@ -194,7 +198,11 @@ mod tests {
                     let takers: Vec<usize> = (0..workers)
                         .filter(|&k| run(&raw_filter(kind, workers, k), &packet) == ACCEPT)
                         .collect();
-                    assert_eq!(takers, vec![owner_of_spi(spi, workers)], "{kind:?} {spi:#x}");
+                    assert_eq!(
+                        takers,
+                        vec![owner_of_spi(spi, workers)],
+                        "{kind:?} {spi:#x}"
+                    );
                 }
             }
         }

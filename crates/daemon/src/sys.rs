@@ -155,6 +155,7 @@ pub fn udp_encap_socket(port: u16, reuseport: bool, v6: bool) -> io::Result<Owne
     let bound = if v6 {
         set_int_option(raw, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 1)?;
         set_int_option(raw, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1)?;
+        set_int_option(raw, libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS, 1)?;
         // SAFETY: an all-zero sockaddr_in6 is [::]:0; family and port set below.
         let mut addr: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
         addr.sin6_family = libc::AF_INET6 as libc::sa_family_t;
@@ -169,6 +170,7 @@ pub fn udp_encap_socket(port: u16, reuseport: bool, v6: bool) -> io::Result<Owne
         }
     } else {
         set_int_option(raw, libc::IPPROTO_IP, libc::IP_PKTINFO, 1)?;
+        set_int_option(raw, libc::IPPROTO_IP, libc::IP_RECVTOS, 1)?;
         let addr = libc::sockaddr_in {
             sin_family: libc::AF_INET as libc::sa_family_t,
             sin_port: port.to_be(),
@@ -272,7 +274,10 @@ pub fn send_udp(
         (*c).cmsg_level = level;
         (*c).cmsg_type = kind;
         (*c).cmsg_len = libc::CMSG_LEN(c_int as u32) as usize;
-        std::ptr::write_unaligned(libc::CMSG_DATA(c) as *mut libc::c_int, libc::c_int::from(tos));
+        std::ptr::write_unaligned(
+            libc::CMSG_DATA(c) as *mut libc::c_int,
+            libc::c_int::from(tos),
+        );
         if segment > 0 {
             c = libc::CMSG_NXTHDR(&msg, c);
             (*c).cmsg_level = SOL_UDP;
@@ -302,6 +307,8 @@ pub struct UdpDatagram {
     pub dst: IpAddr,
     /// The size of each coalesced datagram; 0 for a single one.
     pub segment: usize,
+    /// The outer TOS / traffic class, for RFC 6040 decapsulation.
+    pub tos: u8,
 }
 
 /// One datagram from an IPv6 [`udp_encap_socket`]: its length, sender,
@@ -310,7 +317,7 @@ pub fn recv_udp_v6(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<UdpDatagram>>
     // SAFETY: an all-zero sockaddr_in6 is valid (family AF_UNSPEC).
     let mut from: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
     let mut dst = Ipv6Addr::UNSPECIFIED;
-    let mut gro = 0;
+    let mut extra = Ancillary::default();
     let n = recv_with_pktinfo(
         fd,
         buf,
@@ -323,7 +330,7 @@ pub fn recv_udp_v6(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<UdpDatagram>>
             let info = unsafe { std::ptr::read_unaligned(data as *const libc::in6_pktinfo) };
             dst = Ipv6Addr::from(info.ipi6_addr.s6_addr);
         },
-        &mut gro,
+        &mut extra,
     )?;
     let src = SocketAddrV6::new(
         Ipv6Addr::from(from.sin6_addr.s6_addr),
@@ -335,7 +342,8 @@ pub fn recv_udp_v6(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<UdpDatagram>>
         len,
         src: src.into(),
         dst: dst.into(),
-        segment: gro,
+        segment: extra.gro,
+        tos: extra.tos,
     }))
 }
 
@@ -345,7 +353,7 @@ pub fn recv_udp_v4(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<UdpDatagram>>
     // SAFETY: an all-zero sockaddr_in is valid (family AF_UNSPEC).
     let mut from: libc::sockaddr_in = unsafe { std::mem::zeroed() };
     let mut dst = Ipv4Addr::UNSPECIFIED;
-    let mut gro = 0;
+    let mut extra = Ancillary::default();
     let n = recv_with_pktinfo(
         fd,
         buf,
@@ -358,7 +366,7 @@ pub fn recv_udp_v4(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<UdpDatagram>>
             let info = unsafe { std::ptr::read_unaligned(data as *const libc::in_pktinfo) };
             dst = Ipv4Addr::from(info.ipi_addr.s_addr.to_ne_bytes());
         },
-        &mut gro,
+        &mut extra,
     )?;
     let src = SocketAddrV4::new(
         Ipv4Addr::from(from.sin_addr.s_addr.to_ne_bytes()),
@@ -368,8 +376,18 @@ pub fn recv_udp_v4(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<UdpDatagram>>
         len,
         src: src.into(),
         dst: dst.into(),
-        segment: gro,
+        segment: extra.gro,
+        tos: extra.tos,
     }))
+}
+
+/// What a receive reports besides the payload.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Ancillary {
+    /// UDP GRO segment size (0: one datagram).
+    pub gro: usize,
+    /// The outer header's TOS / traffic class (DSCP and ECN).
+    pub tos: u8,
 }
 
 /// recvmsg(2) into `buf`, the sender into `from` (a sockaddr_in or
@@ -383,11 +401,11 @@ fn recv_with_pktinfo<A>(
     kind: libc::c_int,
     pktinfo_len: usize,
     mut on_pktinfo: impl FnMut(*const u8),
-    gro: &mut usize,
+    extra: &mut Ancillary,
 ) -> io::Result<Option<usize>> {
-    // Room for a PKTINFO and a UDP_GRO control message, 8-byte aligned.
+    // Room for PKTINFO, TOS/TCLASS and UDP_GRO control messages, 8-byte aligned.
     let mut control = [0u64; 16];
-    *gro = 0;
+    *extra = Ancillary::default();
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
@@ -427,7 +445,21 @@ fn recv_with_pktinfo<A>(
                 && (*cmsg).cmsg_len as usize >= libc::CMSG_LEN(4) as usize
             {
                 let size = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::c_int);
-                *gro = usize::try_from(size).unwrap_or(0);
+                extra.gro = usize::try_from(size).unwrap_or(0);
+            }
+            // IP_TOS comes as one byte, IPV6_TCLASS as an int.
+            if (*cmsg).cmsg_level == libc::IPPROTO_IP
+                && (*cmsg).cmsg_type == libc::IP_TOS
+                && (*cmsg).cmsg_len as usize >= libc::CMSG_LEN(1) as usize
+            {
+                extra.tos = *libc::CMSG_DATA(cmsg);
+            }
+            if (*cmsg).cmsg_level == libc::IPPROTO_IPV6
+                && (*cmsg).cmsg_type == libc::IPV6_TCLASS
+                && (*cmsg).cmsg_len as usize >= libc::CMSG_LEN(4) as usize
+            {
+                let tc = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::c_int);
+                extra.tos = tc as u8;
             }
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
@@ -451,8 +483,9 @@ pub fn set_recv_buffer(fd: RawFd, bytes: usize) -> io::Result<()> {
 }
 
 /// A non-blocking raw IPv6 socket receiving next header `protocol` (50,
-/// 51), reporting each packet's destination (IPV6_RECVPKTINFO). Reads
-/// return what follows the IPv6 header: the kernel keeps the header.
+/// 51), reporting each packet's destination (IPV6_RECVPKTINFO) and traffic
+/// class (IPV6_RECVTCLASS). Reads return what follows the IPv6 header: the
+/// kernel keeps the header.
 pub fn raw_receiver_v6(protocol: u8) -> io::Result<OwnedFd> {
     // SAFETY: plain socket(2) call.
     let fd = check(unsafe {
@@ -470,16 +503,20 @@ pub fn raw_receiver_v6(protocol: u8) -> io::Result<OwnedFd> {
         libc::IPV6_RECVPKTINFO,
         1,
     )?;
+    set_int_option(fd.as_raw_fd(), libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS, 1)?;
     Ok(fd)
 }
 
 /// One packet from a [`raw_receiver_v6`]: its length, source and
 /// destination. `Ok(None)` when nothing is waiting.
-pub fn recv_raw_v6(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<(usize, Ipv6Addr, Ipv6Addr)>> {
+pub fn recv_raw_v6(
+    fd: RawFd,
+    buf: &mut [u8],
+) -> io::Result<Option<(usize, Ipv6Addr, Ipv6Addr, u8)>> {
     // SAFETY: an all-zero sockaddr_in6 is valid (family AF_UNSPEC).
     let mut from: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
     let mut dst = Ipv6Addr::UNSPECIFIED;
-    let mut gro = 0;
+    let mut extra = Ancillary::default();
     let n = recv_with_pktinfo(
         fd,
         buf,
@@ -492,9 +529,9 @@ pub fn recv_raw_v6(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<(usize, Ipv6A
             let info = unsafe { std::ptr::read_unaligned(data as *const libc::in6_pktinfo) };
             dst = Ipv6Addr::from(info.ipi6_addr.s6_addr);
         },
-        &mut gro,
+        &mut extra,
     )?;
-    Ok(n.map(|n| (n, Ipv6Addr::from(from.sin6_addr.s6_addr), dst)))
+    Ok(n.map(|n| (n, Ipv6Addr::from(from.sin6_addr.s6_addr), dst, extra.tos)))
 }
 
 /// A raw IPv6 socket that sends whole packets, header included
@@ -511,7 +548,6 @@ pub fn raw_sender_v6() -> io::Result<OwnedFd> {
     // SAFETY: `fd` was just returned by socket and is owned by nobody else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
-
 
 /// A raw IPv4 socket that sends whole packets, header included (protocol
 /// IPPROTO_RAW implies IP_HDRINCL).
@@ -545,7 +581,6 @@ pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
         Ok(n as usize)
     }
 }
-
 
 /// An IPv4 destination as [`send_many`] takes it.
 #[repr(transparent)]
@@ -611,7 +646,8 @@ pub fn send_many<T: AsRef<[u8]>, A>(fd: RawFd, packets: &[T], addrs: &[A]) -> (u
         // SAFETY: hdrs[at..n] are filled mmsghdrs whose pointers (iovecs,
         // packets, addresses) all outlive the call; sendmmsg only reads
         // them and writes msg_len.
-        let sent = unsafe { libc::sendmmsg(fd, hdrs[at..].as_mut_ptr(), (n - at) as libc::c_uint, 0) };
+        let sent =
+            unsafe { libc::sendmmsg(fd, hdrs[at..].as_mut_ptr(), (n - at) as libc::c_uint, 0) };
         if sent > 0 {
             at += sent as usize;
         } else if sent < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
@@ -667,7 +703,11 @@ pub fn recv_many(
     };
     for i in 0..got {
         let truncated = hdrs[i].msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
-        let len = if truncated { 0 } else { hdrs[i].msg_len as usize };
+        let len = if truncated {
+            0
+        } else {
+            hdrs[i].msg_len as usize
+        };
         // Cannot fail: the kernel wrote at most the spare room.
         let _ = bufs[i].set_len(len);
     }

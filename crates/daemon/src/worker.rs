@@ -26,9 +26,7 @@ use std::time::{Duration, Instant};
 use flowsec_ipsec::buf::{DEFAULT_HEADROOM, DEFAULT_TAILROOM};
 use flowsec_ipsec::process::{self, Inbound};
 use flowsec_ipsec::spd::SaTemplate;
-use flowsec_ipsec::{
-    Action, Direction, DropCounters, DropReason, Flow, PacketBuf, SaId, SaStats,
-};
+use flowsec_ipsec::{Action, Direction, DropCounters, DropReason, Flow, PacketBuf, SaId, SaStats};
 use flowsec_setkey::SaLive;
 use flowsec_wire::iana::IpProtocol;
 use flowsec_wire::ip::IpVersion;
@@ -269,7 +267,12 @@ impl Io {
                 None
             }
         };
-        for fd in raw.iter().map(|(fd, _, _)| fd).chain(udp.as_ref()).chain(udp6.as_ref()) {
+        for fd in raw
+            .iter()
+            .map(|(fd, _, _)| fd)
+            .chain(udp.as_ref())
+            .chain(udp6.as_ref())
+        {
             sys::set_recv_buffer(fd.as_raw_fd(), RECV_BUFFER)
                 .map_err(|e| setup("receive buffer", e))?;
         }
@@ -459,7 +462,11 @@ impl UdpGso {
 
     fn flush(&mut self, fd: i32, stats: &mut Stats) {
         if let (Some(dst), Some(src), true) = (self.dst, self.src, self.count > 0) {
-            let segment = if self.count > 1 { self.segment as u16 } else { 0 };
+            let segment = if self.count > 1 {
+                self.segment as u16
+            } else {
+                0
+            };
             match sys::send_udp(fd, &self.buf, segment, dst, src, self.tos) {
                 Ok(()) => stats.sent += self.count as u64,
                 Err(_) => stats.io_errors += self.count as u64,
@@ -478,7 +485,12 @@ fn udp_parts(packet: &[u8]) -> Option<(&[u8], (SocketAddr, IpAddr, u8))> {
     let (l4, src, dst, tos): (usize, IpAddr, IpAddr, u8) = match packet.first()? >> 4 {
         4 if packet.len() >= 20 && packet[9] == IpProtocol::UDP.0 => {
             let p = Ipv4Packet::new_unchecked(packet);
-            (usize::from(packet[0] & 0xf) * 4, p.src_addr().into(), p.dst_addr().into(), packet[1])
+            (
+                usize::from(packet[0] & 0xf) * 4,
+                p.src_addr().into(),
+                p.dst_addr().into(),
+                packet[1],
+            )
         }
         6 if packet.len() >= 40 && packet[6] == IpProtocol::UDP.0 => {
             let p = Ipv6Packet::new_unchecked(packet);
@@ -492,7 +504,10 @@ fn udp_parts(packet: &[u8]) -> Option<(&[u8], (SocketAddr, IpAddr, u8))> {
         return None;
     }
     let port = u16::from_be_bytes([udp[2], udp[3]]);
-    Some((&packet[l4 + udp::HEADER_LEN..], (SocketAddr::new(dst, port), src, tos)))
+    Some((
+        &packet[l4 + udp::HEADER_LEN..],
+        (SocketAddr::new(dst, port), src, tos),
+    ))
 }
 
 /// Per-loop state of a worker.
@@ -805,7 +820,7 @@ fn drain_raw_v6(fd: i32, protocol: u8, buf: &mut PacketBuf, f: &mut impl FnMut(&
         buf.reset(DEFAULT_HEADROOM);
         let spare = buf.spare_mut();
         let limit = (spare.len() - DEFAULT_TAILROOM).min(usize::from(u16::MAX));
-        let Ok(Some((n, src, dst))) = sys::recv_raw_v6(fd, &mut spare[..limit]) else {
+        let Ok(Some((n, src, dst, tclass))) = sys::recv_raw_v6(fd, &mut spare[..limit]) else {
             return;
         };
         // Cannot fail: n is at most the spare room, and the headroom holds 40 bytes.
@@ -819,7 +834,8 @@ fn drain_raw_v6(fd: i32, protocol: u8, buf: &mut PacketBuf, f: &mut impl FnMut(&
             next_header: IpProtocol(protocol),
             payload_len: n,
             hop_limit: 64,
-            traffic_class: 0,
+            // The outer ECN bits matter on decapsulation (RFC 6040).
+            traffic_class: tclass,
             flow_label: 0,
         };
         repr.emit(&mut Ipv6Packet::new_unchecked(hdr));
@@ -851,7 +867,8 @@ fn drain(fd: i32, buf: &mut PacketBuf, mut f: impl FnMut(&mut PacketBuf)) -> std
 /// the UDP payload, several datagrams at once when the kernel coalesced
 /// them (UDP GRO): each is handed to `f` on its own (coalesced ones built
 /// in `seg`), behind the IP and UDP headers the core expects, rebuilt in
-/// the headroom from the sender's and our address. The UDP checksum is left
+/// the headroom from the sender's and our address, with the outer TOS /
+/// traffic class the socket reported (RFC 6040 needs its ECN bits). The UDP checksum is left
 /// zero: the kernel verified it (IPv6), or there was none (RFC 3948 §2.1
 /// over IPv4); the core does not look at it.
 fn drain_udp(
@@ -909,7 +926,7 @@ fn with_udp_headers(buf: &mut PacketBuf, d: &sys::UdpDatagram) -> bool {
             next_header: IpProtocol::UDP,
             payload_len: udp::HEADER_LEN + n,
             hop_limit: 64,
-            dscp_ecn: 0,
+            dscp_ecn: d.tos,
             dont_frag: false,
         }
         .emit(&mut Ipv4Packet::new_unchecked(ip)),
@@ -919,7 +936,7 @@ fn with_udp_headers(buf: &mut PacketBuf, d: &sys::UdpDatagram) -> bool {
             next_header: IpProtocol::UDP,
             payload_len: udp::HEADER_LEN + n,
             hop_limit: 64,
-            traffic_class: 0,
+            traffic_class: d.tos,
             flow_label: 0,
         }
         .emit(&mut Ipv6Packet::new_unchecked(ip)),

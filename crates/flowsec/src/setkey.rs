@@ -89,7 +89,10 @@ pub fn run(args: &SetkeyArgs) -> Result<(), CliError> {
         &serde_json::json!({"cmd": "setkey", "name": name, "text": text}),
     )?;
     for w in reply["warnings"].as_array().into_iter().flatten() {
-        eprintln!("flowsec setkey: warning: {}", w.as_str().unwrap_or_default());
+        eprintln!(
+            "flowsec setkey: warning: {}",
+            w.as_str().unwrap_or_default()
+        );
     }
     print!("{}", reply["output"].as_str().unwrap_or_default());
     Ok(())

@@ -127,11 +127,22 @@ fn setkey_check_only_validates_a_file_and_names_the_error_position() {
     );
     // Without -n it goes to the daemon; without one, flowsec says so.
     let sock = dir.join("none.sock");
-    let out = flowsec(&["setkey", "-f", good.to_str().unwrap(), "--socket", sock.to_str().unwrap()]);
+    let out = flowsec(&[
+        "setkey",
+        "-f",
+        good.to_str().unwrap(),
+        "--socket",
+        sock.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is `flowsec up` running?"));
     // Usage errors exit 2.
-    for args in [&["setkey", "-D", "-F"][..], &["setkey", "-P"], &["setkey"], &["setkey", "-n", "-D"]] {
+    for args in [
+        &["setkey", "-D", "-F"][..],
+        &["setkey", "-P"],
+        &["setkey"],
+        &["setkey", "-n", "-D"],
+    ] {
         assert_eq!(flowsec(args).status.code(), Some(2), "{args:?}");
     }
     std::fs::remove_dir_all(&dir).unwrap();

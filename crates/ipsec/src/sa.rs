@@ -89,7 +89,11 @@ pub struct SaId {
 impl fmt::Display for SaId {
     /// `esp SPI 0x00001001 to 192.0.2.2`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} SPI {:#010x} to {}", self.protocol, self.spi, self.dst)
+        write!(
+            f,
+            "{} SPI {:#010x} to {}",
+            self.protocol, self.spi, self.dst
+        )
     }
 }
 
