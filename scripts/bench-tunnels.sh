@@ -9,7 +9,8 @@
 #      with `gso_max_segs 1` on every veth (one packet per MSS, as the demo);
 #   2. flowsec: two `flowsec up` gateways, ESP tunnel mode, AES-GCM-16,
 #      manual keys (release build): raw ESP without and with TUN offloads,
-#      and ESP in UDP 4500 (UDP GSO/GRO, as wireguard-go's UDP);
+#      with one worker per CPU and with one worker, and ESP in UDP 4500
+#      (UDP GSO/GRO, as wireguard-go's UDP);
 #   3. wireguard-go on TUN in gwA/gwB (skipped, with a message, when it or
 #      `wg` is missing and cannot be installed).
 # Each path: SECONDS of traffic, REPEATS times; the table shows the median
@@ -251,6 +252,7 @@ run_flowsec() {  # run_flowsec KEY raw|udp [flowsec up options...]
 }
 run_flowsec flowsec-nooffload raw --no-offload
 run_flowsec flowsec raw
+run_flowsec flowsec-1w raw --workers 1
 run_flowsec flowsec-udp udp
 
 # ------------------------------------------------------------- wireguard-go
@@ -313,6 +315,7 @@ paths = [("plain-gso", "plain forwarding, kernel GSO"),
          ("plain-nogso", "plain forwarding, GSO off (gso_max_segs 1)"),
          ("flowsec-nooffload", "flowsec, ESP tunnel AES-GCM-16, --no-offload"),
          ("flowsec", "flowsec, ESP tunnel AES-GCM-16 (TUN offloads)"),
+         ("flowsec-1w", "flowsec, ESP tunnel AES-GCM-16 (TUN offloads), --workers 1"),
          ("flowsec-udp", "flowsec, ESP-in-UDP tunnel AES-GCM-16 (TUN offloads, UDP GSO/GRO)"),
          ("wireguard-go", "wireguard-go (TUN)")]
 base = statistics.median(m for m, _, _ in runs["plain-nogso"]) if "plain-nogso" in runs else None

@@ -117,6 +117,11 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let slots = |g: Option<Vec<OwnedFd>>| g.map(|g| g.into_iter().map(Some).collect::<Vec<_>>());
     let (mut udp, mut udp6) = (slots(udp), slots(udp6));
     let stop = Arc::new(AtomicBool::new(false));
+    let tuns: std::io::Result<Vec<OwnedFd>> = (0..workers)
+        .map(|_| sys::open_tun(&opts.tun, workers > 1, opts.offload))
+        .collect();
+    let tuns =
+        Arc::new(tuns.map_err(|e| RunError::Setup(format!("TUN device {}: {e}", opts.tun)))?);
     let mut boxes = Vec::new();
     let mut parts = Vec::new();
     let lists = apply::per_worker(&staged.changes, workers, &provider, Duration::ZERO)
@@ -124,7 +129,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     for (index, list) in lists.into_iter().enumerate() {
         let sock = udp.as_mut().and_then(|g| g[index].take());
         let sock6 = udp6.as_mut().and_then(|g| g[index].take());
-        let io = Io::open(&opts.tun, index, workers, sock, sock6, opts.offload)
+        let io = Io::open(Arc::clone(&tuns), index, workers, sock, sock6, opts.offload)
             .map_err(RunError::Setup)?;
         let (mailbox, rx, wake) =
             Mailbox::new().map_err(|e| RunError::Setup(format!("eventfd: {e}")))?;

@@ -208,7 +208,10 @@ impl Mailbox {
 
 /// The descriptors of one worker.
 pub struct Io {
-    pub tun: OwnedFd,
+    /// Every worker's TUN queue (this one reads `tuns[index]`), shared so
+    /// that a decapsulated packet can be written into the queue of the
+    /// worker that owns its replies; closed once all workers are gone.
+    pub tuns: Arc<Vec<OwnedFd>>,
     /// The TUN device speaks virtio headers (see [`crate::offload`]).
     pub offload: bool,
     /// Raw receivers: (socket, IP version, protocol).
@@ -228,7 +231,7 @@ impl Io {
     /// are its sockets of the 4500 groups, opened by the caller in worker
     /// order.
     pub fn open(
-        tun: &str,
+        tuns: Arc<Vec<OwnedFd>>,
         index: usize,
         workers: usize,
         udp: Option<OwnedFd>,
@@ -286,8 +289,7 @@ impl Io {
                 .map_err(|e| setup("SO_MARK", e))?;
         }
         Ok(Io {
-            tun: sys::open_tun(tun, workers > 1, offload)
-                .map_err(|e| setup(&format!("TUN device {tun}"), e))?,
+            tuns,
             offload,
             raw,
             udp,
@@ -543,12 +545,14 @@ impl Worker {
             .collect();
         // Segments of a TCP super-packet are built here.
         let mut seg = PacketBuf::new(big, DEFAULT_HEADROOM);
+        let tun = self.io.tuns[self.index].as_raw_fd();
         let mut tun_out = TunOut {
-            fd: self.io.tun.as_raw_fd(),
+            fds: self.io.tuns.iter().map(|fd| fd.as_raw_fd()).collect(),
+            queue: self.index,
             gro: self.io.offload.then(Coalescer::default),
         };
         // Poll order: the TUN, the raw receivers, UDP 4500, the mailbox.
-        let mut fds = vec![self.io.tun.as_raw_fd()];
+        let mut fds = vec![tun];
         fds.extend(self.io.raw.iter().map(|(fd, _, _)| fd.as_raw_fd()));
         let udp_at = fds.len();
         fds.extend(self.io.udp.as_ref().map(|fd| fd.as_raw_fd()));
@@ -565,9 +569,10 @@ impl Worker {
             // Also when not woken: recycled buffers arrive without a wake.
             self.take_mail(&mut st);
             let now = self.start.elapsed();
+            let (index, workers) = (self.index, self.workers);
             let mut deliver = |b: &mut PacketBuf, stats: &mut Stats| {
-                if inbound(&mut self.db, b, now, stats) {
-                    tun_out.deliver(b.as_slice(), stats);
+                if let Some(queue) = inbound(&mut self.db, b, now, stats, (index, workers)) {
+                    tun_out.deliver(b.as_slice(), queue, stats);
                 }
             };
             for (k, (fd, version, protocol)) in self.io.raw.iter().enumerate() {
@@ -591,7 +596,7 @@ impl Worker {
             }
             tun_out.flush(&mut st.stats);
             if ready[0] {
-                let read = drain(self.io.tun.as_raw_fd(), &mut buf, |b| {
+                let read = drain(tun, &mut buf, |b| {
                     if self.io.offload {
                         self.from_offloading_tun(b, &mut seg, now, &mut st)
                     } else {
@@ -952,17 +957,27 @@ fn with_udp_headers(buf: &mut PacketBuf, d: &sys::UdpDatagram) -> bool {
     true
 }
 
-/// Verify and decapsulate one packet from the network; true if it is to
-/// be delivered to the TUN device.
-fn inbound(db: &mut Databases, buf: &mut PacketBuf, now: Duration, stats: &mut Stats) -> bool {
+/// Verify and decapsulate one packet from the network. `Some(queue)` if it
+/// is to be delivered to the TUN device, through the queue of the worker
+/// that owns its replies' outbound SAs: the TUN device sends a flow's
+/// packets to the queue that last wrote the flow (its flow hash is
+/// symmetric), so the replies are read by their owner and need no handoff.
+/// `me` is (this worker, workers).
+fn inbound(
+    db: &mut Databases,
+    buf: &mut PacketBuf,
+    now: Duration,
+    stats: &mut Stats,
+    me: (usize, usize),
+) -> Option<usize> {
     let mut drop = |reason: DropReason| {
         stats.drops.count(reason);
-        false
+        None
     };
     let applied = match process::inbound(&mut db.sad, buf, now) {
         Ok(Inbound::Decapsulated(applied)) => applied,
         // Not on a raw ESP/AH socket; IKE comes with the IKE issue.
-        Ok(Inbound::NatKeepalive | Inbound::Ike) => return false,
+        Ok(Inbound::NatKeepalive | Inbound::Ike) => return None,
         Err(reason) => return drop(reason),
     };
     let flow = match Flow::of_packet(buf.as_slice()) {
@@ -977,23 +992,42 @@ fn inbound(db: &mut Databases, buf: &mut PacketBuf, now: Duration, stats: &mut S
     else {
         return drop(DropReason::NoInboundPolicy);
     };
-    match process::check_inbound(&db.sad, Some(policy), &applied) {
-        Ok(()) => true,
-        Err(reason) => drop(reason),
+    if let Err(reason) = process::check_inbound(&db.sad, Some(policy), &applied) {
+        return drop(reason);
     }
+    let reply = Flow {
+        src: flow.dst,
+        dst: flow.src,
+        protocol: flow.protocol,
+        src_port: flow.dst_port,
+        dst_port: flow.src_port,
+    };
+    Some(
+        match db.spd.lookup(Direction::Out, &reply).map(|p| &p.action) {
+            Some(Action::Protect(templates)) => owner_of(templates, &reply, me.1),
+            _ => me.0,
+        },
+    )
 }
 
 /// Writing decapsulated packets to the TUN device: directly, or through
 /// the coalescer when the device takes offloads.
 struct TunOut {
-    fd: i32,
+    /// Every worker's queue.
+    fds: Vec<i32>,
+    /// The queue the coalescer's group goes to.
+    queue: usize,
     gro: Option<Coalescer>,
 }
 
 impl TunOut {
-    fn deliver(&mut self, packet: &[u8], stats: &mut Stats) {
+    fn deliver(&mut self, packet: &[u8], queue: usize, stats: &mut Stats) {
         stats.delivered += 1;
-        let fd = self.fd;
+        if queue != self.queue {
+            self.flush(stats);
+            self.queue = queue;
+        }
+        let fd = self.fds[self.queue.min(self.fds.len() - 1)];
         match &mut self.gro {
             None => write_tun(fd, packet, false, stats),
             Some(gro) => gro.push(packet, &mut |b| write_tun(fd, b, true, stats)),
@@ -1002,7 +1036,7 @@ impl TunOut {
 
     /// Write what the coalescer holds (at the end of each batch).
     fn flush(&mut self, stats: &mut Stats) {
-        let fd = self.fd;
+        let fd = self.fds[self.queue.min(self.fds.len() - 1)];
         if let Some(gro) = &mut self.gro {
             gro.flush(&mut |b| write_tun(fd, b, true, stats));
         }
