@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run): everything flowsec checks, on a fresh
 # Debian 12 machine. Installs what the oracle tests need when run as root
-# (tshark, python3-venv; tshark also checks the e2e capture); the Rust tests
+# (tshark, python3-venv; tshark also checks the e2e capture; nftables for
+# flowsec's plaintext filter, which e2e checks); the Rust tests
 # need only cargo.
 #
 #   scripts/test.sh            all tests
@@ -14,6 +15,8 @@ section() { printf '\n== %s\n' "$*"; }
 install_system_deps() {
     local missing=()
     command -v tshark >/dev/null || missing+=(tshark)
+    # flowsec up's inbound plaintext filter (RFC 4301 §5.2), checked by e2e
+    command -v nft >/dev/null || missing+=(nftables)
     python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" -ne 0 ]; then
@@ -58,6 +61,8 @@ transport ah raw v4 5000000 - 1
 transport gcm raw v4 5000000 - 1
 transport gcm raw v6 20000000 - 1
 MATRIX
+echo "-- e2e: harness self-test (plain forwarding stand-in: the sniffer sees plaintext, injected plaintext arrives)"
+FLOWSEC_E2E_STANDIN=1 FLOWSEC_E2E_BYTES=5000000 tests/e2e/gateway.sh </dev/null
 
 if [ "${FLOWSEC_SKIP_ORACLE:-0}" != 1 ]; then
     section "oracle tests: scapy (ESP/AH both ways) and tshark (ESP decryption)"

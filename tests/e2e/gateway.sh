@@ -413,6 +413,42 @@ if [ "$STANDIN" != 1 ]; then
     check "hostile packets at gwB, then ping $FROM -> $TO still works" hostile_then_ping
 fi
 
+# ----------------------------------------- (d) plaintext around the tunnel
+# RFC 4301 §5.2: traffic a fwd PROTECT policy covers must come through the
+# tunnel. Plaintext hostA -> hostB put straight onto the transit link (to
+# gwB's MAC) must not reach hostB; flowsec's nftables table counts the drops.
+plaintext_dropped() {  # plaintext_dropped [arrives]: the stand-in's harness self-test
+    local mac table="flowsec_$TUN" out got dropped
+    mac=$(ns_exec gwB cat /sys/class/net/eth1/address)
+    start_bg "$TO" "$W/udp-count.log" python3 "$E2E_TOOLS" udp-count --bind 10.2.0.2 --port 5002 --seconds 2
+    local cpid=$E2E_LAST_PID
+    wait_for_log "$W/udp-count.log" 'udp-count: listening' 5 "$cpid" || { show_log "$W/udp-count.log"; return 1; }
+    ns_exec gwA python3 "$E2E_TOOLS" inject --iface eth1 --dst-mac "$mac" --src 10.1.0.2 --dst 10.2.0.2 \
+        --port 5002 --count 10 >"$W/inject.log" 2>&1 || { show_log "$W/inject.log"; return 1; }
+    wait "$cpid" 2>/dev/null || true
+    got=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])["received"])' "$W/udp-count.log")
+    if [ "${1:-}" = arrives ]; then
+        echo "    injected 10, hostB received $got"
+        [ "$got" = 10 ]; return
+    fi
+    out=$(ns_exec gwB nft list table inet "$table" 2>&1) || { echo "    $out"; return 1; }
+    # The rule of the fwd policy, in the forward chain (the input chain has
+    # the same selector for the in policy).
+    dropped=$(echo "$out" | sed -n '/chain forward/,$p' | grep '10.1.0.0/24 ip daddr 10.2.0.0/24 counter' |
+        grep -o 'packets [0-9]*' | head -n 1)
+    echo "    injected 10, hostB received $got; gwB nft inet $table forward: ${dropped:-no counter} dropped"
+    [ "$got" = 0 ] && [ "${dropped#packets }" -ge 10 ] 2>/dev/null
+}
+if [ "$STANDIN" = 1 ]; then
+    check "harness: plaintext injected on the transit link reaches hostB (stand-in)" plaintext_dropped arrives
+elif [ "$MODE" = tunnel ]; then
+    if command -v nft >/dev/null 2>&1; then
+        check "plaintext hostA -> hostB injected on the transit link: dropped at gwB (nftables, RFC 4301 5.2)" plaintext_dropped
+    else
+        skip "plaintext filter at gwB (no nft: install nftables)"
+    fi
+fi
+
 # ------------------------------------- (e) setkey against the running daemons
 if [ "$STANDIN" != 1 ]; then
     live_dumps() {
@@ -496,6 +532,9 @@ gw_stops_cleanly() {  # gw_stops_cleanly GW
         if [ -n "$(flowsec_routes "$gw")" ]; then
             echo "    $gw: routes left:"; flowsec_routes "$gw" | sed 's/^/      /'; ok=1
         fi
+        if command -v nft >/dev/null 2>&1 && ns_exec "$gw" nft list table inet "flowsec_$TUN" >/dev/null 2>&1; then
+            echo "    $gw: nftables table inet flowsec_$TUN left"; ok=1
+        fi
         if ns_exec "$gw" ip rule show | grep -q 0xf5ec; then
             echo "    $gw: policy-routing rule left:"; ns_exec "$gw" ip rule show | sed 's/^/      /'; ok=1
         fi
@@ -504,7 +543,7 @@ gw_stops_cleanly() {  # gw_stops_cleanly GW
     return "$ok"
 }
 for gw in gwA gwB; do
-    check "$gw: SIGTERM -> exit 0 within 5 s, TUN and routes gone" gw_stops_cleanly "$gw"
+    check "$gw: SIGTERM -> exit 0 within 5 s, TUN, routes and nft table gone" gw_stops_cleanly "$gw"
 done
 
 drops_counted() {  # the counters flowsec printed on its way down

@@ -347,6 +347,45 @@ def cmd_hostile(a) -> int:
     return 0
 
 
+def cmd_inject(a) -> int:
+    """Put plaintext UDP frames with a forged source straight onto a link
+    (AF_PACKET), addressed to the next hop's MAC: traffic that should have
+    come through the tunnel and must not get past the gateway."""
+    src, dst = ipaddress.ip_address(a.src), ipaddress.ip_address(a.dst)
+    mac = bytes.fromhex(a.dst_mac.replace(":", ""))
+    own = bytes.fromhex(open("/sys/class/net/%s/address" % a.iface).read().strip().replace(":", ""))
+    payload = MARKER + b" injected plaintext"
+    udp = struct.pack("!HHHH", 40000, a.port, 8 + len(payload), 0) + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, 64, 17, 0, src.packed, dst.packed)
+    csum = sum(struct.unpack("!10H", ip))
+    while csum >> 16:
+        csum = (csum & 0xFFFF) + (csum >> 16)
+    ip = ip[:10] + struct.pack("!H", ~csum & 0xFFFF) + ip[12:]
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((a.iface, 0))
+    for _ in range(a.count):
+        s.send(mac + own + b"\x08\x00" + ip + udp)
+    print(json.dumps({"injected": a.count}))
+    return 0
+
+
+def cmd_udp_count(a) -> int:
+    """Count UDP datagrams arriving at --bind:--port for --seconds."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((a.bind, a.port))
+    s.settimeout(0.2)
+    print("udp-count: listening", file=sys.stderr, flush=True)
+    n, end = 0, time.monotonic() + a.seconds
+    while time.monotonic() < end:
+        try:
+            s.recv(2048)
+            n += 1
+        except socket.timeout:
+            pass
+    print(json.dumps({"received": n}))
+    return 0
+
+
 def cmd_standin(_a) -> int:
     def bye(*_):
         print("flowsec (stand-in): exiting", file=sys.stderr, flush=True)
@@ -391,10 +430,22 @@ def main() -> int:
     q.add_argument("--spi", required=True, help="a real SPI at dst, hex")
     q.add_argument("--count", type=int, default=20)
     q.add_argument("--udp", action="store_true", help="ESP in UDP to port 4500 instead of raw ESP/AH")
+    q = sub.add_parser("inject")
+    q.add_argument("--iface", required=True)
+    q.add_argument("--dst-mac", required=True)
+    q.add_argument("--src", required=True)
+    q.add_argument("--dst", required=True)
+    q.add_argument("--port", type=int, default=5002)
+    q.add_argument("--count", type=int, default=10)
+    q = sub.add_parser("udp-count")
+    q.add_argument("--bind", required=True)
+    q.add_argument("--port", type=int, default=5002)
+    q.add_argument("--seconds", type=float, default=2.0)
     sub.add_parser("standin")
     a = p.parse_args()
     return {"ping": cmd_ping, "recv": cmd_recv, "send": cmd_send,
-            "sniff": cmd_sniff, "hostile": cmd_hostile, "standin": cmd_standin}[a.cmd](a)
+            "sniff": cmd_sniff, "hostile": cmd_hostile, "inject": cmd_inject,
+            "udp-count": cmd_udp_count, "standin": cmd_standin}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@
 
 mod apply;
 mod control;
+mod filter;
 mod offload;
 mod plane;
 mod routes;

@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 
 use crate::apply::{self, Capabilities, ConfigError, Databases, Model, Query, Staged};
 use crate::control::{self, Control};
+use crate::filter::Filter;
 use crate::routes::Routes;
 use crate::sys;
 use crate::worker::{self, Io, Mailbox, Msg, Report, SaReport, Stats, Worker};
@@ -141,12 +142,14 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let control = Control::bind(&opts.socket).map_err(RunError::Setup)?;
     let routes =
         Routes::install(&opts.tun, opts.mtu, &staged.model.spd).map_err(RunError::Setup)?;
+    let filter = Filter::install(&opts.tun, &staged.model.spd).map_err(RunError::Setup)?;
     let routed: Vec<String> = routes.prefixes().map(|p| p.to_string()).collect();
     eprintln!(
-        "flowsec: up (tun {}, {} workers, offloads {}, {} SAs, {} policies, routes via tun: {})",
+        "flowsec: up (tun {}, {} workers, offloads {}, plaintext filter {}, {} SAs, {} policies, routes via tun: {})",
         opts.tun,
         workers,
         if opts.offload { "on" } else { "off" },
+        filter.table().map_or("none".to_string(), |t| format!("nft inet {t}")),
         staged.model.sas.len(),
         staged.model.spd.len(),
         if routed.is_empty() {
@@ -185,6 +188,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         model: staged.model,
         boxes,
         routes,
+        filter,
         provider,
         caps,
         start,
@@ -204,7 +208,12 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
             break;
         }
     }
-    let Plane { boxes, routes, .. } = plane;
+    let Plane {
+        boxes,
+        routes,
+        filter,
+        ..
+    } = plane;
     let mut total = Stats::default();
     for (k, result) in stop_all(&stop, &boxes, handles).into_iter().enumerate() {
         match result {
@@ -213,6 +222,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         }
     }
     drop(routes);
+    drop(filter);
     match failure {
         Some(e) => Err(RunError::Setup(e)),
         None => Ok(total),
@@ -241,6 +251,7 @@ struct Plane {
     model: Model,
     boxes: Vec<Mailbox>,
     routes: Routes,
+    filter: Filter,
     provider: Provider,
     caps: Capabilities,
     start: Instant,
