@@ -506,6 +506,56 @@ sys.exit(0 if new > 0 and "00001001" not in sas else 1)'
     }
     check "live rekey by flowsec setkey -f on both gateways (SPIs 0x3001/0x3002 in, 0x1001/0x1002 out): traffic on the new SA" live_rekey
 
+    # DISCARD and BYPASS policies ahead of the tunnel's PROTECT policy,
+    # added and removed on the running gateways.
+    stat_of() {  # stat_of GW KEY: a total counter or drop of flowsec ctl stats
+        "$FLOWSEC" ctl stats --json --socket "$W/$1.sock" |
+            python3 -c 'import json,sys; t=json.load(sys.stdin)["total"]; k=sys.argv[1]; print(t.get(k, t["drops"].get(k, 0)))' "$2"
+    }
+    live_discard() {
+        local before after
+        before=$(stat_of gwA policy_discard)
+        printf 'spdadd 10.1.0.0/24 10.2.0.2/32 icmp -P out prio high discard;\nspdadd 10.1.0.0/24 198.51.100.0/24 any -P out discard;\n' |
+            "$FLOWSEC" setkey -c --socket "$W/gwA.sock" || return 1
+        if ping_ab 10.2.0.2 >/dev/null 2>&1; then echo "    ping got through a DISCARD policy"; return 1; fi
+        after=$(stat_of gwA policy_discard)
+        echo "    gwA policy_discard $before -> $after"
+        [ "$after" -ge $((before + 3)) ] || return 1
+        flowsec_routes gwA | grep -q '^198.51.100.0/24 dev' || { echo "    no route for the DISCARD-only 198.51.100.0/24"; return 1; }
+        printf 'spddelete 10.1.0.0/24 10.2.0.2/32 icmp -P out;\nspddelete 10.1.0.0/24 198.51.100.0/24 any -P out;\n' |
+            "$FLOWSEC" setkey -c --socket "$W/gwA.sock" || return 1
+        ping_ab 10.2.0.2 || return 1
+        ! flowsec_routes gwA | grep -q '^198.51.100.0/24' || { echo "    198.51.100.0/24 route left"; return 1; }
+    }
+    live_bypass() {
+        local cpid got before after
+        # Plain routes for the bypassed traffic, as the gateways' own
+        # configuration would have them.
+        ns_exec gwA ip route add 10.2.0.2/32 via 192.0.2.2 || return 1
+        ns_exec gwB ip route add 10.1.0.2/32 via 192.0.2.1 || return 1
+        echo 'spdadd 10.1.0.0/24 10.2.0.0/24[5003] udp -P out prio high none;' | "$FLOWSEC" setkey -c --socket "$W/gwA.sock" || return 1
+        echo 'spdadd 10.1.0.0/24 10.2.0.0/24[5003] udp -P fwd prio high none;' | "$FLOWSEC" setkey -c --socket "$W/gwB.sock" || return 1
+        before=$(stat_of gwA bypassed)
+        start_bg "$TO" "$W/udp-bypass.log" python3 "$E2E_TOOLS" udp-count --bind 10.2.0.2 --port 5003 --seconds 2
+        cpid=$E2E_LAST_PID
+        wait_for_log "$W/udp-bypass.log" 'udp-count: listening' 5 "$cpid" || { show_log "$W/udp-bypass.log"; return 1; }
+        ns_exec hostA python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(10): s.sendto(b"bypass", ("10.2.0.2", 5003))'
+        wait "$cpid" 2>/dev/null || true
+        got=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])["received"])' "$W/udp-bypass.log")
+        after=$(stat_of gwA bypassed)
+        echo "    10 datagrams to hostB:5003 under BYPASS: hostB received $got; gwA bypassed $before -> $after"
+        echo 'spddelete 10.1.0.0/24 10.2.0.0/24[5003] udp -P out;' | "$FLOWSEC" setkey -c --socket "$W/gwA.sock"
+        echo 'spddelete 10.1.0.0/24 10.2.0.0/24[5003] udp -P fwd;' | "$FLOWSEC" setkey -c --socket "$W/gwB.sock"
+        ns_exec gwA ip route del 10.2.0.2/32 via 192.0.2.2
+        ns_exec gwB ip route del 10.1.0.2/32 via 192.0.2.1
+        [ "$got" = 10 ] && [ "$after" -ge $((before + 10)) ]
+    }
+    if [ "$MODE" = tunnel ] && [ "$OUTER" = v4 ]; then
+        check "a DISCARD policy added live stops ping (policy_discard counted) and routes its own prefix; removed, ping flows" live_discard
+        check "a BYPASS policy (UDP port 5003) added live on both gateways: that traffic goes on in the clear (gwA counts it bypassed, hostB gets it)" live_bypass
+    fi
+
     live_spdflush() {
         "$FLOWSEC" setkey -FP --socket "$W/gwA.sock" || return 1
         if [ -n "$(flowsec_routes gwA)" ]; then

@@ -312,13 +312,19 @@ impl Plane {
             Ok(lists) => lists,
             Err(e) => return json!({"error": format!("{name}: {e}")}),
         };
-        // Routes first: the one step that can fail half-way is undone by
-        // syncing back to the old SPD.
+        // Routes and the plaintext filter first: the steps that can fail
+        // are undone by syncing back to the old SPD.
         let spd_changed = changes.iter().any(|c| matches!(c, apply::Change::Spd(_)));
         if spd_changed {
-            if let Err(e) = self.routes.sync(&model.spd) {
+            let synced = self
+                .routes
+                .sync(&model.spd)
+                .map_err(|e| format!("routes: {e}"))
+                .and_then(|()| self.filter.sync(&model.spd));
+            if let Err(e) = synced {
                 let _ = self.routes.sync(&self.model.spd);
-                return json!({"error": format!("{name}: routes: {e}")});
+                let _ = self.filter.sync(&self.model.spd);
+                return json!({"error": format!("{name}: {e}")});
             }
         }
         for (mailbox, list) in self.boxes.iter().zip(lists) {

@@ -111,20 +111,25 @@ impl Routes {
     }
 }
 
-/// The routes `spd` needs: one per destination of an outbound PROTECT
-/// policy, the first policy for a destination deciding its source.
+/// The routes `spd` needs: one per destination of an outbound PROTECT or
+/// DISCARD policy, the first policy for a destination deciding its source.
+/// (The daemon matches the whole selector: what such a route brings it
+/// that a BYPASS policy, or no policy, covers goes on in the clear.)
 fn wanted(spd: &Spd) -> Vec<(IpPrefix, Option<IpAddr>)> {
     let mut out: Vec<(IpPrefix, Option<IpAddr>)> = Vec::new();
     for p in spd.iter().filter(|p| p.direction == Direction::Out) {
-        let Action::Protect(templates) = &p.action else {
-            continue;
+        let templates = match &p.action {
+            Action::Protect(templates) => &templates[..],
+            Action::Discard => &[],
+            Action::Bypass => continue,
         };
         if out.iter().any(|(d, _)| *d == p.selector.dst) {
             continue;
         }
         // In transport mode a host selector names the address the host's
         // traffic must come from (the TUN itself has none).
-        let src = match templates.iter().all(|t| t.mode == Mode::Transport) {
+        let src = match !templates.is_empty() && templates.iter().all(|t| t.mode == Mode::Transport)
+        {
             true => host(&p.selector.src),
             false => None,
         };

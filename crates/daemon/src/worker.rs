@@ -60,11 +60,13 @@ pub struct Stats {
     pub sent: u64,
     /// Packets received, verified and delivered to the TUN device.
     pub delivered: u64,
-    /// Packets from the TUN device that no policy covers.
+    /// Link-scope or multicast packets from the TUN device that no policy
+    /// covers (router solicitations, MLD): dropped.
     pub no_policy: u64,
-    /// Packets from the TUN device that a BYPASS policy covers (they
-    /// should not have been routed into it).
-    pub bypass_on_tun: u64,
+    /// Packets from the TUN device sent on in the clear: a BYPASS policy
+    /// covers them, or no policy does (setkey's default). They were routed
+    /// into the TUN by a wider PROTECT or DISCARD route.
+    pub bypassed: u64,
     /// Outbound packets whose outer family this host cannot send.
     pub unsupported_outer: u64,
     /// Outbound packets passed to the worker that owns their SAs.
@@ -91,7 +93,7 @@ impl Stats {
         self.sent += other.sent;
         self.delivered += other.delivered;
         self.no_policy += other.no_policy;
-        self.bypass_on_tun += other.bypass_on_tun;
+        self.bypassed += other.bypassed;
         self.unsupported_outer += other.unsupported_outer;
         self.handed_off += other.handed_off;
         self.handoff_drops += other.handoff_drops;
@@ -108,7 +110,7 @@ impl Stats {
             ("sent", self.sent),
             ("delivered", self.delivered),
             ("no_policy", self.no_policy),
-            ("bypass_on_tun", self.bypass_on_tun),
+            ("bypassed", self.bypassed),
             ("unsupported_outer", self.unsupported_outer),
             ("handed_off", self.handed_off),
             ("handoff_drops", self.handoff_drops),
@@ -347,6 +349,24 @@ pub fn owner_of_endpoints(src: IpAddr, dst: IpAddr, workers: usize) -> usize {
     eat(src);
     eat(dst);
     (h % workers as u32) as usize
+}
+
+/// Traffic that never leaves the link: not to be sent on in the clear.
+fn link_scope(flow: &Flow) -> bool {
+    match (flow.src, flow.dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            s.is_unspecified()
+                || s.is_link_local()
+                || d.is_multicast()
+                || d.is_link_local()
+                || d.is_broadcast()
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            let link_local = |a: std::net::Ipv6Addr| a.segments()[0] & 0xffc0 == 0xfe80;
+            s.is_unspecified() || link_local(s) || link_local(d) || d.is_multicast()
+        }
+        _ => true,
+    }
 }
 
 /// The owner of the packet `flow` that `templates` protect: that of the
@@ -697,17 +717,15 @@ impl Worker {
             Ok(flow) => flow,
             Err(reason) => return stats.drops.count(reason),
         };
-        let Some(policy) = self.db.spd.lookup(Direction::Out, &flow) else {
-            stats.no_policy += 1;
-            return;
-        };
-        let templates = match &policy.action {
-            Action::Protect(templates) => templates,
-            Action::Bypass => {
-                stats.bypass_on_tun += 1;
+        let templates = match self.db.spd.lookup(Direction::Out, &flow).map(|p| &p.action) {
+            Some(Action::Protect(templates)) => templates,
+            Some(Action::Discard) => return stats.drops.count(DropReason::PolicyDiscard),
+            Some(Action::Bypass) => return self.send_clear(buf, st),
+            None if link_scope(&flow) => {
+                stats.no_policy += 1;
                 return;
             }
-            Action::Discard => return stats.drops.count(DropReason::PolicyDiscard),
+            None => return self.send_clear(buf, st),
         };
         let owner = owner_of(templates, &flow, self.workers);
         if owner != self.index {
@@ -748,6 +766,30 @@ impl Worker {
                 return;
             }
         };
+        if full {
+            self.flush_sends(st);
+        }
+    }
+
+    /// Send a packet from the TUN device on as it is, through the marked raw
+    /// socket, which the routes into the TUN do not apply to.
+    fn send_clear(&self, buf: &PacketBuf, st: &mut State) {
+        let packet = buf.as_slice();
+        let full = match (packet.first().map(|b| b >> 4), &self.io.send6) {
+            (Some(4), _) => {
+                let dst = Ipv4Packet::new_unchecked(packet).dst_addr();
+                st.out4.push(packet, dst.into())
+            }
+            (Some(6), Some(_)) => {
+                let dst = Ipv6Packet::new_unchecked(packet).dst_addr();
+                st.out6.push(packet, dst.into())
+            }
+            _ => {
+                st.stats.unsupported_outer += 1;
+                return;
+            }
+        };
+        st.stats.bypassed += 1;
         if full {
             self.flush_sends(st);
         }
