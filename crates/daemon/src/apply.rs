@@ -49,7 +49,7 @@ pub struct Model {
 #[derive(Debug)]
 pub enum Change {
     /// Create this SA (the config still has its keys).
-    AddSa(SaConfig),
+    AddSa(Box<SaConfig>),
     /// Remove an SA.
     RemoveSa(SaId),
     /// Replace the SPD.
@@ -148,7 +148,7 @@ pub fn stage(
                     return Err(at(format!("SA {} already exists", sa.id())));
                 }
                 m.sas.insert(sa.id(), without_keys(&config));
-                staged.changes.push(Change::AddSa(config));
+                staged.changes.push(Change::AddSa(Box::new(config)));
             }
             Command::Delete { id, .. } => {
                 m.sas.remove(&id).ok_or_else(|| at(format!("no SA {id}")))?;
@@ -170,7 +170,7 @@ pub fn stage(
                 let ids: Vec<SaId> = m
                     .sas
                     .keys()
-                    .filter(|id| protocol.map_or(true, |p| id.protocol == p))
+                    .filter(|id| protocol.is_none_or(|p| id.protocol == p))
                     .copied()
                     .collect();
                 for id in ids {

@@ -243,8 +243,10 @@ mod tests {
         assert_eq!(sa["auth_failures"], 2);
         let text = sa.to_string();
         assert!(!text.contains("key") && !text.contains("0707"), "{text}");
-        let mut w = Stats::default();
-        w.sent = 4;
+        let w = Stats {
+            sent: 4,
+            ..Stats::default()
+        };
         let stats = stats_json(&[w.clone(), w]);
         assert_eq!(stats["total"]["sent"], 8);
         assert_eq!(stats["workers"].as_array().unwrap().len(), 2);

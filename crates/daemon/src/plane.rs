@@ -356,7 +356,7 @@ impl Plane {
                 Query::Dump(protocol) => {
                     let mut any = false;
                     for (id, c) in &self.model.sas {
-                        if protocol.map_or(true, |p| p == id.protocol) {
+                        if protocol.is_none_or(|p| p == id.protocol) {
                             out += &format_sa(c, Some(&seen.sa(*id, self.start).live));
                             any = true;
                         }
@@ -426,9 +426,9 @@ impl Seen {
             drops.auth_failures += c.stats.auth_failures;
             drops.other_drops += c.stats.other_drops;
             drops.ipcomp_uncompressed += c.stats.ipcomp_uncompressed;
-            let busier = best.as_ref().map_or(true, |b| {
-                (c.live.packets, c.live.seq) > (b.live.packets, b.live.seq)
-            });
+            let busier = best
+                .as_ref()
+                .is_none_or(|b| (c.live.packets, c.live.seq) > (b.live.packets, b.live.seq));
             if busier {
                 best = Some(c.clone());
             }

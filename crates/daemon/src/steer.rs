@@ -44,6 +44,8 @@ const MOD: u16 = 0x90;
 const JEQ: u16 = 0x10;
 const JGE: u16 = 0x30;
 const K: u16 = 0x00;
+/// `ldx #k` (mode 0x00).
+const IMM: u16 = 0x00;
 const X: u16 = 0x08;
 const A: u16 = 0x10;
 
@@ -92,7 +94,7 @@ pub fn raw_filter(kind: RawKind, workers: usize, index: usize) -> Vec<Insn> {
         // X = 4 * IHL, the IPv4 header length.
         RawKind::V4Esp | RawKind::V4Ah => insn(LDX | B | MSH, 0, 0, 0),
         // X = 0: the filter already starts after the IPv6 header.
-        RawKind::V6Esp | RawKind::V6Ah => insn(LDX | W | 0x00, 0, 0, 0),
+        RawKind::V6Esp | RawKind::V6Ah => insn(LDX | W | IMM, 0, 0, 0),
     };
     let need = kind.spi_offset() + 4;
     vec![
@@ -143,7 +145,7 @@ fn run(prog: &[Insn], packet: &[u8]) -> u32 {
                 Some(b) => x = 4 * u32::from(b & 0xf),
                 None => return 0,
             },
-            c if c == LDX | W => x = i.k,
+            c if c == LDX | W | IMM => x = i.k,
             c if c == LD | W | LEN => a = packet.len() as u32,
             c if c == LD | W | ABS => match word(i.k) {
                 Some(w) => a = w,

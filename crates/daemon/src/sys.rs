@@ -311,27 +311,16 @@ pub struct UdpDatagram {
     pub tos: u8,
 }
 
-/// One datagram from an IPv6 [`udp_encap_socket`]: its length, sender,
-/// and the local address it was sent to. `Ok(None)` when nothing waits.
-pub fn recv_udp_v6(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<UdpDatagram>> {
+/// One datagram from an IPv6 [`udp_encap_socket`], or one packet from a
+/// [`raw_receiver_v6`] (what follows its IPv6 header; the port is 0): its
+/// length, sender, the local address it was sent to and its traffic class.
+/// `Ok(None)` when nothing waits.
+pub fn recv_v6(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<UdpDatagram>> {
     // SAFETY: an all-zero sockaddr_in6 is valid (family AF_UNSPEC).
     let mut from: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
-    let mut dst = Ipv6Addr::UNSPECIFIED;
     let mut extra = Ancillary::default();
-    let n = recv_with_pktinfo(
-        fd,
-        buf,
-        &mut from,
-        libc::IPPROTO_IPV6,
-        libc::IPV6_PKTINFO,
-        std::mem::size_of::<libc::in6_pktinfo>(),
-        |data| {
-            // SAFETY: IPV6_PKTINFO data is a `struct in6_pktinfo`; read unaligned.
-            let info = unsafe { std::ptr::read_unaligned(data as *const libc::in6_pktinfo) };
-            dst = Ipv6Addr::from(info.ipi6_addr.s6_addr);
-        },
-        &mut extra,
-    )?;
+    let n = recv_with_pktinfo(fd, buf, &mut from, &mut extra)?;
+    let dst = extra.dst.unwrap_or(Ipv6Addr::UNSPECIFIED.into());
     let src = SocketAddrV6::new(
         Ipv6Addr::from(from.sin6_addr.s6_addr),
         u16::from_be(from.sin6_port),
@@ -341,7 +330,7 @@ pub fn recv_udp_v6(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<UdpDatagram>>
     Ok(n.map(|len| UdpDatagram {
         len,
         src: src.into(),
-        dst: dst.into(),
+        dst,
         segment: extra.gro,
         tos: extra.tos,
     }))
@@ -352,22 +341,9 @@ pub fn recv_udp_v6(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<UdpDatagram>>
 pub fn recv_udp_v4(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<UdpDatagram>> {
     // SAFETY: an all-zero sockaddr_in is valid (family AF_UNSPEC).
     let mut from: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-    let mut dst = Ipv4Addr::UNSPECIFIED;
     let mut extra = Ancillary::default();
-    let n = recv_with_pktinfo(
-        fd,
-        buf,
-        &mut from,
-        libc::IPPROTO_IP,
-        libc::IP_PKTINFO,
-        std::mem::size_of::<libc::in_pktinfo>(),
-        |data| {
-            // SAFETY: IP_PKTINFO data is a `struct in_pktinfo`; read unaligned.
-            let info = unsafe { std::ptr::read_unaligned(data as *const libc::in_pktinfo) };
-            dst = Ipv4Addr::from(info.ipi_addr.s_addr.to_ne_bytes());
-        },
-        &mut extra,
-    )?;
+    let n = recv_with_pktinfo(fd, buf, &mut from, &mut extra)?;
+    let dst = extra.dst.unwrap_or(Ipv4Addr::UNSPECIFIED.into());
     let src = SocketAddrV4::new(
         Ipv4Addr::from(from.sin_addr.s_addr.to_ne_bytes()),
         u16::from_be(from.sin_port),
@@ -375,7 +351,7 @@ pub fn recv_udp_v4(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<UdpDatagram>>
     Ok(n.map(|len| UdpDatagram {
         len,
         src: src.into(),
-        dst: dst.into(),
+        dst,
         segment: extra.gro,
         tos: extra.tos,
     }))
@@ -388,19 +364,16 @@ pub struct Ancillary {
     pub gro: usize,
     /// The outer header's TOS / traffic class (DSCP and ECN).
     pub tos: u8,
+    /// Our address the packet was sent to (PKTINFO).
+    pub dst: Option<IpAddr>,
 }
 
 /// recvmsg(2) into `buf`, the sender into `from` (a sockaddr_in or
-/// sockaddr_in6), calling `on_pktinfo` with the data of the control message
-/// (`level`, `kind`) if there is one.
+/// sockaddr_in6), the control messages into `extra`.
 fn recv_with_pktinfo<A>(
     fd: RawFd,
     buf: &mut [u8],
     from: &mut A,
-    level: libc::c_int,
-    kind: libc::c_int,
-    pktinfo_len: usize,
-    mut on_pktinfo: impl FnMut(*const u8),
     extra: &mut Ancillary,
 ) -> io::Result<Option<usize>> {
     // Room for PKTINFO, TOS/TCLASS and UDP_GRO control messages, 8-byte aligned.
@@ -429,16 +402,29 @@ fn recv_with_pktinfo<A>(
         return Ok(Some(0));
     }
     // SAFETY: the CMSG macros walk the control buffer recvmsg filled,
-    // within `msg_controllen`.
+    // within `msg_controllen`; a message's data is read (unaligned) only
+    // when the message is long enough for the type read.
     unsafe {
         let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
         while !cmsg.is_null() {
-            // Only a message long enough for the PKTINFO struct is read.
-            if (*cmsg).cmsg_level == level
-                && (*cmsg).cmsg_type == kind
-                && (*cmsg).cmsg_len as usize >= libc::CMSG_LEN(pktinfo_len as u32) as usize
+            // Only a message long enough for its struct is read, unaligned.
+            let fits =
+                |len: usize| (*cmsg).cmsg_len as usize >= libc::CMSG_LEN(len as u32) as usize;
+            if (*cmsg).cmsg_level == libc::IPPROTO_IP
+                && (*cmsg).cmsg_type == libc::IP_PKTINFO
+                && fits(std::mem::size_of::<libc::in_pktinfo>())
             {
-                on_pktinfo(libc::CMSG_DATA(cmsg));
+                let info =
+                    std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::in_pktinfo);
+                extra.dst = Some(Ipv4Addr::from(info.ipi_addr.s_addr.to_ne_bytes()).into());
+            }
+            if (*cmsg).cmsg_level == libc::IPPROTO_IPV6
+                && (*cmsg).cmsg_type == libc::IPV6_PKTINFO
+                && fits(std::mem::size_of::<libc::in6_pktinfo>())
+            {
+                let info =
+                    std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::in6_pktinfo);
+                extra.dst = Some(Ipv6Addr::from(info.ipi6_addr.s6_addr).into());
             }
             if (*cmsg).cmsg_level == SOL_UDP
                 && (*cmsg).cmsg_type == UDP_GRO
@@ -505,33 +491,6 @@ pub fn raw_receiver_v6(protocol: u8) -> io::Result<OwnedFd> {
     )?;
     set_int_option(fd.as_raw_fd(), libc::IPPROTO_IPV6, libc::IPV6_RECVTCLASS, 1)?;
     Ok(fd)
-}
-
-/// One packet from a [`raw_receiver_v6`]: its length, source and
-/// destination. `Ok(None)` when nothing is waiting.
-pub fn recv_raw_v6(
-    fd: RawFd,
-    buf: &mut [u8],
-) -> io::Result<Option<(usize, Ipv6Addr, Ipv6Addr, u8)>> {
-    // SAFETY: an all-zero sockaddr_in6 is valid (family AF_UNSPEC).
-    let mut from: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
-    let mut dst = Ipv6Addr::UNSPECIFIED;
-    let mut extra = Ancillary::default();
-    let n = recv_with_pktinfo(
-        fd,
-        buf,
-        &mut from,
-        libc::IPPROTO_IPV6,
-        libc::IPV6_PKTINFO,
-        std::mem::size_of::<libc::in6_pktinfo>(),
-        |data| {
-            // SAFETY: IPV6_PKTINFO data is a `struct in6_pktinfo`; read unaligned.
-            let info = unsafe { std::ptr::read_unaligned(data as *const libc::in6_pktinfo) };
-            dst = Ipv6Addr::from(info.ipi6_addr.s6_addr);
-        },
-        &mut extra,
-    )?;
-    Ok(n.map(|n| (n, Ipv6Addr::from(from.sin6_addr.s6_addr), dst, extra.tos)))
 }
 
 /// A raw IPv6 socket that sends whole packets, header included

@@ -15,8 +15,7 @@
 //! Workers never wait on the control plane: configuration changes and
 //! requests for counters arrive as messages, taken between batches.
 
-use core::fmt;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
@@ -26,21 +25,19 @@ use std::time::{Duration, Instant};
 use flowsec_ipsec::buf::{DEFAULT_HEADROOM, DEFAULT_TAILROOM};
 use flowsec_ipsec::process::{self, Inbound};
 use flowsec_ipsec::spd::SaTemplate;
-use flowsec_ipsec::{Action, Direction, DropCounters, DropReason, Flow, PacketBuf, SaId, SaStats};
+use flowsec_ipsec::{Action, Direction, DropReason, Flow, PacketBuf};
 use flowsec_setkey::SaLive;
 use flowsec_wire::iana::IpProtocol;
 use flowsec_wire::ip::IpVersion;
-use flowsec_wire::ipv4::{self, Ipv4Packet, Ipv4Repr};
-use flowsec_wire::ipv6::{self, Ipv6Packet, Ipv6Repr};
-use flowsec_wire::udp::{self, UdpPacket, UdpRepr};
 
 use crate::apply::{apply_to, Databases, WorkerChange};
 use crate::offload::{self, Coalescer, VnetHdr, VNET_HDR_LEN};
+use crate::recv::{drain, drain_many, drain_raw_v6, drain_udp};
+use crate::send::{SendFds, Sender};
+pub use crate::stats::{Report, SaReport, Stats};
 use crate::steer::{self, RawKind};
 use crate::sys;
 
-/// Packets taken from one source before looking at the others.
-const BATCH: usize = 64;
 /// The UDP port of ESP in UDP (RFC 3948 §2.1; the IKE NAT-T port).
 pub const NAT_T_PORT: u16 = 4500;
 /// Receive buffer of the raw and UDP sockets: room for a burst of ~5000
@@ -52,112 +49,6 @@ const POLL_MS: i32 = 200;
 const MAILBOX: usize = 1024;
 /// Spare handoff buffers a worker keeps.
 const POOL: usize = 256;
-
-/// Counters of one worker.
-#[derive(Debug, Default, Clone)]
-pub struct Stats {
-    /// Packets protected and sent.
-    pub sent: u64,
-    /// Packets received, verified and delivered to the TUN device.
-    pub delivered: u64,
-    /// Link-scope or multicast packets from the TUN device that no policy
-    /// covers (router solicitations, MLD): dropped.
-    pub no_policy: u64,
-    /// Packets from the TUN device sent on in the clear: a BYPASS policy
-    /// covers them, or no policy does (setkey's default). They were routed
-    /// into the TUN by a wider PROTECT or DISCARD route.
-    pub bypassed: u64,
-    /// Outbound packets whose outer family this host cannot send.
-    pub unsupported_outer: u64,
-    /// Outbound packets passed to the worker that owns their SAs.
-    pub handed_off: u64,
-    /// Handoffs refused: the owner's mailbox was full, or the packet did
-    /// not fit a handoff buffer.
-    pub handoff_drops: u64,
-    /// TCP super-packets read from the TUN device and cut into segments.
-    pub tso_in: u64,
-    /// TCP super-packets written to the TUN device (coalesced segments).
-    pub gro_out: u64,
-    /// Packets from the TUN device whose offload header or partial
-    /// checksum could not be handled.
-    pub offload_errors: u64,
-    /// Send or TUN-write errors.
-    pub io_errors: u64,
-    /// Drops by named reason.
-    pub drops: DropCounters,
-}
-
-impl Stats {
-    /// Add `other`'s counts to these.
-    pub fn add(&mut self, other: &Stats) {
-        self.sent += other.sent;
-        self.delivered += other.delivered;
-        self.no_policy += other.no_policy;
-        self.bypassed += other.bypassed;
-        self.unsupported_outer += other.unsupported_outer;
-        self.handed_off += other.handed_off;
-        self.handoff_drops += other.handoff_drops;
-        self.tso_in += other.tso_in;
-        self.gro_out += other.gro_out;
-        self.offload_errors += other.offload_errors;
-        self.io_errors += other.io_errors;
-        self.drops.add(&other.drops);
-    }
-
-    /// The plain counters by name (drops apart).
-    pub fn named(&self) -> [(&'static str, u64); 11] {
-        [
-            ("sent", self.sent),
-            ("delivered", self.delivered),
-            ("no_policy", self.no_policy),
-            ("bypassed", self.bypassed),
-            ("unsupported_outer", self.unsupported_outer),
-            ("handed_off", self.handed_off),
-            ("handoff_drops", self.handoff_drops),
-            ("tso_in", self.tso_in),
-            ("gro_out", self.gro_out),
-            ("offload_errors", self.offload_errors),
-            ("io_errors", self.io_errors),
-        ]
-    }
-}
-
-impl fmt::Display for Stats {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} sent, {} delivered", self.sent, self.delivered)?;
-        for (name, n) in self.named().into_iter().skip(2) {
-            if n != 0 {
-                write!(f, ", {name}={n}")?;
-            }
-        }
-        for (reason, n) in self.drops.nonzero() {
-            write!(f, ", {reason}={n}")?;
-        }
-        Ok(())
-    }
-}
-
-/// One SA as a worker sees it.
-#[derive(Debug, Clone)]
-pub struct SaReport {
-    /// Which SA.
-    pub id: SaId,
-    /// Sequence number, state, age, traffic.
-    pub live: SaLive,
-    /// Drops by this SA.
-    pub stats: SaStats,
-    /// Anti-replay window size.
-    pub replay_window: u32,
-}
-
-/// A worker's answer to [`Msg::Report`].
-#[derive(Debug, Clone, Default)]
-pub struct Report {
-    /// Its counters.
-    pub stats: Stats,
-    /// Its copy of each SA.
-    pub sas: Vec<SaReport>,
-}
 
 /// What a worker is sent.
 pub enum Msg {
@@ -396,148 +287,9 @@ pub struct Worker {
     pub start: Instant,
 }
 
-/// Sealed packets waiting for one sendmmsg(2).
-struct SendBatch<A> {
-    bufs: Vec<Vec<u8>>,
-    dsts: Vec<A>,
-}
-
-impl<A: Copy> SendBatch<A> {
-    fn new() -> Self {
-        SendBatch {
-            bufs: Vec::new(),
-            dsts: Vec::with_capacity(sys::MAX_BATCH),
-        }
-    }
-
-    /// Queue a copy of `packet`; true when the batch is full.
-    fn push(&mut self, packet: &[u8], dst: A) -> bool {
-        let used = self.dsts.len();
-        if used == self.bufs.len() {
-            self.bufs.push(Vec::with_capacity(2048));
-        }
-        let b = &mut self.bufs[used];
-        b.clear();
-        b.extend_from_slice(packet);
-        self.dsts.push(dst);
-        self.dsts.len() == sys::MAX_BATCH
-    }
-
-    /// Send what is queued on `fd`.
-    fn flush(&mut self, fd: i32, stats: &mut Stats) {
-        if self.dsts.is_empty() {
-            return;
-        }
-        let (sent, failed) = sys::send_many(fd, &self.bufs[..self.dsts.len()], &self.dsts);
-        stats.sent += sent as u64;
-        stats.io_errors += failed as u64;
-        self.dsts.clear();
-    }
-}
-
-/// Sealed ESP-in-UDP packets of one destination and size, gathered for one
-/// sendmsg(2) with UDP_SEGMENT (UDP GSO): the segments of a TCP
-/// super-packet travel the stack as one until the device (DESIGN.md: send
-/// batch, UDP GSO).
-#[derive(Default)]
-struct UdpGso {
-    /// The ESP payloads, back to back.
-    buf: Vec<u8>,
-    /// Size of each but the last.
-    segment: usize,
-    count: usize,
-    dst: Option<SocketAddr>,
-    src: Option<IpAddr>,
-    tos: u8,
-    /// A shorter payload ended the group.
-    closed: bool,
-}
-
-/// The most datagrams one UDP_SEGMENT send carries (UDP_MAX_SEGMENTS in
-/// older kernels).
-const GSO_SEGMENTS: usize = 64;
-
-impl UdpGso {
-    fn push(&mut self, payload: &[u8], to: (SocketAddr, IpAddr, u8), fd: i32, stats: &mut Stats) {
-        let (dst, src, tos) = to;
-        let fits = self.count > 0
-            && !self.closed
-            && self.dst == Some(dst)
-            && self.src == Some(src)
-            && self.tos == tos
-            && payload.len() <= self.segment
-            && self.count < GSO_SEGMENTS
-            && self.buf.len() + payload.len() <= 65_000;
-        if !fits {
-            self.flush(fd, stats);
-            self.dst = Some(dst);
-            self.src = Some(src);
-            self.tos = tos;
-            self.segment = payload.len();
-        }
-        self.buf.extend_from_slice(payload);
-        self.count += 1;
-        if payload.len() < self.segment {
-            self.closed = true;
-        }
-    }
-
-    fn flush(&mut self, fd: i32, stats: &mut Stats) {
-        if let (Some(dst), Some(src), true) = (self.dst, self.src, self.count > 0) {
-            let segment = if self.count > 1 {
-                self.segment as u16
-            } else {
-                0
-            };
-            match sys::send_udp(fd, &self.buf, segment, dst, src, self.tos) {
-                Ok(()) => stats.sent += self.count as u64,
-                Err(_) => stats.io_errors += self.count as u64,
-            }
-        }
-        self.buf.clear();
-        self.count = 0;
-        self.closed = false;
-    }
-}
-
-/// Where a sealed packet goes when its SA is UDP-encapsulated: the ESP
-/// payload, and (destination, source, traffic class); `None` for other
-/// packets.
-fn udp_parts(packet: &[u8]) -> Option<(&[u8], (SocketAddr, IpAddr, u8))> {
-    let (l4, src, dst, tos): (usize, IpAddr, IpAddr, u8) = match packet.first()? >> 4 {
-        4 if packet.len() >= 20 && packet[9] == IpProtocol::UDP.0 => {
-            let p = Ipv4Packet::new_unchecked(packet);
-            (
-                usize::from(packet[0] & 0xf) * 4,
-                p.src_addr().into(),
-                p.dst_addr().into(),
-                packet[1],
-            )
-        }
-        6 if packet.len() >= 40 && packet[6] == IpProtocol::UDP.0 => {
-            let p = Ipv6Packet::new_unchecked(packet);
-            let tc = (packet[0] << 4) | (packet[1] >> 4);
-            (40, p.src_addr().into(), p.dst_addr().into(), tc)
-        }
-        _ => return None,
-    };
-    let udp = packet.get(l4..l4 + udp::HEADER_LEN)?;
-    if u16::from_be_bytes([udp[0], udp[1]]) != NAT_T_PORT {
-        return None;
-    }
-    let port = u16::from_be_bytes([udp[2], udp[3]]);
-    Some((
-        &packet[l4 + udp::HEADER_LEN..],
-        (SocketAddr::new(dst, port), src, tos),
-    ))
-}
-
 /// Per-loop state of a worker.
 struct State {
-    gso4: UdpGso,
-    gso6: UdpGso,
-    out4: SendBatch<sys::Dest4>,
-    out6: SendBatch<sys::Dest6>,
+    send: Sender,
     stats: Stats,
     pool: Vec<PacketBuf>,
     /// Peers that were handed packets since they were last woken.
@@ -549,10 +301,12 @@ impl Worker {
     /// go on (the TUN device went away).
     pub fn run(mut self) -> Result<Stats, String> {
         let mut st = State {
-            gso4: UdpGso::default(),
-            gso6: UdpGso::default(),
-            out4: SendBatch::new(),
-            out6: SendBatch::new(),
+            send: Sender::new(SendFds {
+                send4: self.io.send4.as_raw_fd(),
+                send6: self.io.send6.as_ref().map(|fd| fd.as_raw_fd()),
+                udp4: self.io.udp.as_ref().map(|fd| fd.as_raw_fd()),
+                udp6: self.io.udp6.as_ref().map(|fd| fd.as_raw_fd()),
+            }),
             stats: Stats::default(),
             pool: Vec::new(),
             to_wake: vec![false; self.workers],
@@ -618,7 +372,7 @@ impl Worker {
             if ready[0] {
                 let read = drain(tun, &mut buf, |b| {
                     if self.io.offload {
-                        self.from_offloading_tun(b, &mut seg, now, &mut st)
+                        self.offloaded_from_tun(b, &mut seg, now, &mut st)
                     } else {
                         self.outbound(b, false, now, &mut st)
                     }
@@ -627,7 +381,7 @@ impl Worker {
                     return Err(format!("TUN device: {e}"));
                 }
             }
-            self.flush_sends(&mut st);
+            st.send.flush(&mut st.stats);
             for (k, wake) in st.to_wake.iter_mut().enumerate() {
                 if std::mem::take(wake) {
                     self.peers[k].wake();
@@ -680,7 +434,7 @@ impl Worker {
 
     /// A packet from a TUN device with offloads: behind its virtio header,
     /// a TCP super-packet to cut, or a packet whose checksum may be partial.
-    fn from_offloading_tun(
+    fn offloaded_from_tun(
         &mut self,
         b: &mut PacketBuf,
         seg: &mut PacketBuf,
@@ -742,70 +496,14 @@ impl Worker {
         if let Err(reason) = sealed {
             return stats.drops.count(reason);
         }
-        let packet = buf.as_slice();
-        if let Some((payload, to)) = udp_parts(packet) {
-            let (gso, fd) = match to.0 {
-                SocketAddr::V4(_) => (&mut st.gso4, self.io.udp.as_ref()),
-                SocketAddr::V6(_) => (&mut st.gso6, self.io.udp6.as_ref()),
-            };
-            if let Some(fd) = fd {
-                return gso.push(payload, to, fd.as_raw_fd(), &mut st.stats);
-            }
-        }
-        let full = match (packet.first().map(|b| b >> 4), &self.io.send6) {
-            (Some(4), _) => {
-                let dst = Ipv4Packet::new_unchecked(packet).dst_addr();
-                st.out4.push(packet, dst.into())
-            }
-            (Some(6), Some(_)) => {
-                let dst = Ipv6Packet::new_unchecked(packet).dst_addr();
-                st.out6.push(packet, dst.into())
-            }
-            _ => {
-                stats.unsupported_outer += 1;
-                return;
-            }
-        };
-        if full {
-            self.flush_sends(st);
-        }
+        st.send.sealed(buf.as_slice(), &mut st.stats);
     }
 
     /// Send a packet from the TUN device on as it is, through the marked raw
     /// socket, which the routes into the TUN do not apply to.
     fn send_clear(&self, buf: &PacketBuf, st: &mut State) {
-        let packet = buf.as_slice();
-        let full = match (packet.first().map(|b| b >> 4), &self.io.send6) {
-            (Some(4), _) => {
-                let dst = Ipv4Packet::new_unchecked(packet).dst_addr();
-                st.out4.push(packet, dst.into())
-            }
-            (Some(6), Some(_)) => {
-                let dst = Ipv6Packet::new_unchecked(packet).dst_addr();
-                st.out6.push(packet, dst.into())
-            }
-            _ => {
-                st.stats.unsupported_outer += 1;
-                return;
-            }
-        };
-        st.stats.bypassed += 1;
-        if full {
-            self.flush_sends(st);
-        }
-    }
-
-    /// Send the queued packets (when a batch is full, and once per loop).
-    fn flush_sends(&self, st: &mut State) {
-        if let Some(fd) = &self.io.udp {
-            st.gso4.flush(fd.as_raw_fd(), &mut st.stats);
-        }
-        if let Some(fd) = &self.io.udp6 {
-            st.gso6.flush(fd.as_raw_fd(), &mut st.stats);
-        }
-        st.out4.flush(self.io.send4.as_raw_fd(), &mut st.stats);
-        if let Some(send6) = &self.io.send6 {
-            st.out6.flush(send6.as_raw_fd(), &mut st.stats);
+        if st.send.raw(buf.as_slice(), &mut st.stats) {
+            st.stats.bypassed += 1;
         }
     }
 
@@ -839,164 +537,6 @@ impl Worker {
             Err(_) => st.stats.handoff_drops += 1,
         }
     }
-}
-
-/// Take up to four batches of whole packets from a raw IPv4 receiver
-/// (recvmmsg), handing each to `f`. Errors are transient (queued ICMP
-/// errors) and end the drain.
-fn drain_many(fd: i32, many: &mut [PacketBuf], f: &mut impl FnMut(&mut PacketBuf)) {
-    // The largest IPv4 packet; the buffers keep their tailroom beyond it.
-    let limit = usize::from(u16::MAX);
-    for _ in 0..4 {
-        let got = sys::recv_many(fd, many, DEFAULT_HEADROOM, limit).unwrap_or(0);
-        for b in many[..got].iter_mut().filter(|b| !b.is_empty()) {
-            f(b);
-        }
-        if got < many.len() {
-            return;
-        }
-    }
-}
-
-/// Like [`drain`] for a raw IPv6 receiver, which hands over only what
-/// follows the IPv6 header: the header is rebuilt in the headroom from the
-/// source and PKTINFO destination (extension headers the packet had are
-/// not seen, and AH over them cannot verify: not supported).
-fn drain_raw_v6(fd: i32, protocol: u8, buf: &mut PacketBuf, f: &mut impl FnMut(&mut PacketBuf)) {
-    for _ in 0..BATCH {
-        buf.reset(DEFAULT_HEADROOM);
-        let spare = buf.spare_mut();
-        let limit = (spare.len() - DEFAULT_TAILROOM).min(usize::from(u16::MAX));
-        let Ok(Some((n, src, dst, tclass))) = sys::recv_raw_v6(fd, &mut spare[..limit]) else {
-            return;
-        };
-        // Cannot fail: n is at most the spare room, and the headroom holds 40 bytes.
-        let _ = buf.set_len(n);
-        let Ok(hdr) = buf.prepend(ipv6::HEADER_LEN) else {
-            return;
-        };
-        let repr = Ipv6Repr {
-            src_addr: src,
-            dst_addr: dst,
-            next_header: IpProtocol(protocol),
-            payload_len: n,
-            hop_limit: 64,
-            // The outer ECN bits matter on decapsulation (RFC 6040).
-            traffic_class: tclass,
-            flow_label: 0,
-        };
-        repr.emit(&mut Ipv6Packet::new_unchecked(hdr));
-        f(buf);
-    }
-}
-
-/// Read up to [`BATCH`] packets from `fd` into `buf`, handing each to `f`.
-/// A read error other than "nothing waiting" is returned: on the TUN it
-/// means the device is gone, and polling on would spin.
-fn drain(fd: i32, buf: &mut PacketBuf, mut f: impl FnMut(&mut PacketBuf)) -> std::io::Result<()> {
-    for _ in 0..BATCH {
-        buf.reset(DEFAULT_HEADROOM);
-        let spare = buf.spare_mut();
-        let limit = spare.len() - DEFAULT_TAILROOM;
-        match sys::read(fd, &mut spare[..limit])? {
-            Some(n) if n > 0 => {
-                // Cannot fail: n is at most the spare room.
-                let _ = buf.set_len(n);
-                f(buf);
-            }
-            _ => return Ok(()),
-        }
-    }
-    Ok(())
-}
-
-/// Like [`drain`] for a UDP encapsulation socket, which hands over only
-/// the UDP payload, several datagrams at once when the kernel coalesced
-/// them (UDP GRO): each is handed to `f` on its own (coalesced ones built
-/// in `seg`), behind the IP and UDP headers the core expects, rebuilt in
-/// the headroom from the sender's and our address, with the outer TOS /
-/// traffic class the socket reported (RFC 6040 needs its ECN bits). The UDP checksum is left
-/// zero: the kernel verified it (IPv6), or there was none (RFC 3948 §2.1
-/// over IPv4); the core does not look at it.
-fn drain_udp(
-    fd: i32,
-    v6: bool,
-    buf: &mut PacketBuf,
-    seg: &mut PacketBuf,
-    f: &mut impl FnMut(&mut PacketBuf),
-) {
-    for _ in 0..BATCH {
-        buf.reset(DEFAULT_HEADROOM);
-        let spare = buf.spare_mut();
-        let limit = (spare.len() - DEFAULT_TAILROOM).min(usize::from(u16::MAX));
-        let got = if v6 {
-            sys::recv_udp_v6(fd, &mut spare[..limit])
-        } else {
-            sys::recv_udp_v4(fd, &mut spare[..limit])
-        };
-        let Ok(Some(d)) = got else {
-            return;
-        };
-        // Cannot fail: the length is at most the spare room.
-        let _ = buf.set_len(d.len);
-        if d.segment == 0 || d.len <= d.segment {
-            if with_udp_headers(buf, &d) {
-                f(buf);
-            }
-            continue;
-        }
-        for chunk in buf.as_slice().chunks(d.segment) {
-            seg.reset(DEFAULT_HEADROOM);
-            if seg.set(chunk).is_ok() && with_udp_headers(seg, &d) {
-                f(seg);
-            }
-        }
-    }
-}
-
-/// Put the IP and UDP headers of datagram `d` in front of its payload in
-/// `buf`; false if they do not fit (they always do: the headroom is larger).
-fn with_udp_headers(buf: &mut PacketBuf, d: &sys::UdpDatagram) -> bool {
-    let n = buf.len();
-    let ip_len = match d.dst {
-        IpAddr::V4(_) => ipv4::HEADER_LEN,
-        IpAddr::V6(_) => ipv6::HEADER_LEN,
-    };
-    let Ok(hdr) = buf.prepend(ip_len + udp::HEADER_LEN) else {
-        return false;
-    };
-    let (ip, rest) = hdr.split_at_mut(ip_len);
-    match (d.src.ip(), d.dst) {
-        (IpAddr::V4(src), IpAddr::V4(dst)) => Ipv4Repr {
-            src_addr: src,
-            dst_addr: dst,
-            next_header: IpProtocol::UDP,
-            payload_len: udp::HEADER_LEN + n,
-            hop_limit: 64,
-            dscp_ecn: d.tos,
-            dont_frag: false,
-        }
-        .emit(&mut Ipv4Packet::new_unchecked(ip)),
-        (IpAddr::V6(src), IpAddr::V6(dst)) => Ipv6Repr {
-            src_addr: src,
-            dst_addr: dst,
-            next_header: IpProtocol::UDP,
-            payload_len: udp::HEADER_LEN + n,
-            hop_limit: 64,
-            traffic_class: d.tos,
-            flow_label: 0,
-        }
-        .emit(&mut Ipv6Packet::new_unchecked(ip)),
-        // The socket's family decides both.
-        _ => return false,
-    }
-    UdpRepr {
-        src_port: d.src.port(),
-        dst_port: NAT_T_PORT,
-        payload_len: n,
-    }
-    .emit(&mut UdpPacket::new_unchecked(rest));
-    true
 }
 
 /// Verify and decapsulate one packet from the network. `Some(queue)` if it
