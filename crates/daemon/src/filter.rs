@@ -9,7 +9,8 @@
 //!
 //! Installed with `nft -f -` in one transaction (replace the table whole),
 //! kept in step with the SPD, and removed when dropped. Without `nft` the
-//! daemon runs unfiltered, with a warning.
+//! daemon runs unfiltered, with a warning (also when the kernel refuses
+//! the table).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -26,9 +27,9 @@ pub struct Filter {
 }
 
 impl Filter {
-    /// Install the table for `spd`. Without `nft`, a warning and no filter;
-    /// with `nft`, a failure is an error.
-    pub fn install(tun: &str, spd: &Spd) -> Result<Filter, String> {
+    /// Install the table for `spd`. Without `nft`, or when nftables refuses
+    /// the table (no kernel support), a warning and no filter.
+    pub fn install(tun: &str, spd: &Spd) -> Filter {
         let mut f = Filter {
             table: table_name(tun),
             tun: tun.to_string(),
@@ -38,11 +39,18 @@ impl Filter {
             eprintln!(
                 "flowsec: warning: no nft (nftables): plaintext that an inbound policy covers is not filtered (RFC 4301 §5.2)"
             );
-            return Ok(f);
+            return f;
         }
         f.active = true;
-        f.sync(spd)?;
-        Ok(f)
+        if let Err(e) = f.sync(spd) {
+            // nft without nf_tables in the kernel (or without the right to
+            // use it): the same as no nft, said loudly.
+            f.active = false;
+            eprintln!(
+                "flowsec: warning: {e}: plaintext that an inbound policy covers is not filtered (RFC 4301 §5.2)"
+            );
+        }
+        f
     }
 
     /// Replace the table with the one `spd` needs.

@@ -142,7 +142,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let control = Control::bind(&opts.socket).map_err(RunError::Setup)?;
     let routes =
         Routes::install(&opts.tun, opts.mtu, &staged.model.spd).map_err(RunError::Setup)?;
-    let filter = Filter::install(&opts.tun, &staged.model.spd).map_err(RunError::Setup)?;
+    let filter = Filter::install(&opts.tun, &staged.model.spd);
     let routed: Vec<String> = routes.prefixes().map(|p| p.to_string()).collect();
     eprintln!(
         "flowsec: up (tun {}, {} workers, offloads {}, plaintext filter {}, {} SAs, {} policies, routes via tun: {})",
