@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod ctl;
+mod perf;
 mod setkey;
 mod speed;
 mod up;
@@ -32,6 +33,9 @@ enum Command {
     Up(up::UpArgs),
     /// Ask a running daemon: status, sas, policies, stats (--json).
     Ctl(ctl::CtlArgs),
+    /// Traffic tests like netperf: `perf server`, `perf client -H HOST -t
+    /// TCP_STREAM|UDP_STREAM|TCP_RR|UDP_RR|TCP_CRR|CBR`.
+    Perf(perf::PerfArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +45,7 @@ fn main() -> ExitCode {
         Command::Setkey(args) => setkey::run(&args),
         Command::Up(args) => up::run(&args),
         Command::Ctl(args) => ctl::run(&args),
+        Command::Perf(args) => perf::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -160,3 +160,98 @@ fn ctl_without_a_daemon_says_so() {
         "unknown question is a usage error"
     );
 }
+
+#[test]
+fn perf_client_and_server_talk_netperf() {
+    // A server on a free port of 127.0.0.1, in the background.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_flowsec"))
+        .args([
+            "perf",
+            "server",
+            "--bind",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let p = port.to_string();
+    let mut out = flowsec(&[
+        "perf",
+        "client",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &p,
+        "-t",
+        "tcp_rr",
+        "-l",
+        "0.3",
+        "-r",
+        "32,64",
+        "--json",
+    ]);
+    for _ in 0..50 {
+        if out.status.success() {
+            break;
+        }
+        // The server may not be listening yet.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        out = flowsec(&[
+            "perf",
+            "client",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &p,
+            "-t",
+            "tcp_rr",
+            "-l",
+            "0.3",
+            "-r",
+            "32,64",
+            "--json",
+        ]);
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["test"], "TCP_RR");
+    assert!(v["transactions"].as_u64().unwrap() > 0);
+    for bad in [
+        &["perf", "client", "-H", "127.0.0.1", "-t", "TCP_MAERTS"][..],
+        &[
+            "perf",
+            "client",
+            "-H",
+            "127.0.0.1",
+            "-t",
+            "CBR",
+            "--rate",
+            "fast",
+        ],
+        &[
+            "perf",
+            "client",
+            "-H",
+            "127.0.0.1",
+            "-t",
+            "TCP_RR",
+            "-r",
+            "x",
+        ],
+    ] {
+        assert_eq!(flowsec(bad).status.code(), Some(2), "{bad:?}");
+    }
+}

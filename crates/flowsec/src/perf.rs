@@ -1,0 +1,217 @@
+//! `flowsec perf`: netperf-style traffic tests between a server and a
+//! client (the lab's traffic tool). Options follow netperf's: `-H` host,
+//! `-t` test, `-l` seconds, `-p` control port, `-m` message size, `-r`
+//! request,response sizes, `-s`/`-S` socket buffers.
+
+use std::net::TcpListener;
+
+use clap::{Args, Subcommand};
+use flowsec_perf::{Outcome, Spec, Test, DEFAULT_PORT};
+
+use crate::CliError;
+
+/// Arguments of `flowsec perf`.
+#[derive(Args, Debug)]
+pub struct PerfArgs {
+    #[command(subcommand)]
+    pub side: Side,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Side {
+    /// Serve tests (like netserver), in the foreground.
+    Server {
+        /// Address to listen on.
+        #[arg(long, default_value = "::")]
+        bind: String,
+        /// Control port.
+        #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
+        port: u16,
+    },
+    /// Run one test against a server.
+    Client(ClientArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ClientArgs {
+    /// The server.
+    #[arg(short = 'H', long = "host")]
+    pub host: String,
+    /// Control port.
+    #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// TCP_STREAM, UDP_STREAM, TCP_RR, UDP_RR, TCP_CRR or CBR.
+    #[arg(short = 't', long = "test", default_value = "TCP_STREAM")]
+    pub test: String,
+    /// Test length in seconds.
+    #[arg(short = 'l', long = "length", default_value_t = 10.0)]
+    pub seconds: f64,
+    /// Message size (streams), payload size (CBR), in bytes.
+    #[arg(short = 'm', long = "message-size")]
+    pub msg_size: Option<usize>,
+    /// Request and response sizes of the RR tests: REQ[,RSP].
+    #[arg(short = 'r', long = "request-response")]
+    pub rr: Option<String>,
+    /// Local socket buffers (SO_SNDBUF and SO_RCVBUF), bytes.
+    #[arg(short = 's')]
+    pub local_buf: Option<usize>,
+    /// The server's receive buffer (SO_RCVBUF), bytes.
+    #[arg(short = 'S')]
+    pub remote_buf: Option<usize>,
+    /// Sending rate of UDP_STREAM or CBR, bit/s of payload: 13M, 500k, 1G.
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &PerfArgs) -> Result<(), CliError> {
+    match &args.side {
+        Side::Server { bind, port } => {
+            let listener = TcpListener::bind((bind.as_str(), *port))
+                .or_else(|e| {
+                    // A host without IPv6 still serves IPv4.
+                    if bind == "::" {
+                        TcpListener::bind(("0.0.0.0", *port))
+                    } else {
+                        Err(e)
+                    }
+                })
+                .map_err(|e| CliError::Runtime(format!("{bind} port {port}: {e}")))?;
+            eprintln!(
+                "flowsec perf server: listening on {}",
+                listener
+                    .local_addr()
+                    .map_or_else(|_| "?".into(), |a| a.to_string())
+            );
+            flowsec_perf::serve(listener).map_err(|e| CliError::Runtime(e.to_string()))
+        }
+        Side::Client(c) => client(c),
+    }
+}
+
+/// `13M`, `500k`, `1G`, `13000000`: bits per second.
+fn parse_rate(s: &str) -> Option<u64> {
+    let (num, mult) = match s.char_indices().last()? {
+        (i, 'k' | 'K') => (&s[..i], 1e3),
+        (i, 'm' | 'M') => (&s[..i], 1e6),
+        (i, 'g' | 'G') => (&s[..i], 1e9),
+        _ => (s, 1.0),
+    };
+    let v: f64 = num.parse().ok()?;
+    (v > 0.0 && v.is_finite()).then_some((v * mult) as u64)
+}
+
+fn client(c: &ClientArgs) -> Result<(), CliError> {
+    let test = Test::from_name(&c.test).ok_or_else(|| {
+        let names: Vec<&str> = Test::ALL.iter().map(|t| t.name()).collect();
+        CliError::Usage(format!("-t {}: one of {}", c.test, names.join(", ")))
+    })?;
+    let mut spec = Spec::new(test);
+    spec.seconds = c.seconds;
+    if let Some(m) = c.msg_size {
+        spec.msg_size = m;
+    }
+    if let Some(rr) = &c.rr {
+        let mut it = rr.split(',');
+        let bad = || CliError::Usage(format!("-r {rr}: REQ[,RSP] in bytes"));
+        spec.req_size = it.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
+        spec.rsp_size = match it.next() {
+            Some(v) => v.parse().map_err(|_| bad())?,
+            None => spec.req_size,
+        };
+    }
+    spec.send_buf = c.local_buf;
+    spec.recv_buf = c.remote_buf;
+    if let Some(r) = &c.rate {
+        spec.rate_bps = Some(
+            parse_rate(r)
+                .ok_or_else(|| CliError::Usage(format!("--rate {r}: like 13M, 500k, 1G")))?,
+        );
+    }
+    spec.check().map_err(CliError::Usage)?;
+    let out =
+        flowsec_perf::run(&c.host, c.port, &spec).map_err(|e| CliError::Runtime(e.to_string()))?;
+    if c.json {
+        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    } else {
+        print_text(&c.host, &spec, &out);
+    }
+    Ok(())
+}
+
+fn print_text(host: &str, spec: &Spec, o: &Outcome) {
+    println!("{} to {host}: {:.2} s", o.test, o.elapsed_s);
+    match spec.test {
+        Test::TcpStream => {
+            println!(
+                "  message size {} B, sent {} B, received {} B",
+                spec.msg_size, o.bytes_sent, o.bytes_received
+            );
+            println!("  Throughput 10^6bits/sec: {:.2}", o.throughput_mbit_s);
+        }
+        Test::UdpStream | Test::Cbr => {
+            println!(
+                "  message size {} B: sent {} packets ({:.2} 10^6bits/sec), received {} ({:.2} 10^6bits/sec), lost {}",
+                spec.msg_size, o.packets_sent, o.send_mbit_s, o.packets_received, o.throughput_mbit_s, o.lost
+            );
+            if spec.test == Test::Cbr {
+                println!("  second  packets    bytes  lost  reordered  max gap ms");
+                for (i, s) in o.per_second.iter().enumerate() {
+                    println!(
+                        "  {:>6} {:>8} {:>8} {:>5} {:>10} {:>11.2}",
+                        i, s.packets, s.bytes, s.lost, s.reordered, s.max_gap_ms
+                    );
+                }
+                println!(
+                    "  reordered {}, longest gap {:.2} ms",
+                    o.reordered, o.max_gap_ms
+                );
+            }
+        }
+        Test::TcpRr | Test::UdpRr | Test::TcpCrr => {
+            println!(
+                "  request {} B, response {} B",
+                spec.req_size, spec.rsp_size
+            );
+            println!(
+                "  Trans. Rate per sec: {:.2} ({} transactions{})",
+                o.trans_per_s,
+                o.transactions,
+                if o.timeouts > 0 {
+                    format!(", {} timed out", o.timeouts)
+                } else {
+                    String::new()
+                }
+            );
+            println!(
+                "  latency us: mean {:.1}, p50 {:.0}, p99 {:.0}",
+                o.latency_mean_us, o.latency_p50_us, o.latency_p99_us
+            );
+        }
+    }
+    println!(
+        "  CPU %: local process {:.1} / system {:.1}, remote process {:.1} / system {:.1}",
+        o.local_cpu.process_pct,
+        o.local_cpu.system_pct,
+        o.remote_cpu.process_pct,
+        o.remote_cpu.system_pct
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_parse_like_iperf() {
+        assert_eq!(parse_rate("13M"), Some(13_000_000));
+        assert_eq!(parse_rate("500k"), Some(500_000));
+        assert_eq!(parse_rate("1.5G"), Some(1_500_000_000));
+        assert_eq!(parse_rate("42"), Some(42));
+        for bad in ["", "M", "-1M", "x", "0"] {
+            assert_eq!(parse_rate(bad), None, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,442 @@
+//! The client side (`flowsec perf client -H HOST -t TEST`).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+use crate::cpu::CpuMark;
+use crate::server::{send_line, Done, Seen, CBR_HEADER};
+use crate::spec::{Outcome, Spec, Test};
+use crate::PerfError;
+
+/// Most latency samples kept (for the percentiles).
+const MAX_SAMPLES: usize = 10_000_000;
+/// How long a UDP_RR request waits for its response.
+const UDP_RR_TIMEOUT: Duration = Duration::from_millis(500);
+
+#[derive(Deserialize)]
+struct PortReply {
+    port: Option<u16>,
+    error: Option<String>,
+}
+
+/// Run `spec` against the server at `host` (name or address, and `port`
+/// for the control connection).
+pub fn run(host: &str, port: u16, spec: &Spec) -> Result<Outcome, PerfError> {
+    spec.check().map_err(PerfError)?;
+    let addr = (host, port)
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| PerfError(format!("{host}: no address")))?;
+    let control = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .map_err(|e| PerfError(format!("{addr}: {e} (is `flowsec perf server` running?)")))?;
+    control.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut reader = BufReader::new(control.try_clone()?);
+    send_line(&control, spec)?;
+    let reply: PortReply = serde_json::from_str(&line(&mut reader)?)?;
+    if let Some(e) = reply.error {
+        return Err(PerfError(format!("server: {e}")));
+    }
+    let data = SocketAddr::new(
+        addr.ip(),
+        reply
+            .port
+            .ok_or_else(|| PerfError("server sent no port".into()))?,
+    );
+    let mark = CpuMark::now();
+    let started = Instant::now();
+    let mut out = Outcome {
+        test: spec.test.name().to_string(),
+        ..Outcome::default()
+    };
+    let mut done = Done::default();
+    match spec.test {
+        Test::TcpStream => tcp_stream(data, spec, &mut out)?,
+        Test::UdpStream | Test::Cbr => udp_stream(data, spec, &mut out, &mut done)?,
+        Test::TcpRr => tcp_rr(data, spec, &mut out)?,
+        Test::UdpRr => udp_rr(data, spec, &mut out)?,
+        Test::TcpCrr => tcp_crr(data, spec, &mut out)?,
+    }
+    out.elapsed_s = started.elapsed().as_secs_f64();
+    out.local_cpu = mark.since();
+    done.packets_sent = out.packets_sent;
+    control.set_read_timeout(Some(Duration::from_secs(30)))?;
+    send_line(&control, &done)?;
+    let seen: Seen = serde_json::from_str(&line(&mut reader)?)?;
+    if let Some(e) = seen.error {
+        return Err(PerfError(format!("server: {e}")));
+    }
+    finish(&mut out, spec, &seen);
+    Ok(out)
+}
+
+fn line(reader: &mut impl BufRead) -> Result<String, PerfError> {
+    let mut l = String::new();
+    reader.take(1 << 20).read_line(&mut l)?;
+    if l.is_empty() {
+        return Err(PerfError("the server closed the control connection".into()));
+    }
+    Ok(l)
+}
+
+/// Put the server's view into the outcome: receiver-side throughput as
+/// netperf reports it, loss, per-second counts.
+fn finish(out: &mut Outcome, spec: &Spec, seen: &Seen) {
+    out.remote_cpu = seen.cpu;
+    out.bytes_received = seen.bytes;
+    out.packets_received = seen.packets;
+    let mbit = |bytes: u64, s: f64| {
+        if s > 0.0 {
+            bytes as f64 * 8.0 / s / 1e6
+        } else {
+            0.0
+        }
+    };
+    match spec.test {
+        Test::TcpStream | Test::UdpStream | Test::Cbr => {
+            // Over the sender's duration: the receiver's first-to-last span
+            // misses the time to the first byte and after the last.
+            out.throughput_mbit_s = mbit(seen.bytes, out.elapsed_s);
+            out.send_mbit_s = mbit(out.bytes_sent, out.elapsed_s);
+            out.lost = out.packets_sent.saturating_sub(seen.packets);
+            if spec.test != Test::TcpStream {
+                out.per_second = seen.per_second.clone();
+                out.reordered = seen.reordered;
+                out.max_gap_ms = seen.max_gap_ms;
+            } else {
+                out.lost = 0;
+            }
+        }
+        _ => {}
+    }
+}
+
+pub(crate) fn set_buffers_tcp(s: &TcpStream, send: Option<usize>, recv: Option<usize>) {
+    set_buffers(s.as_raw_fd(), send, recv);
+}
+
+pub(crate) fn set_buffers_udp(s: &UdpSocket, send: Option<usize>, recv: Option<usize>) {
+    set_buffers(s.as_raw_fd(), send, recv);
+}
+
+/// netperf -s/-S: SO_SNDBUF and SO_RCVBUF (the kernel doubles them, as
+/// netperf's report shows). Best effort, as netperf: a refused size leaves
+/// the default.
+fn set_buffers(fd: i32, send: Option<usize>, recv: Option<usize>) {
+    for (opt, n) in [(libc::SO_SNDBUF, send), (libc::SO_RCVBUF, recv)] {
+        if let Some(n) = n {
+            let value = libc::c_int::try_from(n).unwrap_or(libc::c_int::MAX);
+            // SAFETY: setsockopt reads a c_int from `value`, which lives
+            // across the call; `fd` is an open socket of the caller's.
+            unsafe {
+                libc::setsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    opt,
+                    (&value as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                );
+            }
+        }
+    }
+}
+
+fn tcp_stream(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), PerfError> {
+    let mut s = TcpStream::connect(data)?;
+    set_buffers_tcp(&s, spec.send_buf, spec.recv_buf);
+    let buf = payload(spec.msg_size);
+    let end = Instant::now() + Duration::from_secs_f64(spec.seconds);
+    while Instant::now() < end {
+        s.write_all(&buf)?;
+        out.bytes_sent += buf.len() as u64;
+        out.packets_sent += 1;
+    }
+    s.shutdown(std::net::Shutdown::Write)?;
+    // Wait for the server to have read everything (it closes at EOF).
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut rest = [0u8; 64];
+    while matches!(s.read(&mut rest), Ok(n) if n > 0) {}
+    Ok(())
+}
+
+/// A payload that does not compress to nothing (IPComp is measured too).
+fn payload(n: usize) -> Vec<u8> {
+    let mut x: u32 = 0x9e37_79b9;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect()
+}
+
+/// UDP_STREAM (as fast as it goes, or paced) and CBR (paced, with sequence
+/// numbers and send times).
+fn udp_stream(
+    data: SocketAddr,
+    spec: &Spec,
+    out: &mut Outcome,
+    done: &mut Done,
+) -> Result<(), PerfError> {
+    let bind: SocketAddr = if data.is_ipv4() {
+        "0.0.0.0:0"
+    } else {
+        "[::]:0"
+    }
+    .parse()
+    .expect("literal");
+    let s = UdpSocket::bind(bind)?;
+    s.connect(data)?;
+    set_buffers_udp(&s, spec.send_buf, spec.recv_buf);
+    let mut buf = payload(spec.msg_size);
+    let interval = spec
+        .rate_bps
+        .filter(|&r| r > 0)
+        .map(|r| Duration::from_secs_f64(spec.msg_size as f64 * 8.0 / r as f64));
+    if let Some(i) = interval {
+        done.pps = 1.0 / i.as_secs_f64();
+    }
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(spec.seconds);
+    let mut next = start;
+    let mut seq: u64 = 0;
+    loop {
+        let now = Instant::now();
+        if now >= end {
+            break;
+        }
+        if let Some(i) = interval {
+            if now < next {
+                std::thread::sleep(next - now);
+            }
+            next += i;
+        }
+        if spec.test == Test::Cbr && buf.len() >= CBR_HEADER {
+            buf[..8].copy_from_slice(&seq.to_be_bytes());
+            let us = start.elapsed().as_micros() as u64;
+            buf[8..16].copy_from_slice(&us.to_be_bytes());
+        }
+        match s.send(&buf) {
+            Ok(_) => {
+                out.packets_sent += 1;
+                out.bytes_sent += buf.len() as u64;
+                seq += 1;
+            }
+            // A full socket buffer or queue: netperf counts these as
+            // send errors, not as sent.
+            Err(e) if matches!(e.raw_os_error(), Some(105) | Some(11)) => {}
+            // Connection refused (ICMP from an earlier datagram): go on.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Latency samples (µs) into mean and percentiles.
+fn latencies(out: &mut Outcome, mut samples: Vec<u32>) {
+    if samples.is_empty() {
+        return;
+    }
+    samples.sort_unstable();
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize] as f64;
+    out.latency_mean_us = samples.iter().map(|&s| s as f64).sum::<f64>() / samples.len() as f64;
+    out.latency_p50_us = at(0.50);
+    out.latency_p99_us = at(0.99);
+}
+
+fn record(samples: &mut Vec<u32>, t: Instant) {
+    if samples.len() < MAX_SAMPLES {
+        samples.push(t.elapsed().as_micros().min(u32::MAX as u128) as u32);
+    }
+}
+
+fn tcp_rr(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), PerfError> {
+    let mut s = TcpStream::connect(data)?;
+    let _ = s.set_nodelay(true);
+    set_buffers_tcp(&s, spec.send_buf, spec.recv_buf);
+    let (req, mut rsp) = (payload(spec.req_size), vec![0u8; spec.rsp_size]);
+    let mut samples = Vec::new();
+    let end = Instant::now() + Duration::from_secs_f64(spec.seconds);
+    while Instant::now() < end {
+        let t = Instant::now();
+        s.write_all(&req)?;
+        s.read_exact(&mut rsp)?;
+        record(&mut samples, t);
+        out.transactions += 1;
+    }
+    out.packets_sent = out.transactions;
+    out.trans_per_s = out.transactions as f64 / spec.seconds;
+    latencies(out, samples);
+    Ok(())
+}
+
+fn tcp_crr(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), PerfError> {
+    let (req, mut rsp) = (payload(spec.req_size), vec![0u8; spec.rsp_size]);
+    let mut samples = Vec::new();
+    let end = Instant::now() + Duration::from_secs_f64(spec.seconds);
+    while Instant::now() < end {
+        let t = Instant::now();
+        let mut s = TcpStream::connect(data)?;
+        let _ = s.set_nodelay(true);
+        s.write_all(&req)?;
+        s.read_exact(&mut rsp)?;
+        drop(s);
+        record(&mut samples, t);
+        out.transactions += 1;
+    }
+    out.packets_sent = out.transactions;
+    out.trans_per_s = out.transactions as f64 / spec.seconds;
+    latencies(out, samples);
+    Ok(())
+}
+
+fn udp_rr(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), PerfError> {
+    let bind: SocketAddr = if data.is_ipv4() {
+        "0.0.0.0:0"
+    } else {
+        "[::]:0"
+    }
+    .parse()
+    .expect("literal");
+    let s = UdpSocket::bind(bind)?;
+    s.connect(data)?;
+    s.set_read_timeout(Some(UDP_RR_TIMEOUT))?;
+    let (req, mut rsp) = (payload(spec.req_size), vec![0u8; 65_536]);
+    let mut samples = Vec::new();
+    let end = Instant::now() + Duration::from_secs_f64(spec.seconds);
+    while Instant::now() < end {
+        let t = Instant::now();
+        s.send(&req)?;
+        out.packets_sent += 1;
+        match s.recv(&mut rsp) {
+            Ok(_) => {
+                record(&mut samples, t);
+                out.transactions += 1;
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                out.timeouts += 1;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    out.trans_per_s = out.transactions as f64 / spec.seconds;
+    latencies(out, samples);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A server on 127.0.0.1 for one test at a time.
+    fn server() -> u16 {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || crate::serve(listener));
+        port
+    }
+
+    fn quick(test: Test) -> Spec {
+        Spec {
+            seconds: 0.5,
+            ..Spec::new(test)
+        }
+    }
+
+    #[test]
+    fn streams_arrive_and_are_counted_at_the_receiver() {
+        let port = server();
+        let tcp = run("127.0.0.1", port, &quick(Test::TcpStream)).unwrap();
+        assert!(
+            tcp.bytes_sent > 0 && tcp.bytes_received == tcp.bytes_sent,
+            "{tcp:?}"
+        );
+        assert!(tcp.throughput_mbit_s > 0.0);
+        let udp = run(
+            "127.0.0.1",
+            port,
+            &Spec {
+                rate_bps: Some(20_000_000),
+                ..quick(Test::UdpStream)
+            },
+        )
+        .unwrap();
+        assert!(
+            udp.packets_received > 0 && udp.packets_received <= udp.packets_sent,
+            "{udp:?}"
+        );
+        assert_eq!(udp.lost, udp.packets_sent - udp.packets_received);
+    }
+
+    #[test]
+    fn request_response_tests_count_transactions() {
+        let port = server();
+        for test in [Test::TcpRr, Test::UdpRr, Test::TcpCrr] {
+            let o = run(
+                "127.0.0.1",
+                port,
+                &Spec {
+                    req_size: 100,
+                    rsp_size: 200,
+                    ..quick(test)
+                },
+            )
+            .unwrap();
+            assert!(o.transactions > 10, "{test:?}: {o:?}");
+            assert!(
+                o.latency_p50_us > 0.0 && o.latency_p99_us >= o.latency_p50_us,
+                "{o:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn cbr_is_paced_and_reported_per_second() {
+        let port = server();
+        let spec = Spec {
+            seconds: 1.5,
+            msg_size: 500,
+            rate_bps: Some(4_000_000), // 1000 packets/s
+            ..Spec::new(Test::Cbr)
+        };
+        let o = run("127.0.0.1", port, &spec).unwrap();
+        // Paced, not flooded: about 1500 packets (sleep overshoot only slows it).
+        assert!((1000..=1600).contains(&o.packets_sent), "{o:?}");
+        assert!(o.per_second.len() >= 2, "{o:?}");
+        assert_eq!(
+            o.per_second.iter().map(|s| s.packets).sum::<u64>(),
+            o.packets_received
+        );
+        assert!(o.max_gap_ms > 0.0);
+    }
+
+    #[test]
+    fn bad_specs_are_refused_by_the_server_too() {
+        let port = server();
+        // The client checks first; a hand-made bad spec reaches the server.
+        let control = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let bad = Spec {
+            msg_size: 0,
+            ..quick(Test::UdpStream)
+        };
+        send_line(&control, &bad).unwrap();
+        let reply = line(&mut BufReader::new(control)).unwrap();
+        assert!(reply.contains("error"), "{reply}");
+        assert!(run("127.0.0.1", port, &bad).is_err());
+        // Nothing listening: a clear error.
+        let e = run("127.0.0.1", 1, &quick(Test::TcpRr)).unwrap_err();
+        assert!(e.0.contains("flowsec perf server"), "{e}");
+    }
+}

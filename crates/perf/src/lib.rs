@@ -1,0 +1,46 @@
+//! `flowsec perf`: the lab's traffic tool, with netperf's test names and
+//! result names so that a reader of the studies recognises them.
+//!
+//! A server (`flowsec perf server`, control port 12865 like netserver)
+//! and a client (`flowsec perf client -H HOST -t TEST`). Each test opens a
+//! control connection that carries one JSON line each way at the start
+//! (the [`Spec`], then the data port) and at the end (what the client sent,
+//! then what the server saw), so loss is measured where the packets arrive.
+//!
+//! Tests: `TCP_STREAM`, `UDP_STREAM`, `TCP_RR`, `UDP_RR`, `TCP_CRR` and
+//! `CBR` (a paced UDP stream with sequence numbers and send times, reported
+//! per second: received, lost, reordered, longest gap).
+
+mod client;
+mod cpu;
+mod server;
+mod spec;
+
+pub use client::run;
+pub use cpu::CpuUse;
+pub use server::{serve, serve_one, DEFAULT_PORT};
+pub use spec::{Outcome, Second, Spec, Test};
+
+/// Why a test could not run.
+#[derive(Debug)]
+pub struct PerfError(pub String);
+
+impl core::fmt::Display for PerfError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PerfError {}
+
+impl From<std::io::Error> for PerfError {
+    fn from(e: std::io::Error) -> Self {
+        PerfError(e.to_string())
+    }
+}
+
+impl From<serde_json::Error> for PerfError {
+    fn from(e: serde_json::Error) -> Self {
+        PerfError(format!("control message: {e}"))
+    }
+}

@@ -1,0 +1,339 @@
+//! The server side (`flowsec perf server`, like netserver): one thread per
+//! control connection, a fresh data socket per test on the address the
+//! control connection reached.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::cpu::CpuMark;
+use crate::spec::{Second, Spec, Test};
+use crate::{CpuUse, PerfError};
+
+/// netserver's control port.
+pub const DEFAULT_PORT: u16 = 12865;
+/// CBR payloads start with the sequence number and the send time (µs
+/// since the stream began), 8 bytes each, big-endian.
+pub(crate) const CBR_HEADER: usize = 16;
+/// The longest control line accepted.
+const MAX_LINE: u64 = 64 * 1024;
+/// How often blocking data loops look at the stop flag.
+const TICK: Duration = Duration::from_millis(50);
+/// Sequence numbers tracked per second for CBR loss accounting, at most.
+const MAX_SECONDS: usize = 4 * 3600;
+
+/// What the client says at the end.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub(crate) struct Done {
+    pub packets_sent: u64,
+    /// CBR: packets per second it was paced at.
+    pub pps: f64,
+}
+
+/// What the server saw.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct Seen {
+    pub bytes: u64,
+    pub packets: u64,
+    /// From the first to the last byte or packet received.
+    pub elapsed_s: f64,
+    pub reordered: u64,
+    pub max_gap_ms: f64,
+    pub per_second: Vec<Second>,
+    pub cpu: CpuUse,
+    pub error: Option<String>,
+}
+
+/// Serve tests forever, a thread per control connection.
+pub fn serve(listener: TcpListener) -> std::io::Result<()> {
+    loop {
+        let (control, peer) = listener.accept()?;
+        thread::spawn(move || {
+            if let Err(e) = serve_one(control) {
+                eprintln!("flowsec perf server: {peer}: {e}");
+            }
+        });
+    }
+}
+
+/// Run the one test a control connection asks for.
+pub fn serve_one(control: TcpStream) -> Result<(), PerfError> {
+    control.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut reader = BufReader::new(control.try_clone()?);
+    let spec: Spec = serde_json::from_str(&read_line(&mut reader)?)?;
+    if let Err(e) = spec.check() {
+        send_line(&control, &serde_json::json!({ "error": e }))?;
+        return Err(PerfError(e));
+    }
+    let local = control.local_addr()?.ip();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mark = CpuMark::now();
+    let (port, worker) = start_data(&spec, local, Arc::clone(&stop))?;
+    send_line(&control, &serde_json::json!({ "port": port }))?;
+    // The test runs; the client says when it is over.
+    control.set_read_timeout(Some(Duration::from_secs_f64(spec.seconds + 60.0)))?;
+    let done: Done = serde_json::from_str(&read_line(&mut reader)?)?;
+    // Let the last packets arrive.
+    thread::sleep(Duration::from_millis(100));
+    stop.store(true, Ordering::SeqCst);
+    let mut seen = worker
+        .join()
+        .unwrap_or_else(|_| Err(PerfError("data thread panicked".into())))
+        .unwrap_or_else(|e| Seen {
+            error: Some(e.0),
+            ..Seen::default()
+        });
+    if spec.test == Test::Cbr {
+        fill_cbr_loss(&mut seen, done);
+    }
+    seen.cpu = mark.since();
+    send_line(&control, &seen)
+}
+
+fn read_line(reader: &mut impl BufRead) -> Result<String, PerfError> {
+    let mut line = String::new();
+    reader.take(MAX_LINE).read_line(&mut line)?;
+    if line.is_empty() {
+        return Err(PerfError("control connection closed".into()));
+    }
+    Ok(line)
+}
+
+pub(crate) fn send_line(mut stream: &TcpStream, value: &impl Serialize) -> Result<(), PerfError> {
+    let mut line = serde_json::to_vec(value)?;
+    line.push(b'\n');
+    stream.write_all(&line)?;
+    Ok(())
+}
+
+type Worker = thread::JoinHandle<Result<Seen, PerfError>>;
+
+/// Bind the data socket for `spec` and start the thread that serves it.
+fn start_data(
+    spec: &Spec,
+    local: IpAddr,
+    stop: Arc<AtomicBool>,
+) -> Result<(u16, Worker), PerfError> {
+    let spec = spec.clone();
+    match spec.test {
+        Test::TcpStream | Test::TcpRr | Test::TcpCrr => {
+            let listener = TcpListener::bind(SocketAddr::new(local, 0))?;
+            let port = listener.local_addr()?.port();
+            let worker = thread::spawn(move || match spec.test {
+                Test::TcpStream => tcp_sink(&listener, &spec, &stop),
+                Test::TcpRr => tcp_rr(&listener, &spec, &stop),
+                _ => tcp_crr(&listener, &spec, &stop),
+            });
+            Ok((port, worker))
+        }
+        Test::UdpStream | Test::UdpRr | Test::Cbr => {
+            let socket = UdpSocket::bind(SocketAddr::new(local, 0))?;
+            socket.set_read_timeout(Some(TICK))?;
+            if let Some(n) = spec.recv_buf {
+                crate::client::set_buffers_udp(&socket, None, Some(n));
+            }
+            let port = socket.local_addr()?.port();
+            let worker = thread::spawn(move || match spec.test {
+                Test::UdpRr => udp_rr(&socket, &spec, &stop),
+                _ => udp_sink(&socket, &spec, &stop),
+            });
+            Ok((port, worker))
+        }
+    }
+}
+
+/// Accept the test's one data connection (or give up when stopped).
+fn accept(listener: &TcpListener, stop: &AtomicBool) -> Result<Option<TcpStream>, PerfError> {
+    listener.set_nonblocking(true)?;
+    loop {
+        match listener.accept() {
+            Ok((s, _)) => {
+                s.set_nonblocking(false)?;
+                s.set_read_timeout(Some(TICK))?;
+                return Ok(Some(s));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if stop.load(Ordering::SeqCst) {
+                    return Ok(None);
+                }
+                thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+fn timed_out(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}
+
+fn tcp_sink(listener: &TcpListener, spec: &Spec, stop: &AtomicBool) -> Result<Seen, PerfError> {
+    let mut seen = Seen::default();
+    let Some(mut s) = accept(listener, stop)? else {
+        return Ok(seen);
+    };
+    if let Some(n) = spec.recv_buf {
+        crate::client::set_buffers_tcp(&s, None, Some(n));
+    }
+    let mut buf = vec![0u8; spec.msg_size.max(64 * 1024)];
+    let (mut first, mut last) = (None, Instant::now());
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                last = Instant::now();
+                first.get_or_insert(last);
+                seen.bytes += n as u64;
+            }
+            Err(e) if timed_out(&e) && !stop.load(Ordering::SeqCst) => {}
+            Err(e) if timed_out(&e) => break,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    seen.elapsed_s = first.map_or(0.0, |f| last.duration_since(f).as_secs_f64());
+    Ok(seen)
+}
+
+/// Read exactly `buf.len()` bytes; false at the end of the stream or when
+/// stopped.
+fn read_exact(s: &mut TcpStream, buf: &mut [u8], stop: &AtomicBool) -> Result<bool, PerfError> {
+    let mut at = 0;
+    while at < buf.len() {
+        match s.read(&mut buf[at..]) {
+            Ok(0) => return Ok(false),
+            Ok(n) => at += n,
+            Err(e) if timed_out(&e) && !stop.load(Ordering::SeqCst) => {}
+            Err(e) if timed_out(&e) => return Ok(false),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(true)
+}
+
+fn tcp_rr(listener: &TcpListener, spec: &Spec, stop: &AtomicBool) -> Result<Seen, PerfError> {
+    let mut seen = Seen::default();
+    let Some(mut s) = accept(listener, stop)? else {
+        return Ok(seen);
+    };
+    let _ = s.set_nodelay(true);
+    let (mut req, rsp) = (vec![0u8; spec.req_size], vec![0u8; spec.rsp_size]);
+    while read_exact(&mut s, &mut req, stop)? {
+        s.write_all(&rsp)?;
+        seen.packets += 1;
+        seen.bytes += req.len() as u64;
+    }
+    Ok(seen)
+}
+
+fn tcp_crr(listener: &TcpListener, spec: &Spec, stop: &AtomicBool) -> Result<Seen, PerfError> {
+    let mut seen = Seen::default();
+    let (mut req, rsp) = (vec![0u8; spec.req_size], vec![0u8; spec.rsp_size]);
+    while let Some(mut s) = accept(listener, stop)? {
+        let _ = s.set_nodelay(true);
+        if read_exact(&mut s, &mut req, stop)? {
+            s.write_all(&rsp)?;
+            seen.packets += 1;
+            seen.bytes += req.len() as u64;
+        }
+        // The client closes first (its TIME_WAIT, not ours, as netperf).
+        let mut rest = [0u8; 64];
+        while matches!(s.read(&mut rest), Ok(n) if n > 0) {}
+    }
+    Ok(seen)
+}
+
+fn udp_rr(socket: &UdpSocket, spec: &Spec, stop: &AtomicBool) -> Result<Seen, PerfError> {
+    let mut seen = Seen::default();
+    let (mut req, rsp) = (vec![0u8; 65_536], vec![0u8; spec.rsp_size]);
+    while !stop.load(Ordering::SeqCst) {
+        match socket.recv_from(&mut req) {
+            Ok((n, from)) => {
+                seen.packets += 1;
+                seen.bytes += n as u64;
+                let _ = socket.send_to(&rsp, from);
+            }
+            Err(e) if timed_out(&e) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(seen)
+}
+
+/// UDP_STREAM and CBR: count what arrives; CBR also per second, by
+/// sequence number.
+fn udp_sink(socket: &UdpSocket, spec: &Spec, stop: &AtomicBool) -> Result<Seen, PerfError> {
+    let mut seen = Seen::default();
+    let mut buf = vec![0u8; 65_536];
+    let (mut first, mut last): (Option<Instant>, Option<Instant>) = (None, None);
+    let mut highest: Option<u64> = None;
+    let cbr = spec.test == Test::Cbr;
+    while !stop.load(Ordering::SeqCst) {
+        let n = match socket.recv(&mut buf) {
+            Ok(n) => n,
+            Err(e) if timed_out(&e) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let now = Instant::now();
+        let start = *first.get_or_insert(now);
+        seen.packets += 1;
+        seen.bytes += n as u64;
+        let second = (now.duration_since(start).as_secs() as usize).min(MAX_SECONDS - 1);
+        if seen.per_second.len() <= second {
+            seen.per_second.resize(second + 1, Second::default());
+        }
+        let gap_ms = last.map_or(0.0, |l| now.duration_since(l).as_secs_f64() * 1e3);
+        last = Some(now);
+        let sec = &mut seen.per_second[second];
+        sec.packets += 1;
+        sec.bytes += n as u64;
+        sec.max_gap_ms = sec.max_gap_ms.max(gap_ms);
+        seen.max_gap_ms = seen.max_gap_ms.max(gap_ms);
+        if cbr && n >= CBR_HEADER {
+            let seq = u64::from_be_bytes(buf[..8].try_into().expect("8 bytes"));
+            match highest {
+                Some(h) if seq < h => {
+                    seen.reordered += 1;
+                    sec.reordered += 1;
+                }
+                _ => highest = Some(seq),
+            }
+        }
+    }
+    seen.elapsed_s = match (first, last) {
+        (Some(f), Some(l)) => l.duration_since(f).as_secs_f64(),
+        _ => 0.0,
+    };
+    Ok(seen)
+}
+
+/// Spread the packets that never arrived over the seconds they were sent
+/// in (the client paced them at `pps`), as far as the counts allow.
+fn fill_cbr_loss(seen: &mut Seen, done: Done) {
+    let lost_total = done.packets_sent.saturating_sub(seen.packets);
+    if lost_total == 0 || done.pps <= 0.0 {
+        return;
+    }
+    let seconds = ((done.packets_sent as f64 / done.pps).ceil() as usize).clamp(1, MAX_SECONDS);
+    if seen.per_second.len() < seconds {
+        seen.per_second.resize(seconds, Second::default());
+    }
+    let mut left = lost_total;
+    for (s, sec) in seen.per_second.iter_mut().enumerate().take(seconds) {
+        let sent_here = ((s as f64 + 1.0) * done.pps).min(done.packets_sent as f64) as u64
+            - (s as f64 * done.pps).min(done.packets_sent as f64) as u64;
+        let lost = sent_here.saturating_sub(sec.packets).min(left);
+        sec.lost = lost;
+        left -= lost;
+    }
+    if let Some(last) = seen.per_second.last_mut() {
+        last.lost += left;
+    }
+}

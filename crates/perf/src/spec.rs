@@ -1,0 +1,176 @@
+//! What a test is asked to do ([`Spec`]) and what it found ([`Outcome`]).
+
+use serde::{Deserialize, Serialize};
+
+/// The tests, by netperf's names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Test {
+    /// Bulk TCP, client to server.
+    #[serde(rename = "TCP_STREAM")]
+    TcpStream,
+    /// UDP datagrams as fast as possible (or at `rate_bps`).
+    #[serde(rename = "UDP_STREAM")]
+    UdpStream,
+    /// Request/response over one TCP connection.
+    #[serde(rename = "TCP_RR")]
+    TcpRr,
+    /// Request/response over UDP.
+    #[serde(rename = "UDP_RR")]
+    UdpRr,
+    /// Connect, request, response, close.
+    #[serde(rename = "TCP_CRR")]
+    TcpCrr,
+    /// Constant-rate UDP with sequence numbers.
+    #[serde(rename = "CBR")]
+    Cbr,
+}
+
+impl Test {
+    /// Every test, in the order `--help` lists them.
+    pub const ALL: [Test; 6] = [
+        Test::TcpStream,
+        Test::UdpStream,
+        Test::TcpRr,
+        Test::UdpRr,
+        Test::TcpCrr,
+        Test::Cbr,
+    ];
+
+    /// The netperf name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Test::TcpStream => "TCP_STREAM",
+            Test::UdpStream => "UDP_STREAM",
+            Test::TcpRr => "TCP_RR",
+            Test::UdpRr => "UDP_RR",
+            Test::TcpCrr => "TCP_CRR",
+            Test::Cbr => "CBR",
+        }
+    }
+
+    /// The test called `name` (case-insensitive).
+    pub fn from_name(name: &str) -> Option<Test> {
+        Test::ALL
+            .into_iter()
+            .find(|t| t.name().eq_ignore_ascii_case(name))
+    }
+}
+
+/// What the client asks the server for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spec {
+    pub test: Test,
+    /// Test length.
+    pub seconds: f64,
+    /// Message size of the stream tests, payload size of CBR (bytes).
+    pub msg_size: usize,
+    /// Request and response sizes of the RR tests (bytes).
+    pub req_size: usize,
+    pub rsp_size: usize,
+    /// SO_SNDBUF / SO_RCVBUF of the data sockets (netperf -s/-S), if set.
+    pub send_buf: Option<usize>,
+    pub recv_buf: Option<usize>,
+    /// Sending rate in bit/s of the UDP payload (CBR; optional for
+    /// UDP_STREAM).
+    pub rate_bps: Option<u64>,
+}
+
+impl Spec {
+    /// A spec with netperf's defaults for `test`: 10 s, 16 KB TCP messages,
+    /// 1472-byte UDP messages, 1-byte RR transactions; CBR 500-byte
+    /// payloads at 13 Mbit/s (study S1's stream).
+    pub fn new(test: Test) -> Spec {
+        let (msg_size, rate_bps) = match test {
+            Test::TcpStream => (16_384, None),
+            Test::UdpStream => (1_472, None),
+            Test::Cbr => (500, Some(13_000_000)),
+            _ => (1, None),
+        };
+        Spec {
+            test,
+            seconds: 10.0,
+            msg_size,
+            req_size: 1,
+            rsp_size: 1,
+            send_buf: None,
+            recv_buf: None,
+            rate_bps,
+        }
+    }
+
+    /// Sizes and durations the server accepts: a spec from the network is
+    /// input like any other.
+    pub fn check(&self) -> Result<(), String> {
+        let size_ok = |n: usize, max: usize| (1..=max).contains(&n);
+        if !(self.seconds > 0.0 && self.seconds <= 3600.0) {
+            return Err(format!("seconds {} out of (0, 3600]", self.seconds));
+        }
+        let udp = matches!(self.test, Test::UdpStream | Test::UdpRr | Test::Cbr);
+        let max = if udp { 65_507 } else { 1 << 20 };
+        if !size_ok(self.msg_size, max)
+            || !size_ok(self.req_size, max)
+            || !size_ok(self.rsp_size, max)
+        {
+            return Err(format!("message sizes must be 1..={max} bytes"));
+        }
+        if self.test == Test::Cbr && self.msg_size < crate::server::CBR_HEADER {
+            return Err(format!(
+                "CBR payloads carry a {}-byte header: at least that many bytes",
+                crate::server::CBR_HEADER
+            ));
+        }
+        if self.test == Test::Cbr && self.rate_bps.unwrap_or(0) == 0 {
+            return Err("CBR needs a rate".into());
+        }
+        Ok(())
+    }
+}
+
+/// One second of a CBR (or UDP_STREAM) run, as the receiver saw it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Second {
+    /// Packets that arrived in this second.
+    pub packets: u64,
+    pub bytes: u64,
+    /// Packets whose sequence number is below one seen before.
+    pub reordered: u64,
+    /// Sequence numbers sent in this second (by their send time) that never
+    /// arrived.
+    pub lost: u64,
+    /// The longest time between two arrivals in this second (ms).
+    pub max_gap_ms: f64,
+}
+
+/// What a test found. Field names follow netperf's results where there is
+/// one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub test: String,
+    /// Measured duration (s).
+    pub elapsed_s: f64,
+    /// TCP/UDP_STREAM: netperf's "Throughput" (10^6 bits/s) at the
+    /// receiver; UDP_STREAM also `send_mbit_s`.
+    pub throughput_mbit_s: f64,
+    pub send_mbit_s: f64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub packets_sent: u64,
+    pub packets_received: u64,
+    /// UDP: packets sent that did not arrive.
+    pub lost: u64,
+    /// RR/CRR: netperf's "Trans. Rate" (per second) and latencies (µs).
+    pub transactions: u64,
+    pub trans_per_s: f64,
+    pub latency_mean_us: f64,
+    pub latency_p50_us: f64,
+    pub latency_p99_us: f64,
+    /// UDP_RR: transactions abandoned after a lost packet.
+    pub timeouts: u64,
+    /// CBR: per second, and the longest gap between arrivals (ms).
+    pub per_second: Vec<Second>,
+    pub reordered: u64,
+    pub max_gap_ms: f64,
+    /// CPU use of each end: the process, and the whole machine (%).
+    pub local_cpu: crate::CpuUse,
+    pub remote_cpu: crate::CpuUse,
+}
