@@ -29,7 +29,7 @@ pub enum Side {
         port: u16,
     },
     /// Run one test against a server.
-    Client(ClientArgs),
+    Client(Box<ClientArgs>),
 }
 
 #[derive(Args, Debug)]
@@ -40,10 +40,10 @@ pub struct ClientArgs {
     /// Control port.
     #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
     pub port: u16,
-    /// TCP_STREAM, UDP_STREAM, TCP_RR, UDP_RR, TCP_CRR or CBR.
+    /// TCP_STREAM, UDP_STREAM, TCP_RR, UDP_RR, TCP_CRR, CBR, MAXRATE or PING.
     #[arg(short = 't', long = "test", default_value = "TCP_STREAM")]
     pub test: String,
-    /// Test length in seconds.
+    /// Test length in seconds (MAXRATE: per probe).
     #[arg(short = 'l', long = "length", default_value_t = 10.0)]
     pub seconds: f64,
     /// Message size (streams), payload size (CBR), in bytes.
@@ -61,6 +61,24 @@ pub struct ClientArgs {
     /// Sending rate of UDP_STREAM or CBR, bit/s of payload: 13M, 500k, 1G.
     #[arg(long)]
     pub rate: Option<String>,
+    /// MAXRATE: precision of the search, bit/s (1M: study S2's step).
+    #[arg(long, default_value = "1M")]
+    pub step: String,
+    /// MAXRATE: the highest rate to try, bit/s.
+    #[arg(long, default_value = "10G")]
+    pub max_rate: String,
+    /// MAXRATE: the fraction of lost packets that still counts as loss-free.
+    #[arg(long, default_value_t = 0.0)]
+    pub loss_tolerance: f64,
+    /// PING: payload sizes, bytes.
+    #[arg(long, value_delimiter = ',', default_value = "64")]
+    pub sizes: Vec<usize>,
+    /// PING: echoes per size.
+    #[arg(long, default_value_t = 10)]
+    pub count: u64,
+    /// PING: seconds between echoes.
+    #[arg(long, default_value_t = 1.0)]
+    pub interval: f64,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -104,9 +122,19 @@ fn parse_rate(s: &str) -> Option<u64> {
 }
 
 fn client(c: &ClientArgs) -> Result<(), CliError> {
+    if c.test.eq_ignore_ascii_case("MAXRATE") {
+        return maxrate(c);
+    }
+    if c.test.eq_ignore_ascii_case("PING") {
+        return ping(c);
+    }
     let test = Test::from_name(&c.test).ok_or_else(|| {
         let names: Vec<&str> = Test::ALL.iter().map(|t| t.name()).collect();
-        CliError::Usage(format!("-t {}: one of {}", c.test, names.join(", ")))
+        CliError::Usage(format!(
+            "-t {}: one of {}, MAXRATE, PING",
+            c.test,
+            names.join(", ")
+        ))
     })?;
     let mut spec = Spec::new(test);
     spec.seconds = c.seconds;
@@ -125,10 +153,7 @@ fn client(c: &ClientArgs) -> Result<(), CliError> {
     spec.send_buf = c.local_buf;
     spec.recv_buf = c.remote_buf;
     if let Some(r) = &c.rate {
-        spec.rate_bps = Some(
-            parse_rate(r)
-                .ok_or_else(|| CliError::Usage(format!("--rate {r}: like 13M, 500k, 1G")))?,
-        );
+        spec.rate_bps = Some(rate_arg("--rate", r)?);
     }
     spec.check().map_err(CliError::Usage)?;
     let out =
@@ -137,6 +162,88 @@ fn client(c: &ClientArgs) -> Result<(), CliError> {
         println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     } else {
         print_text(&c.host, &spec, &out);
+    }
+    Ok(())
+}
+
+fn rate_arg(flag: &str, v: &str) -> Result<u64, CliError> {
+    parse_rate(v).ok_or_else(|| CliError::Usage(format!("{flag} {v}: like 13M, 500k, 1G")))
+}
+
+/// MAXRATE: CBR probes of `-l` seconds, `-m`-byte payloads (default 1300,
+/// study S2's transport-mode size).
+fn maxrate(c: &ClientArgs) -> Result<(), CliError> {
+    let base = Spec {
+        seconds: c.seconds,
+        msg_size: c.msg_size.unwrap_or(1300),
+        send_buf: c.local_buf,
+        recv_buf: c.remote_buf,
+        ..Spec::new(Test::Cbr)
+    };
+    base.check().map_err(CliError::Usage)?;
+    if !(0.0..1.0).contains(&c.loss_tolerance) {
+        return Err(CliError::Usage("--loss-tolerance in [0, 1)".into()));
+    }
+    let (step, max) = (
+        rate_arg("--step", &c.step)?,
+        rate_arg("--max-rate", &c.max_rate)?,
+    );
+    let r = flowsec_perf::max_rate(&base, step, max, c.loss_tolerance, |spec| {
+        let o = flowsec_perf::run(&c.host, c.port, spec)?;
+        if !c.json {
+            eprintln!(
+                "  probe {:>10.3} Mbit/s: {} sent, {} lost",
+                spec.rate_bps.unwrap_or(0) as f64 / 1e6,
+                o.packets_sent,
+                o.lost
+            );
+        }
+        Ok((o.packets_sent, o.packets_received))
+    })
+    .map_err(|e| CliError::Runtime(e.to_string()))?;
+    if c.json {
+        println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+    } else {
+        println!(
+            "MAXRATE to {}: {:.3} Mbit/s loss-free ({} B payloads, {} s per probe, step {:.3} Mbit/s, {} probes)",
+            c.host,
+            r.max_rate_bps as f64 / 1e6,
+            r.payload,
+            r.hold_s,
+            r.step_bps as f64 / 1e6,
+            r.probes.len()
+        );
+    }
+    Ok(())
+}
+
+/// PING: `--count` UDP echoes per `--sizes` payload, `--interval` apart.
+fn ping(c: &ClientArgs) -> Result<(), CliError> {
+    if c.sizes.is_empty() || c.sizes.iter().any(|&s| !(1..=65_507).contains(&s)) {
+        return Err(CliError::Usage(
+            "--sizes: payloads of 1..=65507 bytes".into(),
+        ));
+    }
+    if c.count == 0 || !(c.interval > 0.0 && c.interval <= 60.0) {
+        return Err(CliError::Usage(
+            "--count >= 1 and --interval in (0, 60]".into(),
+        ));
+    }
+    let rows = flowsec_perf::ping(&c.host, c.port, &c.sizes, c.count, c.interval)
+        .map_err(|e| CliError::Runtime(e.to_string()))?;
+    if c.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).unwrap_or_default()
+        );
+        return Ok(());
+    }
+    println!("PING to {} (UDP echo): rtt min/avg/max/mdev ms", c.host);
+    for r in rows {
+        println!(
+            "  {:>6} B: {}/{} received, {:.3}/{:.3}/{:.3}/{:.3}",
+            r.payload, r.received, r.sent, r.min_ms, r.avg_ms, r.max_ms, r.mdev_ms
+        );
     }
     Ok(())
 }

@@ -245,9 +245,19 @@ fn latencies(out: &mut Outcome, mut samples: Vec<u32>) {
     }
     samples.sort_unstable();
     let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize] as f64;
-    out.latency_mean_us = samples.iter().map(|&s| s as f64).sum::<f64>() / samples.len() as f64;
+    let n = samples.len() as f64;
+    let mean = samples.iter().map(|&s| s as f64).sum::<f64>() / n;
+    out.latency_mean_us = mean;
     out.latency_p50_us = at(0.50);
     out.latency_p99_us = at(0.99);
+    out.latency_min_us = at(0.0);
+    out.latency_max_us = at(1.0);
+    out.latency_stddev_us = (samples
+        .iter()
+        .map(|&s| (s as f64 - mean).powi(2))
+        .sum::<f64>()
+        / n)
+        .sqrt();
 }
 
 fn record(samples: &mut Vec<u32>, t: Instant) {
@@ -307,30 +317,58 @@ fn udp_rr(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), PerfEr
     let s = UdpSocket::bind(bind)?;
     s.connect(data)?;
     s.set_read_timeout(Some(UDP_RR_TIMEOUT))?;
-    let (req, mut rsp) = (payload(spec.req_size), vec![0u8; 65_536]);
+    let (mut req, mut rsp) = (payload(spec.req_size), vec![0u8; 65_536]);
     let mut samples = Vec::new();
-    let end = Instant::now() + Duration::from_secs_f64(spec.seconds);
-    while Instant::now() < end {
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(spec.seconds);
+    let interval = spec.interval_s.map(Duration::from_secs_f64);
+    let mut next = start;
+    while Instant::now() < end && spec.count.is_none_or(|c| out.packets_sent < c) {
+        if let Some(i) = interval {
+            let now = Instant::now();
+            if now < next {
+                std::thread::sleep(next - now);
+            }
+            next += i;
+        }
         let t = Instant::now();
+        // A transaction id, when the sizes have room for it (the server
+        // echoes the first 8 bytes), so that a late answer is not taken
+        // for the next one.
+        let id = out.packets_sent.to_be_bytes();
+        let tagged = req.len() >= 8 && spec.rsp_size >= 8;
+        if tagged {
+            req[..8].copy_from_slice(&id);
+        }
         s.send(&req)?;
         out.packets_sent += 1;
-        match s.recv(&mut rsp) {
-            Ok(_) => {
-                record(&mut samples, t);
-                out.transactions += 1;
+        loop {
+            match s.recv(&mut rsp) {
+                Ok(n) if tagged && (n < 8 || rsp[..8] != id) => {
+                    if t.elapsed() >= UDP_RR_TIMEOUT {
+                        out.timeouts += 1;
+                        break;
+                    }
+                }
+                Ok(_) => {
+                    record(&mut samples, t);
+                    out.transactions += 1;
+                    break;
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    out.timeouts += 1;
+                    break;
+                }
+                Err(e) => return Err(e.into()),
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                out.timeouts += 1;
-            }
-            Err(e) => return Err(e.into()),
         }
     }
-    out.trans_per_s = out.transactions as f64 / spec.seconds;
+    out.trans_per_s = out.transactions as f64 / start.elapsed().as_secs_f64();
     latencies(out, samples);
     Ok(())
 }

@@ -9,15 +9,19 @@
 //!
 //! Tests: `TCP_STREAM`, `UDP_STREAM`, `TCP_RR`, `UDP_RR`, `TCP_CRR` and
 //! `CBR` (a paced UDP stream with sequence numbers and send times, reported
-//! per second: received, lost, reordered, longest gap).
+//! per second: received, lost, reordered, longest gap); made of those,
+//! `MAXRATE` (the highest loss-free CBR rate) and `PING` (RTT per payload
+//! size).
 
 mod client;
 mod cpu;
+mod search;
 mod server;
 mod spec;
 
 pub use client::run;
 pub use cpu::CpuUse;
+pub use search::{max_rate, ping, MaxRate, PingRow, Probe};
 pub use server::{serve, serve_one, DEFAULT_PORT};
 pub use spec::{Outcome, Second, Spec, Test};
 

@@ -252,12 +252,16 @@ fn tcp_crr(listener: &TcpListener, spec: &Spec, stop: &AtomicBool) -> Result<See
 
 fn udp_rr(socket: &UdpSocket, spec: &Spec, stop: &AtomicBool) -> Result<Seen, PerfError> {
     let mut seen = Seen::default();
-    let (mut req, rsp) = (vec![0u8; 65_536], vec![0u8; spec.rsp_size]);
+    let (mut req, mut rsp) = (vec![0u8; 65_536], vec![0u8; spec.rsp_size]);
     while !stop.load(Ordering::SeqCst) {
         match socket.recv_from(&mut req) {
             Ok((n, from)) => {
                 seen.packets += 1;
                 seen.bytes += n as u64;
+                // The transaction id (the request's first 8 bytes) goes back,
+                // so that a late answer is not taken for the next one.
+                let id = n.min(8).min(rsp.len());
+                rsp[..id].copy_from_slice(&req[..id]);
                 let _ = socket.send_to(&rsp, from);
             }
             Err(e) if timed_out(&e) => {}

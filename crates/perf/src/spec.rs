@@ -73,6 +73,13 @@ pub struct Spec {
     /// Sending rate in bit/s of the UDP payload (CBR; optional for
     /// UDP_STREAM).
     pub rate_bps: Option<u64>,
+    /// UDP_RR: at most this many transactions (PING's count).
+    #[serde(default)]
+    pub count: Option<u64>,
+    /// UDP_RR: one transaction per interval (s) instead of back to back
+    /// (PING's interval).
+    #[serde(default)]
+    pub interval_s: Option<f64>,
 }
 
 impl Spec {
@@ -95,6 +102,8 @@ impl Spec {
             send_buf: None,
             recv_buf: None,
             rate_bps,
+            count: None,
+            interval_s: None,
         }
     }
 
@@ -118,6 +127,9 @@ impl Spec {
                 "CBR payloads carry a {}-byte header: at least that many bytes",
                 crate::server::CBR_HEADER
             ));
+        }
+        if self.interval_s.is_some_and(|i| !(i > 0.0 && i <= 60.0)) {
+            return Err("interval must be in (0, 60] s".into());
         }
         if self.test == Test::Cbr && self.rate_bps.unwrap_or(0) == 0 {
             return Err("CBR needs a rate".into());
@@ -164,6 +176,10 @@ pub struct Outcome {
     pub latency_mean_us: f64,
     pub latency_p50_us: f64,
     pub latency_p99_us: f64,
+    pub latency_min_us: f64,
+    pub latency_max_us: f64,
+    /// Standard deviation (ping's mdev).
+    pub latency_stddev_us: f64,
     /// UDP_RR: transactions abandoned after a lost packet.
     pub timeouts: u64,
     /// CBR: per second, and the longest gap between arrivals (ms).

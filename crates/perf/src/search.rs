@@ -1,0 +1,207 @@
+//! Tests made of tests: `MAXRATE` (the highest loss-free CBR rate, study
+//! S2's E2a) and `PING` (RTT samples at a list of payload sizes, E2b).
+
+use serde::{Deserialize, Serialize};
+
+use crate::spec::{Spec, Test};
+use crate::PerfError;
+
+/// One CBR probe of a MAXRATE search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    pub rate_bps: u64,
+    pub packets_sent: u64,
+    pub lost: u64,
+    /// Whether the probe counted as loss-free.
+    pub clean: bool,
+}
+
+/// What MAXRATE found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MaxRate {
+    pub test: String,
+    /// The highest rate whose probe was loss-free (0 if none was).
+    pub max_rate_bps: u64,
+    pub payload: usize,
+    pub hold_s: f64,
+    pub step_bps: u64,
+    /// Every probe, in the order run.
+    pub probes: Vec<Probe>,
+}
+
+/// The highest CBR rate (bit/s of payload, `base.msg_size`-byte datagrams,
+/// each probe held `base.seconds`) with a loss fraction at most
+/// `tolerance`, to within `step_bps`: doubling from `step_bps` until a
+/// probe loses packets or `max_bps` is reached, then bisecting. `run` runs
+/// one CBR probe (the server round trip; a parameter so the search itself
+/// can be tested).
+pub fn max_rate(
+    base: &Spec,
+    step_bps: u64,
+    max_bps: u64,
+    tolerance: f64,
+    mut run: impl FnMut(&Spec) -> Result<(u64, u64), PerfError>,
+) -> Result<MaxRate, PerfError> {
+    if step_bps == 0 || max_bps < step_bps {
+        return Err(PerfError("MAXRATE needs 0 < step <= max rate".into()));
+    }
+    let mut probes = Vec::new();
+    let mut probe = |rate: u64, probes: &mut Vec<Probe>| -> Result<bool, PerfError> {
+        let spec = Spec {
+            test: Test::Cbr,
+            rate_bps: Some(rate),
+            ..base.clone()
+        };
+        let (sent, received) = run(&spec)?;
+        let lost = sent.saturating_sub(received);
+        let clean = sent > 0 && (lost as f64) <= tolerance * sent as f64;
+        probes.push(Probe {
+            rate_bps: rate,
+            packets_sent: sent,
+            lost,
+            clean,
+        });
+        Ok(clean)
+    };
+    // Grow until a probe fails: `good` passed, `bad` failed (or is past max).
+    let (mut good, mut bad) = (0u64, None);
+    let mut rate = step_bps;
+    while rate <= max_bps {
+        if probe(rate, &mut probes)? {
+            good = rate;
+            rate = rate.saturating_mul(2);
+        } else {
+            bad = Some(rate);
+            break;
+        }
+    }
+    let mut bad = match bad {
+        Some(b) => b,
+        None if good == max_bps => max_bps + step_bps,
+        None => {
+            // max itself was never probed.
+            if probe(max_bps, &mut probes)? {
+                good = max_bps;
+                max_bps + step_bps
+            } else {
+                max_bps
+            }
+        }
+    };
+    while bad - good > step_bps {
+        // Midpoint, on the step grid.
+        let mid = good + ((bad - good) / 2 / step_bps).max(1) * step_bps;
+        if mid >= bad {
+            break;
+        }
+        if probe(mid, &mut probes)? {
+            good = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    Ok(MaxRate {
+        test: "MAXRATE".into(),
+        max_rate_bps: good,
+        payload: base.msg_size,
+        hold_s: base.seconds,
+        step_bps,
+        probes,
+    })
+}
+
+/// RTT at one payload size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PingRow {
+    pub payload: usize,
+    pub sent: u64,
+    pub received: u64,
+    pub min_ms: f64,
+    pub avg_ms: f64,
+    pub max_ms: f64,
+    /// ping's mdev: the standard deviation.
+    pub mdev_ms: f64,
+}
+
+/// `count` echoes (UDP, to the server's UDP_RR) per payload size, one per
+/// `interval_s`, like `ping -c COUNT -i INTERVAL -s SIZE`.
+pub fn ping(
+    host: &str,
+    port: u16,
+    sizes: &[usize],
+    count: u64,
+    interval_s: f64,
+) -> Result<Vec<PingRow>, PerfError> {
+    let mut rows = Vec::new();
+    for &size in sizes {
+        let spec = Spec {
+            req_size: size,
+            rsp_size: size,
+            count: Some(count),
+            interval_s: Some(interval_s),
+            // Room for every echo and the last one's timeout.
+            seconds: count as f64 * interval_s + 1.0,
+            ..Spec::new(Test::UdpRr)
+        };
+        let o = crate::run(host, port, &spec)?;
+        rows.push(PingRow {
+            payload: size,
+            sent: o.packets_sent,
+            received: o.transactions,
+            min_ms: o.latency_min_us / 1e3,
+            avg_ms: o.latency_mean_us / 1e3,
+            max_ms: o.latency_max_us / 1e3,
+            mdev_ms: o.latency_stddev_us / 1e3,
+        });
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A path that loses packets above `limit` bit/s.
+    fn path(limit: u64) -> impl FnMut(&Spec) -> Result<(u64, u64), PerfError> {
+        move |s: &Spec| {
+            let rate = s.rate_bps.unwrap();
+            Ok(if rate <= limit {
+                (1000, 1000)
+            } else {
+                (1000, 990)
+            })
+        }
+    }
+
+    #[test]
+    fn the_search_finds_the_limit_to_the_step() {
+        let base = Spec::new(Test::Cbr);
+        for limit in [1_000_000, 37_000_000, 93_000_000, 499_000_000] {
+            let r = max_rate(&base, 1_000_000, 1_000_000_000, 0.0, path(limit)).unwrap();
+            assert_eq!(r.max_rate_bps, limit, "{r:?}");
+            // Doubling then bisecting: a few dozen probes, not hundreds.
+            assert!(r.probes.len() < 25, "{}", r.probes.len());
+        }
+        // Nothing passes; everything passes (capped at max).
+        assert_eq!(
+            max_rate(&base, 1_000_000, 8_000_000, 0.0, path(0))
+                .unwrap()
+                .max_rate_bps,
+            0
+        );
+        assert_eq!(
+            max_rate(&base, 1_000_000, 10_000_000, 0.0, path(u64::MAX))
+                .unwrap()
+                .max_rate_bps,
+            10_000_000
+        );
+        // A tolerance of 1% lets the 1%-lossy probes pass.
+        assert_eq!(
+            max_rate(&base, 1_000_000, 16_000_000, 0.01, path(0))
+                .unwrap()
+                .max_rate_bps,
+            16_000_000
+        );
+        assert!(max_rate(&base, 0, 1, 0.0, path(0)).is_err());
+    }
+}
