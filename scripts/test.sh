@@ -38,12 +38,14 @@ section "end-to-end: two flowsec gateways in network namespaces (needs root; ski
 cargo build --locked -p flowsec
 # mode, suite, encapsulation, outer family, bytes (the slow legacy suites
 # move less: this is a debug build), workers (- = one per CPU), TUN
-# offloads (1 on, 0 --no-offload)
-while read -r mode suite encap outer bytes workers offload; do
-    echo "-- e2e: $mode mode, suite $suite, encapsulation $encap, outer $outer, $bytes bytes, workers $workers, offloads $offload"
+# offloads (1 on, 0 --no-offload), crypto backend (- = auto)
+while read -r mode suite encap outer bytes workers offload backend; do
+    echo "-- e2e: $mode mode, suite $suite, encapsulation $encap, outer $outer, $bytes bytes, workers $workers, offloads $offload, backend ${backend:--}"
     [ "$workers" = - ] && workers=""
+    [ "${backend:--}" = - ] && backend=""
     FLOWSEC_E2E_MODE=$mode FLOWSEC_E2E_SUITE=$suite FLOWSEC_E2E_ENCAP=$encap FLOWSEC_E2E_OUTER=$outer \
         FLOWSEC_E2E_BYTES=$bytes FLOWSEC_E2E_WORKERS=$workers FLOWSEC_E2E_OFFLOAD=$offload \
+        FLOWSEC_E2E_BACKEND=$backend \
         tests/e2e/gateway.sh </dev/null
 done <<'MATRIX'
 tunnel gcm raw v4 52428800 - 1
@@ -52,6 +54,7 @@ tunnel gcm udp v6 20000000 - 1
 tunnel gcm udp v4 52428800 - 1
 tunnel gcm raw v6 52428800 - 1
 tunnel cbc-sha1 raw v4 20000000 - 1
+tunnel cbc-sha1 raw v4 5000000 - 1 engine
 tunnel 3des-md5 raw v4 5000000 - 1
 tunnel ah-esp raw v4 20000000 - 1
 tunnel ah-esp raw v6 20000000 - 1

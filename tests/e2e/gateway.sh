@@ -16,6 +16,7 @@
 #   FLOWSEC_E2E_BYTES=N          transfer size (default 52428800)
 #   FLOWSEC_E2E_WORKERS=N        pass --workers N to flowsec up
 #   FLOWSEC_E2E_OFFLOAD=0        pass --no-offload to flowsec up
+#   FLOWSEC_E2E_BACKEND=B        pass --backend B to flowsec up (engine: crypto on an engine thread)
 #   FLOWSEC_E2E_KEEP=1           keep the work directory (logs, setkey files, capture)
 #   FLOWSEC_E2E_ENCAP=udp        ESP in UDP port 4500 (RFC 3948) instead of raw ESP
 #   FLOWSEC_E2E_MODE=transport   transport mode between gwA and gwB themselves
@@ -213,6 +214,7 @@ for gw in gwA gwB; do
         fi
         [ -n "${FLOWSEC_E2E_WORKERS:-}" ] && args+=(--workers "$FLOWSEC_E2E_WORKERS")
         [ "${FLOWSEC_E2E_OFFLOAD:-1}" = 0 ] && args+=(--no-offload)
+        [ -n "${FLOWSEC_E2E_BACKEND:-}" ] && args+=(--backend "$FLOWSEC_E2E_BACKEND")
         start_bg "$gw" "$W/$gw.log" "$FLOWSEC" "${args[@]}"
     fi
     GW_PID[$gw]=$E2E_LAST_PID

@@ -26,6 +26,8 @@ pub enum CryptoError {
     BadLength,
     /// The integrity check value does not match.
     AuthFailed,
+    /// The `engine` backend's thread is gone.
+    EngineGone,
 }
 
 impl fmt::Display for CryptoError {
@@ -37,6 +39,7 @@ impl fmt::Display for CryptoError {
             CryptoError::UnsupportedInteg(id) => {
                 write!(f, "integrity algorithm {id} not supported")
             }
+            CryptoError::EngineGone => f.write_str("the crypto engine thread is gone"),
             CryptoError::BadCombination => {
                 f.write_str("invalid combination: AEAD with integrity, or NULL without integrity")
             }

@@ -12,6 +12,7 @@
 #![cfg_attr(not(test), warn(missing_docs))]
 
 pub mod backend;
+pub mod engine;
 mod error;
 pub mod esp;
 pub mod policy;

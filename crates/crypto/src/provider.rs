@@ -34,12 +34,32 @@ pub trait Backend: Send + Sync {
 #[derive(Clone)]
 pub struct Provider {
     backends: Vec<Arc<dyn Backend>>,
+    /// ESP transforms run on this engine (the `engine` backend).
+    engine: Option<Arc<crate::engine::Engine>>,
 }
 
 impl Provider {
     /// A provider that asks `backends` in order.
     pub fn new(backends: Vec<Arc<dyn Backend>>) -> Self {
-        Provider { backends }
+        Provider {
+            backends,
+            engine: None,
+        }
+    }
+
+    /// `inner`'s algorithms, with every ESP transform run on a crypto
+    /// engine thread of its own, reached through a request queue (study
+    /// S4's look-aside offload; see [`crate::engine`]).
+    pub fn engine(inner: Provider) -> Self {
+        Provider {
+            engine: Some(crate::engine::Engine::start()),
+            ..inner
+        }
+    }
+
+    /// Whether ESP transforms run on an engine thread.
+    pub fn is_engine(&self) -> bool {
+        self.engine.is_some()
     }
 
     /// aws-lc-rs for what it does fastest on this class of CPU, RustCrypto
@@ -61,13 +81,14 @@ impl Provider {
         Provider::new(vec![Arc::new(backend::AwsLc)])
     }
 
-    /// The provider a `--backend NAME` option names: `auto`, `aws-lc` or
-    /// `rustcrypto`.
+    /// The provider a `--backend NAME` option names: `auto`, `aws-lc`,
+    /// `rustcrypto`, or `engine` (auto's algorithms on an engine thread).
     pub fn by_name(name: &str) -> Option<Self> {
         match name {
             "auto" | "fastest" => Some(Provider::fastest()),
             "aws-lc" | "aws-lc-rs" | "awslc" => Some(Provider::aws_lc()),
             "rustcrypto" | "rust-crypto" => Some(Provider::rustcrypto()),
+            "engine" => Some(Provider::engine(Provider::fastest())),
             _ => None,
         }
     }
@@ -86,7 +107,11 @@ impl Provider {
         integ: IntegId,
         integ_key: &[u8],
     ) -> Result<Box<dyn EspTransform>, CryptoError> {
-        esp::build(self, encr, encr_key, integ, integ_key)
+        let inline = esp::build(self, encr, encr_key, integ, integ_key)?;
+        Ok(match &self.engine {
+            Some(engine) => engine.wrap(inline),
+            None => inline,
+        })
     }
 
     /// The name of the backend that implements `encr` (for display).

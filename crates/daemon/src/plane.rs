@@ -35,7 +35,7 @@ const POLL_MS: i32 = 200;
 const REPORT_WAIT: Duration = Duration::from_secs(2);
 
 /// What `flowsec up` was asked to do.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Options {
     /// TUN device name.
     pub tun: String,
@@ -49,6 +49,8 @@ pub struct Options {
     pub workers: usize,
     /// TUN offloads: TCP super-packets in both directions.
     pub offload: bool,
+    /// The crypto provider (`--backend`: auto, aws-lc, rustcrypto, engine).
+    pub provider: Provider,
 }
 
 /// Why the daemon could not run.
@@ -77,7 +79,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     // below (the flag is checked before the loop's first wait).
     let shutdown = sys::catch_shutdown_signals();
     let start = Instant::now();
-    let provider = Provider::fastest();
+    let provider = opts.provider.clone();
     let workers = opts.workers.max(1);
     let name = opts.setkey.display().to_string();
     let text = std::fs::read_to_string(&opts.setkey)

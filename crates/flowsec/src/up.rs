@@ -24,6 +24,10 @@ pub struct UpArgs {
     /// Worker threads, each with its own TUN queue (default: one per CPU).
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
+    /// Crypto backend: auto, aws-lc, rustcrypto, or engine (ESP on a
+    /// crypto-engine thread behind a request queue, study S4's offload).
+    #[arg(long, default_value = "auto")]
+    pub backend: String,
     /// No TUN offloads: one packet per read and write instead of TCP
     /// super-packets (for comparisons).
     #[arg(long)]
@@ -46,7 +50,14 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
+    let provider = flowsec_crypto::Provider::by_name(&args.backend).ok_or_else(|| {
+        CliError::Usage(format!(
+            "--backend {}: one of auto, aws-lc, rustcrypto, engine",
+            args.backend
+        ))
+    })?;
     let opts = Options {
+        provider,
         workers,
         offload: !args.no_offload,
         tun: args.tun.clone(),
