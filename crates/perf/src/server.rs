@@ -49,14 +49,26 @@ pub(crate) struct Seen {
     pub error: Option<String>,
 }
 
-/// Serve tests forever, a thread per control connection.
+/// Tests served at once, at most; more are refused.
+const MAX_TESTS: usize = 64;
+
+/// Serve tests forever, a thread per control connection (at most
+/// [`MAX_TESTS`] at once: a connection beyond that is told so and closed).
 pub fn serve(listener: TcpListener) -> std::io::Result<()> {
+    let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     loop {
         let (control, peer) = listener.accept()?;
+        if active.fetch_add(1, Ordering::SeqCst) >= MAX_TESTS {
+            active.fetch_sub(1, Ordering::SeqCst);
+            let _ = send_line(&control, &serde_json::json!({ "error": "server busy" }));
+            continue;
+        }
+        let active = Arc::clone(&active);
         thread::spawn(move || {
             if let Err(e) = serve_one(control) {
                 eprintln!("flowsec perf server: {peer}: {e}");
             }
+            active.fetch_sub(1, Ordering::SeqCst);
         });
     }
 }
