@@ -67,6 +67,17 @@ MATRIX
 echo "-- e2e: harness self-test (plain forwarding stand-in: the sniffer sees plaintext, injected plaintext arrives)"
 FLOWSEC_E2E_STANDIN=1 FLOWSEC_E2E_BYTES=5000000 tests/e2e/gateway.sh </dev/null
 
+section "flowsec lab run --quick all (every scenario writes its report; verdicts come from the data)"
+LAB_OUT="$(mktemp -d)"
+target/debug/flowsec lab run --quick all --out "$LAB_OUT"
+for dir in "$LAB_OUT"/*/; do
+    for f in results.json results.md; do
+        [ -s "$dir/$f" ] || { echo "FAIL: $dir$f missing"; exit 1; }
+    done
+    ls "$dir"/*.svg >/dev/null || { echo "FAIL: no plot in $dir"; exit 1; }
+done
+rm -rf "$LAB_OUT"
+
 if [ "${FLOWSEC_SKIP_ORACLE:-0}" != 1 ]; then
     section "oracle tests: scapy (ESP/AH both ways) and tshark (ESP decryption)"
     tests/oracle/run.sh

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod ctl;
+mod lab;
 mod perf;
 mod setkey;
 mod speed;
@@ -36,6 +37,9 @@ enum Command {
     /// Traffic tests like netperf: `perf server`, `perf client -H HOST -t
     /// TCP_STREAM|UDP_STREAM|TCP_RR|UDP_RR|TCP_CRR|CBR`.
     Perf(perf::PerfArgs),
+    /// Reproduce the studies: `lab list`, `lab run SCENARIO... [--quick]
+    /// [--out DIR]` (so far: s4-crypto).
+    Lab(lab::LabArgs),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +50,7 @@ fn main() -> ExitCode {
         Command::Up(args) => up::run(&args),
         Command::Ctl(args) => ctl::run(&args),
         Command::Perf(args) => perf::run(&args),
+        Command::Lab(args) => lab::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

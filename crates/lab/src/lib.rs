@@ -1,0 +1,56 @@
+//! `flowsec lab`: scenarios that reproduce the published IPsec studies of
+//! `../shared/STUDIES.md` on this machine. Each scenario is data (the
+//! study's parameters and figures) plus a measurement; it writes
+//! `results.json`, `results.md` and SVG plots, prints the study's figure
+//! beside today's, and a verdict per finding of the study, computed from
+//! the numbers (never written by hand).
+//!
+//! So far: `s4-crypto` (study S4, crypto-engine offload). The namespace
+//! scenarios (S1–S3) come with the topologies.
+
+mod report;
+mod s4;
+mod svg;
+
+pub use report::{Finding, Plot, Report, Series, Table};
+
+/// Why a scenario could not run.
+#[derive(Debug)]
+pub struct LabError(pub String);
+
+impl core::fmt::Display for LabError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LabError {}
+
+/// How to run a scenario.
+#[derive(Debug, Clone, Copy)]
+pub struct RunOptions {
+    /// Shorter measurements (CI: every scenario in minutes).
+    pub quick: bool,
+}
+
+/// One experiment of one study.
+pub trait Scenario: Sync {
+    /// The name `lab run` takes (`s4-crypto`).
+    fn name(&self) -> &'static str;
+    /// One line: the study and what is measured.
+    fn summary(&self) -> &'static str;
+    /// Whether it needs root (network namespaces).
+    fn needs_root(&self) -> bool;
+    /// Measure, compare with the study, and report.
+    fn run(&self, opts: &RunOptions) -> Result<Report, LabError>;
+}
+
+/// Every scenario, in `lab list` order.
+pub fn scenarios() -> Vec<&'static dyn Scenario> {
+    vec![&s4::S4Crypto]
+}
+
+/// The scenario called `name`.
+pub fn scenario(name: &str) -> Option<&'static dyn Scenario> {
+    scenarios().into_iter().find(|s| s.name() == name)
+}
