@@ -5,12 +5,14 @@
 //! beside today's, and a verdict per finding of the study, computed from
 //! the numbers (never written by hand).
 //!
-//! So far: `s4-crypto` (study S4, crypto-engine offload). The namespace
-//! scenarios (S1–S3) come with the topologies.
+//! So far: `s2-maxrate` (study S2 E2a, on the namespace topology of
+//! [`topology`]) and `s4-crypto` (study S4, crypto-engine offload).
 
 mod report;
+mod s2;
 mod s4;
 mod svg;
+pub mod topology;
 
 pub use report::{Finding, Plot, Report, Series, Table};
 
@@ -47,7 +49,7 @@ pub trait Scenario: Sync {
 
 /// Every scenario, in `lab list` order.
 pub fn scenarios() -> Vec<&'static dyn Scenario> {
-    vec![&s4::S4Crypto]
+    vec![&s2::S2MaxRate, &s4::S4Crypto]
 }
 
 /// The scenario called `name`.

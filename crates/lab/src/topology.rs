@@ -1,0 +1,212 @@
+//! The lab's network: hostA — gwA — gwB — hostB in network namespaces
+//! (the e2e tests' topology), built with iproute2 and removed on drop, and
+//! the processes started in it (killed on drop). Every name carries a
+//! per-run prefix (`fl<pid>-`), so nothing else is touched.
+//!
+//! ```text
+//! hostA 10.1.0.2 — 10.1.0.1 gwA 192.0.2.1 ═ 192.0.2.2 gwB 10.2.0.1 — 10.2.0.2 hostB
+//! ```
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::LabError;
+
+/// The namespaces, by role.
+pub const HOSTS: [&str; 4] = ["hostA", "gwA", "gwB", "hostB"];
+
+/// A built topology; dropping it stops its processes and removes it.
+pub struct Topology {
+    prefix: String,
+    children: Vec<Child>,
+}
+
+fn run(args: &[&str]) -> Result<(), LabError> {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .map_err(|e| LabError(format!("{}: {e}", args.join(" "))))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(LabError(format!(
+            "{}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
+impl Topology {
+    /// Build it: namespaces, veths, addresses, forwarding, and plain
+    /// routes between the sites (the `none` implementation; a tunnel's
+    /// routes go into its own table and take precedence).
+    pub fn build() -> Result<Topology, LabError> {
+        let t = Topology {
+            prefix: format!("fl{}-", std::process::id()),
+            children: Vec::new(),
+        };
+        for h in HOSTS {
+            run(&["ip", "netns", "add", &t.ns(h)])?;
+            t.exec(h, &["ip", "link", "set", "lo", "up"])?;
+        }
+        for (a, ad, b, bd) in [
+            ("hostA", "eth0", "gwA", "eth0"),
+            ("gwA", "eth1", "gwB", "eth1"),
+            ("gwB", "eth0", "hostB", "eth0"),
+        ] {
+            let (na, nb) = (t.ns(a), t.ns(b));
+            run(&[
+                "ip", "link", "add", ad, "netns", &na, "type", "veth", "peer", "name", bd, "netns",
+                &nb,
+            ])?;
+            t.exec(a, &["ip", "link", "set", ad, "up"])?;
+            t.exec(b, &["ip", "link", "set", bd, "up"])?;
+        }
+        for (h, dev, addr) in [
+            ("hostA", "eth0", "10.1.0.2/24"),
+            ("gwA", "eth0", "10.1.0.1/24"),
+            ("gwA", "eth1", "192.0.2.1/24"),
+            ("gwB", "eth1", "192.0.2.2/24"),
+            ("gwB", "eth0", "10.2.0.1/24"),
+            ("hostB", "eth0", "10.2.0.2/24"),
+        ] {
+            t.exec(h, &["ip", "addr", "add", addr, "dev", dev])?;
+        }
+        t.exec(
+            "hostA",
+            &["ip", "route", "add", "default", "via", "10.1.0.1"],
+        )?;
+        t.exec(
+            "hostB",
+            &["ip", "route", "add", "default", "via", "10.2.0.1"],
+        )?;
+        for gw in ["gwA", "gwB"] {
+            t.exec(gw, &["sysctl", "-qw", "net.ipv4.ip_forward=1"])?;
+        }
+        t.exec(
+            "gwA",
+            &["ip", "route", "add", "10.2.0.0/24", "via", "192.0.2.2"],
+        )?;
+        t.exec(
+            "gwB",
+            &["ip", "route", "add", "10.1.0.0/24", "via", "192.0.2.1"],
+        )?;
+        Ok(t)
+    }
+
+    /// The full name of namespace `host`.
+    pub fn ns(&self, host: &str) -> String {
+        format!("{}{host}", self.prefix)
+    }
+
+    /// Run a command in `host` and wait for it.
+    pub fn exec(&self, host: &str, cmd: &[&str]) -> Result<(), LabError> {
+        let ns = self.ns(host);
+        let mut args = vec!["ip", "netns", "exec", ns.as_str()];
+        args.extend_from_slice(cmd);
+        run(&args)
+    }
+
+    /// Run a command in `host` and return its standard output.
+    pub fn output(&self, host: &str, cmd: &[&str]) -> Result<String, LabError> {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.ns(host)])
+            .args(cmd)
+            .output()
+            .map_err(|e| LabError(format!("{}: {e}", cmd.join(" "))))?;
+        if !out.status.success() {
+            return Err(LabError(format!(
+                "{host}: {}: {}",
+                cmd.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Start a command in `host` in the background, its stderr to `log`;
+    /// when `ready` is given, wait (up to 10 s) for that text in the log.
+    pub fn spawn(
+        &mut self,
+        host: &str,
+        cmd: &[&str],
+        log: &Path,
+        ready: Option<&str>,
+    ) -> Result<(), LabError> {
+        let file =
+            std::fs::File::create(log).map_err(|e| LabError(format!("{}: {e}", log.display())))?;
+        let child = Command::new("ip")
+            .args(["netns", "exec", &self.ns(host)])
+            .args(cmd)
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .map_err(|e| LabError(format!("{}: {e}", cmd.join(" "))))?;
+        self.children.push(child);
+        if let Some(text) = ready {
+            let start = Instant::now();
+            loop {
+                let seen = std::fs::read_to_string(log).unwrap_or_default();
+                if seen.contains(text) {
+                    break;
+                }
+                let exited = self
+                    .children
+                    .last_mut()
+                    .and_then(|c| c.try_wait().ok().flatten());
+                if exited.is_some() || start.elapsed() > Duration::from_secs(10) {
+                    return Err(LabError(format!(
+                        "{host}: {}: not ready: {}",
+                        cmd.join(" "),
+                        seen.trim()
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        Ok(())
+    }
+
+    /// Stop every background process (SIGTERM, then SIGKILL after 5 s).
+    pub fn stop_all(&mut self) {
+        for c in &mut self.children {
+            let _ = Command::new("kill").arg(c.id().to_string()).status();
+        }
+        let start = Instant::now();
+        for c in &mut self.children {
+            while c.try_wait().ok().flatten().is_none() {
+                if start.elapsed() > Duration::from_secs(5) {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        self.children.clear();
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        self.stop_all();
+        for h in HOSTS {
+            let _ = run(&["ip", "netns", "del", &self.ns(h)]);
+        }
+    }
+}
+
+/// Whether this process may build topologies.
+pub fn can_build() -> bool {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
+        })
+        .unwrap_or(false);
+    root && Command::new("ip").arg("-V").output().is_ok()
+}
