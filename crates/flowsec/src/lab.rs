@@ -67,6 +67,7 @@ pub fn run(args: &LabArgs) -> Result<(), CliError> {
                     })
                     .collect::<Result<_, _>>()?
             };
+            flowsec_lab::topology::catch_interrupts();
             let all = names.iter().any(|n| n == "all");
             let can = flowsec_lab::topology::can_build();
             for s in chosen {

@@ -9,9 +9,48 @@
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::LabError;
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Let SIGINT and SIGTERM end a lab run cleanly: instead of killing this
+/// process (and leaving its namespaces behind), they set a flag; the
+/// programs the lab runs get the terminal's SIGINT themselves and end, the
+/// step waiting on them fails with "interrupted", and every topology is
+/// removed on the way out.
+pub fn catch_interrupts() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is
+        // async-signal-safe.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::signal(
+                sig,
+                on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
+        }
+    }
+}
+
+/// Whether the run was interrupted.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+fn check_interrupted() -> Result<(), LabError> {
+    if interrupted() {
+        Err(LabError("interrupted".into()))
+    } else {
+        Ok(())
+    }
+}
 
 /// The namespaces, by role.
 pub const HOSTS: [&str; 4] = ["hostA", "gwA", "gwB", "hostB"];
@@ -23,6 +62,12 @@ pub struct Topology {
 }
 
 fn run(args: &[&str]) -> Result<(), LabError> {
+    check_interrupted()?;
+    run_anyway(args)
+}
+
+/// [`run`] also when interrupted (for the clean-up).
+fn run_anyway(args: &[&str]) -> Result<(), LabError> {
     let out = Command::new(args[0])
         .args(&args[1..])
         .output()
@@ -111,11 +156,13 @@ impl Topology {
 
     /// Run a command in `host` and return its standard output.
     pub fn output(&self, host: &str, cmd: &[&str]) -> Result<String, LabError> {
+        check_interrupted()?;
         let out = Command::new("ip")
             .args(["netns", "exec", &self.ns(host)])
             .args(cmd)
             .output()
             .map_err(|e| LabError(format!("{}: {e}", cmd.join(" "))))?;
+        check_interrupted()?;
         if !out.status.success() {
             return Err(LabError(format!(
                 "{host}: {}: {}",
@@ -156,6 +203,7 @@ impl Topology {
                     .children
                     .last_mut()
                     .and_then(|c| c.try_wait().ok().flatten());
+                check_interrupted()?;
                 if exited.is_some() || start.elapsed() > Duration::from_secs(10) {
                     return Err(LabError(format!(
                         "{host}: {}: not ready: {}",
@@ -193,7 +241,7 @@ impl Drop for Topology {
     fn drop(&mut self) {
         self.stop_all();
         for h in HOSTS {
-            let _ = run(&["ip", "netns", "del", &self.ns(h)]);
+            let _ = run_anyway(&["ip", "netns", "del", &self.ns(h)]);
         }
     }
 }
