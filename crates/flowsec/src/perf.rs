@@ -79,6 +79,10 @@ pub struct ClientArgs {
     /// PING: seconds between echoes.
     #[arg(long, default_value_t = 1.0)]
     pub interval: f64,
+    /// Run this many connections at once (each its own test) and report
+    /// their sum.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -156,8 +160,8 @@ fn client(c: &ClientArgs) -> Result<(), CliError> {
         spec.rate_bps = Some(rate_arg("--rate", r)?);
     }
     spec.check().map_err(CliError::Usage)?;
-    let out =
-        flowsec_perf::run(&c.host, c.port, &spec).map_err(|e| CliError::Runtime(e.to_string()))?;
+    let out = flowsec_perf::run_parallel(&c.host, c.port, &spec, c.threads)
+        .map_err(|e| CliError::Runtime(e.to_string()))?;
     if c.json {
         println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     } else {
@@ -249,7 +253,16 @@ fn ping(c: &ClientArgs) -> Result<(), CliError> {
 }
 
 fn print_text(host: &str, spec: &Spec, o: &Outcome) {
-    println!("{} to {host}: {:.2} s", o.test, o.elapsed_s);
+    println!(
+        "{} to {host}: {:.2} s{}",
+        o.test,
+        o.elapsed_s,
+        if o.connections > 1 {
+            format!(", {} connections (summed)", o.connections)
+        } else {
+            String::new()
+        }
+    );
     match spec.test {
         Test::TcpStream => {
             println!(

@@ -50,6 +50,7 @@ pub fn run(host: &str, port: u16, spec: &Spec) -> Result<Outcome, PerfError> {
     let started = Instant::now();
     let mut out = Outcome {
         test: spec.test.name().to_string(),
+        connections: 1,
         ..Outcome::default()
     };
     let mut done = Done::default();
@@ -71,6 +72,79 @@ pub fn run(host: &str, port: u16, spec: &Spec) -> Result<Outcome, PerfError> {
     }
     finish(&mut out, spec, &seen);
     Ok(out)
+}
+
+/// `threads` copies of `spec` at once, each with its own control and data
+/// connection (netperf run N times in parallel, as study S5's client ran
+/// many flows), summed: bytes, packets, throughput and transactions add
+/// up; latencies are the transaction-weighted mean, and the worst p50/p99.
+pub fn run_parallel(
+    host: &str,
+    port: u16,
+    spec: &Spec,
+    threads: usize,
+) -> Result<Outcome, PerfError> {
+    if threads <= 1 {
+        return run(host, port, spec);
+    }
+    if threads > 1024 {
+        return Err(PerfError("at most 1024 parallel connections".into()));
+    }
+    let outcomes: Vec<Result<Outcome, PerfError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| s.spawn(|| run(host, port, spec)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(PerfError("a test thread panicked".into())))
+            })
+            .collect()
+    });
+    let mut total = Outcome {
+        test: spec.test.name().to_string(),
+        ..Outcome::default()
+    };
+    let mut weighted = 0.0;
+    for o in outcomes {
+        let o = o?;
+        total.connections += 1;
+        total.elapsed_s = total.elapsed_s.max(o.elapsed_s);
+        total.throughput_mbit_s += o.throughput_mbit_s;
+        total.send_mbit_s += o.send_mbit_s;
+        total.bytes_sent += o.bytes_sent;
+        total.bytes_received += o.bytes_received;
+        total.packets_sent += o.packets_sent;
+        total.packets_received += o.packets_received;
+        total.lost += o.lost;
+        total.transactions += o.transactions;
+        total.trans_per_s += o.trans_per_s;
+        total.timeouts += o.timeouts;
+        total.reordered += o.reordered;
+        total.max_gap_ms = total.max_gap_ms.max(o.max_gap_ms);
+        weighted += o.latency_mean_us * o.transactions as f64;
+        total.latency_p50_us = total.latency_p50_us.max(o.latency_p50_us);
+        total.latency_p99_us = total.latency_p99_us.max(o.latency_p99_us);
+        total.latency_max_us = total.latency_max_us.max(o.latency_max_us);
+        total.latency_min_us = if total.connections == 1 {
+            o.latency_min_us
+        } else {
+            total.latency_min_us.min(o.latency_min_us)
+        };
+        // Every thread measured the same processes and machine: keep the
+        // busiest reading.
+        if o.local_cpu.system_pct > total.local_cpu.system_pct {
+            total.local_cpu = o.local_cpu;
+        }
+        if o.remote_cpu.system_pct > total.remote_cpu.system_pct {
+            total.remote_cpu = o.remote_cpu;
+        }
+    }
+    if total.transactions > 0 {
+        total.latency_mean_us = weighted / total.transactions as f64;
+    }
+    Ok(total)
 }
 
 fn line(reader: &mut impl BufRead) -> Result<String, PerfError> {
@@ -458,6 +532,18 @@ mod tests {
             o.packets_received
         );
         assert!(o.max_gap_ms > 0.0);
+    }
+
+    #[test]
+    fn parallel_connections_add_up() {
+        let port = server();
+        let one = run("127.0.0.1", port, &quick(Test::TcpRr)).unwrap();
+        let four = run_parallel("127.0.0.1", port, &quick(Test::TcpRr), 4).unwrap();
+        assert_eq!((one.connections, four.connections), (1, 4));
+        assert!(four.transactions > 0 && four.trans_per_s > 0.0, "{four:?}");
+        let streams = run_parallel("127.0.0.1", port, &quick(Test::TcpStream), 3).unwrap();
+        assert_eq!(streams.bytes_received, streams.bytes_sent);
+        assert!(run_parallel("127.0.0.1", port, &quick(Test::TcpRr), 5000).is_err());
     }
 
     #[test]

@@ -19,7 +19,7 @@ mod search;
 mod server;
 mod spec;
 
-pub use client::run;
+pub use client::{run, run_parallel};
 pub use cpu::CpuUse;
 pub use search::{max_rate, ping, MaxRate, PingRow, Probe};
 pub use server::{serve, serve_one, DEFAULT_PORT};

@@ -186,6 +186,8 @@ pub struct Outcome {
     pub per_second: Vec<Second>,
     pub reordered: u64,
     pub max_gap_ms: f64,
+    /// Concurrent connections (`--threads`) this outcome sums.
+    pub connections: u32,
     /// CPU use of each end: the process, and the whole machine (%).
     pub local_cpu: crate::CpuUse,
     pub remote_cpu: crate::CpuUse,
