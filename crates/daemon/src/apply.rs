@@ -219,9 +219,8 @@ fn without_keys(config: &SaConfig) -> SaConfig {
     c
 }
 
-/// Apply `changes` to one worker's databases. `build` creates the SA of
-/// an `AddSa` (the control plane builds them, so a worker never runs a
-/// key schedule); it was checked when staging and cannot fail here.
+/// Apply `changes` to one worker's databases. Staging checked them all
+/// (no duplicate SA, no missing one), so nothing here can fail.
 pub fn apply_to(db: &mut Databases, changes: Vec<WorkerChange>) {
     for change in changes {
         match change {

@@ -107,7 +107,7 @@ pub enum OffloadError {
 pub fn complete_checksum(packet: &mut [u8], hdr: &VnetHdr) -> Result<(), OffloadError> {
     let start = usize::from(hdr.csum_start);
     let at = start + usize::from(hdr.csum_offset);
-    if at + 2 > packet.len() || start > at {
+    if at + 2 > packet.len() {
         return Err(OffloadError::BadChecksumOffsets);
     }
     let sum = !checksum::data(&packet[start..]);
@@ -378,7 +378,10 @@ fn seq_of(p: &[u8], l: &TcpLayout) -> u32 {
 }
 
 /// TCP data without flags that must be seen alone, in an unfragmented
-/// packet with no IPv4 options.
+/// packet with no IPv4 options, whose TCP checksum is right: a coalesced
+/// packet goes to the kernel with a partial checksum, which the kernel
+/// takes as verified, so a bad segment must be written alone for the
+/// receiver to drop (as the kernel's own GRO checks before merging).
 fn mergeable(p: &[u8], l: &TcpLayout) -> bool {
     let flags = p[l.l4 + 13];
     let v4_ok = l.v6 || (l.l4 == 20 && u16::from_be_bytes([p[6], p[7]]) & 0x3fff == 0);
@@ -392,6 +395,12 @@ fn mergeable(p: &[u8], l: &TcpLayout) -> bool {
         && p.len() > l.hdrs
         && flags & ACK != 0
         && flags & (FIN | SYN | RST | URG | CWR) == 0
+        && checksum_ok(p, l)
+}
+
+/// The TCP checksum of `p` verifies.
+fn checksum_ok(p: &[u8], l: &TcpLayout) -> bool {
+    checksum::combine(&[pseudo_sum(p, l), checksum::data(&p[l.l4..])]) == 0xffff
 }
 
 /// `packet` behind an all-zero virtio header (no offload).
@@ -450,8 +459,7 @@ mod tests {
     }
 
     fn tcp_checksum_ok(p: &[u8]) -> bool {
-        let l = tcp_layout(p).unwrap();
-        checksum::combine(&[pseudo_sum(p, &l), checksum::data(&p[l.l4..])]) == 0xffff
+        checksum_ok(p, &tcp_layout(p).unwrap())
     }
 
     fn payload(n: usize) -> Vec<u8> {
@@ -561,6 +569,11 @@ mod tests {
         // A short segment closes the group.
         c.push(&seg(500, ACK, 50), &mut w);
         c.push(&seg(550, ACK, 100), &mut w);
+        // A segment whose checksum is wrong is written alone, for the
+        // receiver to drop.
+        let mut bad = seg(650, ACK, 100);
+        *bad.last_mut().unwrap() ^= 0xff;
+        c.push(&bad, &mut w);
         // Garbage is written alone, in order.
         c.push(&[0x45, 0, 0], &mut w);
         c.flush(&mut w);
@@ -570,7 +583,15 @@ mod tests {
             .collect();
         assert_eq!(
             shapes,
-            vec![(100, 252), (0, 152), (0, 52), (100, 202), (0, 152), (0, 3)]
+            vec![
+                (100, 252),
+                (0, 152),
+                (0, 52),
+                (100, 202),
+                (0, 152),
+                (0, 152),
+                (0, 3)
+            ]
         );
     }
 

@@ -314,8 +314,10 @@ impl Plane {
             Ok(lists) => lists,
             Err(e) => return json!({"error": format!("{name}: {e}")}),
         };
-        // Routes and the plaintext filter first: the steps that can fail
-        // are undone by syncing back to the old SPD.
+        // The workers first, and waited for: a route brings traffic into
+        // the TUN only once every worker has the policy for it (before,
+        // a worker without it would send that traffic on in the clear).
+        self.apply_everywhere(lists);
         let spd_changed = changes.iter().any(|c| matches!(c, apply::Change::Spd(_)));
         if spd_changed {
             let synced = self
@@ -324,20 +326,48 @@ impl Plane {
                 .map_err(|e| format!("routes: {e}"))
                 .and_then(|()| self.filter.sync(&model.spd));
             if let Err(e) = synced {
+                // iproute2 or nftables refused what was checked: put the
+                // policies, routes and filter back as they were. The SA
+                // changes stay (the workers hold no copy of a deleted SA's
+                // keys to bring back).
                 let _ = self.routes.sync(&self.model.spd);
                 let _ = self.filter.sync(&self.model.spd);
-                return json!({"error": format!("{name}: {e}")});
-            }
-        }
-        for (mailbox, list) in self.boxes.iter().zip(lists) {
-            if !list.is_empty() {
-                mailbox.send(Msg::Apply(list));
+                let old = vec![apply::Change::Spd(self.model.spd.clone())];
+                if let Ok(lists) = apply::per_worker(&old, self.boxes.len(), &self.provider, now) {
+                    self.apply_everywhere(lists);
+                }
+                let mut kept = self.model.clone();
+                kept.sas = model.sas;
+                self.model = kept;
+                return json!({
+                    "error": format!("{name}: {e}: the policy changes were undone, the SA changes kept")
+                });
             }
         }
         let applied = changes.len();
         self.model = model;
         let output = self.answer_queries(&queries);
         json!({"applied": applied, "warnings": warnings, "output": output})
+    }
+
+    /// Give every worker its list of changes and wait (up to
+    /// [`REPORT_WAIT`] each) until it has applied them.
+    fn apply_everywhere(&self, lists: Vec<Vec<apply::WorkerChange>>) {
+        let (tx, rx) = mpsc::channel();
+        let mut asked = 0;
+        for (mailbox, list) in self.boxes.iter().zip(lists) {
+            if !list.is_empty() && mailbox.send(Msg::Apply(list, tx.clone())) {
+                asked += 1;
+            }
+        }
+        drop(tx);
+        let deadline = Instant::now() + REPORT_WAIT;
+        for _ in 0..asked {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if rx.recv_timeout(left).is_err() {
+                break;
+            }
+        }
     }
 
     /// setkey's answers to `get`, `dump` and `spddump`, in its format

@@ -54,10 +54,13 @@ impl Routes {
     pub fn sync(&mut self, spd: &Spd) -> Result<(), String> {
         let wanted = wanted(spd);
         let table = TABLE.to_string();
+        // Only destinations no longer wanted at all: a changed source is
+        // replaced in place below (`route replace`), with no moment
+        // without a route.
         let stale: Vec<_> = self
             .table
             .iter()
-            .filter(|r| !wanted.contains(r))
+            .filter(|(dst, _)| !wanted.iter().any(|(d, _)| d == dst))
             .copied()
             .collect();
         for (dst, _) in stale {

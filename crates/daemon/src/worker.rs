@@ -52,8 +52,8 @@ const POOL: usize = 256;
 
 /// What a worker is sent.
 pub enum Msg {
-    /// Apply these changes, in order, at once.
-    Apply(Vec<WorkerChange>),
+    /// Apply these changes, in order, at once, then say so.
+    Apply(Vec<WorkerChange>, mpsc::Sender<()>),
     /// Send a [`Report`] back.
     Report(mpsc::Sender<Report>),
     /// An outbound packet read by worker `from` for SAs this one owns.
@@ -228,17 +228,17 @@ pub fn owner_of_endpoints(src: IpAddr, dst: IpAddr, workers: usize) -> usize {
     }
     // FNV-1a over both addresses.
     let mut h: u32 = 0x811c_9dc5;
-    let mut eat = |a: IpAddr| {
-        let bytes = match a {
-            IpAddr::V4(a) => a.octets().to_vec(),
-            IpAddr::V6(a) => a.octets().to_vec(),
-        };
-        for b in bytes {
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
             h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
         }
     };
-    eat(src);
-    eat(dst);
+    for a in [src, dst] {
+        match a {
+            IpAddr::V4(a) => eat(&a.octets()),
+            IpAddr::V6(a) => eat(&a.octets()),
+        }
+    }
     (h % workers as u32) as usize
 }
 
@@ -261,12 +261,17 @@ fn link_scope(flow: &Flow) -> bool {
 }
 
 /// The owner of the packet `flow` that `templates` protect: that of the
-/// first SA's endpoints (tunnel endpoints, or the packet's addresses in
-/// transport mode).
+/// outermost tunnel's endpoints, or the packet's addresses when every step
+/// is in transport mode.
 fn owner_of(templates: &[SaTemplate], flow: &Flow, workers: usize) -> usize {
+    // The outermost tunnel: the SA that carries sequence numbers on the
+    // wire for every flow this policy sends, whatever the inner steps (an
+    // IPComp or transport step inside keys on the packet's addresses and
+    // would spread one tunnel SA over several workers).
     let (src, dst) = templates
-        .first()
-        .and_then(|t| t.tunnel)
+        .iter()
+        .rev()
+        .find_map(|t| t.tunnel)
         .unwrap_or((flow.src, flow.dst));
     owner_of_endpoints(src, dst, workers)
 }
@@ -394,7 +399,10 @@ impl Worker {
     fn take_mail(&mut self, st: &mut State) {
         while let Ok(msg) = self.rx.try_recv() {
             match msg {
-                Msg::Apply(changes) => apply_to(&mut self.db, changes),
+                Msg::Apply(changes, done) => {
+                    apply_to(&mut self.db, changes);
+                    let _ = done.send(());
+                }
                 Msg::Report(reply) => {
                     let _ = reply.send(self.report(&st.stats));
                 }
@@ -529,12 +537,12 @@ impl Worker {
                 st.stats.handed_off += 1;
                 st.to_wake[owner] = true;
             }
-            Err(TrySendError::Full(Msg::Packet { buf, .. }))
-            | Err(TrySendError::Disconnected(Msg::Packet { buf, .. })) => {
+            Err(TrySendError::Full(refused) | TrySendError::Disconnected(refused)) => {
                 st.stats.handoff_drops += 1;
-                st.pool.push(buf);
+                if let Msg::Packet { buf, .. } = refused {
+                    st.pool.push(buf);
+                }
             }
-            Err(_) => st.stats.handoff_drops += 1,
         }
     }
 }
@@ -609,7 +617,7 @@ impl TunOut {
             self.flush(stats);
             self.queue = queue;
         }
-        let fd = self.fds[self.queue.min(self.fds.len() - 1)];
+        let fd = self.fds[self.queue];
         match &mut self.gro {
             None => write_tun(fd, packet, false, stats),
             Some(gro) => gro.push(packet, &mut |b| write_tun(fd, b, true, stats)),
@@ -618,7 +626,7 @@ impl TunOut {
 
     /// Write what the coalescer holds (at the end of each batch).
     fn flush(&mut self, stats: &mut Stats) {
-        let fd = self.fds[self.queue.min(self.fds.len() - 1)];
+        let fd = self.fds[self.queue];
         if let Some(gro) = &mut self.gro {
             gro.flush(&mut |b| write_tun(fd, b, true, stats));
         }
@@ -648,9 +656,43 @@ mod tests {
         for i in 0..=255u8 {
             let b = IpAddr::from([198, 51, 100, i]);
             let k = owner_of_endpoints(a, b, 4);
-            assert_eq!(k, owner_of_endpoints(a, b, 4));
             seen[k] += 1;
         }
         assert!(seen.iter().all(|&n| n > 30), "{seen:?}");
+    }
+
+    /// Every flow a policy sends through one tunnel SA has one owner, even
+    /// when an inner step keys on the packet's addresses (two owners would
+    /// use one sequence number, and one GCM nonce, twice).
+    #[test]
+    fn a_tunnel_sa_has_one_owner_whatever_the_inner_steps() {
+        use flowsec_ipsec::spd::{Level, SaTemplate};
+        use flowsec_ipsec::{Mode, Protocol};
+        let (a, b): (IpAddr, IpAddr) = ("192.0.2.1".parse().unwrap(), "192.0.2.2".parse().unwrap());
+        let step = |protocol, mode, tunnel| SaTemplate {
+            protocol,
+            mode,
+            tunnel,
+            level: Level::Require,
+            reqid: 0,
+        };
+        let bundle = [
+            step(Protocol::IpComp, Mode::Transport, None),
+            step(Protocol::Esp, Mode::Tunnel, Some((a, b))),
+        ];
+        let owners: std::collections::BTreeSet<usize> = (0..=255u8)
+            .map(|i| {
+                let flow = Flow {
+                    src: IpAddr::from([10, 1, 0, i]),
+                    dst: IpAddr::from([10, 2, 0, 255 - i]),
+                    protocol: 6,
+                    src_port: 1000,
+                    dst_port: 2000,
+                };
+                owner_of(&bundle, &flow, 4)
+            })
+            .collect();
+        assert_eq!(owners.len(), 1, "{owners:?}");
+        assert_eq!(owners.into_iter().next(), Some(owner_of_endpoints(a, b, 4)));
     }
 }
