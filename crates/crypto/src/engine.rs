@@ -74,10 +74,13 @@ impl Engine {
 
 fn serve(rx: Receiver<Job>) {
     while let Ok(mut job) = rx.recv() {
-        let result = match job.op {
+        // A transform that panics fails its call, not the engine: every
+        // later caller would wait forever on a dead thread.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match job.op {
             Op::Seal => job.transform.seal(job.seq, job.esn, &mut job.data),
             Op::Open => job.transform.open(job.seq, job.esn, &mut job.data),
-        };
+        }))
+        .unwrap_or(Err(CryptoError::EngineGone));
         // A caller that went away does not stop the engine.
         let _ = job.reply.send((job.data, result));
     }

@@ -121,8 +121,9 @@ fn parse_rate(s: &str) -> Option<u64> {
         (i, 'g' | 'G') => (&s[..i], 1e9),
         _ => (s, 1.0),
     };
-    let v: f64 = num.parse().ok()?;
-    (v > 0.0 && v.is_finite()).then_some((v * mult) as u64)
+    let bps = num.parse::<f64>().ok()? * mult;
+    // At least 1 bit/s, at most 1 Tbit/s: sums stay far from overflow.
+    (1.0..=1e12).contains(&bps).then_some(bps as u64)
 }
 
 fn client(c: &ClientArgs) -> Result<(), CliError> {
@@ -330,7 +331,7 @@ mod tests {
         assert_eq!(parse_rate("500k"), Some(500_000));
         assert_eq!(parse_rate("1.5G"), Some(1_500_000_000));
         assert_eq!(parse_rate("42"), Some(42));
-        for bad in ["", "M", "-1M", "x", "0"] {
+        for bad in ["", "M", "-1M", "x", "0", "0.1", "1e20", "2000G"] {
             assert_eq!(parse_rate(bad), None, "{bad}");
         }
     }

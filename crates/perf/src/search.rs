@@ -6,6 +6,10 @@ use serde::{Deserialize, Serialize};
 use crate::spec::{Spec, Test};
 use crate::PerfError;
 
+/// The highest rate a search may probe (1 Tbit/s): doubling and sums stay
+/// far from overflowing a u64.
+pub const MAX_BPS: u64 = 1_000_000_000_000;
+
 /// One CBR probe of a MAXRATE search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Probe {
@@ -42,8 +46,10 @@ pub fn max_rate(
     tolerance: f64,
     mut run: impl FnMut(&Spec) -> Result<(u64, u64), PerfError>,
 ) -> Result<MaxRate, PerfError> {
-    if step_bps == 0 || max_bps < step_bps {
-        return Err(PerfError("MAXRATE needs 0 < step <= max rate".into()));
+    if step_bps == 0 || max_bps < step_bps || max_bps > MAX_BPS {
+        return Err(PerfError(format!(
+            "MAXRATE needs 0 < step <= max rate <= {MAX_BPS} bit/s"
+        )));
     }
     let mut probes = Vec::new();
     let mut probe = |rate: u64, probes: &mut Vec<Probe>| -> Result<bool, PerfError> {
@@ -203,5 +209,6 @@ mod tests {
             16_000_000
         );
         assert!(max_rate(&base, 0, 1, 0.0, path(0)).is_err());
+        assert!(max_rate(&base, 1, u64::MAX, 0.0, path(0)).is_err());
     }
 }

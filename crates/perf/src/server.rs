@@ -50,26 +50,44 @@ pub(crate) struct Seen {
 }
 
 /// Tests served at once, at most; more are refused.
-const MAX_TESTS: usize = 64;
+pub const MAX_TESTS: usize = 64;
 
 /// Serve tests forever, a thread per control connection (at most
 /// [`MAX_TESTS`] at once: a connection beyond that is told so and closed).
 pub fn serve(listener: TcpListener) -> std::io::Result<()> {
     let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     loop {
-        let (control, peer) = listener.accept()?;
+        let (control, peer) = match listener.accept() {
+            Ok(c) => c,
+            // Out of descriptors, a connection reset before accept: the
+            // server goes on (after a breath, not to spin).
+            Err(e) => {
+                eprintln!("flowsec perf server: accept: {e}");
+                thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+        };
         if active.fetch_add(1, Ordering::SeqCst) >= MAX_TESTS {
             active.fetch_sub(1, Ordering::SeqCst);
             let _ = send_line(&control, &serde_json::json!({ "error": "server busy" }));
             continue;
         }
-        let active = Arc::clone(&active);
+        let slot = Slot(Arc::clone(&active));
         thread::spawn(move || {
+            let _slot = slot;
             if let Err(e) = serve_one(control) {
                 eprintln!("flowsec perf server: {peer}: {e}");
             }
-            active.fetch_sub(1, Ordering::SeqCst);
         });
+    }
+}
+
+/// One of the [`MAX_TESTS`] places, given back however the test ends.
+struct Slot(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -86,25 +104,54 @@ pub fn serve_one(control: TcpStream) -> Result<(), PerfError> {
     let stop = Arc::new(AtomicBool::new(false));
     let mark = CpuMark::now();
     let (port, worker) = start_data(&spec, local, Arc::clone(&stop))?;
+    // From here on the data thread is stopped and joined however this
+    // function ends (a client that goes away mid-test included).
+    let data = DataThread {
+        stop,
+        worker: Some(worker),
+    };
     send_line(&control, &serde_json::json!({ "port": port }))?;
     // The test runs; the client says when it is over.
     control.set_read_timeout(Some(Duration::from_secs_f64(spec.seconds + 60.0)))?;
     let done: Done = serde_json::from_str(&read_line(&mut reader)?)?;
     // Let the last packets arrive.
     thread::sleep(Duration::from_millis(100));
-    stop.store(true, Ordering::SeqCst);
-    let mut seen = worker
-        .join()
-        .unwrap_or_else(|_| Err(PerfError("data thread panicked".into())))
-        .unwrap_or_else(|e| Seen {
-            error: Some(e.0),
-            ..Seen::default()
-        });
+    let mut seen = data.finish();
     if spec.test == Test::Cbr {
         fill_cbr_loss(&mut seen, done);
     }
     seen.cpu = mark.since();
     send_line(&control, &seen)
+}
+
+/// A test's data thread, stopped and joined when dropped.
+struct DataThread {
+    stop: Arc<AtomicBool>,
+    worker: Option<Worker>,
+}
+
+impl DataThread {
+    /// Stop it and take what it saw.
+    fn finish(mut self) -> Seen {
+        self.stop.store(true, Ordering::SeqCst);
+        let worker = self.worker.take();
+        worker
+            .map_or(Ok(Ok(Seen::default())), |w| w.join())
+            .unwrap_or_else(|_| Err(PerfError("data thread panicked".into())))
+            .unwrap_or_else(|e| Seen {
+                error: Some(e.0),
+                ..Seen::default()
+            })
+    }
+}
+
+impl Drop for DataThread {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+    }
 }
 
 fn read_line(reader: &mut impl BufRead) -> Result<String, PerfError> {
@@ -159,25 +206,29 @@ fn start_data(
     }
 }
 
-/// Accept the test's one data connection (or give up when stopped).
+/// Accept the test's data connection (or give up when stopped), waiting
+/// in poll(2) so that a connection is taken the moment it arrives.
 fn accept(listener: &TcpListener, stop: &AtomicBool) -> Result<Option<TcpStream>, PerfError> {
-    listener.set_nonblocking(true)?;
-    loop {
-        match listener.accept() {
-            Ok((s, _)) => {
-                s.set_nonblocking(false)?;
-                s.set_read_timeout(Some(TICK))?;
-                return Ok(Some(s));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if stop.load(Ordering::SeqCst) {
-                    return Ok(None);
-                }
-                thread::sleep(Duration::from_millis(1));
-            }
-            Err(e) => return Err(e.into()),
+    use std::os::fd::AsRawFd;
+    while !stop.load(Ordering::SeqCst) {
+        let mut fd = libc::pollfd {
+            fd: listener.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, for the duration of the call.
+        #[allow(unsafe_code)]
+        let ready = unsafe { libc::poll(&mut fd, 1, TICK.as_millis() as libc::c_int) };
+        if ready <= 0 {
+            continue;
         }
+        let (s, _) = listener.accept()?;
+        s.set_read_timeout(Some(TICK))?;
+        // A peer that stops reading cannot hold the thread.
+        s.set_write_timeout(Some(Duration::from_secs(2)))?;
+        return Ok(Some(s));
     }
+    Ok(None)
 }
 
 fn timed_out(e: &std::io::Error) -> bool {
@@ -197,7 +248,7 @@ fn tcp_sink(listener: &TcpListener, spec: &Spec, stop: &AtomicBool) -> Result<Se
     }
     let mut buf = vec![0u8; spec.msg_size.max(64 * 1024)];
     let (mut first, mut last) = (None, Instant::now());
-    loop {
+    while !stop.load(Ordering::SeqCst) {
         match s.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
@@ -219,6 +270,9 @@ fn tcp_sink(listener: &TcpListener, spec: &Spec, stop: &AtomicBool) -> Result<Se
 fn read_exact(s: &mut TcpStream, buf: &mut [u8], stop: &AtomicBool) -> Result<bool, PerfError> {
     let mut at = 0;
     while at < buf.len() {
+        if stop.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
         match s.read(&mut buf[at..]) {
             Ok(0) => return Ok(false),
             Ok(n) => at += n,
@@ -257,7 +311,7 @@ fn tcp_crr(listener: &TcpListener, spec: &Spec, stop: &AtomicBool) -> Result<See
         }
         // The client closes first (its TIME_WAIT, not ours, as netperf).
         let mut rest = [0u8; 64];
-        while matches!(s.read(&mut rest), Ok(n) if n > 0) {}
+        while !stop.load(Ordering::SeqCst) && matches!(s.read(&mut rest), Ok(n) if n > 0) {}
     }
     Ok(seen)
 }
@@ -351,5 +405,49 @@ fn fill_cbr_loss(seen: &mut Seen, done: Done) {
     }
     if let Some(last) = seen.per_second.last_mut() {
         last.lost += left;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::BufRead;
+
+    /// A client that goes away after getting its data port: the test's
+    /// data socket is closed with it (it used to live on, its thread
+    /// polling forever).
+    #[test]
+    fn a_client_that_leaves_mid_test_takes_the_test_with_it() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = thread::spawn(move || {
+            let (control, _) = listener.accept().unwrap();
+            serve_one(control)
+        });
+        let control = TcpStream::connect(addr).unwrap();
+        let spec = Spec {
+            seconds: 30.0,
+            ..Spec::new(Test::UdpStream)
+        };
+        send_line(&control, &spec).unwrap();
+        let mut reply = String::new();
+        BufReader::new(&control).read_line(&mut reply).unwrap();
+        let port: u16 = serde_json::from_str::<serde_json::Value>(&reply).unwrap()["port"]
+            .as_u64()
+            .unwrap() as u16;
+        drop(control);
+        assert!(
+            server.join().unwrap().is_err(),
+            "the test ends with its client"
+        );
+        // Nothing listens on the data port any more: the kernel refuses.
+        let probe = UdpSocket::bind("127.0.0.1:0").unwrap();
+        probe.connect(("127.0.0.1", port)).unwrap();
+        probe
+            .set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        probe.send(b"x").unwrap();
+        let err = probe.recv(&mut [0u8; 8]).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused, "{err}");
     }
 }
