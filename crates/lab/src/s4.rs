@@ -68,8 +68,10 @@ impl Scenario for S4Crypto {
         for &size in &SIZES {
             let mut data = vec![0x5a; size.div_ceil(16) * 16];
             let iv = [7u8; 16];
+            // CBC needs whole blocks: 1500 B is 1504 B of work, counted so.
+            let len = data.len();
             m.raw_cbc
-                .push(mbit(size, measure(per, || cbc.encrypt(&iv, &mut data))));
+                .push(mbit(len, measure(per, || cbc.encrypt(&iv, &mut data))));
             let mut digest = [0u8; 20];
             let plain = vec![0x5a; size];
             m.sha1.push(mbit(

@@ -275,9 +275,6 @@ fn udp_stream(
         .rate_bps
         .filter(|&r| r > 0)
         .map(|r| Duration::from_secs_f64(spec.msg_size as f64 * 8.0 / r as f64));
-    if let Some(i) = interval {
-        done.pps = 1.0 / i.as_secs_f64();
-    }
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(spec.seconds);
     let mut next = start;
@@ -292,9 +289,11 @@ fn udp_stream(
                 break;
             }
         }
+        // One send time for the header and the per-second count, so that
+        // the receiver's seconds and ours agree.
+        let us = start.elapsed().as_micros() as u64;
         if spec.test == Test::Cbr && buf.len() >= CBR_HEADER {
             buf[..8].copy_from_slice(&seq.to_be_bytes());
-            let us = start.elapsed().as_micros() as u64;
             buf[8..16].copy_from_slice(&us.to_be_bytes());
         }
         match s.send(&buf) {
@@ -302,6 +301,12 @@ fn udp_stream(
                 out.packets_sent += 1;
                 out.bytes_sent += buf.len() as u64;
                 seq += 1;
+                // Per second of sending, for the receiver's loss per second.
+                let second = (us / 1_000_000) as usize;
+                if done.sent_per_second.len() <= second {
+                    done.sent_per_second.resize(second + 1, 0);
+                }
+                done.sent_per_second[second] += 1;
             }
             // A full socket buffer or queue: netperf counts these as
             // send errors, not as sent.
@@ -542,10 +547,14 @@ mod tests {
         // Paced, not flooded: about 1500 packets (sleep overshoot only slows it).
         assert!((1000..=1600).contains(&o.packets_sent), "{o:?}");
         assert!(o.per_second.len() >= 2, "{o:?}");
+        // Per-second loss (by sequence number) agrees with the total (by
+        // counts), and the first second was seen.
         assert_eq!(
-            o.per_second.iter().map(|s| s.packets).sum::<u64>(),
-            o.packets_received
+            o.per_second.iter().map(|s| s.lost).sum::<u64>(),
+            o.lost,
+            "{o:?}"
         );
+        assert!(o.per_second[0].packets > 0, "{o:?}");
         assert!(o.max_gap_ms > 0.0);
     }
 

@@ -16,7 +16,10 @@ pub struct Probe {
     pub rate_bps: u64,
     pub packets_sent: u64,
     pub lost: u64,
-    /// Whether the probe counted as loss-free.
+    /// The sender could not send at the rate asked (counted not clean: a
+    /// rate never reached is not a loss-free one).
+    pub sender_limited: bool,
+    /// Whether the probe counted as loss-free at its rate.
     pub clean: bool,
 }
 
@@ -34,8 +37,8 @@ pub struct MaxRate {
 }
 
 /// The highest CBR rate (bit/s of payload, `base.msg_size`-byte datagrams,
-/// each probe held `base.seconds`) with a loss fraction at most
-/// `tolerance`, to within `step_bps`: doubling from `step_bps` until a
+/// each probe held `base.seconds`) that the sender reached (95% of it at
+/// least) with a loss fraction at most `tolerance`, to within `step_bps`: doubling from `step_bps` until a
 /// probe loses packets or `max_bps` is reached, then bisecting. `run` runs
 /// one CBR probe (the server round trip; a parameter so the search itself
 /// can be tested).
@@ -60,11 +63,14 @@ pub fn max_rate(
         };
         let (sent, received) = run(&spec)?;
         let lost = sent.saturating_sub(received);
-        let clean = sent > 0 && (lost as f64) <= tolerance * sent as f64;
+        let achieved = sent as f64 * spec.msg_size as f64 * 8.0 / spec.seconds;
+        let sender_limited = achieved < 0.95 * rate as f64;
+        let clean = sent > 0 && !sender_limited && (lost as f64) <= tolerance * sent as f64;
         probes.push(Probe {
             rate_bps: rate,
             packets_sent: sent,
             lost,
+            sender_limited,
             clean,
         });
         Ok(clean)
@@ -167,14 +173,16 @@ pub fn ping(
 mod tests {
     use super::*;
 
-    /// A path that loses packets above `limit` bit/s.
+    /// A path that loses 1% above `limit` bit/s; the sender keeps up
+    /// with every rate.
     fn path(limit: u64) -> impl FnMut(&Spec) -> Result<(u64, u64), PerfError> {
         move |s: &Spec| {
             let rate = s.rate_bps.unwrap();
+            let sent = (rate as f64 * s.seconds / (s.msg_size as f64 * 8.0)).ceil() as u64;
             Ok(if rate <= limit {
-                (1000, 1000)
+                (sent, sent)
             } else {
-                (1000, 990)
+                (sent, sent - sent / 100)
             })
         }
     }
@@ -209,6 +217,17 @@ mod tests {
             16_000_000
         );
         assert!(max_rate(&base, 0, 1, 0.0, path(0)).is_err());
+        // A sender that cannot pass 30 Mbit/s: no rate above it counts,
+        // however little is lost.
+        let slow = |s: &Spec| {
+            let rate = s.rate_bps.unwrap().min(30_000_000);
+            let sent = (rate as f64 * s.seconds / (s.msg_size as f64 * 8.0)) as u64;
+            Ok((sent, sent))
+        };
+        let r = max_rate(&base, 1_000_000, 1_000_000_000, 0.0, slow).unwrap();
+        // 31 Mbit/s asked, 30 sent: within the 5% allowed; 32 is not.
+        assert_eq!(r.max_rate_bps, 31_000_000, "{r:?}");
+        assert!(r.probes.iter().any(|p| p.sender_limited));
         assert!(max_rate(&base, 1, u64::MAX, 0.0, path(0)).is_err());
     }
 }

@@ -28,11 +28,12 @@ const TICK: Duration = Duration::from_millis(50);
 const MAX_SECONDS: usize = 4 * 3600;
 
 /// What the client says at the end.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct Done {
     pub packets_sent: u64,
-    /// CBR: packets per second it was paced at.
-    pub pps: f64,
+    /// CBR: packets sent in each second of the test.
+    #[serde(default)]
+    pub sent_per_second: Vec<u64>,
 }
 
 /// What the server saw.
@@ -47,6 +48,9 @@ pub(crate) struct Seen {
     pub per_second: Vec<Second>,
     pub cpu: CpuUse,
     pub error: Option<String>,
+    /// CBR's count by sequence number (the server's own use).
+    #[serde(skip)]
+    pub(crate) tally: CbrTally,
 }
 
 /// Tests served at once, at most; more are refused.
@@ -118,7 +122,13 @@ pub fn serve_one(control: TcpStream) -> Result<(), PerfError> {
     thread::sleep(Duration::from_millis(100));
     let mut seen = data.finish();
     if spec.test == Test::Cbr {
-        fill_cbr_loss(&mut seen, done);
+        let lost = seen.tally.lost(&done.sent_per_second);
+        if seen.per_second.len() < lost.len() {
+            seen.per_second.resize(lost.len(), Second::default());
+        }
+        for (sec, lost) in seen.per_second.iter_mut().zip(lost) {
+            sec.lost = lost;
+        }
     }
     seen.cpu = mark.since();
     send_line(&control, &seen)
@@ -343,7 +353,6 @@ fn udp_sink(socket: &UdpSocket, spec: &Spec, stop: &AtomicBool) -> Result<Seen, 
     let mut seen = Seen::default();
     let mut buf = vec![0u8; 65_536];
     let (mut first, mut last): (Option<Instant>, Option<Instant>) = (None, None);
-    let mut highest: Option<u64> = None;
     let cbr = spec.test == Test::Cbr;
     while !stop.load(Ordering::SeqCst) {
         let n = match socket.recv(&mut buf) {
@@ -368,12 +377,10 @@ fn udp_sink(socket: &UdpSocket, spec: &Spec, stop: &AtomicBool) -> Result<Seen, 
         seen.max_gap_ms = seen.max_gap_ms.max(gap_ms);
         if cbr && n >= CBR_HEADER {
             let seq = u64::from_be_bytes(buf[..8].try_into().expect("8 bytes"));
-            match highest {
-                Some(h) if seq < h => {
-                    seen.reordered += 1;
-                    sec.reordered += 1;
-                }
-                _ => highest = Some(seq),
+            let sent_us = u64::from_be_bytes(buf[8..16].try_into().expect("8 bytes"));
+            if seen.tally.packet(seq, sent_us) == Some(true) {
+                seen.reordered += 1;
+                sec.reordered += 1;
             }
         }
     }
@@ -384,27 +391,58 @@ fn udp_sink(socket: &UdpSocket, spec: &Spec, stop: &AtomicBool) -> Result<Seen, 
     Ok(seen)
 }
 
-/// Spread the packets that never arrived over the seconds they were sent
-/// in (the client paced them at `pps`), as far as the counts allow.
-fn fill_cbr_loss(seen: &mut Seen, done: Done) {
-    let lost_total = done.packets_sent.saturating_sub(seen.packets);
-    if lost_total == 0 || done.pps <= 0.0 {
-        return;
+/// CBR accounting by sequence number: each packet counts once (a
+/// duplicate is not a second arrival), in the second it was *sent* (from
+/// the send time it carries), so that with the sender's own count per
+/// second the loss of every second is exact: what was sent then and never
+/// arrived.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CbrTally {
+    /// One bit per sequence number seen (up to [`MAX_TRACKED`]).
+    seen: Vec<u64>,
+    /// Distinct packets received, by the second they were sent in.
+    pub received: Vec<u64>,
+    highest: Option<u64>,
+    pub duplicates: u64,
+}
+
+/// Sequence numbers tracked for duplicates: 2^27 bits, 16 MB at most.
+const MAX_TRACKED: u64 = 1 << 27;
+
+impl CbrTally {
+    /// Count a packet; `Some(reordered)` if it is new, `None` for a
+    /// duplicate.
+    pub(crate) fn packet(&mut self, seq: u64, sent_us: u64) -> Option<bool> {
+        if seq < MAX_TRACKED {
+            let (word, bit) = ((seq / 64) as usize, seq % 64);
+            if self.seen.len() <= word {
+                self.seen.resize(word + 1, 0);
+            }
+            if self.seen[word] & (1 << bit) != 0 {
+                self.duplicates += 1;
+                return None;
+            }
+            self.seen[word] |= 1 << bit;
+        }
+        let second = ((sent_us / 1_000_000) as usize).min(MAX_SECONDS - 1);
+        if self.received.len() <= second {
+            self.received.resize(second + 1, 0);
+        }
+        self.received[second] += 1;
+        let reordered = self.highest.is_some_and(|h| seq < h);
+        if !reordered {
+            self.highest = Some(seq);
+        }
+        Some(reordered)
     }
-    let seconds = ((done.packets_sent as f64 / done.pps).ceil() as usize).clamp(1, MAX_SECONDS);
-    if seen.per_second.len() < seconds {
-        seen.per_second.resize(seconds, Second::default());
-    }
-    let mut left = lost_total;
-    for (s, sec) in seen.per_second.iter_mut().enumerate().take(seconds) {
-        let sent_here = ((s as f64 + 1.0) * done.pps).min(done.packets_sent as f64) as u64
-            - (s as f64 * done.pps).min(done.packets_sent as f64) as u64;
-        let lost = sent_here.saturating_sub(sec.packets).min(left);
-        sec.lost = lost;
-        left -= lost;
-    }
-    if let Some(last) = seen.per_second.last_mut() {
-        last.lost += left;
+
+    /// Per second sent, what never arrived.
+    pub(crate) fn lost(&self, sent_per_second: &[u64]) -> Vec<u64> {
+        sent_per_second
+            .iter()
+            .enumerate()
+            .map(|(s, &sent)| sent.saturating_sub(self.received.get(s).copied().unwrap_or(0)))
+            .collect()
     }
 }
 
@@ -412,6 +450,31 @@ fn fill_cbr_loss(seen: &mut Seen, done: Done) {
 mod tests {
     use super::*;
     use std::io::BufRead;
+
+    #[test]
+    fn cbr_counts_each_packet_once_in_the_second_it_was_sent() {
+        let mut t = CbrTally::default();
+        // Second 0: seqs 0..10, 3 lost; second 1: 10..20, one late (sent
+        // in second 1, arriving after second 2's first), one duplicate.
+        for seq in (0..10).filter(|s| ![2, 5, 7].contains(s)) {
+            assert_eq!(t.packet(seq, seq * 90_000), Some(false));
+        }
+        for seq in 10..19 {
+            assert_eq!(t.packet(seq, 1_000_000 + seq * 1_000), Some(false));
+        }
+        assert_eq!(t.packet(20, 2_000_000), Some(false));
+        assert_eq!(t.packet(19, 1_999_999), Some(true), "late: reordered");
+        assert_eq!(
+            t.packet(19, 1_999_999),
+            None,
+            "duplicate: not counted again"
+        );
+        assert_eq!(t.duplicates, 1);
+        assert_eq!(t.lost(&[10, 10, 1]), vec![3, 0, 0]);
+        // More sent than the tally knows of (a second with nothing
+        // arriving), and never negative.
+        assert_eq!(t.lost(&[7, 12, 1, 5]), vec![0, 2, 0, 5]);
+    }
 
     /// A client that goes away after getting its data port: the test's
     /// data socket is closed with it (it used to live on, its thread
