@@ -9,7 +9,7 @@
 
 use std::cell::RefCell;
 use std::sync::mpsc::{self, Receiver, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
 
 use crate::esp::EspTransform;
@@ -39,7 +39,7 @@ struct Job {
 /// One engine: a thread and its request queue. The thread ends when the
 /// last handle (and every transform made through it) is gone.
 pub struct Engine {
-    queue: Mutex<SyncSender<Job>>,
+    queue: SyncSender<Job>,
 }
 
 impl Engine {
@@ -50,25 +50,15 @@ impl Engine {
             .name("flowsec-engine".into())
             .spawn(move || serve(rx))
             .expect("spawning the crypto engine thread");
-        Arc::new(Engine {
-            queue: Mutex::new(tx),
-        })
+        Arc::new(Engine { queue: tx })
     }
 
     /// `inner`, run on this engine.
     pub fn wrap(self: &Arc<Self>, inner: Box<dyn EspTransform>) -> Box<dyn EspTransform> {
         Box::new(EngineEsp {
             inner: Arc::from(inner),
-            queue: self.sender(),
+            queue: self.queue.clone(),
         })
-    }
-
-    fn sender(&self) -> SyncSender<Job> {
-        // Poisoning needs a panic while cloning a sender: cannot happen.
-        self.queue
-            .lock()
-            .map(|q| q.clone())
-            .unwrap_or_else(|p| p.into_inner().clone())
     }
 }
 

@@ -78,6 +78,8 @@ pub struct Staged {
     pub queries: Vec<Query>,
     /// RFC 8221 and similar warnings, with file and line.
     pub warnings: Vec<String>,
+    /// Statements in the input.
+    pub statements: usize,
 }
 
 /// What the host can do, which some SAs need.
@@ -117,6 +119,7 @@ pub fn stage(
         changes: Vec::new(),
         queries: Vec::new(),
         warnings: Vec::new(),
+        statements: statements.len(),
     };
     let mut spd_changed = false;
     for st in statements {

@@ -27,7 +27,7 @@ mod steer;
 mod sys;
 mod worker;
 
-pub use apply::{ConfigError, Databases};
+pub use apply::{stage, Capabilities, ConfigError, Databases, Model, Staged};
 pub use control::DEFAULT_SOCKET;
 pub use plane::{run, Options, RunError};
 pub use worker::Stats;

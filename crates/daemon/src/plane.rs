@@ -84,38 +84,25 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let name = opts.setkey.display().to_string();
     let text = std::fs::read_to_string(&opts.setkey)
         .map_err(|e| RunError::Config(ConfigError(format!("{name}: {e}"))))?;
-    // Checked before anything is opened; UDP 4500 assumed available, and
-    // checked below once the sockets are open.
-    let assume = Capabilities {
-        udp4: true,
-        udp6: true,
-    };
-    let staged = apply::stage(
-        &Model::default(),
-        &name,
-        &text,
-        &provider,
-        assume,
-        Duration::ZERO,
-    )
-    .map_err(RunError::Config)?;
-    for w in &staged.warnings {
-        eprintln!("flowsec: warning: {w}");
-    }
+    // The UDP 4500 groups first: whether ESP in UDP is possible over each
+    // family is part of checking the file (they close again if it fails).
     let udp = worker::open_udp_group(workers, false);
     let udp6 = worker::open_udp_group(workers, true);
     let caps = Capabilities {
         udp4: udp.is_some(),
         udp6: udp6.is_some(),
     };
-    for c in staged.model.sas.values().filter(|c| c.encap.is_some()) {
-        if !caps.udp_for(c.src) {
-            return Err(RunError::Setup(format!(
-                "{name}: ESP in UDP from {} needs UDP port {} over its family, which could not be opened",
-                c.src,
-                worker::NAT_T_PORT
-            )));
-        }
+    let staged = apply::stage(
+        &Model::default(),
+        &name,
+        &text,
+        &provider,
+        caps,
+        Duration::ZERO,
+    )
+    .map_err(RunError::Config)?;
+    for w in &staged.warnings {
+        eprintln!("flowsec: warning: {w}");
     }
     let slots = |g: Option<Vec<OwnedFd>>| g.map(|g| g.into_iter().map(Some).collect::<Vec<_>>());
     let (mut udp, mut udp6) = (slots(udp), slots(udp6));
@@ -306,6 +293,7 @@ impl Plane {
             changes,
             queries,
             warnings,
+            ..
         } = match staged {
             Ok(s) => s,
             Err(e) => return json!({"error": e.to_string()}),

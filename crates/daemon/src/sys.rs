@@ -64,6 +64,14 @@ fn set_int_option(
     .map(|_| ())
 }
 
+/// socket(2), close-on-exec, owned.
+fn socket(domain: libc::c_int, kind: libc::c_int, protocol: libc::c_int) -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2) call.
+    let fd = check(unsafe { libc::socket(domain, kind | libc::SOCK_CLOEXEC, protocol) })?;
+    // SAFETY: `fd` was just returned by socket and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret < 0 {
         Err(io::Error::last_os_error())
@@ -120,16 +128,11 @@ pub fn open_tun(name: &str, multi_queue: bool, offload: bool) -> io::Result<Owne
 /// A non-blocking raw IPv4 socket receiving IP protocol `protocol` (50 ESP,
 /// 51 AH); reads return whole IPv4 packets, header included.
 pub fn raw_receiver_v4(protocol: u8) -> io::Result<OwnedFd> {
-    // SAFETY: plain socket(2) call.
-    let fd = check(unsafe {
-        libc::socket(
-            libc::AF_INET,
-            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            libc::c_int::from(protocol),
-        )
-    })?;
-    // SAFETY: `fd` was just returned by socket and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    socket(
+        libc::AF_INET,
+        libc::SOCK_RAW | libc::SOCK_NONBLOCK,
+        libc::c_int::from(protocol),
+    )
 }
 
 /// A non-blocking UDP socket on 0.0.0.0:`port` (with `v6`: [::]:`port`,
@@ -138,16 +141,7 @@ pub fn raw_receiver_v4(protocol: u8) -> io::Result<OwnedFd> {
 /// `reuseport`, several sockets (one per worker) share the port.
 pub fn udp_encap_socket(port: u16, reuseport: bool, v6: bool) -> io::Result<OwnedFd> {
     let family = if v6 { libc::AF_INET6 } else { libc::AF_INET };
-    // SAFETY: plain socket(2) call.
-    let fd = check(unsafe {
-        libc::socket(
-            family,
-            libc::SOCK_DGRAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    })?;
-    // SAFETY: `fd` was just returned by socket and is owned by nobody else.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let fd = socket(family, libc::SOCK_DGRAM | libc::SOCK_NONBLOCK, 0)?;
     let raw = fd.as_raw_fd();
     if reuseport {
         set_int_option(raw, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
@@ -473,16 +467,11 @@ pub fn set_recv_buffer(fd: RawFd, bytes: usize) -> io::Result<()> {
 /// class (IPV6_RECVTCLASS). Reads return what follows the IPv6 header: the
 /// kernel keeps the header.
 pub fn raw_receiver_v6(protocol: u8) -> io::Result<OwnedFd> {
-    // SAFETY: plain socket(2) call.
-    let fd = check(unsafe {
-        libc::socket(
-            libc::AF_INET6,
-            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            libc::c_int::from(protocol),
-        )
-    })?;
-    // SAFETY: `fd` was just returned by socket and is owned by nobody else.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let fd = socket(
+        libc::AF_INET6,
+        libc::SOCK_RAW | libc::SOCK_NONBLOCK,
+        libc::c_int::from(protocol),
+    )?;
     set_int_option(
         fd.as_raw_fd(),
         libc::IPPROTO_IPV6,
@@ -496,31 +485,13 @@ pub fn raw_receiver_v6(protocol: u8) -> io::Result<OwnedFd> {
 /// A raw IPv6 socket that sends whole packets, header included
 /// (IPPROTO_RAW implies IPV6_HDRINCL on Linux).
 pub fn raw_sender_v6() -> io::Result<OwnedFd> {
-    // SAFETY: plain socket(2) call.
-    let fd = check(unsafe {
-        libc::socket(
-            libc::AF_INET6,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            libc::IPPROTO_RAW,
-        )
-    })?;
-    // SAFETY: `fd` was just returned by socket and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    socket(libc::AF_INET6, libc::SOCK_RAW, libc::IPPROTO_RAW)
 }
 
 /// A raw IPv4 socket that sends whole packets, header included (protocol
 /// IPPROTO_RAW implies IP_HDRINCL).
 pub fn raw_sender_v4() -> io::Result<OwnedFd> {
-    // SAFETY: plain socket(2) call.
-    let fd = check(unsafe {
-        libc::socket(
-            libc::AF_INET,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            libc::IPPROTO_RAW,
-        )
-    })?;
-    // SAFETY: `fd` was just returned by socket and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_RAW)
 }
 
 /// read(2) into `buf`; `Ok(None)` when nothing is waiting.

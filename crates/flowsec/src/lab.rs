@@ -51,7 +51,8 @@ pub fn run(args: &LabArgs) -> Result<(), CliError> {
             quick,
             out,
         } => {
-            let chosen: Vec<_> = if names.iter().any(|n| n == "all") {
+            let all = names.iter().any(|n| n == "all");
+            let chosen: Vec<_> = if all {
                 scenarios()
             } else {
                 names
@@ -68,7 +69,6 @@ pub fn run(args: &LabArgs) -> Result<(), CliError> {
                     .collect::<Result<_, _>>()?
             };
             flowsec_lab::topology::catch_interrupts();
-            let all = names.iter().any(|n| n == "all");
             let can = flowsec_lab::topology::can_build();
             for s in chosen {
                 if s.needs_root() && !can {

@@ -55,7 +55,7 @@ pub struct ClientArgs {
     /// Local socket buffers (SO_SNDBUF and SO_RCVBUF), bytes.
     #[arg(short = 's')]
     pub local_buf: Option<usize>,
-    /// The server's receive buffer (SO_RCVBUF), bytes.
+    /// The server's socket buffers (SO_SNDBUF and SO_RCVBUF), bytes.
     #[arg(short = 'S')]
     pub remote_buf: Option<usize>,
     /// Sending rate of UDP_STREAM or CBR, bit/s of payload: 13M, 500k, 1G.
@@ -155,8 +155,8 @@ fn client(c: &ClientArgs) -> Result<(), CliError> {
             None => spec.req_size,
         };
     }
-    spec.send_buf = c.local_buf;
-    spec.recv_buf = c.remote_buf;
+    spec.local_buf = c.local_buf;
+    spec.remote_buf = c.remote_buf;
     if let Some(r) = &c.rate {
         spec.rate_bps = Some(rate_arg("--rate", r)?);
     }
@@ -181,8 +181,8 @@ fn maxrate(c: &ClientArgs) -> Result<(), CliError> {
     let base = Spec {
         seconds: c.seconds,
         msg_size: c.msg_size.unwrap_or(1300),
-        send_buf: c.local_buf,
-        recv_buf: c.remote_buf,
+        local_buf: c.local_buf,
+        remote_buf: c.remote_buf,
         ..Spec::new(Test::Cbr)
     };
     base.check().map_err(CliError::Usage)?;

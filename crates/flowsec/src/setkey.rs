@@ -9,7 +9,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use clap::Args;
-use flowsec_setkey::{format_policy, format_sa, Command};
+use flowsec_setkey::{format_policy, format_sa};
 
 use crate::CliError;
 
@@ -98,30 +98,37 @@ pub fn run(args: &SetkeyArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// `-n`: parse and check, print what would be installed.
+/// `-n`: check the input as the daemon would against an empty SAD and SPD
+/// (keys, duplicate SPIs, missing SAs, overlapping policies), apply
+/// nothing, and print what it would install.
 fn check(name: &str, text: &str) -> Result<(), CliError> {
-    let commands =
-        flowsec_setkey::parse(name, text).map_err(|e| CliError::Runtime(e.to_string()))?;
-    let (mut sas, mut policies) = (0, 0);
-    for command in &commands {
-        match command {
-            Command::Add(config) => {
-                sas += 1;
-                for w in config.warnings() {
-                    eprintln!("flowsec setkey: warning: {name}: {w}");
-                }
-                print!("{}", format_sa(config, None));
-            }
-            Command::SpdAdd(policy) => {
-                policies += 1;
-                print!("{}", format_policy(policy));
-            }
-            _ => {}
-        }
+    let caps = flowsec_daemon::Capabilities {
+        udp4: true,
+        udp6: true,
+    };
+    let staged = flowsec_daemon::stage(
+        &flowsec_daemon::Model::default(),
+        name,
+        text,
+        &flowsec_crypto::Provider::fastest(),
+        caps,
+        std::time::Duration::ZERO,
+    )
+    .map_err(|e| CliError::Runtime(e.to_string()))?;
+    for w in &staged.warnings {
+        eprintln!("flowsec setkey: warning: {w}");
+    }
+    for config in staged.model.sas.values() {
+        print!("{}", format_sa(config, None));
+    }
+    for policy in staged.model.spd.iter() {
+        print!("{}", format_policy(policy));
     }
     eprintln!(
-        "{name}: {} statements checked: {sas} SAs and {policies} policies would be added",
-        commands.len()
+        "{name}: {} statements checked: {} SAs and {} policies would be installed",
+        staged.statements,
+        staged.model.sas.len(),
+        staged.model.spd.len()
     );
     Ok(())
 }

@@ -181,8 +181,16 @@ fn perf_client_and_server_talk_netperf() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // Ready when it says so (its first line on stderr).
+    let mut banner = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stderr.take().unwrap()),
+        &mut banner,
+    )
+    .unwrap();
+    assert!(banner.contains("listening"), "{banner}");
     let p = port.to_string();
-    let mut out = flowsec(&[
+    let out = flowsec(&[
         "perf",
         "client",
         "-H",
@@ -197,28 +205,6 @@ fn perf_client_and_server_talk_netperf() {
         "32,64",
         "--json",
     ]);
-    for _ in 0..50 {
-        if out.status.success() {
-            break;
-        }
-        // The server may not be listening yet.
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        out = flowsec(&[
-            "perf",
-            "client",
-            "-H",
-            "127.0.0.1",
-            "-p",
-            &p,
-            "-t",
-            "tcp_rr",
-            "-l",
-            "0.3",
-            "-r",
-            "32,64",
-            "--json",
-        ]);
-    }
     let _ = server.kill();
     let _ = server.wait();
     assert!(
@@ -254,4 +240,28 @@ fn perf_client_and_server_talk_netperf() {
     ] {
         assert_eq!(flowsec(bad).status.code(), Some(2), "{bad:?}");
     }
+}
+
+#[test]
+fn setkey_check_only_checks_what_the_daemon_would() {
+    let dir = std::env::temp_dir().join(format!("flowsec-cli-n-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("dup.conf");
+    // Parses fine; the daemon would refuse line 2 (an SPI that exists) and
+    // line 3 (deleting an SA that does not).
+    let sa = "add 192.0.2.1 192.0.2.2 esp 0x1001 -E aes-gcm-16 0x0102030405060708091011121314151617181920;";
+    for (text, line) in [
+        (format!("{sa}\n{sa}\n"), "dup.conf:2:1:"),
+        (
+            format!("{sa}\ndelete 192.0.2.1 192.0.2.2 esp 0x2002;\n"),
+            "dup.conf:2:1:",
+        ),
+    ] {
+        std::fs::write(&file, text).unwrap();
+        let out = flowsec(&["setkey", "-n", "-f", file.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(line), "{err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -63,6 +63,23 @@ pub struct Report {
 }
 
 impl Report {
+    /// A report of `scenario` on this machine, now, with nothing in it yet.
+    pub fn new(scenario: &str, study: &str, quick: bool, method: String) -> Report {
+        Report {
+            scenario: scenario.into(),
+            study: study.into(),
+            quick,
+            machine: machine(),
+            unix_time: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            method,
+            tables: Vec::new(),
+            findings: Vec::new(),
+            plots: Vec::new(),
+        }
+    }
+
     /// Write `results.json`, `results.md` and the plots into `dir`.
     pub fn write(&self, dir: &Path) -> Result<(), LabError> {
         let err = |e: std::io::Error| LabError(format!("{}: {e}", dir.display()));

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use crate::report::{machine, Finding, Plot, Report, Series, Table};
+use crate::report::{Finding, Plot, Report, Series, Table};
 use crate::topology::Topology;
 use crate::{LabError, RunOptions, Scenario};
 
@@ -159,11 +159,9 @@ fn max_rate(
         ],
     )?;
     t.stop_all();
-    let v: serde_json::Value =
+    let found: flowsec_perf::MaxRate =
         serde_json::from_str(&json).map_err(|e| LabError(format!("MAXRATE output: {e}")))?;
-    v["max_rate_bps"]
-        .as_f64()
-        .ok_or_else(|| LabError("MAXRATE output without max_rate_bps".into()))
+    Ok(found.max_rate_bps as f64)
 }
 
 /// gwA's or gwB's setkey file: ESP 3DES + HMAC-MD5 both ways, the
@@ -259,16 +257,6 @@ fn report(results: &[(Geometry, f64, f64)], opts: &RunOptions, hold: &str, step:
             .collect(),
     };
     Report {
-        scenario: "s2-maxrate".into(),
-        study: "S2 E2a, maximum loss-free rate (KAME/USAGI IPsec, 2003–2004)".into(),
-        quick: opts.quick,
-        machine: machine(),
-        unix_time: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        method: format!(
-            "On hostA–gwA–gwB–hostB in network namespaces, `flowsec perf -t MAXRATE` (CBR probes held {hold} s each, doubling then bisecting to {step}bit/s; loss-free means no datagram lost) from gwA to gwB (transport, 1300 B datagrams) and from hostA to hostB (tunnel, 1100 B), with plain forwarding and with two `flowsec up` gateways keyed with ESP 3DES-CBC + HMAC-MD5-96 (setkey). The study raised the rate 1 Mbit/s at a time on 100 Mbit/s Ethernet."
-        ),
         tables: vec![Table {
             title: "Highest loss-free rate, Mbit/s".into(),
             columns: ["", "no IPsec", "IPsec", "IPsec/none"].map(String::from).to_vec(),
@@ -286,6 +274,14 @@ fn report(results: &[(Geometry, f64, f64)], opts: &RunOptions, hold: &str, step:
                 series("flowsec ESP 3DES+HMAC-MD5", &|r| r.2),
             ],
         }],
+        ..Report::new(
+            "s2-maxrate",
+            "S2 E2a, maximum loss-free rate (KAME/USAGI IPsec, 2003–2004)",
+            opts.quick,
+            format!(
+            "On hostA–gwA–gwB–hostB in network namespaces, `flowsec perf -t MAXRATE` (CBR probes held {hold} s each, doubling then bisecting to {step}bit/s; loss-free means no datagram lost, the sender at 95% of the rate or more) from gwA to gwB (transport, 1300 B datagrams) and from hostA to hostB (tunnel, 1100 B), with plain forwarding and with two `flowsec up` gateways keyed with ESP 3DES-CBC + HMAC-MD5-96 (setkey). The study raised the rate 1 Mbit/s at a time on 100 Mbit/s Ethernet."
+        ),
+        )
     }
 }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use flowsec_crypto::backend::HashAlg;
 use flowsec_crypto::{EncrId, EspTransform, IntegId, Provider};
 
-use crate::report::{machine, Finding, Plot, Report, Series, Table};
+use crate::report::{Finding, Plot, Report, Series, Table};
 use crate::{LabError, RunOptions, Scenario};
 
 /// The study's data sizes (bytes).
@@ -312,20 +312,18 @@ fn report(m: &Measured, opts: &RunOptions, per: Duration) -> Report {
         ],
     }];
     Report {
-        scenario: "s4-crypto".into(),
-        study: "S4, SSL-VPN on a network processor with a crypto engine (IXP425, ~2007)".into(),
-        quick: opts.quick,
-        machine: machine(),
-        unix_time: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        method: format!(
-            "One core seals ESP packets of each data size in a loop for {:.2} s per cell (mean time per packet), inline (aws-lc-rs first) and through flowsec's `engine` backend (the same transform on a thread of its own behind a bounded request queue: copy in, queue, seal, queue back, copy out). Raw AES-128-CBC and SHA-1 are called directly. The study measured SSL records through OpenSSL and OCF on an IXP425.",
-            per.as_secs_f64()
-        ),
         tables: vec![cipher, hash, suite],
         findings,
         plots,
+        ..Report::new(
+            "s4-crypto",
+            "S4, SSL-VPN on a network processor with a crypto engine (IXP425, ~2007)",
+            opts.quick,
+            format!(
+            "One core seals ESP packets of each data size in a loop for {:.2} s per cell (mean time per packet), inline (aws-lc-rs first) and through flowsec's `engine` backend (the same transform on a thread of its own behind a bounded request queue: copy in, queue, seal, queue back, copy out). Raw AES-128-CBC and SHA-1 are called directly. The study measured SSL records through OpenSSL and OCF on an IXP425.",
+            per.as_secs_f64()
+        ),
+        )
     }
 }
 

@@ -191,39 +191,32 @@ fn finish(out: &mut Outcome, spec: &Spec, seen: &Seen) {
     }
 }
 
-pub(crate) fn set_buffers_tcp(s: &TcpStream, send: Option<usize>, recv: Option<usize>) {
-    set_buffers(s.as_raw_fd(), send, recv);
-}
-
-pub(crate) fn set_buffers_udp(s: &UdpSocket, send: Option<usize>, recv: Option<usize>) {
-    set_buffers(s.as_raw_fd(), send, recv);
-}
-
-/// netperf -s/-S: SO_SNDBUF and SO_RCVBUF (the kernel doubles them, as
-/// netperf's report shows). Best effort, as netperf: a refused size leaves
-/// the default.
-fn set_buffers(fd: i32, send: Option<usize>, recv: Option<usize>) {
-    for (opt, n) in [(libc::SO_SNDBUF, send), (libc::SO_RCVBUF, recv)] {
-        if let Some(n) = n {
-            let value = libc::c_int::try_from(n).unwrap_or(libc::c_int::MAX);
-            // SAFETY: setsockopt reads a c_int from `value`, which lives
-            // across the call; `fd` is an open socket of the caller's.
-            unsafe {
-                libc::setsockopt(
-                    fd,
-                    libc::SOL_SOCKET,
-                    opt,
-                    (&value as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                );
-            }
+/// netperf -s/-S: SO_SNDBUF and SO_RCVBUF of `socket` (the kernel doubles
+/// them, as netperf's report shows). Best effort, as netperf: a refused
+/// size leaves the default.
+pub(crate) fn set_buffers(socket: &impl AsRawFd, bytes: Option<usize>) {
+    let Some(n) = bytes else {
+        return;
+    };
+    let value = libc::c_int::try_from(n).unwrap_or(libc::c_int::MAX);
+    for opt in [libc::SO_SNDBUF, libc::SO_RCVBUF] {
+        // SAFETY: setsockopt reads a c_int from `value`, which lives across
+        // the call; the descriptor is an open socket of the caller's.
+        unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
         }
     }
 }
 
 fn tcp_stream(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), PerfError> {
     let mut s = TcpStream::connect(data)?;
-    set_buffers_tcp(&s, spec.send_buf, spec.recv_buf);
+    set_buffers(&s, spec.local_buf);
     let buf = payload(spec.msg_size);
     let end = Instant::now() + Duration::from_secs_f64(spec.seconds);
     while Instant::now() < end {
@@ -260,16 +253,8 @@ fn udp_stream(
     out: &mut Outcome,
     done: &mut Done,
 ) -> Result<(), PerfError> {
-    let bind: SocketAddr = if data.is_ipv4() {
-        "0.0.0.0:0"
-    } else {
-        "[::]:0"
-    }
-    .parse()
-    .expect("literal");
-    let s = UdpSocket::bind(bind)?;
-    s.connect(data)?;
-    set_buffers_udp(&s, spec.send_buf, spec.recv_buf);
+    let s = udp_to(data)?;
+    set_buffers(&s, spec.local_buf);
     let mut buf = payload(spec.msg_size);
     let interval = spec
         .rate_bps
@@ -362,56 +347,66 @@ fn record(samples: &mut Vec<u32>, t: Instant) {
     }
 }
 
+/// The RR tests' loop: `transact` one request and response after another
+/// for the test's length, timing each; netperf's "Trans. Rate" over the
+/// time it took.
+fn rr_loop(
+    spec: &Spec,
+    out: &mut Outcome,
+    mut transact: impl FnMut() -> std::io::Result<()>,
+) -> Result<(), PerfError> {
+    let mut samples = Vec::new();
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(spec.seconds);
+    while Instant::now() < end {
+        let t = Instant::now();
+        transact()?;
+        record(&mut samples, t);
+        out.transactions += 1;
+    }
+    out.packets_sent = out.transactions;
+    out.trans_per_s = out.transactions as f64 / start.elapsed().as_secs_f64();
+    latencies(out, samples);
+    Ok(())
+}
+
 fn tcp_rr(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), PerfError> {
     let mut s = TcpStream::connect(data)?;
     let _ = s.set_nodelay(true);
-    set_buffers_tcp(&s, spec.send_buf, spec.recv_buf);
+    set_buffers(&s, spec.local_buf);
     let (req, mut rsp) = (payload(spec.req_size), vec![0u8; spec.rsp_size]);
-    let mut samples = Vec::new();
-    let end = Instant::now() + Duration::from_secs_f64(spec.seconds);
-    while Instant::now() < end {
-        let t = Instant::now();
+    rr_loop(spec, out, || {
         s.write_all(&req)?;
-        s.read_exact(&mut rsp)?;
-        record(&mut samples, t);
-        out.transactions += 1;
-    }
-    out.packets_sent = out.transactions;
-    out.trans_per_s = out.transactions as f64 / spec.seconds;
-    latencies(out, samples);
-    Ok(())
+        s.read_exact(&mut rsp)
+    })
 }
 
+/// A new connection per transaction; the client closes first (its
+/// TIME_WAIT, as netperf).
 fn tcp_crr(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), PerfError> {
     let (req, mut rsp) = (payload(spec.req_size), vec![0u8; spec.rsp_size]);
-    let mut samples = Vec::new();
-    let end = Instant::now() + Duration::from_secs_f64(spec.seconds);
-    while Instant::now() < end {
-        let t = Instant::now();
+    rr_loop(spec, out, || {
         let mut s = TcpStream::connect(data)?;
         let _ = s.set_nodelay(true);
         s.write_all(&req)?;
-        s.read_exact(&mut rsp)?;
-        drop(s);
-        record(&mut samples, t);
-        out.transactions += 1;
-    }
-    out.packets_sent = out.transactions;
-    out.trans_per_s = out.transactions as f64 / spec.seconds;
-    latencies(out, samples);
-    Ok(())
+        s.read_exact(&mut rsp)
+    })
+}
+
+/// A UDP socket of `data`'s family, connected to it.
+fn udp_to(data: SocketAddr) -> std::io::Result<UdpSocket> {
+    let any: SocketAddr = if data.is_ipv4() {
+        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let s = UdpSocket::bind(any)?;
+    s.connect(data)?;
+    Ok(s)
 }
 
 fn udp_rr(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), PerfError> {
-    let bind: SocketAddr = if data.is_ipv4() {
-        "0.0.0.0:0"
-    } else {
-        "[::]:0"
-    }
-    .parse()
-    .expect("literal");
-    let s = UdpSocket::bind(bind)?;
-    s.connect(data)?;
+    let s = udp_to(data)?;
     s.set_read_timeout(Some(UDP_RR_TIMEOUT))?;
     let (mut req, mut rsp) = (payload(spec.req_size), vec![0u8; 65_536]);
     let mut samples = Vec::new();

@@ -203,9 +203,7 @@ fn start_data(
         Test::UdpStream | Test::UdpRr | Test::Cbr => {
             let socket = UdpSocket::bind(SocketAddr::new(local, 0))?;
             socket.set_read_timeout(Some(TICK))?;
-            if let Some(n) = spec.recv_buf {
-                crate::client::set_buffers_udp(&socket, None, Some(n));
-            }
+            crate::client::set_buffers(&socket, spec.remote_buf);
             let port = socket.local_addr()?.port();
             let worker = thread::spawn(move || match spec.test {
                 Test::UdpRr => udp_rr(&socket, &spec, &stop),
@@ -218,7 +216,11 @@ fn start_data(
 
 /// Accept the test's data connection (or give up when stopped), waiting
 /// in poll(2) so that a connection is taken the moment it arrives.
-fn accept(listener: &TcpListener, stop: &AtomicBool) -> Result<Option<TcpStream>, PerfError> {
+fn accept(
+    listener: &TcpListener,
+    buffers: Option<usize>,
+    stop: &AtomicBool,
+) -> Result<Option<TcpStream>, PerfError> {
     use std::os::fd::AsRawFd;
     while !stop.load(Ordering::SeqCst) {
         let mut fd = libc::pollfd {
@@ -233,6 +235,7 @@ fn accept(listener: &TcpListener, stop: &AtomicBool) -> Result<Option<TcpStream>
             continue;
         }
         let (s, _) = listener.accept()?;
+        crate::client::set_buffers(&s, buffers);
         s.set_read_timeout(Some(TICK))?;
         // A peer that stops reading cannot hold the thread.
         s.set_write_timeout(Some(Duration::from_secs(2)))?;
@@ -250,12 +253,9 @@ fn timed_out(e: &std::io::Error) -> bool {
 
 fn tcp_sink(listener: &TcpListener, spec: &Spec, stop: &AtomicBool) -> Result<Seen, PerfError> {
     let mut seen = Seen::default();
-    let Some(mut s) = accept(listener, stop)? else {
+    let Some(mut s) = accept(listener, spec.remote_buf, stop)? else {
         return Ok(seen);
     };
-    if let Some(n) = spec.recv_buf {
-        crate::client::set_buffers_tcp(&s, None, Some(n));
-    }
     let mut buf = vec![0u8; spec.msg_size.max(64 * 1024)];
     let (mut first, mut last) = (None, Instant::now());
     while !stop.load(Ordering::SeqCst) {
@@ -296,7 +296,7 @@ fn read_exact(s: &mut TcpStream, buf: &mut [u8], stop: &AtomicBool) -> Result<bo
 
 fn tcp_rr(listener: &TcpListener, spec: &Spec, stop: &AtomicBool) -> Result<Seen, PerfError> {
     let mut seen = Seen::default();
-    let Some(mut s) = accept(listener, stop)? else {
+    let Some(mut s) = accept(listener, spec.remote_buf, stop)? else {
         return Ok(seen);
     };
     let _ = s.set_nodelay(true);
@@ -312,7 +312,7 @@ fn tcp_rr(listener: &TcpListener, spec: &Spec, stop: &AtomicBool) -> Result<Seen
 fn tcp_crr(listener: &TcpListener, spec: &Spec, stop: &AtomicBool) -> Result<Seen, PerfError> {
     let mut seen = Seen::default();
     let (mut req, rsp) = (vec![0u8; spec.req_size], vec![0u8; spec.rsp_size]);
-    while let Some(mut s) = accept(listener, stop)? {
+    while let Some(mut s) = accept(listener, spec.remote_buf, stop)? {
         let _ = s.set_nodelay(true);
         if read_exact(&mut s, &mut req, stop)? {
             s.write_all(&rsp)?;

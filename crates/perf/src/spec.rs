@@ -67,9 +67,10 @@ pub struct Spec {
     /// Request and response sizes of the RR tests (bytes).
     pub req_size: usize,
     pub rsp_size: usize,
-    /// SO_SNDBUF / SO_RCVBUF of the data sockets (netperf -s/-S), if set.
-    pub send_buf: Option<usize>,
-    pub recv_buf: Option<usize>,
+    /// SO_SNDBUF and SO_RCVBUF of the client's data socket (netperf -s)
+    /// and of the server's (netperf -S), if set.
+    pub local_buf: Option<usize>,
+    pub remote_buf: Option<usize>,
     /// Sending rate in bit/s of the UDP payload (CBR; optional for
     /// UDP_STREAM).
     pub rate_bps: Option<u64>,
@@ -99,8 +100,8 @@ impl Spec {
             msg_size,
             req_size: 1,
             rsp_size: 1,
-            send_buf: None,
-            recv_buf: None,
+            local_buf: None,
+            remote_buf: None,
             rate_bps,
             count: None,
             interval_s: None,
