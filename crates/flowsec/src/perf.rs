@@ -6,7 +6,7 @@
 use std::net::TcpListener;
 
 use clap::{Args, Subcommand};
-use flowsec_perf::{Outcome, Spec, Test, DEFAULT_PORT};
+use flowsec_perf::{Outcome, Payload, Spec, Test, DEFAULT_PORT};
 
 use crate::CliError;
 
@@ -79,6 +79,14 @@ pub struct ClientArgs {
     /// PING: seconds between echoes.
     #[arg(long, default_value_t = 1.0)]
     pub interval: f64,
+    /// What the messages carry: random (incompressible), text
+    /// (compressible) or zeros.
+    #[arg(long, default_value = "random")]
+    pub payload: String,
+    /// PING: a CBR stream at this rate (bit/s: 10M, 30M) to the same
+    /// server while the echoes run (study S2's background load).
+    #[arg(long)]
+    pub load: Option<String>,
     /// Run this many connections at once (each its own test) and report
     /// their sum.
     #[arg(long, default_value_t = 1)]
@@ -157,6 +165,7 @@ fn client(c: &ClientArgs) -> Result<(), CliError> {
     }
     spec.local_buf = c.local_buf;
     spec.remote_buf = c.remote_buf;
+    spec.payload = payload_arg(&c.payload)?;
     if let Some(r) = &c.rate {
         spec.rate_bps = Some(rate_arg("--rate", r)?);
     }
@@ -169,6 +178,11 @@ fn client(c: &ClientArgs) -> Result<(), CliError> {
         print_text(&c.host, &spec, &out);
     }
     Ok(())
+}
+
+fn payload_arg(v: &str) -> Result<Payload, CliError> {
+    Payload::from_name(v)
+        .ok_or_else(|| CliError::Usage(format!("--payload {v}: random, text or zeros")))
 }
 
 fn rate_arg(flag: &str, v: &str) -> Result<u64, CliError> {
@@ -234,7 +248,12 @@ fn ping(c: &ClientArgs) -> Result<(), CliError> {
             "--count >= 1 and --interval in (0, 60]".into(),
         ));
     }
-    let rows = flowsec_perf::ping(&c.host, c.port, &c.sizes, c.count, c.interval)
+    let load = c
+        .load
+        .as_deref()
+        .map(|r| rate_arg("--load", r))
+        .transpose()?;
+    let rows = flowsec_perf::ping(&c.host, c.port, &c.sizes, c.count, c.interval, load)
         .map_err(|e| CliError::Runtime(e.to_string()))?;
     if c.json {
         println!(
@@ -243,7 +262,14 @@ fn ping(c: &ClientArgs) -> Result<(), CliError> {
         );
         return Ok(());
     }
-    println!("PING to {} (UDP echo): rtt min/avg/max/mdev ms", c.host);
+    println!(
+        "PING to {} (UDP echo{}): rtt min/avg/max/mdev ms",
+        c.host,
+        load.map_or(String::new(), |b| format!(
+            ", under a {:.3} Mbit/s CBR load",
+            b as f64 / 1e6
+        ))
+    );
     for r in rows {
         println!(
             "  {:>6} B: {}/{} received, {:.3}/{:.3}/{:.3}/{:.3}",
@@ -251,6 +277,22 @@ fn ping(c: &ClientArgs) -> Result<(), CliError> {
         );
     }
     Ok(())
+}
+
+/// iperf3's interval report, from the receiver's count per second.
+fn print_intervals(o: &Outcome) {
+    if o.per_second.len() < 2 {
+        return;
+    }
+    println!("  interval s   received 10^6bits/sec");
+    for (i, s) in o.per_second.iter().enumerate() {
+        println!(
+            "  {:>4}-{:<4} {:>24.2}",
+            i,
+            i + 1,
+            s.bytes as f64 * 8.0 / 1e6
+        );
+    }
 }
 
 fn print_text(host: &str, spec: &Spec, o: &Outcome) {
@@ -271,12 +313,16 @@ fn print_text(host: &str, spec: &Spec, o: &Outcome) {
                 spec.msg_size, o.bytes_sent, o.bytes_received
             );
             println!("  Throughput 10^6bits/sec: {:.2}", o.throughput_mbit_s);
+            print_intervals(o);
         }
         Test::UdpStream | Test::Cbr => {
             println!(
                 "  message size {} B: sent {} packets ({:.2} 10^6bits/sec), received {} ({:.2} 10^6bits/sec), lost {}",
                 spec.msg_size, o.packets_sent, o.send_mbit_s, o.packets_received, o.throughput_mbit_s, o.lost
             );
+            if spec.test == Test::UdpStream {
+                print_intervals(o);
+            }
             if spec.test == Test::Cbr {
                 println!("  second  packets    bytes  lost  reordered  max gap ms");
                 for (i, s) in o.per_second.iter().enumerate() {

@@ -35,6 +35,9 @@ drop_reasons! {
     /// An IP fragment: must be reassembled before IPsec processing
     /// (RFC 4303 §3.4.1).
     Fragment => "fragment",
+    /// A fragment to be sent in transport mode, which protects whole
+    /// datagrams only (RFC 4303 §3.1.1, RFC 4302 §3.1.1).
+    TransportFragment => "transport_fragment",
     /// Not ESP, AH, IPComp or UDP-encapsulated ESP.
     NotIpsec => "not_ipsec",
     /// A UDP-encapsulated packet too short to be ESP (RFC 3948 §2.1).

@@ -43,16 +43,23 @@ impl Layout {
 
     /// Where ESP/AH go in transport mode (RFC 4303 §3.1.1, RFC 4302
     /// §3.1.1): after the IPv4 header with its options, or after IPv6
-    /// hop-by-hop, routing and fragment headers.
+    /// hop-by-hop and routing headers. Transport mode protects whole
+    /// datagrams only (the same sections): a fragment is refused.
     pub fn outbound(packet: &[u8]) -> Result<Self, DropReason> {
         match packet.first().map(|b| b >> 4) {
             Some(4) => {
                 let p = Ipv4Packet::new_checked(packet).map_err(|_| DropReason::BadIpHeader)?;
+                if p.is_fragment() {
+                    return Err(DropReason::TransportFragment);
+                }
                 Ok(Layout::ipv4(p.header_len()))
             }
             Some(6) => {
                 let chain =
                     ipv6_header_chain(packet).map_err(|_| DropReason::BadExtensionHeaders)?;
+                if chain.has_fragment() {
+                    return Err(DropReason::TransportFragment);
+                }
                 Ok(Layout {
                     version: IpVersion::V6,
                     at: chain.ipsec_insert_offset(),
@@ -145,5 +152,40 @@ pub(crate) fn fill_udp_checksum(packet: &mut [u8], lay: &Layout) {
     if lay.version == IpVersion::V6 {
         let (src, dst) = addresses(packet, lay.version);
         UdpPacket::new_unchecked(&mut packet[lay.at..]).fill_checksum(&src, &dst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RFC 4303 §3.1.1: transport mode is for whole datagrams; a fragment
+    /// from the TUN is refused (the peer could not reassemble it), a whole
+    /// datagram is not.
+    #[test]
+    fn transport_mode_refuses_fragments() {
+        // IPv4 header, 20 bytes, total 28: UDP to follow.
+        let mut v4 = vec![
+            0x45, 0, 0, 28, 0, 1, 0, 0, 64, 17, 0, 0, 192, 0, 2, 1, 192, 0, 2, 2,
+        ];
+        v4.extend([0u8; 8]);
+        assert!(Layout::outbound(&v4).is_ok());
+        for (flags_hi, off_lo) in [(0x20, 0), (0x00, 0xb9), (0x20, 0xb9)] {
+            let mut frag = v4.clone();
+            frag[6] = flags_hi;
+            frag[7] = off_lo;
+            assert_eq!(
+                Layout::outbound(&frag),
+                Err(DropReason::TransportFragment),
+                "flags/offset {flags_hi:#x}/{off_lo:#x}"
+            );
+        }
+        // IPv6 with a Fragment header (44) before UDP.
+        let mut v6 = vec![0x60, 0, 0, 0, 0, 16, 44, 64];
+        v6.extend([0x20, 0x01, 0x0d, 0xb8].iter().chain(&[0; 11]).chain(&[1]));
+        v6.extend([0x20, 0x01, 0x0d, 0xb8].iter().chain(&[0; 11]).chain(&[2]));
+        v6.extend([17, 0, 0, 1, 0, 0, 0, 7]);
+        v6.extend([0u8; 8]);
+        assert_eq!(Layout::outbound(&v6), Err(DropReason::TransportFragment));
     }
 }

@@ -8,7 +8,10 @@
 //! So far: `s2-maxrate` (study S2 E2a, on the namespace topology of
 //! [`topology`]) and `s4-crypto` (study S4, crypto-engine offload).
 
+pub mod bed;
+mod progress;
 mod report;
+mod s1_netperf;
 mod s2;
 mod s4;
 mod svg;
@@ -49,7 +52,28 @@ pub trait Scenario: Sync {
 
 /// Every scenario, in `lab list` order.
 pub fn scenarios() -> Vec<&'static dyn Scenario> {
-    vec![&s2::S2MaxRate, &s4::S4Crypto]
+    vec![&s1_netperf::S1Netperf, &s2::S2MaxRate, &s4::S4Crypto]
+}
+
+/// A fresh scratch directory for one scenario's logs and setkey files.
+pub(crate) fn work_dir(tag: &str) -> Result<std::path::PathBuf, LabError> {
+    let work = std::env::temp_dir().join(format!("flowsec-lab-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&work).map_err(|e| LabError(format!("{}: {e}", work.display())))?;
+    Ok(work)
+}
+
+/// A figure and its ratio to `base`: `23.1 (0.38×)`.
+pub(crate) fn cell(v: f64, base: f64) -> String {
+    let n = if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    };
+    if base > 0.0 && base.is_finite() && v.is_finite() {
+        format!("{n} ({:.2}×)", v / base)
+    } else {
+        n
+    }
 }
 
 /// The scenario called `name`.

@@ -5,10 +5,9 @@
 //! plain forwarding (`none`) against two `flowsec up` gateways, measured
 //! with `flowsec perf -t MAXRATE` on the lab topology.
 
-use std::path::Path;
-
+use crate::bed::{Bed, Family, Mode, Setup, Step};
+use crate::progress::Progress;
 use crate::report::{Finding, Plot, Report, Series, Table};
-use crate::topology::Topology;
 use crate::{LabError, RunOptions, Scenario};
 
 /// Study S2 E2a, Mbit/s: (no IPsec, IPsec) for transport KAME, transport
@@ -20,46 +19,30 @@ const STUDY: [(&str, f64, f64); 4] = [
     ("tunnel, hardware router", 94.0, 47.0),
 ];
 
-/// 3DES (24 bytes, three distinct keys) and HMAC-MD5 (16 bytes), per
-/// direction.
-const KEYS: [(&str, &str); 2] = [
-    (
-        "0x010203040506070811121314151617182122232425262728",
-        "0x31323334353637383940414243444546",
-    ),
-    (
-        "0x515253545556575861626364656667687172737475767778",
-        "0x81828384858687888990919293949596",
-    ),
-];
+/// The study's suite: ESP 3DES-CBC + HMAC-MD5-96.
+const ESP_3DES_MD5: Step = Step::Esp {
+    enc: "3des-cbc",
+    auth: Some("hmac-md5"),
+};
 
 pub struct S2MaxRate;
 
-/// One geometry of the experiment.
+/// One geometry of the experiment: transport mode gwA → gwB, tunnel mode
+/// hostA → hostB.
 #[derive(Clone, Copy)]
 struct Geometry {
-    mode: &'static str,
+    mode: Mode,
     payload: usize,
-    /// Where the perf client and server run, and the server's address.
-    client: &'static str,
-    server: &'static str,
-    target: &'static str,
 }
 
 const GEOMETRIES: [Geometry; 2] = [
     Geometry {
-        mode: "transport",
+        mode: Mode::Transport,
         payload: 1300,
-        client: "gwA",
-        server: "gwB",
-        target: "192.0.2.2",
     },
     Geometry {
-        mode: "tunnel",
+        mode: Mode::Tunnel,
         payload: 1100,
-        client: "hostA",
-        server: "hostB",
-        target: "10.2.0.2",
     },
 ];
 
@@ -77,124 +60,44 @@ impl Scenario for S2MaxRate {
     }
 
     fn run(&self, opts: &RunOptions) -> Result<Report, LabError> {
-        let flowsec =
-            std::env::current_exe().map_err(|e| LabError(format!("flowsec binary: {e}")))?;
-        let work = std::env::temp_dir().join(format!("flowsec-lab-s2-{}", std::process::id()));
-        std::fs::create_dir_all(&work).map_err(|e| LabError(format!("{}: {e}", work.display())))?;
+        let work = crate::work_dir("s2")?;
         let (hold, step, max) = if opts.quick {
             ("0.3", "20M", "2G")
         } else {
             ("3", "2M", "10G")
         };
+        let mut progress = Progress::new("s2-maxrate", 2 * GEOMETRIES.len());
         let mut results = Vec::new();
         for g in GEOMETRIES {
-            let none = max_rate(&flowsec, &work, g, None, hold, step, max)?;
-            let ipsec = max_rate(&flowsec, &work, g, Some(g.mode), hold, step, max)?;
+            let mut rate = |steps: &[Step]| -> Result<f64, LabError> {
+                let setup = Setup::new(Family::V4, g.mode, steps);
+                progress.step(&format!("{} {}", g.mode.name(), setup.label()));
+                let bed = Bed::up(&setup, &work)?;
+                let found: flowsec_perf::MaxRate = bed.perf(
+                    false,
+                    &[
+                        "-t",
+                        "MAXRATE",
+                        "-l",
+                        hold,
+                        "-m",
+                        &g.payload.to_string(),
+                        "--step",
+                        step,
+                        "--max-rate",
+                        max,
+                    ],
+                )?;
+                Ok(found.max_rate_bps as f64)
+            };
+            let none = rate(&[])?;
+            let ipsec = rate(&[ESP_3DES_MD5])?;
             results.push((g, none, ipsec));
         }
+        progress.finish();
         let _ = std::fs::remove_dir_all(&work);
         Ok(report(&results, opts, hold, step))
     }
-}
-
-/// Build the topology, start the perf server (and, for IPsec, both
-/// gateways), run MAXRATE, tear it all down; the rate in bit/s.
-fn max_rate(
-    flowsec: &Path,
-    work: &Path,
-    g: Geometry,
-    ipsec: Option<&str>,
-    hold: &str,
-    step: &str,
-    max: &str,
-) -> Result<f64, LabError> {
-    let mut t = Topology::build()?;
-    let bin = flowsec.to_string_lossy().into_owned();
-    if let Some(mode) = ipsec {
-        for (gw, local, remote) in [
-            ("gwA", "192.0.2.1", "192.0.2.2"),
-            ("gwB", "192.0.2.2", "192.0.2.1"),
-        ] {
-            let file = work.join(format!("{gw}-{mode}.setkey"));
-            std::fs::write(&file, setkey(mode, local, remote))
-                .map_err(|e| LabError(format!("{}: {e}", file.display())))?;
-            let sock = work.join(format!("{gw}.sock"));
-            let (f, s) = (
-                file.to_string_lossy().into_owned(),
-                sock.to_string_lossy().into_owned(),
-            );
-            t.spawn(
-                gw,
-                &[&bin, "up", "--tun", "flab0", "--setkey", &f, "--socket", &s],
-                &work.join(format!("{gw}-up.log")),
-                Some("flowsec: up"),
-            )?;
-        }
-    }
-    t.spawn(
-        g.server,
-        &[&bin, "perf", "server", "--bind", "0.0.0.0"],
-        &work.join("perf-server.log"),
-        Some("listening"),
-    )?;
-    let json = t.output(
-        g.client,
-        &[
-            &bin,
-            "perf",
-            "client",
-            "-H",
-            g.target,
-            "-t",
-            "MAXRATE",
-            "-l",
-            hold,
-            "-m",
-            &g.payload.to_string(),
-            "--step",
-            step,
-            "--max-rate",
-            max,
-            "--json",
-        ],
-    )?;
-    t.stop_all();
-    let found: flowsec_perf::MaxRate =
-        serde_json::from_str(&json).map_err(|e| LabError(format!("MAXRATE output: {e}")))?;
-    Ok(found.max_rate_bps as f64)
-}
-
-/// gwA's or gwB's setkey file: ESP 3DES + HMAC-MD5 both ways, the
-/// policies of `mode` (transport: the gateways themselves; tunnel: the
-/// sites behind them).
-fn setkey(mode: &str, local: &str, remote: &str) -> String {
-    let (a, b) = ("192.0.2.1", "192.0.2.2");
-    let sa = |src: &str, dst: &str, spi: u32, k: (&str, &str)| {
-        format!(
-            "add {src} {dst} esp {spi:#x} -m {mode} -r 64 -E 3des-cbc {} -A hmac-md5 {};\n",
-            k.0, k.1
-        )
-    };
-    let mut s = sa(a, b, 0x1001, KEYS[0]) + &sa(b, a, 0x1002, KEYS[1]);
-    if mode == "transport" {
-        s += &format!("spdadd {local} {remote} any -P out ipsec esp/transport//require;\n");
-        s += &format!("spdadd {remote} {local} any -P in ipsec esp/transport//require;\n");
-    } else {
-        let (lnet, rnet) = if local == a {
-            ("10.1.0.0/24", "10.2.0.0/24")
-        } else {
-            ("10.2.0.0/24", "10.1.0.0/24")
-        };
-        s += &format!(
-            "spdadd {lnet} {rnet} any -P out ipsec esp/tunnel/{local}-{remote}/require;\n"
-        );
-        for dir in ["in", "fwd"] {
-            s += &format!(
-                "spdadd {rnet} {lnet} any -P {dir} ipsec esp/tunnel/{remote}-{local}/require;\n"
-            );
-        }
-    }
-    s
 }
 
 fn report(results: &[(Geometry, f64, f64)], opts: &RunOptions, hold: &str, step: &str) -> Report {
@@ -212,19 +115,19 @@ fn report(results: &[(Geometry, f64, f64)], opts: &RunOptions, hold: &str, step:
         .collect();
     for (g, none, ipsec) in results {
         rows.push(vec![
-            format!("today: {}, flowsec ({} B)", g.mode, g.payload),
+            format!("today: {}, flowsec ({} B)", g.mode.name(), g.payload),
             format!("{:.0}", mbit(*none)),
             format!("{:.0}", mbit(*ipsec)),
             format!("{:.2}×", ipsec / none),
         ]);
     }
-    let ratio = |mode: &str| {
+    let ratio = |mode: Mode| {
         results
             .iter()
             .find(|(g, _, _)| g.mode == mode)
             .map_or(f64::NAN, |(_, n, i)| i / n)
     };
-    let (rt, ru) = (ratio("transport"), ratio("tunnel"));
+    let (rt, ru) = (ratio(Mode::Transport), ratio(Mode::Tunnel));
     let findings = vec![
         Finding {
             claim: "ESP 3DES + HMAC-MD5 lowers the highest loss-free rate in both modes".into(),
@@ -288,20 +191,6 @@ fn report(results: &[(Geometry, f64, f64)], opts: &RunOptions, hold: &str, step:
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn setkey_files_parse_and_mirror() {
-        for mode in ["transport", "tunnel"] {
-            let a = setkey(mode, "192.0.2.1", "192.0.2.2");
-            let b = setkey(mode, "192.0.2.2", "192.0.2.1");
-            for text in [&a, &b] {
-                let cmds = flowsec_setkey::parse("t", text).unwrap();
-                assert!(cmds.len() >= 4, "{text}");
-            }
-            assert!(a.contains("-P out") && b.contains("-P out"));
-            assert_ne!(a, b);
-        }
-    }
 
     #[test]
     fn verdicts_follow_the_ratios() {

@@ -4,7 +4,8 @@
 //! per-run prefix (`fl<pid>-`), so nothing else is touched.
 //!
 //! ```text
-//! hostA 10.1.0.2 — 10.1.0.1 gwA 192.0.2.1 ═ 192.0.2.2 gwB 10.2.0.1 — 10.2.0.2 hostB
+//! hostA 10.1.0.2     — 10.1.0.1     gwA 192.0.2.1   ═ 192.0.2.2   gwB 10.2.0.1     — 10.2.0.2     hostB
+//!       2001:db8:1::2 — 2001:db8:1::1     2001:db8::1 ═ 2001:db8::2     2001:db8:2::1 — 2001:db8:2::2
 //! ```
 
 use std::path::Path;
@@ -118,6 +119,27 @@ impl Topology {
             ("hostB", "eth0", "10.2.0.2/24"),
         ] {
             t.exec(h, &["ip", "addr", "add", addr, "dev", dev])?;
+        }
+        for (h, dev, addr) in [
+            ("hostA", "eth0", "2001:db8:1::2/64"),
+            ("gwA", "eth0", "2001:db8:1::1/64"),
+            ("gwA", "eth1", "2001:db8::1/64"),
+            ("gwB", "eth1", "2001:db8::2/64"),
+            ("gwB", "eth0", "2001:db8:2::1/64"),
+            ("hostB", "eth0", "2001:db8:2::2/64"),
+        ] {
+            // No duplicate address detection: usable at once.
+            t.exec(h, &["ip", "addr", "add", addr, "dev", dev, "nodad"])?;
+        }
+        for (h, via) in [("hostA", "2001:db8:1::1"), ("hostB", "2001:db8:2::1")] {
+            t.exec(h, &["ip", "-6", "route", "add", "default", "via", via])?;
+        }
+        for (gw, net, via) in [
+            ("gwA", "2001:db8:2::/64", "2001:db8::2"),
+            ("gwB", "2001:db8:1::/64", "2001:db8::1"),
+        ] {
+            t.exec(gw, &["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"])?;
+            t.exec(gw, &["ip", "-6", "route", "add", net, "via", via])?;
         }
         t.exec(
             "hostA",

@@ -179,8 +179,8 @@ fn finish(out: &mut Outcome, spec: &Spec, seen: &Seen) {
             out.throughput_mbit_s = mbit(seen.bytes, out.elapsed_s);
             out.send_mbit_s = mbit(out.bytes_sent, out.elapsed_s);
             out.lost = out.packets_sent.saturating_sub(seen.packets);
+            out.per_second = seen.per_second.clone();
             if spec.test != Test::TcpStream {
-                out.per_second = seen.per_second.clone();
                 out.reordered = seen.reordered;
                 out.max_gap_ms = seen.max_gap_ms;
             } else {
@@ -217,7 +217,7 @@ pub(crate) fn set_buffers(socket: &impl AsRawFd, bytes: Option<usize>) {
 fn tcp_stream(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), PerfError> {
     let mut s = TcpStream::connect(data)?;
     set_buffers(&s, spec.local_buf);
-    let buf = payload(spec.msg_size);
+    let buf = spec.payload.bytes(spec.msg_size);
     let end = Instant::now() + Duration::from_secs_f64(spec.seconds);
     while Instant::now() < end {
         s.write_all(&buf)?;
@@ -232,19 +232,6 @@ fn tcp_stream(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), Pe
     Ok(())
 }
 
-/// A payload that does not compress to nothing (IPComp is measured too).
-fn payload(n: usize) -> Vec<u8> {
-    let mut x: u32 = 0x9e37_79b9;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x as u8
-        })
-        .collect()
-}
-
 /// UDP_STREAM (as fast as it goes, or paced) and CBR (paced, with sequence
 /// numbers and send times).
 fn udp_stream(
@@ -255,7 +242,7 @@ fn udp_stream(
 ) -> Result<(), PerfError> {
     let s = udp_to(data)?;
     set_buffers(&s, spec.local_buf);
-    let mut buf = payload(spec.msg_size);
+    let mut buf = spec.payload.bytes(spec.msg_size);
     let interval = spec
         .rate_bps
         .filter(|&r| r > 0)
@@ -374,7 +361,7 @@ fn tcp_rr(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), PerfEr
     let mut s = TcpStream::connect(data)?;
     let _ = s.set_nodelay(true);
     set_buffers(&s, spec.local_buf);
-    let (req, mut rsp) = (payload(spec.req_size), vec![0u8; spec.rsp_size]);
+    let (req, mut rsp) = (spec.payload.bytes(spec.req_size), vec![0u8; spec.rsp_size]);
     rr_loop(spec, out, || {
         s.write_all(&req)?;
         s.read_exact(&mut rsp)
@@ -384,7 +371,7 @@ fn tcp_rr(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), PerfEr
 /// A new connection per transaction; the client closes first (its
 /// TIME_WAIT, as netperf).
 fn tcp_crr(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), PerfError> {
-    let (req, mut rsp) = (payload(spec.req_size), vec![0u8; spec.rsp_size]);
+    let (req, mut rsp) = (spec.payload.bytes(spec.req_size), vec![0u8; spec.rsp_size]);
     rr_loop(spec, out, || {
         let mut s = TcpStream::connect(data)?;
         let _ = s.set_nodelay(true);
@@ -408,7 +395,7 @@ fn udp_to(data: SocketAddr) -> std::io::Result<UdpSocket> {
 fn udp_rr(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), PerfError> {
     let s = udp_to(data)?;
     s.set_read_timeout(Some(UDP_RR_TIMEOUT))?;
-    let (mut req, mut rsp) = (payload(spec.req_size), vec![0u8; 65_536]);
+    let (mut req, mut rsp) = (spec.payload.bytes(spec.req_size), vec![0u8; 65_536]);
     let mut samples = Vec::new();
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(spec.seconds);

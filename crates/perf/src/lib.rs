@@ -23,7 +23,7 @@ pub use client::{run, run_parallel};
 pub use cpu::CpuUse;
 pub use search::{max_rate, ping, MaxRate, PingRow, Probe};
 pub use server::{serve, serve_one, DEFAULT_PORT};
-pub use spec::{Outcome, Second, Spec, Test};
+pub use spec::{Outcome, Payload, Second, Spec, Test};
 
 /// Why a test could not run.
 #[derive(Debug)]

@@ -142,16 +142,55 @@ pub struct PingRow {
     pub max_ms: f64,
     /// ping's mdev: the standard deviation.
     pub mdev_ms: f64,
+    /// The background load asked for, bit/s (0: none).
+    #[serde(default)]
+    pub load_bps: u64,
 }
 
+/// Payload of the background load's datagrams (study S2's iperf size).
+const LOAD_PAYLOAD: usize = 1300;
+
 /// `count` echoes (UDP, to the server's UDP_RR) per payload size, one per
-/// `interval_s`, like `ping -c COUNT -i INTERVAL -s SIZE`.
+/// `interval_s`, like `ping -c COUNT -i INTERVAL -s SIZE`; with `load`, a
+/// CBR stream of that many bit/s runs to the same server meanwhile.
 pub fn ping(
     host: &str,
     port: u16,
     sizes: &[usize],
     count: u64,
     interval_s: f64,
+    load: Option<u64>,
+) -> Result<Vec<PingRow>, PerfError> {
+    let Some(bps) = load else {
+        return echoes(host, port, sizes, count, interval_s, 0);
+    };
+    let spec = Spec {
+        msg_size: LOAD_PAYLOAD,
+        rate_bps: Some(bps),
+        // As long as the echoes take (each size's last echo may wait for
+        // its answer a little longer, unloaded).
+        seconds: (sizes.len() as f64 * count as f64 * interval_s).clamp(0.1, 3600.0),
+        ..Spec::new(Test::Cbr)
+    };
+    spec.check().map_err(PerfError)?;
+    std::thread::scope(|s| {
+        let loader = s.spawn(|| crate::run(host, port, &spec));
+        let rows = echoes(host, port, sizes, count, interval_s, bps);
+        let loaded = loader
+            .join()
+            .map_err(|_| PerfError("the load thread panicked".into()))?;
+        loaded.map_err(|e| PerfError(format!("background load: {e}")))?;
+        rows
+    })
+}
+
+fn echoes(
+    host: &str,
+    port: u16,
+    sizes: &[usize],
+    count: u64,
+    interval_s: f64,
+    load_bps: u64,
 ) -> Result<Vec<PingRow>, PerfError> {
     let mut rows = Vec::new();
     for &size in sizes {
@@ -173,6 +212,7 @@ pub fn ping(
             avg_ms: o.latency_mean_us / 1e3,
             max_ms: o.latency_max_us / 1e3,
             mdev_ms: o.latency_stddev_us / 1e3,
+            load_bps,
         });
     }
     Ok(rows)

@@ -263,8 +263,14 @@ fn tcp_sink(listener: &TcpListener, spec: &Spec, stop: &AtomicBool) -> Result<Se
             Ok(0) => break,
             Ok(n) => {
                 last = Instant::now();
-                first.get_or_insert(last);
+                let start = *first.get_or_insert(last);
                 seen.bytes += n as u64;
+                // Bytes per second at the receiver: the interval report.
+                let second = (last.duration_since(start).as_secs() as usize).min(MAX_SECONDS - 1);
+                if seen.per_second.len() <= second {
+                    seen.per_second.resize(second + 1, Second::default());
+                }
+                seen.per_second[second].bytes += n as u64;
             }
             Err(e) if timed_out(&e) && !stop.load(Ordering::SeqCst) => {}
             Err(e) if timed_out(&e) => break,

@@ -81,7 +81,64 @@ pub struct Spec {
     /// (PING's interval).
     #[serde(default)]
     pub interval_s: Option<f64>,
+    /// What the messages carry (IPComp is judged on both kinds).
+    #[serde(default)]
+    pub payload: Payload,
 }
+
+/// The bytes a test sends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Payload {
+    /// Pseudo-random bytes: incompressible.
+    #[default]
+    Random,
+    /// Repeated English text: deflate shrinks it to a fraction.
+    Text,
+    /// All zeros (what study S3's benchmark sent, so its IPComp could not
+    /// be judged).
+    Zeros,
+}
+
+impl Payload {
+    /// The payload called `name`.
+    pub fn from_name(name: &str) -> Option<Payload> {
+        [Payload::Random, Payload::Text, Payload::Zeros]
+            .into_iter()
+            .find(|p| p.name() == name)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Payload::Random => "random",
+            Payload::Text => "text",
+            Payload::Zeros => "zeros",
+        }
+    }
+
+    /// `n` bytes of this kind.
+    pub fn bytes(self, n: usize) -> Vec<u8> {
+        match self {
+            Payload::Random => {
+                let mut x: u32 = 0x9e37_79b9;
+                (0..n)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 17;
+                        x ^= x << 5;
+                        x as u8
+                    })
+                    .collect()
+            }
+            Payload::Text => TEXT.iter().copied().cycle().take(n).collect(),
+            Payload::Zeros => vec![0; n],
+        }
+    }
+}
+
+const TEXT: &[u8] = b"The sending gateway derives a flow identifier from the inner packet \
+before encryption and expresses it in the outer packet, so that the receiver's \
+network card can steer each flow to its own core. ";
 
 impl Spec {
     /// A spec with netperf's defaults for `test`: 10 s, 16 KB TCP messages,
@@ -105,6 +162,7 @@ impl Spec {
             rate_bps,
             count: None,
             interval_s: None,
+            payload: Payload::Random,
         }
     }
 

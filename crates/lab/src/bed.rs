@@ -1,0 +1,409 @@
+//! A protected path through the lab topology: what protects it (a
+//! [`Setup`]: none, or a bundle of AH/ESP/IPComp in transport or tunnel
+//! mode, over IPv4 or IPv6, keyed by hand with setkey as studies S1–S3
+//! did), the two `flowsec up` gateways that do it, and `flowsec perf`
+//! servers at both ends.
+//!
+//! Transport mode protects gwA ↔ gwB themselves (the studies' two hosts);
+//! tunnel mode protects hostA's site ↔ hostB's site through the gateways.
+
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+
+use crate::topology::Topology;
+use crate::LabError;
+
+/// The address family of the protected traffic (and of the outer
+/// headers: the studies never mixed them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    V4,
+    V6,
+}
+
+impl Family {
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::V4 => "IPv4",
+            Family::V6 => "IPv6",
+        }
+    }
+
+    /// gwA's and gwB's transit addresses.
+    fn gateways(self) -> (&'static str, &'static str) {
+        match self {
+            Family::V4 => ("192.0.2.1", "192.0.2.2"),
+            Family::V6 => ("2001:db8::1", "2001:db8::2"),
+        }
+    }
+
+    /// hostA's and hostB's addresses, and their sites.
+    fn hosts(self) -> ((&'static str, &'static str), (&'static str, &'static str)) {
+        match self {
+            Family::V4 => (("10.1.0.2", "10.1.0.0/24"), ("10.2.0.2", "10.2.0.0/24")),
+            Family::V6 => (
+                ("2001:db8:1::2", "2001:db8:1::/64"),
+                ("2001:db8:2::2", "2001:db8:2::/64"),
+            ),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Transport,
+    Tunnel,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Transport => "transport",
+            Mode::Tunnel => "tunnel",
+        }
+    }
+}
+
+/// One transform of a bundle, setkey's algorithm names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// ESP with a cipher (`null` for none) and an integrity algorithm
+    /// (`None` for an AEAD or no integrity).
+    Esp {
+        enc: &'static str,
+        auth: Option<&'static str>,
+    },
+    Ah {
+        auth: &'static str,
+    },
+    /// IPComp (deflate), applied before the steps after it.
+    IpComp,
+}
+
+impl Step {
+    fn label(self) -> String {
+        match self {
+            Step::Esp { enc, auth: None } => format!("ESP {enc}"),
+            Step::Esp { enc, auth: Some(a) } => format!("ESP {enc}/{a}"),
+            Step::Ah { auth } => format!("AH {auth}"),
+            Step::IpComp => "IPComp deflate".into(),
+        }
+    }
+
+    fn proto(self) -> &'static str {
+        match self {
+            Step::Esp { .. } => "esp",
+            Step::Ah { .. } => "ah",
+            Step::IpComp => "ipcomp",
+        }
+    }
+}
+
+/// Key length in bytes of a setkey algorithm (ciphers with their salt or
+/// nonce, as setkey takes them; Blowfish at study S1's 192 bits).
+fn key_len(alg: &str) -> usize {
+    match alg {
+        "null" => 0,
+        "des-cbc" => 8,
+        "3des-cbc" | "blowfish-cbc" => 24,
+        "aes-ctr" | "aes-gmac" => 20,
+        a if a.starts_with("aes-gcm") => 20,
+        a if a.starts_with("aes-ccm") => 19,
+        "chacha20-poly1305" => 36,
+        "hmac-sha1" => 20,
+        "hmac-sha256" => 32,
+        "hmac-sha384" => 48,
+        "hmac-sha512" => 64,
+        // aes-cbc, twofish-cbc, camellia-cbc, cast128-cbc: 128 bits;
+        // hmac-md5, aes-xcbc-mac, aes-cmac: 16 bytes.
+        _ => 16,
+    }
+}
+
+/// The key argument for `alg` (with its leading space; none for `null`),
+/// different per `salt` (SA and direction).
+fn key(alg: &str, salt: u8) -> String {
+    let n = key_len(alg);
+    let mut s = String::from(" 0x");
+    if n == 0 {
+        return String::new();
+    }
+    for i in 0..n {
+        let b = (i as u8)
+            .wrapping_mul(29)
+            .wrapping_add(salt.wrapping_mul(71))
+            ^ 0x5a;
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+/// What protects the path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setup {
+    pub family: Family,
+    pub mode: Mode,
+    /// Innermost first (setkey's rule order); empty: no IPsec.
+    pub steps: Vec<Step>,
+}
+
+impl Setup {
+    pub fn none(family: Family, mode: Mode) -> Setup {
+        Setup {
+            family,
+            mode,
+            steps: Vec::new(),
+        }
+    }
+
+    pub fn new(family: Family, mode: Mode, steps: &[Step]) -> Setup {
+        Setup {
+            family,
+            mode,
+            steps: steps.to_vec(),
+        }
+    }
+
+    /// `none`, `ESP 3des-cbc/hmac-sha1`, `ESP aes-cbc/hmac-sha1 + AH
+    /// hmac-sha1`.
+    pub fn label(&self) -> String {
+        if self.steps.is_empty() {
+            return "none".into();
+        }
+        self.steps
+            .iter()
+            .map(|s| s.label())
+            .collect::<Vec<_>>()
+            .join(" + ")
+    }
+
+    /// The setkey file of gwA (`a`) or gwB.
+    pub fn setkey(&self, a: bool) -> String {
+        let (ga, gb) = self.family.gateways();
+        let (local, remote) = if a { (ga, gb) } else { (gb, ga) };
+        let mode = self.mode.name();
+        let mut s = String::new();
+        for (i, step) in self.steps.iter().enumerate() {
+            for (dir, (src, dst)) in [(ga, gb), (gb, ga)].into_iter().enumerate() {
+                let spi = 0x1000 + 0x100 * i + dir + 1;
+                let salt = (2 * i + dir) as u8;
+                let algs = match *step {
+                    Step::Esp { enc, auth } => {
+                        let mut a = format!("-E {enc}{}", key(enc, salt));
+                        if let Some(auth) = auth {
+                            a += &format!(" -A {auth}{}", key(auth, salt + 100));
+                        }
+                        a
+                    }
+                    Step::Ah { auth } => format!("-A {auth}{}", key(auth, salt + 100)),
+                    Step::IpComp => "-C deflate".into(),
+                };
+                let replay = if *step == Step::IpComp { "" } else { "-r 64 " };
+                s += &format!(
+                    "add {src} {dst} {} {spi:#x} -m {mode} {replay}{algs};\n",
+                    step.proto()
+                );
+            }
+        }
+        if self.steps.is_empty() {
+            return s;
+        }
+        let rules = |from: &str, to: &str| {
+            self.steps
+                .iter()
+                .map(|st| {
+                    let level = if *st == Step::IpComp {
+                        "use"
+                    } else {
+                        "require"
+                    };
+                    match self.mode {
+                        Mode::Transport => format!("{}/transport//{level}", st.proto()),
+                        Mode::Tunnel => format!("{}/tunnel/{from}-{to}/{level}", st.proto()),
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let (out_rules, in_rules) = (rules(local, remote), rules(remote, local));
+        match self.mode {
+            Mode::Transport => {
+                s += &format!("spdadd {local} {remote} any -P out ipsec {out_rules};\n");
+                s += &format!("spdadd {remote} {local} any -P in ipsec {in_rules};\n");
+                if self.family == Family::V6 {
+                    // The peer is an on-link neighbour: its unicast
+                    // Neighbor Solicitations and Advertisements (RFC 4861
+                    // §4.3–4.4) must pass in the clear, or the link never
+                    // resolves (strongSwan's "IPv6 and the Neighbor
+                    // Discovery Protocol" says the same of any stack).
+                    for t in [135, 136] {
+                        s += &format!(
+                            "spdadd {local} {remote} icmp6 {t},0 -P out prio high none;\n"
+                        );
+                        s +=
+                            &format!("spdadd {remote} {local} icmp6 {t},0 -P in prio high none;\n");
+                    }
+                }
+            }
+            Mode::Tunnel => {
+                let ((_, na), (_, nb)) = self.family.hosts();
+                let (lnet, rnet) = if a { (na, nb) } else { (nb, na) };
+                s += &format!("spdadd {lnet} {rnet} any -P out ipsec {out_rules};\n");
+                for dir in ["in", "fwd"] {
+                    s += &format!("spdadd {rnet} {lnet} any -P {dir} ipsec {in_rules};\n");
+                }
+            }
+        }
+        s
+    }
+
+    /// The two ends of the measured path: (namespace, address) of the
+    /// client side and of the server side.
+    pub fn ends(&self) -> ((&'static str, &'static str), (&'static str, &'static str)) {
+        match self.mode {
+            Mode::Transport => {
+                let (a, b) = self.family.gateways();
+                (("gwA", a), ("gwB", b))
+            }
+            Mode::Tunnel => {
+                let ((a, _), (b, _)) = self.family.hosts();
+                (("hostA", a), ("hostB", b))
+            }
+        }
+    }
+}
+
+/// A running setup: the topology, the gateways (unless `none`) and a
+/// `flowsec perf server` at each end. Dropping it removes everything.
+pub struct Bed {
+    pub topo: Topology,
+    bin: String,
+    setup: Setup,
+}
+
+impl Bed {
+    /// Build the topology and start what `setup` needs; logs and setkey
+    /// files go into `work`.
+    pub fn up(setup: &Setup, work: &Path) -> Result<Bed, LabError> {
+        let bin = std::env::current_exe()
+            .map_err(|e| LabError(format!("flowsec binary: {e}")))?
+            .to_string_lossy()
+            .into_owned();
+        std::fs::create_dir_all(work).map_err(|e| LabError(format!("{}: {e}", work.display())))?;
+        let mut topo = Topology::build()?;
+        let path = |name: String| -> PathBuf { work.join(name) };
+        if !setup.steps.is_empty() {
+            for (gw, a) in [("gwA", true), ("gwB", false)] {
+                let file = path(format!("{gw}.setkey"));
+                std::fs::write(&file, setup.setkey(a))
+                    .map_err(|e| LabError(format!("{}: {e}", file.display())))?;
+                let (f, sock) = (
+                    file.to_string_lossy().into_owned(),
+                    path(format!("{gw}.sock")).to_string_lossy().into_owned(),
+                );
+                topo.spawn(
+                    gw,
+                    &[
+                        &bin, "up", "--tun", "flab0", "--setkey", &f, "--socket", &sock,
+                    ],
+                    &path(format!("{gw}-up.log")),
+                    Some("flowsec: up"),
+                )?;
+            }
+        }
+        let ((client, _), (server, _)) = setup.ends();
+        for host in [server, client] {
+            topo.spawn(
+                host,
+                &[&bin, "perf", "server", "--bind", "::"],
+                &path(format!("perf-server-{host}.log")),
+                Some("listening"),
+            )?;
+        }
+        Ok(Bed {
+            topo,
+            bin,
+            setup: setup.clone(),
+        })
+    }
+
+    /// `flowsec perf client -H <server end> ARGS --json` at the client
+    /// end (or, `reverse`, the other way), parsed.
+    pub fn perf<T: DeserializeOwned>(&self, reverse: bool, args: &[&str]) -> Result<T, LabError> {
+        let ((client, caddr), (server, saddr)) = self.setup.ends();
+        let (from, to) = if reverse {
+            (server, caddr)
+        } else {
+            (client, saddr)
+        };
+        let mut cmd = vec![self.bin.as_str(), "perf", "client", "-H", to];
+        cmd.extend_from_slice(args);
+        cmd.push("--json");
+        let out = self.topo.output(from, &cmd)?;
+        serde_json::from_str(&out)
+            .map_err(|e| LabError(format!("{}: perf output: {e}", self.setup.label())))
+    }
+
+    /// Start a CPU-bound process (study S1's "CPU hog") until the bed is
+    /// dropped.
+    pub fn hog(&mut self, work: &Path) -> Result<(), LabError> {
+        self.topo.spawn(
+            "gwA",
+            &["sh", "-c", "while :; do :; done"],
+            &work.join("hog.log"),
+            None,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setkey_files_parse_for_every_shape() {
+        let esp = Step::Esp {
+            enc: "3des-cbc",
+            auth: Some("hmac-sha1"),
+        };
+        let shapes = [
+            vec![esp],
+            vec![Step::Ah { auth: "hmac-sha1" }],
+            vec![esp, Step::Ah { auth: "hmac-md5" }],
+            vec![
+                Step::IpComp,
+                Step::Esp {
+                    enc: "aes-gcm-16",
+                    auth: None,
+                },
+            ],
+            vec![Step::Esp {
+                enc: "null",
+                auth: Some("aes-xcbc-mac"),
+            }],
+            vec![Step::Esp {
+                enc: "chacha20-poly1305",
+                auth: None,
+            }],
+        ];
+        for family in [Family::V4, Family::V6] {
+            for mode in [Mode::Transport, Mode::Tunnel] {
+                for steps in &shapes {
+                    let s = Setup::new(family, mode, steps);
+                    let (a, b) = (s.setkey(true), s.setkey(false));
+                    for text in [&a, &b] {
+                        flowsec_setkey::parse("t", text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+                    }
+                    assert_ne!(a, b);
+                    assert!(a.contains("-P out"), "{a}");
+                }
+            }
+        }
+        assert_eq!(Setup::none(Family::V4, Mode::Tunnel).setkey(true), "");
+        assert_eq!(
+            Setup::new(Family::V4, Mode::Transport, &shapes[2]).label(),
+            "ESP 3des-cbc/hmac-sha1 + AH hmac-md5"
+        );
+    }
+}
