@@ -5,14 +5,20 @@
 //! beside today's, and a verdict per finding of the study, computed from
 //! the numbers (never written by hand).
 //!
-//! So far: `s2-maxrate` (study S2 E2a, on the namespace topology of
-//! [`topology`]) and `s4-crypto` (study S4, crypto-engine offload).
+//! Scenarios: `s1-dbs`, `s1-netperf`, `s1-stream` (study S1's E1a–c),
+//! `s2-maxrate`, `s2-rtt` (S2's E2a–b), `s3-matrix` (S3) on the namespace
+//! topology of [`topology`] with the gateways of [`bed`], and `s4-crypto`
+//! (S4, crypto-engine offload, in process).
 
 pub mod bed;
 mod progress;
 mod report;
+mod s1_dbs;
 mod s1_netperf;
+mod s1_stream;
 mod s2;
+mod s2_rtt;
+mod s3_matrix;
 mod s4;
 mod svg;
 pub mod topology;
@@ -52,7 +58,15 @@ pub trait Scenario: Sync {
 
 /// Every scenario, in `lab list` order.
 pub fn scenarios() -> Vec<&'static dyn Scenario> {
-    vec![&s1_netperf::S1Netperf, &s2::S2MaxRate, &s4::S4Crypto]
+    vec![
+        &s1_dbs::S1Dbs,
+        &s1_netperf::S1Netperf,
+        &s1_stream::S1Stream,
+        &s2::S2MaxRate,
+        &s2_rtt::S2Rtt,
+        &s3_matrix::S3Matrix,
+        &s4::S4Crypto,
+    ]
 }
 
 /// A fresh scratch directory for one scenario's logs and setkey files.
