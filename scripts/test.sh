@@ -70,12 +70,28 @@ FLOWSEC_E2E_STANDIN=1 FLOWSEC_E2E_BYTES=5000000 tests/e2e/gateway.sh </dev/null
 section "flowsec lab run --quick all (every scenario writes its report; verdicts come from the data)"
 LAB_OUT="$(mktemp -d)"
 target/debug/flowsec lab run --quick all --out "$LAB_OUT"
-for dir in "$LAB_OUT"/*/; do
+n=0
+for name in $(target/debug/flowsec lab list | awk '{print $1}'); do
+    dir="$LAB_OUT/$name"
     for f in results.json results.md; do
-        [ -s "$dir/$f" ] || { echo "FAIL: $dir$f missing"; exit 1; }
+        [ -s "$dir/$f" ] || { echo "FAIL: $name: $f missing"; exit 1; }
     done
-    ls "$dir"/*.svg >/dev/null || { echo "FAIL: no plot in $dir"; exit 1; }
+    ls "$dir"/*.png "$dir"/*.svg >/dev/null || { echo "FAIL: $name: no plot"; exit 1; }
+    # Every finding carries a verdict and the numbers it came from.
+    python3 - "$dir/results.json" <<'PY' || exit 1
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["findings"], f"{sys.argv[1]}: no findings"
+for f in r["findings"]:
+    assert isinstance(f["holds"], bool) and any(c.isdigit() for c in f["evidence"]), f
+PY
+    n=$((n + 1))
 done
+[ "$n" -ge 7 ] || { echo "FAIL: only $n scenarios"; exit 1; }
+for f in report.md report.html; do
+    [ -s "$LAB_OUT/$f" ] || { echo "FAIL: lab report $f missing"; exit 1; }
+done
+echo "PASS: $n scenarios wrote results.json, results.md, PNG and SVG plots; report.md and report.html combine them"
 rm -rf "$LAB_OUT"
 
 if [ "${FLOWSEC_SKIP_ORACLE:-0}" != 1 ]; then

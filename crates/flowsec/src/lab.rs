@@ -1,5 +1,6 @@
 //! `flowsec lab`: run the scenarios that reproduce the studies of
-//! `../shared/STUDIES.md`, each writing results.json, results.md and plots.
+//! `../shared/STUDIES.md`, each writing results.json, results.md and plots,
+//! and combine runs into one report.
 
 use std::path::PathBuf;
 
@@ -27,9 +28,14 @@ pub enum LabCommand {
         /// Shortened measurements (CI).
         #[arg(long)]
         quick: bool,
-        /// Where reports go: OUT/SCENARIO/{results.json,results.md,*.svg}.
+        /// Where reports go: OUT/SCENARIO/{results.json,results.md,*.png,*.svg}.
         #[arg(long, default_value = "lab-results")]
         out: PathBuf,
+    },
+    /// Combine the runs under DIR into DIR/report.md and DIR/report.html.
+    Report {
+        /// A directory `lab run --out` wrote.
+        dir: PathBuf,
     },
 }
 
@@ -44,6 +50,15 @@ pub fn run(args: &LabArgs) -> Result<(), CliError> {
                     if s.needs_root() { " (root)" } else { "" }
                 );
             }
+            Ok(())
+        }
+        LabCommand::Report { dir } => {
+            let n = flowsec_lab::combine(dir).map_err(|e| CliError::Runtime(e.to_string()))?;
+            println!(
+                "{n} scenario reports combined into {} and {}",
+                dir.join("report.md").display(),
+                dir.join("report.html").display()
+            );
             Ok(())
         }
         LabCommand::Run {
@@ -100,6 +115,14 @@ pub fn run(args: &LabArgs) -> Result<(), CliError> {
                     "{}: report in {}",
                     s.name(),
                     dir.join("results.md").display()
+                );
+            }
+            // Every run under OUT (this one's and earlier ones') in one
+            // report.
+            if let Ok(n) = flowsec_lab::combine(out) {
+                println!(
+                    "lab: {n} scenario reports in {}",
+                    out.join("report.html").display()
                 );
             }
             Ok(())

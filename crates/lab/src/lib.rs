@@ -1,7 +1,7 @@
 //! `flowsec lab`: scenarios that reproduce the published IPsec studies of
 //! `../shared/STUDIES.md` on this machine. Each scenario is data (the
 //! study's parameters and figures) plus a measurement; it writes
-//! `results.json`, `results.md` and SVG plots, prints the study's figure
+//! `results.json`, `results.md` and PNG and SVG plots, prints the study's figure
 //! beside today's, and a verdict per finding of the study, computed from
 //! the numbers (never written by hand).
 //!
@@ -11,7 +11,9 @@
 //! (S4, crypto-engine offload, in process).
 
 pub mod bed;
+mod plot;
 mod progress;
+mod raster;
 mod report;
 mod s1_dbs;
 mod s1_netperf;
@@ -23,7 +25,7 @@ mod s4;
 mod svg;
 pub mod topology;
 
-pub use report::{Finding, Plot, Report, Series, Table};
+pub use report::{combine, Finding, Plot, Report, Series, Table};
 
 /// Why a scenario could not run.
 #[derive(Debug)]

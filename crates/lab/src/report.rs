@@ -93,14 +93,26 @@ impl Report {
                 crate::svg::line_plot(p),
             )
             .map_err(err)?;
+            std::fs::write(
+                dir.join(format!("{}.png", p.file)),
+                crate::raster::line_plot_png(p),
+            )
+            .map_err(err)?;
         }
         Ok(())
     }
 
-    /// The Markdown report.
+    /// The Markdown report, its plots beside it.
     pub fn markdown(&self) -> String {
+        self.markdown_in("", 1)
+    }
+
+    /// The Markdown report with plot paths under `prefix` and headings
+    /// `level` deep.
+    fn markdown_in(&self, prefix: &str, level: usize) -> String {
+        let h = "#".repeat(level);
         let mut s = String::new();
-        let _ = writeln!(s, "# {} — {}\n", self.scenario, self.study);
+        let _ = writeln!(s, "{h} {} — {}\n", self.scenario, self.study);
         let _ = writeln!(
             s,
             "{}{}\n\nMachine: {}.\n",
@@ -113,7 +125,7 @@ impl Report {
             self.machine
         );
         for t in &self.tables {
-            let _ = writeln!(s, "## {}\n", t.title);
+            let _ = writeln!(s, "{h}# {}\n", t.title);
             let _ = writeln!(s, "| {} |", t.columns.join(" | "));
             let _ = writeln!(s, "|{}", "---|".repeat(t.columns.len()));
             for r in &t.rows {
@@ -121,16 +133,198 @@ impl Report {
             }
             s.push('\n');
         }
-        let _ = writeln!(s, "## Findings\n");
+        let _ = writeln!(s, "{h}# Findings\n");
         for f in &self.findings {
             let verdict = if f.holds { "**holds**" } else { "**differs**" };
             let _ = writeln!(s, "- {verdict}: {} — {}", f.claim, f.evidence);
         }
         s.push('\n');
         for p in &self.plots {
-            let _ = writeln!(s, "![{}]({}.svg)", p.title, p.file);
+            let _ = writeln!(s, "![{}]({prefix}{}.png)", p.title, p.file);
         }
         s
+    }
+
+    /// The report as an HTML section, plots inline as SVG.
+    fn html(&self) -> String {
+        let e = html_escape;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "<section id=\"{0}\"><h2>{0} — {1}</h2>\n<p>{2}{3}</p><p>Machine: {4}.</p>",
+            e(&self.scenario),
+            e(&self.study),
+            e(&self.method),
+            if self.quick {
+                " (<code>--quick</code>: shortened)"
+            } else {
+                ""
+            },
+            e(&self.machine)
+        );
+        for t in &self.tables {
+            let _ = writeln!(s, "<h3>{}</h3>\n<table>\n<tr>", e(&t.title));
+            for c in &t.columns {
+                let _ = write!(s, "<th>{}</th>", e(c));
+            }
+            s.push_str("</tr>\n");
+            for r in &t.rows {
+                s.push_str("<tr>");
+                for c in r {
+                    let _ = write!(s, "<td>{}</td>", e(c));
+                }
+                s.push_str("</tr>\n");
+            }
+            s.push_str("</table>\n");
+        }
+        s.push_str("<h3>Findings</h3>\n<ul>\n");
+        for f in &self.findings {
+            let _ = writeln!(
+                s,
+                "<li><b class=\"{0}\">{0}</b>: {1} — {2}</li>",
+                if f.holds { "holds" } else { "differs" },
+                e(&f.claim),
+                e(&f.evidence)
+            );
+        }
+        s.push_str("</ul>\n");
+        for p in &self.plots {
+            s.push_str(&crate::svg::line_plot(p));
+        }
+        s.push_str("</section>\n");
+        s
+    }
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// `flowsec lab report DIR`: read every `DIR/*/results.json` and write
+/// `DIR/report.md` (a summary table, then each scenario's report) and
+/// `DIR/report.html` (the same, plots inline). Returns how many reports
+/// were combined.
+pub fn combine(dir: &Path) -> Result<usize, LabError> {
+    let err = |p: &Path, e: &dyn std::fmt::Display| LabError(format!("{}: {e}", p.display()));
+    let mut reports = Vec::new();
+    let entries = std::fs::read_dir(dir).map_err(|e| err(dir, &e))?;
+    let mut subdirs: Vec<_> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join("results.json").is_file())
+        .collect();
+    subdirs.sort();
+    for sub in subdirs {
+        let file = sub.join("results.json");
+        let text = std::fs::read_to_string(&file).map_err(|e| err(&file, &e))?;
+        let report: Report = serde_json::from_str(&text).map_err(|e| err(&file, &e))?;
+        let name = sub
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        reports.push((name, report));
+    }
+    if reports.is_empty() {
+        return Err(LabError(format!(
+            "{}: no */results.json (run `flowsec lab run ... --out {}` first)",
+            dir.display(),
+            dir.display()
+        )));
+    }
+    let mut md = String::from("# flowsec lab report\n\n| scenario | study | run | holds | differs |\n|---|---|---|---|---|\n");
+    let mut html = String::from(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>flowsec lab report</title>\n<style>body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}.holds{color:#2ca02c}.differs{color:#d62728}</style></head><body>\n<h1>flowsec lab report</h1>\n<table><tr><th>scenario</th><th>study</th><th>run</th><th>holds</th><th>differs</th></tr>\n",
+    );
+    for (name, r) in &reports {
+        let holds = r.findings.iter().filter(|f| f.holds).count();
+        let differs = r.findings.len() - holds;
+        let run = if r.quick { "quick" } else { "full" };
+        let _ = writeln!(
+            md,
+            "| [{}](#{}) | {} | {run} | {holds} | {differs} |",
+            r.scenario, r.scenario, r.study
+        );
+        let _ = writeln!(
+            html,
+            "<tr><td><a href=\"#{0}\">{0}</a></td><td>{1}</td><td>{run}</td><td>{holds}</td><td>{differs}</td></tr>",
+            html_escape(&r.scenario),
+            html_escape(&r.study)
+        );
+        let _ = name;
+    }
+    html.push_str("</table>\n");
+    md.push('\n');
+    for (name, r) in &reports {
+        md.push_str(&r.markdown_in(&format!("{name}/"), 2));
+        md.push('\n');
+        html.push_str(&r.html());
+    }
+    html.push_str("</body></html>\n");
+    for (file, text) in [("report.md", md), ("report.html", html)] {
+        let path = dir.join(file);
+        std::fs::write(&path, text).map_err(|e| err(&path, &e))?;
+    }
+    Ok(reports.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_combine_into_markdown_and_html() {
+        let dir = std::env::temp_dir().join(format!("flowsec-report-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(combine(&dir).is_err(), "no directory");
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(combine(&dir).unwrap_err().0.contains("no */results.json"));
+        for (name, holds) in [("s9-a", true), ("s9-b", false)] {
+            let r = Report {
+                tables: vec![Table {
+                    title: "T <1>".into(),
+                    columns: vec!["a".into(), "b".into()],
+                    rows: vec![vec!["1".into(), "2".into()]],
+                }],
+                findings: vec![Finding {
+                    claim: "c".into(),
+                    holds,
+                    evidence: "e & f".into(),
+                }],
+                plots: vec![Plot {
+                    file: name.into(),
+                    title: "p".into(),
+                    x_label: "x".into(),
+                    y_label: "y".into(),
+                    log_y: false,
+                    series: vec![Series {
+                        label: "s".into(),
+                        points: vec![(1.0, 2.0), (2.0, 3.0)],
+                    }],
+                }],
+                ..Report::new(name, "study", true, "method".into())
+            };
+            r.write(&dir.join(name)).unwrap();
+            assert!(dir.join(name).join(format!("{name}.png")).is_file());
+        }
+        assert_eq!(combine(&dir).unwrap(), 2);
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        assert!(
+            md.contains("| [s9-a](#s9-a) | study | quick | 1 | 0 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| [s9-b](#s9-b) | study | quick | 0 | 1 |"),
+            "{md}"
+        );
+        assert!(md.contains("![p](s9-b/s9-b.png)"), "{md}");
+        assert!(md.contains("### T <1>"), "{md}");
+        let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+        assert_eq!(html.matches("<svg").count(), 2);
+        assert!(html.contains("T &lt;1&gt;") && html.contains("e &amp; f"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 

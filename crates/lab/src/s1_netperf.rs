@@ -161,7 +161,7 @@ impl Scenario for S1Netperf {
 
     fn run(&self, opts: &RunOptions) -> Result<Report, LabError> {
         let work = crate::work_dir("s1-netperf")?;
-        let secs = if opts.quick { "0.3" } else { "5" };
+        let secs = if opts.quick { "0.3" } else { "3" };
         let mut progress =
             Progress::new("s1-netperf", FAMILIES.len() * PATTERNS.len() * TESTS.len());
         let mut results: Results = Vec::new();

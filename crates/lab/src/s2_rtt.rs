@@ -99,7 +99,7 @@ impl Scenario for S2Rtt {
         let (sizes, count, interval, loads): (Vec<usize>, &str, &str, &[u64]) = if opts.quick {
             (vec![100, 700, 1300], "5", "0.02", &QUICK_LOADS)
         } else {
-            ((1..=13).map(|k| k * 100).collect(), "20", "0.05", &LOADS)
+            ((1..=13).map(|k| k * 100).collect(), "10", "0.05", &LOADS)
         };
         let sizes_arg = sizes
             .iter()
