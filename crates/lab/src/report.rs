@@ -270,6 +270,24 @@ pub fn combine(dir: &Path) -> Result<usize, LabError> {
     Ok(reports.len())
 }
 
+/// A one-line description of this machine.
+pub fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|k| k.trim().to_string())
+        .unwrap_or_default();
+    format!("{cpus} CPUs ({cpu}), Linux {kernel}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,22 +344,4 @@ mod tests {
         assert!(html.contains("T &lt;1&gt;") && html.contains("e &amp; f"));
         let _ = std::fs::remove_dir_all(&dir);
     }
-}
-
-/// A one-line description of this machine.
-pub fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|k| k.trim().to_string())
-        .unwrap_or_default();
-    format!("{cpus} CPUs ({cpu}), Linux {kernel}")
 }
