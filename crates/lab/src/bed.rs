@@ -286,6 +286,12 @@ impl Bed {
     /// Build the topology and start what `setup` needs; logs and setkey
     /// files go into `work`.
     pub fn up(setup: &Setup, work: &Path) -> Result<Bed, LabError> {
+        Bed::up_with(setup, work, &[])
+    }
+
+    /// [`Bed::up`], with more arguments for both `flowsec up`s
+    /// (`--backend engine`).
+    pub fn up_with(setup: &Setup, work: &Path, up_args: &[&str]) -> Result<Bed, LabError> {
         let bin = std::env::current_exe()
             .map_err(|e| LabError(format!("flowsec binary: {e}")))?
             .to_string_lossy()
@@ -302,14 +308,18 @@ impl Bed {
                     file.to_string_lossy().into_owned(),
                     path(format!("{gw}.sock")).to_string_lossy().into_owned(),
                 );
-                topo.spawn(
-                    gw,
-                    &[
-                        &bin, "up", "--tun", "flab0", "--setkey", &f, "--socket", &sock,
-                    ],
-                    &path(format!("{gw}-up.log")),
-                    Some("flowsec: up"),
-                )?;
+                let mut cmd = vec![
+                    bin.as_str(),
+                    "up",
+                    "--tun",
+                    "flab0",
+                    "--setkey",
+                    &f,
+                    "--socket",
+                    &sock,
+                ];
+                cmd.extend_from_slice(up_args);
+                topo.spawn(gw, &cmd, &path(format!("{gw}-up.log")), Some("flowsec: up"))?;
             }
         }
         let ((client, _), (server, _)) = setup.ends();

@@ -232,7 +232,7 @@ fn report(r: &Results, opts: &RunOptions, secs: &str) -> Report {
         x_label: "pattern: 0 NONE, 1 AH, 2 ESP, 3 AH+ESP".into(),
         y_label: "× NONE".into(),
         log_y: false,
-        series: [(0, "TCP_STREAM"), (2, "UDP_STREAM 4096"), (4, "TCP_RR")]
+        series: [(0, "TCP_STREAM"), (3, "UDP_STREAM 1024"), (4, "TCP_RR")]
             .iter()
             .flat_map(|&(i, name)| {
                 let study = Series {
@@ -270,7 +270,9 @@ fn findings(r: &Results) -> Vec<Finding> {
     // IPv4 figures: [pattern][test].
     let v4 = &r[0];
     let (none, ah, esp, both) = (0, 1, 2, 3);
-    let (tcp, udp, tcp_rr) = (0, 2, 4);
+    // UDP with 1024-byte messages: they fit the TUN unfragmented (the
+    // 4096-byte ones cannot cross transport mode yet, see the method).
+    let (tcp, udp, tcp_rr) = (0, 3, 4);
     let tcp_udp = v4[esp][tcp] / v4[esp][udp];
     let ah_esp = v4[ah][tcp] / v4[esp][tcp];
     let both_esp = v4[both][tcp] / v4[esp][tcp];
@@ -285,10 +287,10 @@ fn findings(r: &Results) -> Vec<Finding> {
     };
     vec![
         Finding {
-            claim: "the IPsec throughput ceiling is the same for TCP and UDP (ESP: 10.9 vs 12.0 Mbit/s)".into(),
+            claim: "the IPsec throughput ceiling is the same for TCP and UDP (ESP: 10.9 vs 11.3 Mbit/s)".into(),
             holds: (0.67..=1.5).contains(&tcp_udp),
             evidence: format!(
-                "today ESP TCP_STREAM {:.1} vs UDP_STREAM {:.1} Mbit/s: {tcp_udp:.2}× (holds if 0.67–1.5×)",
+                "today ESP TCP_STREAM {:.1} vs UDP_STREAM (1024 B) {:.1} Mbit/s: {tcp_udp:.2}× (holds if 0.67–1.5×)",
                 v4[esp][tcp], v4[esp][udp]
             ),
         },
