@@ -112,6 +112,10 @@ impl Report {
     fn markdown_in(&self, prefix: &str, level: usize) -> String {
         let h = "#".repeat(level);
         let mut s = String::new();
+        if level > 1 {
+            // An anchor the combined report's summary links to.
+            let _ = writeln!(s, "<a id=\"{}\"></a>\n", self.scenario);
+        }
         let _ = writeln!(s, "{h} {} — {}\n", self.scenario, self.study);
         let _ = writeln!(
             s,
