@@ -149,14 +149,6 @@ pub struct Setup {
 }
 
 impl Setup {
-    pub fn none(family: Family, mode: Mode) -> Setup {
-        Setup {
-            family,
-            mode,
-            steps: Vec::new(),
-        }
-    }
-
     pub fn new(family: Family, mode: Mode, steps: &[Step]) -> Setup {
         Setup {
             family,
@@ -277,14 +269,14 @@ impl Setup {
 /// A running setup: the topology, the gateways (unless `none`) and a
 /// `flowsec perf server` at each end. Dropping it removes everything.
 pub struct Bed {
-    pub topo: Topology,
+    topo: Topology,
     bin: String,
     setup: Setup,
 }
 
 impl Bed {
     /// Build the topology and start what `setup` needs; logs and setkey
-    /// files go into `work`.
+    /// files go into `work` (an existing directory).
     pub fn up(setup: &Setup, work: &Path) -> Result<Bed, LabError> {
         Bed::up_with(setup, work, &[])
     }
@@ -296,7 +288,6 @@ impl Bed {
             .map_err(|e| LabError(format!("flowsec binary: {e}")))?
             .to_string_lossy()
             .into_owned();
-        std::fs::create_dir_all(work).map_err(|e| LabError(format!("{}: {e}", work.display())))?;
         let mut topo = Topology::build()?;
         let path = |name: String| -> PathBuf { work.join(name) };
         if !setup.steps.is_empty() {
@@ -339,8 +330,9 @@ impl Bed {
     }
 
     /// `flowsec perf client -H <server end> ARGS --json` at the client
-    /// end (or, `reverse`, the other way), parsed.
-    pub fn perf<T: DeserializeOwned>(&self, reverse: bool, args: &[&str]) -> Result<T, LabError> {
+    /// end (or, `reverse`, the other way), parsed; `args` are split at
+    /// white space (`"-t TCP_STREAM -m 8192"`).
+    pub fn perf<T: DeserializeOwned>(&self, reverse: bool, args: &str) -> Result<T, LabError> {
         let ((client, caddr), (server, saddr)) = self.setup.ends();
         let (from, to) = if reverse {
             (server, caddr)
@@ -348,7 +340,7 @@ impl Bed {
             (client, saddr)
         };
         let mut cmd = vec![self.bin.as_str(), "perf", "client", "-H", to];
-        cmd.extend_from_slice(args);
+        cmd.extend(args.split_whitespace());
         cmd.push("--json");
         let out = self.topo.output(from, &cmd)?;
         serde_json::from_str(&out)
@@ -410,7 +402,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(Setup::none(Family::V4, Mode::Tunnel).setkey(true), "");
+        assert_eq!(Setup::new(Family::V4, Mode::Tunnel, &[]).setkey(true), "");
         assert_eq!(
             Setup::new(Family::V4, Mode::Transport, &shapes[2]).label(),
             "ESP 3des-cbc/hmac-sha1 + AH hmac-md5"

@@ -92,6 +92,35 @@ pub(crate) fn cell(v: f64, base: f64) -> String {
     }
 }
 
+/// The mean of `xs` (NaN if empty).
+pub(crate) fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// The coefficient of variation of `xs` (standard deviation over mean;
+/// 0 for fewer than two values or a zero mean): how much a per-second
+/// series wanders.
+pub(crate) fn cv(xs: &[f64]) -> f64 {
+    let m = mean(xs);
+    if xs.len() < 2 || m <= 0.0 {
+        return 0.0;
+    }
+    (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / xs.len() as f64).sqrt() / m
+}
+
+/// `f` of each whole second of a test's per-second record (a last,
+/// partial second would look like a dip).
+pub(crate) fn whole_seconds(
+    o: &flowsec_perf::Outcome,
+    f: impl Fn(&flowsec_perf::Second) -> f64,
+) -> Vec<f64> {
+    o.per_second
+        .iter()
+        .take(o.elapsed_s.floor() as usize)
+        .map(f)
+        .collect()
+}
+
 /// The scenario called `name`.
 pub fn scenario(name: &str) -> Option<&'static dyn Scenario> {
     scenarios().into_iter().find(|s| s.name() == name)

@@ -242,7 +242,7 @@ pub fn combine(dir: &Path) -> Result<usize, LabError> {
     let mut html = String::from(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>flowsec lab report</title>\n<style>body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}.holds{color:#2ca02c}.differs{color:#d62728}</style></head><body>\n<h1>flowsec lab report</h1>\n<table><tr><th>scenario</th><th>study</th><th>run</th><th>holds</th><th>differs</th></tr>\n",
     );
-    for (name, r) in &reports {
+    for (_, r) in &reports {
         let holds = r.findings.iter().filter(|f| f.holds).count();
         let differs = r.findings.len() - holds;
         let run = if r.quick { "quick" } else { "full" };
@@ -257,7 +257,6 @@ pub fn combine(dir: &Path) -> Result<usize, LabError> {
             html_escape(&r.scenario),
             html_escape(&r.study)
         );
-        let _ = name;
     }
     html.push_str("</table>\n");
     md.push('\n');

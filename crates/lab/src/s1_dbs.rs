@@ -10,7 +10,7 @@ use flowsec_perf::{Outcome, PingRow};
 use crate::bed::{Bed, Family, Mode, Setup, Step};
 use crate::progress::Progress;
 use crate::report::{Finding, Plot, Report, Series, Table};
-use crate::{cell, LabError, RunOptions, Scenario};
+use crate::{cell, cv, whole_seconds, LabError, RunOptions, Scenario};
 
 pub struct S1Dbs;
 
@@ -82,38 +82,17 @@ impl Scenario for S1Dbs {
 
 /// The stream, and echoes every 20 ms beside it.
 fn measure(bed: &Bed, secs: f64) -> Result<Run, LabError> {
-    let l = format!("{secs}");
-    let count = ((secs / 0.02) as u64).saturating_sub(5).max(1).to_string();
+    let count = ((secs / 0.02) as u64).saturating_sub(5).max(1);
     let (stream, echoes) = std::thread::scope(|s| {
         let echoes = s.spawn(|| {
             bed.perf::<Vec<PingRow>>(
                 false,
-                &[
-                    "-t",
-                    "PING",
-                    "--sizes",
-                    "64",
-                    "--count",
-                    &count,
-                    "--interval",
-                    "0.02",
-                ],
+                &format!("-t PING --sizes 64 --count {count} --interval 0.02"),
             )
         });
         let stream = bed.perf::<Outcome>(
             false,
-            &[
-                "-t",
-                "TCP_STREAM",
-                "-m",
-                "8192",
-                "-s",
-                "32768",
-                "-S",
-                "32768",
-                "-l",
-                &l,
-            ],
+            &format!("-t TCP_STREAM -m 8192 -s 32768 -S 32768 -l {secs}"),
         );
         (
             stream,
@@ -123,24 +102,11 @@ fn measure(bed: &Bed, secs: f64) -> Result<Run, LabError> {
         )
     });
     let (stream, echoes) = (stream?, echoes?);
-    // Whole seconds only: a last partial second would look like a dip.
-    let per: Vec<f64> = stream
-        .per_second
-        .iter()
-        .take(secs.floor() as usize)
-        .map(|s| s.bytes as f64 * 8.0 / 1e6)
-        .collect();
-    let cv = if per.len() >= 2 {
-        let mean = per.iter().sum::<f64>() / per.len() as f64;
-        let var = per.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / per.len() as f64;
-        var.sqrt() / mean
-    } else {
-        0.0
-    };
+    let per_second = whole_seconds(&stream, |s| s.bytes as f64);
     let e = echoes.first().cloned();
     Ok(Run {
         mbit: stream.throughput_mbit_s,
-        cv,
+        cv: cv(&per_second),
         rtt_ms: e.as_ref().map_or(f64::NAN, |e| e.avg_ms),
         mdev_ms: e.map_or(f64::NAN, |e| e.mdev_ms),
     })

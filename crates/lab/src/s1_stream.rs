@@ -10,7 +10,7 @@ use flowsec_perf::Outcome;
 use crate::bed::{Bed, Family, Mode, Setup, Step};
 use crate::progress::Progress;
 use crate::report::{Finding, Plot, Report, Series, Table};
-use crate::{cell, LabError, RunOptions, Scenario};
+use crate::{cell, cv, mean, whole_seconds, LabError, RunOptions, Scenario};
 
 pub struct S1Stream;
 
@@ -73,7 +73,7 @@ impl Scenario for S1Stream {
             let bed = Bed::up(&Setup::new(Family::V6, Mode::Transport, steps), &work)?;
             let o: Outcome = bed.perf(
                 false,
-                &["-t", "CBR", "--rate", RATE, "-m", PAYLOAD, "-l", secs],
+                &format!("-t CBR --rate {RATE} -m {PAYLOAD} -l {secs}"),
             )?;
             runs.push(summarise(&o));
         }
@@ -84,28 +84,19 @@ impl Scenario for S1Stream {
 }
 
 fn summarise(o: &Outcome) -> Run {
-    // Whole seconds of sending only (the last may be partial).
-    let secs: Vec<f64> = o
-        .per_second
-        .iter()
-        .take(o.elapsed_s.floor() as usize)
-        .map(|s| s.packets as f64)
-        .collect();
-    let n = secs.len().max(1) as f64;
-    let mean = secs.iter().sum::<f64>() / n;
-    let sd = (secs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
+    let secs = whole_seconds(o, |s| s.packets as f64);
     Run {
         pps: if secs.is_empty() {
             o.packets_received as f64 / o.elapsed_s.max(1e-9)
         } else {
-            mean
+            mean(&secs)
         },
         loss_pct: if o.packets_sent > 0 {
             o.lost as f64 * 100.0 / o.packets_sent as f64
         } else {
             0.0
         },
-        cv: if mean > 0.0 { sd / mean } else { 0.0 },
+        cv: cv(&secs),
         gap_ms: o.max_gap_ms,
     }
 }

@@ -75,18 +75,10 @@ impl Scenario for S2MaxRate {
                 let bed = Bed::up(&setup, &work)?;
                 let found: flowsec_perf::MaxRate = bed.perf(
                     false,
-                    &[
-                        "-t",
-                        "MAXRATE",
-                        "-l",
-                        hold,
-                        "-m",
-                        &g.payload.to_string(),
-                        "--step",
-                        step,
-                        "--max-rate",
-                        max,
-                    ],
+                    &format!(
+                        "-t MAXRATE -l {hold} -m {} --step {step} --max-rate {max}",
+                        g.payload
+                    ),
                 )?;
                 Ok(found.max_rate_bps as f64)
             };

@@ -69,11 +69,7 @@ impl Results {
             .filter(|p| p.received > 0)
             .map(|p| p.avg_ms)
             .collect();
-        if got.is_empty() {
-            f64::NAN
-        } else {
-            got.iter().sum::<f64>() / got.len() as f64
-        }
+        crate::mean(&got)
     }
 
     fn load_index(&self, mbit: u64) -> Option<usize> {
@@ -114,19 +110,10 @@ impl Scenario for S2Rtt {
             let mut per_load = Vec::new();
             for &load in loads {
                 progress.step(&format!("{label}, load {load} Mbit/s"));
-                let load_arg = format!("{load}M");
-                let mut args = vec![
-                    "-t",
-                    "PING",
-                    "--sizes",
-                    &sizes_arg,
-                    "--count",
-                    count,
-                    "--interval",
-                    interval,
-                ];
+                let mut args =
+                    format!("-t PING --sizes {sizes_arg} --count {count} --interval {interval}");
                 if load > 0 {
-                    args.extend(["--load", &load_arg]);
+                    args += &format!(" --load {load}M");
                 }
                 per_load.push(bed.perf::<Vec<PingRow>>(false, &args)?);
             }

@@ -103,7 +103,7 @@ impl Scenario for S3Matrix {
         let stream = |bed: &Bed, reverse: bool, payload: &str| -> Result<Outcome, LabError> {
             bed.perf(
                 reverse,
-                &["-t", "TCP_STREAM", "-l", secs, "--payload", payload],
+                &format!("-t TCP_STREAM -l {secs} --payload {payload}"),
             )
         };
         let mut runs = Vec::new();

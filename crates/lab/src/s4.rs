@@ -61,52 +61,50 @@ impl Scenario for S4Crypto {
 
 /// The in-process half: every cell, `per` each.
 fn crypto(per: Duration) -> Result<Measured, LabError> {
-    {
-        let inline = Provider::fastest();
-        let engine = Provider::engine(Provider::fastest());
-        let err = |e: flowsec_crypto::CryptoError| LabError(format!("s4-crypto: {e}"));
-        let cbc = inline.cipher(EncrId::AES_CBC, &[0x11; 16]).map_err(err)?;
-        let sha1 = inline
-            .hash(HashAlg::Sha1)
-            .ok_or_else(|| LabError("s4-crypto: no SHA-1".into()))?;
-        let esp = |p: &Provider, integ: IntegId| {
-            let ik: &[u8] = if integ == IntegId::NONE {
-                &[]
-            } else {
-                &[0x22; 20]
-            };
-            p.esp(EncrId::AES_CBC, &[0x11; 16], integ, ik).map_err(err)
+    let inline = Provider::fastest();
+    let engine = Provider::engine(Provider::fastest());
+    let err = |e: flowsec_crypto::CryptoError| LabError(format!("s4-crypto: {e}"));
+    let cbc = inline.cipher(EncrId::AES_CBC, &[0x11; 16]).map_err(err)?;
+    let sha1 = inline
+        .hash(HashAlg::Sha1)
+        .ok_or_else(|| LabError("s4-crypto: no SHA-1".into()))?;
+    let esp = |p: &Provider, integ: IntegId| {
+        let ik: &[u8] = if integ == IntegId::NONE {
+            &[]
+        } else {
+            &[0x22; 20]
         };
-        let (cbc_in, cbc_en) = (esp(&inline, IntegId::NONE)?, esp(&engine, IntegId::NONE)?);
-        let (suite_in, suite_en) = (
-            esp(&inline, IntegId::HMAC_SHA1_96)?,
-            esp(&engine, IntegId::HMAC_SHA1_96)?,
-        );
-        let mut m = Measured::default();
-        for &size in &SIZES {
-            let mut data = vec![0x5a; size.div_ceil(16) * 16];
-            let iv = [7u8; 16];
-            // CBC needs whole blocks: 1500 B is 1504 B of work, counted so.
-            let len = data.len();
-            m.raw_cbc
-                .push(mbit(len, measure(per, || cbc.encrypt(&iv, &mut data))));
-            let mut digest = [0u8; 20];
-            let plain = vec![0x5a; size];
-            m.sha1.push(mbit(
-                size,
-                measure(per, || sha1.digest(&plain, &mut digest)),
-            ));
-            m.esp_cbc_inline
-                .push(mbit(size, seal_ns(&*cbc_in, size, per)?));
-            m.esp_cbc_engine
-                .push(mbit(size, seal_ns(&*cbc_en, size, per)?));
-            m.suite_inline
-                .push(mbit(size, seal_ns(&*suite_in, size, per)?));
-            m.suite_engine
-                .push(mbit(size, seal_ns(&*suite_en, size, per)?));
-        }
-        Ok(m)
+        p.esp(EncrId::AES_CBC, &[0x11; 16], integ, ik).map_err(err)
+    };
+    let (cbc_in, cbc_en) = (esp(&inline, IntegId::NONE)?, esp(&engine, IntegId::NONE)?);
+    let (suite_in, suite_en) = (
+        esp(&inline, IntegId::HMAC_SHA1_96)?,
+        esp(&engine, IntegId::HMAC_SHA1_96)?,
+    );
+    let mut m = Measured::default();
+    for &size in &SIZES {
+        let mut data = vec![0x5a; size.div_ceil(16) * 16];
+        let iv = [7u8; 16];
+        // CBC needs whole blocks: 1500 B is 1504 B of work, counted so.
+        let len = data.len();
+        m.raw_cbc
+            .push(mbit(len, measure(per, || cbc.encrypt(&iv, &mut data))));
+        let mut digest = [0u8; 20];
+        let plain = vec![0x5a; size];
+        m.sha1.push(mbit(
+            size,
+            measure(per, || sha1.digest(&plain, &mut digest)),
+        ));
+        m.esp_cbc_inline
+            .push(mbit(size, seal_ns(&*cbc_in, size, per)?));
+        m.esp_cbc_engine
+            .push(mbit(size, seal_ns(&*cbc_en, size, per)?));
+        m.suite_inline
+            .push(mbit(size, seal_ns(&*suite_in, size, per)?));
+        m.suite_engine
+            .push(mbit(size, seal_ns(&*suite_en, size, per)?));
     }
+    Ok(m)
 }
 
 /// The study's end-to-end contrast: plain forwarding and the VPN's own
@@ -138,7 +136,7 @@ fn end_to_end(opts: &RunOptions) -> Result<EndToEnd, LabError> {
     let mut stream = |steps: &[Step], args: &[&str], what: &str| -> Result<f64, LabError> {
         progress.step(what);
         let bed = Bed::up_with(&Setup::new(Family::V4, Mode::Tunnel, steps), &work, args)?;
-        let o: flowsec_perf::Outcome = bed.perf(false, &["-t", "TCP_STREAM", "-l", secs])?;
+        let o: flowsec_perf::Outcome = bed.perf(false, &format!("-t TCP_STREAM -l {secs}"))?;
         Ok(o.throughput_mbit_s)
     };
     let e = EndToEnd {
