@@ -6,73 +6,62 @@ use core::fmt;
 use flowsec_ipsec::{DropCounters, SaId, SaStats};
 use flowsec_setkey::SaLive;
 
-/// Counters of one worker.
-#[derive(Debug, Default, Clone)]
-pub struct Stats {
+/// The plain counters of [`Stats`], declared once: the struct, [`Stats::add`]
+/// and [`Stats::named`] come from this one list.
+macro_rules! counters {
+    ($($(#[$doc:meta])* $name:ident,)*) => {
+        /// Counters of one worker.
+        #[derive(Debug, Default, Clone)]
+        pub struct Stats {
+            $($(#[$doc])* pub $name: u64,)*
+            /// Drops by named reason.
+            pub drops: DropCounters,
+        }
+
+        impl Stats {
+            /// Add `other`'s counts to these.
+            pub fn add(&mut self, other: &Stats) {
+                $(self.$name += other.$name;)*
+                self.drops.add(&other.drops);
+            }
+
+            /// The plain counters by name (drops apart), in declaration
+            /// order.
+            pub fn named(&self) -> [(&'static str, u64); [$(stringify!($name)),*].len()] {
+                [$((stringify!($name), self.$name)),*]
+            }
+        }
+    };
+}
+
+counters! {
     /// Packets protected and sent.
-    pub sent: u64,
+    sent,
     /// Packets received, verified and delivered to the TUN device.
-    pub delivered: u64,
+    delivered,
     /// Link-scope or multicast packets from the TUN device that no policy
     /// covers (router solicitations, MLD): dropped.
-    pub no_policy: u64,
+    no_policy,
     /// Packets from the TUN device sent on in the clear: a BYPASS policy
     /// covers them, or no policy does (setkey's default). They were routed
     /// into the TUN by a wider PROTECT or DISCARD route.
-    pub bypassed: u64,
+    bypassed,
     /// Outbound packets whose outer family this host cannot send.
-    pub unsupported_outer: u64,
+    unsupported_outer,
     /// Outbound packets passed to the worker that owns their SAs.
-    pub handed_off: u64,
+    handed_off,
     /// Handoffs refused: the owner's mailbox was full, or the packet did
     /// not fit a handoff buffer.
-    pub handoff_drops: u64,
+    handoff_drops,
     /// TCP super-packets read from the TUN device and cut into segments.
-    pub tso_in: u64,
+    tso_in,
     /// TCP super-packets written to the TUN device (coalesced segments).
-    pub gro_out: u64,
+    gro_out,
     /// Packets from the TUN device whose offload header or partial
     /// checksum could not be handled.
-    pub offload_errors: u64,
+    offload_errors,
     /// Send or TUN-write errors.
-    pub io_errors: u64,
-    /// Drops by named reason.
-    pub drops: DropCounters,
-}
-
-impl Stats {
-    /// Add `other`'s counts to these.
-    pub fn add(&mut self, other: &Stats) {
-        self.sent += other.sent;
-        self.delivered += other.delivered;
-        self.no_policy += other.no_policy;
-        self.bypassed += other.bypassed;
-        self.unsupported_outer += other.unsupported_outer;
-        self.handed_off += other.handed_off;
-        self.handoff_drops += other.handoff_drops;
-        self.tso_in += other.tso_in;
-        self.gro_out += other.gro_out;
-        self.offload_errors += other.offload_errors;
-        self.io_errors += other.io_errors;
-        self.drops.add(&other.drops);
-    }
-
-    /// The plain counters by name (drops apart).
-    pub fn named(&self) -> [(&'static str, u64); 11] {
-        [
-            ("sent", self.sent),
-            ("delivered", self.delivered),
-            ("no_policy", self.no_policy),
-            ("bypassed", self.bypassed),
-            ("unsupported_outer", self.unsupported_outer),
-            ("handed_off", self.handed_off),
-            ("handoff_drops", self.handoff_drops),
-            ("tso_in", self.tso_in),
-            ("gro_out", self.gro_out),
-            ("offload_errors", self.offload_errors),
-            ("io_errors", self.io_errors),
-        ]
-    }
+    io_errors,
 }
 
 impl fmt::Display for Stats {
@@ -110,4 +99,36 @@ pub struct Report {
     pub stats: Stats,
     /// Its copy of each SA.
     pub sas: Vec<SaReport>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flowsec_ipsec::DropReason;
+
+    /// Every counter of the list is summed and named; the first two lead
+    /// the display.
+    #[test]
+    fn add_sums_every_counter() {
+        let mut one = Stats {
+            sent: 1,
+            io_errors: 2,
+            gro_out: 3,
+            ..Stats::default()
+        };
+        one.drops.count(DropReason::Replayed);
+        let mut total = Stats::default();
+        total.add(&one);
+        total.add(&one);
+        let named = total.named();
+        assert_eq!(named.len(), 11);
+        assert_eq!(named[0], ("sent", 2));
+        assert!(named.contains(&("io_errors", 4)));
+        assert!(named.contains(&("gro_out", 6)));
+        assert_eq!(named.iter().map(|(_, n)| n).sum::<u64>(), 12);
+        assert_eq!(
+            total.to_string(),
+            "2 sent, 0 delivered, gro_out=6, io_errors=4, replayed=2"
+        );
+    }
 }
