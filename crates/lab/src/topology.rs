@@ -8,6 +8,7 @@
 //!       2001:db8:1::2 — 2001:db8:1::1     2001:db8::1 ═ 2001:db8::2     2001:db8:2::1 — 2001:db8:2::2
 //! ```
 
+use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -177,13 +178,49 @@ impl Topology {
     }
 
     /// Run a command in `host` and return its standard output.
+    /// An interrupt is passed on to the command (a SIGINT sent to the lab
+    /// alone, not to its process group, would otherwise leave the run
+    /// waiting for it).
     pub fn output(&self, host: &str, cmd: &[&str]) -> Result<String, LabError> {
         check_interrupted()?;
-        let out = Command::new("ip")
+        let mut child = Command::new("ip")
             .args(["netns", "exec", &self.ns(host)])
             .args(cmd)
-            .output()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .map_err(|e| LabError(format!("{}: {e}", cmd.join(" "))))?;
+        let read = |pipe: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut text = Vec::new();
+                if let Some(mut p) = pipe {
+                    let _ = p.read_to_end(&mut text);
+                }
+                text
+            })
+        };
+        let stdout = read(child.stdout.take().map(|p| Box::new(p) as _));
+        let stderr = read(child.stderr.take().map(|p| Box::new(p) as _));
+        let mut passed_on = false;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) => {}
+                Err(e) => return Err(LabError(format!("{}: {e}", cmd.join(" ")))),
+            }
+            if interrupted() && !passed_on {
+                // Not reaped yet (try_wait said so): the pid is the
+                // command's (`ip netns exec` execs it).
+                signal(child.id(), libc::SIGINT);
+                passed_on = true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let out = std::process::Output {
+            status,
+            stdout: stdout.join().unwrap_or_default(),
+            stderr: stderr.join().unwrap_or_default(),
+        };
         check_interrupted()?;
         if !out.status.success() {
             return Err(LabError(format!(
@@ -241,15 +278,8 @@ impl Topology {
 
     /// Stop every background process (SIGTERM, then SIGKILL after 5 s).
     pub fn stop_all(&mut self) {
-        for c in &mut self.children {
-            if let Ok(pid) = libc::pid_t::try_from(c.id()) {
-                // SAFETY: kill(2) on a child of ours that has not been
-                // reaped yet (its pid cannot have been reused).
-                #[allow(unsafe_code)]
-                unsafe {
-                    libc::kill(pid, libc::SIGTERM);
-                }
-            }
+        for c in &self.children {
+            signal(c.id(), libc::SIGTERM);
         }
         let start = Instant::now();
         for c in &mut self.children {
@@ -271,6 +301,19 @@ impl Drop for Topology {
         self.stop_all();
         for h in HOSTS {
             let _ = run_anyway(&["ip", "netns", "del", &self.ns(h)]);
+        }
+    }
+}
+
+/// Send `sig` to our child `pid`, which has not been reaped yet (so its
+/// pid cannot have been reused).
+fn signal(pid: u32, sig: libc::c_int) {
+    if let Ok(pid) = libc::pid_t::try_from(pid) {
+        // SAFETY: kill(2) has no memory-safety preconditions; the pid is
+        // an unreaped child of ours.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::kill(pid, sig);
         }
     }
 }
