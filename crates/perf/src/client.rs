@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use crate::cpu::CpuMark;
 use crate::server::{send_line, Done, Seen, CBR_HEADER};
-use crate::spec::{Outcome, Spec, Test};
+use crate::spec::{Outcome, Second, Spec, Test};
 use crate::PerfError;
 
 /// Most latency samples kept (for the percentiles).
@@ -126,6 +126,15 @@ pub fn run_parallel(
         total.timeouts += o.timeouts;
         total.reordered += o.reordered;
         total.max_gap_ms = total.max_gap_ms.max(o.max_gap_ms);
+        // The connections' seconds, second by second (the interval report).
+        if total.per_second.len() < o.per_second.len() {
+            total
+                .per_second
+                .resize(o.per_second.len(), Second::default());
+        }
+        for (t, s) in total.per_second.iter_mut().zip(&o.per_second) {
+            t.add(s);
+        }
         weighted += o.latency_mean_us * o.transactions as f64;
         total.latency_p50_us = total.latency_p50_us.max(o.latency_p50_us);
         total.latency_p99_us = total.latency_p99_us.max(o.latency_p99_us);
@@ -549,6 +558,12 @@ mod tests {
         assert!(four.transactions > 0 && four.trans_per_s > 0.0, "{four:?}");
         let streams = run_parallel("127.0.0.1", port, &quick(Test::TcpStream), 3).unwrap();
         assert_eq!(streams.bytes_received, streams.bytes_sent);
+        // The interval report sums the connections' seconds.
+        assert_eq!(
+            streams.per_second.iter().map(|s| s.bytes).sum::<u64>(),
+            streams.bytes_received,
+            "{streams:?}"
+        );
         assert!(run_parallel("127.0.0.1", port, &quick(Test::TcpRr), 65).is_err());
     }
 

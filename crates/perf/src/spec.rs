@@ -212,6 +212,17 @@ pub struct Second {
     pub max_gap_ms: f64,
 }
 
+impl Second {
+    /// Add another connection's same second to this one.
+    pub fn add(&mut self, other: &Second) {
+        self.packets += other.packets;
+        self.bytes += other.bytes;
+        self.reordered += other.reordered;
+        self.lost += other.lost;
+        self.max_gap_ms = self.max_gap_ms.max(other.max_gap_ms);
+    }
+}
+
 /// What a test found. Field names follow netperf's results where there is
 /// one.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
