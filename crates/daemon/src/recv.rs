@@ -55,7 +55,7 @@ pub fn drain_raw_v6(
             dst: IpAddr::V6(dst),
             tos: tclass,
             ..
-        })) = sys::recv_v6(fd, &mut spare[..limit])
+        })) = sys::recv_datagram(fd, &mut spare[..limit])
         else {
             return;
         };
@@ -116,7 +116,6 @@ pub fn drain(
 /// over IPv4); the core does not look at it.
 pub fn drain_udp(
     fd: i32,
-    v6: bool,
     buf: &mut PacketBuf,
     seg: &mut PacketBuf,
     f: &mut impl FnMut(&mut PacketBuf),
@@ -125,12 +124,7 @@ pub fn drain_udp(
         buf.reset(DEFAULT_HEADROOM);
         let spare = buf.spare_mut();
         let limit = (spare.len() - DEFAULT_TAILROOM).min(usize::from(u16::MAX));
-        let got = if v6 {
-            sys::recv_v6(fd, &mut spare[..limit])
-        } else {
-            sys::recv_udp_v4(fd, &mut spare[..limit])
-        };
-        let Ok(Some(d)) = got else {
+        let Ok(Some(d)) = sys::recv_datagram(fd, &mut spare[..limit]) else {
             return;
         };
         // Cannot fail: the length is at most the spare room.

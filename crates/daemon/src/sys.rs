@@ -305,47 +305,40 @@ pub struct UdpDatagram {
     pub tos: u8,
 }
 
-/// One datagram from an IPv6 [`udp_encap_socket`], or one packet from a
-/// [`raw_receiver_v6`] (what follows its IPv6 header; the port is 0): its
-/// length, sender, the local address it was sent to and its traffic class.
-/// `Ok(None)` when nothing waits.
-pub fn recv_v6(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<UdpDatagram>> {
-    // SAFETY: an all-zero sockaddr_in6 is valid (family AF_UNSPEC).
-    let mut from: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+/// One datagram from a [`udp_encap_socket`] of either family, or one packet
+/// from a [`raw_receiver_v6`] (what follows its IPv6 header; the port is
+/// 0): its length, sender, the local address it was sent to and its outer
+/// TOS / traffic class. `Ok(None)` when nothing waits.
+pub fn recv_datagram(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<UdpDatagram>> {
+    // SAFETY: an all-zero sockaddr_storage is valid (family AF_UNSPEC).
+    let mut from: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let mut extra = Ancillary::default();
-    let n = recv_with_pktinfo(fd, buf, &mut from, &mut extra)?;
-    let dst = extra.dst.unwrap_or(Ipv6Addr::UNSPECIFIED.into());
-    let src = SocketAddrV6::new(
-        Ipv6Addr::from(from.sin6_addr.s6_addr),
-        u16::from_be(from.sin6_port),
-        0,
-        0,
-    );
-    Ok(n.map(|len| UdpDatagram {
+    let Some(len) = recv_with_pktinfo(fd, buf, &mut from, &mut extra)? else {
+        return Ok(None);
+    };
+    let src = match i32::from(from.ss_family) {
+        libc::AF_INET6 => {
+            // SAFETY: the kernel wrote a sockaddr_in6 (family AF_INET6),
+            // which sockaddr_storage is large and aligned enough to hold.
+            let a = unsafe { *(&from as *const _ as *const libc::sockaddr_in6) };
+            let ip = Ipv6Addr::from(a.sin6_addr.s6_addr);
+            SocketAddr::from(SocketAddrV6::new(ip, u16::from_be(a.sin6_port), 0, 0))
+        }
+        _ => {
+            // SAFETY: as above, a sockaddr_in (or all zeros).
+            let a = unsafe { *(&from as *const _ as *const libc::sockaddr_in) };
+            let ip = Ipv4Addr::from(a.sin_addr.s_addr.to_ne_bytes());
+            SocketAddr::from(SocketAddrV4::new(ip, u16::from_be(a.sin_port)))
+        }
+    };
+    let unspecified = match src {
+        SocketAddr::V4(_) => IpAddr::from(Ipv4Addr::UNSPECIFIED),
+        SocketAddr::V6(_) => IpAddr::from(Ipv6Addr::UNSPECIFIED),
+    };
+    Ok(Some(UdpDatagram {
         len,
-        src: src.into(),
-        dst,
-        segment: extra.gro,
-        tos: extra.tos,
-    }))
-}
-
-/// One datagram from an IPv4 [`udp_encap_socket`]: its length, sender, and
-/// the local address it was sent to. `Ok(None)` when nothing is waiting.
-pub fn recv_udp_v4(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<UdpDatagram>> {
-    // SAFETY: an all-zero sockaddr_in is valid (family AF_UNSPEC).
-    let mut from: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-    let mut extra = Ancillary::default();
-    let n = recv_with_pktinfo(fd, buf, &mut from, &mut extra)?;
-    let dst = extra.dst.unwrap_or(Ipv4Addr::UNSPECIFIED.into());
-    let src = SocketAddrV4::new(
-        Ipv4Addr::from(from.sin_addr.s_addr.to_ne_bytes()),
-        u16::from_be(from.sin_port),
-    );
-    Ok(n.map(|len| UdpDatagram {
-        len,
-        src: src.into(),
-        dst,
+        src,
+        dst: extra.dst.unwrap_or(unspecified),
         segment: extra.gro,
         tos: extra.tos,
     }))
@@ -364,10 +357,10 @@ pub struct Ancillary {
 
 /// recvmsg(2) into `buf`, the sender into `from` (a sockaddr_in or
 /// sockaddr_in6), the control messages into `extra`.
-fn recv_with_pktinfo<A>(
+fn recv_with_pktinfo(
     fd: RawFd,
     buf: &mut [u8],
-    from: &mut A,
+    from: &mut libc::sockaddr_storage,
     extra: &mut Ancillary,
 ) -> io::Result<Option<usize>> {
     // Room for PKTINFO, TOS/TCLASS and UDP_GRO control messages, 8-byte aligned.
@@ -379,8 +372,8 @@ fn recv_with_pktinfo<A>(
     };
     // SAFETY: an all-zero msghdr is a valid empty header; fields set below.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_name = (from as *mut A).cast();
-    msg.msg_namelen = std::mem::size_of::<A>() as libc::socklen_t;
+    msg.msg_name = (from as *mut libc::sockaddr_storage).cast();
+    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
     msg.msg_control = control.as_mut_ptr().cast();

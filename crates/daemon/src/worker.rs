@@ -363,15 +363,12 @@ impl Worker {
                     }
                 }
             }
-            if let (Some(udp), true) = (&self.io.udp, ready[udp_at]) {
-                drain_udp(udp.as_raw_fd(), false, &mut buf, &mut seg, &mut |b| {
-                    deliver(b, &mut st.stats)
-                });
-            }
-            if let (Some(udp6), true) = (&self.io.udp6, ready[udp6_at]) {
-                drain_udp(udp6.as_raw_fd(), true, &mut buf, &mut seg, &mut |b| {
-                    deliver(b, &mut st.stats)
-                });
+            for (socket, at) in [(&self.io.udp, udp_at), (&self.io.udp6, udp6_at)] {
+                if let (Some(udp), true) = (socket, ready[at]) {
+                    drain_udp(udp.as_raw_fd(), &mut buf, &mut seg, &mut |b| {
+                        deliver(b, &mut st.stats)
+                    });
+                }
             }
             tun_out.flush(&mut st.stats);
             if ready[0] {
