@@ -87,10 +87,18 @@ pub struct ClientArgs {
     /// server while the echoes run (study S2's background load).
     #[arg(long)]
     pub load: Option<String>,
-    /// Run this many connections at once (each its own test) and report
-    /// their sum.
+    /// Run this many tests at once (each its own thread and control
+    /// connection) and report their sum.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// TCP_STREAM: data connections per thread, written in turn as each
+    /// has room (study S5: 64).
+    #[arg(long, default_value_t = 1)]
+    pub conns: usize,
+    /// TCP_STREAM: close each connection after this many messages and
+    /// open a new one (study S5: 10).
+    #[arg(long)]
+    pub reconnect: Option<u64>,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -166,6 +174,8 @@ fn client(c: &ClientArgs) -> Result<(), CliError> {
     spec.local_buf = c.local_buf;
     spec.remote_buf = c.remote_buf;
     spec.payload = payload_arg(&c.payload)?;
+    spec.conns = c.conns;
+    spec.reconnect = c.reconnect;
     if let Some(r) = &c.rate {
         spec.rate_bps = Some(rate_arg("--rate", r)?);
     }
@@ -312,6 +322,12 @@ fn print_text(host: &str, spec: &Spec, o: &Outcome) {
                 "  message size {} B, sent {} B, received {} B",
                 spec.msg_size, o.bytes_sent, o.bytes_received
             );
+            if spec.conns > 1 || spec.reconnect.is_some() {
+                println!(
+                    "  connections opened {} (server accepted {})",
+                    o.connects, o.accepted
+                );
+            }
             println!("  Throughput 10^6bits/sec: {:.2}", o.throughput_mbit_s);
             print_intervals(o);
         }

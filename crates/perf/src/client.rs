@@ -50,11 +50,14 @@ pub fn run(host: &str, port: u16, spec: &Spec) -> Result<Outcome, PerfError> {
     let started = Instant::now();
     let mut out = Outcome {
         test: spec.test.name().to_string(),
-        connections: 1,
+        connections: spec.conns as u32,
         ..Outcome::default()
     };
     let mut done = Done::default();
     match spec.test {
+        Test::TcpStream if spec.conns > 1 || spec.reconnect.is_some() => {
+            tcp_stream_many(data, spec, &mut out)?
+        }
         Test::TcpStream => tcp_stream(data, spec, &mut out)?,
         Test::UdpStream | Test::Cbr => udp_stream(data, spec, &mut out, &mut done)?,
         Test::TcpRr => tcp_rr(data, spec, &mut out)?,
@@ -110,9 +113,9 @@ pub fn run_parallel(
         ..Outcome::default()
     };
     let mut weighted = 0.0;
-    for o in outcomes {
+    for (i, o) in outcomes.into_iter().enumerate() {
         let o = o?;
-        total.connections += 1;
+        total.connections += o.connections;
         total.elapsed_s = total.elapsed_s.max(o.elapsed_s);
         total.throughput_mbit_s += o.throughput_mbit_s;
         total.send_mbit_s += o.send_mbit_s;
@@ -122,6 +125,8 @@ pub fn run_parallel(
         total.packets_received += o.packets_received;
         total.lost += o.lost;
         total.transactions += o.transactions;
+        total.connects += o.connects;
+        total.accepted += o.accepted;
         total.trans_per_s += o.trans_per_s;
         total.timeouts += o.timeouts;
         total.reordered += o.reordered;
@@ -139,7 +144,7 @@ pub fn run_parallel(
         total.latency_p50_us = total.latency_p50_us.max(o.latency_p50_us);
         total.latency_p99_us = total.latency_p99_us.max(o.latency_p99_us);
         total.latency_max_us = total.latency_max_us.max(o.latency_max_us);
-        total.latency_min_us = if total.connections == 1 {
+        total.latency_min_us = if i == 0 {
             o.latency_min_us
         } else {
             total.latency_min_us.min(o.latency_min_us)
@@ -172,6 +177,7 @@ fn line(reader: &mut impl BufRead) -> Result<String, PerfError> {
 /// netperf reports it, loss, per-second counts.
 fn finish(out: &mut Outcome, spec: &Spec, seen: &Seen) {
     out.remote_cpu = seen.cpu;
+    out.accepted = seen.accepted;
     out.bytes_received = seen.bytes;
     out.packets_received = seen.packets;
     let mbit = |bytes: u64, s: f64| {
@@ -225,6 +231,7 @@ pub(crate) fn set_buffers(socket: &impl AsRawFd, bytes: Option<usize>) {
 
 fn tcp_stream(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), PerfError> {
     let mut s = TcpStream::connect(data)?;
+    out.connects = 1;
     set_buffers(&s, spec.local_buf);
     let buf = spec.payload.bytes(spec.msg_size);
     let end = Instant::now() + Duration::from_secs_f64(spec.seconds);
@@ -238,6 +245,112 @@ fn tcp_stream(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), Pe
     s.set_read_timeout(Some(Duration::from_secs(30)))?;
     let mut rest = [0u8; 64];
     while matches!(s.read(&mut rest), Ok(n) if n > 0) {}
+    Ok(())
+}
+
+/// TCP_STREAM over `spec.conns` connections at once, each closed after
+/// `spec.reconnect` messages and replaced by a new one (study S5's
+/// client: 64 connections per thread, a reconnect every 10 messages).
+/// One thread writes to whichever connection has room, in poll(2); a
+/// reconnect's connect(2) blocks that thread for the handshake, as a
+/// simple client's would.
+fn tcp_stream_many(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), PerfError> {
+    struct Conn {
+        s: TcpStream,
+        /// Bytes of the current message written.
+        at: usize,
+        /// Whole messages written.
+        messages: u64,
+    }
+    let open = |out: &mut Outcome| -> Result<Conn, PerfError> {
+        let s = TcpStream::connect_timeout(&data, Duration::from_secs(5)).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AddrNotAvailable {
+                // Every closed connection holds its port in TIME_WAIT
+                // for a minute.
+                PerfError(format!(
+                    "{data}: {e} after {} connections: no local port free \
+                     (reconnect less often, or sysctl net.ipv4.tcp_tw_reuse=1)",
+                    out.connects
+                ))
+            } else {
+                e.into()
+            }
+        })?;
+        set_buffers(&s, spec.local_buf);
+        s.set_nonblocking(true)?;
+        out.connects += 1;
+        Ok(Conn {
+            s,
+            at: 0,
+            messages: 0,
+        })
+    };
+    let buf = spec.payload.bytes(spec.msg_size);
+    let mut conns = Vec::with_capacity(spec.conns);
+    for _ in 0..spec.conns {
+        conns.push(open(out)?);
+    }
+    let end = Instant::now() + Duration::from_secs_f64(spec.seconds);
+    let mut fds: Vec<libc::pollfd> = Vec::with_capacity(conns.len());
+    loop {
+        let now = Instant::now();
+        if now >= end {
+            break;
+        }
+        fds.clear();
+        fds.extend(conns.iter().map(|c| libc::pollfd {
+            fd: c.s.as_raw_fd(),
+            events: libc::POLLOUT,
+            revents: 0,
+        }));
+        let wait = (end - now).as_millis().clamp(1, 50) as libc::c_int;
+        // SAFETY: `fds` is a valid array of fds.len() pollfds for the
+        // duration of the call.
+        #[allow(unsafe_code)]
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait) };
+        if ready <= 0 {
+            continue;
+        }
+        for (c, fd) in conns.iter_mut().zip(&fds) {
+            if fd.revents == 0 {
+                continue;
+            }
+            // Fill the socket's buffer (bounded by its size).
+            loop {
+                match c.s.write(&buf[c.at..]) {
+                    Ok(n) => {
+                        c.at += n;
+                        out.bytes_sent += n as u64;
+                        if c.at < buf.len() {
+                            continue;
+                        }
+                        c.at = 0;
+                        c.messages += 1;
+                        out.packets_sent += 1;
+                        if spec.reconnect == Some(c.messages) {
+                            // Closing hands the kernel the rest of the
+                            // data and a FIN; the server reads to the end.
+                            let _ = c.s.shutdown(std::net::Shutdown::Write);
+                            *c = open(out)?;
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+    }
+    // Wait for the server to have read everything (it closes at EOF).
+    for c in &conns {
+        c.s.set_nonblocking(false)?;
+        c.s.shutdown(std::net::Shutdown::Write)?;
+    }
+    for mut c in conns {
+        c.s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let mut rest = [0u8; 64];
+        while matches!(c.s.read(&mut rest), Ok(n) if n > 0) {}
+    }
     Ok(())
 }
 
@@ -565,6 +678,42 @@ mod tests {
             "{streams:?}"
         );
         assert!(run_parallel("127.0.0.1", port, &quick(Test::TcpRr), 65).is_err());
+    }
+
+    #[test]
+    fn many_connections_reconnect_and_every_byte_arrives() {
+        let port = server();
+        // 8 connections, each closed after 5 messages and replaced.
+        let spec = Spec {
+            msg_size: 1000,
+            conns: 8,
+            reconnect: Some(5),
+            ..quick(Test::TcpStream)
+        };
+        let o = run_parallel("127.0.0.1", port, &spec, 2).unwrap();
+        assert_eq!(o.connections, 16);
+        assert!(o.bytes_sent > 0);
+        assert_eq!(o.bytes_received, o.bytes_sent, "{o:?}");
+        // Every connection the clients opened was accepted, and each carried
+        // at most 5 whole messages.
+        assert_eq!(o.accepted, o.connects, "{o:?}");
+        assert!(o.connects > 16, "no reconnects: {o:?}");
+        assert!(o.packets_sent <= 5 * o.connects, "{o:?}");
+        assert!(o.packets_sent >= 5 * (o.connects - 16), "{o:?}");
+        // Many connections without reconnecting: only the first ones.
+        let many = Spec {
+            conns: 4,
+            ..quick(Test::TcpStream)
+        };
+        let o = run("127.0.0.1", port, &many).unwrap();
+        assert_eq!((o.connects, o.accepted), (4, 4));
+        assert_eq!(o.bytes_received, o.bytes_sent);
+        // Only TCP_STREAM runs several connections.
+        let rr = Spec {
+            conns: 2,
+            ..quick(Test::TcpRr)
+        };
+        assert!(run("127.0.0.1", port, &rr).is_err());
     }
 
     #[test]

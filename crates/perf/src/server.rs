@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::cpu::CpuMark;
-use crate::spec::{Second, Spec, Test};
+use crate::spec::{Second, Spec, Test, MAX_CONNS};
 use crate::{CpuUse, PerfError};
 
 /// netserver's control port.
@@ -46,6 +46,9 @@ pub(crate) struct Seen {
     pub reordered: u64,
     pub max_gap_ms: f64,
     pub per_second: Vec<Second>,
+    /// TCP_STREAM: data connections accepted.
+    #[serde(default)]
+    pub accepted: u64,
     pub cpu: CpuUse,
     pub error: Option<String>,
     /// CBR's count by sequence number (the server's own use).
@@ -252,32 +255,138 @@ fn timed_out(e: &std::io::Error) -> bool {
 }
 
 fn tcp_sink(listener: &TcpListener, spec: &Spec, stop: &AtomicBool) -> Result<Seen, PerfError> {
+    if spec.conns > 1 || spec.reconnect.is_some() {
+        return tcp_sink_many(listener, spec, stop);
+    }
     let mut seen = Seen::default();
     let Some(mut s) = accept(listener, spec.remote_buf, stop)? else {
         return Ok(seen);
     };
+    seen.accepted = 1;
     let mut buf = vec![0u8; spec.msg_size.max(64 * 1024)];
-    let (mut first, mut last) = (None, Instant::now());
+    let mut span = Span::default();
     while !stop.load(Ordering::SeqCst) {
         match s.read(&mut buf) {
             Ok(0) => break,
-            Ok(n) => {
-                last = Instant::now();
-                let start = *first.get_or_insert(last);
-                seen.bytes += n as u64;
-                // Bytes per second at the receiver: the interval report.
-                let second = (last.duration_since(start).as_secs() as usize).min(MAX_SECONDS - 1);
-                if seen.per_second.len() <= second {
-                    seen.per_second.resize(second + 1, Second::default());
-                }
-                seen.per_second[second].bytes += n as u64;
-            }
+            Ok(n) => span.received(&mut seen, n),
             Err(e) if timed_out(&e) && !stop.load(Ordering::SeqCst) => {}
             Err(e) if timed_out(&e) => break,
             Err(e) => return Err(e.into()),
         }
     }
-    seen.elapsed_s = first.map_or(0.0, |f| last.duration_since(f).as_secs_f64());
+    seen.elapsed_s = span.seconds();
+    Ok(seen)
+}
+
+/// From the first byte received to the last: the receiver's clock for
+/// the per-second (interval) report.
+#[derive(Default)]
+struct Span {
+    first: Option<Instant>,
+    last: Option<Instant>,
+}
+
+impl Span {
+    /// `n` bytes arrived now.
+    fn received(&mut self, seen: &mut Seen, n: usize) {
+        let now = Instant::now();
+        let start = *self.first.get_or_insert(now);
+        self.last = Some(now);
+        seen.bytes += n as u64;
+        let second = (now.duration_since(start).as_secs() as usize).min(MAX_SECONDS - 1);
+        if seen.per_second.len() <= second {
+            seen.per_second.resize(second + 1, Second::default());
+        }
+        seen.per_second[second].bytes += n as u64;
+    }
+
+    fn seconds(&self) -> f64 {
+        match (self.first, self.last) {
+            (Some(f), Some(l)) => l.duration_since(f).as_secs_f64(),
+            _ => 0.0,
+        }
+    }
+}
+
+/// TCP_STREAM with `--conns` or `--reconnect`: every connection the
+/// client opens during the test, read in one poll(2) loop (at most
+/// [`MAX_CONNS`] open at once; more wait in the listen backlog), each
+/// closed at its end of stream.
+fn tcp_sink_many(
+    listener: &TcpListener,
+    spec: &Spec,
+    stop: &AtomicBool,
+) -> Result<Seen, PerfError> {
+    use std::os::fd::AsRawFd;
+    let mut seen = Seen::default();
+    listener.set_nonblocking(true)?;
+    let mut conns: Vec<TcpStream> = Vec::new();
+    let mut buf = vec![0u8; spec.msg_size.clamp(64 * 1024, 1 << 20)];
+    let mut span = Span::default();
+    let mut fds: Vec<libc::pollfd> = Vec::with_capacity(MAX_CONNS + 1);
+    while !stop.load(Ordering::SeqCst) {
+        fds.clear();
+        let listening = conns.len() < MAX_CONNS;
+        let pollfd = |fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        fds.extend(conns.iter().map(|c| pollfd(c.as_raw_fd())));
+        if listening {
+            fds.push(pollfd(listener.as_raw_fd()));
+        }
+        // SAFETY: `fds` is a valid array of fds.len() pollfds for the
+        // duration of the call.
+        #[allow(unsafe_code)]
+        let ready = unsafe {
+            libc::poll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                TICK.as_millis() as libc::c_int,
+            )
+        };
+        if ready <= 0 {
+            continue;
+        }
+        // Read what is ready, walking backwards so that removing a closed
+        // connection leaves the others' indices alone.
+        for i in (0..conns.len()).rev() {
+            if fds[i].revents == 0 {
+                continue;
+            }
+            match conns[i].read(&mut buf) {
+                Ok(0) => {
+                    conns.swap_remove(i);
+                }
+                Ok(n) => span.received(&mut seen, n),
+                Err(e) if timed_out(&e) => {}
+                // A connection reset by the client ends that connection,
+                // not the test.
+                Err(_) => {
+                    conns.swap_remove(i);
+                }
+            }
+        }
+        if listening && fds.last().is_some_and(|f| f.revents != 0) {
+            loop {
+                match listener.accept() {
+                    Ok((s, _)) => {
+                        crate::client::set_buffers(&s, spec.remote_buf);
+                        s.set_nonblocking(true)?;
+                        seen.accepted += 1;
+                        conns.push(s);
+                        if conns.len() >= MAX_CONNS {
+                            break;
+                        }
+                    }
+                    Err(e) if timed_out(&e) => break,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+    }
+    seen.elapsed_s = span.seconds();
     Ok(seen)
 }
 

@@ -84,7 +84,23 @@ pub struct Spec {
     /// What the messages carry (IPComp is judged on both kinds).
     #[serde(default)]
     pub payload: Payload,
+    /// TCP_STREAM: data connections open at once (`--conns`; study S5's
+    /// client ran 64 per thread).
+    #[serde(default = "one")]
+    pub conns: usize,
+    /// TCP_STREAM: close each connection after this many messages and open
+    /// a new one (`--reconnect`; S5 reconnected every 10).
+    #[serde(default)]
+    pub reconnect: Option<u64>,
 }
+
+fn one() -> usize {
+    1
+}
+
+/// Data connections one TCP_STREAM test may hold open, at most (per
+/// side: the server polls them all).
+pub const MAX_CONNS: usize = 1024;
 
 /// The bytes a test sends.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -163,6 +179,8 @@ impl Spec {
             count: None,
             interval_s: None,
             payload: Payload::Random,
+            conns: 1,
+            reconnect: None,
         }
     }
 
@@ -189,6 +207,15 @@ impl Spec {
         }
         if self.interval_s.is_some_and(|i| !(i > 0.0 && i <= 60.0)) {
             return Err("interval must be in (0, 60] s".into());
+        }
+        if !(1..=MAX_CONNS).contains(&self.conns) {
+            return Err(format!("connections must be 1..={MAX_CONNS}"));
+        }
+        if (self.conns > 1 || self.reconnect.is_some()) && self.test != Test::TcpStream {
+            return Err("several connections and reconnecting are TCP_STREAM's".into());
+        }
+        if self.reconnect == Some(0) {
+            return Err("reconnect after at least one message".into());
         }
         if self.test == Test::Cbr && self.rate_bps.unwrap_or(0) == 0 {
             return Err("CBR needs a rate".into());
@@ -256,8 +283,16 @@ pub struct Outcome {
     pub per_second: Vec<Second>,
     pub reordered: u64,
     pub max_gap_ms: f64,
-    /// Concurrent connections (`--threads`) this outcome sums.
+    /// Data connections open at once (`--threads` × `--conns`) this
+    /// outcome sums.
     pub connections: u32,
+    /// TCP_STREAM: data connections opened (more than `--conns` when
+    /// reconnecting), as the client counted them and as the server
+    /// accepted them.
+    #[serde(default)]
+    pub connects: u64,
+    #[serde(default)]
+    pub accepted: u64,
     /// CPU use of each end: the process, and the whole machine (%).
     pub local_cpu: crate::CpuUse,
     pub remote_cpu: crate::CpuUse,
