@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use flowsec_lab::{scenario, scenarios, RunOptions};
+use flowsec_lab::{scenario, scenarios, Peer, RunOptions};
 
 use crate::CliError;
 
@@ -31,6 +31,16 @@ pub enum LabCommand {
         /// Where reports go: OUT/SCENARIO/{results.json,results.md,*.png,*.svg}.
         #[arg(long, default_value = "lab-results")]
         out: PathBuf,
+        /// Implementations to measure where a scenario has rows for them:
+        /// flowsec, none, strongswan, wireguard-go (flowsec and none always
+        /// run: the studies' findings are computed from them; a peer that
+        /// is not installed is skipped with a message).
+        #[arg(
+            long = "impl",
+            value_delimiter = ',',
+            default_value = "flowsec,none,strongswan,wireguard-go"
+        )]
+        impls: Vec<String>,
     },
     /// Combine the runs under DIR into DIR/report.md and DIR/report.html.
     Report {
@@ -65,7 +75,22 @@ pub fn run(args: &LabArgs) -> Result<(), CliError> {
             scenarios: names,
             quick,
             out,
+            impls,
         } => {
+            let mut opts = RunOptions::new(*quick);
+            opts.peers = vec![Peer::Flowsec];
+            for name in impls {
+                match Peer::from_name(name) {
+                    Some(p) if !opts.peers.contains(&p) => opts.peers.push(p),
+                    Some(_) => {}
+                    None if name == "none" => {}
+                    None => {
+                        return Err(CliError::Usage(format!(
+                            "--impl {name}: flowsec, none, strongswan or wireguard-go"
+                        )))
+                    }
+                }
+            }
             let all = names.iter().any(|n| n == "all");
             let chosen: Vec<_> = if all {
                 scenarios()
@@ -96,7 +121,7 @@ pub fn run(args: &LabArgs) -> Result<(), CliError> {
                 }
                 eprintln!("flowsec lab: {} ...", s.name());
                 let report = s
-                    .run(&RunOptions { quick: *quick })
+                    .run(&opts)
                     .map_err(|e| CliError::Runtime(e.to_string()))?;
                 let dir = out.join(s.name());
                 report

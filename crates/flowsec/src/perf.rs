@@ -221,13 +221,18 @@ fn maxrate(c: &ClientArgs) -> Result<(), CliError> {
         let o = flowsec_perf::run(&c.host, c.port, spec)?;
         if !c.json {
             eprintln!(
-                "  probe {:>10.3} Mbit/s: {} sent, {} lost",
+                "  probe {:>10.3} Mbit/s: {} sent, {} lost, queue {:.1} ms",
                 spec.rate_bps.unwrap_or(0) as f64 / 1e6,
                 o.packets_sent,
-                o.lost
+                o.lost,
+                o.max_queue_ms
             );
         }
-        Ok((o.packets_sent, o.packets_received))
+        Ok(flowsec_perf::Delivery {
+            sent: o.packets_sent,
+            received: o.packets_received,
+            queue_ms: o.max_queue_ms,
+        })
     })
     .map_err(|e| CliError::Runtime(e.to_string()))?;
     if c.json {
@@ -348,8 +353,8 @@ fn print_text(host: &str, spec: &Spec, o: &Outcome) {
                     );
                 }
                 println!(
-                    "  reordered {}, longest gap {:.2} ms",
-                    o.reordered, o.max_gap_ms
+                    "  reordered {}, longest gap {:.2} ms, most queued {:.2} ms",
+                    o.reordered, o.max_gap_ms, o.max_queue_ms
                 );
             }
         }

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
+use crate::peers::Peer;
 use crate::topology::Topology;
 use crate::LabError;
 
@@ -31,7 +32,7 @@ impl Family {
     }
 
     /// gwA's and gwB's transit addresses.
-    fn gateways(self) -> (&'static str, &'static str) {
+    pub(crate) fn gateways(self) -> (&'static str, &'static str) {
         match self {
             Family::V4 => ("192.0.2.1", "192.0.2.2"),
             Family::V6 => ("2001:db8::1", "2001:db8::2"),
@@ -39,7 +40,7 @@ impl Family {
     }
 
     /// hostA's and hostB's addresses, and their sites.
-    fn hosts(self) -> ((&'static str, &'static str), (&'static str, &'static str)) {
+    pub(crate) fn hosts(self) -> ((&'static str, &'static str), (&'static str, &'static str)) {
         match self {
             Family::V4 => (("10.1.0.2", "10.1.0.0/24"), ("10.2.0.2", "10.2.0.0/24")),
             Family::V6 => (
@@ -144,25 +145,42 @@ fn key(alg: &str, salt: u8) -> String {
 pub struct Setup {
     pub family: Family,
     pub mode: Mode,
-    /// Innermost first (setkey's rule order); empty: no IPsec.
+    /// Innermost first (setkey's rule order); empty: no IPsec (with
+    /// flowsec; wireguard-go has its own suite and ignores them).
     pub steps: Vec<Step>,
+    /// Who does it.
+    pub peer: Peer,
 }
 
 impl Setup {
+    /// `steps` by flowsec.
     pub fn new(family: Family, mode: Mode, steps: &[Step]) -> Setup {
         Setup {
             family,
             mode,
             steps: steps.to_vec(),
+            peer: Peer::Flowsec,
         }
     }
 
+    /// The same, done by `peer`.
+    pub fn on(self, peer: Peer) -> Setup {
+        Setup { peer, ..self }
+    }
+
     /// `none`, `ESP 3des-cbc/hmac-sha1`, `ESP aes-cbc/hmac-sha1 + AH
-    /// hmac-sha1`.
+    /// hmac-sha1`, `strongSwan ESP aes-cbc/hmac-sha1`, `wireguard-go`.
     pub fn label(&self) -> String {
-        if self.steps.is_empty() {
-            return "none".into();
+        match self.peer {
+            Peer::WireGuardGo => return "wireguard-go ChaCha20-Poly1305".into(),
+            Peer::StrongSwan => return format!("strongSwan {}", self.transforms()),
+            Peer::Flowsec if self.steps.is_empty() => return "none".into(),
+            Peer::Flowsec => {}
         }
+        self.transforms()
+    }
+
+    fn transforms(&self) -> String {
         self.steps
             .iter()
             .map(|s| s.label())
@@ -272,11 +290,14 @@ pub struct Bed {
     topo: Topology,
     bin: String,
     setup: Setup,
+    /// Files outside the work directory to remove once the processes are
+    /// gone (wireguard-go's UAPI sockets).
+    leftovers: Vec<PathBuf>,
 }
 
 impl Bed {
-    /// Build the topology and start what `setup` needs; logs and setkey
-    /// files go into `work` (an existing directory).
+    /// Build the topology and start what `setup` needs; logs and
+    /// configuration files go into `work` (an existing directory).
     pub fn up(setup: &Setup, work: &Path) -> Result<Bed, LabError> {
         Bed::up_with(setup, work, &[])
     }
@@ -288,45 +309,65 @@ impl Bed {
             .map_err(|e| LabError(format!("flowsec binary: {e}")))?
             .to_string_lossy()
             .into_owned();
-        let mut topo = Topology::build()?;
-        let path = |name: String| -> PathBuf { work.join(name) };
-        if !setup.steps.is_empty() {
-            for (gw, a) in [("gwA", true), ("gwB", false)] {
-                let file = path(format!("{gw}.setkey"));
-                std::fs::write(&file, setup.setkey(a))
-                    .map_err(|e| LabError(format!("{}: {e}", file.display())))?;
-                let (f, sock) = (
-                    file.to_string_lossy().into_owned(),
-                    path(format!("{gw}.sock")).to_string_lossy().into_owned(),
-                );
-                let mut cmd = vec![
-                    bin.as_str(),
-                    "up",
-                    "--tun",
-                    "flab0",
-                    "--setkey",
-                    &f,
-                    "--socket",
-                    &sock,
-                ];
-                cmd.extend_from_slice(up_args);
-                topo.spawn(gw, &cmd, &path(format!("{gw}-up.log")), Some("flowsec: up"))?;
+        setup
+            .peer
+            .applies(setup)
+            .and_then(|()| setup.peer.installed())
+            .map_err(|e| LabError(format!("{}: {e}", setup.peer.name())))?;
+        let mut bed = Bed {
+            topo: Topology::build()?,
+            bin,
+            setup: setup.clone(),
+            leftovers: Vec::new(),
+        };
+        match setup.peer {
+            Peer::Flowsec if !setup.steps.is_empty() => bed.flowsec(work, up_args)?,
+            Peer::Flowsec => {}
+            Peer::StrongSwan => crate::peers::strongswan(&mut bed.topo, setup, work)?,
+            Peer::WireGuardGo => {
+                // Recorded as they are created: removed however this ends.
+                crate::peers::wireguard(&mut bed.topo, setup, work, &mut bed.leftovers)?
             }
         }
         let ((client, _), (server, _)) = setup.ends();
         for host in [server, client] {
-            topo.spawn(
+            bed.topo.spawn(
                 host,
-                &[&bin, "perf", "server", "--bind", "::"],
-                &path(format!("perf-server-{host}.log")),
+                &[&bed.bin, "perf", "server", "--bind", "::"],
+                &work.join(format!("perf-server-{host}.log")),
                 Some("listening"),
             )?;
         }
-        Ok(Bed {
-            topo,
-            bin,
-            setup: setup.clone(),
-        })
+        Ok(bed)
+    }
+
+    /// Two `flowsec up` gateways keyed with the setup's setkey files.
+    fn flowsec(&mut self, work: &Path, up_args: &[&str]) -> Result<(), LabError> {
+        for (gw, a) in [("gwA", true), ("gwB", false)] {
+            let file = work.join(format!("{gw}.setkey"));
+            std::fs::write(&file, self.setup.setkey(a))
+                .map_err(|e| LabError(format!("{}: {e}", file.display())))?;
+            let (f, sock) = (
+                file.to_string_lossy().into_owned(),
+                work.join(format!("{gw}.sock"))
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+            let mut cmd = vec![
+                self.bin.as_str(),
+                "up",
+                "--tun",
+                "flab0",
+                "--setkey",
+                &f,
+                "--socket",
+                &sock,
+            ];
+            cmd.extend_from_slice(up_args);
+            self.topo
+                .spawn(gw, &cmd, &work.join(format!("{gw}-up.log")), Some("flowsec: up"))?;
+        }
+        Ok(())
     }
 
     /// `flowsec perf client -H <server end> ARGS --json` at the client
@@ -356,6 +397,15 @@ impl Bed {
             &work.join("hog.log"),
             None,
         )
+    }
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        self.topo.stop_all();
+        for f in &self.leftovers {
+            let _ = std::fs::remove_file(f);
+        }
     }
 }
 

@@ -15,6 +15,7 @@ mod plot;
 mod progress;
 mod raster;
 mod report;
+pub mod peers;
 mod s1_dbs;
 mod s1_netperf;
 mod s1_stream;
@@ -25,6 +26,7 @@ mod s4;
 mod svg;
 pub mod topology;
 
+pub use peers::Peer;
 pub use report::{combine, Finding, Plot, Report, Series, Table};
 
 /// Why a scenario could not run.
@@ -40,10 +42,48 @@ impl core::fmt::Display for LabError {
 impl std::error::Error for LabError {}
 
 /// How to run a scenario.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct RunOptions {
     /// Shorter measurements (CI: every scenario in minutes).
     pub quick: bool,
+    /// The implementations to measure where a scenario has rows for them
+    /// (flowsec and `none` always are: the studies' findings are computed
+    /// from them).
+    pub peers: Vec<Peer>,
+}
+
+impl RunOptions {
+    /// Every implementation.
+    pub fn new(quick: bool) -> RunOptions {
+        RunOptions {
+            quick,
+            peers: Peer::ALL.to_vec(),
+        }
+    }
+
+    /// `setup` done by each chosen peer beside flowsec that can do it and
+    /// is installed; each one left out goes into `skipped` with why (and
+    /// to stderr, as `lab run` goes).
+    pub(crate) fn others(&self, setup: &bed::Setup, skipped: &mut Vec<String>) -> Vec<bed::Setup> {
+        let mut setups = Vec::new();
+        for &peer in &self.peers {
+            if peer == Peer::Flowsec {
+                continue;
+            }
+            let s = setup.clone().on(peer);
+            match peer.applies(&s).and_then(|()| peer.installed()) {
+                Ok(()) => setups.push(s),
+                Err(why) => {
+                    let line = format!("{} ({} {}): {why}", peer.name(), setup.mode.name(), setup.label());
+                    eprintln!("flowsec lab: skipped {line}");
+                    if !skipped.contains(&line) {
+                        skipped.push(line);
+                    }
+                }
+            }
+        }
+        setups
+    }
 }
 
 /// One experiment of one study.

@@ -60,6 +60,10 @@ pub struct Report {
     pub tables: Vec<Table>,
     pub findings: Vec<Finding>,
     pub plots: Vec<Plot>,
+    /// Implementations this run left out, and why (`strongswan: not
+    /// installed`).
+    #[serde(default)]
+    pub skipped: Vec<String>,
 }
 
 impl Report {
@@ -77,6 +81,7 @@ impl Report {
             tables: Vec::new(),
             findings: Vec::new(),
             plots: Vec::new(),
+            skipped: Vec::new(),
         }
     }
 
@@ -137,6 +142,9 @@ impl Report {
             }
             s.push('\n');
         }
+        for why in &self.skipped {
+            let _ = writeln!(s, "Not measured: {why}.\n");
+        }
         let _ = writeln!(s, "{h}# Findings\n");
         for f in &self.findings {
             let verdict = if f.holds { "**holds**" } else { "**differs**" };
@@ -180,6 +188,9 @@ impl Report {
                 s.push_str("</tr>\n");
             }
             s.push_str("</table>\n");
+        }
+        for why in &self.skipped {
+            let _ = writeln!(s, "<p>Not measured: {}.</p>", e(why));
         }
         s.push_str("<h3>Findings</h3>\n<ul>\n");
         for f in &self.findings {

@@ -222,10 +222,10 @@ mod tests {
             [run(26.01), run(13.67)],
             [run(10.94), run(5.70)],
         ];
-        let f = report(&study, &RunOptions { quick: true }, 1.0).findings;
+        let f = report(&study, &RunOptions::new(true), 1.0).findings;
         assert!(f.iter().all(|f| f.holds), "{f:#?}");
         let free = [[run(100.0), run(50.0)]; 3];
-        let f = report(&free, &RunOptions { quick: true }, 1.0).findings;
+        let f = report(&free, &RunOptions::new(true), 1.0).findings;
         assert_eq!(
             f.iter().map(|f| f.holds).collect::<Vec<_>>(),
             [false, false, true, false]

@@ -322,7 +322,7 @@ mod tests {
             f.iter().map(|f| f.holds).collect::<Vec<_>>(),
             [true, false, true, false, false, false]
         );
-        let rep = report(&r, &RunOptions { quick: true }, "0.3");
+        let rep = report(&r, &RunOptions::new(true), "0.3");
         assert_eq!(rep.tables.len(), TESTS.len());
         assert_eq!(rep.tables[0].rows[1][1], "23.1 (0.38×)");
     }

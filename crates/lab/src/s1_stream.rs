@@ -221,10 +221,10 @@ mod tests {
             run(2000.0),
             run(1600.0),
         ];
-        let f = report(&study, &RunOptions { quick: true }, "2").findings;
+        let f = report(&study, &RunOptions::new(true), "2").findings;
         assert!(f.iter().all(|f| f.holds), "{f:#?}");
         let flat = [run(3250.0); 6];
-        let f = report(&flat, &RunOptions { quick: true }, "2").findings;
+        let f = report(&flat, &RunOptions::new(true), "2").findings;
         assert_eq!(
             f.iter().map(|f| f.holds).collect::<Vec<_>>(),
             [true, false, false, true]

@@ -315,14 +315,14 @@ mod tests {
                 .collect(),
             loads: LOADS.to_vec(),
         };
-        let f = report(&r, &RunOptions { quick: false }, "5", "0.02").findings;
+        let f = report(&r, &RunOptions::new(false), "5", "0.02").findings;
         assert!(f.iter().all(|f| f.holds), "{f:#?}");
         // Flat: IPsec costs nothing, load changes nothing.
         let flat = Results {
             rows: vec![vec![vec![row(100, 1.0)]; 2]; 6],
             loads: QUICK_LOADS.to_vec(),
         };
-        let f = report(&flat, &RunOptions { quick: true }, "5", "0.02").findings;
+        let f = report(&flat, &RunOptions::new(true), "5", "0.02").findings;
         assert_eq!(
             f.iter().map(|f| f.holds).collect::<Vec<_>>(),
             [false, true, false]

@@ -338,7 +338,7 @@ mod tests {
             })
             .collect();
         let comp = [[100.0, 100.0], [300.0, 98.0]];
-        let rep = report(&runs, &comp, &RunOptions { quick: true }, "0.5");
+        let rep = report(&runs, &comp, &RunOptions::new(true), "0.5");
         assert!(rep.findings.iter().all(|f| f.holds), "{:#?}", rep.findings);
         assert!(rep.tables[0].rows[1][2].starts_with("refused"));
         let flat: Vec<Option<Run>> = runs
@@ -348,7 +348,7 @@ mod tests {
         let rep = report(
             &flat,
             &[[1.0, 1.0], [1.0, 1.0]],
-            &RunOptions { quick: true },
+            &RunOptions::new(true),
             "0.5",
         );
         assert!(rep.findings.iter().all(|f| !f.holds), "{:#?}", rep.findings);

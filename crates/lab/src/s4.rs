@@ -459,7 +459,7 @@ mod tests {
                 .collect(),
             end_to_end: None,
         };
-        let opts = RunOptions { quick: true };
+        let opts = RunOptions::new(true);
         let per = Duration::from_millis(1);
         let like_study = report(&mk(1.0), &opts, per);
         let holds: Vec<bool> = like_study.findings.iter().map(|f| f.holds).collect();
@@ -481,7 +481,7 @@ mod tests {
         // The in-process half (the end-to-end half runs the flowsec
         // binary, which a unit test is not).
         let per = Duration::from_millis(60);
-        let r = report(&crypto(per).unwrap(), &RunOptions { quick: true }, per);
+        let r = report(&crypto(per).unwrap(), &RunOptions::new(true), per);
         for t in &r.tables {
             for row in &t.rows {
                 assert!(

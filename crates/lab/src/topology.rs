@@ -46,7 +46,7 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
-fn check_interrupted() -> Result<(), LabError> {
+pub(crate) fn check_interrupted() -> Result<(), LabError> {
     if interrupted() {
         Err(LabError("interrupted".into()))
     } else {

@@ -131,6 +131,7 @@ pub fn run_parallel(
         total.timeouts += o.timeouts;
         total.reordered += o.reordered;
         total.max_gap_ms = total.max_gap_ms.max(o.max_gap_ms);
+        total.max_queue_ms = total.max_queue_ms.max(o.max_queue_ms);
         // The connections' seconds, second by second (the interval report).
         if total.per_second.len() < o.per_second.len() {
             total
@@ -198,6 +199,7 @@ fn finish(out: &mut Outcome, spec: &Spec, seen: &Seen) {
             if spec.test != Test::TcpStream {
                 out.reordered = seen.reordered;
                 out.max_gap_ms = seen.max_gap_ms;
+                out.max_queue_ms = seen.max_queue_ms;
             } else {
                 out.lost = 0;
             }

@@ -21,7 +21,7 @@ mod spec;
 
 pub use client::{run, run_parallel};
 pub use cpu::CpuUse;
-pub use search::{max_rate, ping, MaxRate, PingRow, Probe};
+pub use search::{max_rate, ping, Delivery, MaxRate, PingRow, Probe};
 pub use server::{serve, serve_one, DEFAULT_PORT};
 pub use spec::{Outcome, Payload, Second, Spec, Test};
 

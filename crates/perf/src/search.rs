@@ -19,6 +19,14 @@ pub struct Probe {
     /// The sender could not send at the rate asked (counted not clean: a
     /// rate never reached is not a loss-free one).
     pub sender_limited: bool,
+    /// How far a queue on the path grew (the receiver's `max_queue_ms`).
+    #[serde(default)]
+    pub queue_ms: f64,
+    /// The queue grew by more than a tenth of the hold time: the path does
+    /// not keep up with the rate, though it may deliver every packet late
+    /// (counted not clean).
+    #[serde(default)]
+    pub queued: bool,
     /// Whether the probe counted as loss-free at its rate.
     pub clean: bool,
 }
@@ -36,10 +44,29 @@ pub struct MaxRate {
     pub probes: Vec<Probe>,
 }
 
+/// What a CBR probe's receiver saw.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Delivery {
+    pub sent: u64,
+    pub received: u64,
+    /// The receiver's `max_queue_ms`.
+    pub queue_ms: f64,
+}
+
+/// The queueing a probe of `hold_s` seconds may show and still count:
+/// a tenth of the hold (a path at 1.1× its capacity builds that much),
+/// plus 20 ms of scheduling noise on a shared machine.
+fn queue_allowed_ms(hold_s: f64) -> f64 {
+    100.0 * hold_s + 20.0
+}
+
 /// The highest CBR rate (bit/s of payload, `base.msg_size`-byte datagrams,
 /// each probe held `base.seconds`, a failing one tried twice) that the
 /// sender reached (95% of it at
-/// least) with a loss fraction at most `tolerance`, to within `step_bps`: doubling from `step_bps` until a
+/// least) with a loss fraction at most `tolerance` and without a queue
+/// growing on the path (RFC 2544 §26.1 counts frames that arrive over 2 s
+/// after the trial as lost; a growing queue is the same failure seen
+/// early), to within `step_bps`: doubling from `step_bps` until a
 /// probe loses packets or `max_bps` is reached, then bisecting. `run` runs
 /// one CBR probe (the server round trip; a parameter so the search itself
 /// can be tested).
@@ -48,7 +75,7 @@ pub fn max_rate(
     step_bps: u64,
     max_bps: u64,
     tolerance: f64,
-    mut run: impl FnMut(&Spec) -> Result<(u64, u64), PerfError>,
+    mut run: impl FnMut(&Spec) -> Result<Delivery, PerfError>,
 ) -> Result<MaxRate, PerfError> {
     if step_bps == 0 || max_bps < step_bps || max_bps > MAX_BPS {
         return Err(PerfError(format!(
@@ -66,16 +93,22 @@ pub fn max_rate(
             ..base.clone()
         };
         for _ in 0..2 {
-            let (sent, received) = run(&spec)?;
-            let lost = sent.saturating_sub(received);
+            let d = run(&spec)?;
+            let (sent, lost) = (d.sent, d.sent.saturating_sub(d.received));
             let achieved = sent as f64 * spec.msg_size as f64 * 8.0 / spec.seconds;
             let sender_limited = achieved < 0.95 * rate as f64;
-            let clean = sent > 0 && !sender_limited && (lost as f64) <= tolerance * sent as f64;
+            let queued = d.queue_ms > queue_allowed_ms(spec.seconds);
+            let clean = sent > 0
+                && !sender_limited
+                && !queued
+                && (lost as f64) <= tolerance * sent as f64;
             probes.push(Probe {
                 rate_bps: rate,
                 packets_sent: sent,
                 lost,
                 sender_limited,
+                queue_ms: d.queue_ms,
+                queued,
                 clean,
             });
             if clean {
@@ -224,15 +257,23 @@ mod tests {
 
     /// A path that loses 1% above `limit` bit/s; the sender keeps up
     /// with every rate.
-    fn path(limit: u64) -> impl FnMut(&Spec) -> Result<(u64, u64), PerfError> {
+    fn path(limit: u64) -> impl FnMut(&Spec) -> Result<Delivery, PerfError> {
         move |s: &Spec| {
             let rate = s.rate_bps.unwrap();
             let sent = (rate as f64 * s.seconds / (s.msg_size as f64 * 8.0)).ceil() as u64;
             Ok(if rate <= limit {
-                (sent, sent)
+                delivered(sent, sent)
             } else {
-                (sent, sent - sent / 100)
+                delivered(sent, sent - sent / 100)
             })
+        }
+    }
+
+    fn delivered(sent: u64, received: u64) -> Delivery {
+        Delivery {
+            sent,
+            received,
+            queue_ms: 1.0,
         }
     }
 
@@ -271,7 +312,7 @@ mod tests {
         let slow = |s: &Spec| {
             let rate = s.rate_bps.unwrap().min(30_000_000);
             let sent = (rate as f64 * s.seconds / (s.msg_size as f64 * 8.0)) as u64;
-            Ok((sent, sent))
+            Ok(delivered(sent, sent))
         };
         let r = max_rate(&base, 1_000_000, 1_000_000_000, 0.0, slow).unwrap();
         // 31 Mbit/s asked, 30 sent: within the 5% allowed; 32 is not.
@@ -284,16 +325,32 @@ mod tests {
             let rate = s.rate_bps.unwrap();
             let sent = (rate as f64 * s.seconds / (s.msg_size as f64 * 8.0)) as u64;
             if rate == 64_000_000 && std::mem::take(&mut first) {
-                return Ok((sent, sent - 1));
+                return Ok(delivered(sent, sent - 1));
             }
             Ok(if rate <= 100_000_000 {
-                (sent, sent)
+                delivered(sent, sent)
             } else {
-                (sent, 0)
+                delivered(sent, 0)
             })
         };
         let r = max_rate(&base, 1_000_000, 1_000_000_000, 0.0, flaky).unwrap();
         assert_eq!(r.max_rate_bps, 100_000_000, "{r:?}");
+        // A deep queue: every packet arrives, but above 50 Mbit/s ever
+        // later (the queue grows by the excess over the hold time).
+        let deep = |s: &Spec| {
+            let rate = s.rate_bps.unwrap();
+            let sent = (rate as f64 * s.seconds / (s.msg_size as f64 * 8.0)) as u64;
+            let excess = (rate as f64 / 50e6 - 1.0).max(0.0);
+            Ok(Delivery {
+                sent,
+                received: sent,
+                queue_ms: excess * s.seconds * 1e3,
+            })
+        };
+        let r = max_rate(&base, 1_000_000, 1_000_000_000, 0.0, deep).unwrap();
+        // Up to 10% over (and the 20 ms of noise) passes.
+        assert!((55e6..58e6).contains(&(r.max_rate_bps as f64)), "{r:?}");
+        assert!(r.probes.iter().any(|p| p.queued && p.lost == 0));
         assert!(max_rate(&base, 1, u64::MAX, 0.0, path(0)).is_err());
     }
 }

@@ -45,6 +45,9 @@ pub(crate) struct Seen {
     pub elapsed_s: f64,
     pub reordered: u64,
     pub max_gap_ms: f64,
+    /// CBR: the most any packet waited beyond the fastest one's delay.
+    #[serde(default)]
+    pub max_queue_ms: f64,
     pub per_second: Vec<Second>,
     /// TCP_STREAM: data connections accepted.
     #[serde(default)]
@@ -493,6 +496,10 @@ fn udp_sink(socket: &UdpSocket, spec: &Spec, stop: &AtomicBool) -> Result<Seen, 
         if cbr && n >= CBR_HEADER {
             let seq = u64::from_be_bytes(buf[..8].try_into().expect("8 bytes"));
             let sent_us = u64::from_be_bytes(buf[8..16].try_into().expect("8 bytes"));
+            let queued = seen
+                .tally
+                .queued_us(now.duration_since(start).as_micros() as u64, sent_us);
+            seen.max_queue_ms = seen.max_queue_ms.max(queued as f64 / 1e3);
             if seen.tally.packet(seq, sent_us) == Some(true) {
                 seen.reordered += 1;
                 sec.reordered += 1;
@@ -519,6 +526,9 @@ pub(crate) struct CbrTally {
     pub received: Vec<u64>,
     highest: Option<u64>,
     pub duplicates: u64,
+    /// The smallest (arrival time − send time) seen, µs: the path's delay
+    /// plus the clocks' offset, without queueing.
+    fastest: Option<i64>,
 }
 
 /// Sequence numbers tracked for duplicates: 2^27 bits, 16 MB at most.
@@ -549,6 +559,20 @@ impl CbrTally {
             self.highest = Some(seq);
         }
         Some(reordered)
+    }
+
+    /// How long a packet sent at `sent_us` (the sender's clock) and
+    /// arriving at `arrival_us` (ours) waited beyond the fastest packet so
+    /// far, µs: queueing on the path. The clocks' offset cancels out; a
+    /// path that cannot keep up with the rate shows it growing through the
+    /// test even where nothing is lost (a deep queue delivers everything,
+    /// seconds late).
+    pub(crate) fn queued_us(&mut self, arrival_us: u64, sent_us: u64) -> u64 {
+        let offset = arrival_us as i64 - sent_us.min(i64::MAX as u64) as i64;
+        let fastest = *self
+            .fastest
+            .insert(self.fastest.map_or(offset, |f| f.min(offset)));
+        (offset - fastest) as u64
     }
 
     /// Per second sent, what never arrived.

@@ -283,6 +283,10 @@ pub struct Outcome {
     pub per_second: Vec<Second>,
     pub reordered: u64,
     pub max_gap_ms: f64,
+    /// CBR: the longest any packet was held up beyond the fastest one's
+    /// one-way delay (ms): how far a queue on the path grew.
+    #[serde(default)]
+    pub max_queue_ms: f64,
     /// Data connections open at once (`--threads` × `--conns`) this
     /// outcome sums.
     pub connections: u32,

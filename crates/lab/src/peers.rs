@@ -1,0 +1,488 @@
+//! The implementations a scenario can put on the protected path: flowsec
+//! (two `flowsec up` gateways keyed by setkey, [`crate::bed`]), and, where
+//! they apply and are installed, the peers people compare it with:
+//!
+//! - `strongswan`: strongSwan's charon (`charon-systemd` from Debian) with
+//!   kernel-libipsec, its user-space ESP over a TUN device: two instances,
+//!   one per gateway namespace, each with its own strongswan.conf and vici
+//!   socket, keyed by IKEv2 with a pre-shared key. libipsec does tunnel
+//!   mode only, ESP only, and always encapsulates in UDP 4500 (it fakes
+//!   NAT detection), so it applies to tunnel-mode ESP setups.
+//! - `wireguard-go`: the user-space WireGuard (ChaCha20-Poly1305 only) on a
+//!   TUN device in each gateway, configured over its UAPI socket; it
+//!   applies to tunnel-mode setups, with its own suite.
+//!
+//! A peer that is not installed is skipped with a message (`lab run`
+//! never installs anything; `scripts/test.sh` does, for CI).
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::bed::{Mode, Setup, Step};
+use crate::topology::Topology;
+use crate::LabError;
+
+/// What protects the path, when a setup has transforms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer {
+    Flowsec,
+    StrongSwan,
+    WireGuardGo,
+}
+
+impl Peer {
+    /// Every implementation, in `--impl` order (`none` is a setup without
+    /// transforms, not a peer).
+    pub const ALL: [Peer; 3] = [Peer::Flowsec, Peer::StrongSwan, Peer::WireGuardGo];
+
+    /// The name `--impl` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Peer::Flowsec => "flowsec",
+            Peer::StrongSwan => "strongswan",
+            Peer::WireGuardGo => "wireguard-go",
+        }
+    }
+
+    /// How tables and plots call it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Peer::Flowsec => "flowsec",
+            Peer::StrongSwan => "strongSwan (kernel-libipsec)",
+            Peer::WireGuardGo => "wireguard-go",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Peer> {
+        Peer::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Whether it is installed here: `Err` says what is missing.
+    pub fn installed(self) -> Result<(), String> {
+        match self {
+            Peer::Flowsec => Ok(()),
+            Peer::StrongSwan => {
+                for f in [CHARON, LIBIPSEC_PLUGIN] {
+                    if !Path::new(f).exists() {
+                        return Err(format!(
+                            "{f} is missing (apt-get install charon-systemd strongswan-swanctl \
+                             libcharon-extra-plugins libstrongswan-standard-plugins)"
+                        ));
+                    }
+                }
+                which("swanctl").map(|_| ()).ok_or_else(|| {
+                    "swanctl is missing (apt-get install strongswan-swanctl)".into()
+                })
+            }
+            Peer::WireGuardGo => wireguard_go().map(|_| ()),
+        }
+    }
+
+    /// Whether it can carry `setup`: `Err` says why not.
+    pub fn applies(self, setup: &Setup) -> Result<(), String> {
+        match self {
+            Peer::Flowsec => Ok(()),
+            Peer::StrongSwan => {
+                if setup.mode != Mode::Tunnel {
+                    return Err("kernel-libipsec has no transport mode".into());
+                }
+                match setup.steps.as_slice() {
+                    [step] => esp_proposal(*step).map(|_| ()),
+                    _ => Err("kernel-libipsec does ESP alone (no AH, no IPComp)".into()),
+                }
+            }
+            Peer::WireGuardGo => {
+                if setup.mode != Mode::Tunnel {
+                    return Err("WireGuard is a tunnel".into());
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+const CHARON: &str = "/usr/sbin/charon-systemd";
+const LIBIPSEC_PLUGIN: &str = "/usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so";
+
+/// `name` on PATH.
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// strongSwan's ESP proposal for a setkey ESP transform (its algorithm
+/// keywords; setkey's key sizes: AES and Camellia 128, Blowfish 192).
+fn esp_proposal(step: Step) -> Result<String, String> {
+    let Step::Esp { enc, auth } = step else {
+        return Err("kernel-libipsec does ESP alone".into());
+    };
+    let enc = match enc {
+        "aes-cbc" => "aes128",
+        "aes-ctr" => "aes128ctr",
+        "3des-cbc" => "3des",
+        "blowfish-cbc" => "blowfish192",
+        "camellia-cbc" => "camellia128",
+        "cast128-cbc" => "cast128",
+        "aes-gcm-16" => "aes128gcm16",
+        "aes-gcm-12" => "aes128gcm12",
+        "aes-gcm-8" => "aes128gcm8",
+        "chacha20-poly1305" => "chacha20poly1305",
+        other => return Err(format!("no strongSwan proposal here for {other}")),
+    };
+    let integ = match auth {
+        None => None,
+        Some("hmac-md5") => Some("md5"),
+        Some("hmac-sha1") => Some("sha1"),
+        Some("hmac-sha256") => Some("sha256"),
+        Some("hmac-sha384") => Some("sha384"),
+        Some("hmac-sha512") => Some("sha512"),
+        Some("aes-xcbc-mac") => Some("aesxcbc"),
+        Some(other) => return Err(format!("no strongSwan proposal here for {other}")),
+    };
+    Ok(match integ {
+        Some(i) => format!("{enc}-{i}"),
+        None => enc.to_string(),
+    })
+}
+
+/// How long a peer may take to come up (daemon start, IKE, handshake).
+const READY: Duration = Duration::from_secs(15);
+
+/// Wait for `path` (a daemon's control socket) to appear.
+fn wait_for(path: &Path, what: &str) -> Result<(), LabError> {
+    let start = Instant::now();
+    while !path.exists() {
+        crate::topology::check_interrupted()?;
+        if start.elapsed() > READY {
+            return Err(LabError(format!(
+                "{what}: {} did not appear within {} s",
+                path.display(),
+                READY.as_secs()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+/// Start charon with kernel-libipsec in gwA and gwB, load the connection
+/// and bring the Child SA up from gwA (files and logs in `work`).
+pub(crate) fn strongswan(topo: &mut Topology, setup: &Setup, work: &Path) -> Result<(), LabError> {
+    let esp = match setup.steps.as_slice() {
+        [step] => esp_proposal(*step).map_err(LabError)?,
+        _ => return Err(LabError("strongswan: one ESP transform".into())),
+    };
+    let (ga, gb) = setup.family.gateways();
+    let ((_, na), (_, nb)) = setup.family.hosts();
+    let mut uris = Vec::new();
+    for (gw, local, remote, lnet, rnet) in [("gwA", ga, gb, na, nb), ("gwB", gb, ga, nb, na)] {
+        let conf = work.join(format!("{gw}-strongswan.conf"));
+        let swanctl = work.join(format!("{gw}-swanctl.conf"));
+        let vici = work.join(format!("{gw}.vici"));
+        let _ = std::fs::remove_file(&vici);
+        write(&conf, &strongswan_conf(&vici))?;
+        write(&swanctl, &swanctl_conf(local, remote, lnet, rnet, &esp))?;
+        let env = format!("STRONGSWAN_CONF={}", conf.display());
+        topo.spawn(
+            gw,
+            &["env", &env, CHARON],
+            &work.join(format!("{gw}-charon.log")),
+            None,
+        )?;
+        wait_for(&vici, &format!("{gw}: charon"))?;
+        let uri = format!("unix://{}", vici.display());
+        let file = swanctl.to_string_lossy().into_owned();
+        topo.output(
+            gw,
+            &[
+                "swanctl",
+                "--load-all",
+                "--noprompt",
+                "--file",
+                &file,
+                "--uri",
+                &uri,
+            ],
+        )?;
+        uris.push(uri);
+    }
+    // IKE_SA_INIT and IKE_AUTH, the Child SA installed at both ends when
+    // this returns (swanctl waits for it).
+    topo.output(
+        "gwA",
+        &[
+            "swanctl",
+            "--initiate",
+            "--child",
+            "lab",
+            "--timeout",
+            &READY.as_secs().to_string(),
+            "--uri",
+            &uris[0],
+        ],
+    )?;
+    Ok(())
+}
+
+fn write(path: &Path, text: &str) -> Result<(), LabError> {
+    std::fs::write(path, text).map_err(|e| LabError(format!("{}: {e}", path.display())))
+}
+
+/// One charon's strongswan.conf: the plugins libipsec needs
+/// (kernel-libipsec before kernel-netlink), its own vici socket, its log
+/// on stderr (the lab's log file).
+fn strongswan_conf(vici: &Path) -> String {
+    format!(
+        "# written by flowsec lab
+charon {{
+  load = random nonce aes sha1 sha2 md5 hmac xcbc cmac gcm chapoly openssl gcrypt curve25519 gmp kdf kernel-libipsec kernel-netlink socket-default vici
+  install_routes = yes
+  filelog {{
+    stderr {{
+      default = 1
+      flush_line = yes
+      time_format = %T
+    }}
+  }}
+  journal {{
+    default = -1
+  }}
+  plugins {{
+    vici {{
+      socket = unix://{}
+    }}
+  }}
+}}
+",
+        vici.display()
+    )
+}
+
+/// One gateway's swanctl.conf: IKEv2 with a pre-shared key, one
+/// tunnel-mode Child SA between the sites.
+fn swanctl_conf(local: &str, remote: &str, lnet: &str, rnet: &str, esp: &str) -> String {
+    format!(
+        "# written by flowsec lab
+connections {{
+  lab {{
+    version = 2
+    local_addrs = {local}
+    remote_addrs = {remote}
+    proposals = aes128-sha256-x25519
+    local {{
+      auth = psk
+      id = {local}
+    }}
+    remote {{
+      auth = psk
+      id = {remote}
+    }}
+    children {{
+      lab {{
+        local_ts = {lnet}
+        remote_ts = {rnet}
+        esp_proposals = {esp}
+        mode = tunnel
+        start_action = none
+      }}
+    }}
+  }}
+}}
+secrets {{
+  ike-lab {{
+    id-a = {local}
+    id-b = {remote}
+    secret = \"flowsec-lab-psk, not a secret\"
+  }}
+}}
+"
+    )
+}
+
+/// The wireguard-go binary: `$WIREGUARD_GO`, `wireguard-go` or `wireguard`
+/// on PATH, or `go install`'s `~/go/bin/wireguard`.
+fn wireguard_go() -> Result<PathBuf, String> {
+    let is_it = |p: &Path| {
+        Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).starts_with("wireguard-go"))
+    };
+    if let Some(p) = std::env::var_os("WIREGUARD_GO") {
+        let p = PathBuf::from(p);
+        return if is_it(&p) {
+            Ok(p)
+        } else {
+            Err(format!("WIREGUARD_GO={}: not wireguard-go", p.display()))
+        };
+    }
+    let gopath = std::env::var_os("GOPATH")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join("go")));
+    which("wireguard-go")
+        .into_iter()
+        .chain(which("wireguard"))
+        .chain(gopath.map(|g| g.join("bin/wireguard")))
+        .find(|p| is_it(p))
+        .ok_or_else(|| {
+            "wireguard-go is missing (go install golang.zx2c4.com/wireguard@latest)".into()
+        })
+}
+
+/// The lab's WireGuard keys (private, public), hex: fixed, as the setkey
+/// keys are, for a throwaway tunnel between two namespaces.
+const WG_KEYS: [(&str, &str); 2] = [
+    (
+        "e8636dab78cc73c991f3ae509803ca6d52f20059db564bec225605f9211fc77e",
+        "35bd7a87aa8cc6a68be058f851cd771d8bea0ba0a23ebc13f671a70039ff1d36",
+    ),
+    (
+        "d8284445b7e0f24a1f925b55be5525edb7154ba1becfc2e5cca68bee22746071",
+        "be08c03e2c2ba36117ff5d42ed8221a9ef54cb8910c8d99a6ac143f78df8423c",
+    ),
+];
+const WG_PORT: u16 = 51820;
+/// wg-quick's default MTU: 1500 less an IPv6 outer header and WireGuard's
+/// 32 bytes of UDP and framing, with room.
+const WG_MTU: &str = "1420";
+/// Where wireguard-go puts its UAPI sockets (not per namespace).
+const WG_SOCKETS: &str = "/var/run/wireguard";
+
+/// Start wireguard-go in gwA and gwB, configure both over UAPI and route
+/// the remote site through them. Each UAPI socket goes into `sockets` as
+/// its daemon starts, to remove once the processes are gone (a killed
+/// wireguard-go leaves its socket).
+pub(crate) fn wireguard(
+    topo: &mut Topology,
+    setup: &Setup,
+    work: &Path,
+    sockets: &mut Vec<PathBuf>,
+) -> Result<(), LabError> {
+    let bin = wireguard_go().map_err(LabError)?;
+    let bin = bin.to_string_lossy().into_owned();
+    let (ga, gb) = setup.family.gateways();
+    let ((_, na), (_, nb)) = setup.family.hosts();
+    let v6 = setup.family == crate::bed::Family::V6;
+    std::fs::create_dir_all(WG_SOCKETS).map_err(|e| LabError(format!("{WG_SOCKETS}: {e}")))?;
+    for (i, (gw, remote, rnet)) in [("gwA", gb, nb), ("gwB", ga, na)].into_iter().enumerate() {
+        // Unique per run: the socket directory is shared by every namespace.
+        let dev = topo.ns(&format!("wg{}", &gw[2..]));
+        if dev.len() > 15 {
+            return Err(LabError(format!("{dev}: interface name too long")));
+        }
+        let sock = Path::new(WG_SOCKETS).join(format!("{dev}.sock"));
+        if sock.exists() {
+            return Err(LabError(format!("{} exists already", sock.display())));
+        }
+        topo.spawn(
+            gw,
+            &[
+                "env",
+                "WG_PROCESS_FOREGROUND=1",
+                "LOG_LEVEL=error",
+                &bin,
+                "-f",
+                &dev,
+            ],
+            &work.join(format!("{gw}-wireguard.log")),
+            None,
+        )?;
+        sockets.push(sock.clone());
+        wait_for(&sock, &format!("{gw}: wireguard-go"))?;
+        let (private, _) = WG_KEYS[i];
+        let (_, peer_public) = WG_KEYS[1 - i];
+        let endpoint = if v6 {
+            format!("[{remote}]:{WG_PORT}")
+        } else {
+            format!("{remote}:{WG_PORT}")
+        };
+        uapi_set(
+            &sock,
+            &format!(
+                "private_key={private}\nlisten_port={WG_PORT}\nreplace_peers=true\n\
+                 public_key={peer_public}\nendpoint={endpoint}\nreplace_allowed_ips=true\n\
+                 allowed_ip={rnet}\n"
+            ),
+        )?;
+        topo.exec(gw, &["ip", "link", "set", &dev, "mtu", WG_MTU, "up"])?;
+        let family = if v6 { "-6" } else { "-4" };
+        topo.exec(
+            gw,
+            &["ip", family, "route", "replace", rnet, "dev", &dev],
+        )?;
+    }
+    Ok(())
+}
+
+/// A UAPI `set` (wireguard.com/xplatform): the keys in `body`, one per
+/// line; the answer must be `errno=0`.
+fn uapi_set(sock: &Path, body: &str) -> Result<(), LabError> {
+    let err = |e: std::io::Error| LabError(format!("{}: {e}", sock.display()));
+    let mut s = UnixStream::connect(sock).map_err(err)?;
+    s.set_read_timeout(Some(READY)).map_err(err)?;
+    write!(s, "set=1\n{body}\n").map_err(err)?;
+    let mut answer = String::new();
+    BufReader::new(s).read_line(&mut answer).map_err(err)?;
+    if answer.trim() != "errno=0" {
+        return Err(LabError(format!(
+            "{}: configuration refused: {}",
+            sock.display(),
+            answer.trim()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bed::Family;
+
+    #[test]
+    fn peers_apply_where_they_can() {
+        let esp = |enc, auth| Step::Esp { enc, auth };
+        let tunnel = Setup::new(Family::V4, Mode::Tunnel, &[esp("3des-cbc", Some("hmac-md5"))]);
+        assert_eq!(Peer::StrongSwan.applies(&tunnel), Ok(()));
+        assert_eq!(Peer::WireGuardGo.applies(&tunnel), Ok(()));
+        let transport = Setup::new(Family::V4, Mode::Transport, &tunnel.steps);
+        assert!(Peer::StrongSwan.applies(&transport).is_err());
+        assert!(Peer::WireGuardGo.applies(&transport).is_err());
+        let ah = Setup::new(Family::V4, Mode::Tunnel, &[Step::Ah { auth: "hmac-sha1" }]);
+        assert!(Peer::StrongSwan.applies(&ah).is_err());
+        assert_eq!(
+            esp_proposal(esp("aes-cbc", Some("hmac-sha1"))).as_deref(),
+            Ok("aes128-sha1")
+        );
+        assert_eq!(
+            esp_proposal(esp("aes-gcm-16", None)).as_deref(),
+            Ok("aes128gcm16")
+        );
+        assert!(esp_proposal(esp("twofish-cbc", Some("hmac-sha1"))).is_err());
+        for p in Peer::ALL {
+            assert_eq!(Peer::from_name(p.name()), Some(p));
+        }
+    }
+
+    #[test]
+    fn configs_name_both_ends() {
+        let c = swanctl_conf("192.0.2.1", "192.0.2.2", "10.1.0.0/24", "10.2.0.0/24", "3des-md5");
+        for want in [
+            "local_addrs = 192.0.2.1",
+            "remote_ts = 10.2.0.0/24",
+            "esp_proposals = 3des-md5",
+            "mode = tunnel",
+        ] {
+            assert!(c.contains(want), "{want}: {c}");
+        }
+        let s = strongswan_conf(Path::new("/tmp/x.vici"));
+        // libipsec's kernel interface must load before kernel-netlink's.
+        assert!(s.find("kernel-libipsec") < s.find("kernel-netlink"), "{s}");
+        assert!(s.contains("unix:///tmp/x.vici"));
+    }
+}
