@@ -31,6 +31,44 @@ install_system_deps() {
 
 install_system_deps
 
+# The lab's other implementations (issue 4): strongSwan's charon with
+# kernel-libipsec, and wireguard-go. Optional: the lab skips a missing one
+# with a message, and the check below only asks for rows of those present.
+STRONGSWAN_PKGS=(charon-systemd strongswan-swanctl libcharon-extra-plugins
+                 libstrongswan-standard-plugins libstrongswan-extra-plugins)
+WIREGUARD_GO_VERSION=v0.0.20250522
+have_strongswan() {
+    [ -x /usr/sbin/charon-systemd ] && command -v swanctl >/dev/null &&
+        [ -e /usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so ] &&
+        [ -e /usr/lib/ipsec/plugins/libstrongswan-openssl.so ]
+}
+wireguard_go() {
+    local c
+    for c in "${WIREGUARD_GO:-}" "$(command -v wireguard-go || true)" "${GOPATH:-$HOME/go}/bin/wireguard"; do
+        [ -n "$c" ] && [ -x "$c" ] && "$c" --version 2>/dev/null | grep -q '^wireguard-go' && { echo "$c"; return 0; }
+    done
+    return 1
+}
+install_peers() {
+    [ "$(id -u)" -eq 0 ] || return 0
+    if ! have_strongswan; then
+        section "installing strongSwan (the lab's strongswan implementation): ${STRONGSWAN_PKGS[*]}"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${STRONGSWAN_PKGS[@]}" ||
+            { DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+              DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${STRONGSWAN_PKGS[@]}"; } ||
+            echo "strongSwan could not be installed: the lab will skip it"
+        # The lab runs its own charons in namespaces; a packaged service
+        # started by the install is not ours to keep running.
+        command -v systemctl >/dev/null && systemctl disable --now strongswan.service >/dev/null 2>&1 || true
+    fi
+    if ! wireguard_go >/dev/null && command -v go >/dev/null; then
+        section "installing wireguard-go $WIREGUARD_GO_VERSION (the lab's wireguard-go implementation)"
+        (cd /tmp && go install "golang.zx2c4.com/wireguard@$WIREGUARD_GO_VERSION") ||
+            echo "wireguard-go could not be installed: the lab will skip it"
+    fi
+}
+install_peers
+
 section "cargo test (unit, known-answer, wire captures, replay window, processing, fuzz corpus replay, CLI)"
 cargo test --workspace --locked
 
@@ -88,6 +126,25 @@ PY
     n=$((n + 1))
 done
 [ "$n" -ge 7 ] || { echo "FAIL: only $n scenarios"; exit 1; }
+# Where strongSwan and wireguard-go are installed (and the lab ran as
+# root), s2-maxrate and s4-crypto carry a measured row for each.
+if [ "$(id -u)" -eq 0 ]; then
+    peers=()
+    have_strongswan && peers+=("strongSwan")
+    wireguard_go >/dev/null && peers+=("wireguard-go")
+    python3 - "$LAB_OUT" "${peers[@]}" <<'PY' || exit 1
+import json, re, sys
+out, peers = sys.argv[1], sys.argv[2:]
+for scenario in ["s2-maxrate", "s4-crypto"]:
+    r = json.load(open(f"{out}/{scenario}/results.json"))
+    rows = [row for t in r["tables"] for row in t["rows"]]
+    for peer in peers:
+        # The peer's own figure: the third column of both tables.
+        got = [row for row in rows if peer in row[0] and re.search(r"[1-9]", row[2])]
+        assert got, f"{scenario}: no measured {peer} row in {rows}"
+        print(f"PASS: {scenario}: {peer}: {' | '.join(got[0])}")
+PY
+fi
 for f in report.md report.html; do
     [ -s "$LAB_OUT/$f" ] || { echo "FAIL: lab report $f missing"; exit 1; }
 done

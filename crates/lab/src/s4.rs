@@ -114,36 +114,55 @@ const STUDY_VPN: f64 = 6.06;
 const STUDY_CEILING: f64 = 65.8;
 
 /// Today's end to end, Mbit/s: plain forwarding, the tunnel with the
-/// suite inline and through the engine.
-#[derive(Debug, Clone, Copy)]
+/// suite inline and through the engine, and the other implementations
+/// (their setup's label, Mbit/s).
+#[derive(Debug, Clone)]
 struct EndToEnd {
     forwarding: f64,
     inline: f64,
     engine: f64,
+    peers: Vec<(String, f64)>,
+    /// The implementations left out, and why.
+    skipped: Vec<String>,
 }
 
 /// One TCP stream hostA → hostB through plain forwarding, then through
 /// two `flowsec up` gateways in tunnel mode with the study's suite
-/// (ESP AES-128-CBC + HMAC-SHA1-96), inline and `--backend engine`.
+/// (ESP AES-128-CBC + HMAC-SHA1-96), inline and `--backend engine`, then
+/// through the other implementations chosen (strongSwan with the same
+/// suite, wireguard-go with its own).
 fn end_to_end(opts: &RunOptions) -> Result<EndToEnd, LabError> {
     let work = crate::work_dir("s4")?;
     let secs = if opts.quick { "1" } else { "5" };
-    let suite = [Step::Esp {
-        enc: "aes-cbc",
-        auth: Some("hmac-sha1"),
-    }];
-    let mut progress = Progress::new("s4-crypto end to end", 3);
-    let mut stream = |steps: &[Step], args: &[&str], what: &str| -> Result<f64, LabError> {
+    let suite = Setup::new(
+        Family::V4,
+        Mode::Tunnel,
+        &[Step::Esp {
+            enc: "aes-cbc",
+            auth: Some("hmac-sha1"),
+        }],
+    );
+    let mut skipped = Vec::new();
+    let others = opts.others(&suite, &mut skipped);
+    let mut progress = Progress::new("s4-crypto end to end", 3 + others.len());
+    let mut stream = |setup: &Setup, args: &[&str], what: &str| -> Result<f64, LabError> {
         progress.step(what);
-        let bed = Bed::up_with(&Setup::new(Family::V4, Mode::Tunnel, steps), &work, args)?;
+        let bed = Bed::up_with(setup, &work, args)?;
         let o: flowsec_perf::Outcome = bed.perf(false, &format!("-t TCP_STREAM -l {secs}"))?;
         Ok(o.throughput_mbit_s)
     };
-    let e = EndToEnd {
-        forwarding: stream(&[], &[], "plain forwarding")?,
+    let none = Setup::new(Family::V4, Mode::Tunnel, &[]);
+    let mut e = EndToEnd {
+        forwarding: stream(&none, &[], "plain forwarding")?,
         inline: stream(&suite, &[], "tunnel, crypto inline")?,
         engine: stream(&suite, &["--backend", "engine"], "tunnel, crypto engine")?,
+        peers: Vec::new(),
+        skipped,
     };
+    for setup in &others {
+        let label = setup.label();
+        e.peers.push((label.clone(), stream(setup, &[], &label)?));
+    }
     progress.finish();
     let _ = std::fs::remove_dir_all(&work);
     Ok(e)
@@ -344,8 +363,8 @@ fn report(m: &Measured, opts: &RunOptions, per: Duration) -> Report {
     let e2e = Table {
         title: "End to end: the VPN against its crypto ceiling, Mbit/s".into(),
         columns: ["", "study", "today"].map(String::from).to_vec(),
-        rows: match m.end_to_end {
-            Some(e) => vec![
+        rows: match &m.end_to_end {
+            Some(e) => [
                 vec![
                     "forwarding only".into(),
                     f1(STUDY_FORWARDING),
@@ -372,7 +391,16 @@ fn report(m: &Measured, opts: &RunOptions, per: Duration) -> Report {
                     ratio(STUDY_VPN, STUDY_CEILING),
                     ratio(e.engine, ceiling),
                 ],
-            ],
+            ]
+            .into_iter()
+            .chain(e.peers.iter().map(|(label, mbit)| {
+                vec![
+                    format!("{label}, end to end"),
+                    "—".into(),
+                    format!("{} ({} of flowsec inline)", f1(*mbit), ratio(*mbit, e.inline)),
+                ]
+            }))
+            .collect(),
             None => vec![vec![
                 "VPN end to end".into(),
                 f1(STUDY_VPN),
@@ -380,7 +408,7 @@ fn report(m: &Measured, opts: &RunOptions, per: Duration) -> Report {
             ]],
         },
     };
-    if let Some(e) = m.end_to_end {
+    if let Some(e) = &m.end_to_end {
         findings.push(Finding {
             claim: "the VPN end to end runs far below its crypto ceiling (6.06 vs 65.8 Mbit/s, 0.09×): per-packet work, not the cipher, limits it".into(),
             holds: e.engine / ceiling < 0.5,
@@ -428,12 +456,16 @@ fn report(m: &Measured, opts: &RunOptions, per: Duration) -> Report {
         tables: vec![cipher, hash, suite, e2e],
         findings,
         plots,
+        skipped: m
+            .end_to_end
+            .as_ref()
+            .map_or_else(Vec::new, |e| e.skipped.clone()),
         ..Report::new(
             "s4-crypto",
             "S4, SSL-VPN on a network processor with a crypto engine (IXP425, ~2007)",
             opts.quick,
             format!(
-            "One core seals ESP packets of each data size in a loop for {:.2} s per cell (mean time per packet), inline (aws-lc-rs first) and through flowsec's `engine` backend (the same transform on a thread of its own behind a bounded request queue: copy in, queue, seal, queue back, copy out). Raw AES-128-CBC and SHA-1 are called directly. The study measured SSL records through OpenSSL and OCF on an IXP425.",
+            "One core seals ESP packets of each data size in a loop for {:.2} s per cell (mean time per packet), inline (aws-lc-rs first) and through flowsec's `engine` backend (the same transform on a thread of its own behind a bounded request queue: copy in, queue, seal, queue back, copy out). Raw AES-128-CBC and SHA-1 are called directly. End to end (root only): one TCP stream hostA → hostB for plain forwarding, two `flowsec up` gateways in tunnel mode with the suite inline and through the engine, and, where installed, strongSwan (charon, kernel-libipsec, the same suite) and wireguard-go. The study measured SSL records through OpenSSL and OCF on an IXP425.",
             per.as_secs_f64()
         ),
         )
