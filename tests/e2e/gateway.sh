@@ -558,6 +558,32 @@ for _ in range(10): s.sendto(b"bypass", ("10.2.0.2", 5003))'
         check "a BYPASS policy (UDP port 5003) added live on both gateways: that traffic goes on in the clear (gwA counts it bypassed, hostB gets it)" live_bypass
     fi
 
+    # RFC 4303 §3.1.1: transport mode protects whole datagrams. UDP
+    # datagrams larger than the TUN MTU, gwA -> gwB: gwA's kernel fragments
+    # them into the TUN, flowsec reassembles, seals and fragments the ESP
+    # packet again (§3.3.4); gwB's kernel reassembles it for flowsec.
+    transport_big_udp() {
+        local cpid out got bytes ra fa
+        start_bg gwB "$W/udp-big.log" python3 "$E2E_TOOLS" udp-count --bind "$TO_ADDR" --port 5004 --seconds 2
+        cpid=$E2E_LAST_PID
+        wait_for_log "$W/udp-big.log" 'udp-count: listening' 5 "$cpid" || { show_log "$W/udp-big.log"; return 1; }
+        ns_exec gwA python3 -c 'import socket, sys
+fam = socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET
+s = socket.socket(fam, socket.SOCK_DGRAM)
+for i in range(20): s.sendto(bytes([i]) * 4000, (sys.argv[1], 5004))' "$TO_ADDR" || return 1
+        wait "$cpid" 2>/dev/null || true
+        out=$(tail -n 1 "$W/udp-big.log")
+        got=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["received"])' "$out")
+        bytes=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["bytes"])' "$out")
+        ra=$(stat_of gwA reassembled)
+        fa=$(stat_of gwA fragmented)
+        echo "    20 datagrams of 4000 B gwA -> gwB: gwB received $got ($bytes B); gwA reassembled $ra, fragmented $fa"
+        [ "$got" = 20 ] && [ "$bytes" = 80000 ] && [ "$ra" -ge 20 ] && [ "$fa" -ge 20 ]
+    }
+    if [ "$MODE" = transport ] && [ "$ENCAP" = raw ]; then
+        check "transport mode, UDP datagrams over the MTU: reassembled, sealed whole, fragmented after ESP; they arrive whole" transport_big_udp
+    fi
+
     live_spdflush() {
         "$FLOWSEC" setkey -FP --socket "$W/gwA.sock" || return 1
         if [ -n "$(flowsec_routes gwA)" ]; then

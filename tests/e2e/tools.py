@@ -370,19 +370,21 @@ def cmd_inject(a) -> int:
 
 
 def cmd_udp_count(a) -> int:
-    """Count UDP datagrams arriving at --bind:--port for --seconds."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    """Count UDP datagrams (and their bytes) arriving at --bind:--port for
+    --seconds."""
+    family = socket.AF_INET6 if ":" in a.bind else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_DGRAM)
     s.bind((a.bind, a.port))
     s.settimeout(0.2)
     print("udp-count: listening", file=sys.stderr, flush=True)
-    n, end = 0, time.monotonic() + a.seconds
+    n, total, end = 0, 0, time.monotonic() + a.seconds
     while time.monotonic() < end:
         try:
-            s.recv(2048)
+            total += len(s.recv(65535))
             n += 1
         except socket.timeout:
             pass
-    print(json.dumps({"received": n}))
+    print(json.dumps({"received": n, "bytes": total}))
     return 0
 
 

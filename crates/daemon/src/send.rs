@@ -6,6 +6,8 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use flowsec_ipsec::DropReason;
+use flowsec_wire::frag;
 use flowsec_wire::iana::IpProtocol;
 use flowsec_wire::ipv4::Ipv4Packet;
 use flowsec_wire::ipv6::Ipv6Packet;
@@ -30,6 +32,11 @@ pub struct SendFds {
 /// Everything a worker has queued to send.
 pub struct Sender {
     fds: SendFds,
+    /// Sealed reassembled datagrams leave as fragments of this size (the
+    /// TUN MTU: the path MTU less the IPsec overhead, so they fit the path).
+    mtu: usize,
+    /// The next IPv6 Fragment header identification.
+    ident6: u32,
     out4: SendBatch<sys::Dest4>,
     out6: SendBatch<sys::Dest6>,
     gso4: UdpGso,
@@ -37,9 +44,13 @@ pub struct Sender {
 }
 
 impl Sender {
-    pub fn new(fds: SendFds) -> Self {
+    pub fn new(fds: SendFds, mtu: usize) -> Self {
         Sender {
             fds,
+            mtu,
+            // Different per worker and per run (RFC 7739 §5: not
+            // predictable across restarts).
+            ident6: std::process::id().rotate_left(16) ^ (fds.send4 as u32).wrapping_mul(0x9e37_79b9),
             out4: SendBatch::new(),
             out6: SendBatch::new(),
             gso4: UdpGso::default(),
@@ -60,6 +71,32 @@ impl Sender {
             }
         }
         self.raw(packet, stats);
+    }
+
+    /// A sealed reassembled datagram: as [`Sender::sealed`] if it fits the
+    /// MTU, else as fragments through the raw socket (RFC 4303 §3.3.4:
+    /// fragmentation after IPsec). One that must not be fragmented (IPv4
+    /// DF) is dropped, counted `too_big`.
+    pub fn fragmenting(&mut self, packet: &[u8], stats: &mut Stats) {
+        if packet.len() <= self.mtu {
+            return self.sealed(packet, stats);
+        }
+        let mut pieces = Vec::new();
+        let done = match packet.first().map(|b| b >> 4) {
+            Some(4) => frag::fragment_ipv4(packet, self.mtu, |f| pieces.push(f.to_vec())),
+            Some(6) => {
+                self.ident6 = self.ident6.wrapping_add(1);
+                frag::fragment_ipv6(packet, self.mtu, self.ident6, |f| pieces.push(f.to_vec()))
+            }
+            _ => Err(flowsec_wire::Error::BadVersion),
+        };
+        if done.is_err() {
+            return stats.drops.count(DropReason::TooBig);
+        }
+        stats.fragmented += 1;
+        for p in &pieces {
+            self.raw(p, stats);
+        }
     }
 
     /// Queue a whole IP packet for the raw socket of its family; false

@@ -48,6 +48,15 @@ counters! {
     bypassed,
     /// Outbound packets whose outer family this host cannot send.
     unsupported_outer,
+    /// Datagrams reassembled from fragments before transport-mode IPsec
+    /// (RFC 4303 §3.1.1).
+    reassembled,
+    /// Datagrams whose fragments never all arrived (timed out, or pushed
+    /// out by newer ones: the reassembly table is bounded).
+    fragments_expired,
+    /// Sealed packets larger than the MTU sent as fragments (RFC 4303
+    /// §3.3.4).
+    fragmented,
     /// Outbound packets passed to the worker that owns their SAs.
     handed_off,
     /// Handoffs refused: the owner's mailbox was full, or the packet did

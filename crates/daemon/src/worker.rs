@@ -24,11 +24,13 @@ use std::time::{Duration, Instant};
 
 use flowsec_ipsec::buf::{DEFAULT_HEADROOM, DEFAULT_TAILROOM};
 use flowsec_ipsec::process::{self, Inbound};
+use flowsec_ipsec::reassembly::Reassembler;
 use flowsec_ipsec::spd::SaTemplate;
-use flowsec_ipsec::{Action, Direction, DropReason, Flow, PacketBuf};
+use flowsec_ipsec::{Action, Direction, DropReason, Flow, Mode, PacketBuf};
 use flowsec_setkey::SaLive;
 use flowsec_wire::iana::IpProtocol;
 use flowsec_wire::ip::IpVersion;
+use flowsec_wire::ipv6ext::ipv6_header_chain;
 
 use crate::apply::{apply_to, Databases, WorkerChange};
 use crate::offload::{self, Coalescer, VnetHdr, VNET_HDR_LEN};
@@ -242,6 +244,16 @@ pub fn owner_of_endpoints(src: IpAddr, dst: IpAddr, workers: usize) -> usize {
     (h % workers as u32) as usize
 }
 
+/// Whether `packet` is an IP fragment (IPv4 MF or offset; an IPv6
+/// Fragment header).
+fn is_fragment(packet: &[u8]) -> bool {
+    match packet.first().map(|b| b >> 4) {
+        Some(4) => packet.len() >= 20 && u16::from_be_bytes([packet[6], packet[7]]) & 0x3fff != 0,
+        Some(6) => ipv6_header_chain(packet).is_ok_and(|c| c.has_fragment()),
+        _ => false,
+    }
+}
+
 /// Traffic that never leaves the link: not to be sent on in the clear.
 fn link_scope(flow: &Flow) -> bool {
     match (flow.src, flow.dst) {
@@ -292,10 +304,28 @@ pub struct Worker {
     pub start: Instant,
 }
 
+/// Where an outbound packet comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// This worker's TUN queue.
+    Tun,
+    /// Another worker, which read it but does not own its SAs.
+    Handed,
+    /// Fragments from the TUN, reassembled for transport mode.
+    Reassembled,
+}
+
+/// Datagrams a worker reassembles at once, at most (64 KiB each).
+const REASSEMBLING: usize = 64;
+
 /// Per-loop state of a worker.
 struct State {
     send: Sender,
     stats: Stats,
+    /// Fragments from the TUN device waiting for the rest of their datagram
+    /// (transport mode), and where a completed one is put.
+    frags: Reassembler,
+    whole: PacketBuf,
     pool: Vec<PacketBuf>,
     /// Peers that were handed packets since they were last woken.
     to_wake: Vec<bool>,
@@ -305,18 +335,23 @@ impl Worker {
     /// Run until `stop`; returns the counters, or why the worker could not
     /// go on (the TUN device went away).
     pub fn run(mut self) -> Result<Stats, String> {
+        let big = DEFAULT_HEADROOM + 65_536 + VNET_HDR_LEN + DEFAULT_TAILROOM;
         let mut st = State {
-            send: Sender::new(SendFds {
-                send4: self.io.send4.as_raw_fd(),
-                send6: self.io.send6.as_ref().map(|fd| fd.as_raw_fd()),
-                udp4: self.io.udp.as_ref().map(|fd| fd.as_raw_fd()),
-                udp6: self.io.udp6.as_ref().map(|fd| fd.as_raw_fd()),
-            }),
+            send: Sender::new(
+                SendFds {
+                    send4: self.io.send4.as_raw_fd(),
+                    send6: self.io.send6.as_ref().map(|fd| fd.as_raw_fd()),
+                    udp4: self.io.udp.as_ref().map(|fd| fd.as_raw_fd()),
+                    udp6: self.io.udp6.as_ref().map(|fd| fd.as_raw_fd()),
+                },
+                self.mtu,
+            ),
             stats: Stats::default(),
+            frags: Reassembler::new(REASSEMBLING),
+            whole: PacketBuf::new(big, DEFAULT_HEADROOM),
             pool: Vec::new(),
             to_wake: vec![false; self.workers],
         };
-        let big = DEFAULT_HEADROOM + 65_536 + VNET_HDR_LEN + DEFAULT_TAILROOM;
         let mut buf = PacketBuf::new(big, DEFAULT_HEADROOM);
         // Raw IPv4 receives land here, a batch per recvmmsg(2).
         let mut many: Vec<PacketBuf> = (0..sys::MAX_BATCH)
@@ -376,7 +411,7 @@ impl Worker {
                     if self.io.offload {
                         self.offloaded_from_tun(b, &mut seg, now, &mut st)
                     } else {
-                        self.outbound(b, false, now, &mut st)
+                        self.outbound(b, Source::Tun, now, &mut st)
                     }
                 });
                 if let Err(e) = read {
@@ -405,7 +440,7 @@ impl Worker {
                 }
                 Msg::Packet { mut buf, from } => {
                     let now = self.start.elapsed();
-                    self.outbound(&mut buf, true, now, st);
+                    self.outbound(&mut buf, Source::Handed, now, st);
                     // Back to the worker that allocated it; dropped if its
                     // mailbox is full.
                     let _ = self.peers[from].tx.try_send(Msg::Recycle(buf));
@@ -453,7 +488,7 @@ impl Worker {
         b.trim_front(VNET_HDR_LEN);
         if hdr.is_gso() {
             let cut = offload::segment_tcp(b.as_slice(), &hdr, seg, |s| {
-                self.outbound(s, false, now, st)
+                self.outbound(s, Source::Tun, now, st)
             });
             match cut {
                 Ok(_) => st.stats.tso_in += 1,
@@ -465,12 +500,13 @@ impl Worker {
             st.stats.offload_errors += 1;
             return;
         }
-        self.outbound(b, false, now, st)
+        self.outbound(b, Source::Tun, now, st)
     }
 
     /// Protect and send one packet from the TUN device (or handed over by
-    /// another worker: `handed`).
-    fn outbound(&mut self, buf: &mut PacketBuf, handed: bool, now: Duration, st: &mut State) {
+    /// another worker, or put together from fragments: `from`).
+    fn outbound(&mut self, buf: &mut PacketBuf, from: Source, now: Duration, st: &mut State) {
+        let handed = from != Source::Tun;
         let stats = &mut st.stats;
         let flow = match Flow::of_packet(buf.as_slice()) {
             Ok(flow) => flow,
@@ -496,12 +532,45 @@ impl Worker {
             }
             return;
         }
+        if templates.iter().any(|t| t.mode == Mode::Transport) && is_fragment(buf.as_slice()) {
+            return self.reassemble(buf, now, st);
+        }
         let sealed = process::resolve(&self.db.sad, templates, &flow, now)
             .and_then(|bundle| process::outbound(&mut self.db.sad, &bundle, buf, now));
         if let Err(reason) = sealed {
             return stats.drops.count(reason);
         }
-        st.send.sealed(buf.as_slice(), &mut st.stats);
+        if from == Source::Reassembled {
+            // Larger than anything the TUN MTU lets in: fragmented after
+            // ESP where it must be (RFC 4303 §3.3.4).
+            st.send.fragmenting(buf.as_slice(), &mut st.stats);
+        } else {
+            st.send.sealed(buf.as_slice(), &mut st.stats);
+        }
+    }
+
+    /// A fragment that transport mode must not carry alone (RFC 4303
+    /// §3.1.1): into the reassembly table; the datagram it completes is
+    /// protected whole (and fragmented again when sent, if it must be).
+    fn reassemble(&mut self, frag: &PacketBuf, now: Duration, st: &mut State) {
+        let before = st.frags.expired;
+        // Sealing the last datagram moved its start: room again in front.
+        st.whole.reset(DEFAULT_HEADROOM);
+        let done = st.frags.push(frag.as_slice(), now, &mut st.whole);
+        st.stats.fragments_expired += st.frags.expired - before;
+        match done {
+            Ok(true) => {
+                st.stats.reassembled += 1;
+                // Not a fragment now: looked up and sealed as any other
+                // packet, on this worker (the owner: transport mode keys on
+                // the addresses, the same in every fragment).
+                let mut whole = std::mem::replace(&mut st.whole, PacketBuf::new(0, 0));
+                self.outbound(&mut whole, Source::Reassembled, now, st);
+                st.whole = whole;
+            }
+            Ok(false) => {}
+            Err(reason) => st.stats.drops.count(reason),
+        }
     }
 
     /// Send a packet from the TUN device on as it is, through the marked raw

@@ -88,8 +88,14 @@ drop_reasons! {
     SeqExhausted => "seq_exhausted",
     /// No head- or tailroom left in the buffer.
     NoRoom => "no_room",
-    /// The result would exceed the largest IP packet.
+    /// The result would exceed the largest IP packet (or must not be
+    /// fragmented and does not fit the MTU).
     TooBig => "too_big",
+    /// An IP fragment that cannot be reassembled: misaligned, past 64 KiB,
+    /// or disagreeing with its datagram's length (RFC 791 §3.2).
+    BadFragment => "bad_fragment",
+    /// Fragments that overlap: the whole datagram is dropped (RFC 5722).
+    FragmentOverlap => "fragment_overlap",
     /// No SA installed for an outbound policy that requires one.
     NoOutboundSa => "no_outbound_sa",
     /// A decapsulated packet that no inbound (or forward) policy covers:

@@ -15,6 +15,7 @@ pub mod ipcomp;
 mod layout;
 pub mod lifetime;
 pub mod process;
+pub mod reassembly;
 pub mod replay;
 pub mod sa;
 pub mod sad;

@@ -21,6 +21,7 @@
 
 pub mod ah;
 pub mod esp;
+pub mod frag;
 pub mod iana;
 pub mod ip;
 pub mod ipcomp;
