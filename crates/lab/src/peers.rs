@@ -65,7 +65,7 @@ impl Peer {
         match self {
             Peer::Flowsec => Ok(()),
             Peer::StrongSwan => {
-                for f in [CHARON, LIBIPSEC_PLUGIN] {
+                for f in [CHARON, LIBIPSEC_PLUGIN, OPENSSL_PLUGIN] {
                     if !Path::new(f).exists() {
                         return Err(format!(
                             "{f} is missing (apt-get install charon-systemd strongswan-swanctl \
@@ -106,6 +106,8 @@ impl Peer {
 
 const CHARON: &str = "/usr/sbin/charon-systemd";
 const LIBIPSEC_PLUGIN: &str = "/usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so";
+/// 3DES, Blowfish, Camellia and CAST come from OpenSSL.
+const OPENSSL_PLUGIN: &str = "/usr/lib/ipsec/plugins/libstrongswan-openssl.so";
 
 /// `name` on PATH.
 fn which(name: &str) -> Option<PathBuf> {
