@@ -50,7 +50,8 @@ impl Sender {
             mtu,
             // Different per worker and per run (RFC 7739 §5: not
             // predictable across restarts).
-            ident6: std::process::id().rotate_left(16) ^ (fds.send4 as u32).wrapping_mul(0x9e37_79b9),
+            ident6: std::process::id().rotate_left(16)
+                ^ (fds.send4 as u32).wrapping_mul(0x9e37_79b9),
             out4: SendBatch::new(),
             out6: SendBatch::new(),
             gso4: UdpGso::default(),

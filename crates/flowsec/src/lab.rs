@@ -120,9 +120,7 @@ pub fn run(args: &LabArgs) -> Result<(), CliError> {
                     return Err(CliError::Runtime(why));
                 }
                 eprintln!("flowsec lab: {} ...", s.name());
-                let report = s
-                    .run(&opts)
-                    .map_err(|e| CliError::Runtime(e.to_string()))?;
+                let report = s.run(&opts).map_err(|e| CliError::Runtime(e.to_string()))?;
                 let dir = out.join(s.name());
                 report
                     .write(&dir)

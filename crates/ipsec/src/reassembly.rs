@@ -368,7 +368,10 @@ mod tests {
         let (mut r, mut b) = (Reassembler::new(4), out());
         // The same fragment twice: an overlap, the datagram goes.
         r.push(&frags[0], t, &mut b).unwrap();
-        assert_eq!(r.push(&frags[0], t, &mut b), Err(DropReason::FragmentOverlap));
+        assert_eq!(
+            r.push(&frags[0], t, &mut b),
+            Err(DropReason::FragmentOverlap)
+        );
         assert_eq!(r.pending(), 0);
         // A middle fragment whose length is not a multiple of 8.
         let mut odd = frags[0].clone();
@@ -401,7 +404,8 @@ mod tests {
         let (mut r, mut b) = (Reassembler::new(3), out());
         // First fragments of ten datagrams: three are kept.
         for id in 0..10 {
-            r.push(&frags4(&udp4(3000, id), 1000)[0], t0, &mut b).unwrap();
+            r.push(&frags4(&udp4(3000, id), 1000)[0], t0, &mut b)
+                .unwrap();
         }
         assert_eq!((r.pending(), r.expired), (3, 7));
         // The newest still completes.
@@ -413,7 +417,8 @@ mod tests {
         assert_eq!(done.last(), Some(&true));
         assert_eq!(r.pending(), 2);
         // The others time out.
-        r.push(&frags4(&udp4(3000, 50), 1000)[0], t0 + TIMEOUT, &mut b).unwrap();
+        r.push(&frags4(&udp4(3000, 50), 1000)[0], t0 + TIMEOUT, &mut b)
+            .unwrap();
         assert_eq!((r.pending(), r.expired), (1, 9));
     }
 }

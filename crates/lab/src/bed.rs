@@ -364,8 +364,12 @@ impl Bed {
                 &sock,
             ];
             cmd.extend_from_slice(up_args);
-            self.topo
-                .spawn(gw, &cmd, &work.join(format!("{gw}-up.log")), Some("flowsec: up"))?;
+            self.topo.spawn(
+                gw,
+                &cmd,
+                &work.join(format!("{gw}-up.log")),
+                Some("flowsec: up"),
+            )?;
         }
         Ok(())
     }

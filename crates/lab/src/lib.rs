@@ -11,11 +11,11 @@
 //! (S4, crypto-engine offload, in process).
 
 pub mod bed;
+pub mod peers;
 mod plot;
 mod progress;
 mod raster;
 mod report;
-pub mod peers;
 mod s1_dbs;
 mod s1_netperf;
 mod s1_stream;
@@ -74,7 +74,12 @@ impl RunOptions {
             match peer.applies(&s).and_then(|()| peer.installed()) {
                 Ok(()) => setups.push(s),
                 Err(why) => {
-                    let line = format!("{} ({} {}): {why}", peer.name(), setup.mode.name(), setup.label());
+                    let line = format!(
+                        "{} ({} {}): {why}",
+                        peer.name(),
+                        setup.mode.name(),
+                        setup.label()
+                    );
                     eprintln!("flowsec lab: skipped {line}");
                     if !skipped.contains(&line) {
                         skipped.push(line);

@@ -73,9 +73,9 @@ impl Peer {
                         ));
                     }
                 }
-                which("swanctl").map(|_| ()).ok_or_else(|| {
-                    "swanctl is missing (apt-get install strongswan-swanctl)".into()
-                })
+                which("swanctl")
+                    .map(|_| ())
+                    .ok_or_else(|| "swanctl is missing (apt-get install strongswan-swanctl)".into())
             }
             Peer::WireGuardGo => wireguard_go().map(|_| ()),
         }
@@ -414,10 +414,7 @@ pub(crate) fn wireguard(
         )?;
         topo.exec(gw, &["ip", "link", "set", &dev, "mtu", WG_MTU, "up"])?;
         let family = if v6 { "-6" } else { "-4" };
-        topo.exec(
-            gw,
-            &["ip", family, "route", "replace", rnet, "dev", &dev],
-        )?;
+        topo.exec(gw, &["ip", family, "route", "replace", rnet, "dev", &dev])?;
     }
     Ok(())
 }
@@ -449,7 +446,11 @@ mod tests {
     #[test]
     fn peers_apply_where_they_can() {
         let esp = |enc, auth| Step::Esp { enc, auth };
-        let tunnel = Setup::new(Family::V4, Mode::Tunnel, &[esp("3des-cbc", Some("hmac-md5"))]);
+        let tunnel = Setup::new(
+            Family::V4,
+            Mode::Tunnel,
+            &[esp("3des-cbc", Some("hmac-md5"))],
+        );
         assert_eq!(Peer::StrongSwan.applies(&tunnel), Ok(()));
         assert_eq!(Peer::WireGuardGo.applies(&tunnel), Ok(()));
         let transport = Setup::new(Family::V4, Mode::Transport, &tunnel.steps);
@@ -473,7 +474,13 @@ mod tests {
 
     #[test]
     fn configs_name_both_ends() {
-        let c = swanctl_conf("192.0.2.1", "192.0.2.2", "10.1.0.0/24", "10.2.0.0/24", "3des-md5");
+        let c = swanctl_conf(
+            "192.0.2.1",
+            "192.0.2.2",
+            "10.1.0.0/24",
+            "10.2.0.0/24",
+            "3des-md5",
+        );
         for want in [
             "local_addrs = 192.0.2.1",
             "remote_ts = 10.2.0.0/24",

@@ -397,7 +397,11 @@ fn report(m: &Measured, opts: &RunOptions, per: Duration) -> Report {
                 vec![
                     format!("{label}, end to end"),
                     "—".into(),
-                    format!("{} ({} of flowsec inline)", f1(*mbit), ratio(*mbit, e.inline)),
+                    format!(
+                        "{} ({} of flowsec inline)",
+                        f1(*mbit),
+                        ratio(*mbit, e.inline)
+                    ),
                 ]
             }))
             .collect(),

@@ -98,10 +98,8 @@ pub fn max_rate(
             let achieved = sent as f64 * spec.msg_size as f64 * 8.0 / spec.seconds;
             let sender_limited = achieved < 0.95 * rate as f64;
             let queued = d.queue_ms > queue_allowed_ms(spec.seconds);
-            let clean = sent > 0
-                && !sender_limited
-                && !queued
-                && (lost as f64) <= tolerance * sent as f64;
+            let clean =
+                sent > 0 && !sender_limited && !queued && (lost as f64) <= tolerance * sent as f64;
             probes.push(Probe {
                 rate_bps: rate,
                 packets_sent: sent,

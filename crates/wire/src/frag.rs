@@ -180,7 +180,10 @@ mod tests {
             assert_eq!(h.next_header(), IpProtocol(50));
             assert_eq!((h.ident(), h.more_frags()), (0xabcd, i < 2));
             assert_eq!(usize::from(h.frag_offset()), data.len());
-            assert_eq!(usize::from(Ipv6Packet::new_checked(&f[..]).unwrap().payload_len()), f.len() - 40);
+            assert_eq!(
+                usize::from(Ipv6Packet::new_checked(&f[..]).unwrap().payload_len()),
+                f.len() - 40
+            );
             data.extend_from_slice(&f[56..]);
         }
         assert_eq!(data, p[48..]);
