@@ -327,7 +327,7 @@ fn print_text(host: &str, spec: &Spec, o: &Outcome) {
                 "  message size {} B, sent {} B, received {} B",
                 spec.msg_size, o.bytes_sent, o.bytes_received
             );
-            if spec.conns > 1 || spec.reconnect.is_some() {
+            if spec.many_connections() {
                 println!(
                     "  connections opened {} (server accepted {})",
                     o.connects, o.accepted

@@ -55,9 +55,7 @@ pub fn run(host: &str, port: u16, spec: &Spec) -> Result<Outcome, PerfError> {
     };
     let mut done = Done::default();
     match spec.test {
-        Test::TcpStream if spec.conns > 1 || spec.reconnect.is_some() => {
-            tcp_stream_many(data, spec, &mut out)?
-        }
+        Test::TcpStream if spec.many_connections() => tcp_stream_many(data, spec, &mut out)?,
         Test::TcpStream => tcp_stream(data, spec, &mut out)?,
         Test::UdpStream | Test::Cbr => udp_stream(data, spec, &mut out, &mut done)?,
         Test::TcpRr => tcp_rr(data, spec, &mut out)?,
@@ -300,17 +298,13 @@ fn tcp_stream_many(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(
             break;
         }
         fds.clear();
-        fds.extend(conns.iter().map(|c| libc::pollfd {
-            fd: c.s.as_raw_fd(),
-            events: libc::POLLOUT,
-            revents: 0,
-        }));
-        let wait = (end - now).as_millis().clamp(1, 50) as libc::c_int;
-        // SAFETY: `fds` is a valid array of fds.len() pollfds for the
-        // duration of the call.
-        #[allow(unsafe_code)]
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait) };
-        if ready <= 0 {
+        fds.extend(
+            conns
+                .iter()
+                .map(|c| crate::pollfd(c.s.as_raw_fd(), libc::POLLOUT)),
+        );
+        let wait = (end - now).clamp(Duration::from_millis(1), Duration::from_millis(50));
+        if crate::poll(&mut fds, wait) <= 0 {
             continue;
         }
         for (c, fd) in conns.iter_mut().zip(&fds) {

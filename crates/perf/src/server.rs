@@ -4,6 +4,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -227,17 +228,12 @@ fn accept(
     buffers: Option<usize>,
     stop: &AtomicBool,
 ) -> Result<Option<TcpStream>, PerfError> {
-    use std::os::fd::AsRawFd;
     while !stop.load(Ordering::SeqCst) {
-        let mut fd = libc::pollfd {
-            fd: listener.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd, for the duration of the call.
-        #[allow(unsafe_code)]
-        let ready = unsafe { libc::poll(&mut fd, 1, TICK.as_millis() as libc::c_int) };
-        if ready <= 0 {
+        if crate::poll(
+            &mut [crate::pollfd(listener.as_raw_fd(), libc::POLLIN)],
+            TICK,
+        ) <= 0
+        {
             continue;
         }
         let (s, _) = listener.accept()?;
@@ -258,7 +254,7 @@ fn timed_out(e: &std::io::Error) -> bool {
 }
 
 fn tcp_sink(listener: &TcpListener, spec: &Spec, stop: &AtomicBool) -> Result<Seen, PerfError> {
-    if spec.conns > 1 || spec.reconnect.is_some() {
+    if spec.many_connections() {
         return tcp_sink_many(listener, spec, stop);
     }
     let mut seen = Seen::default();
@@ -320,7 +316,6 @@ fn tcp_sink_many(
     spec: &Spec,
     stop: &AtomicBool,
 ) -> Result<Seen, PerfError> {
-    use std::os::fd::AsRawFd;
     let mut seen = Seen::default();
     listener.set_nonblocking(true)?;
     let mut conns: Vec<TcpStream> = Vec::new();
@@ -330,26 +325,15 @@ fn tcp_sink_many(
     while !stop.load(Ordering::SeqCst) {
         fds.clear();
         let listening = conns.len() < MAX_CONNS;
-        let pollfd = |fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        fds.extend(conns.iter().map(|c| pollfd(c.as_raw_fd())));
+        fds.extend(
+            conns
+                .iter()
+                .map(|c| crate::pollfd(c.as_raw_fd(), libc::POLLIN)),
+        );
         if listening {
-            fds.push(pollfd(listener.as_raw_fd()));
+            fds.push(crate::pollfd(listener.as_raw_fd(), libc::POLLIN));
         }
-        // SAFETY: `fds` is a valid array of fds.len() pollfds for the
-        // duration of the call.
-        #[allow(unsafe_code)]
-        let ready = unsafe {
-            libc::poll(
-                fds.as_mut_ptr(),
-                fds.len() as libc::nfds_t,
-                TICK.as_millis() as libc::c_int,
-            )
-        };
-        if ready <= 0 {
+        if crate::poll(&mut fds, TICK) <= 0 {
             continue;
         }
         // Read what is ready, walking backwards so that removing a closed

@@ -184,6 +184,12 @@ impl Spec {
         }
     }
 
+    /// TCP_STREAM over several connections, or reconnecting: the poll
+    /// loops of both ends instead of one blocking stream.
+    pub fn many_connections(&self) -> bool {
+        self.conns > 1 || self.reconnect.is_some()
+    }
+
     /// Sizes and durations the server accepts: a spec from the network is
     /// input like any other.
     pub fn check(&self) -> Result<(), String> {
@@ -211,7 +217,7 @@ impl Spec {
         if !(1..=MAX_CONNS).contains(&self.conns) {
             return Err(format!("connections must be 1..={MAX_CONNS}"));
         }
-        if (self.conns > 1 || self.reconnect.is_some()) && self.test != Test::TcpStream {
+        if self.many_connections() && self.test != Test::TcpStream {
             return Err("several connections and reconnecting are TCP_STREAM's".into());
         }
         if self.reconnect == Some(0) {
