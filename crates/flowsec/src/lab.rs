@@ -78,10 +78,13 @@ pub fn run(args: &LabArgs) -> Result<(), CliError> {
             impls,
         } => {
             let mut opts = RunOptions::new(*quick);
-            opts.peers = vec![Peer::Flowsec];
+            opts.peers.clear();
             for name in impls {
                 match Peer::from_name(name) {
-                    Some(p) if !opts.peers.contains(&p) => opts.peers.push(p),
+                    Some(p) if Peer::OTHERS.contains(&p) && !opts.peers.contains(&p) => {
+                        opts.peers.push(p)
+                    }
+                    // flowsec and none always run.
                     Some(_) => {}
                     None if name == "none" => {}
                     None => {

@@ -309,10 +309,11 @@ impl Bed {
             .map_err(|e| LabError(format!("flowsec binary: {e}")))?
             .to_string_lossy()
             .into_owned();
+        // Whether it is installed was asked when the setup was chosen
+        // (RunOptions::others); what is missing fails below, by name.
         setup
             .peer
             .applies(setup)
-            .and_then(|()| setup.peer.installed())
             .map_err(|e| LabError(format!("{}: {e}", setup.peer.name())))?;
         let mut bed = Bed {
             topo: Topology::build()?,

@@ -46,9 +46,9 @@ impl std::error::Error for LabError {}
 pub struct RunOptions {
     /// Shorter measurements (CI: every scenario in minutes).
     pub quick: bool,
-    /// The implementations to measure where a scenario has rows for them
-    /// (flowsec and `none` always are: the studies' findings are computed
-    /// from them).
+    /// The implementations measured beside flowsec and `none` where a
+    /// scenario has rows for them (those two always are: the studies'
+    /// findings are computed from them).
     pub peers: Vec<Peer>,
 }
 
@@ -57,19 +57,16 @@ impl RunOptions {
     pub fn new(quick: bool) -> RunOptions {
         RunOptions {
             quick,
-            peers: Peer::ALL.to_vec(),
+            peers: Peer::OTHERS.to_vec(),
         }
     }
 
-    /// `setup` done by each chosen peer beside flowsec that can do it and
-    /// is installed; each one left out goes into `skipped` with why (and
-    /// to stderr, as `lab run` goes).
+    /// `setup` done by each chosen peer that can do it and is installed;
+    /// each one left out goes into `skipped` with why (and to stderr, as
+    /// `lab run` goes).
     pub(crate) fn others(&self, setup: &bed::Setup, skipped: &mut Vec<String>) -> Vec<bed::Setup> {
         let mut setups = Vec::new();
         for &peer in &self.peers {
-            if peer == Peer::Flowsec {
-                continue;
-            }
             let s = setup.clone().on(peer);
             match peer.applies(&s).and_then(|()| peer.installed()) {
                 Ok(()) => setups.push(s),

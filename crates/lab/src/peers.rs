@@ -37,6 +37,8 @@ impl Peer {
     /// Every implementation, in `--impl` order (`none` is a setup without
     /// transforms, not a peer).
     pub const ALL: [Peer; 3] = [Peer::Flowsec, Peer::StrongSwan, Peer::WireGuardGo];
+    /// The ones measured beside flowsec.
+    pub const OTHERS: [Peer; 2] = [Peer::StrongSwan, Peer::WireGuardGo];
 
     /// The name `--impl` takes.
     pub fn name(self) -> &'static str {
@@ -182,11 +184,12 @@ pub(crate) fn strongswan(topo: &mut Topology, setup: &Setup, work: &Path) -> Res
     };
     let (ga, gb) = setup.family.gateways();
     let ((_, na), (_, nb)) = setup.family.hosts();
-    let mut uris = Vec::new();
+    let vici = |gw: &str| work.join(format!("{gw}.vici"));
+    let uri = |gw: &str| format!("unix://{}", vici(gw).display());
     for (gw, local, remote, lnet, rnet) in [("gwA", ga, gb, na, nb), ("gwB", gb, ga, nb, na)] {
         let conf = work.join(format!("{gw}-strongswan.conf"));
         let swanctl = work.join(format!("{gw}-swanctl.conf"));
-        let vici = work.join(format!("{gw}.vici"));
+        let (vici, uri) = (vici(gw), uri(gw));
         let _ = std::fs::remove_file(&vici);
         write(&conf, &strongswan_conf(&vici))?;
         write(&swanctl, &swanctl_conf(local, remote, lnet, rnet, &esp))?;
@@ -198,7 +201,6 @@ pub(crate) fn strongswan(topo: &mut Topology, setup: &Setup, work: &Path) -> Res
             None,
         )?;
         wait_for(&vici, &format!("{gw}: charon"))?;
-        let uri = format!("unix://{}", vici.display());
         let file = swanctl.to_string_lossy().into_owned();
         topo.output(
             gw,
@@ -212,7 +214,6 @@ pub(crate) fn strongswan(topo: &mut Topology, setup: &Setup, work: &Path) -> Res
                 &uri,
             ],
         )?;
-        uris.push(uri);
     }
     // IKE_SA_INIT and IKE_AUTH, the Child SA installed at both ends when
     // this returns (swanctl waits for it).
@@ -226,7 +227,7 @@ pub(crate) fn strongswan(topo: &mut Topology, setup: &Setup, work: &Path) -> Res
             "--timeout",
             &READY.as_secs().to_string(),
             "--uri",
-            &uris[0],
+            &uri("gwA"),
         ],
     )?;
     Ok(())
