@@ -82,21 +82,25 @@ impl Sender {
         if packet.len() <= self.mtu {
             return self.sealed(packet, stats);
         }
-        let mut pieces = Vec::new();
+        // Each fragment goes straight into the send batch (the checks that
+        // can refuse the packet run before the first one is made).
+        let mtu = self.mtu;
         let done = match packet.first().map(|b| b >> 4) {
-            Some(4) => frag::fragment_ipv4(packet, self.mtu, |f| pieces.push(f.to_vec())),
+            Some(4) => frag::fragment_ipv4(packet, mtu, |f| {
+                self.raw(f, stats);
+            }),
             Some(6) => {
                 self.ident6 = self.ident6.wrapping_add(1);
-                frag::fragment_ipv6(packet, self.mtu, self.ident6, |f| pieces.push(f.to_vec()))
+                let ident = self.ident6;
+                frag::fragment_ipv6(packet, mtu, ident, |f| {
+                    self.raw(f, stats);
+                })
             }
             _ => Err(flowsec_wire::Error::BadVersion),
         };
-        if done.is_err() {
-            return stats.drops.count(DropReason::TooBig);
-        }
-        stats.fragmented += 1;
-        for p in &pieces {
-            self.raw(p, stats);
+        match done {
+            Ok(_) => stats.fragmented += 1,
+            Err(_) => stats.drops.count(DropReason::TooBig),
         }
     }
 

@@ -26,11 +26,10 @@ use flowsec_ipsec::buf::{DEFAULT_HEADROOM, DEFAULT_TAILROOM};
 use flowsec_ipsec::process::{self, Inbound};
 use flowsec_ipsec::reassembly::Reassembler;
 use flowsec_ipsec::spd::SaTemplate;
-use flowsec_ipsec::{Action, Direction, DropReason, Flow, Mode, PacketBuf};
+use flowsec_ipsec::{Action, Direction, DropReason, Flow, PacketBuf};
 use flowsec_setkey::SaLive;
 use flowsec_wire::iana::IpProtocol;
 use flowsec_wire::ip::IpVersion;
-use flowsec_wire::ipv6ext::ipv6_header_chain;
 
 use crate::apply::{apply_to, Databases, WorkerChange};
 use crate::offload::{self, Coalescer, VnetHdr, VNET_HDR_LEN};
@@ -242,16 +241,6 @@ pub fn owner_of_endpoints(src: IpAddr, dst: IpAddr, workers: usize) -> usize {
         }
     }
     (h % workers as u32) as usize
-}
-
-/// Whether `packet` is an IP fragment (IPv4 MF or offset; an IPv6
-/// Fragment header).
-fn is_fragment(packet: &[u8]) -> bool {
-    match packet.first().map(|b| b >> 4) {
-        Some(4) => packet.len() >= 20 && u16::from_be_bytes([packet[6], packet[7]]) & 0x3fff != 0,
-        Some(6) => ipv6_header_chain(packet).is_ok_and(|c| c.has_fragment()),
-        _ => false,
-    }
 }
 
 /// Traffic that never leaves the link: not to be sent on in the clear.
@@ -532,13 +521,16 @@ impl Worker {
             }
             return;
         }
-        if templates.iter().any(|t| t.mode == Mode::Transport) && is_fragment(buf.as_slice()) {
-            return self.reassemble(buf, now, st);
-        }
         let sealed = process::resolve(&self.db.sad, templates, &flow, now)
             .and_then(|bundle| process::outbound(&mut self.db.sad, &bundle, buf, now));
-        if let Err(reason) = sealed {
-            return stats.drops.count(reason);
+        match sealed {
+            Ok(()) => {}
+            // A fragment refused by a transport-mode step, untouched: put
+            // its datagram together first (not one already reassembled).
+            Err(DropReason::TransportFragment) if from != Source::Reassembled => {
+                return self.reassemble(buf, now, st)
+            }
+            Err(reason) => return stats.drops.count(reason),
         }
         if from == Source::Reassembled {
             // Larger than anything the TUN MTU lets in: fragmented after

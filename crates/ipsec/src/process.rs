@@ -84,7 +84,11 @@ pub fn resolve(
 }
 
 /// Apply `bundle` to the IP packet in `buf`, innermost SA first. On error
-/// the buffer holds a partly processed packet that must be dropped.
+/// the buffer holds a partly processed packet that must be dropped, except
+/// for [`DropReason::TransportFragment`]: only the packet as it came can be
+/// a fragment (every step before a transport one leaves a whole packet), so
+/// it is refused untouched and no SA counted anything; the caller may
+/// reassemble its datagram and try again (RFC 4303 §3.1.1).
 pub fn outbound(
     sad: &mut Sad,
     bundle: &Bundle,

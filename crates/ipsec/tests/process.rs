@@ -843,3 +843,33 @@ fn udp_encapsulation_must_match_the_sa() {
         );
     }
 }
+
+/// Transport mode refuses a fragment before any step has touched it, so
+/// that the data path can reassemble its datagram and try again (RFC 4303
+/// §3.1.1): the buffer is the packet as it came, no SA counted anything.
+#[test]
+fn a_transport_fragment_is_refused_untouched() {
+    let (src, dst) = ("192.0.2.1", "192.0.2.2");
+    let esp = config(&SUITES[2], 0x6001, Mode::Transport, src, dst);
+    let ah = config(&SUITES[6], 0x6002, Mode::Transport, src, dst);
+    let (mut out, mut inb, bundle) = pair(&[esp, ah]);
+    let whole = udp_packet(src, dst, b"first fragment");
+    let mut first = whole.clone();
+    first[6] |= 0x20; // More Fragments
+    let mut buf = PacketBuf::from_packet(&first);
+    assert_eq!(
+        process::outbound(&mut out, &bundle, &mut buf, NOW),
+        Err(DropReason::TransportFragment)
+    );
+    assert_eq!(buf.as_slice(), &first[..]);
+    assert!(bundle.iter().all(|h| out.get(h).unwrap().seq() == 0));
+    // The whole datagram then goes through with the first sequence numbers.
+    let mut buf = PacketBuf::from_packet(&whole);
+    process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap();
+    assert!(bundle.iter().all(|h| out.get(h).unwrap().seq() == 1));
+    assert!(matches!(
+        process::inbound(&mut inb, &mut buf, NOW),
+        Ok(Inbound::Decapsulated(_))
+    ));
+    assert_eq!(buf.as_slice(), &whole[..]);
+}

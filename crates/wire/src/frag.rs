@@ -16,6 +16,8 @@ pub const IPV6_FRAG_LEN: usize = 8;
 
 /// Split the IPv4 packet `packet` into fragments of at most `mtu` bytes,
 /// each handed to `emit` (a scratch buffer, reused). Returns how many.
+/// Every check runs before the first fragment: on error nothing was
+/// emitted.
 ///
 /// Errors: [`Error::Truncated`]/[`Error::BadLength`] for a bad header;
 /// [`Error::Malformed`] if the packet has DF set (it must not be
@@ -56,7 +58,8 @@ pub fn fragment_ipv4(packet: &[u8], mtu: usize, mut emit: impl FnMut(&[u8])) -> 
 /// with identification `ident`, each handed to `emit`. The unfragmentable
 /// part is the fixed header and the Hop-by-Hop and Routing headers (and
 /// Destination Options before a Routing header): everything before where
-/// transport-mode ESP/AH sits (RFC 8200 §4.5).
+/// transport-mode ESP/AH sits (RFC 8200 §4.5). As with IPv4, on error
+/// nothing was emitted.
 ///
 /// Errors: a bad header chain; [`Error::Malformed`] if the packet is
 /// already a fragment or the MTU leaves no room for 8 bytes of data.
@@ -143,7 +146,12 @@ mod tests {
         // DF, options, an MTU with no room: refused.
         let mut df = v4(3000);
         Ipv4Packet::new_unchecked(&mut df[..]).set_dont_frag(true);
-        assert_eq!(fragment_ipv4(&df, 1400, |_| {}), Err(Error::Malformed));
+        let mut emitted = 0;
+        assert_eq!(
+            fragment_ipv4(&df, 1400, |_| emitted += 1),
+            Err(Error::Malformed)
+        );
+        assert_eq!(emitted, 0);
         assert_eq!(fragment_ipv4(&p, 27, |_| {}), Err(Error::Malformed));
         // Small enough already: one "fragment", the packet itself.
         let small = v4(1000);
