@@ -12,6 +12,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 section() { printf '\n== %s\n' "$*"; }
 
+# apt-get install PKG... non-interactively, fetching the package lists
+# first only if the install cannot go ahead without them (a fresh machine).
+apt_install() {
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" ||
+        { DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+          DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"; }
+}
+
 install_system_deps() {
     local missing=()
     command -v tshark >/dev/null || missing+=(tshark)
@@ -25,8 +33,7 @@ install_system_deps() {
     fi
     section "installing ${missing[*]}"
     echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
-    DEBIAN_FRONTEND=noninteractive apt-get update -q
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+    apt_install "${missing[@]}"
 }
 
 install_system_deps
@@ -53,10 +60,7 @@ install_peers() {
     [ "$(id -u)" -eq 0 ] || return 0
     if ! have_strongswan; then
         section "installing strongSwan (the lab's strongswan implementation): ${STRONGSWAN_PKGS[*]}"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${STRONGSWAN_PKGS[@]}" ||
-            { DEBIAN_FRONTEND=noninteractive apt-get update -q &&
-              DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${STRONGSWAN_PKGS[@]}"; } ||
-            echo "strongSwan could not be installed: the lab will skip it"
+        apt_install "${STRONGSWAN_PKGS[@]}" || echo "strongSwan could not be installed: the lab will skip it"
         # The lab runs its own charons in namespaces; a packaged service
         # started by the install is not ours to keep running.
         command -v systemctl >/dev/null && systemctl disable --now strongswan.service >/dev/null 2>&1 || true

@@ -111,7 +111,7 @@ impl Scenario for S2MaxRate {
 }
 
 /// `results`: (geometry, no IPsec, flowsec) in bit/s; `peers`: (geometry,
-/// the other implementation's setup, its rate).
+/// the other implementation's setup label, its rate).
 fn report(
     results: &[(Geometry, f64, f64)],
     peers: &[(Geometry, String, f64)],
