@@ -290,7 +290,7 @@ ctl_counts() {
     sed 's/^/    /' "$W/ctl-sas.txt" | head -4
     "$FLOWSEC" ctl sas --json --socket "$W/gwB.sock" | python3 -c '
 import json, sys
-sas = json.load(sys.stdin)
+sas = json.load(sys.stdin)["sas"]
 inbound = [s for s in sas if s["spi"] == "00001001"]
 sys.exit(0 if inbound and inbound[0]["packets"] > 0 and inbound[0]["bytes"] > 0 else 1)'
 }
@@ -501,7 +501,7 @@ if [ "$STANDIN" != 1 ]; then
         ping_ab "$TO_ADDR" || return 1
         "$FLOWSEC" ctl sas --json --socket "$W/gwB.sock" | python3 -c '
 import json, sys
-sas = {s["spi"]: s for s in json.load(sys.stdin)}
+sas = {s["spi"]: s for s in json.load(sys.stdin)["sas"]}
 new = sas.get("00003001", {}).get("packets", 0)
 print("    gwB SAs now: %s; SPI 0x3001 carried %d packets" % (" ".join(sorted(sas)), new))
 sys.exit(0 if new > 0 and "00001001" not in sas else 1)'

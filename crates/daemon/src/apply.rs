@@ -215,7 +215,7 @@ pub fn stage(
 }
 
 /// `config` with its keys emptied: what the model keeps.
-fn without_keys(config: &SaConfig) -> SaConfig {
+pub(crate) fn without_keys(config: &SaConfig) -> SaConfig {
     let mut c = config.clone();
     c.encr_key = Zeroizing::new(Vec::new());
     c.integ_key = Zeroizing::new(Vec::new());

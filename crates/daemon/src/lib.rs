@@ -17,6 +17,7 @@
 mod apply;
 mod control;
 mod filter;
+mod ike;
 mod offload;
 mod plane;
 mod recv;

@@ -24,6 +24,7 @@ use serde_json::{json, Value};
 use crate::apply::{self, Capabilities, ConfigError, Databases, Model, Query, Staged};
 use crate::control::{self, Control};
 use crate::filter::Filter;
+use crate::ike::{IkePlane, PlaneKernel};
 use crate::routes::Routes;
 use crate::sys;
 use crate::worker::{self, Io, Mailbox, Msg, Report, SaReport, Stats, Worker};
@@ -40,7 +41,9 @@ pub struct Options {
     /// TUN device name.
     pub tun: String,
     /// Manual keys and policies in setkey syntax, loaded at start.
-    pub setkey: PathBuf,
+    pub setkey: Option<PathBuf>,
+    /// IKEv2 connections and secrets in swanctl.conf style (`-c`).
+    pub ike: Option<PathBuf>,
     /// MTU of the TUN device: the path MTU less the IPsec overhead.
     pub mtu: u16,
     /// The control socket.
@@ -81,9 +84,23 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let start = Instant::now();
     let provider = opts.provider.clone();
     let workers = opts.workers.max(1);
-    let name = opts.setkey.display().to_string();
-    let text = std::fs::read_to_string(&opts.setkey)
-        .map_err(|e| RunError::Config(ConfigError(format!("{name}: {e}"))))?;
+    let (name, text) = match &opts.setkey {
+        Some(path) => {
+            let name = path.display().to_string();
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| RunError::Config(ConfigError(format!("{name}: {e}"))))?;
+            (name, text)
+        }
+        None => ("-".to_string(), String::new()),
+    };
+    // The IKE configuration is checked whole before anything is set up.
+    let ike_config = match &opts.ike {
+        Some(path) => Some(
+            flowsec_ike::config::load(path)
+                .map_err(|e| RunError::Config(ConfigError(e.to_string())))?,
+        ),
+        None => None,
+    };
     // The UDP 4500 groups first: whether ESP in UDP is possible over each
     // family is part of checking the file (they close again if it fails).
     let udp = worker::open_udp_group(workers, false);
@@ -112,6 +129,25 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         .collect();
     let tuns =
         Arc::new(tuns.map_err(|e| RunError::Setup(format!("TUN device {}: {e}", opts.tun)))?);
+    // The IKE thread sends from worker 0's sockets of the 4500 groups
+    // (the float to port 4500, RFC 7296 §2.23).
+    let dup = |g: &Option<Vec<Option<OwnedFd>>>| {
+        g.as_ref()
+            .and_then(|g| g.first())
+            .and_then(|fd| fd.as_ref())
+            .and_then(|fd| fd.try_clone().ok())
+    };
+    let send4500 = [dup(&udp), dup(&udp6)];
+    let mut ike = None;
+    if let Some(config) = ike_config {
+        let core = flowsec_ike::Ike::new(
+            config,
+            provider.clone(),
+            Box::new(flowsec_ike::random::OsRandom),
+            flowsec_ike::Settings::default(),
+        );
+        ike = Some(IkePlane::open(core, send4500).map_err(RunError::Setup)?);
+    }
     let mut boxes = Vec::new();
     let mut parts = Vec::new();
     let lists = apply::per_worker(&staged.changes, workers, &provider, Duration::ZERO)
@@ -150,6 +186,10 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let mut handles = Vec::new();
     for (index, (io, db, rx, wake)) in parts.into_iter().enumerate() {
         let w = Worker {
+            ike: ike
+                .as_ref()
+                .map(|(_, sink)| sink.clone())
+                .filter(|_| index == 0),
             index,
             workers,
             io,
@@ -181,22 +221,38 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         provider,
         caps,
         start,
+        ike: ike.map(|(plane, _)| plane),
     };
+    plane.ike_step(|ike, now, k| ike.ike.start(now, k));
     let mut failure = None;
-    let fds = [control.listener().as_raw_fd()];
-    let mut ready = [false];
+    let mut fds = vec![control.listener().as_raw_fd()];
+    fds.extend(plane.ike.as_ref().map(IkePlane::fds).unwrap_or_default());
+    let mut ready = vec![false; fds.len()];
     while !shutdown.load(Ordering::SeqCst) {
-        if let Err(e) = sys::poll_readable(&fds, POLL_MS, &mut ready) {
+        let wait = plane.ike_wait().map_or(POLL_MS, |ms| ms.min(POLL_MS));
+        if let Err(e) = sys::poll_readable(&fds, wait, &mut ready) {
             failure = Some(format!("poll: {e}"));
             break;
         }
         if ready[0] {
             control.serve(&mut |request| plane.answer(request));
         }
+        plane.ike_step(|ike, now, k| {
+            ike.receive(now, k);
+            ike.ike.poll(now, k);
+        });
         if handles.iter().any(JoinHandle::is_finished) {
             break;
         }
     }
+    // Tell the peers (strongSwan does the same on shutdown); their
+    // answers are not waited for.
+    plane.ike_step(|ike, now, k| {
+        let names: Vec<String> = ike.ike.list(now).into_iter().map(|s| s.name).collect();
+        for name in names {
+            let _ = ike.ike.terminate(now, Some(&name), None, k);
+        }
+    });
     let Plane {
         boxes,
         routes,
@@ -244,9 +300,59 @@ struct Plane {
     provider: Provider,
     caps: Capabilities,
     start: Instant,
+    ike: Option<IkePlane>,
 }
 
 impl Plane {
+    /// Run `f` on the IKE core with a kernel over the model, then apply
+    /// what it changed everywhere and send what it queued.
+    fn ike_step<T>(
+        &mut self,
+        f: impl FnOnce(&mut IkePlane, Duration, &mut PlaneKernel<'_>) -> T,
+    ) -> Option<T> {
+        let now = self.start.elapsed();
+        let mut ike = self.ike.take()?;
+        let mut model = std::mem::take(&mut self.model);
+        let mut spis = std::mem::take(&mut ike.spis);
+        let (out, changes) = {
+            let mut k = PlaneKernel::new(&mut model, &mut spis);
+            let out = f(&mut ike, now, &mut k);
+            (out, k.finish())
+        };
+        ike.spis = spis;
+        self.model = model;
+        if !changes.is_empty() {
+            self.apply_ike_changes(&changes, now);
+        }
+        ike.transmit();
+        self.ike = Some(ike);
+        Some(out)
+    }
+
+    /// Apply what IKE installed or removed: workers first (as for setkey),
+    /// then routes and the plaintext filter follow the SPD.
+    fn apply_ike_changes(&mut self, changes: &[apply::Change], now: Duration) {
+        match apply::per_worker(changes, self.boxes.len(), &self.provider, now) {
+            Ok(lists) => self.apply_everywhere(lists),
+            Err(e) => eprintln!("flowsec: ike: could not install: {e}"),
+        }
+        if changes.iter().any(|c| matches!(c, apply::Change::Spd(_))) {
+            if let Err(e) = self.routes.sync(&self.model.spd) {
+                eprintln!("flowsec: ike: routes: {e}");
+            }
+            if let Err(e) = self.filter.sync(&self.model.spd) {
+                eprintln!("flowsec: ike: plaintext filter: {e}");
+            }
+        }
+    }
+
+    /// Milliseconds until the IKE core wants to be polled.
+    fn ike_wait(&self) -> Option<i32> {
+        let next = self.ike.as_ref()?.ike.next_timeout()?;
+        let left = next.saturating_sub(self.start.elapsed());
+        Some(i32::try_from(left.as_millis()).unwrap_or(i32::MAX))
+    }
+
     fn answer(&mut self, request: &Value) -> Value {
         match request.get("cmd").and_then(Value::as_str) {
             Some("status") => json!({
@@ -258,13 +364,40 @@ impl Plane {
             }),
             Some("sas") => {
                 let seen = self.seen();
-                Value::Array(
-                    self.model
-                        .sas
+                let sas: Vec<Value> = self
+                    .model
+                    .sas
+                    .iter()
+                    .map(|(id, c)| control::sa_json(c, &seen.sa(*id, self.start)))
+                    .collect();
+                let now = self.start.elapsed();
+                let ike: Vec<Value> = self.ike.as_ref().map_or_else(Vec::new, |ike| {
+                    ike.ike
+                        .list(now)
                         .iter()
-                        .map(|(id, c)| control::sa_json(c, &seen.sa(*id, self.start)))
-                        .collect(),
-                )
+                        .map(|sa| control::ike_sa_json(sa, |id| seen.sa(id, self.start).live))
+                        .collect()
+                });
+                json!({"ike_sas": ike, "sas": sas})
+            }
+            Some(cmd @ ("initiate" | "terminate" | "rekey")) => {
+                let field = |k: &str| request.get(k).and_then(Value::as_str).map(str::to_string);
+                let (ike, child) = (field("ike"), field("child"));
+                let done = self.ike_step(|p, now, k| match cmd {
+                    "initiate" => p
+                        .ike
+                        .initiate(now, ike.as_deref(), child.as_deref(), k)
+                        .map(|()| 1),
+                    "terminate" => p.ike.terminate(now, ike.as_deref(), child.as_deref(), k),
+                    _ => p.ike.rekey(now, ike.as_deref(), child.as_deref(), k),
+                });
+                match done {
+                    None => {
+                        json!({"error": format!("{cmd}: this daemon runs without IKE (flowsec up -c FILE)")})
+                    }
+                    Some(Err(e)) => json!({"error": format!("{cmd}: {e}")}),
+                    Some(Ok(n)) => json!({"ok": n}),
+                }
             }
             Some("policies") => {
                 Value::Array(self.model.spd.iter().map(control::policy_json).collect())
@@ -278,7 +411,7 @@ impl Plane {
                 }
             }
             Some(other) => json!({
-                "error": format!("unknown command '{other}' (status, sas, policies, stats, setkey)")
+                "error": format!("unknown command '{other}' (status, sas, policies, stats, setkey, initiate, terminate, rekey)")
             }),
             None => json!({"error": "missing \"cmd\""}),
         }

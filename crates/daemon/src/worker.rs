@@ -279,6 +279,9 @@ fn owner_of(templates: &[SaTemplate], flow: &Flow, workers: usize) -> usize {
 
 /// Everything one worker thread owns.
 pub struct Worker {
+    /// Where IKE messages arriving on UDP 4500 go (worker 0, which the
+    /// kernel steers them to; `None` without IKE).
+    pub ike: Option<crate::ike::IkeSink>,
     pub index: usize,
     pub workers: usize,
     pub io: Io,
@@ -389,8 +392,11 @@ impl Worker {
             }
             for (socket, at) in [(&self.io.udp, udp_at), (&self.io.udp6, udp6_at)] {
                 if let (Some(udp), true) = (socket, ready[at]) {
+                    let ike = self.ike.as_ref();
                     drain_udp(udp.as_raw_fd(), &mut buf, &mut seg, &mut |b| {
-                        deliver(b, &mut st.stats)
+                        if !ike.is_some_and(|sink| sink.offer(b.as_slice())) {
+                            deliver(b, &mut st.stats)
+                        }
                     });
                 }
             }
@@ -624,7 +630,8 @@ fn inbound(
     };
     let applied = match process::inbound(&mut db.sad, buf, now) {
         Ok(Inbound::Decapsulated(applied)) => applied,
-        // Not on a raw ESP/AH socket; IKE comes with the IKE issue.
+        // IKE went to the control thread before (with IKE on); without,
+        // or a keepalive, it is dropped here.
         Ok(Inbound::NatKeepalive | Inbound::Ike) => return None,
         Err(reason) => return drop(reason),
     };

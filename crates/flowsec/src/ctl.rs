@@ -23,6 +23,13 @@ pub struct CtlArgs {
     /// Print the daemon's JSON answer as it is.
     #[arg(long)]
     pub json: bool,
+    /// initiate/terminate/rekey: the connection (IKE SA), or an IKE SA's
+    /// unique id.
+    #[arg(long, value_name = "NAME")]
+    pub ike: Option<String>,
+    /// initiate/terminate/rekey: the child (CHILD_SA) by its config name.
+    #[arg(long, value_name = "NAME")]
+    pub child: Option<String>,
 }
 
 /// The questions `flowsec ctl` can ask.
@@ -36,6 +43,13 @@ pub enum What {
     Policies,
     /// Counters per worker and per drop reason.
     Stats,
+    /// Bring up an IKE SA and/or CHILD_SA (`--ike`, `--child`), like
+    /// `swanctl --initiate`.
+    Initiate,
+    /// Delete an IKE SA (`--ike`) or CHILD_SAs (`--child`).
+    Terminate,
+    /// Rekey an IKE SA (`--ike`) or CHILD_SAs (`--child`).
+    Rekey,
 }
 
 pub fn run(args: &CtlArgs) -> Result<(), CliError> {
@@ -44,8 +58,24 @@ pub fn run(args: &CtlArgs) -> Result<(), CliError> {
         What::Sas => "sas",
         What::Policies => "policies",
         What::Stats => "stats",
+        What::Initiate => "initiate",
+        What::Terminate => "terminate",
+        What::Rekey => "rekey",
     };
-    let reply = request(&args.socket, &serde_json::json!({ "cmd": cmd }))?;
+    let acts = matches!(args.what, What::Initiate | What::Terminate | What::Rekey);
+    if acts && args.ike.is_none() && args.child.is_none() {
+        return Err(CliError::Usage(format!(
+            "ctl {cmd}: name --ike NAME and/or --child NAME"
+        )));
+    }
+    let mut req = serde_json::json!({ "cmd": cmd });
+    if let Some(ike) = &args.ike {
+        req["ike"] = ike.clone().into();
+    }
+    if let Some(child) = &args.child {
+        req["child"] = child.clone().into();
+    }
+    let reply = request(&args.socket, &req)?;
     if args.json {
         println!(
             "{}",
@@ -62,6 +92,9 @@ pub fn run(args: &CtlArgs) -> Result<(), CliError> {
             }
         }
         What::Stats => print_stats(&reply),
+        What::Initiate | What::Terminate | What::Rekey => {
+            println!("{cmd}: {} SA(s) queued", reply["ok"].as_u64().unwrap_or(0));
+        }
     }
     Ok(())
 }
@@ -138,9 +171,19 @@ fn print_stats(v: &Value) {
     line("total".into(), &v["total"]);
 }
 
-/// Like `swanctl --list-sas`: one line for the SA, one for its traffic.
+/// Like `swanctl --list-sas`: the IKE SAs with their CHILD_SAs, then the
+/// SAs that were keyed by hand.
 fn print_sas(v: &Value) {
-    for sa in v.as_array().into_iter().flatten() {
+    for ike in v["ike_sas"].as_array().into_iter().flatten() {
+        print_ike_sa(ike);
+    }
+    let manual: Vec<&Value> = v["sas"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|sa| !ike_owned(v, sa))
+        .collect();
+    for sa in manual {
         let s = |k: &str| sa[k].as_str().unwrap_or("?").to_string();
         let n = |k: &str| sa[k].as_u64().unwrap_or(0);
         let encap = if sa["encap"].is_null() {
@@ -176,5 +219,118 @@ fn print_sas(v: &Value) {
             n("auth_failures"),
             n("other_drops")
         );
+    }
+}
+
+/// Whether SA `sa` belongs to a CHILD_SA listed above it.
+fn ike_owned(v: &Value, sa: &Value) -> bool {
+    let spi = sa["spi"]
+        .as_str()
+        .unwrap_or_default()
+        .trim_start_matches("0x")
+        .to_string();
+    v["ike_sas"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|i| i["child_sas"].as_array().into_iter().flatten())
+        .any(|c| {
+            c["spi_in"].as_str() == Some(spi.as_str())
+                || c["spi_out"].as_str() == Some(spi.as_str())
+        })
+}
+
+/// One IKE SA as `swanctl --list-sas` shows it.
+fn print_ike_sa(sa: &Value) {
+    let s = |v: &Value, k: &str| match &v[k] {
+        Value::String(x) => x.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    println!(
+        "{}: #{}, {}, IKEv2, {}_i{} {}_r{}",
+        s(sa, "name"),
+        s(sa, "uniqueid"),
+        s(sa, "state"),
+        s(sa, "initiator_spi"),
+        if sa["initiator"] == Value::Bool(true) {
+            "*"
+        } else {
+            ""
+        },
+        s(sa, "responder_spi"),
+        if sa["initiator"] == Value::Bool(false) {
+            "*"
+        } else {
+            ""
+        },
+    );
+    println!(
+        "  local  '{}' @ {}[{}]",
+        s(sa, "local_id"),
+        s(sa, "local_host"),
+        s(sa, "local_port")
+    );
+    println!(
+        "  remote '{}' @ {}[{}]{}",
+        s(sa, "remote_id"),
+        s(sa, "remote_host"),
+        s(sa, "remote_port"),
+        if sa["nat"] == Value::Bool(true) {
+            " (NAT-T)"
+        } else {
+            ""
+        }
+    );
+    println!("  {}", s(sa, "proposal"));
+    println!(
+        "  established {}s ago, rekeying in {}s",
+        s(sa, "established_s"),
+        s(sa, "rekey_in_s")
+    );
+    for c in sa["child_sas"].as_array().into_iter().flatten() {
+        println!(
+            "  {}: #{}, reqid {}, {}, {}, {}{}:",
+            s(c, "name"),
+            s(c, "reqid"),
+            s(c, "reqid"),
+            s(c, "state"),
+            s(c, "mode"),
+            s(c, "protocol"),
+            if c["encap"] == Value::Bool(true) {
+                " in UDP"
+            } else {
+                ""
+            }
+        );
+        println!("    {}", s(c, "proposal"));
+        println!(
+            "    installed {}s ago, rekeying in {}s, expires in {}s",
+            s(c, "install_time_s"),
+            s(c, "rekey_in_s"),
+            s(c, "life_in_s")
+        );
+        println!(
+            "    in  {}, {:>8} bytes, {:>6} packets",
+            s(c, "spi_in"),
+            s(c, "bytes_in"),
+            s(c, "packets_in")
+        );
+        println!(
+            "    out {}, {:>8} bytes, {:>6} packets",
+            s(c, "spi_out"),
+            s(c, "bytes_out"),
+            s(c, "packets_out")
+        );
+        let ts = |k: &str| {
+            c[k].as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        println!("    local  {}", ts("local_ts"));
+        println!("    remote {}", ts("remote_ts"));
     }
 }

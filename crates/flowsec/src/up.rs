@@ -1,5 +1,5 @@
 //! `flowsec up`: the daemon, in the foreground (systemd-friendly): loads
-//! manual keys, opens the TUN device and sockets, routes protected traffic
+//! manual keys and/or runs IKEv2 (`-c swanctl.conf`), opens the TUN device and sockets, routes protected traffic
 //! into the TUN, and on SIGINT/SIGTERM removes what it installed.
 
 use std::path::PathBuf;
@@ -16,8 +16,12 @@ pub struct UpArgs {
     #[arg(long, default_value = "flowsec0")]
     pub tun: String,
     /// Manual keys and policies in setkey syntax, loaded at start.
-    #[arg(long, value_name = "FILE")]
-    pub setkey: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "conf")]
+    pub setkey: Option<PathBuf>,
+    /// IKEv2 connections and secrets in swanctl.conf style: strongSwan's
+    /// `connections { }` and `secrets { }` sections.
+    #[arg(short = 'c', long = "conf", value_name = "FILE")]
+    pub conf: Option<PathBuf>,
     /// MTU of the TUN device (the path MTU less the IPsec overhead).
     #[arg(long, default_value_t = 1400)]
     pub mtu: u16,
@@ -62,6 +66,7 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
         offload: !args.no_offload,
         tun: args.tun.clone(),
         setkey: args.setkey.clone(),
+        ike: args.conf.clone(),
         mtu: args.mtu,
         socket: args.socket.clone(),
     };

@@ -16,6 +16,10 @@
 //!
 //! IANA numbers are newtypes over their integer so that unknown values
 //! round-trip unchanged (see [`iana`]).
+//!
+//! IKEv2 ([`ike`]) is the exception to the view/`Repr` pattern: it is
+//! control plane, so it has owned representations only, parsed from and
+//! emitted to byte slices (its module doc says why).
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), warn(missing_docs))]
 
@@ -23,6 +27,7 @@ pub mod ah;
 pub mod esp;
 pub mod frag;
 pub mod iana;
+pub mod ike;
 pub mod ip;
 pub mod ipcomp;
 pub mod ipv4;

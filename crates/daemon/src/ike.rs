@@ -1,0 +1,349 @@
+//! IKEv2 on the control thread (DESIGN.md "Data path": Diffie-Hellman and
+//! key derivation never run on a worker). The sans-I/O core
+//! ([`flowsec_ike::Ike`]) gets the datagrams of UDP port 500 (its own
+//! sockets here) and of port 4500 (worker 0's socket of the reuseport
+//! group gets them, the kernel steers non-ESP-marker datagrams there, and
+//! hands them over through a channel), and installs what it negotiated
+//! through [`PlaneKernel`]: SAs and policies become the same changes a
+//! setkey file makes, applied by every worker between two batches.
+//!
+//! ```text
+//! UDP 500  ─────────────────────────────┐
+//! UDP 4500 ─► worker 0 ─► IkeSink ─► channel ─► Ike::handle ─► Kernel calls ─► changes ─► workers
+//!                                                   └► datagrams ─► UDP 500 / 4500 (+ non-ESP marker)
+//! ```
+
+use std::collections::BTreeSet;
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+
+use flowsec_ike::{Ike, Kernel, SaUsage, IKE_PORT, NAT_T_PORT};
+use flowsec_ipsec::{Direction, Policy, Protocol, SaConfig, SaId, Selector};
+use flowsec_wire::ip::{version_of, IpVersion};
+use flowsec_wire::udp_encap::NON_ESP_MARKER;
+use flowsec_wire::{Ipv4Packet, Ipv6Packet, UdpPacket};
+
+use crate::apply::{without_keys, Change, Model};
+use crate::sys;
+
+/// IKE datagrams waiting between worker 0 and the control thread; more
+/// are dropped (counted by the core's retransmissions, not here).
+const QUEUE: usize = 256;
+/// The largest IKE message read (RFC 7296 §2: at least 1280 must be
+/// accepted; strongSwan's default `max_packet` is 10000).
+const MAX_MESSAGE: usize = 10_000;
+
+/// A received IKE message, the non-ESP marker stripped.
+pub struct IkeIn {
+    local: SocketAddr,
+    remote: SocketAddr,
+    data: Vec<u8>,
+}
+
+/// The workers' end: hands IKE messages that arrived on port 4500 to the
+/// control thread.
+#[derive(Clone)]
+pub struct IkeSink {
+    tx: SyncSender<IkeIn>,
+    wake: Arc<OwnedFd>,
+}
+
+impl IkeSink {
+    /// If `packet` (IP and UDP headers, as [`crate::recv::drain_udp`]
+    /// rebuilt them) is an IKE message behind the non-ESP marker, pass it
+    /// on and say so.
+    pub fn offer(&self, packet: &[u8]) -> bool {
+        let Some((local, remote, udp_payload)) = udp_parts(packet) else {
+            return false;
+        };
+        let Some(ike) = udp_payload.strip_prefix(&NON_ESP_MARKER[..]) else {
+            return false;
+        };
+        if ike.is_empty() || ike.len() > MAX_MESSAGE {
+            return false;
+        }
+        let msg = IkeIn {
+            local,
+            remote,
+            data: ike.to_vec(),
+        };
+        match self.tx.try_send(msg) {
+            Ok(()) => sys::wake(self.wake.as_raw_fd()),
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {}
+        }
+        true
+    }
+}
+
+/// (our address, the sender's, the UDP payload) of a rebuilt packet.
+fn udp_parts(packet: &[u8]) -> Option<(SocketAddr, SocketAddr, &[u8])> {
+    let (src, dst, udp) = match version_of(packet).ok()? {
+        IpVersion::V4 => {
+            let ip = Ipv4Packet::new_checked(packet).ok()?;
+            let hl = ip.header_len();
+            (
+                IpAddr::V4(ip.src_addr()),
+                IpAddr::V4(ip.dst_addr()),
+                packet.get(hl..)?,
+            )
+        }
+        IpVersion::V6 => {
+            let ip = Ipv6Packet::new_checked(packet).ok()?;
+            (
+                IpAddr::V6(ip.src_addr()),
+                IpAddr::V6(ip.dst_addr()),
+                packet.get(flowsec_wire::ipv6::HEADER_LEN..)?,
+            )
+        }
+    };
+    let u = UdpPacket::new_checked(udp).ok()?;
+    let payload = udp.get(flowsec_wire::udp::HEADER_LEN..)?;
+    Some((
+        SocketAddr::new(dst, u.dst_port()),
+        SocketAddr::new(src, u.src_port()),
+        payload,
+    ))
+}
+
+/// The control thread's IKE: the core and its sockets.
+pub struct IkePlane {
+    /// The core.
+    pub ike: Ike,
+    /// UDP port 500, IPv4 and IPv6 (where the host has it).
+    sock500: Vec<(OwnedFd, bool)>,
+    /// Sockets of the 4500 groups to send from (duplicates of worker 0's).
+    send4500: [Option<OwnedFd>; 2],
+    rx: Receiver<IkeIn>,
+    wake: Arc<OwnedFd>,
+    /// SPIs handed out and not yet installed or released.
+    pub spis: BTreeSet<u32>,
+    buf: Vec<u8>,
+}
+
+impl IkePlane {
+    /// Open port 500 and the channel from the workers; `send4500` are
+    /// duplicates of worker 0's sockets of the 4500 groups (v4, v6).
+    pub fn open(ike: Ike, send4500: [Option<OwnedFd>; 2]) -> Result<(IkePlane, IkeSink), String> {
+        let mut sock500 = Vec::new();
+        for v6 in [false, true] {
+            match sys::udp_encap_socket(IKE_PORT, false, v6) {
+                Ok(fd) => {
+                    sys::set_mark(fd.as_raw_fd(), crate::routes::BYPASS_MARK)
+                        .map_err(|e| format!("SO_MARK: {e}"))?;
+                    sock500.push((fd, v6));
+                }
+                Err(e) if !v6 => {
+                    return Err(format!(
+                        "UDP port {IKE_PORT}: {e} (is another IKE daemon running?)"
+                    ))
+                }
+                Err(e) => eprintln!(
+                    "flowsec: warning: UDP port {IKE_PORT} over IPv6: {e}: IKE over IPv4 only"
+                ),
+            }
+        }
+        if send4500[0].is_none() {
+            eprintln!("flowsec: warning: no UDP port {NAT_T_PORT}: IKE cannot float to it, no NAT traversal");
+        }
+        let (tx, rx) = mpsc::sync_channel(QUEUE);
+        let wake = Arc::new(sys::eventfd().map_err(|e| format!("eventfd: {e}"))?);
+        let sink = IkeSink {
+            tx,
+            wake: Arc::clone(&wake),
+        };
+        Ok((
+            IkePlane {
+                ike,
+                sock500,
+                send4500,
+                rx,
+                wake,
+                spis: BTreeSet::new(),
+                buf: vec![0; MAX_MESSAGE + 64],
+            },
+            sink,
+        ))
+    }
+
+    /// The descriptors to poll for readability.
+    pub fn fds(&self) -> Vec<RawFd> {
+        let mut v = vec![self.wake.as_raw_fd()];
+        v.extend(self.sock500.iter().map(|(fd, _)| fd.as_raw_fd()));
+        v
+    }
+
+    /// Everything that arrived, through the core.
+    pub fn receive(&mut self, now: std::time::Duration, k: &mut PlaneKernel<'_>) {
+        sys::clear_wake(self.wake.as_raw_fd());
+        while let Ok(m) = self.rx.try_recv() {
+            self.ike.handle(now, m.local, m.remote, &m.data, k);
+        }
+        for i in 0..self.sock500.len() {
+            let fd = self.sock500[i].0.as_raw_fd();
+            for _ in 0..64 {
+                let Ok(Some(d)) = sys::recv_datagram(fd, &mut self.buf) else {
+                    break;
+                };
+                let local = SocketAddr::new(d.dst, IKE_PORT);
+                // UDP GRO may have coalesced equal-sized datagrams.
+                let seg = if d.segment == 0 {
+                    d.len.max(1)
+                } else {
+                    d.segment
+                };
+                let data = self.buf[..d.len].to_vec();
+                for chunk in data.chunks(seg) {
+                    self.ike.handle(now, local, d.src, chunk, k);
+                }
+            }
+        }
+    }
+
+    /// Send what the core queued: from port 500, or from 4500 with the
+    /// non-ESP marker (RFC 3948 §2.2).
+    pub fn transmit(&mut self) {
+        while let Some(d) = self.ike.poll_transmit() {
+            let v6 = d.remote.is_ipv6();
+            let sent = if d.local.port() == NAT_T_PORT {
+                let Some(fd) = &self.send4500[usize::from(v6)] else {
+                    continue;
+                };
+                let mut framed = NON_ESP_MARKER.to_vec();
+                framed.extend_from_slice(&d.data);
+                sys::send_udp(fd.as_raw_fd(), &framed, 0, d.remote, d.local.ip(), 0)
+            } else {
+                let Some((fd, _)) = self.sock500.iter().find(|(_, is_v6)| *is_v6 == v6) else {
+                    continue;
+                };
+                sys::send_udp(fd.as_raw_fd(), &d.data, 0, d.remote, d.local.ip(), 0)
+            };
+            if let Err(e) = sent {
+                eprintln!("flowsec: ike: sending to {}: {e}", d.remote);
+            }
+        }
+        for e in self.ike.take_events() {
+            eprintln!("flowsec: ike: {e}");
+        }
+    }
+}
+
+/// [`Kernel`] over the control plane's model: each call changes the model
+/// at once (so the next call sees it) and queues the change for the
+/// workers, which the caller applies with [`PlaneKernel::finish`].
+pub struct PlaneKernel<'a> {
+    model: &'a mut Model,
+    spis: &'a mut BTreeSet<u32>,
+    changes: Vec<Change>,
+    spd_changed: bool,
+}
+
+impl<'a> PlaneKernel<'a> {
+    /// The kernel interface over `model`, collecting changes; `spis` are
+    /// the SPIs handed out but not installed yet.
+    pub fn new(model: &'a mut Model, spis: &'a mut BTreeSet<u32>) -> Self {
+        PlaneKernel {
+            model,
+            spis,
+            changes: Vec::new(),
+            spd_changed: false,
+        }
+    }
+
+    /// The changes for the workers, in order (the SPD last, whole).
+    pub fn finish(mut self) -> Vec<Change> {
+        if self.spd_changed {
+            self.changes.push(Change::Spd(self.model.spd.clone()));
+        }
+        self.changes
+    }
+}
+
+impl Kernel for PlaneKernel<'_> {
+    fn alloc_spi(&mut self, protocol: Protocol) -> u32 {
+        loop {
+            let mut b = [0u8; 4];
+            getrandom_fill(&mut b);
+            // RFC 4303 §2.1: 1..=255 reserved; the top bit set keeps IKE's
+            // SPIs apart from manual ones, which are usually small.
+            let spi = u32::from_be_bytes(b) | 0x8000_0000;
+            let used = self.spis.contains(&spi)
+                || self
+                    .model
+                    .sas
+                    .keys()
+                    .any(|id| id.spi == spi && id.protocol == protocol);
+            if !used {
+                self.spis.insert(spi);
+                return spi;
+            }
+        }
+    }
+
+    fn add_sa(&mut self, sa: SaConfig) {
+        self.spis.remove(&sa.spi);
+        let id = SaId {
+            protocol: sa.protocol,
+            spi: sa.spi,
+            dst: sa.dst,
+        };
+        if self.model.sas.contains_key(&id) {
+            eprintln!("flowsec: ike: SA {id} exists already: not replaced");
+            return;
+        }
+        self.model.sas.insert(id, without_keys(&sa));
+        self.changes.push(Change::AddSa(Box::new(sa)));
+    }
+
+    fn del_sa(&mut self, id: SaId) {
+        self.spis.remove(&id.spi);
+        if self.model.sas.remove(&id).is_some() {
+            self.changes.push(Change::RemoveSa(id));
+        }
+    }
+
+    fn add_policy(&mut self, policy: Policy) {
+        let what = format!(
+            "{} {} -> {}",
+            policy.direction,
+            policy.selector.src.addr(),
+            policy.selector.dst.addr()
+        );
+        match self.model.spd.add(policy) {
+            Ok(()) => self.spd_changed = true,
+            Err(e) => eprintln!("flowsec: ike: policy {what}: {e}"),
+        }
+    }
+
+    fn del_policy(&mut self, direction: Direction, selector: Selector) {
+        if self.model.spd.remove(direction, &selector).is_ok() {
+            self.spd_changed = true;
+        }
+    }
+
+    fn query_sa(&mut self, id: SaId) -> Option<SaUsage> {
+        self.model.sas.contains_key(&id).then(SaUsage::default)
+    }
+
+    fn source_for(&mut self, dst: IpAddr) -> Option<IpAddr> {
+        // `ip route get`, as strongSwan's kernel-netlink asks the kernel.
+        let out = std::process::Command::new("ip")
+            .args(["-o", "route", "get", &dst.to_string()])
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut words = text.split_whitespace();
+        while let Some(w) = words.next() {
+            if w == "src" {
+                return words.next()?.parse().ok();
+            }
+        }
+        None
+    }
+}
+
+fn getrandom_fill(b: &mut [u8]) {
+    use flowsec_ike::random::{OsRandom, Random};
+    OsRandom.fill(b);
+}

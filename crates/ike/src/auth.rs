@@ -1,0 +1,313 @@
+//! IKE_AUTH with pre-shared keys (RFC 7296 §1.2, §2.15) and the first
+//! Child SA, both roles.
+//!
+//! ```text
+//! Initiator                               Responder
+//! HDR, SK {IDi, [IDr,] AUTH, [N(INITIAL_CONTACT),]
+//!          [N(USE_TRANSPORT_MODE),] SAi2, TSi, TSr}  -->
+//!                               <--  HDR, SK {IDr, AUTH, [N(USE_TRANSPORT_MODE),]
+//!                                             SAr2, TSi, TSr}
+//!                               <--  HDR, SK {N(AUTHENTICATION_FAILED)}
+//! ```
+//! AUTH = prf(prf(Shared Secret, "Key Pad for IKEv2"), <real message 1 or
+//! 2> | peer's nonce | prf(SK_p, IDx')), compared in constant time.
+
+use core::time::Duration;
+
+use flowsec_wire::iana::{AuthMethod, ExchangeType, NotifyType};
+use flowsec_wire::ike::{Auth, Id, Message, Payload};
+use subtle::ConstantTimeEq;
+
+use crate::config::Identity;
+use crate::crypto;
+use crate::engine::{error_notify, has_notify, notify, Ike};
+use crate::kernel::Kernel;
+use crate::sa::{ChildRequest, IkeSa, IkeState, Task};
+
+impl Ike {
+    /// Our identity on `sa`: configured, or our IP address.
+    fn our_id(&self, sa: &IkeSa) -> Identity {
+        self.config.connections[sa.conn]
+            .local
+            .id
+            .clone()
+            .unwrap_or_else(|| Identity::from_ip(sa.local.ip()))
+    }
+
+    /// AUTH for a shared key: the octets we (`ours`) or the peer signed.
+    fn psk_auth_for(
+        &self,
+        sa: &IkeSa,
+        ours: bool,
+        id: &Id,
+        me: &Identity,
+        peer: &Identity,
+    ) -> Option<Vec<u8>> {
+        let keys = sa.keys.as_ref()?;
+        let psk = self.config.find_psk(me, peer)?;
+        // The initiator signs message 1 and Nr with SK_pi; the responder
+        // message 2 and Ni with SK_pr (§2.15).
+        let signer_is_initiator = ours == sa.initiator;
+        let (msg, nonce, sk_p) = if signer_is_initiator {
+            (&sa.init_request, &sa.nr, &keys.sk_pi)
+        } else {
+            (&sa.init_response, &sa.ni, &keys.sk_pr)
+        };
+        crypto::psk_auth(keys.suite.prf, psk, msg, nonce, sk_p, &id.body()).ok()
+    }
+
+    /// Initiator: send IKE_AUTH, with the first Child SA if one was asked.
+    pub(crate) fn send_auth(&mut self, now: Duration, mut sa: IkeSa, k: &mut dyn Kernel) {
+        let conn = &self.config.connections[sa.conn];
+        let me = self.our_id(&sa);
+        let peer = conn.remote.id.clone().unwrap_or(Identity::Any);
+        let idi = me.to_wire();
+        let Some(auth) = self.psk_auth_for(&sa, true, &idi, &me, &peer) else {
+            let why = format!("no shared key for {me} - {peer} in secrets");
+            self.fail(sa, &why, k);
+            return;
+        };
+        let mut payloads = vec![Payload::IdI(idi)];
+        if peer != Identity::Any {
+            payloads.push(Payload::IdR(peer.to_wire()));
+        }
+        payloads.push(Payload::Auth(Auth {
+            method: AuthMethod::SHARED_KEY_MIC,
+            data: auth,
+        }));
+        payloads.push(notify(NotifyType::INITIAL_CONTACT, vec![]));
+        let child = match sa.first_child {
+            Some(cfg) => {
+                let req = self.child_request_for(&mut sa, cfg, None, false, None, k);
+                payloads.extend(self.child_payloads(&req, false));
+                Some(req)
+            }
+            None => None,
+        };
+        sa.local_id = Some(me);
+        sa.state = IkeState::Authenticating;
+        self.request(
+            now,
+            &mut sa,
+            ExchangeType::IKE_AUTH,
+            payloads,
+            Task::Auth(child),
+        );
+        self.keep(sa);
+    }
+
+    /// Responder: check the initiator's AUTH and answer.
+    pub(crate) fn auth_request(
+        &mut self,
+        now: Duration,
+        mut sa: IkeSa,
+        mid: u32,
+        msg: Message,
+        k: &mut dyn Kernel,
+    ) {
+        let conn = &self.config.connections[sa.conn];
+        let (mut idi, mut auth) = (None, None);
+        for p in &msg.payloads {
+            match p {
+                Payload::IdI(id) => idi = Some(id),
+                Payload::Auth(a) => auth = Some(a),
+                _ => {}
+            }
+        }
+        let me = self.our_id(&sa);
+        let verdict = (|| {
+            let (idi, auth) = (idi?, auth?);
+            let peer = Identity::from_wire(idi)?;
+            if conn
+                .remote
+                .id
+                .as_ref()
+                .is_some_and(|want| !want.matches(&peer))
+            {
+                return None;
+            }
+            if auth.method != AuthMethod::SHARED_KEY_MIC {
+                return None;
+            }
+            let want = self.psk_auth_for(&sa, false, idi, &me, &peer)?;
+            bool::from(want.ct_eq(&auth.data)).then_some(peer)
+        })();
+        let Some(peer) = verdict else {
+            let who = idi.map_or_else(
+                || "?".to_string(),
+                |i| Identity::from_wire(i).map_or("?".into(), |p| p.to_string()),
+            );
+            self.events.push(format!(
+                "IKE_AUTH from {} ({who}): authentication failed",
+                sa.remote.ip()
+            ));
+            self.respond(
+                &mut sa,
+                ExchangeType::IKE_AUTH,
+                mid,
+                vec![notify(NotifyType::AUTHENTICATION_FAILED, vec![])],
+            );
+            // §2.21.2: the IKE SA is not created; the response still goes.
+            sa.state = IkeState::Deleting;
+            sa.expire_at = Some(now + self.settings.rekeyed_grace);
+            self.keep(sa);
+            return;
+        };
+        let idr = me.to_wire();
+        let Some(auth) = self.psk_auth_for(&sa, true, &idr, &me, &peer) else {
+            self.respond(
+                &mut sa,
+                ExchangeType::IKE_AUTH,
+                mid,
+                vec![notify(NotifyType::AUTHENTICATION_FAILED, vec![])],
+            );
+            sa.state = IkeState::Deleting;
+            sa.expire_at = Some(now + self.settings.rekeyed_grace);
+            self.keep(sa);
+            return;
+        };
+        let mut payloads = vec![
+            Payload::IdR(idr),
+            Payload::Auth(Auth {
+                method: AuthMethod::SHARED_KEY_MIC,
+                data: auth,
+            }),
+        ];
+        sa.peer_id = Some(peer.clone());
+        sa.local_id = Some(me);
+        self.established(now, &mut sa);
+        if msg.payloads.iter().any(|p| matches!(p, Payload::Sa(_))) {
+            let (ni, nr) = (sa.ni.clone(), sa.nr.clone());
+            match self.answer_child(now, &mut sa, &msg, None, &ni, &nr, false, k) {
+                Ok(child) => payloads.extend(child),
+                Err(n) => payloads.push(n),
+            }
+        }
+        self.respond(&mut sa, ExchangeType::IKE_AUTH, mid, payloads);
+        self.events.push(format!(
+            "IKE_SA {}[{}] established between {}[{}]...{}[{}]",
+            self.conn_name(&sa),
+            sa.uid,
+            sa.local.ip(),
+            sa.local_id
+                .as_ref()
+                .map_or(String::new(), |i| i.to_string()),
+            sa.remote.ip(),
+            peer
+        ));
+        self.kick(now, sa, k);
+    }
+
+    /// Initiator: the answer to IKE_AUTH.
+    pub(crate) fn auth_response(
+        &mut self,
+        now: Duration,
+        mut sa: IkeSa,
+        child: Option<ChildRequest>,
+        msg: Message,
+        k: &mut dyn Kernel,
+    ) {
+        if has_notify(&msg, NotifyType::AUTHENTICATION_FAILED) {
+            self.fail(sa, "peer says AUTHENTICATION_FAILED", k);
+            return;
+        }
+        let conn = &self.config.connections[sa.conn];
+        let (mut idr, mut auth) = (None, None);
+        for p in &msg.payloads {
+            match p {
+                Payload::IdR(id) => idr = Some(id),
+                Payload::Auth(a) => auth = Some(a),
+                _ => {}
+            }
+        }
+        let me = sa.local_id.clone().unwrap_or(Identity::Any);
+        let verified = (|| {
+            let (idr, auth) = (idr?, auth?);
+            let peer = Identity::from_wire(idr)?;
+            if conn
+                .remote
+                .id
+                .as_ref()
+                .is_some_and(|want| !want.matches(&peer))
+                || auth.method != AuthMethod::SHARED_KEY_MIC
+            {
+                return None;
+            }
+            let want = self.psk_auth_for(&sa, false, idr, &me, &peer)?;
+            bool::from(want.ct_eq(&auth.data)).then_some(peer)
+        })();
+        let Some(peer) = verified else {
+            // §2.21.2: tell the responder, then forget the SA.
+            let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
+            self.request(
+                now,
+                &mut sa,
+                ExchangeType::INFORMATIONAL,
+                vec![n],
+                Task::DeleteIke,
+            );
+            sa.state = IkeState::Deleting;
+            sa.expire_at = Some(now + self.settings.rekeyed_grace);
+            self.events.push(format!(
+                "IKE_SA {}[{}]: the responder's AUTH did not verify",
+                self.conn_name(&sa),
+                sa.uid
+            ));
+            self.keep(sa);
+            return;
+        };
+        sa.peer_id = Some(peer.clone());
+        self.established(now, &mut sa);
+        self.events.push(format!(
+            "IKE_SA {}[{}] established between {}[{}]...{}[{}]",
+            self.conn_name(&sa),
+            sa.uid,
+            sa.local.ip(),
+            me,
+            sa.remote.ip(),
+            peer
+        ));
+        if let Some(req) = child {
+            let (ni, nr) = (sa.ni.clone(), sa.nr.clone());
+            if let Some(n) = error_notify(&msg) {
+                self.events.push(format!(
+                    "CHILD_SA {} not established: {}",
+                    self.child_name(&sa, req.cfg),
+                    n.ty
+                ));
+            } else if let Err(why) = self.complete_child(now, &mut sa, req, &msg, &ni, &nr, None, k)
+            {
+                self.events.push(why);
+            }
+        }
+        self.kick(now, sa, k);
+    }
+
+    /// The IKE SA is authenticated: its timers start.
+    pub(crate) fn established(&mut self, now: Duration, sa: &mut IkeSa) {
+        let conn = &self.config.connections[sa.conn];
+        let (rekey, rand, over, reauth) = (
+            conn.rekey_time,
+            conn.rand_time,
+            conn.over_time,
+            conn.reauth_time,
+        );
+        sa.state = IkeState::Established;
+        sa.established = Some(now);
+        sa.init_retries = 0;
+        if !rekey.is_zero() {
+            sa.rekey_at = Some(now + self.jittered(rekey, rand));
+        }
+        // Reauthentication is not supported yet: its time (with over_time)
+        // bounds the SA's life as strongSwan's does.
+        let life = [rekey, reauth].into_iter().filter(|d| !d.is_zero()).max();
+        sa.expire_at = life.map(|l| now + l + over);
+    }
+
+    pub(crate) fn child_name(&self, sa: &IkeSa, cfg: usize) -> String {
+        self.config.connections[sa.conn]
+            .children
+            .get(cfg)
+            .map_or_else(|| "?".into(), |c| c.name.clone())
+    }
+}

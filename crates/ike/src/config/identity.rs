@@ -1,0 +1,426 @@
+//! IKE identities (RFC 7296 §3.5) written the way strongSwan writes them
+//! (`identification_create_from_string()` in `identification.c`, 5.9.8):
+//!
+//! | written                          | identity                        |
+//! |----------------------------------|---------------------------------|
+//! | `%any`, `%any6`, `*`, `0.0.0.0`, `::`, empty | any (matches every peer) |
+//! | `192.0.2.1`, `2001:db8::1`       | ID_IPV4_ADDR / ID_IPV6_ADDR     |
+//! | `moon.strongswan.org` (no `@`)   | ID_FQDN                         |
+//! | `@moon.strongswan.org`           | ID_FQDN (the `@` is dropped)    |
+//! | `carol@strongswan.org`, `@@carol`| ID_RFC822_ADDR                  |
+//! | `@#0123abcd`                     | ID_KEY_ID (hex)                 |
+//! | `fqdn:`, `dns:`, `email:`, `rfc822:`, `userfqdn:`, `keyid:`, `ipv4:`, `ipv6:` prefixes, `{N}:` numeric type; `PREFIX:#hex` gives the bytes in hex |
+//!
+//! Distinguished names (anything with `=`), subnets and ranges as
+//! identities, and a `:` string that is no IPv6 address (strongSwan makes
+//! that a KEY_ID of the text) are refused: flowsec authenticates with
+//! pre-shared keys only so far.
+//!
+//! Matching follows strongSwan's `matches_string`/`matches_binary`: `%any`
+//! matches every identity, FQDN and RFC 822 names compare without regard to
+//! ASCII case, and a configured FQDN or RFC 822 name starting with `*`
+//! matches any name ending in the rest (`*@strongswan.org`).
+
+use core::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use flowsec_wire::ike::{Id, IdType};
+
+/// An IKE identity (RFC 7296 §3.5), or `%any`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Identity {
+    /// ID_IPV4_ADDR.
+    Ipv4(Ipv4Addr),
+    /// ID_IPV6_ADDR.
+    Ipv6(Ipv6Addr),
+    /// ID_FQDN: a host name, without strongSwan's leading `@`.
+    Fqdn(String),
+    /// ID_RFC822_ADDR: `user@domain`.
+    Email(String),
+    /// ID_KEY_ID: opaque bytes.
+    KeyId(Vec<u8>),
+    /// `%any`: matches every identity; never sent.
+    Any,
+}
+
+/// How well an identity matches a configured one, strongSwan's
+/// `id_match_t`: a better match has a higher value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum IdMatch {
+    /// No match.
+    None = 0,
+    /// The configured identity is `%any` (or a lone `*`).
+    Any = 1,
+    /// The configured name has a leading `*` wildcard.
+    OneWildcard = 19,
+    /// Equal.
+    Perfect = 20,
+}
+
+impl Identity {
+    /// Parse an identity as strongSwan does (see the module docs). The error
+    /// says why the text was refused.
+    pub fn parse(s: &str) -> Result<Identity, String> {
+        if let Some(id) = parse_prefixed(s)? {
+            return Ok(id);
+        }
+        if s.contains('=') {
+            return Err(format!(
+                "'{s}' looks like a distinguished name (asn1dn), which flowsec does not \
+                 support yet"
+            ));
+        }
+        if let Some(rest) = s.strip_prefix('@') {
+            if let Some(hex) = rest.strip_prefix('#') {
+                return Ok(Identity::KeyId(
+                    decode_hex(hex).map_err(|e| format!("'{s}': {e}"))?,
+                ));
+            }
+            if let Some(user) = rest.strip_prefix('@') {
+                return non_empty(s, user).map(|u| Identity::Email(u.to_string()));
+            }
+            if rest.is_empty() {
+                // `id = @#01ab` unquoted: '#' starts a comment.
+                return Err(format!(
+                    "'{s}' names no identity (a key id must be quoted: \"@#hex\")"
+                ));
+            }
+            return Ok(Identity::Fqdn(rest.to_string()));
+        }
+        if s.contains('@') {
+            return Ok(Identity::Email(s.to_string()));
+        }
+        if matches!(s, "" | "%any" | "%any6" | "0.0.0.0" | "*" | "::" | "0::0") {
+            return Ok(Identity::Any);
+        }
+        if let Ok(ip) = s.parse::<IpAddr>() {
+            return Ok(Identity::from(ip));
+        }
+        if is_subnet_or_range(s) {
+            return Err(format!(
+                "'{s}' is a subnet or range identity, which flowsec does not support"
+            ));
+        }
+        if s.contains(':') {
+            // strongSwan turns this into a KEY_ID of the text; almost always
+            // a typo'd IPv6 address.
+            return Err(format!(
+                "'{s}' is not an IPv6 address (write keyid:{s} for a key identifier)"
+            ));
+        }
+        Ok(Identity::Fqdn(s.to_string()))
+    }
+
+    /// How well `self` (a peer's identity) matches `pattern` (a configured
+    /// one): strongSwan's `identification_t.matches()`.
+    pub fn match_quality(&self, pattern: &Identity) -> IdMatch {
+        let wildcard = |name: &str, pat: &str| -> IdMatch {
+            if name.eq_ignore_ascii_case(pat) {
+                return IdMatch::Perfect;
+            }
+            match pat.strip_prefix('*') {
+                Some("") => IdMatch::Any,
+                Some(suffix)
+                    if name.len() >= suffix.len()
+                        && name.is_char_boundary(name.len() - suffix.len())
+                        && name[name.len() - suffix.len()..].eq_ignore_ascii_case(suffix) =>
+                {
+                    IdMatch::OneWildcard
+                }
+                _ => IdMatch::None,
+            }
+        };
+        match (self, pattern) {
+            (_, Identity::Any) => IdMatch::Any,
+            (Identity::Fqdn(a), Identity::Fqdn(p)) | (Identity::Email(a), Identity::Email(p)) => {
+                wildcard(a, p)
+            }
+            (a, p) if a == p => IdMatch::Perfect,
+            _ => IdMatch::None,
+        }
+    }
+
+    /// Whether the configured identity `self` accepts the peer's `other`:
+    /// `%any` accepts every identity, a `*` prefix any name with that
+    /// ending, otherwise they must be equal (names ignoring ASCII case).
+    pub fn matches(&self, other: &Identity) -> bool {
+        other.match_quality(self) != IdMatch::None
+    }
+}
+
+impl Identity {
+    /// The identity of an IP address (strongSwan's default local identity
+    /// for PSK authentication).
+    pub fn from_ip(ip: IpAddr) -> Identity {
+        Identity::from(ip)
+    }
+
+    /// The Identification payload (RFC 7296 §3.5) for this identity.
+    /// [`Identity::Any`] is never sent: it encodes as ID type 0 (reserved)
+    /// with no data, which no peer accepts; use the address instead.
+    pub fn to_wire(&self) -> Id {
+        let (ty, data) = match self {
+            Identity::Ipv4(a) => (IdType::IPV4_ADDR, a.octets().to_vec()),
+            Identity::Ipv6(a) => (IdType::IPV6_ADDR, a.octets().to_vec()),
+            Identity::Fqdn(n) => (IdType::FQDN, n.as_bytes().to_vec()),
+            Identity::Email(n) => (IdType::RFC822_ADDR, n.as_bytes().to_vec()),
+            Identity::KeyId(k) => (IdType::KEY_ID, k.clone()),
+            Identity::Any => (IdType(0), Vec::new()),
+        };
+        Id { ty, data }
+    }
+
+    /// The identity a received Identification payload names; `None` for
+    /// types we do not handle (distinguished names, general names), an
+    /// address of the wrong length, or a name that is not UTF-8.
+    pub fn from_wire(id: &Id) -> Option<Identity> {
+        let text = || String::from_utf8(id.data.clone()).ok();
+        Some(match id.ty {
+            IdType::IPV4_ADDR => Identity::Ipv4(<[u8; 4]>::try_from(&id.data[..]).ok()?.into()),
+            IdType::IPV6_ADDR => Identity::Ipv6(<[u8; 16]>::try_from(&id.data[..]).ok()?.into()),
+            IdType::FQDN => Identity::Fqdn(text()?),
+            IdType::RFC822_ADDR => Identity::Email(text()?),
+            IdType::KEY_ID => Identity::KeyId(id.data.clone()),
+            _ => return None,
+        })
+    }
+}
+
+impl From<IpAddr> for Identity {
+    fn from(ip: IpAddr) -> Identity {
+        match ip {
+            IpAddr::V4(a) => Identity::Ipv4(a),
+            IpAddr::V6(a) => Identity::Ipv6(a),
+        }
+    }
+}
+
+impl fmt::Display for Identity {
+    /// strongSwan's way of writing it, so that it parses back.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Identity::Ipv4(a) => write!(f, "{a}"),
+            Identity::Ipv6(a) => write!(f, "{a}"),
+            Identity::Fqdn(n) => write!(f, "@{n}"),
+            Identity::Email(n) if n.contains('@') => f.write_str(n),
+            Identity::Email(n) => write!(f, "@@{n}"),
+            Identity::KeyId(k) => {
+                f.write_str("@#")?;
+                k.iter().try_for_each(|b| write!(f, "{b:02x}"))
+            }
+            Identity::Any => f.write_str("%any"),
+        }
+    }
+}
+
+fn non_empty<'a>(whole: &str, s: &'a str) -> Result<&'a str, String> {
+    if s.is_empty() {
+        Err(format!("'{whole}' names no identity"))
+    } else {
+        Ok(s)
+    }
+}
+
+fn is_subnet_or_range(s: &str) -> bool {
+    let ip = |t: &str| t.parse::<IpAddr>().is_ok();
+    match (s.split_once('/'), s.split_once('-')) {
+        (Some((a, _)), _) => ip(a),
+        (None, Some((a, b))) => ip(a) && ip(b),
+        _ => false,
+    }
+}
+
+/// `type:value` and `{N}:value` forms; `None` when `s` has neither.
+fn parse_prefixed(s: &str) -> Result<Option<Identity>, String> {
+    const PREFIXES: &[(&str, u8)] = &[
+        ("ipv4:", 1),
+        ("ipv6:", 5),
+        ("rfc822:", 3),
+        ("email:", 3),
+        ("userfqdn:", 3),
+        ("fqdn:", 2),
+        ("dns:", 2),
+        ("keyid:", 11),
+        ("ipv4net:", 0),
+        ("ipv6net:", 0),
+        ("ipv4range:", 0),
+        ("ipv6range:", 0),
+        ("asn1dn:", 0),
+        ("asn1gn:", 0),
+        ("xmppaddr:", 0),
+    ];
+    let lower = s.to_ascii_lowercase();
+    let found = PREFIXES
+        .iter()
+        .find(|(p, _)| lower.starts_with(p))
+        .map(|&(p, ty)| (ty, &s[p.len()..]));
+    let (ty, value) = match found {
+        Some(f) => f,
+        None => match numeric_prefix(s) {
+            Some(f) => f,
+            None => return Ok(None),
+        },
+    };
+    let bytes = match value.strip_prefix('#') {
+        Some(hex) => decode_hex(hex).map_err(|e| format!("'{s}': {e}"))?,
+        None => value.as_bytes().to_vec(),
+    };
+    let text = || String::from_utf8(bytes.clone()).map_err(|_| format!("'{s}': not UTF-8"));
+    let id = match ty {
+        1 | 5 => {
+            let addr = if value.starts_with('#') {
+                match bytes.len() {
+                    4 => <[u8; 4]>::try_from(&bytes[..]).ok().map(IpAddr::from),
+                    16 => <[u8; 16]>::try_from(&bytes[..]).ok().map(IpAddr::from),
+                    _ => None,
+                }
+            } else {
+                value.parse::<IpAddr>().ok()
+            };
+            match addr {
+                Some(a) if a.is_ipv4() == (ty == 1) => Identity::from(a),
+                _ => {
+                    return Err(format!(
+                        "'{s}': not an IPv{} address",
+                        if ty == 1 { 4 } else { 6 }
+                    ))
+                }
+            }
+        }
+        2 => Identity::Fqdn(text()?),
+        3 => Identity::Email(text()?),
+        11 => Identity::KeyId(bytes),
+        _ => {
+            return Err(format!(
+                "'{s}': this identity type is not supported (FQDN, RFC 822, IPv4/IPv6 \
+                 address and key id are)"
+            ))
+        }
+    };
+    Ok(Some(id))
+}
+
+/// `{N}:value`, strongSwan's numeric identity type.
+fn numeric_prefix(s: &str) -> Option<(u8, &str)> {
+    let rest = s.strip_prefix('{')?;
+    let (num, value) = rest.split_once("}:")?;
+    let n: u8 = num.parse().ok()?;
+    // Types other than those we know fall through to the refusal.
+    Some((
+        if matches!(n, 1 | 2 | 3 | 5 | 11) {
+            n
+        } else {
+            0
+        },
+        value,
+    ))
+}
+
+/// Hex digits, optionally separated by `:` (as strongSwan's
+/// `chunk_from_hex` accepts).
+pub(crate) fn decode_hex(s: &str) -> Result<Vec<u8>, String> {
+    let digits: Vec<u8> = s
+        .chars()
+        .filter(|&c| c != ':')
+        .map(|c| c.to_digit(16).map(|d| d as u8).ok_or("not a hex digit"))
+        .collect::<Result<_, _>>()?;
+    if digits.is_empty() {
+        return Err("no hex digits".into());
+    }
+    #[allow(clippy::manual_is_multiple_of)] // MSRV 1.80
+    if digits.len() % 2 != 0 {
+        return Err("an odd number of hex digits".into());
+    }
+    Ok(digits.chunks(2).map(|p| p[0] << 4 | p[1]).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(s: &str) -> Identity {
+        Identity::parse(s).unwrap()
+    }
+
+    #[test]
+    fn strongswan_forms() {
+        assert_eq!(
+            id("192.168.0.1"),
+            Identity::Ipv4(Ipv4Addr::new(192, 168, 0, 1))
+        );
+        assert_eq!(
+            id("2001:db8::1"),
+            Identity::Ipv6("2001:db8::1".parse().unwrap())
+        );
+        assert_eq!(
+            id("moon.strongswan.org"),
+            Identity::Fqdn("moon.strongswan.org".into())
+        );
+        assert_eq!(
+            id("@moon.strongswan.org"),
+            Identity::Fqdn("moon.strongswan.org".into())
+        );
+        assert_eq!(
+            id("carol@strongswan.org"),
+            Identity::Email("carol@strongswan.org".into())
+        );
+        assert_eq!(id("@@carol"), Identity::Email("carol".into()));
+        assert_eq!(id("@#0a0B:0c"), Identity::KeyId(vec![0x0a, 0x0b, 0x0c]));
+        for any in ["%any", "%any6", "", "*", "0.0.0.0", "::"] {
+            assert_eq!(id(any), Identity::Any, "{any}");
+        }
+        assert_eq!(id("fqdn:a@b"), Identity::Fqdn("a@b".into()));
+        assert_eq!(id("DNS:host"), Identity::Fqdn("host".into()));
+        assert_eq!(id("email:x"), Identity::Email("x".into()));
+        assert_eq!(id("keyid:#0102"), Identity::KeyId(vec![1, 2]));
+        assert_eq!(id("keyid:ab"), Identity::KeyId(b"ab".to_vec()));
+        assert_eq!(
+            id("ipv4:#c0000201"),
+            Identity::Ipv4(Ipv4Addr::new(192, 0, 2, 1))
+        );
+        assert_eq!(id("{2}:gw"), Identity::Fqdn("gw".into()));
+    }
+
+    #[test]
+    fn refusals() {
+        for bad in [
+            "C=CH, O=strongSwan, CN=moon",
+            "10.1.0.0/16",
+            "10.1.0.1-10.1.0.9",
+            "fe80:zz",
+            "@#xyz",
+            "@#abc",
+            "@",
+            "asn1dn:#3000",
+            "ipv4:2001:db8::1",
+            "{9}:x",
+        ] {
+            assert!(Identity::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn matching_like_strongswan() {
+        let moon = id("moon.strongswan.org");
+        assert_eq!(
+            moon.match_quality(&id("@MOON.strongswan.org")),
+            IdMatch::Perfect
+        );
+        assert_eq!(moon.match_quality(&Identity::Any), IdMatch::Any);
+        assert_eq!(
+            moon.match_quality(&id("*.strongswan.org")),
+            IdMatch::OneWildcard
+        );
+        assert_eq!(moon.match_quality(&id("sun.strongswan.org")), IdMatch::None);
+        assert_eq!(Identity::Any.match_quality(&moon), IdMatch::None);
+        let carol = id("carol@strongswan.org");
+        assert!(id("*@strongswan.org").matches(&carol));
+        assert!(!id("*@strongswan.com").matches(&carol));
+        assert!(Identity::Any.matches(&carol));
+        assert!(!moon.matches(&Identity::Ipv4(Ipv4Addr::LOCALHOST)));
+        // Display parses back.
+        for s in ["@moon", "carol@x", "@#0102", "%any", "10.0.0.1", "@@carol"] {
+            assert_eq!(id(&id(s).to_string()), id(s), "{s}");
+        }
+    }
+}

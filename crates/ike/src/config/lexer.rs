@@ -1,0 +1,496 @@
+//! The strongswan.conf / swanctl.conf settings syntax, read into a tree of
+//! sections and settings, the way strongSwan's `settings_lexer.l` and
+//! `settings_parser.y` (5.9.8) read it:
+//!
+//! ```text
+//! name {                 # a section; '{' may follow on the next line
+//!     key = a value      # a value runs to the end of the line, '#' or '}'
+//!     key = "quoted\tstring with # and }"  # \n \r \t \\ \" escapes
+//!     key =              # an empty value: the key is as if unset
+//! }
+//! ```
+//!
+//! Names may hold any character except `#{}:.,="` and white space. The
+//! parts of a value are joined by a single space (`a   b` is `a b`, and
+//! `"x"y` is `x y`), as strongSwan does. Sections of the same name in one
+//! parent are merged, as in strongSwan; a key given twice in one section is
+//! refused (strongSwan silently keeps the last one). `include` and section
+//! references (`name : base { }`) are refused.
+
+use super::ConfigError;
+
+/// Deepest nesting of sections (swanctl.conf needs 5:
+/// `connections.gw.children.net`); bounds the parser's stack.
+pub const MAX_DEPTH: usize = 16;
+
+/// A section: its name, where it opened, its settings and subsections in
+/// file order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Section {
+    pub name: String,
+    pub line: usize,
+    pub settings: Vec<Setting>,
+    pub sections: Vec<Section>,
+}
+
+/// One `key = value`; `value` is `None` for `key =`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Setting {
+    pub key: String,
+    pub value: Option<String>,
+    pub line: usize,
+}
+
+impl Section {
+    fn add_setting(&mut self, s: Setting, path: &str, file: &str) -> Result<(), ConfigError> {
+        if let Some(prev) = self.settings.iter().find(|p| p.key == s.key) {
+            return Err(ConfigError::new(
+                file,
+                s.line,
+                join(path, &s.key),
+                format!("given twice (first on line {})", prev.line),
+            ));
+        }
+        self.settings.push(s);
+        Ok(())
+    }
+
+    /// Adds `sub`, merging it into an existing section of that name.
+    fn add_section(&mut self, sub: Section, path: &str, file: &str) -> Result<(), ConfigError> {
+        match self.sections.iter_mut().find(|p| p.name == sub.name) {
+            None => {
+                self.sections.push(sub);
+                Ok(())
+            }
+            Some(existing) => {
+                let here = join(path, &sub.name);
+                for s in sub.settings {
+                    existing.add_setting(s, &here, file)?;
+                }
+                for c in sub.sections {
+                    existing.add_section(c, &here, file)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// `a.b` from a path and a name (no dot for the root's children).
+pub(crate) fn join(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}.{name}")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Token {
+    Name(String),
+    Open,
+    Close,
+    Equals,
+    Colon,
+    /// `.` or `,` outside a value: never valid here.
+    Stray(char),
+    /// `include` followed by white space and not `=`.
+    Include,
+    Eof,
+}
+
+struct Lexer<'a> {
+    file: &'a str,
+    chars: std::iter::Peekable<std::str::Chars<'a>>,
+    line: usize,
+}
+
+fn is_name_char(c: char) -> bool {
+    !matches!(
+        c,
+        '#' | '{' | '}' | ':' | '.' | ',' | '=' | '"' | '\r' | '\n' | '\t' | ' '
+    )
+}
+
+impl<'a> Lexer<'a> {
+    fn err(&self, key: &str, problem: impl Into<String>) -> ConfigError {
+        ConfigError::new(self.file, self.line, key.to_string(), problem.into())
+    }
+
+    fn skip_comment(&mut self) {
+        while let Some(&c) = self.chars.peek() {
+            if c == '\n' {
+                break;
+            }
+            self.chars.next();
+        }
+    }
+
+    /// The next token outside a value (white space, newlines and comments
+    /// skipped). `path` names the section for errors.
+    fn token(&mut self, path: &str) -> Result<(Token, usize), ConfigError> {
+        loop {
+            let Some(&c) = self.chars.peek() else {
+                return Ok((Token::Eof, self.line));
+            };
+            let line = self.line;
+            match c {
+                '\n' => {
+                    self.line += 1;
+                    self.chars.next();
+                }
+                ' ' | '\t' | '\r' => {
+                    self.chars.next();
+                }
+                '#' => self.skip_comment(),
+                '{' | '}' | '=' | ':' | '.' | ',' => {
+                    self.chars.next();
+                    let t = match c {
+                        '{' => Token::Open,
+                        '}' => Token::Close,
+                        '=' => Token::Equals,
+                        ':' => Token::Colon,
+                        other => Token::Stray(other),
+                    };
+                    return Ok((t, line));
+                }
+                '"' => {
+                    return Err(self.err(
+                        path,
+                        "unexpected quoted string (quotes are allowed in values only)",
+                    ))
+                }
+                _ => {
+                    let mut name = String::new();
+                    while let Some(&c) = self.chars.peek() {
+                        if !is_name_char(c) {
+                            break;
+                        }
+                        name.push(c);
+                        self.chars.next();
+                    }
+                    if name == "include" && self.include_follows() {
+                        return Ok((Token::Include, line));
+                    }
+                    return Ok((Token::Name(name), line));
+                }
+            }
+        }
+    }
+
+    /// After the word `include`: strongSwan's `"include"[\t ]+/[^=]`.
+    fn include_follows(&mut self) -> bool {
+        let mut spaces = false;
+        while let Some(&c) = self.chars.peek() {
+            if c == ' ' || c == '\t' {
+                spaces = true;
+                self.chars.next();
+            } else {
+                return spaces && c != '=';
+            }
+        }
+        false
+    }
+
+    /// A value after `=`: parts up to the end of the line, `#` or `}`
+    /// (which are left for the caller), joined by single spaces.
+    fn value(&mut self, key: &str) -> Result<Option<String>, ConfigError> {
+        let mut parts: Vec<String> = Vec::new();
+        loop {
+            match self.chars.peek().copied() {
+                None | Some('\n') | Some('#') | Some('}') => break,
+                Some(' ') | Some('\t') | Some('\r') => {
+                    self.chars.next();
+                }
+                Some('"') => {
+                    self.chars.next();
+                    parts.push(self.quoted(key)?);
+                }
+                Some(_) => {
+                    let mut part = String::new();
+                    while let Some(&c) = self.chars.peek() {
+                        if matches!(c, '#' | '}' | '"' | '\r' | '\n' | '\t' | ' ') {
+                            break;
+                        }
+                        part.push(c);
+                        self.chars.next();
+                    }
+                    parts.push(part);
+                }
+            }
+        }
+        Ok(if parts.is_empty() {
+            None
+        } else {
+            Some(parts.join(" "))
+        })
+    }
+
+    /// The rest of a quoted string, after its opening `"`.
+    fn quoted(&mut self, key: &str) -> Result<String, ConfigError> {
+        let start = self.line;
+        let mut s = String::new();
+        loop {
+            let Some(c) = self.chars.next() else {
+                return Err(ConfigError::new(
+                    self.file,
+                    start,
+                    key.to_string(),
+                    "unterminated quoted string".to_string(),
+                ));
+            };
+            match c {
+                '"' => return Ok(s),
+                '\r' => {}
+                '\n' => {
+                    self.line += 1;
+                    s.push('\n');
+                }
+                '\\' => match self.chars.next() {
+                    Some('n') => s.push('\n'),
+                    Some('r') => {
+                        // `\` CR LF continues the line, like `\` LF.
+                        if self.chars.peek() == Some(&'\n') {
+                            self.chars.next();
+                            self.line += 1;
+                        } else {
+                            s.push('\r');
+                        }
+                    }
+                    Some('t') => s.push('\t'),
+                    Some('\n') => self.line += 1,
+                    Some(other) => s.push(other),
+                    None => {
+                        return Err(ConfigError::new(
+                            self.file,
+                            start,
+                            key.to_string(),
+                            "unterminated quoted string".to_string(),
+                        ))
+                    }
+                },
+                other => s.push(other),
+            }
+        }
+    }
+}
+
+/// Reads `text` into its root section (named `""`).
+pub(crate) fn parse_tree(file: &str, text: &str) -> Result<Section, ConfigError> {
+    let mut lx = Lexer {
+        file,
+        chars: text.chars().peekable(),
+        line: 1,
+    };
+    let mut root = Section::default();
+    // The open sections below the root, innermost last, with their paths.
+    let mut open: Vec<(Section, String)> = Vec::new();
+    loop {
+        let path = open.last().map(|(_, p)| p.clone()).unwrap_or_default();
+        let (tok, line) = lx.token(&path)?;
+        match tok {
+            Token::Eof => {
+                if let Some((s, p)) = open.last() {
+                    return Err(ConfigError::new(
+                        file,
+                        lx.line,
+                        p.clone(),
+                        format!(
+                            "section '{}' opened on line {} is not closed",
+                            s.name, s.line
+                        ),
+                    ));
+                }
+                return Ok(root);
+            }
+            Token::Close => {
+                let Some((done, _)) = open.pop() else {
+                    return Err(ConfigError::new(
+                        file,
+                        line,
+                        String::new(),
+                        "'}' without a section to close".to_string(),
+                    ));
+                };
+                match open.last_mut() {
+                    Some((parent, ppath)) => parent.add_section(done, ppath, file)?,
+                    None => root.add_section(done, "", file)?,
+                }
+            }
+            Token::Include => {
+                return Err(ConfigError::new(
+                    file,
+                    line,
+                    path,
+                    "'include' is not supported: flowsec reads one file; merge the \
+                     included files into it"
+                        .to_string(),
+                ))
+            }
+            Token::Name(name) => {
+                let here = join(&path, &name);
+                let (next, nline) = lx.token(&here)?;
+                match next {
+                    Token::Open => {
+                        if open.len() >= MAX_DEPTH {
+                            return Err(ConfigError::new(
+                                file,
+                                line,
+                                here,
+                                format!("sections nested deeper than {MAX_DEPTH}"),
+                            ));
+                        }
+                        let s = Section {
+                            name,
+                            line,
+                            ..Section::default()
+                        };
+                        open.push((s, here));
+                    }
+                    Token::Equals => {
+                        let value = lx.value(&here)?;
+                        let setting = Setting {
+                            key: name,
+                            value,
+                            line,
+                        };
+                        match open.last_mut() {
+                            Some((sec, _)) => sec.add_setting(setting, &path, file)?,
+                            None => root.add_setting(setting, "", file)?,
+                        }
+                    }
+                    Token::Colon => {
+                        return Err(ConfigError::new(
+                            file,
+                            nline,
+                            here,
+                            "section references ('name : base { }') are not supported".to_string(),
+                        ))
+                    }
+                    other => {
+                        return Err(ConfigError::new(
+                            file,
+                            nline,
+                            here,
+                            format!(
+                                "expected '{{' or '=' after '{name}', found {}",
+                                describe(&other)
+                            ),
+                        ))
+                    }
+                }
+            }
+            other => {
+                return Err(ConfigError::new(
+                    file,
+                    line,
+                    path,
+                    format!("expected a name, found {}", describe(&other)),
+                ))
+            }
+        }
+    }
+}
+
+fn describe(t: &Token) -> String {
+    match t {
+        Token::Name(n) => format!("'{n}'"),
+        Token::Open => "'{'".into(),
+        Token::Close => "'}'".into(),
+        Token::Equals => "'='".into(),
+        Token::Colon => "':'".into(),
+        Token::Stray(c) => format!("'{c}'"),
+        Token::Include => "'include'".into(),
+        Token::Eof => "the end of the file".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value_of(text: &str) -> Option<String> {
+        let root = parse_tree("t", text).unwrap();
+        root.settings[0].value.clone()
+    }
+
+    #[test]
+    fn sections_settings_and_lines() {
+        let root = parse_tree(
+            "t",
+            "# comment\na {\n  b = c d   e # tail\n  sub\n  {\n x = 1 }\n}\ny=2",
+        )
+        .unwrap();
+        let a = &root.sections[0];
+        assert_eq!(a.name, "a");
+        assert_eq!(a.line, 2);
+        assert_eq!(
+            a.settings[0],
+            Setting {
+                key: "b".into(),
+                value: Some("c d e".into()),
+                line: 3
+            }
+        );
+        assert_eq!(a.sections[0].name, "sub");
+        assert_eq!(a.sections[0].settings[0].line, 6);
+        assert_eq!(root.settings[0].value.as_deref(), Some("2"));
+    }
+
+    #[test]
+    fn values_like_strongswan() {
+        assert_eq!(value_of("k = \"a # b } c\"").as_deref(), Some("a # b } c"));
+        assert_eq!(
+            value_of("k = \"x\\ty\\\"z\\\\\"").as_deref(),
+            Some("x\ty\"z\\")
+        );
+        assert_eq!(value_of("k = \"ab\\\ncd\"").as_deref(), Some("abcd"));
+        // strongSwan's testing net2net-psk: parts joined by single spaces.
+        assert_eq!(
+            value_of("k = 'My \"home\" is my \"castle\"!'").as_deref(),
+            Some("'My home is my castle !'")
+        );
+        assert_eq!(value_of("k =\n"), None);
+        assert_eq!(value_of("k = a.b,c:d=e"), Some("a.b,c:d=e".into()));
+        let root = parse_tree("t", "s { k = v }").unwrap();
+        assert_eq!(root.sections[0].settings[0].value.as_deref(), Some("v"));
+    }
+
+    #[test]
+    fn merges_sections_refuses_duplicate_keys() {
+        let root = parse_tree("t", "a { x = 1 }\na { y = 2 }").unwrap();
+        assert_eq!(root.sections.len(), 1);
+        assert_eq!(root.sections[0].settings.len(), 2);
+        let e = parse_tree("t", "a { x = 1 }\na { x = 2 }").unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (2, "a.x"));
+        assert!(e.problem.contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn syntax_errors_name_line_and_path() {
+        let e = parse_tree("f.conf", "a {\n b {\n").unwrap_err();
+        assert_eq!(e.key, "a.b");
+        assert!(e.problem.contains("not closed"));
+        let e = parse_tree("f.conf", "a {\n}\n}").unwrap_err();
+        assert_eq!(e.line, 3);
+        let e = parse_tree("f.conf", "a {\n include /etc/x.conf\n}").unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (2, "a"));
+        assert!(e.problem.contains("include"));
+        // `include = x` is a setting named include.
+        assert!(parse_tree("f", "include = x").is_ok());
+        let e = parse_tree("f", "a : b { }").unwrap_err();
+        assert!(e.problem.contains("references"));
+        let e = parse_tree("f", "a {\n k = \"open\n").unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (2, "a.k"));
+        assert!(e.problem.contains("unterminated"));
+        let e = parse_tree("f", "a.b = c").unwrap_err();
+        assert!(e.problem.contains("'.'"), "{e}");
+        let e = parse_tree("f", "a b").unwrap_err();
+        assert!(e.problem.contains("expected"), "{e}");
+        let deep = "a {".repeat(40);
+        assert!(parse_tree("f", &deep)
+            .unwrap_err()
+            .problem
+            .contains("deeper"));
+    }
+}

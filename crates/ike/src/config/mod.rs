@@ -1,0 +1,404 @@
+//! IKE configuration in a swanctl.conf-style file (`flowsec up -c FILE`),
+//! with strongSwan's option names, value syntax and defaults (strongSwan
+//! 5.9.8 `swanctl.opt`, `vici_config.c`, `load_creds.c`) wherever the
+//! meaning is the same, so a strongSwan site-to-site PSK configuration can
+//! be copied across:
+//!
+//! ```text
+//! connections {
+//!     gw-gw {
+//!         version = 2
+//!         local_addrs = 192.168.0.1
+//!         remote_addrs = 192.168.0.2
+//!         proposals = aes128-sha256-x25519
+//!         local {
+//!             auth = psk
+//!             id = moon.strongswan.org
+//!         }
+//!         remote {
+//!             auth = psk
+//!             id = sun.strongswan.org
+//!         }
+//!         children {
+//!             net-net {
+//!                 local_ts = 10.1.0.0/16
+//!                 remote_ts = 10.2.0.0/16
+//!                 esp_proposals = aes128gcm16-x25519
+//!                 rekey_time = 5400
+//!                 start_action = trap
+//!             }
+//!         }
+//!     }
+//! }
+//! secrets {
+//!     ike-1 {
+//!         id-1 = moon.strongswan.org
+//!         id-2 = sun.strongswan.org
+//!         secret = 0x45a30759df97dc26a15b88ff
+//!     }
+//! }
+//! ```
+//!
+//! The syntax is strongSwan's settings syntax ([`lexer`]); proposals,
+//! identities and selectors are strongSwan's ([`proposal`], [`identity`],
+//! [`ts`]). What the keys mean and which values they take is in
+//! [`swanctl`].
+//!
+//! Everything flowsec does not understand is refused with a [`ConfigError`]
+//! naming the file, the line, the dotted key
+//! (`connections.gw.children.net.esp_proposals`) and the problem —
+//! strongSwan warns and goes on, flowsec does not, so nothing is silently
+//! ignored. The exceptions are strongSwan keys accepted with any valid
+//! value that change nothing on the wire or only things flowsec does not
+//! do (listed with [`swanctl::IGNORED_KEYS`]): `mobike`, `fragmentation`,
+//! `send_certreq`, `send_cert`, `pools`, `aggressive`, `pull`, `updown`,
+//! `hostaccess`, `revocation`, and some keys accepted only at their
+//! strongSwan default ([`swanctl::DEFAULT_ONLY_KEYS`]).
+//!
+//! Differences from strongSwan, beyond refusing: a key given twice in one
+//! section is an error (strongSwan keeps the last); `include` is refused;
+//! numbers are decimal only (strongSwan's `strtoul(.., 0)` also reads
+//! `0x10` and octal `010`); every connection needs `local` and `remote`
+//! sections with `auth = psk` (strongSwan's default is `pubkey`).
+
+pub mod identity;
+pub mod lexer;
+pub mod negotiate;
+pub mod proposal;
+pub mod swanctl;
+pub mod ts;
+
+use core::fmt;
+use std::net::IpAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use zeroize::Zeroizing;
+
+pub use identity::{IdMatch, Identity};
+pub use negotiate::{
+    child_accepts, child_answer, child_offer, ike_accepts, ike_answer, ike_offer, select_child,
+    select_ike, ChildChosen, IkeChosen,
+};
+pub use proposal::{
+    default_ah_proposal, default_esp_proposals, default_ike_proposals, parse_ah_proposal,
+    parse_ah_proposals, parse_esp_proposal, parse_esp_proposals, parse_ike_proposal,
+    parse_ike_proposals, ChildProposal, IkeProposal,
+};
+pub use ts::{AddrSpec, TsSpec};
+
+/// Largest configuration file [`load`] reads (implementation limit; a
+/// large strongSwan site's file is a few hundred kilobytes).
+pub const MAX_FILE_LEN: u64 = 16 << 20;
+
+/// Parse configuration text; `name` is the file name used in errors.
+pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
+    let root = lexer::parse_tree(name, text)?;
+    swanctl::interpret(name, &root)
+}
+
+/// Read and parse a configuration file.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let name = path.display().to_string();
+    let fail = |problem: String| ConfigError::new(&name, 0, String::new(), problem);
+    let meta = std::fs::metadata(path).map_err(|e| fail(e.to_string()))?;
+    if meta.len() > MAX_FILE_LEN {
+        return Err(fail(format!("larger than {MAX_FILE_LEN} bytes")));
+    }
+    let bytes = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        ConfigError::new(&name, line, String::new(), "not UTF-8 text".to_string())
+    })?;
+    parse(&name, &text)
+}
+
+/// Why a configuration was refused, and where. Displays as
+/// `FILE:LINE: KEY: PROBLEM` (`FILE: PROBLEM` when the file could not be
+/// read; the key is left out where there is none, e.g. a stray `}` at the
+/// top).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file name given to [`parse`] (the path for [`load`]).
+    pub file: String,
+    /// Line, from 1; 0 when the file could not be read.
+    pub line: usize,
+    /// The dotted key or section path, e.g.
+    /// `connections.gw.children.net.esp_proposals`.
+    pub key: String,
+    /// What is wrong.
+    pub problem: String,
+}
+
+impl ConfigError {
+    pub(crate) fn new(file: &str, line: usize, key: String, problem: String) -> ConfigError {
+        ConfigError {
+            file: file.to_string(),
+            line,
+            key,
+            problem,
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.file)?;
+        if self.line != 0 {
+            write!(f, ":{}", self.line)?;
+        }
+        if !self.key.is_empty() {
+            write!(f, ": {}", self.key)?;
+        }
+        write!(f, ": {}", self.problem)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// A whole configuration: connections and pre-shared keys, in file order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Config {
+    /// `connections.*`.
+    pub connections: Vec<Connection>,
+    /// `secrets.ike*`.
+    pub secrets: Vec<Secret>,
+}
+
+/// One `connections.NAME` section: an IKE SA's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connection {
+    /// The section name.
+    pub name: String,
+    /// `version`: 0 (any; flowsec speaks IKEv2 only) or 2.
+    pub version: u8,
+    /// `local_addrs` (default `%any`).
+    pub local_addrs: Vec<AddrSpec>,
+    /// `remote_addrs` (default `%any`).
+    pub remote_addrs: Vec<AddrSpec>,
+    /// `local_port` (default 500).
+    pub local_port: u16,
+    /// `remote_port` (default 500).
+    pub remote_port: u16,
+    /// `proposals` (default `default`), in preference order.
+    pub proposals: Vec<IkeProposal>,
+    /// The `local` section.
+    pub local: AuthConfig,
+    /// The `remote` section.
+    pub remote: AuthConfig,
+    /// `children.*`, in file order.
+    pub children: Vec<ChildConfig>,
+    /// `rekey_time` (default 4h, or 0 when only `reauth_time` is set).
+    pub rekey_time: Duration,
+    /// `reauth_time` (default 0: off).
+    pub reauth_time: Duration,
+    /// `over_time`: hard lifetime after rekey/reauth time (default 10% of
+    /// the larger of the two).
+    pub over_time: Duration,
+    /// `rand_time`: at most this much is subtracted at random from the
+    /// rekey/reauth time (default `over_time`, but at most half of the
+    /// rekey/reauth time — the smaller one if both are set).
+    pub rand_time: Duration,
+    /// `dpd_delay` (default 0: no liveness checks).
+    pub dpd_delay: Duration,
+    /// `dpd_timeout` (IKEv1 only in strongSwan; default 0).
+    pub dpd_timeout: Duration,
+    /// `encap`: force UDP encapsulation (default no).
+    pub encap: bool,
+    /// `keyingtries` (default 1; 0 = forever).
+    pub keyingtries: u32,
+    /// `unique` (default `no`).
+    pub unique: Unique,
+}
+
+/// The `unique` policy (swanctl.conf(5)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Unique {
+    /// `never`: never enforce, even on INITIAL_CONTACT.
+    Never,
+    /// `no`: replace existing SAs of the same identity on INITIAL_CONTACT.
+    No,
+    /// `keep`: refuse a new SA while one exists.
+    Keep,
+    /// `replace`: delete the old SA when a new one is established.
+    Replace,
+}
+
+/// How a side authenticates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AuthKind {
+    /// `psk`: a pre-shared key (RFC 7296 §2.15).
+    Psk,
+}
+
+/// A `local` or `remote` section.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthConfig {
+    /// `auth`.
+    pub auth: AuthKind,
+    /// `id`. Unset: locally the IKE address is used as identity (strongSwan
+    /// does so for PSK); remotely any identity is accepted (`%any`).
+    pub id: Option<Identity>,
+}
+
+/// One `children.NAME` section: a Child SA's configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildConfig {
+    /// The section name.
+    pub name: String,
+    /// `local_ts` (default `dynamic`).
+    pub local_ts: Vec<TsSpec>,
+    /// `remote_ts` (default `dynamic`).
+    pub remote_ts: Vec<TsSpec>,
+    /// `esp_proposals` (default strongSwan's AEAD then classic defaults,
+    /// unless `ah_proposals` is set).
+    pub esp_proposals: Vec<ChildProposal>,
+    /// `ah_proposals` (default none).
+    pub ah_proposals: Vec<ChildProposal>,
+    /// `mode` (default tunnel).
+    pub mode: flowsec_ipsec::Mode,
+    /// `rekey_time` (default 1h).
+    pub rekey_time: Duration,
+    /// `life_time` (default `rekey_time` + 10%).
+    pub life_time: Duration,
+    /// `rand_time` (default `life_time` - `rekey_time`).
+    pub rand_time: Duration,
+    /// `rekey_bytes` (default 0: off).
+    pub rekey_bytes: u64,
+    /// `life_bytes` (default `rekey_bytes` + 10%).
+    pub life_bytes: u64,
+    /// `rand_bytes` (default `life_bytes` - `rekey_bytes`).
+    pub rand_bytes: u64,
+    /// `rekey_packets` (default 0: off).
+    pub rekey_packets: u64,
+    /// `life_packets` (default `rekey_packets` + 10%).
+    pub life_packets: u64,
+    /// `rand_packets` (default `life_packets` - `rekey_packets`).
+    pub rand_packets: u64,
+    /// `start_action` (default none).
+    pub start_action: StartAction,
+    /// `dpd_action` (default clear).
+    pub dpd_action: DpdAction,
+    /// `close_action` (default none).
+    pub close_action: CloseAction,
+    /// `ipcomp` (default no).
+    pub ipcomp: bool,
+    /// `replay_window` in packets (default 32).
+    pub replay_window: u32,
+}
+
+/// `start_action`: what to do once the configuration is loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StartAction {
+    /// `none` (also `clear`): wait as responder or for a manual start.
+    None,
+    /// `start` (also `restart`): initiate now.
+    Start,
+    /// `trap` (also `route`): install trap policies; initiate on traffic.
+    Trap,
+}
+
+/// `dpd_action`: what to do with the Child SA when the peer is found dead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DpdAction {
+    /// `clear` (also `none`): close it.
+    Clear,
+    /// `trap` (also `route`): close it and install trap policies.
+    Trap,
+    /// `restart` (also `start`): re-create it at once.
+    Restart,
+}
+
+/// `close_action`: what to do when the peer closes the Child SA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CloseAction {
+    /// `none` (also `clear`).
+    None,
+    /// `trap` (also `route`).
+    Trap,
+    /// `start` (also `restart`).
+    Start,
+}
+
+/// One `secrets.ikeSUFFIX` section: a pre-shared key and the identities
+/// it belongs to (`id`, `idSUFFIX` keys; none = `%any`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret {
+    /// The section name (`ike-1`).
+    pub name: String,
+    /// The owners, in file order.
+    pub ids: Vec<Identity>,
+    /// The key bytes.
+    pub secret: Zeroizing<Vec<u8>>,
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Secret")
+            .field("name", &self.name)
+            .field("ids", &self.ids)
+            .field("secret", &format_args!("<{} bytes>", self.secret.len()))
+            .finish()
+    }
+}
+
+impl Config {
+    /// The pre-shared key for local identity `a` and remote identity `b`,
+    /// by strongSwan's rule (`credential_manager.c` `get_shared()`,
+    /// `mem_cred.c`): a secret qualifies if one of its owners matches `a`
+    /// or one matches `b` (an owner `%any`, or no owner, matches every
+    /// identity, weakly); of those, the best match for `b` wins, then the
+    /// best for `a`, then the first in the file.
+    pub fn find_psk(&self, a: &Identity, b: &Identity) -> Option<&[u8]> {
+        let any = [Identity::Any];
+        let mut best: Option<(&Secret, IdMatch, IdMatch)> = None;
+        for s in &self.secrets {
+            let owners: &[Identity] = if s.ids.is_empty() { &any } else { &s.ids };
+            let quality = |id: &Identity| {
+                owners
+                    .iter()
+                    .map(|o| id.match_quality(o))
+                    .max()
+                    .unwrap_or(IdMatch::None)
+            };
+            let (me, other) = (quality(a), quality(b));
+            if me == IdMatch::None && other == IdMatch::None {
+                continue;
+            }
+            let better = match best {
+                None => true,
+                Some((_, bme, bother)) => other > bother || (other == bother && me > bme),
+            };
+            if better {
+                best = Some((s, me, other));
+                if me == IdMatch::Perfect && other == IdMatch::Perfect {
+                    break;
+                }
+            }
+        }
+        best.map(|(s, _, _)| s.secret.as_slice())
+    }
+
+    /// The connection named `name`.
+    pub fn connection(&self, name: &str) -> Option<&Connection> {
+        self.connections.iter().find(|c| c.name == name)
+    }
+}
+
+impl Connection {
+    /// The first single address of `remote_addrs` (what an initiator
+    /// connects to, as strongSwan picks it), if any.
+    pub fn remote_host(&self) -> Option<IpAddr> {
+        self.remote_addrs.iter().find_map(|a| match a {
+            AddrSpec::Addr(ip) => Some(*ip),
+            _ => None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,328 @@
+use super::*;
+use crate::config::proposal::{
+    default_esp_proposals, default_ike_proposals, parse_ah_proposal, parse_esp_proposal,
+    parse_ike_proposal,
+};
+
+fn ike(s: &str) -> IkeProposal {
+    parse_ike_proposal(s).unwrap()
+}
+
+fn esp(s: &str) -> ChildProposal {
+    parse_esp_proposal(s).unwrap()
+}
+
+fn t(ty: TransformType, id: u16) -> Transform {
+    Transform::new(ty, id)
+}
+
+fn aes_t(id: EncrId, bits: u16) -> Transform {
+    Transform {
+        key_len: Some(bits),
+        ..t(TransformType::ENCR, id.0)
+    }
+}
+
+#[test]
+fn ike_offer_encodes_key_lengths_and_numbers() {
+    let offer = ike_offer(&[
+        ike("aes256-sha256-modp2048"),
+        ike("chacha20poly1305-prfsha256-x25519"),
+    ]);
+    assert_eq!(offer.len(), 2);
+    assert_eq!(offer[0].num, 1);
+    assert_eq!(offer[1].num, 2);
+    assert!(offer[0].spi.is_empty());
+    assert_eq!(
+        offer[0].transforms,
+        vec![
+            aes_t(EncrId::AES_CBC, 256),
+            t(TransformType::PRF, PrfId::HMAC_SHA2_256.0),
+            t(TransformType::INTEG, IntegId::HMAC_SHA2_256_128.0),
+            t(TransformType::DH, DhGroup::MODP_2048.0),
+        ]
+    );
+    // RFC 7634 §3: no Key Length for ChaCha20-Poly1305; no INTEG with an AEAD.
+    assert_eq!(
+        offer[1].transforms[0],
+        t(TransformType::ENCR, EncrId::CHACHA20_POLY1305.0)
+    );
+    assert!(!offer[1]
+        .transforms
+        .iter()
+        .any(|x| x.ty == TransformType::INTEG));
+}
+
+#[test]
+fn responder_prefers_its_own_order() {
+    // The peer (initiator) prefers AES-CBC, we prefer AES-GCM: ours wins.
+    let peer = ike_offer(&[
+        ike("aes128-sha256-ecp256"),
+        ike("aes256gcm16-prfsha384-ecp384-ecp256"),
+    ]);
+    let ours = [
+        ike("aes256gcm16-prfsha384-ecp256"),
+        ike("aes128-sha256-ecp256"),
+    ];
+    let c = select_ike(&ours, &peer).unwrap();
+    assert_eq!(c.num, 2);
+    assert_eq!(
+        c.suite.encr,
+        Encr {
+            id: EncrId::AES_GCM_16,
+            key_bits: 256
+        }
+    );
+    assert_eq!(c.suite.integ, IntegId::NONE);
+    assert_eq!(c.suite.prf, PrfId::HMAC_SHA2_384);
+    assert_eq!(c.suite.dh, DhGroup::ECP_256);
+    // The other way round, the peer's first proposal matches our second.
+    let c = select_ike(&[ours[1].clone()], &peer).unwrap();
+    assert_eq!(c.num, 1);
+    assert_eq!(c.suite.integ, IntegId::HMAC_SHA2_256_128);
+}
+
+#[test]
+fn strongswan_multi_algorithm_proposal() {
+    // strongSwan's default offer against a narrow responder, both ways.
+    let strongswan = ike_offer(&default_ike_proposals());
+    let narrow = [ike("aes256-sha384-prfsha384-modp3072")];
+    let c = select_ike(&narrow, &strongswan).unwrap();
+    assert_eq!(c.num, 1);
+    assert_eq!(
+        c.suite,
+        IkeSuite {
+            encr: Encr {
+                id: EncrId::AES_CBC,
+                key_bits: 256
+            },
+            integ: IntegId::HMAC_SHA2_384_192,
+            prf: PrfId::HMAC_SHA2_384,
+            dh: DhGroup::MODP_3072,
+        }
+    );
+    // A strongSwan-style responder with the defaults picks its first of
+    // each kind that the narrow initiator offers.
+    let c = select_ike(&default_ike_proposals(), &ike_offer(&narrow)).unwrap();
+    assert_eq!(c.suite.dh, DhGroup::MODP_3072);
+    assert_eq!(c.suite.integ, IntegId::HMAC_SHA2_384_192);
+    // Several of each: our order decides within the proposal.
+    let multi = ike_offer(&[ike("aes128-aes256-sha1-sha256-modp2048-ecp256")]);
+    let c = select_ike(&[ike("aes256-aes128-sha256-sha1-ecp256-modp2048")], &multi).unwrap();
+    assert_eq!(c.suite.encr.key_bits, 256);
+    assert_eq!(c.suite.integ, IntegId::HMAC_SHA2_256_128);
+    assert_eq!(c.suite.prf, PrfId::HMAC_SHA2_256);
+    assert_eq!(c.suite.dh, DhGroup::ECP_256);
+    // The initiator accepts the answer built from the choice.
+    assert_eq!(ike_accepts(&multi, &ike_answer(&c)), Some(c));
+}
+
+#[test]
+fn key_length_must_equal_ours() {
+    let peer = ike_offer(&[ike("aes128-sha256-ecp256")]);
+    assert!(select_ike(&[ike("aes256-sha256-ecp256")], &peer).is_none());
+    // A peer AES transform without Key Length matches nothing.
+    let mut bare = peer.clone();
+    bare[0].transforms[0].key_len = None;
+    assert!(select_ike(&[ike("aes128-sha256-ecp256")], &bare).is_none());
+}
+
+#[test]
+fn unknown_attributes_and_types() {
+    let mut peer = ike_offer(&[ike("aes128-aes256-sha256-ecp256")]);
+    // The AES-128 transform carries an attribute we do not know: ignored,
+    // so AES-256 is chosen.
+    peer[0].transforms[0].unknown_attributes = true;
+    let c = select_ike(&[ike("aes128-aes256-sha256-ecp256")], &peer).unwrap();
+    assert_eq!(c.suite.encr.key_bits, 256);
+    // Only such transforms for a type: no match.
+    peer[0].transforms[1].unknown_attributes = true;
+    assert!(select_ike(&[ike("aes128-aes256-sha256-ecp256")], &peer).is_none());
+    // A transform type that does not belong in IKE (ESN) or is unknown:
+    // the proposal is unacceptable (§3.3.6).
+    for ty in [TransformType::ESN, TransformType(9)] {
+        let mut p = ike_offer(&[ike("aes128-sha256-ecp256")]);
+        p[0].transforms.push(t(ty, 0));
+        assert!(select_ike(&[ike("aes128-sha256-ecp256")], &p).is_none());
+    }
+    // Protocol must be IKE.
+    let mut p = ike_offer(&[ike("aes128-sha256-ecp256")]);
+    p[0].protocol = ProtocolId::ESP;
+    assert!(select_ike(&[ike("aes128-sha256-ecp256")], &p).is_none());
+}
+
+#[test]
+fn missing_mandatory_types() {
+    let ours = [ike("aes128-sha256-ecp256")];
+    for drop in [TransformType::PRF, TransformType::INTEG, TransformType::DH] {
+        let mut p = ike_offer(&ours);
+        p[0].transforms.retain(|x| x.ty != drop);
+        assert!(select_ike(&ours, &p).is_none(), "{drop}");
+    }
+}
+
+#[test]
+fn esp_selection_both_ways() {
+    let initiator = default_esp_proposals();
+    let offer = child_offer(&initiator, ProtocolId::ESP, 0xc001_d00d, false);
+    assert_eq!(offer[0].spi, vec![0xc0, 0x01, 0xd0, 0x0d]);
+    assert!(offer[0]
+        .transforms
+        .contains(&t(TransformType::ESN, EsnId::NO_ESN.0)));
+    let responder = [esp("aes256-sha256-esn-noesn"), esp("aes128gcm16")];
+    let c = select_child(&responder, &offer, false).unwrap();
+    assert_eq!(c.num, 2);
+    assert_eq!(c.protocol, ProtocolId::ESP);
+    assert_eq!(c.spi, 0xc001_d00d);
+    assert_eq!(
+        c.encr,
+        Some(Encr {
+            id: EncrId::AES_CBC,
+            key_bits: 256
+        })
+    );
+    assert_eq!(c.integ, IntegId::HMAC_SHA2_256_128);
+    assert!(!c.esn);
+    assert_eq!(c.dh, DhGroup::NONE);
+    let answer = child_answer(&c, 0x1234_5678);
+    assert_eq!(answer.spi, vec![0x12, 0x34, 0x56, 0x78]);
+    let mut seen = c.clone();
+    seen.spi = 0x1234_5678;
+    assert_eq!(child_accepts(&offer, &answer), Some(seen));
+
+    // Responder with the defaults against an initiator asking for ESN.
+    let offer = child_offer(&[esp("aes128gcm16-esn")], ProtocolId::ESP, 7, false);
+    assert!(select_child(&default_esp_proposals(), &offer, false).is_none());
+    let c = select_child(&[esp("aes128gcm16-esn-noesn")], &offer, false).unwrap();
+    assert!(c.esn);
+    assert_eq!(c.integ, IntegId::NONE);
+    // A peer proposal without ESN transform counts as NO_ESN.
+    let mut no_esn = child_offer(&[esp("aes128gcm16")], ProtocolId::ESP, 7, false);
+    no_esn[0].transforms.retain(|x| x.ty != TransformType::ESN);
+    assert!(
+        !select_child(&[esp("aes128gcm16")], &no_esn, false)
+            .unwrap()
+            .esn
+    );
+    // AH proposals do not match ESP ones.
+    let ah = child_offer(
+        &[parse_ah_proposal("sha256").unwrap()],
+        ProtocolId::AH,
+        9,
+        false,
+    );
+    assert!(select_child(&[esp("aes128-sha256")], &ah, false).is_none());
+    let c = select_child(&[parse_ah_proposal("sha256").unwrap()], &ah, false).unwrap();
+    assert_eq!(
+        (c.protocol, c.encr, c.integ),
+        (ProtocolId::AH, None, IntegId::HMAC_SHA2_256_128)
+    );
+    assert_eq!(
+        child_accepts(&ah, &child_answer(&c, 9)).unwrap().integ,
+        c.integ
+    );
+}
+
+#[test]
+fn pfs_rules() {
+    let pfs = [esp("aes128gcm16-modp2048")];
+    let opt = [esp("aes128gcm16-modp2048-none")];
+    let nopfs = [esp("aes128gcm16")];
+    let sel = |ours: &[ChildProposal], peer: &[ChildProposal], want| {
+        let offer = child_offer(peer, ProtocolId::ESP, 1, true);
+        select_child(ours, &offer, want).map(|c| c.dh)
+    };
+    // IKE_AUTH (want_dh false): DH ignored either way.
+    assert_eq!(sel(&nopfs, &pfs, false), Some(DhGroup::NONE));
+    assert_eq!(sel(&pfs, &nopfs, false), Some(DhGroup::NONE));
+    // CREATE_CHILD_SA: groups must match.
+    assert_eq!(sel(&pfs, &pfs, true), Some(DhGroup::MODP_2048));
+    assert_eq!(sel(&[esp("aes128gcm16-ecp256")], &pfs, true), None);
+    // The peer wants PFS, we do not: no match; unless it allows NONE.
+    assert_eq!(sel(&nopfs, &pfs, true), None);
+    assert_eq!(sel(&nopfs, &opt, true), Some(DhGroup::NONE));
+    // We want PFS, the peer offers none: only if we allow none.
+    assert_eq!(sel(&pfs, &nopfs, true), None);
+    assert_eq!(sel(&opt, &nopfs, true), Some(DhGroup::NONE));
+    assert_eq!(sel(&nopfs, &nopfs, true), Some(DhGroup::NONE));
+    // NONE offered but a common group exists: ours first.
+    assert_eq!(sel(&opt, &opt, true), Some(DhGroup::MODP_2048));
+    // NONE is common only if we also allow it.
+    assert_eq!(
+        sel(
+            &[esp("aes128gcm16-ecp384")],
+            &[esp("aes128gcm16-ecp256-none")],
+            true
+        ),
+        None
+    );
+
+    // Initiator side: an answer without DH to an offer insisting on PFS.
+    let offer = child_offer(&pfs, ProtocolId::ESP, 1, true);
+    let c = select_child(&pfs, &offer, true).unwrap();
+    let mut answer = child_answer(&c, 2);
+    assert_eq!(
+        child_accepts(&offer, &answer).unwrap().dh,
+        DhGroup::MODP_2048
+    );
+    answer.transforms.retain(|x| x.ty != TransformType::DH);
+    assert!(child_accepts(&offer, &answer).is_none());
+    let offer = child_offer(&opt, ProtocolId::ESP, 1, true);
+    assert_eq!(child_accepts(&offer, &answer).unwrap().dh, DhGroup::NONE);
+}
+
+#[test]
+fn esp_without_integrity() {
+    let offer = child_offer(&[esp("aes128")], ProtocolId::ESP, 1, false);
+    let c = select_child(&[esp("aes128")], &offer, false).unwrap();
+    assert_eq!(c.integ, IntegId::NONE);
+    assert_eq!(
+        child_accepts(&offer, &child_answer(&c, 2)).unwrap().integ,
+        IntegId::NONE
+    );
+    // The peer insists on integrity, we have none configured.
+    let offer = child_offer(&[esp("aes128-sha1")], ProtocolId::ESP, 1, false);
+    assert!(select_child(&[esp("aes128")], &offer, false).is_none());
+}
+
+#[test]
+fn initiator_refuses_answers_outside_its_offer() {
+    let offer = ike_offer(&[ike("aes128-sha256-ecp256")]);
+    let good = ike_answer(&select_ike(&[ike("aes128-sha256-ecp256")], &offer).unwrap());
+    assert!(ike_accepts(&offer, &good).is_some());
+    let mut bad = good.clone();
+    bad.transforms[3] = t(TransformType::DH, DhGroup::MODP_2048.0);
+    assert!(ike_accepts(&offer, &bad).is_none());
+    let mut two = good.clone();
+    two.transforms
+        .push(t(TransformType::DH, DhGroup::ECP_256.0));
+    assert!(ike_accepts(&offer, &two).is_none());
+    let mut missing = good.clone();
+    missing.transforms.retain(|x| x.ty != TransformType::INTEG);
+    assert!(ike_accepts(&offer, &missing).is_none());
+    let mut num = good.clone();
+    num.num = 2;
+    assert!(ike_accepts(&offer, &num).is_none());
+    let mut keylen = good;
+    keylen.transforms[0].key_len = Some(256);
+    assert!(ike_accepts(&offer, &keylen).is_none());
+    // ESP: the SPI must be 4 bytes; ENCR must be there.
+    let offer = child_offer(&[esp("aes128gcm16")], ProtocolId::ESP, 1, false);
+    let c = select_child(&[esp("aes128gcm16")], &offer, false).unwrap();
+    let mut a = child_answer(&c, 5);
+    a.spi = vec![0; 8];
+    assert!(child_accepts(&offer, &a).is_none());
+    let mut a = child_answer(&c, 5);
+    a.transforms.retain(|x| x.ty != TransformType::ENCR);
+    assert!(child_accepts(&offer, &a).is_none());
+}
+
+#[test]
+fn aead_answer_with_integ_none() {
+    let offer = ike_offer(&[ike("aes128gcm16-prfsha256-ecp256")]);
+    let c = select_ike(&[ike("aes128gcm16-prfsha256-ecp256")], &offer).unwrap();
+    let mut a = ike_answer(&c);
+    assert_eq!(a.transforms.len(), 3);
+    a.transforms.push(t(TransformType::INTEG, IntegId::NONE.0));
+    assert_eq!(ike_accepts(&offer, &a), Some(c));
+}

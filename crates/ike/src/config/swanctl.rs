@@ -1,0 +1,789 @@
+//! What the swanctl.conf sections and keys mean (strongSwan 5.9.8
+//! swanctl.conf(5) / `swanctl.opt`, `vici_config.c`, `load_creds.c`).
+//!
+//! ```text
+//! connections.<conn>.version        0 | 2 (1: IKEv1, refused)        0
+//!                   .local_addrs    comma list of AddrSpec           %any
+//!                   .remote_addrs   comma list of AddrSpec           %any
+//!                   .local_port     .remote_port                     500
+//!                   .proposals      comma list, `default`            default
+//!                   .encap          bool                             no
+//!                   .dpd_delay      .dpd_timeout  duration           0s
+//!                   .keyingtries    number (0 = forever)             1
+//!                   .unique         never | no | keep | replace      no
+//!                   .rekey_time     duration                         4h (0 if only reauth_time set)
+//!                   .reauth_time    duration                         0s
+//!                   .over_time      duration                         10% of max(rekey, reauth)
+//!                   .rand_time      duration                         min(over_time, rekey-or-reauth / 2)
+//!                   .local { auth = psk, id = IDENTITY }             (required)
+//!                   .remote { auth = psk, id = IDENTITY }            (required; id %any)
+//!                   .children.<child>.local_ts, remote_ts            dynamic
+//!                        .esp_proposals, ah_proposals               default (AEAD first), none
+//!                        .mode            tunnel | transport         tunnel
+//!                        .rekey_time      duration                   1h
+//!                        .life_time       duration                   rekey_time + 10%
+//!                        .rand_time       duration                   life_time - rekey_time
+//!                        .rekey_bytes / life_bytes / rand_bytes     0, +10%, difference (k/M/G suffixes, 1024-based)
+//!                        .rekey_packets / life_packets / rand_packets  same, plain numbers
+//!                        .start_action    none | trap | start        none   (route = trap, restart = start, clear = none)
+//!                        .dpd_action      clear | trap | restart     clear
+//!                        .close_action    none | trap | start        none
+//!                        .ipcomp          bool                       no
+//!                        .replay_window   0 or 32..=4096             32
+//! secrets.ike<suffix>.secret   "string" | 0xHEX | 0sBASE64
+//!                    .id<suffix>   IDENTITY (none: %any)
+//! ```
+//!
+//! Durations are a number of seconds or a number with `s`, `m`, `h` or `d`;
+//! booleans `yes`/`true`/`enabled`/`1` or `no`/`false`/`disabled`/`0`;
+//! keywords are matched without regard to case, as strongSwan does. An
+//! empty value (`key =`) leaves the default.
+
+use std::time::Duration;
+
+use flowsec_ipsec::replay::{MAX_WINDOW, MIN_WINDOW};
+use flowsec_ipsec::Mode;
+use zeroize::Zeroizing;
+
+use super::lexer::{join, Section, Setting};
+use super::proposal::{
+    default_esp_proposals, default_ike_proposals, parse_ah_proposals, parse_esp_proposals,
+    parse_ike_proposals, split_list,
+};
+use super::{
+    AddrSpec, AuthConfig, AuthKind, ChildConfig, CloseAction, Config, ConfigError, Connection,
+    DpdAction, Identity, Secret, StartAction, TsSpec, Unique,
+};
+
+/// strongSwan keys accepted with any valid value and then ignored: they
+/// only concern features flowsec does not have (MOBIKE, IKE fragmentation,
+/// certificates, virtual IP pools, IKEv1 modes, updown scripts).
+/// (section, key); the section is `conn`, `auth` or `child`.
+pub const IGNORED_KEYS: &[(&str, &str)] = &[
+    ("conn", "mobike"),
+    ("conn", "fragmentation"),
+    ("conn", "send_certreq"),
+    ("conn", "send_cert"),
+    ("conn", "pools"),
+    ("conn", "aggressive"),
+    ("conn", "pull"),
+    ("auth", "revocation"),
+    ("child", "updown"),
+    ("child", "hostaccess"),
+];
+
+/// strongSwan keys accepted only with their strongSwan default value
+/// (anything else would change behaviour flowsec does not implement):
+/// (section, key, default).
+pub const DEFAULT_ONLY_KEYS: &[(&str, &str, &str)] = &[
+    ("conn", "dscp", "000000"),
+    ("conn", "childless", "allow"),
+    ("conn", "ppk_required", "no"),
+    ("conn", "if_id_in", "0"),
+    ("conn", "if_id_out", "0"),
+    ("conn", "mediation", "no"),
+    ("auth", "round", "0"),
+    ("child", "policies", "yes"),
+    ("child", "policies_fwd_out", "no"),
+    ("child", "inactivity", "0"),
+    ("child", "reqid", "0"),
+    ("child", "priority", "0"),
+    ("child", "sha256_96", "no"),
+    ("child", "tfc_padding", "0"),
+    ("child", "hw_offload", "no"),
+    ("child", "copy_df", "yes"),
+    ("child", "copy_ecn", "yes"),
+    ("child", "copy_dscp", "out"),
+    ("child", "mark_in", "0/0x00000000"),
+    ("child", "mark_in_sa", "no"),
+    ("child", "mark_out", "0/0x00000000"),
+    ("child", "set_mark_in", "0/0x00000000"),
+    ("child", "set_mark_out", "0/0x00000000"),
+    ("child", "if_id_in", "0"),
+    ("child", "if_id_out", "0"),
+    ("child", "label_mode", "system"),
+];
+
+/// strongSwan's default IKE rekey time (`LFT_DEFAULT_IKE_REKEY_TIME`).
+pub const DEFAULT_IKE_REKEY_TIME: Duration = Duration::from_secs(4 * 3600);
+/// strongSwan's default Child SA rekey time
+/// (`LFT_DEFAULT_CHILD_REKEY_TIME`).
+pub const DEFAULT_CHILD_REKEY_TIME: Duration = Duration::from_secs(3600);
+/// strongSwan's default IKE port.
+pub const DEFAULT_PORT: u16 = 500;
+/// strongSwan's default replay window (`charon.replay_window`).
+pub const DEFAULT_REPLAY_WINDOW: u32 = 32;
+
+/// Turns the settings tree into a [`Config`].
+pub(crate) fn interpret(file: &str, root: &Section) -> Result<Config, ConfigError> {
+    let cx = Cx { file };
+    let mut config = Config::default();
+    if let Some(s) = root.settings.first() {
+        return Err(cx.err(s.line, s.key.clone(), "unknown top-level key"));
+    }
+    for sec in &root.sections {
+        match sec.name.as_str() {
+            "connections" => {
+                cx.no_settings(sec, "connections")?;
+                for c in &sec.sections {
+                    let path = join("connections", &c.name);
+                    config.connections.push(cx.connection(c, &path)?);
+                }
+            }
+            "secrets" => {
+                cx.no_settings(sec, "secrets")?;
+                for s in &sec.sections {
+                    config.secrets.push(cx.secret(s)?);
+                }
+            }
+            "pools" | "authorities" => {
+                return Err(cx.err(sec.line, sec.name.clone(), "not supported yet"))
+            }
+            _ => return Err(cx.err(sec.line, sec.name.clone(), "unknown section")),
+        }
+    }
+    Ok(config)
+}
+
+struct Cx<'a> {
+    file: &'a str,
+}
+
+/// The settings of one section with their values, empty values dropped.
+fn values(sec: &Section) -> impl Iterator<Item = (&Setting, &str)> {
+    sec.settings
+        .iter()
+        .filter_map(|s| s.value.as_deref().map(|v| (s, v)))
+}
+
+impl Cx<'_> {
+    fn err(&self, line: usize, key: String, problem: impl Into<String>) -> ConfigError {
+        ConfigError::new(self.file, line, key, problem.into())
+    }
+
+    fn no_settings(&self, sec: &Section, path: &str) -> Result<(), ConfigError> {
+        match sec.settings.first() {
+            Some(s) => Err(self.err(
+                s.line,
+                join(path, &s.key),
+                format!("'{path}' holds sections only"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Handles the ignored and default-only keys of `kind`; `Ok(true)` if
+    /// `key` was one of them.
+    fn common(&self, kind: &str, s: &Setting, v: &str, path: &str) -> Result<bool, ConfigError> {
+        let here = || join(path, &s.key);
+        if IGNORED_KEYS.contains(&(kind, s.key.as_str())) {
+            let ok = match s.key.as_str() {
+                "mobike" | "send_certreq" | "aggressive" | "pull" | "hostaccess" => {
+                    parse_bool(v).map(|_| ())
+                }
+                "fragmentation" => keyword(v, &["yes", "accept", "no", "force"]).map(|_| ()),
+                "send_cert" => keyword(v, &["ifasked", "always", "never"]).map(|_| ()),
+                "revocation" => keyword(v, &["strict", "ifuri", "relaxed"]).map(|_| ()),
+                _ => Ok(()),
+            };
+            ok.map_err(|e| self.err(s.line, here(), e))?;
+            return Ok(true);
+        }
+        if let Some(&(_, _, default)) = DEFAULT_ONLY_KEYS
+            .iter()
+            .find(|(k, key, _)| *k == kind && *key == s.key)
+        {
+            if !same_as_default(v, default) {
+                return Err(self.err(
+                    s.line,
+                    here(),
+                    format!("'{v}' is not supported (only strongSwan's default '{default}')"),
+                ));
+            }
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    fn connection(&self, sec: &Section, path: &str) -> Result<Connection, ConfigError> {
+        let mut c = Connection {
+            name: sec.name.clone(),
+            version: 0,
+            local_addrs: vec![AddrSpec::Any],
+            remote_addrs: vec![AddrSpec::Any],
+            local_port: DEFAULT_PORT,
+            remote_port: DEFAULT_PORT,
+            proposals: default_ike_proposals().to_vec(),
+            local: AuthConfig {
+                auth: AuthKind::Psk,
+                id: None,
+            },
+            remote: AuthConfig {
+                auth: AuthKind::Psk,
+                id: None,
+            },
+            children: Vec::new(),
+            rekey_time: Duration::ZERO,
+            reauth_time: Duration::ZERO,
+            over_time: Duration::ZERO,
+            rand_time: Duration::ZERO,
+            dpd_delay: Duration::ZERO,
+            dpd_timeout: Duration::ZERO,
+            encap: false,
+            keyingtries: 1,
+            unique: Unique::No,
+        };
+        let (mut rekey, mut reauth, mut over, mut rand) = (None, None, None, None);
+        for (s, v) in values(sec) {
+            if self.common("conn", s, v, path)? {
+                continue;
+            }
+            let r: Result<(), String> = (|| {
+                match s.key.as_str() {
+                    "version" => {
+                        c.version = match v {
+                            "0" | "2" => v.parse().map_err(|_| "bad version".to_string())?,
+                            "1" => return Err("IKEv1 is not supported".into()),
+                            _ => return Err(format!("bad version '{v}' (0 or 2)")),
+                        }
+                    }
+                    "local_addrs" => c.local_addrs = addr_list(v)?,
+                    "remote_addrs" => c.remote_addrs = addr_list(v)?,
+                    "local_port" => c.local_port = parse_port(v)?,
+                    "remote_port" => c.remote_port = parse_port(v)?,
+                    "proposals" => c.proposals = parse_ike_proposals(v)?,
+                    "encap" => c.encap = parse_bool(v)?,
+                    "dpd_delay" => c.dpd_delay = parse_duration(v)?,
+                    "dpd_timeout" => c.dpd_timeout = parse_duration(v)?,
+                    "keyingtries" => c.keyingtries = parse_num(v)?,
+                    "unique" => {
+                        c.unique = match keyword(v, &["never", "no", "keep", "replace"])? {
+                            0 => Unique::Never,
+                            1 => Unique::No,
+                            2 => Unique::Keep,
+                            _ => Unique::Replace,
+                        }
+                    }
+                    "rekey_time" => rekey = Some(parse_duration(v)?),
+                    "reauth_time" => reauth = Some(parse_duration(v)?),
+                    "over_time" => over = Some(parse_duration(v)?),
+                    "rand_time" => rand = Some(parse_duration(v)?),
+                    "vips" => return Err("virtual IPs are not supported yet".into()),
+                    "ppk_id" | "mediated_by" | "mediation_peer" => {
+                        return Err("not supported".into())
+                    }
+                    _ => return Err("unknown key".into()),
+                }
+                Ok(())
+            })();
+            r.map_err(|e| self.err(s.line, join(path, &s.key), e))?;
+        }
+        // vici_config.c peer_sn(): the IKE lifetime defaults.
+        let (rekey_time, reauth_time) = match (rekey, reauth) {
+            (None, None) => (DEFAULT_IKE_REKEY_TIME, Duration::ZERO),
+            (r, a) => (r.unwrap_or_default(), a.unwrap_or_default()),
+        };
+        c.rekey_time = rekey_time;
+        c.reauth_time = reauth_time;
+        c.over_time = over.unwrap_or(rekey_time.max(reauth_time) / 10);
+        c.rand_time = rand.unwrap_or_else(|| {
+            let base = if !rekey_time.is_zero() && !reauth_time.is_zero() {
+                rekey_time.min(reauth_time)
+            } else {
+                rekey_time.max(reauth_time)
+            };
+            c.over_time.min(base / 2)
+        });
+
+        let (mut local, mut remote) = (None, None);
+        for sub in &sec.sections {
+            let here = join(path, &sub.name);
+            match sub.name.as_str() {
+                "local" => local = Some(self.auth(sub, &here)?),
+                "remote" => remote = Some(self.auth(sub, &here)?),
+                "children" => {
+                    self.no_settings(sub, &here)?;
+                    for ch in &sub.sections {
+                        let p = join(&here, &ch.name);
+                        c.children.push(self.child(ch, &p)?);
+                    }
+                }
+                n if n.starts_with("local") || n.starts_with("remote") => {
+                    return Err(self.err(
+                        sub.line,
+                        here,
+                        "multiple authentication rounds are not supported",
+                    ))
+                }
+                _ => return Err(self.err(sub.line, here, "unknown section")),
+            }
+        }
+        let missing = |side: &str| {
+            self.err(
+                sec.line,
+                join(path, side),
+                format!("section missing: flowsec needs '{side} {{ auth = psk }}'"),
+            )
+        };
+        c.local = local.ok_or_else(|| missing("local"))?;
+        c.remote = remote.ok_or_else(|| missing("remote"))?;
+        Ok(c)
+    }
+
+    fn auth(&self, sec: &Section, path: &str) -> Result<AuthConfig, ConfigError> {
+        if let Some(sub) = sec.sections.first() {
+            return Err(self.err(
+                sub.line,
+                join(path, &sub.name),
+                "certificates are not supported yet",
+            ));
+        }
+        let (mut auth, mut id) = (None, None);
+        for (s, v) in values(sec) {
+            if self.common("auth", s, v, path)? {
+                continue;
+            }
+            let r: Result<(), String> = match s.key.as_str() {
+                "auth" => parse_auth(v).map(|a| auth = Some(a)),
+                "id" => Identity::parse(v).map(|i| id = Some(i)),
+                "certs" | "cacerts" | "pubkeys" | "ca_id" | "groups" | "cert_policy" | "eap_id"
+                | "aaa_id" | "xauth_id" => Err(
+                    "not supported yet (flowsec authenticates with pre-shared keys only)".into(),
+                ),
+                _ => Err("unknown key".into()),
+            };
+            r.map_err(|e| self.err(s.line, join(path, &s.key), e))?;
+        }
+        let auth = auth.ok_or_else(|| {
+            self.err(
+                sec.line,
+                join(path, "auth"),
+                "missing: strongSwan's default is pubkey, which flowsec does not support yet; \
+                 set auth = psk",
+            )
+        })?;
+        Ok(AuthConfig { auth, id })
+    }
+
+    fn child(&self, sec: &Section, path: &str) -> Result<ChildConfig, ConfigError> {
+        if let Some(sub) = sec.sections.first() {
+            return Err(self.err(sub.line, join(path, &sub.name), "unknown section"));
+        }
+        let mut ch = ChildConfig {
+            name: sec.name.clone(),
+            local_ts: vec![TsSpec::Dynamic],
+            remote_ts: vec![TsSpec::Dynamic],
+            esp_proposals: Vec::new(),
+            ah_proposals: Vec::new(),
+            mode: Mode::Tunnel,
+            rekey_time: DEFAULT_CHILD_REKEY_TIME,
+            life_time: Duration::ZERO,
+            rand_time: Duration::ZERO,
+            rekey_bytes: 0,
+            life_bytes: 0,
+            rand_bytes: 0,
+            rekey_packets: 0,
+            life_packets: 0,
+            rand_packets: 0,
+            start_action: StartAction::None,
+            dpd_action: DpdAction::Clear,
+            close_action: CloseAction::None,
+            ipcomp: false,
+            replay_window: DEFAULT_REPLAY_WINDOW,
+        };
+        let mut esp_set = false;
+        // life, rand of time (seconds), bytes, packets; and their lines.
+        let mut life = [None::<(u64, usize)>; 3];
+        let mut rand = [None::<u64>; 3];
+        for (s, v) in values(sec) {
+            if self.common("child", s, v, path)? {
+                continue;
+            }
+            let secs = |v: &str| parse_duration(v).map(|d| d.as_secs());
+            let r: Result<(), String> = (|| {
+                match s.key.as_str() {
+                    "local_ts" => ch.local_ts = ts_list(v)?,
+                    "remote_ts" => ch.remote_ts = ts_list(v)?,
+                    "esp_proposals" => {
+                        ch.esp_proposals = parse_esp_proposals(v)?;
+                        esp_set = true;
+                    }
+                    "ah_proposals" => ch.ah_proposals = parse_ah_proposals(v)?,
+                    "mode" => ch.mode = parse_mode(v)?,
+                    "rekey_time" => ch.rekey_time = parse_duration(v)?,
+                    "life_time" => life[0] = Some((secs(v)?, s.line)),
+                    "rand_time" => rand[0] = Some(secs(v)?),
+                    "rekey_bytes" => ch.rekey_bytes = parse_bytes(v)?,
+                    "life_bytes" => life[1] = Some((parse_bytes(v)?, s.line)),
+                    "rand_bytes" => rand[1] = Some(parse_bytes(v)?),
+                    "rekey_packets" => ch.rekey_packets = parse_num(v)?,
+                    "life_packets" => life[2] = Some((parse_num(v)?, s.line)),
+                    "rand_packets" => rand[2] = Some(parse_num(v)?),
+                    "start_action" => {
+                        ch.start_action = match action(v)? {
+                            Act::None => StartAction::None,
+                            Act::Start => StartAction::Start,
+                            Act::Trap => StartAction::Trap,
+                        }
+                    }
+                    "dpd_action" => {
+                        ch.dpd_action = match action(v)? {
+                            Act::None => DpdAction::Clear,
+                            Act::Start => DpdAction::Restart,
+                            Act::Trap => DpdAction::Trap,
+                        }
+                    }
+                    "close_action" => {
+                        ch.close_action = match action(v)? {
+                            Act::None => CloseAction::None,
+                            Act::Start => CloseAction::Start,
+                            Act::Trap => CloseAction::Trap,
+                        }
+                    }
+                    "ipcomp" => ch.ipcomp = parse_bool(v)?,
+                    "replay_window" => {
+                        let n: u32 = parse_num(v)?;
+                        if n != 0 && !(MIN_WINDOW..=MAX_WINDOW).contains(&n) {
+                            return Err(format!(
+                                "{n} outside {MIN_WINDOW}..={MAX_WINDOW} packets (or 0 to disable)"
+                            ));
+                        }
+                        ch.replay_window = n;
+                    }
+                    "interface" | "label" => {
+                        return Err("not supported (only unset, strongSwan's default)".into())
+                    }
+                    _ => return Err("unknown key".into()),
+                }
+                Ok(())
+            })();
+            r.map_err(|e| self.err(s.line, join(path, &s.key), e))?;
+        }
+        if !esp_set && ch.ah_proposals.is_empty() {
+            // children_sn(): AEAD default first when nothing is configured.
+            ch.esp_proposals = default_esp_proposals().to_vec();
+        }
+        // vici_config.c check_lifetimes().
+        let rekeys = [ch.rekey_time.as_secs(), ch.rekey_bytes, ch.rekey_packets];
+        let names = ["life_time", "life_bytes", "life_packets"];
+        let mut out = [(0u64, 0u64); 3];
+        for i in 0..3 {
+            let rekey = rekeys[i];
+            let l = match life[i] {
+                Some((l, line)) => {
+                    if l != 0 && l < rekey {
+                        return Err(self.err(
+                            line,
+                            join(path, names[i]),
+                            format!(
+                                "{l} is below the rekey limit {rekey}: the SA would expire \
+                                     before it is rekeyed"
+                            ),
+                        ));
+                    }
+                    l
+                }
+                None => rekey.saturating_mul(110) / 100,
+            };
+            let r = rand[i].unwrap_or(l - l.min(rekey));
+            out[i] = (l, r);
+        }
+        ch.life_time = Duration::from_secs(out[0].0);
+        ch.rand_time = Duration::from_secs(out[0].1);
+        (ch.life_bytes, ch.rand_bytes) = out[1];
+        (ch.life_packets, ch.rand_packets) = out[2];
+        Ok(ch)
+    }
+
+    fn secret(&self, sec: &Section) -> Result<Secret, ConfigError> {
+        let path = join("secrets", &sec.name);
+        if !sec.name.starts_with("ike") {
+            let known = [
+                "eap", "xauth", "ntlm", "ppk", "private", "rsa", "ecdsa", "bliss", "pkcs8",
+                "pkcs12", "token",
+            ];
+            let problem = if known.iter().any(|k| sec.name.starts_with(k)) {
+                "only IKE pre-shared keys (ikeSUFFIX sections) are supported yet"
+            } else {
+                "unknown secret type (IKE pre-shared keys are ikeSUFFIX sections)"
+            };
+            return Err(self.err(sec.line, path, problem));
+        }
+        if let Some(sub) = sec.sections.first() {
+            return Err(self.err(sub.line, join(&path, &sub.name), "unknown section"));
+        }
+        let mut ids = Vec::new();
+        let mut secret = None;
+        for (s, v) in values(sec) {
+            let here = join(&path, &s.key);
+            if s.key == "secret" {
+                secret = Some(decode_secret(v).map_err(|e| self.err(s.line, here, e))?);
+            } else if s.key.starts_with("id") {
+                ids.push(Identity::parse(v).map_err(|e| self.err(s.line, here, e))?);
+            } else {
+                return Err(self.err(s.line, here, "unknown key (secret, id or idSUFFIX)"));
+            }
+        }
+        let secret = secret.ok_or_else(|| self.err(sec.line, join(&path, "secret"), "missing"))?;
+        Ok(Secret {
+            name: sec.name.clone(),
+            ids,
+            secret,
+        })
+    }
+}
+
+/// `"string"` (already unquoted by the lexer), `0x` hex or `0s` base64,
+/// as `load_creds.c` reads them.
+fn decode_secret(v: &str) -> Result<Zeroizing<Vec<u8>>, String> {
+    let lower = v.get(..2).map(str::to_ascii_lowercase);
+    let bytes = match lower.as_deref() {
+        Some("0x") => super::identity::decode_hex(&v[2..]).map_err(|e| format!("bad hex: {e}"))?,
+        Some("0s") => decode_base64(&v[2..])?,
+        _ => v.as_bytes().to_vec(),
+    };
+    if bytes.is_empty() {
+        return Err("empty secret".into());
+    }
+    Ok(Zeroizing::new(bytes))
+}
+
+/// Standard base64 (RFC 4648 §4) with optional padding.
+fn decode_base64(s: &str) -> Result<Vec<u8>, String> {
+    let val = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let body = s.trim_end_matches('=');
+    if s.len() - body.len() > 2 {
+        return Err("bad base64: too much padding".into());
+    }
+    let mut out = Vec::with_capacity(body.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in body.bytes() {
+        let v = val(c).ok_or("bad base64: not a base64 character")?;
+        acc = (acc << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    if bits >= 6 || acc != 0 {
+        return Err("bad base64: truncated".into());
+    }
+    Ok(out)
+}
+
+fn same_as_default(v: &str, default: &str) -> bool {
+    if v.eq_ignore_ascii_case(default) {
+        return true;
+    }
+    if let (Ok(a), Ok(b)) = (parse_bool(v), parse_bool(default)) {
+        return a == b;
+    }
+    if default == "0" {
+        return parse_duration(v).map(|d| d.is_zero()).unwrap_or(false);
+    }
+    if default == "0/0x00000000" {
+        return matches!(v, "0" | "0/0" | "0x0" | "0/0x0" | "0x00000000/0x00000000");
+    }
+    false
+}
+
+fn parse_auth(v: &str) -> Result<AuthKind, String> {
+    let l = v.to_ascii_lowercase();
+    if l == "psk" {
+        return Ok(AuthKind::Psk);
+    }
+    let known = ["pubkey", "rsa", "ecdsa", "bliss", "ike:", "eap", "xauth"];
+    if known.iter().any(|k| l.starts_with(k)) {
+        Err(format!("'{v}' is not supported yet (psk is)"))
+    } else {
+        Err(format!("unknown authentication method '{v}'"))
+    }
+}
+
+fn parse_mode(v: &str) -> Result<Mode, String> {
+    match keyword(
+        v,
+        &[
+            "tunnel",
+            "transport",
+            "transport_proxy",
+            "beet",
+            "drop",
+            "pass",
+        ],
+    )? {
+        0 => Ok(Mode::Tunnel),
+        1 => Ok(Mode::Transport),
+        _ => Err(format!("mode '{v}' is not supported (tunnel or transport)")),
+    }
+}
+
+enum Act {
+    None,
+    Start,
+    Trap,
+}
+
+/// strongSwan's `parse_action()`.
+fn action(v: &str) -> Result<Act, String> {
+    if v.contains('|') {
+        return Err(format!("combined actions ('{v}') are not supported"));
+    }
+    Ok(
+        match keyword(v, &["none", "clear", "start", "restart", "trap", "route"])? {
+            0 | 1 => Act::None,
+            2 | 3 => Act::Start,
+            _ => Act::Trap,
+        },
+    )
+}
+
+/// The index of `v` in `words`, ignoring ASCII case.
+fn keyword(v: &str, words: &[&str]) -> Result<usize, String> {
+    words
+        .iter()
+        .position(|w| w.eq_ignore_ascii_case(v))
+        .ok_or_else(|| format!("bad value '{v}' ({})", words.join(", ")))
+}
+
+/// strongSwan's `parse_bool()`.
+pub(crate) fn parse_bool(v: &str) -> Result<bool, String> {
+    match keyword(
+        v,
+        &[
+            "yes", "true", "enabled", "1", "no", "false", "disabled", "0",
+        ],
+    ) {
+        Ok(i) => Ok(i < 4),
+        Err(_) => Err(format!("bad boolean '{v}' (yes or no)")),
+    }
+}
+
+fn digits_then(v: &str) -> Result<(u64, &str), String> {
+    let end = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    if end == 0 {
+        return Err(format!("'{v}' is not a number"));
+    }
+    let n = v[..end]
+        .parse::<u64>()
+        .map_err(|_| format!("'{v}' is too large"))?;
+    Ok((n, v[end..].trim_start()))
+}
+
+/// strongSwan's `parse_time()`: seconds, or a number with `s`, `m`, `h`,
+/// `d` (decimal only).
+pub fn parse_duration(v: &str) -> Result<Duration, String> {
+    let (n, rest) = digits_then(v)?;
+    let mult = match rest.to_ascii_lowercase().as_str() {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86400,
+        _ => return Err(format!("bad duration '{v}' (a number with s, m, h or d)")),
+    };
+    n.checked_mul(mult)
+        .map(Duration::from_secs)
+        .ok_or_else(|| format!("'{v}' is too large"))
+}
+
+/// strongSwan's `parse_bytes()`: a number with optional `k`, `M`, `G`
+/// (1024-based, either case).
+pub fn parse_bytes(v: &str) -> Result<u64, String> {
+    let (n, rest) = digits_then(v)?;
+    let mult: u64 = match rest.to_ascii_lowercase().as_str() {
+        "" => 1,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        _ => return Err(format!("bad byte count '{v}' (a number with k, M or G)")),
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("'{v}' is too large"))
+}
+
+fn parse_num<T: TryFrom<u64>>(v: &str) -> Result<T, String> {
+    match digits_then(v)? {
+        (n, "") => T::try_from(n).map_err(|_| format!("'{v}' is too large")),
+        _ => Err(format!("'{v}' is not a number")),
+    }
+}
+
+fn parse_port(v: &str) -> Result<u16, String> {
+    match parse_num::<u16>(v) {
+        Ok(0) | Err(_) => Err(format!("bad port '{v}' (1..=65535)")),
+        Ok(p) => Ok(p),
+    }
+}
+
+fn addr_list(v: &str) -> Result<Vec<AddrSpec>, String> {
+    split_list(v)?.into_iter().map(AddrSpec::parse).collect()
+}
+
+fn ts_list(v: &str) -> Result<Vec<TsSpec>, String> {
+    split_list(v)?.into_iter().map(TsSpec::parse).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_counts() {
+        assert_eq!(parse_duration("5400").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("90m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("4h").unwrap(), Duration::from_secs(14400));
+        assert_eq!(parse_duration("1D").unwrap(), Duration::from_secs(86400));
+        assert_eq!(parse_duration("2 h").unwrap(), Duration::from_secs(7200));
+        for bad in ["", "h", "1w", "1hh", "-1", "99999999999999999999", "1.5h"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_bytes("500000000").unwrap(), 500_000_000);
+        assert_eq!(parse_bytes("1k").unwrap(), 1024);
+        assert_eq!(parse_bytes("2M").unwrap(), 2 << 20);
+        assert_eq!(parse_bytes("1G").unwrap(), 1 << 30);
+        assert!(parse_bytes("1T").is_err());
+        assert!(parse_bytes("18446744073709551615G").is_err());
+        assert_eq!(parse_num::<u64>("1000000").unwrap(), 1_000_000);
+        assert!(parse_num::<u64>("1k").is_err());
+        assert!(parse_num::<u32>("4294967296").is_err());
+    }
+
+    #[test]
+    fn secrets_and_booleans() {
+        assert_eq!(
+            decode_secret("0x45a30759df97dc26a15b88ff")
+                .unwrap()
+                .as_slice(),
+            [0x45, 0xa3, 0x07, 0x59, 0xdf, 0x97, 0xdc, 0x26, 0xa1, 0x5b, 0x88, 0xff]
+        );
+        assert_eq!(decode_secret("0sTWFu").unwrap().as_slice(), b"Man");
+        assert_eq!(decode_secret("0sTWE=").unwrap().as_slice(), b"Ma");
+        assert_eq!(decode_secret("0sTQ==").unwrap().as_slice(), b"M");
+        assert_eq!(
+            decode_secret("plain text").unwrap().as_slice(),
+            b"plain text"
+        );
+        assert!(decode_secret("0xabc").is_err());
+        assert!(decode_secret("0s!!").is_err());
+        assert!(decode_secret("0sT").is_err());
+        assert!(decode_secret("0x").is_err());
+        assert_eq!(parse_bool("Yes"), Ok(true));
+        assert_eq!(parse_bool("disabled"), Ok(false));
+        assert!(parse_bool("maybe").is_err());
+        assert!(same_as_default("0s", "0"));
+        assert!(same_as_default("false", "no"));
+        assert!(!same_as_default("yes", "no"));
+    }
+}

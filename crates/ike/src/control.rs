@@ -1,0 +1,244 @@
+//! What `flowsec ctl` asks of the core: terminate and rekey by name, and
+//! the IKE and Child SAs as `swanctl --list-sas` shows them.
+
+use core::time::Duration;
+use std::net::SocketAddr;
+
+use flowsec_ipsec::{Mode, SaId};
+
+use crate::child::ts_string;
+use crate::engine::Ike;
+use crate::kernel::Kernel;
+use crate::sa::{IkeState, Todo};
+
+/// One IKE SA, for listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IkeSaInfo {
+    /// Connection name.
+    pub name: String,
+    /// Unique id (strongSwan's `#N`).
+    pub uid: u32,
+    /// ESTABLISHED, CONNECTING, REKEYED, DELETING.
+    pub state: &'static str,
+    /// We are the original initiator.
+    pub initiator: bool,
+    /// Initiator's SPI.
+    pub spi_i: u64,
+    /// Responder's SPI.
+    pub spi_r: u64,
+    /// Our address and port.
+    pub local: SocketAddr,
+    /// The peer's.
+    pub remote: SocketAddr,
+    /// Our identity.
+    pub local_id: String,
+    /// The peer's identity.
+    pub remote_id: String,
+    /// A NAT was detected (or faked by the peer): ESP in UDP.
+    pub nat: bool,
+    /// `AES_GCM_16-128/PRF_HMAC_SHA2_256/ECP_256` style.
+    pub proposal: String,
+    /// Seconds since it was established.
+    pub established_s: Option<u64>,
+    /// Seconds until it is rekeyed.
+    pub rekey_in_s: Option<u64>,
+    /// Its Child SAs.
+    pub children: Vec<ChildSaInfo>,
+}
+
+/// One Child SA, for listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildSaInfo {
+    /// Child config name.
+    pub name: String,
+    /// Ties it to its policies.
+    pub reqid: u32,
+    /// INSTALLED, REKEYING, REKEYED, DELETING.
+    pub state: &'static str,
+    /// TUNNEL or TRANSPORT.
+    pub mode: &'static str,
+    /// ESP in UDP.
+    pub encap: bool,
+    /// Our inbound SA.
+    pub sa_in: SaId,
+    /// Our outbound SA.
+    pub sa_out: SaId,
+    /// `AES_GCM_16-128/ECP_256` (the DH group is the PFS group, if any).
+    pub proposal: String,
+    /// Seconds since it was installed.
+    pub installed_s: u64,
+    /// Seconds until it is rekeyed.
+    pub rekey_in_s: Option<u64>,
+    /// Seconds until it expires.
+    pub expire_in_s: Option<u64>,
+    /// Our traffic selectors.
+    pub local_ts: Vec<String>,
+    /// The peer's.
+    pub remote_ts: Vec<String>,
+}
+
+impl Ike {
+    /// Every IKE SA with its Child SAs, by unique id.
+    pub fn list(&self, now: Duration) -> Vec<IkeSaInfo> {
+        let secs = |t: Duration| t.as_secs();
+        let until = |t: Option<Duration>| t.map(|t| secs(t.saturating_sub(now)));
+        let mut out: Vec<IkeSaInfo> = self
+            .sas
+            .values()
+            .map(|sa| {
+                let conn = &self.config.connections[sa.conn];
+                let proposal = sa.keys.as_ref().map_or(String::new(), |k| {
+                    let s = &k.suite;
+                    let mut p = format!("{}-{}", s.encr.id, s.encr.key_bits);
+                    if s.integ != flowsec_wire::iana::IntegId::NONE {
+                        p += &format!("/{}", s.integ);
+                    }
+                    format!("{p}/{}/{}", s.prf, s.dh)
+                });
+                IkeSaInfo {
+                    name: conn.name.clone(),
+                    uid: sa.uid,
+                    state: sa.state.name(),
+                    initiator: sa.initiator,
+                    spi_i: sa.spi_i,
+                    spi_r: sa.spi_r,
+                    local: sa.local,
+                    remote: sa.remote,
+                    local_id: sa
+                        .local_id
+                        .as_ref()
+                        .map_or_else(|| sa.local.ip().to_string(), |i| i.to_string()),
+                    remote_id: sa
+                        .peer_id
+                        .as_ref()
+                        .map_or_else(|| "%any".into(), |i| i.to_string()),
+                    nat: sa.nat_local || sa.nat_remote,
+                    proposal,
+                    established_s: sa.established.map(|t| secs(now.saturating_sub(t))),
+                    rekey_in_s: until(sa.rekey_at),
+                    children: sa
+                        .children
+                        .iter()
+                        .map(|c| {
+                            let mut p = c
+                                .encr
+                                .map_or(String::new(), |e| format!("{}-{}", e.id, e.key_bits));
+                            if c.integ != flowsec_wire::iana::IntegId::NONE {
+                                p += &format!("/{}", c.integ);
+                            }
+                            if c.dh != flowsec_wire::iana::DhGroup::NONE {
+                                p += &format!("/{}", c.dh);
+                            }
+                            if c.esn {
+                                p += "/ESN";
+                            }
+                            ChildSaInfo {
+                                name: conn
+                                    .children
+                                    .get(c.cfg)
+                                    .map_or_else(|| "?".into(), |ch| ch.name.clone()),
+                                reqid: c.reqid,
+                                state: c.state.name(),
+                                mode: if c.mode == Mode::Tunnel {
+                                    "TUNNEL"
+                                } else {
+                                    "TRANSPORT"
+                                },
+                                encap: c.encap,
+                                sa_in: SaId {
+                                    protocol: c.protocol,
+                                    spi: c.spi_in,
+                                    dst: sa.local.ip(),
+                                },
+                                sa_out: SaId {
+                                    protocol: c.protocol,
+                                    spi: c.spi_out,
+                                    dst: sa.remote.ip(),
+                                },
+                                proposal: p,
+                                installed_s: secs(now.saturating_sub(c.installed)),
+                                rekey_in_s: until(c.rekey_at),
+                                expire_in_s: until(c.expire_at),
+                                local_ts: c.local_ts.iter().map(ts_string).collect(),
+                                remote_ts: c.remote_ts.iter().map(ts_string).collect(),
+                            }
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        out.sort_by_key(|s| s.uid);
+        out
+    }
+
+    /// Delete the IKE SAs of connection `ike` (or the one with unique id
+    /// `ike` as a number), or the Child SAs named `child`; how many.
+    pub fn terminate(
+        &mut self,
+        now: Duration,
+        ike: Option<&str>,
+        child: Option<&str>,
+        k: &mut dyn Kernel,
+    ) -> Result<usize, String> {
+        self.queue_for(now, ike, child, k, Todo::DeleteIke, Todo::DeleteChild)
+    }
+
+    /// Rekey the IKE SAs of `ike`, or the Child SAs named `child`.
+    pub fn rekey(
+        &mut self,
+        now: Duration,
+        ike: Option<&str>,
+        child: Option<&str>,
+        k: &mut dyn Kernel,
+    ) -> Result<usize, String> {
+        self.queue_for(now, ike, child, k, Todo::RekeyIke, Todo::RekeyChild)
+    }
+
+    fn queue_for(
+        &mut self,
+        now: Duration,
+        ike: Option<&str>,
+        child: Option<&str>,
+        k: &mut dyn Kernel,
+        for_ike: Todo,
+        for_child: fn(u32) -> Todo,
+    ) -> Result<usize, String> {
+        let keys: Vec<u64> = self.sas.keys().copied().collect();
+        let mut n = 0;
+        for key in keys {
+            let Some(mut sa) = self.sas.remove(&key) else {
+                continue;
+            };
+            let conn = &self.config.connections[sa.conn];
+            let ike_match = ike.is_some_and(|name| {
+                name == conn.name || name.trim_start_matches('#') == sa.uid.to_string()
+            });
+            if sa.state == IkeState::Established {
+                if ike_match && child.is_none() {
+                    sa.queue.push_back(for_ike.clone());
+                    n += 1;
+                } else if let Some(name) = child {
+                    if ike.is_none() || ike_match {
+                        for c in &sa.children {
+                            if conn.children.get(c.cfg).is_some_and(|ch| ch.name == name)
+                                && c.state == crate::sa::ChildState::Installed
+                            {
+                                sa.queue.push_back(for_child(c.spi_in));
+                                n += 1;
+                            }
+                        }
+                    }
+                }
+            }
+            self.kick(now, sa, k);
+        }
+        if n == 0 {
+            return Err(match (ike, child) {
+                (_, Some(c)) => format!("no established CHILD_SA named {c}"),
+                (Some(i), None) => format!("no established IKE_SA {i}"),
+                (None, None) => "name an IKE_SA (--ike) or a CHILD_SA (--child)".into(),
+            });
+        }
+        Ok(n)
+    }
+}

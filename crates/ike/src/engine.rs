@@ -1,0 +1,677 @@
+//! The IKE daemon's core: every IKE SA of this host, keyed by our SPI,
+//! the dispatch of received messages to them, their timers, and the
+//! user's commands (initiate, terminate, rekey).
+//!
+//! Sans-I/O: datagrams and `now` in; datagrams ([`Ike::poll_transmit`]),
+//! [`Kernel`] calls and the next time to be polled ([`Ike::next_timeout`])
+//! out. Nothing here reads a clock, opens a socket or starts a thread.
+//!
+//! ```text
+//!  handle(datagram) ─► IKE_SA_INIT request? ─► init::respond (may be stateless: COOKIE)
+//!                   └► our SPI ─► IkeSa ─► SK open ─► rules::check
+//!                         ├─ request:  message ID in order? ─► the exchange's responder task
+//!                         └─ response: answers our request?  ─► the waiting task goes on
+//!  poll(now) ─► retransmit / give up, rekey and lifetime timers, DPD, next queued task
+//! ```
+
+use core::time::Duration;
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+
+use flowsec_crypto::Provider;
+use flowsec_ipsec::{Direction, Selector};
+use flowsec_wire::iana::{ExchangeType, NotifyType, PayloadType};
+use flowsec_wire::ike::{emit_payloads, first_type, Header, IkeError, Message, Notify, Payload};
+
+use crate::config::Config;
+use crate::exchange::{RequestVerdict, Retransmit};
+use crate::kernel::Kernel;
+use crate::random::Random;
+use crate::sa::{IkeSa, IkeState, Task, Todo};
+
+/// Tuning, with strongSwan's defaults (strongswan.conf(5)).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Retransmission of our requests.
+    pub retransmit: Retransmit,
+    /// Half-open IKE SAs above which IKE_SA_INIT needs a COOKIE
+    /// (`charon.cookie_threshold`, 30; RFC 7296 §2.6).
+    pub cookie_threshold: usize,
+    /// A half-open IKE SA is forgotten after this long
+    /// (`charon.half_open_timeout`, 30 s).
+    pub half_open_timeout: Duration,
+    /// Most IKE SAs of any state (memory bound; `charon.ikesa_limit`).
+    pub max_ike_sas: usize,
+    /// Most half-open IKE SAs (`charon.init_limit_half_open`); beyond
+    /// this IKE_SA_INIT requests are dropped even with a valid cookie.
+    pub max_half_open: usize,
+    /// How long a replaced IKE or Child SA is kept for the peer's DELETE.
+    pub rekeyed_grace: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            retransmit: Retransmit::default(),
+            cookie_threshold: 30,
+            half_open_timeout: Duration::from_secs(30),
+            max_ike_sas: 10_000,
+            max_half_open: 1_000,
+            rekeyed_grace: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A datagram to send. Between two port-4500 endpoints the daemon puts
+/// the non-ESP marker in front (RFC 3948 §2.2); the core never does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Datagram {
+    /// Our address and port.
+    pub local: SocketAddr,
+    /// The peer's.
+    pub remote: SocketAddr,
+    /// The IKE message.
+    pub data: Vec<u8>,
+}
+
+/// What the core counted (never per packet on the data path: this is the
+/// control plane). Every dropped message has its reason here.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IkeStats {
+    /// Messages received.
+    pub received: u64,
+    /// Messages sent, retransmissions included.
+    pub sent: u64,
+    /// Retransmissions of our requests.
+    pub retransmits: u64,
+    /// Responses replayed for a retransmitted request.
+    pub replayed: u64,
+    /// Dropped: not an IKE message, bad lengths, bad payloads.
+    pub malformed: u64,
+    /// Dropped: no IKE SA with that SPI.
+    pub unknown_spi: u64,
+    /// Dropped: integrity check failed.
+    pub bad_integrity: u64,
+    /// Dropped: message ID out of the window, or a response to nothing.
+    pub bad_message_id: u64,
+    /// IKE_SA_INIT answered with a COOKIE request.
+    pub cookies_sent: u64,
+    /// IKE_SA_INIT dropped: too many SAs or half-open SAs.
+    pub refused_limit: u64,
+    /// IKE_SA_INIT answered with INVALID_KE_PAYLOAD.
+    pub invalid_ke_sent: u64,
+    /// Peers declared dead (no answer after all retransmissions).
+    pub peers_dead: u64,
+}
+
+/// All IKE SAs of this host.
+pub struct Ike {
+    pub(crate) config: Config,
+    pub(crate) provider: Provider,
+    pub(crate) rng: Box<dyn Random>,
+    pub(crate) settings: Settings,
+    pub(crate) sas: BTreeMap<u64, IkeSa>,
+    pub(crate) out: VecDeque<Datagram>,
+    pub(crate) events: Vec<String>,
+    pub(crate) cookie_secret: [u8; 32],
+    pub(crate) next_uid: u32,
+    pub(crate) next_reqid: u32,
+    /// The policies installed for each reqid.
+    pub(crate) policies: BTreeMap<u32, Vec<(Direction, Selector)>>,
+    pub(crate) stats: IkeStats,
+}
+
+impl Ike {
+    /// The core for `config`, with `rng` for every random value.
+    pub fn new(
+        config: Config,
+        provider: Provider,
+        mut rng: Box<dyn Random>,
+        settings: Settings,
+    ) -> Ike {
+        let mut cookie_secret = [0; 32];
+        rng.fill(&mut cookie_secret);
+        Ike {
+            config,
+            provider,
+            rng,
+            settings,
+            sas: BTreeMap::new(),
+            out: VecDeque::new(),
+            events: Vec::new(),
+            cookie_secret,
+            next_uid: 1,
+            next_reqid: 1,
+            policies: BTreeMap::new(),
+            stats: IkeStats::default(),
+        }
+    }
+
+    /// The configuration it runs.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &IkeStats {
+        &self.stats
+    }
+
+    /// The next datagram to send.
+    pub fn poll_transmit(&mut self) -> Option<Datagram> {
+        self.out.pop_front()
+    }
+
+    /// What happened since the last call, one line each, for the log
+    /// (never a key).
+    pub fn take_events(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Bring up the children whose `start_action` is `start`.
+    pub fn start(&mut self, now: Duration, k: &mut dyn Kernel) {
+        let mut wanted = Vec::new();
+        for conn in &self.config.connections {
+            for child in &conn.children {
+                match child.start_action {
+                    crate::config::StartAction::Start => wanted.push((conn.name.clone(), child.name.clone())),
+                    crate::config::StartAction::Trap => self.events.push(format!(
+                        "{}: start_action = trap is not supported yet: use start or `flowsec ctl initiate`",
+                        child.name
+                    )),
+                    crate::config::StartAction::None => {}
+                }
+            }
+        }
+        for (conn, child) in wanted {
+            if let Err(e) = self.initiate(now, Some(&conn), Some(&child), k) {
+                self.events.push(e);
+            }
+        }
+    }
+
+    /// Process one received IKE message (the non-ESP marker stripped),
+    /// which arrived at `local` from `remote`.
+    pub fn handle(
+        &mut self,
+        now: Duration,
+        local: SocketAddr,
+        remote: SocketAddr,
+        data: &[u8],
+        k: &mut dyn Kernel,
+    ) {
+        self.stats.received += 1;
+        let header = match Header::parse(data) {
+            Ok(h) if h.major_version == 2 => h,
+            _ => {
+                self.stats.malformed += 1;
+                return;
+            }
+        };
+        if header.exchange == ExchangeType::IKE_SA_INIT {
+            if header.response {
+                self.init_response(now, local, remote, &header, data, k);
+            } else {
+                self.init_request(now, local, remote, &header, data);
+            }
+            return;
+        }
+        // The SPI the sender's role says is ours (§3.1: the I flag).
+        let ours = if header.initiator {
+            header.spi_r
+        } else {
+            header.spi_i
+        };
+        let Some(mut sa) = self.sas.remove(&ours) else {
+            self.stats.unknown_spi += 1;
+            return;
+        };
+        let mine = sa.spi_i == header.spi_i
+            && sa.spi_r == header.spi_r
+            && header.initiator != sa.initiator;
+        if !mine || sa.keys.is_none() {
+            self.stats.unknown_spi += 1;
+            self.sas.insert(ours, sa);
+            return;
+        }
+        if !header.response && sa.exch.classify(header.message_id) == RequestVerdict::Replay {
+            if let Some((_, last)) = &sa.exch.last_response {
+                self.stats.replayed += 1;
+                self.push(sa.local, sa.remote, last.clone());
+            }
+            self.sas.insert(ours, sa);
+            return;
+        }
+        let opened = sa.keys.as_ref().map(|keys| keys.inn.open(data));
+        let msg = match opened {
+            Some(Ok(m)) => m,
+            Some(Err(crate::crypto::SkError::Integrity)) => {
+                self.stats.bad_integrity += 1;
+                self.sas.insert(ours, sa);
+                return;
+            }
+            Some(Err(crate::crypto::SkError::Malformed(IkeError::UnsupportedCritical(ty))))
+                if !header.response =>
+            {
+                // §2.5: answer with the type that was not understood.
+                if sa.exch.classify(header.message_id) == RequestVerdict::Process {
+                    let n = notify(NotifyType::UNSUPPORTED_CRITICAL_PAYLOAD, vec![ty.0]);
+                    self.respond(&mut sa, header.exchange, header.message_id, vec![n]);
+                }
+                self.stats.malformed += 1;
+                self.sas.insert(ours, sa);
+                return;
+            }
+            _ => {
+                self.stats.malformed += 1;
+                self.sas.insert(ours, sa);
+                return;
+            }
+        };
+        // The peer may have moved (a NAT rebinding, or the float to 4500
+        // after IKE_SA_INIT, §2.23): answer where it talks from now.
+        sa.local = local;
+        sa.remote = remote;
+        sa.last_heard = now;
+        if let Err(n) = crate::rules::check(header.exchange, header.response, &msg.payloads) {
+            self.stats.malformed += 1;
+            if !header.response && sa.exch.classify(header.message_id) == RequestVerdict::Process {
+                self.respond(
+                    &mut sa,
+                    header.exchange,
+                    header.message_id,
+                    vec![notify(n, vec![])],
+                );
+            }
+            self.sas.insert(ours, sa);
+            return;
+        }
+        if header.response {
+            match sa.exch.answered(header.message_id, header.exchange) {
+                Some(req) => self.on_response(now, sa, req.task, msg, k),
+                None => {
+                    self.stats.bad_message_id += 1;
+                    self.sas.insert(ours, sa);
+                }
+            }
+        } else if sa.exch.classify(header.message_id) == RequestVerdict::Process {
+            self.on_request(now, sa, header.exchange, header.message_id, msg, k);
+        } else {
+            self.stats.bad_message_id += 1;
+            self.sas.insert(ours, sa);
+        }
+    }
+
+    /// A response to our request, with the task that waited for it.
+    fn on_response(
+        &mut self,
+        now: Duration,
+        sa: IkeSa,
+        task: Task,
+        msg: Message,
+        k: &mut dyn Kernel,
+    ) {
+        match task {
+            Task::Init => {
+                // IKE_SA_INIT is handled before decryption.
+                self.keep(sa);
+            }
+            Task::Auth(child) => self.auth_response(now, sa, child, msg, k),
+            Task::Child(req) => self.child_response(now, sa, req, msg, k),
+            Task::RekeyIke(req) => self.ike_rekey_response(now, sa, req, msg, k),
+            Task::DeleteChildren(spis) => {
+                let mut sa = sa;
+                for spi in spis {
+                    self.remove_child(&mut sa, spi, k);
+                }
+                self.kick(now, sa, k);
+            }
+            Task::DeleteIke => {
+                self.events.push(format!(
+                    "IKE_SA {}[{}] deleted",
+                    self.conn_name(&sa),
+                    sa.uid
+                ));
+                self.destroy(sa, k);
+            }
+            Task::Dpd => self.kick(now, sa, k),
+        }
+    }
+
+    /// A request of the peer, in order.
+    fn on_request(
+        &mut self,
+        now: Duration,
+        mut sa: IkeSa,
+        exchange: ExchangeType,
+        mid: u32,
+        msg: Message,
+        k: &mut dyn Kernel,
+    ) {
+        match exchange {
+            ExchangeType::IKE_AUTH if sa.state == IkeState::HalfOpen => {
+                self.auth_request(now, sa, mid, msg, k)
+            }
+            ExchangeType::CREATE_CHILD_SA if sa.state == IkeState::Established => {
+                self.child_request(now, sa, mid, msg, k)
+            }
+            ExchangeType::CREATE_CHILD_SA => {
+                // §2.25: rekeyed or being deleted: not now.
+                self.respond(
+                    &mut sa,
+                    exchange,
+                    mid,
+                    vec![notify(NotifyType::TEMPORARY_FAILURE, vec![])],
+                );
+                self.keep(sa);
+            }
+            ExchangeType::INFORMATIONAL if sa.state != IkeState::HalfOpen => {
+                self.informational_request(now, sa, mid, msg, k)
+            }
+            _ => {
+                self.stats.malformed += 1;
+                self.keep(sa);
+            }
+        }
+    }
+
+    /// Put `sa` back into the table.
+    pub(crate) fn keep(&mut self, sa: IkeSa) {
+        self.sas.insert(sa.our_spi(), sa);
+    }
+
+    /// Queue a datagram.
+    pub(crate) fn push(&mut self, local: SocketAddr, remote: SocketAddr, data: Vec<u8>) {
+        self.stats.sent += 1;
+        self.out.push_back(Datagram {
+            local,
+            remote,
+            data,
+        });
+    }
+
+    /// Encrypt `payloads` into a message of `sa`.
+    fn protect(
+        &mut self,
+        sa: &IkeSa,
+        exchange: ExchangeType,
+        response: bool,
+        mid: u32,
+        payloads: &[Payload],
+    ) -> Vec<u8> {
+        let header = Header {
+            spi_i: sa.spi_i,
+            spi_r: sa.spi_r,
+            next_payload: PayloadType::SK,
+            major_version: 2,
+            minor_version: 0,
+            exchange,
+            initiator: sa.initiator,
+            response,
+            message_id: mid,
+            length: 0,
+        };
+        let inner = emit_payloads(payloads);
+        match &sa.keys {
+            Some(keys) => keys
+                .out
+                .seal(&header, first_type(payloads), &inner, self.rng.as_mut()),
+            // Only IKE_SA_INIT is unprotected, and it never comes here.
+            None => Vec::new(),
+        }
+    }
+
+    /// Send a request on `sa` for `task`.
+    pub(crate) fn request(
+        &mut self,
+        now: Duration,
+        sa: &mut IkeSa,
+        exchange: ExchangeType,
+        payloads: Vec<Payload>,
+        task: Task,
+    ) {
+        let mid = sa.exch.peek_mid();
+        let data = self.protect(sa, exchange, false, mid, &payloads);
+        sa.exch
+            .sent(exchange, data.clone(), task, now, &self.settings.retransmit);
+        self.push(sa.local, sa.remote, data);
+    }
+
+    /// Answer request `mid` of `sa`.
+    pub(crate) fn respond(
+        &mut self,
+        sa: &mut IkeSa,
+        exchange: ExchangeType,
+        mid: u32,
+        payloads: Vec<Payload>,
+    ) {
+        let data = self.protect(sa, exchange, true, mid, &payloads);
+        sa.exch.responded(mid, data.clone());
+        self.push(sa.local, sa.remote, data);
+    }
+
+    /// Fresh random bytes.
+    pub(crate) fn random(&mut self, n: usize) -> Vec<u8> {
+        let mut v = vec![0; n];
+        self.rng.fill(&mut v);
+        v
+    }
+
+    /// A random IKE SPI no SA of ours uses (never 0).
+    pub(crate) fn new_spi(&mut self) -> u64 {
+        loop {
+            let spi = self.rng.next_u64();
+            if spi != 0 && !self.sas.contains_key(&spi) {
+                return spi;
+            }
+        }
+    }
+
+    /// `d` less a random part of `rand` (strongSwan's jitter: rekeys of
+    /// both ends rarely collide, §2.8.1).
+    pub(crate) fn jittered(&mut self, d: Duration, rand: Duration) -> Duration {
+        if rand.is_zero() || rand >= d {
+            return d;
+        }
+        let r = u128::from(self.rng.next_u64()) % (rand.as_millis() + 1);
+        d - Duration::from_millis(r as u64)
+    }
+
+    pub(crate) fn conn_name(&self, sa: &IkeSa) -> String {
+        self.config
+            .connections
+            .get(sa.conn)
+            .map_or_else(|| "?".into(), |c| c.name.clone())
+    }
+
+    /// Remove `sa` and everything it installed.
+    pub(crate) fn destroy(&mut self, mut sa: IkeSa, k: &mut dyn Kernel) {
+        let spis: Vec<u32> = sa.children.iter().map(|c| c.spi_in).collect();
+        for spi in spis {
+            self.remove_child(&mut sa, spi, k);
+        }
+    }
+
+    /// Advance timers: retransmissions, lifetimes, rekeys, DPD, and start
+    /// queued tasks.
+    pub fn poll(&mut self, now: Duration, k: &mut dyn Kernel) {
+        let keys: Vec<u64> = self.sas.keys().copied().collect();
+        for key in keys {
+            let Some(mut sa) = self.sas.remove(&key) else {
+                continue;
+            };
+            match sa.exch.poll(now, &self.settings.retransmit) {
+                Ok(Some(data)) => {
+                    self.stats.retransmits += 1;
+                    self.push(sa.local, sa.remote, data);
+                }
+                Ok(None) => {}
+                Err(()) => {
+                    self.stats.peers_dead += 1;
+                    self.events.push(format!(
+                        "IKE_SA {}[{}]: no answer from {} after {} retransmissions: peer is dead, deleting",
+                        self.conn_name(&sa),
+                        sa.uid,
+                        sa.remote,
+                        self.settings.retransmit.tries
+                    ));
+                    self.destroy(sa, k);
+                    continue;
+                }
+            }
+            match sa.state {
+                IkeState::HalfOpen if now >= sa.created + self.settings.half_open_timeout => {
+                    continue
+                }
+                IkeState::Rekeyed | IkeState::Deleting
+                    if sa.expire_at.is_some_and(|t| now >= t) =>
+                {
+                    self.destroy(sa, k);
+                    continue;
+                }
+                IkeState::Established => self.timers(now, &mut sa, k),
+                _ => {}
+            }
+            self.kick(now, sa, k);
+        }
+    }
+
+    /// The Established SA's own timers.
+    fn timers(&mut self, now: Duration, sa: &mut IkeSa, k: &mut dyn Kernel) {
+        let conn = &self.config.connections[sa.conn];
+        if sa.rekey_at.is_some_and(|t| now >= t) {
+            sa.rekey_at = None;
+            sa.queue.push_back(Todo::RekeyIke);
+        }
+        if sa.expire_at.is_some_and(|t| now >= t) {
+            sa.expire_at = None;
+            sa.queue.push_back(Todo::DeleteIke);
+        }
+        let dpd = conn.dpd_delay;
+        if !dpd.is_zero() && sa.exch.idle() && sa.queue.is_empty() && now >= sa.last_heard + dpd {
+            sa.queue.push_back(Todo::Dpd);
+        }
+        let mut expired = Vec::new();
+        for c in &mut sa.children {
+            if c.rekey_at.is_some_and(|t| now >= t) {
+                c.rekey_at = None;
+                sa.queue.push_back(Todo::RekeyChild(c.spi_in));
+            }
+            if c.expire_at.is_some_and(|t| now >= t) {
+                expired.push(c.spi_in);
+            }
+        }
+        for spi in expired {
+            // The hard lifetime (RFC 4301 §4.4.2.1): the SA goes now; the
+            // peer is told.
+            self.events.push(format!(
+                "CHILD_SA with SPI {spi:#010x} reached its life_time: deleting"
+            ));
+            if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == spi) {
+                c.expire_at = None;
+            }
+            sa.queue.push_back(Todo::DeleteChild(spi));
+            let _ = k;
+        }
+    }
+
+    /// If the window is free, start the next queued task of `sa`; then
+    /// keep `sa`.
+    pub(crate) fn kick(&mut self, now: Duration, mut sa: IkeSa, k: &mut dyn Kernel) {
+        while sa.exch.idle() {
+            let usable = match sa.state {
+                IkeState::Established => true,
+                IkeState::Rekeyed => matches!(sa.queue.front(), Some(Todo::DeleteIke)),
+                _ => false,
+            };
+            if !usable {
+                break;
+            }
+            let Some(todo) = sa.queue.pop_front() else {
+                break;
+            };
+            match todo {
+                Todo::CreateChild(cfg) => self.start_child(now, &mut sa, cfg, None, k),
+                Todo::RekeyChild(spi) => {
+                    if let Some(cfg) = sa
+                        .children
+                        .iter()
+                        .find(|c| c.spi_in == spi && c.state == crate::sa::ChildState::Installed)
+                        .map(|c| c.cfg)
+                    {
+                        self.start_child(now, &mut sa, cfg, Some(spi), k);
+                    }
+                }
+                Todo::RekeyIke => self.start_ike_rekey(now, &mut sa),
+                Todo::DeleteChild(spi) => self.start_delete_child(now, &mut sa, spi),
+                Todo::DeleteIke => self.start_delete_ike(now, &mut sa),
+                Todo::Dpd => {
+                    self.request(now, &mut sa, ExchangeType::INFORMATIONAL, vec![], Task::Dpd)
+                }
+            }
+        }
+        self.keep(sa);
+    }
+
+    /// When [`Ike::poll`] should next be called.
+    pub fn next_timeout(&self) -> Option<Duration> {
+        let mut t: Option<Duration> = None;
+        let mut at = |d: Option<Duration>| {
+            if let Some(d) = d {
+                t = Some(t.map_or(d, |t| t.min(d)));
+            }
+        };
+        for sa in self.sas.values() {
+            at(sa.exch.deadline());
+            match sa.state {
+                IkeState::HalfOpen => at(Some(sa.created + self.settings.half_open_timeout)),
+                IkeState::Established => {
+                    at(sa.rekey_at);
+                    at(sa.expire_at);
+                    let dpd = self.config.connections[sa.conn].dpd_delay;
+                    if !dpd.is_zero() && sa.exch.idle() {
+                        at(Some(sa.last_heard + dpd));
+                    }
+                    for c in &sa.children {
+                        at(c.rekey_at);
+                        at(c.expire_at);
+                    }
+                }
+                IkeState::Rekeyed | IkeState::Deleting => at(sa.expire_at),
+                _ => {}
+            }
+            if !sa.queue.is_empty() && sa.exch.idle() {
+                at(Some(Duration::ZERO));
+            }
+        }
+        t
+    }
+}
+
+/// A notify payload without SPI.
+pub(crate) fn notify(ty: NotifyType, data: Vec<u8>) -> Payload {
+    Payload::Notify(Notify {
+        protocol: 0,
+        spi: Vec::new(),
+        ty,
+        data,
+    })
+}
+
+/// The notifies of a message.
+pub(crate) fn notifies(msg: &Message) -> impl Iterator<Item = &Notify> {
+    msg.payloads.iter().filter_map(|p| match p {
+        Payload::Notify(n) => Some(n),
+        _ => None,
+    })
+}
+
+/// The first error notify of a message, if any.
+pub(crate) fn error_notify(msg: &Message) -> Option<&Notify> {
+    notifies(msg).find(|n| n.ty.is_error())
+}
+
+/// Whether the message carries a notify of this type.
+pub(crate) fn has_notify(msg: &Message, ty: NotifyType) -> bool {
+    notifies(msg).any(|n| n.ty == ty)
+}

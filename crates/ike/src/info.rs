@@ -1,0 +1,127 @@
+//! INFORMATIONAL exchanges (RFC 7296 §1.4): DELETE of Child SAs and of the
+//! IKE SA, dead-peer detection (an empty request), error notifies.
+//!
+//! ```text
+//! Initiator                               Responder
+//! HDR, SK {D (ESP, SPIs)}   -->
+//!                               <--  HDR, SK {D (ESP, SPIs of the other half)}
+//! HDR, SK {D (IKE)}          -->
+//!                               <--  HDR, SK {}
+//! HDR, SK {}  (DPD)          -->
+//!                               <--  HDR, SK {}
+//! ```
+
+use core::time::Duration;
+
+use flowsec_wire::iana::{ExchangeType, NotifyType, ProtocolId};
+use flowsec_wire::ike::{Delete, Message, Payload};
+
+use crate::engine::{error_notify, Ike};
+use crate::kernel::Kernel;
+use crate::sa::{ChildState, IkeSa, IkeState, Task};
+
+impl Ike {
+    /// Responder: an INFORMATIONAL request.
+    pub(crate) fn informational_request(
+        &mut self,
+        now: Duration,
+        mut sa: IkeSa,
+        mid: u32,
+        msg: Message,
+        k: &mut dyn Kernel,
+    ) {
+        let deletes: Vec<&Delete> = msg
+            .payloads
+            .iter()
+            .filter_map(|p| match p {
+                Payload::Delete(d) => Some(d),
+                _ => None,
+            })
+            .collect();
+        if deletes.iter().any(|d| d.protocol == ProtocolId::IKE) {
+            self.respond(&mut sa, ExchangeType::INFORMATIONAL, mid, vec![]);
+            self.events.push(format!(
+                "IKE_SA {}[{}] deleted by the peer",
+                self.conn_name(&sa),
+                sa.uid
+            ));
+            self.destroy(sa, k);
+            return;
+        }
+        if let Some(n) = error_notify(&msg) {
+            // E.g. AUTHENTICATION_FAILED after IKE_AUTH (§2.21.2).
+            let ty = n.ty;
+            self.events.push(format!(
+                "IKE_SA {}[{}]: peer reports {ty}",
+                self.conn_name(&sa),
+                sa.uid
+            ));
+            if ty == NotifyType::AUTHENTICATION_FAILED {
+                self.respond(&mut sa, ExchangeType::INFORMATIONAL, mid, vec![]);
+                self.destroy(sa, k);
+                return;
+            }
+        }
+        let mut ours = Vec::new();
+        for d in deletes
+            .iter()
+            .filter(|d| d.protocol == ProtocolId::ESP || d.protocol == ProtocolId::AH)
+        {
+            for spi in &d.spis {
+                // The peer names its inbound SPI: our outbound one.
+                if let Some(c) = sa.children.iter().find(|c| c.spi_out == *spi) {
+                    ours.push(c.spi_in);
+                }
+            }
+        }
+        for spi in &ours {
+            self.remove_child(&mut sa, *spi, k);
+        }
+        let payloads = if ours.is_empty() {
+            vec![]
+        } else {
+            vec![Payload::Delete(Delete {
+                protocol: ProtocolId::ESP,
+                spis: ours,
+            })]
+        };
+        self.respond(&mut sa, ExchangeType::INFORMATIONAL, mid, payloads);
+        self.kick(now, sa, k);
+    }
+
+    /// Start deleting the Child SA with inbound SPI `spi`.
+    pub(crate) fn start_delete_child(&mut self, now: Duration, sa: &mut IkeSa, spi: u32) {
+        let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == spi) else {
+            return;
+        };
+        c.state = ChildState::Deleting;
+        let d = Payload::Delete(Delete {
+            protocol: ProtocolId::ESP,
+            spis: vec![spi],
+        });
+        self.request(
+            now,
+            sa,
+            ExchangeType::INFORMATIONAL,
+            vec![d],
+            Task::DeleteChildren(vec![spi]),
+        );
+    }
+
+    /// Start deleting the IKE SA (and with it its Child SAs).
+    pub(crate) fn start_delete_ike(&mut self, now: Duration, sa: &mut IkeSa) {
+        sa.state = IkeState::Deleting;
+        sa.expire_at = None;
+        let d = Payload::Delete(Delete {
+            protocol: ProtocolId::IKE,
+            spis: vec![],
+        });
+        self.request(
+            now,
+            sa,
+            ExchangeType::INFORMATIONAL,
+            vec![d],
+            Task::DeleteIke,
+        );
+    }
+}

@@ -1,0 +1,754 @@
+//! IKE_SA_INIT (RFC 7296 §1.2, §2.6 cookies, §1.3/§2.7 INVALID_KE_PAYLOAD,
+//! §2.23 NAT detection), both roles, and starting an IKE SA.
+//!
+//! ```text
+//! Initiator                               Responder
+//! HDR, [N(COOKIE),] SAi1, KEi, Ni,
+//!      N(NAT_DETECTION_SOURCE_IP), N(NAT_DETECTION_DESTINATION_IP)  -->
+//!                                    <--  HDR, SAr1, KEr, Nr, N(NAT_D..)
+//!                                    <--  HDR, N(COOKIE)           (busy)
+//!                                    <--  HDR, N(INVALID_KE_PAYLOAD) (other group)
+//! ```
+
+use core::time::Duration;
+use std::collections::VecDeque;
+use std::net::{IpAddr, SocketAddr};
+
+use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, PayloadType};
+use flowsec_wire::ike::{Header, Ke, Message, Payload};
+use sha1::{Digest, Sha1};
+use zeroize::Zeroizing;
+
+use crate::config::{self, AddrSpec, IkeChosen};
+use crate::crypto::{self, IkeKeys, SkCrypto};
+use crate::engine::{error_notify, notifies, notify, Ike};
+use crate::exchange::Exchanges;
+use crate::kernel::Kernel;
+use crate::sa::{IkeKeyState, IkeSa, IkeState, Task};
+
+/// The UDP port IKE starts on, and the one it floats to (§2.23).
+pub const IKE_PORT: u16 = 500;
+/// The NAT-T port.
+pub const NAT_T_PORT: u16 = 4500;
+/// Bytes of our nonces (§2.10: at least half the PRF key size; strongSwan
+/// sends 32).
+const NONCE_LEN: usize = 32;
+/// IKE_SA_INIT retries for COOKIE and INVALID_KE_PAYLOAD before giving up.
+const MAX_INIT_RETRIES: u32 = 5;
+
+impl Ike {
+    /// Start `child` of connection `conn` (by name; either may be left
+    /// out: the connection holding the child, or every child of the
+    /// connection that starts with it): on an established IKE SA of the
+    /// connection if there is one, else on a new IKE SA.
+    pub fn initiate(
+        &mut self,
+        now: Duration,
+        conn: Option<&str>,
+        child: Option<&str>,
+        k: &mut dyn Kernel,
+    ) -> Result<(), String> {
+        let found = self
+            .config
+            .connections
+            .iter()
+            .enumerate()
+            .find_map(|(i, c)| {
+                if conn.is_some_and(|n| n != c.name) {
+                    return None;
+                }
+                match child {
+                    Some(name) => c
+                        .children
+                        .iter()
+                        .position(|ch| ch.name == name)
+                        .map(|j| (i, Some(j))),
+                    None => Some((i, None)),
+                }
+            });
+        let Some((ci, child)) = found else {
+            return Err(format!(
+                "no connection {}{}",
+                conn.unwrap_or("*"),
+                child
+                    .map(|c| format!(" with child {c}"))
+                    .unwrap_or_default()
+            ));
+        };
+        let child =
+            child.or_else(|| (!self.config.connections[ci].children.is_empty()).then_some(0));
+        // An IKE SA of the connection we can reuse?
+        let existing = self
+            .sas
+            .values()
+            .find(|s| {
+                s.conn == ci
+                    && matches!(
+                        s.state,
+                        IkeState::Established | IkeState::Connecting | IkeState::Authenticating
+                    )
+            })
+            .map(|s| s.our_spi());
+        if let Some(spi) = existing {
+            if let Some(cfg) = child {
+                let Some(mut sa) = self.sas.remove(&spi) else {
+                    return Ok(());
+                };
+                if sa.state == IkeState::Established {
+                    sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
+                    self.kick(now, sa, k);
+                } else {
+                    // IKE_AUTH will carry the first child; the rest follow.
+                    if sa.first_child != Some(cfg) {
+                        sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
+                    }
+                    self.keep(sa);
+                }
+            }
+            return Ok(());
+        }
+        self.connect(now, ci, child, k)
+    }
+
+    /// A new IKE SA of connection `ci` as initiator.
+    fn connect(
+        &mut self,
+        now: Duration,
+        ci: usize,
+        child: Option<usize>,
+        k: &mut dyn Kernel,
+    ) -> Result<(), String> {
+        let conn = &self.config.connections[ci];
+        let remote_ip = conn
+            .remote_addrs
+            .iter()
+            .find_map(|a| match a {
+                AddrSpec::Addr(ip) => Some(*ip),
+                _ => None,
+            })
+            .ok_or_else(|| {
+                format!(
+                    "{}: remote_addrs has no single address to initiate to",
+                    conn.name
+                )
+            })?;
+        let local_ip = conn
+            .local_addrs
+            .iter()
+            .find_map(|a| match a {
+                AddrSpec::Addr(ip) if ip.is_ipv4() == remote_ip.is_ipv4() => Some(*ip),
+                _ => None,
+            })
+            .or_else(|| k.source_for(remote_ip))
+            .ok_or_else(|| format!("{}: no local address to reach {remote_ip}", conn.name))?;
+        let group = conn
+            .proposals
+            .iter()
+            .flat_map(|p| p.dh.iter())
+            .copied()
+            .find(|g| crypto::public_value_len(*g).is_some())
+            .ok_or_else(|| format!("{}: no supported DH group in proposals", conn.name))?;
+        let local = SocketAddr::new(local_ip, conn.local_port);
+        let remote = SocketAddr::new(remote_ip, conn.remote_port);
+        let offer = config::ike_offer(&conn.proposals);
+        let name = conn.name.clone();
+        let ke =
+            crypto::key_exchange(group, self.rng.as_mut()).map_err(|e| format!("{name}: {e:?}"))?;
+        let spi_i = self.new_spi();
+        let ni = self.random(NONCE_LEN);
+        let uid = self.next_uid;
+        self.next_uid += 1;
+        let mut sa = new_sa(ci, uid, spi_i, 0, true, local, remote, now);
+        sa.ke = Some(ke);
+        sa.ni = ni;
+        sa.offer = offer;
+        sa.first_child = child;
+        self.events.push(format!(
+            "initiating IKE_SA {name}[{uid}] to {}",
+            remote.ip()
+        ));
+        self.send_init(now, &mut sa);
+        self.keep(sa);
+        Ok(())
+    }
+
+    /// (Re)send our IKE_SA_INIT request.
+    fn send_init(&mut self, now: Duration, sa: &mut IkeSa) {
+        let mut payloads = Vec::new();
+        if let Some(c) = &sa.cookie {
+            payloads.push(notify(NotifyType::COOKIE, c.clone()));
+        }
+        let Some(ke) = &sa.ke else { return };
+        payloads.push(Payload::Sa(sa.offer.clone()));
+        payloads.push(Payload::Ke(Ke {
+            group: ke.group(),
+            data: ke.public_value().to_vec(),
+        }));
+        payloads.push(Payload::Nonce(sa.ni.clone()));
+        payloads.push(notify(
+            NotifyType::NAT_DETECTION_SOURCE_IP,
+            nat_hash(sa.spi_i, 0, sa.local),
+        ));
+        payloads.push(notify(
+            NotifyType::NAT_DETECTION_DESTINATION_IP,
+            nat_hash(sa.spi_i, 0, sa.remote),
+        ));
+        let data = Message {
+            header: init_header(sa.spi_i, 0, true, false),
+            payloads,
+        }
+        .emit();
+        sa.init_request = data.clone();
+        sa.exch = Exchanges::new(0);
+        sa.exch.sent(
+            ExchangeType::IKE_SA_INIT,
+            data.clone(),
+            Task::Init,
+            now,
+            &self.settings.retransmit,
+        );
+        self.push(sa.local, sa.remote, data);
+    }
+
+    /// The responder's side of IKE_SA_INIT.
+    pub(crate) fn init_request(
+        &mut self,
+        now: Duration,
+        local: SocketAddr,
+        remote: SocketAddr,
+        header: &Header,
+        data: &[u8],
+    ) {
+        if header.spi_r != 0 || header.message_id != 0 || !header.initiator {
+            self.stats.malformed += 1;
+            return;
+        }
+        // A retransmission of a request we answered: the same answer.
+        if let Some(sa) = self.sas.values().find(|s| {
+            s.state == IkeState::HalfOpen && s.spi_i == header.spi_i && s.remote == remote
+        }) {
+            if sa.init_request == data {
+                let (l, r, d) = (sa.local, sa.remote, sa.init_response.clone());
+                self.stats.replayed += 1;
+                self.push(l, r, d);
+            }
+            return;
+        }
+        let msg = match Message::parse(data) {
+            Ok(m) => m,
+            Err(flowsec_wire::ike::IkeError::UnsupportedCritical(ty)) => {
+                self.stats.malformed += 1;
+                self.answer_init(
+                    local,
+                    remote,
+                    header.spi_i,
+                    NotifyType::UNSUPPORTED_CRITICAL_PAYLOAD,
+                    vec![ty.0],
+                );
+                return;
+            }
+            Err(_) => {
+                self.stats.malformed += 1;
+                return;
+            }
+        };
+        if crate::rules::check(ExchangeType::IKE_SA_INIT, false, &msg.payloads).is_err() {
+            self.stats.malformed += 1;
+            return;
+        }
+        let half_open = self
+            .sas
+            .values()
+            .filter(|s| s.state == IkeState::HalfOpen)
+            .count();
+        if self.sas.len() >= self.settings.max_ike_sas || half_open >= self.settings.max_half_open {
+            self.stats.refused_limit += 1;
+            return;
+        }
+        let (mut sai, mut kei, mut ni) = (None, None, None);
+        for p in &msg.payloads {
+            match p {
+                Payload::Sa(s) => sai = Some(s),
+                Payload::Ke(k) => kei = Some(k),
+                Payload::Nonce(n) => ni = Some(n),
+                _ => {}
+            }
+        }
+        let (Some(sai), Some(kei), Some(ni)) = (sai, kei, ni) else {
+            return;
+        };
+        // §2.6: above the threshold, only a request that returns our
+        // cookie creates state.
+        if half_open >= self.settings.cookie_threshold {
+            let want = self.cookie(ni, remote.ip(), header.spi_i);
+            let first = msg.payloads.first();
+            let returned = matches!(first, Some(Payload::Notify(n)) if n.ty == NotifyType::COOKIE && n.data == want);
+            if !returned {
+                self.stats.cookies_sent += 1;
+                self.answer_init(local, remote, header.spi_i, NotifyType::COOKIE, want);
+                return;
+            }
+        }
+        let Some((ci, chosen)) = self.pick_connection(local.ip(), remote.ip(), sai) else {
+            self.events.push(format!(
+                "IKE_SA_INIT from {remote}: no acceptable proposal: NO_PROPOSAL_CHOSEN"
+            ));
+            self.answer_init(
+                local,
+                remote,
+                header.spi_i,
+                NotifyType::NO_PROPOSAL_CHOSEN,
+                vec![],
+            );
+            return;
+        };
+        if kei.group != chosen.suite.dh {
+            // §1.2: stateless; the initiator retries with our group.
+            self.stats.invalid_ke_sent += 1;
+            let group = chosen.suite.dh.0.to_be_bytes().to_vec();
+            self.answer_init(
+                local,
+                remote,
+                header.spi_i,
+                NotifyType::INVALID_KE_PAYLOAD,
+                group,
+            );
+            return;
+        }
+        let ke = match crypto::key_exchange(chosen.suite.dh, self.rng.as_mut()) {
+            Ok(ke) => ke,
+            Err(_) => return,
+        };
+        let g_ir = match ke.shared_secret(&kei.data) {
+            Ok(s) => s,
+            Err(_) => {
+                // RFC 6989: a bad public value.
+                self.stats.malformed += 1;
+                self.answer_init(
+                    local,
+                    remote,
+                    header.spi_i,
+                    NotifyType::INVALID_SYNTAX,
+                    vec![],
+                );
+                return;
+            }
+        };
+        let spi_r = self.new_spi();
+        let nr = self.random(NONCE_LEN);
+        let Some(keys) = self.derive(&chosen, &g_ir, ni, &nr, header.spi_i, spi_r, false) else {
+            return;
+        };
+        let uid = self.next_uid;
+        self.next_uid += 1;
+        let mut sa = new_sa(ci, uid, header.spi_i, spi_r, false, local, remote, now);
+        sa.state = IkeState::HalfOpen;
+        sa.keys = Some(keys);
+        sa.ni = ni.clone();
+        sa.nr = nr.clone();
+        let (nat_local, nat_remote) = nat_detect(&msg, header.spi_i, 0, local, remote);
+        sa.nat_local = nat_local;
+        sa.nat_remote = nat_remote;
+        let mut answer = config::ike_answer(&chosen);
+        answer.spi = Vec::new();
+        let payloads = vec![
+            Payload::Sa(vec![answer]),
+            Payload::Ke(Ke {
+                group: ke.group(),
+                data: ke.public_value().to_vec(),
+            }),
+            Payload::Nonce(nr),
+            notify(
+                NotifyType::NAT_DETECTION_SOURCE_IP,
+                nat_hash(header.spi_i, spi_r, local),
+            ),
+            notify(
+                NotifyType::NAT_DETECTION_DESTINATION_IP,
+                nat_hash(header.spi_i, spi_r, remote),
+            ),
+        ];
+        let response = Message {
+            header: init_header(header.spi_i, spi_r, false, true),
+            payloads,
+        }
+        .emit();
+        sa.init_request = data.to_vec();
+        sa.init_response = response.clone();
+        sa.exch = Exchanges::new(0);
+        sa.exch.responded(0, response.clone());
+        self.push(local, remote, response);
+        self.keep(sa);
+    }
+
+    /// The first configured connection for these addresses whose
+    /// proposals meet the offer.
+    fn pick_connection(
+        &self,
+        local: IpAddr,
+        remote: IpAddr,
+        offer: &[flowsec_wire::ike::Proposal],
+    ) -> Option<(usize, IkeChosen)> {
+        self.config
+            .connections
+            .iter()
+            .enumerate()
+            .find_map(|(i, c)| {
+                let here = c.local_addrs.is_empty()
+                    || c.local_addrs.iter().any(|a| addr_matches(a, local));
+                let there = c.remote_addrs.is_empty()
+                    || c.remote_addrs.iter().any(|a| addr_matches(a, remote));
+                if !(here && there) {
+                    return None;
+                }
+                config::select_ike(&c.proposals, offer).map(|ch| (i, ch))
+            })
+    }
+
+    /// An unprotected IKE_SA_INIT answer carrying one notify (SPIr 0).
+    fn answer_init(
+        &mut self,
+        local: SocketAddr,
+        remote: SocketAddr,
+        spi_i: u64,
+        ty: NotifyType,
+        data: Vec<u8>,
+    ) {
+        let msg = Message {
+            header: init_header(spi_i, 0, false, true),
+            payloads: vec![notify(ty, data)],
+        };
+        self.push(local, remote, msg.emit());
+    }
+
+    /// The stateless cookie for a request (§2.6): a version byte and
+    /// HMAC-SHA-256 over Ni | IPi | SPIi under a secret of ours.
+    fn cookie(&self, ni: &[u8], ip: IpAddr, spi_i: u64) -> Vec<u8> {
+        let ip = match ip {
+            IpAddr::V4(a) => a.octets().to_vec(),
+            IpAddr::V6(a) => a.octets().to_vec(),
+        };
+        let prf = crypto::Prf::new(
+            flowsec_wire::iana::PrfId::HMAC_SHA2_256,
+            &self.cookie_secret,
+        );
+        let mut out = vec![0u8];
+        if let Ok(prf) = prf {
+            out.extend_from_slice(&prf.compute(&[ni, &ip, &spi_i.to_be_bytes()]));
+        }
+        out
+    }
+
+    /// SKEYSEED and the seven keys (§2.14); the SK crypto of each
+    /// direction as seen by us.
+    pub(crate) fn derive(
+        &self,
+        chosen: &IkeChosen,
+        g_ir: &[u8],
+        ni: &[u8],
+        nr: &[u8],
+        spi_i: u64,
+        spi_r: u64,
+        initiator: bool,
+    ) -> Option<IkeKeyState> {
+        let seed = crypto::skeyseed(chosen.suite.prf, ni, nr, g_ir).ok()?;
+        self.keys_from_seed(chosen, &seed, ni, nr, spi_i, spi_r, initiator)
+    }
+
+    /// The keys from a SKEYSEED (also after an IKE SA rekey, §2.18).
+    pub(crate) fn keys_from_seed(
+        &self,
+        chosen: &IkeChosen,
+        seed: &[u8],
+        ni: &[u8],
+        nr: &[u8],
+        spi_i: u64,
+        spi_r: u64,
+        initiator: bool,
+    ) -> Option<IkeKeyState> {
+        let k: IkeKeys = crypto::ike_keys(&chosen.suite, seed, ni, nr, spi_i, spi_r).ok()?;
+        let s = &chosen.suite;
+        let i2r = SkCrypto::new(&self.provider, s.encr, s.integ, &k.sk_ei, &k.sk_ai).ok()?;
+        let r2i = SkCrypto::new(&self.provider, s.encr, s.integ, &k.sk_er, &k.sk_ar).ok()?;
+        let (out, inn) = if initiator { (i2r, r2i) } else { (r2i, i2r) };
+        Some(IkeKeyState {
+            suite: chosen.suite.clone(),
+            sk_d: Zeroizing::new(k.sk_d.to_vec()),
+            sk_pi: Zeroizing::new(k.sk_pi.to_vec()),
+            sk_pr: Zeroizing::new(k.sk_pr.to_vec()),
+            out,
+            inn,
+        })
+    }
+
+    /// The initiator's side: the answer to our IKE_SA_INIT.
+    pub(crate) fn init_response(
+        &mut self,
+        now: Duration,
+        local: SocketAddr,
+        remote: SocketAddr,
+        header: &Header,
+        data: &[u8],
+        k: &mut dyn Kernel,
+    ) {
+        let Some(mut sa) = self.sas.remove(&header.spi_i) else {
+            self.stats.unknown_spi += 1;
+            return;
+        };
+        if sa.state != IkeState::Connecting
+            || !sa.initiator
+            || sa.exch.answered(0, ExchangeType::IKE_SA_INIT).is_none()
+        {
+            self.stats.bad_message_id += 1;
+            self.keep(sa);
+            return;
+        }
+        let msg = match Message::parse(data) {
+            Ok(m) if crate::rules::check(ExchangeType::IKE_SA_INIT, true, &m.payloads).is_ok() => m,
+            _ => {
+                // Not an answer: keep waiting (and retransmitting).
+                self.stats.malformed += 1;
+                self.rearm(now, &mut sa);
+                self.keep(sa);
+                return;
+            }
+        };
+        let _ = (local, remote);
+        if let Some(n) = notifies(&msg).find(|n| n.ty == NotifyType::COOKIE) {
+            // §2.6: the same request again, the cookie first.
+            if sa.init_retries < MAX_INIT_RETRIES && n.data.len() <= 64 && !n.data.is_empty() {
+                sa.init_retries += 1;
+                sa.cookie = Some(n.data.clone());
+                self.send_init(now, &mut sa);
+                self.keep(sa);
+            } else {
+                self.fail(sa, "too many COOKIE requests", k);
+            }
+            return;
+        }
+        if let Some(n) = error_notify(&msg) {
+            if n.ty == NotifyType::INVALID_KE_PAYLOAD
+                && n.data.len() == 2
+                && sa.init_retries < MAX_INIT_RETRIES
+            {
+                let group = DhGroup(u16::from_be_bytes([n.data[0], n.data[1]]));
+                let offered = self.config.connections[sa.conn]
+                    .proposals
+                    .iter()
+                    .any(|p| p.dh.contains(&group));
+                let current = sa.ke.as_ref().map(|k| k.group());
+                if offered && current != Some(group) {
+                    if let Ok(ke) = crypto::key_exchange(group, self.rng.as_mut()) {
+                        self.events
+                            .push(format!("peer wants DH group {group}: retrying IKE_SA_INIT"));
+                        sa.init_retries += 1;
+                        sa.ke = Some(ke);
+                        self.send_init(now, &mut sa);
+                        self.keep(sa);
+                        return;
+                    }
+                }
+            }
+            let why = format!("IKE_SA_INIT refused: {}", n.ty);
+            self.fail(sa, &why, k);
+            return;
+        }
+        let (mut sar, mut ker, mut nr) = (None, None, None);
+        for p in &msg.payloads {
+            match p {
+                Payload::Sa(s) => sar = s.first(),
+                Payload::Ke(k) => ker = Some(k),
+                Payload::Nonce(n) => nr = Some(n),
+                _ => {}
+            }
+        }
+        let (Some(sar), Some(ker), Some(nr)) = (sar, ker, nr) else {
+            self.fail(sa, "IKE_SA_INIT response without SA, KE and nonce", k);
+            return;
+        };
+        let chosen = match config::ike_accepts(&sa.offer, sar) {
+            Some(c) if c.suite.dh == ker.group && header.spi_r != 0 => c,
+            _ => {
+                self.fail(sa, "IKE_SA_INIT response chose what we did not offer", k);
+                return;
+            }
+        };
+        let Some(g_ir) = sa
+            .ke
+            .as_ref()
+            .and_then(|ke| ke.shared_secret(&ker.data).ok())
+        else {
+            self.fail(sa, "bad KE payload in IKE_SA_INIT response", k);
+            return;
+        };
+        sa.spi_r = header.spi_r;
+        sa.nr = nr.clone();
+        sa.ke = None;
+        let Some(keys) = self.derive(&chosen, &g_ir, &sa.ni, nr, sa.spi_i, sa.spi_r, true) else {
+            self.fail(sa, "key derivation failed", k);
+            return;
+        };
+        sa.keys = Some(keys);
+        sa.init_response = data.to_vec();
+        let (nat_local, nat_remote) = nat_detect(&msg, sa.spi_i, sa.spi_r, sa.local, sa.remote);
+        sa.nat_local = nat_local;
+        sa.nat_remote = nat_remote;
+        if nat_local || nat_remote {
+            // §2.23: from IKE_AUTH on, both use port 4500.
+            sa.local.set_port(NAT_T_PORT);
+            sa.remote.set_port(NAT_T_PORT);
+        }
+        // §2.2: each end numbers its own requests from 0; IKE_SA_INIT
+        // was our 0, the peer's first request will be its 0.
+        sa.exch = Exchanges::new(0);
+        sa.exch.next_mid = 1;
+        self.send_auth(now, sa, k);
+    }
+
+    /// Keep waiting for the IKE_SA_INIT answer after a bogus one (the
+    /// outstanding request was taken to look at it).
+    fn rearm(&mut self, now: Duration, sa: &mut IkeSa) {
+        let data = sa.init_request.clone();
+        sa.exch = Exchanges::new(0);
+        sa.exch.sent(
+            ExchangeType::IKE_SA_INIT,
+            data,
+            Task::Init,
+            now,
+            &self.settings.retransmit,
+        );
+    }
+
+    /// Give up on an IKE SA that is not established yet.
+    pub(crate) fn fail(&mut self, sa: IkeSa, why: &str, k: &mut dyn Kernel) {
+        self.events.push(format!(
+            "IKE_SA {}[{}] with {} failed: {why}",
+            self.conn_name(&sa),
+            sa.uid,
+            sa.remote.ip()
+        ));
+        self.destroy(sa, k);
+    }
+}
+
+/// A fresh IKE SA record.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn new_sa(
+    conn: usize,
+    uid: u32,
+    spi_i: u64,
+    spi_r: u64,
+    initiator: bool,
+    local: SocketAddr,
+    remote: SocketAddr,
+    now: Duration,
+) -> IkeSa {
+    IkeSa {
+        conn,
+        uid,
+        spi_i,
+        spi_r,
+        initiator,
+        local,
+        remote,
+        state: IkeState::Connecting,
+        keys: None,
+        ni: Vec::new(),
+        nr: Vec::new(),
+        ke: None,
+        cookie: None,
+        init_retries: 0,
+        init_request: Vec::new(),
+        init_response: Vec::new(),
+        offer: Vec::new(),
+        nat_local: false,
+        nat_remote: false,
+        peer_id: None,
+        local_id: None,
+        exch: Exchanges::new(0),
+        queue: VecDeque::new(),
+        children: Vec::new(),
+        created: now,
+        established: None,
+        rekey_at: None,
+        expire_at: None,
+        last_heard: now,
+        first_child: None,
+        collisions: Vec::new(),
+        ike_collision: None,
+    }
+}
+
+fn init_header(spi_i: u64, spi_r: u64, initiator: bool, response: bool) -> Header {
+    Header {
+        spi_i,
+        spi_r,
+        next_payload: PayloadType::NONE,
+        major_version: 2,
+        minor_version: 0,
+        exchange: ExchangeType::IKE_SA_INIT,
+        initiator,
+        response,
+        message_id: 0,
+        length: 0,
+    }
+}
+
+/// SHA-1(SPIi | SPIr | IP | Port) (§2.23).
+pub(crate) fn nat_hash(spi_i: u64, spi_r: u64, addr: SocketAddr) -> Vec<u8> {
+    let mut h = Sha1::new();
+    h.update(spi_i.to_be_bytes());
+    h.update(spi_r.to_be_bytes());
+    match addr.ip() {
+        IpAddr::V4(a) => h.update(a.octets()),
+        IpAddr::V6(a) => h.update(a.octets()),
+    }
+    h.update(addr.port().to_be_bytes());
+    h.finalize().to_vec()
+}
+
+/// (we are behind a NAT, the peer is) from the peer's NAT_DETECTION
+/// notifies; no notifies means no NAT-T support and no NAT assumed.
+/// strongSwan's kernel-libipsec sends a random source hash on purpose, so
+/// that both ends use UDP encapsulation.
+fn nat_detect(
+    msg: &Message,
+    spi_i: u64,
+    spi_r: u64,
+    local: SocketAddr,
+    remote: SocketAddr,
+) -> (bool, bool) {
+    let src: Vec<&[u8]> = notifies(msg)
+        .filter(|n| n.ty == NotifyType::NAT_DETECTION_SOURCE_IP)
+        .map(|n| n.data.as_slice())
+        .collect();
+    let dst: Vec<&[u8]> = notifies(msg)
+        .filter(|n| n.ty == NotifyType::NAT_DETECTION_DESTINATION_IP)
+        .map(|n| n.data.as_slice())
+        .collect();
+    if src.is_empty() || dst.is_empty() {
+        return (false, false);
+    }
+    let them = nat_hash(spi_i, spi_r, remote);
+    let us = nat_hash(spi_i, spi_r, local);
+    (
+        !dst.contains(&us.as_slice()),
+        !src.contains(&them.as_slice()),
+    )
+}
+
+/// Whether a configured address matches an actual one.
+pub(crate) fn addr_matches(spec: &AddrSpec, ip: IpAddr) -> bool {
+    match spec {
+        AddrSpec::Any => true,
+        AddrSpec::Addr(a) => *a == ip,
+        AddrSpec::Prefix(a, len) => {
+            flowsec_ipsec::spd::IpPrefix::new(*a, *len).is_some_and(|p| p.contains(ip))
+        }
+        AddrSpec::Range(s, e) => match (s, e, ip) {
+            (IpAddr::V4(s), IpAddr::V4(e), IpAddr::V4(ip)) => (*s..=*e).contains(&ip),
+            (IpAddr::V6(s), IpAddr::V6(e), IpAddr::V6(ip)) => (*s..=*e).contains(&ip),
+            _ => false,
+        },
+        AddrSpec::Host(_) => false,
+    }
+}

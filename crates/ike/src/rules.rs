@@ -1,0 +1,119 @@
+//! Which payloads each exchange may and must carry (RFC 7296 §1.2–1.4,
+//! §3), checked once on every message before any task sees it, as
+//! strongSwan's `message.c` payload rules do. A violation answers
+//! INVALID_SYNTAX (§2.21.2) or drops the message.
+
+use flowsec_wire::iana::{ExchangeType, NotifyType, PayloadType};
+use flowsec_wire::ike::Payload;
+
+/// How often a payload type may appear: (type, at most, at least).
+type Rule = (PayloadType, usize, usize);
+
+/// IKE_SA_INIT request: SA, KE, Ni (§1.2).
+const INIT_REQUEST: &[Rule] = &[
+    (PayloadType::SA, 1, 1),
+    (PayloadType::KE, 1, 1),
+    (PayloadType::NONCE, 1, 1),
+];
+/// IKE_AUTH request: IDi and AUTH at least, at most one of each child
+/// payload (§1.2; EAP is not supported).
+const AUTH_REQUEST: &[Rule] = &[
+    (PayloadType::IDI, 1, 1),
+    (PayloadType::IDR, 1, 0),
+    (PayloadType::AUTH, 1, 1),
+    (PayloadType::SA, 1, 0),
+    (PayloadType::TSI, 1, 0),
+    (PayloadType::TSR, 1, 0),
+];
+/// CREATE_CHILD_SA request: SA and Ni, at most one KE (§1.3).
+const CHILD_REQUEST: &[Rule] = &[
+    (PayloadType::SA, 1, 1),
+    (PayloadType::NONCE, 1, 1),
+    (PayloadType::KE, 1, 0),
+    (PayloadType::TSI, 1, 0),
+    (PayloadType::TSR, 1, 0),
+];
+/// Responses: at most one of each; what must be there depends on whether
+/// the exchange failed, which the task decides.
+const RESPONSE: &[Rule] = &[
+    (PayloadType::SA, 1, 0),
+    (PayloadType::KE, 1, 0),
+    (PayloadType::NONCE, 1, 0),
+    (PayloadType::IDR, 1, 0),
+    (PayloadType::AUTH, 1, 0),
+    (PayloadType::TSI, 1, 0),
+    (PayloadType::TSR, 1, 0),
+];
+
+/// Check the payload list of a (decrypted) message against the table;
+/// `Err` carries the notify to answer a request with.
+pub fn check(
+    exchange: ExchangeType,
+    response: bool,
+    payloads: &[Payload],
+) -> Result<(), NotifyType> {
+    let rules: &[Rule] = match (exchange, response) {
+        (_, true) => RESPONSE,
+        (ExchangeType::IKE_SA_INIT, false) => INIT_REQUEST,
+        (ExchangeType::IKE_AUTH, false) => AUTH_REQUEST,
+        (ExchangeType::CREATE_CHILD_SA, false) => CHILD_REQUEST,
+        (ExchangeType::INFORMATIONAL, false) => &[],
+        _ => return Err(NotifyType::INVALID_SYNTAX),
+    };
+    for &(ty, most, least) in rules {
+        let n = payloads.iter().filter(|p| p.ty() == ty).count();
+        if n > most || n < least {
+            return Err(NotifyType::INVALID_SYNTAX);
+        }
+    }
+    // Payloads no exchange of ours carries in these places.
+    let misplaced = payloads.iter().any(|p| match p.ty() {
+        PayloadType::IDI | PayloadType::AUTH => exchange != ExchangeType::IKE_AUTH,
+        PayloadType::EAP => true,
+        PayloadType::KE | PayloadType::NONCE | PayloadType::SA => {
+            exchange == ExchangeType::INFORMATIONAL
+                || exchange == ExchangeType::IKE_AUTH && p.ty() != PayloadType::SA
+        }
+        _ => false,
+    });
+    if misplaced {
+        return Err(NotifyType::INVALID_SYNTAX);
+    }
+    // In IKE_AUTH and CREATE_CHILD_SA requests, SA, TSi and TSr come
+    // together or not at all (§1.2).
+    if !response && exchange == ExchangeType::IKE_AUTH {
+        let count = |t| payloads.iter().filter(|p| p.ty() == t).count();
+        let (sa, tsi, tsr) = (
+            count(PayloadType::SA),
+            count(PayloadType::TSI),
+            count(PayloadType::TSR),
+        );
+        if sa != tsi || sa != tsr {
+            return Err(NotifyType::INVALID_SYNTAX);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn init_request_needs_sa_ke_nonce_once() {
+        let nonce = Payload::Nonce(vec![0; 32]);
+        let sa = Payload::Sa(vec![]);
+        let ke = Payload::Ke(flowsec_wire::ike::Ke {
+            group: flowsec_wire::iana::DhGroup::ECP_256,
+            data: vec![0; 64],
+        });
+        let ok = [sa.clone(), ke.clone(), nonce.clone()];
+        assert_eq!(check(ExchangeType::IKE_SA_INIT, false, &ok), Ok(()));
+        assert!(check(ExchangeType::IKE_SA_INIT, false, &ok[..2]).is_err());
+        let twice = [sa, ke, nonce.clone(), nonce];
+        assert!(check(ExchangeType::IKE_SA_INIT, false, &twice).is_err());
+        assert_eq!(check(ExchangeType::INFORMATIONAL, false, &[]), Ok(()));
+        assert!(check(ExchangeType::INFORMATIONAL, false, &ok).is_err());
+        assert!(check(ExchangeType(99), false, &[]).is_err());
+    }
+}

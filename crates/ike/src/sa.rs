@@ -1,0 +1,230 @@
+//! The state the core keeps per IKE SA and per Child SA, and the tasks an
+//! IKE SA has queued or in flight.
+
+use core::time::Duration;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+
+use flowsec_crypto::suite::Encr;
+use flowsec_ipsec::{Mode, Protocol};
+use flowsec_wire::iana::{DhGroup, IntegId};
+use flowsec_wire::ike::{Proposal, TrafficSelector};
+use zeroize::Zeroizing;
+
+use crate::config::Identity;
+use crate::crypto::{IkeSuite, KeyExchange, SkCrypto};
+use crate::exchange::Exchanges;
+
+/// Where an IKE SA stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IkeState {
+    /// Initiator: IKE_SA_INIT request sent.
+    Connecting,
+    /// Responder: IKE_SA_INIT answered, waiting for IKE_AUTH.
+    HalfOpen,
+    /// Initiator: IKE_AUTH request sent.
+    Authenticating,
+    /// Authenticated; Child SAs can be made.
+    Established,
+    /// Replaced by a rekeyed IKE SA; waiting for the old one's DELETE.
+    Rekeyed,
+    /// Our DELETE for it is in flight.
+    Deleting,
+}
+
+impl IkeState {
+    /// strongSwan's word for it in `swanctl --list-sas`.
+    pub fn name(self) -> &'static str {
+        match self {
+            IkeState::Connecting | IkeState::Authenticating | IkeState::HalfOpen => "CONNECTING",
+            IkeState::Established => "ESTABLISHED",
+            IkeState::Rekeyed => "REKEYED",
+            IkeState::Deleting => "DELETING",
+        }
+    }
+}
+
+/// Where a Child SA stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildState {
+    /// Installed and carrying traffic.
+    Installed,
+    /// Our rekey of it is in flight.
+    Rekeying,
+    /// Replaced by a newer SA: kept (inbound) until it is deleted.
+    Rekeyed,
+    /// Our DELETE for it is in flight.
+    Deleting,
+}
+
+impl ChildState {
+    /// strongSwan's word for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChildState::Installed => "INSTALLED",
+            ChildState::Rekeying => "REKEYING",
+            ChildState::Rekeyed => "REKEYED",
+            ChildState::Deleting => "DELETING",
+        }
+    }
+}
+
+/// The keys of an established (or half-established) IKE SA.
+pub(crate) struct IkeKeyState {
+    pub suite: IkeSuite,
+    pub sk_d: Zeroizing<Vec<u8>>,
+    pub sk_pi: Zeroizing<Vec<u8>>,
+    pub sk_pr: Zeroizing<Vec<u8>>,
+    /// Protects what we send.
+    pub out: SkCrypto,
+    /// Opens what we receive.
+    pub inn: SkCrypto,
+}
+
+/// One Child SA: a pair of SAs (inbound and outbound) and their selectors.
+pub(crate) struct ChildSa {
+    /// Index of its `children` entry in the connection.
+    pub cfg: usize,
+    /// Ties the SAs to their policies.
+    pub reqid: u32,
+    pub protocol: Protocol,
+    pub mode: Mode,
+    /// Our inbound SPI (the peer sends with it).
+    pub spi_in: u32,
+    /// The peer's inbound SPI (we send with it).
+    pub spi_out: u32,
+    pub encr: Option<Encr>,
+    pub integ: IntegId,
+    pub dh: DhGroup,
+    pub esn: bool,
+    /// ESP in UDP (a NAT was detected).
+    pub encap: bool,
+    pub local_ts: Vec<TrafficSelector>,
+    pub remote_ts: Vec<TrafficSelector>,
+    pub state: ChildState,
+    pub installed: Duration,
+    pub rekey_at: Option<Duration>,
+    pub expire_at: Option<Duration>,
+    /// The smallest nonce of the exchange that made it (RFC 7296
+    /// §2.8.1: a rekey collision is resolved by the lowest nonce).
+    pub min_nonce: Vec<u8>,
+}
+
+/// A CREATE_CHILD_SA (or IKE_AUTH) request of ours for a Child SA.
+pub(crate) struct ChildRequest {
+    pub cfg: usize,
+    /// The Child SA being rekeyed (its inbound SPI).
+    pub rekey: Option<u32>,
+    pub spi_in: u32,
+    pub ni: Vec<u8>,
+    pub ke: Option<Box<dyn KeyExchange>>,
+    pub offer: Vec<Proposal>,
+    pub tsi: Vec<TrafficSelector>,
+    pub tsr: Vec<TrafficSelector>,
+    pub mode: Mode,
+}
+
+/// Our IKE SA rekey request (§1.3.2).
+pub(crate) struct IkeRekeyRequest {
+    pub spi: u64,
+    pub ni: Vec<u8>,
+    pub ke: Box<dyn KeyExchange>,
+    pub offer: Vec<Proposal>,
+}
+
+/// What a request of ours in flight is for.
+pub(crate) enum Task {
+    /// IKE_SA_INIT (the key exchange is kept in the IKE SA).
+    Init,
+    /// IKE_AUTH, with the first Child SA if any.
+    Auth(Option<ChildRequest>),
+    /// CREATE_CHILD_SA for a new or rekeyed Child SA.
+    Child(ChildRequest),
+    /// CREATE_CHILD_SA rekeying the IKE SA.
+    RekeyIke(IkeRekeyRequest),
+    /// INFORMATIONAL with DELETE of these Child SAs (our inbound SPIs).
+    DeleteChildren(Vec<u32>),
+    /// INFORMATIONAL with DELETE of the IKE SA.
+    DeleteIke,
+    /// An empty INFORMATIONAL (dead-peer detection, §1.4).
+    Dpd,
+}
+
+/// Something queued to start once the window is free.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Todo {
+    /// A new Child SA of config `children[i]`.
+    CreateChild(usize),
+    /// Rekey the Child SA with this inbound SPI.
+    RekeyChild(u32),
+    /// Rekey the IKE SA.
+    RekeyIke,
+    /// Delete the Child SA with this inbound SPI.
+    DeleteChild(u32),
+    /// Delete the IKE SA.
+    DeleteIke,
+    /// Check the peer is alive.
+    Dpd,
+}
+
+/// One IKE SA.
+pub(crate) struct IkeSa {
+    /// Index of its connection in the configuration.
+    pub conn: usize,
+    /// Its unique id, for `flowsec ctl` (strongSwan's `#N`).
+    pub uid: u32,
+    pub spi_i: u64,
+    pub spi_r: u64,
+    /// We are its original initiator (§2.2: the I flag).
+    pub initiator: bool,
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    pub state: IkeState,
+    pub keys: Option<IkeKeyState>,
+    pub ni: Vec<u8>,
+    pub nr: Vec<u8>,
+    /// Initiator: our key exchange while IKE_SA_INIT is in flight.
+    pub ke: Option<Box<dyn KeyExchange>>,
+    /// Initiator: the group of `ke` and the COOKIE the responder asked for.
+    pub cookie: Option<Vec<u8>>,
+    /// Initiator: IKE_SA_INIT retries (cookie, INVALID_KE) so far.
+    pub init_retries: u32,
+    /// The IKE_SA_INIT request and response as sent, for AUTH (§2.15).
+    pub init_request: Vec<u8>,
+    pub init_response: Vec<u8>,
+    /// The offer we made in IKE_SA_INIT.
+    pub offer: Vec<Proposal>,
+    /// A NAT is in front of us / of the peer (§2.23).
+    pub nat_local: bool,
+    pub nat_remote: bool,
+    pub peer_id: Option<Identity>,
+    pub local_id: Option<Identity>,
+    pub exch: Exchanges<Task>,
+    pub queue: VecDeque<Todo>,
+    pub children: Vec<ChildSa>,
+    pub created: Duration,
+    pub established: Option<Duration>,
+    pub rekey_at: Option<Duration>,
+    pub expire_at: Option<Duration>,
+    /// Last time a valid message of the peer arrived.
+    pub last_heard: Duration,
+    /// Initiator: the child to make in IKE_AUTH.
+    pub first_child: Option<usize>,
+    /// Collisions (§2.8.1): rekeys of the peer we answered while ours for
+    /// the same Child SA was in flight: (old inbound SPI, new inbound SPI).
+    pub collisions: Vec<(u32, u32)>,
+    /// The peer started an IKE SA rekey we answered while ours was in
+    /// flight: the new SA's key and the lowest nonce of that exchange.
+    pub ike_collision: Option<(u64, Vec<u8>)>,
+}
+
+impl IkeSa {
+    /// The SPI that names this SA on our side.
+    pub fn our_spi(&self) -> u64 {
+        if self.initiator {
+            self.spi_i
+        } else {
+            self.spi_r
+        }
+    }
+}

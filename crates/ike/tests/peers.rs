@@ -1,0 +1,732 @@
+//! Two IKE peers in one process on a virtual clock, stepped message by
+//! message (DESIGN.md "Testing pyramid"): every exchange, loss,
+//! duplication, the rekey and delete collisions, INVALID_KE, cookies, a
+//! dead peer, and hostile input. The exchanges are drawn in comments.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use flowsec_crypto::Provider;
+use flowsec_ike::random::SeededRandom;
+use flowsec_ike::{config, Datagram, Ike, RecordingKernel, Settings};
+
+const A: &str = "192.0.2.1";
+const B: &str = "192.0.2.2";
+
+/// A site-to-site pair: gwa (10.1.0.0/24) and gwb (10.2.0.0/24).
+fn conf(
+    me: &str,
+    peer: &str,
+    my_net: &str,
+    peer_net: &str,
+    extra_conn: &str,
+    extra_child: &str,
+    secret: &str,
+) -> String {
+    format!(
+        r#"
+connections {{
+    gw {{
+        local_addrs = {me}
+        remote_addrs = {peer}
+        proposals = aes128gcm16-prfsha256-ecp256
+        {extra_conn}
+        local {{
+            auth = psk
+            id = {me}
+        }}
+        remote {{
+            auth = psk
+            id = {peer}
+        }}
+        children {{
+            net {{
+                local_ts = {my_net}
+                remote_ts = {peer_net}
+                esp_proposals = aes128gcm16-ecp256
+                {extra_child}
+            }}
+        }}
+    }}
+}}
+secrets {{
+    ike-gw {{
+        id-a = {A}
+        id-b = {B}
+        secret = "{secret}"
+    }}
+}}
+"#
+    )
+}
+
+struct Pair {
+    a: Ike,
+    b: Ike,
+    ka: RecordingKernel,
+    kb: RecordingKernel,
+    now: Duration,
+    /// Datagrams in flight, a → b and b → a.
+    ab: Vec<Datagram>,
+    ba: Vec<Datagram>,
+}
+
+fn ike(text: &str, seed: u64, settings: Settings) -> Ike {
+    let config = config::parse("test.conf", text).expect("config");
+    Ike::new(
+        config,
+        Provider::rustcrypto(),
+        Box::new(SeededRandom::new(seed)),
+        settings,
+    )
+}
+
+impl Pair {
+    fn new(a_conf: &str, b_conf: &str) -> Pair {
+        Pair::with(a_conf, b_conf, Settings::default(), Settings::default())
+    }
+
+    fn with(a_conf: &str, b_conf: &str, sa: Settings, sb: Settings) -> Pair {
+        Pair {
+            a: ike(a_conf, 1, sa),
+            b: ike(b_conf, 2, sb),
+            ka: RecordingKernel {
+                spi_base: 0x100,
+                ..Default::default()
+            },
+            kb: RecordingKernel {
+                spi_base: 0x200,
+                ..Default::default()
+            },
+            now: Duration::from_secs(1000),
+            ab: Vec::new(),
+            ba: Vec::new(),
+        }
+    }
+
+    fn default_pair() -> Pair {
+        Pair::new(
+            &conf(
+                A,
+                B,
+                "10.1.0.0/24",
+                "10.2.0.0/24",
+                "",
+                "start_action = start",
+                "s3cret",
+            ),
+            &conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "", "s3cret"),
+        )
+    }
+
+    /// Collect what both sent.
+    fn collect(&mut self) {
+        for e in self.a.take_events() {
+            eprintln!("a: {e}");
+        }
+        for e in self.b.take_events() {
+            eprintln!("b: {e}");
+        }
+        while let Some(d) = self.a.poll_transmit() {
+            self.ab.push(d);
+        }
+        while let Some(d) = self.b.poll_transmit() {
+            self.ba.push(d);
+        }
+    }
+
+    /// Deliver the oldest datagram a → b.
+    fn to_b(&mut self) -> Datagram {
+        self.collect();
+        assert!(!self.ab.is_empty(), "nothing in flight a -> b");
+        let d = self.ab.remove(0);
+        self.b
+            .handle(self.now, d.remote, d.local, &d.data, &mut self.kb);
+        self.collect();
+        d
+    }
+
+    /// Deliver the oldest datagram b → a.
+    fn to_a(&mut self) -> Datagram {
+        self.collect();
+        assert!(!self.ba.is_empty(), "nothing in flight b -> a");
+        let d = self.ba.remove(0);
+        self.a
+            .handle(self.now, d.remote, d.local, &d.data, &mut self.ka);
+        self.collect();
+        d
+    }
+
+    /// Deliver everything in flight, both ways, until quiet.
+    fn settle(&mut self) {
+        for _ in 0..100 {
+            self.collect();
+            if self.ab.is_empty() && self.ba.is_empty() {
+                return;
+            }
+            if !self.ab.is_empty() {
+                self.to_b();
+            }
+            if !self.ba.is_empty() {
+                self.to_a();
+            }
+        }
+        panic!("the peers never went quiet");
+    }
+
+    /// Advance the clock and let both run their timers.
+    fn advance(&mut self, d: Duration) {
+        self.now += d;
+        self.a.poll(self.now, &mut self.ka);
+        self.b.poll(self.now, &mut self.kb);
+        self.collect();
+    }
+
+    fn start(&mut self) {
+        self.a.start(self.now, &mut self.ka);
+        self.collect();
+    }
+
+    /// Both have one established IKE SA and the Child SAs agree: a's
+    /// outbound SA is b's inbound one, with the same keys, and back.
+    fn assert_up(&self, children: usize) {
+        let (la, lb) = (self.a.list(self.now), self.b.list(self.now));
+        let est =
+            |l: &[flowsec_ike::IkeSaInfo]| l.iter().filter(|s| s.state == "ESTABLISHED").count();
+        assert_eq!((est(&la), est(&lb)), (1, 1), "a: {la:#?}\nb: {lb:#?}");
+        let ca: Vec<_> = la.iter().flat_map(|s| s.children.iter()).collect();
+        let cb: Vec<_> = lb.iter().flat_map(|s| s.children.iter()).collect();
+        assert_eq!(
+            (ca.len(), cb.len()),
+            (children, children),
+            "a: {la:#?}\nb: {lb:#?}"
+        );
+        assert_eq!(
+            (self.ka.sas.len(), self.kb.sas.len()),
+            (2 * children, 2 * children)
+        );
+        for c in &ca {
+            let out_a = self.ka.sa(c.sa_out.spi).expect("a's outbound SA installed");
+            let in_b = self
+                .kb
+                .sa(c.sa_out.spi)
+                .expect("b's inbound SA with a's outbound SPI");
+            assert_eq!(*out_a.encr_key, *in_b.encr_key);
+            assert_eq!((out_a.src, out_a.dst), (in_b.src, in_b.dst));
+            let in_a = self.ka.sa(c.sa_in.spi).expect("a's inbound SA");
+            let out_b = self.kb.sa(c.sa_in.spi).expect("b's outbound SA");
+            assert_eq!(*in_a.encr_key, *out_b.encr_key);
+            assert_ne!(
+                *in_a.encr_key, *out_a.encr_key,
+                "each direction has its own key"
+            );
+        }
+    }
+}
+
+#[test]
+fn ike_sa_init_and_ike_auth_bring_up_the_first_child_sa() {
+    let mut p = Pair::default_pair();
+    p.start();
+    // HDR, SAi1, KEi, Ni, N(NAT_D) x2 -->
+    p.to_b();
+    //                     <-- HDR, SAr1, KEr, Nr, N(NAT_D) x2
+    p.to_a();
+    // HDR, SK {IDi, IDr, AUTH, N(INITIAL_CONTACT), SAi2, TSi, TSr} -->
+    p.to_b();
+    //                     <-- HDR, SK {IDr, AUTH, SAr2, TSi, TSr}
+    p.to_a();
+    p.assert_up(1);
+    let la = p.a.list(p.now);
+    assert_eq!(la[0].remote_id, B);
+    assert!(la[0].initiator && !la[0].nat);
+    assert_eq!(la[0].children[0].local_ts, ["10.1.0.0/24"]);
+    assert_eq!(la[0].children[0].remote_ts, ["10.2.0.0/24"]);
+    // An out and a fwd policy on each side, tied to the SAs by reqid.
+    assert_eq!(p.ka.policies.len(), 2);
+    assert_eq!(p.kb.policies.len(), 2);
+    assert!(p
+        .ka
+        .sas
+        .iter()
+        .all(|s| s.reqid == p.ka.sas[0].reqid && s.reqid != 0));
+    // No NAT between them: plain ESP.
+    assert!(p.ka.sas.iter().all(|s| s.encap.is_none()));
+}
+
+#[test]
+fn a_lost_request_is_retransmitted_and_a_duplicate_answered_from_the_cache() {
+    let mut p = Pair::default_pair();
+    p.start();
+    p.to_b();
+    p.to_a();
+    // HDR, SK {IDi, AUTH, ...} -->   (lost)
+    p.collect();
+    let lost = p.ab.remove(0);
+    // Nothing for 3.9 s, then the first retransmission at 4 s (strongSwan's).
+    p.advance(Duration::from_millis(3900));
+    assert!(p.ab.is_empty());
+    p.advance(Duration::from_millis(100));
+    assert_eq!(p.ab.len(), 1);
+    assert_eq!(
+        p.ab[0].data, lost.data,
+        "a retransmission is the same bytes"
+    );
+    // The retransmission arrives twice: b answers both from its cache.
+    let dup = p.ab[0].clone();
+    p.to_b();
+    p.b.handle(p.now, dup.remote, dup.local, &dup.data, &mut p.kb);
+    p.collect();
+    assert_eq!(p.ba.len(), 2);
+    assert_eq!(p.ba[0].data, p.ba[1].data);
+    assert_eq!(p.b.stats().replayed, 1);
+    p.to_a();
+    p.to_a();
+    // The second response answers nothing any more.
+    assert_eq!(p.a.stats().bad_message_id, 1);
+    p.assert_up(1);
+}
+
+#[test]
+fn child_sa_rekey_with_pfs_from_either_side_replaces_the_sas() {
+    let mut p = Pair::default_pair();
+    p.start();
+    p.settle();
+    p.assert_up(1);
+    let old = p.a.list(p.now)[0].children[0].clone();
+    // HDR, SK {N(REKEY_SA), SA, Ni, KEi, TSi, TSr} -->
+    p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.to_b();
+    // b installs the new pair before its answer leaves.
+    assert_eq!(p.kb.sas.len(), 4);
+    //                     <-- HDR, SK {SA, Nr, KEr, TSi, TSr}
+    p.to_a();
+    // HDR, SK {D(ESP, old SPI)} -->  <-- HDR, SK {D(ESP, old SPI)}
+    p.settle();
+    p.assert_up(1);
+    let new = p.a.list(p.now)[0].children[0].clone();
+    assert_ne!(new.sa_in.spi, old.sa_in.spi);
+    assert_eq!(
+        new.reqid, old.reqid,
+        "the policies stay, the SAs change under them"
+    );
+    assert!(
+        new.proposal.contains("ECP"),
+        "PFS group shown: {}",
+        new.proposal
+    );
+    assert!(p.ka.sa(old.sa_in.spi).is_none() && p.kb.sa(old.sa_out.spi).is_none());
+    assert_eq!(p.ka.policies.len(), 2, "{:?}", p.ka.log);
+    // And from b.
+    p.b.rekey(p.now, None, Some("net"), &mut p.kb).unwrap();
+    p.settle();
+    p.assert_up(1);
+    assert_ne!(p.a.list(p.now)[0].children[0].sa_in.spi, new.sa_in.spi);
+}
+
+#[test]
+fn child_sa_rekey_without_pfs() {
+    let a = conf(
+        A,
+        B,
+        "10.1.0.0/24",
+        "10.2.0.0/24",
+        "",
+        "start_action = start",
+        "k",
+    )
+    .replace(
+        "esp_proposals = aes128gcm16-ecp256",
+        "esp_proposals = aes256-sha256",
+    );
+    let b = conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "", "k").replace(
+        "esp_proposals = aes128gcm16-ecp256",
+        "esp_proposals = aes256-sha256",
+    );
+    let mut p = Pair::new(&a, &b);
+    p.start();
+    p.settle();
+    p.assert_up(1);
+    p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.settle();
+    p.assert_up(1);
+    let c = &p.a.list(p.now)[0].children[0];
+    assert!(
+        !c.proposal.contains("MODP") && !c.proposal.contains("ECP"),
+        "{}",
+        c.proposal
+    );
+    let sa = p.ka.sa(c.sa_out.spi).unwrap();
+    assert_eq!((sa.encr_key.len(), sa.integ_key.len()), (32, 32));
+}
+
+#[test]
+fn ike_sa_rekey_moves_the_children_and_deletes_the_old_sa() {
+    let mut p = Pair::default_pair();
+    p.start();
+    p.settle();
+    let before = p.a.list(p.now)[0].clone();
+    // HDR, SK {SA(SPIi'), Ni, KEi} -->  <-- HDR, SK {SA(SPIr'), Nr, KEr}
+    // HDR, SK {D(IKE)} (old SA) -->    <-- HDR, SK {}
+    p.a.rekey(p.now, Some("gw"), None, &mut p.ka).unwrap();
+    p.settle();
+    p.assert_up(1);
+    let after = p.a.list(p.now)[0].clone();
+    assert_ne!(after.spi_i, before.spi_i);
+    assert_eq!(
+        after.children[0].sa_in, before.children[0].sa_in,
+        "Child SAs keep their SAs"
+    );
+    // The new SA works: rekey a child through it, then let b rekey the IKE SA.
+    p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.settle();
+    p.assert_up(1);
+    p.b.rekey(p.now, Some("gw"), None, &mut p.kb).unwrap();
+    p.settle();
+    p.assert_up(1);
+    assert!(
+        !p.a.list(p.now)[0].initiator,
+        "the rekey's initiator is the new SA's original initiator"
+    );
+}
+
+#[test]
+fn simultaneous_child_rekeys_leave_one_pair() {
+    let mut p = Pair::default_pair();
+    p.start();
+    p.settle();
+    // HDR, SK {N(REKEY_SA), SA, Ni1, KEi, ..} -->   <-- HDR, SK {N(REKEY_SA), SA, Ni2, KEi, ..}
+    p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.b.rekey(p.now, None, Some("net"), &mut p.kb).unwrap();
+    p.collect();
+    assert_eq!((p.ab.len(), p.ba.len()), (1, 1));
+    // Both requests arrive, both are answered (two new pairs exist),
+    p.to_b();
+    p.to_a();
+    // then the answers: §2.8.1 picks the pair of the lowest nonce to go.
+    p.to_a();
+    p.to_b();
+    p.settle();
+    p.assert_up(1);
+}
+
+#[test]
+fn simultaneous_ike_rekeys_leave_one_ike_sa() {
+    let mut p = Pair::default_pair();
+    p.start();
+    p.settle();
+    p.a.rekey(p.now, Some("gw"), None, &mut p.ka).unwrap();
+    p.b.rekey(p.now, Some("gw"), None, &mut p.kb).unwrap();
+    p.collect();
+    p.to_b();
+    p.to_a();
+    p.to_a();
+    p.to_b();
+    p.settle();
+    p.advance(Duration::from_secs(60));
+    p.settle();
+    p.assert_up(1);
+    // And the survivor works.
+    p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.settle();
+    p.assert_up(1);
+}
+
+#[test]
+fn invalid_ke_payload_makes_the_initiator_retry_with_the_responders_group() {
+    let a = conf(
+        A,
+        B,
+        "10.1.0.0/24",
+        "10.2.0.0/24",
+        "",
+        "start_action = start",
+        "k",
+    )
+    .replace(
+        "proposals = aes128gcm16-prfsha256-ecp256",
+        "proposals = aes256-sha256-ecp256-modp2048",
+    );
+    let b = conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "", "k").replace(
+        "proposals = aes128gcm16-prfsha256-ecp256",
+        "proposals = aes256-sha256-modp2048",
+    );
+    let mut p = Pair::new(&a, &b);
+    p.start();
+    // HDR, SAi1, KEi(19), Ni -->  <-- HDR, N(INVALID_KE_PAYLOAD, 14)
+    p.to_b();
+    assert_eq!(p.b.stats().invalid_ke_sent, 1);
+    assert!(p.b.list(p.now).is_empty(), "the responder keeps no state");
+    p.to_a();
+    // HDR, SAi1, KEi(14), Ni -->  ...
+    p.settle();
+    p.assert_up(1);
+    assert!(
+        p.a.list(p.now)[0].proposal.contains("MODP-2048"),
+        "{}",
+        p.a.list(p.now)[0].proposal
+    );
+}
+
+#[test]
+fn cookies_engage_above_the_threshold() {
+    let sb = Settings {
+        cookie_threshold: 0,
+        ..Settings::default()
+    };
+    let mut p = Pair::with(
+        &conf(
+            A,
+            B,
+            "10.1.0.0/24",
+            "10.2.0.0/24",
+            "",
+            "start_action = start",
+            "k",
+        ),
+        &conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "", "k"),
+        Settings::default(),
+        sb,
+    );
+    p.start();
+    // HDR, SAi1, KEi, Ni -->  <-- HDR, N(COOKIE)
+    p.to_b();
+    assert_eq!(p.b.stats().cookies_sent, 1);
+    assert!(p.b.list(p.now).is_empty());
+    p.to_a();
+    // HDR, N(COOKIE), SAi1, KEi, Ni -->  ...
+    p.settle();
+    p.assert_up(1);
+}
+
+#[test]
+fn a_peer_that_stops_answering_is_declared_dead() {
+    let a = conf(
+        A,
+        B,
+        "10.1.0.0/24",
+        "10.2.0.0/24",
+        "dpd_delay = 30s",
+        "start_action = start",
+        "k",
+    );
+    let mut p = Pair::new(&a, &conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "", "k"));
+    p.start();
+    p.settle();
+    p.assert_up(1);
+    // Quiet for dpd_delay: an empty INFORMATIONAL, answered.
+    p.advance(Duration::from_secs(30));
+    assert_eq!(p.ab.len(), 1);
+    p.settle();
+    p.assert_up(1);
+    // b dies: a retransmits at 4, 11.2, 24.2, 47.5, 89.5 s and gives up at 165 s.
+    p.advance(Duration::from_secs(30));
+    for _ in 0..200 {
+        p.advance(Duration::from_secs(1));
+        p.ab.clear();
+    }
+    assert!(p.a.list(p.now).is_empty());
+    assert!(
+        p.ka.sas.is_empty() && p.ka.policies.is_empty(),
+        "{:?}",
+        p.ka.log
+    );
+    assert_eq!(p.a.stats().peers_dead, 1);
+    assert_eq!(p.a.stats().retransmits, 5);
+}
+
+#[test]
+fn a_wrong_key_fails_authentication_and_installs_nothing() {
+    let mut p = Pair::new(
+        &conf(
+            A,
+            B,
+            "10.1.0.0/24",
+            "10.2.0.0/24",
+            "",
+            "start_action = start",
+            "right",
+        ),
+        &conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "", "wrong"),
+    );
+    p.start();
+    p.settle();
+    assert!(p.a.list(p.now).is_empty());
+    assert!(p.b.list(p.now).iter().all(|s| s.state != "ESTABLISHED"));
+    assert!(p.ka.sas.is_empty() && p.kb.sas.is_empty());
+}
+
+#[test]
+fn deleting_a_child_and_the_ike_sa() {
+    let mut p = Pair::default_pair();
+    p.start();
+    p.settle();
+    // A second child of the same config, then delete one.
+    p.a.initiate(p.now, Some("gw"), Some("net"), &mut p.ka)
+        .unwrap();
+    p.settle();
+    p.assert_up(2);
+    p.b.terminate(p.now, None, Some("net"), &mut p.kb).unwrap();
+    p.settle();
+    p.assert_up(0);
+    assert!(p.ka.policies.is_empty() && p.kb.policies.is_empty());
+    p.a.initiate(p.now, Some("gw"), Some("net"), &mut p.ka)
+        .unwrap();
+    p.settle();
+    p.assert_up(1);
+    // HDR, SK {D(IKE)} -->  <-- HDR, SK {}
+    p.a.terminate(p.now, Some("gw"), None, &mut p.ka).unwrap();
+    p.settle();
+    assert!(p.a.list(p.now).is_empty() && p.b.list(p.now).is_empty());
+    assert!(p.ka.sas.is_empty() && p.kb.sas.is_empty());
+}
+
+#[test]
+fn narrowing_and_ts_unacceptable() {
+    // a asks for 10.0.0.0/8 behind b; b allows only 10.2.0.0/24.
+    let a = conf(
+        A,
+        B,
+        "10.1.0.0/24",
+        "10.0.0.0/8",
+        "",
+        "start_action = start",
+        "k",
+    );
+    let mut p = Pair::new(&a, &conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "", "k"));
+    p.start();
+    p.settle();
+    p.assert_up(1);
+    assert_eq!(p.a.list(p.now)[0].children[0].remote_ts, ["10.2.0.0/24"]);
+    // Nothing in common: the IKE SA comes up, the child does not.
+    let a = conf(
+        A,
+        B,
+        "10.1.0.0/24",
+        "172.16.0.0/12",
+        "",
+        "start_action = start",
+        "k",
+    );
+    let mut p = Pair::new(&a, &conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "", "k"));
+    p.start();
+    p.settle();
+    p.assert_up(0);
+}
+
+#[test]
+fn transport_mode_is_negotiated() {
+    let a = conf(
+        A,
+        B,
+        "dynamic",
+        "dynamic",
+        "",
+        "start_action = start\n mode = transport",
+        "k",
+    );
+    let b = conf(B, A, "dynamic", "dynamic", "", "mode = transport", "k");
+    let mut p = Pair::new(&a, &b);
+    p.start();
+    p.settle();
+    p.assert_up(1);
+    let c = &p.a.list(p.now)[0].children[0];
+    assert_eq!(c.mode, "TRANSPORT");
+    assert_eq!(c.local_ts, [format!("{A}/32")]);
+}
+
+#[test]
+fn hostile_input_is_dropped_and_counted() {
+    let mut p = Pair::default_pair();
+    p.start();
+    p.settle();
+    let from: SocketAddr = format!("{A}:500").parse().unwrap();
+    let to: SocketAddr = format!("{B}:500").parse().unwrap();
+    let mut rng = SeededRandom::new(9);
+    use flowsec_ike::random::Random;
+    for len in [0usize, 1, 27, 28, 29, 100, 1500] {
+        let mut junk = vec![0u8; len];
+        rng.fill(&mut junk);
+        p.b.handle(p.now, to, from, &junk, &mut p.kb);
+    }
+    // A real message, each prefix and each single-bit flip of it.
+    p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.collect();
+    let real = p.ab.remove(0);
+    for n in 0..real.data.len() {
+        p.b.handle(p.now, to, from, &real.data[..n], &mut p.kb);
+    }
+    for i in 0..real.data.len() * 8 {
+        let mut bad = real.data.clone();
+        bad[i / 8] ^= 1 << (i % 8);
+        p.b.handle(p.now, to, from, &bad, &mut p.kb);
+    }
+    let s = p.b.stats().clone();
+    assert!(s.malformed + s.bad_integrity + s.unknown_spi > 0, "{s:?}");
+    // Nothing of it changed b: the real request still works.
+    p.b.handle(p.now, to, from, &real.data, &mut p.kb);
+    p.settle();
+    p.assert_up(1);
+}
+
+#[test]
+fn a_flood_of_ike_sa_init_stays_bounded_and_established_sas_keep_working() {
+    let sb = Settings {
+        cookie_threshold: 10,
+        max_half_open: 50,
+        ..Settings::default()
+    };
+    let b_conf = conf(B, "%any", "10.2.0.0/24", "10.1.0.0/24", "", "", "k");
+    let mut p = Pair::with(
+        &conf(
+            A,
+            B,
+            "10.1.0.0/24",
+            "10.2.0.0/24",
+            "",
+            "start_action = start",
+            "k",
+        ),
+        &b_conf,
+        Settings::default(),
+        sb,
+    );
+    p.start();
+    p.settle();
+    p.assert_up(1);
+    // IKE_SA_INIT requests from 2000 addresses, as fresh initiators.
+    let to: SocketAddr = format!("{B}:500").parse().unwrap();
+    for i in 0..2000u32 {
+        let ip = std::net::Ipv4Addr::from(0xc633_0000 + i);
+        let src = SocketAddr::new(ip.into(), 500);
+        let text = conf(
+            &ip.to_string(),
+            B,
+            "10.1.0.0/24",
+            "10.2.0.0/24",
+            "",
+            "start_action = start",
+            "k",
+        );
+        let mut x = ike(&text, 100 + u64::from(i), Settings::default());
+        let mut kx = RecordingKernel::default();
+        x.start(p.now, &mut kx);
+        let d = x.poll_transmit().unwrap();
+        p.b.handle(p.now, to, src, &d.data, &mut p.kb);
+        while p.b.poll_transmit().is_some() {}
+    }
+    let half_open =
+        p.b.list(p.now)
+            .iter()
+            .filter(|s| s.state == "CONNECTING")
+            .count();
+    assert_eq!(half_open, 10, "cookies engaged at the threshold");
+    assert!(p.b.stats().cookies_sent >= 1990);
+    // The established SA still rekeys.
+    p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.settle();
+    assert_eq!(p.a.list(p.now)[0].children.len(), 1);
+    // Half-open SAs go after 30 s.
+    p.advance(Duration::from_secs(31));
+    assert_eq!(p.b.list(p.now).len(), 1);
+}

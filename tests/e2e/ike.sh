@@ -1,0 +1,764 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317,SC2119,SC2120  # functions called through check and poll
+# End-to-end IKEv2 interoperability: two gateways key an ESP tunnel with
+# IKEv2 (pre-shared key), each side strongSwan (charon-systemd with
+# kernel-libipsec, its user-space ESP over a TUN device) or flowsec
+# (`flowsec up -c swanctl.conf`), in network namespaces:
+#
+#   hostA 10.1.0.2 -- gwA 10.1.0.1 | 192.0.2.1 == IKE + ESP-in-UDP == 192.0.2.2 | 10.2.0.1 gwB -- hostB 10.2.0.2
+#   (fd01::/64 and fd02::/64 beside the sites; 2001:db8::1/2 beside the transit)
+#
+# gwA ("left") initiates, gwB ("right") responds. Checks, one PASS/FAIL line each:
+#   a. the IKE SA and the Child SA come up at both ends (ESTABLISHED, INSTALLED)
+#      and the two ends agree on the SPIs
+#   b. ping hostA <-> hostB (IPv4 and IPv6 inside), a TCP transfer hostA -> hostB
+#      with matching sha256; a capture of the transit link holds only IKE
+#      (UDP 500/4500) and ESP in UDP 4500 (libipsec always encapsulates), no
+#      plaintext 10.x / fd0x
+#   c. the Child SA's byte and packet counters rise, in and out, at both ends
+#   d. a Child SA rekey (CREATE_CHILD_SA, with PFS when the ESP proposal has a
+#      DH group) initiated by gwA, then one by gwB: new SPIs installed at both
+#      ends and agreed, the old ones gone, traffic on the new SA
+#   e. an IKE SA rekey initiated by gwA, then one by gwB: new IKE SPIs, the
+#      Child SA kept, traffic flows
+#   g. terminate from gwA: both ends drop the IKE SA; initiate again
+#   f. DPD (dpd_delay 2 s): SIGKILL one daemon; the other deletes the IKE SA
+#      within FLOWSEC_IKE_DPD_BOUND seconds
+#
+#   tests/e2e/ike.sh                       root; strongSwan on both sides
+#   FLOWSEC_IKE_PROPOSAL=P       IKE proposal, strongSwan syntax
+#                                (default aes128gcm16-prfsha256-ecp256); the ESP
+#                                proposal is P without its prf* (a DH group in it
+#                                means PFS on rekeys): aes256-sha256-modp2048 ->
+#                                ESP aes256-sha256-modp2048, aes128gcm16-prfsha256-ecp256
+#                                -> ESP aes128gcm16-ecp256
+#   FLOWSEC_IKE_ESP_PROPOSAL=P   ESP proposal instead of the derived one
+#   FLOWSEC_IKE_LEFT=strongswan|flowsec    what runs on gwA (the initiator)
+#   FLOWSEC_IKE_RIGHT=strongswan|flowsec   what runs on gwB (the responder)
+#   FLOWSEC_BIN=PATH             the flowsec binary (default target/debug/flowsec)
+#   FLOWSEC_IKE_STANDIN=1        a flowsec side runs a stand-in instead: a shim with
+#                                flowsec's CLI (up -c, ctl sas --json/initiate/rekey/
+#                                terminate) around charon + swanctl (tests the harness's
+#                                flowsec code path itself)
+#   FLOWSEC_IKE_OUTER=v6         IKE and ESP over the IPv6 transit (2001:db8::1/2)
+#   FLOWSEC_IKE_DPD_KILL=left|right   which daemon the DPD check kills (default:
+#                                the right one; the left one must notice)
+#   FLOWSEC_IKE_DPD_BOUND=S      seconds the survivor may take (default 60)
+#   FLOWSEC_IKE_WORKERS=N        pass --workers N to flowsec up
+#   FLOWSEC_IKE_BYTES=N          TCP transfer size (default 2000000)
+#   FLOWSEC_IKE_CHARON_DEBUG="ike 4, enc 2"   charon log levels per subsystem (ike 4
+#                                logs the IKE keys, for decrypting the capture)
+#   FLOWSEC_IKE_NO_INSTALL=1     never apt-get install strongSwan/tshark
+#   FLOWSEC_E2E_KEEP=1           keep the work directory (configs, logs, capture)
+#
+# Without root or ip netns it prints "SKIP: ..." and exits 0; exit status 1
+# when any check fails (the daemons' logs are printed then).
+#
+# The configuration: one swanctl.conf per gateway (gen_swanctl_conf), the
+# same text for either implementation (flowsec gets it by `flowsec up -c`).
+# Keys it uses: connections.<conn>.{version, local_addrs, remote_addrs,
+# proposals, dpd_delay, local.{auth,id}, remote.{auth,id},
+# children.<child>.{local_ts, remote_ts, esp_proposals, mode, start_action,
+# dpd_action, rekey_time}}, secrets.ike-<conn>.{id, secret}.
+#
+# A flowsec side is driven by `flowsec ctl` (FLOWSEC_SOCKET and --socket
+# both point at its socket): `initiate --child NAME`, `rekey --child NAME`,
+# `rekey --ike NAME`, `terminate --ike NAME`, and `sas --json`, which the
+# harness reads as a JSON array of IKE SAs with vici's list-sas names
+# (underscores or dashes, either): {"name", "state" ("ESTABLISHED"),
+# "initiator-spi", "responder-spi" (hex), "child-sas": an array or an object
+# of {"name", "state" ("INSTALLED"), "spi-in", "spi-out" (hex),
+# "bytes-in", "bytes-out", "packets-in", "packets-out", "dh-group"}}.
+#
+# strongSwan's timers are lowered for the test (see strongswan_conf):
+# charon retransmits a request after retransmit_timeout * retransmit_base^n
+# seconds, retransmit_tries times, then gives up and deletes the IKE SA;
+# with the defaults (4 s, 1.8, 5 tries) a DPD on a dead peer takes 165 s.
+# 1 s, 1.4, 2 tries: 1 + 1.4 + 1.96 = 4.4 s after the first DPD, which
+# itself comes dpd_delay (2 s) after the last packet from the peer.
+set -eu -o pipefail
+
+E2E_PREFIX="${E2E_PREFIX:-ike$$-}"
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+e2e_require_root_netns
+
+LEFT="${FLOWSEC_IKE_LEFT:-strongswan}"
+RIGHT="${FLOWSEC_IKE_RIGHT:-strongswan}"
+for impl in "$LEFT" "$RIGHT"; do
+    case "$impl" in
+        strongswan|flowsec) ;;
+        *) echo "FAIL: FLOWSEC_IKE_LEFT/RIGHT=$impl (strongswan or flowsec)"; exit 1 ;;
+    esac
+done
+IKE_PROPOSAL="${FLOWSEC_IKE_PROPOSAL:-aes128gcm16-prfsha256-ecp256}"
+# The ESP proposal: the IKE one less its PRF.
+ESP_PROPOSAL="${FLOWSEC_IKE_ESP_PROPOSAL:-$(echo "$IKE_PROPOSAL" | tr '-' '\n' | grep -v '^prf' | paste -sd-)}"
+FLOWSEC_BIN="${FLOWSEC_BIN:-$E2E_ROOT/target/debug/flowsec}"
+OUTER="${FLOWSEC_IKE_OUTER:-v4}"
+case "$OUTER" in
+    v4) GW_A=192.0.2.1; GW_B=192.0.2.2 ;;
+    v6) GW_A=2001:db8::1; GW_B=2001:db8::2 ;;
+    *) echo "FAIL: FLOWSEC_IKE_OUTER=$OUTER (v4 or v6)"; exit 1 ;;
+esac
+DPD_KILL="${FLOWSEC_IKE_DPD_KILL:-right}"
+DPD_BOUND="${FLOWSEC_IKE_DPD_BOUND:-60}"
+BYTES="${FLOWSEC_IKE_BYTES:-2000000}"
+UP_TIMEOUT="${FLOWSEC_IKE_UP_TIMEOUT:-15}"     # a daemon starting
+SA_TIMEOUT="${FLOWSEC_IKE_SA_TIMEOUT:-20}"     # an exchange completing at both ends
+CONN=gw           # the IKE connection (and IKE SA) name
+CHILD=net         # the Child SA name
+TUN=fsike0        # flowsec's TUN device (each gateway has its own namespace)
+PSK="flowsec-e2e-ike psk, not a secret"
+
+# The binaries a side needs.
+have_strongswan() {
+    [ -x /usr/sbin/charon-systemd ] && command -v swanctl >/dev/null 2>&1 &&
+        [ -f /usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so ] &&
+        [ -f /usr/lib/ipsec/plugins/libstrongswan-openssl.so ]
+}
+apt_install() {  # apt_install PKG...: Debian packages, quietly
+    [ "${FLOWSEC_IKE_NO_INSTALL:-0}" = 1 ] && return 1
+    command -v apt-get >/dev/null 2>&1 || return 1
+    echo "e2e ike: apt-get install $*"
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@"; } \
+        >/tmp/flowsec-e2e-ike-apt.log 2>&1 || { tail -5 /tmp/flowsec-e2e-ike-apt.log; return 1; }
+}
+if [ "$LEFT" = strongswan ] || [ "$RIGHT" = strongswan ]; then
+    if ! have_strongswan; then
+        apt_install charon-systemd strongswan-swanctl libcharon-extra-plugins \
+            libstrongswan-extra-plugins libstrongswan-standard-plugins || true
+        # The packaged service must not run a charon of its own (it would
+        # be harmless in the root namespace, but it is not what we test).
+        if command -v systemctl >/dev/null 2>&1; then
+            systemctl disable --now strongswan.service >/dev/null 2>&1 || true
+        fi
+    fi
+    if ! have_strongswan; then
+        echo "FAIL: strongSwan is not installed (apt-get install charon-systemd strongswan-swanctl libcharon-extra-plugins libstrongswan-extra-plugins libstrongswan-standard-plugins)"
+        exit 1
+    fi
+fi
+if ! command -v tshark >/dev/null 2>&1 || ! command -v tcpdump >/dev/null 2>&1; then
+    apt_install tshark tcpdump || true
+fi
+STANDIN="${FLOWSEC_IKE_STANDIN:-0}"
+if [ "$STANDIN" = 1 ] && ! have_strongswan; then
+    apt_install charon-systemd strongswan-swanctl libcharon-extra-plugins \
+        libstrongswan-extra-plugins libstrongswan-standard-plugins || true
+    have_strongswan || { echo "FAIL: the stand-in needs strongSwan"; exit 1; }
+fi
+if [ "$STANDIN" != 1 ] && { [ "$LEFT" = flowsec ] || [ "$RIGHT" = flowsec ]; }; then
+    if [ ! -x "$FLOWSEC_BIN" ]; then
+        echo "FAIL: flowsec binary not found at $FLOWSEC_BIN (cargo build -p flowsec, or set FLOWSEC_BIN=)"
+        exit 1
+    fi
+fi
+
+echo "e2e ike: gwA (initiator) $LEFT, gwB (responder) $RIGHT; IKE $IKE_PROPOSAL, ESP $ESP_PROPOSAL; outer $OUTER"
+e2e_init
+W="$E2E_WORK"
+[ "$STANDIN" = 1 ] && FLOWSEC_BIN="$W/flowsec-standin" &&
+    echo "e2e ike: stand-in mode: a flowsec side runs charon behind flowsec's CLI ($FLOWSEC_BIN)"
+T0=$SECONDS
+
+declare -A IMPL=([gwA]="$LEFT" [gwB]="$RIGHT")
+declare -A DPID                                   # the daemon's PID per gateway
+declare -A LOCAL_ADDR=([gwA]="$GW_A" [gwB]="$GW_B")
+declare -A REMOTE_ADDR=([gwA]="$GW_B" [gwB]="$GW_A")
+declare -A LOCAL_TS=([gwA]="10.1.0.0/24,fd01::/64" [gwB]="10.2.0.0/24,fd02::/64")
+declare -A REMOTE_TS=([gwA]="10.2.0.0/24,fd02::/64" [gwB]="10.1.0.0/24,fd01::/64")
+
+log_of() { echo "$W/$1-${IMPL[$1]}.log"; }
+
+# ------------------------------------------------------------ configuration
+# One gateway's swanctl.conf: the text both implementations read.
+gen_swanctl_conf() {  # gen_swanctl_conf GW
+    local gw="$1" start=none
+    cat <<EOF
+# flowsec e2e ike: $gw (${IMPL[$gw]}), $([ "$gw" = gwA ] && echo initiator || echo responder)
+connections {
+    $CONN {
+        version = 2
+        local_addrs = ${LOCAL_ADDR[$gw]}
+        remote_addrs = ${REMOTE_ADDR[$gw]}
+        proposals = $IKE_PROPOSAL
+        dpd_delay = 2s
+        local {
+            auth = psk
+            id = ${LOCAL_ADDR[$gw]}
+        }
+        remote {
+            auth = psk
+            id = ${REMOTE_ADDR[$gw]}
+        }
+        children {
+            $CHILD {
+                local_ts = ${LOCAL_TS[$gw]}
+                remote_ts = ${REMOTE_TS[$gw]}
+                esp_proposals = $ESP_PROPOSAL
+                mode = tunnel
+                start_action = $start
+                dpd_action = clear
+                rekey_time = 1h
+            }
+        }
+    }
+}
+secrets {
+    ike-$CONN {
+        id = ${REMOTE_ADDR[$gw]}
+        secret = "$PSK"
+    }
+}
+EOF
+}
+
+# One charon's strongswan.conf. The plugins: kernel-libipsec before
+# kernel-netlink (libipsec's IPsec interface must be the one registered;
+# kernel-netlink still does routes and addresses); openssl for ECP groups,
+# 3DES and AES-GCM's fast path, gmp for MODP, curve25519 for x25519,
+# chapoly for ChaCha20-Poly1305 (IKE and libipsec's ESP), kdf for the
+# IKE key derivation (prf+; without it: "KDF_PRF with PRF_HMAC_SHA2_256 not
+# supported", 5.9.8 moved prf+ into that plugin).
+gen_strongswan_conf() {  # gen_strongswan_conf GW [VICI_SOCKET]
+    cat <<EOF
+# flowsec e2e ike: $1
+charon {
+    load = random nonce aes sha1 sha2 md5 hmac xcbc cmac gcm chapoly openssl gmp curve25519 kdf kernel-libipsec kernel-netlink socket-default vici
+    install_routes = yes
+    # No ids for PSK lookups beyond the file's; no vendor ID.
+    # Retransmissions: 1 s, then 1.4 s, then give up after another 1.96 s
+    # (the defaults take 165 s to declare a peer dead).
+    retransmit_tries = 2
+    retransmit_timeout = 1
+    retransmit_base = 1.4
+    filelog {
+        stderr {
+            default = 1
+$(echo "${FLOWSEC_IKE_CHARON_DEBUG:-}" | tr ',' '\n' | sed -nE 's/^ *([a-z]+)[ =]+(-?[0-9]) *$/            \1 = \2/p')
+            flush_line = yes
+            time_format = %T
+            ike_name = yes
+        }
+    }
+    journal {
+        default = -1
+    }
+    plugins {
+        vici {
+            socket = unix://${2:-$W/$1.vici}
+        }
+    }
+}
+EOF
+}
+
+for gw in gwA gwB; do
+    gen_swanctl_conf "$gw" >"$W/$gw-swanctl.conf"
+    if [ "${IMPL[$gw]}" = strongswan ]; then
+        gen_strongswan_conf "$gw" >"$W/$gw-strongswan.conf"
+    elif [ "$STANDIN" = 1 ]; then
+        gen_strongswan_conf "$gw" "$W/$gw.sock.vici" >"$W/$gw.sock.strongswan.conf"
+    fi
+done
+
+# The stand-in: flowsec's CLI, strongSwan behind it. `up` execs charon (so
+# that SIGKILL hits the IKE daemon itself) after starting a loader that
+# waits for the vici socket, loads the swanctl.conf and says "flowsec: up".
+if [ "$STANDIN" = 1 ]; then
+    cat >"$FLOWSEC_BIN" <<'SHIM'
+#!/usr/bin/env bash
+# flowsec stand-in for tests/e2e/ike.sh: strongSwan behind flowsec's IKE CLI.
+set -eu
+what="$1"; shift
+sock="${FLOWSEC_SOCKET:-}" conf="" json=0 args=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -c) conf="$2"; shift 2 ;;
+        --socket) sock="$2"; shift 2 ;;
+        --tun|--workers) shift 2 ;;
+        --json) json=1; shift ;;
+        *) args+=("$1"); shift ;;
+    esac
+done
+sw() { swanctl "$@" --uri "unix://$sock.vici"; }
+case "$what" in
+    up)
+        [ -n "$conf" ] && [ -f "$sock.strongswan.conf" ] || { echo "stand-in: up -c FILE --socket PATH" >&2; exit 2; }
+        rm -f "$sock.vici"
+        (
+            for _ in $(seq 100); do [ -S "$sock.vici" ] && break; sleep 0.1; done
+            sw --load-all --noprompt --file "$conf" >"$sock.load.log" 2>&1 && echo "flowsec: up" >&2
+        ) &
+        STRONGSWAN_CONF="$sock.strongswan.conf" exec /usr/sbin/charon-systemd ;;
+    ctl)
+        set -- "${args[@]}"
+        case "$1 ${2:-}" in
+            "sas "*) sw --list-sas --raw | python3 "$(dirname "$0")/sas.py" vici-json ;;
+            "initiate --child") sw --initiate --child "$3" ;;
+            "rekey --child") sw --rekey --child "$3" ;;
+            "rekey --ike") sw --rekey --ike "$3" ;;
+            "terminate --ike") sw --terminate --ike "$3" ;;
+            *) echo "stand-in: ctl $*?" >&2; exit 2 ;;
+        esac ;;
+    *) echo "stand-in: $what?" >&2; exit 2 ;;
+esac
+SHIM
+    chmod +x "$FLOWSEC_BIN"
+fi
+
+# -------------------------------------------------------------- one side
+uri() { echo "unix://$W/$1.vici"; }
+sw() {  # sw GW swanctl-args...: swanctl against GW's charon
+    local gw="$1"; shift
+    ns_exec "$gw" timeout 30 swanctl "$@" --uri "$(uri "$gw")"
+}
+fctl() {  # fctl GW ctl-args...: flowsec ctl against GW's daemon (never hangs)
+    local gw="$1"; shift
+    FLOWSEC_SOCKET="$W/$gw.sock" timeout 10 "$FLOWSEC_BIN" ctl --socket "$W/$gw.sock" "$@"
+}
+
+start_daemon() {  # start_daemon GW
+    local gw="$1" log
+    log=$(log_of "$gw")
+    if [ "${IMPL[$gw]}" = strongswan ]; then
+        rm -f "$W/$gw.vici"
+        start_bg "$gw" "$log" env STRONGSWAN_CONF="$W/$gw-strongswan.conf" /usr/sbin/charon-systemd
+        DPID[$gw]=$E2E_LAST_PID
+        local i
+        for ((i = 0; i < UP_TIMEOUT * 10; i++)); do
+            [ -S "$W/$gw.vici" ] && break
+            pid_alive "${DPID[$gw]}" || break
+            sleep 0.1
+        done
+        [ -S "$W/$gw.vici" ] || { echo "    $gw: no vici socket after ${UP_TIMEOUT}s"; show_log "$log"; return 1; }
+        sw "$gw" --load-all --noprompt --file "$W/$gw-swanctl.conf" >"$W/$gw-load.log" 2>&1 ||
+            { show_log "$W/$gw-load.log"; show_log "$log"; return 1; }
+        sed 's/^/    /' "$W/$gw-load.log" | grep -v 'opening directory' | head -4
+    else
+        local args=(up -c "$W/$gw-swanctl.conf" --tun "$TUN" --socket "$W/$gw.sock")
+        [ -n "${FLOWSEC_IKE_WORKERS:-}" ] && args+=(--workers "$FLOWSEC_IKE_WORKERS")
+        start_bg "$gw" "$log" env FLOWSEC_SOCKET="$W/$gw.sock" "$FLOWSEC_BIN" "${args[@]}"
+        DPID[$gw]=$E2E_LAST_PID
+        wait_for_log "$log" 'flowsec: up' "$UP_TIMEOUT" "${DPID[$gw]}" || { show_log "$log"; return 1; }
+    fi
+}
+
+# The SAs a gateway holds, as lines (the same for either implementation):
+#   IKE <name> <state> <initiator-spi> <responder-spi>
+#   CHILD <name> <state> <spi-in> <spi-out> <bytes-in> <bytes-out> <packets-in> <packets-out> <dh-group|->
+cat >"$W/sas.py" <<'PYEOF'
+import json, re, sys
+
+def norm(d):
+    """keys with dashes, lower case"""
+    return {str(k).lower().replace("_", "-"): v for k, v in d.items()} if isinstance(d, dict) else {}
+
+def parse_vici_raw(text):
+    """swanctl --list-sas --raw: 'list-sa event {name {k=v sec {..} list [a b]}}' per line"""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("list-sa event"):
+            continue
+        toks = re.findall(r"\{|\}|\[|\]|[^\s{}\[\]]+", line[len("list-sa event"):])
+        def section(i):
+            d = {}
+            while i < len(toks):
+                t = toks[i]
+                if t == "}":
+                    return d, i + 1
+                if i + 1 < len(toks) and toks[i + 1] == "{":
+                    d[t], i = section(i + 2)
+                elif i + 1 < len(toks) and toks[i + 1] == "[":
+                    j = toks.index("]", i + 2)
+                    d[t] = toks[i + 2:j]
+                    i = j + 1
+                elif "=" in t:
+                    k, v = t.split("=", 1)
+                    d[k] = v
+                    i += 1
+                else:
+                    i += 1
+            return d, i
+        top, _ = section(1) if toks and toks[0] == "{" else section(0)
+        for name, sa in top.items():
+            if isinstance(sa, dict):
+                sa.setdefault("name", name)
+                kids = sa.get("child-sas", {})
+                sa["child-sas"] = [dict(c, name=c.get("name", k)) for k, c in kids.items()] if isinstance(kids, dict) else []
+                out.append(sa)
+    return out
+
+def hexspi(v):
+    if v is None:
+        return "-"
+    if isinstance(v, int):
+        return "%x" % v
+    s = str(v).lower()
+    s = s[2:] if s.startswith("0x") else s
+    return s.lstrip("0") or "0"
+
+def main():
+    fmt = sys.argv[1]
+    text = sys.stdin.read()
+    if fmt == "vici-json":  # the stand-in's `ctl sas --json`
+        print(json.dumps(parse_vici_raw(text)))
+        return
+    if fmt == "strongswan":
+        sas = parse_vici_raw(text)
+    else:
+        sas = json.loads(text)
+        if isinstance(sas, dict):
+            sas = sas.get("ike_sas", sas.get("ike-sas", sas.get("sas", [])))
+    for sa in sas:
+        sa = norm(sa)
+        print("IKE %s %s %s %s" % (sa.get("name", "-"), str(sa.get("state", "-")).upper(),
+                                   hexspi(sa.get("initiator-spi")), hexspi(sa.get("responder-spi"))))
+        kids = sa.get("child-sas", sa.get("children", []))
+        if isinstance(kids, dict):
+            kids = [dict(v, name=v.get("name", k)) for k, v in kids.items()]
+        for c in kids:
+            c = norm(c)
+            print("CHILD %s %s %s %s %s %s %s %s %s" % (
+                c.get("name", "-"), str(c.get("state", "-")).upper(),
+                hexspi(c.get("spi-in")), hexspi(c.get("spi-out")),
+                c.get("bytes-in", "-"), c.get("bytes-out", "-"),
+                c.get("packets-in", "-"), c.get("packets-out", "-"),
+                c.get("dh-group") or "-"))
+
+main()
+PYEOF
+
+sas() {  # sas GW: the SA lines above; status 1 when the daemon does not answer
+    local gw="$1" raw
+    if [ "${IMPL[$gw]}" = strongswan ]; then
+        raw=$(sw "$gw" --list-sas --raw 2>&1) || { echo "$raw" >"$W/$gw-sas.err"; return 1; }
+        python3 "$W/sas.py" strongswan <<<"$raw"
+    else
+        raw=$(fctl "$gw" sas --json 2>&1) || { echo "$raw" >"$W/$gw-sas.err"; return 1; }
+        python3 "$W/sas.py" flowsec <<<"$raw" 2>"$W/$gw-sas.err" ||
+            { echo "$raw" >>"$W/$gw-sas.err"; return 1; }
+    fi
+}
+ike_line() { sas "$1" | awk -v n="$CONN" '$1 == "IKE" && $2 == n && $3 == "ESTABLISHED"' | head -n 1; }
+child_lines() { sas "$1" | awk -v n="$CHILD" '$1 == "CHILD" && $2 == n && $3 == "INSTALLED"'; }
+
+initiate() {  # initiate GW: bring the Child SA (and the IKE SA) up from GW
+    local gw="$1"
+    if [ "${IMPL[$gw]}" = strongswan ]; then
+        sw "$gw" --initiate --child "$CHILD" --timeout "$SA_TIMEOUT" >"$W/$gw-initiate.log" 2>&1
+    else
+        fctl "$gw" initiate --child "$CHILD" >"$W/$gw-initiate.log" 2>&1
+    fi || { show_log "$W/$gw-initiate.log" 10; return 1; }
+}
+rekey_child() {  # rekey_child GW
+    local gw="$1"
+    if [ "${IMPL[$gw]}" = strongswan ]; then
+        sw "$gw" --rekey --child "$CHILD" >"$W/$gw-rekey.log" 2>&1
+    else
+        fctl "$gw" rekey --child "$CHILD" >"$W/$gw-rekey.log" 2>&1
+    fi || { show_log "$W/$gw-rekey.log" 10; return 1; }
+}
+rekey_ike() {  # rekey_ike GW
+    local gw="$1"
+    if [ "${IMPL[$gw]}" = strongswan ]; then
+        sw "$gw" --rekey --ike "$CONN" >"$W/$gw-rekey.log" 2>&1
+    else
+        fctl "$gw" rekey --ike "$CONN" >"$W/$gw-rekey.log" 2>&1
+    fi || { show_log "$W/$gw-rekey.log" 10; return 1; }
+}
+terminate_ike() {  # terminate_ike GW
+    local gw="$1"
+    if [ "${IMPL[$gw]}" = strongswan ]; then
+        sw "$gw" --terminate --ike "$CONN" --timeout "$SA_TIMEOUT" >"$W/$gw-terminate.log" 2>&1
+    else
+        fctl "$gw" terminate --ike "$CONN" >"$W/$gw-terminate.log" 2>&1
+    fi || { show_log "$W/$gw-terminate.log" 10; return 1; }
+}
+
+# The Child SA installed at both ends, one pair of SPIs each, agreed
+# (gwA's in = gwB's out and back); prints "A_IN A_OUT". With EXCLUDE (a
+# list of SPIs), none of them may still be installed.
+child_agreed() {  # child_agreed [EXCLUDE...]
+    local a b a_in a_out b_in b_out x
+    a=$(child_lines gwA) || return 1
+    b=$(child_lines gwB) || return 1
+    [ "$(echo "$a" | grep -c .)" = 1 ] && [ "$(echo "$b" | grep -c .)" = 1 ] || return 1
+    read -r _ _ _ a_in a_out _ <<<"$a"
+    read -r _ _ _ b_in b_out _ <<<"$b"
+    [ "$a_in" = "$b_out" ] && [ "$a_out" = "$b_in" ] || return 1
+    for x in "$@"; do
+        [ "$x" != "$a_in" ] && [ "$x" != "$a_out" ] || return 1
+    done
+    echo "$a_in $a_out"
+}
+ike_agreed() {  # ike_agreed [EXCLUDE_SPI...]: the IKE SA at both ends, same SPIs; prints "SPI_I SPI_R"
+    local a b x
+    a=$(ike_line gwA) || return 1
+    b=$(ike_line gwB) || return 1
+    [ -n "$a" ] && [ -n "$b" ] || return 1
+    a=$(echo "$a" | awk '{print $4, $5}')
+    b=$(echo "$b" | awk '{print $4, $5}')
+    [ "$a" = "$b" ] || return 1
+    for x in "$@"; do
+        case " $a " in *" $x "*) return 1 ;; esac
+    done
+    echo "$a"
+}
+poll() {  # poll TIMEOUT_S cmd...: until cmd succeeds; its output on stdout
+    local timeout="$1" i out
+    shift
+    for ((i = 0; i < timeout * 5; i++)); do
+        if out=$("$@" 2>/dev/null); then
+            echo "$out"; return 0
+        fi
+        sleep 0.2
+    done
+    return 1
+}
+show_sas() {  # show_sas: both gateways' SA lines, indented
+    local gw
+    for gw in gwA gwB; do
+        sas "$gw" 2>/dev/null | sed "s/^/    $gw: /" || { echo "    $gw: no answer"; show_log "$W/$gw-sas.err" 5; }
+    done
+}
+
+# -------------------------------------------------------------------- topology
+e2e_topology_gateway
+
+for gw in gwA gwB; do
+    check "$gw: ${IMPL[$gw]} up" start_daemon "$gw"
+done
+if [ "$E2E_FAILED" -ne 0 ]; then
+    echo "e2e ike: a daemon did not come up; not running the other checks"
+    e2e_finish
+fi
+
+# Capture the transit link from before the first IKE_SA_INIT.
+start_bg gwA "$W/tcpdump.log" tcpdump -i eth1 -n -U -s 0 -w "$W/transit.pcap"
+TCPDUMP_PID=$E2E_LAST_PID
+wait_for_log "$W/tcpdump.log" 'listening on' 5 "$TCPDUMP_PID" || show_log "$W/tcpdump.log"
+
+# ----------------------------------------------------------- (a) SAs come up
+sa_up() {
+    local t=$SECONDS spis ike
+    initiate gwA || return 1
+    spis=$(poll "$SA_TIMEOUT" child_agreed) || { echo "    no agreed INSTALLED Child SA at both ends within ${SA_TIMEOUT}s"; show_sas; return 1; }
+    ike=$(poll 5 ike_agreed) || { echo "    IKE SA not ESTABLISHED with the same SPIs at both ends"; show_sas; return 1; }
+    echo "    IKE SPIs $ike; Child SA SPIs (gwA in/out) $spis; $((SECONDS - t)) s"
+    local gw
+    for gw in gwA gwB; do
+        [ "${IMPL[$gw]}" = strongswan ] || continue
+        grep -o 'selected proposal: .*' "$(log_of "$gw")" | sort -u | sed "s/^/    $gw /"
+        break
+    done
+}
+check "a. IKE SA ESTABLISHED and Child SA INSTALLED at both ends, SPIs agreed" sa_up
+if [ "$E2E_FAILED" -ne 0 ]; then
+    for gw in gwA gwB; do show_log "$(log_of "$gw")" 40; done
+    echo "e2e ike: no SAs; not running the other checks"
+    e2e_finish
+fi
+
+# ------------------------------------------------------------ (b) traffic
+ping_one() {  # ping_one FROM DST
+    local log="$W/ping-$1-$2.log"
+    if command -v ping >/dev/null 2>&1; then
+        ns_exec "$1" ping -c 3 -i 0.2 -W 2 "$2" >"$log" 2>&1
+    else
+        ns_exec "$1" python3 "$E2E_TOOLS" ping "$2" --count 3 >"$log" 2>&1
+    fi || { show_log "$log" 5; return 1; }
+    tail -n 2 "$log" | head -n 1 | sed 's/^/    /'
+}
+ping_both() {  # ping_both: hostA -> hostB and back, IPv4 and IPv6 inside
+    ping_one hostA 10.2.0.2 && ping_one hostB 10.1.0.2 && ping_one hostA fd02::2 && ping_one hostB fd01::2
+}
+# Snapshot of the counters before any traffic.
+SAS_BEFORE=$(child_lines gwA; child_lines gwB) || true
+check "b. ping hostA <-> hostB through the tunnel (IPv4 and IPv6 inside)" ping_both
+
+tcp_transfer() {
+    local res="$W/recv.json" rpid
+    rm -f "$res"
+    start_bg hostB "$W/recv.log" python3 "$E2E_TOOLS" recv --bind 10.2.0.2 --port 5001 --result "$res" --timeout 30
+    rpid=$E2E_LAST_PID
+    wait_for_log "$W/recv.log" 'recv: listening' 5 "$rpid" || { show_log "$W/recv.log"; return 1; }
+    ns_exec hostA timeout 30 python3 "$E2E_TOOLS" send --to 10.2.0.2 --port 5001 --bytes "$BYTES" --timeout 25 \
+        >"$W/send.json" 2>"$W/send.log" || { echo "    sender failed"; show_log "$W/send.log"; stop_bg "$rpid" 1; return 1; }
+    stop_bg "$rpid" 2
+    [ -f "$res" ] || { echo "    receiver wrote no result"; show_log "$W/recv.log"; return 1; }
+    python3 - "$W/send.json" "$res" "$BYTES" <<'EOF'
+import json, sys
+s, r, n = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+print("    %d B in %.2f s (%.0f Mbit/s), sha256 %s %s" % (s["bytes"], s["seconds"], s["mbit_s"], s["sha256"][:16],
+      "matches" if s["sha256"] == r["sha256"] else "DIFFERS: " + str(r["sha256"])[:16]))
+sys.exit(0 if s["bytes"] == r["bytes"] == n and s["sha256"] == r["sha256"] else 1)
+EOF
+}
+check "b. TCP hostA -> hostB, $BYTES bytes, sha256 matches" tcp_transfer
+
+# ------------------------------------------------------------ (c) counters
+counters_rise() {
+    local gw line before ok=0 f
+    for gw in gwA gwB; do
+        line=$(child_lines "$gw" | head -n 1)
+        before=$(echo "$SAS_BEFORE" | awk -v s="$(echo "$line" | awk '{print $4}')" '$4 == s' | head -n 1)
+        echo "    $gw ${IMPL[$gw]}: bytes in/out $(echo "$line" | awk '{print $6 "/" $7}') (before $(echo "$before" | awk '{print $6 "/" $7}')), packets in/out $(echo "$line" | awk '{print $8 "/" $9}') (before $(echo "$before" | awk '{print $8 "/" $9}'))"
+        for f in 6 7 8 9; do
+            python3 -c 'import sys; a, b = sys.argv[1], sys.argv[2] or "0"
+sys.exit(0 if a.isdigit() and (not b.isdigit() or int(a) > int(b)) and int(a) > 0 else 1)' \
+                "$(echo "$line" | cut -d' ' -f"$f")" "$(echo "$before" | cut -d' ' -f"$f")" || ok=1
+        done
+    done
+    return "$ok"
+}
+check "c. Child SA bytes and packets counted, in and out, rising at both ends" counters_rise
+
+# --------------------------------------------------------- (d) Child rekeys
+esp_has_dh() { echo "$ESP_PROPOSAL" | tr '-' '\n' | grep -Eq '^(modp|ecp|x25519|x448|curve|brainpool)'; }
+# The log's word for the KE payload in the last CREATE_CHILD_SA request.
+pfs_seen() {  # pfs_seen: a strongSwan side logged a CREATE_CHILD_SA request with KE
+    local gw
+    for gw in gwA gwB; do
+        [ "${IMPL[$gw]}" = strongswan ] || continue
+        grep -E 'CREATE_CHILD_SA request [0-9]+ \[.*N\(REKEY_SA\).* KE ' "$(log_of "$gw")" | tail -n 1 && return 0
+    done
+    return 1
+}
+CUR_CHILD=$(child_agreed || true)
+child_rekey() {  # child_rekey GW: GW rekeys the Child SA
+    local gw="$1" old new t=$SECONDS line pkts
+    old=$CUR_CHILD
+    rekey_child "$gw" || return 1
+    # shellcheck disable=SC2086
+    new=$(poll "$SA_TIMEOUT" child_agreed $old) || {
+        echo "    no new agreed Child SA (old SPIs $old gone) within ${SA_TIMEOUT}s"; show_sas; return 1; }
+    CUR_CHILD=$new
+    echo "    SPIs (gwA in/out) $old -> $new in $((SECONDS - t)) s"
+    if esp_has_dh; then
+        line=$(child_lines gwA)
+        if [ "${IMPL[gwA]}" = strongswan ] || [ "${IMPL[gwB]}" = strongswan ]; then
+            local l
+            l=$(pfs_seen) || { echo "    no KE payload in the CREATE_CHILD_SA request (PFS expected)"; return 1; }
+            echo "    PFS: ${l#*] }" | cut -c1-150
+        fi
+        # The DH group the new Child SA was keyed with: strongSwan shows it
+        # (dh-group); a flowsec side must too when there is no strongSwan
+        # log to show the KE payload.
+        for g in gwA gwB; do
+            line=$(child_lines "$g" | awk '{print $10}')
+            if [ "$line" = - ]; then
+                if [ "${IMPL[$g]}" = strongswan ] || { [ "$LEFT" = flowsec ] && [ "$RIGHT" = flowsec ]; }; then
+                    echo "    $g: the new Child SA has no DH group"; return 1
+                fi
+                echo "    ($g: no dh-group in its sas --json)"
+            fi
+        done
+        echo "    DH group of the new Child SA: $line"
+    fi
+    ping_one hostA 10.2.0.2 && ping_one hostB 10.1.0.2 || return 1
+    pkts=$(child_lines gwB | awk '{print $8}')
+    echo "    gwB new SA: $pkts packets in"
+    [ "${pkts:-0}" -gt 0 ] 2>/dev/null || { echo "    no packets on the new SA"; return 1; }
+}
+pfs_label=""; esp_has_dh && pfs_label=" with PFS"
+check "d. Child SA rekey$pfs_label initiated by gwA (${IMPL[gwA]}): new SPIs at both ends, traffic flows" child_rekey gwA
+check "d. Child SA rekey$pfs_label initiated by gwB (${IMPL[gwB]}): new SPIs at both ends, traffic flows" child_rekey gwB
+
+# ----------------------------------------------------------- (e) IKE rekeys
+ike_rekey() {  # ike_rekey GW
+    local gw="$1" old new t=$SECONDS
+    old=$(ike_agreed) || { echo "    no IKE SA before the rekey"; show_sas; return 1; }
+    rekey_ike "$gw" || return 1
+    # shellcheck disable=SC2086
+    new=$(poll "$SA_TIMEOUT" ike_agreed $old) || {
+        echo "    no new IKE SA at both ends (old SPIs $old gone) within ${SA_TIMEOUT}s"; show_sas; return 1; }
+    echo "    IKE SPIs $old -> $new in $((SECONDS - t)) s"
+    # The Child SA moves to the new IKE SA, unchanged.
+    local child
+    child=$(poll 5 child_agreed) || { echo "    Child SA lost"; show_sas; return 1; }
+    [ "$child" = "$CUR_CHILD" ] || echo "    (Child SA SPIs changed: $CUR_CHILD -> $child)"
+    CUR_CHILD=$child
+    ping_one hostA 10.2.0.2 && ping_one hostB 10.1.0.2
+}
+check "e. IKE SA rekey initiated by gwA (${IMPL[gwA]}): new IKE SPIs at both ends, Child SA kept, traffic flows" ike_rekey gwA
+check "e. IKE SA rekey initiated by gwB (${IMPL[gwB]}): new IKE SPIs at both ends, Child SA kept, traffic flows" ike_rekey gwB
+
+# ------------------------------------------------------------- (b) capture
+stop_bg "$TCPDUMP_PID" 3
+capture_check() {
+    local pcap="$W/transit.pcap" total bad plain esp_ab esp_ba ike
+    [ -s "$pcap" ] || { echo "    no capture"; show_log "$W/tcpdump.log"; return 1; }
+    local ip=ip; [ "$OUTER" = v6 ] && ip=ipv6
+    total=$(tshark -n -r "$pcap" 2>/dev/null | wc -l)
+    # Anything but IKE / ESP-in-UDP (and ARP, IPv6 neighbour discovery and
+    # multicast listener reports, link-local).
+    local other='not (udp.port == 500 or udp.port == 4500) and not arp and not (icmpv6 and (icmpv6.type >= 133 and icmpv6.type <= 137 or ipv6.src == fe80::/10 or ipv6.src == :: or ipv6.dst == ff02::/16))'
+    bad=$(tshark -n -r "$pcap" -Y "$other" 2>/dev/null | wc -l)
+    plain=$(tshark -n -r "$pcap" -Y 'ip.addr == 10.0.0.0/8 or ipv6.addr == fd00::/8' 2>/dev/null | wc -l)
+    esp_ab=$(tshark -n -r "$pcap" -Y "esp and udp.port == 4500 and $ip.src == $GW_A" 2>/dev/null | wc -l)
+    esp_ba=$(tshark -n -r "$pcap" -Y "esp and udp.port == 4500 and $ip.src == $GW_B" 2>/dev/null | wc -l)
+    ike=$(tshark -n -r "$pcap" -Y isakmp 2>/dev/null | wc -l)
+    echo "    $total frames: $ike IKE, ESP-in-UDP $esp_ab gwA->gwB and $esp_ba gwB->gwA, $bad other, $plain with a 10.x/fd0x header"
+    if [ "$bad" -ne 0 ] || [ "$plain" -ne 0 ]; then
+        tshark -n -r "$pcap" -Y "$other or ip.addr == 10.0.0.0/8 or ipv6.addr == fd00::/8" 2>/dev/null | head -5 | sed 's/^/    /'
+        return 1
+    fi
+    [ "$esp_ab" -gt 0 ] && [ "$esp_ba" -gt 0 ] && [ "$ike" -gt 0 ]
+}
+if command -v tshark >/dev/null 2>&1; then
+    check "b. the transit capture holds only IKE and ESP in UDP 4500 both ways, no plaintext" capture_check
+    # The IKE exchanges on the wire, for the record.
+    tshark -n -r "$W/transit.pcap" -Y isakmp -T fields -e frame.time_relative -e ip.src -e ipv6.src \
+        -e isakmp.exchtype -e isakmp.flags -e isakmp.messageid 2>/dev/null >"$W/ike-exchanges.txt" || true
+else
+    skip "b. transit capture (no tshark)"
+fi
+
+# ------------------------------------------- (g) terminate, initiate again
+terminate_again() {
+    local t=$SECONDS
+    terminate_ike gwA || return 1
+    no_ike() { [ -z "$(ike_line gwA)" ] && [ -z "$(ike_line gwB)" ] && sas gwA >/dev/null && sas gwB >/dev/null; }
+    poll "$SA_TIMEOUT" no_ike >/dev/null || { echo "    an IKE SA is left"; show_sas; return 1; }
+    echo "    both ends dropped the IKE SA in $((SECONDS - t)) s"
+    initiate gwA || return 1
+    CUR_CHILD=$(poll "$SA_TIMEOUT" child_agreed) || { echo "    not up again"; show_sas; return 1; }
+    ping_one hostA 10.2.0.2
+}
+check "g. terminate the IKE SA from gwA: both ends drop it; initiated again, traffic flows" terminate_again
+
+# --------------------------------------------------------------- (f) DPD
+dpd() {
+    local victim survivor t
+    if [ "$DPD_KILL" = left ]; then victim=gwA survivor=gwB; else victim=gwB survivor=gwA; fi
+    ike_line "$survivor" | grep -q . || { echo "    no IKE SA at $survivor before the kill"; return 1; }
+    kill -KILL "${DPID[$victim]}"
+    wait "${DPID[$victim]}" 2>/dev/null || true
+    t=$SECONDS
+    local i gone=0
+    for ((i = 0; i < DPD_BOUND * 5; i++)); do
+        if sas "$survivor" >"$W/dpd-sas.txt" && ! grep -q "^IKE $CONN " "$W/dpd-sas.txt"; then
+            gone=1; break
+        fi
+        sleep 0.2
+    done
+    if [ "$gone" = 0 ]; then
+        echo "    $survivor still holds the IKE SA ${DPD_BOUND}s after $victim was killed"; show_sas
+        show_log "$(log_of "$survivor")" 20; return 1
+    fi
+    echo "    $victim (${IMPL[$victim]}) killed; $survivor (${IMPL[$survivor]}) deleted the IKE SA after $((SECONDS - t)) s"
+    if [ "${IMPL[$survivor]}" = strongswan ]; then
+        grep -E 'retransmit|giving up|DPD|deleting' "$(log_of "$survivor")" | tail -n 4 | sed 's/^/    /'
+    fi
+}
+check "f. DPD: SIGKILL the $DPD_KILL daemon; the other deletes the IKE SA within ${DPD_BOUND}s" dpd
+
+echo "e2e ike: $((SECONDS - T0)) s"
+if [ "$E2E_FAILED" -ne 0 ]; then
+    for gw in gwA gwB; do show_log "$(log_of "$gw")" 40; done
+fi
+e2e_finish
