@@ -70,12 +70,14 @@
 # of {"name", "state" ("INSTALLED"), "spi-in", "spi-out" (hex),
 # "bytes-in", "bytes-out", "packets-in", "packets-out", "dh-group"}}.
 #
-# strongSwan's timers are lowered for the test (see strongswan_conf):
+# strongSwan's timers are lowered for the test (see gen_strongswan_conf):
 # charon retransmits a request after retransmit_timeout * retransmit_base^n
 # seconds, retransmit_tries times, then gives up and deletes the IKE SA;
 # with the defaults (4 s, 1.8, 5 tries) a DPD on a dead peer takes 165 s.
 # 1 s, 1.4, 2 tries: 1 + 1.4 + 1.96 = 4.4 s after the first DPD, which
-# itself comes dpd_delay (2 s) after the last packet from the peer.
+# itself comes dpd_delay (2 s) after the last packet from the peer. A
+# flowsec side gets the same by `flowsec up --retransmit-timeout 1
+# --retransmit-base 1.4 --retransmit-tries 2` (when its --help has them).
 set -eu -o pipefail
 
 E2E_PREFIX="${E2E_PREFIX:-ike$$-}"
@@ -111,6 +113,9 @@ CONN=gw           # the IKE connection (and IKE SA) name
 CHILD=net         # the Child SA name
 TUN=fsike0        # flowsec's TUN device (each gateway has its own namespace)
 PSK="flowsec-e2e-ike psk, not a secret"
+# IKE retransmissions, both implementations (charon.retransmit_*; flowsec
+# up --retransmit-*): 1 s, 1.4 s, 1.96 s, then the peer is dead.
+RETRANSMIT_TIMEOUT=1 RETRANSMIT_BASE=1.4 RETRANSMIT_TRIES=2
 
 # The binaries a side needs.
 have_strongswan() {
@@ -231,9 +236,9 @@ charon {
     # No ids for PSK lookups beyond the file's; no vendor ID.
     # Retransmissions: 1 s, then 1.4 s, then give up after another 1.96 s
     # (the defaults take 165 s to declare a peer dead).
-    retransmit_tries = 2
-    retransmit_timeout = 1
-    retransmit_base = 1.4
+    retransmit_tries = $RETRANSMIT_TRIES
+    retransmit_timeout = $RETRANSMIT_TIMEOUT
+    retransmit_base = $RETRANSMIT_BASE
     filelog {
         stderr {
             default = 1
@@ -340,6 +345,12 @@ start_daemon() {  # start_daemon GW
     else
         local args=(up -c "$W/$gw-swanctl.conf" --tun "$TUN" --socket "$W/$gw.sock")
         [ -n "${FLOWSEC_IKE_WORKERS:-}" ] && args+=(--workers "$FLOWSEC_IKE_WORKERS")
+        # The same retransmission timers as the charons (for the DPD
+        # check), where this flowsec has the options.
+        if "$FLOWSEC_BIN" up --help 2>/dev/null | grep -q -- '--retransmit-timeout'; then
+            args+=(--retransmit-timeout "$RETRANSMIT_TIMEOUT" --retransmit-base "$RETRANSMIT_BASE"
+                --retransmit-tries "$RETRANSMIT_TRIES")
+        fi
         start_bg "$gw" "$log" env FLOWSEC_SOCKET="$W/$gw.sock" "$FLOWSEC_BIN" "${args[@]}"
         DPID[$gw]=$E2E_LAST_PID
         wait_for_log "$log" 'flowsec: up' "$UP_TIMEOUT" "${DPID[$gw]}" || { show_log "$log"; return 1; }
@@ -648,8 +659,10 @@ child_rekey() {  # child_rekey GW: GW rekeys the Child SA
         # The DH group the new Child SA was keyed with: strongSwan shows it
         # (dh-group); a flowsec side must too when there is no strongSwan
         # log to show the KE payload.
+        local group=""
         for g in gwA gwB; do
             line=$(child_lines "$g" | awk '{print $10}')
+            [ "$line" != - ] && group=$line
             if [ "$line" = - ]; then
                 if [ "${IMPL[$g]}" = strongswan ] || { [ "$LEFT" = flowsec ] && [ "$RIGHT" = flowsec ]; }; then
                     echo "    $g: the new Child SA has no DH group"; return 1
@@ -657,7 +670,7 @@ child_rekey() {  # child_rekey GW: GW rekeys the Child SA
                 echo "    ($g: no dh-group in its sas --json)"
             fi
         done
-        echo "    DH group of the new Child SA: $line"
+        echo "    DH group of the new Child SA: $group"
     fi
     ping_one hostA 10.2.0.2 && ping_one hostB 10.1.0.2 || return 1
     pkts=$(child_lines gwB | awk '{print $8}')

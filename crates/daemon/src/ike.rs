@@ -35,15 +35,20 @@ const QUEUE: usize = 256;
 /// accepted; strongSwan's default `max_packet` is 10000).
 const MAX_MESSAGE: usize = 10_000;
 
-/// A received IKE message, the non-ESP marker stripped.
-pub struct IkeIn {
-    local: SocketAddr,
-    remote: SocketAddr,
-    data: Vec<u8>,
+/// What the workers tell the control thread.
+enum IkeIn {
+    /// A received IKE message, the non-ESP marker stripped.
+    Message {
+        local: SocketAddr,
+        remote: SocketAddr,
+        data: Vec<u8>,
+    },
+    /// Traffic hit the (trap) policy of `reqid` and found no SA.
+    Acquire { reqid: u32 },
 }
 
-/// The workers' end: hands IKE messages that arrived on port 4500 to the
-/// control thread.
+/// The workers' end: hands IKE messages that arrived on port 4500, and
+/// acquires (traffic for a trap policy without SA), to the control thread.
 #[derive(Clone)]
 pub struct IkeSink {
     tx: SyncSender<IkeIn>,
@@ -64,16 +69,25 @@ impl IkeSink {
         if ike.is_empty() || ike.len() > MAX_MESSAGE {
             return false;
         }
-        let msg = IkeIn {
+        self.send(IkeIn::Message {
             local,
             remote,
             data: ike.to_vec(),
-        };
+        });
+        true
+    }
+
+    /// Traffic for the policy of `reqid` found no SA: ask IKE for one
+    /// (the caller limits how often).
+    pub fn acquire(&self, reqid: u32) {
+        self.send(IkeIn::Acquire { reqid });
+    }
+
+    fn send(&self, msg: IkeIn) {
         match self.tx.try_send(msg) {
             Ok(()) => sys::wake(self.wake.as_raw_fd()),
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {}
         }
-        true
     }
 }
 
@@ -178,7 +192,14 @@ impl IkePlane {
     pub fn receive(&mut self, now: std::time::Duration, k: &mut PlaneKernel<'_>) {
         sys::clear_wake(self.wake.as_raw_fd());
         while let Ok(m) = self.rx.try_recv() {
-            self.ike.handle(now, m.local, m.remote, &m.data, k);
+            match m {
+                IkeIn::Message {
+                    local,
+                    remote,
+                    data,
+                } => self.ike.handle(now, local, remote, &data, k),
+                IkeIn::Acquire { reqid } => self.ike.acquire(now, reqid, k),
+            }
         }
         for i in 0..self.sock500.len() {
             let fd = self.sock500[i].0.as_raw_fd();

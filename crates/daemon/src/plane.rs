@@ -44,6 +44,8 @@ pub struct Options {
     pub setkey: Option<PathBuf>,
     /// IKEv2 connections and secrets in swanctl.conf style (`-c`).
     pub ike: Option<PathBuf>,
+    /// IKE tuning (strongswan.conf's retransmission settings).
+    pub ike_settings: flowsec_ike::Settings,
     /// MTU of the TUN device: the path MTU less the IPsec overhead.
     pub mtu: u16,
     /// The control socket.
@@ -144,7 +146,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
             config,
             provider.clone(),
             Box::new(flowsec_ike::random::OsRandom),
-            flowsec_ike::Settings::default(),
+            opts.ike_settings.clone(),
         );
         ike = Some(IkePlane::open(core, send4500).map_err(RunError::Setup)?);
     }
@@ -186,10 +188,8 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let mut handles = Vec::new();
     for (index, (io, db, rx, wake)) in parts.into_iter().enumerate() {
         let w = Worker {
-            ike: ike
-                .as_ref()
-                .map(|(_, sink)| sink.clone())
-                .filter(|_| index == 0),
+            ike: ike.as_ref().map(|(_, sink)| sink.clone()),
+            acquired: Vec::new(),
             index,
             workers,
             io,

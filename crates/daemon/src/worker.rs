@@ -50,6 +50,8 @@ const POLL_MS: i32 = 200;
 const MAILBOX: usize = 1024;
 /// Spare handoff buffers a worker keeps.
 const POOL: usize = 256;
+/// How often a worker asks IKE for the SA of one trap policy.
+const ACQUIRE_EVERY: Duration = Duration::from_secs(1);
 
 /// What a worker is sent.
 pub enum Msg {
@@ -279,9 +281,11 @@ fn owner_of(templates: &[SaTemplate], flow: &Flow, workers: usize) -> usize {
 
 /// Everything one worker thread owns.
 pub struct Worker {
-    /// Where IKE messages arriving on UDP 4500 go (worker 0, which the
-    /// kernel steers them to; `None` without IKE).
+    /// Where IKE messages arriving on UDP 4500 go (the kernel steers them
+    /// to worker 0), and acquires for trap policies; `None` without IKE.
     pub ike: Option<crate::ike::IkeSink>,
+    /// When each reqid was last acquired.
+    pub acquired: Vec<(u32, Duration)>,
     pub index: usize,
     pub workers: usize,
     pub io: Io,
@@ -536,6 +540,10 @@ impl Worker {
             Err(DropReason::TransportFragment) if from != Source::Reassembled => {
                 return self.reassemble(buf, now, st)
             }
+            Err(DropReason::NoOutboundSa) => {
+                stats.drops.count(DropReason::NoOutboundSa);
+                return self.acquire(templates_reqid(&self.db, &flow), now);
+            }
             Err(reason) => return stats.drops.count(reason),
         }
         if from == Source::Reassembled {
@@ -545,6 +553,26 @@ impl Worker {
         } else {
             st.send.sealed(buf.as_slice(), &mut st.stats);
         }
+    }
+
+    /// Ask IKE for the SA of policy `reqid` (a trap), at most once a second
+    /// per reqid.
+    fn acquire(&mut self, reqid: Option<u32>, now: Duration) {
+        let (Some(sink), Some(reqid)) = (&self.ike, reqid) else {
+            return;
+        };
+        if let Some(at) = self.acquired.iter_mut().find(|(r, _)| *r == reqid) {
+            if now < at.1 + ACQUIRE_EVERY {
+                return;
+            }
+            at.1 = now;
+        } else {
+            if self.acquired.len() >= 64 {
+                self.acquired.remove(0);
+            }
+            self.acquired.push((reqid, now));
+        }
+        sink.acquire(reqid);
     }
 
     /// A fragment that transport mode must not carry alone (RFC 4303
@@ -759,5 +787,13 @@ mod tests {
             .collect();
         assert_eq!(owners.len(), 1, "{owners:?}");
         assert_eq!(owners.into_iter().next(), Some(owner_of_endpoints(a, b, 4)));
+    }
+}
+
+/// The reqid of the outbound policy `flow` matches, if it names one.
+fn templates_reqid(db: &Databases, flow: &Flow) -> Option<u32> {
+    match db.spd.lookup(Direction::Out, flow).map(|p| &p.action) {
+        Some(Action::Protect(t)) => t.iter().map(|t| t.reqid).find(|r| *r != 0),
+        _ => None,
     }
 }

@@ -36,6 +36,18 @@ pub struct UpArgs {
     /// super-packets (for comparisons).
     #[arg(long)]
     pub no_offload: bool,
+    /// IKE: seconds before the first retransmission of a request
+    /// (strongswan.conf `charon.retransmit_timeout`).
+    #[arg(long, default_value_t = 4.0, value_name = "S")]
+    pub retransmit_timeout: f64,
+    /// IKE: each wait is this many times the last
+    /// (`charon.retransmit_base`).
+    #[arg(long, default_value_t = 1.8, value_name = "X")]
+    pub retransmit_base: f64,
+    /// IKE: retransmissions before the peer is declared dead
+    /// (`charon.retransmit_tries`).
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub retransmit_tries: u32,
     /// The control socket (`flowsec ctl` and `flowsec setkey` talk to it).
     #[arg(long, env = "FLOWSEC_SOCKET", default_value = flowsec_daemon::DEFAULT_SOCKET)]
     pub socket: PathBuf,
@@ -60,7 +72,25 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
             args.backend
         ))
     })?;
+    if !(0.05..=3600.0).contains(&args.retransmit_timeout)
+        || !(1.0..=10.0).contains(&args.retransmit_base)
+        || args.retransmit_tries > 20
+    {
+        return Err(CliError::Usage(
+            "--retransmit-timeout 0.05..=3600, --retransmit-base 1..=10, --retransmit-tries 0..=20"
+                .into(),
+        ));
+    }
+    let retransmit = flowsec_ike::exchange::Retransmit {
+        timeout: std::time::Duration::from_secs_f64(args.retransmit_timeout),
+        base: args.retransmit_base,
+        tries: args.retransmit_tries,
+    };
     let opts = Options {
+        ike_settings: flowsec_ike::Settings {
+            retransmit,
+            ..flowsec_ike::Settings::default()
+        },
         provider,
         workers,
         offload: !args.no_offload,

@@ -631,7 +631,14 @@ impl Ike {
                 use_time: None,
             },
         };
-        let reqid = match i.reqid {
+        // A trapped child takes the trap's reqid: its policies are there.
+        let trap = self
+            .traps
+            .iter()
+            .find(|(_, &(ci, cj))| ci == sa.conn && cj == i.cfg)
+            .map(|(r, _)| *r);
+        let fresh = i.reqid.is_none() && trap.is_none();
+        let reqid = match i.reqid.or(trap) {
             Some(r) => r,
             None => {
                 self.next_reqid += 1;
@@ -659,7 +666,7 @@ impl Ike {
         let (rekey_time, rand_time, life_time) =
             (child.rekey_time, child.rand_time, child.life_time);
         let name = child.name.clone();
-        if i.reqid.is_none() {
+        if fresh {
             self.install_policies(
                 reqid,
                 i.mode,
@@ -699,6 +706,58 @@ impl Ike {
             expire_at: (!life_time.is_zero()).then_some(now + life_time),
             min_nonce: i.min_nonce,
         });
+    }
+
+    /// Install the trap policies of child `cj` of connection `ci`: what
+    /// matches them and finds no SA makes the data plane ask for one
+    /// ([`Ike::acquire`]).
+    pub(crate) fn install_trap(
+        &mut self,
+        ci: usize,
+        cj: usize,
+        k: &mut dyn Kernel,
+    ) -> Result<(), String> {
+        let conn = &self.config.connections[ci];
+        let child = &conn.children[cj];
+        let remote = conn
+            .remote_addrs
+            .iter()
+            .find_map(|a| match a {
+                crate::config::AddrSpec::Addr(ip) => Some(*ip),
+                _ => None,
+            })
+            .ok_or_else(|| {
+                format!(
+                    "{}: start_action = trap needs a single address in remote_addrs",
+                    child.name
+                )
+            })?;
+        let local = conn
+            .local_addrs
+            .iter()
+            .find_map(|a| match a {
+                crate::config::AddrSpec::Addr(ip) if ip.is_ipv4() == remote.is_ipv4() => Some(*ip),
+                _ => None,
+            })
+            .or_else(|| k.source_for(remote))
+            .ok_or_else(|| format!("{}: no local address to reach {remote}", child.name))?;
+        let (local_ts, remote_ts) = (
+            ts::from_config(&child.local_ts, local),
+            ts::from_config(&child.remote_ts, remote),
+        );
+        let mode = child.mode;
+        let name = child.name.clone();
+        let reqid = self.next_reqid;
+        self.next_reqid += 1;
+        self.install_policies(reqid, mode, local, remote, &local_ts, &remote_ts, k);
+        self.traps.insert(reqid, (ci, cj));
+        let fmt_ts = |t: &[TrafficSelector]| t.iter().map(ts_string).collect::<Vec<_>>().join(" ");
+        self.events.push(format!(
+            "trap policy {name}{{{reqid}}} installed: {} === {}",
+            fmt_ts(&local_ts),
+            fmt_ts(&remote_ts)
+        ));
+        Ok(())
     }
 
     /// The out and fwd policies of a Child SA (RFC 4301 §4.4.1): traffic
@@ -762,7 +821,8 @@ impl Ike {
             .iter()
             .chain(self.sas.values().flat_map(|s| s.children.iter()))
             .any(|o| o.reqid == c.reqid);
-        if !used {
+        // A trap's policies stay: the next packet negotiates again.
+        if !used && !self.traps.contains_key(&c.reqid) {
             for (direction, selector) in self.policies.remove(&c.reqid).unwrap_or_default() {
                 k.del_policy(direction, selector);
             }

@@ -118,6 +118,8 @@ pub struct Ike {
     pub(crate) next_reqid: u32,
     /// The policies installed for each reqid.
     pub(crate) policies: BTreeMap<u32, Vec<(Direction, Selector)>>,
+    /// Trap policies (`start_action = trap`): reqid → (connection, child).
+    pub(crate) traps: BTreeMap<u32, (usize, usize)>,
     pub(crate) stats: IkeStats,
 }
 
@@ -143,6 +145,7 @@ impl Ike {
             next_uid: 1,
             next_reqid: 1,
             policies: BTreeMap::new(),
+            traps: BTreeMap::new(),
             stats: IkeStats::default(),
         }
     }
@@ -168,25 +171,59 @@ impl Ike {
         std::mem::take(&mut self.events)
     }
 
-    /// Bring up the children whose `start_action` is `start`.
+    /// Bring up the children whose `start_action` is `start`, and install
+    /// the trap policies of those with `trap`.
     pub fn start(&mut self, now: Duration, k: &mut dyn Kernel) {
         let mut wanted = Vec::new();
-        for conn in &self.config.connections {
-            for child in &conn.children {
+        let mut traps = Vec::new();
+        for (ci, conn) in self.config.connections.iter().enumerate() {
+            for (cj, child) in conn.children.iter().enumerate() {
                 match child.start_action {
-                    crate::config::StartAction::Start => wanted.push((conn.name.clone(), child.name.clone())),
-                    crate::config::StartAction::Trap => self.events.push(format!(
-                        "{}: start_action = trap is not supported yet: use start or `flowsec ctl initiate`",
-                        child.name
-                    )),
+                    crate::config::StartAction::Start => {
+                        wanted.push((conn.name.clone(), child.name.clone()))
+                    }
+                    crate::config::StartAction::Trap => traps.push((ci, cj)),
                     crate::config::StartAction::None => {}
                 }
+            }
+        }
+        for (ci, cj) in traps {
+            if let Err(e) = self.install_trap(ci, cj, k) {
+                self.events.push(e);
             }
         }
         for (conn, child) in wanted {
             if let Err(e) = self.initiate(now, Some(&conn), Some(&child), k) {
                 self.events.push(e);
             }
+        }
+    }
+
+    /// A packet matched the trap policy of `reqid` (the data plane found
+    /// no SA for it): negotiate its Child SA, unless that is under way.
+    pub fn acquire(&mut self, now: Duration, reqid: u32, k: &mut dyn Kernel) {
+        let Some(&(ci, cj)) = self.traps.get(&reqid) else {
+            return;
+        };
+        let busy = self.sas.values().any(|sa| {
+            sa.conn == ci
+                && (matches!(sa.state, IkeState::Connecting | IkeState::Authenticating) && sa.first_child == Some(cj)
+                    || sa.children.iter().any(|c| c.cfg == cj)
+                    || sa.queue.contains(&Todo::CreateChild(cj))
+                    || matches!(sa.exch.pending.as_ref().map(|p| &p.task), Some(Task::Child(r)) if r.cfg == cj))
+        });
+        if busy {
+            return;
+        }
+        let (conn, child) = (
+            self.config.connections[ci].name.clone(),
+            self.config.connections[ci].children[cj].name.clone(),
+        );
+        self.events.push(format!(
+            "acquire for CHILD_SA {child}{{{reqid}}}: initiating"
+        ));
+        if let Err(e) = self.initiate(now, Some(&conn), Some(&child), k) {
+            self.events.push(e);
         }
     }
 

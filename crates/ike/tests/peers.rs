@@ -730,3 +730,45 @@ fn a_flood_of_ike_sa_init_stays_bounded_and_established_sas_keep_working() {
     p.advance(Duration::from_secs(31));
     assert_eq!(p.b.list(p.now).len(), 1);
 }
+
+#[test]
+fn a_trap_policy_negotiates_on_the_first_packet_and_stays() {
+    let a = conf(
+        A,
+        B,
+        "10.1.0.0/24",
+        "10.2.0.0/24",
+        "",
+        "start_action = trap",
+        "k",
+    );
+    let mut p = Pair::new(&a, &conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "", "k"));
+    p.start();
+    // Policies, no SA, nothing sent.
+    assert_eq!((p.ka.policies.len(), p.ka.sas.len(), p.ab.len()), (2, 0, 0));
+    let reqid = match &p.ka.policies[0].action {
+        flowsec_ipsec::Action::Protect(t) => t[0].reqid,
+        other => panic!("{other:?}"),
+    };
+    // The data plane found no SA for a packet: acquire (twice, as a
+    // burst would; one negotiation).
+    p.a.acquire(p.now, reqid, &mut p.ka);
+    p.a.acquire(p.now, reqid, &mut p.ka);
+    p.collect();
+    assert_eq!(p.ab.len(), 1);
+    p.settle();
+    p.assert_up(1);
+    assert!(
+        p.ka.sas.iter().all(|s| s.reqid == reqid),
+        "the child uses the trap's policies"
+    );
+    assert_eq!(p.ka.policies.len(), 2);
+    // Deleted, the trap stays for the next packet.
+    p.a.terminate(p.now, Some("gw"), None, &mut p.ka).unwrap();
+    p.settle();
+    assert!(p.ka.sas.is_empty());
+    assert_eq!(p.ka.policies.len(), 2);
+    p.a.acquire(p.now, reqid, &mut p.ka);
+    p.settle();
+    p.assert_up(1);
+}

@@ -35,6 +35,7 @@ const TARGETS: &[(&str, Target)] = &[
     ("ipcomp_inbound", common::ipcomp_inbound),
     ("udp_encap_inbound", common::udp_encap_inbound),
     ("esp_decrypted", common::esp_decrypted),
+    ("ike_message", common::ike_message),
 ];
 
 fn fuzz_dir() -> PathBuf {
