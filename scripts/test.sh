@@ -109,6 +109,29 @@ MATRIX
 echo "-- e2e: harness self-test (plain forwarding stand-in: the sniffer sees plaintext, injected plaintext arrives)"
 FLOWSEC_E2E_STANDIN=1 FLOWSEC_E2E_BYTES=5000000 tests/e2e/gateway.sh </dev/null
 
+section "IKEv2 against strongSwan 5.9.8 (charon + kernel-libipsec) in network namespaces (needs root; skips without)"
+# left = gwA, the initiator; right = gwB, the responder. Each run: SAs up and
+# agreed, ping and TCP both ways, counters rising in swanctl --list-sas,
+# CHILD_SA rekeys (PFS) and IKE SA rekeys from each side, terminate and
+# initiate again, a capture with only IKE and ESP, DPD after a SIGKILL.
+while read -r left right proposal outer kill; do
+    echo "-- ike: $left -> $right, $proposal, outer $outer, DPD kills $kill"
+    FLOWSEC_IKE_LEFT=$left FLOWSEC_IKE_RIGHT=$right FLOWSEC_IKE_PROPOSAL=$proposal \
+        FLOWSEC_IKE_OUTER=$outer FLOWSEC_IKE_DPD_KILL=$kill FLOWSEC_BIN=target/debug/flowsec \
+        tests/e2e/ike.sh </dev/null
+done <<'MATRIX'
+flowsec strongswan aes128gcm16-prfsha256-ecp256 v4 right
+strongswan flowsec aes128gcm16-prfsha256-ecp256 v4 left
+flowsec strongswan aes256-sha256-modp2048 v4 left
+strongswan flowsec aes256-sha256-modp2048 v4 right
+flowsec strongswan chacha20poly1305-prfsha256-x25519 v4 right
+strongswan flowsec chacha20poly1305-prfsha256-x25519 v4 left
+flowsec strongswan 3des-sha1-modp1024 v4 left
+strongswan flowsec 3des-sha1-modp1024 v4 right
+flowsec strongswan aes128gcm16-prfsha256-ecp256 v6 right
+flowsec flowsec aes128gcm16-prfsha256-ecp256 v4 right
+MATRIX
+
 section "flowsec lab run --quick all (every scenario writes its report; verdicts come from the data)"
 LAB_OUT="$(mktemp -d)"
 target/debug/flowsec lab run --quick all --out "$LAB_OUT"

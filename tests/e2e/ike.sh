@@ -13,8 +13,8 @@
 #      and the two ends agree on the SPIs
 #   b. ping hostA <-> hostB (IPv4 and IPv6 inside), a TCP transfer hostA -> hostB
 #      with matching sha256; a capture of the transit link holds only IKE
-#      (UDP 500/4500) and ESP in UDP 4500 (libipsec always encapsulates), no
-#      plaintext 10.x / fd0x
+#      (UDP 500/4500) and ESP in UDP 4500 (libipsec always encapsulates; raw
+#      ESP between two flowsecs), no plaintext 10.x / fd0x
 #   c. the Child SA's byte and packet counters rise, in and out, at both ends
 #   d. a Child SA rekey (CREATE_CHILD_SA, with PFS when the ESP proposal has a
 #      DH group) initiated by gwA, then one by gwB: new SPIs installed at both
@@ -702,20 +702,28 @@ check "e. IKE SA rekey initiated by gwB (${IMPL[gwB]}): new IKE SPIs at both end
 
 # ------------------------------------------------------------- (b) capture
 stop_bg "$TCPDUMP_PID" 3
+# With a strongSwan side, ESP must be in UDP 4500 (libipsec fakes NAT
+# detection, so both ends encapsulate); between two flowsecs, with no NAT,
+# raw ESP (RFC 7296 2.23: encapsulate only behind a NAT).
+ESP_WIRE="esp and udp.port == 4500" ESP_WIRE_NAME="ESP in UDP 4500"
+if [ "$LEFT" = flowsec ] && [ "$RIGHT" = flowsec ]; then
+    ESP_WIRE="esp and not udp" ESP_WIRE_NAME="raw ESP"
+fi
 capture_check() {
     local pcap="$W/transit.pcap" total bad plain esp_ab esp_ba ike
     [ -s "$pcap" ] || { echo "    no capture"; show_log "$W/tcpdump.log"; return 1; }
     local ip=ip; [ "$OUTER" = v6 ] && ip=ipv6
     total=$(tshark -n -r "$pcap" 2>/dev/null | wc -l)
-    # Anything but IKE / ESP-in-UDP (and ARP, IPv6 neighbour discovery and
-    # multicast listener reports, link-local).
-    local other='not (udp.port == 500 or udp.port == 4500) and not arp and not (icmpv6 and (icmpv6.type >= 133 and icmpv6.type <= 137 or ipv6.src == fe80::/10 or ipv6.src == :: or ipv6.dst == ff02::/16))'
+    # Anything but IKE / the expected ESP (and ARP, IPv6 neighbour discovery
+    # and multicast listener reports, link-local).
+    local other="not (isakmp or udp.port == 500 or udp.port == 4500 or ($ESP_WIRE)) and not arp and not (icmpv6 and (icmpv6.type >= 133 and icmpv6.type <= 137 or ipv6.src == fe80::/10 or ipv6.src == :: or ipv6.dst == ff02::/16))"
+    [ "$ESP_WIRE_NAME" = "raw ESP" ] || other="$other or (esp and not udp)"
     bad=$(tshark -n -r "$pcap" -Y "$other" 2>/dev/null | wc -l)
     plain=$(tshark -n -r "$pcap" -Y 'ip.addr == 10.0.0.0/8 or ipv6.addr == fd00::/8' 2>/dev/null | wc -l)
-    esp_ab=$(tshark -n -r "$pcap" -Y "esp and udp.port == 4500 and $ip.src == $GW_A" 2>/dev/null | wc -l)
-    esp_ba=$(tshark -n -r "$pcap" -Y "esp and udp.port == 4500 and $ip.src == $GW_B" 2>/dev/null | wc -l)
+    esp_ab=$(tshark -n -r "$pcap" -Y "$ESP_WIRE and $ip.src == $GW_A" 2>/dev/null | wc -l)
+    esp_ba=$(tshark -n -r "$pcap" -Y "$ESP_WIRE and $ip.src == $GW_B" 2>/dev/null | wc -l)
     ike=$(tshark -n -r "$pcap" -Y isakmp 2>/dev/null | wc -l)
-    echo "    $total frames: $ike IKE, ESP-in-UDP $esp_ab gwA->gwB and $esp_ba gwB->gwA, $bad other, $plain with a 10.x/fd0x header"
+    echo "    $total frames: $ike IKE, $ESP_WIRE_NAME $esp_ab gwA->gwB and $esp_ba gwB->gwA, $bad other, $plain with a 10.x/fd0x header"
     if [ "$bad" -ne 0 ] || [ "$plain" -ne 0 ]; then
         tshark -n -r "$pcap" -Y "$other or ip.addr == 10.0.0.0/8 or ipv6.addr == fd00::/8" 2>/dev/null | head -5 | sed 's/^/    /'
         return 1
@@ -723,7 +731,7 @@ capture_check() {
     [ "$esp_ab" -gt 0 ] && [ "$esp_ba" -gt 0 ] && [ "$ike" -gt 0 ]
 }
 if command -v tshark >/dev/null 2>&1; then
-    check "b. the transit capture holds only IKE and ESP in UDP 4500 both ways, no plaintext" capture_check
+    check "b. the transit capture holds only IKE and $ESP_WIRE_NAME both ways, no plaintext" capture_check
     # The IKE exchanges on the wire, for the record.
     tshark -n -r "$W/transit.pcap" -Y isakmp -T fields -e frame.time_relative -e ip.src -e ipv6.src \
         -e isakmp.exchtype -e isakmp.flags -e isakmp.messageid 2>/dev/null >"$W/ike-exchanges.txt" || true

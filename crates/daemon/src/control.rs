@@ -323,6 +323,7 @@ pub fn ike_sa_json(
                 "spi_in": format!("{:08x}", c.sa_in.spi),
                 "spi_out": format!("{:08x}", c.sa_out.spi),
                 "proposal": c.proposal,
+                "dh_group": c.dh_group,
                 "bytes_in": i.bytes,
                 "packets_in": i.packets,
                 "bytes_out": o.bytes,

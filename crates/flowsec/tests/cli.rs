@@ -265,3 +265,42 @@ fn setkey_check_only_checks_what_the_daemon_would() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn up_refuses_a_bad_ike_configuration_naming_file_line_and_key() {
+    let dir = std::env::temp_dir().join(format!("flowsec-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("swanctl.conf");
+    std::fs::write(
+        &conf,
+        "connections {\n  gw {\n    remote_addrs = 192.0.2.2\n    local { auth = psk }\n    remote { auth = psk }\n    children {\n      net {\n        esp_proposals = aes129gcm16\n      }\n    }\n  }\n}\n",
+    )
+    .unwrap();
+    let out = flowsec(&[
+        "up",
+        "-c",
+        conf.to_str().unwrap(),
+        "--socket",
+        dir.join("s").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("swanctl.conf:8:"), "{err}");
+    assert!(
+        err.contains("connections.gw.children.net.esp_proposals"),
+        "{err}"
+    );
+    assert!(err.contains("aes129gcm16"), "{err}");
+    // Neither keys nor IKE: a usage error.
+    let out = flowsec(&["up"]);
+    assert_eq!(out.status.code(), Some(2));
+    // ctl initiate names what to initiate.
+    let out = flowsec(&[
+        "ctl",
+        "initiate",
+        "--socket",
+        dir.join("s").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}

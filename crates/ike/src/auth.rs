@@ -176,6 +176,9 @@ impl Ike {
         sa.peer_id = Some(peer.clone());
         sa.local_id = Some(me);
         self.established(now, &mut sa);
+        if has_notify(&msg, NotifyType::INITIAL_CONTACT) {
+            self.initial_contact(&sa, k);
+        }
         if msg.payloads.iter().any(|p| matches!(p, Payload::Sa(_))) {
             let (ni, nr) = (sa.ni.clone(), sa.nr.clone());
             match self.answer_child(now, &mut sa, &msg, None, &ni, &nr, false, k) {
@@ -302,6 +305,32 @@ impl Ike {
         // bounds the SA's life as strongSwan's does.
         let life = [rekey, reauth].into_iter().filter(|d| !d.is_zero()).max();
         sa.expire_at = life.map(|l| now + l + over);
+    }
+
+    /// The peer says it has no other IKE SA with us (§2.4, INITIAL_CONTACT):
+    /// those we still hold between the same identities are stale (it
+    /// restarted); they go without a word to it, unless `unique = never`.
+    fn initial_contact(&mut self, sa: &IkeSa, k: &mut dyn Kernel) {
+        if self.config.connections[sa.conn].unique == crate::config::Unique::Never {
+            return;
+        }
+        let stale: Vec<u64> = self
+            .sas
+            .values()
+            .filter(|o| {
+                o.conn == sa.conn
+                    && o.peer_id == sa.peer_id
+                    && o.local_id == sa.local_id
+                    && o.state != IkeState::HalfOpen
+            })
+            .map(|o| o.our_spi())
+            .collect();
+        for spi in stale {
+            if let Some(old) = self.sas.remove(&spi) {
+                self.events.push(format!("IKE_SA {}[{}]: the peer made contact anew (INITIAL_CONTACT): deleting the stale SA", self.conn_name(&old), old.uid));
+                self.destroy(old, k);
+            }
+        }
     }
 
     pub(crate) fn child_name(&self, sa: &IkeSa, cfg: usize) -> String {

@@ -65,6 +65,8 @@ pub struct ChildSaInfo {
     pub sa_out: SaId,
     /// `AES_GCM_16-128/ECP_256` (the DH group is the PFS group, if any).
     pub proposal: String,
+    /// The DH group of the exchange that made it (PFS), `None` without.
+    pub dh_group: Option<String>,
     /// Seconds since it was installed.
     pub installed_s: u64,
     /// Seconds until it is rekeyed.
@@ -156,6 +158,8 @@ impl Ike {
                                     dst: sa.remote.ip(),
                                 },
                                 proposal: p,
+                                dh_group: (c.dh != flowsec_wire::iana::DhGroup::NONE)
+                                    .then(|| c.dh.to_string()),
                                 installed_s: secs(now.saturating_sub(c.installed)),
                                 rekey_in_s: until(c.rekey_at),
                                 expire_in_s: until(c.expire_at),
