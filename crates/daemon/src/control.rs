@@ -203,6 +203,62 @@ pub fn stats_json(workers: &[Stats]) -> Value {
     })
 }
 
+/// `flowsec ctl sas`: one IKE SA with its Child SAs, as `swanctl
+/// --list-sas` names things, with the counters of each Child SA's inbound
+/// and outbound SA (`live` gives them by SA id).
+pub fn ike_sa_json(
+    sa: &flowsec_ike::IkeSaInfo,
+    live: impl Fn(flowsec_ipsec::SaId) -> flowsec_setkey::SaLive,
+) -> Value {
+    let children: Vec<Value> = sa
+        .children
+        .iter()
+        .map(|c| {
+            let (i, o) = (live(c.sa_in), live(c.sa_out));
+            json!({
+                "name": c.name,
+                "reqid": c.reqid,
+                "state": c.state,
+                "mode": c.mode,
+                "protocol": c.sa_in.protocol.to_string().to_uppercase(),
+                "encap": c.encap,
+                "spi_in": format!("{:08x}", c.sa_in.spi),
+                "spi_out": format!("{:08x}", c.sa_out.spi),
+                "proposal": c.proposal,
+                "dh_group": c.dh_group,
+                "bytes_in": i.bytes,
+                "packets_in": i.packets,
+                "bytes_out": o.bytes,
+                "packets_out": o.packets,
+                "install_time_s": c.installed_s,
+                "rekey_in_s": c.rekey_in_s,
+                "life_in_s": c.expire_in_s,
+                "local_ts": c.local_ts,
+                "remote_ts": c.remote_ts,
+            })
+        })
+        .collect();
+    json!({
+        "name": sa.name,
+        "uniqueid": sa.uid,
+        "state": sa.state,
+        "initiator": sa.initiator,
+        "initiator_spi": format!("{:016x}", sa.spi_i),
+        "responder_spi": format!("{:016x}", sa.spi_r),
+        "local_host": sa.local.ip().to_string(),
+        "local_port": sa.local.port(),
+        "local_id": sa.local_id,
+        "remote_host": sa.remote.ip().to_string(),
+        "remote_port": sa.remote.port(),
+        "remote_id": sa.remote_id,
+        "nat": sa.nat,
+        "proposal": sa.proposal,
+        "established_s": sa.established_s,
+        "rekey_in_s": sa.rekey_in_s,
+        "child_sas": children,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,60 +355,4 @@ mod tests {
         assert!(path.exists());
         let _ = std::fs::remove_dir_all(&dir);
     }
-}
-
-/// `flowsec ctl sas`: one IKE SA with its Child SAs, as `swanctl
-/// --list-sas` names things, with the counters of each Child SA's inbound
-/// and outbound SA (`live` gives them by SA id).
-pub fn ike_sa_json(
-    sa: &flowsec_ike::IkeSaInfo,
-    live: impl Fn(flowsec_ipsec::SaId) -> flowsec_setkey::SaLive,
-) -> Value {
-    let children: Vec<Value> = sa
-        .children
-        .iter()
-        .map(|c| {
-            let (i, o) = (live(c.sa_in), live(c.sa_out));
-            json!({
-                "name": c.name,
-                "reqid": c.reqid,
-                "state": c.state,
-                "mode": c.mode,
-                "protocol": c.sa_in.protocol.to_string().to_uppercase(),
-                "encap": c.encap,
-                "spi_in": format!("{:08x}", c.sa_in.spi),
-                "spi_out": format!("{:08x}", c.sa_out.spi),
-                "proposal": c.proposal,
-                "dh_group": c.dh_group,
-                "bytes_in": i.bytes,
-                "packets_in": i.packets,
-                "bytes_out": o.bytes,
-                "packets_out": o.packets,
-                "install_time_s": c.installed_s,
-                "rekey_in_s": c.rekey_in_s,
-                "life_in_s": c.expire_in_s,
-                "local_ts": c.local_ts,
-                "remote_ts": c.remote_ts,
-            })
-        })
-        .collect();
-    json!({
-        "name": sa.name,
-        "uniqueid": sa.uid,
-        "state": sa.state,
-        "initiator": sa.initiator,
-        "initiator_spi": format!("{:016x}", sa.spi_i),
-        "responder_spi": format!("{:016x}", sa.spi_r),
-        "local_host": sa.local.ip().to_string(),
-        "local_port": sa.local.port(),
-        "local_id": sa.local_id,
-        "remote_host": sa.remote.ip().to_string(),
-        "remote_port": sa.remote.port(),
-        "remote_id": sa.remote_id,
-        "nat": sa.nat,
-        "proposal": sa.proposal,
-        "established_s": sa.established_s,
-        "rekey_in_s": sa.rekey_in_s,
-        "child_sas": children,
-    })
 }

@@ -32,6 +32,9 @@ use crate::worker::{self, Io, Mailbox, Msg, Report, SaReport, Stats, Worker};
 /// How long a poll of the control socket waits before checking for
 /// shutdown.
 const POLL_MS: i32 = 200;
+/// How often the SAs' soft volume limits are looked at (with IKE and
+/// `rekey_bytes`/`rekey_packets`).
+const VOLUME_EVERY: Duration = Duration::from_secs(2);
 /// How long the control plane waits for a worker's report.
 const REPORT_WAIT: Duration = Duration::from_secs(2);
 
@@ -222,6 +225,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         caps,
         start,
         ike: ike.map(|(plane, _)| plane),
+        volume_checked: None,
     };
     plane.ike_step(|ike, now, k| ike.ike.start(now, k));
     let mut failure = None;
@@ -241,6 +245,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
             ike.receive(now, k);
             ike.ike.poll(now, k);
         });
+        plane.watch_volume();
         if handles.iter().any(JoinHandle::is_finished) {
             break;
         }
@@ -301,6 +306,8 @@ struct Plane {
     caps: Capabilities,
     start: Instant,
     ike: Option<IkePlane>,
+    /// When the SAs' volume was last looked at.
+    volume_checked: Option<Duration>,
 }
 
 impl Plane {
@@ -343,6 +350,30 @@ impl Plane {
             if let Err(e) = self.filter.sync(&self.model.spd) {
                 eprintln!("flowsec: ike: plaintext filter: {e}");
             }
+        }
+    }
+
+    /// With `rekey_bytes`/`rekey_packets` configured, every
+    /// [`VOLUME_EVERY`]: the SAs the workers found past a soft limit go to
+    /// IKE to be rekeyed.
+    fn watch_volume(&mut self) {
+        let now = self.start.elapsed();
+        let due = self.ike.as_ref().is_some_and(|i| i.ike.volume_limited())
+            && self.volume_checked.is_none_or(|t| now >= t + VOLUME_EVERY);
+        if !due {
+            return;
+        }
+        self.volume_checked = Some(now);
+        let dying: Vec<flowsec_ipsec::SaId> = self
+            .seen()
+            .reports
+            .iter()
+            .flat_map(|r| r.sas.iter())
+            .filter(|s| s.live.state == flowsec_ipsec::SaState::Dying)
+            .map(|s| s.id)
+            .collect();
+        for id in dying {
+            self.ike_step(|p, now, k| p.ike.soft_expired(now, id, k));
         }
     }
 

@@ -737,6 +737,14 @@ fn write_tun(fd: i32, bytes: &[u8], vnet: bool, stats: &mut Stats) {
     }
 }
 
+/// The reqid of the outbound policy `flow` matches, if it names one.
+fn templates_reqid(db: &Databases, flow: &Flow) -> Option<u32> {
+    match db.spd.lookup(Direction::Out, flow).map(|p| &p.action) {
+        Some(Action::Protect(t)) => t.iter().map(|t| t.reqid).find(|r| *r != 0),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -787,13 +795,5 @@ mod tests {
             .collect();
         assert_eq!(owners.len(), 1, "{owners:?}");
         assert_eq!(owners.into_iter().next(), Some(owner_of_endpoints(a, b, 4)));
-    }
-}
-
-/// The reqid of the outbound policy `flow` matches, if it names one.
-fn templates_reqid(db: &Databases, flow: &Flow) -> Option<u32> {
-    match db.spd.lookup(Direction::Out, flow).map(|p| &p.action) {
-        Some(Action::Protect(t)) => t.iter().map(|t| t.reqid).find(|r| *r != 0),
-        _ => None,
     }
 }

@@ -622,8 +622,20 @@ impl Ike {
         };
         let encap = sa.nat_local || sa.nat_remote;
         let nz = |v: u64| (v != 0).then_some(v);
+        // The volume soft limits, with strongSwan's jitter; time is ours.
+        let jitter = |limit: u64, rand: u64, r: u64| match limit {
+            0 => None,
+            l => Some(l - r % (rand.min(l - 1) + 1)),
+        };
+        let (rb, rp) = (self.rng.next_u64(), self.rng.next_u64());
+        let soft_bytes = jitter(child.rekey_bytes, child.rand_bytes, rb);
+        let soft_packets = jitter(child.rekey_packets, child.rand_packets, rp);
         let lifetime = Lifetime {
-            soft: Limits::default(),
+            soft: Limits {
+                bytes: soft_bytes,
+                packets: soft_packets,
+                ..Limits::default()
+            },
             hard: Limits {
                 bytes: nz(child.life_bytes),
                 packets: nz(child.life_packets),
@@ -706,6 +718,40 @@ impl Ike {
             expire_at: (!life_time.is_zero()).then_some(now + life_time),
             min_nonce: i.min_nonce,
         });
+    }
+
+    /// The data plane says SA `id` crossed its soft byte or packet limit
+    /// (`rekey_bytes`, `rekey_packets`): rekey its Child SA.
+    pub fn soft_expired(&mut self, now: Duration, id: SaId, k: &mut dyn Kernel) {
+        let owner = self.sas.iter().find_map(|(key, sa)| {
+            sa.children
+                .iter()
+                .find(|c| {
+                    c.state == ChildState::Installed && (c.spi_in == id.spi || c.spi_out == id.spi)
+                })
+                .map(|c| (*key, c.spi_in))
+        });
+        let Some((key, spi)) = owner else { return };
+        let Some(mut sa) = self.sas.remove(&key) else {
+            return;
+        };
+        if !sa.queue.contains(&Todo::RekeyChild(spi)) {
+            self.events.push(format!(
+                "CHILD_SA with SPI {spi:08x}_i reached its rekey volume: rekeying"
+            ));
+            sa.queue.push_back(Todo::RekeyChild(spi));
+        }
+        self.kick(now, sa, k);
+    }
+
+    /// Whether some child has a volume limit (the daemon then watches the
+    /// SAs' soft state for [`Ike::soft_expired`]).
+    pub fn volume_limited(&self) -> bool {
+        self.config.connections.iter().any(|c| {
+            c.children
+                .iter()
+                .any(|ch| ch.rekey_bytes > 0 || ch.rekey_packets > 0)
+        })
     }
 
     /// Install the trap policies of child `cj` of connection `ci`: what

@@ -529,6 +529,76 @@ impl Ike {
         }
     }
 
+    /// What the children of a dead IKE SA want (`dpd_action`): restart
+    /// (negotiate anew) or trap (policies wait for traffic).
+    fn after_death(&self, sa: &IkeSa) -> Vec<(usize, usize, crate::config::DpdAction)> {
+        let conn = &self.config.connections[sa.conn];
+        let mut out: Vec<(usize, usize, crate::config::DpdAction)> = Vec::new();
+        for c in &sa.children {
+            let action = conn.children[c.cfg].dpd_action;
+            if action != crate::config::DpdAction::Clear && !out.iter().any(|o| o.1 == c.cfg) {
+                out.push((sa.conn, c.cfg, action));
+            }
+        }
+        out
+    }
+
+    /// What children closed by the peer want (`close_action`), in
+    /// [`Ike::after_death`]'s terms; `spis` selects them (all if `None`).
+    pub(crate) fn after_close(
+        &self,
+        sa: &IkeSa,
+        spis: Option<&[u32]>,
+    ) -> Vec<(usize, usize, crate::config::DpdAction)> {
+        use crate::config::{CloseAction, DpdAction};
+        let conn = &self.config.connections[sa.conn];
+        let mut out: Vec<(usize, usize, DpdAction)> = Vec::new();
+        for c in sa
+            .children
+            .iter()
+            .filter(|c| spis.is_none_or(|s| s.contains(&c.spi_in)))
+        {
+            let action = match conn.children[c.cfg].close_action {
+                CloseAction::None => continue,
+                CloseAction::Trap => DpdAction::Trap,
+                CloseAction::Start => DpdAction::Restart,
+            };
+            if !out.iter().any(|o| o.1 == c.cfg) {
+                out.push((sa.conn, c.cfg, action));
+            }
+        }
+        out
+    }
+
+    /// Carry out [`Ike::after_death`]'s wishes.
+    pub(crate) fn revive(
+        &mut self,
+        now: Duration,
+        wishes: Vec<(usize, usize, crate::config::DpdAction)>,
+        k: &mut dyn Kernel,
+    ) {
+        for (ci, cj, action) in wishes {
+            let trapped = self.traps.values().any(|&t| t == (ci, cj));
+            let (conn, child) = (
+                self.config.connections[ci].name.clone(),
+                self.config.connections[ci].children[cj].name.clone(),
+            );
+            let done = match action {
+                crate::config::DpdAction::Restart => {
+                    self.events.push(format!(
+                        "initiating CHILD_SA {child} again (dpd_action or close_action)"
+                    ));
+                    self.initiate(now, Some(&conn), Some(&child), k)
+                }
+                crate::config::DpdAction::Trap if !trapped => self.install_trap(ci, cj, k),
+                _ => Ok(()),
+            };
+            if let Err(e) = done {
+                self.events.push(e);
+            }
+        }
+    }
+
     /// Advance timers: retransmissions, lifetimes, rekeys, DPD, and start
     /// queued tasks.
     pub fn poll(&mut self, now: Duration, k: &mut dyn Kernel) {
@@ -545,6 +615,7 @@ impl Ike {
                 Ok(None) => {}
                 Err(()) => {
                     self.stats.peers_dead += 1;
+                    let after = self.after_death(&sa);
                     self.events.push(format!(
                         "IKE_SA {}[{}]: no answer from {} after {} retransmissions: peer is dead, deleting",
                         self.conn_name(&sa),
@@ -553,6 +624,7 @@ impl Ike {
                         self.settings.retransmit.tries
                     ));
                     self.destroy(sa, k);
+                    self.revive(now, after, k);
                     continue;
                 }
             }

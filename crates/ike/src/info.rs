@@ -45,7 +45,9 @@ impl Ike {
                 self.conn_name(&sa),
                 sa.uid
             ));
+            let after = self.after_close(&sa, None);
             self.destroy(sa, k);
+            self.revive(now, after, k);
             return;
         }
         if let Some(n) = error_notify(&msg) {
@@ -74,6 +76,14 @@ impl Ike {
                 }
             }
         }
+        // Those the peer closes on its own (not the old half of a rekey).
+        let closed: Vec<u32> = sa
+            .children
+            .iter()
+            .filter(|c| ours.contains(&c.spi_in) && c.state == ChildState::Installed)
+            .map(|c| c.spi_in)
+            .collect();
+        let after = self.after_close(&sa, Some(&closed));
         for spi in &ours {
             self.remove_child(&mut sa, *spi, k);
         }
@@ -87,6 +97,7 @@ impl Ike {
         };
         self.respond(&mut sa, ExchangeType::INFORMATIONAL, mid, payloads);
         self.kick(now, sa, k);
+        self.revive(now, after, k);
     }
 
     /// Start deleting the Child SA with inbound SPI `spi`.

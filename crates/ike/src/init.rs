@@ -336,7 +336,8 @@ impl Ike {
         };
         let spi_r = self.new_spi();
         let nr = self.random(NONCE_LEN);
-        let Some(keys) = self.derive(&chosen, &g_ir, ni, &nr, header.spi_i, spi_r, false) else {
+        let Some(keys) = self.derive(&chosen, &g_ir, (ni, &nr), (header.spi_i, spi_r), false)
+        else {
             return;
         };
         let uid = self.next_uid;
@@ -440,18 +441,17 @@ impl Ike {
 
     /// SKEYSEED and the seven keys (§2.14); the SK crypto of each
     /// direction as seen by us.
+    /// `nonces` are (Ni, Nr), `spis` (SPIi, SPIr).
     pub(crate) fn derive(
         &self,
         chosen: &IkeChosen,
         g_ir: &[u8],
-        ni: &[u8],
-        nr: &[u8],
-        spi_i: u64,
-        spi_r: u64,
+        nonces: (&[u8], &[u8]),
+        spis: (u64, u64),
         initiator: bool,
     ) -> Option<IkeKeyState> {
-        let seed = crypto::skeyseed(chosen.suite.prf, ni, nr, g_ir).ok()?;
-        self.keys_from_seed(chosen, &seed, ni, nr, spi_i, spi_r, initiator)
+        let seed = crypto::skeyseed(chosen.suite.prf, nonces.0, nonces.1, g_ir).ok()?;
+        self.keys_from_seed(chosen, &seed, nonces, spis, initiator)
     }
 
     /// The keys from a SKEYSEED (also after an IKE SA rekey, §2.18).
@@ -459,10 +459,8 @@ impl Ike {
         &self,
         chosen: &IkeChosen,
         seed: &[u8],
-        ni: &[u8],
-        nr: &[u8],
-        spi_i: u64,
-        spi_r: u64,
+        (ni, nr): (&[u8], &[u8]),
+        (spi_i, spi_r): (u64, u64),
         initiator: bool,
     ) -> Option<IkeKeyState> {
         let k: IkeKeys = crypto::ike_keys(&chosen.suite, seed, ni, nr, spi_i, spi_r).ok()?;
@@ -471,7 +469,7 @@ impl Ike {
         let r2i = SkCrypto::new(&self.provider, s.encr, s.integ, &k.sk_er, &k.sk_ar).ok()?;
         let (out, inn) = if initiator { (i2r, r2i) } else { (r2i, i2r) };
         Some(IkeKeyState {
-            suite: chosen.suite.clone(),
+            suite: chosen.suite,
             sk_d: Zeroizing::new(k.sk_d.to_vec()),
             sk_pi: Zeroizing::new(k.sk_pi.to_vec()),
             sk_pr: Zeroizing::new(k.sk_pr.to_vec()),
@@ -583,7 +581,8 @@ impl Ike {
         sa.spi_r = header.spi_r;
         sa.nr = nr.clone();
         sa.ke = None;
-        let Some(keys) = self.derive(&chosen, &g_ir, &sa.ni, nr, sa.spi_i, sa.spi_r, true) else {
+        let Some(keys) = self.derive(&chosen, &g_ir, (&sa.ni, nr), (sa.spi_i, sa.spi_r), true)
+        else {
             self.fail(sa, "key derivation failed", k);
             return;
         };

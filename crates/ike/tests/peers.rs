@@ -136,7 +136,7 @@ impl Pair {
     }
 
     /// Deliver the oldest datagram a → b.
-    fn to_b(&mut self) -> Datagram {
+    fn b_gets(&mut self) -> Datagram {
         self.collect();
         assert!(!self.ab.is_empty(), "nothing in flight a -> b");
         let d = self.ab.remove(0);
@@ -147,7 +147,7 @@ impl Pair {
     }
 
     /// Deliver the oldest datagram b → a.
-    fn to_a(&mut self) -> Datagram {
+    fn a_gets(&mut self) -> Datagram {
         self.collect();
         assert!(!self.ba.is_empty(), "nothing in flight b -> a");
         let d = self.ba.remove(0);
@@ -165,10 +165,10 @@ impl Pair {
                 return;
             }
             if !self.ab.is_empty() {
-                self.to_b();
+                self.b_gets();
             }
             if !self.ba.is_empty() {
-                self.to_a();
+                self.a_gets();
             }
         }
         panic!("the peers never went quiet");
@@ -229,13 +229,13 @@ fn ike_sa_init_and_ike_auth_bring_up_the_first_child_sa() {
     let mut p = Pair::default_pair();
     p.start();
     // HDR, SAi1, KEi, Ni, N(NAT_D) x2 -->
-    p.to_b();
+    p.b_gets();
     //                     <-- HDR, SAr1, KEr, Nr, N(NAT_D) x2
-    p.to_a();
+    p.a_gets();
     // HDR, SK {IDi, IDr, AUTH, N(INITIAL_CONTACT), SAi2, TSi, TSr} -->
-    p.to_b();
+    p.b_gets();
     //                     <-- HDR, SK {IDr, AUTH, SAr2, TSi, TSr}
-    p.to_a();
+    p.a_gets();
     p.assert_up(1);
     let la = p.a.list(p.now);
     assert_eq!(la[0].remote_id, B);
@@ -258,8 +258,8 @@ fn ike_sa_init_and_ike_auth_bring_up_the_first_child_sa() {
 fn a_lost_request_is_retransmitted_and_a_duplicate_answered_from_the_cache() {
     let mut p = Pair::default_pair();
     p.start();
-    p.to_b();
-    p.to_a();
+    p.b_gets();
+    p.a_gets();
     // HDR, SK {IDi, AUTH, ...} -->   (lost)
     p.collect();
     let lost = p.ab.remove(0);
@@ -274,14 +274,14 @@ fn a_lost_request_is_retransmitted_and_a_duplicate_answered_from_the_cache() {
     );
     // The retransmission arrives twice: b answers both from its cache.
     let dup = p.ab[0].clone();
-    p.to_b();
+    p.b_gets();
     p.b.handle(p.now, dup.remote, dup.local, &dup.data, &mut p.kb);
     p.collect();
     assert_eq!(p.ba.len(), 2);
     assert_eq!(p.ba[0].data, p.ba[1].data);
     assert_eq!(p.b.stats().replayed, 1);
-    p.to_a();
-    p.to_a();
+    p.a_gets();
+    p.a_gets();
     // The second response answers nothing any more.
     assert_eq!(p.a.stats().bad_message_id, 1);
     p.assert_up(1);
@@ -296,11 +296,11 @@ fn child_sa_rekey_with_pfs_from_either_side_replaces_the_sas() {
     let old = p.a.list(p.now)[0].children[0].clone();
     // HDR, SK {N(REKEY_SA), SA, Ni, KEi, TSi, TSr} -->
     p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
-    p.to_b();
+    p.b_gets();
     // b installs the new pair before its answer leaves.
     assert_eq!(p.kb.sas.len(), 4);
     //                     <-- HDR, SK {SA, Nr, KEr, TSi, TSr}
-    p.to_a();
+    p.a_gets();
     // HDR, SK {D(ESP, old SPI)} -->  <-- HDR, SK {D(ESP, old SPI)}
     p.settle();
     p.assert_up(1);
@@ -401,11 +401,11 @@ fn simultaneous_child_rekeys_leave_one_pair() {
     p.collect();
     assert_eq!((p.ab.len(), p.ba.len()), (1, 1));
     // Both requests arrive, both are answered (two new pairs exist),
-    p.to_b();
-    p.to_a();
+    p.b_gets();
+    p.a_gets();
     // then the answers: §2.8.1 picks the pair of the lowest nonce to go.
-    p.to_a();
-    p.to_b();
+    p.a_gets();
+    p.b_gets();
     p.settle();
     p.assert_up(1);
 }
@@ -418,10 +418,10 @@ fn simultaneous_ike_rekeys_leave_one_ike_sa() {
     p.a.rekey(p.now, Some("gw"), None, &mut p.ka).unwrap();
     p.b.rekey(p.now, Some("gw"), None, &mut p.kb).unwrap();
     p.collect();
-    p.to_b();
-    p.to_a();
-    p.to_a();
-    p.to_b();
+    p.b_gets();
+    p.a_gets();
+    p.a_gets();
+    p.b_gets();
     p.settle();
     p.advance(Duration::from_secs(60));
     p.settle();
@@ -454,10 +454,10 @@ fn invalid_ke_payload_makes_the_initiator_retry_with_the_responders_group() {
     let mut p = Pair::new(&a, &b);
     p.start();
     // HDR, SAi1, KEi(19), Ni -->  <-- HDR, N(INVALID_KE_PAYLOAD, 14)
-    p.to_b();
+    p.b_gets();
     assert_eq!(p.b.stats().invalid_ke_sent, 1);
     assert!(p.b.list(p.now).is_empty(), "the responder keeps no state");
-    p.to_a();
+    p.a_gets();
     // HDR, SAi1, KEi(14), Ni -->  ...
     p.settle();
     p.assert_up(1);
@@ -490,10 +490,10 @@ fn cookies_engage_above_the_threshold() {
     );
     p.start();
     // HDR, SAi1, KEi, Ni -->  <-- HDR, N(COOKIE)
-    p.to_b();
+    p.b_gets();
     assert_eq!(p.b.stats().cookies_sent, 1);
     assert!(p.b.list(p.now).is_empty());
-    p.to_a();
+    p.a_gets();
     // HDR, N(COOKIE), SAi1, KEi, Ni -->  ...
     p.settle();
     p.assert_up(1);
@@ -769,6 +769,71 @@ fn a_trap_policy_negotiates_on_the_first_packet_and_stays() {
     assert!(p.ka.sas.is_empty());
     assert_eq!(p.ka.policies.len(), 2);
     p.a.acquire(p.now, reqid, &mut p.ka);
+    p.settle();
+    p.assert_up(1);
+}
+
+#[test]
+fn volume_limits_reach_the_data_plane_and_a_soft_expiry_rekeys() {
+    let extra = "start_action = start\n rekey_bytes = 1M\n rekey_packets = 1000";
+    let a = conf(A, B, "10.1.0.0/24", "10.2.0.0/24", "", extra, "k");
+    let mut p = Pair::new(&a, &conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "", "k"));
+    assert!(p.a.volume_limited() && !p.b.volume_limited());
+    p.start();
+    p.settle();
+    p.assert_up(1);
+    let old = p.a.list(p.now)[0].children[0].clone();
+    let sa = p.ka.sa(old.sa_out.spi).unwrap();
+    // strongSwan's defaults: life = rekey + 10%, jitter up to the difference.
+    let (soft, hard) = (
+        sa.lifetime.soft.bytes.unwrap(),
+        sa.lifetime.hard.bytes.unwrap(),
+    );
+    assert!(
+        (943_718..=1_048_576).contains(&soft) && hard == 1_153_433,
+        "{soft} {hard}"
+    );
+    assert!(sa.lifetime.soft.packets.unwrap() <= 1000 && sa.lifetime.hard.packets == Some(1100));
+    // The data plane says the outbound SA is dying: a rekey.
+    p.a.soft_expired(p.now, old.sa_out, &mut p.ka);
+    p.settle();
+    p.assert_up(1);
+    assert_ne!(p.a.list(p.now)[0].children[0].sa_in, old.sa_in);
+}
+
+#[test]
+fn dpd_action_restart_and_close_action_start_bring_the_child_back() {
+    let a = conf(
+        A,
+        B,
+        "10.1.0.0/24",
+        "10.2.0.0/24",
+        "dpd_delay = 10s",
+        "start_action = start\n dpd_action = restart\n close_action = start",
+        "k",
+    );
+    let mut p = Pair::new(&a, &conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "", "k"));
+    p.start();
+    p.settle();
+    p.assert_up(1);
+    // b closes the child: a makes it again.
+    p.b.terminate(p.now, None, Some("net"), &mut p.kb).unwrap();
+    p.settle();
+    p.assert_up(1);
+    // b goes silent: after DPD gives up, a starts over; b answers again.
+    p.advance(Duration::from_secs(10));
+    for _ in 0..170 {
+        p.advance(Duration::from_secs(1));
+        p.ab.retain(|d| d.data.get(18) == Some(&34));
+    }
+    assert_eq!(p.a.stats().peers_dead, 1);
+    // b restarted meanwhile: a fresh responder.
+    p.b = ike(
+        &conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "", "k"),
+        3,
+        Settings::default(),
+    );
+    p.kb = RecordingKernel::default();
     p.settle();
     p.assert_up(1);
 }
