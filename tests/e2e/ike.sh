@@ -752,6 +752,38 @@ terminate_again() {
 }
 check "g. terminate the IKE SA from gwA: both ends drop it; initiated again, traffic flows" terminate_again
 
+# ------------------------------------- (h) hostile IKE at a flowsec responder
+# 2000 IKE_SA_INIT requests, half from the peer's address (new ports),
+# half from 252 other spoofed addresses of the transit network, and 800
+# hostile datagrams (truncated, lying lengths, unknown
+# critical payloads, junk) at gwB: cookies engage (RFC 7296 §2.6), the
+# half-open SAs stay bounded, the counters name the drops, memory stays
+# bounded, and the established tunnel keeps carrying traffic.
+flood() {
+    local pid=${DPID[gwB]} rss0 rss1 stats
+    rss0=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
+    ns_exec gwA python3 "$E2E_DIR/ike_flood.py" 192.0.2.2 192.0.2.1 192.0.2 2000 || return 1
+    sleep 1
+    ping_one hostA 10.2.0.2 || { echo "    the tunnel stopped carrying traffic"; return 1; }
+    rss1=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
+    stats=$(fctl gwB stats --json) || return 1
+    fctl gwB sas --json | STATS="$stats" RSS0=$rss0 RSS1=$rss1 python3 -c '
+import json, os, sys
+sas = json.load(sys.stdin)["ike_sas"]
+ike = json.loads(os.environ["STATS"])["ike"]
+half = sum(1 for s in sas if s["state"] == "CONNECTING")
+est = sum(1 for s in sas if s["state"] == "ESTABLISHED")
+rss0, rss1 = int(os.environ["RSS0"]), int(os.environ["RSS1"])
+print("    gwB: %d half-open, %d established; received %d: cookies_sent %d, no_proposal %d, malformed %d; RSS %d -> %d KiB"
+      % (half, est, ike["received"], ike["cookies_sent"], ike["no_proposal"], ike["malformed"], rss0, rss1))
+ok = (half <= 30 and est >= 1 and ike["cookies_sent"] >= 1500 and ike["no_proposal"] >= 1
+      and ike["malformed"] >= 400 and rss1 - rss0 < 65536)
+sys.exit(0 if ok else 1)'
+}
+if [ "${IMPL[gwB]}" = flowsec ] && [ "$OUTER" = v4 ] && [ "$IKE_PROPOSAL" = aes128gcm16-prfsha256-ecp256 ]; then
+    check "h. a flood of IKE_SA_INIT (2000, 253 source addresses) and hostile datagrams at gwB (flowsec): cookies engage, bounded, the tunnel still works" flood
+fi
+
 # --------------------------------------------------------------- (f) DPD
 dpd() {
     local victim survivor t

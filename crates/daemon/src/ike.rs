@@ -28,6 +28,8 @@ use flowsec_wire::{Ipv4Packet, Ipv6Packet, UdpPacket};
 use crate::apply::{without_keys, Change, Model};
 use crate::sys;
 
+/// Receive buffer of the port-500 sockets.
+const RECV_BUFFER: usize = 4 << 20;
 /// IKE datagrams waiting between worker 0 and the control thread; more
 /// are dropped (counted by the core's retransmissions, not here).
 const QUEUE: usize = 256;
@@ -146,6 +148,9 @@ impl IkePlane {
                 Ok(fd) => {
                     sys::set_mark(fd.as_raw_fd(), crate::routes::BYPASS_MARK)
                         .map_err(|e| format!("SO_MARK: {e}"))?;
+                    // Room for a burst of IKE_SA_INIT (a flood is met with
+                    // cookies, not with a full buffer).
+                    let _ = sys::set_recv_buffer(fd.as_raw_fd(), RECV_BUFFER);
                     sock500.push((fd, v6));
                 }
                 Err(e) if !v6 => {

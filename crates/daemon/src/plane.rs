@@ -433,7 +433,20 @@ impl Plane {
             Some("policies") => {
                 Value::Array(self.model.spd.iter().map(control::policy_json).collect())
             }
-            Some("stats") => control::stats_json(&self.seen().stats),
+            Some("stats") => {
+                let mut v = control::stats_json(&self.seen().stats);
+                if let Some(ike) = &self.ike {
+                    let s = ike.ike.stats();
+                    let m: serde_json::Map<String, Value> = s
+                        .named()
+                        .iter()
+                        .map(|(k, n)| (k.to_string(), json!(n)))
+                        .collect();
+                    v["ike"] = Value::Object(m);
+                    v["ike"]["ike_sas"] = json!(ike.ike.list(self.start.elapsed()).len());
+                }
+                v
+            }
             Some("setkey") => {
                 let name = request.get("name").and_then(Value::as_str).unwrap_or("-");
                 match request.get("text").and_then(Value::as_str) {

@@ -169,6 +169,9 @@ fn print_stats(v: &Value) {
         line(format!("worker {k}"), w);
     }
     line("total".into(), &v["total"]);
+    if v["ike"].is_object() {
+        line("ike".into(), &v["ike"]);
+    }
 }
 
 /// Like `swanctl --list-sas`: the IKE SAs with their CHILD_SAs, then the

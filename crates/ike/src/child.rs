@@ -674,7 +674,17 @@ impl Ike {
             c
         };
         k.add_sa(make(i.spi_in, remote, local, in_keys));
-        k.add_sa(make(chosen.spi, local, remote, out_keys));
+        // DESIGN.md "Rekeying without loss": the responder of a rekey
+        // keeps sending on the old SA until the initiator deletes it (the
+        // initiator installs the new inbound SA only when our answer
+        // arrives); the new outbound SA waits in the Child SA till then.
+        let out = make(chosen.spi, local, remote, out_keys);
+        let deferred_out = if i.reqid.is_some() && !i.we_initiated {
+            Some(out)
+        } else {
+            k.add_sa(out);
+            None
+        };
         let (rekey_time, rand_time, life_time) =
             (child.rekey_time, child.rand_time, child.life_time);
         let name = child.name.clone();
@@ -717,6 +727,7 @@ impl Ike {
             rekey_at,
             expire_at: (!life_time.is_zero()).then_some(now + life_time),
             min_nonce: i.min_nonce,
+            deferred_out,
         });
     }
 
@@ -852,6 +863,12 @@ impl Ike {
             return;
         };
         let c = sa.children.remove(at);
+        // Its successor starts sending now, before the old SAs go.
+        for s in sa.children.iter_mut().filter(|s| s.reqid == c.reqid) {
+            if let Some(out) = s.deferred_out.take() {
+                k.add_sa(out);
+            }
+        }
         k.del_sa(SaId {
             protocol: c.protocol,
             spi: c.spi_in,

@@ -100,8 +100,32 @@ pub struct IkeStats {
     pub refused_limit: u64,
     /// IKE_SA_INIT answered with INVALID_KE_PAYLOAD.
     pub invalid_ke_sent: u64,
+    /// IKE_SA_INIT refused: no connection for the addresses, or no
+    /// proposal in common (NO_PROPOSAL_CHOSEN, without state).
+    pub no_proposal: u64,
     /// Peers declared dead (no answer after all retransmissions).
     pub peers_dead: u64,
+}
+
+impl IkeStats {
+    /// Every counter with its name, for `flowsec ctl stats`.
+    pub fn named(&self) -> [(&'static str, u64); 13] {
+        [
+            ("received", self.received),
+            ("sent", self.sent),
+            ("retransmits", self.retransmits),
+            ("replayed", self.replayed),
+            ("malformed", self.malformed),
+            ("unknown_spi", self.unknown_spi),
+            ("bad_integrity", self.bad_integrity),
+            ("bad_message_id", self.bad_message_id),
+            ("cookies_sent", self.cookies_sent),
+            ("refused_limit", self.refused_limit),
+            ("invalid_ke_sent", self.invalid_ke_sent),
+            ("no_proposal", self.no_proposal),
+            ("peers_dead", self.peers_dead),
+        ]
+    }
 }
 
 /// All IKE SAs of this host.

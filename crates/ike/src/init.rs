@@ -290,6 +290,7 @@ impl Ike {
             }
         }
         let Some((ci, chosen)) = self.pick_connection(local.ip(), remote.ip(), sai) else {
+            self.stats.no_proposal += 1;
             self.events.push(format!(
                 "IKE_SA_INIT from {remote}: no acceptable proposal: NO_PROPOSAL_CHOSEN"
             ));

@@ -108,6 +108,9 @@ pub(crate) struct ChildSa {
     /// The smallest nonce of the exchange that made it (RFC 7296
     /// §2.8.1: a rekey collision is resolved by the lowest nonce).
     pub min_nonce: Vec<u8>,
+    /// Responder of a rekey: the outbound SA, installed when the SA it
+    /// replaces goes (DESIGN.md "Rekeying without loss").
+    pub deferred_out: Option<flowsec_ipsec::SaConfig>,
 }
 
 /// A CREATE_CHILD_SA (or IKE_AUTH) request of ours for a Child SA.

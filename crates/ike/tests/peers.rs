@@ -297,10 +297,23 @@ fn child_sa_rekey_with_pfs_from_either_side_replaces_the_sas() {
     // HDR, SK {N(REKEY_SA), SA, Ni, KEi, TSi, TSr} -->
     p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
     p.b_gets();
-    // b installs the new pair before its answer leaves.
-    assert_eq!(p.kb.sas.len(), 4);
+    // b installs the new inbound SA before its answer leaves, and goes on
+    // sending on the old outbound one: a cannot open the new one yet.
+    assert_eq!(p.kb.sas.len(), 3);
+    assert!(p.kb.sa(old.sa_in.spi).is_some());
     //                     <-- HDR, SK {SA, Nr, KEr, TSi, TSr}
     p.a_gets();
+    // a sends on the new SA at once; b switches when a deletes the old.
+    assert_eq!(p.ka.sas.len(), 4);
+    // HDR, SK {D(ESP, old SPI)} -->
+    p.b_gets();
+    assert_eq!(p.kb.sas.len(), 2);
+    let log = p.kb.log.join("\n");
+    let (added, removed) = (log.rfind("add_sa").unwrap(), log.find("del_sa").unwrap());
+    assert!(
+        added < removed,
+        "the new outbound SA before the old ones go:\n{log}"
+    );
     // HDR, SK {D(ESP, old SPI)} -->  <-- HDR, SK {D(ESP, old SPI)}
     p.settle();
     p.assert_up(1);
