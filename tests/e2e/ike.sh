@@ -641,9 +641,15 @@ pfs_seen() {  # pfs_seen: a strongSwan side logged a CREATE_CHILD_SA request wit
 }
 CUR_CHILD=$(child_agreed || true)
 child_rekey() {  # child_rekey GW: GW rekeys the Child SA
-    local gw="$1" old new t=$SECONDS line pkts
+    local gw="$1" old new t=$SECONDS line pkts loss
     old=$CUR_CHILD
-    rekey_child "$gw" || return 1
+    # A paced UDP stream hostA -> hostB across the rekey (5000 datagrams
+    # a second): none may be lost (DESIGN.md "Rekeying without loss").
+    local stream="$W/rekey-stream-$gw.json"
+    ns_exec hostA "$FLOWSEC_BIN" perf client -H 10.2.0.2 -t CBR --rate 40M -m 1000 -l 3 --json >"$stream" 2>&1 &
+    local streamer=$!
+    sleep 1
+    rekey_child "$gw" || { wait "$streamer"; return 1; }
     # shellcheck disable=SC2086
     new=$(poll "$SA_TIMEOUT" child_agreed $old) || {
         echo "    no new agreed Child SA (old SPIs $old gone) within ${SA_TIMEOUT}s"; show_sas; return 1; }
@@ -672,14 +678,23 @@ child_rekey() {  # child_rekey GW: GW rekeys the Child SA
         done
         echo "    DH group of the new Child SA: $group"
     fi
+    wait "$streamer" || { show_log "$stream" 5; return 1; }
+    loss=$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(r["lost"], r["packets_received"])' "$stream") || { show_log "$stream" 5; return 1; }
+    echo "    CBR 40 Mbit/s of 1000 B across the rekey: lost/received $loss"
+    [ "${loss%% *}" = 0 ] || { echo "    datagrams were lost across the rekey"; return 1; }
     ping_one hostA 10.2.0.2 && ping_one hostB 10.1.0.2 || return 1
     pkts=$(child_lines gwB | awk '{print $8}')
     echo "    gwB new SA: $pkts packets in"
     [ "${pkts:-0}" -gt 0 ] 2>/dev/null || { echo "    no packets on the new SA"; return 1; }
 }
+# The far end of the streams across the rekeys.
+start_bg hostB "$W/perf-server.log" "$FLOWSEC_BIN" perf server
 pfs_label=""; esp_has_dh && pfs_label=" with PFS"
-check "d. Child SA rekey$pfs_label initiated by gwA (${IMPL[gwA]}): new SPIs at both ends, traffic flows" child_rekey gwA
-check "d. Child SA rekey$pfs_label initiated by gwB (${IMPL[gwB]}): new SPIs at both ends, traffic flows" child_rekey gwB
+check "d. Child SA rekey$pfs_label initiated by gwA (${IMPL[gwA]}): new SPIs at both ends, no datagram lost across it" child_rekey gwA
+check "d. Child SA rekey$pfs_label initiated by gwB (${IMPL[gwB]}): new SPIs at both ends, no datagram lost across it" child_rekey gwB
 
 # ----------------------------------------------------------- (e) IKE rekeys
 ike_rekey() {  # ike_rekey GW
