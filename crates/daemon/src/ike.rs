@@ -307,6 +307,10 @@ impl Kernel for PlaneKernel<'_> {
         }
     }
 
+    fn release_spi(&mut self, _protocol: Protocol, spi: u32) {
+        self.spis.remove(&spi);
+    }
+
     fn add_sa(&mut self, sa: SaConfig) {
         self.spis.remove(&sa.spi);
         let id = SaId {

@@ -75,7 +75,14 @@ impl Ike {
             method: AuthMethod::SHARED_KEY_MIC,
             data: auth,
         }));
-        payloads.push(notify(NotifyType::INITIAL_CONTACT, vec![]));
+        // §2.4: only when we hold no other IKE SA with the peer (the
+        // peer deletes those it has with us on seeing it), as strongSwan.
+        let contact = !self.sas.values().any(|o| {
+            o.conn == sa.conn && o.remote.ip() == sa.remote.ip() && o.state == IkeState::Established
+        });
+        if contact && conn.unique != crate::config::Unique::Never {
+            payloads.push(notify(NotifyType::INITIAL_CONTACT, vec![]));
+        }
         let child = match sa.first_child {
             Some(cfg) => {
                 let req = self.child_request_for(&mut sa, cfg, None, false, None, k);
@@ -272,15 +279,18 @@ impl Ike {
         ));
         if let Some(req) = child {
             let (ni, nr) = (sa.ni.clone(), sa.nr.clone());
+            let spi_in = req.spi_in;
             if let Some(n) = error_notify(&msg) {
                 self.events.push(format!(
                     "CHILD_SA {} not established: {}",
                     self.child_name(&sa, req.cfg),
                     n.ty
                 ));
+                k.release_spi(flowsec_ipsec::Protocol::Esp, spi_in);
             } else if let Err(why) = self.complete_child(now, &mut sa, req, &msg, &ni, &nr, None, k)
             {
                 self.events.push(why);
+                k.release_spi(flowsec_ipsec::Protocol::Esp, spi_in);
             }
         }
         self.kick(now, sa, k);

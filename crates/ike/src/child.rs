@@ -33,6 +33,8 @@ use crate::ts;
 
 /// Bytes of our nonces in CREATE_CHILD_SA.
 const NONCE_LEN: usize = 32;
+/// How long the inbound SA of a replaced Child SA outlives it.
+pub(crate) const INBOUND_GRACE: Duration = Duration::from_secs(5);
 
 /// The SA, KE, nonce and selectors of a message.
 struct ChildPayloads<'a> {
@@ -222,15 +224,24 @@ impl Ike {
             let ours_local = ts::from_config(&child.local_ts, sa.local.ip());
             let remote_ts = ts::narrow(tsi, &ours_remote);
             let local_ts = ts::narrow(tsr, &ours_local);
-            if remote_ts.is_empty() || local_ts.is_empty() {
+            if remote_ts.is_empty()
+                || local_ts.is_empty()
+                || ts::selector_count(&local_ts, &remote_ts) > ts::MAX_SELECTORS
+            {
                 continue;
             }
             if child.mode == Mode::Transport && !transport {
                 refusal = NotifyType::NO_PROPOSAL_CHOSEN;
                 continue;
             }
-            let Some(chosen) = config::select_child(&child.esp_proposals, sai, c.ke.is_some())
-            else {
+            let Some(chosen) = config::select_child(
+                &crate::init::promote_child(
+                    &child.esp_proposals,
+                    c.ke.map_or(DhGroup::NONE, |k| k.group),
+                ),
+                sai,
+                c.ke.is_some(),
+            ) else {
                 refusal = NotifyType::NO_PROPOSAL_CHOSEN;
                 continue;
             };
@@ -346,7 +357,10 @@ impl Ike {
         };
         let chosen = config::child_accepts(&req.offer, sar)
             .ok_or_else(|| format!("CHILD_SA {name}: the peer chose what we did not offer"))?;
-        if !ts::within(tsi, &req.tsi) || !ts::within(tsr, &req.tsr) {
+        if !ts::within(tsi, &req.tsi)
+            || !ts::within(tsr, &req.tsr)
+            || ts::selector_count(tsi, tsr) > ts::MAX_SELECTORS
+        {
             return Err(format!(
                 "CHILD_SA {name}: the peer's traffic selectors are not within ours"
             ));
@@ -390,7 +404,7 @@ impl Ike {
         msg: Message,
         k: &mut dyn Kernel,
     ) {
-        let (cfg, rekey) = (req.cfg, req.rekey);
+        let (cfg, rekey, spi_in) = (req.cfg, req.rekey, req.spi_in);
         let name = self.child_name(&sa, cfg);
         if let Some(n) = error_notify(&msg) {
             let (ty, data) = (n.ty, n.data.clone());
@@ -399,7 +413,12 @@ impl Ike {
             return;
         }
         let c = child_payloads_of(&msg);
-        let nr = c.nonce.cloned().unwrap_or_default();
+        let Some(nr) = c.nonce.cloned() else {
+            self.events
+                .push(format!("CHILD_SA {name}: answer without a nonce"));
+            self.give_up(now, sa, rekey, spi_in, k);
+            return;
+        };
         let g_ir = match (&req.ke, c.ke) {
             (Some(ours), Some(theirs)) if ours.group() == theirs.group => {
                 ours.shared_secret(&theirs.data).ok()
@@ -408,15 +427,13 @@ impl Ike {
             _ => {
                 self.events
                     .push(format!("CHILD_SA {name}: KE payloads do not match"));
-                self.restore(&mut sa, rekey);
-                self.kick(now, sa, k);
+                self.give_up(now, sa, rekey, spi_in, k);
                 return;
             }
         };
         if req.ke.is_some() && g_ir.is_none() {
             self.events.push(format!("CHILD_SA {name}: bad KE payload"));
-            self.restore(&mut sa, rekey);
-            self.kick(now, sa, k);
+            self.give_up(now, sa, rekey, spi_in, k);
             return;
         }
         let ni = req.ni.clone();
@@ -433,8 +450,7 @@ impl Ike {
             Ok(spi) => spi,
             Err(why) => {
                 self.events.push(why);
-                self.restore(&mut sa, rekey);
-                self.kick(now, sa, k);
+                self.give_up(now, sa, rekey, spi_in, k);
                 return;
             }
         };
@@ -487,6 +503,8 @@ impl Ike {
         k: &mut dyn Kernel,
     ) {
         let name = self.child_name(sa, req.cfg);
+        k.release_spi(Protocol::Esp, req.spi_in);
+        sa.collisions.retain(|(old, _)| Some(*old) != req.rekey);
         if ty == NotifyType::INVALID_KE_PAYLOAD && data.len() == 2 && req.ke.is_some() {
             let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
             let ours = self.config.connections[sa.conn].children[req.cfg]
@@ -515,6 +533,22 @@ impl Ike {
             }
             (_, rekey) => self.restore(sa, rekey),
         }
+    }
+
+    /// Our request for a Child SA came to nothing: its SPI goes back, a
+    /// rekeyed one goes on, and a collision recorded for it is forgotten.
+    fn give_up(
+        &mut self,
+        now: Duration,
+        mut sa: IkeSa,
+        rekey: Option<u32>,
+        spi_in: u32,
+        k: &mut dyn Kernel,
+    ) {
+        k.release_spi(Protocol::Esp, spi_in);
+        self.restore(&mut sa, rekey);
+        sa.collisions.retain(|(old, _)| Some(*old) != rekey);
+        self.kick(now, sa, k);
     }
 
     /// A rekey that did not happen: the old Child SA goes on.
@@ -649,8 +683,20 @@ impl Ike {
             .iter()
             .find(|(_, &(ci, cj))| ci == sa.conn && cj == i.cfg)
             .map(|(r, _)| *r);
-        let fresh = i.reqid.is_none() && trap.is_none();
-        let reqid = match i.reqid.or(trap) {
+        // Another Child SA of the same config and selectors (both ends
+        // started it, or `ctl initiate` twice): the same policies serve
+        // both, so they share its reqid, as strongSwan's do.
+        let twin = self
+            .sas
+            .values()
+            .chain(core::iter::once(&*sa))
+            .filter(|s| s.conn == sa.conn)
+            .flat_map(|s| s.children.iter())
+            .find(|c| c.cfg == i.cfg && c.local_ts == i.local_ts && c.remote_ts == i.remote_ts)
+            .map(|c| c.reqid);
+        let shared = trap.or(twin);
+        let fresh = i.reqid.is_none() && shared.is_none();
+        let reqid = match i.reqid.or(shared) {
             Some(r) => r,
             None => {
                 self.next_reqid += 1;
@@ -711,7 +757,6 @@ impl Ike {
         sa.children.push(ChildSa {
             cfg: i.cfg,
             reqid,
-            protocol: Protocol::Esp,
             mode: i.mode,
             spi_in: i.spi_in,
             spi_out: chosen.spi,
@@ -727,6 +772,16 @@ impl Ike {
             rekey_at,
             expire_at: (!life_time.is_zero()).then_some(now + life_time),
             min_nonce: i.min_nonce,
+            sa_in: SaId {
+                protocol: Protocol::Esp,
+                spi: i.spi_in,
+                dst: local.ip(),
+            },
+            sa_out: SaId {
+                protocol: Protocol::Esp,
+                spi: chosen.spi,
+                dst: remote.ip(),
+            },
             deferred_out,
         });
     }
@@ -734,6 +789,7 @@ impl Ike {
     /// The data plane says SA `id` crossed its soft byte or packet limit
     /// (`rekey_bytes`, `rekey_packets`): rekey its Child SA.
     pub fn soft_expired(&mut self, now: Duration, id: SaId, k: &mut dyn Kernel) {
+        self.clock = now;
         let owner = self.sas.iter().find_map(|(key, sa)| {
             sa.children
                 .iter()
@@ -869,16 +925,15 @@ impl Ike {
                 k.add_sa(out);
             }
         }
-        k.del_sa(SaId {
-            protocol: c.protocol,
-            spi: c.spi_in,
-            dst: sa.local.ip(),
-        });
-        k.del_sa(SaId {
-            protocol: c.protocol,
-            spi: c.spi_out,
-            dst: sa.remote.ip(),
-        });
+        k.del_sa(c.sa_out);
+        // A replaced SA's inbound half stays a while: packets the peer
+        // sealed before it switched may still be on their way (DESIGN.md
+        // "Rekeying without loss").
+        if sa.children.iter().any(|s| s.reqid == c.reqid) {
+            self.lingering.push((c.sa_in, self.clock + INBOUND_GRACE));
+        } else {
+            k.del_sa(c.sa_in);
+        }
         let used = sa
             .children
             .iter()

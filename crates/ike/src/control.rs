@@ -147,16 +147,8 @@ impl Ike {
                                     "TRANSPORT"
                                 },
                                 encap: c.encap,
-                                sa_in: SaId {
-                                    protocol: c.protocol,
-                                    spi: c.spi_in,
-                                    dst: sa.local.ip(),
-                                },
-                                sa_out: SaId {
-                                    protocol: c.protocol,
-                                    spi: c.spi_out,
-                                    dst: sa.remote.ip(),
-                                },
+                                sa_in: c.sa_in,
+                                sa_out: c.sa_out,
                                 proposal: p,
                                 dh_group: (c.dh != flowsec_wire::iana::DhGroup::NONE)
                                     .then(|| c.dh.to_string()),
@@ -184,6 +176,7 @@ impl Ike {
         child: Option<&str>,
         k: &mut dyn Kernel,
     ) -> Result<usize, String> {
+        self.clock = now;
         self.queue_for(now, ike, child, k, Todo::DeleteIke, Todo::DeleteChild)
     }
 
@@ -195,6 +188,7 @@ impl Ike {
         child: Option<&str>,
         k: &mut dyn Kernel,
     ) -> Result<usize, String> {
+        self.clock = now;
         self.queue_for(now, ike, child, k, Todo::RekeyIke, Todo::RekeyChild)
     }
 

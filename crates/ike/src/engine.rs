@@ -144,6 +144,11 @@ pub struct Ike {
     pub(crate) policies: BTreeMap<u32, Vec<(Direction, Selector)>>,
     /// Trap policies (`start_action = trap`): reqid → (connection, child).
     pub(crate) traps: BTreeMap<u32, (usize, usize)>,
+    /// Inbound SAs of replaced Child SAs, removed at their deadline.
+    pub(crate) lingering: Vec<(flowsec_ipsec::SaId, Duration)>,
+    /// The `now` of the call being served (time stays an argument: this
+    /// only saves passing it through every helper).
+    pub(crate) clock: Duration,
     pub(crate) stats: IkeStats,
 }
 
@@ -170,6 +175,8 @@ impl Ike {
             next_reqid: 1,
             policies: BTreeMap::new(),
             traps: BTreeMap::new(),
+            lingering: Vec::new(),
+            clock: Duration::ZERO,
             stats: IkeStats::default(),
         }
     }
@@ -198,6 +205,7 @@ impl Ike {
     /// Bring up the children whose `start_action` is `start`, and install
     /// the trap policies of those with `trap`.
     pub fn start(&mut self, now: Duration, k: &mut dyn Kernel) {
+        self.clock = now;
         let mut wanted = Vec::new();
         let mut traps = Vec::new();
         for (ci, conn) in self.config.connections.iter().enumerate() {
@@ -226,6 +234,7 @@ impl Ike {
     /// A packet matched the trap policy of `reqid` (the data plane found
     /// no SA for it): negotiate its Child SA, unless that is under way.
     pub fn acquire(&mut self, now: Duration, reqid: u32, k: &mut dyn Kernel) {
+        self.clock = now;
         let Some(&(ci, cj)) = self.traps.get(&reqid) else {
             return;
         };
@@ -261,6 +270,7 @@ impl Ike {
         data: &[u8],
         k: &mut dyn Kernel,
     ) {
+        self.clock = now;
         self.stats.received += 1;
         let header = match Header::parse(data) {
             Ok(h) if h.major_version == 2 => h,
@@ -296,9 +306,14 @@ impl Ike {
             return;
         }
         if !header.response && sa.exch.classify(header.message_id) == RequestVerdict::Replay {
-            if let Some((_, last)) = &sa.exch.last_response {
-                self.stats.replayed += 1;
-                self.push(sa.local, sa.remote, last.clone());
+            // The same request again (§2.1): the same answer. Anything else
+            // with its message ID is dropped.
+            match &sa.exch.last_response {
+                Some((_, last)) if sa.exch.request_digest == Some(digest(data)) => {
+                    self.stats.replayed += 1;
+                    self.push(sa.local, sa.remote, last.clone());
+                }
+                _ => self.stats.bad_message_id += 1,
             }
             self.sas.insert(ours, sa);
             return;
@@ -311,7 +326,7 @@ impl Ike {
                 self.sas.insert(ours, sa);
                 return;
             }
-            Some(Err(crate::crypto::SkError::Malformed(IkeError::UnsupportedCritical(ty))))
+            Some(Err(crate::crypto::SkError::Inner(IkeError::UnsupportedCritical(ty))))
                 if !header.response =>
             {
                 // §2.5: answer with the type that was not understood.
@@ -329,10 +344,6 @@ impl Ike {
                 return;
             }
         };
-        // The peer may have moved (a NAT rebinding, or the float to 4500
-        // after IKE_SA_INIT, §2.23): answer where it talks from now.
-        sa.local = local;
-        sa.remote = remote;
         sa.last_heard = now;
         if let Err(n) = crate::rules::check(header.exchange, header.response, &msg.payloads) {
             self.stats.malformed += 1;
@@ -349,13 +360,18 @@ impl Ike {
         }
         if header.response {
             match sa.exch.answered(header.message_id, header.exchange) {
-                Some(req) => self.on_response(now, sa, req.task, msg, k),
+                Some(req) => {
+                    follow_peer(&mut sa, local, remote);
+                    self.on_response(now, sa, req.task, msg, k)
+                }
                 None => {
                     self.stats.bad_message_id += 1;
                     self.sas.insert(ours, sa);
                 }
             }
         } else if sa.exch.classify(header.message_id) == RequestVerdict::Process {
+            sa.exch.request_digest = Some(digest(data));
+            follow_peer(&mut sa, local, remote);
             self.on_request(now, sa, header.exchange, header.message_id, msg, k);
         } else {
             self.stats.bad_message_id += 1;
@@ -626,6 +642,12 @@ impl Ike {
     /// Advance timers: retransmissions, lifetimes, rekeys, DPD, and start
     /// queued tasks.
     pub fn poll(&mut self, now: Duration, k: &mut dyn Kernel) {
+        self.clock = now;
+        let (gone, kept): (Vec<_>, Vec<_>) = self.lingering.drain(..).partition(|(_, t)| now >= *t);
+        self.lingering = kept;
+        for (id, _) in gone {
+            k.del_sa(id);
+        }
         let keys: Vec<u64> = self.sas.keys().copied().collect();
         for key in keys {
             let Some(mut sa) = self.sas.remove(&key) else {
@@ -712,12 +734,7 @@ impl Ike {
     /// keep `sa`.
     pub(crate) fn kick(&mut self, now: Duration, mut sa: IkeSa, k: &mut dyn Kernel) {
         while sa.exch.idle() {
-            let usable = match sa.state {
-                IkeState::Established => true,
-                IkeState::Rekeyed => matches!(sa.queue.front(), Some(Todo::DeleteIke)),
-                _ => false,
-            };
-            if !usable {
+            if !can_start(&sa) {
                 break;
             }
             let Some(todo) = sa.queue.pop_front() else {
@@ -754,6 +771,9 @@ impl Ike {
                 t = Some(t.map_or(d, |t| t.min(d)));
             }
         };
+        for (_, deadline) in &self.lingering {
+            at(Some(*deadline));
+        }
         for sa in self.sas.values() {
             at(sa.exch.deadline());
             match sa.state {
@@ -773,12 +793,54 @@ impl Ike {
                 IkeState::Rekeyed | IkeState::Deleting => at(sa.expire_at),
                 _ => {}
             }
-            if !sa.queue.is_empty() && sa.exch.idle() {
+            if sa.exch.idle() && can_start(sa) {
                 at(Some(Duration::ZERO));
             }
         }
         t
     }
+}
+
+/// After IKE_SA_INIT both ends float to port 4500 (RFC 7296 §2.23), and
+/// a peer behind a NAT may be rebound to a new address or port: an
+/// authenticated message that is new (in order) says where it talks from
+/// now. A host behind a NAT itself does not follow (§2.23: "SHOULD NOT").
+fn follow_peer(sa: &mut IkeSa, local: SocketAddr, remote: SocketAddr) {
+    let floated =
+        local.port() == crate::init::NAT_T_PORT && sa.local.port() != crate::init::NAT_T_PORT;
+    if floated || (sa.nat_remote && !sa.nat_local) {
+        sa.local = local;
+        sa.remote = remote;
+    }
+}
+
+/// SHA-256 of a message, to know a retransmitted request from another
+/// one with the same message ID.
+fn digest(data: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(data).into()
+}
+
+/// Whether `sa` may start the task at the front of its queue now: an
+/// established SA any, a replaced one only its own DELETE. (The daemon
+/// polls again at once while this holds, so it must turn false once the
+/// task has started.)
+fn can_start(sa: &IkeSa) -> bool {
+    match sa.state {
+        IkeState::Established => !sa.queue.is_empty(),
+        IkeState::Rekeyed => matches!(sa.queue.front(), Some(Todo::DeleteIke)),
+        _ => false,
+    }
+}
+
+/// The queued tasks of a replaced IKE SA that its successor takes over
+/// (all but its own rekey and delete).
+pub(crate) fn hand_over(from: &mut IkeSa, to: &mut IkeSa) {
+    to.queue.extend(
+        from.queue
+            .drain(..)
+            .filter(|t| !matches!(t, Todo::DeleteIke | Todo::RekeyIke)),
+    );
 }
 
 /// A notify payload without SPI.

@@ -37,7 +37,9 @@ impl Default for Retransmit {
 impl Retransmit {
     /// How long to wait after send number `n` (0 = the first send).
     pub fn wait(&self, n: u32) -> Duration {
-        self.timeout.mul_f64(self.base.powi(n as i32))
+        // Capped at a day: large settings must not overflow a Duration.
+        let secs = self.timeout.as_secs_f64() * self.base.powi(n.min(64) as i32);
+        Duration::try_from_secs_f64(secs.min(86_400.0)).unwrap_or(Duration::from_secs(86_400))
     }
 }
 
@@ -78,6 +80,9 @@ pub(crate) struct Exchanges<T> {
     pub peer_next: u32,
     /// Our response to the peer's last request, with its ID.
     pub last_response: Option<(u32, Vec<u8>)>,
+    /// SHA-256 of the peer's last request (a retransmission is the same
+    /// bytes; anything else with its ID is not answered).
+    pub request_digest: Option<[u8; 32]>,
 }
 
 impl<T> Exchanges<T> {
@@ -88,6 +93,7 @@ impl<T> Exchanges<T> {
             pending: None,
             peer_next: first,
             last_response: None,
+            request_digest: None,
         }
     }
 

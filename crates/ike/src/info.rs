@@ -64,17 +64,25 @@ impl Ike {
                 return;
             }
         }
-        let mut ours = Vec::new();
+        // §1.4.1: the halves of the pairs the peer deletes go in our
+        // answer, except those we are deleting ourselves (DELETEs crossed):
+        // those go too, unnamed.
+        let (mut ours, mut crossed) = (Vec::new(), Vec::new());
         for d in deletes
             .iter()
             .filter(|d| d.protocol == ProtocolId::ESP || d.protocol == ProtocolId::AH)
         {
             for spi in &d.spis {
                 // The peer names its inbound SPI: our outbound one.
-                if let Some(c) = sa.children.iter().find(|c| c.spi_out == *spi) {
-                    ours.push(c.spi_in);
+                match sa.children.iter().find(|c| c.spi_out == *spi) {
+                    Some(c) if c.state == ChildState::Deleting => crossed.push(c.spi_in),
+                    Some(c) => ours.push(c.spi_in),
+                    None => {}
                 }
             }
+        }
+        for spi in &crossed {
+            self.remove_child(&mut sa, *spi, k);
         }
         // Those the peer closes on its own (not the old half of a rekey).
         let closed: Vec<u32> = sa

@@ -48,6 +48,7 @@ impl Ike {
         child: Option<&str>,
         k: &mut dyn Kernel,
     ) -> Result<(), String> {
+        self.clock = now;
         let found = self
             .config
             .connections
@@ -289,7 +290,8 @@ impl Ike {
                 return;
             }
         }
-        let Some((ci, chosen)) = self.pick_connection(local.ip(), remote.ip(), sai) else {
+        let Some((ci, chosen)) = self.pick_connection(local.ip(), remote.ip(), sai, kei.group)
+        else {
             self.stats.no_proposal += 1;
             self.events.push(format!(
                 "IKE_SA_INIT from {remote}: no acceptable proposal: NO_PROPOSAL_CHOSEN"
@@ -389,6 +391,7 @@ impl Ike {
         local: IpAddr,
         remote: IpAddr,
         offer: &[flowsec_wire::ike::Proposal],
+        ke: DhGroup,
     ) -> Option<(usize, IkeChosen)> {
         self.config
             .connections
@@ -402,7 +405,7 @@ impl Ike {
                 if !(here && there) {
                     return None;
                 }
-                config::select_ike(&c.proposals, offer).map(|ch| (i, ch))
+                config::select_ike(&promote_ike(&c.proposals, ke), offer).map(|ch| (i, ch))
             })
     }
 
@@ -493,10 +496,15 @@ impl Ike {
             self.stats.unknown_spi += 1;
             return;
         };
-        if sa.state != IkeState::Connecting
-            || !sa.initiator
-            || sa.exch.answered(0, ExchangeType::IKE_SA_INIT).is_none()
-        {
+        // Unauthenticated (§2.21.1): what does not move the exchange on
+        // leaves our request and its retransmissions as they were, so a
+        // forged answer cannot end or stall the attempt.
+        let waiting = sa
+            .exch
+            .pending
+            .as_ref()
+            .is_some_and(|p| p.mid == 0 && p.exchange == ExchangeType::IKE_SA_INIT);
+        if sa.state != IkeState::Connecting || !sa.initiator || !waiting {
             self.stats.bad_message_id += 1;
             self.keep(sa);
             return;
@@ -504,9 +512,7 @@ impl Ike {
         let msg = match Message::parse(data) {
             Ok(m) if crate::rules::check(ExchangeType::IKE_SA_INIT, true, &m.payloads).is_ok() => m,
             _ => {
-                // Not an answer: keep waiting (and retransmitting).
                 self.stats.malformed += 1;
-                self.rearm(now, &mut sa);
                 self.keep(sa);
                 return;
             }
@@ -547,8 +553,15 @@ impl Ike {
                     }
                 }
             }
-            let why = format!("IKE_SA_INIT refused: {}", n.ty);
-            self.fail(sa, &why, k);
+            // Not acted on at once: a valid answer may still come; if
+            // none does, the retransmissions run out (§2.21.1).
+            self.events.push(format!(
+                "IKE_SA {}[{}]: IKE_SA_INIT answered with {} (unauthenticated): still waiting",
+                self.conn_name(&sa),
+                sa.uid,
+                n.ty
+            ));
+            self.keep(sa);
             return;
         }
         let (mut sar, mut ker, mut nr) = (None, None, None);
@@ -561,13 +574,13 @@ impl Ike {
             }
         }
         let (Some(sar), Some(ker), Some(nr)) = (sar, ker, nr) else {
-            self.fail(sa, "IKE_SA_INIT response without SA, KE and nonce", k);
+            self.bogus_init(sa, "IKE_SA_INIT response without SA, KE and nonce");
             return;
         };
         let chosen = match config::ike_accepts(&sa.offer, sar) {
             Some(c) if c.suite.dh == ker.group && header.spi_r != 0 => c,
             _ => {
-                self.fail(sa, "IKE_SA_INIT response chose what we did not offer", k);
+                self.bogus_init(sa, "IKE_SA_INIT response chose what we did not offer");
                 return;
             }
         };
@@ -576,7 +589,7 @@ impl Ike {
             .as_ref()
             .and_then(|ke| ke.shared_secret(&ker.data).ok())
         else {
-            self.fail(sa, "bad KE payload in IKE_SA_INIT response", k);
+            self.bogus_init(sa, "bad KE payload in IKE_SA_INIT response");
             return;
         };
         sa.spi_r = header.spi_r;
@@ -604,18 +617,16 @@ impl Ike {
         self.send_auth(now, sa, k);
     }
 
-    /// Keep waiting for the IKE_SA_INIT answer after a bogus one (the
-    /// outstanding request was taken to look at it).
-    fn rearm(&mut self, now: Duration, sa: &mut IkeSa) {
-        let data = sa.init_request.clone();
-        sa.exch = Exchanges::new(0);
-        sa.exch.sent(
-            ExchangeType::IKE_SA_INIT,
-            data,
-            Task::Init,
-            now,
-            &self.settings.retransmit,
-        );
+    /// An IKE_SA_INIT answer we cannot use: unauthenticated, so it ends
+    /// nothing (§2.21.1); the request stays in flight.
+    fn bogus_init(&mut self, sa: IkeSa, why: &str) {
+        self.stats.malformed += 1;
+        self.events.push(format!(
+            "IKE_SA {}[{}]: {why}: ignored",
+            self.conn_name(&sa),
+            sa.uid
+        ));
+        self.keep(sa);
     }
 
     /// Give up on an IKE SA that is not established yet.
@@ -750,5 +761,43 @@ pub(crate) fn addr_matches(spec: &AddrSpec, ip: IpAddr) -> bool {
             _ => false,
         },
         AddrSpec::Host(_) => false,
+    }
+}
+
+/// Our proposals with `group` first among the DH groups of each, when it
+/// is one of them: the group the peer sent a KE payload for is taken if
+/// acceptable, sparing an INVALID_KE_PAYLOAD round trip (strongSwan does
+/// the same).
+pub(crate) fn promote_ike(
+    ours: &[config::IkeProposal],
+    group: DhGroup,
+) -> Vec<config::IkeProposal> {
+    ours.iter()
+        .map(|p| {
+            let mut p = p.clone();
+            promote(&mut p.dh, group);
+            p
+        })
+        .collect()
+}
+
+/// Likewise for Child SA proposals (PFS).
+pub(crate) fn promote_child(
+    ours: &[config::ChildProposal],
+    group: DhGroup,
+) -> Vec<config::ChildProposal> {
+    ours.iter()
+        .map(|p| {
+            let mut p = p.clone();
+            promote(&mut p.dh, group);
+            p
+        })
+        .collect()
+}
+
+fn promote(groups: &mut Vec<DhGroup>, group: DhGroup) {
+    if let Some(at) = groups.iter().position(|g| *g == group) {
+        let g = groups.remove(at);
+        groups.insert(0, g);
     }
 }

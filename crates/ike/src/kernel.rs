@@ -26,6 +26,10 @@ pub trait Kernel {
     /// An inbound SPI for `protocol` that no SA on this host uses (RFC 4303
     /// §2.1: values 1–255 are reserved, 0 is never an SPI).
     fn alloc_spi(&mut self, protocol: Protocol) -> u32;
+    /// An SPI from [`Kernel::alloc_spi`] that will not be used after all.
+    fn release_spi(&mut self, protocol: Protocol, spi: u32) {
+        let _ = (protocol, spi);
+    }
     /// Install an SA, keys included.
     fn add_sa(&mut self, sa: SaConfig);
     /// Remove an SA; unknown ids are ignored.
@@ -41,7 +45,7 @@ pub trait Kernel {
 }
 
 /// A [`Kernel`] that records what it was asked, for tests and `--dry-run`
-/// style checks: SPIs count up from 0x1000_0000 + `spi_base`.
+/// style checks: SPIs count up from 0xc000_0000 + `spi_base`.
 #[derive(Debug, Default)]
 pub struct RecordingKernel {
     /// First SPI handed out is `0xc000_0000 + spi_base + 1`.

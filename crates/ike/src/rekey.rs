@@ -17,7 +17,7 @@ use flowsec_wire::ike::{Ke, Message, Payload};
 
 use crate::config::{self, IkeChosen};
 use crate::crypto;
-use crate::engine::{error_notify, notify, Ike};
+use crate::engine::{error_notify, hand_over, notify, Ike};
 use crate::init::new_sa;
 use crate::kernel::Kernel;
 use crate::sa::{IkeRekeyRequest, IkeSa, IkeState, Task, Todo};
@@ -134,7 +134,9 @@ impl Ike {
             return;
         };
         let conn = &self.config.connections[sa.conn];
-        let Some(chosen) = config::select_ike(&conn.proposals, sai) else {
+        let Some(chosen) =
+            config::select_ike(&crate::init::promote_ike(&conn.proposals, kei.group), sai)
+        else {
             refuse(self, &mut sa, NotifyType::NO_PROPOSAL_CHOSEN, vec![]);
             self.kick(now, sa, k);
             return;
@@ -197,6 +199,7 @@ impl Ike {
             sa.ike_collision = Some((spi_r, ni.min(nr)));
         } else {
             new.children = std::mem::take(&mut sa.children);
+            hand_over(&mut sa, &mut new);
             sa.state = IkeState::Rekeyed;
             sa.expire_at = Some(now + self.settings.rekeyed_grace);
         }
@@ -265,6 +268,7 @@ impl Ike {
                 ));
                 if let Some(mut t) = self.sas.remove(&theirs) {
                     t.children = std::mem::take(&mut sa.children);
+                    hand_over(&mut sa, &mut t);
                     self.keep(t);
                 }
                 new.queue.push_back(Todo::DeleteIke);
@@ -273,6 +277,7 @@ impl Ike {
             }
             _ => {
                 new.children = std::mem::take(&mut sa.children);
+                hand_over(&mut sa, &mut new);
                 sa.state = IkeState::Rekeyed;
                 sa.expire_at = None;
                 sa.queue.clear();
@@ -292,6 +297,7 @@ impl Ike {
         if let Some((theirs, _)) = sa.ike_collision.take() {
             if let Some(mut t) = self.sas.remove(&theirs) {
                 t.children = std::mem::take(&mut sa.children);
+                hand_over(sa, &mut t);
                 self.keep(t);
             }
             sa.state = IkeState::Rekeyed;

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use flowsec_crypto::suite::Encr;
-use flowsec_ipsec::{Mode, Protocol};
+use flowsec_ipsec::Mode;
 use flowsec_wire::iana::{DhGroup, IntegId};
 use flowsec_wire::ike::{Proposal, TrafficSelector};
 use zeroize::Zeroizing;
@@ -87,7 +87,6 @@ pub(crate) struct ChildSa {
     pub cfg: usize,
     /// Ties the SAs to their policies.
     pub reqid: u32,
-    pub protocol: Protocol,
     pub mode: Mode,
     /// Our inbound SPI (the peer sends with it).
     pub spi_in: u32,
@@ -108,6 +107,10 @@ pub(crate) struct ChildSa {
     /// The smallest nonce of the exchange that made it (RFC 7296
     /// §2.8.1: a rekey collision is resolved by the lowest nonce).
     pub min_nonce: Vec<u8>,
+    /// The inbound and outbound SA as installed (their destinations are
+    /// the IKE SA's addresses then, which may change later, §2.23).
+    pub sa_in: flowsec_ipsec::SaId,
+    pub sa_out: flowsec_ipsec::SaId,
     /// Responder of a rekey: the outbound SA, installed when the SA it
     /// replaces goes (DESIGN.md "Rekeying without loss").
     pub deferred_out: Option<flowsec_ipsec::SaConfig>,

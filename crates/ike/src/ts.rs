@@ -153,6 +153,30 @@ pub fn range_to_prefixes(start: IpAddr, end: IpAddr) -> Vec<IpPrefix> {
     out
 }
 
+/// Most SPD selectors one direction of a Child SA may need (implementation
+/// limit: a peer's selectors must not turn into unbounded policies).
+pub const MAX_SELECTORS: usize = 256;
+
+/// How many SPD selectors [`selectors`] makes of these, counting no
+/// further than just past [`MAX_SELECTORS`].
+pub fn selector_count(src: &[TrafficSelector], dst: &[TrafficSelector]) -> usize {
+    let mut n = 0usize;
+    for s in src {
+        for d in dst {
+            if s.start.is_ipv4() != d.start.is_ipv4() {
+                continue;
+            }
+            let a = range_to_prefixes(s.start, s.end).len();
+            let b = range_to_prefixes(d.start, d.end).len();
+            n = n.saturating_add(a.saturating_mul(b));
+            if n > MAX_SELECTORS {
+                return n;
+            }
+        }
+    }
+    n
+}
+
 /// The SPD selectors from `src` selectors to `dst` selectors: the cross
 /// product of their prefixes, with protocol and ports (a selector pair of
 /// different families yields nothing; OPAQUE port ranges map to any).

@@ -157,12 +157,17 @@ impl Pair {
         d
     }
 
-    /// Deliver everything in flight, both ways, until quiet.
+    /// Deliver everything in flight, both ways, until quiet; then let the
+    /// inbound SAs of replaced Child SAs (kept 5 s for late packets) go.
     fn settle(&mut self) {
         for _ in 0..100 {
             self.collect();
             if self.ab.is_empty() && self.ba.is_empty() {
-                return;
+                self.advance(Duration::from_secs(6));
+                if self.ab.is_empty() && self.ba.is_empty() {
+                    return;
+                }
+                continue;
             }
             if !self.ab.is_empty() {
                 self.b_gets();
@@ -307,7 +312,10 @@ fn child_sa_rekey_with_pfs_from_either_side_replaces_the_sas() {
     assert_eq!(p.ka.sas.len(), 4);
     // HDR, SK {D(ESP, old SPI)} -->
     p.b_gets();
-    assert_eq!(p.kb.sas.len(), 2);
+    // b sends on the new SA; the old inbound one stays 5 s for packets
+    // a sealed before it switched.
+    assert_eq!(p.kb.sas.len(), 3);
+    assert!(p.kb.sa(old.sa_out.spi).is_some() && p.kb.sa(old.sa_in.spi).is_none());
     let log = p.kb.log.join("\n");
     let (added, removed) = (log.rfind("add_sa").unwrap(), log.find("del_sa").unwrap());
     assert!(
@@ -849,4 +857,76 @@ fn dpd_action_restart_and_close_action_start_bring_the_child_back() {
     p.kb = RecordingKernel::default();
     p.settle();
     p.assert_up(1);
+}
+
+#[test]
+fn a_forged_message_cannot_use_up_a_message_id() {
+    let mut p = Pair::default_pair();
+    p.start();
+    p.settle();
+    p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.collect();
+    let real = p.ab.remove(0);
+    // The real request's header (SPIs, message ID) with an unknown critical
+    // payload instead of SK: nothing of it is authenticated.
+    let mut forged = real.data[..28].to_vec();
+    forged[16] = 60;
+    forged.extend_from_slice(&[0, 0x80, 0, 8, 1, 2, 3, 4]);
+    let len = forged.len() as u32;
+    forged[24..28].copy_from_slice(&len.to_be_bytes());
+    p.b.handle(p.now, real.remote, real.local, &forged, &mut p.kb);
+    p.collect();
+    assert!(p.ba.is_empty(), "no answer to an unauthenticated message");
+    // A forged message with the right ID but other bytes is not a
+    // retransmission either.
+    let mut other = real.data.clone();
+    let last = other.len() - 1;
+    other[last] ^= 1;
+    p.b.handle(p.now, real.remote, real.local, &other, &mut p.kb);
+    p.collect();
+    assert!(p.ba.is_empty());
+    // The real request still goes through.
+    p.b.handle(p.now, real.remote, real.local, &real.data, &mut p.kb);
+    p.settle();
+    p.assert_up(1);
+    assert_ne!(p.a.list(p.now)[0].children[0].sa_in.spi, 0xc000_0101);
+}
+
+#[test]
+fn crossed_deletes_both_end_the_child() {
+    let mut p = Pair::default_pair();
+    p.start();
+    p.settle();
+    // HDR, SK {D(ESP)} -->   <-- HDR, SK {D(ESP)}   (at once, both ways)
+    p.a.terminate(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.b.terminate(p.now, None, Some("net"), &mut p.kb).unwrap();
+    p.collect();
+    assert_eq!((p.ab.len(), p.ba.len()), (1, 1));
+    p.b_gets();
+    p.a_gets();
+    // §1.4.1: neither answer names the SA again.
+    p.settle();
+    p.assert_up(0);
+    assert!(p.ka.policies.is_empty() && p.kb.policies.is_empty());
+}
+
+#[test]
+fn selectors_that_would_need_too_many_policies_are_refused() {
+    // Each range is dozens of prefixes; their cross product is thousands.
+    let wide = |a: &str| format!("{a}.0.0.1-{a}.255.255.254");
+    let a = conf(
+        A,
+        B,
+        &wide("10"),
+        &wide("11"),
+        "",
+        "start_action = start",
+        "k",
+    );
+    let b = conf(B, A, &wide("11"), &wide("10"), "", "", "k");
+    let mut p = Pair::new(&a, &b);
+    p.start();
+    p.settle();
+    p.assert_up(0);
+    assert!(p.kb.policies.is_empty());
 }

@@ -101,7 +101,9 @@ pub fn skeyseed(
 }
 
 /// SKEYSEED of a rekeyed IKE SA: prf(SK_d (old), g^ir (new) | Ni | Nr)
-/// (§2.18), with the new SA's PRF and nonces.
+/// (§2.18), with the old SA's PRF (`prf`: SK_d is its key, as strongSwan
+/// does) and the rekey exchange's nonces; the new SA's own PRF then runs
+/// prf+ in [`ike_keys`].
 pub fn rekey_skeyseed(
     prf: PrfId,
     old_sk_d: &[u8],

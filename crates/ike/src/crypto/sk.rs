@@ -47,6 +47,10 @@ pub enum SkError {
     /// well formed (or the SK payload is too short for IV, pad length and
     /// ICV, or its ciphertext is not whole blocks).
     Malformed(IkeError),
+    /// The payload chain inside the SK payload is not well formed: the
+    /// message passed its integrity check, so this one may be answered
+    /// (e.g. UNSUPPORTED_CRITICAL_PAYLOAD, RFC 7296 §2.5).
+    Inner(IkeError),
     /// The message has no SK payload.
     NoSk,
     /// The ICV or AEAD tag does not verify: drop the message (§2.21.2).
@@ -59,6 +63,7 @@ impl core::fmt::Display for SkError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             SkError::Malformed(e) => write!(f, "malformed encrypted message: {e}"),
+            SkError::Inner(e) => write!(f, "malformed payloads inside the SK payload: {e}"),
             SkError::NoSk => f.write_str("no SK payload"),
             SkError::Integrity => f.write_str("SK payload integrity check failed"),
             SkError::BadPadding => f.write_str("SK payload pad length out of range"),
@@ -325,7 +330,7 @@ impl SkCrypto {
             return Err(SkError::BadPadding);
         }
         let inner = &data[..ct_len - 1 - pad_len];
-        let inner = parse_payloads(first, inner).map_err(SkError::Malformed)?;
+        let inner = parse_payloads(first, inner).map_err(SkError::Inner)?;
         msg.payloads.extend(inner);
         Ok(msg)
     }

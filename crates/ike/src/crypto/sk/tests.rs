@@ -352,7 +352,7 @@ fn pad_length_checked_contents_ignored() {
     assert_eq!(s.open(&build(&pt)).unwrap_err(), SkError::BadPadding);
     // Pad length 31: an empty chain where VENDOR was announced.
     pt[31] = 31;
-    assert!(matches!(s.open(&build(&pt)), Err(SkError::Malformed(_))));
+    assert!(matches!(s.open(&build(&pt)), Err(SkError::Inner(_))));
 }
 
 #[test]
