@@ -226,6 +226,8 @@ pub fn ike_sa_json(
                 "spi_out": format!("{:08x}", c.sa_out.spi),
                 "proposal": c.proposal,
                 "dh_group": c.dh_group,
+                "cpi_in": c.cpis.map(|(i, _)| format!("{i:04x}")),
+                "cpi_out": c.cpis.map(|(_, o)| format!("{o:04x}")),
                 "bytes_in": i.bytes,
                 "packets_in": i.packets,
                 "bytes_out": o.bytes,

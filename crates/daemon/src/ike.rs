@@ -293,7 +293,11 @@ impl Kernel for PlaneKernel<'_> {
             getrandom_fill(&mut b);
             // RFC 4303 §2.1: 1..=255 reserved; the top bit set keeps IKE's
             // SPIs apart from manual ones, which are usually small.
-            let spi = u32::from_be_bytes(b) | 0x8000_0000;
+            let spi = match protocol {
+                // A CPI: 16 bits, 256 and up (RFC 3173 §3.3).
+                Protocol::IpComp => u32::from(u16::from_be_bytes([b[0], b[1]]).max(256)),
+                _ => u32::from_be_bytes(b) | 0x8000_0000,
+            };
             let used = self.spis.contains(&spi)
                 || self
                     .model

@@ -306,7 +306,16 @@ fn print_ike_sa(sa: &Value) {
                 ""
             }
         );
-        println!("    {}", s(c, "proposal"));
+        if c["cpi_in"].is_string() {
+            println!(
+                "    {}, IPCOMP CPIs {}_i {}_o",
+                s(c, "proposal"),
+                s(c, "cpi_in"),
+                s(c, "cpi_out")
+            );
+        } else {
+            println!("    {}", s(c, "proposal"));
+        }
         println!(
             "    installed {}s ago, rekeying in {}s, expires in {}s",
             s(c, "install_time_s"),

@@ -279,7 +279,7 @@ impl Ike {
         ));
         if let Some(req) = child {
             let (ni, nr) = (sa.ni.clone(), sa.nr.clone());
-            let spi_in = req.spi_in;
+            let (spi_in, cpi_in) = (req.spi_in, req.cpi_in);
             if let Some(n) = error_notify(&msg) {
                 self.events.push(format!(
                     "CHILD_SA {} not established: {}",
@@ -287,10 +287,16 @@ impl Ike {
                     n.ty
                 ));
                 k.release_spi(flowsec_ipsec::Protocol::Esp, spi_in);
+                if let Some(cpi) = cpi_in {
+                    k.release_spi(flowsec_ipsec::Protocol::IpComp, u32::from(cpi));
+                }
             } else if let Err(why) = self.complete_child(now, &mut sa, req, &msg, &ni, &nr, None, k)
             {
                 self.events.push(why);
                 k.release_spi(flowsec_ipsec::Protocol::Esp, spi_in);
+                if let Some(cpi) = cpi_in {
+                    k.release_spi(flowsec_ipsec::Protocol::IpComp, u32::from(cpi));
+                }
             }
         }
         self.kick(now, sa, k);

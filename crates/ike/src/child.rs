@@ -16,25 +16,20 @@
 use core::time::Duration;
 
 use flowsec_crypto::suite::integ_key_len;
-use flowsec_crypto::EncrId;
-use flowsec_ipsec::spd::{Level, SaTemplate};
-use flowsec_ipsec::{
-    Action, Direction, Lifetime, Limits, Mode, Policy, Protocol, SaConfig, SaId, UdpEncap,
-};
+use flowsec_ipsec::{Mode, Protocol};
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, ProtocolId};
 use flowsec_wire::ike::{Ke, Message, Notify, Payload, Proposal, TrafficSelector};
 
 use crate::config::{self, ChildChosen};
 use crate::crypto;
 use crate::engine::{error_notify, has_notify, notifies, notify, Ike};
+use crate::install::Install;
 use crate::kernel::Kernel;
-use crate::sa::{ChildRequest, ChildSa, ChildState, IkeSa, Task, Todo};
+use crate::sa::{ChildRequest, ChildState, IkeSa, Task, Todo};
 use crate::ts;
 
 /// Bytes of our nonces in CREATE_CHILD_SA.
 const NONCE_LEN: usize = 32;
-/// How long the inbound SA of a replaced Child SA outlives it.
-pub(crate) const INBOUND_GRACE: Duration = Duration::from_secs(5);
 
 /// The SA, KE, nonce and selectors of a message.
 struct ChildPayloads<'a> {
@@ -107,6 +102,7 @@ impl Ike {
         let offer =
             config::child_offer(&child.esp_proposals, ProtocolId::ESP, spi_in, dh.is_some());
         let mode = child.mode;
+        let cpi_in = child.ipcomp.then(|| cpi(k));
         let ke = dh.and_then(|g| crypto::key_exchange(g, self.rng.as_mut()).ok());
         let ni = if create {
             self.random(NONCE_LEN)
@@ -123,6 +119,7 @@ impl Ike {
             tsi,
             tsr,
             mode,
+            cpi_in,
         }
     }
 
@@ -139,6 +136,9 @@ impl Ike {
         }
         if req.mode == Mode::Transport {
             p.push(notify(NotifyType::USE_TRANSPORT_MODE, vec![]));
+        }
+        if let Some(cpi) = req.cpi_in {
+            p.push(ipcomp_supported(cpi));
         }
         p.push(Payload::Sa(req.offer.clone()));
         if create {
@@ -271,6 +271,11 @@ impl Ike {
                 });
             }
             let spi_in = k.alloc_spi(Protocol::Esp);
+            // IPComp if both want it (§2.22): our CPI in the answer.
+            let ipcomp = match peer_cpi(msg) {
+                Some(theirs) if child.ipcomp => Some((cpi(k), theirs)),
+                _ => None,
+            };
             let keymat = self
                 .keymat(sa, &chosen, g_ir.as_deref().map(|v| v.as_slice()), ni, nr)
                 .ok_or_else(|| notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]))?;
@@ -285,6 +290,7 @@ impl Ike {
                 we_initiated: false,
                 reqid,
                 min_nonce: min_nonce(ni, nr),
+                ipcomp,
             };
             self.install_child(now, sa, install, &keymat, k);
             if let Some(spi) = rekey {
@@ -304,6 +310,9 @@ impl Ike {
             let mut out = Vec::new();
             if mode == Mode::Transport {
                 out.push(notify(NotifyType::USE_TRANSPORT_MODE, vec![]));
+            }
+            if let Some((ours, _)) = ipcomp {
+                out.push(ipcomp_supported(ours));
             }
             out.push(Payload::Sa(vec![config::child_answer(&chosen, spi_in)]));
             if create {
@@ -380,6 +389,15 @@ impl Ike {
             .rekey
             .and_then(|old| sa.children.iter().find(|c| c.spi_in == old))
             .map(|c| c.reqid);
+        // IPComp only if the peer answered our offer with its CPI.
+        let ipcomp = match (req.cpi_in, peer_cpi(msg)) {
+            (Some(ours), Some(theirs)) => Some((ours, theirs)),
+            (Some(ours), None) => {
+                k.release_spi(Protocol::IpComp, u32::from(ours));
+                None
+            }
+            _ => None,
+        };
         let install = Install {
             cfg: req.cfg,
             chosen: &chosen,
@@ -390,6 +408,7 @@ impl Ike {
             we_initiated: true,
             reqid,
             min_nonce: min_nonce(ni, nr),
+            ipcomp,
         };
         self.install_child(now, sa, install, &keymat, k);
         Ok(req.spi_in)
@@ -404,7 +423,7 @@ impl Ike {
         msg: Message,
         k: &mut dyn Kernel,
     ) {
-        let (cfg, rekey, spi_in) = (req.cfg, req.rekey, req.spi_in);
+        let (cfg, rekey, spi_in) = (req.cfg, req.rekey, (req.spi_in, req.cpi_in));
         let name = self.child_name(&sa, cfg);
         if let Some(n) = error_notify(&msg) {
             let (ty, data) = (n.ty, n.data.clone());
@@ -504,6 +523,9 @@ impl Ike {
     ) {
         let name = self.child_name(sa, req.cfg);
         k.release_spi(Protocol::Esp, req.spi_in);
+        if let Some(cpi) = req.cpi_in {
+            k.release_spi(Protocol::IpComp, u32::from(cpi));
+        }
         sa.collisions.retain(|(old, _)| Some(*old) != req.rekey);
         if ty == NotifyType::INVALID_KE_PAYLOAD && data.len() == 2 && req.ke.is_some() {
             let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
@@ -542,10 +564,13 @@ impl Ike {
         now: Duration,
         mut sa: IkeSa,
         rekey: Option<u32>,
-        spi_in: u32,
+        (spi_in, cpi_in): (u32, Option<u16>),
         k: &mut dyn Kernel,
     ) {
         k.release_spi(Protocol::Esp, spi_in);
+        if let Some(cpi) = cpi_in {
+            k.release_spi(Protocol::IpComp, u32::from(cpi));
+        }
         self.restore(&mut sa, rekey);
         sa.collisions.retain(|(old, _)| Some(*old) != rekey);
         self.kick(now, sa, k);
@@ -632,338 +657,6 @@ impl Ike {
         self.respond(&mut sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
         self.kick(now, sa, k);
     }
-
-    /// Install a Child SA's pair of SAs (and, for a new reqid, its
-    /// policies), and record it in `sa`.
-    fn install_child(
-        &mut self,
-        now: Duration,
-        sa: &mut IkeSa,
-        i: Install<'_>,
-        keymat: &[u8],
-        k: &mut dyn Kernel,
-    ) {
-        let child = &self.config.connections[sa.conn].children[i.cfg];
-        let chosen = i.chosen;
-        let enc_len = chosen.encr.map_or(0, |e| e.keymat_len());
-        let dir_len = enc_len + integ_key_len(chosen.integ);
-        let (i2r, rest) = keymat.split_at(dir_len.min(keymat.len()));
-        let r2i = &rest[..dir_len.min(rest.len())];
-        let (out_keys, in_keys) = if i.we_initiated {
-            (i2r, r2i)
-        } else {
-            (r2i, i2r)
-        };
-        let encap = sa.nat_local || sa.nat_remote;
-        let nz = |v: u64| (v != 0).then_some(v);
-        // The volume soft limits, with strongSwan's jitter; time is ours.
-        let jitter = |limit: u64, rand: u64, r: u64| match limit {
-            0 => None,
-            l => Some(l - r % (rand.min(l - 1) + 1)),
-        };
-        let (rb, rp) = (self.rng.next_u64(), self.rng.next_u64());
-        let soft_bytes = jitter(child.rekey_bytes, child.rand_bytes, rb);
-        let soft_packets = jitter(child.rekey_packets, child.rand_packets, rp);
-        let lifetime = Lifetime {
-            soft: Limits {
-                bytes: soft_bytes,
-                packets: soft_packets,
-                ..Limits::default()
-            },
-            hard: Limits {
-                bytes: nz(child.life_bytes),
-                packets: nz(child.life_packets),
-                add_time: (!child.life_time.is_zero()).then_some(child.life_time),
-                use_time: None,
-            },
-        };
-        // A trapped child takes the trap's reqid: its policies are there.
-        let trap = self
-            .traps
-            .iter()
-            .find(|(_, &(ci, cj))| ci == sa.conn && cj == i.cfg)
-            .map(|(r, _)| *r);
-        // Another Child SA of the same config and selectors (both ends
-        // started it, or `ctl initiate` twice): the same policies serve
-        // both, so they share its reqid, as strongSwan's do.
-        let twin = self
-            .sas
-            .values()
-            .chain(core::iter::once(&*sa))
-            .filter(|s| s.conn == sa.conn)
-            .flat_map(|s| s.children.iter())
-            .find(|c| c.cfg == i.cfg && c.local_ts == i.local_ts && c.remote_ts == i.remote_ts)
-            .map(|c| c.reqid);
-        let shared = trap.or(twin);
-        let fresh = i.reqid.is_none() && shared.is_none();
-        let reqid = match i.reqid.or(shared) {
-            Some(r) => r,
-            None => {
-                self.next_reqid += 1;
-                self.next_reqid - 1
-            }
-        };
-        let (local, remote) = (sa.local, sa.remote);
-        let make = |spi: u32, src: std::net::SocketAddr, dst: std::net::SocketAddr, keys: &[u8]| {
-            let (ek, ik) = keys.split_at(enc_len.min(keys.len()));
-            let mut c = SaConfig::esp(spi, i.mode, src.ip(), dst.ip())
-                .with_encr(chosen.encr.map_or(EncrId::NULL, |e| e.id), ek)
-                .with_integ(chosen.integ, ik);
-            c.encap = encap.then_some(UdpEncap {
-                src_port: src.port(),
-                dst_port: dst.port(),
-            });
-            c.replay_window = child.replay_window;
-            c.esn = chosen.esn;
-            c.lifetime = lifetime;
-            c.reqid = reqid;
-            c
-        };
-        k.add_sa(make(i.spi_in, remote, local, in_keys));
-        // DESIGN.md "Rekeying without loss": the responder of a rekey
-        // keeps sending on the old SA until the initiator deletes it (the
-        // initiator installs the new inbound SA only when our answer
-        // arrives); the new outbound SA waits in the Child SA till then.
-        let out = make(chosen.spi, local, remote, out_keys);
-        let deferred_out = if i.reqid.is_some() && !i.we_initiated {
-            Some(out)
-        } else {
-            k.add_sa(out);
-            None
-        };
-        let (rekey_time, rand_time, life_time) =
-            (child.rekey_time, child.rand_time, child.life_time);
-        let name = child.name.clone();
-        if fresh {
-            self.install_policies(
-                reqid,
-                i.mode,
-                local.ip(),
-                remote.ip(),
-                &i.local_ts,
-                &i.remote_ts,
-                k,
-            );
-        }
-        let rekey_at = (!rekey_time.is_zero()).then(|| now + self.jittered(rekey_time, rand_time));
-        let fmt_ts = |t: &[TrafficSelector]| t.iter().map(ts_string).collect::<Vec<_>>().join(" ");
-        self.events.push(format!(
-            "CHILD_SA {name}{{{reqid}}} established with SPIs {:08x}_i {:08x}_o and TS {} === {}",
-            i.spi_in,
-            chosen.spi,
-            fmt_ts(&i.local_ts),
-            fmt_ts(&i.remote_ts)
-        ));
-        sa.children.push(ChildSa {
-            cfg: i.cfg,
-            reqid,
-            mode: i.mode,
-            spi_in: i.spi_in,
-            spi_out: chosen.spi,
-            encr: chosen.encr,
-            integ: chosen.integ,
-            dh: chosen.dh,
-            esn: chosen.esn,
-            encap,
-            local_ts: i.local_ts,
-            remote_ts: i.remote_ts,
-            state: ChildState::Installed,
-            installed: now,
-            rekey_at,
-            expire_at: (!life_time.is_zero()).then_some(now + life_time),
-            min_nonce: i.min_nonce,
-            sa_in: SaId {
-                protocol: Protocol::Esp,
-                spi: i.spi_in,
-                dst: local.ip(),
-            },
-            sa_out: SaId {
-                protocol: Protocol::Esp,
-                spi: chosen.spi,
-                dst: remote.ip(),
-            },
-            deferred_out,
-        });
-    }
-
-    /// The data plane says SA `id` crossed its soft byte or packet limit
-    /// (`rekey_bytes`, `rekey_packets`): rekey its Child SA.
-    pub fn soft_expired(&mut self, now: Duration, id: SaId, k: &mut dyn Kernel) {
-        self.clock = now;
-        let owner = self.sas.iter().find_map(|(key, sa)| {
-            sa.children
-                .iter()
-                .find(|c| {
-                    c.state == ChildState::Installed && (c.spi_in == id.spi || c.spi_out == id.spi)
-                })
-                .map(|c| (*key, c.spi_in))
-        });
-        let Some((key, spi)) = owner else { return };
-        let Some(mut sa) = self.sas.remove(&key) else {
-            return;
-        };
-        if !sa.queue.contains(&Todo::RekeyChild(spi)) {
-            self.events.push(format!(
-                "CHILD_SA with SPI {spi:08x}_i reached its rekey volume: rekeying"
-            ));
-            sa.queue.push_back(Todo::RekeyChild(spi));
-        }
-        self.kick(now, sa, k);
-    }
-
-    /// Whether some child has a volume limit (the daemon then watches the
-    /// SAs' soft state for [`Ike::soft_expired`]).
-    pub fn volume_limited(&self) -> bool {
-        self.config.connections.iter().any(|c| {
-            c.children
-                .iter()
-                .any(|ch| ch.rekey_bytes > 0 || ch.rekey_packets > 0)
-        })
-    }
-
-    /// Install the trap policies of child `cj` of connection `ci`: what
-    /// matches them and finds no SA makes the data plane ask for one
-    /// ([`Ike::acquire`]).
-    pub(crate) fn install_trap(
-        &mut self,
-        ci: usize,
-        cj: usize,
-        k: &mut dyn Kernel,
-    ) -> Result<(), String> {
-        let conn = &self.config.connections[ci];
-        let child = &conn.children[cj];
-        let remote = conn
-            .remote_addrs
-            .iter()
-            .find_map(|a| match a {
-                crate::config::AddrSpec::Addr(ip) => Some(*ip),
-                _ => None,
-            })
-            .ok_or_else(|| {
-                format!(
-                    "{}: start_action = trap needs a single address in remote_addrs",
-                    child.name
-                )
-            })?;
-        let local = conn
-            .local_addrs
-            .iter()
-            .find_map(|a| match a {
-                crate::config::AddrSpec::Addr(ip) if ip.is_ipv4() == remote.is_ipv4() => Some(*ip),
-                _ => None,
-            })
-            .or_else(|| k.source_for(remote))
-            .ok_or_else(|| format!("{}: no local address to reach {remote}", child.name))?;
-        let (local_ts, remote_ts) = (
-            ts::from_config(&child.local_ts, local),
-            ts::from_config(&child.remote_ts, remote),
-        );
-        let mode = child.mode;
-        let name = child.name.clone();
-        let reqid = self.next_reqid;
-        self.next_reqid += 1;
-        self.install_policies(reqid, mode, local, remote, &local_ts, &remote_ts, k);
-        self.traps.insert(reqid, (ci, cj));
-        let fmt_ts = |t: &[TrafficSelector]| t.iter().map(ts_string).collect::<Vec<_>>().join(" ");
-        self.events.push(format!(
-            "trap policy {name}{{{reqid}}} installed: {} === {}",
-            fmt_ts(&local_ts),
-            fmt_ts(&remote_ts)
-        ));
-        Ok(())
-    }
-
-    /// The out and fwd policies of a Child SA (RFC 4301 §4.4.1): traffic
-    /// from our selectors to the peer's is protected with the SAs of
-    /// `reqid`; what arrives from the peer's must have come through them.
-    #[allow(clippy::too_many_arguments)]
-    fn install_policies(
-        &mut self,
-        reqid: u32,
-        mode: Mode,
-        local: std::net::IpAddr,
-        remote: std::net::IpAddr,
-        local_ts: &[TrafficSelector],
-        remote_ts: &[TrafficSelector],
-        k: &mut dyn Kernel,
-    ) {
-        let template = |src, dst| SaTemplate {
-            protocol: Protocol::Esp,
-            mode,
-            tunnel: (mode == Mode::Tunnel).then_some((src, dst)),
-            level: Level::Require,
-            reqid,
-        };
-        let mut installed = Vec::new();
-        for (direction, from, to, t) in [
-            (Direction::Out, local_ts, remote_ts, template(local, remote)),
-            (Direction::Fwd, remote_ts, local_ts, template(remote, local)),
-        ] {
-            for selector in ts::selectors(from, to) {
-                k.add_policy(Policy {
-                    direction,
-                    selector,
-                    action: Action::Protect(vec![t]),
-                    priority: 0,
-                });
-                installed.push((direction, selector));
-            }
-        }
-        self.policies.insert(reqid, installed);
-    }
-
-    /// Remove the Child SA with inbound SPI `spi` from `sa` and the data
-    /// plane; its policies go with the last SA of its reqid.
-    pub(crate) fn remove_child(&mut self, sa: &mut IkeSa, spi: u32, k: &mut dyn Kernel) {
-        let Some(at) = sa.children.iter().position(|c| c.spi_in == spi) else {
-            return;
-        };
-        let c = sa.children.remove(at);
-        // Its successor starts sending now, before the old SAs go.
-        for s in sa.children.iter_mut().filter(|s| s.reqid == c.reqid) {
-            if let Some(out) = s.deferred_out.take() {
-                k.add_sa(out);
-            }
-        }
-        k.del_sa(c.sa_out);
-        // A replaced SA's inbound half stays a while: packets the peer
-        // sealed before it switched may still be on their way (DESIGN.md
-        // "Rekeying without loss").
-        if sa.children.iter().any(|s| s.reqid == c.reqid) {
-            self.lingering.push((c.sa_in, self.clock + INBOUND_GRACE));
-        } else {
-            k.del_sa(c.sa_in);
-        }
-        let used = sa
-            .children
-            .iter()
-            .chain(self.sas.values().flat_map(|s| s.children.iter()))
-            .any(|o| o.reqid == c.reqid);
-        // A trap's policies stay: the next packet negotiates again.
-        if !used && !self.traps.contains_key(&c.reqid) {
-            for (direction, selector) in self.policies.remove(&c.reqid).unwrap_or_default() {
-                k.del_policy(direction, selector);
-            }
-        }
-        let name = self.child_name(sa, c.cfg);
-        self.events.push(format!(
-            "CHILD_SA {name}{{{}}} with SPIs {:08x}_i {:08x}_o removed",
-            c.reqid, c.spi_in, c.spi_out
-        ));
-    }
-}
-
-/// What [`Ike::install_child`] installs.
-struct Install<'a> {
-    cfg: usize,
-    chosen: &'a ChildChosen,
-    spi_in: u32,
-    mode: Mode,
-    local_ts: Vec<TrafficSelector>,
-    remote_ts: Vec<TrafficSelector>,
-    we_initiated: bool,
-    reqid: Option<u32>,
-    min_nonce: Vec<u8>,
 }
 
 /// `10.1.0.0/24` or `10.1.0.1-10.1.0.9`, with `[proto/port]` if narrowed.
@@ -986,3 +679,31 @@ pub(crate) fn ts_string(t: &TrafficSelector) -> String {
     }
     s
 }
+
+/// A fresh CPI (RFC 3173 §3.3: 256 and up; the kernel interface hands out
+/// one that fits 16 bits for IPComp).
+fn cpi(k: &mut dyn Kernel) -> u16 {
+    u16::try_from(k.alloc_spi(Protocol::IpComp)).unwrap_or(u16::MAX)
+}
+
+/// IPCOMP_SUPPORTED with our CPI and DEFLATE, the one transform we have
+/// (RFC 7296 §3.10.1: a 2-byte CPI, then a 1-byte transform ID).
+fn ipcomp_supported(cpi: u16) -> Payload {
+    let [hi, lo] = cpi.to_be_bytes();
+    notify(NotifyType::IPCOMP_SUPPORTED, vec![hi, lo, IPCOMP_DEFLATE])
+}
+
+/// The peer's CPI, if it offered (or accepted) IPComp with DEFLATE.
+fn peer_cpi(msg: &Message) -> Option<u16> {
+    notifies(msg)
+        .filter(|n| n.ty == NotifyType::IPCOMP_SUPPORTED)
+        .find_map(|n| match n.data[..] {
+            [hi, lo, IPCOMP_DEFLATE] if u16::from_be_bytes([hi, lo]) >= 256 => {
+                Some(u16::from_be_bytes([hi, lo]))
+            }
+            _ => None,
+        })
+}
+
+/// The IPComp transform ID of DEFLATE (RFC 3173 §3.3, IANA).
+const IPCOMP_DEFLATE: u8 = 2;

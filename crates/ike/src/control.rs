@@ -67,6 +67,8 @@ pub struct ChildSaInfo {
     pub proposal: String,
     /// The DH group of the exchange that made it (PFS), `None` without.
     pub dh_group: Option<String>,
+    /// IPComp CPIs (in, out), when negotiated.
+    pub cpis: Option<(u16, u16)>,
     /// Seconds since it was installed.
     pub installed_s: u64,
     /// Seconds until it is rekeyed.
@@ -152,6 +154,7 @@ impl Ike {
                                 proposal: p,
                                 dh_group: (c.dh != flowsec_wire::iana::DhGroup::NONE)
                                     .then(|| c.dh.to_string()),
+                                cpis: c.ipcomp.map(|(i, o)| (i.spi as u16, o.spi as u16)),
                                 installed_s: secs(now.saturating_sub(c.installed)),
                                 rekey_in_s: until(c.rekey_at),
                                 expire_in_s: until(c.expire_at),

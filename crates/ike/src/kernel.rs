@@ -45,7 +45,8 @@ pub trait Kernel {
 }
 
 /// A [`Kernel`] that records what it was asked, for tests and `--dry-run`
-/// style checks: SPIs count up from 0xc000_0000 + `spi_base`.
+/// style checks: SPIs count up from 0xc000_0000 + `spi_base`, CPIs from
+/// 0x1000 + `spi_base`.
 #[derive(Debug, Default)]
 pub struct RecordingKernel {
     /// First SPI handed out is `0xc000_0000 + spi_base + 1`.
@@ -70,9 +71,13 @@ impl RecordingKernel {
 }
 
 impl Kernel for RecordingKernel {
-    fn alloc_spi(&mut self, _protocol: Protocol) -> u32 {
+    fn alloc_spi(&mut self, protocol: Protocol) -> u32 {
         self.spis += 1;
-        0xc000_0000 + self.spi_base + self.spis
+        match protocol {
+            // A CPI: 16 bits, 256 and up (RFC 3173 §3.3).
+            Protocol::IpComp => 0x1000 + self.spi_base + self.spis,
+            _ => 0xc000_0000 + self.spi_base + self.spis,
+        }
     }
 
     fn add_sa(&mut self, sa: SaConfig) {

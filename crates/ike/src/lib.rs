@@ -27,11 +27,13 @@ mod engine;
 pub mod exchange;
 mod info;
 mod init;
+mod install;
 pub mod kernel;
 pub mod random;
 mod rekey;
 mod rules;
 pub mod sa;
+mod timers;
 pub mod ts;
 
 pub use control::{ChildSaInfo, IkeSaInfo};

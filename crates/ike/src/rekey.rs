@@ -17,10 +17,11 @@ use flowsec_wire::ike::{Ke, Message, Payload};
 
 use crate::config::{self, IkeChosen};
 use crate::crypto;
-use crate::engine::{error_notify, hand_over, notify, Ike};
+use crate::engine::{error_notify, notify, Ike};
 use crate::init::new_sa;
 use crate::kernel::Kernel;
 use crate::sa::{IkeRekeyRequest, IkeSa, IkeState, Task, Todo};
+use crate::timers::hand_over;
 
 /// Bytes of our nonces.
 const NONCE_LEN: usize = 32;

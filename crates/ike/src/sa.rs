@@ -111,9 +111,11 @@ pub(crate) struct ChildSa {
     /// the IKE SA's addresses then, which may change later, §2.23).
     pub sa_in: flowsec_ipsec::SaId,
     pub sa_out: flowsec_ipsec::SaId,
-    /// Responder of a rekey: the outbound SA, installed when the SA it
-    /// replaces goes (DESIGN.md "Rekeying without loss").
-    pub deferred_out: Option<flowsec_ipsec::SaConfig>,
+    /// The IPComp SAs (inbound, outbound), when negotiated (§2.22).
+    pub ipcomp: Option<(flowsec_ipsec::SaId, flowsec_ipsec::SaId)>,
+    /// Responder of a rekey: the outbound SAs, installed when the SA they
+    /// replace goes (DESIGN.md "Rekeying without loss").
+    pub deferred_out: Vec<flowsec_ipsec::SaConfig>,
 }
 
 /// A CREATE_CHILD_SA (or IKE_AUTH) request of ours for a Child SA.
@@ -128,6 +130,8 @@ pub(crate) struct ChildRequest {
     pub tsi: Vec<TrafficSelector>,
     pub tsr: Vec<TrafficSelector>,
     pub mode: Mode,
+    /// Our CPI, when we offer IPComp (IPCOMP_SUPPORTED, §2.22).
+    pub cpi_in: Option<u16>,
 }
 
 /// Our IKE SA rekey request (§1.3.2).

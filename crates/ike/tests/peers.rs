@@ -930,3 +930,55 @@ fn selectors_that_would_need_too_many_policies_are_refused() {
     p.assert_up(0);
     assert!(p.kb.policies.is_empty());
 }
+
+#[test]
+fn ipcomp_is_negotiated_when_both_want_it() {
+    let a = conf(
+        A,
+        B,
+        "10.1.0.0/24",
+        "10.2.0.0/24",
+        "",
+        "start_action = start\n ipcomp = yes",
+        "k",
+    );
+    let b = conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "ipcomp = yes", "k");
+    let mut p = Pair::new(&a, &b);
+    p.start();
+    p.settle();
+    let c = p.a.list(p.now)[0].children[0].clone();
+    let (cpi_in, cpi_out) = c.cpis.expect("IPComp negotiated");
+    let comp = |k: &RecordingKernel, cpi: u16| {
+        k.sas
+            .iter()
+            .any(|s| s.protocol == flowsec_ipsec::Protocol::IpComp && s.spi == u32::from(cpi))
+    };
+    assert!(
+        comp(&p.ka, cpi_in) && comp(&p.ka, cpi_out) && comp(&p.kb, cpi_in) && comp(&p.kb, cpi_out)
+    );
+    // Each policy's bundle: IPComp (use) inside ESP (require).
+    for pol in &p.ka.policies {
+        match &pol.action {
+            flowsec_ipsec::Action::Protect(t) => {
+                assert_eq!(t.len(), 2);
+                assert_eq!(t[0].protocol, flowsec_ipsec::Protocol::IpComp);
+                assert_eq!(t[1].protocol, flowsec_ipsec::Protocol::Esp);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // A rekey negotiates new CPIs; the old IPComp SAs go with the old ESP ones.
+    p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.settle();
+    let n = p.a.list(p.now)[0].children[0].cpis.unwrap();
+    assert_ne!(n, (cpi_in, cpi_out));
+    assert!(!comp(&p.ka, cpi_in) && !comp(&p.kb, cpi_out));
+    assert_eq!((p.ka.sas.len(), p.kb.sas.len()), (4, 4));
+    // Only one side wants it: plain ESP.
+    let b = conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "", "k");
+    let mut p = Pair::new(&a, &b);
+    p.start();
+    p.settle();
+    p.assert_up(1);
+    assert!(p.a.list(p.now)[0].children[0].cpis.is_none());
+}

@@ -1,0 +1,405 @@
+//! Installing and removing what a Child SA consists of through the
+//! [`Kernel`]: its pair of ESP SAs (and IPComp SAs, RFC 3173, when both
+//! ends offered IPCOMP_SUPPORTED, RFC 7296 §2.22), the policies of its
+//! reqid (RFC 4301 §4.4.1), trap policies (`start_action = trap`), and
+//! the data plane's volume limits.
+
+use core::time::Duration;
+
+use flowsec_crypto::suite::integ_key_len;
+use flowsec_crypto::EncrId;
+use flowsec_ipsec::spd::{Level, SaTemplate};
+use flowsec_ipsec::{
+    Action, Direction, Lifetime, Limits, Mode, Policy, Protocol, SaConfig, SaId, UdpEncap,
+};
+use flowsec_wire::ike::TrafficSelector;
+
+use crate::child::ts_string;
+use crate::config::ChildChosen;
+use crate::engine::Ike;
+use crate::kernel::Kernel;
+use crate::sa::{ChildSa, ChildState, IkeSa, Todo};
+use crate::ts;
+
+/// How long the inbound SA of a replaced Child SA outlives it.
+pub(crate) const INBOUND_GRACE: Duration = Duration::from_secs(5);
+
+/// What [`Ike::install_child`] installs.
+pub(crate) struct Install<'a> {
+    pub cfg: usize,
+    pub chosen: &'a ChildChosen,
+    pub spi_in: u32,
+    pub mode: Mode,
+    pub local_ts: Vec<TrafficSelector>,
+    pub remote_ts: Vec<TrafficSelector>,
+    pub we_initiated: bool,
+    pub reqid: Option<u32>,
+    pub min_nonce: Vec<u8>,
+    /// IPComp: (our CPI, the peer's).
+    pub ipcomp: Option<(u16, u16)>,
+}
+
+impl Ike {
+    /// Install a Child SA's pair of SAs (and, for a new reqid, its
+    /// policies), and record it in `sa`.
+    pub(crate) fn install_child(
+        &mut self,
+        now: Duration,
+        sa: &mut IkeSa,
+        i: Install<'_>,
+        keymat: &[u8],
+        k: &mut dyn Kernel,
+    ) {
+        let child = &self.config.connections[sa.conn].children[i.cfg];
+        let chosen = i.chosen;
+        let enc_len = chosen.encr.map_or(0, |e| e.keymat_len());
+        let dir_len = enc_len + integ_key_len(chosen.integ);
+        let (i2r, rest) = keymat.split_at(dir_len.min(keymat.len()));
+        let r2i = &rest[..dir_len.min(rest.len())];
+        let (out_keys, in_keys) = if i.we_initiated {
+            (i2r, r2i)
+        } else {
+            (r2i, i2r)
+        };
+        let encap = sa.nat_local || sa.nat_remote;
+        let nz = |v: u64| (v != 0).then_some(v);
+        // The volume soft limits, with strongSwan's jitter; time is ours.
+        let jitter = |limit: u64, rand: u64, r: u64| match limit {
+            0 => None,
+            l => Some(l - r % (rand.min(l - 1) + 1)),
+        };
+        let (rb, rp) = (self.rng.next_u64(), self.rng.next_u64());
+        let soft_bytes = jitter(child.rekey_bytes, child.rand_bytes, rb);
+        let soft_packets = jitter(child.rekey_packets, child.rand_packets, rp);
+        let lifetime = Lifetime {
+            soft: Limits {
+                bytes: soft_bytes,
+                packets: soft_packets,
+                ..Limits::default()
+            },
+            hard: Limits {
+                bytes: nz(child.life_bytes),
+                packets: nz(child.life_packets),
+                add_time: (!child.life_time.is_zero()).then_some(child.life_time),
+                use_time: None,
+            },
+        };
+        // A trapped child takes the trap's reqid: its policies are there.
+        let trap = self
+            .traps
+            .iter()
+            .find(|(_, &(ci, cj))| ci == sa.conn && cj == i.cfg)
+            .map(|(r, _)| *r);
+        // Another Child SA of the same config and selectors (both ends
+        // started it, or `ctl initiate` twice): the same policies serve
+        // both, so they share its reqid, as strongSwan's do.
+        let twin = self
+            .sas
+            .values()
+            .chain(core::iter::once(&*sa))
+            .filter(|s| s.conn == sa.conn)
+            .flat_map(|s| s.children.iter())
+            .find(|c| c.cfg == i.cfg && c.local_ts == i.local_ts && c.remote_ts == i.remote_ts)
+            .map(|c| c.reqid);
+        let shared = trap.or(twin);
+        let fresh = i.reqid.is_none() && shared.is_none();
+        let reqid = match i.reqid.or(shared) {
+            Some(r) => r,
+            None => {
+                self.next_reqid += 1;
+                self.next_reqid - 1
+            }
+        };
+        let (local, remote) = (sa.local, sa.remote);
+        let make = |spi: u32, src: std::net::SocketAddr, dst: std::net::SocketAddr, keys: &[u8]| {
+            let (ek, ik) = keys.split_at(enc_len.min(keys.len()));
+            let mut c = SaConfig::esp(spi, i.mode, src.ip(), dst.ip())
+                .with_encr(chosen.encr.map_or(EncrId::NULL, |e| e.id), ek)
+                .with_integ(chosen.integ, ik);
+            c.encap = encap.then_some(UdpEncap {
+                src_port: src.port(),
+                dst_port: dst.port(),
+            });
+            c.replay_window = child.replay_window;
+            c.esn = chosen.esn;
+            c.lifetime = lifetime;
+            c.reqid = reqid;
+            c
+        };
+        k.add_sa(make(i.spi_in, remote, local, in_keys));
+        // DESIGN.md "Rekeying without loss": the responder of a rekey
+        // keeps sending on the old SA until the initiator deletes it (the
+        // initiator installs the new inbound SA only when our answer
+        // arrives); the new outbound SA waits in the Child SA till then.
+        let mut outs = vec![make(chosen.spi, local, remote, out_keys)];
+        let ipcomp = i.ipcomp.map(|(ours, theirs)| {
+            let comp = |cpi: u16, src: std::net::SocketAddr, dst: std::net::SocketAddr| {
+                let mut c = SaConfig::ipcomp(cpi, i.mode, src.ip(), dst.ip());
+                c.lifetime.hard.add_time = lifetime.hard.add_time;
+                c.reqid = reqid;
+                c
+            };
+            k.add_sa(comp(ours, remote, local));
+            outs.push(comp(theirs, local, remote));
+            let id = |cpi: u16, dst: std::net::SocketAddr| SaId {
+                protocol: Protocol::IpComp,
+                spi: u32::from(cpi),
+                dst: dst.ip(),
+            };
+            (id(ours, local), id(theirs, remote))
+        });
+        let deferred_out = if i.reqid.is_some() && !i.we_initiated {
+            outs
+        } else {
+            for out in outs {
+                k.add_sa(out);
+            }
+            Vec::new()
+        };
+        let (rekey_time, rand_time, life_time) =
+            (child.rekey_time, child.rand_time, child.life_time);
+        let name = child.name.clone();
+        if fresh {
+            let comp = child.ipcomp;
+            self.install_policies(
+                reqid,
+                (i.mode, comp),
+                (local.ip(), remote.ip()),
+                &i.local_ts,
+                &i.remote_ts,
+                k,
+            );
+        }
+        let rekey_at = (!rekey_time.is_zero()).then(|| now + self.jittered(rekey_time, rand_time));
+        let fmt_ts = |t: &[TrafficSelector]| t.iter().map(ts_string).collect::<Vec<_>>().join(" ");
+        self.events.push(format!(
+            "CHILD_SA {name}{{{reqid}}} established with SPIs {:08x}_i {:08x}_o and TS {} === {}",
+            i.spi_in,
+            chosen.spi,
+            fmt_ts(&i.local_ts),
+            fmt_ts(&i.remote_ts)
+        ));
+        sa.children.push(ChildSa {
+            cfg: i.cfg,
+            reqid,
+            mode: i.mode,
+            spi_in: i.spi_in,
+            spi_out: chosen.spi,
+            encr: chosen.encr,
+            integ: chosen.integ,
+            dh: chosen.dh,
+            esn: chosen.esn,
+            encap,
+            local_ts: i.local_ts,
+            remote_ts: i.remote_ts,
+            state: ChildState::Installed,
+            installed: now,
+            rekey_at,
+            expire_at: (!life_time.is_zero()).then_some(now + life_time),
+            min_nonce: i.min_nonce,
+            sa_in: SaId {
+                protocol: Protocol::Esp,
+                spi: i.spi_in,
+                dst: local.ip(),
+            },
+            sa_out: SaId {
+                protocol: Protocol::Esp,
+                spi: chosen.spi,
+                dst: remote.ip(),
+            },
+            ipcomp,
+            deferred_out,
+        });
+    }
+
+    /// The data plane says SA `id` crossed its soft byte or packet limit
+    /// (`rekey_bytes`, `rekey_packets`): rekey its Child SA.
+    pub fn soft_expired(&mut self, now: Duration, id: SaId, k: &mut dyn Kernel) {
+        self.clock = now;
+        let owner = self.sas.iter().find_map(|(key, sa)| {
+            sa.children
+                .iter()
+                .find(|c| {
+                    c.state == ChildState::Installed && (c.spi_in == id.spi || c.spi_out == id.spi)
+                })
+                .map(|c| (*key, c.spi_in))
+        });
+        let Some((key, spi)) = owner else { return };
+        let Some(mut sa) = self.sas.remove(&key) else {
+            return;
+        };
+        if !sa.queue.contains(&Todo::RekeyChild(spi)) {
+            self.events.push(format!(
+                "CHILD_SA with SPI {spi:08x}_i reached its rekey volume: rekeying"
+            ));
+            sa.queue.push_back(Todo::RekeyChild(spi));
+        }
+        self.kick(now, sa, k);
+    }
+
+    /// Whether some child has a volume limit (the daemon then watches the
+    /// SAs' soft state for [`Ike::soft_expired`]).
+    pub fn volume_limited(&self) -> bool {
+        self.config.connections.iter().any(|c| {
+            c.children
+                .iter()
+                .any(|ch| ch.rekey_bytes > 0 || ch.rekey_packets > 0)
+        })
+    }
+
+    /// Install the trap policies of child `cj` of connection `ci`: what
+    /// matches them and finds no SA makes the data plane ask for one
+    /// ([`Ike::acquire`]).
+    pub(crate) fn install_trap(
+        &mut self,
+        ci: usize,
+        cj: usize,
+        k: &mut dyn Kernel,
+    ) -> Result<(), String> {
+        let conn = &self.config.connections[ci];
+        let child = &conn.children[cj];
+        let remote = conn
+            .remote_addrs
+            .iter()
+            .find_map(|a| match a {
+                crate::config::AddrSpec::Addr(ip) => Some(*ip),
+                _ => None,
+            })
+            .ok_or_else(|| {
+                format!(
+                    "{}: start_action = trap needs a single address in remote_addrs",
+                    child.name
+                )
+            })?;
+        let local = conn
+            .local_addrs
+            .iter()
+            .find_map(|a| match a {
+                crate::config::AddrSpec::Addr(ip) if ip.is_ipv4() == remote.is_ipv4() => Some(*ip),
+                _ => None,
+            })
+            .or_else(|| k.source_for(remote))
+            .ok_or_else(|| format!("{}: no local address to reach {remote}", child.name))?;
+        let (local_ts, remote_ts) = (
+            ts::from_config(&child.local_ts, local),
+            ts::from_config(&child.remote_ts, remote),
+        );
+        let mode = child.mode;
+        let name = child.name.clone();
+        let reqid = self.next_reqid;
+        self.next_reqid += 1;
+        let comp = child.ipcomp;
+        self.install_policies(
+            reqid,
+            (mode, comp),
+            (local, remote),
+            &local_ts,
+            &remote_ts,
+            k,
+        );
+        self.traps.insert(reqid, (ci, cj));
+        let fmt_ts = |t: &[TrafficSelector]| t.iter().map(ts_string).collect::<Vec<_>>().join(" ");
+        self.events.push(format!(
+            "trap policy {name}{{{reqid}}} installed: {} === {}",
+            fmt_ts(&local_ts),
+            fmt_ts(&remote_ts)
+        ));
+        Ok(())
+    }
+
+    /// The out and fwd policies of a Child SA (RFC 4301 §4.4.1): traffic
+    /// from our selectors to the peer's is protected with the SAs of
+    /// `reqid`; what arrives from the peer's must have come through them.
+    #[allow(clippy::too_many_arguments)]
+    /// With `ipcomp`, IPComp comes first in the bundle (setkey's order
+    /// `ipcomp esp`) at level `use`: small packets go uncompressed (RFC
+    /// 3173 §2.2), and a rekey may come without it.
+    pub(crate) fn install_policies(
+        &mut self,
+        reqid: u32,
+        (mode, ipcomp): (Mode, bool),
+        (local, remote): (std::net::IpAddr, std::net::IpAddr),
+        local_ts: &[TrafficSelector],
+        remote_ts: &[TrafficSelector],
+        k: &mut dyn Kernel,
+    ) {
+        let bundle = |src, dst| {
+            let t = |protocol, level| SaTemplate {
+                protocol,
+                mode,
+                tunnel: (mode == Mode::Tunnel).then_some((src, dst)),
+                level,
+                reqid,
+            };
+            let mut b = Vec::new();
+            if ipcomp {
+                b.push(t(Protocol::IpComp, Level::Use));
+            }
+            b.push(t(Protocol::Esp, Level::Require));
+            b
+        };
+        let mut installed = Vec::new();
+        for (direction, from, to, b) in [
+            (Direction::Out, local_ts, remote_ts, bundle(local, remote)),
+            (Direction::Fwd, remote_ts, local_ts, bundle(remote, local)),
+        ] {
+            for selector in ts::selectors(from, to) {
+                k.add_policy(Policy {
+                    direction,
+                    selector,
+                    action: Action::Protect(b.clone()),
+                    priority: 0,
+                });
+                installed.push((direction, selector));
+            }
+        }
+        self.policies.insert(reqid, installed);
+    }
+
+    /// Remove the Child SA with inbound SPI `spi` from `sa` and the data
+    /// plane; its policies go with the last SA of its reqid.
+    pub(crate) fn remove_child(&mut self, sa: &mut IkeSa, spi: u32, k: &mut dyn Kernel) {
+        let Some(at) = sa.children.iter().position(|c| c.spi_in == spi) else {
+            return;
+        };
+        let c = sa.children.remove(at);
+        // Its successor starts sending now, before the old SAs go.
+        for s in sa.children.iter_mut().filter(|s| s.reqid == c.reqid) {
+            for out in std::mem::take(&mut s.deferred_out) {
+                k.add_sa(out);
+            }
+        }
+        k.del_sa(c.sa_out);
+        let inbound = core::iter::once(c.sa_in).chain(c.ipcomp.map(|(i, _)| i));
+        if let Some((_, out)) = c.ipcomp {
+            k.del_sa(out);
+        }
+        // A replaced SA's inbound half stays a while: packets the peer
+        // sealed before it switched may still be on their way (DESIGN.md
+        // "Rekeying without loss").
+        if sa.children.iter().any(|s| s.reqid == c.reqid) {
+            let until = self.clock + INBOUND_GRACE;
+            self.lingering.extend(inbound.map(|id| (id, until)));
+        } else {
+            for id in inbound {
+                k.del_sa(id);
+            }
+        }
+        let used = sa
+            .children
+            .iter()
+            .chain(self.sas.values().flat_map(|s| s.children.iter()))
+            .any(|o| o.reqid == c.reqid);
+        // A trap's policies stay: the next packet negotiates again.
+        if !used && !self.traps.contains_key(&c.reqid) {
+            for (direction, selector) in self.policies.remove(&c.reqid).unwrap_or_default() {
+                k.del_policy(direction, selector);
+            }
+        }
+        let name = self.child_name(sa, c.cfg);
+        self.events.push(format!(
+            "CHILD_SA {name}{{{}}} with SPIs {:08x}_i {:08x}_o removed",
+            c.reqid, c.spi_in, c.spi_out
+        ));
+    }
+}

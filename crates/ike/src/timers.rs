@@ -1,0 +1,268 @@
+//! An IKE SA's clock-driven side: retransmissions and giving up on a dead
+//! peer (then `dpd_action`), the rekey and lifetime timers of IKE and
+//! Child SAs, dead-peer detection (RFC 7296 §1.4: an empty INFORMATIONAL
+//! after `dpd_delay` of silence), the inbound SAs kept after a rekey, and
+//! starting queued tasks when the window is free.
+
+use core::time::Duration;
+
+use flowsec_wire::iana::ExchangeType;
+
+use crate::engine::Ike;
+use crate::kernel::Kernel;
+use crate::sa::{IkeSa, IkeState, Task, Todo};
+
+impl Ike {
+    /// What the children of a dead IKE SA want (`dpd_action`): restart
+    /// (negotiate anew) or trap (policies wait for traffic).
+    fn after_death(&self, sa: &IkeSa) -> Vec<(usize, usize, crate::config::DpdAction)> {
+        let conn = &self.config.connections[sa.conn];
+        let mut out: Vec<(usize, usize, crate::config::DpdAction)> = Vec::new();
+        for c in &sa.children {
+            let action = conn.children[c.cfg].dpd_action;
+            if action != crate::config::DpdAction::Clear && !out.iter().any(|o| o.1 == c.cfg) {
+                out.push((sa.conn, c.cfg, action));
+            }
+        }
+        out
+    }
+
+    /// What children closed by the peer want (`close_action`), in
+    /// [`Ike::after_death`]'s terms; `spis` selects them (all if `None`).
+    pub(crate) fn after_close(
+        &self,
+        sa: &IkeSa,
+        spis: Option<&[u32]>,
+    ) -> Vec<(usize, usize, crate::config::DpdAction)> {
+        use crate::config::{CloseAction, DpdAction};
+        let conn = &self.config.connections[sa.conn];
+        let mut out: Vec<(usize, usize, DpdAction)> = Vec::new();
+        for c in sa
+            .children
+            .iter()
+            .filter(|c| spis.is_none_or(|s| s.contains(&c.spi_in)))
+        {
+            let action = match conn.children[c.cfg].close_action {
+                CloseAction::None => continue,
+                CloseAction::Trap => DpdAction::Trap,
+                CloseAction::Start => DpdAction::Restart,
+            };
+            if !out.iter().any(|o| o.1 == c.cfg) {
+                out.push((sa.conn, c.cfg, action));
+            }
+        }
+        out
+    }
+
+    /// Carry out [`Ike::after_death`]'s wishes.
+    pub(crate) fn revive(
+        &mut self,
+        now: Duration,
+        wishes: Vec<(usize, usize, crate::config::DpdAction)>,
+        k: &mut dyn Kernel,
+    ) {
+        for (ci, cj, action) in wishes {
+            let trapped = self.traps.values().any(|&t| t == (ci, cj));
+            let (conn, child) = (
+                self.config.connections[ci].name.clone(),
+                self.config.connections[ci].children[cj].name.clone(),
+            );
+            let done = match action {
+                crate::config::DpdAction::Restart => {
+                    self.events.push(format!(
+                        "initiating CHILD_SA {child} again (dpd_action or close_action)"
+                    ));
+                    self.initiate(now, Some(&conn), Some(&child), k)
+                }
+                crate::config::DpdAction::Trap if !trapped => self.install_trap(ci, cj, k),
+                _ => Ok(()),
+            };
+            if let Err(e) = done {
+                self.events.push(e);
+            }
+        }
+    }
+
+    /// Advance timers: retransmissions, lifetimes, rekeys, DPD, and start
+    /// queued tasks.
+    pub fn poll(&mut self, now: Duration, k: &mut dyn Kernel) {
+        self.clock = now;
+        let (gone, kept): (Vec<_>, Vec<_>) = self.lingering.drain(..).partition(|(_, t)| now >= *t);
+        self.lingering = kept;
+        for (id, _) in gone {
+            k.del_sa(id);
+        }
+        let keys: Vec<u64> = self.sas.keys().copied().collect();
+        for key in keys {
+            let Some(mut sa) = self.sas.remove(&key) else {
+                continue;
+            };
+            match sa.exch.poll(now, &self.settings.retransmit) {
+                Ok(Some(data)) => {
+                    self.stats.retransmits += 1;
+                    self.push(sa.local, sa.remote, data);
+                }
+                Ok(None) => {}
+                Err(()) => {
+                    self.stats.peers_dead += 1;
+                    let after = self.after_death(&sa);
+                    self.events.push(format!(
+                        "IKE_SA {}[{}]: no answer from {} after {} retransmissions: peer is dead, deleting",
+                        self.conn_name(&sa),
+                        sa.uid,
+                        sa.remote,
+                        self.settings.retransmit.tries
+                    ));
+                    self.destroy(sa, k);
+                    self.revive(now, after, k);
+                    continue;
+                }
+            }
+            match sa.state {
+                IkeState::HalfOpen if now >= sa.created + self.settings.half_open_timeout => {
+                    continue
+                }
+                IkeState::Rekeyed | IkeState::Deleting
+                    if sa.expire_at.is_some_and(|t| now >= t) =>
+                {
+                    self.destroy(sa, k);
+                    continue;
+                }
+                IkeState::Established => self.timers(now, &mut sa, k),
+                _ => {}
+            }
+            self.kick(now, sa, k);
+        }
+    }
+
+    /// The Established SA's own timers.
+    fn timers(&mut self, now: Duration, sa: &mut IkeSa, k: &mut dyn Kernel) {
+        let conn = &self.config.connections[sa.conn];
+        if sa.rekey_at.is_some_and(|t| now >= t) {
+            sa.rekey_at = None;
+            sa.queue.push_back(Todo::RekeyIke);
+        }
+        if sa.expire_at.is_some_and(|t| now >= t) {
+            sa.expire_at = None;
+            sa.queue.push_back(Todo::DeleteIke);
+        }
+        let dpd = conn.dpd_delay;
+        if !dpd.is_zero() && sa.exch.idle() && sa.queue.is_empty() && now >= sa.last_heard + dpd {
+            sa.queue.push_back(Todo::Dpd);
+        }
+        let mut expired = Vec::new();
+        for c in &mut sa.children {
+            if c.rekey_at.is_some_and(|t| now >= t) {
+                c.rekey_at = None;
+                sa.queue.push_back(Todo::RekeyChild(c.spi_in));
+            }
+            if c.expire_at.is_some_and(|t| now >= t) {
+                expired.push(c.spi_in);
+            }
+        }
+        for spi in expired {
+            // The hard lifetime (RFC 4301 §4.4.2.1): the SA goes now; the
+            // peer is told.
+            self.events.push(format!(
+                "CHILD_SA with SPI {spi:#010x} reached its life_time: deleting"
+            ));
+            if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == spi) {
+                c.expire_at = None;
+            }
+            sa.queue.push_back(Todo::DeleteChild(spi));
+            let _ = k;
+        }
+    }
+
+    /// If the window is free, start the next queued task of `sa`; then
+    /// keep `sa`.
+    pub(crate) fn kick(&mut self, now: Duration, mut sa: IkeSa, k: &mut dyn Kernel) {
+        while sa.exch.idle() {
+            if !can_start(&sa) {
+                break;
+            }
+            let Some(todo) = sa.queue.pop_front() else {
+                break;
+            };
+            match todo {
+                Todo::CreateChild(cfg) => self.start_child(now, &mut sa, cfg, None, k),
+                Todo::RekeyChild(spi) => {
+                    if let Some(cfg) = sa
+                        .children
+                        .iter()
+                        .find(|c| c.spi_in == spi && c.state == crate::sa::ChildState::Installed)
+                        .map(|c| c.cfg)
+                    {
+                        self.start_child(now, &mut sa, cfg, Some(spi), k);
+                    }
+                }
+                Todo::RekeyIke => self.start_ike_rekey(now, &mut sa),
+                Todo::DeleteChild(spi) => self.start_delete_child(now, &mut sa, spi),
+                Todo::DeleteIke => self.start_delete_ike(now, &mut sa),
+                Todo::Dpd => {
+                    self.request(now, &mut sa, ExchangeType::INFORMATIONAL, vec![], Task::Dpd)
+                }
+            }
+        }
+        self.keep(sa);
+    }
+
+    /// When [`Ike::poll`] should next be called.
+    pub fn next_timeout(&self) -> Option<Duration> {
+        let mut t: Option<Duration> = None;
+        let mut at = |d: Option<Duration>| {
+            if let Some(d) = d {
+                t = Some(t.map_or(d, |t| t.min(d)));
+            }
+        };
+        for (_, deadline) in &self.lingering {
+            at(Some(*deadline));
+        }
+        for sa in self.sas.values() {
+            at(sa.exch.deadline());
+            match sa.state {
+                IkeState::HalfOpen => at(Some(sa.created + self.settings.half_open_timeout)),
+                IkeState::Established => {
+                    at(sa.rekey_at);
+                    at(sa.expire_at);
+                    let dpd = self.config.connections[sa.conn].dpd_delay;
+                    if !dpd.is_zero() && sa.exch.idle() {
+                        at(Some(sa.last_heard + dpd));
+                    }
+                    for c in &sa.children {
+                        at(c.rekey_at);
+                        at(c.expire_at);
+                    }
+                }
+                IkeState::Rekeyed | IkeState::Deleting => at(sa.expire_at),
+                _ => {}
+            }
+            if sa.exch.idle() && can_start(sa) {
+                at(Some(Duration::ZERO));
+            }
+        }
+        t
+    }
+}
+
+/// Whether `sa` may start the task at the front of its queue now: an
+/// established SA any, a replaced one only its own DELETE. (The daemon
+/// polls again at once while this holds, so it must turn false once the
+/// task has started.)
+fn can_start(sa: &IkeSa) -> bool {
+    match sa.state {
+        IkeState::Established => !sa.queue.is_empty(),
+        IkeState::Rekeyed => matches!(sa.queue.front(), Some(Todo::DeleteIke)),
+        _ => false,
+    }
+}
+
+/// The queued tasks of a replaced IKE SA that its successor takes over
+/// (all but its own rekey and delete).
+pub(crate) fn hand_over(from: &mut IkeSa, to: &mut IkeSa) {
+    to.queue.extend(
+        from.queue
+            .drain(..)
+            .filter(|t| !matches!(t, Todo::DeleteIke | Todo::RekeyIke)),
+    );
+}
