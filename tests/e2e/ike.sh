@@ -573,6 +573,12 @@ sa_up() {
         grep -o 'selected proposal: .*' "$(log_of "$gw")" | sort -u | sed "s/^/    $gw /"
         break
     done
+    # What a user sees: `flowsec ctl sas` as `swanctl --list-sas` would say it.
+    for gw in gwA gwB; do
+        [ "${IMPL[$gw]}" = flowsec ] || continue
+        fctl "$gw" sas | head -n 14 | sed "s/^/    $gw: /"
+        break
+    done
 }
 check "a. IKE SA ESTABLISHED and Child SA INSTALLED at both ends, SPIs agreed" sa_up
 if [ "$E2E_FAILED" -ne 0 ]; then

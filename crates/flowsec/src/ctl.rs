@@ -293,9 +293,8 @@ fn print_ike_sa(sa: &Value) {
     );
     for c in sa["child_sas"].as_array().into_iter().flatten() {
         println!(
-            "  {}: #{}, reqid {}, {}, {}, {}{}:",
+            "  {}: reqid {}, {}, {}, {}{}:",
             s(c, "name"),
-            s(c, "reqid"),
             s(c, "reqid"),
             s(c, "state"),
             s(c, "mode"),
