@@ -54,6 +54,8 @@ pub enum Change {
     RemoveSa(SaId),
     /// Replace the SPD.
     Spd(Spd),
+    /// New UDP encapsulation ports for an SA (IKE follows a NAT rebinding).
+    Encap(SaId, flowsec_ipsec::UdpEncap),
 }
 
 /// A question in the input, answered once the changes are in.
@@ -235,6 +237,11 @@ pub fn apply_to(db: &mut Databases, changes: Vec<WorkerChange>) {
                 db.sad.remove(&id);
             }
             WorkerChange::Spd(spd) => db.spd = spd,
+            WorkerChange::Encap(id, encap) => {
+                if let Some(sa) = db.sad.lookup(&id).and_then(|h| db.sad.get_mut(h)) {
+                    sa.set_encap_ports(encap);
+                }
+            }
         }
     }
 }
@@ -248,6 +255,8 @@ pub enum WorkerChange {
     RemoveSa(SaId),
     /// Replace the SPD.
     Spd(Spd),
+    /// New UDP encapsulation ports for an SA.
+    Encap(SaId, flowsec_ipsec::UdpEncap),
 }
 
 /// Turn `changes` into one list per worker: each gets its own SA objects
@@ -268,6 +277,7 @@ pub fn per_worker(
                 )),
                 Change::RemoveSa(id) => WorkerChange::RemoveSa(*id),
                 Change::Spd(spd) => WorkerChange::Spd(spd.clone()),
+                Change::Encap(id, encap) => WorkerChange::Encap(*id, *encap),
             });
         }
     }

@@ -337,6 +337,15 @@ impl Kernel for PlaneKernel<'_> {
         }
     }
 
+    fn update_encap(&mut self, id: SaId, encap: flowsec_ipsec::UdpEncap) {
+        if let Some(c) = self.model.sas.get_mut(&id) {
+            if c.encap.is_some() {
+                c.encap = Some(encap);
+                self.changes.push(Change::Encap(id, encap));
+            }
+        }
+    }
+
     fn add_policy(&mut self, policy: Policy) {
         let what = format!(
             "{} {} -> {}",

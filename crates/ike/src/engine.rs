@@ -361,7 +361,9 @@ impl Ike {
         if header.response {
             match sa.exch.answered(header.message_id, header.exchange) {
                 Some(req) => {
-                    follow_peer(&mut sa, local, remote);
+                    if let Some(e) = follow_peer(&mut sa, local, remote, k) {
+                        self.events.push(e);
+                    }
                     self.on_response(now, sa, req.task, msg, k)
                 }
                 None => {
@@ -371,7 +373,9 @@ impl Ike {
             }
         } else if sa.exch.classify(header.message_id) == RequestVerdict::Process {
             sa.exch.request_digest = Some(digest(data));
-            follow_peer(&mut sa, local, remote);
+            if let Some(e) = follow_peer(&mut sa, local, remote, k) {
+                self.events.push(e);
+            }
             self.on_request(now, sa, header.exchange, header.message_id, msg, k);
         } else {
             self.stats.bad_message_id += 1;
@@ -574,13 +578,43 @@ impl Ike {
 /// a peer behind a NAT may be rebound to a new address or port: an
 /// authenticated message that is new (in order) says where it talks from
 /// now. A host behind a NAT itself does not follow (§2.23: "SHOULD NOT").
-fn follow_peer(sa: &mut IkeSa, local: SocketAddr, remote: SocketAddr) {
+fn follow_peer(
+    sa: &mut IkeSa,
+    local: SocketAddr,
+    remote: SocketAddr,
+    k: &mut dyn Kernel,
+) -> Option<String> {
     let floated =
         local.port() == crate::init::NAT_T_PORT && sa.local.port() != crate::init::NAT_T_PORT;
-    if floated || (sa.nat_remote && !sa.nat_local) {
-        sa.local = local;
-        sa.remote = remote;
+    if !(floated || (sa.nat_remote && !sa.nat_local)) || (sa.local, sa.remote) == (local, remote) {
+        return None;
     }
+    let before = sa.remote;
+    sa.local = local;
+    sa.remote = remote;
+    if floated || sa.children.is_empty() {
+        return None;
+    }
+    // A rebinding: the Child SAs' ESP in UDP follows the new port. A new
+    // address would need new policies too: not done (yet).
+    if before.ip() != remote.ip() {
+        return Some(format!("the peer moved from {before} to {remote}: its CHILD_SAs keep the old address (not supported yet)"));
+    }
+    for c in sa.children.iter().filter(|c| c.encap) {
+        let out = flowsec_ipsec::UdpEncap {
+            src_port: local.port(),
+            dst_port: remote.port(),
+        };
+        let inn = flowsec_ipsec::UdpEncap {
+            src_port: remote.port(),
+            dst_port: local.port(),
+        };
+        k.update_encap(c.sa_out, out);
+        k.update_encap(c.sa_in, inn);
+    }
+    Some(format!(
+        "the peer's NAT rebound it from {before} to {remote}: CHILD_SAs follow"
+    ))
 }
 
 /// SHA-256 of a message, to know a retransmitted request from another

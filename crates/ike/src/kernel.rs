@@ -10,7 +10,7 @@
 
 use std::net::IpAddr;
 
-use flowsec_ipsec::{Direction, Policy, Protocol, SaConfig, SaId, Selector};
+use flowsec_ipsec::{Direction, Policy, Protocol, SaConfig, SaId, Selector, UdpEncap};
 
 /// Bytes and packets an SA has carried.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -34,6 +34,9 @@ pub trait Kernel {
     fn add_sa(&mut self, sa: SaConfig);
     /// Remove an SA; unknown ids are ignored.
     fn del_sa(&mut self, id: SaId);
+    /// New UDP encapsulation ports for an SA that has them (a NAT in
+    /// front of the peer rebound it, RFC 7296 §2.23); its state stays.
+    fn update_encap(&mut self, id: SaId, encap: UdpEncap);
     /// Install a policy.
     fn add_policy(&mut self, policy: Policy);
     /// Remove the policy with this direction and selector.
@@ -92,6 +95,22 @@ impl Kernel for RecordingKernel {
             .push(format!("del_sa {} {:#010x}", id.protocol, id.spi));
         self.sas
             .retain(|s| !(s.protocol == id.protocol && s.spi == id.spi && s.dst == id.dst));
+    }
+
+    fn update_encap(&mut self, id: SaId, encap: UdpEncap) {
+        self.log.push(format!(
+            "update_encap {} {:#010x} {}:{}",
+            id.protocol, id.spi, encap.src_port, encap.dst_port
+        ));
+        for s in self
+            .sas
+            .iter_mut()
+            .filter(|s| s.protocol == id.protocol && s.spi == id.spi && s.dst == id.dst)
+        {
+            if s.encap.is_some() {
+                s.encap = Some(encap);
+            }
+        }
     }
 
     fn add_policy(&mut self, policy: Policy) {

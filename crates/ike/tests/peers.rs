@@ -69,6 +69,9 @@ struct Pair {
     /// Datagrams in flight, a → b and b → a.
     ab: Vec<Datagram>,
     ba: Vec<Datagram>,
+    /// A NAT in front of a: its public address, and what it adds to a's
+    /// source ports.
+    nat: Option<(std::net::IpAddr, u16)>,
 }
 
 fn ike(text: &str, seed: u64, settings: Settings) -> Ike {
@@ -101,6 +104,7 @@ impl Pair {
             now: Duration::from_secs(1000),
             ab: Vec::new(),
             ba: Vec::new(),
+            nat: None,
         }
     }
 
@@ -140,8 +144,13 @@ impl Pair {
         self.collect();
         assert!(!self.ab.is_empty(), "nothing in flight a -> b");
         let d = self.ab.remove(0);
+        // Through the NAT: a's source becomes the public address and port.
+        let from = match self.nat {
+            Some((ip, shift)) => SocketAddr::new(ip, d.local.port() + shift),
+            None => d.local,
+        };
         self.b
-            .handle(self.now, d.remote, d.local, &d.data, &mut self.kb);
+            .handle(self.now, d.remote, from, &d.data, &mut self.kb);
         self.collect();
         d
     }
@@ -151,8 +160,20 @@ impl Pair {
         self.collect();
         assert!(!self.ba.is_empty(), "nothing in flight b -> a");
         let d = self.ba.remove(0);
-        self.a
-            .handle(self.now, d.remote, d.local, &d.data, &mut self.ka);
+        // Back through the NAT, when it still maps that port.
+        let to = match self.nat {
+            Some((ip, shift)) if d.remote.ip() == ip => match d.remote.port().checked_sub(shift) {
+                Some(port) if port == 500 || port == 4500 => {
+                    SocketAddr::new(A.parse().unwrap(), port)
+                }
+                _ => {
+                    self.collect();
+                    return d;
+                }
+            },
+            _ => d.remote,
+        };
+        self.a.handle(self.now, to, d.local, &d.data, &mut self.ka);
         self.collect();
         d
     }
@@ -217,7 +238,9 @@ impl Pair {
                 .sa(c.sa_out.spi)
                 .expect("b's inbound SA with a's outbound SPI");
             assert_eq!(*out_a.encr_key, *in_b.encr_key);
-            assert_eq!((out_a.src, out_a.dst), (in_b.src, in_b.dst));
+            if self.nat.is_none() {
+                assert_eq!((out_a.src, out_a.dst), (in_b.src, in_b.dst));
+            }
             let in_a = self.ka.sa(c.sa_in.spi).expect("a's inbound SA");
             let out_b = self.kb.sa(c.sa_in.spi).expect("b's outbound SA");
             assert_eq!(*in_a.encr_key, *out_b.encr_key);
@@ -981,4 +1004,54 @@ fn ipcomp_is_negotiated_when_both_want_it() {
     p.settle();
     p.assert_up(1);
     assert!(p.a.list(p.now)[0].children[0].cpis.is_none());
+}
+
+#[test]
+fn behind_a_nat_both_float_to_4500_and_follow_a_rebinding() {
+    let public: std::net::IpAddr = "198.51.100.7".parse().unwrap();
+    let a = conf(
+        A,
+        B,
+        "10.1.0.0/24",
+        "10.2.0.0/24",
+        "",
+        "start_action = start",
+        "k",
+    );
+    let b = conf(B, "%any", "10.2.0.0/24", "10.1.0.0/24", "", "", "k")
+        .replace("id = %any", "id = 192.0.2.1");
+    let mut p = Pair::new(&a, &b);
+    p.nat = Some((public, 20000));
+    p.start();
+    p.settle();
+    p.assert_up(1);
+    let (la, lb) = (p.a.list(p.now), p.b.list(p.now));
+    assert!(la[0].nat && lb[0].nat, "NAT detected at both ends");
+    assert_eq!(
+        (la[0].local.port(), la[0].remote.port()),
+        (4500, 4500),
+        "a floated"
+    );
+    assert_eq!(
+        lb[0].remote,
+        SocketAddr::new(public, 24500),
+        "b answers the NAT's port"
+    );
+    // ESP in UDP to where the NAT listens.
+    let out_b = p.kb.sa(lb[0].children[0].sa_out.spi).unwrap();
+    assert_eq!(
+        out_b.encap.map(|e| (e.src_port, e.dst_port)),
+        Some((4500, 24500))
+    );
+    assert_eq!(out_b.dst, public);
+    // The NAT forgets a and maps it to another port: b follows on a's next
+    // (authenticated, new) message, its ESP SAs too.
+    p.nat = Some((public, 30000));
+    p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.settle();
+    p.assert_up(1);
+    let lb = p.b.list(p.now);
+    assert_eq!(lb[0].remote, SocketAddr::new(public, 34500));
+    let out_b = p.kb.sa(lb[0].children[0].sa_out.spi).unwrap();
+    assert_eq!(out_b.encap.map(|e| e.dst_port), Some(34500));
 }

@@ -460,6 +460,15 @@ impl SecurityAssociation {
     pub fn encap(&self) -> Option<UdpEncap> {
         self.encap
     }
+
+    /// Move the UDP encapsulation to new ports: a NAT in front of the peer
+    /// rebound it (RFC 7296 §2.23). Sequence numbers, replay window and
+    /// counters stay; only an SA that is encapsulated already changes.
+    pub fn set_encap_ports(&mut self, encap: UdpEncap) {
+        if self.encap.is_some() {
+            self.encap = Some(encap);
+        }
+    }
     /// Encryption algorithm.
     pub fn encr(&self) -> EncrId {
         self.encr
