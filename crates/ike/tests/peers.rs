@@ -1055,3 +1055,48 @@ fn behind_a_nat_both_float_to_4500_and_follow_a_rebinding() {
     let out_b = p.kb.sa(lb[0].children[0].sa_out.spi).unwrap();
     assert_eq!(out_b.encap.map(|e| e.dst_port), Some(34500));
 }
+
+#[test]
+fn a_request_arriving_late_and_out_of_order_is_not_answered_again() {
+    let mut p = Pair::default_pair();
+    p.start();
+    p.settle();
+    // HDR(mid 0), SK {N(REKEY_SA), ...} -->  (a copy is held back)
+    p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.collect();
+    let late = p.ab[0].clone();
+    p.settle();
+    // HDR(mid 2) DPD etc. moved b's window on; now the old copy arrives.
+    p.a.initiate(p.now, Some("gw"), Some("net"), &mut p.ka)
+        .unwrap();
+    p.settle();
+    let before = p.b.stats().clone();
+    p.b.handle(p.now, late.remote, late.local, &late.data, &mut p.kb);
+    p.collect();
+    assert!(p.ba.is_empty(), "an old request gets no answer");
+    assert_eq!(p.b.stats().bad_message_id, before.bad_message_id + 1);
+    p.assert_up(2);
+}
+
+#[test]
+fn a_rekey_crossing_a_delete_of_the_same_child_leaves_no_half() {
+    let mut p = Pair::default_pair();
+    p.start();
+    p.settle();
+    // HDR, SK {N(REKEY_SA), SA, Ni, KEi, ..} -->   <-- HDR, SK {D(ESP)}
+    p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.b.terminate(p.now, None, Some("net"), &mut p.kb).unwrap();
+    p.collect();
+    // §2.25.1: b is deleting it: TEMPORARY_FAILURE to the rekey; a answers
+    // the DELETE with the other half.
+    p.b_gets();
+    p.a_gets();
+    p.settle();
+    // Whatever the order, the two ends agree: no SA on one side only.
+    let (ca, cb) = (
+        p.a.list(p.now)[0].children.len(),
+        p.b.list(p.now)[0].children.len(),
+    );
+    assert_eq!(ca, cb);
+    p.assert_up(ca);
+}
