@@ -279,21 +279,21 @@ impl Ike {
         ));
         if let Some(req) = child {
             let (ni, nr) = (sa.ni.clone(), sa.nr.clone());
-            let (spi_in, cpi_in) = (req.spi_in, req.cpi_in);
+            let (protocol, spi_in, cpi_in) = (req.protocol, req.spi_in, req.cpi_in);
             if let Some(n) = error_notify(&msg) {
                 self.events.push(format!(
                     "CHILD_SA {} not established: {}",
                     self.child_name(&sa, req.cfg),
                     n.ty
                 ));
-                k.release_spi(flowsec_ipsec::Protocol::Esp, spi_in);
+                k.release_spi(protocol, spi_in);
                 if let Some(cpi) = cpi_in {
                     k.release_spi(flowsec_ipsec::Protocol::IpComp, u32::from(cpi));
                 }
             } else if let Err(why) = self.complete_child(now, &mut sa, req, &msg, &ni, &nr, None, k)
             {
                 self.events.push(why);
-                k.release_spi(flowsec_ipsec::Protocol::Esp, spi_in);
+                k.release_spi(protocol, spi_in);
                 if let Some(cpi) = cpi_in {
                     k.release_spi(flowsec_ipsec::Protocol::IpComp, u32::from(cpi));
                 }

@@ -79,11 +79,11 @@ impl Ike {
         k: &mut dyn Kernel,
     ) -> ChildRequest {
         let child = &self.config.connections[sa.conn].children[cfg];
-        let spi_in = k.alloc_spi(Protocol::Esp);
+        let (proposals, protocol) = suites(child);
+        let spi_in = k.alloc_spi(protocol);
         let dh = if create {
             group.or_else(|| {
-                child
-                    .esp_proposals
+                proposals
                     .iter()
                     .flat_map(|p| p.dh.iter())
                     .copied()
@@ -99,8 +99,7 @@ impl Ike {
                 ts::from_config(&child.remote_ts, sa.remote.ip()),
             ),
         };
-        let offer =
-            config::child_offer(&child.esp_proposals, ProtocolId::ESP, spi_in, dh.is_some());
+        let offer = config::child_offer(proposals, protocol_id(protocol), spi_in, dh.is_some());
         let mode = child.mode;
         let cpi_in = child.ipcomp.then(|| cpi(k));
         let ke = dh.and_then(|g| crypto::key_exchange(g, self.rng.as_mut()).ok());
@@ -120,6 +119,7 @@ impl Ike {
             tsr,
             mode,
             cpi_in,
+            protocol,
         }
     }
 
@@ -128,7 +128,7 @@ impl Ike {
         let mut p = Vec::new();
         if let Some(old) = req.rekey {
             p.push(Payload::Notify(Notify {
-                protocol: ProtocolId::ESP.0,
+                protocol: protocol_id(req.protocol).0,
                 spi: old.to_be_bytes().to_vec(),
                 ty: NotifyType::REKEY_SA,
                 data: Vec::new(),
@@ -236,7 +236,7 @@ impl Ike {
             }
             let Some(chosen) = config::select_child(
                 &crate::init::promote_child(
-                    &child.esp_proposals,
+                    suites(child).0,
                     c.ke.map_or(DhGroup::NONE, |k| k.group),
                 ),
                 sai,
@@ -270,7 +270,8 @@ impl Ike {
                     data: ours.public_value().to_vec(),
                 });
             }
-            let spi_in = k.alloc_spi(Protocol::Esp);
+            let protocol = protocol_of(chosen.protocol);
+            let spi_in = k.alloc_spi(protocol);
             // IPComp if both want it (§2.22): our CPI in the answer.
             let ipcomp = match peer_cpi(msg) {
                 Some(theirs) if child.ipcomp => Some((cpi(k), theirs)),
@@ -423,7 +424,7 @@ impl Ike {
         msg: Message,
         k: &mut dyn Kernel,
     ) {
-        let (cfg, rekey, spi_in) = (req.cfg, req.rekey, (req.spi_in, req.cpi_in));
+        let (cfg, rekey, spi_in) = (req.cfg, req.rekey, (req.protocol, req.spi_in, req.cpi_in));
         let name = self.child_name(&sa, cfg);
         if let Some(n) = error_notify(&msg) {
             let (ty, data) = (n.ty, n.data.clone());
@@ -522,15 +523,15 @@ impl Ike {
         k: &mut dyn Kernel,
     ) {
         let name = self.child_name(sa, req.cfg);
-        k.release_spi(Protocol::Esp, req.spi_in);
+        k.release_spi(req.protocol, req.spi_in);
         if let Some(cpi) = req.cpi_in {
             k.release_spi(Protocol::IpComp, u32::from(cpi));
         }
         sa.collisions.retain(|(old, _)| Some(*old) != req.rekey);
         if ty == NotifyType::INVALID_KE_PAYLOAD && data.len() == 2 && req.ke.is_some() {
             let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
-            let ours = self.config.connections[sa.conn].children[req.cfg]
-                .esp_proposals
+            let ours = suites(&self.config.connections[sa.conn].children[req.cfg])
+                .0
                 .iter()
                 .any(|p| p.dh.contains(&group));
             if ours && req.ke.as_ref().map(|k| k.group()) != Some(group) {
@@ -564,10 +565,10 @@ impl Ike {
         now: Duration,
         mut sa: IkeSa,
         rekey: Option<u32>,
-        (spi_in, cpi_in): (u32, Option<u16>),
+        (protocol, spi_in, cpi_in): (Protocol, u32, Option<u16>),
         k: &mut dyn Kernel,
     ) {
-        k.release_spi(Protocol::Esp, spi_in);
+        k.release_spi(protocol, spi_in);
         if let Some(cpi) = cpi_in {
             k.release_spi(Protocol::IpComp, u32::from(cpi));
         }
@@ -707,3 +708,30 @@ fn peer_cpi(msg: &Message) -> Option<u16> {
 
 /// The IPComp transform ID of DEFLATE (RFC 3173 §3.3, IANA).
 const IPCOMP_DEFLATE: u8 = 2;
+
+/// The proposals of a child and the protocol they are for: AH when
+/// `ah_proposals` is set (strongSwan then negotiates AH), else ESP.
+pub(crate) fn suites(child: &config::ChildConfig) -> (&[config::ChildProposal], Protocol) {
+    if child.ah_proposals.is_empty() {
+        (&child.esp_proposals, Protocol::Esp)
+    } else {
+        (&child.ah_proposals, Protocol::Ah)
+    }
+}
+
+/// The IKE protocol ID of an IPsec protocol.
+pub(crate) fn protocol_id(p: Protocol) -> ProtocolId {
+    match p {
+        Protocol::Ah => ProtocolId::AH,
+        _ => ProtocolId::ESP,
+    }
+}
+
+/// The IPsec protocol of an IKE protocol ID (ESP unless AH).
+pub(crate) fn protocol_of(p: ProtocolId) -> Protocol {
+    if p == ProtocolId::AH {
+        Protocol::Ah
+    } else {
+        Protocol::Esp
+    }
+}

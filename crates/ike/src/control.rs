@@ -124,18 +124,21 @@ impl Ike {
                         .children
                         .iter()
                         .map(|c| {
-                            let mut p = c
+                            let mut parts: Vec<String> = c
                                 .encr
-                                .map_or(String::new(), |e| format!("{}-{}", e.id, e.key_bits));
+                                .map(|e| format!("{}-{}", e.id, e.key_bits))
+                                .into_iter()
+                                .collect();
                             if c.integ != flowsec_wire::iana::IntegId::NONE {
-                                p += &format!("/{}", c.integ);
+                                parts.push(c.integ.to_string());
                             }
                             if c.dh != flowsec_wire::iana::DhGroup::NONE {
-                                p += &format!("/{}", c.dh);
+                                parts.push(c.dh.to_string());
                             }
                             if c.esn {
-                                p += "/ESN";
+                                parts.push("ESN".into());
                             }
+                            let p = parts.join("/");
                             ChildSaInfo {
                                 name: conn
                                     .children

@@ -76,7 +76,7 @@ impl Ike {
                 // The peer names its inbound SPI: our outbound one.
                 match sa.children.iter().find(|c| c.spi_out == *spi) {
                     Some(c) if c.state == ChildState::Deleting => crossed.push(c.spi_in),
-                    Some(c) => ours.push(c.spi_in),
+                    Some(c) => ours.push((crate::child::protocol_id(c.sa_in.protocol), c.spi_in)),
                     None => {}
                 }
             }
@@ -88,21 +88,27 @@ impl Ike {
         let closed: Vec<u32> = sa
             .children
             .iter()
-            .filter(|c| ours.contains(&c.spi_in) && c.state == ChildState::Installed)
+            .filter(|c| {
+                ours.iter().any(|(_, s)| *s == c.spi_in) && c.state == ChildState::Installed
+            })
             .map(|c| c.spi_in)
             .collect();
         let after = self.after_close(&sa, Some(&closed));
-        for spi in &ours {
+        for (_, spi) in &ours {
             self.remove_child(&mut sa, *spi, k);
         }
-        let payloads = if ours.is_empty() {
-            vec![]
-        } else {
-            vec![Payload::Delete(Delete {
-                protocol: ProtocolId::ESP,
-                spis: ours,
-            })]
-        };
+        // One Delete payload per protocol (§3.11).
+        let payloads = [ProtocolId::ESP, ProtocolId::AH]
+            .into_iter()
+            .filter_map(|protocol| {
+                let spis: Vec<u32> = ours
+                    .iter()
+                    .filter(|(p, _)| *p == protocol)
+                    .map(|(_, s)| *s)
+                    .collect();
+                (!spis.is_empty()).then_some(Payload::Delete(Delete { protocol, spis }))
+            })
+            .collect();
         self.respond(&mut sa, ExchangeType::INFORMATIONAL, mid, payloads);
         self.kick(now, sa, k);
         self.revive(now, after, k);
@@ -115,7 +121,7 @@ impl Ike {
         };
         c.state = ChildState::Deleting;
         let d = Payload::Delete(Delete {
-            protocol: ProtocolId::ESP,
+            protocol: crate::child::protocol_id(c.sa_in.protocol),
             spis: vec![spi],
         });
         self.request(

@@ -111,12 +111,17 @@ impl Ike {
             }
         };
         let (local, remote) = (sa.local, sa.remote);
+        let protocol = crate::child::protocol_of(chosen.protocol);
         let make = |spi: u32, src: std::net::SocketAddr, dst: std::net::SocketAddr, keys: &[u8]| {
             let (ek, ik) = keys.split_at(enc_len.min(keys.len()));
-            let mut c = SaConfig::esp(spi, i.mode, src.ip(), dst.ip())
-                .with_encr(chosen.encr.map_or(EncrId::NULL, |e| e.id), ek)
-                .with_integ(chosen.integ, ik);
-            c.encap = encap.then_some(UdpEncap {
+            let mut c = match protocol {
+                Protocol::Ah => SaConfig::ah(spi, i.mode, src.ip(), dst.ip()),
+                _ => SaConfig::esp(spi, i.mode, src.ip(), dst.ip())
+                    .with_encr(chosen.encr.map_or(EncrId::NULL, |e| e.id), ek),
+            }
+            .with_integ(chosen.integ, ik);
+            // AH cannot be carried in UDP (RFC 3948 is for ESP).
+            c.encap = (encap && protocol == Protocol::Esp).then_some(UdpEncap {
                 src_port: src.port(),
                 dst_port: dst.port(),
             });
@@ -163,7 +168,7 @@ impl Ike {
             let comp = child.ipcomp;
             self.install_policies(
                 reqid,
-                (i.mode, comp),
+                (i.mode, protocol, comp),
                 (local.ip(), remote.ip()),
                 &i.local_ts,
                 &i.remote_ts,
@@ -198,12 +203,12 @@ impl Ike {
             expire_at: (!life_time.is_zero()).then_some(now + life_time),
             min_nonce: i.min_nonce,
             sa_in: SaId {
-                protocol: Protocol::Esp,
+                protocol,
                 spi: i.spi_in,
                 dst: local.ip(),
             },
             sa_out: SaId {
-                protocol: Protocol::Esp,
+                protocol,
                 spi: chosen.spi,
                 dst: remote.ip(),
             },
@@ -289,9 +294,10 @@ impl Ike {
         let reqid = self.next_reqid;
         self.next_reqid += 1;
         let comp = child.ipcomp;
+        let protocol = crate::child::suites(child).1;
         self.install_policies(
             reqid,
-            (mode, comp),
+            (mode, protocol, comp),
             (local, remote),
             &local_ts,
             &remote_ts,
@@ -317,7 +323,7 @@ impl Ike {
     pub(crate) fn install_policies(
         &mut self,
         reqid: u32,
-        (mode, ipcomp): (Mode, bool),
+        (mode, protocol, ipcomp): (Mode, Protocol, bool),
         (local, remote): (std::net::IpAddr, std::net::IpAddr),
         local_ts: &[TrafficSelector],
         remote_ts: &[TrafficSelector],
@@ -335,7 +341,7 @@ impl Ike {
             if ipcomp {
                 b.push(t(Protocol::IpComp, Level::Use));
             }
-            b.push(t(Protocol::Esp, Level::Require));
+            b.push(t(protocol, Level::Require));
             b
         };
         let mut installed = Vec::new();

@@ -132,6 +132,8 @@ pub(crate) struct ChildRequest {
     pub mode: Mode,
     /// Our CPI, when we offer IPComp (IPCOMP_SUPPORTED, §2.22).
     pub cpi_in: Option<u16>,
+    /// ESP or AH.
+    pub protocol: flowsec_ipsec::Protocol,
 }
 
 /// Our IKE SA rekey request (§1.3.2).

@@ -1100,3 +1100,44 @@ fn a_rekey_crossing_a_delete_of_the_same_child_leaves_no_half() {
     assert_eq!(ca, cb);
     p.assert_up(ca);
 }
+
+#[test]
+fn ah_child_sas_when_ah_proposals_are_set() {
+    let ah = |c: String| {
+        c.replace(
+            "esp_proposals = aes128gcm16-ecp256",
+            "ah_proposals = sha256-ecp256",
+        )
+    };
+    let a = ah(conf(
+        A,
+        B,
+        "10.1.0.0/24",
+        "10.2.0.0/24",
+        "",
+        "start_action = start",
+        "k",
+    ));
+    let b = ah(conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "", "k"));
+    let mut p = Pair::new(&a, &b);
+    p.start();
+    p.settle();
+    let c = p.a.list(p.now)[0].children[0].clone();
+    assert_eq!(c.sa_in.protocol, flowsec_ipsec::Protocol::Ah);
+    assert_eq!(c.proposal, "HMAC-SHA2-256-128");
+    let sa = p.ka.sa(c.sa_out.spi).unwrap();
+    assert_eq!(
+        (sa.protocol, sa.integ_key.len(), sa.encr_key.len()),
+        (flowsec_ipsec::Protocol::Ah, 32, 0)
+    );
+    assert_eq!(*sa.integ_key, *p.kb.sa(c.sa_out.spi).unwrap().integ_key);
+    // Rekeyed with PFS and deleted like ESP (D payloads name AH).
+    p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.settle();
+    let n = p.a.list(p.now)[0].children[0].clone();
+    assert!(n.sa_in != c.sa_in && n.dh_group.is_some());
+    assert_eq!((p.ka.sas.len(), p.kb.sas.len()), (2, 2));
+    p.b.terminate(p.now, None, Some("net"), &mut p.kb).unwrap();
+    p.settle();
+    assert!(p.ka.sas.is_empty() && p.kb.sas.is_empty());
+}
