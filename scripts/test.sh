@@ -114,11 +114,11 @@ section "IKEv2 against strongSwan 5.9.8 (charon + kernel-libipsec) in network na
 # agreed, ping and TCP both ways, counters rising in swanctl --list-sas,
 # CHILD_SA rekeys (PFS) and IKE SA rekeys from each side, terminate and
 # initiate again, a capture with only IKE and ESP, DPD after a SIGKILL.
-while read -r left right proposal outer kill ipcomp; do
-    echo "-- ike: $left -> $right, $proposal, outer $outer, DPD kills $kill, IPComp ${ipcomp:-0}"
+while read -r left right proposal outer kill ipcomp ah; do
+    echo "-- ike: $left -> $right, $proposal, outer $outer, DPD kills $kill, IPComp ${ipcomp:-0}, AH ${ah:-0}"
     FLOWSEC_IKE_LEFT=$left FLOWSEC_IKE_RIGHT=$right FLOWSEC_IKE_PROPOSAL=$proposal \
         FLOWSEC_IKE_OUTER=$outer FLOWSEC_IKE_DPD_KILL=$kill FLOWSEC_IKE_IPCOMP=${ipcomp:-0} \
-        FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike.sh </dev/null
+        FLOWSEC_IKE_AH=${ah:-0} FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike.sh </dev/null
 done <<'MATRIX'
 flowsec strongswan aes128gcm16-prfsha256-ecp256 v4 right
 strongswan flowsec aes128gcm16-prfsha256-ecp256 v4 left
@@ -130,7 +130,8 @@ flowsec strongswan 3des-sha1-modp1024 v4 left
 strongswan flowsec 3des-sha1-modp1024 v4 right
 flowsec strongswan aes128gcm16-prfsha256-ecp256 v6 right
 flowsec flowsec aes128gcm16-prfsha256-ecp256 v4 right
-flowsec flowsec aes256-sha256-modp2048 v4 left 1
+flowsec flowsec aes256-sha256-modp2048 v4 left 1 0
+flowsec flowsec chacha20poly1305-prfsha256-x25519 v6 right 0 1
 MATRIX
 
 section "flowsec lab run --quick all (every scenario writes its report; verdicts come from the data)"

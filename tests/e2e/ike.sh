@@ -44,6 +44,8 @@
 #   FLOWSEC_IKE_DPD_KILL=left|right   which daemon the DPD check kills (default:
 #                                the right one; the left one must notice)
 #   FLOWSEC_IKE_DPD_BOUND=S      seconds the survivor may take (default 60)
+#   FLOWSEC_IKE_AH=1             AH CHILD_SAs (ah_proposals = sha256-<the IKE DH group>;
+#                                flowsec on both sides): the capture holds AH
 #   FLOWSEC_IKE_IPCOMP=1         ipcomp = yes in the child (flowsec on both sides):
 #                                check i: both ends agree on the CPIs
 #   FLOWSEC_IKE_WORKERS=N        pass --workers N to flowsec up
@@ -111,6 +113,14 @@ DPD_KILL="${FLOWSEC_IKE_DPD_KILL:-right}"
 # on both sides only (kernel-libipsec has no IPComp).
 IPCOMP=no; [ "${FLOWSEC_IKE_IPCOMP:-0}" = 1 ] && IPCOMP=yes
 CBR_RATE=40M; [ "$IPCOMP" = yes ] && CBR_RATE=4M
+# AH CHILD_SAs instead of ESP (ah_proposals: the IKE proposal's integrity
+# and DH group), flowsec on both sides only (kernel-libipsec has no AH).
+AH="${FLOWSEC_IKE_AH:-0}" AH_LINE=""
+if [ "$AH" = 1 ]; then
+    AH_LINE=$'\n                ah_proposals = sha256'
+    dh=$(echo "$IKE_PROPOSAL" | tr '-' '\n' | grep -E '^(modp|ecp|x25519|curve)' | head -n 1)
+    [ -n "$dh" ] && AH_LINE="$AH_LINE-$dh"
+fi
 DPD_BOUND="${FLOWSEC_IKE_DPD_BOUND:-60}"
 BYTES="${FLOWSEC_IKE_BYTES:-2000000}"
 UP_TIMEOUT="${FLOWSEC_IKE_UP_TIMEOUT:-15}"     # a daemon starting
@@ -213,7 +223,7 @@ connections {
                 start_action = $start
                 dpd_action = clear
                 rekey_time = 1h
-                ipcomp = $IPCOMP
+                ipcomp = $IPCOMP$AH_LINE
             }
         }
     }
@@ -739,6 +749,13 @@ ESP_WIRE="esp and udp.port == 4500" ESP_WIRE_NAME="ESP in UDP 4500"
 if [ "$LEFT" = flowsec ] && [ "$RIGHT" = flowsec ]; then
     ESP_WIRE="esp and not udp" ESP_WIRE_NAME="raw ESP"
 fi
+# AH (flowsec on both sides): authenticated, not encrypted, so the inner
+# 10.x headers are on the wire, but only inside AH.
+PLAIN='ip.addr == 10.0.0.0/8 or ipv6.addr == fd00::/8'
+if [ "$AH" = 1 ]; then
+    ESP_WIRE="ah" ESP_WIRE_NAME="AH" AH_NOTE=" outside AH"
+    PLAIN="($PLAIN) and not ah"
+fi
 capture_check() {
     local pcap="$W/transit.pcap" total bad plain esp_ab esp_ba ike
     [ -s "$pcap" ] || { echo "    no capture"; show_log "$W/tcpdump.log"; return 1; }
@@ -749,19 +766,19 @@ capture_check() {
     local other="not (isakmp or udp.port == 500 or udp.port == 4500 or ($ESP_WIRE)) and not arp and not (icmpv6 and (icmpv6.type >= 133 and icmpv6.type <= 137 or ipv6.src == fe80::/10 or ipv6.src == :: or ipv6.dst == ff02::/16))"
     [ "$ESP_WIRE_NAME" = "raw ESP" ] || other="$other or (esp and not udp)"
     bad=$(tshark -n -r "$pcap" -Y "$other" 2>/dev/null | wc -l)
-    plain=$(tshark -n -r "$pcap" -Y 'ip.addr == 10.0.0.0/8 or ipv6.addr == fd00::/8' 2>/dev/null | wc -l)
+    plain=$(tshark -n -r "$pcap" -Y "$PLAIN" 2>/dev/null | wc -l)
     esp_ab=$(tshark -n -r "$pcap" -Y "$ESP_WIRE and $ip.src == $GW_A" 2>/dev/null | wc -l)
     esp_ba=$(tshark -n -r "$pcap" -Y "$ESP_WIRE and $ip.src == $GW_B" 2>/dev/null | wc -l)
     ike=$(tshark -n -r "$pcap" -Y isakmp 2>/dev/null | wc -l)
     echo "    $total frames: $ike IKE, $ESP_WIRE_NAME $esp_ab gwA->gwB and $esp_ba gwB->gwA, $bad other, $plain with a 10.x/fd0x header"
     if [ "$bad" -ne 0 ] || [ "$plain" -ne 0 ]; then
-        tshark -n -r "$pcap" -Y "$other or ip.addr == 10.0.0.0/8 or ipv6.addr == fd00::/8" 2>/dev/null | head -5 | sed 's/^/    /'
+        tshark -n -r "$pcap" -Y "$other or $PLAIN" 2>/dev/null | head -5 | sed 's/^/    /'
         return 1
     fi
     [ "$esp_ab" -gt 0 ] && [ "$esp_ba" -gt 0 ] && [ "$ike" -gt 0 ]
 }
 if command -v tshark >/dev/null 2>&1; then
-    check "b. the transit capture holds only IKE and $ESP_WIRE_NAME both ways, no plaintext" capture_check
+    check "b. the transit capture holds only IKE and $ESP_WIRE_NAME both ways, no plaintext${AH_NOTE:-}" capture_check
     # The IKE exchanges on the wire, for the record.
     tshark -n -r "$W/transit.pcap" -Y isakmp -T fields -e frame.time_relative -e ip.src -e ipv6.src \
         -e isakmp.exchtype -e isakmp.flags -e isakmp.messageid 2>/dev/null >"$W/ike-exchanges.txt" || true

@@ -323,10 +323,6 @@ def main():
 main()
 PYEOF
 
-# A small query over the normalised SAs: `q GW EXPR` prints EXPR evaluated
-# with `ike` (the ESTABLISHED IKE SA of the connection, or None), `child`
-# (its one INSTALLED Child SA, or None), `sas` (all); status 1 when the
-# daemon does not answer, EXPR raises or is False/None.
 sas() {  # sas GW: the normalised JSON
     local gw="$1" raw
     if [ "${IMPL[$gw]}" = strongswan ]; then
@@ -404,6 +400,10 @@ endpoints() {
             child["encap"] if child else "-")' | sed 's/^/    /' || echo "    $gw: no IKE SA"
     done
 }
+# A small query over the normalised SAs: `q GW EXPR` prints EXPR (Python) evaluated
+# with `ike` (the ESTABLISHED IKE SA of the connection, or None), `child`
+# (its one INSTALLED Child SA, or None), `sas` (all), sys.argv[4] (GW); status 1 when the
+# daemon does not answer, EXPR raises or is False/None.
 q() {  # q GW EXPR
     local json
     json=$(sas "$1") || return 1
@@ -657,6 +657,14 @@ rebinding() {
     fi
     new_port=$(q gwB 'ike["remote_port"]') || new_port="?"
     endpoints
+    local child
+    child=$(poll 5 child_agreed) || { REBIND_RESULT="no agreed Child SA after the IKE SA rekey"; show_sas; return 1; }
+    if [ "$child" = "$CUR_CHILD" ]; then
+        echo "    Child SA kept: SPIs (gwA in/out) $child"
+    else
+        echo "    Child SA replaced: SPIs (gwA in/out) $CUR_CHILD -> $child"
+    fi
+    CUR_CHILD=$child
     if [ "$new_port" = "$old_port" ]; then
         REBIND_RESULT="gwB's IKE SA still has gwA at $NAT_PUB:$old_port after an IKE request from the new mapping"
         return 1
@@ -691,8 +699,11 @@ if command -v tshark >/dev/null 2>&1 && [ -s "$W/rebind.pcap" ]; then
     tshark -n -r "$W/rebind.pcap" -Y icmp 2>/dev/null | head -n 3 | sed 's/^/      icmp: /'
 fi
 for gw in gwA gwB; do
-    [ "${IMPL[$gw]}" = flowsec ] || continue
-    grep -E 'NAT|rebound|moved from' "$(log_of "$gw")" | tail -n 5 | sed "s/^/    $gw log: /" || true
+    if [ "${IMPL[$gw]}" = flowsec ]; then
+        grep -E 'NAT|rebound|moved from|rekey failed' "$(log_of "$gw")" | tail -n 5 | sed "s/^/    $gw log: /" || true
+    else
+        grep -E 'remote endpoint changed|half-open|TEMP_FAIL' "$(log_of "$gw")" | tail -n 5 | sed "s/^/    $gw log: /" || true
+    fi
 done
 
 echo "e2e ike-nat: $((SECONDS - T0)) s"
