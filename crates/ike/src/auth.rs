@@ -148,29 +148,12 @@ impl Ike {
                 "IKE_AUTH from {} ({who}): authentication failed",
                 sa.remote.ip()
             ));
-            self.respond(
-                &mut sa,
-                ExchangeType::IKE_AUTH,
-                mid,
-                vec![notify(NotifyType::AUTHENTICATION_FAILED, vec![])],
-            );
-            // §2.21.2: the IKE SA is not created; the response still goes.
-            sa.state = IkeState::Deleting;
-            sa.expire_at = Some(now + self.settings.rekeyed_grace);
-            self.keep(sa);
+            self.refuse_auth(now, sa, mid);
             return;
         };
         let idr = me.to_wire();
         let Some(auth) = self.psk_auth_for(&sa, true, &idr, &me, &peer) else {
-            self.respond(
-                &mut sa,
-                ExchangeType::IKE_AUTH,
-                mid,
-                vec![notify(NotifyType::AUTHENTICATION_FAILED, vec![])],
-            );
-            sa.state = IkeState::Deleting;
-            sa.expire_at = Some(now + self.settings.rekeyed_grace);
-            self.keep(sa);
+            self.refuse_auth(now, sa, mid);
             return;
         };
         let mut payloads = vec![
@@ -206,6 +189,17 @@ impl Ike {
             peer
         ));
         self.kick(now, sa, k);
+    }
+
+    /// Responder: AUTHENTICATION_FAILED. §2.21.2: the IKE SA is not
+    /// created; the answer still goes (and is kept for a retransmission
+    /// until the SA is forgotten).
+    fn refuse_auth(&mut self, now: Duration, mut sa: IkeSa, mid: u32) {
+        let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
+        self.respond(&mut sa, ExchangeType::IKE_AUTH, mid, vec![n]);
+        sa.state = IkeState::Deleting;
+        sa.expire_at = Some(now + self.settings.rekeyed_grace);
+        self.keep(sa);
     }
 
     /// Initiator: the answer to IKE_AUTH.

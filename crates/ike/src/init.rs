@@ -772,13 +772,7 @@ pub(crate) fn promote_ike(
     ours: &[config::IkeProposal],
     group: DhGroup,
 ) -> Vec<config::IkeProposal> {
-    ours.iter()
-        .map(|p| {
-            let mut p = p.clone();
-            promote(&mut p.dh, group);
-            p
-        })
-        .collect()
+    promoted(ours, group, |p| &mut p.dh)
 }
 
 /// Likewise for Child SA proposals (PFS).
@@ -786,18 +780,23 @@ pub(crate) fn promote_child(
     ours: &[config::ChildProposal],
     group: DhGroup,
 ) -> Vec<config::ChildProposal> {
+    promoted(ours, group, |p| &mut p.dh)
+}
+
+fn promoted<P: Clone>(
+    ours: &[P],
+    group: DhGroup,
+    groups: fn(&mut P) -> &mut Vec<DhGroup>,
+) -> Vec<P> {
     ours.iter()
         .map(|p| {
             let mut p = p.clone();
-            promote(&mut p.dh, group);
+            let g = groups(&mut p);
+            if let Some(at) = g.iter().position(|x| *x == group) {
+                let x = g.remove(at);
+                g.insert(0, x);
+            }
             p
         })
         .collect()
-}
-
-fn promote(groups: &mut Vec<DhGroup>, group: DhGroup) {
-    if let Some(at) = groups.iter().position(|g| *g == group) {
-        let g = groups.remove(at);
-        groups.insert(0, g);
-    }
 }
