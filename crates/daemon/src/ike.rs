@@ -236,7 +236,12 @@ impl IkePlane {
                 let Some(fd) = &self.send4500[usize::from(v6)] else {
                     continue;
                 };
-                let mut framed = NON_ESP_MARKER.to_vec();
+                // IKE behind the non-ESP marker; a NAT-keepalive as it is.
+                let mut framed = if d.is_keepalive() {
+                    Vec::new()
+                } else {
+                    NON_ESP_MARKER.to_vec()
+                };
                 framed.extend_from_slice(&d.data);
                 sys::send_udp(fd.as_raw_fd(), &framed, 0, d.remote, d.local.ip(), 0)
             } else {

@@ -2,6 +2,7 @@
 //! counters over its control socket; text like `swanctl --list-sas`, or
 //! `--json`.
 
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -76,26 +77,35 @@ pub fn run(args: &CtlArgs) -> Result<(), CliError> {
         req["child"] = child.clone().into();
     }
     let reply = request(&args.socket, &req)?;
+    // Written whole at the end: a reader that goes away (`| head`) ends
+    // the output, not the program with a panic.
+    let mut o = String::new();
     if args.json {
-        println!(
+        let _ = writeln!(
+            o,
             "{}",
             serde_json::to_string_pretty(&reply).unwrap_or_default()
         );
-        return Ok(());
-    }
-    match args.what {
-        What::Status => print_object(&reply),
-        What::Sas => print_sas(&reply),
-        What::Policies => {
-            for p in reply.as_array().into_iter().flatten() {
-                println!("{}", p["setkey"].as_str().unwrap_or_default());
+    } else {
+        match args.what {
+            What::Status => print_object(&mut o, &reply),
+            What::Sas => print_sas(&mut o, &reply),
+            What::Policies => {
+                for p in reply.as_array().into_iter().flatten() {
+                    let _ = writeln!(o, "{}", p["setkey"].as_str().unwrap_or_default());
+                }
+            }
+            What::Stats => print_stats(&mut o, &reply),
+            What::Initiate | What::Terminate | What::Rekey => {
+                let _ = writeln!(
+                    o,
+                    "{cmd}: {} SA(s) queued",
+                    reply["ok"].as_u64().unwrap_or(0)
+                );
             }
         }
-        What::Stats => print_stats(&reply),
-        What::Initiate | What::Terminate | What::Rekey => {
-            println!("{cmd}: {} SA(s) queued", reply["ok"].as_u64().unwrap_or(0));
-        }
     }
+    let _ = std::io::stdout().lock().write_all(o.as_bytes());
     Ok(())
 }
 
@@ -122,33 +132,37 @@ pub fn request(socket: &Path, request: &Value) -> Result<Value, CliError> {
     }
 }
 
-fn print_object(v: &Value) {
+fn print_object(o: &mut String, v: &Value) {
     match v {
         Value::Object(map) => {
             for (k, v) in map {
                 match v {
                     Value::Array(items) => {
                         for (i, item) in items.iter().enumerate() {
-                            println!("{k}[{i}]:");
+                            let _ = writeln!(o, "{k}[{i}]:");
                             if let Value::Object(m) = item {
                                 for (k2, v2) in m {
-                                    println!("  {k2}: {v2}");
+                                    let _ = writeln!(o, "  {k2}: {v2}");
                                 }
                             }
                         }
                     }
-                    _ => println!("{k}: {v}"),
+                    _ => {
+                        let _ = writeln!(o, "{k}: {v}");
+                    }
                 }
             }
         }
-        other => println!("{other}"),
+        other => {
+            let _ = writeln!(o, "{other}");
+        }
     }
 }
 
 /// One line per worker and one for the total: counters that are not zero,
 /// then drops by reason.
-fn print_stats(v: &Value) {
-    let line = |label: String, c: &Value| {
+fn print_stats(o: &mut String, v: &Value) {
+    let mut line = |label: String, c: &Value| {
         let mut parts = Vec::new();
         for (k, n) in c.as_object().into_iter().flatten() {
             match n {
@@ -163,7 +177,7 @@ fn print_stats(v: &Value) {
                 _ => {}
             }
         }
-        println!("{label}: {}", parts.join(" "));
+        let _ = writeln!(o, "{label}: {}", parts.join(" "));
     };
     for (k, w) in v["workers"].as_array().into_iter().flatten().enumerate() {
         line(format!("worker {k}"), w);
@@ -176,9 +190,9 @@ fn print_stats(v: &Value) {
 
 /// Like `swanctl --list-sas`: the IKE SAs with their CHILD_SAs, then the
 /// SAs that were keyed by hand.
-fn print_sas(v: &Value) {
+fn print_sas(o: &mut String, v: &Value) {
     for ike in v["ike_sas"].as_array().into_iter().flatten() {
-        print_ike_sa(ike);
+        print_ike_sa(o, ike);
     }
     let manual: Vec<&Value> = v["sas"]
         .as_array()
@@ -199,7 +213,8 @@ fn print_sas(v: &Value) {
         } else {
             format!("{}/{}", s("encr"), s("integ"))
         };
-        println!(
+        let _ = writeln!(
+            o,
             "{} SPI {} {} {} -> {} {}, {}{}, reqid {}",
             s("protocol"),
             s("spi"),
@@ -211,7 +226,7 @@ fn print_sas(v: &Value) {
             encap,
             n("reqid")
         );
-        println!(
+        let _ = writeln!(o, 
             "  {} bytes, {} packets, seq {}, {}s ago added; replay window {}: {} replay drops, {} auth failures, {} other drops",
             n("bytes"),
             n("packets"),
@@ -244,13 +259,14 @@ fn ike_owned(v: &Value, sa: &Value) -> bool {
 }
 
 /// One IKE SA as `swanctl --list-sas` shows it.
-fn print_ike_sa(sa: &Value) {
+fn print_ike_sa(o: &mut String, sa: &Value) {
     let s = |v: &Value, k: &str| match &v[k] {
         Value::String(x) => x.clone(),
         Value::Null => "-".into(),
         other => other.to_string(),
     };
-    println!(
+    let _ = writeln!(
+        o,
         "{}: #{}, {}, IKEv2, {}_i{} {}_r{}",
         s(sa, "name"),
         s(sa, "uniqueid"),
@@ -268,13 +284,15 @@ fn print_ike_sa(sa: &Value) {
             ""
         },
     );
-    println!(
+    let _ = writeln!(
+        o,
         "  local  '{}' @ {}[{}]",
         s(sa, "local_id"),
         s(sa, "local_host"),
         s(sa, "local_port")
     );
-    println!(
+    let _ = writeln!(
+        o,
         "  remote '{}' @ {}[{}]{}",
         s(sa, "remote_id"),
         s(sa, "remote_host"),
@@ -285,14 +303,16 @@ fn print_ike_sa(sa: &Value) {
             ""
         }
     );
-    println!("  {}", s(sa, "proposal"));
-    println!(
+    let _ = writeln!(o, "  {}", s(sa, "proposal"));
+    let _ = writeln!(
+        o,
         "  established {}s ago, rekeying in {}s",
         s(sa, "established_s"),
         s(sa, "rekey_in_s")
     );
     for c in sa["child_sas"].as_array().into_iter().flatten() {
-        println!(
+        let _ = writeln!(
+            o,
             "  {}: reqid {}, {}, {}, {}{}:",
             s(c, "name"),
             s(c, "reqid"),
@@ -306,28 +326,32 @@ fn print_ike_sa(sa: &Value) {
             }
         );
         if c["cpi_in"].is_string() {
-            println!(
+            let _ = writeln!(
+                o,
                 "    {}, IPCOMP CPIs {}_i {}_o",
                 s(c, "proposal"),
                 s(c, "cpi_in"),
                 s(c, "cpi_out")
             );
         } else {
-            println!("    {}", s(c, "proposal"));
+            let _ = writeln!(o, "    {}", s(c, "proposal"));
         }
-        println!(
+        let _ = writeln!(
+            o,
             "    installed {}s ago, rekeying in {}s, expires in {}s",
             s(c, "install_time_s"),
             s(c, "rekey_in_s"),
             s(c, "life_in_s")
         );
-        println!(
+        let _ = writeln!(
+            o,
             "    in  {}, {:>8} bytes, {:>6} packets",
             s(c, "spi_in"),
             s(c, "bytes_in"),
             s(c, "packets_in")
         );
-        println!(
+        let _ = writeln!(
+            o,
             "    out {}, {:>8} bytes, {:>6} packets",
             s(c, "spi_out"),
             s(c, "bytes_out"),
@@ -341,7 +365,7 @@ fn print_ike_sa(sa: &Value) {
                 .collect::<Vec<_>>()
                 .join(" ")
         };
-        println!("    local  {}", ts("local_ts"));
-        println!("    remote {}", ts("remote_ts"));
+        let _ = writeln!(o, "    local  {}", ts("local_ts"));
+        let _ = writeln!(o, "    remote {}", ts("remote_ts"));
     }
 }

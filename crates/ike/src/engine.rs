@@ -47,6 +47,9 @@ pub struct Settings {
     pub max_half_open: usize,
     /// How long a replaced IKE or Child SA is kept for the peer's DELETE.
     pub rekeyed_grace: Duration,
+    /// Behind a NAT, a NAT-keepalive after this long without sending
+    /// (`charon.keep_alive`, 20 s; RFC 3948 §2.3).
+    pub keep_alive: Duration,
 }
 
 impl Default for Settings {
@@ -58,12 +61,15 @@ impl Default for Settings {
             max_ike_sas: 10_000,
             max_half_open: 1_000,
             rekeyed_grace: Duration::from_secs(30),
+            keep_alive: Duration::from_secs(20),
         }
     }
 }
 
 /// A datagram to send. Between two port-4500 endpoints the daemon puts
-/// the non-ESP marker in front (RFC 3948 §2.2); the core never does.
+/// the non-ESP marker in front (RFC 3948 §2.2); the core never does. The
+/// one exception is a NAT-keepalive, one byte 0xFF ([`Datagram::is_keepalive`],
+/// RFC 3948 §2.3), which goes as it is (an IKE message is never that short).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Datagram {
     /// Our address and port.
@@ -72,6 +78,13 @@ pub struct Datagram {
     pub remote: SocketAddr,
     /// The IKE message.
     pub data: Vec<u8>,
+}
+
+impl Datagram {
+    /// A NAT-keepalive, sent without the non-ESP marker.
+    pub fn is_keepalive(&self) -> bool {
+        self.data == [flowsec_wire::udp_encap::NAT_KEEPALIVE]
+    }
 }
 
 /// What the core counted (never per packet on the data path: this is the
@@ -515,6 +528,7 @@ impl Ike {
         let data = self.protect(sa, exchange, false, mid, &payloads);
         sa.exch
             .sent(exchange, data.clone(), task, now, &self.settings.retransmit);
+        sa.last_sent = now;
         self.push(sa.local, sa.remote, data);
     }
 
@@ -528,6 +542,7 @@ impl Ike {
     ) {
         let data = self.protect(sa, exchange, true, mid, &payloads);
         sa.exch.responded(mid, data.clone());
+        sa.last_sent = self.clock;
         self.push(sa.local, sa.remote, data);
     }
 

@@ -683,6 +683,7 @@ pub(crate) fn new_sa(
         rekey_at: None,
         expire_at: None,
         last_heard: now,
+        last_sent: now,
         first_child: None,
         collisions: Vec::new(),
         ike_collision: None,

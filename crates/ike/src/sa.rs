@@ -220,6 +220,9 @@ pub(crate) struct IkeSa {
     pub expire_at: Option<Duration>,
     /// Last time a valid message of the peer arrived.
     pub last_heard: Duration,
+    /// Last time we sent on it (a NAT-keepalive is due after a quiet
+    /// `keep_alive`, RFC 3948 §2.3).
+    pub last_sent: Duration,
     /// Initiator: the child to make in IKE_AUTH.
     pub first_child: Option<usize>,
     /// Collisions (§2.8.1): rekeys of the peer we answered while ours for

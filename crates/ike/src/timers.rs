@@ -137,7 +137,6 @@ impl Ike {
 
     /// The Established SA's own timers.
     fn timers(&mut self, now: Duration, sa: &mut IkeSa, k: &mut dyn Kernel) {
-        let conn = &self.config.connections[sa.conn];
         if sa.rekey_at.is_some_and(|t| now >= t) {
             sa.rekey_at = None;
             sa.queue.push_back(Todo::RekeyIke);
@@ -146,6 +145,19 @@ impl Ike {
             sa.expire_at = None;
             sa.queue.push_back(Todo::DeleteIke);
         }
+        // RFC 3948 §2.3: behind a NAT, keep its mapping (the ESP in UDP
+        // would keep it too; the core does not see that traffic).
+        if sa.nat_local && now >= sa.last_sent + self.settings.keep_alive {
+            sa.last_sent = now;
+            let ka = vec![flowsec_wire::udp_encap::NAT_KEEPALIVE];
+            self.stats.sent += 1;
+            self.out.push_back(crate::engine::Datagram {
+                local: sa.local,
+                remote: sa.remote,
+                data: ka,
+            });
+        }
+        let conn = &self.config.connections[sa.conn];
         let dpd = conn.dpd_delay;
         if !dpd.is_zero() && sa.exch.idle() && sa.queue.is_empty() && now >= sa.last_heard + dpd {
             sa.queue.push_back(Todo::Dpd);
@@ -223,6 +235,9 @@ impl Ike {
             match sa.state {
                 IkeState::HalfOpen => at(Some(sa.created + self.settings.half_open_timeout)),
                 IkeState::Established => {
+                    if sa.nat_local {
+                        at(Some(sa.last_sent + self.settings.keep_alive));
+                    }
                     at(sa.rekey_at);
                     at(sa.expire_at);
                     let dpd = self.config.connections[sa.conn].dpd_delay;

@@ -72,6 +72,8 @@ struct Pair {
     /// A NAT in front of a: its public address, and what it adds to a's
     /// source ports.
     nat: Option<(std::net::IpAddr, u16)>,
+    /// NAT-keepalives a sent.
+    keepalives: usize,
 }
 
 fn ike(text: &str, seed: u64, settings: Settings) -> Ike {
@@ -105,6 +107,7 @@ impl Pair {
             ab: Vec::new(),
             ba: Vec::new(),
             nat: None,
+            keepalives: 0,
         }
     }
 
@@ -144,6 +147,11 @@ impl Pair {
         self.collect();
         assert!(!self.ab.is_empty(), "nothing in flight a -> b");
         let d = self.ab.remove(0);
+        if d.is_keepalive() {
+            // The data plane drops NAT-keepalives (RFC 3948 §2.3).
+            self.keepalives += 1;
+            return d;
+        }
         // Through the NAT: a's source becomes the public address and port.
         let from = match self.nat {
             Some((ip, shift)) => SocketAddr::new(ip, d.local.port() + shift),
@@ -1044,6 +1052,18 @@ fn behind_a_nat_both_float_to_4500_and_follow_a_rebinding() {
         Some((4500, 24500))
     );
     assert_eq!(out_b.dst, public);
+    // Behind the NAT, a keeps its mapping alive: one byte 0xFF after 20 s
+    // without sending (b, not behind one, sends none).
+    let before = p.keepalives;
+    p.advance(Duration::from_secs(21));
+    p.collect();
+    assert!(p
+        .ab
+        .iter()
+        .any(|d| d.is_keepalive() && d.local.port() == 4500));
+    assert!(!p.ba.iter().any(|d| d.is_keepalive()));
+    p.settle();
+    assert!(p.keepalives > before);
     // The NAT forgets a and maps it to another port: b follows on a's next
     // (authenticated, new) message, its ESP SAs too.
     p.nat = Some((public, 30000));
