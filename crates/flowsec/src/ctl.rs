@@ -226,7 +226,7 @@ fn print_sas(o: &mut String, v: &Value) {
             encap,
             n("reqid")
         );
-        let _ = writeln!(o, 
+        let _ = writeln!(o,
             "  {} bytes, {} packets, seq {}, {}s ago added; replay window {}: {} replay drops, {} auth failures, {} other drops",
             n("bytes"),
             n("packets"),
