@@ -133,6 +133,10 @@ flowsec flowsec aes128gcm16-prfsha256-ecp256 v4 right
 flowsec flowsec aes256-sha256-modp2048 v4 left 1 0
 flowsec flowsec chacha20poly1305-prfsha256-x25519 v6 right 0 1
 MATRIX
+for right in flowsec strongswan; do
+    echo "-- ike through a real NAT (nftables masquerade, random ports): flowsec behind it -> $right"
+    FLOWSEC_IKE_NAT_RIGHT=$right FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_nat.sh </dev/null
+done
 
 section "flowsec lab run --quick all (every scenario writes its report; verdicts come from the data)"
 LAB_OUT="$(mktemp -d)"
