@@ -74,9 +74,10 @@
 # of {"name", "state" ("INSTALLED"), "spi-in", "spi-out" (hex),
 # "bytes-in", "bytes-out", "packets-in", "packets-out", "dh-group"}}.
 #
-# strongSwan's timers are lowered for the test (see gen_strongswan_conf):
-# charon retransmits a request after retransmit_timeout * retransmit_base^n
-# seconds, retransmit_tries times, then gives up and deletes the IKE SA;
+# strongSwan's timers are lowered for the test (gen_strongswan_conf, in
+# tests/e2e/ike_lib.sh with what else ike_nat.sh shares): charon retransmits
+# a request after retransmit_timeout * retransmit_base^n seconds,
+# retransmit_tries times, then gives up and deletes the IKE SA;
 # with the defaults (4 s, 1.8, 5 tries) a DPD on a dead peer takes 165 s.
 # 1 s, 1.4, 2 tries: 1 + 1.4 + 1.96 = 4.4 s after the first DPD, which
 # itself comes dpd_delay (2 s) after the last packet from the peer. A
@@ -87,6 +88,9 @@ set -eu -o pipefail
 E2E_PREFIX="${E2E_PREFIX:-ike$$-}"
 # shellcheck source=tests/e2e/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=tests/e2e/ike_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/ike_lib.sh"
+IKE_TAG="e2e ike" IKE_SHOW_LOAD=1
 
 e2e_require_root_netns
 
@@ -121,6 +125,9 @@ if [ "$AH" = 1 ]; then
     dh=$(echo "$IKE_PROPOSAL" | tr '-' '\n' | grep -E '^(modp|ecp|x25519|curve)' | head -n 1)
     [ -n "$dh" ] && AH_LINE="$AH_LINE-$dh"
 fi
+# The child's last lines in the swanctl.conf (gen_swanctl_conf).
+CHILD_EXTRA=$'\n                ipcomp = '"$IPCOMP$AH_LINE"
+DPD_DELAY=2s
 DPD_BOUND="${FLOWSEC_IKE_DPD_BOUND:-60}"
 BYTES="${FLOWSEC_IKE_BYTES:-2000000}"
 UP_TIMEOUT="${FLOWSEC_IKE_UP_TIMEOUT:-15}"     # a daemon starting
@@ -133,48 +140,21 @@ PSK="flowsec-e2e-ike psk, not a secret"
 # up --retransmit-*): 1 s, 1.4 s, 1.96 s, then the peer is dead.
 RETRANSMIT_TIMEOUT=1 RETRANSMIT_BASE=1.4 RETRANSMIT_TRIES=2
 
-# The binaries a side needs.
-have_strongswan() {
-    [ -x /usr/sbin/charon-systemd ] && command -v swanctl >/dev/null 2>&1 &&
-        [ -f /usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so ] &&
-        [ -f /usr/lib/ipsec/plugins/libstrongswan-openssl.so ]
-}
-apt_install() {  # apt_install PKG...: Debian packages, quietly
-    [ "${FLOWSEC_IKE_NO_INSTALL:-0}" = 1 ] && return 1
-    command -v apt-get >/dev/null 2>&1 || return 1
-    echo "e2e ike: apt-get install $*"
-    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@"; } \
-        >/tmp/flowsec-e2e-ike-apt.log 2>&1 || { tail -5 /tmp/flowsec-e2e-ike-apt.log; return 1; }
-}
 if [ "$LEFT" = strongswan ] || [ "$RIGHT" = strongswan ]; then
+    install_strongswan
     if ! have_strongswan; then
-        apt_install charon-systemd strongswan-swanctl libcharon-extra-plugins \
-            libstrongswan-extra-plugins libstrongswan-standard-plugins || true
-        # The packaged service must not run a charon of its own (it would
-        # be harmless in the root namespace, but it is not what we test).
-        if command -v systemctl >/dev/null 2>&1; then
-            systemctl disable --now strongswan.service >/dev/null 2>&1 || true
-        fi
-    fi
-    if ! have_strongswan; then
-        echo "FAIL: strongSwan is not installed (apt-get install charon-systemd strongswan-swanctl libcharon-extra-plugins libstrongswan-extra-plugins libstrongswan-standard-plugins)"
+        echo "FAIL: strongSwan is not installed (apt-get install ${STRONGSWAN_PKGS[*]})"
         exit 1
     fi
 fi
-if ! command -v tshark >/dev/null 2>&1 || ! command -v tcpdump >/dev/null 2>&1; then
-    apt_install tshark tcpdump || true
-fi
+install_capture_tools
 STANDIN="${FLOWSEC_IKE_STANDIN:-0}"
 if [ "$STANDIN" = 1 ] && ! have_strongswan; then
-    apt_install charon-systemd strongswan-swanctl libcharon-extra-plugins \
-        libstrongswan-extra-plugins libstrongswan-standard-plugins || true
+    apt_install "${STRONGSWAN_PKGS[@]}" || true
     have_strongswan || { echo "FAIL: the stand-in needs strongSwan"; exit 1; }
 fi
 if [ "$STANDIN" != 1 ] && { [ "$LEFT" = flowsec ] || [ "$RIGHT" = flowsec ]; }; then
-    if [ ! -x "$FLOWSEC_BIN" ]; then
-        echo "FAIL: flowsec binary not found at $FLOWSEC_BIN (cargo build -p flowsec, or set FLOWSEC_BIN=)"
-        exit 1
-    fi
+    require_flowsec_bin
 fi
 
 echo "e2e ike: gwA (initiator) $LEFT, gwB (responder) $RIGHT; IKE $IKE_PROPOSAL, ESP $ESP_PROPOSAL; outer $OUTER"
@@ -185,98 +165,16 @@ W="$E2E_WORK"
 T0=$SECONDS
 
 declare -A IMPL=([gwA]="$LEFT" [gwB]="$RIGHT")
-declare -A DPID                                   # the daemon's PID per gateway
 declare -A LOCAL_ADDR=([gwA]="$GW_A" [gwB]="$GW_B")
 declare -A REMOTE_ADDR=([gwA]="$GW_B" [gwB]="$GW_A")
+declare -A LOCAL_ID=([gwA]="$GW_A" [gwB]="$GW_B")
+declare -A REMOTE_ID=([gwA]="$GW_B" [gwB]="$GW_A")
 declare -A LOCAL_TS=([gwA]="10.1.0.0/24,fd01::/64" [gwB]="10.2.0.0/24,fd02::/64")
 declare -A REMOTE_TS=([gwA]="10.2.0.0/24,fd02::/64" [gwB]="10.1.0.0/24,fd01::/64")
 
-log_of() { echo "$W/$1-${IMPL[$1]}.log"; }
-
 # ------------------------------------------------------------ configuration
-# One gateway's swanctl.conf: the text both implementations read.
-gen_swanctl_conf() {  # gen_swanctl_conf GW
-    local gw="$1" start=none
-    cat <<EOF
-# flowsec e2e ike: $gw (${IMPL[$gw]}), $([ "$gw" = gwA ] && echo initiator || echo responder)
-connections {
-    $CONN {
-        version = 2
-        local_addrs = ${LOCAL_ADDR[$gw]}
-        remote_addrs = ${REMOTE_ADDR[$gw]}
-        proposals = $IKE_PROPOSAL
-        dpd_delay = 2s
-        local {
-            auth = psk
-            id = ${LOCAL_ADDR[$gw]}
-        }
-        remote {
-            auth = psk
-            id = ${REMOTE_ADDR[$gw]}
-        }
-        children {
-            $CHILD {
-                local_ts = ${LOCAL_TS[$gw]}
-                remote_ts = ${REMOTE_TS[$gw]}
-                esp_proposals = $ESP_PROPOSAL
-                mode = tunnel
-                start_action = $start
-                dpd_action = clear
-                rekey_time = 1h
-                ipcomp = $IPCOMP$AH_LINE
-            }
-        }
-    }
-}
-secrets {
-    ike-$CONN {
-        id = ${REMOTE_ADDR[$gw]}
-        secret = "$PSK"
-    }
-}
-EOF
-}
-
-# One charon's strongswan.conf. The plugins: kernel-libipsec before
-# kernel-netlink (libipsec's IPsec interface must be the one registered;
-# kernel-netlink still does routes and addresses); openssl for ECP groups,
-# 3DES and AES-GCM's fast path, gmp for MODP, curve25519 for x25519,
-# chapoly for ChaCha20-Poly1305 (IKE and libipsec's ESP), kdf for the
-# IKE key derivation (prf+; without it: "KDF_PRF with PRF_HMAC_SHA2_256 not
-# supported", 5.9.8 moved prf+ into that plugin).
-gen_strongswan_conf() {  # gen_strongswan_conf GW [VICI_SOCKET]
-    cat <<EOF
-# flowsec e2e ike: $1
-charon {
-    load = random nonce aes sha1 sha2 md5 hmac xcbc cmac gcm chapoly openssl gmp curve25519 kdf kernel-libipsec kernel-netlink socket-default vici
-    install_routes = yes
-    # No ids for PSK lookups beyond the file's; no vendor ID.
-    # Retransmissions: 1 s, then 1.4 s, then give up after another 1.96 s
-    # (the defaults take 165 s to declare a peer dead).
-    retransmit_tries = $RETRANSMIT_TRIES
-    retransmit_timeout = $RETRANSMIT_TIMEOUT
-    retransmit_base = $RETRANSMIT_BASE
-    filelog {
-        stderr {
-            default = 1
-$(echo "${FLOWSEC_IKE_CHARON_DEBUG:-}" | tr ',' '\n' | sed -nE 's/^ *([a-z]+)[ =]+(-?[0-9]) *$/            \1 = \2/p')
-            flush_line = yes
-            time_format = %T
-            ike_name = yes
-        }
-    }
-    journal {
-        default = -1
-    }
-    plugins {
-        vici {
-            socket = unix://${2:-$W/$1.vici}
-        }
-    }
-}
-EOF
-}
-
+# (gen_swanctl_conf, gen_strongswan_conf and sas.py: tests/e2e/ike_lib.sh)
+write_sas_py
 for gw in gwA gwB; do
     gen_swanctl_conf "$gw" >"$W/$gw-swanctl.conf"
     if [ "${IMPL[$gw]}" = strongswan ]; then
@@ -332,251 +230,35 @@ SHIM
 fi
 
 # -------------------------------------------------------------- one side
-uri() { echo "unix://$W/$1.vici"; }
-sw() {  # sw GW swanctl-args...: swanctl against GW's charon
-    local gw="$1"; shift
-    ns_exec "$gw" timeout 30 swanctl "$@" --uri "$(uri "$gw")"
-}
-fctl() {  # fctl GW ctl-args...: flowsec ctl against GW's daemon (never hangs)
-    local gw="$1"; shift
-    FLOWSEC_SOCKET="$W/$gw.sock" timeout 10 "$FLOWSEC_BIN" ctl --socket "$W/$gw.sock" "$@"
-}
-
-start_daemon() {  # start_daemon GW
-    local gw="$1" log
-    log=$(log_of "$gw")
-    if [ "${IMPL[$gw]}" = strongswan ]; then
-        rm -f "$W/$gw.vici"
-        start_bg "$gw" "$log" env STRONGSWAN_CONF="$W/$gw-strongswan.conf" /usr/sbin/charon-systemd
-        DPID[$gw]=$E2E_LAST_PID
-        local i
-        for ((i = 0; i < UP_TIMEOUT * 10; i++)); do
-            [ -S "$W/$gw.vici" ] && break
-            pid_alive "${DPID[$gw]}" || break
-            sleep 0.1
-        done
-        [ -S "$W/$gw.vici" ] || { echo "    $gw: no vici socket after ${UP_TIMEOUT}s"; show_log "$log"; return 1; }
-        sw "$gw" --load-all --noprompt --file "$W/$gw-swanctl.conf" >"$W/$gw-load.log" 2>&1 ||
-            { show_log "$W/$gw-load.log"; show_log "$log"; return 1; }
-        sed 's/^/    /' "$W/$gw-load.log" | grep -v 'opening directory' | head -4
-    else
-        local args=(up -c "$W/$gw-swanctl.conf" --tun "$TUN" --socket "$W/$gw.sock")
-        [ -n "${FLOWSEC_IKE_WORKERS:-}" ] && args+=(--workers "$FLOWSEC_IKE_WORKERS")
-        # The same retransmission timers as the charons (for the DPD
-        # check), where this flowsec has the options.
-        if "$FLOWSEC_BIN" up --help 2>/dev/null | grep -q -- '--retransmit-timeout'; then
-            args+=(--retransmit-timeout "$RETRANSMIT_TIMEOUT" --retransmit-base "$RETRANSMIT_BASE"
-                --retransmit-tries "$RETRANSMIT_TRIES")
-        fi
-        start_bg "$gw" "$log" env FLOWSEC_SOCKET="$W/$gw.sock" "$FLOWSEC_BIN" "${args[@]}"
-        DPID[$gw]=$E2E_LAST_PID
-        wait_for_log "$log" 'flowsec: up' "$UP_TIMEOUT" "${DPID[$gw]}" || { show_log "$log"; return 1; }
-    fi
-}
-
-# The SAs a gateway holds, as lines (the same for either implementation):
+# One gateway's SAs (sas, in ike_lib.sh), as lines:
 #   IKE <name> <state> <initiator-spi> <responder-spi>
 #   CHILD <name> <state> <spi-in> <spi-out> <bytes-in> <bytes-out> <packets-in> <packets-out> <dh-group|->
-cat >"$W/sas.py" <<'PYEOF'
-import json, re, sys
-
-def norm(d):
-    """keys with dashes, lower case"""
-    return {str(k).lower().replace("_", "-"): v for k, v in d.items()} if isinstance(d, dict) else {}
-
-def parse_vici_raw(text):
-    """swanctl --list-sas --raw: 'list-sa event {name {k=v sec {..} list [a b]}}' per line"""
-    out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line.startswith("list-sa event"):
-            continue
-        toks = re.findall(r"\{|\}|\[|\]|[^\s{}\[\]]+", line[len("list-sa event"):])
-        def section(i):
-            d = {}
-            while i < len(toks):
-                t = toks[i]
-                if t == "}":
-                    return d, i + 1
-                if i + 1 < len(toks) and toks[i + 1] == "{":
-                    d[t], i = section(i + 2)
-                elif i + 1 < len(toks) and toks[i + 1] == "[":
-                    j = toks.index("]", i + 2)
-                    d[t] = toks[i + 2:j]
-                    i = j + 1
-                elif "=" in t:
-                    k, v = t.split("=", 1)
-                    d[k] = v
-                    i += 1
-                else:
-                    i += 1
-            return d, i
-        top, _ = section(1) if toks and toks[0] == "{" else section(0)
-        for name, sa in top.items():
-            if isinstance(sa, dict):
-                sa.setdefault("name", name)
-                kids = sa.get("child-sas", {})
-                sa["child-sas"] = [dict(c, name=c.get("name", k)) for k, c in kids.items()] if isinstance(kids, dict) else []
-                out.append(sa)
-    return out
-
-def hexspi(v):
-    if v is None:
-        return "-"
-    if isinstance(v, int):
-        return "%x" % v
-    s = str(v).lower()
-    s = s[2:] if s.startswith("0x") else s
-    return s.lstrip("0") or "0"
-
-def main():
-    fmt = sys.argv[1]
-    text = sys.stdin.read()
-    if fmt == "vici-json":  # the stand-in's `ctl sas --json`
-        print(json.dumps(parse_vici_raw(text)))
-        return
-    if fmt == "strongswan":
-        sas = parse_vici_raw(text)
-    else:
-        sas = json.loads(text)
-        if isinstance(sas, dict):
-            sas = sas.get("ike_sas", sas.get("ike-sas", sas.get("sas", [])))
-    for sa in sas:
-        sa = norm(sa)
-        print("IKE %s %s %s %s" % (sa.get("name", "-"), str(sa.get("state", "-")).upper(),
-                                   hexspi(sa.get("initiator-spi")), hexspi(sa.get("responder-spi"))))
-        kids = sa.get("child-sas", sa.get("children", []))
-        if isinstance(kids, dict):
-            kids = [dict(v, name=v.get("name", k)) for k, v in kids.items()]
-        for c in kids:
-            c = norm(c)
-            print("CHILD %s %s %s %s %s %s %s %s %s" % (
-                c.get("name", "-"), str(c.get("state", "-")).upper(),
-                hexspi(c.get("spi-in")), hexspi(c.get("spi-out")),
-                c.get("bytes-in", "-"), c.get("bytes-out", "-"),
-                c.get("packets-in", "-"), c.get("packets-out", "-"),
-                c.get("dh-group") or "-"))
-
-main()
-PYEOF
-
-sas() {  # sas GW: the SA lines above; status 1 when the daemon does not answer
-    local gw="$1" raw
-    if [ "${IMPL[$gw]}" = strongswan ]; then
-        raw=$(sw "$gw" --list-sas --raw 2>&1) || { echo "$raw" >"$W/$gw-sas.err"; return 1; }
-        python3 "$W/sas.py" strongswan <<<"$raw"
-    else
-        raw=$(fctl "$gw" sas --json 2>&1) || { echo "$raw" >"$W/$gw-sas.err"; return 1; }
-        python3 "$W/sas.py" flowsec <<<"$raw" 2>"$W/$gw-sas.err" ||
-            { echo "$raw" >>"$W/$gw-sas.err"; return 1; }
-    fi
-}
 ike_line() { sas "$1" | awk -v n="$CONN" '$1 == "IKE" && $2 == n && $3 == "ESTABLISHED"' | head -n 1; }
 child_lines() { sas "$1" | awk -v n="$CHILD" '$1 == "CHILD" && $2 == n && $3 == "INSTALLED"'; }
-
-initiate() {  # initiate GW: bring the Child SA (and the IKE SA) up from GW
-    local gw="$1"
-    if [ "${IMPL[$gw]}" = strongswan ]; then
-        sw "$gw" --initiate --child "$CHILD" --timeout "$SA_TIMEOUT" >"$W/$gw-initiate.log" 2>&1
-    else
-        fctl "$gw" initiate --child "$CHILD" >"$W/$gw-initiate.log" 2>&1
-    fi || { show_log "$W/$gw-initiate.log" 10; return 1; }
+child_spis() {  # child_spis GW: "IN OUT" of GW's one INSTALLED Child SA
+    local l
+    l=$(child_lines "$1") || return 1
+    [ "$(echo "$l" | grep -c .)" = 1 ] || return 1
+    echo "$l" | awk '{print $4, $5}'
 }
-rekey_child() {  # rekey_child GW
-    local gw="$1"
-    if [ "${IMPL[$gw]}" = strongswan ]; then
-        sw "$gw" --rekey --child "$CHILD" >"$W/$gw-rekey.log" 2>&1
-    else
-        fctl "$gw" rekey --child "$CHILD" >"$W/$gw-rekey.log" 2>&1
-    fi || { show_log "$W/$gw-rekey.log" 10; return 1; }
-}
-rekey_ike() {  # rekey_ike GW
-    local gw="$1"
-    if [ "${IMPL[$gw]}" = strongswan ]; then
-        sw "$gw" --rekey --ike "$CONN" >"$W/$gw-rekey.log" 2>&1
-    else
-        fctl "$gw" rekey --ike "$CONN" >"$W/$gw-rekey.log" 2>&1
-    fi || { show_log "$W/$gw-rekey.log" 10; return 1; }
-}
-terminate_ike() {  # terminate_ike GW
-    local gw="$1"
-    if [ "${IMPL[$gw]}" = strongswan ]; then
-        sw "$gw" --terminate --ike "$CONN" --timeout "$SA_TIMEOUT" >"$W/$gw-terminate.log" 2>&1
-    else
-        fctl "$gw" terminate --ike "$CONN" >"$W/$gw-terminate.log" 2>&1
-    fi || { show_log "$W/$gw-terminate.log" 10; return 1; }
-}
-
-# The Child SA installed at both ends, one pair of SPIs each, agreed
-# (gwA's in = gwB's out and back); prints "A_IN A_OUT". With EXCLUDE (a
-# list of SPIs), none of them may still be installed.
-child_agreed() {  # child_agreed [EXCLUDE...]
-    local a b a_in a_out b_in b_out x
-    a=$(child_lines gwA) || return 1
-    b=$(child_lines gwB) || return 1
-    [ "$(echo "$a" | grep -c .)" = 1 ] && [ "$(echo "$b" | grep -c .)" = 1 ] || return 1
-    read -r _ _ _ a_in a_out _ <<<"$a"
-    read -r _ _ _ b_in b_out _ <<<"$b"
-    [ "$a_in" = "$b_out" ] && [ "$a_out" = "$b_in" ] || return 1
-    for x in "$@"; do
-        [ "$x" != "$a_in" ] && [ "$x" != "$a_out" ] || return 1
-    done
-    echo "$a_in $a_out"
-}
-ike_agreed() {  # ike_agreed [EXCLUDE_SPI...]: the IKE SA at both ends, same SPIs; prints "SPI_I SPI_R"
-    local a b x
-    a=$(ike_line gwA) || return 1
-    b=$(ike_line gwB) || return 1
-    [ -n "$a" ] && [ -n "$b" ] || return 1
-    a=$(echo "$a" | awk '{print $4, $5}')
-    b=$(echo "$b" | awk '{print $4, $5}')
-    [ "$a" = "$b" ] || return 1
-    for x in "$@"; do
-        case " $a " in *" $x "*) return 1 ;; esac
-    done
-    echo "$a"
-}
-poll() {  # poll TIMEOUT_S cmd...: until cmd succeeds; its output on stdout
-    local timeout="$1" i out
-    shift
-    for ((i = 0; i < timeout * 5; i++)); do
-        if out=$("$@" 2>/dev/null); then
-            echo "$out"; return 0
-        fi
-        sleep 0.2
-    done
-    return 1
-}
-show_sas() {  # show_sas: both gateways' SA lines, indented
-    local gw
-    for gw in gwA gwB; do
-        sas "$gw" 2>/dev/null | sed "s/^/    $gw: /" || { echo "    $gw: no answer"; show_log "$W/$gw-sas.err" 5; }
-    done
+ike_spis() {  # ike_spis GW: "SPI_I SPI_R" of GW's ESTABLISHED IKE SA
+    local l
+    l=$(ike_line "$1") || return 1
+    [ -n "$l" ] || return 1
+    echo "$l" | awk '{print $4, $5}'
 }
 
 # -------------------------------------------------------------------- topology
 e2e_topology_gateway
 
-for gw in gwA gwB; do
-    check "$gw: ${IMPL[$gw]} up" start_daemon "$gw"
-done
-if [ "$E2E_FAILED" -ne 0 ]; then
-    echo "e2e ike: a daemon did not come up; not running the other checks"
-    e2e_finish
-fi
+start_daemons
 
 # Capture the transit link from before the first IKE_SA_INIT.
-start_bg gwA "$W/tcpdump.log" tcpdump -i eth1 -n -U -s 0 -w "$W/transit.pcap"
-TCPDUMP_PID=$E2E_LAST_PID
-wait_for_log "$W/tcpdump.log" 'listening on' 5 "$TCPDUMP_PID" || show_log "$W/tcpdump.log"
+start_capture gwA eth1 "$W/transit.pcap" "$W/tcpdump.log"
 
 # ----------------------------------------------------------- (a) SAs come up
 sa_up() {
-    local t=$SECONDS spis ike
-    initiate gwA || return 1
-    spis=$(poll "$SA_TIMEOUT" child_agreed) || { echo "    no agreed INSTALLED Child SA at both ends within ${SA_TIMEOUT}s"; show_sas; return 1; }
-    ike=$(poll 5 ike_agreed) || { echo "    IKE SA not ESTABLISHED with the same SPIs at both ends"; show_sas; return 1; }
-    echo "    IKE SPIs $ike; Child SA SPIs (gwA in/out) $spis; $((SECONDS - t)) s"
+    up_agreed || return 1
     local gw
     for gw in gwA gwB; do
         [ "${IMPL[$gw]}" = strongswan ] || continue
@@ -586,7 +268,7 @@ sa_up() {
     # What a user sees: `flowsec ctl sas` as `swanctl --list-sas` would say it.
     for gw in gwA gwB; do
         [ "${IMPL[$gw]}" = flowsec ] || continue
-        fctl "$gw" sas | head -n 14 | sed "s/^/    $gw: /"
+        show_ctl_sas "$gw" 14
         break
     done
 }
@@ -614,24 +296,6 @@ ping_both() {  # ping_both: hostA -> hostB and back, IPv4 and IPv6 inside
 SAS_BEFORE=$(child_lines gwA; child_lines gwB) || true
 check "b. ping hostA <-> hostB through the tunnel (IPv4 and IPv6 inside)" ping_both
 
-tcp_transfer() {
-    local res="$W/recv.json" rpid
-    rm -f "$res"
-    start_bg hostB "$W/recv.log" python3 "$E2E_TOOLS" recv --bind 10.2.0.2 --port 5001 --result "$res" --timeout 30
-    rpid=$E2E_LAST_PID
-    wait_for_log "$W/recv.log" 'recv: listening' 5 "$rpid" || { show_log "$W/recv.log"; return 1; }
-    ns_exec hostA timeout 30 python3 "$E2E_TOOLS" send --to 10.2.0.2 --port 5001 --bytes "$BYTES" --timeout 25 \
-        >"$W/send.json" 2>"$W/send.log" || { echo "    sender failed"; show_log "$W/send.log"; stop_bg "$rpid" 1; return 1; }
-    stop_bg "$rpid" 2
-    [ -f "$res" ] || { echo "    receiver wrote no result"; show_log "$W/recv.log"; return 1; }
-    python3 - "$W/send.json" "$res" "$BYTES" <<'EOF'
-import json, sys
-s, r, n = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
-print("    %d B in %.2f s (%.0f Mbit/s), sha256 %s %s" % (s["bytes"], s["seconds"], s["mbit_s"], s["sha256"][:16],
-      "matches" if s["sha256"] == r["sha256"] else "DIFFERS: " + str(r["sha256"])[:16]))
-sys.exit(0 if s["bytes"] == r["bytes"] == n and s["sha256"] == r["sha256"] else 1)
-EOF
-}
 check "b. TCP hostA -> hostB, $BYTES bytes, sha256 matches" tcp_transfer
 
 # ------------------------------------------------------------ (c) counters
@@ -664,7 +328,7 @@ pfs_seen() {  # pfs_seen: a strongSwan side logged a CREATE_CHILD_SA request wit
 }
 CUR_CHILD=$(child_agreed || true)
 child_rekey() {  # child_rekey GW: GW rekeys the Child SA
-    local gw="$1" old new t=$SECONDS line pkts loss
+    local gw="$1" old t=$SECONDS line pkts loss
     old=$CUR_CHILD
     # A paced UDP stream hostA -> hostB across the rekey (5000 datagrams
     # a second; 500 with IPComp, whose DEFLATE attempt on every packet is
@@ -675,11 +339,7 @@ child_rekey() {  # child_rekey GW: GW rekeys the Child SA
     local streamer=$!
     sleep 1
     rekey_child "$gw" || { wait "$streamer"; return 1; }
-    # shellcheck disable=SC2086
-    new=$(poll "$SA_TIMEOUT" child_agreed $old) || {
-        echo "    no new agreed Child SA (old SPIs $old gone) within ${SA_TIMEOUT}s"; show_sas; return 1; }
-    CUR_CHILD=$new
-    echo "    SPIs (gwA in/out) $old -> $new in $((SECONDS - t)) s"
+    child_rekeyed "$old" "$t" || return 1
     if esp_has_dh; then
         line=$(child_lines gwA)
         if [ "${IMPL[gwA]}" = strongswan ] || [ "${IMPL[gwB]}" = strongswan ]; then
@@ -723,18 +383,7 @@ check "d. Child SA rekey$pfs_label initiated by gwB (${IMPL[gwB]}): new SPIs at 
 
 # ----------------------------------------------------------- (e) IKE rekeys
 ike_rekey() {  # ike_rekey GW
-    local gw="$1" old new t=$SECONDS
-    old=$(ike_agreed) || { echo "    no IKE SA before the rekey"; show_sas; return 1; }
-    rekey_ike "$gw" || return 1
-    # shellcheck disable=SC2086
-    new=$(poll "$SA_TIMEOUT" ike_agreed $old) || {
-        echo "    no new IKE SA at both ends (old SPIs $old gone) within ${SA_TIMEOUT}s"; show_sas; return 1; }
-    echo "    IKE SPIs $old -> $new in $((SECONDS - t)) s"
-    # The Child SA moves to the new IKE SA, unchanged.
-    local child
-    child=$(poll 5 child_agreed) || { echo "    Child SA lost"; show_sas; return 1; }
-    [ "$child" = "$CUR_CHILD" ] || echo "    (Child SA SPIs changed: $CUR_CHILD -> $child)"
-    CUR_CHILD=$child
+    ike_rekeyed "$1" || return 1
     ping_one hostA 10.2.0.2 && ping_one hostB 10.1.0.2
 }
 check "e. IKE SA rekey initiated by gwA (${IMPL[gwA]}): new IKE SPIs at both ends, Child SA kept, traffic flows" ike_rekey gwA
@@ -760,16 +409,15 @@ capture_check() {
     local pcap="$W/transit.pcap" total bad plain esp_ab esp_ba ike
     [ -s "$pcap" ] || { echo "    no capture"; show_log "$W/tcpdump.log"; return 1; }
     local ip=ip; [ "$OUTER" = v6 ] && ip=ipv6
-    total=$(tshark -n -r "$pcap" 2>/dev/null | wc -l)
-    # Anything but IKE / the expected ESP (and ARP, IPv6 neighbour discovery
-    # and multicast listener reports, link-local).
-    local other="not (isakmp or udp.port == 500 or udp.port == 4500 or ($ESP_WIRE)) and not arp and not (icmpv6 and (icmpv6.type >= 133 and icmpv6.type <= 137 or ipv6.src == fe80::/10 or ipv6.src == :: or ipv6.dst == ff02::/16))"
+    total=$(frames "$pcap")
+    # Anything but IKE / the expected ESP (and link-local noise).
+    local other="not (isakmp or udp.port == 500 or udp.port == 4500 or ($ESP_WIRE)) and not ($NOISE_FILTER)"
     [ "$ESP_WIRE_NAME" = "raw ESP" ] || other="$other or (esp and not udp)"
-    bad=$(tshark -n -r "$pcap" -Y "$other" 2>/dev/null | wc -l)
-    plain=$(tshark -n -r "$pcap" -Y "$PLAIN" 2>/dev/null | wc -l)
-    esp_ab=$(tshark -n -r "$pcap" -Y "$ESP_WIRE and $ip.src == $GW_A" 2>/dev/null | wc -l)
-    esp_ba=$(tshark -n -r "$pcap" -Y "$ESP_WIRE and $ip.src == $GW_B" 2>/dev/null | wc -l)
-    ike=$(tshark -n -r "$pcap" -Y isakmp 2>/dev/null | wc -l)
+    bad=$(frames "$pcap" "$other")
+    plain=$(frames "$pcap" "$PLAIN")
+    esp_ab=$(frames "$pcap" "$ESP_WIRE and $ip.src == $GW_A")
+    esp_ba=$(frames "$pcap" "$ESP_WIRE and $ip.src == $GW_B")
+    ike=$(frames "$pcap" isakmp)
     echo "    $total frames: $ike IKE, $ESP_WIRE_NAME $esp_ab gwA->gwB and $esp_ba gwB->gwA, $bad other, $plain with a 10.x/fd0x header"
     if [ "$bad" -ne 0 ] || [ "$plain" -ne 0 ]; then
         tshark -n -r "$pcap" -Y "$other or $PLAIN" 2>/dev/null | head -5 | sed 's/^/    /'
@@ -874,8 +522,4 @@ dpd() {
 }
 check "f. DPD: SIGKILL the $DPD_KILL daemon; the other deletes the IKE SA within ${DPD_BOUND}s" dpd
 
-echo "e2e ike: $((SECONDS - T0)) s"
-if [ "$E2E_FAILED" -ne 0 ]; then
-    for gw in gwA gwB; do show_log "$(log_of "$gw")" 40; done
-fi
-e2e_finish
+ike_finish
