@@ -293,27 +293,40 @@ impl<'a> PlaneKernel<'a> {
 
 impl Kernel for PlaneKernel<'_> {
     fn alloc_spi(&mut self, protocol: Protocol) -> u32 {
-        loop {
-            let mut b = [0u8; 4];
-            getrandom_fill(&mut b);
+        let used: BTreeSet<u32> = self
+            .model
+            .sas
+            .keys()
+            .filter(|id| id.protocol == protocol)
+            .map(|id| id.spi)
+            .chain(self.spis.iter().copied())
+            .collect();
+        let mut b = [0u8; 4];
+        getrandom_fill(&mut b);
+        let r = u32::from_be_bytes(b);
+        let spi = match protocol {
+            // A CPI (RFC 3173 §3.3): 256 up to the private-use range, as
+            // strongSwan (0x100..=0xefff); a walk from a random start, so
+            // a full range answers 0 (no IPComp) instead of spinning.
+            Protocol::IpComp => {
+                const FIRST: u32 = 0x100;
+                const COUNT: u32 = 0xf000 - FIRST;
+                (0..COUNT)
+                    .map(|k| FIRST + (r + k) % COUNT)
+                    .find(|c| !used.contains(c))
+                    .unwrap_or(0)
+            }
             // RFC 4303 §2.1: 1..=255 reserved; the top bit set keeps IKE's
             // SPIs apart from manual ones, which are usually small.
-            let spi = match protocol {
-                // A CPI: 16 bits, 256 and up (RFC 3173 §3.3).
-                Protocol::IpComp => u32::from(u16::from_be_bytes([b[0], b[1]]).max(256)),
-                _ => u32::from_be_bytes(b) | 0x8000_0000,
-            };
-            let used = self.spis.contains(&spi)
-                || self
-                    .model
-                    .sas
-                    .keys()
-                    .any(|id| id.spi == spi && id.protocol == protocol);
-            if !used {
-                self.spis.insert(spi);
-                return spi;
-            }
+            _ => (0..u32::MAX)
+                .map(|k| (r.wrapping_add(k)) | 0x8000_0000)
+                .find(|s| !used.contains(s))
+                .unwrap_or(0),
+        };
+        if spi != 0 {
+            self.spis.insert(spi);
         }
+        spi
     }
 
     fn release_spi(&mut self, _protocol: Protocol, spi: u32) {

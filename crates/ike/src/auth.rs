@@ -212,6 +212,9 @@ impl Ike {
         k: &mut dyn Kernel,
     ) {
         if has_notify(&msg, NotifyType::AUTHENTICATION_FAILED) {
+            if let Some(req) = &child {
+                crate::child::release(req, k);
+            }
             self.fail(sa, "peer says AUTHENTICATION_FAILED", k);
             return;
         }
@@ -241,6 +244,9 @@ impl Ike {
             bool::from(want.ct_eq(&auth.data)).then_some(peer)
         })();
         let Some(peer) = verified else {
+            if let Some(req) = &child {
+                crate::child::release(req, k);
+            }
             // §2.21.2: tell the responder, then forget the SA.
             let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
             self.request(

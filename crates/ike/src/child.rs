@@ -30,6 +30,9 @@ use crate::ts;
 
 /// Bytes of our nonces in CREATE_CHILD_SA.
 const NONCE_LEN: usize = 32;
+/// Most Child SAs one IKE SA may hold (implementation limit; a peer
+/// asking for more gets NO_ADDITIONAL_SAS).
+const MAX_CHILDREN: usize = 256;
 
 /// The SA, KE, nonce and selectors of a message.
 struct ChildPayloads<'a> {
@@ -101,7 +104,8 @@ impl Ike {
         };
         let offer = config::child_offer(proposals, protocol_id(protocol), spi_in, dh.is_some());
         let mode = child.mode;
-        let cpi_in = child.ipcomp.then(|| cpi(k));
+        // Without a CPI left, no IPComp (strongSwan does the same).
+        let cpi_in = if child.ipcomp { cpi(k) } else { None };
         let ke = dh.and_then(|g| crypto::key_exchange(g, self.rng.as_mut()).ok());
         let ni = if create {
             self.random(NONCE_LEN)
@@ -271,15 +275,27 @@ impl Ike {
                 });
             }
             let protocol = protocol_of(chosen.protocol);
+            if protocol == Protocol::Ah && (sa.nat_local || sa.nat_remote) {
+                // AH covers the outer addresses a NAT rewrites, and RFC
+                // 3948 carries only ESP in UDP.
+                refusal = NotifyType::NO_PROPOSAL_CHOSEN;
+                continue;
+            }
             let spi_in = k.alloc_spi(protocol);
             // IPComp if both want it (§2.22): our CPI in the answer.
             let ipcomp = match peer_cpi(msg) {
-                Some(theirs) if child.ipcomp => Some((cpi(k), theirs)),
+                Some(theirs) if child.ipcomp => cpi(k).map(|ours| (ours, theirs)),
                 _ => None,
             };
-            let keymat = self
-                .keymat(sa, &chosen, g_ir.as_deref().map(|v| v.as_slice()), ni, nr)
-                .ok_or_else(|| notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]))?;
+            let Some(keymat) =
+                self.keymat(sa, &chosen, g_ir.as_deref().map(|v| v.as_slice()), ni, nr)
+            else {
+                k.release_spi(protocol, spi_in);
+                if let Some((ours, _)) = ipcomp {
+                    k.release_spi(Protocol::IpComp, u32::from(ours));
+                }
+                return Err(notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]));
+            };
             let reqid = old.map(|o| o.reqid);
             let install = Install {
                 cfg,
@@ -373,6 +389,11 @@ impl Ike {
         {
             return Err(format!(
                 "CHILD_SA {name}: the peer's traffic selectors are not within ours"
+            ));
+        }
+        if chosen.protocol == ProtocolId::AH && (sa.nat_local || sa.nat_remote) {
+            return Err(format!(
+                "CHILD_SA {name}: AH cannot cross the NAT between us"
             ));
         }
         let transport = has_notify(msg, NotifyType::USE_TRANSPORT_MODE);
@@ -490,6 +511,14 @@ impl Ike {
                         .iter()
                         .find(|c| c.spi_in == theirs)
                         .map(|c| c.min_nonce.clone());
+                    if their_min.as_ref().is_some_and(|t| ours >= *t) {
+                        // Ours won: theirs is redundant and the peer will
+                        // delete it; it must not start carrying traffic
+                        // when the old SA goes.
+                        if let Some(t) = sa.children.iter_mut().find(|c| c.spi_in == theirs) {
+                            t.deferred_out.clear();
+                        }
+                    }
                     if their_min.is_some_and(|t| ours < t) {
                         self.events.push(format!("CHILD_SA {name}: rekey collision, ours lost: deleting the redundant SA"));
                         sa.queue.push_front(Todo::DeleteChild(new));
@@ -611,7 +640,12 @@ impl Ike {
             {
                 let spi = u32::from_be_bytes([spi[0], spi[1], spi[2], spi[3]]);
                 // The peer names it by its inbound SPI: our outbound one.
-                match sa.children.iter().find(|c| c.spi_out == spi) {
+                let want = protocol_of(ProtocolId(proto));
+                match sa
+                    .children
+                    .iter()
+                    .find(|c| c.spi_out == spi && c.sa_out.protocol == want)
+                {
                     Some(c) if c.state == ChildState::Deleting => {
                         // §2.25.1: we are deleting it.
                         self.respond(
@@ -649,6 +683,13 @@ impl Ike {
             }
             None => None,
         };
+        if old.is_none() && sa.children.len() >= MAX_CHILDREN {
+            // A bound on what one peer can make us hold (RFC 7296 §3.10.1).
+            let n = notify(NotifyType::NO_ADDITIONAL_SAS, vec![]);
+            self.respond(&mut sa, ExchangeType::CREATE_CHILD_SA, mid, vec![n]);
+            self.kick(now, sa, k);
+            return;
+        }
         let ni = child_payloads_of(&msg).nonce.cloned().unwrap_or_default();
         let nr = self.random(NONCE_LEN);
         let payloads = match self.answer_child(now, &mut sa, &msg, old, &ni, &nr, true, k) {
@@ -683,8 +724,10 @@ pub(crate) fn ts_string(t: &TrafficSelector) -> String {
 
 /// A fresh CPI (RFC 3173 §3.3: 256 and up; the kernel interface hands out
 /// one that fits 16 bits for IPComp).
-fn cpi(k: &mut dyn Kernel) -> u16 {
-    u16::try_from(k.alloc_spi(Protocol::IpComp)).unwrap_or(u16::MAX)
+fn cpi(k: &mut dyn Kernel) -> Option<u16> {
+    u16::try_from(k.alloc_spi(Protocol::IpComp))
+        .ok()
+        .filter(|c| *c >= 256)
 }
 
 /// IPCOMP_SUPPORTED with our CPI and DEFLATE, the one transform we have
@@ -733,5 +776,13 @@ pub(crate) fn protocol_of(p: ProtocolId) -> Protocol {
         Protocol::Ah
     } else {
         Protocol::Esp
+    }
+}
+
+/// Give back the SPI (and CPI) a request of ours reserved and will not use.
+pub(crate) fn release(req: &crate::sa::ChildRequest, k: &mut dyn Kernel) {
+    k.release_spi(req.protocol, req.spi_in);
+    if let Some(cpi) = req.cpi_in {
+        k.release_spi(Protocol::IpComp, u32::from(cpi));
     }
 }

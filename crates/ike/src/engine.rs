@@ -582,6 +582,11 @@ impl Ike {
 
     /// Remove `sa` and everything it installed.
     pub(crate) fn destroy(&mut self, mut sa: IkeSa, k: &mut dyn Kernel) {
+        if let Some(p) = sa.exch.pending.take() {
+            if let Task::Child(req) | Task::Auth(Some(req)) = &p.task {
+                crate::child::release(req, k);
+            }
+        }
         let spis: Vec<u32> = sa.children.iter().map(|c| c.spi_in).collect();
         for spi in spis {
             self.remove_child(&mut sa, spi, k);
@@ -615,7 +620,15 @@ fn follow_peer(
     if before.ip() != remote.ip() {
         return Some(format!("the peer moved from {before} to {remote}: its CHILD_SAs keep the old address (not supported yet)"));
     }
-    for c in sa.children.iter().filter(|c| c.encap) {
+    for c in sa.children.iter_mut().filter(|c| c.encap) {
+        // The outbound SAs a rekey's responder holds back go out later:
+        // with the new ports too.
+        for d in c.deferred_out.iter_mut().filter(|d| d.encap.is_some()) {
+            d.encap = Some(flowsec_ipsec::UdpEncap {
+                src_port: local.port(),
+                dst_port: remote.port(),
+            });
+        }
         let out = flowsec_ipsec::UdpEncap {
             src_port: local.port(),
             dst_port: remote.port(),

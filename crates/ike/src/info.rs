@@ -74,7 +74,12 @@ impl Ike {
         {
             for spi in &d.spis {
                 // The peer names its inbound SPI: our outbound one.
-                match sa.children.iter().find(|c| c.spi_out == *spi) {
+                let want = crate::child::protocol_of(d.protocol);
+                match sa
+                    .children
+                    .iter()
+                    .find(|c| c.spi_out == *spi && c.sa_out.protocol == want)
+                {
                     Some(c) if c.state == ChildState::Deleting => crossed.push(c.spi_in),
                     Some(c) => ours.push((crate::child::protocol_id(c.sa_in.protocol), c.spi_in)),
                     None => {}

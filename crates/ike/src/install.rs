@@ -99,7 +99,13 @@ impl Ike {
             .chain(core::iter::once(&*sa))
             .filter(|s| s.conn == sa.conn)
             .flat_map(|s| s.children.iter())
-            .find(|c| c.cfg == i.cfg && c.local_ts == i.local_ts && c.remote_ts == i.remote_ts)
+            .find(|c| {
+                c.cfg == i.cfg
+                    && c.local_ts == i.local_ts
+                    && c.remote_ts == i.remote_ts
+                    && c.mode == i.mode
+                    && (c.sa_in.dst, c.sa_out.dst) == (sa.local.ip(), sa.remote.ip())
+            })
             .map(|c| c.reqid);
         let shared = trap.or(twin);
         let fresh = i.reqid.is_none() && shared.is_none();
@@ -194,7 +200,7 @@ impl Ike {
             integ: chosen.integ,
             dh: chosen.dh,
             esn: chosen.esn,
-            encap,
+            encap: encap && protocol == Protocol::Esp,
             local_ts: i.local_ts,
             remote_ts: i.remote_ts,
             state: ChildState::Installed,

@@ -24,7 +24,8 @@ pub struct SaUsage {
 /// What the IKE core asks of the IPsec data plane.
 pub trait Kernel {
     /// An inbound SPI for `protocol` that no SA on this host uses (RFC 4303
-    /// §2.1: values 1–255 are reserved, 0 is never an SPI).
+    /// §2.1: values 1–255 are reserved), or for IPComp a CPI (256 and up,
+    /// 16 bits); 0 when none is left.
     fn alloc_spi(&mut self, protocol: Protocol) -> u32;
     /// An SPI from [`Kernel::alloc_spi`] that will not be used after all.
     fn release_spi(&mut self, protocol: Protocol, spi: u32) {

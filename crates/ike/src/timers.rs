@@ -147,7 +147,8 @@ impl Ike {
         }
         // RFC 3948 §2.3: behind a NAT, keep its mapping (the ESP in UDP
         // would keep it too; the core does not see that traffic).
-        if sa.nat_local && now >= sa.last_sent + self.settings.keep_alive {
+        let keep_alive = self.settings.keep_alive;
+        if sa.nat_local && !keep_alive.is_zero() && now >= sa.last_sent + keep_alive {
             sa.last_sent = now;
             let ka = vec![flowsec_wire::udp_encap::NAT_KEEPALIVE];
             self.stats.sent += 1;
@@ -235,7 +236,7 @@ impl Ike {
             match sa.state {
                 IkeState::HalfOpen => at(Some(sa.created + self.settings.half_open_timeout)),
                 IkeState::Established => {
-                    if sa.nat_local {
+                    if sa.nat_local && !self.settings.keep_alive.is_zero() {
                         at(Some(sa.last_sent + self.settings.keep_alive));
                     }
                     at(sa.rekey_at);

@@ -1161,3 +1161,31 @@ fn ah_child_sas_when_ah_proposals_are_set() {
     p.settle();
     assert!(p.ka.sas.is_empty() && p.kb.sas.is_empty());
 }
+
+#[test]
+fn ah_is_not_negotiated_across_a_nat() {
+    let ah = |c: String| {
+        c.replace(
+            "esp_proposals = aes128gcm16-ecp256",
+            "ah_proposals = sha256-ecp256",
+        )
+    };
+    let a = ah(conf(
+        A,
+        B,
+        "10.1.0.0/24",
+        "10.2.0.0/24",
+        "",
+        "start_action = start",
+        "k",
+    ));
+    let b = ah(conf(B, "%any", "10.2.0.0/24", "10.1.0.0/24", "", "", "k"))
+        .replace("id = %any", "id = 192.0.2.1");
+    let mut p = Pair::new(&a, &b);
+    p.nat = Some(("198.51.100.7".parse().unwrap(), 20000));
+    p.start();
+    p.settle();
+    // The IKE SA comes up through the NAT; the AH child does not.
+    assert_eq!(p.a.list(p.now)[0].state, "ESTABLISHED");
+    assert!(p.a.list(p.now)[0].children.is_empty() && p.kb.sas.is_empty());
+}
