@@ -18,7 +18,7 @@ use core::time::Duration;
 use flowsec_crypto::suite::integ_key_len;
 use flowsec_ipsec::{Mode, Protocol};
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, ProtocolId};
-use flowsec_wire::ike::{Ke, Message, Notify, Payload, Proposal, TrafficSelector};
+use flowsec_wire::ike::{Ke, Message, Notify, Payload, TrafficSelector};
 
 use crate::config::{self, ChildChosen};
 use crate::crypto;
@@ -33,36 +33,6 @@ const NONCE_LEN: usize = 32;
 /// Most Child SAs one IKE SA may hold (implementation limit; a peer
 /// asking for more gets NO_ADDITIONAL_SAS).
 const MAX_CHILDREN: usize = 256;
-
-/// The SA, KE, nonce and selectors of a message.
-struct ChildPayloads<'a> {
-    sa: Option<&'a Vec<Proposal>>,
-    ke: Option<&'a Ke>,
-    nonce: Option<&'a Vec<u8>>,
-    tsi: Option<&'a Vec<TrafficSelector>>,
-    tsr: Option<&'a Vec<TrafficSelector>>,
-}
-
-fn child_payloads_of(msg: &Message) -> ChildPayloads<'_> {
-    let mut c = ChildPayloads {
-        sa: None,
-        ke: None,
-        nonce: None,
-        tsi: None,
-        tsr: None,
-    };
-    for p in &msg.payloads {
-        match p {
-            Payload::Sa(s) => c.sa = Some(s),
-            Payload::Ke(k) => c.ke = Some(k),
-            Payload::Nonce(n) => c.nonce = Some(n),
-            Payload::TsI(t) => c.tsi = Some(t),
-            Payload::TsR(t) => c.tsr = Some(t),
-            _ => {}
-        }
-    }
-    c
-}
 
 fn min_nonce(a: &[u8], b: &[u8]) -> Vec<u8> {
     a.min(b).to_vec()
@@ -210,7 +180,7 @@ impl Ike {
         create: bool,
         k: &mut dyn Kernel,
     ) -> Result<Vec<Payload>, Payload> {
-        let c = child_payloads_of(msg);
+        let c = crate::engine::parts(msg);
         let (Some(sai), Some(tsi), Some(tsr)) = (c.sa, c.tsi, c.tsr) else {
             return Err(notify(NotifyType::INVALID_SYNTAX, vec![]));
         };
@@ -377,7 +347,7 @@ impl Ike {
         k: &mut dyn Kernel,
     ) -> Result<u32, String> {
         let name = self.child_name(sa, req.cfg);
-        let c = child_payloads_of(msg);
+        let c = crate::engine::parts(msg);
         let (Some(sar), Some(tsi), Some(tsr)) = (c.sa.and_then(|s| s.first()), c.tsi, c.tsr) else {
             return Err(format!("CHILD_SA {name}: answer without SA, TSi and TSr"));
         };
@@ -453,7 +423,7 @@ impl Ike {
             self.kick(now, sa, k);
             return;
         }
-        let c = child_payloads_of(&msg);
+        let c = crate::engine::parts(&msg);
         let Some(nr) = c.nonce.cloned() else {
             self.events
                 .push(format!("CHILD_SA {name}: answer without a nonce"));
@@ -690,7 +660,10 @@ impl Ike {
             self.kick(now, sa, k);
             return;
         }
-        let ni = child_payloads_of(&msg).nonce.cloned().unwrap_or_default();
+        let ni = crate::engine::parts(&msg)
+            .nonce
+            .cloned()
+            .unwrap_or_default();
         let nr = self.random(NONCE_LEN);
         let payloads = match self.answer_child(now, &mut sa, &msg, old, &ni, &nr, true, k) {
             Ok(p) => p,

@@ -652,6 +652,37 @@ fn digest(data: &[u8]) -> [u8; 32] {
     sha2::Sha256::digest(data).into()
 }
 
+/// The SA, KE, nonce and selectors of a message (each at most once:
+/// [`crate::rules`] checked that).
+pub(crate) struct Parts<'a> {
+    pub sa: Option<&'a Vec<flowsec_wire::ike::Proposal>>,
+    pub ke: Option<&'a flowsec_wire::ike::Ke>,
+    pub nonce: Option<&'a Vec<u8>>,
+    pub tsi: Option<&'a Vec<flowsec_wire::ike::TrafficSelector>>,
+    pub tsr: Option<&'a Vec<flowsec_wire::ike::TrafficSelector>>,
+}
+
+pub(crate) fn parts(msg: &Message) -> Parts<'_> {
+    let mut c = Parts {
+        sa: None,
+        ke: None,
+        nonce: None,
+        tsi: None,
+        tsr: None,
+    };
+    for p in &msg.payloads {
+        match p {
+            Payload::Sa(s) => c.sa = Some(s),
+            Payload::Ke(k) => c.ke = Some(k),
+            Payload::Nonce(n) => c.nonce = Some(n),
+            Payload::TsI(t) => c.tsi = Some(t),
+            Payload::TsR(t) => c.tsr = Some(t),
+            _ => {}
+        }
+    }
+    c
+}
+
 /// A notify payload without SPI.
 pub(crate) fn notify(ty: NotifyType, data: Vec<u8>) -> Payload {
     Payload::Notify(Notify {

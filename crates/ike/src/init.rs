@@ -21,7 +21,7 @@ use zeroize::Zeroizing;
 
 use crate::config::{self, AddrSpec, IkeChosen};
 use crate::crypto::{self, IkeKeys, SkCrypto};
-use crate::engine::{error_notify, notifies, notify, Ike};
+use crate::engine::{error_notify, notifies, notify, parts, Ike};
 use crate::exchange::Exchanges;
 use crate::kernel::Kernel;
 use crate::sa::{IkeKeyState, IkeSa, IkeState, Task};
@@ -266,16 +266,8 @@ impl Ike {
             self.stats.refused_limit += 1;
             return;
         }
-        let (mut sai, mut kei, mut ni) = (None, None, None);
-        for p in &msg.payloads {
-            match p {
-                Payload::Sa(s) => sai = Some(s),
-                Payload::Ke(k) => kei = Some(k),
-                Payload::Nonce(n) => ni = Some(n),
-                _ => {}
-            }
-        }
-        let (Some(sai), Some(kei), Some(ni)) = (sai, kei, ni) else {
+        let p = parts(&msg);
+        let (Some(sai), Some(kei), Some(ni)) = (p.sa, p.ke, p.nonce) else {
             return;
         };
         // §2.6: above the threshold, only a request that returns our
@@ -564,16 +556,8 @@ impl Ike {
             self.keep(sa);
             return;
         }
-        let (mut sar, mut ker, mut nr) = (None, None, None);
-        for p in &msg.payloads {
-            match p {
-                Payload::Sa(s) => sar = s.first(),
-                Payload::Ke(k) => ker = Some(k),
-                Payload::Nonce(n) => nr = Some(n),
-                _ => {}
-            }
-        }
-        let (Some(sar), Some(ker), Some(nr)) = (sar, ker, nr) else {
+        let p = parts(&msg);
+        let (Some(sar), Some(ker), Some(nr)) = (p.sa.and_then(|s| s.first()), p.ke, p.nonce) else {
             self.bogus_init(sa, "IKE_SA_INIT response without SA, KE and nonce");
             return;
         };

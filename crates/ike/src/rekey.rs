@@ -120,16 +120,8 @@ impl Ike {
             self.kick(now, sa, k);
             return;
         }
-        let (mut sai, mut kei, mut ni) = (None, None, None);
-        for p in &msg.payloads {
-            match p {
-                Payload::Sa(s) => sai = Some(s),
-                Payload::Ke(k) => kei = Some(k),
-                Payload::Nonce(n) => ni = Some(n.clone()),
-                _ => {}
-            }
-        }
-        let (Some(sai), Some(kei), Some(ni)) = (sai, kei, ni) else {
+        let p = crate::engine::parts(&msg);
+        let (Some(sai), Some(kei), Some(ni)) = (p.sa, p.ke, p.nonce.cloned()) else {
             refuse(self, &mut sa, NotifyType::INVALID_SYNTAX, vec![]);
             self.kick(now, sa, k);
             return;
@@ -318,16 +310,10 @@ impl Ike {
             return Err((n.ty, n.data.clone()));
         }
         let syntax = || (NotifyType::INVALID_SYNTAX, Vec::new());
-        let (mut sar, mut ker, mut nr) = (None, None, None);
-        for p in &msg.payloads {
-            match p {
-                Payload::Sa(s) => sar = s.first(),
-                Payload::Ke(k) => ker = Some(k),
-                Payload::Nonce(n) => nr = Some(n.clone()),
-                _ => {}
-            }
-        }
-        let (Some(sar), Some(ker), Some(nr)) = (sar, ker, nr) else {
+        let p = crate::engine::parts(msg);
+        let (Some(sar), Some(ker), Some(nr)) =
+            (p.sa.and_then(|s| s.first()), p.ke, p.nonce.cloned())
+        else {
             return Err(syntax());
         };
         let chosen = config::ike_accepts(&req.offer, sar)
