@@ -62,6 +62,18 @@ impl IkeSink {
     /// rebuilt them) is an IKE message behind the non-ESP marker, pass it
     /// on and say so.
     pub fn offer(&self, packet: &[u8]) -> bool {
+        // Every ESP-in-UDP packet passes here: look at the four bytes where
+        // the marker would be before parsing any header (the IPv4 header
+        // `drain_udp` rebuilt has no options).
+        let ip_len = match packet.first().map(|b| b >> 4) {
+            Some(4) => flowsec_wire::ipv4::HEADER_LEN,
+            Some(6) => flowsec_wire::ipv6::HEADER_LEN,
+            _ => return false,
+        };
+        let at = ip_len + flowsec_wire::udp::HEADER_LEN;
+        if packet.get(at..at + NON_ESP_MARKER.len()) != Some(&NON_ESP_MARKER[..]) {
+            return false;
+        }
         let Some((local, remote, udp_payload)) = udp_parts(packet) else {
             return false;
         };
