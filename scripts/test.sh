@@ -25,6 +25,8 @@ install_system_deps() {
     command -v tshark >/dev/null || missing+=(tshark)
     # flowsec up's inbound plaintext filter (RFC 4301 §5.2), checked by e2e
     command -v nft >/dev/null || missing+=(nftables)
+    # an independent view of the transit link (tests/e2e/fragments.sh)
+    command -v tcpdump >/dev/null || missing+=(tcpdump)
     python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" -ne 0 ]; then
@@ -106,6 +108,10 @@ transport ah raw v4 5000000 - 1
 transport gcm raw v4 5000000 - 1
 transport gcm raw v6 20000000 - 1
 MATRIX
+for mode in tunnel transport; do
+    echo "-- e2e: fragments under a port policy (RFC 4301 §7), $mode mode: arrive whole, none in the clear"
+    FLOWSEC_E2E_MODE=$mode tests/e2e/fragments.sh </dev/null
+done
 echo "-- e2e: harness self-test (plain forwarding stand-in: the sniffer sees plaintext, injected plaintext arrives)"
 FLOWSEC_E2E_STANDIN=1 FLOWSEC_E2E_BYTES=5000000 tests/e2e/gateway.sh </dev/null
 

@@ -388,6 +388,51 @@ def cmd_udp_count(a) -> int:
     return 0
 
 
+def datagram(i: int, size: int) -> bytes:
+    """Datagram i of a numbered stream: its number, then a pattern that
+    depends on it, so a datagram put together wrongly does not pass."""
+    head = struct.pack("!I", i)
+    body = bytes((i * 7 + k) & 0xFF for k in range(size - 4))
+    return head + body
+
+
+def cmd_dgram_send(a) -> int:
+    """Send --count datagrams of --size bytes to --to:--port, --rate a
+    second (large ones leave as IP fragments)."""
+    family = socket.AF_INET6 if ":" in a.to else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_DGRAM)
+    for i in range(a.count):
+        s.sendto(datagram(i, a.size), (a.to, a.port))
+        time.sleep(1.0 / a.rate)
+    return 0
+
+
+def cmd_dgram_recv(a) -> int:
+    """Receive the stream cmd_dgram_send sends for --seconds after the first
+    datagram (or until --count arrived); print how many arrived whole."""
+    family = socket.AF_INET6 if ":" in a.bind else socket.AF_INET
+    s = socket.socket(family, socket.SOCK_DGRAM)
+    s.bind((a.bind, a.port))
+    s.settimeout(0.2)
+    print("dgram-recv: listening", file=sys.stderr, flush=True)
+    whole, bad, seen = 0, 0, set()
+    end = time.monotonic() + a.seconds
+    while time.monotonic() < end and len(seen) < a.count:
+        try:
+            d = s.recv(65535)
+        except socket.timeout:
+            continue
+        i = struct.unpack("!I", d[:4])[0] if len(d) >= 4 else -1
+        if len(d) == a.size and d == datagram(i, a.size) and i not in seen:
+            seen.add(i)
+            whole += 1
+        else:
+            bad += 1
+    missing = [i for i in range(a.count) if i not in seen][:10]
+    print(json.dumps({"whole": whole, "bad": bad, "missing": missing}), flush=True)
+    return 0
+
+
 def cmd_standin(_a) -> int:
     def bye(*_):
         print("flowsec (stand-in): exiting", file=sys.stderr, flush=True)
@@ -443,11 +488,24 @@ def main() -> int:
     q.add_argument("--bind", required=True)
     q.add_argument("--port", type=int, default=5002)
     q.add_argument("--seconds", type=float, default=2.0)
+    q = sub.add_parser("dgram-send")
+    q.add_argument("--to", required=True)
+    q.add_argument("--port", type=int, required=True)
+    q.add_argument("--size", type=int, default=4000)
+    q.add_argument("--count", type=int, default=100)
+    q.add_argument("--rate", type=float, default=100.0)
+    q = sub.add_parser("dgram-recv")
+    q.add_argument("--bind", required=True)
+    q.add_argument("--port", type=int, required=True)
+    q.add_argument("--size", type=int, default=4000)
+    q.add_argument("--count", type=int, default=100)
+    q.add_argument("--seconds", type=float, default=10.0)
     sub.add_parser("standin")
     a = p.parse_args()
     return {"ping": cmd_ping, "recv": cmd_recv, "send": cmd_send,
             "sniff": cmd_sniff, "hostile": cmd_hostile, "inject": cmd_inject,
-            "udp-count": cmd_udp_count, "standin": cmd_standin}[a.cmd](a)
+            "udp-count": cmd_udp_count, "standin": cmd_standin,
+            "dgram-send": cmd_dgram_send, "dgram-recv": cmd_dgram_recv}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -8,9 +8,16 @@
 //! the TUN), ESP, AH and IKE/NAT-T (UDP 500/4500) pass.
 //!
 //! Installed with `nft -f -` in one transaction (replace the table whole),
-//! kept in step with the SPD, and removed when dropped. Without `nft` the
-//! daemon runs unfiltered, with a warning (also when the kernel refuses
-//! the table).
+//! kept in step with the SPD, and removed when dropped. It fails closed:
+//! without `nft`, or when the kernel refuses the table, the daemon does not
+//! start (unless `--no-plaintext-filter` says to run without one); a later
+//! change that the filter cannot follow is refused (setkey) or, for what
+//! IKE installed, retried until it takes and shown by `ctl status`.
+//!
+//! ESP, AH and IKE/NAT-T (UDP 500/4500) are accepted only in the input
+//! chain, that is to the gateway's own addresses: forwarded, they are
+//! plaintext like any other (a spoofed ESP packet from the peer's subnet
+//! to an inner host is dropped by the forward chain's policy rules).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -18,47 +25,63 @@ use std::process::{Command, Stdio};
 
 use flowsec_ipsec::spd::{Action, Direction, IpPrefix, PortRange, Selector, Spd};
 
+use crate::worker::NAT_T_PORT;
+
 /// The nftables table of one daemon, removed when dropped.
 pub struct Filter {
     table: String,
     tun: String,
-    /// `nft` is there and the table was installed.
+    /// The table is installed (false: `--no-plaintext-filter`).
     active: bool,
+    /// The last sync that failed, until one succeeds.
+    stale: Option<String>,
 }
 
 impl Filter {
-    /// Install the table for `spd`. Without `nft`, or when nftables refuses
-    /// the table (no kernel support), a warning and no filter.
-    pub fn install(tun: &str, spd: &Spd) -> Filter {
+    /// Install the table for `spd`; an error (no `nft`, or nftables
+    /// refused the table) names why.
+    pub fn install(tun: &str, spd: &Spd) -> Result<Filter, String> {
         let mut f = Filter {
             table: table_name(tun),
             tun: tun.to_string(),
-            active: false,
+            active: true,
+            stale: None,
         };
-        if Command::new("nft").arg("--version").output().is_err() {
-            eprintln!(
-                "flowsec: warning: no nft (nftables): plaintext that an inbound policy covers is not filtered (RFC 4301 §5.2)"
-            );
-            return f;
-        }
-        f.active = true;
-        if let Err(e) = f.sync(spd) {
-            // nft without nf_tables in the kernel (or without the right to
-            // use it): the same as no nft, said loudly.
+        if let Err(e) = Command::new("nft").arg("--version").output() {
             f.active = false;
-            eprintln!(
-                "flowsec: warning: {e}: plaintext that an inbound policy covers is not filtered (RFC 4301 §5.2)"
-            );
+            return Err(format!("nft (nftables): {e}"));
         }
-        f
+        if let Err(e) = f.sync(spd) {
+            f.active = false;
+            return Err(e);
+        }
+        Ok(f)
     }
 
-    /// Replace the table with the one `spd` needs.
+    /// No filter (`--no-plaintext-filter`).
+    pub fn none(tun: &str) -> Filter {
+        Filter {
+            table: table_name(tun),
+            tun: tun.to_string(),
+            active: false,
+            stale: None,
+        }
+    }
+
+    /// Replace the table with the one `spd` needs. On error the table is
+    /// as it was, and [`Filter::stale`] says so until a sync succeeds.
     pub fn sync(&mut self, spd: &Spd) -> Result<(), String> {
         if !self.active {
             return Ok(());
         }
-        nft(&ruleset(&self.table, &self.tun, spd))
+        let done = nft(&ruleset(&self.table, &self.tun, spd));
+        self.stale = done.as_ref().err().cloned();
+        done
+    }
+
+    /// Why the table does not follow the SPD now, if it does not.
+    pub fn stale(&self) -> Option<&str> {
+        self.stale.as_deref()
     }
 
     /// The table's name (`inet flowsec_<tun>`), when installed.
@@ -121,13 +144,26 @@ pub fn ruleset(table: &str, tun: &str, spd: &Spd) -> String {
             "  chain {chain} {{\n    type filter hook {chain} priority filter; policy accept;"
         );
         let _ = writeln!(s, "    iifname \"{tun}\" accept");
-        let _ = writeln!(s, "    meta l4proto {{ esp, ah }} accept");
-        let _ = writeln!(s, "    udp dport {{ 500, 4500 }} accept");
+        // The tunnel's own traffic ends here, at the gateway (input chain).
+        if direction == Direction::In {
+            let _ = writeln!(s, "    meta l4proto {{ esp, ah }} accept");
+            let _ = writeln!(s, "    udp dport {{ 500, {NAT_T_PORT} }} accept");
+        }
         for p in spd.iter().filter(|p| p.direction == direction) {
             let verdict = match p.action {
                 Action::Bypass => "accept",
                 Action::Discard | Action::Protect(_) => "counter drop",
             };
+            // A fragment that nftables cannot see the ports of (a later
+            // one; a first one too short to hold them) never matches a
+            // port match: where the ports decide a drop, every fragment
+            // between those addresses on that protocol is dropped (RFC
+            // 4301 §7: no fragment passes by a guess at its ports).
+            if verdict != "accept" {
+                if let Some(m) = fragment_matcher(&p.selector) {
+                    let _ = writeln!(s, "    {m} {verdict}");
+                }
+            }
             if let Some(m) = matcher(&p.selector) {
                 let _ = writeln!(s, "    {m} {verdict}");
             }
@@ -159,6 +195,26 @@ fn matcher(sel: &Selector) -> Option<String> {
         }
     }
     Some(m)
+}
+
+/// The match for any fragment a port-matching selector could cover: its
+/// addresses and protocol, and a fragment (IPv4: MF or an offset; IPv6: a
+/// Fragment header). `None` when the selector names no ports.
+fn fragment_matcher(sel: &Selector) -> Option<String> {
+    if sel.src_ports == PortRange::ANY && sel.dst_ports == PortRange::ANY {
+        return None;
+    }
+    let plain = Selector {
+        src_ports: PortRange::ANY,
+        dst_ports: PortRange::ANY,
+        ..*sel
+    };
+    let m = matcher(&plain)?;
+    Some(if sel.src.addr().is_ipv4() {
+        format!("{m} ip frag-off & 0x3fff != 0")
+    } else {
+        format!("{m} exthdr frag exists")
+    })
 }
 
 fn ports(r: PortRange) -> Option<String> {
@@ -212,22 +268,44 @@ mod tests {
         assert!(bypass < protect, "{forward}");
         assert!(forward
             .contains("ip saddr 10.8.0.0/16 ip daddr 10.1.0.0/24 meta l4proto 1 counter drop"));
-        // The tunnel's own traffic passes before any policy rule.
-        for chain in [input, forward] {
+        // The tunnel's own traffic passes before any policy rule, and only
+        // to the gateway itself: forwarded ESP/AH/IKE is plaintext.
+        for (chain, local) in [(input, true), (forward, false)] {
             let first_policy = chain.find(" saddr ").unwrap();
-            for pass in [
-                "iifname \"fs0\" accept",
-                "meta l4proto { esp, ah } accept",
-                "udp dport { 500, 4500 } accept",
-            ] {
-                assert!(
-                    chain.find(pass).unwrap() < first_policy,
-                    "{pass} in {chain}"
-                );
+            assert!(chain.find("iifname \"fs0\" accept").unwrap() < first_policy);
+            for pass in ["meta l4proto { esp, ah } accept", "udp dport { 500, 4500 } accept"] {
+                match chain.find(pass) {
+                    Some(at) => assert!(local && at < first_policy, "{pass} in {chain}"),
+                    None => assert!(!local, "{pass} missing in {chain}"),
+                }
             }
         }
         // Outbound policies are not the filter's business.
         assert_eq!(r.matches("10.2.0.0/24").count(), 1);
+    }
+
+    /// nftables cannot see the ports of a later fragment: where ports
+    /// decide a drop, the fragments between those hosts are dropped first.
+    #[test]
+    fn fragments_of_port_policies_are_dropped() {
+        let s = spd("spdadd 10.2.0.0/24[any] 10.1.0.0/24[5004] udp -P fwd ipsec esp/tunnel/192.0.2.2-192.0.2.1/require;\n\
+             spdadd fd02::/64[any] fd01::/64[5004] udp -P in ipsec esp/transport//require;\n\
+             spdadd 10.3.0.0/24 10.1.0.0/24 any -P fwd ipsec esp/tunnel/192.0.2.2-192.0.2.1/require;\n\
+             spdadd 10.9.0.0/16[any] 10.1.0.0/24[53] udp -P fwd prio high none;");
+        let r = ruleset("flowsec_fs0", "fs0", &s);
+        let frag4 = r
+            .find("ip saddr 10.2.0.0/24 ip daddr 10.1.0.0/24 meta l4proto 17 ip frag-off & 0x3fff != 0 counter drop")
+            .unwrap();
+        let port4 = r
+            .find("ip saddr 10.2.0.0/24 ip daddr 10.1.0.0/24 meta l4proto 17 th dport 5004 counter drop")
+            .unwrap();
+        assert!(frag4 < port4, "{r}");
+        assert!(r.contains(
+            "ip6 saddr fd02::/64 ip6 daddr fd01::/64 meta l4proto 17 exthdr frag exists counter drop"
+        ));
+        // Without ports the rule itself covers fragments; a BYPASS never
+        // gets a fragment rule.
+        assert_eq!(r.matches("frag").count(), 2, "{r}");
     }
 
     #[test]

@@ -17,6 +17,7 @@
 mod apply;
 mod control;
 mod filter;
+mod fragid;
 mod ike;
 mod offload;
 mod plane;

@@ -59,6 +59,9 @@ pub struct Options {
     pub offload: bool,
     /// The crypto provider (`--backend`: auto, aws-lc, rustcrypto, engine).
     pub provider: Provider,
+    /// Install the inbound plaintext filter (false only with
+    /// `--no-plaintext-filter`); without it the daemon does not start.
+    pub plaintext_filter: bool,
 }
 
 /// Why the daemon could not run.
@@ -172,7 +175,16 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let control = Control::bind(&opts.socket).map_err(RunError::Setup)?;
     let routes =
         Routes::install(&opts.tun, opts.mtu, &staged.model.spd).map_err(RunError::Setup)?;
-    let filter = Filter::install(&opts.tun, &staged.model.spd);
+    let filter = if opts.plaintext_filter {
+        Filter::install(&opts.tun, &staged.model.spd).map_err(|e| {
+            RunError::Setup(format!(
+                "plaintext filter (RFC 4301 §5.2): {e}; install nftables, or run with --no-plaintext-filter to accept unfiltered plaintext"
+            ))
+        })?
+    } else {
+        eprintln!("flowsec: warning: --no-plaintext-filter: plaintext that an inbound policy covers is not dropped (RFC 4301 §5.2)");
+        Filter::none(&opts.tun)
+    };
     let routed: Vec<String> = routes.prefixes().map(|p| p.to_string()).collect();
     eprintln!(
         "flowsec: up (tun {}, {} workers, offloads {}, plaintext filter {}, {} SAs, {} policies, routes via tun: {})",
@@ -246,6 +258,9 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
             ike.ike.poll(now, k);
         });
         plane.watch_volume();
+        if plane.filter.stale().is_some() {
+            plane.sync_filter();
+        }
         if handles.iter().any(JoinHandle::is_finished) {
             break;
         }
@@ -347,9 +362,19 @@ impl Plane {
             if let Err(e) = self.routes.sync(&self.model.spd) {
                 eprintln!("flowsec: ike: routes: {e}");
             }
-            if let Err(e) = self.filter.sync(&self.model.spd) {
-                eprintln!("flowsec: ike: plaintext filter: {e}");
-            }
+            self.sync_filter();
+        }
+    }
+
+    /// Bring the plaintext filter in line with the SPD, saying so when it
+    /// starts or stops failing; called after IKE changes and, while it is
+    /// stale, on every turn of the control loop.
+    fn sync_filter(&mut self) {
+        let was = self.filter.stale().is_some();
+        match self.filter.sync(&self.model.spd) {
+            Err(e) if !was => eprintln!("flowsec: error: plaintext filter out of date, retrying: {e}"),
+            Ok(()) if was => eprintln!("flowsec: plaintext filter in step again"),
+            _ => {}
         }
     }
 
@@ -392,6 +417,10 @@ impl Plane {
                 "workers": self.boxes.len(),
                 "sas": self.model.sas.len(),
                 "policies": self.model.spd.len(),
+                "plaintext_filter": {
+                    "table": self.filter.table(),
+                    "stale": self.filter.stale(),
+                },
             }),
             Some("sas") => {
                 let seen = self.seen();

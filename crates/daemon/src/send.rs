@@ -7,12 +7,12 @@
 use std::net::{IpAddr, SocketAddr};
 
 use flowsec_ipsec::DropReason;
-use flowsec_wire::frag;
 use flowsec_wire::iana::IpProtocol;
 use flowsec_wire::ipv4::Ipv4Packet;
 use flowsec_wire::ipv6::Ipv6Packet;
 use flowsec_wire::udp;
 
+use crate::fragid::{self, FragmentIds};
 use crate::stats::Stats;
 use crate::sys;
 use crate::worker::NAT_T_PORT;
@@ -35,8 +35,8 @@ pub struct Sender {
     /// Sealed reassembled datagrams leave as fragments of this size (the
     /// TUN MTU: the path MTU less the IPsec overhead, so they fit the path).
     mtu: usize,
-    /// The next IPv6 Fragment header identification.
-    ident6: u32,
+    /// IPv6 Fragment header identifications (random, RFC 7739).
+    ids: FragmentIds,
     out4: SendBatch<sys::Dest4>,
     out6: SendBatch<sys::Dest6>,
     gso4: UdpGso,
@@ -48,10 +48,7 @@ impl Sender {
         Sender {
             fds,
             mtu,
-            // Different per worker and per run (RFC 7739 §5: not
-            // predictable across restarts).
-            ident6: std::process::id().rotate_left(16)
-                ^ (fds.send4 as u32).wrapping_mul(0x9e37_79b9),
+            ids: FragmentIds::default(),
             out4: SendBatch::new(),
             out6: SendBatch::new(),
             gso4: UdpGso::default(),
@@ -82,25 +79,38 @@ impl Sender {
         if packet.len() <= self.mtu {
             return self.sealed(packet, stats);
         }
+        self.fragments(packet, stats);
+    }
+
+    /// A packet sent on in the clear (BYPASS, or no policy): through the raw
+    /// socket, as fragments if it was reassembled and no longer fits.
+    /// False when it could not be queued (counted).
+    pub fn clear(&mut self, packet: &[u8], stats: &mut Stats) -> bool {
+        if packet.len() <= self.mtu {
+            return self.raw(packet, stats);
+        }
+        self.fragments(packet, stats)
+    }
+
+    /// `packet` as fragments of the MTU through the raw socket.
+    fn fragments(&mut self, packet: &[u8], stats: &mut Stats) -> bool {
         // Each fragment goes straight into the send batch (the checks that
         // can refuse the packet run before the first one is made).
         let mtu = self.mtu;
-        let done = match packet.first().map(|b| b >> 4) {
-            Some(4) => frag::fragment_ipv4(packet, mtu, |f| {
-                self.raw(f, stats);
-            }),
-            Some(6) => {
-                self.ident6 = self.ident6.wrapping_add(1);
-                let ident = self.ident6;
-                frag::fragment_ipv6(packet, mtu, ident, |f| {
-                    self.raw(f, stats);
-                })
-            }
-            _ => Err(flowsec_wire::Error::BadVersion),
-        };
+        let mut ids = std::mem::take(&mut self.ids);
+        let done = fragid::split(packet, mtu, &mut ids, |f| {
+            self.raw(f, stats);
+        });
+        self.ids = ids;
         match done {
-            Ok(_) => stats.fragmented += 1,
-            Err(_) => stats.drops.count(DropReason::TooBig),
+            Ok(_) => {
+                stats.fragmented += 1;
+                true
+            }
+            Err(_) => {
+                stats.drops.count(DropReason::TooBig);
+                false
+            }
         }
     }
 

@@ -51,6 +51,13 @@ counters! {
     /// Datagrams reassembled from fragments before transport-mode IPsec
     /// (RFC 4303 §3.1.1).
     reassembled,
+    /// Fragments held for reassembly because the policy that covers them
+    /// depends on ports, which a later fragment does not carry (RFC 4301
+    /// §7): they are looked up, and sent or delivered, whole.
+    fragments_held,
+    /// Decapsulated datagrams larger than the TUN MTU (reassembled before
+    /// their policy check) written to the TUN device as fragments.
+    refragmented,
     /// Datagrams whose fragments never all arrived (timed out, or pushed
     /// out by newer ones: the reassembly table is bounded).
     fragments_expired,
@@ -130,7 +137,7 @@ mod tests {
         total.add(&one);
         total.add(&one);
         let named = total.named();
-        assert_eq!(named.len(), 14);
+        assert_eq!(named.len(), 16);
         assert_eq!(named[0], ("sent", 2));
         assert!(named.contains(&("io_errors", 4)));
         assert!(named.contains(&("gro_out", 6)));

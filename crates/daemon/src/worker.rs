@@ -26,12 +26,13 @@ use flowsec_ipsec::buf::{DEFAULT_HEADROOM, DEFAULT_TAILROOM};
 use flowsec_ipsec::process::{self, Inbound};
 use flowsec_ipsec::reassembly::Reassembler;
 use flowsec_ipsec::spd::SaTemplate;
-use flowsec_ipsec::{Action, Direction, DropReason, Flow, PacketBuf};
+use flowsec_ipsec::{Action, Direction, DropReason, Flow, OpaqueLookup, PacketBuf};
 use flowsec_setkey::SaLive;
 use flowsec_wire::iana::IpProtocol;
 use flowsec_wire::ip::IpVersion;
 
 use crate::apply::{apply_to, Databases, WorkerChange};
+use crate::fragid::{self, FragmentIds};
 use crate::offload::{self, Coalescer, VnetHdr, VNET_HDR_LEN};
 use crate::recv::{drain, drain_many, drain_raw_v6, drain_udp};
 use crate::send::{SendFds, Sender};
@@ -59,8 +60,14 @@ pub enum Msg {
     Apply(Vec<WorkerChange>, mpsc::Sender<()>),
     /// Send a [`Report`] back.
     Report(mpsc::Sender<Report>),
-    /// An outbound packet read by worker `from` for SAs this one owns.
-    Packet { buf: PacketBuf, from: usize },
+    /// An outbound packet read by worker `from` for SAs this one owns;
+    /// `whole`: a datagram reassembled from fragments (fragmented again
+    /// after sealing where it must be).
+    Packet {
+        buf: PacketBuf,
+        from: usize,
+        whole: bool,
+    },
     /// A handoff buffer coming back to its worker, for reuse.
     Recycle(PacketBuf),
 }
@@ -302,16 +309,29 @@ pub struct Worker {
 
 /// Where an outbound packet comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Source {
-    /// This worker's TUN queue.
-    Tun,
-    /// Another worker, which read it but does not own its SAs.
-    Handed,
-    /// Fragments from the TUN, reassembled for transport mode.
-    Reassembled,
+struct Source {
+    /// Another worker read it (it does not own the packet's SAs).
+    handed: bool,
+    /// Put together from fragments: for transport mode, or to look up a
+    /// policy that depends on ports (RFC 4301 §7).
+    whole: bool,
 }
 
-/// Datagrams a worker reassembles at once, at most (64 KiB each).
+impl Source {
+    /// This worker's TUN queue.
+    const TUN: Source = Source {
+        handed: false,
+        whole: false,
+    };
+    /// Reassembled here.
+    const REASSEMBLED: Source = Source {
+        handed: false,
+        whole: true,
+    };
+}
+
+/// Datagrams a worker reassembles at once, at most (64 KiB each), in each
+/// direction.
 const REASSEMBLING: usize = 64;
 
 /// Per-loop state of a worker.
@@ -360,6 +380,13 @@ impl Worker {
             fds: self.io.tuns.iter().map(|fd| fd.as_raw_fd()).collect(),
             queue: self.index,
             gro: self.io.offload.then(Coalescer::default),
+            mtu: self.mtu,
+            ids: FragmentIds::default(),
+        };
+        // Decapsulated fragments whose policy their ports decide.
+        let mut inner_frags = InnerFragments {
+            table: Reassembler::new(REASSEMBLING),
+            whole: PacketBuf::new(big, DEFAULT_HEADROOM),
         };
         // Poll order: the TUN, the raw receivers, UDP 4500, the mailbox.
         let mut fds = vec![tun];
@@ -381,7 +408,8 @@ impl Worker {
             let now = self.start.elapsed();
             let (index, workers) = (self.index, self.workers);
             let mut deliver = |b: &mut PacketBuf, stats: &mut Stats| {
-                if let Some(queue) = inbound(&mut self.db, b, now, stats, (index, workers)) {
+                let me = (index, workers);
+                if let Some(queue) = inbound(&mut self.db, b, now, stats, me, &mut inner_frags) {
                     tun_out.deliver(b.as_slice(), queue, stats);
                 }
             };
@@ -410,7 +438,7 @@ impl Worker {
                     if self.io.offload {
                         self.offloaded_from_tun(b, &mut seg, now, &mut st)
                     } else {
-                        self.outbound(b, Source::Tun, now, &mut st)
+                        self.outbound(b, Source::TUN, now, &mut st)
                     }
                 });
                 if let Err(e) = read {
@@ -437,9 +465,17 @@ impl Worker {
                 Msg::Report(reply) => {
                     let _ = reply.send(self.report(&st.stats));
                 }
-                Msg::Packet { mut buf, from } => {
+                Msg::Packet {
+                    mut buf,
+                    from,
+                    whole,
+                } => {
                     let now = self.start.elapsed();
-                    self.outbound(&mut buf, Source::Handed, now, st);
+                    let source = Source {
+                        handed: true,
+                        whole,
+                    };
+                    self.outbound(&mut buf, source, now, st);
                     // Back to the worker that allocated it; dropped if its
                     // mailbox is full.
                     let _ = self.peers[from].tx.try_send(Msg::Recycle(buf));
@@ -487,7 +523,7 @@ impl Worker {
         b.trim_front(VNET_HDR_LEN);
         if hdr.is_gso() {
             let cut = offload::segment_tcp(b.as_slice(), &hdr, seg, |s| {
-                self.outbound(s, Source::Tun, now, st)
+                self.outbound(s, Source::TUN, now, st)
             });
             match cut {
                 Ok(_) => st.stats.tso_in += 1,
@@ -499,19 +535,28 @@ impl Worker {
             st.stats.offload_errors += 1;
             return;
         }
-        self.outbound(b, Source::Tun, now, st)
+        self.outbound(b, Source::TUN, now, st)
     }
 
     /// Protect and send one packet from the TUN device (or handed over by
     /// another worker, or put together from fragments: `from`).
     fn outbound(&mut self, buf: &mut PacketBuf, from: Source, now: Duration, st: &mut State) {
-        let handed = from != Source::Tun;
         let stats = &mut st.stats;
         let flow = match Flow::of_packet(buf.as_slice()) {
             Ok(flow) => flow,
             Err(reason) => return stats.drops.count(reason),
         };
-        let templates = match self.db.spd.lookup(Direction::Out, &flow).map(|p| &p.action) {
+        let policy = if flow.fragment {
+            match self.db.spd.lookup_opaque(Direction::Out, &flow) {
+                OpaqueLookup::Decided(policy) => policy,
+                // Its ports decide, and a later fragment has none: never
+                // sent by a guess (RFC 4301 §7), but looked up whole.
+                OpaqueLookup::NeedsPorts => return self.gather(buf, &flow, from, now, st),
+            }
+        } else {
+            self.db.spd.lookup(Direction::Out, &flow)
+        };
+        let templates = match policy.map(|p| &p.action) {
             Some(Action::Protect(templates)) => templates,
             Some(Action::Discard) => return stats.drops.count(DropReason::PolicyDiscard),
             Some(Action::Bypass) => return self.send_clear(buf, st),
@@ -523,13 +568,7 @@ impl Worker {
         };
         let owner = owner_of(templates, &flow, self.workers);
         if owner != self.index {
-            if handed {
-                // The policy changed while the packet was in flight.
-                stats.handoff_drops += 1;
-            } else {
-                self.hand_off(owner, buf.as_slice(), st);
-            }
-            return;
+            return self.pass_to(owner, buf, from, st);
         }
         let sealed = process::resolve(&self.db.sad, templates, &flow, now)
             .and_then(|bundle| process::outbound(&mut self.db.sad, &bundle, buf, now));
@@ -537,7 +576,7 @@ impl Worker {
             Ok(()) => {}
             // A fragment refused by a transport-mode step, untouched: put
             // its datagram together first (not one already reassembled).
-            Err(DropReason::TransportFragment) if from != Source::Reassembled => {
+            Err(DropReason::TransportFragment) if !from.whole => {
                 return self.reassemble(buf, now, st)
             }
             Err(DropReason::NoOutboundSa) => {
@@ -546,12 +585,42 @@ impl Worker {
             }
             Err(reason) => return stats.drops.count(reason),
         }
-        if from == Source::Reassembled {
+        if from.whole {
             // Larger than anything the TUN MTU lets in: fragmented after
             // ESP where it must be (RFC 4303 §3.3.4).
             st.send.fragmenting(buf.as_slice(), &mut st.stats);
         } else {
             st.send.sealed(buf.as_slice(), &mut st.stats);
+        }
+    }
+
+    /// A fragment whose policy its ports decide: all fragments of one
+    /// datagram meet on one worker (a hash of their addresses, which every
+    /// fragment carries), are reassembled there, and the datagram is looked
+    /// up and sent whole.
+    fn gather(
+        &mut self,
+        buf: &mut PacketBuf,
+        flow: &Flow,
+        from: Source,
+        now: Duration,
+        st: &mut State,
+    ) {
+        st.stats.fragments_held += 1;
+        let owner = owner_of_endpoints(flow.src, flow.dst, self.workers);
+        if owner != self.index {
+            return self.pass_to(owner, buf, from, st);
+        }
+        self.reassemble(buf, now, st)
+    }
+
+    /// Hand `buf` to the worker that owns it, unless it was handed here
+    /// already (the policies changed while it was in flight: dropped).
+    fn pass_to(&mut self, owner: usize, buf: &PacketBuf, from: Source, st: &mut State) {
+        if from.handed {
+            st.stats.handoff_drops += 1;
+        } else {
+            self.hand_off(owner, buf.as_slice(), from.whole, st);
         }
     }
 
@@ -576,7 +645,8 @@ impl Worker {
     }
 
     /// A fragment that transport mode must not carry alone (RFC 4303
-    /// §3.1.1): into the reassembly table; the datagram it completes is
+    /// §3.1.1), or whose policy depends on ports (RFC 4301 §7): into the
+    /// reassembly table; the datagram it completes is looked up and
     /// protected whole (and fragmented again when sent, if it must be).
     fn reassemble(&mut self, frag: &PacketBuf, now: Duration, st: &mut State) {
         let before = st.frags.expired;
@@ -591,7 +661,7 @@ impl Worker {
                 // packet, on this worker (the owner: transport mode keys on
                 // the addresses, the same in every fragment).
                 let mut whole = std::mem::replace(&mut st.whole, PacketBuf::new(0, 0));
-                self.outbound(&mut whole, Source::Reassembled, now, st);
+                self.outbound(&mut whole, Source::REASSEMBLED, now, st);
                 st.whole = whole;
             }
             Ok(false) => {}
@@ -600,29 +670,34 @@ impl Worker {
     }
 
     /// Send a packet from the TUN device on as it is, through the marked raw
-    /// socket, which the routes into the TUN do not apply to.
+    /// socket, which the routes into the TUN do not apply to (a reassembled
+    /// one as fragments again).
     fn send_clear(&self, buf: &PacketBuf, st: &mut State) {
-        if st.send.raw(buf.as_slice(), &mut st.stats) {
+        if st.send.clear(buf.as_slice(), &mut st.stats) {
             st.stats.bypassed += 1;
         }
     }
 
-    fn hand_off(&self, owner: usize, packet: &[u8], st: &mut State) {
-        let mut buf = st.pool.pop().unwrap_or_else(|| {
-            PacketBuf::new(
-                DEFAULT_HEADROOM + self.mtu + DEFAULT_TAILROOM,
-                DEFAULT_HEADROOM,
-            )
-        });
+    fn hand_off(&self, owner: usize, packet: &[u8], whole: bool, st: &mut State) {
+        let fresh = |room: usize| {
+            PacketBuf::new(DEFAULT_HEADROOM + room + DEFAULT_TAILROOM, DEFAULT_HEADROOM)
+        };
+        let mut buf = st.pool.pop().unwrap_or_else(|| fresh(self.mtu));
         buf.reset(DEFAULT_HEADROOM);
         if buf.set(packet).is_err() || buf.tailroom() < DEFAULT_TAILROOM {
-            st.stats.handoff_drops += 1;
+            // A reassembled datagram, larger than a handoff buffer: one of
+            // its own (these are few: the mailbox bounds them).
             st.pool.push(buf);
-            return;
+            buf = fresh(packet.len());
+            if buf.set(packet).is_err() {
+                st.stats.handoff_drops += 1;
+                return;
+            }
         }
         let msg = Msg::Packet {
             buf,
             from: self.index,
+            whole,
         };
         match self.peers[owner].tx.try_send(msg) {
             Ok(()) => {
@@ -651,6 +726,7 @@ fn inbound(
     now: Duration,
     stats: &mut Stats,
     me: (usize, usize),
+    frags: &mut InnerFragments,
 ) -> Option<usize> {
     let mut drop = |reason: DropReason| {
         stats.drops.count(reason);
@@ -663,16 +739,53 @@ fn inbound(
         Ok(Inbound::NatKeepalive | Inbound::Ike) => return None,
         Err(reason) => return drop(reason),
     };
-    let flow = match Flow::of_packet(buf.as_slice()) {
+    let mut flow = match Flow::of_packet(buf.as_slice()) {
         Ok(flow) => flow,
         Err(_) => return drop(DropReason::BadInnerPacket),
     };
     // A gateway forwards what it decapsulates; a host keeps it.
-    let Some(policy) = db
-        .spd
-        .lookup(Direction::Fwd, &flow)
-        .or_else(|| db.spd.lookup(Direction::In, &flow))
-    else {
+    let inbound_opaque = |flow: &Flow| match db.spd.lookup_opaque(Direction::Fwd, flow) {
+        OpaqueLookup::Decided(None) => db.spd.lookup_opaque(Direction::In, flow),
+        decided => decided,
+    };
+    if flow.fragment && inbound_opaque(&flow) == OpaqueLookup::NeedsPorts {
+        // RFC 4301 §7: its ports decide, and a later fragment has none.
+        // It must have come through an SA that some candidate policy
+        // allows; its datagram is then put together and checked whole.
+        let allowed = [Direction::Fwd, Direction::In].into_iter().any(|d| {
+            db.spd
+                .candidates(d, &flow)
+                .any(|p| process::check_inbound(&db.sad, Some(p), &applied).is_ok())
+        });
+        if !allowed {
+            return drop(DropReason::NoInboundPolicy);
+        }
+        stats.fragments_held += 1;
+        let before = frags.table.expired;
+        frags.whole.reset(DEFAULT_HEADROOM);
+        let done = frags.table.push(buf.as_slice(), now, &mut frags.whole);
+        stats.fragments_expired += frags.table.expired - before;
+        match done {
+            Ok(true) => std::mem::swap(buf, &mut frags.whole),
+            Ok(false) => return None,
+            Err(reason) => return drop(reason),
+        }
+        flow = match Flow::of_packet(buf.as_slice()) {
+            Ok(flow) => flow,
+            Err(_) => return drop(DropReason::BadInnerPacket),
+        };
+    }
+    let policy = if flow.fragment {
+        match inbound_opaque(&flow) {
+            OpaqueLookup::Decided(policy) => policy,
+            OpaqueLookup::NeedsPorts => None,
+        }
+    } else {
+        db.spd
+            .lookup(Direction::Fwd, &flow)
+            .or_else(|| db.spd.lookup(Direction::In, &flow))
+    };
+    let Some(policy) = policy else {
         return drop(DropReason::NoInboundPolicy);
     };
     if let Err(reason) = process::check_inbound(&db.sad, Some(policy), &applied) {
@@ -684,6 +797,7 @@ fn inbound(
         protocol: flow.protocol,
         src_port: flow.dst_port,
         dst_port: flow.src_port,
+        fragment: flow.fragment,
     };
     Some(
         match db.spd.lookup(Direction::Out, &reply).map(|p| &p.action) {
@@ -691,6 +805,13 @@ fn inbound(
             _ => me.0,
         },
     )
+}
+
+/// Decapsulated fragments being put together before their policy check,
+/// and where a completed datagram is built.
+struct InnerFragments {
+    table: Reassembler,
+    whole: PacketBuf,
 }
 
 /// Writing decapsulated packets to the TUN device: directly, or through
@@ -701,11 +822,33 @@ struct TunOut {
     /// The queue the coalescer's group goes to.
     queue: usize,
     gro: Option<Coalescer>,
+    /// The TUN MTU: a larger datagram (reassembled at either end) is
+    /// written as fragments, which the kernel forwards (an IPv6 router
+    /// would refuse a packet larger than the next link) or reassembles.
+    mtu: usize,
+    ids: FragmentIds,
 }
 
 impl TunOut {
     fn deliver(&mut self, packet: &[u8], queue: usize, stats: &mut Stats) {
         stats.delivered += 1;
+        if packet.len() > self.mtu {
+            let mut ids = std::mem::take(&mut self.ids);
+            let split = fragid::split(packet, self.mtu, &mut ids, |f| {
+                self.write(f, queue, stats)
+            });
+            self.ids = ids;
+            // Refused (DF set, IPv4 options): written as it is, and the
+            // kernel answers with ICMP where it must.
+            if split.is_ok() {
+                stats.refragmented += 1;
+                return;
+            }
+        }
+        self.write(packet, queue, stats)
+    }
+
+    fn write(&mut self, packet: &[u8], queue: usize, stats: &mut Stats) {
         if queue != self.queue {
             self.flush(stats);
             self.queue = queue;
@@ -789,6 +932,7 @@ mod tests {
                     protocol: 6,
                     src_port: 1000,
                     dst_port: 2000,
+                    fragment: false,
                 };
                 owner_of(&bundle, &flow, 4)
             })

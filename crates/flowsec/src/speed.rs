@@ -336,6 +336,7 @@ fn suite_rows(
         protocol: 17,
         src_port: 1,
         dst_port: 1,
+        fragment: false,
     };
     // A fresh sending SA per size, so that no run exhausts its sequence
     // numbers (sequence numbers never go backwards).

@@ -48,6 +48,11 @@ pub struct UpArgs {
     /// (`charon.retransmit_tries`).
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub retransmit_tries: u32,
+    /// Run without the inbound plaintext filter (the nftables table that
+    /// drops plaintext an inbound policy covers, RFC 4301 §5.2). Without
+    /// this flag, flowsec up refuses to start when it cannot install it.
+    #[arg(long)]
+    pub no_plaintext_filter: bool,
     /// The control socket (`flowsec ctl` and `flowsec setkey` talk to it).
     #[arg(long, env = "FLOWSEC_SOCKET", default_value = flowsec_daemon::DEFAULT_SOCKET)]
     pub socket: PathBuf,
@@ -94,6 +99,7 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
         provider,
         workers,
         offload: !args.no_offload,
+        plaintext_filter: !args.no_plaintext_filter,
         tun: args.tun.clone(),
         setkey: args.setkey.clone(),
         ike: args.conf.clone(),

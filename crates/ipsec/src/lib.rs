@@ -29,4 +29,4 @@ pub use process::{Bundle, Inbound};
 pub use replay::{ReplayError, ReplayWindow};
 pub use sa::{Mode, Protocol, SaConfig, SaError, SaId, SaStats, SecurityAssociation, UdpEncap};
 pub use sad::{SaHandle, Sad};
-pub use spd::{Action, Direction, Flow, Policy, Selector, Spd};
+pub use spd::{Action, Direction, Flow, OpaqueLookup, Policy, Selector, Spd};

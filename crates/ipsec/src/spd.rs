@@ -209,6 +209,10 @@ pub struct Flow {
     pub src_port: u16,
     /// Destination port (ICMP: code), 0 if none.
     pub dst_port: u16,
+    /// Part of a fragmented datagram. A non-first fragment carries no
+    /// ports (RFC 4301 §4.4.1.1 "OPAQUE": both 0 here), so a lookup that
+    /// depends on ports cannot decide it: see [`Spd::lookup_opaque`].
+    pub fragment: bool,
 }
 
 impl Flow {
@@ -216,7 +220,10 @@ impl Flow {
     /// upper-layer protocol, and TCP/UDP/SCTP ports or ICMP type and code.
     /// Non-first fragments have no ports (they count as "OPAQUE": 0).
     pub fn of_packet(packet: &[u8]) -> Result<Flow, DropReason> {
-        let (src, dst, protocol, upper, fragment) = match packet.first().map(|b| b >> 4) {
+        // `fragment`: any fragment; `opaque`: one without the first
+        // bytes of the upper layer (offset not 0).
+        let (src, dst, protocol, upper, fragment, opaque) = match packet.first().map(|b| b >> 4)
+        {
             Some(4) => {
                 let p = Ipv4Packet::new_checked(packet).map_err(|_| DropReason::BadIpHeader)?;
                 let upper = &packet[p.header_len()..usize::from(p.total_len())];
@@ -225,6 +232,7 @@ impl Flow {
                     p.dst_addr().into(),
                     p.next_header().0,
                     upper,
+                    p.is_fragment(),
                     p.frag_offset() != 0,
                 )
             }
@@ -241,12 +249,16 @@ impl Flow {
                     chain.upper_protocol().0,
                     upper,
                     fragment,
+                    // The chain's upper offset is the first fragment's data;
+                    // a later fragment's data is not an upper-layer header.
+                    fragment && chain.fragment_offset() != 0,
                 )
             }
             _ => return Err(DropReason::BadIpHeader),
         };
+        let first = !fragment || !opaque;
         let (src_port, dst_port) = match (IpProtocol(protocol), upper) {
-            (_, _) if fragment => (0, 0),
+            (_, _) if !first => (0, 0),
             (IpProtocol::TCP | IpProtocol::UDP | SCTP, [a, b, c, d, ..]) => {
                 (u16::from_be_bytes([*a, *b]), u16::from_be_bytes([*c, *d]))
             }
@@ -259,6 +271,7 @@ impl Flow {
             protocol,
             src_port,
             dst_port,
+            fragment,
         })
     }
 }
@@ -326,6 +339,15 @@ pub struct Policy {
     pub action: Action,
     /// Lower is consulted first (setkey `prio`); default 0.
     pub priority: i32,
+}
+
+/// What [`Spd::lookup_opaque`] can say of a fragment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpaqueLookup<'a> {
+    /// The policy (or none) whatever the ports.
+    Decided(Option<&'a Policy>),
+    /// The ports decide: look the whole datagram up.
+    NeedsPorts,
 }
 
 /// Why a policy could not be added or removed.
@@ -418,6 +440,44 @@ impl Spd {
             .find(|p| p.direction == direction && p.selector.matches(flow))
     }
 
+    /// The lookup for a fragment, whose ports a non-first fragment does not
+    /// carry (RFC 4301 §7): `Decided` when the result cannot depend on the
+    /// ports (the first policy that matches the addresses and protocol
+    /// takes every port, and no policy before it names ports), else
+    /// `NeedsPorts` — the caller must reassemble the datagram and look it
+    /// up whole (RFC 4301 §7.3's stateful checking comes to the same: the
+    /// decision waits for the first fragment). A fragment is never sent
+    /// or accepted by a guess at its ports.
+    pub fn lookup_opaque(&self, direction: Direction, flow: &Flow) -> OpaqueLookup<'_> {
+        match self.candidates(direction, flow).next() {
+            None => OpaqueLookup::Decided(None),
+            Some(p) if p.selector.src_ports == PortRange::ANY
+                && p.selector.dst_ports == PortRange::ANY =>
+            {
+                OpaqueLookup::Decided(Some(p))
+            }
+            Some(_) => OpaqueLookup::NeedsPorts,
+        }
+    }
+
+    /// The candidates for a fragment: every policy of `direction` whose
+    /// addresses and protocol match `flow`, whatever its ports, in lookup
+    /// order.
+    pub fn candidates(
+        &self,
+        direction: Direction,
+        flow: &Flow,
+    ) -> impl Iterator<Item = &Policy> + '_ {
+        let flow = *flow;
+        self.policies.iter().filter(move |p| {
+            let s = &p.selector;
+            p.direction == direction
+                && s.src.contains(flow.src)
+                && s.dst.contains(flow.dst)
+                && s.protocol.is_none_or(|proto| proto == flow.protocol)
+        })
+    }
+
     /// All policies, in lookup order.
     pub fn iter(&self) -> impl Iterator<Item = &Policy> {
         self.policies.iter()
@@ -450,6 +510,7 @@ mod tests {
             protocol,
             src_port: 40000,
             dst_port,
+            fragment: false,
         }
     }
 
@@ -479,6 +540,69 @@ mod tests {
         for cut in 0..udp4.len() {
             assert!(Flow::of_packet(&udp4[..cut]).is_err() || cut >= 20);
         }
+    }
+
+    /// RFC 4301 §7: a fragment whose policy depends on its ports is not
+    /// decided by (0, 0) ports; one whose first matching policy takes every
+    /// port is.
+    #[test]
+    fn fragments_are_decided_only_without_ports() {
+        let mut udp4 = vec![
+            0x45, 0, 0, 32, 0, 0, 0x20, 0, 64, 17, 0, 0, 10, 1, 0, 1, 10, 2, 0, 1,
+        ];
+        udp4.extend_from_slice(&[0x13, 0x8c, 0x13, 0x8c, 0, 12, 0, 0, 1, 2, 3, 4]);
+        // MF set, offset 0: the first fragment, with its ports.
+        let first = Flow::of_packet(&udp4).unwrap();
+        assert!(first.fragment);
+        assert_eq!(first.dst_port, 5004);
+        let mut later = udp4.clone();
+        later[6..8].copy_from_slice(&[0, 1]);
+        let later = Flow::of_packet(&later).unwrap();
+        assert!(later.fragment);
+        assert_eq!((later.src_port, later.dst_port), (0, 0));
+        assert!(!flow("10.1.0.1", "10.2.0.1", 17, 5004).fragment);
+
+        let protect = |sel| Policy {
+            direction: Direction::Out,
+            selector: sel,
+            action: Action::Discard,
+            priority: 0,
+        };
+        let mut spd = Spd::new();
+        let mut rtp = Selector::between(prefix("10.1.0.0/16"), prefix("10.2.0.0/16"));
+        rtp.protocol = Some(17);
+        rtp.dst_ports = PortRange::single(5004);
+        spd.add(protect(rtp)).unwrap();
+        // A plain lookup misses the later fragment (the hole this closes).
+        assert!(spd.lookup(Direction::Out, &later).is_none());
+        assert_eq!(
+            spd.lookup_opaque(Direction::Out, &later),
+            OpaqueLookup::NeedsPorts
+        );
+        // Another protocol between the same hosts: no policy, decided.
+        let tcp = Flow {
+            protocol: 6,
+            ..later
+        };
+        assert_eq!(
+            spd.lookup_opaque(Direction::Out, &tcp),
+            OpaqueLookup::Decided(None)
+        );
+        // A policy that takes every port decides alone when it comes first.
+        let mut spd = Spd::new();
+        let all = Selector::between(prefix("10.1.0.0/16"), prefix("10.2.0.0/16"));
+        spd.add(protect(all)).unwrap();
+        spd.add(Policy {
+            priority: 1,
+            ..protect(rtp)
+        })
+        .unwrap();
+        assert_eq!(
+            spd.lookup_opaque(Direction::Out, &later),
+            OpaqueLookup::Decided(spd.lookup(Direction::Out, &later))
+        );
+        assert_eq!(spd.candidates(Direction::Out, &later).count(), 2);
+        assert_eq!(spd.candidates(Direction::In, &later).count(), 0);
     }
 
     #[test]

@@ -336,6 +336,7 @@ fn seal(specs: &[SaSpec], spis: &[u32], inner: &[u8], count: usize) -> Vec<Vec<u
         protocol: 17,
         src_port: 1234,
         dst_port: 5678,
+        fragment: false,
     };
     let bundle = process::resolve(&sad, &templates, &flow, NOW).unwrap();
     (0..count)

@@ -179,6 +179,7 @@ fn pair(configs: &[SaConfig]) -> (Sad, Sad, process::Bundle) {
         protocol: 17,
         src_port: 1234,
         dst_port: 5678,
+        fragment: false,
     };
     let bundle = process::resolve(&out, &templates, &flow, NOW).unwrap();
     (out, inb, bundle)
@@ -603,6 +604,7 @@ fn lifetimes_expire_the_sa() {
         protocol: 17,
         src_port: 1,
         dst_port: 1,
+        fragment: false,
     };
     assert_eq!(
         process::resolve(&out, &[t], &flow, NOW),

@@ -510,6 +510,7 @@ pub struct Ipv6Chain {
     insert_protocol: IpProtocol,
     packet_len: usize,
     fragment: bool,
+    fragment_offset: u16,
 }
 
 impl Ipv6Chain {
@@ -569,6 +570,13 @@ impl Ipv6Chain {
     pub fn has_fragment(&self) -> bool {
         self.fragment
     }
+
+    /// The Fragment header's Fragment Offset in bytes (0 without one): not 0
+    /// for a fragment that does not start the datagram, whose upper-layer
+    /// header (ports) is elsewhere.
+    pub fn fragment_offset(&self) -> u16 {
+        self.fragment_offset
+    }
 }
 
 /// Walks an IPv6 packet's extension headers.
@@ -599,6 +607,7 @@ pub fn ipv6_header_chain(packet: &[u8]) -> Result<Ipv6Chain> {
         insert_protocol: ip.next_header(),
         packet_len: packet.len(),
         fragment: false,
+        fragment_offset: 0,
     };
     let mut next = ip.next_header();
     let mut offset = IPV6_HEADER_LEN;
@@ -620,6 +629,7 @@ pub fn ipv6_header_chain(packet: &[u8]) -> Result<Ipv6Chain> {
             IpProtocol::IPV6_FRAG => {
                 let h = Ipv6FragmentHeader::new_checked(rest)?;
                 chain.fragment = true;
+                chain.fragment_offset = h.frag_offset();
                 (FRAGMENT_HEADER_LEN, h.next_header(), h.frag_offset() != 0)
             }
             IpProtocol::IPV6_ROUTE => {

@@ -271,6 +271,7 @@ fn seal(sa: SecurityAssociation, config: &SaConfig, packet: &[u8]) -> Result<Vec
         protocol: 0,
         src_port: 0,
         dst_port: 0,
+        fragment: false,
     };
     let bundle = process::resolve(&sad, &[template], &flow, NOW)?;
     let mut buf = PacketBuf::from_packet(packet);
