@@ -231,6 +231,7 @@ log "gso_max_segs back to $SEGS for the tunnels"
 e2e_standin_routes_del
 
 # ------------------------------------------------------------------ flowsec
+e2e_need_nft || die "nftables could not be installed (flowsec up needs nft for its plaintext filter)"
 run_flowsec() {  # run_flowsec KEY raw|udp [flowsec up options...]
     local key="$1" encap="$2"; shift 2
     e2e_write_gcm_setkeys "$W" bench-tunnels "$encap"

@@ -103,6 +103,8 @@ EOF
     say "${out#* }"
 }
 
+e2e_need_nft || die "nftables could not be installed (flowsec up needs nft for its plaintext filter)"
+
 # ------------------------------------------------------------------ topology
 step "topology: namespaces ${E2E_PREFIX}{hostA,gwA,gwB,hostB}"
 e2e_topology_gateway

@@ -195,9 +195,29 @@ bad_config_refused() {
         echo "    something was installed"; return 1
     fi
 }
+# The plaintext filter fails closed: with no nft (hidden by a bind mount of
+# /dev/null in a mount namespace of its own), flowsec up refuses to start
+# and leaves nothing behind; --no-plaintext-filter starts it, warned.
+no_nft_refused() {
+    local out rc=0
+    out=$(ns_exec gwA unshare -m sh -c 'mount --bind /dev/null /usr/sbin/nft && exec timeout 10 "$@"' - \
+        "$FLOWSEC" up --tun "$TUN" --setkey "$W/gwA.setkey" --socket "$W/nonft.sock" 2>&1) || rc=$?
+    echo "$out" | grep -v warning | head -n 2 | sed 's/^/    /'
+    [ "$rc" = 1 ] || { echo "    exit status $rc, want 1"; return 1; }
+    echo "$out" | grep -q 'plaintext filter.*nft.*--no-plaintext-filter' || { echo "    no reason given"; return 1; }
+    if ns_exec gwA ip link show "$TUN" >/dev/null 2>&1 || [ -n "$(flowsec_routes gwA)" ] || [ -e "$W/nonft.sock" ]; then
+        echo "    something was left installed"; return 1
+    fi
+    out=$(ns_exec gwA unshare -m sh -c 'mount --bind /dev/null /usr/sbin/nft && exec timeout -s INT 2 "$@"' - \
+        "$FLOWSEC" up --tun "$TUN" --setkey "$W/gwA.setkey" --socket "$W/nonft.sock" --no-plaintext-filter 2>&1) || true
+    echo "$out" | grep -q 'flowsec: up (.*plaintext filter none' || { echo "    --no-plaintext-filter: not up: $out"; return 1; }
+}
 if [ "$STANDIN" != 1 ]; then
     declare -A REMOTE_NET=([gwA]=10.2.0.0/24 [gwB]=10.1.0.0/24)
     check "a bad setkey file: file:line:col error, exit 1, nothing installed" bad_config_refused
+    if [ -x /usr/sbin/nft ] && command -v unshare >/dev/null; then
+        check "no nft: flowsec up refuses to start (exit 1); --no-plaintext-filter starts it" no_nft_refused
+    fi
 fi
 
 # -------------------------------------------------------------------- gateways
@@ -419,14 +439,17 @@ fi
 # RFC 4301 §5.2: traffic a fwd PROTECT policy covers must come through the
 # tunnel. Plaintext hostA -> hostB put straight onto the transit link (to
 # gwB's MAC) must not reach hostB; flowsec's nftables table counts the drops.
-plaintext_dropped() {  # plaintext_dropped [arrives]: the stand-in's harness self-test
-    local mac table="flowsec_$TUN" out got dropped
+# To UDP port 4500 too: IKE/NAT-T is accepted only to the gateway itself,
+# and a datagram from the peer's site to an inner host is plaintext.
+plaintext_dropped() {  # plaintext_dropped PORT [arrives]: arrives = the stand-in's harness self-test
+    local port="$1" mac table="flowsec_$TUN" out got dropped
+    shift
     mac=$(ns_exec gwB cat /sys/class/net/eth1/address)
-    start_bg "$TO" "$W/udp-count.log" python3 "$E2E_TOOLS" udp-count --bind 10.2.0.2 --port 5002 --seconds 2
+    start_bg "$TO" "$W/udp-count.log" python3 "$E2E_TOOLS" udp-count --bind 10.2.0.2 --port "$port" --seconds 2
     local cpid=$E2E_LAST_PID
     wait_for_log "$W/udp-count.log" 'udp-count: listening' 5 "$cpid" || { show_log "$W/udp-count.log"; return 1; }
     ns_exec gwA python3 "$E2E_TOOLS" inject --iface eth1 --dst-mac "$mac" --src 10.1.0.2 --dst 10.2.0.2 \
-        --port 5002 --count 10 >"$W/inject.log" 2>&1 || { show_log "$W/inject.log"; return 1; }
+        --port "$port" --count 10 >"$W/inject.log" 2>&1 || { show_log "$W/inject.log"; return 1; }
     wait "$cpid" 2>/dev/null || true
     got=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])["received"])' "$W/udp-count.log")
     if [ "${1:-}" = arrives ]; then
@@ -442,10 +465,11 @@ plaintext_dropped() {  # plaintext_dropped [arrives]: the stand-in's harness sel
     [ "$got" = 0 ] && [ "${dropped#packets }" -ge 10 ] 2>/dev/null
 }
 if [ "$STANDIN" = 1 ]; then
-    check "harness: plaintext injected on the transit link reaches hostB (stand-in)" plaintext_dropped arrives
+    check "harness: plaintext injected on the transit link reaches hostB (stand-in)" plaintext_dropped 5002 arrives
 elif [ "$MODE" = tunnel ]; then
     if command -v nft >/dev/null 2>&1; then
-        check "plaintext hostA -> hostB injected on the transit link: dropped at gwB (nftables, RFC 4301 5.2)" plaintext_dropped
+        check "plaintext hostA -> hostB injected on the transit link: dropped at gwB (nftables, RFC 4301 5.2)" plaintext_dropped 5002
+        check "plaintext hostA -> hostB:4500 (UDP 4500 is accepted only to the gateway itself): dropped at gwB" plaintext_dropped 4500
     else
         skip "plaintext filter at gwB (no nft: install nftables)"
     fi

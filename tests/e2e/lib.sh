@@ -233,6 +233,16 @@ EOF
     done
 }
 
+# e2e_need_nft: flowsec up refuses to start without nftables (its inbound
+# plaintext filter fails closed); install it (root, Debian) when missing.
+e2e_need_nft() {
+    command -v nft >/dev/null 2>&1 && return 0
+    e2e_log "installing nftables (flowsec up's plaintext filter needs nft)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nftables >&2 ||
+        { DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 &&
+          DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nftables >&2; }
+}
+
 start_bg() {  # start_bg NS LOG cmd...
     local n="$1" log="$2"; shift 2
     # `ip netns exec` execs cmd, so $! is cmd's own PID.

@@ -21,10 +21,11 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use flowsec_ipsec::spd::{Action, Direction, IpPrefix, PortRange, Selector, Spd};
 
+use crate::tool;
 use crate::worker::NAT_T_PORT;
 
 /// The nftables table of one daemon, removed when dropped.
@@ -47,9 +48,14 @@ impl Filter {
             active: true,
             stale: None,
         };
-        if let Err(e) = Command::new("nft").arg("--version").output() {
+        let probe = tool::command("nft").and_then(|mut c| {
+            c.arg("--version")
+                .output()
+                .map_err(|e| format!("nft (nftables): {e}"))
+        });
+        if let Err(e) = probe {
             f.active = false;
-            return Err(format!("nft (nftables): {e}"));
+            return Err(e);
         }
         if let Err(e) = f.sync(spd) {
             f.active = false;
@@ -107,7 +113,7 @@ fn table_name(tun: &str) -> String {
 }
 
 fn nft(script: &str) -> Result<(), String> {
-    let mut child = Command::new("nft")
+    let mut child = tool::command("nft")?
         .args(["-f", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())

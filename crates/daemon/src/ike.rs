@@ -401,7 +401,8 @@ impl Kernel for PlaneKernel<'_> {
 
     fn source_for(&mut self, dst: IpAddr) -> Option<IpAddr> {
         // `ip route get`, as strongSwan's kernel-netlink asks the kernel.
-        let out = std::process::Command::new("ip")
+        let out = crate::tool::command("ip")
+            .ok()?
             .args(["-o", "route", "get", &dst.to_string()])
             .output()
             .ok()?;

@@ -27,6 +27,7 @@ mod send;
 mod stats;
 mod steer;
 mod sys;
+mod tool;
 mod worker;
 
 pub use apply::{stage, Capabilities, ConfigError, Databases, Model, Staged};

@@ -9,7 +9,6 @@
 //! default route included, is never touched.
 
 use std::net::IpAddr;
-use std::process::Command;
 
 use flowsec_ipsec::spd::{Action, Direction, IpPrefix, Spd};
 use flowsec_ipsec::Mode;
@@ -172,7 +171,7 @@ impl Drop for Routes {
 }
 
 fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
+    let out = crate::tool::command("ip")?
         .args(args)
         .output()
         .map_err(|e| format!("ip {}: {e}", args.join(" ")))?;

@@ -365,6 +365,15 @@ impl Bed {
                 &sock,
             ];
             cmd.extend_from_slice(up_args);
+            // flowsec up refuses to start without its plaintext filter;
+            // where nftables is missing the lab measures without it (and
+            // says so in the gateway's log).
+            if !["/usr/sbin/nft", "/sbin/nft"]
+                .iter()
+                .any(|p| Path::new(p).is_file())
+            {
+                cmd.push("--no-plaintext-filter");
+            }
             self.topo.spawn(
                 gw,
                 &cmd,
