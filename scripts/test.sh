@@ -112,6 +112,8 @@ for mode in tunnel transport; do
     echo "-- e2e: fragments under a port policy (RFC 4301 §7), $mode mode: arrive whole, none in the clear"
     FLOWSEC_E2E_MODE=$mode tests/e2e/fragments.sh </dev/null
 done
+echo "-- e2e: the daemon's privileges (capabilities, no_new_privs) and its control socket (mode, SO_PEERCRED, --ctl-group)"
+tests/e2e/hardening.sh </dev/null
 echo "-- e2e: harness self-test (plain forwarding stand-in: the sniffer sees plaintext, injected plaintext arrives)"
 FLOWSEC_E2E_STANDIN=1 FLOWSEC_E2E_BYTES=5000000 tests/e2e/gateway.sh </dev/null
 

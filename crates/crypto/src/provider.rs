@@ -84,11 +84,23 @@ impl Provider {
     /// The provider a `--backend NAME` option names: `auto`, `aws-lc`,
     /// `rustcrypto`, or `engine` (auto's algorithms on an engine thread).
     pub fn by_name(name: &str) -> Option<Self> {
+        Some(match Provider::canonical_name(name)? {
+            "aws-lc" => Provider::aws_lc(),
+            "rustcrypto" => Provider::rustcrypto(),
+            "engine" => Provider::engine(Provider::fastest()),
+            _ => Provider::fastest(),
+        })
+    }
+
+    /// The backend a `--backend NAME` option names (`auto`, `aws-lc`,
+    /// `rustcrypto`, `engine`), aliases resolved, without making it (the
+    /// engine starts a thread).
+    pub fn canonical_name(name: &str) -> Option<&'static str> {
         match name {
-            "auto" | "fastest" => Some(Provider::fastest()),
-            "aws-lc" | "aws-lc-rs" | "awslc" => Some(Provider::aws_lc()),
-            "rustcrypto" | "rust-crypto" => Some(Provider::rustcrypto()),
-            "engine" => Some(Provider::engine(Provider::fastest())),
+            "auto" | "fastest" => Some("auto"),
+            "aws-lc" | "aws-lc-rs" | "awslc" => Some("aws-lc"),
+            "rustcrypto" | "rust-crypto" => Some("rustcrypto"),
+            "engine" => Some("engine"),
             _ => None,
         }
     }

@@ -17,6 +17,7 @@ use flowsec_ipsec::spd::Action;
 use flowsec_ipsec::{SaConfig, SaState};
 use serde_json::{json, Value};
 
+use crate::sys::privs::{self, PeerCred};
 use crate::worker::{SaReport, Stats};
 
 /// Where `flowsec up` listens unless told otherwise.
@@ -30,20 +31,31 @@ const REQUEST_WAIT: Duration = Duration::from_millis(200);
 pub struct Control {
     listener: UnixListener,
     path: PathBuf,
+    /// Besides root (and the daemon's own user), members of this group
+    /// may use the socket (`--ctl-group`).
+    group: Option<u32>,
+    /// Connections refused for their credentials.
+    pub refused: u64,
 }
 
 impl Control {
     /// Listen on `path` (its directory is created; a stale socket file
-    /// from a dead daemon is replaced, a live one is refused).
-    pub fn bind(path: &Path) -> Result<Control, String> {
+    /// from a dead daemon is replaced, a live one is refused). The socket
+    /// is created under umask 0177 (mode 0600, never wider, not even for an
+    /// instant); with `group`, then given to that group, mode 0660.
+    pub fn bind(path: &Path, group: Option<u32>) -> Result<Control, String> {
         let err = |e: std::io::Error| format!("{}: {e}", path.display());
         if let Some(dir) = path.parent() {
             if !dir.exists() {
-                std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-                // Only root may reach the socket, also in the instant
-                // between bind and chmod.
-                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                privs::with_umask(0o077, || std::fs::create_dir_all(dir))
                     .map_err(|e| format!("{}: {e}", dir.display()))?;
+                if let Some(gid) = group {
+                    privs::chown(dir, u32::MAX, gid)
+                        .and_then(|()| {
+                            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o750))
+                        })
+                        .map_err(|e| format!("{}: {e}", dir.display()))?;
+                }
             }
         }
         match UnixStream::connect(path) {
@@ -65,13 +77,48 @@ impl Control {
             }
             Err(_) => {}
         }
-        let listener = UnixListener::bind(path).map_err(err)?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(err)?;
-        listener.set_nonblocking(true).map_err(err)?;
-        Ok(Control {
+        let listener = privs::with_umask(0o177, || UnixListener::bind(path)).map_err(err)?;
+        let control = Control {
             listener,
             path: path.to_path_buf(),
-        })
+            group,
+            refused: 0,
+        };
+        if let Some(gid) = group {
+            privs::chown(path, u32::MAX, gid)
+                .and_then(|()| {
+                    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
+                })
+                .map_err(err)?;
+        }
+        control.listener.set_nonblocking(true).map_err(err)?;
+        Ok(control)
+    }
+
+    /// Whether the peer of `stream` may talk to the daemon: root, the
+    /// daemon's own user, or (with `--ctl-group`) a member of that group
+    /// (its primary group or one of its supplementary groups, from
+    /// /proc). The socket's mode says the same; this holds even where the
+    /// file's permissions do not (a process with CAP_DAC_OVERRIDE, a
+    /// socket directory made too wide by hand).
+    fn allowed(&self, stream: &UnixStream) -> Result<(), String> {
+        use std::os::fd::AsRawFd;
+        let cred = privs::peer_cred(stream.as_raw_fd()).map_err(|e| format!("SO_PEERCRED: {e}"))?;
+        let own = std::fs::metadata("/proc/self").map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.uid()
+        });
+        let groups = || supplementary_groups(cred.pid);
+        if peer_allowed(cred, own.unwrap_or(0), self.group, groups) {
+            Ok(())
+        } else {
+            Err(format!(
+                "permission denied: uid {} is not root{}",
+                cred.uid,
+                self.group
+                    .map_or(String::new(), |g| format!(" and not in group {g}"))
+            ))
+        }
     }
 
     /// The listening descriptor, for the control plane's poll.
@@ -82,18 +129,75 @@ impl Control {
     /// Answer every waiting client with `answer`. A request is one JSON
     /// line (at most [`MAX_REQUEST`] bytes) that must arrive within
     /// [`REQUEST_WAIT`], so that no client can hold the daemon longer.
-    pub fn serve(&self, answer: &mut dyn FnMut(&Value) -> Value) {
+    pub fn serve(&mut self, answer: &mut dyn FnMut(&Value) -> Value) {
         while let Ok((stream, _)) = self.listener.accept() {
             let _ = stream.set_nonblocking(false);
             let _ = stream.set_read_timeout(Some(REQUEST_WAIT));
             let _ = stream.set_write_timeout(Some(REQUEST_WAIT));
-            let reply = match read_request(&stream) {
+            // The request is read (bounded) before the refusal, so that the
+            // client reads the reason instead of a broken pipe.
+            let request = read_request(&stream);
+            let reply = match self.allowed(&stream).and(request) {
                 Ok(request) => answer(&request),
-                Err(e) => json!({ "error": e }),
+                Err(e) => {
+                    if e.starts_with("permission denied") {
+                        self.refused += 1;
+                    }
+                    json!({ "error": e })
+                }
             };
             let _ = (&stream).write_all(format!("{reply}\n").as_bytes());
         }
     }
+}
+
+/// The access rule of [`Control::allowed`], apart from the system calls:
+/// `groups` is asked only when the group decides.
+fn peer_allowed(
+    peer: PeerCred,
+    own_uid: u32,
+    group: Option<u32>,
+    groups: impl FnOnce() -> Vec<u32>,
+) -> bool {
+    if peer.uid == 0 || peer.uid == own_uid {
+        return true;
+    }
+    match group {
+        Some(g) => peer.gid == g || groups().contains(&g),
+        None => false,
+    }
+}
+
+/// The supplementary groups of process `pid` (the `Groups:` line of its
+/// /proc status); none if it cannot be read (it exited: refused).
+fn supplementary_groups(pid: i32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| l.strip_prefix("Groups:")).map(|g| {
+                g.split_whitespace()
+                    .filter_map(|n| n.parse().ok())
+                    .collect()
+            })
+        })
+        .unwrap_or_default()
+}
+
+/// A group given by name (looked up in /etc/group) or number.
+pub fn group_id(name: &str) -> Result<u32, String> {
+    if let Ok(gid) = name.parse() {
+        return Ok(gid);
+    }
+    let groups = std::fs::read_to_string("/etc/group").map_err(|e| format!("/etc/group: {e}"))?;
+    groups
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split(':');
+            Some((f.next()?, f.nth(1)?))
+        })
+        .find(|(n, _)| *n == name)
+        .and_then(|(_, gid)| gid.parse().ok())
+        .ok_or_else(|| format!("no group {name:?} in /etc/group"))
 }
 
 /// One request line from `stream`, parsed.
@@ -269,6 +373,22 @@ mod tests {
     use flowsec_setkey::SaLive;
 
     #[test]
+    fn only_root_the_daemon_and_the_group_may_connect() {
+        let peer = |uid, gid| PeerCred { pid: 1, uid, gid };
+        let none = || -> Vec<u32> { panic!("groups asked without a group") };
+        assert!(peer_allowed(peer(0, 0), 0, None, none));
+        assert!(!peer_allowed(peer(1000, 1000), 0, None, none));
+        // The daemon's own user (run without root, file capabilities).
+        assert!(peer_allowed(peer(998, 998), 998, None, none));
+        assert!(peer_allowed(peer(1000, 44), 0, Some(44), Vec::new));
+        assert!(peer_allowed(peer(1000, 1000), 0, Some(44), || vec![27, 44]));
+        assert!(!peer_allowed(peer(1000, 1000), 0, Some(44), || vec![27]));
+        assert_eq!(group_id("44"), Ok(44));
+        assert_eq!(group_id("root"), Ok(0));
+        assert!(group_id("no-such-group-flowsec").is_err());
+    }
+
+    #[test]
     fn answers_have_counters_and_no_keys() {
         let c = SaConfig::esp(
             0x1001,
@@ -342,10 +462,10 @@ mod tests {
     fn a_live_socket_is_not_taken_over_and_the_file_goes_away() {
         let dir = std::env::temp_dir().join(format!("flowsec-ctl-{}", std::process::id()));
         let path = dir.join("sub").join("ctl.sock");
-        let first = Control::bind(&path).unwrap();
+        let first = Control::bind(&path, None).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        assert!(Control::bind(&path)
+        assert!(Control::bind(&path, None)
             .err()
             .unwrap()
             .contains("another flowsec daemon"));
@@ -353,7 +473,10 @@ mod tests {
         assert!(!path.exists());
         // A plain file where the socket should be is not deleted.
         std::fs::write(&path, b"not a socket").unwrap();
-        assert!(Control::bind(&path).err().unwrap().contains("not a socket"));
+        assert!(Control::bind(&path, None)
+            .err()
+            .unwrap()
+            .contains("not a socket"));
         assert!(path.exists());
         let _ = std::fs::remove_dir_all(&dir);
     }

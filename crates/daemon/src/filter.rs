@@ -279,7 +279,10 @@ mod tests {
         for (chain, local) in [(input, true), (forward, false)] {
             let first_policy = chain.find(" saddr ").unwrap();
             assert!(chain.find("iifname \"fs0\" accept").unwrap() < first_policy);
-            for pass in ["meta l4proto { esp, ah } accept", "udp dport { 500, 4500 } accept"] {
+            for pass in [
+                "meta l4proto { esp, ah } accept",
+                "udp dport { 500, 4500 } accept",
+            ] {
                 match chain.find(pass) {
                     Some(at) => assert!(local && at < first_policy, "{pass} in {chain}"),
                     None => assert!(!local, "{pass} missing in {chain}"),

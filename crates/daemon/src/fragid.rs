@@ -61,7 +61,10 @@ mod tests {
         let xs: Vec<u32> = (0..200).map(|_| a.next()).collect();
         let ys: Vec<u32> = (0..200).map(|_| b.next()).collect();
         assert_ne!(xs, ys);
-        let steps = xs.windows(2).filter(|w| w[1].wrapping_sub(w[0]) < 16).count();
+        let steps = xs
+            .windows(2)
+            .filter(|w| w[1].wrapping_sub(w[0]) < 16)
+            .count();
         assert!(steps < 3, "{steps} near-consecutive identifications");
         let distinct: std::collections::BTreeSet<_> = xs.iter().collect();
         assert!(distinct.len() > 195);

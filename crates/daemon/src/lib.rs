@@ -31,6 +31,7 @@ mod tool;
 mod worker;
 
 pub use apply::{stage, Capabilities, ConfigError, Databases, Model, Staged};
+pub use control::group_id;
 pub use control::DEFAULT_SOCKET;
 pub use plane::{run, Options, RunError};
 pub use worker::Stats;

@@ -57,11 +57,16 @@ pub struct Options {
     pub workers: usize,
     /// TUN offloads: TCP super-packets in both directions.
     pub offload: bool,
-    /// The crypto provider (`--backend`: auto, aws-lc, rustcrypto, engine).
-    pub provider: Provider,
+    /// The crypto backend (`--backend`: auto, aws-lc, rustcrypto, engine),
+    /// made once the daemon has dropped its privileges (the engine is a
+    /// thread, which inherits them).
+    pub backend: String,
     /// Install the inbound plaintext filter (false only with
     /// `--no-plaintext-filter`); without it the daemon does not start.
     pub plaintext_filter: bool,
+    /// Members of this group may use the control socket besides root
+    /// (`--ctl-group`).
+    pub ctl_group: Option<u32>,
 }
 
 /// Why the daemon could not run.
@@ -90,7 +95,13 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     // below (the flag is checked before the loop's first wait).
     let shutdown = sys::catch_shutdown_signals();
     let start = Instant::now();
-    let provider = opts.provider.clone();
+    // The control socket first: with --ctl-group it is given to that
+    // group, which takes CAP_CHOWN; then only the network capabilities
+    // are kept, before any thread starts (threads inherit them).
+    let mut control = Control::bind(&opts.socket, opts.ctl_group).map_err(RunError::Setup)?;
+    drop_privileges()?;
+    let provider = Provider::by_name(&opts.backend)
+        .ok_or_else(|| RunError::Setup(format!("--backend {}: unknown", opts.backend)))?;
     let workers = opts.workers.max(1);
     let (name, text) = match &opts.setkey {
         Some(path) => {
@@ -172,7 +183,6 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         boxes.push(mailbox);
         parts.push((io, db, rx, wake));
     }
-    let control = Control::bind(&opts.socket).map_err(RunError::Setup)?;
     let routes =
         Routes::install(&opts.tun, opts.mtu, &staged.model.spd).map_err(RunError::Setup)?;
     let filter = if opts.plaintext_filter {
@@ -238,6 +248,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         start,
         ike: ike.map(|(plane, _)| plane),
         volume_checked: None,
+        ctl_refused: 0,
     };
     plane.ike_step(|ike, now, k| ike.ike.start(now, k));
     let mut failure = None;
@@ -252,6 +263,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         }
         if ready[0] {
             control.serve(&mut |request| plane.answer(request));
+            plane.ctl_refused = control.refused;
         }
         plane.ike_step(|ike, now, k| {
             ike.receive(now, k);
@@ -294,6 +306,30 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     }
 }
 
+/// The control thread's effective capabilities by name (`ctl status`).
+fn capability_names() -> Vec<String> {
+    use sys::privs::{CAP_NET_ADMIN, CAP_NET_BIND_SERVICE, CAP_NET_RAW};
+    let bits = sys::privs::effective_capabilities().unwrap_or(0);
+    (0..64)
+        .filter(|c| bits & (1u64 << c) != 0)
+        .map(|c| match c {
+            CAP_NET_ADMIN => "cap_net_admin".to_string(),
+            CAP_NET_RAW => "cap_net_raw".to_string(),
+            CAP_NET_BIND_SERVICE => "cap_net_bind_service".to_string(),
+            c => format!("cap_{c}"),
+        })
+        .collect()
+}
+
+/// Keep only the capabilities the data and control planes need
+/// (CAP_NET_ADMIN, CAP_NET_RAW, CAP_NET_BIND_SERVICE) and set
+/// `no_new_privs`; before any thread starts (capabilities are a thread's:
+/// the ones started later inherit these).
+fn drop_privileges() -> Result<(), RunError> {
+    sys::privs::keep_only_network_capabilities()
+        .map_err(|e| RunError::Setup(format!("dropping capabilities: {e}")))
+}
+
 /// Stop every worker and collect what each returned.
 fn stop_all(
     stop: &AtomicBool,
@@ -323,6 +359,8 @@ struct Plane {
     ike: Option<IkePlane>,
     /// When the SAs' volume was last looked at.
     volume_checked: Option<Duration>,
+    /// Control connections refused for their credentials.
+    ctl_refused: u64,
 }
 
 impl Plane {
@@ -372,7 +410,9 @@ impl Plane {
     fn sync_filter(&mut self) {
         let was = self.filter.stale().is_some();
         match self.filter.sync(&self.model.spd) {
-            Err(e) if !was => eprintln!("flowsec: error: plaintext filter out of date, retrying: {e}"),
+            Err(e) if !was => {
+                eprintln!("flowsec: error: plaintext filter out of date, retrying: {e}")
+            }
             Ok(()) if was => eprintln!("flowsec: plaintext filter in step again"),
             _ => {}
         }
@@ -421,6 +461,9 @@ impl Plane {
                     "table": self.filter.table(),
                     "stale": self.filter.stale(),
                 },
+                "capabilities": capability_names(),
+                "no_new_privs": sys::privs::no_new_privs(),
+                "ctl_refused": self.ctl_refused,
             }),
             Some("sas") => {
                 let seen = self.seen();

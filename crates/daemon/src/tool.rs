@@ -36,7 +36,9 @@ mod tests {
 
     #[test]
     fn tools_are_found_only_in_system_directories() {
-        assert!(path("no-such-tool-flowsec").unwrap_err().contains("/usr/sbin"));
+        assert!(path("no-such-tool-flowsec")
+            .unwrap_err()
+            .contains("/usr/sbin"));
         if let Ok(p) = path("sh") {
             assert!(p.is_absolute());
             assert!(SYSTEM_DIRS.iter().any(|d| p.starts_with(d)));

@@ -834,9 +834,7 @@ impl TunOut {
         stats.delivered += 1;
         if packet.len() > self.mtu {
             let mut ids = std::mem::take(&mut self.ids);
-            let split = fragid::split(packet, self.mtu, &mut ids, |f| {
-                self.write(f, queue, stats)
-            });
+            let split = fragid::split(packet, self.mtu, &mut ids, |f| self.write(f, queue, stats));
             self.ids = ids;
             // Refused (DF set, IPv4 options): written as it is, and the
             // kernel answers with ICMP where it must.

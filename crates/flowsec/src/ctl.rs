@@ -137,6 +137,13 @@ fn print_object(o: &mut String, v: &Value) {
         Value::Object(map) => {
             for (k, v) in map {
                 match v {
+                    Value::Array(items) if items.iter().all(|i| !i.is_object()) => {
+                        let items: Vec<String> = items
+                            .iter()
+                            .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_string))
+                            .collect();
+                        let _ = writeln!(o, "{k}: {}", items.join(", "));
+                    }
                     Value::Array(items) => {
                         for (i, item) in items.iter().enumerate() {
                             let _ = writeln!(o, "{k}[{i}]:");

@@ -53,6 +53,10 @@ pub struct UpArgs {
     /// this flag, flowsec up refuses to start when it cannot install it.
     #[arg(long)]
     pub no_plaintext_filter: bool,
+    /// Members of this group (a name or a number) may use the control
+    /// socket besides root (it is then mode 0660, that group's).
+    #[arg(long, value_name = "GROUP")]
+    pub ctl_group: Option<String>,
     /// The control socket (`flowsec ctl` and `flowsec setkey` talk to it).
     #[arg(long, env = "FLOWSEC_SOCKET", default_value = flowsec_daemon::DEFAULT_SOCKET)]
     pub socket: PathBuf,
@@ -71,7 +75,14 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let provider = flowsec_crypto::Provider::by_name(&args.backend).ok_or_else(|| {
+    let ctl_group = match &args.ctl_group {
+        Some(g) => Some(
+            flowsec_daemon::group_id(g)
+                .map_err(|e| CliError::Usage(format!("--ctl-group: {e}")))?,
+        ),
+        None => None,
+    };
+    let backend = flowsec_crypto::Provider::canonical_name(&args.backend).ok_or_else(|| {
         CliError::Usage(format!(
             "--backend {}: one of auto, aws-lc, rustcrypto, engine",
             args.backend
@@ -96,10 +107,11 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
             retransmit,
             ..flowsec_ike::Settings::default()
         },
-        provider,
+        backend: backend.to_string(),
         workers,
         offload: !args.no_offload,
         plaintext_filter: !args.no_plaintext_filter,
+        ctl_group,
         tun: args.tun.clone(),
         setkey: args.setkey.clone(),
         ike: args.conf.clone(),

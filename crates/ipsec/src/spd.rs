@@ -222,8 +222,7 @@ impl Flow {
     pub fn of_packet(packet: &[u8]) -> Result<Flow, DropReason> {
         // `fragment`: any fragment; `opaque`: one without the first
         // bytes of the upper layer (offset not 0).
-        let (src, dst, protocol, upper, fragment, opaque) = match packet.first().map(|b| b >> 4)
-        {
+        let (src, dst, protocol, upper, fragment, opaque) = match packet.first().map(|b| b >> 4) {
             Some(4) => {
                 let p = Ipv4Packet::new_checked(packet).map_err(|_| DropReason::BadIpHeader)?;
                 let upper = &packet[p.header_len()..usize::from(p.total_len())];
@@ -451,8 +450,9 @@ impl Spd {
     pub fn lookup_opaque(&self, direction: Direction, flow: &Flow) -> OpaqueLookup<'_> {
         match self.candidates(direction, flow).next() {
             None => OpaqueLookup::Decided(None),
-            Some(p) if p.selector.src_ports == PortRange::ANY
-                && p.selector.dst_ports == PortRange::ANY =>
+            Some(p)
+                if p.selector.src_ports == PortRange::ANY
+                    && p.selector.dst_ports == PortRange::ANY =>
             {
                 OpaqueLookup::Decided(Some(p))
             }

@@ -13,6 +13,8 @@ use flowsec_ipsec::PacketBuf;
 
 use crate::steer::Insn;
 
+pub mod privs;
+
 /// `_IOW('T', 202, int)` from linux/if_tun.h (libc has it per architecture).
 const TUNSETIFF: libc::c_ulong = libc::TUNSETIFF as libc::c_ulong;
 const IFF_TUN: libc::c_short = 0x0001;

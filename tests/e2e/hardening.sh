@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# End-to-end: what a running flowsec daemon may do and who may talk to it
+# (issue 12). Two gateways keyed by setkey (AES-GCM-16, tunnel mode):
+#
+#   hostA 10.1.0.2 -- gwA | 192.0.2.1 == ESP == 192.0.2.2 | gwB -- hostB 10.2.0.2
+#
+# Checks: the daemon keeps only CAP_NET_ADMIN, CAP_NET_RAW and
+# CAP_NET_BIND_SERVICE (CapEff and CapBnd of every thread in /proc) with
+# no_new_privs, and `ctl status` says so; the control socket is mode 0600
+# and refuses another user; with --ctl-group a member of that group may
+# use it and others may not.
+#
+#   tests/e2e/hardening.sh          root; needs target/debug/flowsec
+#   FLOWSEC_E2E_KEEP=1              keep the work directory
+#
+# Without root or ip netns it prints "SKIP: ..." and exits 0.
+set -eu -o pipefail
+
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+e2e_require_root_netns
+
+FLOWSEC="${FLOWSEC:-$E2E_ROOT/target/debug/flowsec}"
+[ -x "$FLOWSEC" ] || { echo "FAIL: flowsec binary not found at $FLOWSEC"; exit 1; }
+command -v setpriv >/dev/null || { echo "SKIP: no setpriv (util-linux)"; exit 0; }
+
+e2e_init
+W="$E2E_WORK"
+# The sockets live under $W/ctl; another user must be able to reach it.
+chmod 0755 "$W"
+e2e_topology_gateway
+e2e_write_gcm_setkeys "$W" hardening
+echo "e2e hardening: $FLOWSEC"
+
+declare -A GW_PID
+gateway_up() {  # gateway_up GW [flowsec up options...]
+    local gw="$1"; shift
+    start_bg "$gw" "$W/$gw.log" "$FLOWSEC" up --tun fsec0 --setkey "$W/$gw.setkey" "$@"
+    GW_PID[$gw]=$E2E_LAST_PID
+    wait_for_log "$W/$gw.log" 'flowsec: up' 10 "${GW_PID[$gw]}" || { show_log "$W/$gw.log"; return 1; }
+}
+check "gwA: flowsec up" gateway_up gwA --socket "$W/ctl/gwA.sock"
+check "gwB: flowsec up" gateway_up gwB --socket "$W/ctl/gwB.sock"
+[ "$E2E_FAILED" -eq 0 ] || e2e_finish
+
+# ------------------------------------------------------------ capabilities
+KEPT=0000000000003400   # bits 10, 12, 13: NET_BIND_SERVICE, NET_ADMIN, NET_RAW
+capabilities_dropped() {
+    local pid="${GW_PID[gwA]}" task bad=0 n=0
+    for task in /proc/"$pid"/task/*; do
+        n=$((n + 1))
+        local eff bnd prm nnp
+        eff=$(awk '/^CapEff:/ {print $2}' "$task/status")
+        prm=$(awk '/^CapPrm:/ {print $2}' "$task/status")
+        bnd=$(awk '/^CapBnd:/ {print $2}' "$task/status")
+        nnp=$(awk '/^NoNewPrivs:/ {print $2}' "$task/status")
+        if [ "$eff" != $KEPT ] || [ "$prm" != $KEPT ] || [ "$bnd" != $KEPT ] || [ "$nnp" != 1 ]; then
+            echo "    $(cat "$task/comm"): CapEff $eff CapPrm $prm CapBnd $bnd NoNewPrivs $nnp"
+            bad=1
+        fi
+    done
+    echo "    $n threads: CapEff/CapPrm/CapBnd $KEPT, NoNewPrivs 1: $([ $bad = 0 ] && echo all || echo not all)"
+    [ $bad = 0 ]
+}
+check "gwA: every thread keeps only NET_ADMIN, NET_RAW, NET_BIND_SERVICE, no_new_privs (/proc/PID/task/*/status)" \
+    capabilities_dropped
+
+status_says_so() {
+    "$FLOWSEC" ctl status --json --socket "$W/ctl/gwA.sock" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+print("    ctl status: capabilities %s, no_new_privs %s" % (s["capabilities"], s["no_new_privs"]))
+assert sorted(s["capabilities"]) == ["cap_net_admin", "cap_net_bind_service", "cap_net_raw"], s
+assert s["no_new_privs"] is True, s
+'
+}
+check "ctl status shows the effective capabilities" status_says_so
+
+# The tunnel still works with what is left (routes, nft, raw sockets).
+tunnel_works() {
+    ns_exec hostA python3 "$E2E_TOOLS" ping 10.2.0.2 --count 3 >"$W/ping.log" 2>&1 || { show_log "$W/ping.log"; return 1; }
+}
+check "ping hostA -> hostB through the tunnel" tunnel_works
+
+# ---------------------------------------------------------- control socket
+as_user() {  # as_user UID GID cmd...: run cmd as another user (no supplementary groups)
+    local uid="$1" gid="$2"; shift 2
+    setpriv --reuid="$uid" --regid="$gid" --clear-groups --inh-caps=-all "$@"
+}
+socket_private() {
+    local mode out rc=0
+    mode=$(stat -c '%a %U:%G' "$W/ctl/gwA.sock")
+    echo "    $W/ctl/gwA.sock: $mode"
+    [ "$mode" = "600 root:root" ] || return 1
+    out=$(as_user 65534 65534 "$FLOWSEC" ctl status --socket "$W/ctl/gwA.sock" 2>&1) || rc=$?
+    echo "    as nobody: exit $rc: $out" | head -n 1
+    [ "$rc" -ne 0 ] || return 1
+    # Past the file's mode (CAP_DAC_OVERRIDE): the daemon itself refuses
+    # the connection by its SO_PEERCRED uid.
+    rc=0
+    out=$(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=+dac_override \
+        --ambient-caps=+dac_override "$FLOWSEC" ctl status --socket "$W/ctl/gwA.sock" 2>&1) || rc=$?
+    echo "    as nobody with CAP_DAC_OVERRIDE: exit $rc: $out" | head -n 1
+    [ "$rc" -ne 0 ] && echo "$out" | grep -q 'permission denied: uid 65534'
+}
+check "control socket: mode 0600 root, another user refused (by the file's mode and by SO_PEERCRED)" socket_private
+
+group_may_use_it() {
+    local gid=4242 mode out rc=0
+    stop_bg "${GW_PID[gwA]}" 5
+    gateway_up gwA --socket "$W/ctlg/gwA.sock" --ctl-group "$gid" || return 1
+    mode=$(stat -c "%a %g" "$W/ctlg/gwA.sock")
+    echo "    with --ctl-group $gid: $mode"
+    [ "$mode" = "660 $gid" ] || return 1
+    as_user 65534 "$gid" "$FLOWSEC" ctl status --socket "$W/ctlg/gwA.sock" >/dev/null 2>"$W/member.log" ||
+        { show_log "$W/member.log"; return 1; }
+    out=$(as_user 65534 65534 "$FLOWSEC" ctl status --socket "$W/ctlg/gwA.sock" 2>&1) || rc=$?
+    echo "    a member: answered; nobody (not a member): exit $rc"
+    [ "$rc" -ne 0 ]
+}
+check "--ctl-group: a member of the group is answered, others are refused" group_may_use_it
+
+for gw in gwA gwB; do
+    stop_bg "${GW_PID[$gw]}" 5
+    [ "$E2E_LAST_RC" -eq 0 ] || { echo "FAIL: $gw exited with $E2E_LAST_RC"; show_log "$W/$gw.log"; E2E_FAILED=$((E2E_FAILED + 1)); }
+done
+e2e_finish
