@@ -84,7 +84,7 @@ for dst in $DSTS; do
 done
 
 # The transit link, as an independent tool sees it.
-start_bg gwA "$W/tcpdump.log" tcpdump -i eth1 -n -U -w "$W/transit.pcap"
+start_bg gwA "$W/tcpdump.log" tcpdump -i eth1 -n -U --immediate-mode -w "$W/transit.pcap"
 DUMP_PID=$E2E_LAST_PID
 wait_for_log "$W/tcpdump.log" 'listening on' 5 "$DUMP_PID" || { show_log "$W/tcpdump.log"; exit 1; }
 

@@ -83,6 +83,50 @@ tunnel_works() {
 }
 check "ping hostA -> hostB through the tunnel" tunnel_works
 
+# ------------------------------------------- manual keys never repeat a nonce
+# AES-GCM's IV is the sequence number: gwA's SA 0x1001 must go on above
+# every number it used, after a restart and after delete + add of the same
+# key (RFC 4106 §8.1). The capture on the transit link shows the numbers.
+esp_seqs() {  # esp_seqs PCAP: the sequence numbers of SPI 0x1001, one a line
+    tcpdump -n -r "$1" 'ip proto 50' 2>/dev/null | grep -o 'spi=0x00001001,seq=0x[0-9a-f]*' |
+        sed 's/.*seq=//' | while read -r x; do echo $((x)); done
+}
+pings_captured() {  # pings_captured PCAP
+    start_bg gwA "$W/tcpdump.log" tcpdump -i eth1 -n -U --immediate-mode -w "$1" ip proto 50
+    local dump=$E2E_LAST_PID
+    wait_for_log "$W/tcpdump.log" 'listening on' 5 "$dump" || return 1
+    ns_exec hostA python3 "$E2E_TOOLS" ping 10.2.0.2 --count 3 >"$W/ping.log" 2>&1 || { show_log "$W/ping.log"; return 1; }
+    sleep 0.3
+    stop_bg "$dump" 2
+}
+nonces_never_repeat() {
+    local before after readded
+    pings_captured "$W/before.pcap" || return 1
+    before=$(esp_seqs "$W/before.pcap" | sort -n | tail -n 1)
+    stop_bg "${GW_PID[gwA]}" 5
+    gateway_up gwA --socket "$W/ctl/gwA.sock" || return 1
+    pings_captured "$W/after.pcap" || return 1
+    after=$(esp_seqs "$W/after.pcap" | sort -n | head -n 1)
+    # The same SA and key deleted and added again at run time.
+    sed -n '/^add 192.0.2.1 192.0.2.2/p' "$W/gwA.setkey" >"$W/readd.setkey"
+    { echo "delete 192.0.2.1 192.0.2.2 esp 0x1001;"; cat "$W/readd.setkey"; } >"$W/readd2.setkey"
+    "$FLOWSEC" setkey -f "$W/readd2.setkey" --socket "$W/ctl/gwA.sock" >"$W/readd.log" 2>&1 || { show_log "$W/readd.log"; return 1; }
+    pings_captured "$W/readded.pcap" || return 1
+    readded=$(esp_seqs "$W/readded.pcap" | sort -n | head -n 1)
+    echo "    SPI 0x1001: last seq before the restart ${before:-none}, first after ${after:-none}, first after delete + add ${readded:-none}"
+    [ -n "$before" ] && [ -n "$after" ] && [ -n "$readded" ] && [ "$after" -gt "$before" ] && [ "$readded" -gt "$after" ]
+}
+check "manual AES-GCM: sequence numbers (nonces) go on after a restart and after delete + add of the same key" nonces_never_repeat
+
+state_dir_required() {
+    local out rc=0
+    out=$(ns_exec gwA timeout 10 "$FLOWSEC" up --tun fsec9 --setkey "$W/gwA.setkey" --socket "$W/ctl/x.sock" \
+        --state-dir /proc/flowsec-no-such-dir 2>&1) || rc=$?
+    echo "    $out" | grep -v warning | head -n 1
+    [ "$rc" = 1 ] && echo "$out" | grep -q 'state directory'
+}
+check "no writable state directory: flowsec up with manual AES-GCM keys refuses to start" state_dir_required
+
 # ---------------------------------------------------------- control socket
 as_user() {  # as_user UID GID cmd...: run cmd as another user (no supplementary groups)
     local uid="$1" gid="$2"; shift 2

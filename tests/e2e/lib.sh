@@ -90,6 +90,9 @@ e2e_require_root_netns() {
 
 e2e_init() {
     E2E_WORK="$(mktemp -d "${TMPDIR:-/tmp}/${E2E_PREFIX}e2e.XXXXXX")"
+    # flowsec up records manual SAs' sequence numbers here, not in
+    # /var/lib/flowsec (the tests reuse their keys on every run).
+    export FLOWSEC_STATE_DIR="$E2E_WORK/state"
     # A trap runs inside whatever command it interrupted, redirections
     # included (`ns_exec ... 2>"$W/send.log"`: ns_exec is a function), so
     # the traps write to a copy of the script's stderr made here.

@@ -77,6 +77,14 @@ pub fn is_aead(encr: EncrId) -> bool {
     )
 }
 
+/// Whether `encr`'s IV is (derived from) the sequence number, so that a
+/// repeated sequence number under one key repeats the nonce: the AEADs
+/// (RFC 4106 §8.1, RFC 4309 §3.1, RFC 7634 §4, RFC 4543 §3) and AES-CTR
+/// (RFC 3686 §2.1).
+pub fn nonce_is_counter(encr: EncrId) -> bool {
+    is_aead(encr) || encr == EncrId::AES_CTR
+}
+
 pub(crate) fn build(
     provider: &Provider,
     encr: EncrId,

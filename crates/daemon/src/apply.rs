@@ -13,6 +13,8 @@ use flowsec_ipsec::{Protocol, SaConfig, SaId, Sad, SecurityAssociation, Spd};
 use flowsec_setkey::Command;
 use zeroize::Zeroizing;
 
+use crate::seqstate::{SeqRange, SeqState};
+
 /// The databases one worker runs with.
 #[derive(Debug, Default)]
 pub struct Databases {
@@ -56,6 +58,9 @@ pub enum Change {
     Spd(Spd),
     /// New UDP encapsulation ports for an SA (IKE follows a NAT rebinding).
     Encap(SaId, flowsec_ipsec::UdpEncap),
+    /// The sequence numbers a manual SA may use ([`crate::seqstate`]):
+    /// start above `from`, stop at `ceiling`.
+    Seq(SaId, SeqRange),
 }
 
 /// A question in the input, answered once the changes are in.
@@ -146,6 +151,14 @@ pub fn stage(
                         )));
                     }
                 }
+                // A replayed packet is accepted without a window (setkey's
+                // default is -r 0; RFC 4303 §3.4.3 says to enable it).
+                if config.replay_window == 0 && config.has_integrity() {
+                    staged.warnings.push(format!(
+                        "{name}:{}: {:#x}: no replay window (-r 0): replayed packets are accepted; give -r 64 or more",
+                        st.pos.line, config.spi
+                    ));
+                }
                 // Builds the transform: refuses bad key lengths and the like.
                 let sa = SecurityAssociation::new(&config, provider, now)
                     .map_err(|e| at(e.to_string()))?;
@@ -216,6 +229,54 @@ pub fn stage(
     Ok(staged)
 }
 
+/// Give each manual SA of `changes` whose nonce is its counter the
+/// sequence numbers it may use, recorded under the state directory first
+/// ([`crate::seqstate`]): a [`Change::Seq`] right after its
+/// [`Change::AddSa`]. `state` is opened at `dir` the first time one is
+/// needed. Removed SAs are forgotten (their files stay).
+pub fn reserve_sequences(
+    changes: Vec<Change>,
+    state: &mut Option<SeqState>,
+    dir: &std::path::Path,
+) -> Result<Vec<Change>, ConfigError> {
+    let mut out = Vec::with_capacity(changes.len());
+    for change in changes {
+        let seq = match &change {
+            Change::AddSa(config) if crate::seqstate::fingerprint(config).is_some() => {
+                if state.is_none() {
+                    *state = Some(SeqState::open(dir).map_err(|e| {
+                        ConfigError(format!(
+                            "state directory (--state-dir) for the sequence numbers of manual AES-GCM/CCM/CTR/ChaCha20 SAs, which must never repeat a nonce: {e}"
+                        ))
+                    })?);
+                }
+                let range = state
+                    .as_mut()
+                    .map(|s| s.reserve(config))
+                    .transpose()
+                    .map_err(ConfigError)?
+                    .flatten();
+                let id = SaId {
+                    protocol: config.protocol,
+                    spi: config.spi,
+                    dst: config.dst,
+                };
+                range.map(|r| Change::Seq(id, r))
+            }
+            Change::RemoveSa(id) => {
+                if let Some(s) = state.as_mut() {
+                    s.forget(id);
+                }
+                None
+            }
+            _ => None,
+        };
+        out.push(change);
+        out.extend(seq);
+    }
+    Ok(out)
+}
+
 /// `config` with its keys emptied: what the model keeps.
 pub(crate) fn without_keys(config: &SaConfig) -> SaConfig {
     let mut c = config.clone();
@@ -242,6 +303,13 @@ pub fn apply_to(db: &mut Databases, changes: Vec<WorkerChange>) {
                     sa.set_encap_ports(encap);
                 }
             }
+            WorkerChange::Seq(id, range) => {
+                if let Some(sa) = db.sad.lookup(&id).and_then(|h| db.sad.get_mut(h)) {
+                    // Forward only (a raised ceiling leaves it where it is).
+                    let _ = sa.skip_seq_to(range.from.max(sa.seq()));
+                    sa.set_seq_ceiling(range.ceiling);
+                }
+            }
         }
     }
 }
@@ -257,6 +325,8 @@ pub enum WorkerChange {
     Spd(Spd),
     /// New UDP encapsulation ports for an SA.
     Encap(SaId, flowsec_ipsec::UdpEncap),
+    /// A manual SA's sequence numbers.
+    Seq(SaId, SeqRange),
 }
 
 /// Turn `changes` into one list per worker: each gets its own SA objects
@@ -278,6 +348,7 @@ pub fn per_worker(
                 Change::RemoveSa(id) => WorkerChange::RemoveSa(*id),
                 Change::Spd(spd) => WorkerChange::Spd(spd.clone()),
                 Change::Encap(id, encap) => WorkerChange::Encap(*id, *encap),
+                Change::Seq(id, range) => WorkerChange::Seq(*id, *range),
             });
         }
     }
@@ -373,6 +444,40 @@ spdadd 10.1.0.0/16 10.2.0.0/16 any -P out ipsec esp/tunnel/192.0.2.1-192.0.2.2/r
             s.changes[..],
             [Change::RemoveSa(_), Change::Spd(_)]
         ));
+    }
+
+    /// A manual AES-GCM SA gets its recorded sequence range right after it
+    /// is added; a CBC one does not; no replay window is warned about.
+    #[test]
+    fn counter_nonce_sas_get_recorded_sequence_numbers() {
+        let dir = std::env::temp_dir().join(format!("flowsec-apply-seq-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let text = "add 192.0.2.1 192.0.2.2 esp 0x1001 -E aes-gcm-16 0x0102030405060708091011121314151617181920;\n\
+                    add 192.0.2.1 192.0.2.2 esp 0x1002 -r 64 -E aes-cbc 0x01020304050607080910111213141516 -A hmac-sha1 0x0102030405060708091011121314151617181920;";
+        let staged = stage_text(&Model::default(), text).unwrap();
+        assert_eq!(staged.warnings.len(), 1, "{:?}", staged.warnings);
+        assert!(staged.warnings[0].starts_with("t.conf:1: 0x1001: no replay window"));
+        let mut state = None;
+        let changes = reserve_sequences(staged.changes, &mut state, &dir).unwrap();
+        assert!(matches!(
+            changes[..],
+            [Change::AddSa(_), Change::Seq(_, r), Change::AddSa(_)] if r.from == 0 && r.ceiling > 0
+        ));
+        let lists = per_worker(&changes, 1, &Provider::rustcrypto(), Duration::ZERO).unwrap();
+        let mut db = Databases::default();
+        apply_to(&mut db, lists.into_iter().next().unwrap());
+        let gcm = db.sad.iter().find(|sa| sa.id().spi == 0x1001).unwrap();
+        assert_eq!(gcm.seq_ceiling(), crate::seqstate::RESERVE);
+        // No state directory to be had: refused, naming why.
+        let e = reserve_sequences(
+            stage_text(&Model::default(), text).unwrap().changes,
+            &mut None,
+            std::path::Path::new("/proc/no-such-flowsec"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("state directory"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -26,6 +26,7 @@ use crate::control::{self, Control};
 use crate::filter::Filter;
 use crate::ike::{IkePlane, PlaneKernel};
 use crate::routes::Routes;
+use crate::seqstate::{self, SeqRange, SeqState};
 use crate::sys;
 use crate::worker::{self, Io, Mailbox, Msg, Report, SaReport, Stats, Worker};
 
@@ -67,6 +68,9 @@ pub struct Options {
     /// Members of this group may use the control socket besides root
     /// (`--ctl-group`).
     pub ctl_group: Option<u32>,
+    /// Where the sequence numbers of manual counter-nonce SAs are recorded
+    /// (`--state-dir`, [`crate::seqstate`]).
+    pub state_dir: PathBuf,
 }
 
 /// Why the daemon could not run.
@@ -128,7 +132,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         udp4: udp.is_some(),
         udp6: udp6.is_some(),
     };
-    let staged = apply::stage(
+    let mut staged = apply::stage(
         &Model::default(),
         &name,
         &text,
@@ -169,6 +173,15 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     }
     let mut boxes = Vec::new();
     let mut parts = Vec::new();
+    // Manual AES-GCM and the like start above every sequence number they
+    // may have used before (recorded before anything is installed).
+    let mut seq_state = None;
+    staged.changes = apply::reserve_sequences(
+        std::mem::take(&mut staged.changes),
+        &mut seq_state,
+        &opts.state_dir,
+    )
+    .map_err(RunError::Config)?;
     let lists = apply::per_worker(&staged.changes, workers, &provider, Duration::ZERO)
         .map_err(RunError::Config)?;
     for (index, list) in lists.into_iter().enumerate() {
@@ -249,6 +262,9 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         ike: ike.map(|(plane, _)| plane),
         volume_checked: None,
         ctl_refused: 0,
+        seq: seq_state,
+        state_dir: opts.state_dir.clone(),
+        seq_checked: None,
     };
     plane.ike_step(|ike, now, k| ike.ike.start(now, k));
     let mut failure = None;
@@ -270,6 +286,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
             ike.ike.poll(now, k);
         });
         plane.watch_volume();
+        plane.watch_sequences();
         if plane.filter.stale().is_some() {
             plane.sync_filter();
         }
@@ -361,6 +378,11 @@ struct Plane {
     volume_checked: Option<Duration>,
     /// Control connections refused for their credentials.
     ctl_refused: u64,
+    /// The recorded sequence numbers of manual SAs, once one needs them.
+    seq: Option<SeqState>,
+    state_dir: PathBuf,
+    /// When the manual SAs' sequence numbers were last looked at.
+    seq_checked: Option<Duration>,
 }
 
 impl Plane {
@@ -439,6 +461,50 @@ impl Plane {
             .collect();
         for id in dying {
             self.ike_step(|p, now, k| p.ike.soft_expired(now, id, k));
+        }
+    }
+
+    /// Every [`seqstate::CHECK_EVERY`], while manual SAs hold recorded
+    /// sequence numbers: record more for those close to their ceiling,
+    /// then let the workers go on. If the state cannot be written, the
+    /// ceilings stay and those SAs stop sending (`seq_unreserved`).
+    fn watch_sequences(&mut self) {
+        let now = self.start.elapsed();
+        let due = self.seq.as_ref().is_some_and(|s| !s.is_empty())
+            && self
+                .seq_checked
+                .is_none_or(|t| now >= t + seqstate::CHECK_EVERY);
+        if !due {
+            return;
+        }
+        self.seq_checked = Some(now);
+        let seen = self.seen();
+        let sent = |id: &flowsec_ipsec::SaId| {
+            seen.reports
+                .iter()
+                .flat_map(|r| r.sas.iter())
+                .filter(|s| s.id == *id)
+                .map(|s| s.live.seq)
+                .max()
+                .unwrap_or(0)
+        };
+        let Some(state) = self.seq.as_mut() else {
+            return;
+        };
+        match state.extend(sent) {
+            Ok(raised) if !raised.is_empty() => {
+                let changes: Vec<apply::Change> = raised
+                    .into_iter()
+                    .map(|(id, ceiling)| apply::Change::Seq(id, SeqRange { from: 0, ceiling }))
+                    .collect();
+                if let Ok(lists) =
+                    apply::per_worker(&changes, self.boxes.len(), &self.provider, now)
+                {
+                    self.apply_everywhere(lists);
+                }
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("flowsec: error: recording sequence numbers: {e}"),
         }
     }
 
@@ -546,6 +612,10 @@ impl Plane {
         } = match staged {
             Ok(s) => s,
             Err(e) => return json!({"error": e.to_string()}),
+        };
+        let changes = match apply::reserve_sequences(changes, &mut self.seq, &self.state_dir) {
+            Ok(changes) => changes,
+            Err(e) => return json!({"error": format!("{name}: {e}")}),
         };
         let lists = match apply::per_worker(&changes, self.boxes.len(), &self.provider, now) {
             Ok(lists) => lists,

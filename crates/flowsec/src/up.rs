@@ -53,6 +53,12 @@ pub struct UpArgs {
     /// this flag, flowsec up refuses to start when it cannot install it.
     #[arg(long)]
     pub no_plaintext_filter: bool,
+    /// Where flowsec records the sequence numbers of manual (setkey) SAs
+    /// with AES-GCM, AES-CCM, ChaCha20-Poly1305, AES-GMAC or AES-CTR, so
+    /// that a restart never repeats a nonce under the same key (one small
+    /// file per SA, named by a hash; never the keys).
+    #[arg(long, value_name = "DIR", env = "FLOWSEC_STATE_DIR", default_value = flowsec_daemon::DEFAULT_STATE_DIR)]
+    pub state_dir: PathBuf,
     /// Members of this group (a name or a number) may use the control
     /// socket besides root (it is then mode 0660, that group's).
     #[arg(long, value_name = "GROUP")]
@@ -112,6 +118,7 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
         offload: !args.no_offload,
         plaintext_filter: !args.no_plaintext_filter,
         ctl_group,
+        state_dir: args.state_dir.clone(),
         tun: args.tun.clone(),
         setkey: args.setkey.clone(),
         ike: args.conf.clone(),

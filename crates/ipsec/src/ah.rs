@@ -66,7 +66,7 @@ pub(crate) fn encapsulate(
         return Err(DropReason::NoRoom);
     }
     let payload_len = buf.len() - lay.at;
-    let seq = crate::sa::next_seq(&mut sa.seq, sa.esn)?;
+    let seq = crate::sa::next_seq(&mut sa.seq, sa.esn, sa.seq_ceiling)?;
     let next_header = buf.as_slice()[lay.nh_field];
     let hdr = buf
         .insert_gap(lay.at, ah_len)

@@ -86,6 +86,10 @@ drop_reasons! {
     /// The sequence number would wrap without ESN: the SA must be rekeyed
     /// (RFC 4303 §3.3.3).
     SeqExhausted => "seq_exhausted",
+    /// A manual SA reached the sequence numbers recorded in the state
+    /// directory; it sends again once more are recorded (a nonce is never
+    /// used twice across restarts, RFC 4106 §8.1).
+    SeqUnreserved => "seq_unreserved",
     /// No head- or tailroom left in the buffer.
     NoRoom => "no_room",
     /// The result would exceed the largest IP packet (or must not be

@@ -125,7 +125,7 @@ fn seal_at(
     if buf.tailroom() < back || buf.headroom() < front + reserve {
         return Err(DropReason::NoRoom);
     }
-    let seq = crate::sa::next_seq(&mut sa.seq, sa.esn)?;
+    let seq = crate::sa::next_seq(&mut sa.seq, sa.esn, sa.seq_ceiling)?;
     let tail = buf.append(back).map_err(|_| DropReason::NoRoom)?;
     tail[..tfc].fill(0);
     // `pad` < 256: pad_len aligns to at most 256 bytes.

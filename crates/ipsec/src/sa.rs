@@ -291,10 +291,15 @@ impl From<CryptoError> for SaError {
 /// Advance an outbound sequence counter: refuses to wrap without ESN
 /// (RFC 4303 §3.3.3: the SA must be rekeyed) and never wraps with it.
 /// A free function so that it can run while the transform is borrowed.
-pub(crate) fn next_seq(seq: &mut u64, esn: bool) -> Result<u64, crate::DropReason> {
+/// `ceiling`: the last sequence number this SA may use now (see
+/// [`SecurityAssociation::set_seq_ceiling`]).
+pub(crate) fn next_seq(seq: &mut u64, esn: bool, ceiling: u64) -> Result<u64, crate::DropReason> {
     let limit = if esn { u64::MAX } else { u64::from(u32::MAX) };
     if *seq >= limit {
         return Err(crate::DropReason::SeqExhausted);
+    }
+    if *seq >= ceiling {
+        return Err(crate::DropReason::SeqUnreserved);
     }
     *seq += 1;
     Ok(*seq)
@@ -350,6 +355,9 @@ pub struct SecurityAssociation {
     pub(crate) outer: Option<OuterHeader>,
     /// The last sequence number sent (outbound).
     pub(crate) seq: u64,
+    /// The last sequence number it may send for now (`u64::MAX`: no
+    /// ceiling).
+    pub(crate) seq_ceiling: u64,
     pub(crate) replay: ReplayWindow,
     pub(crate) usage: Usage,
     pub(crate) stats: SaStats,
@@ -434,6 +442,7 @@ impl SecurityAssociation {
                 Mode::Transport => None,
             },
             seq: 0,
+            seq_ceiling: u64::MAX,
             replay: ReplayWindow::new(window, config.esn).map_err(SaError::Window)?,
             usage: Usage::new(now),
             stats: SaStats::default(),
@@ -513,6 +522,19 @@ impl SecurityAssociation {
     /// When the state next changes by time alone.
     pub fn next_deadline(&self) -> Option<Duration> {
         self.usage.next_deadline(&self.lifetime)
+    }
+
+    /// Let the SA send up to sequence number `ceiling` and no further (a
+    /// packet past it is dropped, `seq_unreserved`): a manual SA may use
+    /// only the sequence numbers already recorded as used in the state
+    /// directory, so that a restart never reuses a counter-mode nonce.
+    pub fn set_seq_ceiling(&mut self, ceiling: u64) {
+        self.seq_ceiling = ceiling;
+    }
+
+    /// The ceiling set by [`Self::set_seq_ceiling`].
+    pub fn seq_ceiling(&self) -> u64 {
+        self.seq_ceiling
     }
 
     /// Move the outbound sequence counter forward to `seq` (the next packet

@@ -390,6 +390,29 @@ fn sequence_number_never_wraps_without_esn() {
     );
 }
 
+/// A manual SA stops at its ceiling (the sequence numbers recorded as
+/// used) instead of using one the state directory does not cover, and
+/// goes on once the ceiling is raised.
+#[test]
+fn sequence_number_stops_at_its_ceiling() {
+    let c = config(&SUITES[0], 0x9100, Mode::Tunnel, "192.0.2.1", "192.0.2.2");
+    let (mut out, _, bundle) = pair(std::slice::from_ref(&c));
+    let h = bundle.iter().next().unwrap();
+    out.get_mut(h).unwrap().set_seq_ceiling(2);
+    let inner = udp_packet("10.1.0.1", "10.2.0.1", b"x");
+    let seal = |out: &mut flowsec_ipsec::Sad| {
+        let mut buf = PacketBuf::from_packet(&inner);
+        process::outbound(out, &bundle, &mut buf, NOW)
+    };
+    seal(&mut out).unwrap();
+    seal(&mut out).unwrap();
+    assert_eq!(seal(&mut out), Err(DropReason::SeqUnreserved));
+    assert_eq!(out.get(h).unwrap().seq(), 2);
+    out.get_mut(h).unwrap().set_seq_ceiling(3);
+    seal(&mut out).unwrap();
+    assert_eq!(out.get(h).unwrap().seq(), 3);
+}
+
 #[test]
 fn esn_round_trip_across_2_pow_32() {
     for s in SUITES {

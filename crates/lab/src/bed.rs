@@ -364,6 +364,10 @@ impl Bed {
                 "--socket",
                 &sock,
             ];
+            // The lab's keys are the same on every run: their sequence
+            // numbers are recorded in the run's own directory.
+            let state = work.join("state").to_string_lossy().into_owned();
+            cmd.extend_from_slice(&["--state-dir", &state]);
             cmd.extend_from_slice(up_args);
             // flowsec up refuses to start without its plaintext filter;
             // where nftables is missing the lab measures without it (and

@@ -13,7 +13,10 @@ use flowsec_ipsec::PacketBuf;
 
 use crate::steer::Insn;
 
+mod lock;
 pub mod privs;
+
+pub use lock::lock_exclusive;
 
 /// `_IOW('T', 202, int)` from linux/if_tun.h (libc has it per architecture).
 const TUNSETIFF: libc::c_ulong = libc::TUNSETIFF as libc::c_ulong;

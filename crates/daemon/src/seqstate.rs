@@ -1,0 +1,292 @@
+//! Sequence numbers of manual SAs across restarts. With a setkey file the
+//! keys are the same every time `flowsec up` starts, and with AES-GCM,
+//! AES-CCM, ChaCha20-Poly1305, AES-GMAC and AES-CTR the IV is the sequence
+//! number: an SA that started again at 1 would repeat (key, nonce) pairs,
+//! which gives away the plaintexts' XOR and, for GCM, the authentication
+//! key (RFC 4106 §8.1, RFC 3686 §2.1, RFC 7634 §4).
+//!
+//! So a manual SA whose nonce is its counter may only use sequence numbers
+//! already written down: under the state directory (`--state-dir`, default
+//! `/var/lib/flowsec`) each such SA has a file named by a fingerprint of
+//! its SPI, destination, algorithms and keys (a SHA-256 of them; never the
+//! keys themselves) holding the highest sequence number it may have used.
+//! An SA starts above that number, and the workers may go [`RESERVE`]
+//! past it; the control plane writes a higher number (write, fsync,
+//! rename) before it lets them go further. A restart, or `delete` and
+//! `add` with the same key, therefore never goes back. A file is locked
+//! (flock) while it is read and rewritten, and only ever grows, so two
+//! daemons that hold the same SA (the sender and the receiver on one host)
+//! cannot lower it.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use flowsec_ipsec::{SaConfig, SaId};
+use sha2::{Digest, Sha256};
+
+use crate::sys;
+
+/// Where the state lives unless `--state-dir` says otherwise.
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/flowsec";
+/// How far past the recorded number the workers may go (2^20 packets): a
+/// restart skips at most this many sequence numbers (so a 32-bit counter
+/// lasts at least 4096 restarts), and the control plane, which looks every
+/// [`CHECK_EVERY`], records more long before they are used up (a worker
+/// would have to send 2 million packets a second on one SA to wait).
+pub const RESERVE: u64 = 1 << 20;
+/// How often the control plane looks at how far the SAs have got.
+pub const CHECK_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// The manual SAs' recorded sequence numbers.
+pub struct SeqState {
+    dir: PathBuf,
+    /// The SAs of this daemon that have a file: their fingerprint and the
+    /// number the workers may go up to.
+    held: BTreeMap<SaId, Held>,
+}
+
+/// One SA this daemon has reserved sequence numbers for.
+#[derive(Debug, Clone)]
+struct Held {
+    fingerprint: String,
+    ceiling: u64,
+}
+
+/// Where one SA's sequence numbers start and how far they may go now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeqRange {
+    /// The last number it may already have used (the next packet has
+    /// `from + 1`).
+    pub from: u64,
+    /// The last number it may use before more are recorded.
+    pub ceiling: u64,
+}
+
+impl SeqState {
+    /// The state under `dir` (created, mode 0700, when missing).
+    pub fn open(dir: &Path) -> Result<SeqState, String> {
+        let seq = dir.join("seq");
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&seq)
+            .map_err(|e| format!("{}: {e}", seq.display()))?;
+        Ok(SeqState {
+            dir: seq,
+            held: BTreeMap::new(),
+        })
+    }
+
+    /// The range of a new SA: it starts above everything recorded for the
+    /// same SA and key, and [`RESERVE`] more are recorded before it is
+    /// installed. `None` for an SA whose nonce is not its counter.
+    pub fn reserve(&mut self, config: &SaConfig) -> Result<Option<SeqRange>, String> {
+        let Some(fingerprint) = fingerprint(config) else {
+            return Ok(None);
+        };
+        let id = SaId {
+            protocol: config.protocol,
+            spi: config.spi,
+            dst: config.dst,
+        };
+        let (from, ceiling) = self.record(&fingerprint, |used| used + RESERVE)?;
+        self.held.insert(
+            id,
+            Held {
+                fingerprint,
+                ceiling,
+            },
+        );
+        Ok(Some(SeqRange { from, ceiling }))
+    }
+
+    /// Whether it holds no SA.
+    pub fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+
+    /// The SA is gone from this daemon (its file stays: the same key added
+    /// again goes on above it).
+    pub fn forget(&mut self, id: &SaId) {
+        self.held.remove(id);
+    }
+
+    /// Given how far each SA got (`seq`: the highest sequence number any
+    /// worker copy sent), record more for those within half a [`RESERVE`]
+    /// of their ceiling; returns their new ceilings, for the workers.
+    pub fn extend(&mut self, seq: impl Fn(&SaId) -> u64) -> Result<Vec<(SaId, u64)>, String> {
+        let due: Vec<(SaId, String, u64)> = self
+            .held
+            .iter()
+            .filter(|(id, h)| h.ceiling.saturating_sub(seq(id)) < RESERVE / 2)
+            .map(|(id, h)| (*id, h.fingerprint.clone(), h.ceiling))
+            .collect();
+        let mut raised = Vec::new();
+        for (id, fingerprint, ceiling) in due {
+            let (_, new) = self.record(&fingerprint, |used| used.max(ceiling) + RESERVE)?;
+            if let Some(h) = self.held.get_mut(&id) {
+                h.ceiling = new;
+            }
+            raised.push((id, new));
+        }
+        Ok(raised)
+    }
+
+    /// Under the file's lock: read the recorded number `used`, write
+    /// `next(used)` (never less), and return both.
+    fn record(&self, fingerprint: &str, next: impl Fn(u64) -> u64) -> Result<(u64, u64), String> {
+        let path = self.dir.join(fingerprint);
+        let err = |e: std::io::Error| format!("{}: {e}", path.display());
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .map_err(err)?;
+        sys::lock_exclusive(&file).map_err(err)?;
+        let used = read_number(&mut file).map_err(|e| format!("{}: {e}", path.display()))?;
+        let new = next(used).max(used);
+        write_number(&mut file, new).map_err(err)?;
+        Ok((used, new))
+    }
+}
+
+/// The file name of an SA whose nonce is its counter: a SHA-256 of what
+/// makes its (key, nonce) pairs, cut to 128 bits, in hex.
+pub fn fingerprint(config: &SaConfig) -> Option<String> {
+    if !flowsec_crypto::esp::nonce_is_counter(config.encr) {
+        return None;
+    }
+    let mut h = Sha256::new();
+    h.update(b"flowsec manual SA sequence v1\0");
+    h.update([config.protocol.ip_protocol().0]);
+    h.update(config.spi.to_be_bytes());
+    h.update(config.dst.to_string().as_bytes());
+    h.update(config.encr.0.to_be_bytes());
+    h.update((config.encr_key.len() as u32).to_be_bytes());
+    h.update(&config.encr_key[..]);
+    h.update(config.integ.0.to_be_bytes());
+    h.update(&config.integ_key[..]);
+    let digest = h.finalize();
+    Some(digest[..16].iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The number a state file holds (0 for a new, empty one).
+fn read_number(file: &mut File) -> Result<u64, String> {
+    let mut text = String::new();
+    file.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
+    file.read_to_string(&mut text).map_err(|e| e.to_string())?;
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(0);
+    }
+    text.parse().map_err(|_| {
+        format!(
+            "not a sequence number: {text:?} (remove the file only if the SA's key was changed)"
+        )
+    })
+}
+
+/// Replace the file's number with `n`, durably: the workers may use the
+/// numbers only once this returns.
+fn write_number(file: &mut File, n: u64) -> std::io::Result<()> {
+    file.seek(SeekFrom::Start(0))?;
+    file.set_len(0)?;
+    file.write_all(format!("{n}\n").as_bytes())?;
+    file.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flowsec_crypto::{EncrId, IntegId};
+    use flowsec_ipsec::Mode;
+
+    fn gcm(spi: u32, key: u8) -> SaConfig {
+        SaConfig::esp(
+            spi,
+            Mode::Tunnel,
+            "192.0.2.1".parse().unwrap(),
+            "192.0.2.2".parse().unwrap(),
+        )
+        .with_encr(EncrId::AES_GCM_16, &[key; 20])
+    }
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("flowsec-seq-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    /// A restart, or the same SA deleted and added again, starts above
+    /// every number the last one could have used.
+    #[test]
+    fn an_sa_never_starts_below_what_was_recorded() {
+        let d = dir("restart");
+        let mut st = SeqState::open(&d).unwrap();
+        let first = st.reserve(&gcm(0x1001, 7)).unwrap().unwrap();
+        assert_eq!(
+            first,
+            SeqRange {
+                from: 0,
+                ceiling: RESERVE
+            }
+        );
+        // It got close to the ceiling: more is recorded.
+        let raised = st.extend(|_| RESERVE - 10).unwrap();
+        assert_eq!(raised.len(), 1);
+        assert_eq!(raised[0].1, 2 * RESERVE);
+        // Not yet due: nothing written.
+        assert!(st.extend(|_| RESERVE).unwrap().is_empty());
+        drop(st);
+        let mut st = SeqState::open(&d).unwrap();
+        let again = st.reserve(&gcm(0x1001, 7)).unwrap().unwrap();
+        assert_eq!(again.from, 2 * RESERVE);
+        assert!(again.ceiling > again.from);
+        // Another key (or SPI) is another SA: its own numbers.
+        assert_eq!(st.reserve(&gcm(0x1001, 8)).unwrap().unwrap().from, 0);
+        assert_eq!(st.reserve(&gcm(0x1002, 7)).unwrap().unwrap().from, 0);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn only_counter_nonces_are_recorded_and_keys_never_written() {
+        let d = dir("which");
+        let mut st = SeqState::open(&d).unwrap();
+        let cbc = SaConfig::esp(
+            0x2001,
+            Mode::Tunnel,
+            "192.0.2.1".parse().unwrap(),
+            "192.0.2.2".parse().unwrap(),
+        )
+        .with_encr(EncrId::AES_CBC, &[9; 16])
+        .with_integ(IntegId::HMAC_SHA1_96, &[9; 20]);
+        assert_eq!(st.reserve(&cbc).unwrap(), None);
+        st.reserve(&gcm(0x1001, 0xab)).unwrap();
+        for f in std::fs::read_dir(d.join("seq")).unwrap() {
+            let f = f.unwrap();
+            let text = std::fs::read(f.path()).unwrap();
+            assert!(!text.windows(4).any(|w| w == [0xab; 4]));
+            let name = f.file_name().into_string().unwrap();
+            assert!(!name.contains("abab"), "{name}");
+            assert_eq!(name.len(), 32);
+        }
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_damaged_file_is_an_error_not_a_fresh_start() {
+        let d = dir("damaged");
+        let mut st = SeqState::open(&d).unwrap();
+        let sa = gcm(0x1001, 1);
+        std::fs::write(d.join("seq").join(fingerprint(&sa).unwrap()), "garbage").unwrap();
+        let e = st.reserve(&sa).unwrap_err();
+        assert!(e.contains("not a sequence number"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
