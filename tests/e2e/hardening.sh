@@ -164,8 +164,39 @@ group_may_use_it() {
     [ "$rc" -ne 0 ]
 }
 check "--ctl-group: a member of the group is answered, others are refused" group_may_use_it
+SOCK_A="$W/ctlg/gwA.sock"
+
+# ---------------------------------------------------------- stalled egress
+# gwA's transit link nearly stops (8 kbit/s, a deep queue): its sends
+# would block. Workers must drop and count instead (send_eagain), and the
+# control plane must keep answering (ctl stats and setkey -D ask the
+# workers) and stop on SIGTERM.
+stalled_egress() {
+    local t0 took rc=0 eagain
+    ns_exec gwA tc qdisc replace dev eth1 root tbf rate 8kbit burst 1600 limit 3000000
+    start_bg hostA "$W/flood.log" python3 "$E2E_TOOLS" dgram-send --to 10.2.0.2 --port 9 --size 1200 \
+        --count 40000 --rate 8000
+    local flood=$E2E_LAST_PID
+    sleep 2
+    t0=$SECONDS
+    timeout 5 "$FLOWSEC" ctl stats --json --socket "$SOCK_A" >"$W/stall-stats.json" 2>&1 || rc=$?
+    timeout 5 "$FLOWSEC" setkey -D --socket "$SOCK_A" >"$W/stall-dump.txt" 2>&1 || rc=$?
+    took=$((SECONDS - t0))
+    eagain=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["total"].get("send_eagain", 0))' \
+        "$W/stall-stats.json" 2>/dev/null || echo "?")
+    stop_bg "$flood" 1
+    stop_bg "${GW_PID[gwA]}" 5
+    local down=$E2E_LAST_RC
+    ns_exec gwA tc qdisc del dev eth1 root 2>/dev/null || true
+    echo "    ctl stats + setkey -D answered in ${took}s (exit $rc); send_eagain=$eagain; SIGTERM: exit $down"
+    [ "$rc" = 0 ] && [ "$took" -le 4 ] && [ "$eagain" != "?" ] && [ "$eagain" -gt 0 ] && [ "$down" = 0 ]
+}
+check "stalled egress at gwA: sends dropped and counted (send_eagain), the control plane answers, SIGTERM stops it" \
+    stalled_egress
+GW_PID[gwA]=""
 
 for gw in gwA gwB; do
+    [ -n "${GW_PID[$gw]}" ] || continue
     stop_bg "${GW_PID[$gw]}" 5
     [ "$E2E_LAST_RC" -eq 0 ] || { echo "FAIL: $gw exited with $E2E_LAST_RC"; show_log "$W/$gw.log"; E2E_FAILED=$((E2E_FAILED + 1)); }
 done

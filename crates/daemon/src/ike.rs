@@ -156,7 +156,9 @@ impl IkePlane {
     pub fn open(ike: Ike, send4500: [Option<OwnedFd>; 2]) -> Result<(IkePlane, IkeSink), String> {
         let mut sock500 = Vec::new();
         for v6 in [false, true] {
-            match sys::udp_encap_socket(IKE_PORT, false, v6) {
+            // No UDP GRO: a train of equal-sized IKE_SA_INITs would be
+            // coalesced past the message buffer and cut off.
+            match sys::udp_encap_socket(IKE_PORT, false, v6, false) {
                 Ok(fd) => {
                     sys::set_mark(fd.as_raw_fd(), crate::routes::BYPASS_MARK)
                         .map_err(|e| format!("SO_MARK: {e}"))?;
@@ -225,16 +227,9 @@ impl IkePlane {
                     break;
                 };
                 let local = SocketAddr::new(d.dst, IKE_PORT);
-                // UDP GRO may have coalesced equal-sized datagrams.
-                let seg = if d.segment == 0 {
-                    d.len.max(1)
-                } else {
-                    d.segment
-                };
+                // One datagram (no GRO on this socket).
                 let data = self.buf[..d.len].to_vec();
-                for chunk in data.chunks(seg) {
-                    self.ike.handle(now, local, d.src, chunk, k);
-                }
+                self.ike.handle(now, local, d.src, &data, k);
             }
         }
     }

@@ -21,6 +21,7 @@ mod fragid;
 mod ike;
 mod offload;
 mod plane;
+mod reach;
 mod recv;
 mod routes;
 mod send;

@@ -13,7 +13,7 @@ use core::fmt;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -25,10 +25,11 @@ use crate::apply::{self, Capabilities, ConfigError, Databases, Model, Query, Sta
 use crate::control::{self, Control};
 use crate::filter::Filter;
 use crate::ike::{IkePlane, PlaneKernel};
+use crate::reach::Workers;
 use crate::routes::Routes;
 use crate::seqstate::{self, SeqRange, SeqState};
 use crate::sys;
-use crate::worker::{self, Io, Mailbox, Msg, Report, SaReport, Stats, Worker};
+use crate::worker::{self, Io, Mailbox, Report, SaReport, Stats, Worker};
 
 /// How long a poll of the control socket waits before checking for
 /// shutdown.
@@ -36,8 +37,6 @@ const POLL_MS: i32 = 200;
 /// How often the SAs' soft volume limits are looked at (with IKE and
 /// `rekey_bytes`/`rekey_packets`).
 const VOLUME_EVERY: Duration = Duration::from_secs(2);
-/// How long the control plane waits for a worker's report.
-const REPORT_WAIT: Duration = Duration::from_secs(2);
 
 /// What `flowsec up` was asked to do.
 #[derive(Clone)]
@@ -253,7 +252,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let mut plane = Plane {
         tun: opts.tun.clone(),
         model: staged.model,
-        boxes,
+        workers: Workers::new(boxes),
         routes,
         filter,
         provider,
@@ -285,6 +284,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
             ike.receive(now, k);
             ike.ike.poll(now, k);
         });
+        plane.workers.flush_pending();
         plane.watch_volume();
         plane.watch_sequences();
         if plane.filter.stale().is_some() {
@@ -303,13 +303,16 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         }
     });
     let Plane {
-        boxes,
+        workers: reach,
         routes,
         filter,
         ..
     } = plane;
     let mut total = Stats::default();
-    for (k, result) in stop_all(&stop, &boxes, handles).into_iter().enumerate() {
+    for (k, result) in stop_all(&stop, reach.boxes(), handles)
+        .into_iter()
+        .enumerate()
+    {
         match result {
             Ok(stats) => total.add(&stats),
             Err(e) => failure = failure.or(Some(format!("worker {k}: {e}"))),
@@ -367,7 +370,7 @@ fn stop_all(
 struct Plane {
     tun: String,
     model: Model,
-    boxes: Vec<Mailbox>,
+    workers: Workers,
     routes: Routes,
     filter: Filter,
     provider: Provider,
@@ -414,7 +417,7 @@ impl Plane {
     /// Apply what IKE installed or removed: workers first (as for setkey),
     /// then routes and the plaintext filter follow the SPD.
     fn apply_ike_changes(&mut self, changes: &[apply::Change], now: Duration) {
-        match apply::per_worker(changes, self.boxes.len(), &self.provider, now) {
+        match apply::per_worker(changes, self.workers.len(), &self.provider, now) {
             Ok(lists) => self.apply_everywhere(lists),
             Err(e) => eprintln!("flowsec: ike: could not install: {e}"),
         }
@@ -498,7 +501,7 @@ impl Plane {
                     .map(|(id, ceiling)| apply::Change::Seq(id, SeqRange { from: 0, ceiling }))
                     .collect();
                 if let Ok(lists) =
-                    apply::per_worker(&changes, self.boxes.len(), &self.provider, now)
+                    apply::per_worker(&changes, self.workers.len(), &self.provider, now)
                 {
                     self.apply_everywhere(lists);
                 }
@@ -520,7 +523,8 @@ impl Plane {
             Some("status") => json!({
                 "tun": self.tun,
                 "uptime_s": self.start.elapsed().as_secs_f64(),
-                "workers": self.boxes.len(),
+                "workers": self.workers.len(),
+                "worker_health": self.workers.status(),
                 "sas": self.model.sas.len(),
                 "policies": self.model.spd.len(),
                 "plaintext_filter": {
@@ -617,7 +621,7 @@ impl Plane {
             Ok(changes) => changes,
             Err(e) => return json!({"error": format!("{name}: {e}")}),
         };
-        let lists = match apply::per_worker(&changes, self.boxes.len(), &self.provider, now) {
+        let lists = match apply::per_worker(&changes, self.workers.len(), &self.provider, now) {
             Ok(lists) => lists,
             Err(e) => return json!({"error": format!("{name}: {e}")}),
         };
@@ -640,7 +644,8 @@ impl Plane {
                 let _ = self.routes.sync(&self.model.spd);
                 let _ = self.filter.sync(&self.model.spd);
                 let old = vec![apply::Change::Spd(self.model.spd.clone())];
-                if let Ok(lists) = apply::per_worker(&old, self.boxes.len(), &self.provider, now) {
+                if let Ok(lists) = apply::per_worker(&old, self.workers.len(), &self.provider, now)
+                {
                     self.apply_everywhere(lists);
                 }
                 let mut kept = self.model.clone();
@@ -660,21 +665,7 @@ impl Plane {
     /// Give every worker its list of changes and wait (up to
     /// [`REPORT_WAIT`] each) until it has applied them.
     fn apply_everywhere(&self, lists: Vec<Vec<apply::WorkerChange>>) {
-        let (tx, rx) = mpsc::channel();
-        let mut asked = 0;
-        for (mailbox, list) in self.boxes.iter().zip(lists) {
-            if !list.is_empty() && mailbox.send(Msg::Apply(list, tx.clone())) {
-                asked += 1;
-            }
-        }
-        drop(tx);
-        let deadline = Instant::now() + REPORT_WAIT;
-        for _ in 0..asked {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if rx.recv_timeout(left).is_err() {
-                break;
-            }
-        }
+        self.workers.apply(lists);
     }
 
     /// setkey's answers to `get`, `dump` and `spddump`, in its format
@@ -717,24 +708,9 @@ impl Plane {
         out
     }
 
-    /// Every worker's report (those that answer within [`REPORT_WAIT`]).
+    /// Every worker's report (those that answer in time, [`crate::reach`]).
     fn seen(&self) -> Seen {
-        let (tx, rx) = mpsc::channel();
-        let asked = self
-            .boxes
-            .iter()
-            .filter(|b| b.send(Msg::Report(tx.clone())))
-            .count();
-        drop(tx);
-        let deadline = Instant::now() + REPORT_WAIT;
-        let mut reports = Vec::new();
-        while reports.len() < asked {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(r) => reports.push(r),
-                Err(_) => break,
-            }
-        }
+        let reports = self.workers.reports();
         Seen {
             stats: reports.iter().map(|r| r.stats.clone()).collect(),
             reports,

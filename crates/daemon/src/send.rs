@@ -184,9 +184,10 @@ impl<A: Copy> SendBatch<A> {
         if self.dsts.is_empty() {
             return;
         }
-        let (sent, failed) = sys::send_many(fd, &self.bufs[..self.dsts.len()], &self.dsts);
-        stats.sent += sent as u64;
-        stats.io_errors += failed as u64;
+        let done = sys::send_many(fd, &self.bufs[..self.dsts.len()], &self.dsts);
+        stats.sent += done.sent as u64;
+        stats.io_errors += done.failed as u64;
+        stats.send_eagain += done.would_block as u64;
         self.dsts.clear();
     }
 }
@@ -247,6 +248,9 @@ impl UdpGso {
             };
             match sys::send_udp(fd, &self.buf, segment, dst, src, self.tos) {
                 Ok(()) => stats.sent += self.count as u64,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    stats.send_eagain += self.count as u64
+                }
                 Err(_) => stats.io_errors += self.count as u64,
             }
         }

@@ -78,6 +78,10 @@ counters! {
     offload_errors,
     /// Send or TUN-write errors.
     io_errors,
+    /// Packets dropped because a socket's send buffer was full (the
+    /// egress is stalled or slower than the tunnel): a worker never waits
+    /// for it.
+    send_eagain,
 }
 
 impl fmt::Display for Stats {
@@ -111,6 +115,8 @@ pub struct SaReport {
 /// A worker's answer to [`Msg::Report`].
 #[derive(Debug, Clone, Default)]
 pub struct Report {
+    /// Which worker.
+    pub worker: usize,
     /// Its counters.
     pub stats: Stats,
     /// Its copy of each SA.
@@ -137,7 +143,7 @@ mod tests {
         total.add(&one);
         total.add(&one);
         let named = total.named();
-        assert_eq!(named.len(), 16);
+        assert_eq!(named.len(), 17);
         assert_eq!(named[0], ("sent", 2));
         assert!(named.contains(&("io_errors", 4)));
         assert!(named.contains(&("gro_out", 6)));

@@ -56,8 +56,9 @@ const ACQUIRE_EVERY: Duration = Duration::from_secs(1);
 
 /// What a worker is sent.
 pub enum Msg {
-    /// Apply these changes, in order, at once, then say so.
-    Apply(Vec<WorkerChange>, mpsc::Sender<()>),
+    /// Apply these changes, in order, at once, then say so (with the
+    /// worker's index).
+    Apply(Vec<WorkerChange>, mpsc::Sender<usize>),
     /// Send a [`Report`] back.
     Report(mpsc::Sender<Report>),
     /// An outbound packet read by worker `from` for SAs this one owns;
@@ -72,6 +73,16 @@ pub enum Msg {
     Recycle(PacketBuf),
 }
 
+/// What became of a message for a worker.
+pub enum Delivery {
+    /// In its mailbox.
+    Sent,
+    /// Its mailbox stayed full until the deadline: here it is back.
+    Late(Msg),
+    /// The worker is gone.
+    Gone,
+}
+
 /// The way to reach one worker.
 #[derive(Clone)]
 pub struct Mailbox {
@@ -82,7 +93,14 @@ pub struct Mailbox {
 impl Mailbox {
     /// A mailbox and the receiving end for the worker.
     pub fn new() -> std::io::Result<(Mailbox, Receiver<Msg>, Arc<OwnedFd>)> {
-        let (tx, rx) = mpsc::sync_channel(MAILBOX);
+        Mailbox::with_capacity(MAILBOX)
+    }
+
+    /// A mailbox that holds `capacity` messages.
+    pub fn with_capacity(
+        capacity: usize,
+    ) -> std::io::Result<(Mailbox, Receiver<Msg>, Arc<OwnedFd>)> {
+        let (tx, rx) = mpsc::sync_channel(capacity);
         let wake = Arc::new(sys::eventfd()?);
         Ok((
             Mailbox {
@@ -94,13 +112,27 @@ impl Mailbox {
         ))
     }
 
-    /// Deliver `msg`, waiting while the mailbox is full (control plane
-    /// only: the worker drains its mailbox on every loop), and wake the
-    /// worker. False if the worker is gone.
-    pub fn send(&self, msg: Msg) -> bool {
-        let sent = self.tx.send(msg).is_ok();
-        self.wake();
-        sent
+    /// Deliver `msg` and wake the worker, waiting for room in the mailbox
+    /// until `deadline` at most (control plane only; see [`crate::reach`]).
+    pub fn send_by(&self, msg: Msg, deadline: Instant) -> Delivery {
+        let mut msg = msg;
+        loop {
+            match self.tx.try_send(msg) {
+                Ok(()) => {
+                    self.wake();
+                    return Delivery::Sent;
+                }
+                Err(TrySendError::Disconnected(_)) => return Delivery::Gone,
+                Err(TrySendError::Full(back)) => {
+                    self.wake();
+                    if Instant::now() >= deadline {
+                        return Delivery::Late(back);
+                    }
+                    msg = back;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
     }
 
     /// Make the worker look at its mailbox.
@@ -209,7 +241,7 @@ impl Io {
 /// ESP in UDP over that family is then refused.
 pub fn open_udp_group(workers: usize, v6: bool) -> Option<Vec<OwnedFd>> {
     let group: std::io::Result<Vec<OwnedFd>> = (0..workers)
-        .map(|_| sys::udp_encap_socket(NAT_T_PORT, workers > 1, v6))
+        .map(|_| sys::udp_encap_socket(NAT_T_PORT, workers > 1, v6, true))
         .collect();
     let group = group.and_then(|group| {
         if workers > 1 {
@@ -460,7 +492,7 @@ impl Worker {
             match msg {
                 Msg::Apply(changes, done) => {
                     apply_to(&mut self.db, changes);
-                    let _ = done.send(());
+                    let _ = done.send(self.index);
                 }
                 Msg::Report(reply) => {
                     let _ = reply.send(self.report(&st.stats));
@@ -492,6 +524,7 @@ impl Worker {
     fn report(&self, stats: &Stats) -> Report {
         let now = self.start.elapsed();
         Report {
+            worker: self.index,
             stats: stats.clone(),
             sas: self
                 .db

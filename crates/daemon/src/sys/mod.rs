@@ -144,7 +144,7 @@ pub fn raw_receiver_v4(protocol: u8) -> io::Result<OwnedFd> {
 /// IPv6 only) that reports each datagram's destination address
 /// (IP_PKTINFO / IPV6_RECVPKTINFO), for ESP in UDP (RFC 3948). With
 /// `reuseport`, several sockets (one per worker) share the port.
-pub fn udp_encap_socket(port: u16, reuseport: bool, v6: bool) -> io::Result<OwnedFd> {
+pub fn udp_encap_socket(port: u16, reuseport: bool, v6: bool, gro: bool) -> io::Result<OwnedFd> {
     let family = if v6 { libc::AF_INET6 } else { libc::AF_INET };
     let fd = socket(family, libc::SOCK_DGRAM | libc::SOCK_NONBLOCK, 0)?;
     let raw = fd.as_raw_fd();
@@ -187,8 +187,30 @@ pub fn udp_encap_socket(port: u16, reuseport: bool, v6: bool) -> io::Result<Owne
     };
     check(bound)?;
     // Coalesced receives (kernels since 5.0); without, one datagram each.
-    let _ = set_int_option(raw, SOL_UDP, UDP_GRO, 1);
+    // Only where the reader's buffers hold a coalesced train (64 KiB): the
+    // IKE socket reads one message at a time.
+    if gro {
+        let _ = set_int_option(raw, SOL_UDP, UDP_GRO, 1);
+    }
     Ok(fd)
+}
+
+/// Whether UDP GRO is on for `fd`.
+#[cfg(test)]
+pub fn udp_gro(fd: RawFd) -> io::Result<bool> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `v` is a writable c_int of `len` bytes, live through the call.
+    check(unsafe {
+        libc::getsockopt(
+            fd,
+            SOL_UDP,
+            UDP_GRO,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    })?;
+    Ok(v != 0)
 }
 
 /// sendmsg(2) of `payload` on a UDP socket to `dst`, from `src` (PKTINFO),
@@ -286,7 +308,7 @@ pub fn send_udp(
         }
     }
     // SAFETY: every pointer in `msg` points into live locals sized as stated.
-    let n = unsafe { libc::sendmsg(fd, &msg, 0) };
+    let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_DONTWAIT) };
     if n < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -481,15 +503,25 @@ pub fn raw_receiver_v6(protocol: u8) -> io::Result<OwnedFd> {
 }
 
 /// A raw IPv6 socket that sends whole packets, header included
-/// (IPPROTO_RAW implies IPV6_HDRINCL on Linux).
+/// (IPPROTO_RAW implies IPV6_HDRINCL on Linux). Non-blocking: a worker
+/// never waits on a full egress (a send that would block is dropped and
+/// counted, `send_eagain`).
 pub fn raw_sender_v6() -> io::Result<OwnedFd> {
-    socket(libc::AF_INET6, libc::SOCK_RAW, libc::IPPROTO_RAW)
+    socket(
+        libc::AF_INET6,
+        libc::SOCK_RAW | libc::SOCK_NONBLOCK,
+        libc::IPPROTO_RAW,
+    )
 }
 
 /// A raw IPv4 socket that sends whole packets, header included (protocol
-/// IPPROTO_RAW implies IP_HDRINCL).
+/// IPPROTO_RAW implies IP_HDRINCL). Non-blocking, as [`raw_sender_v6`].
 pub fn raw_sender_v4() -> io::Result<OwnedFd> {
-    socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_RAW)
+    socket(
+        libc::AF_INET,
+        libc::SOCK_RAW | libc::SOCK_NONBLOCK,
+        libc::IPPROTO_RAW,
+    )
 }
 
 /// read(2) into `buf`; `Ok(None)` when nothing is waiting.
@@ -546,11 +578,23 @@ impl From<Ipv6Addr> for Dest6 {
 /// The most packets one [`send_many`] or [`recv_many`] call moves.
 pub const MAX_BATCH: usize = 64;
 
-/// sendmmsg(2): each of `packets` (whole IP packets, on a raw send socket)
-/// to the address beside it (`sockaddr_in` or `sockaddr_in6`). Returns
-/// how many were sent and how many failed (a failed one is skipped, the
-/// rest still go).
-pub fn send_many<T: AsRef<[u8]>, A>(fd: RawFd, packets: &[T], addrs: &[A]) -> (usize, usize) {
+/// What [`send_many`] did with a batch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// Handed to the kernel.
+    pub sent: usize,
+    /// Refused one by one (EMSGSIZE, no route, ...).
+    pub failed: usize,
+    /// Not sent because the socket's buffer was full (EAGAIN): the rest
+    /// of the batch, dropped rather than waited for.
+    pub would_block: usize,
+}
+
+/// sendmmsg(2), never waiting (MSG_DONTWAIT): each of `packets` (whole IP
+/// packets, on a raw send socket) to the address beside it (`sockaddr_in`
+/// or `sockaddr_in6`). A refused packet is skipped and the rest still go;
+/// when the socket's buffer is full the rest of the batch is dropped.
+pub fn send_many<T: AsRef<[u8]>, A>(fd: RawFd, packets: &[T], addrs: &[A]) -> Sent {
     let n = packets.len().min(addrs.len()).min(MAX_BATCH);
     // SAFETY: all-zero iovecs and mmsghdrs are valid empty values; the
     // used ones are filled below.
@@ -574,19 +618,39 @@ pub fn send_many<T: AsRef<[u8]>, A>(fd: RawFd, packets: &[T], addrs: &[A]) -> (u
         // SAFETY: hdrs[at..n] are filled mmsghdrs whose pointers (iovecs,
         // packets, addresses) all outlive the call; sendmmsg only reads
         // them and writes msg_len.
-        let sent =
-            unsafe { libc::sendmmsg(fd, hdrs[at..].as_mut_ptr(), (n - at) as libc::c_uint, 0) };
+        let sent = unsafe {
+            libc::sendmmsg(
+                fd,
+                hdrs[at..].as_mut_ptr(),
+                (n - at) as libc::c_uint,
+                libc::MSG_DONTWAIT,
+            )
+        };
         if sent > 0 {
             at += sent as usize;
-        } else if sent < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
             continue;
-        } else {
+        }
+        match io::Error::last_os_error().kind() {
+            io::ErrorKind::Interrupted if sent < 0 => continue,
+            io::ErrorKind::WouldBlock if sent < 0 => {
+                return Sent {
+                    sent: at - failed,
+                    failed,
+                    would_block: n - at,
+                }
+            }
             // The packet at `at` was refused (EMSGSIZE, no route, ...).
-            at += 1;
-            failed += 1;
+            _ => {
+                at += 1;
+                failed += 1;
+            }
         }
     }
-    (n - failed, failed)
+    Sent {
+        sent: n - failed,
+        failed,
+        would_block: 0,
+    }
 }
 
 /// recvmmsg(2) without waiting: up to [`MAX_BATCH`] datagrams, one into
@@ -763,4 +827,44 @@ pub fn catch_shutdown_signals() -> &'static AtomicBool {
         }
     }
     &SHUTDOWN
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The IKE socket reads one message at a time: no GRO there; the
+    /// ESP-in-UDP sockets coalesce (where the kernel can).
+    #[test]
+    fn udp_gro_only_where_asked() {
+        let ike = udp_encap_socket(0, false, false, false).unwrap();
+        assert!(!udp_gro(ike.as_raw_fd()).unwrap());
+        let esp = udp_encap_socket(0, false, false, true).unwrap();
+        if udp_gro(esp.as_raw_fd()).is_ok_and(|on| !on) {
+            eprintln!("this kernel has no UDP_GRO");
+        }
+    }
+
+    /// A full socket buffer is reported, not waited for: the rest of the
+    /// batch is dropped as `would_block`.
+    #[test]
+    fn a_full_send_buffer_does_not_block() {
+        // A datagram socket pair nobody reads (blocking, as a raw socket
+        // was): its queue fills, and sendmmsg must not wait.
+        let (a, b) = std::os::unix::net::UnixDatagram::pair().unwrap();
+        let packets = vec![vec![0u8; 1000]; MAX_BATCH];
+        // Connected: no address (a zero-length name).
+        let addrs = [(); MAX_BATCH];
+        let mut total = Sent::default();
+        for _ in 0..1000 {
+            let done = send_many(a.as_raw_fd(), &packets, &addrs);
+            total.sent += done.sent;
+            total.would_block += done.would_block;
+            if done.would_block > 0 {
+                break;
+            }
+        }
+        assert!(total.sent > 0 && total.would_block > 0, "{total:?}");
+        drop(b);
+    }
 }
