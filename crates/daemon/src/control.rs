@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use flowsec_ipsec::spd::Action;
 use flowsec_ipsec::{SaConfig, SaState};
 use serde_json::{json, Value};
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::sys::privs::{self, PeerCred};
 use crate::worker::{SaReport, Stats};
@@ -138,7 +139,12 @@ impl Control {
             // client reads the reason instead of a broken pipe.
             let request = read_request(&stream);
             let reply = match self.allowed(&stream).and(request) {
-                Ok(request) => answer(&request),
+                Ok(mut request) => {
+                    let reply = answer(&request);
+                    // A setkey request carries keys.
+                    wipe_json(&mut request);
+                    reply
+                }
                 Err(e) => {
                     if e.starts_with("permission denied") {
                         self.refused += 1;
@@ -200,10 +206,21 @@ pub fn group_id(name: &str) -> Result<u32, String> {
         .ok_or_else(|| format!("no group {name:?} in /etc/group"))
 }
 
-/// One request line from `stream`, parsed.
+/// Overwrite every string in `v` (setkey text with keys in it) before it
+/// is dropped.
+pub fn wipe_json(v: &mut Value) {
+    match v {
+        Value::String(s) => s.zeroize(),
+        Value::Array(items) => items.iter_mut().for_each(wipe_json),
+        Value::Object(map) => map.values_mut().for_each(wipe_json),
+        _ => {}
+    }
+}
+
+/// One request line from `stream`, parsed (the raw bytes are wiped).
 fn read_request(stream: &UnixStream) -> Result<Value, String> {
     let started = Instant::now();
-    let mut line = Vec::new();
+    let mut line = Zeroizing::new(Vec::new());
     let mut chunk = [0u8; 16 * 1024];
     while !line.contains(&b'\n') {
         if started.elapsed() > REQUEST_WAIT {
@@ -371,6 +388,13 @@ mod tests {
     use flowsec_crypto::EncrId;
     use flowsec_ipsec::{Mode, SaId, SaStats};
     use flowsec_setkey::SaLive;
+
+    #[test]
+    fn requests_with_keys_are_wiped() {
+        let mut v = json!({"cmd": "setkey", "name": "f", "text": "add ... -E aes-gcm-16 0x0102;", "n": [1, "0x03"]});
+        wipe_json(&mut v);
+        assert_eq!(v, json!({"cmd": "", "name": "", "text": "", "n": [1, ""]}));
+    }
 
     #[test]
     fn only_root_the_daemon_and_the_group_may_connect() {

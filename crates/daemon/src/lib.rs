@@ -33,8 +33,8 @@ mod tool;
 mod worker;
 
 pub use apply::{stage, Capabilities, ConfigError, Databases, Model, Staged};
-pub use control::group_id;
 pub use control::DEFAULT_SOCKET;
+pub use control::{group_id, wipe_json};
 pub use plane::{run, Options, RunError};
 pub use seqstate::DEFAULT_STATE_DIR;
 pub use worker::Stats;

@@ -111,9 +111,9 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
             let name = path.display().to_string();
             let text = std::fs::read_to_string(path)
                 .map_err(|e| RunError::Config(ConfigError(format!("{name}: {e}"))))?;
-            (name, text)
+            (name, zeroize::Zeroizing::new(text))
         }
-        None => ("-".to_string(), String::new()),
+        None => ("-".to_string(), zeroize::Zeroizing::new(String::new())),
     };
     // The IKE configuration is checked whole before anything is set up.
     let ike_config = match &opts.ike {
@@ -443,23 +443,30 @@ impl Plane {
         }
     }
 
-    /// With `rekey_bytes`/`rekey_packets` configured, every
-    /// [`VOLUME_EVERY`]: the SAs the workers found past a soft limit go to
-    /// IKE to be rekeyed.
+    /// With IKE, every [`VOLUME_EVERY`]: the SAs the workers found past a
+    /// soft volume limit (`rekey_bytes`/`rekey_packets`), or without ESN
+    /// near the end of their sequence numbers, go to IKE to be rekeyed.
     fn watch_volume(&mut self) {
         let now = self.start.elapsed();
-        let due = self.ike.as_ref().is_some_and(|i| i.ike.volume_limited())
-            && self.volume_checked.is_none_or(|t| now >= t + VOLUME_EVERY);
-        if !due {
+        let Some(volume) = self.ike.as_ref().map(|i| i.ike.volume_limited()) else {
+            return;
+        };
+        if self.volume_checked.is_some_and(|t| now < t + VOLUME_EVERY) {
             return;
         }
         self.volume_checked = Some(now);
+        // Past a volume limit (rekey_bytes/packets), or without ESN near
+        // the end of the sequence numbers: time limits are IKE's own.
+        let near_end = |s: &SaReport| {
+            s.live.seq >= flowsec_ipsec::sa::SEQ_SOFT_NO_ESN
+                && self.model.sas.get(&s.id).is_some_and(|c| !c.esn)
+        };
         let dying: Vec<flowsec_ipsec::SaId> = self
             .seen()
             .reports
             .iter()
             .flat_map(|r| r.sas.iter())
-            .filter(|s| s.live.state == flowsec_ipsec::SaState::Dying)
+            .filter(|s| s.live.state == flowsec_ipsec::SaState::Dying && (volume || near_end(s)))
             .map(|s| s.id)
             .collect();
         for id in dying {

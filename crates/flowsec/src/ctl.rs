@@ -117,8 +117,10 @@ pub fn request(socket: &Path, request: &Value) -> Result<Value, CliError> {
         CliError::Runtime(format!("{path}: {e} (is `flowsec up` running? --socket)"))
     })?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    // A setkey request holds keys: its text is wiped once sent.
+    let line = zeroize::Zeroizing::new(format!("{request}\n"));
     (&stream)
-        .write_all(format!("{request}\n").as_bytes())
+        .write_all(line.as_bytes())
         .map_err(|e| CliError::Runtime(format!("{path}: {e}")))?;
     let mut line = String::new();
     BufReader::new(&stream)

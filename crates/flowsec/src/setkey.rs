@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use flowsec_setkey::{format_policy, format_sa};
+use zeroize::Zeroizing;
 
 use crate::CliError;
 
@@ -54,10 +55,10 @@ pub fn run(args: &SetkeyArgs) -> Result<(), CliError> {
         (Some(path), false, false) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| CliError::Runtime(format!("{path}: {e}")))?;
-            (path.clone(), text)
+            (path.clone(), Zeroizing::new(text))
         }
         (None, true, false) => {
-            let mut text = String::new();
+            let mut text = Zeroizing::new(String::new());
             std::io::stdin()
                 .read_to_string(&mut text)
                 .map_err(|e| CliError::Runtime(format!("stdin: {e}")))?;
@@ -73,7 +74,7 @@ pub fn run(args: &SetkeyArgs) -> Result<(), CliError> {
                 (false, false) => ("-F", "flush;"),
                 (false, true) => ("-FP", "spdflush;"),
             };
-            (flag.to_string(), statement.to_string())
+            (flag.to_string(), Zeroizing::new(statement.to_string()))
         }
         (None, false, false) => {
             return Err(CliError::Usage(
@@ -84,10 +85,11 @@ pub fn run(args: &SetkeyArgs) -> Result<(), CliError> {
     if args.check_only {
         return check(&name, &text);
     }
-    let reply = crate::ctl::request(
-        &args.socket,
-        &serde_json::json!({"cmd": "setkey", "name": name, "text": text}),
-    )?;
+    // The text (and so the request) holds keys: wiped once sent.
+    let mut req = serde_json::json!({"cmd": "setkey", "name": name, "text": text.as_str()});
+    let reply = crate::ctl::request(&args.socket, &req);
+    flowsec_daemon::wipe_json(&mut req);
+    let reply = reply?;
     for w in reply["warnings"].as_array().into_iter().flatten() {
         eprintln!(
             "flowsec setkey: warning: {}",

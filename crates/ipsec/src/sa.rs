@@ -288,6 +288,11 @@ impl From<CryptoError> for SaError {
     }
 }
 
+/// Without ESN, where an SA's sequence counter counts as a soft limit:
+/// 2^32 - 2^28, leaving 268 million packets (minutes at line rate) for the
+/// rekey before the counter stops at 2^32 - 1.
+pub const SEQ_SOFT_NO_ESN: u64 = 0xF000_0000;
+
 /// Advance an outbound sequence counter: refuses to wrap without ESN
 /// (RFC 4303 §3.3.3: the SA must be rekeyed) and never wraps with it.
 /// A free function so that it can run while the transform is borrowed.
@@ -515,9 +520,16 @@ impl SecurityAssociation {
     pub fn stats(&self) -> &SaStats {
         &self.stats
     }
-    /// The SA's state at `now`.
+    /// The SA's state at `now`: by its lifetime, and without ESN dying
+    /// once its sequence number passes [`SEQ_SOFT_NO_ESN`], so that it is
+    /// replaced before the counter runs out (RFC 4303 §3.3.3: it must not
+    /// wrap; at 2^32 - 1 it stops, `seq_exhausted`).
     pub fn state(&self, now: Duration) -> SaState {
-        self.usage.state(&self.lifetime, now)
+        let by_lifetime = self.usage.state(&self.lifetime, now);
+        if !self.esn && self.seq >= SEQ_SOFT_NO_ESN && by_lifetime == SaState::Mature {
+            return SaState::Dying;
+        }
+        by_lifetime
     }
     /// When the state next changes by time alone.
     pub fn next_deadline(&self) -> Option<Duration> {

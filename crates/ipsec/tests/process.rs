@@ -390,6 +390,29 @@ fn sequence_number_never_wraps_without_esn() {
     );
 }
 
+/// Without ESN the SA dies (asks to be rekeyed) long before its counter
+/// stops; with ESN it does not.
+#[test]
+fn sequence_number_near_2_pow_32_is_a_soft_limit() {
+    use flowsec_ipsec::sa::SEQ_SOFT_NO_ESN;
+    use flowsec_ipsec::SaState;
+    for esn in [false, true] {
+        let mut c = config(&SUITES[0], 0x9200, Mode::Tunnel, "192.0.2.1", "192.0.2.2");
+        c.esn = esn;
+        let (mut out, _, bundle) = pair(std::slice::from_ref(&c));
+        let h = bundle.iter().next().unwrap();
+        let sa = out.get_mut(h).unwrap();
+        sa.skip_seq_to(SEQ_SOFT_NO_ESN - 1).unwrap();
+        assert_eq!(sa.state(NOW), SaState::Mature);
+        let inner = udp_packet("10.1.0.1", "10.2.0.1", b"x");
+        let mut buf = PacketBuf::from_packet(&inner);
+        process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap();
+        let want = if esn { SaState::Mature } else { SaState::Dying };
+        assert_eq!(out.get(h).unwrap().state(NOW), want, "esn {esn}");
+    }
+    assert!(SEQ_SOFT_NO_ESN < u64::from(u32::MAX) - (1 << 27));
+}
+
 /// A manual SA stops at its ceiling (the sequence numbers recorded as
 /// used) instead of using one the state directory does not cover, and
 /// goes on once the ceiling is raised.
