@@ -639,11 +639,11 @@ impl Worker {
         now: Duration,
         st: &mut State,
     ) {
-        st.stats.fragments_held += 1;
         let owner = owner_of_endpoints(flow.src, flow.dst, self.workers);
         if owner != self.index {
             return self.pass_to(owner, buf, from, st);
         }
+        st.stats.fragments_held += 1;
         self.reassemble(buf, now, st)
     }
 
@@ -865,6 +865,10 @@ struct TunOut {
 impl TunOut {
     fn deliver(&mut self, packet: &[u8], queue: usize, stats: &mut Stats) {
         stats.delivered += 1;
+        // Larger than the TUN MTU: a datagram reassembled at either end
+        // (RFC 4301 §7). Only IPv6 strictly needs it (the kernel forwards
+        // an IPv4 one without DF in fragments itself, and one with DF is
+        // refused here and written whole), but both are split the same way.
         if packet.len() > self.mtu {
             let mut ids = std::mem::take(&mut self.ids);
             let split = fragid::split(packet, self.mtu, &mut ids, |f| self.write(f, queue, stats));
