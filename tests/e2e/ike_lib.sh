@@ -100,7 +100,7 @@ connections {
                 rekey_time = 1h${CHILD_EXTRA:-}
             }
         }
-    }
+    }$(extra_connections "$gw")
 }
 secrets {
     ike-$CONN {
@@ -109,6 +109,15 @@ secrets {
     }
 }
 EOF
+}
+
+# More connections for GW: ${EXTRA_CONN[GW]}, when the sourcing script
+# declares that associative array (tests/e2e/ike.sh's check j).
+extra_connections() {  # extra_connections GW
+    if declare -p EXTRA_CONN >/dev/null 2>&1; then
+        printf '%s' "${EXTRA_CONN[$1]:-}"
+    fi
+    return 0
 }
 
 # One charon's strongswan.conf. The plugins: kernel-libipsec before

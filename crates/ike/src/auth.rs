@@ -148,12 +148,12 @@ impl Ike {
                 "IKE_AUTH from {} ({who}): authentication failed",
                 sa.remote.ip()
             ));
-            self.refuse_auth(now, sa, mid);
+            self.refuse_auth(sa, mid, k);
             return;
         };
         let idr = me.to_wire();
         let Some(auth) = self.psk_auth_for(&sa, true, &idr, &me, &peer) else {
-            self.refuse_auth(now, sa, mid);
+            self.refuse_auth(sa, mid, k);
             return;
         };
         let mut payloads = vec![
@@ -192,14 +192,17 @@ impl Ike {
     }
 
     /// Responder: AUTHENTICATION_FAILED. §2.21.2: the IKE SA is not
-    /// created; the answer still goes (and is kept for a retransmission
-    /// until the SA is forgotten).
-    fn refuse_auth(&mut self, now: Duration, mut sa: IkeSa, mid: u32) {
+    /// created; the answer goes, and the half-open SA with it at once (as
+    /// strongSwan): kept, it would let one address open SA after SA with
+    /// garbage IKE_AUTHs. A retransmitted IKE_AUTH then meets no SA
+    /// (unknown_spi); the initiator gives up after its retransmissions.
+    /// Only a message that passed the SK integrity check comes here: a
+    /// forged or undecryptable one was dropped before (§2.21.2 too).
+    fn refuse_auth(&mut self, mut sa: IkeSa, mid: u32, k: &mut dyn Kernel) {
         let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
         self.respond(&mut sa, ExchangeType::IKE_AUTH, mid, vec![n]);
-        sa.state = IkeState::Deleting;
-        sa.expire_at = Some(now + self.settings.rekeyed_grace);
-        self.keep(sa);
+        self.stats.auth_failed += 1;
+        self.destroy(sa, k);
     }
 
     /// Initiator: the answer to IKE_AUTH.
@@ -215,6 +218,7 @@ impl Ike {
             if let Some(req) = &child {
                 crate::child::release(req, k);
             }
+            self.stats.auth_failed += 1;
             self.fail(sa, "peer says AUTHENTICATION_FAILED", k);
             return;
         }
@@ -247,23 +251,15 @@ impl Ike {
             if let Some(req) = &child {
                 crate::child::release(req, k);
             }
-            // §2.21.2: tell the responder, then forget the SA.
+            // §2.21.2: tell the responder in an INFORMATIONAL of its own
+            // (the exception to not answering a response), sent once and
+            // not waited for, and forget the SA at once (as strongSwan).
             let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
-            self.request(
-                now,
-                &mut sa,
-                ExchangeType::INFORMATIONAL,
-                vec![n],
-                Task::DeleteIke,
-            );
-            sa.state = IkeState::Deleting;
-            sa.expire_at = Some(now + self.settings.rekeyed_grace);
-            self.events.push(format!(
-                "IKE_SA {}[{}]: the responder's AUTH did not verify",
-                self.conn_name(&sa),
-                sa.uid
-            ));
-            self.keep(sa);
+            let mid = sa.exch.peek_mid();
+            let data = self.protect(&sa, ExchangeType::INFORMATIONAL, false, mid, &[n]);
+            self.push(sa.local, sa.remote, data);
+            self.stats.auth_failed += 1;
+            self.fail(sa, "the responder's AUTH did not verify", k);
             return;
         };
         sa.peer_id = Some(peer.clone());

@@ -7,7 +7,8 @@
 //! out. Nothing here reads a clock, opens a socket or starts a thread.
 //!
 //! ```text
-//!  handle(datagram) ─► IKE_SA_INIT request? ─► init::respond (may be stateless: COOKIE)
+//!  handle(datagram) ─► IKE_SA_INIT request? ─► admit (COOKIE, per-address and global
+//!                   │                          limits) ─► init: a half-open IKE SA
 //!                   └► our SPI ─► IkeSa ─► SK open ─► rules::check
 //!                         ├─ request:  message ID in order? ─► the exchange's responder task
 //!                         └─ response: answers our request?  ─► the waiting task goes on
@@ -34,15 +35,29 @@ use crate::sa::{IkeSa, IkeState, Task, Todo};
 pub struct Settings {
     /// Retransmission of our requests.
     pub retransmit: Retransmit,
-    /// Half-open IKE SAs above which IKE_SA_INIT needs a COOKIE
-    /// (`charon.cookie_threshold`, 30; RFC 7296 §2.6).
+    /// Half-open IKE SAs (of all addresses) from which on IKE_SA_INIT
+    /// needs a COOKIE (`charon.cookie_threshold`, 30; RFC 7296 §2.6).
+    /// 0: always (strongSwan's 0 turns cookies off; `usize::MAX` does here).
     pub cookie_threshold: usize,
+    /// Half-open IKE SAs with one address from which on IKE_SA_INIT from
+    /// that address needs a COOKIE, below `cookie_threshold` too
+    /// (`charon.cookie_threshold_ip`, strongSwan 5.9, 3; below
+    /// `block_threshold`, so that a busy address proves it receives before
+    /// it is blocked).
+    pub cookie_threshold_ip: usize,
+    /// Most half-open IKE SAs with one address: from there on its
+    /// IKE_SA_INIT requests are dropped, a valid cookie or not
+    /// (`charon.block_threshold`, 5; counted in `blocked_source`). Below
+    /// `cookie_threshold` and `max_half_open`, one address alone never
+    /// reaches those. `usize::MAX`: no limit (strongSwan's 0).
+    pub block_threshold: usize,
     /// A half-open IKE SA is forgotten after this long
     /// (`charon.half_open_timeout`, 30 s).
     pub half_open_timeout: Duration,
     /// Most IKE SAs of any state (memory bound; `charon.ikesa_limit`).
     pub max_ike_sas: usize,
-    /// Most half-open IKE SAs (`charon.init_limit_half_open`); beyond
+    /// Most half-open IKE SAs (`charon.init_limit_half_open`; strongSwan's
+    /// default 0 is no limit, ours 1000 bounds memory and DH work); beyond
     /// this IKE_SA_INIT requests are dropped even with a valid cookie.
     pub max_half_open: usize,
     /// How long a replaced IKE or Child SA is kept for the peer's DELETE.
@@ -57,6 +72,8 @@ impl Default for Settings {
         Settings {
             retransmit: Retransmit::default(),
             cookie_threshold: 30,
+            cookie_threshold_ip: 3,
+            block_threshold: 5,
             half_open_timeout: Duration::from_secs(30),
             max_ike_sas: 10_000,
             max_half_open: 1_000,
@@ -111,6 +128,11 @@ pub struct IkeStats {
     pub cookies_sent: u64,
     /// IKE_SA_INIT dropped: too many SAs or half-open SAs.
     pub refused_limit: u64,
+    /// IKE_SA_INIT dropped: its address holds `block_threshold` half-open
+    /// SAs already.
+    pub blocked_source: u64,
+    /// IKE_AUTH failed (either role): the IKE SA was destroyed at once.
+    pub auth_failed: u64,
     /// IKE_SA_INIT answered with INVALID_KE_PAYLOAD.
     pub invalid_ke_sent: u64,
     /// IKE_SA_INIT refused: no connection for the addresses, or no
@@ -122,7 +144,7 @@ pub struct IkeStats {
 
 impl IkeStats {
     /// Every counter with its name, for `flowsec ctl stats`.
-    pub fn named(&self) -> [(&'static str, u64); 13] {
+    pub fn named(&self) -> [(&'static str, u64); 15] {
         [
             ("received", self.received),
             ("sent", self.sent),
@@ -134,6 +156,8 @@ impl IkeStats {
             ("bad_message_id", self.bad_message_id),
             ("cookies_sent", self.cookies_sent),
             ("refused_limit", self.refused_limit),
+            ("blocked_source", self.blocked_source),
+            ("auth_failed", self.auth_failed),
             ("invalid_ke_sent", self.invalid_ke_sent),
             ("no_proposal", self.no_proposal),
             ("peers_dead", self.peers_dead),
@@ -150,7 +174,8 @@ pub struct Ike {
     pub(crate) sas: BTreeMap<u64, IkeSa>,
     pub(crate) out: VecDeque<Datagram>,
     pub(crate) events: Vec<String>,
-    pub(crate) cookie_secret: [u8; 32],
+    /// The COOKIE secrets (RFC 7296 §2.6), from `rng`.
+    pub(crate) cookies: crate::admit::CookieJar,
     pub(crate) next_uid: u32,
     pub(crate) next_reqid: u32,
     /// The policies installed for each reqid.
@@ -173,8 +198,7 @@ impl Ike {
         mut rng: Box<dyn Random>,
         settings: Settings,
     ) -> Ike {
-        let mut cookie_secret = [0; 32];
-        rng.fill(&mut cookie_secret);
+        let cookies = crate::admit::CookieJar::new(rng.as_mut());
         Ike {
             config,
             provider,
@@ -183,7 +207,7 @@ impl Ike {
             sas: BTreeMap::new(),
             out: VecDeque::new(),
             events: Vec::new(),
-            cookie_secret,
+            cookies,
             next_uid: 1,
             next_reqid: 1,
             policies: BTreeMap::new(),
@@ -386,7 +410,15 @@ impl Ike {
             }
         } else if sa.exch.classify(header.message_id) == RequestVerdict::Process {
             sa.exch.request_digest = Some(digest(data));
-            if let Some(e) = follow_peer(&mut sa, local, remote, k) {
+            // A half-open SA stays with the address its IKE_SA_INIT came
+            // from (admit.rs counts it there) until IKE_AUTH, which
+            // establishes or ends it.
+            let follows =
+                sa.state != IkeState::HalfOpen || header.exchange == ExchangeType::IKE_AUTH;
+            if let Some(e) = follows
+                .then(|| follow_peer(&mut sa, local, remote, k))
+                .flatten()
+            {
                 self.events.push(e);
             }
             self.on_request(now, sa, header.exchange, header.message_id, msg, k);
@@ -485,7 +517,7 @@ impl Ike {
     }
 
     /// Encrypt `payloads` into a message of `sa`.
-    fn protect(
+    pub(crate) fn protect(
         &mut self,
         sa: &IkeSa,
         exchange: ExchangeType,

@@ -19,6 +19,7 @@ use flowsec_wire::ike::{Header, Ke, Message, Payload};
 use sha1::{Digest, Sha1};
 use zeroize::Zeroizing;
 
+use crate::admit::Refusal;
 use crate::config::{self, AddrSpec, IkeChosen};
 use crate::crypto::{self, IkeKeys, SkCrypto};
 use crate::engine::{error_notify, notifies, notify, parts, Ike};
@@ -257,28 +258,28 @@ impl Ike {
             self.stats.malformed += 1;
             return;
         }
-        let half_open = self
-            .sas
-            .values()
-            .filter(|s| s.state == IkeState::HalfOpen)
-            .count();
-        if self.sas.len() >= self.settings.max_ike_sas || half_open >= self.settings.max_half_open {
-            self.stats.refused_limit += 1;
-            return;
-        }
         let p = parts(&msg);
         let (Some(sai), Some(kei), Some(ni)) = (p.sa, p.ke, p.nonce) else {
             return;
         };
-        // §2.6: above the threshold, only a request that returns our
-        // cookie creates state.
-        if half_open >= self.settings.cookie_threshold {
-            let want = self.cookie(ni, remote.ip(), header.spi_i);
-            let first = msg.payloads.first();
-            let returned = matches!(first, Some(Payload::Notify(n)) if n.ty == NotifyType::COOKIE && n.data == want);
-            if !returned {
+        // §2.6: a returned cookie is the first payload.
+        let cookie = match msg.payloads.first() {
+            Some(Payload::Notify(n)) if n.ty == NotifyType::COOKIE => Some(n.data.as_slice()),
+            _ => None,
+        };
+        match self.admit(now, remote.ip(), ni, header.spi_i, cookie) {
+            Ok(()) => {}
+            Err(Refusal::Cookie(want)) => {
                 self.stats.cookies_sent += 1;
                 self.answer_init(local, remote, header.spi_i, NotifyType::COOKIE, want);
+                return;
+            }
+            Err(Refusal::BlockedSource) => {
+                self.stats.blocked_source += 1;
+                return;
+            }
+            Err(Refusal::Limit) => {
+                self.stats.refused_limit += 1;
                 return;
             }
         }
@@ -415,24 +416,6 @@ impl Ike {
             payloads: vec![notify(ty, data)],
         };
         self.push(local, remote, msg.emit());
-    }
-
-    /// The stateless cookie for a request (§2.6): a version byte and
-    /// HMAC-SHA-256 over Ni | IPi | SPIi under a secret of ours.
-    fn cookie(&self, ni: &[u8], ip: IpAddr, spi_i: u64) -> Vec<u8> {
-        let ip = match ip {
-            IpAddr::V4(a) => a.octets().to_vec(),
-            IpAddr::V6(a) => a.octets().to_vec(),
-        };
-        let prf = crypto::Prf::new(
-            flowsec_wire::iana::PrfId::HMAC_SHA2_256,
-            &self.cookie_secret,
-        );
-        let mut out = vec![0u8];
-        if let Ok(prf) = prf {
-            out.extend_from_slice(&prf.compute(&[ni, &ip, &spi_i.to_be_bytes()]));
-        }
-        out
     }
 
     /// SKEYSEED and the seven keys (§2.14); the SK crypto of each

@@ -9,6 +9,8 @@
 //!   exchange ── message IDs, window, retransmission, response replay
 //!   rules    ── which payloads each exchange carries, checked once
 //!   init · auth · child · rekey · info ── the exchanges, both roles
+//!   admit    ── who may make a half-open IKE SA: COOKIE (§2.6), per-address
+//!               and global limits on half-open SAs
 //! kernel ── the interface to the IPsec data plane (add_sa, add_policy, …)
 //! ```
 //!
@@ -18,6 +20,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), warn(missing_docs))]
 
+mod admit;
 mod auth;
 mod child;
 pub mod config;

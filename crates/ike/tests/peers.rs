@@ -783,6 +783,228 @@ fn a_flood_of_ike_sa_init_stays_bounded_and_established_sas_keep_working() {
     assert_eq!(p.b.list(p.now).len(), 1);
 }
 
+/// The exchange type of an IKE message (octet 18 of the header, RFC 7296 §3.1).
+fn exchange_of(d: &Datagram) -> flowsec_wire::iana::ExchangeType {
+    flowsec_wire::ike::Header::parse(&d.data)
+        .expect("an IKE header")
+        .exchange
+}
+
+#[test]
+fn one_address_answering_cookies_cannot_keep_another_from_establishing() {
+    // An attacker at one real address: it receives, so it returns every
+    // cookie (RFC 7296 §2.6 proves no more). 2000 fresh initiators from
+    // there, 1000 before and 1000 after a's IKE_SA_INIT; a gets through
+    // without even a cookie round trip.
+    const ATTACKER: &str = "198.51.100.66";
+    let b_conf = conf(B, "%any", "10.2.0.0/24", "10.1.0.0/24", "", "", "k");
+    let a_conf = conf(
+        A,
+        B,
+        "10.1.0.0/24",
+        "10.2.0.0/24",
+        "",
+        "start_action = start",
+        "k",
+    );
+    let mut p = Pair::with(&a_conf, &b_conf, Settings::default(), Settings::default());
+    let x_conf = conf(
+        ATTACKER,
+        B,
+        "10.1.0.0/24",
+        "10.2.0.0/24",
+        "",
+        "start_action = start",
+        "k",
+    );
+    let to: SocketAddr = format!("{B}:500").parse().unwrap();
+    let mut made_state = 0;
+    let mut flood = |p: &mut Pair, from: u32, to_n: u32| {
+        for i in from..to_n {
+            let mut x = ike(&x_conf, 10_000 + u64::from(i), Settings::default());
+            let mut kx = RecordingKernel::default();
+            x.start(p.now, &mut kx);
+            let src = SocketAddr::new(ATTACKER.parse().unwrap(), 1024 + i as u16);
+            // HDR, SAi1, KEi, Ni -->             <-- HDR, N(COOKIE)
+            // HDR, N(COOKIE), SAi1, KEi, Ni -->  <-- HDR, SAr1, KEr, Nr | nothing
+            let mut d = x.poll_transmit().unwrap();
+            for _ in 0..2 {
+                p.b.handle(p.now, to, src, &d.data, &mut p.kb);
+                let Some(r) = p.b.poll_transmit() else { break };
+                x.handle(p.now, d.local, to, &r.data, &mut kx);
+                match x.poll_transmit() {
+                    Some(n) if exchange_of(&n) == flowsec_wire::iana::ExchangeType::IKE_SA_INIT => {
+                        d = n
+                    }
+                    // IKE_AUTH next: b keeps a half-open SA for it.
+                    Some(_) => {
+                        made_state += 1;
+                        break;
+                    }
+                    None => break,
+                }
+            }
+        }
+    };
+    flood(&mut p, 0, 1000);
+    p.start();
+    // HDR, SAi1, KEi, Ni -->  <-- HDR, SAr1, KEr, Nr (no COOKIE for a)
+    p.b_gets();
+    assert_eq!(
+        exchange_of(&p.ba[0]),
+        flowsec_wire::iana::ExchangeType::IKE_SA_INIT
+    );
+    flood(&mut p, 1000, 2000);
+    p.settle();
+    p.assert_up(1);
+    let s = p.b.stats();
+    // cookie_threshold_ip (3): from the 4th request on, a cookie;
+    // block_threshold (5): from the 6th on, dropped with a valid one.
+    assert_eq!(made_state, 5);
+    assert_eq!(
+        (s.cookies_sent, s.blocked_source, s.refused_limit),
+        (1997, 1995, 0)
+    );
+    assert!(s.named().contains(&("blocked_source", 1995)));
+    let half_open =
+        p.b.list(p.now)
+            .iter()
+            .filter(|s| s.state == "CONNECTING")
+            .count();
+    assert!(half_open <= 5, "{half_open} half-open");
+}
+
+#[test]
+fn a_failed_ike_auth_frees_the_half_open_sa_at_once() {
+    // b holds 2 IKE SAs at most: a kept failure would use up its room.
+    let sb = Settings {
+        max_ike_sas: 2,
+        ..Settings::default()
+    };
+    let a_conf = |secret| {
+        conf(
+            A,
+            B,
+            "10.1.0.0/24",
+            "10.2.0.0/24",
+            "",
+            "start_action = start",
+            secret,
+        )
+    };
+    let b_conf = conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "", "right");
+    let mut p = Pair::with(&a_conf("wrong"), &b_conf, Settings::default(), sb);
+    p.start();
+    for round in 1..=10u64 {
+        // HDR, SAi1, KEi, Ni -->  <-- HDR, SAr1, KEr, Nr
+        p.b_gets();
+        p.a_gets();
+        // HDR, SK {IDi, AUTH (wrong key), ...} -->
+        p.collect();
+        let auth = p.ab.remove(0);
+        // A forged copy (one bit) fails the integrity check: dropped,
+        // and the half-open SA stays (§2.21.2).
+        let mut forged = auth.data.clone();
+        let last = forged.len() - 1;
+        forged[last] ^= 1;
+        p.b.handle(p.now, auth.remote, auth.local, &forged, &mut p.kb);
+        assert_eq!(p.b.list(p.now).len(), 1);
+        assert_eq!(p.b.stats().bad_integrity, round);
+        //  <-- HDR, SK {N(AUTHENTICATION_FAILED)}: the SA is gone at once.
+        p.b.handle(p.now, auth.remote, auth.local, &auth.data, &mut p.kb);
+        assert!(p.b.list(p.now).is_empty(), "round {round}");
+        assert_eq!(p.b.stats().auth_failed, round);
+        p.a_gets();
+        assert!(p.a.list(p.now).is_empty());
+        assert_eq!(p.a.stats().auth_failed, round);
+        p.a.initiate(p.now, Some("gw"), Some("net"), &mut p.ka)
+            .unwrap();
+        p.collect();
+    }
+    assert_eq!(p.b.stats().refused_limit, 0);
+    // The right key, from the same address: in.
+    p.a = ike(&a_conf("right"), 7, Settings::default());
+    p.ka = RecordingKernel::default();
+    p.ab.clear();
+    p.start();
+    p.settle();
+    p.assert_up(1);
+}
+
+#[test]
+fn an_initiator_forgets_a_responder_whose_auth_does_not_verify() {
+    // b answers as moon.example; a wants the responder to be B.
+    let b_conf = conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "", "k").replacen(
+        &format!("id = {B}"),
+        "id = moon.example",
+        1,
+    );
+    let mut p = Pair::new(
+        &conf(
+            A,
+            B,
+            "10.1.0.0/24",
+            "10.2.0.0/24",
+            "",
+            "start_action = start",
+            "k",
+        ),
+        &b_conf,
+    );
+    p.start();
+    p.b_gets();
+    p.a_gets();
+    p.b_gets();
+    // <-- HDR, SK {IDr (moon.example), AUTH, ...}: a tells b (an
+    // INFORMATIONAL of its own, §2.21.2) and forgets the SA at once.
+    p.a_gets();
+    assert!(p.a.list(p.now).is_empty());
+    assert_eq!(p.a.stats().auth_failed, 1);
+    assert!(p.ka.sas.is_empty());
+    assert_eq!(p.ab.len(), 1);
+    assert_eq!(
+        exchange_of(&p.ab[0]),
+        flowsec_wire::iana::ExchangeType::INFORMATIONAL
+    );
+    // Not waited for: nothing is retransmitted.
+    p.ab.clear();
+    p.advance(Duration::from_secs(60));
+    assert!(p.ab.is_empty());
+}
+
+#[test]
+fn a_cookie_from_before_a_secret_rotation_passes_within_the_grace_only() {
+    let sb = Settings {
+        cookie_threshold: 0,
+        ..Settings::default()
+    };
+    let a_conf = conf(
+        A,
+        B,
+        "10.1.0.0/24",
+        "10.2.0.0/24",
+        "",
+        "start_action = start",
+        "k",
+    );
+    let b_conf = conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "", "k");
+    for (late, cookies) in [(125, 1), (131, 2)] {
+        let mut p = Pair::with(&a_conf, &b_conf, Settings::default(), sb.clone());
+        p.start();
+        // HDR, SAi1, KEi, Ni -->  <-- HDR, N(COOKIE)
+        p.b_gets();
+        p.a_gets();
+        // HDR, N(COOKIE), SAi1, KEi, Ni --> arrives `late` s later: the
+        // secret (120 s in use) is replaced on the way; its cookies pass
+        // for 10 s after, then b asks for a new one.
+        p.now += Duration::from_secs(late);
+        p.b_gets();
+        assert_eq!(p.b.stats().cookies_sent, cookies, "{late} s late");
+        p.settle();
+        p.assert_up(1);
+    }
+}
+
 #[test]
 fn a_trap_policy_negotiates_on_the_first_packet_and_stays() {
     let a = conf(
