@@ -17,6 +17,8 @@
 //! refused (strongSwan silently keeps the last one). `include` and section
 //! references (`name : base { }`) are refused.
 
+use zeroize::{Zeroize, Zeroizing};
+
 use super::ConfigError;
 
 /// Deepest nesting of sections (swanctl.conf needs 5:
@@ -33,12 +35,21 @@ pub(crate) struct Section {
     pub sections: Vec<Section>,
 }
 
-/// One `key = value`; `value` is `None` for `key =`.
+/// One `key = value`; `value` is `None` for `key =`. A value may be a
+/// secret (`secrets.ike.secret`): it is wiped when the setting is dropped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Setting {
     pub key: String,
     pub value: Option<String>,
     pub line: usize,
+}
+
+impl Drop for Setting {
+    fn drop(&mut self) {
+        if let Some(v) = &mut self.value {
+            v.zeroize();
+        }
+    }
 }
 
 impl Section {
@@ -195,7 +206,8 @@ impl<'a> Lexer<'a> {
     /// A value after `=`: parts up to the end of the line, `#` or `}`
     /// (which are left for the caller), joined by single spaces.
     fn value(&mut self, key: &str) -> Result<Option<String>, ConfigError> {
-        let mut parts: Vec<String> = Vec::new();
+        // Wiped when dropped: the parts of a secret's value.
+        let mut parts: Zeroizing<Vec<String>> = Zeroizing::new(Vec::new());
         loop {
             match self.chars.peek().copied() {
                 None | Some('\n') | Some('#') | Some('}') => break,

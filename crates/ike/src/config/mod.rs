@@ -105,14 +105,19 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
     if meta.len() > MAX_FILE_LEN {
         return Err(fail(format!("larger than {MAX_FILE_LEN} bytes")));
     }
-    let bytes = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
-    let text = String::from_utf8(bytes).map_err(|e| {
-        let line = 1 + e.as_bytes()[..e.utf8_error().valid_up_to()]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count();
-        ConfigError::new(&name, line, String::new(), "not UTF-8 text".to_string())
-    })?;
+    // The file holds the secrets: its text is wiped once parsed.
+    let bytes = Zeroizing::new(std::fs::read(path).map_err(|e| fail(e.to_string()))?);
+    let text = Zeroizing::new(
+        std::str::from_utf8(&bytes)
+            .map(str::to_string)
+            .map_err(|e| {
+                let line = 1 + bytes[..e.valid_up_to()]
+                    .iter()
+                    .filter(|&&b| b == b'\n')
+                    .count();
+                ConfigError::new(&name, line, String::new(), "not UTF-8 text".to_string())
+            })?,
+    );
     parse(&name, &text)
 }
 
