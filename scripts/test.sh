@@ -107,6 +107,8 @@ transport ah-esp raw v4 20000000 - 1
 transport ah raw v4 5000000 - 1
 transport gcm raw v4 5000000 - 1
 transport gcm raw v6 20000000 - 1
+transport ah-esp raw v6 5000000 - 1
+transport ah raw v6 5000000 - 1
 MATRIX
 for mode in tunnel transport; do
     echo "-- e2e: fragments under a port policy (RFC 4301 §7), $mode mode: arrive whole, none in the clear"

@@ -17,7 +17,11 @@
 //! ESP, AH and IKE/NAT-T (UDP 500/4500) are accepted only in the input
 //! chain, that is to the gateway's own addresses: forwarded, they are
 //! plaintext like any other (a spoofed ESP packet from the peer's subnet
-//! to an inner host is dropped by the forward chain's policy rules).
+//! to an inner host is dropped by the forward chain's policy rules). In
+//! the input chain a datagram is judged by its first fragment (the later
+//! ones complete nothing else); forwarded fragments are judged one by one,
+//! and where a policy's ports decide, every fragment it could cover is
+//! dropped (RFC 4301 §7).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -154,6 +158,17 @@ pub fn ruleset(table: &str, tun: &str, spd: &Spd) -> String {
         if direction == Direction::In {
             let _ = writeln!(s, "    meta l4proto {{ esp, ah }} accept");
             let _ = writeln!(s, "    udp dport {{ 500, {NAT_T_PORT} }} accept");
+            // A datagram to the gateway is judged by its first fragment:
+            // the later ones reach no socket unless the kernel reassembles
+            // them behind a first fragment this chain accepted, and the
+            // reassembled datagram is that fragment's protocol and ports
+            // (RFC 8200 §4.5: the Next Header of the offset-0 fragment;
+            // IPv4 queues fragments by protocol too). nftables cannot name
+            // the protocol of a later IPv6 fragment that carries AH (an
+            // extension header to it), so without this such fragments fell
+            // to the policy rules below and AH over IPv6 never reassembled.
+            let _ = writeln!(s, "    ip frag-off & 0x1fff != 0 accept");
+            let _ = writeln!(s, "    frag frag-off != 0 accept");
         }
         for p in spd.iter().filter(|p| p.direction == direction) {
             let verdict = match p.action {
@@ -282,6 +297,8 @@ mod tests {
             for pass in [
                 "meta l4proto { esp, ah } accept",
                 "udp dport { 500, 4500 } accept",
+                "ip frag-off & 0x1fff != 0 accept",
+                "frag frag-off != 0 accept",
             ] {
                 match chain.find(pass) {
                     Some(at) => assert!(local && at < first_policy, "{pass} in {chain}"),
@@ -313,8 +330,13 @@ mod tests {
             "ip6 saddr fd02::/64 ip6 daddr fd01::/64 meta l4proto 17 exthdr frag exists counter drop"
         ));
         // Without ports the rule itself covers fragments; a BYPASS never
-        // gets a fragment rule.
-        assert_eq!(r.matches("frag").count(), 2, "{r}");
+        // gets a fragment rule (the other two are the input chain's
+        // later fragments, judged by their first).
+        let fragment_drops = r
+            .lines()
+            .filter(|l| l.contains("frag") && l.ends_with("drop"))
+            .count();
+        assert_eq!(fragment_drops, 2, "{r}");
     }
 
     #[test]
