@@ -78,9 +78,17 @@ for gw in gwA gwB; do check "$gw: flowsec up" daemon_up "$gw"; done
 # Neighbours resolved and, for IPv6, the path MTU into the TUN learnt
 # first (an IPv6 router answers a too-big fragment with Packet Too Big,
 # RFC 8201, and the sender's first datagram is lost): large datagrams to
-# a port no policy covers, in the clear, before the capture starts.
+# a port no policy covers, in the clear, before the capture starts. The
+# capture waits until they arrived (or 3 s passed): a datagram held while
+# the transit neighbour is resolved would otherwise cross it in the clear
+# once the capture runs.
 for dst in $DSTS; do
+    start_bg "$TO" "$W/warm-up-$dst.json" python3 "$E2E_TOOLS" dgram-recv --bind "$dst" --port 9 --size 3000 --count 2 --seconds 3
+    warm_pid=$E2E_LAST_PID
+    wait_for_log "$W/warm-up-$dst.json" 'dgram-recv: listening' 5 "$warm_pid" || true
     ns_exec "$FROM" python3 "$E2E_TOOLS" dgram-send --to "$dst" --port 9 --size 3000 --count 2 --rate 3
+    for ((i = 0; i < 50; i++)); do pid_alive "$warm_pid" || break; sleep 0.1; done
+    stop_bg "$warm_pid" 1
 done
 
 # The transit link, as an independent tool sees it.
