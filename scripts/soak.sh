@@ -198,17 +198,44 @@ print(json.dumps(out))
 PY
 }
 snap before
-start_bg hostA "$W/cbr.log" "$FLOWSEC_BIN" perf client -H 10.2.0.2 -t CBR --rate "$RATE" -m 1000 -l "$SECS" -S "$RCVBUF" --json
-CBR_PID=$E2E_LAST_PID
-# One process watches (spawning a ctl client a second would take the CPU
-# it measures): gwA's CHILD_SA and IKE SA every second (the rekeys), each
-# daemon's RSS and descriptors every 10 s, hostile packets every 30 s.
-python3 - "$OUT" "$W" "$CBR_PID" "${PID[gwA]}" "${PID[gwB]}" "$(ns gwA)" "$(ns gwB)" "$E2E_TOOLS" <<'PY' || true
+# One process starts the UDP stream and watches it (spawning a ctl client
+# a second, or a process per hostile burst, would take the CPU being
+# measured): gwA's CHILD_SA and IKE SA every second (the rekeys), each
+# daemon's RSS and descriptors every 10 s, hostile packets every 30 s
+# from a sender started in each gateway's namespace before the stream.
+python3 - "$OUT" "$W" "${PID[gwA]}" "${PID[gwB]}" "$(ns gwA)" "$(ns gwB)" "$E2E_TOOLS" \
+    "$(ns hostA)" "$FLOWSEC_BIN" "$RATE" "$SECS" "$RCVBUF" <<'PY' || true
 import json, os, socket, subprocess, sys, time
-out, w, cbr, pid_a, pid_b, ns_a, ns_b, tools = sys.argv[1:9]
+out, w, pid_a, pid_b, ns_a, ns_b, tools, ns_host_a, flowsec, rate, secs, rcvbuf = sys.argv[1:13]
 pids = {"gwA": int(pid_a), "gwB": int(pid_b)}
 ns = {"gwA": ns_a, "gwB": ns_b}
 addr = {"gwA": "192.0.2.1", "gwB": "192.0.2.2"}
+# Hostile packets at a gateway, sent from the other one: a line "ADDR SPI"
+# sends tests/e2e/tools.py hostile (20 of each kind) and junk IKE.
+SENDER = """
+import argparse, importlib.util, os, socket, sys
+spec = importlib.util.spec_from_file_location("tools", sys.argv[1])
+tools = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tools)
+while True:
+    line = sys.stdin.readline()
+    if not line:
+        break
+    dst, spi = line.split()
+    if spi != "-":
+        tools.cmd_hostile(argparse.Namespace(dst=dst, spi=spi, count=20, udp=False))
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for n in (0, 3, 28, 200, 1500):
+        s.sendto(os.urandom(n), (dst, 500))
+    s.close()
+"""
+hostile = {gw: subprocess.Popen(["ip", "netns", "exec", ns[other], "python3", "-c", SENDER, tools],
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+           for gw, other in (("gwA", "gwB"), ("gwB", "gwA"))}
+time.sleep(2)
+cbr = subprocess.Popen(["ip", "netns", "exec", ns_host_a, flowsec, "perf", "client", "-H", "10.2.0.2",
+                        "-t", "CBR", "--rate", rate, "-m", "1000", "-l", secs, "-S", rcvbuf, "--json"],
+                       stdout=open(f"{w}/cbr.log", "w"), stderr=open(f"{w}/cbr.err", "w"))
 def alive(p):
     try:
         os.kill(p, 0)
@@ -238,7 +265,7 @@ ikes = open(f"{out}/ike.csv", "w")
 samples = open(f"{out}/samples.csv", "w"); samples.write("t_s,daemon,rss_kb,fds\n")
 died = open(f"{out}/died.txt", "w")
 t0, next_sample, next_hostile = time.monotonic(), 0, 30
-while alive(int(cbr)):
+while cbr.poll() is None:
     t = int(time.monotonic() - t0)
     dead = [gw for gw, p in pids.items() if not alive(p)]
     if dead:
@@ -259,23 +286,26 @@ while alive(int(cbr)):
         for f in (children, ikes, samples):
             f.flush()
     if t >= next_hostile:
-        for gw, other in (("gwA", "gwB"), ("gwB", "gwA")):
+        for gw in ("gwA", "gwB"):
             try:
                 _, c = child_in(gw)
             except (OSError, ValueError):
                 c = None
-            if c:
-                subprocess.run(["ip", "netns", "exec", ns[other], "python3", tools, "hostile",
-                                addr[gw], "--spi", c["spi_in"], "--count", "20"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            junk = "import os,socket,sys\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n" \
-                   "for n in (0,3,28,200,1500): s.sendto(os.urandom(n),(sys.argv[1],500))"
-            subprocess.run(["ip", "netns", "exec", ns[other], "python3", "-c", junk, addr[gw]])
+            try:
+                hostile[gw].stdin.write(f"{addr[gw]} {c['spi_in'] if c else '-'}\n")
+                hostile[gw].stdin.flush()
+            except OSError:
+                pass
         next_hostile += 30
     time.sleep(1 - (time.monotonic() - t0) % 1)
+if cbr.poll() is None:
+    cbr.terminate()
+cbr.wait()
+for p in hostile.values():
+    p.stdin.close()
+    p.wait(timeout=10)
 PY
 died=$(cat "$OUT/died.txt" 2>/dev/null || true)
-wait "$CBR_PID" 2>/dev/null || true
 snap after
 stop_bg "$IPERF_PID" 5
 for gw in gwA gwB; do fctl "$gw" stats >"$OUT/$gw-stats.txt" 2>&1 || true; done
