@@ -268,11 +268,7 @@ wait_for_log "$W/sniff.log" 'sniff: ready' 5 "$SNIFF_PID" || { show_log "$W/snif
 # ------------------------------------------------------------------- (a) ping
 ping_ab() {  # ping_ab DST
     local log="$W/ping-$1.log"
-    if command -v ping >/dev/null 2>&1; then
-        ns_exec "$FROM" ping -c 3 -i 0.2 -W 2 "$1" >"$log" 2>&1
-    else
-        ns_exec "$FROM" python3 "$E2E_TOOLS" ping "$1" --count 3 >"$log" 2>&1
-    fi || { show_log "$log"; return 1; }
+    e2e_ping "$FROM" "$1" >"$log" 2>&1 || { show_log "$log"; return 1; }
     sed 's/^/    /' "$log" | tail -n 1
 }
 for addr in $TO_ADDRS; do

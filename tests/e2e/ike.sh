@@ -123,10 +123,10 @@ IPCOMP=no; [ "${FLOWSEC_IKE_IPCOMP:-0}" = 1 ] && IPCOMP=yes
 CBR_RATE=40M; [ "$IPCOMP" = yes ] && CBR_RATE=4M
 # 3DES seals about 7,400 packets of 1 KB a second on this CPU (`flowsec
 # speed 3des-sha1 --sizes 1024`): 5000 a second kept gwA's sealing worker
-# at ~70% of a core and strongSwan's libipsec as busy on the other, so
-# the PFS rekey's DH on top of them overflowed gwA's hand-off queue
-# (handoff_drops: 33 to 681 lost in 3 of 6 runs). The stream checks the
-# rekey, not the cipher's speed: 1000 a second.
+# at ~70% of a core and strongSwan's libipsec as busy on the other, and
+# with the PFS rekey's DH on top 4 of 6 rekeys lost 33 to 681 datagrams
+# (two of them gwA's handoff_drops exactly: docs/BENCHMARKS.md). The
+# stream checks the rekey, not the cipher's speed: 1000 a second.
 case "$ESP_PROPOSAL" in 3des*) CBR_RATE=8M ;; esac
 # AH CHILD_SAs instead of ESP (ah_proposals: the IKE proposal's integrity
 # and DH group), flowsec on both sides only (kernel-libipsec has no AH).
@@ -329,11 +329,7 @@ fi
 # ------------------------------------------------------------ (b) traffic
 ping_one() {  # ping_one FROM DST
     local log="$W/ping-$1-$2.log"
-    if command -v ping >/dev/null 2>&1; then
-        ns_exec "$1" ping -c 3 -i 0.2 -W 2 "$2" >"$log" 2>&1
-    else
-        ns_exec "$1" python3 "$E2E_TOOLS" ping "$2" --count 3 >"$log" 2>&1
-    fi || { show_log "$log" 5; return 1; }
+    e2e_ping "$1" "$2" >"$log" 2>&1 || { show_log "$log" 5; return 1; }
     tail -n 2 "$log" | head -n 1 | sed 's/^/    /'
 }
 ping_both() {  # ping_both: hostA -> hostB and back, IPv4 and IPv6 inside

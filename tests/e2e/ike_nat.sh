@@ -229,7 +229,7 @@ fi
 # ------------------------------------------------------------ (b) traffic
 ping_one() {  # ping_one FROM DST [COUNT]
     local log="$W/ping-$1-$2.log"
-    ns_exec "$1" ping -c "${3:-3}" -i 0.2 -W 2 "$2" >"$log" 2>&1 || { show_log "$log" 5; return 1; }
+    e2e_ping "$1" "$2" "${3:-3}" >"$log" 2>&1 || { show_log "$log" 5; return 1; }
     tail -n 2 "$log" | head -n 1 | sed "s/^/    $1 -> $2: /"
 }
 ping_both() { ping_one hostA 10.2.0.2 && ping_one hostB 10.1.0.2; }
@@ -307,7 +307,7 @@ rebinding() {
     echo "    NAT: mappings flushed ($how), masquerading to ports $PORTS2 now; gwB saw gwA at $NAT_PUB:$old_port"
     # 1. ESP alone: hostA pings; its ESP leaves the NAT from a new port.
     pin0=$(q gwB 'child["packets_in"]') || pin0=0
-    if ns_exec hostA ping -c 2 -i 0.3 -W 1 10.2.0.2 >"$W/ping-rebind.log" 2>&1; then got=answered; else got="not answered"; fi
+    if e2e_ping hostA 10.2.0.2 2 0.3 1 >"$W/ping-rebind.log" 2>&1; then got=answered; else got="not answered"; fi
     pin1=$(q gwB 'child["packets_in"]') || pin1=0
     new_port=$(q gwB 'ike["remote_port"]') || new_port="?"
     REBIND_ESP="ESP only (hostA pings 10.2.0.2): $(grep -o '[0-9]* received' "$W/ping-rebind.log" || echo '?') of 2, $got; gwB's Child SA packets in $pin0 -> $pin1; gwB's IKE SA has gwA at port $new_port"

@@ -246,6 +246,17 @@ e2e_need_nft() {
           DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nftables >&2; }
 }
 
+# Echo requests from NS to DST: iputils ping where it is installed, else
+# tools.py's (a fresh Debian 12 has no ping); exit 0 when all were answered.
+e2e_ping() {  # e2e_ping NS DST [COUNT] [INTERVAL_S] [TIMEOUT_S]
+    local count="${3:-3}" interval="${4:-0.2}" timeout="${5:-2}"
+    if command -v ping >/dev/null 2>&1; then
+        ns_exec "$1" ping -c "$count" -i "$interval" -W "$timeout" "$2"
+    else
+        ns_exec "$1" python3 "$E2E_TOOLS" ping "$2" --count "$count" --interval "$interval" --timeout "$timeout"
+    fi
+}
+
 start_bg() {  # start_bg NS LOG cmd...
     local n="$1" log="$2"; shift 2
     # `ip netns exec` execs cmd, so $! is cmd's own PID.
