@@ -22,6 +22,8 @@ pub struct Databases {
     pub sad: Sad,
     /// Security policies.
     pub spd: Spd,
+    /// Which of the control plane's SPD changes `spd` is ([`WorkerChange::Spd`]).
+    pub spd_epoch: u64,
 }
 
 /// A configuration that could not be applied.
@@ -232,13 +234,18 @@ pub fn stage(
 /// Give each manual SA of `changes` whose nonce is its counter the
 /// sequence numbers it may use, recorded under the state directory first
 /// ([`crate::seqstate`]): a [`Change::Seq`] right after its
-/// [`Change::AddSa`]. `state` is opened at `dir` the first time one is
-/// needed. Removed SAs are forgotten (their files stay).
+/// [`Change::AddSa`]. Returns the changes and what `state` becomes once
+/// they are applied (opened at `dir` the first time one is needed;
+/// removed SAs forgotten, their files kept): the caller keeps it only if
+/// the batch goes to the workers, so a refused batch changes nothing (the
+/// files may have grown, which only skips numbers).
 pub fn reserve_sequences(
     changes: Vec<Change>,
-    state: &mut Option<SeqState>,
+    state: &Option<SeqState>,
     dir: &std::path::Path,
-) -> Result<Vec<Change>, ConfigError> {
+) -> Result<(Vec<Change>, Option<SeqState>), ConfigError> {
+    let mut state = state.clone();
+    let state = &mut state;
     let mut out = Vec::with_capacity(changes.len());
     for change in changes {
         let seq = match &change {
@@ -274,7 +281,7 @@ pub fn reserve_sequences(
         out.push(change);
         out.extend(seq);
     }
-    Ok(out)
+    Ok((out, state.take()))
 }
 
 /// `config` with its keys emptied: what the model keeps.
@@ -297,7 +304,10 @@ pub fn apply_to(db: &mut Databases, changes: Vec<WorkerChange>) {
             WorkerChange::RemoveSa(id) => {
                 db.sad.remove(&id);
             }
-            WorkerChange::Spd(spd) => db.spd = spd,
+            WorkerChange::Spd(spd, epoch) => {
+                db.spd = spd;
+                db.spd_epoch = epoch;
+            }
             WorkerChange::Encap(id, encap) => {
                 if let Some(sa) = db.sad.lookup(&id).and_then(|h| db.sad.get_mut(h)) {
                     sa.set_encap_ports(encap);
@@ -321,8 +331,10 @@ pub enum WorkerChange {
     AddSa(Box<SecurityAssociation>),
     /// Remove an SA.
     RemoveSa(SaId),
-    /// Replace the SPD.
-    Spd(Spd),
+    /// Replace the SPD; the number is the change's epoch, set when it is
+    /// sent ([`crate::reach::Workers::apply`]): a worker whose SPD is older
+    /// than the latest epoch sends nothing in the clear.
+    Spd(Spd, u64),
     /// New UDP encapsulation ports for an SA.
     Encap(SaId, flowsec_ipsec::UdpEncap),
     /// A manual SA's sequence numbers.
@@ -346,7 +358,7 @@ pub fn per_worker(
                         .map_err(|e| ConfigError(e.to_string()))?,
                 )),
                 Change::RemoveSa(id) => WorkerChange::RemoveSa(*id),
-                Change::Spd(spd) => WorkerChange::Spd(spd.clone()),
+                Change::Spd(spd) => WorkerChange::Spd(spd.clone(), 0),
                 Change::Encap(id, encap) => WorkerChange::Encap(*id, *encap),
                 Change::Seq(id, range) => WorkerChange::Seq(*id, *range),
             });
@@ -457,8 +469,8 @@ spdadd 10.1.0.0/16 10.2.0.0/16 any -P out ipsec esp/tunnel/192.0.2.1-192.0.2.2/r
         let staged = stage_text(&Model::default(), text).unwrap();
         assert_eq!(staged.warnings.len(), 1, "{:?}", staged.warnings);
         assert!(staged.warnings[0].starts_with("t.conf:1: 0x1001: no replay window"));
-        let mut state = None;
-        let changes = reserve_sequences(staged.changes, &mut state, &dir).unwrap();
+        let (changes, state) = reserve_sequences(staged.changes, &None, &dir).unwrap();
+        assert!(state.is_some_and(|s| !s.is_empty()));
         assert!(matches!(
             changes[..],
             [Change::AddSa(_), Change::Seq(_, r), Change::AddSa(_)] if r.from == 0 && r.ceiling > 0
@@ -471,7 +483,7 @@ spdadd 10.1.0.0/16 10.2.0.0/16 any -P out ipsec esp/tunnel/192.0.2.1-192.0.2.2/r
         // No state directory to be had: refused, naming why.
         let e = reserve_sequences(
             stage_text(&Model::default(), text).unwrap().changes,
-            &mut None,
+            &None,
             std::path::Path::new("/proc/no-such-flowsec"),
         )
         .unwrap_err()

@@ -12,7 +12,7 @@
 use core::fmt;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -174,13 +174,10 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let mut parts = Vec::new();
     // Manual AES-GCM and the like start above every sequence number they
     // may have used before (recorded before anything is installed).
-    let mut seq_state = None;
-    staged.changes = apply::reserve_sequences(
-        std::mem::take(&mut staged.changes),
-        &mut seq_state,
-        &opts.state_dir,
-    )
-    .map_err(RunError::Config)?;
+    let (changes, seq_state) =
+        apply::reserve_sequences(std::mem::take(&mut staged.changes), &None, &opts.state_dir)
+            .map_err(RunError::Config)?;
+    staged.changes = changes;
     let lists = apply::per_worker(&staged.changes, workers, &provider, Duration::ZERO)
         .map_err(RunError::Config)?;
     for (index, list) in lists.into_iter().enumerate() {
@@ -223,8 +220,10 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         }
     );
     let mut handles = Vec::new();
+    let spd_epoch = Arc::new(AtomicU64::new(0));
     for (index, (io, db, rx, wake)) in parts.into_iter().enumerate() {
         let w = Worker {
+            spd_epoch: Arc::clone(&spd_epoch),
             ike: ike.as_ref().map(|(_, sink)| sink.clone()),
             acquired: Vec::new(),
             index,
@@ -252,7 +251,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let mut plane = Plane {
         tun: opts.tun.clone(),
         model: staged.model,
-        workers: Workers::new(boxes),
+        workers: Workers::new(boxes, spd_epoch),
         routes,
         filter,
         provider,
@@ -624,14 +623,18 @@ impl Plane {
             Ok(s) => s,
             Err(e) => return json!({"error": e.to_string()}),
         };
-        let changes = match apply::reserve_sequences(changes, &mut self.seq, &self.state_dir) {
-            Ok(changes) => changes,
+        let (changes, seq) = match apply::reserve_sequences(changes, &self.seq, &self.state_dir) {
+            Ok(reserved) => reserved,
             Err(e) => return json!({"error": format!("{name}: {e}")}),
         };
         let lists = match apply::per_worker(&changes, self.workers.len(), &self.provider, now) {
             Ok(lists) => lists,
             Err(e) => return json!({"error": format!("{name}: {e}")}),
         };
+        // The batch goes to the workers: its SAs are the ones whose
+        // sequence numbers are now held (not before: a refused batch
+        // must leave the running SAs' reservations as they were).
+        self.seq = seq;
         // The workers first, and waited for: a route brings traffic into
         // the TUN only once every worker has the policy for it (before,
         // a worker without it would send that traffic on in the clear).

@@ -11,7 +11,8 @@
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -30,6 +31,11 @@ const LATE_WAIT: Duration = Duration::from_millis(20);
 pub struct Workers {
     boxes: Vec<Mailbox>,
     health: RefCell<Vec<Health>>,
+    /// The epoch of the latest SPD change sent, which every worker sees:
+    /// one whose SPD is older (late, or not yet through its mailbox) drops
+    /// what it would send in the clear (`policy_stale`), so a change a
+    /// worker has not taken never lets traffic leave unprotected.
+    spd_epoch: Arc<AtomicU64>,
 }
 
 /// What the control plane knows of one worker's responsiveness.
@@ -44,11 +50,13 @@ struct Health {
 }
 
 impl Workers {
-    pub fn new(boxes: Vec<Mailbox>) -> Self {
+    /// `spd_epoch` is shared with the workers (0: the SPD they started with).
+    pub fn new(boxes: Vec<Mailbox>, spd_epoch: Arc<AtomicU64>) -> Self {
         let health = (0..boxes.len()).map(|_| Health::default()).collect();
         Workers {
             boxes,
             health: RefCell::new(health),
+            spd_epoch,
         }
     }
 
@@ -64,7 +72,21 @@ impl Workers {
 
     /// Give worker `k` the list `lists[k]`, and wait (by a deadline) until
     /// those in good standing have applied theirs.
-    pub fn apply(&self, lists: Vec<Vec<WorkerChange>>) {
+    pub fn apply(&self, mut lists: Vec<Vec<WorkerChange>>) {
+        // A new SPD gets the next epoch, published before any worker can
+        // have it.
+        if lists
+            .iter()
+            .flatten()
+            .any(|c| matches!(c, WorkerChange::Spd(..)))
+        {
+            let epoch = self.spd_epoch.fetch_add(1, Ordering::AcqRel) + 1;
+            for c in lists.iter_mut().flatten() {
+                if let WorkerChange::Spd(_, e) = c {
+                    *e = epoch;
+                }
+            }
+        }
         self.flush_pending();
         let (tx, rx) = mpsc::channel();
         let mut asked = Vec::new();
@@ -206,7 +228,8 @@ mod tests {
     #[test]
     fn a_stuck_worker_is_not_waited_for() {
         let (mailbox, rx, _wake) = Mailbox::with_capacity(8).unwrap();
-        let w = Workers::new(vec![mailbox]);
+        let epoch = Arc::new(AtomicU64::new(0));
+        let w = Workers::new(vec![mailbox], Arc::clone(&epoch));
         // Fill the mailbox: nobody reads it.
         let started = Instant::now();
         let mut round = 0;
@@ -225,7 +248,9 @@ mod tests {
         assert!(s[0]["missed_deadlines"].as_u64().unwrap() >= 2, "{s}");
         // Late: the next calls wait only briefly.
         let t = Instant::now();
-        w.apply(vec![vec![WorkerChange::Spd(Default::default())]]);
+        w.apply(vec![vec![WorkerChange::Spd(Default::default(), 0)]]);
+        // Published before the worker has it: it sends nothing in the clear.
+        assert_eq!(epoch.load(Ordering::Acquire), 1);
         assert!(w.reports().is_empty());
         assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
         assert!(started.elapsed() < Duration::from_secs(30));
@@ -238,7 +263,7 @@ mod tests {
                     for c in list {
                         match c {
                             WorkerChange::RemoveSa(id) => spis.push(id.spi),
-                            WorkerChange::Spd(_) => *spd = true,
+                            WorkerChange::Spd(_, e) => *spd = e == 1,
                             _ => {}
                         }
                     }

@@ -11,17 +11,21 @@
 //! its SPI, destination, algorithms and keys (a SHA-256 of them; never the
 //! keys themselves) holding the highest sequence number it may have used.
 //! An SA starts above that number, and the workers may go [`RESERVE`]
-//! past it; the control plane writes a higher number (write, fsync,
-//! rename) before it lets them go further. A restart, or `delete` and
-//! `add` with the same key, therefore never goes back. A file is locked
-//! (flock) while it is read and rewritten, and only ever grows, so two
+//! past it; the control plane writes a higher number (a new file, fsync,
+//! rename over the old one, fsync of the directory: a crash leaves the old
+//! number or the new one, never an empty file) before it lets them go
+//! further. A restart, or `delete` and `add` with the same key, therefore
+//! never goes back. A lock file beside each (flock) is held while the
+//! number is read and rewritten, and the number only ever grows, so two
 //! daemons that hold the same SA (the sender and the receiver on one host)
-//! cannot lower it.
+//! cannot lower it. The directory must be owned by the daemon's user and
+//! closed to group and others (whoever could remove a file could reset an
+//! SA's numbers), and no file is followed through a symbolic link.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use flowsec_ipsec::{SaConfig, SaId};
@@ -41,6 +45,7 @@ pub const RESERVE: u64 = 1 << 20;
 pub const CHECK_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The manual SAs' recorded sequence numbers.
+#[derive(Debug, Clone)]
 pub struct SeqState {
     dir: PathBuf,
     /// The SAs of this daemon that have a file: their fingerprint and the
@@ -74,6 +79,8 @@ impl SeqState {
             .mode(0o700)
             .create(&seq)
             .map_err(|e| format!("{}: {e}", seq.display()))?;
+        private_dir(dir)?;
+        private_dir(&seq)?;
         Ok(SeqState {
             dir: seq,
             held: BTreeMap::new(),
@@ -135,25 +142,59 @@ impl SeqState {
         Ok(raised)
     }
 
-    /// Under the file's lock: read the recorded number `used`, write
+    /// Under the SA's lock: read the recorded number `used`, write
     /// `next(used)` (never less), and return both.
     fn record(&self, fingerprint: &str, next: impl Fn(u64) -> u64) -> Result<(u64, u64), String> {
         let path = self.dir.join(fingerprint);
-        let err = |e: std::io::Error| format!("{}: {e}", path.display());
-        let mut file = OpenOptions::new()
+        let in_file = |p: &Path| {
+            let p = p.display().to_string();
+            move |e: io::Error| format!("{p}: {e}")
+        };
+        let lock_path = self.dir.join(format!("{fingerprint}.lock"));
+        let lock = OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
             .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&lock_path)
+            .map_err(in_file(&lock_path))?;
+        sys::lock_exclusive(&lock).map_err(in_file(&lock_path))?;
+        let used = match OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
-            .map_err(err)?;
-        sys::lock_exclusive(&file).map_err(err)?;
-        let used = read_number(&mut file).map_err(|e| format!("{}: {e}", path.display()))?;
+        {
+            Ok(mut file) => {
+                read_number(&mut file).map_err(|e| format!("{}: {e}", path.display()))?
+            }
+            // Never recorded: a new SA, or a new key.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+            Err(e) => return Err(in_file(&path)(e)),
+        };
         let new = next(used).max(used);
-        write_number(&mut file, new).map_err(err)?;
+        write_number(&self.dir, fingerprint, new).map_err(in_file(&path))?;
         Ok((used, new))
     }
+}
+
+/// A directory only this daemon's user may change: its own, not writable
+/// by group or others, not a symbolic link.
+fn private_dir(dir: &Path) -> Result<(), String> {
+    let m = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let uid = sys::euid();
+    if !m.file_type().is_dir() || m.uid() != uid || m.mode() & 0o022 != 0 {
+        return Err(format!(
+            "{}: must be a directory owned by uid {uid} that group and others cannot write \
+             (it is {}, uid {}, mode {:o}): whoever can remove a file there can make a manual SA reuse nonces",
+            dir.display(),
+            if m.file_type().is_symlink() { "a symbolic link" } else if m.is_dir() { "a directory" } else { "not a directory" },
+            m.uid(),
+            m.mode() & 0o7777
+        ));
+    }
+    Ok(())
 }
 
 /// The file name of an SA whose nonce is its counter: a SHA-256 of what
@@ -176,15 +217,12 @@ pub fn fingerprint(config: &SaConfig) -> Option<String> {
     Some(digest[..16].iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The number a state file holds (0 for a new, empty one).
+/// The number a state file holds. An empty file is damage (numbers are
+/// written to a new file and renamed into place), not a fresh start.
 fn read_number(file: &mut File) -> Result<u64, String> {
     let mut text = String::new();
-    file.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
     file.read_to_string(&mut text).map_err(|e| e.to_string())?;
     let text = text.trim();
-    if text.is_empty() {
-        return Ok(0);
-    }
     text.parse().map_err(|_| {
         format!(
             "not a sequence number: {text:?} (remove the file only if the SA's key was changed)"
@@ -192,13 +230,27 @@ fn read_number(file: &mut File) -> Result<u64, String> {
     })
 }
 
-/// Replace the file's number with `n`, durably: the workers may use the
-/// numbers only once this returns.
-fn write_number(file: &mut File, n: u64) -> std::io::Result<()> {
-    file.seek(SeekFrom::Start(0))?;
-    file.set_len(0)?;
+/// Replace the number of SA `fingerprint` under `dir` with `n`, durably:
+/// the workers may use the numbers only once this returns. Called under
+/// the SA's lock, so the temporary file is this call's own.
+fn write_number(dir: &Path, fingerprint: &str, n: u64) -> io::Result<()> {
+    let tmp = dir.join(format!("{fingerprint}.new"));
+    // Left by a crash between writing and renaming: the old number stands.
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)?;
     file.write_all(format!("{n}\n").as_bytes())?;
-    file.sync_all()
+    file.sync_all()?;
+    std::fs::rename(&tmp, dir.join(fingerprint))?;
+    // The rename itself, on disk.
+    File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]
@@ -274,7 +326,9 @@ mod tests {
             assert!(!text.windows(4).any(|w| w == [0xab; 4]));
             let name = f.file_name().into_string().unwrap();
             assert!(!name.contains("abab"), "{name}");
-            assert_eq!(name.len(), 32);
+            // The number, and the lock file beside it.
+            let base = name.strip_suffix(".lock").unwrap_or(&name);
+            assert_eq!(base.len(), 32, "{name}");
         }
         std::fs::remove_dir_all(&d).unwrap();
     }
@@ -284,9 +338,53 @@ mod tests {
         let d = dir("damaged");
         let mut st = SeqState::open(&d).unwrap();
         let sa = gcm(0x1001, 1);
-        std::fs::write(d.join("seq").join(fingerprint(&sa).unwrap()), "garbage").unwrap();
+        let file = d.join("seq").join(fingerprint(&sa).unwrap());
+        std::fs::write(&file, "garbage").unwrap();
         let e = st.reserve(&sa).unwrap_err();
         assert!(e.contains("not a sequence number"), "{e}");
+        // Empty is damage too: a write never leaves a file empty.
+        std::fs::write(&file, "").unwrap();
+        assert!(st
+            .reserve(&sa)
+            .unwrap_err()
+            .contains("not a sequence number"));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A crash after writing the new number but before the rename leaves
+    /// the old number, which still holds.
+    #[test]
+    fn a_leftover_new_file_changes_nothing() {
+        let d = dir("leftover");
+        let mut st = SeqState::open(&d).unwrap();
+        let sa = gcm(0x1001, 2);
+        assert_eq!(st.reserve(&sa).unwrap().unwrap().from, 0);
+        let fp = fingerprint(&sa).unwrap();
+        std::fs::write(d.join("seq").join(format!("{fp}.new")), "1").unwrap();
+        assert_eq!(st.reserve(&sa).unwrap().unwrap().from, RESERVE);
+        assert_eq!(
+            std::fs::read_to_string(d.join("seq").join(&fp)).unwrap(),
+            format!("{}\n", 2 * RESERVE)
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// Whoever could remove a file could reset an SA's numbers: a state
+    /// directory that group or others may write is refused, as is a link.
+    #[test]
+    fn the_state_directory_must_be_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = dir("private");
+        SeqState::open(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = SeqState::open(&d).err().unwrap();
+        assert!(e.contains("group and others cannot write"), "{e}");
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let link = dir("private-link");
+        std::os::unix::fs::symlink(&d, &link).unwrap();
+        let e = SeqState::open(&link).err().unwrap();
+        assert!(e.contains("symbolic link"), "{e}");
+        std::fs::remove_file(&link).unwrap();
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -17,7 +17,7 @@
 
 use std::net::IpAddr;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -337,6 +337,9 @@ pub struct Worker {
     pub mtu: usize,
     pub stop: Arc<AtomicBool>,
     pub start: Instant,
+    /// The epoch of the latest SPD change the control plane sent
+    /// ([`crate::reach::Workers`]); `db.spd_epoch` is this worker's.
+    pub spd_epoch: Arc<AtomicU64>,
 }
 
 /// Where an outbound packet comes from.
@@ -377,6 +380,17 @@ struct State {
     pool: Vec<PacketBuf>,
     /// Peers that were handed packets since they were last woken.
     to_wake: Vec<bool>,
+}
+
+impl State {
+    /// Keep a handoff buffer for reuse, up to [`POOL`] of them (a refused
+    /// hand-off of a reassembled datagram brings back a large one each
+    /// time: the pool must not grow with them).
+    fn recycle(&mut self, buf: PacketBuf) {
+        if self.pool.len() < POOL {
+            self.pool.push(buf);
+        }
+    }
 }
 
 impl Worker {
@@ -512,11 +526,7 @@ impl Worker {
                     // mailbox is full.
                     let _ = self.peers[from].tx.try_send(Msg::Recycle(buf));
                 }
-                Msg::Recycle(buf) => {
-                    if st.pool.len() < POOL {
-                        st.pool.push(buf);
-                    }
-                }
+                Msg::Recycle(buf) => st.recycle(buf),
             }
         }
     }
@@ -592,12 +602,18 @@ impl Worker {
         let templates = match policy.map(|p| &p.action) {
             Some(Action::Protect(templates)) => templates,
             Some(Action::Discard) => return stats.drops.count(DropReason::PolicyDiscard),
-            Some(Action::Bypass) => return self.send_clear(buf, st),
             None if link_scope(&flow) => {
                 stats.no_policy += 1;
                 return;
             }
-            None => return self.send_clear(buf, st),
+            // In the clear only by the latest policies: a worker that has
+            // not taken a change yet cannot know that it still allows this.
+            Some(Action::Bypass) | None
+                if self.db.spd_epoch < self.spd_epoch.load(Ordering::Acquire) =>
+            {
+                return stats.drops.count(DropReason::PolicyStale)
+            }
+            Some(Action::Bypass) | None => return self.send_clear(buf, st),
         };
         let owner = owner_of(templates, &flow, self.workers);
         if owner != self.index {
@@ -720,7 +736,7 @@ impl Worker {
         if buf.set(packet).is_err() || buf.tailroom() < DEFAULT_TAILROOM {
             // A reassembled datagram, larger than a handoff buffer: one of
             // its own (these are few: the mailbox bounds them).
-            st.pool.push(buf);
+            st.recycle(buf);
             buf = fresh(packet.len());
             if buf.set(packet).is_err() {
                 st.stats.handoff_drops += 1;
@@ -740,7 +756,7 @@ impl Worker {
             Err(TrySendError::Full(refused) | TrySendError::Disconnected(refused)) => {
                 st.stats.handoff_drops += 1;
                 if let Msg::Packet { buf, .. } = refused {
-                    st.pool.push(buf);
+                    st.recycle(buf);
                 }
             }
         }

@@ -33,8 +33,13 @@ use crate::sa::IkeState;
 /// `COOKIE_SECRET_SWITCH`, 120 s; RFC 7296 §2.6: "periodically changed").
 pub(crate) const COOKIE_SECRET_LIFETIME: Duration = Duration::from_secs(120);
 /// ... or after this many cookies made with it (strongSwan's older
-/// `COOKIE_REUSE`): a flood rotates it sooner.
+/// `COOKIE_REUSE`): a flood rotates it sooner,
 pub(crate) const COOKIE_REUSE: u32 = 10_000;
+/// ... but not before it has been in use this long: only one replaced
+/// secret is kept, so a flood that rotated at will would void an honest
+/// initiator's cookie before its round trip ends (at 100,000 requests a
+/// second, every 0.1 s).
+pub(crate) const COOKIE_MIN_LIFETIME: Duration = Duration::from_secs(2);
 /// Cookies of the replaced secret are still accepted this long after it
 /// was replaced (§2.6: "keep the old value of <secret> around for a short
 /// time"; strongSwan's `COOKIE_LIFETIME`, 10 s): an initiator that got
@@ -127,7 +132,8 @@ impl CookieJar {
     pub(crate) fn rotate(&mut self, now: Duration, rng: &mut dyn Random) {
         let first_use = *self.current.first_use.get_or_insert(now);
         let end = first_use + COOKIE_SECRET_LIFETIME;
-        if now >= end || self.current.made >= COOKIE_REUSE {
+        let worn = self.current.made >= COOKIE_REUSE && now >= first_use + COOKIE_MIN_LIFETIME;
+        if now >= end || worn {
             let next = CookieSecret::fresh(self.current.version.wrapping_add(1), rng);
             let mut old = std::mem::replace(&mut self.current, next);
             // An unused secret ends at its lifetime, not at the first
@@ -333,9 +339,13 @@ mod tests {
         for _ in 1..COOKIE_REUSE {
             jar.make(&[1; 32], IP.parse().unwrap(), 1);
         }
+        // Not within its first 2 s: an honest initiator's round trip
+        // outlives any flood.
         jar.rotate(Duration::from_secs(1), &mut rng);
+        assert_eq!(ask(&mut jar)[0], first[0]);
+        jar.rotate(COOKIE_MIN_LIFETIME, &mut rng);
         let next = ask(&mut jar);
         assert_ne!(first[0], next[0]);
-        assert!(ok(&jar, 1, &first) && ok(&jar, 1, &next));
+        assert!(ok(&jar, 2, &first) && ok(&jar, 2, &next));
     }
 }

@@ -107,6 +107,11 @@ drop_reasons! {
     NoInboundPolicy => "no_inbound_policy",
     /// The matching policy says DISCARD.
     PolicyDiscard => "policy_discard",
+    /// The packet would leave in the clear (BYPASS, or no policy), but the
+    /// worker has not yet taken a policy change the control plane made:
+    /// the new policies may protect it, so it is dropped, never sent by
+    /// the old ones.
+    PolicyStale => "policy_stale",
 }
 
 impl fmt::Display for DropReason {

@@ -203,7 +203,10 @@ pub struct Flow {
     pub src: IpAddr,
     /// Destination address.
     pub dst: IpAddr,
-    /// Upper-layer protocol.
+    /// Upper-layer protocol. For a later IPv6 fragment, the Fragment
+    /// header's Next Header: the first header of the datagram's
+    /// fragmentable part (RFC 8200 §4.5), which may be Destination Options
+    /// or Routing, and then the protocol is unknown ([`Flow::protocol_known`]).
     pub protocol: u8,
     /// Source port (ICMP: type), 0 if none.
     pub src_port: u16,
@@ -216,6 +219,15 @@ pub struct Flow {
 }
 
 impl Flow {
+    /// Whether `protocol` is the datagram's upper-layer protocol. Not for
+    /// a later IPv6 fragment whose Fragment header names an extension
+    /// header (HOPOPT, IPV6_ROUTE, IPV6_FRAG, IPV6_OPTS): only the first
+    /// fragment has what follows it. A first fragment or a whole packet
+    /// has its chain walked past them.
+    pub fn protocol_known(&self) -> bool {
+        !(self.fragment && self.src.is_ipv6() && matches!(self.protocol, 0 | 43 | 44 | 60))
+    }
+
     /// The selector fields of an IP packet (RFC 4301 §4.4.1.1): addresses,
     /// upper-layer protocol, and TCP/UDP/SCTP ports or ICMP type and code.
     /// Non-first fragments have no ports (they count as "OPAQUE": 0).
@@ -450,9 +462,12 @@ impl Spd {
     pub fn lookup_opaque(&self, direction: Direction, flow: &Flow) -> OpaqueLookup<'_> {
         match self.candidates(direction, flow).next() {
             None => OpaqueLookup::Decided(None),
+            // Without the protocol, only a policy for every protocol
+            // decides alone.
             Some(p)
                 if p.selector.src_ports == PortRange::ANY
-                    && p.selector.dst_ports == PortRange::ANY =>
+                    && p.selector.dst_ports == PortRange::ANY
+                    && (flow.protocol_known() || p.selector.protocol.is_none()) =>
             {
                 OpaqueLookup::Decided(Some(p))
             }
@@ -461,8 +476,9 @@ impl Spd {
     }
 
     /// The candidates for a fragment: every policy of `direction` whose
-    /// addresses and protocol match `flow`, whatever its ports, in lookup
-    /// order.
+    /// addresses and protocol match `flow` (any protocol where the
+    /// fragment does not say it, [`Flow::protocol_known`]), whatever its
+    /// ports, in lookup order.
     pub fn candidates(
         &self,
         direction: Direction,
@@ -474,7 +490,8 @@ impl Spd {
             p.direction == direction
                 && s.src.contains(flow.src)
                 && s.dst.contains(flow.dst)
-                && s.protocol.is_none_or(|proto| proto == flow.protocol)
+                && s.protocol
+                    .is_none_or(|proto| proto == flow.protocol || !flow.protocol_known())
         })
     }
 
@@ -603,6 +620,60 @@ mod tests {
         );
         assert_eq!(spd.candidates(Direction::Out, &later).count(), 2);
         assert_eq!(spd.candidates(Direction::In, &later).count(), 0);
+    }
+
+    /// A later IPv6 fragment of a datagram with Destination Options after
+    /// its Fragment header names those (60), not UDP (RFC 8200 §4.5): it
+    /// must not be decided as "another protocol, no policy" (it would
+    /// leave in the clear under a UDP-5004 policy).
+    #[test]
+    fn a_later_ipv6_fragment_may_not_know_its_protocol() {
+        let mut later = vec![0x60, 0, 0, 0, 0, 16, 44, 64];
+        later.extend_from_slice(&"fd01::1".parse::<std::net::Ipv6Addr>().unwrap().octets());
+        later.extend_from_slice(&"fd02::1".parse::<std::net::Ipv6Addr>().unwrap().octets());
+        // Fragment header: next header 60 (Destination Options), offset 8.
+        later.extend_from_slice(&[60, 0, 0, 8, 0, 0, 0, 7]);
+        later.extend_from_slice(&[0; 8]);
+        let f = Flow::of_packet(&later).unwrap();
+        assert!(f.fragment && !f.protocol_known(), "{f:?}");
+        let udp_later = Flow { protocol: 17, ..f };
+        assert!(udp_later.protocol_known());
+
+        let policy = |sel, priority| Policy {
+            direction: Direction::Out,
+            selector: sel,
+            action: Action::Discard,
+            priority,
+        };
+        let mut rtp = Selector::between(prefix("fd01::/64"), prefix("fd02::/64"));
+        rtp.protocol = Some(17);
+        rtp.dst_ports = PortRange::single(5004);
+        let mut spd = Spd::new();
+        spd.add(policy(rtp, 0)).unwrap();
+        assert_eq!(
+            spd.lookup_opaque(Direction::Out, &f),
+            OpaqueLookup::NeedsPorts
+        );
+        // A protocol without ports, but not the fragment's: still unknown.
+        let mut tcp = Selector::between(prefix("fd01::/64"), prefix("fd02::/64"));
+        tcp.protocol = Some(6);
+        let mut spd = Spd::new();
+        spd.add(policy(tcp, 0)).unwrap();
+        assert_eq!(
+            spd.lookup_opaque(Direction::Out, &f),
+            OpaqueLookup::NeedsPorts
+        );
+        // Every protocol, every port: decided.
+        let mut spd = Spd::new();
+        spd.add(policy(
+            Selector::between(prefix("fd01::/64"), prefix("fd02::/64")),
+            0,
+        ))
+        .unwrap();
+        assert!(matches!(
+            spd.lookup_opaque(Direction::Out, &f),
+            OpaqueLookup::Decided(Some(_))
+        ));
     }
 
     #[test]

@@ -473,6 +473,12 @@ pub fn set_mark(fd: RawFd, mark: u32) -> io::Result<()> {
     set_int_option(fd, libc::SOL_SOCKET, libc::SO_MARK, mark as libc::c_int)
 }
 
+/// The effective user ID of this process.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 /// Ask for a receive buffer of `bytes` (SO_RCVBUFFORCE as root, which
 /// passes the rmem_max cap, else SO_RCVBUF). A raw socket whose buffer
 /// overflows makes the kernel answer with ICMP protocol-unreachable.
