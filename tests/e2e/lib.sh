@@ -259,6 +259,10 @@ e2e_ping() {  # e2e_ping NS DST [COUNT] [INTERVAL_S] [TIMEOUT_S]
 
 start_bg() {  # start_bg NS LOG cmd...
     local n="$1" log="$2"; shift 2
+    # Emptied here, not only by the child's redirection: a caller that
+    # waits for a line in LOG (wait_for_log) must never read what an
+    # earlier process left in it before the child has opened it.
+    : >"$log"
     # `ip netns exec` execs cmd, so $! is cmd's own PID.
     if [ "$E2E_ERR_FD_OWN" = 1 ]; then
         ip netns exec "$(ns "$n")" "$@" >"$log" 2>&1 </dev/null {E2E_ERR_FD}>&- &
