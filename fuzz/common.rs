@@ -56,28 +56,28 @@ pub fn ip_parse(data: &[u8]) {
     ipv6(data);
 }
 
-/// `process::inbound` on an IP packet, with [`ESP_SAS`].
+/// `process::inbound_packet` on an IP packet, with [`ESP_SAS`].
 pub fn esp_inbound(data: &[u8]) {
     inbound(ESP_SAS, data);
 }
 
-/// `process::inbound` on an IP packet, with [`AH_SAS`].
+/// `process::inbound_packet` on an IP packet, with [`AH_SAS`].
 pub fn ah_inbound(data: &[u8]) {
     inbound(AH_SAS, data);
 }
 
-/// `process::inbound` on an IP packet, with [`IPCOMP_SAS`].
+/// `process::inbound_packet` on an IP packet, with [`IPCOMP_SAS`].
 pub fn ipcomp_inbound(data: &[u8]) {
     inbound(IPCOMP_SAS, data);
 }
 
-/// `process::inbound` on an IP packet, with [`UDP_ENCAP_SAS`] (everything
+/// `process::inbound_packet` on an IP packet, with [`UDP_ENCAP_SAS`] (everything
 /// UDP is taken as arriving on port 4500).
 pub fn udp_encap_inbound(data: &[u8]) {
     inbound(UDP_ENCAP_SAS, data);
 }
 
-/// `process::inbound` on an ESP packet sealed here around the input, so
+/// `process::inbound_packet` on an ESP packet sealed here around the input, so
 /// that the fuzzer's bytes are what the receiver finds after the ICV check:
 /// the first byte picks one of [`DECRYPTED_CASES`] (an SA of
 /// [`DECRYPTED_SAS`], outer header, sequence number), the rest is the ESP
@@ -90,7 +90,7 @@ pub fn esp_decrypted(data: &[u8]) {
     };
     with_sad(DECRYPTED_SAS, |sad| {
         let mut buf = PacketBuf::from_packet(&packet);
-        if let Ok(Inbound::Decapsulated(applied)) = process::inbound(sad, &mut buf, NOW) {
+        if let Ok(Inbound::Decapsulated(applied)) = process::inbound_packet(sad, &mut buf, NOW) {
             let policy = case.policy();
             let _ = black_box(process::check_inbound(sad, Some(&policy), &applied));
             ip_parse(buf.as_slice());
@@ -136,12 +136,12 @@ fn inbound(specs: &'static [SaSpec], data: &[u8]) {
 
 fn inbound_with(sad: &mut Sad, data: &[u8]) {
     let mut buf = PacketBuf::from_packet(data);
-    let result = process::inbound(sad, &mut buf, NOW);
+    let result = process::inbound_packet(sad, &mut buf, NOW);
     if let Ok(Inbound::Decapsulated(applied)) = result {
         let _ = black_box(process::check_inbound(sad, None, &applied));
         ip_parse(buf.as_slice());
         let mut again = PacketBuf::from_packet(data);
-        let _ = black_box(process::inbound(sad, &mut again, NOW));
+        let _ = black_box(process::inbound_packet(sad, &mut again, NOW));
     }
 }
 

@@ -91,13 +91,16 @@ find_wg_go() {
     done
     return 1
 }
+# The release tag v0.0.20250522 is refused by the Go module proxy here; its
+# commit is served as this pseudo-version (the same one scripts/test.sh pins).
+WG_GO_VERSION=${WIREGUARD_GO_VERSION:-v0.0.0-20250521234502-f333402bd9cb}
 if [ "$WG_ENABLED" = 1 ]; then
     step "wireguard-go and wg"
     if ! find_wg_go && [ "$INSTALL" = 1 ] && [ -z "${WIREGUARD_GO:-}" ] && command -v go >/dev/null 2>&1; then
-        log "installing wireguard-go: go install golang.zx2c4.com/wireguard@latest"
-        (cd /tmp && go install golang.zx2c4.com/wireguard@latest) >&2 || log "go install failed"
+        log "installing wireguard-go: go install golang.zx2c4.com/wireguard@$WG_GO_VERSION"
+        (cd /tmp && go install "golang.zx2c4.com/wireguard@$WG_GO_VERSION") >&2 || log "go install failed"
     fi
-    find_wg_go || { WG_GO=""; WG_SKIP="wireguard-go not found and could not be installed (go install golang.zx2c4.com/wireguard@latest)"; }
+    find_wg_go || { WG_GO=""; WG_SKIP="wireguard-go not found and could not be installed (go install golang.zx2c4.com/wireguard@$WG_GO_VERSION)"; }
     if [ -z "$WG_SKIP" ] && ! command -v wg >/dev/null 2>&1; then
         if [ "$INSTALL" = 1 ] && command -v apt-get >/dev/null 2>&1; then
             log "installing wg: apt-get install -y --no-install-recommends wireguard-tools"

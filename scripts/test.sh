@@ -45,7 +45,9 @@ install_system_deps
 # with a message, and the check below only asks for rows of those present.
 STRONGSWAN_PKGS=(charon-systemd strongswan-swanctl libcharon-extra-plugins
                  libstrongswan-standard-plugins libstrongswan-extra-plugins)
-WIREGUARD_GO_VERSION=v0.0.20250522
+# The v0.0.20250522 tag is refused by the Go module proxy here; its commit
+# (f333402bd9cb) is served as this pseudo-version.
+WIREGUARD_GO_VERSION=v0.0.0-20250521234502-f333402bd9cb
 have_strongswan() {
     [ -x /usr/sbin/charon-systemd ] && command -v swanctl >/dev/null &&
         [ -e /usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so ] &&
@@ -96,6 +98,7 @@ tunnel gcm raw v4 52428800 - 1
 tunnel gcm raw v4 20000000 1 0
 tunnel gcm udp v6 20000000 - 1
 tunnel gcm udp v4 52428800 - 1
+transport gcm udp v4 5000000 - 1
 tunnel gcm raw v6 52428800 - 1
 tunnel cbc-sha1 raw v4 20000000 - 1
 tunnel cbc-sha1 raw v4 5000000 - 1 engine

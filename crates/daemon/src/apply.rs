@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use flowsec_crypto::Provider;
 use flowsec_ipsec::{Protocol, SaConfig, SaId, Sad, SecurityAssociation, Spd};
 use flowsec_setkey::Command;
+use flowsec_wire::udp_encap::NAT_T_PORT;
 use zeroize::Zeroizing;
 
 use crate::seqstate::{SeqRange, SeqState};
@@ -141,14 +142,14 @@ pub fn stage(
                     staged.warnings.push(format!("{name}:{}: {w}", st.pos.line));
                 }
                 if let Some(encap) = config.encap {
-                    if encap.src_port != 4500 || encap.dst_port != 4500 {
-                        return Err(at(
-                            "UDP encapsulation is supported on port 4500 only, so far".into(),
-                        ));
+                    if encap.src_port != NAT_T_PORT || encap.dst_port != NAT_T_PORT {
+                        return Err(at(format!(
+                            "UDP encapsulation is supported on port {NAT_T_PORT} only, so far"
+                        )));
                     }
                     if !caps.udp_for(config.src) {
                         return Err(at(format!(
-                            "UDP port 4500 over {} could not be opened at start (in use?): no ESP in UDP",
+                            "UDP port {NAT_T_PORT} over {} could not be opened at start (in use?): no ESP in UDP",
                             if config.src.is_ipv4() { "IPv4" } else { "IPv6" }
                         )));
                     }

@@ -30,7 +30,7 @@ use std::process::Stdio;
 use flowsec_ipsec::spd::{Action, Direction, IpPrefix, PortRange, Selector, Spd};
 
 use crate::tool;
-use crate::worker::NAT_T_PORT;
+use flowsec_wire::udp_encap::NAT_T_PORT;
 
 /// The nftables table of one daemon, removed when dropped.
 pub struct Filter {

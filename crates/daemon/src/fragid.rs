@@ -42,10 +42,11 @@ pub fn split(
     ids: &mut FragmentIds,
     emit: impl FnMut(&[u8]),
 ) -> flowsec_wire::Result<usize> {
-    match packet.first().map(|b| b >> 4) {
-        Some(4) => flowsec_wire::frag::fragment_ipv4(packet, mtu, emit),
-        Some(6) => flowsec_wire::frag::fragment_ipv6(packet, mtu, ids.next(), emit),
-        _ => Err(flowsec_wire::Error::BadVersion),
+    match flowsec_wire::version_of(packet)? {
+        flowsec_wire::IpVersion::V4 => flowsec_wire::frag::fragment_ipv4(packet, mtu, emit),
+        flowsec_wire::IpVersion::V6 => {
+            flowsec_wire::frag::fragment_ipv6(packet, mtu, ids.next(), emit)
+        }
     }
 }
 

@@ -20,10 +20,8 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 
 use flowsec_ike::{Ike, Kernel, SaUsage, IKE_PORT, NAT_T_PORT};
-use flowsec_ipsec::{Direction, Policy, Protocol, SaConfig, SaId, Selector};
-use flowsec_wire::ip::{version_of, IpVersion};
+use flowsec_ipsec::{Direction, Policy, Protocol, SaConfig, SaId, Selector, UdpEndpoints};
 use flowsec_wire::udp_encap::NON_ESP_MARKER;
-use flowsec_wire::{Ipv4Packet, Ipv6Packet, UdpPacket};
 
 use crate::apply::{without_keys, Change, Model};
 use crate::sys;
@@ -58,37 +56,18 @@ pub struct IkeSink {
 }
 
 impl IkeSink {
-    /// If `packet` (IP and UDP headers, as [`crate::recv::drain_udp`]
-    /// rebuilt them) is an IKE message behind the non-ESP marker, pass it
-    /// on and say so.
-    pub fn offer(&self, packet: &[u8]) -> bool {
-        // Every ESP-in-UDP packet passes here: look at the four bytes where
-        // the marker would be before parsing any header (the IPv4 header
-        // `drain_udp` rebuilt has no options).
-        let ip_len = match packet.first().map(|b| b >> 4) {
-            Some(4) => flowsec_wire::ipv4::HEADER_LEN,
-            Some(6) => flowsec_wire::ipv6::HEADER_LEN,
-            _ => return false,
-        };
-        let at = ip_len + flowsec_wire::udp::HEADER_LEN;
-        if packet.get(at..at + NON_ESP_MARKER.len()) != Some(&NON_ESP_MARKER[..]) {
-            return false;
-        }
-        let Some((local, remote, udp_payload)) = udp_parts(packet) else {
-            return false;
-        };
-        let Some(ike) = udp_payload.strip_prefix(&NON_ESP_MARKER[..]) else {
-            return false;
-        };
+    /// An IKE message that arrived on port 4500 behind the non-ESP marker
+    /// (RFC 3948 §2.2; the core took the marker off): pass it on, unless it
+    /// is empty or larger than any IKE message may be.
+    pub fn message(&self, ike: &[u8], from: &UdpEndpoints) {
         if ike.is_empty() || ike.len() > MAX_MESSAGE {
-            return false;
+            return;
         }
         self.send(IkeIn::Message {
-            local,
-            remote,
+            local: from.local,
+            remote: from.remote,
             data: ike.to_vec(),
         });
-        true
     }
 
     /// Traffic for the policy of `reqid` found no SA: ask IKE for one
@@ -103,36 +82,6 @@ impl IkeSink {
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {}
         }
     }
-}
-
-/// (our address, the sender's, the UDP payload) of a rebuilt packet.
-fn udp_parts(packet: &[u8]) -> Option<(SocketAddr, SocketAddr, &[u8])> {
-    let (src, dst, udp) = match version_of(packet).ok()? {
-        IpVersion::V4 => {
-            let ip = Ipv4Packet::new_checked(packet).ok()?;
-            let hl = ip.header_len();
-            (
-                IpAddr::V4(ip.src_addr()),
-                IpAddr::V4(ip.dst_addr()),
-                packet.get(hl..)?,
-            )
-        }
-        IpVersion::V6 => {
-            let ip = Ipv6Packet::new_checked(packet).ok()?;
-            (
-                IpAddr::V6(ip.src_addr()),
-                IpAddr::V6(ip.dst_addr()),
-                packet.get(flowsec_wire::ipv6::HEADER_LEN..)?,
-            )
-        }
-    };
-    let u = UdpPacket::new_checked(udp).ok()?;
-    let payload = udp.get(flowsec_wire::udp::HEADER_LEN..)?;
-    Some((
-        SocketAddr::new(dst, u.dst_port()),
-        SocketAddr::new(src, u.src_port()),
-        payload,
-    ))
 }
 
 /// The control thread's IKE: the core and its sockets.

@@ -17,7 +17,9 @@
 use flowsec_ipsec::buf::DEFAULT_HEADROOM;
 use flowsec_ipsec::PacketBuf;
 use flowsec_wire::iana::IpProtocol;
-use flowsec_wire::ipv4::checksum;
+use flowsec_wire::ip::{version_of, IpVersion};
+use flowsec_wire::ipv4::{checksum, Ipv4Packet};
+use flowsec_wire::ipv6::{self, Ipv6Packet};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// Size of `struct virtio_net_hdr` (without `num_buffers`).
@@ -126,17 +128,17 @@ struct TcpLayout {
 }
 
 fn tcp_layout(p: &[u8]) -> Result<TcpLayout, OffloadError> {
-    let (v6, l4) = match p.first().map(|b| b >> 4) {
-        Some(4) => {
-            let ihl = usize::from(p[0] & 0xf) * 4;
-            if ihl < 20 || p.len() < ihl || p[9] != IpProtocol::TCP.0 {
-                return Err(OffloadError::UnsupportedGso);
-            }
-            (false, ihl)
-        }
+    let (v6, l4) = match version_of(p) {
+        Ok(IpVersion::V4) => match Ipv4Packet::new_checked(p) {
+            Ok(ip) if ip.next_header() == IpProtocol::TCP => (false, ip.header_len()),
+            _ => return Err(OffloadError::UnsupportedGso),
+        },
         // No extension headers: TCP right after the fixed header.
-        Some(6) if p.len() >= 40 && p[6] == IpProtocol::TCP.0 => (true, 40),
-        _ => return Err(OffloadError::UnsupportedGso),
+        Ok(IpVersion::V6) => match Ipv6Packet::new_checked(p) {
+            Ok(ip) if ip.next_header() == IpProtocol::TCP => (true, ipv6::HEADER_LEN),
+            _ => return Err(OffloadError::UnsupportedGso),
+        },
+        Err(_) => return Err(OffloadError::UnsupportedGso),
     };
     let thl = usize::from(*p.get(l4 + 12).ok_or(OffloadError::Truncated)? >> 4) * 4;
     if thl < 20 || l4 + thl > p.len() {

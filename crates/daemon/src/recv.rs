@@ -1,19 +1,20 @@
 //! What a worker receives: draining the TUN queue, the raw ESP/AH
 //! receivers (IPv4 with `recvmmsg(2)`) and the UDP 4500 sockets (split
 //! back into datagrams when the kernel coalesced them, UDP GRO), each
-//! packet placed in a [`PacketBuf`] behind the IP header the core expects.
+//! packet placed in a [`PacketBuf`] with headroom: IP packets whole, UDP
+//! payloads with their [`UdpEndpoints`] beside them.
 
 use std::net::IpAddr;
 
+use std::net::SocketAddr;
+
 use flowsec_ipsec::buf::{DEFAULT_HEADROOM, DEFAULT_TAILROOM};
-use flowsec_ipsec::PacketBuf;
+use flowsec_ipsec::{PacketBuf, UdpEndpoints};
 use flowsec_wire::iana::IpProtocol;
-use flowsec_wire::ipv4::{self, Ipv4Packet, Ipv4Repr};
 use flowsec_wire::ipv6::{self, Ipv6Packet, Ipv6Repr};
-use flowsec_wire::udp::{self, UdpPacket, UdpRepr};
+use flowsec_wire::udp_encap::NAT_T_PORT;
 
 use crate::sys;
-use crate::worker::NAT_T_PORT;
 
 /// Packets taken from one source before looking at the others.
 const BATCH: usize = 64;
@@ -108,17 +109,15 @@ pub fn drain(
 
 /// Like [`drain`] for a UDP encapsulation socket, which hands over only
 /// the UDP payload, several datagrams at once when the kernel coalesced
-/// them (UDP GRO): each is handed to `f` on its own (coalesced ones built
-/// in `seg`), behind the IP and UDP headers the core expects, rebuilt in
-/// the headroom from the sender's and our address, with the outer TOS /
-/// traffic class the socket reported (RFC 6040 needs its ECN bits). The UDP checksum is left
-/// zero: the kernel verified it (IPv6), or there was none (RFC 3948 §2.1
-/// over IPv4); the core does not look at it.
+/// them (UDP GRO): each is handed to `f` on its own (coalesced ones copied
+/// into `seg`) with its endpoints and the outer TOS / traffic class the
+/// socket reported (RFC 6040 needs its ECN bits). The kernel verified the
+/// UDP checksum (IPv6), or there was none (RFC 3948 §2.1 over IPv4).
 pub fn drain_udp(
     fd: i32,
     buf: &mut PacketBuf,
     seg: &mut PacketBuf,
-    f: &mut impl FnMut(&mut PacketBuf),
+    f: &mut impl FnMut(&mut PacketBuf, &UdpEndpoints),
 ) {
     for _ in 0..BATCH {
         buf.reset(DEFAULT_HEADROOM);
@@ -129,62 +128,21 @@ pub fn drain_udp(
         };
         // Cannot fail: the length is at most the spare room.
         let _ = buf.set_len(d.len);
+        let from = UdpEndpoints {
+            // The group is bound to this port: every datagram came to it.
+            local: SocketAddr::new(d.dst, NAT_T_PORT),
+            remote: d.src,
+            tos: d.tos,
+        };
         if d.segment == 0 || d.len <= d.segment {
-            if with_udp_headers(buf, &d) {
-                f(buf);
-            }
+            f(buf, &from);
             continue;
         }
         for chunk in buf.as_slice().chunks(d.segment) {
             seg.reset(DEFAULT_HEADROOM);
-            if seg.set(chunk).is_ok() && with_udp_headers(seg, &d) {
-                f(seg);
+            if seg.set(chunk).is_ok() {
+                f(seg, &from);
             }
         }
     }
-}
-
-/// Put the IP and UDP headers of datagram `d` in front of its payload in
-/// `buf`; false if they do not fit (they always do: the headroom is larger).
-fn with_udp_headers(buf: &mut PacketBuf, d: &sys::UdpDatagram) -> bool {
-    let n = buf.len();
-    let ip_len = match d.dst {
-        IpAddr::V4(_) => ipv4::HEADER_LEN,
-        IpAddr::V6(_) => ipv6::HEADER_LEN,
-    };
-    let Ok(hdr) = buf.prepend(ip_len + udp::HEADER_LEN) else {
-        return false;
-    };
-    let (ip, rest) = hdr.split_at_mut(ip_len);
-    match (d.src.ip(), d.dst) {
-        (IpAddr::V4(src), IpAddr::V4(dst)) => Ipv4Repr {
-            src_addr: src,
-            dst_addr: dst,
-            next_header: IpProtocol::UDP,
-            payload_len: udp::HEADER_LEN + n,
-            hop_limit: 64,
-            dscp_ecn: d.tos,
-            dont_frag: false,
-        }
-        .emit(&mut Ipv4Packet::new_unchecked(ip)),
-        (IpAddr::V6(src), IpAddr::V6(dst)) => Ipv6Repr {
-            src_addr: src,
-            dst_addr: dst,
-            next_header: IpProtocol::UDP,
-            payload_len: udp::HEADER_LEN + n,
-            hop_limit: 64,
-            traffic_class: d.tos,
-            flow_label: 0,
-        }
-        .emit(&mut Ipv6Packet::new_unchecked(ip)),
-        // The socket's family decides both.
-        _ => return false,
-    }
-    UdpRepr {
-        src_port: d.src.port(),
-        dst_port: NAT_T_PORT,
-        payload_len: n,
-    }
-    .emit(&mut UdpPacket::new_unchecked(rest));
-    true
 }

@@ -6,16 +6,14 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use flowsec_ipsec::DropReason;
-use flowsec_wire::iana::IpProtocol;
+use flowsec_ipsec::{DropReason, Egress, UdpEndpoints};
+use flowsec_wire::ip::{version_of, IpVersion};
 use flowsec_wire::ipv4::Ipv4Packet;
 use flowsec_wire::ipv6::Ipv6Packet;
-use flowsec_wire::udp;
 
 use crate::fragid::{self, FragmentIds};
 use crate::stats::Stats;
 use crate::sys;
-use crate::worker::NAT_T_PORT;
 
 /// A worker's send sockets.
 #[derive(Debug, Clone, Copy)]
@@ -56,28 +54,33 @@ impl Sender {
         }
     }
 
-    /// Queue a sealed packet: ESP in UDP goes to the UDP socket of its
-    /// family (GSO), everything else to the raw socket.
-    pub fn sealed(&mut self, packet: &[u8], stats: &mut Stats) {
-        if let Some((payload, to)) = udp_parts(packet) {
-            let (gso, fd) = match to.dst {
-                SocketAddr::V4(_) => (&mut self.gso4, self.fds.udp4),
-                SocketAddr::V6(_) => (&mut self.gso6, self.fds.udp6),
-            };
-            if let Some(fd) = fd {
-                return gso.push(payload, to, fd, stats);
-            }
+    /// Queue a sealed packet where the core said it goes: ESP in UDP to
+    /// the UDP socket of its family (GSO), an IP packet to the raw socket.
+    /// ESP in UDP over a family without the UDP socket is counted
+    /// `unsupported_outer` (such SAs are refused at setup).
+    pub fn sealed(&mut self, packet: &[u8], egress: Egress, stats: &mut Stats) {
+        let Egress::Udp(to) = egress else {
+            self.raw(packet, stats);
+            return;
+        };
+        let (gso, fd) = match to.remote {
+            SocketAddr::V4(_) => (&mut self.gso4, self.fds.udp4),
+            SocketAddr::V6(_) => (&mut self.gso6, self.fds.udp6),
+        };
+        match fd {
+            Some(fd) => gso.push(packet, &to, fd, stats),
+            None => stats.unsupported_outer += 1,
         }
-        self.raw(packet, stats);
     }
 
     /// A sealed reassembled datagram: as [`Sender::sealed`] if it fits the
-    /// MTU, else as fragments through the raw socket (RFC 4303 §3.3.4:
-    /// fragmentation after IPsec). One that must not be fragmented (IPv4
-    /// DF) is dropped, counted `too_big`.
-    pub fn fragmenting(&mut self, packet: &[u8], stats: &mut Stats) {
-        if packet.len() <= self.mtu {
-            return self.sealed(packet, stats);
+    /// MTU (or is ESP in UDP, which the kernel fragments as any UDP
+    /// datagram), else as fragments through the raw socket (RFC 4303
+    /// §3.3.4: fragmentation after IPsec). One that must not be fragmented
+    /// (IPv4 DF) is dropped, counted `too_big`.
+    pub fn fragmenting(&mut self, packet: &[u8], egress: Egress, stats: &mut Stats) {
+        if packet.len() <= self.mtu || egress != Egress::Ip {
+            return self.sealed(packet, egress, stats);
         }
         self.fragments(packet, stats);
     }
@@ -117,15 +120,14 @@ impl Sender {
     /// Queue a whole IP packet for the raw socket of its family; false
     /// (counted `unsupported_outer`) when there is none.
     pub fn raw(&mut self, packet: &[u8], stats: &mut Stats) -> bool {
-        let full = match (packet.first().map(|b| b >> 4), self.fds.send6) {
-            (Some(4), _) if packet.len() >= 20 => {
-                let dst = Ipv4Packet::new_unchecked(packet).dst_addr();
-                self.out4.push(packet, dst.into())
-            }
-            (Some(6), Some(_)) if packet.len() >= 40 => {
-                let dst = Ipv6Packet::new_unchecked(packet).dst_addr();
-                self.out6.push(packet, dst.into())
-            }
+        let dst = match version_of(packet) {
+            Ok(IpVersion::V4) => Ipv4Packet::new_checked(packet).map(|p| IpAddr::V4(p.dst_addr())),
+            Ok(IpVersion::V6) => Ipv6Packet::new_checked(packet).map(|p| IpAddr::V6(p.dst_addr())),
+            Err(e) => Err(e),
+        };
+        let full = match (dst, self.fds.send6) {
+            (Ok(IpAddr::V4(dst)), _) => self.out4.push(packet, dst.into()),
+            (Ok(IpAddr::V6(dst)), Some(_)) => self.out6.push(packet, dst.into()),
             _ => {
                 stats.unsupported_outer += 1;
                 return false;
@@ -215,8 +217,8 @@ struct UdpGso {
 const GSO_SEGMENTS: usize = 64;
 
 impl UdpGso {
-    fn push(&mut self, payload: &[u8], to: UdpTo, fd: i32, stats: &mut Stats) {
-        let UdpTo { dst, src, tos } = to;
+    fn push(&mut self, payload: &[u8], to: &UdpEndpoints, fd: i32, stats: &mut Stats) {
+        let (dst, src, tos) = (to.remote, to.local.ip(), to.tos);
         let fits = self.count > 0
             && !self.closed
             && self.dst == Some(dst)
@@ -258,46 +260,4 @@ impl UdpGso {
         self.count = 0;
         self.closed = false;
     }
-}
-
-/// Where an ESP-in-UDP packet goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct UdpTo {
-    dst: SocketAddr,
-    src: IpAddr,
-    /// The outer TOS / traffic class (ECN from the inner header, RFC 6040).
-    tos: u8,
-}
-
-/// A sealed packet whose SA is UDP-encapsulated: its ESP payload and where
-/// it goes; `None` for other packets.
-fn udp_parts(packet: &[u8]) -> Option<(&[u8], UdpTo)> {
-    let (l4, src, dst, tos): (usize, IpAddr, IpAddr, u8) = match packet.first()? >> 4 {
-        4 if packet.len() >= 20 && packet[9] == IpProtocol::UDP.0 => {
-            let p = Ipv4Packet::new_unchecked(packet);
-            (
-                usize::from(packet[0] & 0xf) * 4,
-                p.src_addr().into(),
-                p.dst_addr().into(),
-                packet[1],
-            )
-        }
-        6 if packet.len() >= 40 && packet[6] == IpProtocol::UDP.0 => {
-            let p = Ipv6Packet::new_unchecked(packet);
-            let tc = (packet[0] << 4) | (packet[1] >> 4);
-            (40, p.src_addr().into(), p.dst_addr().into(), tc)
-        }
-        _ => return None,
-    };
-    let udp = packet.get(l4..l4 + udp::HEADER_LEN)?;
-    if u16::from_be_bytes([udp[0], udp[1]]) != NAT_T_PORT {
-        return None;
-    }
-    let port = u16::from_be_bytes([udp[2], udp[3]]);
-    let to = UdpTo {
-        dst: SocketAddr::new(dst, port),
-        src,
-        tos,
-    };
-    Some((&packet[l4 + udp::HEADER_LEN..], to))
 }

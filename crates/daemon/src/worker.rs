@@ -26,10 +26,11 @@ use flowsec_ipsec::buf::{DEFAULT_HEADROOM, DEFAULT_TAILROOM};
 use flowsec_ipsec::process::{self, Inbound};
 use flowsec_ipsec::reassembly::Reassembler;
 use flowsec_ipsec::spd::SaTemplate;
-use flowsec_ipsec::{Action, Direction, DropReason, Flow, OpaqueLookup, PacketBuf};
+use flowsec_ipsec::{Action, Direction, DropReason, Flow, OpaqueLookup, PacketBuf, UdpEndpoints};
 use flowsec_setkey::SaLive;
 use flowsec_wire::iana::IpProtocol;
 use flowsec_wire::ip::IpVersion;
+use flowsec_wire::udp_encap::NAT_T_PORT;
 
 use crate::apply::{apply_to, Databases, WorkerChange};
 use crate::fragid::{self, FragmentIds};
@@ -40,8 +41,6 @@ pub use crate::stats::{Report, SaReport, Stats};
 use crate::steer::{self, RawKind};
 use crate::sys;
 
-/// The UDP port of ESP in UDP (RFC 3948 §2.1; the IKE NAT-T port).
-pub const NAT_T_PORT: u16 = 4500;
 /// Receive buffer of the raw and UDP sockets: room for a burst of ~5000
 /// MTU-sized packets while the worker is busy with the TUN side.
 const RECV_BUFFER: usize = 8 << 20;
@@ -453,15 +452,27 @@ impl Worker {
             self.take_mail(&mut st);
             let now = self.start.elapsed();
             let (index, workers) = (self.index, self.workers);
-            let mut deliver = |b: &mut PacketBuf, stats: &mut Stats| {
-                let me = (index, workers);
-                if let Some(queue) = inbound(&mut self.db, b, now, stats, me, &mut inner_frags) {
-                    tun_out.deliver(b.as_slice(), queue, stats);
-                }
-            };
+            let ike = self.ike.as_ref();
+            // An IP packet from a raw socket, or (`from`) a UDP payload.
+            let mut deliver =
+                |b: &mut PacketBuf, from: Option<&UdpEndpoints>, stats: &mut Stats| {
+                    let sad = &mut self.db.sad;
+                    let decap = match from {
+                        None => process::inbound(sad, b, now),
+                        Some(from) => process::inbound_udp(sad, b, from, now),
+                    };
+                    if let (Ok(Inbound::Ike), Some(sink), Some(from)) = (decap, ike, from) {
+                        return sink.message(b.as_slice(), from);
+                    }
+                    let me = (index, workers);
+                    let frags = &mut inner_frags;
+                    if let Some(queue) = inbound(&mut self.db, b, decap, now, stats, me, frags) {
+                        tun_out.deliver(b.as_slice(), queue, stats);
+                    }
+                };
             for (k, (fd, version, protocol)) in self.io.raw.iter().enumerate() {
                 if ready[1 + k] {
-                    let mut f = |b: &mut PacketBuf| deliver(b, &mut st.stats);
+                    let mut f = |b: &mut PacketBuf| deliver(b, None, &mut st.stats);
                     match version {
                         IpVersion::V4 => drain_many(fd.as_raw_fd(), &mut many, &mut f),
                         IpVersion::V6 => drain_raw_v6(fd.as_raw_fd(), *protocol, &mut buf, &mut f),
@@ -470,11 +481,8 @@ impl Worker {
             }
             for (socket, at) in [(&self.io.udp, udp_at), (&self.io.udp6, udp6_at)] {
                 if let (Some(udp), true) = (socket, ready[at]) {
-                    let ike = self.ike.as_ref();
-                    drain_udp(udp.as_raw_fd(), &mut buf, &mut seg, &mut |b| {
-                        if !ike.is_some_and(|sink| sink.offer(b.as_slice())) {
-                            deliver(b, &mut st.stats)
-                        }
+                    drain_udp(udp.as_raw_fd(), &mut buf, &mut seg, &mut |b, from| {
+                        deliver(b, Some(from), &mut st.stats)
                     });
                 }
             }
@@ -621,8 +629,8 @@ impl Worker {
         }
         let sealed = process::resolve(&self.db.sad, templates, &flow, now)
             .and_then(|bundle| process::outbound(&mut self.db.sad, &bundle, buf, now));
-        match sealed {
-            Ok(()) => {}
+        let egress = match sealed {
+            Ok(egress) => egress,
             // A fragment refused by a transport-mode step, untouched: put
             // its datagram together first (not one already reassembled).
             Err(DropReason::TransportFragment) if !from.whole => {
@@ -633,13 +641,13 @@ impl Worker {
                 return self.acquire(templates_reqid(&self.db, &flow), now);
             }
             Err(reason) => return stats.drops.count(reason),
-        }
+        };
         if from.whole {
             // Larger than anything the TUN MTU lets in: fragmented after
             // ESP where it must be (RFC 4303 §3.3.4).
-            st.send.fragmenting(buf.as_slice(), &mut st.stats);
+            st.send.fragmenting(buf.as_slice(), egress, &mut st.stats);
         } else {
-            st.send.sealed(buf.as_slice(), &mut st.stats);
+            st.send.sealed(buf.as_slice(), egress, &mut st.stats);
         }
     }
 
@@ -763,7 +771,8 @@ impl Worker {
     }
 }
 
-/// Verify and decapsulate one packet from the network. `Some(queue)` if it
+/// Check one packet from the network that the core decapsulated (`decap`)
+/// against the inbound policies. `Some(queue)` if it
 /// is to be delivered to the TUN device, through the queue of the worker
 /// that owns its replies' outbound SAs: the TUN device sends a flow's
 /// packets to the queue that last wrote the flow (its flow hash is
@@ -772,6 +781,7 @@ impl Worker {
 fn inbound(
     db: &mut Databases,
     buf: &mut PacketBuf,
+    decap: Result<Inbound, DropReason>,
     now: Duration,
     stats: &mut Stats,
     me: (usize, usize),
@@ -781,7 +791,7 @@ fn inbound(
         stats.drops.count(reason);
         None
     };
-    let applied = match process::inbound(&mut db.sad, buf, now) {
+    let applied = match decap {
         Ok(Inbound::Decapsulated(applied)) => applied,
         // IKE went to the control thread before (with IKE on); without,
         // or a keepalive, it is dropped here.

@@ -27,10 +27,8 @@ use crate::exchange::Exchanges;
 use crate::kernel::Kernel;
 use crate::sa::{IkeKeyState, IkeSa, IkeState, Task};
 
-/// The UDP port IKE starts on, and the one it floats to (§2.23).
-pub const IKE_PORT: u16 = 500;
-/// The NAT-T port.
-pub const NAT_T_PORT: u16 = 4500;
+// The UDP port IKE starts on, and the one it floats to (§2.23).
+pub use flowsec_wire::udp_encap::{IKE_PORT, NAT_T_PORT};
 /// Bytes of our nonces (§2.10: at least half the PRF key size; strongSwan
 /// sends 32).
 const NONCE_LEN: usize = 32;

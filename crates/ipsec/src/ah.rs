@@ -20,16 +20,18 @@
 
 use core::time::Duration;
 
+use flowsec_wire::ah::{self as wire, AhPacket, AhRepr};
 use flowsec_wire::iana::IpProtocol;
 use flowsec_wire::ip::IpVersion;
+use flowsec_wire::ipv4::{self, field as v4};
+use flowsec_wire::ipv6::{self, field as v6};
+use flowsec_wire::ipv6ext::{ipv6_header_chain, Ipv6RoutingHeader};
 
 use crate::buf::PacketBuf;
 use crate::layout::{self, Layout};
 use crate::sa::{SecurityAssociation, Transform};
 use crate::DropReason;
 
-/// Fixed part of the AH header (before the ICV).
-const FIXED_LEN: usize = 12;
 /// Zeros standing in for mutable fields (an option's data is at most 255
 /// bytes; an ICV at most 32).
 static ZEROS: [u8; 256] = [0; 256];
@@ -40,8 +42,7 @@ const MAX_PARTS: usize = 96;
 /// Header length of AH for an ICV of `icv_len` bytes: a multiple of 4 bytes
 /// over IPv4 and of 8 over IPv6 (RFC 4302 §2.2, §3.3.3.2.1).
 pub(crate) fn header_len(icv_len: usize, version: IpVersion) -> usize {
-    let align = if version == IpVersion::V6 { 8 } else { 4 };
-    (FIXED_LEN + icv_len).div_ceil(align) * align
+    AhRepr::header_len(icv_len, version == IpVersion::V6)
 }
 
 /// Insert an AH header at `lay.at` and fill its ICV.
@@ -67,18 +68,23 @@ pub(crate) fn encapsulate(
     }
     let payload_len = buf.len() - lay.at;
     let seq = crate::sa::next_seq(&mut sa.seq, sa.esn, sa.seq_ceiling)?;
-    let next_header = buf.as_slice()[lay.nh_field];
+    let next_header = lay.next_header(buf.as_slice());
     let hdr = buf
         .insert_gap(lay.at, ah_len)
         .map_err(|_| DropReason::NoRoom)?;
-    hdr[0] = next_header;
-    hdr[1] = (ah_len / 4 - 2) as u8;
-    hdr[2..4].fill(0);
-    hdr[4..8].copy_from_slice(&sa.id.spi.to_be_bytes());
-    hdr[8..12].copy_from_slice(&(seq as u32).to_be_bytes());
-    hdr[FIXED_LEN..].fill(0);
+    // The ICV field (and its padding) is zero until signed.
+    AhRepr {
+        next_header,
+        spi: sa.id.spi,
+        seq_number: seq as u32,
+        icv_len: ah_len - wire::FIXED_LEN,
+    }
+    .emit(
+        &mut AhPacket::new_unchecked(hdr),
+        lay.version == IpVersion::V6,
+    );
     let packet = buf.as_mut_slice();
-    packet[lay.nh_field] = IpProtocol::AH.0;
+    lay.set_next_header(packet, IpProtocol::AH);
     layout::finish(packet, lay)?;
     let mut icv = [0u8; 32];
     {
@@ -86,7 +92,8 @@ pub(crate) fn encapsulate(
         let parts = icv_parts(packet, lay, icv_len, sa.esn.then_some(&hi))?;
         integ.sign(parts.as_slice(), &mut icv[..icv_len]);
     }
-    packet[lay.at + FIXED_LEN..lay.at + FIXED_LEN + icv_len].copy_from_slice(&icv[..icv_len]);
+    AhPacket::new_unchecked(&mut packet[lay.at..]).icv_mut()[..icv_len]
+        .copy_from_slice(&icv[..icv_len]);
     sa.usage.record(payload_len, now);
     Ok(())
 }
@@ -97,26 +104,26 @@ pub(crate) fn decapsulate(
     buf: &mut PacketBuf,
     lay: &Layout,
     now: Duration,
-) -> Result<u8, DropReason> {
+) -> Result<IpProtocol, DropReason> {
     let Transform::Ah(integ) = &sa.transform else {
         unreachable!("ah::decapsulate on a non-AH SA")
     };
     let icv_len = integ.icv_len();
     let packet = buf.as_slice();
-    let ah = &packet[lay.at..];
-    if ah.len() < FIXED_LEN {
+    let ah = AhPacket::new_unchecked(&packet[lay.at..]);
+    if ah.as_ref().len() < wire::FIXED_LEN {
         return Err(DropReason::Truncated);
     }
-    let ah_len = (usize::from(ah[1]) + 2) * 4;
+    let ah_len = ah.header_len();
     let align = if lay.version == IpVersion::V6 { 8 } else { 4 };
-    if ah_len < FIXED_LEN + icv_len || ah_len % align != 0 {
+    if ah_len < wire::FIXED_LEN + icv_len || !ah_len.is_multiple_of(align) {
         return Err(DropReason::BadAhLength);
     }
-    if ah.len() < ah_len {
+    if ah.check_len().is_err() {
         return Err(DropReason::Truncated);
     }
-    let next_header = ah[0];
-    let seq_low = u32::from_be_bytes([ah[8], ah[9], ah[10], ah[11]]);
+    let next_header = ah.next_header();
+    let seq_low = ah.seq_number();
     let seq = sa
         .replay
         .check(seq_low)
@@ -124,7 +131,7 @@ pub(crate) fn decapsulate(
     if sa.usage.expired(&sa.lifetime, now) {
         return Err(DropReason::SaExpired);
     }
-    let received = &ah[FIXED_LEN..FIXED_LEN + icv_len];
+    let received = &ah.icv()[..icv_len];
     let hi = ((seq >> 32) as u32).to_be_bytes();
     let parts = icv_parts(packet, lay, icv_len, sa.esn.then_some(&hi))?;
     if !integ.verify(parts.as_slice(), received) {
@@ -136,7 +143,7 @@ pub(crate) fn decapsulate(
     let payload_len = packet.len() - lay.at - ah_len;
     buf.remove_gap(lay.at, ah_len);
     let packet = buf.as_mut_slice();
-    packet[lay.nh_field] = next_header;
+    lay.set_next_header(packet, next_header);
     layout::finish(packet, lay)?;
     sa.usage.record(payload_len, now);
     Ok(next_header)
@@ -195,9 +202,9 @@ fn icv_parts<'a>(
     let mut parts = Parts::new();
     match lay.version {
         IpVersion::V4 => ipv4_header_parts(&packet[..lay.at], &mut parts)?,
-        IpVersion::V6 => ipv6_header_parts(&packet[..lay.at], &mut parts)?,
+        IpVersion::V6 => ipv6_header_parts(packet, lay.at, &mut parts)?,
     }
-    let icv_at = lay.at + FIXED_LEN;
+    let icv_at = lay.at + wire::FIXED_LEN;
     parts.push(&packet[lay.at..icv_at])?;
     parts.zeros(icv_len)?;
     parts.push(&packet[icv_at + icv_len..])?;
@@ -213,17 +220,17 @@ fn icv_parts<'a>(
 /// Alert or Sender Directed Multi-Destination Delivery; other options are
 /// zeroed whole.
 fn ipv4_header_parts<'a>(hdr: &'a [u8], parts: &mut Parts<'a>) -> Result<(), DropReason> {
-    if hdr.len() < 20 {
+    if hdr.len() < ipv4::HEADER_LEN {
         return Err(DropReason::BadIpHeader);
     }
-    parts.push(&hdr[0..1])?; // version, IHL
-    parts.zeros(1)?; // TOS
-    parts.push(&hdr[2..6])?; // total length, identification
-    parts.zeros(3)?; // flags + fragment offset, TTL
-    parts.push(&hdr[9..10])?; // protocol
-    parts.zeros(2)?; // checksum
-    parts.push(&hdr[12..20])?; // addresses
-    let options = &hdr[20..];
+    parts.push(&hdr[v4::VER_IHL..v4::DSCP_ECN])?;
+    parts.zeros(1)?; // DSCP/ECN
+    parts.push(&hdr[v4::LENGTH.start..v4::IDENT.end])?;
+    parts.zeros(v4::FLG_OFF.len() + 1)?; // flags, fragment offset, TTL
+    parts.push(&hdr[v4::PROTOCOL..v4::CHECKSUM.start])?;
+    parts.zeros(v4::CHECKSUM.len())?;
+    parts.push(&hdr[v4::SRC_ADDR.start..v4::DST_ADDR.end])?;
+    let options = &hdr[ipv4::HEADER_LEN..];
     let mut i = 0;
     while i < options.len() {
         let kind = options[i];
@@ -250,39 +257,36 @@ fn ipv4_header_parts<'a>(hdr: &'a [u8], parts: &mut Parts<'a>) -> Result<(), Dro
 /// type has the "may change en route" bit (0x20, RFC 8200 §4.2) is zeroed.
 /// A routing header with segments left would need the final-destination
 /// rewrite of §3.3.3.1.2.2, which is not implemented: refused.
-fn ipv6_header_parts<'a>(hdr: &'a [u8], parts: &mut Parts<'a>) -> Result<(), DropReason> {
-    if hdr.len() < 40 {
+fn ipv6_header_parts<'a>(
+    packet: &'a [u8],
+    at: usize,
+    parts: &mut Parts<'a>,
+) -> Result<(), DropReason> {
+    if at < ipv6::HEADER_LEN {
         return Err(DropReason::BadIpHeader);
     }
     // Version nibble kept, traffic class and flow label zeroed.
     static VERSION6: [u8; 1] = [0x60];
     parts.push(&VERSION6)?;
-    parts.zeros(3)?;
-    parts.push(&hdr[4..7])?; // payload length, next header
+    parts.zeros(v6::VER_TC_FLOW.len() - 1)?;
+    parts.push(&packet[v6::LENGTH.start..v6::HOP_LIMIT])?; // with Next Header
     parts.zeros(1)?; // hop limit
-    parts.push(&hdr[8..40])?; // addresses
-    let mut next = hdr[6];
-    let mut at = 40;
-    while at < hdr.len() {
-        let ext = &hdr[at..];
-        if ext.len() < 8 {
-            return Err(DropReason::BadExtensionHeaders);
+    parts.push(&packet[v6::SRC_ADDR.start..v6::DST_ADDR.end])?;
+    let chain = ipv6_header_chain(packet).map_err(|_| DropReason::BadExtensionHeaders)?;
+    for ext in chain.headers().iter().take_while(|e| e.offset < at) {
+        let bytes = &packet[ext.offset..ext.offset + ext.len];
+        match ext.protocol {
+            IpProtocol::HOPOPT | IpProtocol::IPV6_OPTS => options_parts(bytes, parts)?,
+            IpProtocol::IPV6_ROUTE => {
+                let routing = Ipv6RoutingHeader::new_checked(bytes)
+                    .map_err(|_| DropReason::BadExtensionHeaders)?;
+                if routing.segments_left() != 0 {
+                    return Err(DropReason::AhUnsupportedRouting);
+                }
+                parts.push(bytes)?
+            }
+            _ => parts.push(bytes)?,
         }
-        let len = match IpProtocol(next) {
-            IpProtocol::IPV6_FRAG => 8,
-            _ => (usize::from(ext[1]) + 1) * 8,
-        };
-        if len > ext.len() {
-            return Err(DropReason::BadExtensionHeaders);
-        }
-        let ext = &ext[..len];
-        match IpProtocol(next) {
-            IpProtocol::HOPOPT | IpProtocol::IPV6_OPTS => options_parts(ext, parts)?,
-            IpProtocol::IPV6_ROUTE if ext[3] != 0 => return Err(DropReason::AhUnsupportedRouting),
-            _ => parts.push(ext)?,
-        }
-        next = ext[0];
-        at += len;
     }
     Ok(())
 }

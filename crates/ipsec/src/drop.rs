@@ -75,7 +75,8 @@ drop_reasons! {
     /// ECN-capable: RFC 6040 §4.2 says drop.
     EcnCeOnNotEct => "ecn_ce_on_not_ect",
     /// A UDP-encapsulated packet for an SA without UDP encapsulation, or
-    /// the reverse.
+    /// the reverse; or, outbound, a bundle whose UDP-encapsulated SA is not
+    /// its outermost step.
     EncapMismatch => "encap_mismatch",
     /// The decapsulated inner packet is not a valid IP packet.
     BadInnerPacket => "bad_inner_packet",

@@ -1,7 +1,9 @@
 //! ESP processing (RFC 4303 §3.3 outbound, §3.4 inbound) at a [`Layout`]:
-//! the ESP header goes (or is found) at `layout.at`, optionally behind a UDP
-//! header (RFC 3948). Tunnel mode is the same operation on a packet that
-//! already carries its new outer header (see [`crate::tunnel`]).
+//! the ESP header goes (or is found) at `layout.at`. Tunnel mode is the same
+//! operation on a packet that already carries its new outer header (see
+//! [`crate::tunnel`]). ESP in UDP (RFC 3948) leaves the packet as the UDP
+//! payload, with the addresses and ports beside it as values: the UDP socket
+//! writes (and, on receipt, removes) the IP and UDP headers.
 //!
 //! ```text
 //!  0                   1                   2                   3
@@ -22,19 +24,19 @@
 //! ```
 
 use core::time::Duration;
+use std::net::SocketAddr;
 
 use flowsec_crypto::CryptoError;
-use flowsec_wire::esp::{pad_len, EspTrailer};
+use flowsec_wire::esp::{self as wire, pad_len, EspPacket, EspRepr, EspTrailer};
 use flowsec_wire::iana::IpProtocol;
+use flowsec_wire::udp;
 
 use crate::buf::PacketBuf;
 use crate::layout::{self, Layout};
+use crate::process::UdpEndpoints;
 use crate::sa::{Mode, SecurityAssociation, Transform};
 use crate::tunnel::InnerInfo;
 use crate::DropReason;
-
-const ESP_HEADER_LEN: usize = 8;
-const UDP_HEADER_LEN: usize = 8;
 
 /// Protect the payload at `lay.at` with `sa` (an ESP SA): transport mode,
 /// or a tunnel-mode SA adjacent to another under one outer header.
@@ -44,11 +46,11 @@ pub(crate) fn encapsulate(
     lay: &Layout,
     now: Duration,
 ) -> Result<(), DropReason> {
-    let next_header = buf.as_slice()[lay.nh_field];
+    let next_header = lay.next_header(buf.as_slice());
     seal_at(sa, buf, lay.at, next_header, 0, now)?;
     let packet = buf.as_mut_slice();
-    packet[lay.nh_field] = outer_protocol(sa).0;
-    finish(sa, packet, lay)
+    lay.set_next_header(packet, IpProtocol::ESP);
+    layout::finish(packet, lay)
 }
 
 /// Tunnel mode: ESP in front of the inner packet, then the SA's outer
@@ -61,39 +63,63 @@ pub(crate) fn encapsulate_tunnel(
 ) -> Result<(), DropReason> {
     let inner = InnerInfo::of(buf.as_slice())?;
     let outer_len = sa.outer.as_ref().ok_or(DropReason::BadInnerPacket)?.len();
-    seal_at(sa, buf, 0, inner.next_header.0, outer_len, now)?;
-    let protocol = outer_protocol(sa);
+    seal_at(sa, buf, 0, inner.next_header, outer_len, now)?;
     let outer = sa.outer.as_ref().ok_or(DropReason::BadInnerPacket)?;
-    let lay = outer.push(buf, ident, &inner, protocol)?;
-    finish(sa, buf.as_mut_slice(), &lay)
+    let lay = outer.push(buf, ident, &inner, IpProtocol::ESP)?;
+    layout::finish(buf.as_mut_slice(), &lay)
 }
 
-/// ESP, or UDP when the SA is UDP-encapsulated.
-fn outer_protocol(sa: &SecurityAssociation) -> IpProtocol {
-    if sa.encap.is_some() {
-        IpProtocol::UDP
-    } else {
-        IpProtocol::ESP
-    }
+/// ESP in UDP (RFC 3948 §2.1): seal, and leave in `buf` only the ESP
+/// packet, the UDP payload; returns where it goes, from the SA's endpoints
+/// and ports. `lay`: where ESP goes in the IP packet `buf` holds
+/// (transport mode, or a tunnel's outer header added by an inner step),
+/// whose header is then removed (the socket writes its own: IPv4 options
+/// and IPv6 extension headers are not carried); `None`: `buf` is the inner
+/// packet of a tunnel-mode SA, sealed whole.
+pub(crate) fn encapsulate_udp(
+    sa: &mut SecurityAssociation,
+    buf: &mut PacketBuf,
+    lay: Option<&Layout>,
+    now: Duration,
+) -> Result<UdpEndpoints, DropReason> {
+    let encap = sa.encap.ok_or(DropReason::EncapMismatch)?;
+    let tos = match lay {
+        None => {
+            let inner = InnerInfo::of(buf.as_slice())?;
+            let outer_len = sa.outer.as_ref().map_or(0, |o| o.len());
+            seal_at(
+                sa,
+                buf,
+                0,
+                inner.next_header,
+                outer_len + udp::HEADER_LEN,
+                now,
+            )?;
+            inner.tos
+        }
+        Some(lay) => {
+            let tos = layout::tos(buf.as_slice(), lay.version);
+            let next_header = lay.next_header(buf.as_slice());
+            seal_at(sa, buf, lay.at, next_header, udp::HEADER_LEN, now)?;
+            buf.trim_front(lay.at);
+            tos
+        }
+    };
+    Ok(UdpEndpoints {
+        local: SocketAddr::new(sa.src, encap.src_port),
+        remote: SocketAddr::new(sa.id.dst, encap.dst_port),
+        tos,
+    })
 }
 
-fn finish(sa: &SecurityAssociation, packet: &mut [u8], lay: &Layout) -> Result<(), DropReason> {
-    layout::finish(packet, lay)?;
-    if sa.encap.is_some() {
-        // RFC 3948 §2.1: IPv4 sends a zero UDP checksum; IPv6 needs one.
-        layout::fill_udp_checksum(packet, lay);
-    }
-    Ok(())
-}
-
-/// Add padding and trailer after the payload at `at`, the ESP (and UDP)
-/// header before it, and seal. `reserve` bytes of outer header will still
-/// be added in front (for the size limit).
+/// Add padding and trailer after the payload at `at`, the ESP header
+/// before it, and seal. `reserve` bytes of headers will still be added in
+/// front (for the size limit).
 fn seal_at(
     sa: &mut SecurityAssociation,
     buf: &mut PacketBuf,
     at: usize,
-    next_header: u8,
+    next_header: IpProtocol,
     reserve: usize,
     now: Duration,
 ) -> Result<(), DropReason> {
@@ -112,13 +138,8 @@ fn seal_at(
         Mode::Transport => 0,
     };
     let pad = pad_len(payload_len + tfc, block);
-    let udp = if sa.encap.is_some() {
-        UDP_HEADER_LEN
-    } else {
-        0
-    };
-    let front = udp + ESP_HEADER_LEN + iv_len;
-    let back = tfc + pad + 2 + icv_len;
+    let front = wire::HEADER_LEN + iv_len;
+    let back = tfc + pad + wire::TRAILER_LEN + icv_len;
     if reserve + buf.len() + front + back > usize::from(u16::MAX) {
         return Err(DropReason::TooBig);
     }
@@ -131,47 +152,56 @@ fn seal_at(
     // `pad` < 256: pad_len aligns to at most 256 bytes.
     EspTrailer {
         pad_len: pad as u8,
-        next_header: IpProtocol(next_header),
+        next_header,
     }
     .emit(&mut tail[tfc..]);
     let gap = buf.insert_gap(at, front).map_err(|_| DropReason::NoRoom)?;
-    gap[udp..udp + 4].copy_from_slice(&sa.id.spi.to_be_bytes());
-    gap[udp + 4..udp + 8].copy_from_slice(&(seq as u32).to_be_bytes());
-    if let Some(encap) = sa.encap {
-        let udp_len = (buf.len() - at) as u16;
-        let hdr = &mut buf.as_mut_slice()[at..at + UDP_HEADER_LEN];
-        hdr[0..2].copy_from_slice(&encap.src_port.to_be_bytes());
-        hdr[2..4].copy_from_slice(&encap.dst_port.to_be_bytes());
-        hdr[4..6].copy_from_slice(&udp_len.to_be_bytes());
-        hdr[6..8].fill(0);
+    EspRepr {
+        spi: sa.id.spi,
+        // The low 32 bits travel; ESN's high half is only in the ICV.
+        seq_number: seq as u32,
     }
+    .emit(&mut EspPacket::new_unchecked(&mut gap[..wire::HEADER_LEN]));
     // Cannot fail: the lengths above come from the transform's own sizes.
-    xf.seal(seq, sa.esn, &mut buf.as_mut_slice()[at + udp..])
+    xf.seal(seq, sa.esn, &mut buf.as_mut_slice()[at..])
         .map_err(|_| DropReason::BadCiphertextLength)?;
     sa.usage.record(payload_len, now);
     Ok(())
 }
 
-/// Verify and remove the ESP header (behind a UDP header when `udp`) at
-/// `lay.at`; returns the next header from the trailer.
+/// Verify and remove the ESP header at `lay.at` of an IP packet; returns
+/// the next header from the trailer.
 pub(crate) fn decapsulate(
     sa: &mut SecurityAssociation,
     buf: &mut PacketBuf,
     lay: &Layout,
-    udp: bool,
     now: Duration,
-) -> Result<u8, DropReason> {
+) -> Result<IpProtocol, DropReason> {
+    let next_header = open_at(sa, buf, lay.at, now)?;
+    let packet = buf.as_mut_slice();
+    lay.set_next_header(packet, next_header);
+    layout::finish(packet, lay)?;
+    Ok(next_header)
+}
+
+/// Verify and decrypt the ESP packet at `at` of `buf`, leaving its payload
+/// there (header, IV, padding, trailer and ICV removed); returns the next
+/// header from the trailer.
+pub(crate) fn open_at(
+    sa: &mut SecurityAssociation,
+    buf: &mut PacketBuf,
+    at: usize,
+    now: Duration,
+) -> Result<IpProtocol, DropReason> {
     let Transform::Esp(xf) = &sa.transform else {
         unreachable!("esp::decapsulate on a non-ESP SA")
     };
     let (iv_len, icv_len) = (xf.iv_len(), xf.icv_len());
-    let udp = if udp { UDP_HEADER_LEN } else { 0 };
-    let esp_at = lay.at + udp;
-    let packet = &mut buf.as_mut_slice()[esp_at..];
-    if packet.len() < ESP_HEADER_LEN + iv_len + 2 + icv_len {
+    let packet = &mut buf.as_mut_slice()[at..];
+    if packet.len() < wire::HEADER_LEN + iv_len + wire::TRAILER_LEN + icv_len {
         return Err(DropReason::Truncated);
     }
-    let seq_low = u32::from_be_bytes([packet[4], packet[5], packet[6], packet[7]]);
+    let seq_low = EspPacket::new_unchecked(&*packet).seq_number();
     // RFC 4303 §3.4.3: the replay check comes before the ICV check.
     let seq = sa
         .replay
@@ -187,17 +217,14 @@ pub(crate) fn decapsulate(
     sa.replay
         .commit(seq)
         .map_err(crate::process::replay_reason)?;
-    let body = &packet[ESP_HEADER_LEN + iv_len..packet.len() - icv_len];
+    let body = &packet[wire::HEADER_LEN + iv_len..packet.len() - icv_len];
     let (payload_len, trailer) = EspTrailer::parse(body).map_err(|_| DropReason::BadPadding)?;
     let trailer_len = body.len() - payload_len;
     buf.trim_back(trailer_len + icv_len);
-    buf.remove_gap(lay.at, udp + ESP_HEADER_LEN + iv_len);
-    let packet = buf.as_mut_slice();
-    packet[lay.nh_field] = trailer.next_header.0;
+    buf.remove_gap(at, wire::HEADER_LEN + iv_len);
     sa.usage.record(payload_len, now);
     if trailer.next_header == IpProtocol::IPV6_NONXT {
         return Err(DropReason::DummyPacket);
     }
-    layout::finish(packet, lay)?;
-    Ok(trailer.next_header.0)
+    Ok(trailer.next_header)
 }

@@ -15,6 +15,7 @@
 use core::time::Duration;
 
 use flowsec_wire::iana::IpProtocol;
+use flowsec_wire::ipcomp::{IpCompPacket, IpCompRepr, HEADER_LEN};
 use miniz_oxide::deflate::core::{
     compress, create_comp_flags_from_zip_params, CompressorOxide, TDEFLFlush, TDEFLStatus,
 };
@@ -25,9 +26,6 @@ use crate::buf::PacketBuf;
 use crate::layout::{self, Layout};
 use crate::sa::{SecurityAssociation, Transform};
 use crate::DropReason;
-
-/// Length of the IPComp header.
-pub const HEADER_LEN: usize = 4;
 
 /// Payloads shorter than this are sent uncompressed: DEFLATE cannot win on
 /// them (the threshold Linux uses for deflate, `ipcomp_deflate` 90 bytes).
@@ -109,7 +107,7 @@ pub(crate) fn encapsulate(
         unreachable!("ipcomp on a non-IPComp SA")
     };
     let payload_len = buf.len() - lay.at;
-    let next_header = buf.as_slice()[lay.nh_field];
+    let next_header = lay.next_header(buf.as_slice());
     sa.usage.record(payload_len, now);
     match deflate.compress(&buf.as_slice()[lay.at..]) {
         // RFC 3173 §2.2: sent as it is, without an IPComp header.
@@ -120,11 +118,15 @@ pub(crate) fn encapsulate(
             let out = buf
                 .append(HEADER_LEN + compressed.len())
                 .map_err(|_| DropReason::NoRoom)?;
-            out[0] = next_header;
-            out[1] = 0;
-            out[2..4].copy_from_slice(&(sa.id.spi as u16).to_be_bytes());
-            out[HEADER_LEN..].copy_from_slice(compressed);
-            buf.as_mut_slice()[lay.nh_field] = IpProtocol::IPCOMP.0;
+            let mut header = IpCompPacket::new_unchecked(out);
+            IpCompRepr {
+                next_header,
+                // A CPI is 16 bits (RFC 3173 §3.3); the SAD keeps it as an SPI.
+                cpi: sa.id.spi as u16,
+            }
+            .emit(&mut header);
+            header.payload_mut().copy_from_slice(compressed);
+            lay.set_next_header(buf.as_mut_slice(), IpProtocol::IPCOMP);
         }
     }
     // Also when nothing was compressed: a tunnel's new outer header still
@@ -138,7 +140,7 @@ pub(crate) fn decapsulate(
     buf: &mut PacketBuf,
     lay: &Layout,
     now: Duration,
-) -> Result<u8, DropReason> {
+) -> Result<IpProtocol, DropReason> {
     if sa.usage.expired(&sa.lifetime, now) {
         return Err(DropReason::SaExpired);
     }
@@ -146,10 +148,9 @@ pub(crate) fn decapsulate(
         unreachable!("ipcomp on a non-IPComp SA")
     };
     let packet = buf.as_slice();
-    let header = packet
-        .get(lay.at..lay.at + HEADER_LEN)
-        .ok_or(DropReason::Truncated)?;
-    let next_header = header[0];
+    let next_header = IpCompPacket::new_checked(&packet[lay.at..])
+        .map_err(|_| DropReason::Truncated)?
+        .next_header();
     let max = MAX_PAYLOAD.saturating_sub(lay.at);
     let plain = deflate
         .decompress(&packet[lay.at + HEADER_LEN..], max)
@@ -161,7 +162,7 @@ pub(crate) fn decapsulate(
         .copy_from_slice(plain);
     let payload_len = plain.len();
     let packet = buf.as_mut_slice();
-    packet[lay.nh_field] = next_header;
+    lay.set_next_header(packet, next_header);
     layout::finish(packet, lay)?;
     sa.usage.record(payload_len, now);
     Ok(next_header)

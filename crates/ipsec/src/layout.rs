@@ -3,11 +3,11 @@
 
 use std::net::IpAddr;
 
-use flowsec_wire::ip::IpVersion;
-use flowsec_wire::ipv4::Ipv4Packet;
+use flowsec_wire::iana::IpProtocol;
+use flowsec_wire::ip::{version_of, IpVersion};
+use flowsec_wire::ipv4::{self, Ipv4Packet};
 use flowsec_wire::ipv6::{self, Ipv6Packet};
 use flowsec_wire::ipv6ext::ipv6_header_chain;
-use flowsec_wire::udp::UdpPacket;
 
 use crate::DropReason;
 
@@ -28,7 +28,7 @@ impl Layout {
         Layout {
             version: IpVersion::V4,
             at: header_len,
-            nh_field: 9,
+            nh_field: ipv4::field::PROTOCOL,
         }
     }
 
@@ -37,8 +37,18 @@ impl Layout {
         Layout {
             version: IpVersion::V6,
             at: ipv6::HEADER_LEN,
-            nh_field: 6,
+            nh_field: ipv6::NEXT_HEADER_OFFSET,
         }
+    }
+
+    /// The Next Header field that names what is at `at`.
+    pub fn next_header(&self, packet: &[u8]) -> IpProtocol {
+        IpProtocol(packet[self.nh_field])
+    }
+
+    /// Name what is at `at` now.
+    pub fn set_next_header(&self, packet: &mut [u8], protocol: IpProtocol) {
+        packet[self.nh_field] = protocol.0;
     }
 
     /// Where ESP/AH go in transport mode (RFC 4303 §3.1.1, RFC 4302
@@ -46,15 +56,15 @@ impl Layout {
     /// hop-by-hop and routing headers. Transport mode protects whole
     /// datagrams only (the same sections): a fragment is refused.
     pub fn outbound(packet: &[u8]) -> Result<Self, DropReason> {
-        match packet.first().map(|b| b >> 4) {
-            Some(4) => {
+        match version_of(packet).map_err(|_| DropReason::BadIpHeader)? {
+            IpVersion::V4 => {
                 let p = Ipv4Packet::new_checked(packet).map_err(|_| DropReason::BadIpHeader)?;
                 if p.is_fragment() {
                     return Err(DropReason::TransportFragment);
                 }
                 Ok(Layout::ipv4(p.header_len()))
             }
-            Some(6) => {
+            IpVersion::V6 => {
                 let chain =
                     ipv6_header_chain(packet).map_err(|_| DropReason::BadExtensionHeaders)?;
                 if chain.has_fragment() {
@@ -66,7 +76,6 @@ impl Layout {
                     nh_field: chain.ipsec_next_header_field(),
                 })
             }
-            _ => Err(DropReason::BadIpHeader),
         }
     }
 
@@ -74,15 +83,15 @@ impl Layout {
     /// headers) is on receipt. Fragments must be reassembled first (RFC 4303
     /// §3.4.1): they are refused here.
     pub fn inbound(packet: &[u8]) -> Result<Self, DropReason> {
-        match packet.first().map(|b| b >> 4) {
-            Some(4) => {
+        match version_of(packet).map_err(|_| DropReason::BadIpHeader)? {
+            IpVersion::V4 => {
                 let p = Ipv4Packet::new_checked(packet).map_err(|_| DropReason::BadIpHeader)?;
                 if p.is_fragment() {
                     return Err(DropReason::Fragment);
                 }
                 Ok(Layout::ipv4(p.header_len()))
             }
-            Some(6) => {
+            IpVersion::V6 => {
                 let chain =
                     ipv6_header_chain(packet).map_err(|_| DropReason::BadExtensionHeaders)?;
                 if chain.has_fragment() {
@@ -94,7 +103,6 @@ impl Layout {
                     nh_field: chain.upper_next_header_field(),
                 })
             }
-            _ => Err(DropReason::BadIpHeader),
         }
     }
 }
@@ -102,14 +110,13 @@ impl Layout {
 /// The length of the IP packet at the start of `packet` (which may be
 /// followed by link-layer padding).
 pub(crate) fn ip_packet_len(packet: &[u8]) -> Result<usize, DropReason> {
-    match packet.first().map(|b| b >> 4) {
-        Some(4) => Ipv4Packet::new_checked(packet)
+    match version_of(packet).map_err(|_| DropReason::BadIpHeader)? {
+        IpVersion::V4 => Ipv4Packet::new_checked(packet)
             .map(|p| usize::from(p.total_len()))
             .map_err(|_| DropReason::BadIpHeader),
-        Some(6) => Ipv6Packet::new_checked(packet)
+        IpVersion::V6 => Ipv6Packet::new_checked(packet)
             .map(|p| ipv6::HEADER_LEN + usize::from(p.payload_len()))
             .map_err(|_| DropReason::BadIpHeader),
-        _ => Err(DropReason::BadIpHeader),
     }
 }
 
@@ -124,6 +131,14 @@ pub(crate) fn addresses(packet: &[u8], version: IpVersion) -> (IpAddr, IpAddr) {
             let p = Ipv6Packet::new_unchecked(packet);
             (p.src_addr().into(), p.dst_addr().into())
         }
+    }
+}
+
+/// The IPv4 DSCP/ECN byte or the IPv6 Traffic Class of the IP header.
+pub(crate) fn tos(packet: &[u8], version: IpVersion) -> u8 {
+    match version {
+        IpVersion::V4 => Ipv4Packet::new_unchecked(packet).dscp_ecn(),
+        IpVersion::V6 => Ipv6Packet::new_unchecked(packet).traffic_class(),
     }
 }
 
@@ -144,15 +159,6 @@ pub(crate) fn finish(packet: &mut [u8], lay: &Layout) -> Result<(), DropReason> 
         }
     }
     Ok(())
-}
-
-/// Fill the checksum of the UDP header at `lay.at`: IPv6 requires one (RFC
-/// 8200 §8.1); over IPv4 RFC 3948 §2.1 says to send zero, which is left.
-pub(crate) fn fill_udp_checksum(packet: &mut [u8], lay: &Layout) {
-    if lay.version == IpVersion::V6 {
-        let (src, dst) = addresses(packet, lay.version);
-        UdpPacket::new_unchecked(&mut packet[lay.at..]).fill_checksum(&src, &dst);
-    }
 }
 
 #[cfg(test)]

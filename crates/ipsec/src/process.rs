@@ -5,16 +5,27 @@
 //! ```text
 //! outbound: resolve(policy) → [IPComp] → [ESP] → [AH], innermost first;
 //!           a tunnel-mode SA adds the outer header once per endpoint pair
-//! inbound:  outer header → (UDP-encap?) → ESP/AH/IPComp … → tunnel: inner
-//!           packet; then check_inbound(SPD, applied SAs)
+//! inbound:  outer header → ESP/AH/IPComp … → tunnel: inner packet;
+//!           ESP in UDP: the UDP payload and its endpoints → ESP → …;
+//!           then check_inbound(SPD, applied SAs)
+//! ```
+//!
+//! ESP in UDP (RFC 3948) crosses this interface as a UDP payload with its
+//! [`UdpEndpoints`] beside it, never as IP and UDP headers: the caller's UDP
+//! socket writes those on sending and removes them on receipt.
+//!
+//! ```text
 //! ```
 
 use core::time::Duration;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 
+use flowsec_wire::ah::{self as wire_ah, AhPacket};
+use flowsec_wire::esp::EspPacket;
 use flowsec_wire::iana::IpProtocol;
-use flowsec_wire::udp::UdpPacket;
-use flowsec_wire::udp_encap::{self, UdpEncap};
+use flowsec_wire::ip::IpRepr;
+use flowsec_wire::ipcomp::IpCompPacket;
+use flowsec_wire::udp_encap::{self, Datagram, UdpEncap, NON_ESP_MARKER};
 
 use crate::buf::PacketBuf;
 use crate::layout::{self, Layout};
@@ -23,10 +34,14 @@ use crate::sa::{Mode, Protocol, SaId};
 use crate::sad::{SaHandle, Sad};
 use crate::spd::{Action, Flow, Level, Policy, SaTemplate};
 use crate::tunnel::InnerInfo;
-use crate::{ah, esp, ipcomp, tunnel, DropReason};
+use crate::{ah, esp, ipcomp, tunnel, DropReason, SecurityAssociation};
 
 /// The most SAs one packet may pass through (e.g. IPComp + ESP + AH is 3).
 pub const MAX_BUNDLE: usize = 4;
+
+/// Hop limit of an IP header rebuilt for a packet that arrived as ESP in
+/// UDP in transport mode (the socket took the real one off).
+const REBUILT_HOP_LIMIT: u8 = 64;
 
 /// A short list of SAs: a resolved outbound bundle, or those an inbound
 /// packet passed through (in the order their headers were removed).
@@ -63,6 +78,45 @@ impl Bundle {
     }
 }
 
+/// The two ends of an ESP-in-UDP datagram (RFC 3948 §2.1) and its outer
+/// TOS: what a UDP socket reports on receipt, and what it is given to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpEndpoints {
+    /// Our address and port.
+    pub local: SocketAddr,
+    /// The peer's address and port (its NAT's, behind one).
+    pub remote: SocketAddr,
+    /// The outer IPv4 DSCP/ECN byte or IPv6 Traffic Class: copied from the
+    /// inner packet on sending (RFC 4301 §5.1.2.1); on receipt, merged
+    /// into the inner packet's ECN field (RFC 6040 §4.2).
+    pub tos: u8,
+}
+
+/// Where a packet [`outbound`] protected goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Egress {
+    /// The buffer holds an IP packet, to be sent as it is.
+    Ip,
+    /// ESP in UDP: the buffer holds the UDP payload (the ESP packet), to
+    /// be sent by a UDP socket between these endpoints.
+    Udp(UdpEndpoints),
+}
+
+impl Egress {
+    /// The packet as the network carries it: for [`Egress::Udp`], the IP
+    /// and UDP headers a socket would put in front of `sealed`. For tools
+    /// and tests that write captures; the daemon hands the parts to its
+    /// sockets instead.
+    pub fn to_packet(&self, sealed: &[u8]) -> Result<Vec<u8>, DropReason> {
+        match self {
+            Egress::Ip => Ok(sealed.to_vec()),
+            Egress::Udp(e) => {
+                Datagram::build(e.local, e.remote, e.tos, sealed).map_err(|_| DropReason::TooBig)
+            }
+        }
+    }
+}
+
 /// Choose the SAs for a PROTECT policy's templates and the packet's
 /// addresses: `Err(NoOutboundSa)` if a `require`/`unique` step has none
 /// (the caller would start IKE here); `use` steps without an SA are skipped.
@@ -83,53 +137,83 @@ pub fn resolve(
     Ok(bundle)
 }
 
-/// Apply `bundle` to the IP packet in `buf`, innermost SA first. On error
-/// the buffer holds a partly processed packet that must be dropped, except
-/// for [`DropReason::TransportFragment`]: only the packet as it came can be
-/// a fragment (every step before a transport one leaves a whole packet), so
+/// Apply `bundle` to the IP packet in `buf`, innermost SA first, and say
+/// where the result goes. On error the buffer holds a partly processed
+/// packet that must be dropped, except for
+/// [`DropReason::TransportFragment`]: only the packet as it came can be a
+/// fragment (every step before a transport one leaves a whole packet), so
 /// it is refused untouched and no SA counted anything; the caller may
 /// reassemble its datagram and try again (RFC 4303 §3.1.1).
+///
+/// A UDP-encapsulated ESP SA must be the bundle's last (outermost) step:
+/// what it leaves is a UDP payload, which no header can follow
+/// ([`DropReason::EncapMismatch`] otherwise).
 pub fn outbound(
     sad: &mut Sad,
     bundle: &Bundle,
     buf: &mut PacketBuf,
     now: Duration,
-) -> Result<(), DropReason> {
+) -> Result<Egress, DropReason> {
+    // The endpoints of the outer header added last (by a tunnel-mode SA).
     let mut outer: Option<(IpAddr, IpAddr)> = None;
-    for h in bundle.iter() {
+    for (i, h) in bundle.iter().enumerate() {
         let sa = sad.get_mut(h).ok_or(DropReason::NoOutboundSa)?;
         let endpoints = (sa.src(), sa.dst());
-        // The IPv4 ID only has to be unique per (src, dst, protocol) while
-        // fragments are in flight (RFC 6864 §4.1): the sequence number, offset
-        // by the SPI so that per-resource SAs to one peer, which all count
-        // from 1, do not send the same IDs.
-        let ident = sa
-            .seq()
-            .wrapping_add(1)
-            .wrapping_add(u64::from(sa.id().spi)) as u16;
-        let lay = if sa.mode() == Mode::Tunnel && outer != Some(endpoints) {
+        // Tunnel-mode SAs sharing an outer header already added are in
+        // "transport adjacency" (RFC 4301 §4.5).
+        let new_tunnel = sa.mode() == Mode::Tunnel && outer != Some(endpoints);
+        if new_tunnel {
             outer = Some(endpoints);
-            if sa.id().protocol == Protocol::Esp {
-                esp::encapsulate_tunnel(sa, buf, ident, now)?;
-                continue;
-            }
-            // AH covers the outer header, and IPComp may leave the packet
-            // as it is: both go after it.
-            let inner = InnerInfo::of(buf.as_slice())?;
-            let outer_header = sa.outer.as_ref().ok_or(DropReason::BadInnerPacket)?;
-            outer_header.push(buf, ident, &inner, inner.next_header)?
-        } else {
-            // Transport mode, or tunnel-mode SAs sharing the outer header
-            // already added ("transport adjacency", RFC 4301 §4.5).
-            Layout::outbound(buf.as_slice())?
-        };
-        match sa.id().protocol {
-            Protocol::Esp => esp::encapsulate(sa, buf, &lay, now)?,
-            Protocol::Ah => ah::encapsulate(sa, buf, &lay, now)?,
-            Protocol::IpComp => ipcomp::encapsulate(sa, buf, &lay, now)?,
         }
+        if sa.encap().is_some() {
+            if i + 1 != bundle.len() {
+                return Err(DropReason::EncapMismatch);
+            }
+            let lay = match new_tunnel {
+                true => None,
+                false => Some(Layout::outbound(buf.as_slice())?),
+            };
+            return esp::encapsulate_udp(sa, buf, lay.as_ref(), now).map(Egress::Udp);
+        }
+        apply_outbound(sa, buf, new_tunnel, now)?;
     }
-    Ok(())
+    Ok(Egress::Ip)
+}
+
+/// One outbound step of a bundle: `new_tunnel` when `sa` adds the outer
+/// header (a tunnel-mode SA whose endpoints are not those of the outer
+/// header already there).
+fn apply_outbound(
+    sa: &mut SecurityAssociation,
+    buf: &mut PacketBuf,
+    new_tunnel: bool,
+    now: Duration,
+) -> Result<(), DropReason> {
+    // The IPv4 ID only has to be unique per (src, dst, protocol) while
+    // fragments are in flight (RFC 6864 §4.1): the sequence number, offset
+    // by the SPI so that per-resource SAs to one peer, which all count
+    // from 1, do not send the same IDs.
+    let ident = sa
+        .seq()
+        .wrapping_add(1)
+        .wrapping_add(u64::from(sa.id().spi)) as u16;
+    let lay = if new_tunnel {
+        if sa.id().protocol == Protocol::Esp {
+            return esp::encapsulate_tunnel(sa, buf, ident, now);
+        }
+        // AH covers the outer header, and IPComp may leave the packet as
+        // it is: both go after it.
+        let inner = InnerInfo::of(buf.as_slice())?;
+        let outer_header = sa.outer.as_ref().ok_or(DropReason::BadInnerPacket)?;
+        outer_header.push(buf, ident, &inner, inner.next_header)?
+    } else {
+        Layout::outbound(buf.as_slice())?
+    };
+    match sa.id().protocol {
+        Protocol::Esp => esp::encapsulate(sa, buf, &lay, now),
+        Protocol::Ah => ah::encapsulate(sa, buf, &lay, now),
+        Protocol::IpComp => ipcomp::encapsulate(sa, buf, &lay, now),
+    }
 }
 
 /// What an inbound packet turned out to be.
@@ -145,83 +229,147 @@ pub enum Inbound {
     Ike,
 }
 
-/// How an inbound SA's header is removed.
-#[derive(Clone, Copy)]
-enum Step {
-    /// ESP, raw or behind a UDP header (RFC 3948).
-    Esp {
-        udp: bool,
-    },
-    Ah,
-    IpComp,
-}
-
-/// Remove the IPsec headers of the IP packet in `buf`.
-///
-/// A UDP datagram is taken as UDP-encapsulated ESP: call this only for
-/// packets that arrived on the encapsulation port.
+/// Remove the IPsec headers of the IP packet in `buf` (raw ESP, AH or
+/// IPComp as IP protocols 50, 51 and 108).
 pub fn inbound(sad: &mut Sad, buf: &mut PacketBuf, now: Duration) -> Result<Inbound, DropReason> {
     let len = layout::ip_packet_len(buf.as_slice())?;
     buf.trim_back(buf.len().saturating_sub(len));
+    decapsulate(sad, buf, Bundle::default(), now)
+}
+
+/// What a UDP socket on the encapsulation port received: `buf` holds the
+/// UDP payload, `from` says who sent it to which of our addresses. A
+/// NAT-keepalive, an IKE message (non-ESP marker), or ESP (RFC 3948
+/// §2.1–2.3), whose headers are then removed as [`inbound`] does.
+pub fn inbound_udp(
+    sad: &mut Sad,
+    buf: &mut PacketBuf,
+    from: &UdpEndpoints,
+    now: Duration,
+) -> Result<Inbound, DropReason> {
+    let spi = match udp_encap::classify(buf.as_slice()).map_err(|_| DropReason::BadUdpEncap)? {
+        UdpEncap::NatKeepalive => return Ok(Inbound::NatKeepalive),
+        UdpEncap::Ike(_) => {
+            buf.trim_front(NON_ESP_MARKER.len());
+            return Ok(Inbound::Ike);
+        }
+        UdpEncap::Esp(esp) => EspPacket::new_checked(esp)
+            .map_err(|_| DropReason::Truncated)?
+            .spi(),
+    };
+    let handle = lookup(sad, Protocol::Esp, spi, from.local.ip())?;
+    let sa = sa_mut(sad, handle);
+    let mode = sa.mode();
+    // The packet must arrive as the SA was set up: in UDP or not.
+    let result = match sa.encap() {
+        None => Err(DropReason::EncapMismatch),
+        Some(_) => esp::open_at(sa, buf, 0, now),
+    };
+    if let Err(reason) = result {
+        sa.stats.count(reason);
+    }
+    let next = result?;
     let mut applied = Bundle::default();
+    applied.push(handle)?;
+    match (mode, next) {
+        (Mode::Tunnel, IpProtocol::IPV4 | IpProtocol::IPV6) => {
+            tunnel::finish_inner(buf, next, from.tos)?;
+            Ok(Inbound::Decapsulated(applied))
+        }
+        (Mode::Tunnel, IpProtocol::ESP | IpProtocol::AH | IpProtocol::IPCOMP)
+        | (Mode::Transport, _) => {
+            // Transport mode, or another SA's header under the tunnel's
+            // outer header: what follows is processed, and delivered, as
+            // the IP packet it was before the socket took its header off.
+            push_ip_header(buf, from, next)?;
+            decapsulate(sad, buf, applied, now)
+        }
+        (Mode::Tunnel, _) => Err(DropReason::BadNextHeader),
+    }
+}
+
+/// A whole packet as a capture holds it: an IP/UDP datagram goes to
+/// [`inbound_udp`] as a UDP socket would hand it over (payload and
+/// endpoints), anything else to [`inbound`]. For tools and tests that
+/// read captures; the daemon's sockets give the parts directly.
+pub fn inbound_packet(
+    sad: &mut Sad,
+    buf: &mut PacketBuf,
+    now: Duration,
+) -> Result<Inbound, DropReason> {
+    let Ok(d) = Datagram::parse(buf.as_slice()) else {
+        return inbound(sad, buf, now);
+    };
+    let from = UdpEndpoints {
+        local: d.dst,
+        remote: d.src,
+        tos: d.tos,
+    };
+    buf.trim_back(buf.len() - d.payload.end);
+    buf.trim_front(d.payload.start);
+    inbound_udp(sad, buf, &from, now)
+}
+
+/// Put back the IP header of a datagram that a UDP socket received, naming
+/// `next` as what follows it.
+fn push_ip_header(
+    buf: &mut PacketBuf,
+    from: &UdpEndpoints,
+    next: IpProtocol,
+) -> Result<(), DropReason> {
+    let ip = IpRepr {
+        src: from.remote.ip(),
+        dst: from.local.ip(),
+        next_header: next,
+        payload_len: buf.len(),
+        hop_limit: REBUILT_HOP_LIMIT,
+        tos: from.tos,
+    };
+    let hdr = buf
+        .prepend(ip.buffer_len())
+        .map_err(|_| DropReason::NoRoom)?;
+    ip.emit(hdr).map_err(|_| DropReason::BadIpHeader)
+}
+
+/// Remove the IPsec headers that follow the IP header of `buf`, adding the
+/// SAs to `applied` (those already removed), until what follows is not
+/// IPsec or a tunnel's inner packet is reached.
+fn decapsulate(
+    sad: &mut Sad,
+    buf: &mut PacketBuf,
+    mut applied: Bundle,
+    now: Duration,
+) -> Result<Inbound, DropReason> {
     loop {
         let lay = Layout::inbound(buf.as_slice())?;
         let packet = buf.as_slice();
-        let next_header = IpProtocol(packet[lay.nh_field]);
         let (_, dst) = layout::addresses(packet, lay.version);
-        let rest = &packet[lay.at..];
-        // Which SA, and how to remove its header; each protocol is then
-        // processed, and its refusals counted on the SA, in one place.
-        let (handle, step) = match next_header {
-            IpProtocol::ESP => (
-                lookup(sad, Protocol::Esp, spi_at(rest, 0)?, dst)?,
-                Step::Esp { udp: false },
-            ),
-            IpProtocol::UDP if applied.is_empty() => {
-                let udp = UdpPacket::new_checked(rest).map_err(|_| DropReason::BadUdpEncap)?;
-                if usize::from(udp.len()) != rest.len() {
-                    return Err(DropReason::BadUdpEncap);
-                }
-                match udp_encap::classify(udp.payload()).map_err(|_| DropReason::BadUdpEncap)? {
-                    UdpEncap::NatKeepalive => return Ok(Inbound::NatKeepalive),
-                    UdpEncap::Ike(ike) => {
-                        let start = lay.at + 8 + udp_encap::NON_ESP_MARKER.len();
-                        let ike_len = ike.len();
-                        buf.trim_front(start);
-                        buf.trim_back(buf.len() - ike_len);
-                        return Ok(Inbound::Ike);
-                    }
-                    UdpEncap::Esp(esp) => (
-                        lookup(sad, Protocol::Esp, spi_at(esp, 0)?, dst)?,
-                        Step::Esp { udp: true },
-                    ),
-                }
-            }
-            IpProtocol::AH => (lookup(sad, Protocol::Ah, spi_at(rest, 4)?, dst)?, Step::Ah),
-            IpProtocol::IPCOMP => {
-                let cpi = rest.get(2..4).ok_or(DropReason::Truncated)?;
-                let cpi = u32::from(u16::from_be_bytes([cpi[0], cpi[1]]));
-                (lookup(sad, Protocol::IpComp, cpi, dst)?, Step::IpComp)
-            }
-            _ if applied.is_empty() => return Err(DropReason::NotIpsec),
-            _ => return Ok(Inbound::Decapsulated(applied)),
+        let Some((protocol, spi)) = ipsec_header(lay.next_header(packet), &packet[lay.at..])?
+        else {
+            return match applied.is_empty() {
+                true => Err(DropReason::NotIpsec),
+                false => Ok(Inbound::Decapsulated(applied)),
+            };
         };
+        let handle = lookup(sad, protocol, spi, dst)?;
+        // Each protocol is processed, and its refusals counted on the SA,
+        // in one place.
         let sa = sa_mut(sad, handle);
-        let result = match step {
+        let result = match protocol {
             // The packet must arrive as the SA was set up: in UDP or not.
-            Step::Esp { udp } if sa.encap().is_some() != udp => Err(DropReason::EncapMismatch),
-            Step::Esp { udp } => esp::decapsulate(sa, buf, &lay, udp, now),
-            Step::Ah => ah::decapsulate(sa, buf, &lay, now),
-            Step::IpComp => ipcomp::decapsulate(sa, buf, &lay, now),
+            Protocol::Esp if sa.encap().is_some() => Err(DropReason::EncapMismatch),
+            Protocol::Esp => esp::decapsulate(sa, buf, &lay, now),
+            Protocol::Ah => ah::decapsulate(sa, buf, &lay, now),
+            Protocol::IpComp => ipcomp::decapsulate(sa, buf, &lay, now),
         };
         if let Err(reason) = result {
             sa.stats.count(reason);
         }
         let next = result?;
+        let tunnel = sa.mode() == Mode::Tunnel;
         applied.push(handle)?;
-        let tunnel = sad.get(handle).is_some_and(|sa| sa.mode() == Mode::Tunnel);
         if tunnel {
-            match IpProtocol(next) {
+            match next {
                 IpProtocol::IPV4 | IpProtocol::IPV6 => {
                     tunnel::pop_outer(buf, &lay, next)?;
                     return Ok(Inbound::Decapsulated(applied));
@@ -234,6 +382,30 @@ pub fn inbound(sad: &mut Sad, buf: &mut PacketBuf, now: Duration) -> Result<Inbo
             }
         }
     }
+}
+
+/// The IPsec protocol `next` names and the SPI (or CPI) of its header at
+/// the start of `rest`; `None` if `next` is not ESP, AH or IPComp.
+fn ipsec_header(next: IpProtocol, rest: &[u8]) -> Result<Option<(Protocol, u32)>, DropReason> {
+    let truncated = |_| DropReason::Truncated;
+    Ok(Some(match next {
+        IpProtocol::ESP => (
+            Protocol::Esp,
+            EspPacket::new_checked(rest).map_err(truncated)?.spi(),
+        ),
+        IpProtocol::AH => {
+            // Its length field is checked against the SA's ICV later.
+            let fixed = rest
+                .get(..wire_ah::FIXED_LEN)
+                .ok_or(DropReason::Truncated)?;
+            (Protocol::Ah, AhPacket::new_unchecked(fixed).spi())
+        }
+        IpProtocol::IPCOMP => {
+            let cpi = IpCompPacket::new_checked(rest).map_err(truncated)?.cpi();
+            (Protocol::IpComp, u32::from(cpi))
+        }
+        _ => return Ok(None),
+    }))
 }
 
 /// Check the SAs an inbound packet passed through against the policy that
@@ -286,17 +458,12 @@ pub(crate) fn replay_reason(e: ReplayError) -> DropReason {
     }
 }
 
-fn spi_at(bytes: &[u8], at: usize) -> Result<u32, DropReason> {
-    let b = bytes.get(at..at + 4).ok_or(DropReason::Truncated)?;
-    Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-}
-
 fn lookup(sad: &Sad, protocol: Protocol, spi: u32, dst: IpAddr) -> Result<SaHandle, DropReason> {
     sad.lookup(&SaId { protocol, spi, dst })
         .ok_or(DropReason::UnknownSpi)
 }
 
-fn sa_mut(sad: &mut Sad, h: SaHandle) -> &mut crate::SecurityAssociation {
+fn sa_mut(sad: &mut Sad, h: SaHandle) -> &mut SecurityAssociation {
     // A handle just returned by `lookup` names a live SA.
     sad.get_mut(h).expect("handle from lookup")
 }

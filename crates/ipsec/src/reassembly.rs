@@ -16,6 +16,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use flowsec_wire::iana::IpProtocol;
+use flowsec_wire::ip::{version_of, IpVersion};
 use flowsec_wire::ipv4::Ipv4Packet;
 use flowsec_wire::ipv6::{self, Ipv6Packet};
 use flowsec_wire::ipv6ext::{ipv6_header_chain, Ipv6FragmentHeader};
@@ -204,8 +205,8 @@ impl Reassembler {
 
 /// The fragment fields of `packet`; not a fragment is an error here.
 fn parse(packet: &[u8]) -> Result<Piece<'_>, DropReason> {
-    match packet.first().map(|b| b >> 4) {
-        Some(4) => {
+    match version_of(packet).map_err(|_| DropReason::BadIpHeader)? {
+        IpVersion::V4 => {
             let p = Ipv4Packet::new_checked(packet).map_err(|_| DropReason::BadIpHeader)?;
             if !p.is_fragment() {
                 return Err(DropReason::BadFragment);
@@ -225,7 +226,7 @@ fn parse(packet: &[u8]) -> Result<Piece<'_>, DropReason> {
                 v6: None,
             })
         }
-        Some(6) => {
+        IpVersion::V6 => {
             let ip = Ipv6Packet::new_checked(packet).map_err(|_| DropReason::BadIpHeader)?;
             let chain = ipv6_header_chain(packet).map_err(|_| DropReason::BadExtensionHeaders)?;
             let headers = chain.headers();
@@ -238,7 +239,10 @@ fn parse(packet: &[u8]) -> Result<Piece<'_>, DropReason> {
             let at = headers[i].offset;
             // The field naming the Fragment header: the fixed header's, or
             // the first byte of the header before it.
-            let field = if i == 0 { 6 } else { headers[i - 1].offset };
+            let field = match i {
+                0 => ipv6::NEXT_HEADER_OFFSET,
+                _ => headers[i - 1].offset,
+            };
             let f = Ipv6FragmentHeader::new_checked(&packet[at..chain.packet_len()])
                 .map_err(|_| DropReason::BadExtensionHeaders)?;
             Ok(Piece {
@@ -255,7 +259,6 @@ fn parse(packet: &[u8]) -> Result<Piece<'_>, DropReason> {
                 v6: Some((field, f.next_header().0)),
             })
         }
-        _ => Err(DropReason::BadIpHeader),
     }
 }
 

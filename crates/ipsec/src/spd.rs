@@ -10,6 +10,7 @@ use core::fmt;
 use std::net::IpAddr;
 
 use flowsec_wire::iana::IpProtocol;
+use flowsec_wire::ip::{version_of, IpVersion};
 use flowsec_wire::ipv4::Ipv4Packet;
 use flowsec_wire::ipv6::Ipv6Packet;
 use flowsec_wire::ipv6ext::ipv6_header_chain;
@@ -234,8 +235,9 @@ impl Flow {
     pub fn of_packet(packet: &[u8]) -> Result<Flow, DropReason> {
         // `fragment`: any fragment; `opaque`: one without the first
         // bytes of the upper layer (offset not 0).
-        let (src, dst, protocol, upper, fragment, opaque) = match packet.first().map(|b| b >> 4) {
-            Some(4) => {
+        let version = version_of(packet).map_err(|_| DropReason::BadIpHeader)?;
+        let (src, dst, protocol, upper, fragment, opaque) = match version {
+            IpVersion::V4 => {
                 let p = Ipv4Packet::new_checked(packet).map_err(|_| DropReason::BadIpHeader)?;
                 let upper = &packet[p.header_len()..usize::from(p.total_len())];
                 (
@@ -247,7 +249,7 @@ impl Flow {
                     p.frag_offset() != 0,
                 )
             }
-            Some(6) => {
+            IpVersion::V6 => {
                 let p = Ipv6Packet::new_checked(packet).map_err(|_| DropReason::BadIpHeader)?;
                 let chain =
                     ipv6_header_chain(packet).map_err(|_| DropReason::BadExtensionHeaders)?;
@@ -265,7 +267,6 @@ impl Flow {
                     fragment && chain.fragment_offset() != 0,
                 )
             }
-            _ => return Err(DropReason::BadIpHeader),
         };
         let first = !fragment || !opaque;
         let (src_port, dst_port) = match (IpProtocol(protocol), upper) {

@@ -9,12 +9,12 @@
 use std::net::IpAddr;
 
 use flowsec_wire::iana::IpProtocol;
-use flowsec_wire::ip::IpVersion;
+use flowsec_wire::ip::{version_of, IpVersion};
 use flowsec_wire::ipv4::{self, Ipv4Packet, Ipv4Repr};
 use flowsec_wire::ipv6::{self, Ipv6Packet, Ipv6Repr};
 
 use crate::buf::PacketBuf;
-use crate::layout::Layout;
+use crate::layout::{self, Layout};
 use crate::DropReason;
 
 /// Hop limit of outer headers (Linux's default TTL).
@@ -120,15 +120,18 @@ impl InnerInfo {
     /// Read from the inner packet. Only these fields are read: the packet
     /// comes from the local stack and is encrypted whole.
     pub fn of(inner: &[u8]) -> Result<Self, DropReason> {
-        match inner.first().map(|b| b >> 4) {
-            Some(4) if inner.len() >= ipv4::HEADER_LEN => Ok(InnerInfo {
-                next_header: IpProtocol::IPV4,
-                tos: inner[1],
-                dont_frag: inner[6] & 0x40 != 0,
-            }),
-            Some(6) if inner.len() >= ipv6::HEADER_LEN => Ok(InnerInfo {
+        match version_of(inner) {
+            Ok(IpVersion::V4) if inner.len() >= ipv4::HEADER_LEN => {
+                let p = Ipv4Packet::new_unchecked(inner);
+                Ok(InnerInfo {
+                    next_header: IpProtocol::IPV4,
+                    tos: p.dscp_ecn(),
+                    dont_frag: p.dont_frag(),
+                })
+            }
+            Ok(IpVersion::V6) if inner.len() >= ipv6::HEADER_LEN => Ok(InnerInfo {
                 next_header: IpProtocol::IPV6,
-                tos: (inner[0] << 4) | (inner[1] >> 4),
+                tos: Ipv6Packet::new_unchecked(inner).traffic_class(),
                 dont_frag: false,
             }),
             _ => Err(DropReason::BadInnerPacket),
@@ -136,24 +139,35 @@ impl InnerInfo {
     }
 }
 
-/// Remove everything up to `lay.at` (the outer header), leaving the inner
-/// packet; merge the outer ECN field into the inner one (RFC 6040 §4.2, as
-/// RFC 4301 §5.1.2.1 asks); and trim what lies past the inner packet's own
-/// length (TFC padding, RFC 4303 §2.7).
+/// Remove everything up to `lay.at` (the outer header) and finish the
+/// inner packet ([`finish_inner`], with the outer header's ECN).
 pub(crate) fn pop_outer(
     buf: &mut PacketBuf,
     lay: &Layout,
-    next_header: u8,
+    next_header: IpProtocol,
 ) -> Result<(), DropReason> {
-    let outer_ecn = ecn_of(buf.as_slice(), lay.version);
+    let outer_tos = layout::tos(buf.as_slice(), lay.version);
     buf.trim_front(lay.at);
+    finish_inner(buf, next_header, outer_tos)
+}
+
+/// `buf` holds a tunnel's inner packet, named `next_header` by the IPsec
+/// header it came out of: trim what lies past its own length (TFC padding,
+/// RFC 4303 §2.7), and merge the ECN field of the outer header (`outer_tos`,
+/// its DSCP/ECN byte or Traffic Class) into the inner one (RFC 6040 §4.2,
+/// as RFC 4301 §5.1.2.1 asks).
+pub(crate) fn finish_inner(
+    buf: &mut PacketBuf,
+    next_header: IpProtocol,
+    outer_tos: u8,
+) -> Result<(), DropReason> {
     let inner = buf.as_slice();
-    let (version, len) = match (next_header, inner.first().map(|b| b >> 4)) {
-        (4, Some(4)) => {
+    let (version, len) = match (next_header, version_of(inner)) {
+        (IpProtocol::IPV4, Ok(IpVersion::V4)) => {
             let p = Ipv4Packet::new_checked(inner).map_err(|_| DropReason::BadInnerPacket)?;
             (IpVersion::V4, usize::from(p.total_len()))
         }
-        (41, Some(6)) => {
+        (IpProtocol::IPV6, Ok(IpVersion::V6)) => {
             let p = Ipv6Packet::new_checked(inner).map_err(|_| DropReason::BadInnerPacket)?;
             (
                 IpVersion::V6,
@@ -164,33 +178,32 @@ pub(crate) fn pop_outer(
     };
     let extra = inner.len().saturating_sub(len);
     buf.trim_back(extra);
-    let inner_ecn = ecn_of(buf.as_slice(), version);
-    let ecn = decapsulated_ecn(inner_ecn, outer_ecn).ok_or(DropReason::EcnCeOnNotEct)?;
+    let inner_tos = layout::tos(buf.as_slice(), version);
+    let inner_ecn = inner_tos & ECN_MASK;
+    let ecn = decapsulated_ecn(inner_ecn, outer_tos & ECN_MASK).ok_or(DropReason::EcnCeOnNotEct)?;
     if ecn != inner_ecn {
+        let tos = (inner_tos & !ECN_MASK) | ecn;
         let packet = buf.as_mut_slice();
         match version {
             IpVersion::V4 => {
-                packet[1] = (packet[1] & !0b11) | ecn;
-                Ipv4Packet::new_unchecked(packet).fill_checksum();
+                let mut p = Ipv4Packet::new_unchecked(packet);
+                p.set_dscp_ecn(tos);
+                p.fill_checksum();
             }
-            IpVersion::V6 => packet[1] = (packet[1] & !0b11_0000) | (ecn << 4),
+            IpVersion::V6 => Ipv6Packet::new_unchecked(packet).set_traffic_class(tos),
         }
     }
     Ok(())
 }
+
+/// The ECN bits of a DSCP/ECN byte or Traffic Class (RFC 3168 §5).
+const ECN_MASK: u8 = 0b11;
 
 /// ECN codepoints (RFC 3168 §5).
 const NOT_ECT: u8 = 0b00;
 const ECT1: u8 = 0b01;
 const ECT0: u8 = 0b10;
 const CE: u8 = 0b11;
-
-fn ecn_of(packet: &[u8], version: IpVersion) -> u8 {
-    match version {
-        IpVersion::V4 => packet[1] & 0b11,
-        IpVersion::V6 => (packet[1] >> 4) & 0b11,
-    }
-}
 
 /// RFC 6040 §4.2, Figure 4: the inner ECN field after decapsulation, or
 /// `None` where the packet must be dropped (CE outside a Not-ECT packet:

@@ -92,7 +92,7 @@ fn valid_seeds_decapsulate() {
             }
             let mut sad = common::sad(specs);
             let mut buf = PacketBuf::from_packet(&fs::read(&path).unwrap());
-            let r = process::inbound(&mut sad, &mut buf, NOW);
+            let r = process::inbound_packet(&mut sad, &mut buf, NOW);
             assert!(
                 matches!(r, Ok(Inbound::Decapsulated(_))),
                 "{name}/{file}: {r:?}"
@@ -114,7 +114,7 @@ fn esp_decrypted_seeds_open() {
         let (case, packet) = common::esp_decrypted_packet(&fs::read(&path).unwrap()).unwrap();
         let mut sad = common::sad(DECRYPTED_SAS);
         let mut buf = PacketBuf::from_packet(&packet);
-        let r = process::inbound(&mut sad, &mut buf, NOW);
+        let r = process::inbound_packet(&mut sad, &mut buf, NOW);
         let want = match file.split('-').next().unwrap() {
             "valid" => {
                 let Ok(Inbound::Decapsulated(applied)) = r else {
@@ -342,8 +342,8 @@ fn seal(specs: &[SaSpec], spis: &[u32], inner: &[u8], count: usize) -> Vec<Vec<u
     (0..count)
         .map(|_| {
             let mut buf = PacketBuf::from_packet(inner);
-            process::outbound(&mut sad, &bundle, &mut buf, NOW).unwrap();
-            buf.as_slice().to_vec()
+            let egress = process::outbound(&mut sad, &bundle, &mut buf, NOW).unwrap();
+            egress.to_packet(buf.as_slice()).unwrap()
         })
         .collect()
 }

@@ -188,10 +188,12 @@ fn pair(configs: &[SaConfig]) -> (Sad, Sad, process::Bundle) {
 fn round_trip(configs: &[SaConfig], inner: &[u8]) -> Vec<u8> {
     let (mut out, mut inb, bundle) = pair(configs);
     let mut buf = PacketBuf::from_packet(inner);
-    process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap();
-    let wire = buf.as_slice().to_vec();
+    let egress = process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap();
+    let wire = egress.to_packet(buf.as_slice()).unwrap();
     assert_ne!(wire, inner);
-    let Inbound::Decapsulated(applied) = process::inbound(&mut inb, &mut buf, NOW).unwrap() else {
+    let mut buf = PacketBuf::from_packet(&wire);
+    let Inbound::Decapsulated(applied) = process::inbound_packet(&mut inb, &mut buf, NOW).unwrap()
+    else {
         panic!("not decapsulated")
     };
     assert_eq!(applied.len(), configs.len());
@@ -199,7 +201,7 @@ fn round_trip(configs: &[SaConfig], inner: &[u8]) -> Vec<u8> {
     // The same packet again is a replay.
     let mut again = PacketBuf::from_packet(&wire);
     assert_eq!(
-        process::inbound(&mut inb, &mut again, NOW),
+        process::inbound_packet(&mut inb, &mut again, NOW),
         Err(DropReason::Replayed)
     );
     wire
@@ -237,6 +239,92 @@ trait ProtoNum {
 impl ProtoNum for Suite {
     fn protocol_number(&self) -> u8 {
         self.protocol.ip_protocol().0
+    }
+}
+
+/// ESP in UDP crosses the core as a UDP payload and its endpoints, in both
+/// modes (RFC 3948 §2.1): the socket's addresses and ports come from the
+/// SA, the outer TOS from the inner packet; a keepalive and an IKE message
+/// on the port are told apart (§2.2, §2.3); and a UDP-encapsulated SA
+/// must be its bundle's outermost step.
+#[test]
+fn esp_in_udp_is_a_payload_and_endpoints() {
+    use flowsec_ipsec::{Egress, UdpEndpoints};
+    for (mode, src, dst) in [
+        (Mode::Tunnel, "192.0.2.1", "192.0.2.2"),
+        (Mode::Transport, "2001:db8::1", "2001:db8::2"),
+    ] {
+        let mut c = config(&SUITES[1], 0x3100, mode, src, dst);
+        c.encap = Some(UdpEncap {
+            src_port: 4500,
+            dst_port: 4501,
+        });
+        let inner = match mode {
+            Mode::Tunnel => udp_packet("10.1.0.1", "10.2.0.1", b"natted"),
+            Mode::Transport => udp_packet(src, dst, b"natted"),
+        };
+        let (mut out, mut inb, bundle) = pair(std::slice::from_ref(&c));
+        let mut buf = PacketBuf::from_packet(&inner);
+        let Egress::Udp(to) = process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap() else {
+            panic!("{mode:?}: not ESP in UDP");
+        };
+        assert_eq!(to.local, format!("{}:4500", bracket(src)).parse().unwrap());
+        assert_eq!(to.remote, format!("{}:4501", bracket(dst)).parse().unwrap());
+        assert_eq!(
+            &buf.as_slice()[..4],
+            &0x3100u32.to_be_bytes(),
+            "starts at the SPI"
+        );
+        // What the peer's socket reports: the ends swapped.
+        let from = UdpEndpoints {
+            local: to.remote,
+            remote: to.local,
+            tos: to.tos,
+        };
+        let got = process::inbound_udp(&mut inb, &mut buf, &from, NOW);
+        assert!(
+            matches!(got, Ok(Inbound::Decapsulated(_))),
+            "{mode:?}: {got:?}"
+        );
+        assert_eq!(buf.as_slice(), &inner[..], "{mode:?}");
+    }
+    let from = UdpEndpoints {
+        local: "192.0.2.2:4500".parse().unwrap(),
+        remote: "192.0.2.1:4500".parse().unwrap(),
+        tos: 0,
+    };
+    let mut sad = Sad::new();
+    let mut keepalive = PacketBuf::from_packet(&[0xff]);
+    assert_eq!(
+        process::inbound_udp(&mut sad, &mut keepalive, &from, NOW),
+        Ok(Inbound::NatKeepalive)
+    );
+    let mut ike = PacketBuf::from_packet(&[0, 0, 0, 0, 1, 2, 3, 4, 5]);
+    assert_eq!(
+        process::inbound_udp(&mut sad, &mut ike, &from, NOW),
+        Ok(Inbound::Ike)
+    );
+    assert_eq!(ike.as_slice(), &[1, 2, 3, 4, 5], "the marker is removed");
+    // IPComp cannot go around a UDP payload.
+    let (a, b) = ("192.0.2.1", "192.0.2.2");
+    let mut esp = config(&SUITES[0], 0x3200, Mode::Tunnel, a, b);
+    esp.encap = Some(UdpEncap {
+        src_port: 4500,
+        dst_port: 4500,
+    });
+    let comp = SaConfig::ipcomp(0x3201, Mode::Tunnel, ip(a), ip(b));
+    let (mut out, _, bundle) = pair(&[esp, comp]);
+    let mut buf = PacketBuf::from_packet(&udp_packet("10.1.0.1", "10.2.0.1", b"x"));
+    assert_eq!(
+        process::outbound(&mut out, &bundle, &mut buf, NOW),
+        Err(DropReason::EncapMismatch)
+    );
+}
+
+fn bracket(addr: &str) -> String {
+    match addr.contains(':') {
+        true => format!("[{addr}]"),
+        false => addr.to_string(),
     }
 }
 
@@ -357,9 +445,14 @@ fn unknown_spi_and_not_ipsec() {
         Err(DropReason::UnknownSpi)
     );
     let mut plain = PacketBuf::from_packet(&udp_packet("10.1.0.1", "10.2.0.1", b"x"));
-    // UDP with a payload shorter than an ESP header.
+    // UDP on a raw socket is not IPsec; as a UDP socket's datagram, its
+    // payload is shorter than an ESP header.
     assert_eq!(
-        process::inbound(&mut empty, &mut plain, NOW),
+        process::inbound(&mut empty, &mut plain.clone(), NOW),
+        Err(DropReason::NotIpsec)
+    );
+    assert_eq!(
+        process::inbound_packet(&mut empty, &mut plain, NOW),
         Err(DropReason::BadUdpEncap)
     );
     let mut tcpish = udp_packet("10.1.0.1", "10.2.0.1", b"x");
@@ -884,9 +977,10 @@ fn udp_encapsulation_must_match_the_sa() {
         let (mut out, _, bundle) = pair(std::slice::from_ref(sender));
         let (_, mut inb, _) = pair(std::slice::from_ref(receiver));
         let mut buf = PacketBuf::from_packet(&inner);
-        process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap();
+        let egress = process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap();
+        let mut buf = PacketBuf::from_packet(&egress.to_packet(buf.as_slice()).unwrap());
         assert_eq!(
-            process::inbound(&mut inb, &mut buf, NOW),
+            process::inbound_packet(&mut inb, &mut buf, NOW),
             Err(DropReason::EncapMismatch)
         );
     }

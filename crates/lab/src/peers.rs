@@ -334,7 +334,7 @@ fn wireguard_go() -> Result<PathBuf, String> {
         .chain(gopath.map(|g| g.join("bin/wireguard")))
         .find(|p| is_it(p))
         .ok_or_else(|| {
-            "wireguard-go is missing (go install golang.zx2c4.com/wireguard@latest)".into()
+            "wireguard-go is missing (go install golang.zx2c4.com/wireguard@v0.0.0-20250521234502-f333402bd9cb)".into()
         })
 }
 

@@ -19,8 +19,7 @@ use crate::error::{AlgOption, ErrorKind, ParseError, Pos};
 use crate::lexer::{Token, TokenKind};
 use crate::model::{Command, Statement};
 
-/// The NAT-T port (RFC 3948 §2.1, the IKE NAT-T port of RFC 3947).
-const NAT_T_PORT: u16 = 4500;
+use flowsec_wire::udp_encap::NAT_T_PORT;
 /// SPIs 1..=255 are reserved by IANA (RFC 4303 §2.1, RFC 4302 §2.4); 0 is
 /// never an SA's SPI. setkey(8): "SPI values between 0 and 255 are
 /// reserved for future use by IANA and cannot be used."

@@ -11,6 +11,9 @@
 use core::fmt;
 use std::net::IpAddr;
 
+use crate::iana::IpProtocol;
+use crate::ipv4::{self, Ipv4Packet, Ipv4Repr};
+use crate::ipv6::{self, Ipv6Packet, Ipv6Repr};
 use crate::{Error, Result};
 
 /// The version of an IP packet.
@@ -82,10 +85,105 @@ pub const fn same_family(a: &IpAddr, b: &IpAddr) -> bool {
     )
 }
 
+/// The fixed header of either IP version, for code that builds a header
+/// from addresses it was given (a tunnel's outer header, the header a UDP
+/// socket removed): IPv4 without options and with DF clear, IPv6 with flow
+/// label 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct IpRepr {
+    /// Source address.
+    pub src: IpAddr,
+    /// Destination address; of the same family as `src`.
+    pub dst: IpAddr,
+    /// The Protocol / Next Header field.
+    pub next_header: IpProtocol,
+    /// Bytes after the header.
+    pub payload_len: usize,
+    /// TTL / Hop Limit.
+    pub hop_limit: u8,
+    /// The IPv4 DSCP/ECN byte, or the IPv6 Traffic Class.
+    pub tos: u8,
+}
+
+impl IpRepr {
+    /// Length of the header `emit` writes: 20 or 40.
+    pub const fn buffer_len(&self) -> usize {
+        IpVersion::of_addr(&self.src).min_header_len()
+    }
+
+    /// Writes the header (with its IPv4 checksum) into `buf`; the payload
+    /// is not touched. [`Error::Malformed`] if the two addresses are of
+    /// different families.
+    ///
+    /// # Panics
+    /// If `buf` is shorter than [`buffer_len`](Self::buffer_len) (a
+    /// programming error).
+    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
+        match (self.src, self.dst) {
+            (IpAddr::V4(src_addr), IpAddr::V4(dst_addr)) => Ipv4Repr {
+                src_addr,
+                dst_addr,
+                next_header: self.next_header,
+                payload_len: self.payload_len,
+                hop_limit: self.hop_limit,
+                dscp_ecn: self.tos,
+                dont_frag: false,
+            }
+            .emit(&mut Ipv4Packet::new_unchecked(&mut buf[..ipv4::HEADER_LEN])),
+            (IpAddr::V6(src_addr), IpAddr::V6(dst_addr)) => Ipv6Repr {
+                src_addr,
+                dst_addr,
+                next_header: self.next_header,
+                payload_len: self.payload_len,
+                hop_limit: self.hop_limit,
+                traffic_class: self.tos,
+                flow_label: 0,
+            }
+            .emit(&mut Ipv6Packet::new_unchecked(&mut buf[..ipv6::HEADER_LEN])),
+            _ => return Err(Error::Malformed),
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::net::{Ipv4Addr, Ipv6Addr};
+
+    #[test]
+    fn test_ip_repr_emit() {
+        let repr = IpRepr {
+            src: "192.0.2.1".parse().unwrap(),
+            dst: "192.0.2.2".parse().unwrap(),
+            next_header: IpProtocol::UDP,
+            payload_len: 8,
+            hop_limit: 64,
+            tos: 0x02,
+        };
+        let mut buf = [0u8; 40];
+        repr.emit(&mut buf).unwrap();
+        let p = Ipv4Packet::new_checked(&buf[..28]).unwrap();
+        assert_eq!(
+            (p.total_len(), p.dscp_ecn(), p.next_header()),
+            (28, 2, IpProtocol::UDP)
+        );
+        assert!(p.verify_checksum());
+        let v6 = IpRepr {
+            src: "2001:db8::1".parse().unwrap(),
+            dst: "2001:db8::2".parse().unwrap(),
+            ..repr
+        };
+        assert_eq!(v6.buffer_len(), 40);
+        v6.emit(&mut buf).unwrap();
+        let p = Ipv6Packet::new_unchecked(&buf[..]);
+        assert_eq!((p.payload_len(), p.traffic_class()), (8, 2));
+        let mixed = IpRepr {
+            dst: "192.0.2.2".parse().unwrap(),
+            ..v6
+        };
+        assert_eq!(mixed.emit(&mut buf), Err(Error::Malformed));
+    }
 
     #[test]
     fn test_version_of() {

@@ -27,7 +27,11 @@ use std::net::Ipv4Addr;
 use crate::iana::IpProtocol;
 use crate::{Error, Field, Result};
 
-mod field {
+/// Where each field of the fixed header is (RFC 791 §3.1). Public for code
+/// that must name a field without a view: AH's list of mutable fields
+/// (RFC 4302 §3.3.3.1.1) and the IPsec layout's Next Header offset.
+pub mod field {
+    #![allow(missing_docs)]
     use crate::Field;
     pub const VER_IHL: usize = 0;
     pub const DSCP_ECN: usize = 1;

@@ -29,7 +29,11 @@ use std::net::Ipv6Addr;
 use crate::iana::IpProtocol;
 use crate::{Error, Result};
 
-mod field {
+/// Where each field of the fixed header is (RFC 8200 §3). Public for code
+/// that must name a field without a view: AH's list of mutable fields
+/// (RFC 4302 §3.3.3.1.2).
+pub mod field {
+    #![allow(missing_docs)]
     use crate::Field;
     pub const VER_TC_FLOW: Field = 0..4;
     pub const LENGTH: Field = 4..6;

@@ -20,6 +20,15 @@
 //! +-+-+-+-+-+-+-+-+
 //! ```
 
+use core::ops::Range;
+use std::net::{IpAddr, SocketAddr};
+
+use crate::iana::IpProtocol;
+use crate::ip::{version_of, IpRepr, IpVersion};
+use crate::ipv4::Ipv4Packet;
+use crate::ipv6::{self, Ipv6Packet};
+use crate::ipv6ext::ipv6_header_chain;
+use crate::udp::{self, UdpPacket, UdpRepr};
 use crate::{Error, Result};
 
 /// The UDP port for IKE and UDP-encapsulated ESP after NAT detection
@@ -82,6 +91,99 @@ pub fn emit_non_esp_marker(buf: &mut [u8]) {
     buf[..NON_ESP_MARKER.len()].copy_from_slice(&NON_ESP_MARKER);
 }
 
+/// A whole IP/UDP datagram, as a capture or a fuzzer holds it: who sent it
+/// to whom, its TOS / traffic class, and where its payload is. The daemon
+/// does not need this (its UDP sockets hand over the payload and the
+/// addresses, and take them back); tools and tests that work on whole
+/// packets do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Datagram {
+    /// The sender.
+    pub src: SocketAddr,
+    /// The receiver.
+    pub dst: SocketAddr,
+    /// IPv4 DSCP/ECN or IPv6 Traffic Class.
+    pub tos: u8,
+    /// Where the UDP payload is in the packet.
+    pub payload: Range<usize>,
+}
+
+impl Datagram {
+    /// Reads an IPv4 or IPv6 packet (options and extension headers are
+    /// skipped) that carries one whole UDP datagram ([`Error::Malformed`] for
+    /// another protocol or a fragment). The checksum is not verified.
+    pub fn parse(packet: &[u8]) -> Result<Datagram> {
+        let (src, dst, tos, at, end): (IpAddr, IpAddr, u8, usize, usize) = match version_of(packet)?
+        {
+            IpVersion::V4 => {
+                let p = Ipv4Packet::new_checked(packet)?;
+                if p.next_header() != IpProtocol::UDP || p.is_fragment() {
+                    return Err(Error::Malformed);
+                }
+                let (src, dst) = (p.src_addr().into(), p.dst_addr().into());
+                (
+                    src,
+                    dst,
+                    p.dscp_ecn(),
+                    p.header_len(),
+                    usize::from(p.total_len()),
+                )
+            }
+            IpVersion::V6 => {
+                let p = Ipv6Packet::new_checked(packet)?;
+                let chain = ipv6_header_chain(packet)?;
+                if chain.upper_protocol() != IpProtocol::UDP || chain.has_fragment() {
+                    return Err(Error::Malformed);
+                }
+                let (src, dst) = (p.src_addr().into(), p.dst_addr().into());
+                let (at, end) = (chain.upper_offset(), chain.packet_len());
+                (src, dst, p.traffic_class(), at, end)
+            }
+        };
+        let u = UdpPacket::new_checked(packet.get(at..end).ok_or(Error::Truncated)?)?;
+        Ok(Datagram {
+            src: SocketAddr::new(src, u.src_port()),
+            dst: SocketAddr::new(dst, u.dst_port()),
+            tos,
+            payload: at + udp::HEADER_LEN..at + usize::from(u.len()),
+        })
+    }
+
+    /// The packet a UDP socket would send: IP and UDP headers in front of
+    /// `payload`, the UDP checksum zero over IPv4 (RFC 3948 §2.1 allows it)
+    /// and filled over IPv6 (RFC 8200 §8.1). [`Error::Malformed`] for mixed
+    /// families or a payload too large for one datagram.
+    pub fn build(src: SocketAddr, dst: SocketAddr, tos: u8, payload: &[u8]) -> Result<Vec<u8>> {
+        let udp_len = udp::HEADER_LEN + payload.len();
+        if udp_len > usize::from(u16::MAX) - ipv6::HEADER_LEN {
+            return Err(Error::Malformed);
+        }
+        let ip = IpRepr {
+            src: src.ip(),
+            dst: dst.ip(),
+            next_header: IpProtocol::UDP,
+            payload_len: udp_len,
+            hop_limit: 64,
+            tos,
+        };
+        let at = ip.buffer_len();
+        let mut packet = vec![0u8; at + udp_len];
+        ip.emit(&mut packet)?;
+        let mut u = UdpPacket::new_unchecked(&mut packet[at..]);
+        UdpRepr {
+            src_port: src.port(),
+            dst_port: dst.port(),
+            payload_len: payload.len(),
+        }
+        .emit(&mut u);
+        u.payload_mut().copy_from_slice(payload);
+        if src.is_ipv6() {
+            u.fill_checksum(&src.ip(), &dst.ip());
+        }
+        Ok(packet)
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -106,6 +208,26 @@ pub(crate) mod tests {
         assert_eq!(classify(&esp[..8]), Ok(UdpEncap::Esp(&esp[..8])));
         // A marker followed by four bytes: IKE (its own parser rejects it).
         assert_eq!(classify(&[0; 8]), Ok(UdpEncap::Ike(&[0; 4])));
+    }
+
+    #[test]
+    fn test_datagram_round_trip() {
+        for (a, b) in [
+            ("192.0.2.1:4500", "192.0.2.2:4501"),
+            ("[2001:db8::1]:4500", "[2001:db8::2]:4500"),
+        ] {
+            let (src, dst): (SocketAddr, SocketAddr) = (a.parse().unwrap(), b.parse().unwrap());
+            let packet = Datagram::build(src, dst, 0x03, b"payload").unwrap();
+            let d = Datagram::parse(&packet).unwrap();
+            assert_eq!((d.src, d.dst, d.tos), (src, dst, 0x03));
+            assert_eq!(&packet[d.payload], b"payload");
+        }
+        let v4: SocketAddr = "192.0.2.1:1".parse().unwrap();
+        let v6: SocketAddr = "[2001:db8::1]:1".parse().unwrap();
+        assert_eq!(Datagram::build(v4, v6, 0, b""), Err(Error::Malformed));
+        let mut tcp = Datagram::build(v4, v4, 0, b"x").unwrap();
+        tcp[9] = 6;
+        assert_eq!(Datagram::parse(&tcp), Err(Error::Malformed));
     }
 
     #[test]

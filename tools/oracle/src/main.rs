@@ -275,15 +275,15 @@ fn seal(sa: SecurityAssociation, config: &SaConfig, packet: &[u8]) -> Result<Vec
     };
     let bundle = process::resolve(&sad, &[template], &flow, NOW)?;
     let mut buf = PacketBuf::from_packet(packet);
-    process::outbound(&mut sad, &bundle, &mut buf, NOW)?;
-    Ok(buf.as_slice().to_vec())
+    let egress = process::outbound(&mut sad, &bundle, &mut buf, NOW)?;
+    Ok(egress.to_packet(buf.as_slice())?)
 }
 
 fn open(sa: SecurityAssociation, packet: &[u8]) -> Result<Vec<u8>, Failure> {
     let mut sad = Sad::new();
     sad.add(sa).map_err(bad)?;
     let mut buf = PacketBuf::from_packet(packet);
-    match process::inbound(&mut sad, &mut buf, NOW)? {
+    match process::inbound_packet(&mut sad, &mut buf, NOW)? {
         Inbound::Decapsulated(_) => Ok(buf.as_slice().to_vec()),
         Inbound::NatKeepalive => Err(Failure::NotDecapsulated("nat_keepalive")),
         Inbound::Ike => Err(Failure::NotDecapsulated("ike")),

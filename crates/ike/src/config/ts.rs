@@ -292,7 +292,7 @@ fn service_port(name: &str) -> Option<u16> {
         "imaps" => 993,
         "pop3s" => 995,
         "l2tp" => 1701,
-        "ipsec-nat-t" => 4500,
+        "ipsec-nat-t" => flowsec_wire::udp_encap::NAT_T_PORT,
         _ => return None,
     })
 }
