@@ -17,6 +17,7 @@ mod error;
 pub mod esp;
 pub mod policy;
 mod provider;
+pub mod random;
 pub mod suite;
 pub mod traits;
 
