@@ -1,5 +1,5 @@
 use core::fmt;
-use flowsec_wire::iana::{EncrId, IntegId};
+use flowsec_wire::iana::{EncrId, IntegId, PrfId};
 
 /// Why a crypto operation or a transform construction failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -9,6 +9,8 @@ pub enum CryptoError {
     UnsupportedEncr(EncrId),
     /// No backend of this provider implements the integrity transform.
     UnsupportedInteg(IntegId),
+    /// The provider has no such IKE PRF (transform type 2).
+    UnsupportedPrf(PrfId),
     /// The combination is not allowed (an AEAD with a separate integrity
     /// transform, or NULL encryption with no integrity: RFC 4303 §3.2).
     BadCombination,
@@ -39,6 +41,7 @@ impl fmt::Display for CryptoError {
             CryptoError::UnsupportedInteg(id) => {
                 write!(f, "integrity algorithm {id} not supported")
             }
+            CryptoError::UnsupportedPrf(id) => write!(f, "PRF {id} not supported"),
             CryptoError::EngineGone => f.write_str("the crypto engine thread is gone"),
             CryptoError::BadCombination => {
                 f.write_str("invalid combination: AEAD with integrity, or NULL without integrity")

@@ -1,7 +1,12 @@
-//! The primitive shapes that backends implement. ESP and AH do not use these
-//! directly; they use [`crate::EspTransform`] and [`Integrity`].
+//! The primitive shapes that backends implement. ESP and AH do not use the
+//! first four directly; they use [`crate::EspTransform`] and [`Integrity`].
+//! IKE uses [`Prf`] as it is (RFC 7296 transform type 2), besides the ESP
+//! shapes for its SK payload.
 //!
 //! All implementations must zeroize key material on drop.
+
+use flowsec_wire::iana::PrfId;
+use zeroize::Zeroizing;
 
 use crate::CryptoError;
 
@@ -60,4 +65,29 @@ pub trait Hash: Send + Sync {
     fn output_len(&self) -> usize;
     /// Hash `data` into `out[..output_len()]`.
     fn digest(&self, data: &[u8], out: &mut [u8]);
+}
+
+/// An IKEv2 pseudorandom function (RFC 7296 §2.13; transform type 2,
+/// §3.3.2). It holds no key: IKE keys a PRF a handful of times per SA,
+/// almost every time with another key (SKEYSEED, prf+, AUTH), so each call
+/// takes its key. Every implementation takes keys of any length (RFC 2104
+/// §2 for HMAC, RFC 4434 §2 and RFC 4615 §3 for the AES PRFs).
+pub trait Prf: Send + Sync {
+    /// The IANA transform id.
+    fn id(&self) -> PrfId;
+    /// Bytes of output of one [`prf`](Self::prf).
+    fn output_len(&self) -> usize;
+    /// The preferred key length in bytes (§2.13): SK_d, SK_pi and SK_pr
+    /// have this length (§2.14). For every PRF here it equals the output
+    /// length (128 bits for the AES PRFs).
+    fn preferred_key_len(&self) -> usize;
+    /// prf(key, the concatenation of `parts`): [`output_len`](Self::output_len)
+    /// bytes, zeroized when dropped.
+    fn prf(&self, key: &[u8], parts: &[&[u8]]) -> Zeroizing<Vec<u8>>;
+}
+
+impl core::fmt::Debug for dyn Prf {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}", self.id())
+    }
 }

@@ -330,7 +330,16 @@ impl Ike {
     ) -> Option<zeroize::Zeroizing<Vec<u8>>> {
         let keys = sa.keys.as_ref()?;
         let len = 2 * (chosen.encr.map_or(0, |e| e.keymat_len()) + integ_key_len(chosen.integ));
-        crypto::child_keymat(keys.suite.prf, &keys.sk_d, g_ir, ni, nr, len).ok()
+        crypto::child_keymat(
+            &self.provider,
+            keys.suite.prf,
+            &keys.sk_d,
+            g_ir,
+            ni,
+            nr,
+            len,
+        )
+        .ok()
     }
 
     /// Initiator: install the Child SA the answer in `msg` describes.

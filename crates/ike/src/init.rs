@@ -429,7 +429,8 @@ impl Ike {
         spis: (u64, u64),
         initiator: bool,
     ) -> Option<IkeKeyState> {
-        let seed = crypto::skeyseed(chosen.suite.prf, nonces.0, nonces.1, g_ir).ok()?;
+        let seed =
+            crypto::skeyseed(&self.provider, chosen.suite.prf, nonces.0, nonces.1, g_ir).ok()?;
         self.keys_from_seed(chosen, &seed, nonces, spis, initiator)
     }
 
@@ -442,7 +443,8 @@ impl Ike {
         (spi_i, spi_r): (u64, u64),
         initiator: bool,
     ) -> Option<IkeKeyState> {
-        let k: IkeKeys = crypto::ike_keys(&chosen.suite, seed, ni, nr, spi_i, spi_r).ok()?;
+        let k: IkeKeys =
+            crypto::ike_keys(&self.provider, &chosen.suite, seed, ni, nr, spi_i, spi_r).ok()?;
         let s = &chosen.suite;
         let i2r = SkCrypto::new(&self.provider, s.encr, s.integ, &k.sk_ei, &k.sk_ai).ok()?;
         let r2i = SkCrypto::new(&self.provider, s.encr, s.integ, &k.sk_er, &k.sk_ar).ok()?;

@@ -76,7 +76,8 @@ impl Ike {
         initiator: bool,
     ) -> Option<IkeSa> {
         let keys = old.keys.as_ref()?;
-        let seed = crypto::rekey_skeyseed(keys.suite.prf, &keys.sk_d, g_ir, ni, nr).ok()?;
+        let seed = crypto::rekey_skeyseed(&self.provider, keys.suite.prf, &keys.sk_d, g_ir, ni, nr)
+            .ok()?;
         let keys = self.keys_from_seed(chosen, &seed, (ni, nr), (spi_i, spi_r), initiator)?;
         let uid = self.next_uid;
         self.next_uid += 1;

@@ -10,10 +10,11 @@
 //!            SK_d         ──keys::child_keymat──▶ ESP/AH keys; keys::rekey_skeyseed
 //! ```
 //!
-//! The ciphers and integrity transforms are the ESP ones of
-//! [`flowsec_crypto::Provider`] (IKE uses the same algorithms and key
-//! material layout); the PRFs, which ESP does not need, live here. Every
-//! secret is held in [`zeroize::Zeroizing`] and kept out of `Debug` output.
+//! The PRFs come from [`flowsec_crypto::Provider::prf`] by transform id
+//! (type 2; prf+ over them is [`prf::prf_plus`]), and the ciphers and
+//! integrity transforms of the SK payload are the Provider's ESP ones (IKE
+//! uses the same algorithms and key material layout). Every secret is held
+//! in [`zeroize::Zeroizing`] and kept out of `Debug` output.
 
 pub mod dh;
 pub mod keys;
@@ -22,5 +23,5 @@ pub mod sk;
 
 pub use dh::{key_exchange, public_value_len, DhError, KeyExchange};
 pub use keys::{child_keymat, ike_keys, psk_auth, rekey_skeyseed, skeyseed, IkeKeys, IkeSuite};
-pub use prf::{prf_supported, Prf};
+pub use prf::prf_plus;
 pub use sk::{SkCrypto, SkError};

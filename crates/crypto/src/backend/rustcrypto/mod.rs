@@ -1,10 +1,12 @@
 //! The rustcrypto backend. Each algorithm family lives in its own file; each file's
-//! `build` returns `None` for ids it does not implement.
+//! `build` returns `None` for ids it does not implement. `prf` holds IKE's
+//! PRFs, listed in [`super::IKE_PRFS`].
 
 mod aead;
 mod cipher;
 mod ivgen;
 mod mac;
+pub(super) mod prf;
 mod twofish;
 mod xcbc;
 
