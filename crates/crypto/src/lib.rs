@@ -5,8 +5,9 @@
 //! ESP sees exactly one shape, [`EspTransform`]: seal or open one ESP packet
 //! in place. AEADs (AES-GCM, AES-CCM, ChaCha20-Poly1305), AES-GMAC, and the
 //! classic cipher + HMAC pairs are all wrapped into that shape by
-//! [`esp`]. AH sees [`Integrity`]. IKE sees [`Prf`] (transform type 2),
-//! and the ESP shapes for its SK payload.
+//! [`esp`]. AH sees [`Integrity`]. IKE sees [`Prf`] (transform type 2) and
+//! [`KeyExchangeGroup`] (type 4), and the ESP shapes for its SK payload;
+//! it draws private values from the [`random::Random`] it is given.
 //!
 //! There is no process-wide default provider: callers build a [`Provider`]
 //! (usually [`Provider::fastest`]) and pass it to whoever creates SAs.
@@ -25,6 +26,6 @@ pub mod traits;
 
 pub use error::CryptoError;
 pub use esp::EspTransform;
-pub use flowsec_wire::iana::{EncrId, IntegId, PrfId};
+pub use flowsec_wire::iana::{DhGroup, EncrId, IntegId, PrfId};
 pub use provider::{Backend, Provider};
-pub use traits::{Aead, Cipher, Hash, Integrity, Prf};
+pub use traits::{Aead, Cipher, Hash, Integrity, KeyExchange, KeyExchangeGroup, Prf};

@@ -1,9 +1,9 @@
-//! Randomness passed in by the caller: IKE's nonces, SPIs, IVs and
-//! Diffie-Hellman private values come from a [`Random`] value, never from a
-//! generator the crypto code picks itself, so that two IKE peers in one
-//! test process can be run with fixed seeds and replayed exactly. (ESP's
-//! per-packet IVs are derived from the sequence number instead:
-//! [`crate::Cipher::make_iv`].)
+//! Randomness passed in by the caller: IKE's nonces, SPIs and IVs, and the
+//! private values of [`KeyExchangeGroup::start`](crate::KeyExchangeGroup::start),
+//! come from a [`Random`] value, never from a generator the crypto code
+//! picks itself, so that two IKE peers in one test process can be run with
+//! fixed seeds and replayed exactly. (ESP's per-packet IVs are derived from
+//! the sequence number instead: [`crate::Cipher::make_iv`].)
 
 /// A source of random bytes.
 pub trait Random: Send {

@@ -1,13 +1,15 @@
 //! The primitive shapes that backends implement. ESP and AH do not use the
 //! first four directly; they use [`crate::EspTransform`] and [`Integrity`].
-//! IKE uses [`Prf`] as it is (RFC 7296 transform type 2), besides the ESP
-//! shapes for its SK payload.
+//! IKE uses [`Prf`] and [`KeyExchangeGroup`] / [`KeyExchange`] as they are
+//! (RFC 7296 transform types 2 and 4), besides the ESP shapes for its SK
+//! payload.
 //!
 //! All implementations must zeroize key material on drop.
 
-use flowsec_wire::iana::PrfId;
+use flowsec_wire::iana::{DhGroup, PrfId};
 use zeroize::Zeroizing;
 
+use crate::random::Random;
 use crate::CryptoError;
 
 /// An AEAD as ESP uses it (RFC 4106, 4309, 7634): the nonce is
@@ -86,8 +88,45 @@ pub trait Prf: Send + Sync {
     fn prf(&self, key: &[u8], parts: &[&[u8]]) -> Zeroizing<Vec<u8>>;
 }
 
+/// A key exchange method (transform type 4, RFC 7296 §3.3.2): the MODP,
+/// ECP and Curve25519 groups. It makes one [`KeyExchange`] per exchange.
+pub trait KeyExchangeGroup: Send + Sync {
+    /// The IANA transform id.
+    fn group(&self) -> DhGroup;
+    /// Bytes of the public value, as the KE payload carries it (§3.4).
+    fn public_value_len(&self) -> usize;
+    /// A fresh private value drawn from `rng`, and its public value.
+    ///
+    /// # Errors
+    /// `KeyGenFailed` when `rng` yields no usable private value (only a
+    /// broken generator does).
+    fn start(&self, rng: &mut dyn Random) -> Result<Box<dyn KeyExchange>, CryptoError>;
+}
+
+/// One side of a key exchange: our private value (zeroized on drop), our
+/// public value (the KE payload's data), and the computation of the shared
+/// secret g^ir from the peer's.
+pub trait KeyExchange: Send {
+    /// The group.
+    fn group(&self) -> DhGroup;
+    /// Our public value, encoded as the KE payload carries it.
+    fn public_value(&self) -> &[u8];
+    /// g^ir from the peer's public value, zeroized when dropped. The peer's
+    /// value is checked first (§3.4, RFC 6989 §2).
+    ///
+    /// # Errors
+    /// `BadPublicValue` when the check fails.
+    fn shared_secret(&self, peer: &[u8]) -> Result<Zeroizing<Vec<u8>>, CryptoError>;
+}
+
 impl core::fmt::Debug for dyn Prf {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "{}", self.id())
+    }
+}
+
+impl core::fmt::Debug for dyn KeyExchangeGroup {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}", self.group())
     }
 }

@@ -148,14 +148,14 @@ impl Ike {
             .iter()
             .flat_map(|p| p.dh.iter())
             .copied()
-            .find(|g| crypto::public_value_len(*g).is_some())
+            .find(|g| self.provider.key_exchange(*g).is_some())
             .ok_or_else(|| format!("{}: no supported DH group in proposals", conn.name))?;
         let local = SocketAddr::new(local_ip, conn.local_port);
         let remote = SocketAddr::new(remote_ip, conn.remote_port);
         let offer = config::ike_offer(&conn.proposals);
         let name = conn.name.clone();
-        let ke =
-            crypto::key_exchange(group, self.rng.as_mut()).map_err(|e| format!("{name}: {e:?}"))?;
+        let ke = crypto::key_exchange(&self.provider, group, self.rng.as_mut())
+            .map_err(|e| format!("{name}: {e}"))?;
         let spi_i = self.new_spi();
         let ni = self.random(NONCE_LEN);
         let uid = self.next_uid;
@@ -311,7 +311,7 @@ impl Ike {
             );
             return;
         }
-        let ke = match crypto::key_exchange(chosen.suite.dh, self.rng.as_mut()) {
+        let ke = match crypto::key_exchange(&self.provider, chosen.suite.dh, self.rng.as_mut()) {
             Ok(ke) => ke,
             Err(_) => return,
         };
@@ -519,7 +519,7 @@ impl Ike {
                     .any(|p| p.dh.contains(&group));
                 let current = sa.ke.as_ref().map(|k| k.group());
                 if offered && current != Some(group) {
-                    if let Ok(ke) = crypto::key_exchange(group, self.rng.as_mut()) {
+                    if let Ok(ke) = crypto::key_exchange(&self.provider, group, self.rng.as_mut()) {
                         self.events
                             .push(format!("peer wants DH group {group}: retrying IKE_SA_INIT"));
                         sa.init_retries += 1;

@@ -2,9 +2,9 @@
 //! values and IVs come from a [`Random`] the caller passes in, so two peers
 //! in one test process can be run with fixed seeds and replayed exactly.
 //!
-//! The trait and its two implementations live in [`flowsec_crypto::random`],
-//! so that the crypto crate's algorithms can draw from the caller's
-//! generator too; they are re-exported here under the names the IKE core
-//! has always used.
+//! The trait and its two implementations live in [`flowsec_crypto::random`]
+//! (the key exchanges of [`flowsec_crypto::Provider`] draw their private
+//! values from it); they are re-exported here under the names the IKE
+//! core has always used.
 
 pub use flowsec_crypto::random::{OsRandom, Random, SeededRandom};

@@ -35,7 +35,7 @@ impl Ike {
     fn start_ike_rekey_with(&mut self, now: Duration, sa: &mut IkeSa, group: Option<DhGroup>) {
         let Some(keys) = &sa.keys else { return };
         let group = group.unwrap_or(keys.suite.dh);
-        let Ok(ke) = crypto::key_exchange(group, self.rng.as_mut()) else {
+        let Ok(ke) = crypto::key_exchange(&self.provider, group, self.rng.as_mut()) else {
             return;
         };
         let spi = self.new_spi();
@@ -155,7 +155,7 @@ impl Ike {
             self.kick(now, sa, k);
             return;
         }
-        let ours = crypto::key_exchange(chosen.suite.dh, self.rng.as_mut());
+        let ours = crypto::key_exchange(&self.provider, chosen.suite.dh, self.rng.as_mut());
         let g_ir = ours
             .as_ref()
             .ok()
