@@ -191,13 +191,17 @@ pub struct Ike {
 }
 
 impl Ike {
-    /// The core for `config`, with `rng` for every random value.
+    /// The core for `config`, with `provider` for every algorithm and
+    /// `rng` for every random value. Configured PRFs and key exchange
+    /// groups that `provider` lacks are dropped, each with an event
+    /// ([`crate::config::restrict_to`]).
     pub fn new(
-        config: Config,
+        mut config: Config,
         provider: Provider,
         mut rng: Box<dyn Random>,
         settings: Settings,
     ) -> Ike {
+        let events = crate::config::restrict_to(&mut config, &provider);
         let cookies = crate::admit::CookieJar::new(rng.as_mut());
         Ike {
             config,
@@ -206,7 +210,7 @@ impl Ike {
             settings,
             sas: BTreeMap::new(),
             out: VecDeque::new(),
-            events: Vec::new(),
+            events,
             cookies,
             next_uid: 1,
             next_reqid: 1,
