@@ -7,7 +7,8 @@
 //! classic cipher + HMAC pairs are all wrapped into that shape by
 //! [`esp`]. AH sees [`Integrity`]. IKE sees [`Prf`] (transform type 2) and
 //! [`KeyExchangeGroup`] (type 4), and the ESP shapes for its SK payload;
-//! it draws private values from the [`random::Random`] it is given.
+//! it draws private values from the [`random::Random`] it is given. The
+//! few hashes IKE fixes rather than negotiates are in [`fixed`].
 //!
 //! There is no process-wide default provider: callers build a [`Provider`]
 //! (usually [`Provider::fastest`]) and pass it to whoever creates SAs.
@@ -18,6 +19,7 @@ pub mod backend;
 pub mod engine;
 mod error;
 pub mod esp;
+pub mod fixed;
 pub mod policy;
 mod provider;
 pub mod random;

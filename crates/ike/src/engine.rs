@@ -684,8 +684,7 @@ fn follow_peer(
 /// SHA-256 of a message, to know a retransmitted request from another
 /// one with the same message ID.
 fn digest(data: &[u8]) -> [u8; 32] {
-    use sha2::Digest;
-    sha2::Sha256::digest(data).into()
+    flowsec_crypto::fixed::sha256(&[data])
 }
 
 /// The SA, KE, nonce and selectors of a message (each at most once:

@@ -16,7 +16,6 @@ use std::net::{IpAddr, SocketAddr};
 
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, PayloadType};
 use flowsec_wire::ike::{Header, Ke, Message, Payload};
-use sha1::{Digest, Sha1};
 use zeroize::Zeroizing;
 
 use crate::admit::Refusal;
@@ -676,15 +675,19 @@ fn init_header(spi_i: u64, spi_r: u64, initiator: bool, response: bool) -> Heade
 
 /// SHA-1(SPIi | SPIr | IP | Port) (§2.23).
 pub(crate) fn nat_hash(spi_i: u64, spi_r: u64, addr: SocketAddr) -> Vec<u8> {
-    let mut h = Sha1::new();
-    h.update(spi_i.to_be_bytes());
-    h.update(spi_r.to_be_bytes());
-    match addr.ip() {
-        IpAddr::V4(a) => h.update(a.octets()),
-        IpAddr::V6(a) => h.update(a.octets()),
-    }
-    h.update(addr.port().to_be_bytes());
-    h.finalize().to_vec()
+    let (v4, v6);
+    let ip: &[u8] = match addr.ip() {
+        IpAddr::V4(a) => {
+            v4 = a.octets();
+            &v4
+        }
+        IpAddr::V6(a) => {
+            v6 = a.octets();
+            &v6
+        }
+    };
+    let port = addr.port().to_be_bytes();
+    flowsec_crypto::fixed::sha1(&[&spi_i.to_be_bytes(), &spi_r.to_be_bytes(), ip, &port]).to_vec()
 }
 
 /// (we are behind a NAT, the peer is) from the peer's NAT_DETECTION
