@@ -118,6 +118,7 @@ impl Modp {
         // Invariant: xb is shorter than the prime, so it fits.
         let x = BoxedUint::from_be_slice(&xb, bits).expect("exponent fits the group's width");
 
+        // Invariant: the generator 2 fits every group's width.
         let g = BoxedMontyForm::new(
             BoxedUint::from_be_slice(&[2], bits).expect("2 fits"),
             &params,
