@@ -1,5 +1,5 @@
 use core::fmt;
-use flowsec_wire::iana::{EncrId, IntegId};
+use flowsec_wire::iana::{DhGroup, EncrId, IntegId, PrfId};
 
 /// Why a crypto operation or a transform construction failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -9,6 +9,18 @@ pub enum CryptoError {
     UnsupportedEncr(EncrId),
     /// No backend of this provider implements the integrity transform.
     UnsupportedInteg(IntegId),
+    /// The provider has no such IKE PRF (transform type 2).
+    UnsupportedPrf(PrfId),
+    /// The provider has no such key exchange method (transform type 4).
+    UnsupportedGroup(DhGroup),
+    /// The peer's key exchange public value has the wrong length, fails
+    /// RFC 6989's range check, is not on the curve, or gives the all-zero
+    /// X25519 output (RFC 7296 §3.4, RFC 6989 §2, RFC 7748 §6.1).
+    BadPublicValue,
+    /// No private value could be made for the group: only a broken
+    /// [`Random`](crate::random::Random) does that (64 out-of-range
+    /// scalars in a row).
+    KeyGenFailed(DhGroup),
     /// The combination is not allowed (an AEAD with a separate integrity
     /// transform, or NULL encryption with no integrity: RFC 4303 §3.2).
     BadCombination,
@@ -38,6 +50,17 @@ impl fmt::Display for CryptoError {
             }
             CryptoError::UnsupportedInteg(id) => {
                 write!(f, "integrity algorithm {id} not supported")
+            }
+            CryptoError::UnsupportedPrf(id) => write!(f, "PRF {id} not supported"),
+            CryptoError::UnsupportedGroup(g) => {
+                write!(f, "key exchange method {g} not supported")
+            }
+            CryptoError::BadPublicValue => f.write_str("invalid key exchange public value"),
+            CryptoError::KeyGenFailed(g) => {
+                write!(
+                    f,
+                    "no private value could be made for {g}: broken random source"
+                )
             }
             CryptoError::EngineGone => f.write_str("the crypto engine thread is gone"),
             CryptoError::BadCombination => {

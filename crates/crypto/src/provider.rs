@@ -1,14 +1,15 @@
 //! The [`Provider`]: an ordered list of backends asked in turn for each
-//! algorithm, in the manner of rustls' `CryptoProvider` — a value passed
-//! explicitly, never a process-wide default.
+//! ESP/AH algorithm, and IKE's PRFs and key exchange groups keyed by their
+//! transform ids, in the manner of rustls' `CryptoProvider` — a value
+//! passed explicitly, never a process-wide default.
 
 use std::sync::Arc;
 
-use flowsec_wire::iana::{EncrId, IntegId};
+use flowsec_wire::iana::{DhGroup, EncrId, IntegId, PrfId};
 
 use crate::backend::{self, HashAlg};
 use crate::esp::{self, EspTransform};
-use crate::traits::{Aead, Cipher, Hash, Integrity};
+use crate::traits::{Aead, Cipher, Hash, Integrity, KeyExchangeGroup, Prf};
 use crate::CryptoError;
 
 /// One implementation of some algorithms. Each method returns `None` when
@@ -30,21 +31,74 @@ pub trait Backend: Send + Sync {
     fn hash(&self, alg: HashAlg) -> Option<Box<dyn Hash>>;
 }
 
-/// Maps IANA transform ids to transforms by asking its backends in order.
+/// Maps IANA transform ids to algorithms: ESP/AH transforms by asking its
+/// backends in order; IKE's PRFs (transform type 2) and key exchange
+/// groups (type 4) from its own lists, one entry per id.
+///
+/// The backend choice (`--backend`) is a data path knob, measured by the
+/// studies; IKE's PRFs and key exchanges run a few times per SA on the
+/// control thread and do not depend on it: every constructor starts with
+/// the complete lists, [`backend::IKE_PRFS`] and
+/// [`backend::IKE_KEY_EXCHANGES`] (so the `rustcrypto` provider's ECDH is
+/// still aws-lc's). [`with_prfs`](Self::with_prfs) and
+/// [`with_key_exchanges`](Self::with_key_exchanges) replace them.
 #[derive(Clone)]
 pub struct Provider {
     backends: Vec<Arc<dyn Backend>>,
     /// ESP transforms run on this engine (the `engine` backend).
     engine: Option<Arc<crate::engine::Engine>>,
+    /// IKE's PRFs, at most one per id.
+    prfs: Vec<&'static dyn Prf>,
+    /// IKE's key exchange groups, at most one per id.
+    key_exchanges: Vec<&'static dyn KeyExchangeGroup>,
 }
 
 impl Provider {
-    /// A provider that asks `backends` in order.
+    /// A provider that asks `backends` in order, with every IKE PRF and
+    /// key exchange group.
     pub fn new(backends: Vec<Arc<dyn Backend>>) -> Self {
         Provider {
             backends,
             engine: None,
+            prfs: backend::IKE_PRFS.to_vec(),
+            key_exchanges: backend::IKE_KEY_EXCHANGES.to_vec(),
         }
+    }
+
+    /// This provider with only `prfs` for IKE (the first of an id wins).
+    pub fn with_prfs(self, prfs: Vec<&'static dyn Prf>) -> Self {
+        Provider { prfs, ..self }
+    }
+
+    /// This provider with only `groups` for IKE's key exchanges (the
+    /// first of an id wins).
+    pub fn with_key_exchanges(self, groups: Vec<&'static dyn KeyExchangeGroup>) -> Self {
+        Provider {
+            key_exchanges: groups,
+            ..self
+        }
+    }
+
+    /// The IKE PRF `id` (RFC 7296 §3.3.2 transform type 2), or `None` if
+    /// this provider has none.
+    pub fn prf(&self, id: PrfId) -> Option<&'static dyn Prf> {
+        self.prfs.iter().copied().find(|p| p.id() == id)
+    }
+
+    /// The key exchange group `id` (transform type 4), or `None` if this
+    /// provider has none (`DhGroup::NONE` included).
+    pub fn key_exchange(&self, id: DhGroup) -> Option<&'static dyn KeyExchangeGroup> {
+        self.key_exchanges.iter().copied().find(|g| g.group() == id)
+    }
+
+    /// The ids of the IKE PRFs this provider has, in its order.
+    pub fn prf_ids(&self) -> Vec<PrfId> {
+        self.prfs.iter().map(|p| p.id()).collect()
+    }
+
+    /// The ids of the key exchange groups this provider has, in its order.
+    pub fn key_exchange_ids(&self) -> Vec<DhGroup> {
+        self.key_exchanges.iter().map(|g| g.group()).collect()
     }
 
     /// `inner`'s algorithms, with every ESP transform run on a crypto
@@ -71,12 +125,14 @@ impl Provider {
         ])
     }
 
-    /// RustCrypto only: every algorithm, pure Rust.
+    /// RustCrypto only for ESP/AH: every algorithm, pure Rust. (IKE's
+    /// ECP and Curve25519 groups are aws-lc's in every provider.)
     pub fn rustcrypto() -> Self {
         Provider::new(vec![Arc::new(backend::RustCrypto)])
     }
 
-    /// aws-lc-rs only: fewer algorithms.
+    /// aws-lc-rs only for ESP/AH: fewer algorithms. (IKE's PRFs and
+    /// MODP groups are RustCrypto's in every provider.)
     pub fn aws_lc() -> Self {
         Provider::new(vec![Arc::new(backend::AwsLc)])
     }
@@ -179,6 +235,8 @@ impl core::fmt::Debug for Provider {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Provider")
             .field("backends", &self.backend_names())
+            .field("prfs", &self.prfs)
+            .field("key_exchanges", &self.key_exchanges)
             .finish()
     }
 }

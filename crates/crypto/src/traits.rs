@@ -1,8 +1,15 @@
-//! The primitive shapes that backends implement. ESP and AH do not use these
-//! directly; they use [`crate::EspTransform`] and [`Integrity`].
+//! The primitive shapes that backends implement. ESP and AH do not use the
+//! first four directly; they use [`crate::EspTransform`] and [`Integrity`].
+//! IKE uses [`Prf`] and [`KeyExchangeGroup`] / [`KeyExchange`] as they are
+//! (RFC 7296 transform types 2 and 4), besides the ESP shapes for its SK
+//! payload.
 //!
 //! All implementations must zeroize key material on drop.
 
+use flowsec_wire::iana::{DhGroup, PrfId};
+use zeroize::Zeroizing;
+
+use crate::random::Random;
 use crate::CryptoError;
 
 /// An AEAD as ESP uses it (RFC 4106, 4309, 7634): the nonce is
@@ -60,4 +67,66 @@ pub trait Hash: Send + Sync {
     fn output_len(&self) -> usize;
     /// Hash `data` into `out[..output_len()]`.
     fn digest(&self, data: &[u8], out: &mut [u8]);
+}
+
+/// An IKEv2 pseudorandom function (RFC 7296 §2.13; transform type 2,
+/// §3.3.2). It holds no key: IKE keys a PRF a handful of times per SA,
+/// almost every time with another key (SKEYSEED, prf+, AUTH), so each call
+/// takes its key. Every implementation takes keys of any length (RFC 2104
+/// §2 for HMAC, RFC 4434 §2 and RFC 4615 §3 for the AES PRFs).
+pub trait Prf: Send + Sync {
+    /// The IANA transform id.
+    fn id(&self) -> PrfId;
+    /// Bytes of output of one [`prf`](Self::prf).
+    fn output_len(&self) -> usize;
+    /// The preferred key length in bytes (§2.13): SK_d, SK_pi and SK_pr
+    /// have this length (§2.14). For every PRF here it equals the output
+    /// length (128 bits for the AES PRFs).
+    fn preferred_key_len(&self) -> usize;
+    /// prf(key, the concatenation of `parts`): [`output_len`](Self::output_len)
+    /// bytes, zeroized when dropped.
+    fn prf(&self, key: &[u8], parts: &[&[u8]]) -> Zeroizing<Vec<u8>>;
+}
+
+/// A key exchange method (transform type 4, RFC 7296 §3.3.2): the MODP,
+/// ECP and Curve25519 groups. It makes one [`KeyExchange`] per exchange.
+pub trait KeyExchangeGroup: Send + Sync {
+    /// The IANA transform id.
+    fn group(&self) -> DhGroup;
+    /// Bytes of the public value, as the KE payload carries it (§3.4).
+    fn public_value_len(&self) -> usize;
+    /// A fresh private value drawn from `rng`, and its public value.
+    ///
+    /// # Errors
+    /// `KeyGenFailed` when `rng` yields no usable private value (only a
+    /// broken generator does).
+    fn start(&self, rng: &mut dyn Random) -> Result<Box<dyn KeyExchange>, CryptoError>;
+}
+
+/// One side of a key exchange: our private value (zeroized on drop), our
+/// public value (the KE payload's data), and the computation of the shared
+/// secret g^ir from the peer's.
+pub trait KeyExchange: Send {
+    /// The group.
+    fn group(&self) -> DhGroup;
+    /// Our public value, encoded as the KE payload carries it.
+    fn public_value(&self) -> &[u8];
+    /// g^ir from the peer's public value, zeroized when dropped. The peer's
+    /// value is checked first (§3.4, RFC 6989 §2).
+    ///
+    /// # Errors
+    /// `BadPublicValue` when the check fails.
+    fn shared_secret(&self, peer: &[u8]) -> Result<Zeroizing<Vec<u8>>, CryptoError>;
+}
+
+impl core::fmt::Debug for dyn Prf {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}", self.id())
+    }
+}
+
+impl core::fmt::Debug for dyn KeyExchangeGroup {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}", self.group())
+    }
 }

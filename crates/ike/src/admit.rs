@@ -20,8 +20,7 @@
 use core::time::Duration;
 use std::net::IpAddr;
 
-use hmac::{Hmac, KeyInit, Mac};
-use sha2::Sha256;
+use flowsec_crypto::fixed;
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
@@ -99,19 +98,26 @@ impl CookieSecret {
     }
 
     fn cookie(&self, ni: &[u8], ip: IpAddr, spi_i: u64) -> [u8; COOKIE_LEN] {
-        let mut mac = <Hmac<Sha256> as KeyInit>::new(&(*self.key).into());
-        mac.update(&[self.version]);
         // The nonce's length first: IPi has two lengths.
-        mac.update(&u16::try_from(ni.len()).unwrap_or(u16::MAX).to_be_bytes());
-        mac.update(ni);
-        match ip {
-            IpAddr::V4(a) => mac.update(&a.octets()),
-            IpAddr::V6(a) => mac.update(&a.octets()),
-        }
-        mac.update(&spi_i.to_be_bytes());
+        let ni_len = u16::try_from(ni.len()).unwrap_or(u16::MAX).to_be_bytes();
+        let (v4, v6);
+        let ip: &[u8] = match ip {
+            IpAddr::V4(a) => {
+                v4 = a.octets();
+                &v4
+            }
+            IpAddr::V6(a) => {
+                v6 = a.octets();
+                &v6
+            }
+        };
+        let mac = fixed::hmac_sha256(
+            &self.key[..],
+            &[&[self.version], &ni_len, ni, ip, &spi_i.to_be_bytes()],
+        );
         let mut out = [0u8; COOKIE_LEN];
         out[0] = self.version;
-        out[1..].copy_from_slice(&mac.finalize().into_bytes());
+        out[1..].copy_from_slice(&mac);
         out
     }
 }
@@ -293,6 +299,34 @@ mod tests {
             zero.cookie(&[7; 32], IP.parse().unwrap(), 0x1234)[..],
             ca[..]
         );
+    }
+
+    /// The cookie is `version | HMAC-SHA-256(secret, version | len(Ni) |
+    /// Ni | IPi | SPIi)`, against Python's `hmac` for a fixed secret (IPv4
+    /// and IPv6).
+    #[test]
+    fn cookie_matches_its_definition() {
+        let secret = CookieSecret {
+            version: 5,
+            key: Zeroizing::new([0x11; 64]),
+            first_use: None,
+            made: 0,
+            retired: Duration::ZERO,
+        };
+        for (ip, mac) in [
+            (
+                "192.0.2.1",
+                "c2d44e9d42440c24e922bf0b2ac9a0cbd2f951ff764e11c1f218dcdf93e6fee3",
+            ),
+            (
+                "2001:db8::1",
+                "322b5cc401535d167856fb503ebc6dc2bcaa3d76f761fab7ac8aeecdecc8f3ee",
+            ),
+        ] {
+            let c = secret.cookie(&[7; 32], ip.parse().unwrap(), 0x1234);
+            assert_eq!(c[0], 5);
+            assert_eq!(hex::encode(&c[1..]), mac, "{ip}");
+        }
     }
 
     #[test]

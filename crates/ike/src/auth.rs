@@ -53,7 +53,16 @@ impl Ike {
         } else {
             (&sa.init_response, &sa.ni, &keys.sk_pr)
         };
-        crypto::psk_auth(keys.suite.prf, psk, msg, nonce, sk_p, &id.body()).ok()
+        crypto::psk_auth(
+            &self.provider,
+            keys.suite.prf,
+            psk,
+            msg,
+            nonce,
+            sk_p,
+            &id.body(),
+        )
+        .ok()
     }
 
     /// Initiator: send IKE_AUTH, with the first Child SA if one was asked.

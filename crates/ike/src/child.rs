@@ -76,7 +76,7 @@ impl Ike {
         let mode = child.mode;
         // Without a CPI left, no IPComp (strongSwan does the same).
         let cpi_in = if child.ipcomp { cpi(k) } else { None };
-        let ke = dh.and_then(|g| crypto::key_exchange(g, self.rng.as_mut()).ok());
+        let ke = dh.and_then(|g| crypto::key_exchange(&self.provider, g, self.rng.as_mut()).ok());
         let ni = if create {
             self.random(NONCE_LEN)
         } else {
@@ -233,7 +233,7 @@ impl Ike {
                         chosen.dh.0.to_be_bytes().to_vec(),
                     ));
                 }
-                let ours = crypto::key_exchange(chosen.dh, self.rng.as_mut())
+                let ours = crypto::key_exchange(&self.provider, chosen.dh, self.rng.as_mut())
                     .map_err(|_| notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]))?;
                 g_ir = Some(
                     ours.shared_secret(&kei.data)
@@ -330,7 +330,16 @@ impl Ike {
     ) -> Option<zeroize::Zeroizing<Vec<u8>>> {
         let keys = sa.keys.as_ref()?;
         let len = 2 * (chosen.encr.map_or(0, |e| e.keymat_len()) + integ_key_len(chosen.integ));
-        crypto::child_keymat(keys.suite.prf, &keys.sk_d, g_ir, ni, nr, len).ok()
+        crypto::child_keymat(
+            &self.provider,
+            keys.suite.prf,
+            &keys.sk_d,
+            g_ir,
+            ni,
+            nr,
+            len,
+        )
+        .ok()
     }
 
     /// Initiator: install the Child SA the answer in `msg` describes.

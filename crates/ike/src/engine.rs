@@ -191,13 +191,17 @@ pub struct Ike {
 }
 
 impl Ike {
-    /// The core for `config`, with `rng` for every random value.
+    /// The core for `config`, with `provider` for every algorithm and
+    /// `rng` for every random value. Configured PRFs and key exchange
+    /// groups that `provider` lacks are dropped, each with an event
+    /// ([`crate::config::restrict_to`]).
     pub fn new(
-        config: Config,
+        mut config: Config,
         provider: Provider,
         mut rng: Box<dyn Random>,
         settings: Settings,
     ) -> Ike {
+        let events = crate::config::restrict_to(&mut config, &provider);
         let cookies = crate::admit::CookieJar::new(rng.as_mut());
         Ike {
             config,
@@ -206,7 +210,7 @@ impl Ike {
             settings,
             sas: BTreeMap::new(),
             out: VecDeque::new(),
-            events: Vec::new(),
+            events,
             cookies,
             next_uid: 1,
             next_reqid: 1,
@@ -680,8 +684,7 @@ fn follow_peer(
 /// SHA-256 of a message, to know a retransmitted request from another
 /// one with the same message ID.
 fn digest(data: &[u8]) -> [u8; 32] {
-    use sha2::Digest;
-    sha2::Sha256::digest(data).into()
+    flowsec_crypto::fixed::sha256(&[data])
 }
 
 /// The SA, KE, nonce and selectors of a message (each at most once:

@@ -16,7 +16,6 @@ use std::net::{IpAddr, SocketAddr};
 
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, PayloadType};
 use flowsec_wire::ike::{Header, Ke, Message, Payload};
-use sha1::{Digest, Sha1};
 use zeroize::Zeroizing;
 
 use crate::admit::Refusal;
@@ -146,14 +145,14 @@ impl Ike {
             .iter()
             .flat_map(|p| p.dh.iter())
             .copied()
-            .find(|g| crypto::public_value_len(*g).is_some())
+            .find(|g| self.provider.key_exchange(*g).is_some())
             .ok_or_else(|| format!("{}: no supported DH group in proposals", conn.name))?;
         let local = SocketAddr::new(local_ip, conn.local_port);
         let remote = SocketAddr::new(remote_ip, conn.remote_port);
         let offer = config::ike_offer(&conn.proposals);
         let name = conn.name.clone();
-        let ke =
-            crypto::key_exchange(group, self.rng.as_mut()).map_err(|e| format!("{name}: {e:?}"))?;
+        let ke = crypto::key_exchange(&self.provider, group, self.rng.as_mut())
+            .map_err(|e| format!("{name}: {e}"))?;
         let spi_i = self.new_spi();
         let ni = self.random(NONCE_LEN);
         let uid = self.next_uid;
@@ -309,7 +308,7 @@ impl Ike {
             );
             return;
         }
-        let ke = match crypto::key_exchange(chosen.suite.dh, self.rng.as_mut()) {
+        let ke = match crypto::key_exchange(&self.provider, chosen.suite.dh, self.rng.as_mut()) {
             Ok(ke) => ke,
             Err(_) => return,
         };
@@ -427,7 +426,8 @@ impl Ike {
         spis: (u64, u64),
         initiator: bool,
     ) -> Option<IkeKeyState> {
-        let seed = crypto::skeyseed(chosen.suite.prf, nonces.0, nonces.1, g_ir).ok()?;
+        let seed =
+            crypto::skeyseed(&self.provider, chosen.suite.prf, nonces.0, nonces.1, g_ir).ok()?;
         self.keys_from_seed(chosen, &seed, nonces, spis, initiator)
     }
 
@@ -440,7 +440,8 @@ impl Ike {
         (spi_i, spi_r): (u64, u64),
         initiator: bool,
     ) -> Option<IkeKeyState> {
-        let k: IkeKeys = crypto::ike_keys(&chosen.suite, seed, ni, nr, spi_i, spi_r).ok()?;
+        let k: IkeKeys =
+            crypto::ike_keys(&self.provider, &chosen.suite, seed, ni, nr, spi_i, spi_r).ok()?;
         let s = &chosen.suite;
         let i2r = SkCrypto::new(&self.provider, s.encr, s.integ, &k.sk_ei, &k.sk_ai).ok()?;
         let r2i = SkCrypto::new(&self.provider, s.encr, s.integ, &k.sk_er, &k.sk_ar).ok()?;
@@ -515,7 +516,7 @@ impl Ike {
                     .any(|p| p.dh.contains(&group));
                 let current = sa.ke.as_ref().map(|k| k.group());
                 if offered && current != Some(group) {
-                    if let Ok(ke) = crypto::key_exchange(group, self.rng.as_mut()) {
+                    if let Ok(ke) = crypto::key_exchange(&self.provider, group, self.rng.as_mut()) {
                         self.events
                             .push(format!("peer wants DH group {group}: retrying IKE_SA_INIT"));
                         sa.init_retries += 1;
@@ -672,15 +673,19 @@ fn init_header(spi_i: u64, spi_r: u64, initiator: bool, response: bool) -> Heade
 
 /// SHA-1(SPIi | SPIr | IP | Port) (§2.23).
 pub(crate) fn nat_hash(spi_i: u64, spi_r: u64, addr: SocketAddr) -> Vec<u8> {
-    let mut h = Sha1::new();
-    h.update(spi_i.to_be_bytes());
-    h.update(spi_r.to_be_bytes());
-    match addr.ip() {
-        IpAddr::V4(a) => h.update(a.octets()),
-        IpAddr::V6(a) => h.update(a.octets()),
-    }
-    h.update(addr.port().to_be_bytes());
-    h.finalize().to_vec()
+    let (v4, v6);
+    let ip: &[u8] = match addr.ip() {
+        IpAddr::V4(a) => {
+            v4 = a.octets();
+            &v4
+        }
+        IpAddr::V6(a) => {
+            v6 = a.octets();
+            &v6
+        }
+    };
+    let port = addr.port().to_be_bytes();
+    flowsec_crypto::fixed::sha1(&[&spi_i.to_be_bytes(), &spi_r.to_be_bytes(), ip, &port]).to_vec()
 }
 
 /// (we are behind a NAT, the peer is) from the peer's NAT_DETECTION

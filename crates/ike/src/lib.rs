@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! config ── swanctl.conf parser, strongSwan proposal syntax, selection
-//! crypto ── Diffie-Hellman groups, PRFs, prf+, SKEYSEED, SK payload, PSK AUTH
+//! crypto ── prf+, SKEYSEED, SK payload, PSK AUTH over the Provider's PRFs and groups
 //! engine ── Ike: all IKE SAs; datagrams + now in, datagrams + Kernel calls out
 //!   exchange ── message IDs, window, retransmission, response replay
 //!   rules    ── which payloads each exchange carries, checked once

@@ -35,7 +35,7 @@ impl Ike {
     fn start_ike_rekey_with(&mut self, now: Duration, sa: &mut IkeSa, group: Option<DhGroup>) {
         let Some(keys) = &sa.keys else { return };
         let group = group.unwrap_or(keys.suite.dh);
-        let Ok(ke) = crypto::key_exchange(group, self.rng.as_mut()) else {
+        let Ok(ke) = crypto::key_exchange(&self.provider, group, self.rng.as_mut()) else {
             return;
         };
         let spi = self.new_spi();
@@ -76,7 +76,8 @@ impl Ike {
         initiator: bool,
     ) -> Option<IkeSa> {
         let keys = old.keys.as_ref()?;
-        let seed = crypto::rekey_skeyseed(keys.suite.prf, &keys.sk_d, g_ir, ni, nr).ok()?;
+        let seed = crypto::rekey_skeyseed(&self.provider, keys.suite.prf, &keys.sk_d, g_ir, ni, nr)
+            .ok()?;
         let keys = self.keys_from_seed(chosen, &seed, (ni, nr), (spi_i, spi_r), initiator)?;
         let uid = self.next_uid;
         self.next_uid += 1;
@@ -154,7 +155,7 @@ impl Ike {
             self.kick(now, sa, k);
             return;
         }
-        let ours = crypto::key_exchange(chosen.suite.dh, self.rng.as_mut());
+        let ours = crypto::key_exchange(&self.provider, chosen.suite.dh, self.rng.as_mut());
         let g_ir = ours
             .as_ref()
             .ok()

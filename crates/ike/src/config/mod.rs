@@ -65,6 +65,7 @@ pub mod identity;
 pub mod lexer;
 pub mod negotiate;
 pub mod proposal;
+pub mod supported;
 pub mod swanctl;
 pub mod ts;
 
@@ -85,6 +86,7 @@ pub use proposal::{
     parse_ah_proposals, parse_esp_proposal, parse_esp_proposals, parse_ike_proposal,
     parse_ike_proposals, ChildProposal, IkeProposal,
 };
+pub use supported::restrict_to;
 pub use ts::{AddrSpec, TsSpec};
 
 /// Largest configuration file [`load`] reads (implementation limit; a

@@ -18,11 +18,11 @@
 //! RFC 7634 §3): [`Encr::keymat_len`].
 
 use flowsec_crypto::suite::{integ_key_len, Encr};
-use flowsec_crypto::CryptoError;
+use flowsec_crypto::{CryptoError, Prf, Provider};
 use flowsec_wire::iana::{DhGroup, IntegId, PrfId};
 use zeroize::Zeroizing;
 
-use super::prf::{self, Prf};
+use super::prf::{prf_plus, PRF_PLUS_MAX_ITERATIONS};
 
 /// The four algorithms an IKE SA runs with (§3.3.2: transform types 1–4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -74,14 +74,17 @@ const AES_PRF_NONCE_PREFIX: usize = 8;
 /// first 64 bits of Nr.
 ///
 /// # Errors
-/// An unsupported PRF; `BadKeyLength` if a nonce is shorter than 8 bytes
-/// with an AES PRF (the wire parser already refuses nonces under 16).
+/// `UnsupportedPrf` when `provider` lacks `prf`; `BadKeyLength` if a
+/// nonce is shorter than 8 bytes with an AES PRF (the wire parser already
+/// refuses nonces under 16).
 pub fn skeyseed(
+    provider: &Provider,
     prf: PrfId,
     ni: &[u8],
     nr: &[u8],
     g_ir: &[u8],
 ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+    let p = prf_of(provider, prf)?;
     let mut key = Zeroizing::new(Vec::with_capacity(ni.len() + nr.len()));
     if matches!(prf, PrfId::AES128_XCBC | PrfId::AES128_CMAC) {
         let shortest = ni.len().min(nr.len());
@@ -97,7 +100,7 @@ pub fn skeyseed(
         key.extend_from_slice(ni);
         key.extend_from_slice(nr);
     }
-    Ok(Prf::new(prf, &key)?.compute(&[g_ir]))
+    Ok(p.prf(&key, &[g_ir]))
 }
 
 /// SKEYSEED of a rekeyed IKE SA: prf(SK_d (old), g^ir (new) | Ni | Nr)
@@ -105,18 +108,20 @@ pub fn skeyseed(
 /// does) and the rekey exchange's nonces; the new SA's own PRF then runs
 /// prf+ in [`ike_keys`].
 pub fn rekey_skeyseed(
+    provider: &Provider,
     prf: PrfId,
     old_sk_d: &[u8],
     g_ir: &[u8],
     ni: &[u8],
     nr: &[u8],
 ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
-    Ok(Prf::new(prf, old_sk_d)?.compute(&[g_ir, ni, nr]))
+    Ok(prf_of(provider, prf)?.prf(old_sk_d, &[g_ir, ni, nr]))
 }
 
 /// The seven IKE SA keys from SKEYSEED (§2.14). `spi_i` and `spi_r` are
 /// the header's SPIs (initiator's first, whoever we are).
 pub fn ike_keys(
+    provider: &Provider,
     suite: &IkeSuite,
     skeyseed: &[u8],
     ni: &[u8],
@@ -124,19 +129,20 @@ pub fn ike_keys(
     spi_i: u64,
     spi_r: u64,
 ) -> Result<IkeKeys, CryptoError> {
-    let prf_len = prf::output_len(suite.prf).ok_or(CryptoError::BadCombination)?;
+    let p = prf_of(provider, suite.prf)?;
+    // §2.14: SK_d, SK_pi and SK_pr are the PRF's preferred key length.
+    let prf_len = p.preferred_key_len();
     let integ_len = integ_key_len(suite.integ);
     let encr_len = suite.encr.keymat_len();
     let total = 3 * prf_len + 2 * integ_len + 2 * encr_len;
-    let p = Prf::new(suite.prf, skeyseed)?;
-    check_prf_plus_len(&p, total)?;
+    check_prf_plus_len(p, total)?;
 
     let mut seed = Zeroizing::new(Vec::with_capacity(ni.len() + nr.len() + 16));
     seed.extend_from_slice(ni);
     seed.extend_from_slice(nr);
     seed.extend_from_slice(&spi_i.to_be_bytes());
     seed.extend_from_slice(&spi_r.to_be_bytes());
-    let keymat = p.plus(&seed, total);
+    let keymat = prf_plus(p, skeyseed, &seed, total);
 
     let mut rest = &keymat[..];
     let mut take = |n: usize| {
@@ -160,8 +166,9 @@ pub fn ike_keys(
 /// responder SA, then the same for the other direction.
 ///
 /// # Errors
-/// An unsupported PRF; `BadLength` when `len` exceeds prf+'s 255 blocks.
+/// `UnsupportedPrf`; `BadLength` when `len` exceeds prf+'s 255 blocks.
 pub fn child_keymat(
+    provider: &Provider,
     prf: PrfId,
     sk_d: &[u8],
     g_ir: Option<&[u8]>,
@@ -169,14 +176,14 @@ pub fn child_keymat(
     nr: &[u8],
     len: usize,
 ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
-    let p = Prf::new(prf, sk_d)?;
-    check_prf_plus_len(&p, len)?;
+    let p = prf_of(provider, prf)?;
+    check_prf_plus_len(p, len)?;
     let g_ir = g_ir.unwrap_or_default();
     let mut seed = Zeroizing::new(Vec::with_capacity(g_ir.len() + ni.len() + nr.len()));
     seed.extend_from_slice(g_ir);
     seed.extend_from_slice(ni);
     seed.extend_from_slice(nr);
-    Ok(p.plus(&seed, len))
+    Ok(prf_plus(p, sk_d, &seed, len))
 }
 
 /// The AUTH payload's data for a shared key (§2.15, method 2):
@@ -188,6 +195,7 @@ pub fn child_keymat(
 /// [`flowsec_wire::ike::Id::body`]); for the responder's, its IKE_SA_INIT
 /// response, Ni, SK_pr and IDr'.
 pub fn psk_auth(
+    provider: &Provider,
     prf: PrfId,
     psk: &[u8],
     real_message: &[u8],
@@ -197,14 +205,20 @@ pub fn psk_auth(
 ) -> Result<Vec<u8>, CryptoError> {
     /// §2.15: the pad string, 17 ASCII characters without a terminator.
     const KEY_PAD: &[u8] = b"Key Pad for IKEv2";
-    let maced_id = Prf::new(prf, sk_p)?.compute(&[id_body]);
-    let key = Prf::new(prf, psk)?.compute(&[KEY_PAD]);
-    let auth = Prf::new(prf, &key)?.compute(&[real_message, peer_nonce, &maced_id]);
+    let p = prf_of(provider, prf)?;
+    let maced_id = p.prf(sk_p, &[id_body]);
+    let key = p.prf(psk, &[KEY_PAD]);
+    let auth = p.prf(&key, &[real_message, peer_nonce, &maced_id]);
     Ok(auth.to_vec())
 }
 
-fn check_prf_plus_len(p: &Prf, len: usize) -> Result<(), CryptoError> {
-    if len > 255 * p.output_len() {
+/// The provider's PRF `id`, or `UnsupportedPrf`.
+fn prf_of(provider: &Provider, id: PrfId) -> Result<&'static dyn Prf, CryptoError> {
+    provider.prf(id).ok_or(CryptoError::UnsupportedPrf(id))
+}
+
+fn check_prf_plus_len(p: &dyn Prf, len: usize) -> Result<(), CryptoError> {
+    if len > PRF_PLUS_MAX_ITERATIONS * p.output_len() {
         return Err(CryptoError::BadLength);
     }
     Ok(())
@@ -214,6 +228,10 @@ fn check_prf_plus_len(p: &Prf, len: usize) -> Result<(), CryptoError> {
 mod tests {
     use super::*;
     use flowsec_wire::iana::EncrId;
+
+    fn p() -> Provider {
+        Provider::fastest()
+    }
 
     fn h(s: &str) -> Vec<u8> {
         hex::decode(s.replace([' ', '\n'], "")).unwrap()
@@ -233,7 +251,7 @@ mod tests {
         let spi_r = 0x3ff77d760d2b2199;
         let prf = PrfId::HMAC_SHA1;
 
-        let seed = skeyseed(prf, &ni, &nr, &gir).unwrap();
+        let seed = skeyseed(&p(), prf, &ni, &nr, &gir).unwrap();
         assert_eq!(
             &seed[..],
             &h("a9a7b222b59f8f48645f28a1db5b5f5d7479cba7")[..]
@@ -244,7 +262,7 @@ mod tests {
         s.extend_from_slice(&nr);
         s.extend_from_slice(&u64::to_be_bytes(spi_i));
         s.extend_from_slice(&u64::to_be_bytes(spi_r));
-        let dkm = Prf::new(prf, &seed).unwrap().plus(&s, 132);
+        let dkm = prf_plus(p().prf(prf).unwrap(), &seed, &s, 132);
         let want_dkm = h(
             "a14293677cc80ff8f9cc0eee30d895da9d8f405666e30ef0dfcb63c634a46002
              a2a63080e514a062768b76606f9fa5e992204fc5a670bde3f10d6b027113936a
@@ -264,7 +282,7 @@ mod tests {
             prf,
             dh: DhGroup::MODP_2048,
         };
-        let keys = ike_keys(&suite, &seed, &ni, &nr, spi_i, spi_r).unwrap();
+        let keys = ike_keys(&p(), &suite, &seed, &ni, &nr, spi_i, spi_r).unwrap();
         assert_eq!(&keys.sk_d[..], &want_dkm[..20]);
         assert_eq!(&keys.sk_ai[..], &want_dkm[20..40]);
         assert_eq!(&keys.sk_er[..], &want_dkm[76..92]);
@@ -272,7 +290,7 @@ mod tests {
 
         let sk_d = &want_dkm[..20];
         assert_eq!(
-            &child_keymat(prf, sk_d, None, &ni, &nr, 132).unwrap()[..],
+            &child_keymat(&p(), prf, sk_d, None, &ni, &nr, 132).unwrap()[..],
             &h(
                 "8059e3ee8810e6c3a91bc8bcd2a7a41151b8d0e6ae239c7b38093ad85ef4c581
                 1a8e7b5d1cdabd9560b2d5e092d1f24e2d4b85eccdf0ad0dc9abd94b51ee7181
@@ -282,7 +300,7 @@ mod tests {
             )[..]
         );
         assert_eq!(
-            &child_keymat(prf, sk_d, Some(&gir_new), &ni, &nr, 132).unwrap()[..],
+            &child_keymat(&p(), prf, sk_d, Some(&gir_new), &ni, &nr, 132).unwrap()[..],
             &h(
                 "bb43244c1860ad65ee1e211ffe8bb3661750c8f89cb9f547df7f4fa61d373016
                 28190e38c66232eab4b3ab14c400a5197dd3730ed4820a8a10394d51e1c04000
@@ -292,7 +310,7 @@ mod tests {
             )[..]
         );
         assert_eq!(
-            &rekey_skeyseed(prf, sk_d, &gir_new, &ni, &nr).unwrap()[..],
+            &rekey_skeyseed(&p(), prf, sk_d, &gir_new, &ni, &nr).unwrap()[..],
             &h("63e81194946ebd05df7df5ebf5d8750056bf1f1d")[..]
         );
     }
@@ -323,12 +341,12 @@ mod tests {
             prf: PrfId::HMAC_SHA2_256,
             dh: DhGroup::ECP_256,
         };
-        let seed = skeyseed(suite.prf, &ni, &nr, &gir).unwrap();
+        let seed = skeyseed(&p(), suite.prf, &ni, &nr, &gir).unwrap();
         assert_eq!(
             &seed[..],
             &h("9a3294dbe0fa2a20cab5a965be7aeb48bb965218e0a26191dfdfad7c08e658b7")[..]
         );
-        let k = ike_keys(&suite, &seed, &ni, &nr, SPI_I, SPI_R).unwrap();
+        let k = ike_keys(&p(), &suite, &seed, &ni, &nr, SPI_I, SPI_R).unwrap();
         let want = [
             (
                 &k.sk_d,
@@ -373,8 +391,8 @@ mod tests {
             prf: PrfId::HMAC_SHA2_256,
             dh: DhGroup::CURVE25519,
         };
-        let seed = skeyseed(suite.prf, &ni, &nr, &gir).unwrap();
-        let k = ike_keys(&suite, &seed, &ni, &nr, SPI_I, SPI_R).unwrap();
+        let seed = skeyseed(&p(), suite.prf, &ni, &nr, &gir).unwrap();
+        let k = ike_keys(&p(), &suite, &seed, &ni, &nr, SPI_I, SPI_R).unwrap();
         assert!(k.sk_ai.is_empty() && k.sk_ar.is_empty());
         assert_eq!(
             &k.sk_ei[..],
@@ -398,24 +416,25 @@ mod tests {
         let ni: Vec<u8> = (0xa0..0xb0).collect();
         let nr: Vec<u8> = (0xb0..0xc0).collect();
         let gir = vec![0xab; 64];
-        let s = skeyseed(PrfId::AES128_CMAC, &ni, &nr, &gir).unwrap();
+        let s = skeyseed(&p(), PrfId::AES128_CMAC, &ni, &nr, &gir).unwrap();
         assert_eq!(&s[..], &h("f2edbf21551cb47e0819532dfc91ca5f")[..]);
         // Only the first 8 bytes of each nonce matter.
         let mut ni2 = ni.clone();
         ni2[15] ^= 1;
-        assert_eq!(skeyseed(PrfId::AES128_CMAC, &ni2, &nr, &gir).unwrap(), s);
-        assert_ne!(skeyseed(PrfId::HMAC_SHA2_256, &ni2, &nr, &gir).unwrap(), {
-            skeyseed(PrfId::HMAC_SHA2_256, &ni, &nr, &gir).unwrap()
-        });
+        assert_eq!(
+            skeyseed(&p(), PrfId::AES128_CMAC, &ni2, &nr, &gir).unwrap(),
+            s
+        );
+        assert_ne!(
+            skeyseed(&p(), PrfId::HMAC_SHA2_256, &ni2, &nr, &gir).unwrap(),
+            { skeyseed(&p(), PrfId::HMAC_SHA2_256, &ni, &nr, &gir).unwrap() }
+        );
         // XCBC likewise.
-        let x = skeyseed(PrfId::AES128_XCBC, &ni, &nr, &gir).unwrap();
+        let x = skeyseed(&p(), PrfId::AES128_XCBC, &ni, &nr, &gir).unwrap();
         let mut key = ni[..8].to_vec();
         key.extend_from_slice(&nr[..8]);
-        assert_eq!(
-            x,
-            Prf::new(PrfId::AES128_XCBC, &key).unwrap().compute(&[&gir])
-        );
-        assert!(skeyseed(PrfId::AES128_XCBC, &ni[..7], &nr, &gir).is_err());
+        assert_eq!(x, p().prf(PrfId::AES128_XCBC).unwrap().prf(&key, &[&gir]));
+        assert!(skeyseed(&p(), PrfId::AES128_XCBC, &ni[..7], &nr, &gir).is_err());
     }
 
     /// §2.15 against Python: `hmac(hmac(psk, b"Key Pad for IKEv2"),
@@ -425,6 +444,7 @@ mod tests {
         let id_body = b"\x02\x00\x00\x00moon.strongswan.org";
         let msg: Vec<u8> = (0..100).collect();
         let auth = psk_auth(
+            &p(),
             PrfId::HMAC_SHA2_256,
             b"secret",
             &msg,
@@ -441,13 +461,39 @@ mod tests {
 
     #[test]
     fn refusals() {
-        assert!(skeyseed(PrfId(99), b"n", b"n", b"g").is_err());
         assert_eq!(
-            child_keymat(PrfId::HMAC_SHA1, &[1; 20], None, b"n", b"n", 255 * 20 + 1).unwrap_err(),
+            skeyseed(&p(), PrfId(99), b"n", b"n", b"g").unwrap_err(),
+            CryptoError::UnsupportedPrf(PrfId(99))
+        );
+        // A provider without the PRF refuses it: the lookup is the
+        // provider's, not a table of ours.
+        let no_md5 = p().with_prfs(
+            flowsec_crypto::backend::IKE_PRFS
+                .iter()
+                .copied()
+                .filter(|x| x.id() != PrfId::HMAC_MD5)
+                .collect(),
+        );
+        assert_eq!(
+            psk_auth(&no_md5, PrfId::HMAC_MD5, b"k", b"m", b"n", b"s", b"i").unwrap_err(),
+            CryptoError::UnsupportedPrf(PrfId::HMAC_MD5)
+        );
+        assert!(psk_auth(&no_md5, PrfId::HMAC_SHA1, b"k", b"m", b"n", b"s", b"i").is_ok());
+        assert_eq!(
+            child_keymat(
+                &p(),
+                PrfId::HMAC_SHA1,
+                &[1; 20],
+                None,
+                b"n",
+                b"n",
+                255 * 20 + 1
+            )
+            .unwrap_err(),
             CryptoError::BadLength
         );
         assert_eq!(
-            child_keymat(PrfId::HMAC_SHA1, &[1; 20], None, b"n", b"n", 255 * 20)
+            child_keymat(&p(), PrfId::HMAC_SHA1, &[1; 20], None, b"n", b"n", 255 * 20)
                 .unwrap()
                 .len(),
             255 * 20

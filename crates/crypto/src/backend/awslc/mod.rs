@@ -1,8 +1,10 @@
 //! The aws-lc backend. Each algorithm family lives in its own file; each file's
-//! `build` returns `None` for ids it does not implement.
+//! `build` returns `None` for ids it does not implement. `ecdh` holds IKE's
+//! elliptic-curve groups, listed in [`super::IKE_KEY_EXCHANGES`].
 
 mod aead;
 mod cipher;
+pub(super) mod ecdh;
 mod mac;
 
 use flowsec_wire::iana::{EncrId, IntegId};

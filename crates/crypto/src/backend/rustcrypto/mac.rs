@@ -26,7 +26,7 @@ use sha2::{Sha256, Sha384, Sha512};
 use subtle::ConstantTimeEq;
 
 use super::super::HashAlg;
-use super::xcbc::AesXcbc96;
+use super::xcbc::{AesXcbc, AesXcbc96};
 use crate::traits::{Hash, Integrity};
 use crate::CryptoError;
 
@@ -37,7 +37,7 @@ pub(super) fn build(id: IntegId, key: &[u8]) -> Option<Result<Box<dyn Integrity>
         IntegId::HMAC_SHA2_256_128 => hmac::<Sha256>(key, 32, "32", 16),
         IntegId::HMAC_SHA2_384_192 => hmac::<Sha384>(key, 48, "48", 24),
         IntegId::HMAC_SHA2_512_256 => hmac::<Sha512>(key, 64, "64", 32),
-        IntegId::AES_XCBC_96 => aes_key(key).map(|k| Box::new(AesXcbc96::new(&k)) as _),
+        IntegId::AES_XCBC_96 => aes_key(key).map(|k| Box::new(AesXcbc96(AesXcbc::new(&k))) as _),
         IntegId::AES_CMAC_96 => aes_key(key).map(|k| {
             let mac = <Cmac<Aes128> as KeyInit>::new(&k.into());
             Box::new(Truncated { mac, icv_len: 12 }) as _

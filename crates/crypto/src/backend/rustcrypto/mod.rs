@@ -1,10 +1,15 @@
 //! The rustcrypto backend. Each algorithm family lives in its own file; each file's
-//! `build` returns `None` for ids it does not implement.
+//! `build` returns `None` for ids it does not implement. `prf` and `modp`
+//! hold IKE's PRFs and MODP groups, listed in [`super::IKE_PRFS`] and
+//! [`super::IKE_KEY_EXCHANGES`].
 
 mod aead;
 mod cipher;
 mod ivgen;
 mod mac;
+pub(super) mod modp;
+mod modp_primes;
+pub(super) mod prf;
 mod twofish;
 mod xcbc;
 

@@ -1,5 +1,8 @@
-//! AES-XCBC-MAC-96 (RFC 3566). No maintained crate implements it; it is CBC-MAC
-//! with three keys derived from the one given (§4):
+//! AES-XCBC-MAC (RFC 3566), flowsec's one implementation of it, shared by
+//! ESP/AH integrity (AES-XCBC-MAC-96, RFC 3566 §2.2: the first 96 bits) and
+//! IKE's PRF_AES128_XCBC (RFC 4434: all 128 bits, with its own key rule,
+//! [`prf_key`]). No maintained crate implements it; it is CBC-MAC with
+//! three keys derived from the one given (RFC 3566 §4):
 //!
 //! ```text
 //! K1 = AES_K(0x01^16), K2 = AES_K(0x02^16), K3 = AES_K(0x03^16)
@@ -7,7 +10,7 @@
 //! last block complete:   E[n] = AES_K1(M[n] ^ E[n-1] ^ K2)
 //! last block incomplete: E[n] = AES_K1(pad(M[n]) ^ E[n-1] ^ K3), pad = 0x80 0x00..
 //! ```
-//! An empty message is one incomplete block. The ICV is the first 96 bits.
+//! An empty message is one incomplete block.
 
 use aes::cipher::consts::U16;
 use aes::cipher::{
@@ -15,23 +18,27 @@ use aes::cipher::{
 };
 use aes::Aes128;
 use subtle::ConstantTimeEq;
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::traits::Integrity;
 
-const BLOCK: usize = 16;
-/// RFC 3566 §2.2: the output is truncated to 96 bits.
+/// AES block and key size in bytes.
+pub(crate) const BLOCK: usize = 16;
+/// RFC 3566 §2.2: the ICV is the MAC truncated to 96 bits.
 const ICV_LEN: usize = 12;
 
-/// AES-XCBC-MAC-96 with its derived keys precomputed.
-pub(crate) struct AesXcbc96 {
+/// AES-XCBC-MAC with its derived keys precomputed (K1 as a keyed cipher).
+/// `Aes128` zeroizes its key schedule on drop (the `aes` crate's `zeroize`
+/// feature); K2 and K3 are zeroized by `Drop` here.
+pub(crate) struct AesXcbc {
     k1: Aes128,
     k2: [u8; BLOCK],
     k3: [u8; BLOCK],
 }
 
-impl AesXcbc96 {
-    /// `key` must be 16 bytes (RFC 3566 §2.1; the caller checks).
+impl AesXcbc {
+    /// `key` is the 128-bit key K (RFC 3566 §2.1; the callers check or
+    /// normalise its length).
     pub(crate) fn new(key: &[u8; BLOCK]) -> Self {
         let k = Aes128::new(&(*key).into());
         let derive = |c: u8| {
@@ -42,7 +49,7 @@ impl AesXcbc96 {
             out
         };
         let mut k1 = derive(0x01);
-        let out = AesXcbc96 {
+        let out = AesXcbc {
             k1: Aes128::new(&k1.into()),
             k2: derive(0x02),
             k3: derive(0x03),
@@ -51,10 +58,11 @@ impl AesXcbc96 {
         out
     }
 
-    /// The full 128-bit MAC over the concatenation of `parts`.
-    fn mac(&self, parts: &[&[u8]]) -> [u8; BLOCK] {
+    /// The full 128-bit MAC over the concatenation of `parts`. The caller
+    /// zeroizes it where it is secret (as a PRF output).
+    pub(crate) fn mac(&self, parts: &[&[u8]]) -> [u8; BLOCK] {
         let mut out = [0u8; BLOCK];
-        // One backend selection (e.g. AES-NI) per packet, not per block.
+        // One backend selection (e.g. AES-NI) per message, not per block.
         self.k1.encrypt_with_backend(MacClosure {
             parts,
             k2: &self.k2,
@@ -62,6 +70,42 @@ impl AesXcbc96 {
             out: &mut out,
         });
         out
+    }
+}
+
+impl Drop for AesXcbc {
+    fn drop(&mut self) {
+        self.k2.zeroize();
+        self.k3.zeroize();
+    }
+}
+
+/// RFC 4434 §2, the key of PRF_AES128_XCBC: a 16-byte key is used as it
+/// is, a shorter one is padded with zeros on the right, a longer one
+/// becomes AES-XCBC-MAC(0^128, key). (The integrity transform takes
+/// exactly 16 bytes instead: RFC 3566 §2.1.)
+pub(crate) fn prf_key(key: &[u8]) -> Zeroizing<[u8; BLOCK]> {
+    let mut k = Zeroizing::new([0u8; BLOCK]);
+    if key.len() <= BLOCK {
+        k[..key.len()].copy_from_slice(key);
+    } else {
+        *k = AesXcbc::new(&[0; BLOCK]).mac(&[key]);
+    }
+    k
+}
+
+/// AES-XCBC-MAC-96 (RFC 3566 §2.2) as ESP and AH use it.
+pub(crate) struct AesXcbc96(pub(crate) AesXcbc);
+
+impl Integrity for AesXcbc96 {
+    fn icv_len(&self) -> usize {
+        ICV_LEN
+    }
+    fn sign(&self, parts: &[&[u8]], icv: &mut [u8]) {
+        icv[..ICV_LEN].copy_from_slice(&self.0.mac(parts)[..ICV_LEN]);
+    }
+    fn verify(&self, parts: &[&[u8]], icv: &[u8]) -> bool {
+        icv.len() == ICV_LEN && bool::from(self.0.mac(parts)[..ICV_LEN].ct_eq(icv))
     }
 }
 
@@ -113,28 +157,40 @@ impl BlockCipherEncClosure for MacClosure<'_, '_> {
     }
 }
 
-impl Integrity for AesXcbc96 {
-    fn icv_len(&self) -> usize {
-        ICV_LEN
-    }
-    fn sign(&self, parts: &[&[u8]], icv: &mut [u8]) {
-        icv[..ICV_LEN].copy_from_slice(&self.mac(parts)[..ICV_LEN]);
-    }
-    fn verify(&self, parts: &[&[u8]], icv: &[u8]) -> bool {
-        icv.len() == ICV_LEN && bool::from(self.mac(parts)[..ICV_LEN].ct_eq(icv))
-    }
-}
-
-impl Drop for AesXcbc96 {
-    fn drop(&mut self) {
-        self.k2.zeroize();
-        self.k3.zeroize();
-    }
-}
-
 #[inline(always)]
 fn xor(out: &mut [u8], other: &[u8]) {
     for (o, i) in out.iter_mut().zip(other) {
         *o ^= i;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Splitting the input differently gives the same MAC (the pending-block
+    /// logic across parts).
+    #[test]
+    fn xcbc_parts_are_concatenated() {
+        let xcbc = AesXcbc::new(&[7u8; 16]);
+        let msg: Vec<u8> = (0..50).collect();
+        let whole = xcbc.mac(&[&msg]);
+        for cut in [0, 1, 15, 16, 17, 32, 49, 50] {
+            assert_eq!(xcbc.mac(&[&msg[..cut], &msg[cut..]]), whole, "cut {cut}");
+        }
+        assert_eq!(xcbc.mac(&[&msg[..16], &[], &msg[16..]]), whole);
+    }
+
+    /// RFC 4434 §2's three key cases (the vectors through the PRF are in
+    /// tests/kat_prf.rs).
+    #[test]
+    fn prf_key_rule() {
+        let key16: Vec<u8> = (0..16).collect();
+        assert_eq!(&prf_key(&key16)[..], &key16[..]);
+        let mut padded = [0u8; 16];
+        padded[..10].copy_from_slice(&key16[..10]);
+        assert_eq!(*prf_key(&key16[..10]), padded);
+        let long: Vec<u8> = (0..18).collect();
+        assert_eq!(*prf_key(&long), AesXcbc::new(&[0; 16]).mac(&[&long]));
     }
 }
