@@ -195,6 +195,16 @@ for f in report.md report.html; do
     [ -s "$LAB_OUT/$f" ] || { echo "FAIL: lab report $f missing"; exit 1; }
 done
 echo "PASS: $n scenarios wrote results.json, results.md, PNG and SVG plots; report.md and report.html combine them"
+# The charts come back from results.json alone: this run's, and the
+# committed full runs'.
+rm -f "$LAB_OUT"/*/*.png
+cp -r docs/results "$LAB_OUT/committed"
+for dir in "$LAB_OUT" "$LAB_OUT/committed"; do
+    target/debug/flowsec lab plot "$dir"
+    n_png=$(ls "$dir"/*/*.png | wc -l)
+    [ "$n_png" -ge 8 ] || { echo "FAIL: lab plot $dir drew $n_png PNGs"; exit 1; }
+done
+echo "PASS: lab plot redraws the charts from results.json"
 rm -rf "$LAB_OUT"
 
 if [ "${FLOWSEC_SKIP_ORACLE:-0}" != 1 ]; then

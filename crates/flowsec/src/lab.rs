@@ -47,6 +47,13 @@ pub enum LabCommand {
         /// A directory `lab run --out` wrote.
         dir: PathBuf,
     },
+    /// Draw the charts of the runs under DIR again from their
+    /// results.json (PNG, SVG, results.md, the combined report), measuring
+    /// nothing.
+    Plot {
+        /// A directory `lab run --out` wrote.
+        dir: PathBuf,
+    },
 }
 
 pub fn run(args: &LabArgs) -> Result<(), CliError> {
@@ -67,6 +74,15 @@ pub fn run(args: &LabArgs) -> Result<(), CliError> {
             println!(
                 "{n} scenario reports combined into {} and {}",
                 dir.join("report.md").display(),
+                dir.join("report.html").display()
+            );
+            Ok(())
+        }
+        LabCommand::Plot { dir } => {
+            let n = flowsec_lab::replot(dir).map_err(|e| CliError::Runtime(e.to_string()))?;
+            println!(
+                "{n} scenario runs redrawn under {}, combined into {}",
+                dir.display(),
                 dir.join("report.html").display()
             );
             Ok(())

@@ -37,8 +37,8 @@ enum Command {
     /// Traffic tests like netperf: `perf server`, `perf client -H HOST -t
     /// TCP_STREAM|UDP_STREAM|TCP_RR|UDP_RR|TCP_CRR|CBR`.
     Perf(perf::PerfArgs),
-    /// Reproduce the studies: `lab list`, `lab run SCENARIO... [--quick]
-    /// [--out DIR]` (so far: s4-crypto).
+    /// Reproduce the studies: `lab list`, `lab run SCENARIO...|all
+    /// [--quick] [--out DIR]`, `lab report DIR`, `lab plot DIR`.
     Lab(lab::LabArgs),
 }
 

@@ -1,20 +1,21 @@
 //! `flowsec lab`: scenarios that reproduce the published IPsec studies of
 //! `../shared/STUDIES.md` on this machine. Each scenario is data (the
 //! study's parameters and figures) plus a measurement; it writes
-//! `results.json`, `results.md` and PNG and SVG plots, prints the study's figure
-//! beside today's, and a verdict per finding of the study, computed from
-//! the numbers (never written by hand).
+//! `results.json`, `results.md` and PNG and SVG charts ([`chart`]), prints
+//! the study's figure beside today's, and a verdict per finding of the
+//! study, computed from the numbers (never written by hand). A saved run's
+//! charts can be drawn again from its `results.json` ([`replot`]).
 //!
 //! Scenarios: `s1-dbs`, `s1-netperf`, `s1-stream` (study S1's E1a–c),
 //! `s2-maxrate`, `s2-rtt` (S2's E2a–b), `s3-matrix` (S3) on the namespace
 //! topology of [`topology`] with the gateways of [`bed`], and `s4-crypto`
 //! (S4, crypto-engine offload, in process).
 
+mod axis;
 pub mod bed;
+pub mod chart;
 pub mod peers;
-mod plot;
 mod progress;
-mod raster;
 mod report;
 mod s1_dbs;
 mod s1_netperf;
@@ -23,11 +24,13 @@ mod s2;
 mod s2_rtt;
 mod s3_matrix;
 mod s4;
-mod svg;
+mod saved;
 pub mod topology;
 
+pub use chart::{ChartError, Plot, PlotKind, Series};
 pub use peers::Peer;
-pub use report::{combine, Finding, Plot, Report, Series, Table};
+pub use report::{combine, Finding, Report, Table};
+pub use saved::replot;
 
 /// Why a scenario could not run.
 #[derive(Debug)]

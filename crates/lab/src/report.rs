@@ -1,11 +1,13 @@
 //! What a scenario reports, and how it is written: `results.json` (all of
-//! it), `results.md` (tables and verdicts) and one SVG per plot.
+//! it, the charts as data), `results.md` (tables and verdicts) and a PNG
+//! and an SVG per chart.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::chart::{self, Plot};
 use crate::LabError;
 
 /// A table: the study's figures and today's, side by side.
@@ -25,26 +27,6 @@ pub struct Finding {
     pub holds: bool,
     /// The numbers the verdict was computed from.
     pub evidence: String,
-}
-
-/// One line of a plot.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Series {
-    pub label: String,
-    pub points: Vec<(f64, f64)>,
-}
-
-/// A line plot.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Plot {
-    /// File name without extension.
-    pub file: String,
-    pub title: String,
-    pub x_label: String,
-    pub y_label: String,
-    /// A logarithmic y axis (values spanning decades).
-    pub log_y: bool,
-    pub series: Vec<Series>,
 }
 
 /// Everything one scenario run found.
@@ -93,16 +75,11 @@ impl Report {
         std::fs::write(dir.join("results.json"), json + "\n").map_err(err)?;
         std::fs::write(dir.join("results.md"), self.markdown()).map_err(err)?;
         for p in &self.plots {
-            std::fs::write(
-                dir.join(format!("{}.svg", p.file)),
-                crate::svg::line_plot(p),
-            )
-            .map_err(err)?;
-            std::fs::write(
-                dir.join(format!("{}.png", p.file)),
-                crate::raster::line_plot_png(p),
-            )
-            .map_err(err)?;
+            let drawn = |e: chart::ChartError| LabError(format!("{}: {e}", p.file));
+            let svg = chart::svg(p).map_err(drawn)?;
+            std::fs::write(dir.join(format!("{}.svg", p.file)), svg).map_err(err)?;
+            let png = chart::png(p).map_err(drawn)?;
+            std::fs::write(dir.join(format!("{}.png", p.file)), png).map_err(err)?;
         }
         Ok(())
     }
@@ -158,7 +135,7 @@ impl Report {
     }
 
     /// The report as an HTML section, plots inline as SVG.
-    fn html(&self) -> String {
+    fn html(&self) -> Result<String, LabError> {
         let e = html_escape;
         let mut s = String::new();
         let _ = writeln!(
@@ -204,10 +181,12 @@ impl Report {
         }
         s.push_str("</ul>\n");
         for p in &self.plots {
-            s.push_str(&crate::svg::line_plot(p));
+            let svg = chart::svg(p).map_err(|e| LabError(format!("{}: {e}", p.file)))?;
+            s.push_str(&svg);
+            s.push('\n');
         }
         s.push_str("</section>\n");
-        s
+        Ok(s)
     }
 }
 
@@ -224,24 +203,16 @@ fn html_escape(s: &str) -> String {
 /// were combined.
 pub fn combine(dir: &Path) -> Result<usize, LabError> {
     let err = |p: &Path, e: &dyn std::fmt::Display| LabError(format!("{}: {e}", p.display()));
-    let mut reports = Vec::new();
-    let entries = std::fs::read_dir(dir).map_err(|e| err(dir, &e))?;
-    let mut subdirs: Vec<_> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.join("results.json").is_file())
+    let reports: Vec<(String, Report)> = crate::saved::load_all(dir)?
+        .into_iter()
+        .map(|(sub, report)| {
+            let name = sub
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (name, report)
+        })
         .collect();
-    subdirs.sort();
-    for sub in subdirs {
-        let file = sub.join("results.json");
-        let text = std::fs::read_to_string(&file).map_err(|e| err(&file, &e))?;
-        let report: Report = serde_json::from_str(&text).map_err(|e| err(&file, &e))?;
-        let name = sub
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        reports.push((name, report));
-    }
     if reports.is_empty() {
         return Err(LabError(format!(
             "{}: no */results.json (run `flowsec lab run ... --out {}` first)",
@@ -274,7 +245,7 @@ pub fn combine(dir: &Path) -> Result<usize, LabError> {
     for (name, r) in &reports {
         md.push_str(&r.markdown_in(&format!("{name}/"), 2));
         md.push('\n');
-        html.push_str(&r.html());
+        html.push_str(&r.html()?);
     }
     html.push_str("</body></html>\n");
     for (file, text) in [("report.md", md), ("report.html", html)] {
@@ -328,13 +299,13 @@ mod tests {
                 plots: vec![Plot {
                     file: name.into(),
                     title: "p".into(),
+                    kind: chart::PlotKind::Lines,
                     x_label: "x".into(),
                     y_label: "y".into(),
                     log_y: false,
-                    series: vec![Series {
-                        label: "s".into(),
-                        points: vec![(1.0, 2.0), (2.0, 3.0)],
-                    }],
+                    log_x: false,
+                    series: vec![chart::Series::today("s", 0, [(1.0, 2.0), (2.0, 3.0)])],
+                    note: String::new(),
                 }],
                 ..Report::new(name, "study", true, "method".into())
             };

@@ -8,8 +8,9 @@
 use flowsec_perf::{Outcome, PingRow};
 
 use crate::bed::{Bed, Family, Mode, Setup, Step};
+use crate::chart::{Plot, PlotKind, Series};
 use crate::progress::Progress;
-use crate::report::{Finding, Plot, Report, Series, Table};
+use crate::report::{Finding, Report, Table};
 use crate::{cell, cv, whole_seconds, LabError, RunOptions, Scenario};
 
 pub struct S1Dbs;
@@ -36,11 +37,11 @@ const STUDY: [(f64, f64, f64); 3] = [
 /// One run: throughput (Mbit/s), its per-second spread (coefficient of
 /// variation), echo RTT mean and mdev (ms).
 #[derive(Debug, Clone, Copy, Default)]
-struct Run {
-    mbit: f64,
-    cv: f64,
-    rtt_ms: f64,
-    mdev_ms: f64,
+pub(crate) struct Run {
+    pub mbit: f64,
+    pub cv: f64,
+    pub rtt_ms: f64,
+    pub mdev_ms: f64,
 }
 
 impl Scenario for S1Dbs {
@@ -180,21 +181,10 @@ fn report(runs: &[[Run; 2]; 3], opts: &RunOptions, secs: f64) -> Report {
             ),
         },
     ];
-    let series = |h: usize, name: &str| Series {
-        label: name.into(),
-        points: (0..3).map(|m| (m as f64, runs[m][h].mbit)).collect(),
-    };
     Report {
         tables: vec![table],
         findings,
-        plots: vec![Plot {
-            file: "s1-dbs".into(),
-            title: "Bulk TCP today, idle and with a CPU hog".into(),
-            x_label: "0 none, 1 AH HMAC-SHA1, 2 ESP 3DES-CBC".into(),
-            y_label: "Mbit/s (log)".into(),
-            log_y: true,
-            series: vec![series(0, "idle"), series(1, "with CPU hog")],
-        }],
+        plots: vec![plot(runs)],
         ..Report::new(
             "s1-dbs",
             "S1 E1a, bulk TCP with DBS over KAME IPsec (FreeBSD, Pentium II, 1999)",
@@ -204,6 +194,43 @@ fn report(runs: &[[Run; 2]; 3], opts: &RunOptions, secs: f64) -> Report {
                 std::thread::available_parallelism().map_or(1, |n| n.get())
             ),
         )
+    }
+}
+
+/// Per mode, the study's throughput beside today's, idle and with the
+/// hog; whiskers ±1 standard deviation of today's per-second throughput.
+pub(crate) fn plot(runs: &[[Run; 2]; 3]) -> Plot {
+    let study = |hog: bool| {
+        STUDY
+            .iter()
+            .enumerate()
+            .map(move |(m, s)| (m as f64, if hog { s.1 } else { s.0 }))
+    };
+    let today = |h: usize| {
+        runs.iter()
+            .enumerate()
+            .map(move |(m, r)| (m as f64, r[h].mbit, r[h].cv * r[h].mbit))
+    };
+    Plot {
+        file: "s1-dbs".into(),
+        title: "Bulk TCP (DBS, 8192-byte messages), idle and with a CPU hog: study and today"
+            .into(),
+        kind: PlotKind::Bars {
+            categories: ["no IPsec", "AH HMAC-SHA1", "ESP 3DES-CBC"]
+                .map(String::from)
+                .to_vec(),
+        },
+        x_label: "transport mode, gwA → gwB".into(),
+        y_label: "throughput, Mbit/s".into(),
+        log_y: true,
+        log_x: false,
+        series: vec![
+            Series::study("study 1999, idle", 0, study(false)),
+            Series::today_with_errors("today, idle", 0, today(0)),
+            Series::study("study 1999, with CPU hog", 1, study(true)),
+            Series::today_with_errors("today, with CPU hog", 1, today(1)),
+        ],
+        note: "Tinted bars: the study's figures (FreeBSD 2.2.8 KAME, Pentium II 450 MHz, 100 Mbit/s Ethernet). Whiskers: ±1 standard deviation of today's per-second throughput.".into(),
     }
 }
 

@@ -6,8 +6,9 @@
 //! with `flowsec perf -t MAXRATE` on the lab topology.
 
 use crate::bed::{Bed, Family, Mode, Setup, Step};
+use crate::chart::{Plot, PlotKind, Series};
 use crate::progress::Progress;
-use crate::report::{Finding, Plot, Report, Series, Table};
+use crate::report::{Finding, Report, Table};
 use crate::{LabError, RunOptions, Scenario};
 
 /// Study S2 E2a, Mbit/s: (no IPsec, IPsec) for transport KAME, transport
@@ -30,12 +31,12 @@ pub struct S2MaxRate;
 /// One geometry of the experiment: transport mode gwA → gwB, tunnel mode
 /// hostA → hostB.
 #[derive(Clone, Copy)]
-struct Geometry {
-    mode: Mode,
-    payload: usize,
+pub(crate) struct Geometry {
+    pub mode: Mode,
+    pub payload: usize,
 }
 
-const GEOMETRIES: [Geometry; 2] = [
+pub(crate) const GEOMETRIES: [Geometry; 2] = [
     Geometry {
         mode: Mode::Transport,
         payload: 1300,
@@ -182,13 +183,6 @@ fn report(
             ),
         },
     ];
-    let series = |label: &str, f: &dyn Fn(&(Geometry, f64, f64)) -> f64| Series {
-        label: label.into(),
-        points: results
-            .iter()
-            .map(|r| (r.0.payload as f64, mbit(f(r))))
-            .collect(),
-    };
     Report {
         tables: vec![Table {
             title: "Highest loss-free rate, Mbit/s".into(),
@@ -196,23 +190,7 @@ fn report(
             rows,
         }],
         findings,
-        plots: vec![Plot {
-            file: "s2-maxrate".into(),
-            title: "Highest loss-free UDP rate today".into(),
-            x_label: "datagram size (bytes): 1100 tunnel, 1300 transport".into(),
-            y_label: "Mbit/s (log)".into(),
-            log_y: true,
-            series: [
-                series("no IPsec", &|r| r.1),
-                series("flowsec ESP 3DES+HMAC-MD5", &|r| r.2),
-            ]
-            .into_iter()
-            .chain(peers.iter().map(|(g, label, bps)| Series {
-                label: label.clone(),
-                points: vec![(g.payload as f64, mbit(*bps))],
-            }))
-            .collect(),
-        }],
+        plots: vec![plot(results, peers)],
         ..Report::new(
             "s2-maxrate",
             "S2 E2a, maximum loss-free rate (KAME/USAGI IPsec, 2003–2004)",
@@ -221,6 +199,71 @@ fn report(
             "On hostA–gwA–gwB–hostB in network namespaces, `flowsec perf -t MAXRATE` (CBR probes held {hold} s each, doubling then bisecting to {step}bit/s; loss-free means no datagram lost, the sender at 95% of the rate or more) from gwA to gwB (transport, 1300 B datagrams) and from hostA to hostB (tunnel, 1100 B), with plain forwarding and with two `flowsec up` gateways keyed with ESP 3DES-CBC + HMAC-MD5-96 (setkey); in tunnel mode also strongSwan's charon with kernel-libipsec (the same suite, keyed by IKEv2, ESP in UDP 4500 as libipsec always does) and wireguard-go (its own ChaCha20-Poly1305), where installed. The study raised the rate 1 Mbit/s at a time on 100 Mbit/s Ethernet."
         ),
         )
+    }
+}
+
+/// Per geometry, the study's rates beside today's: no IPsec, ESP 3DES +
+/// HMAC-MD5 (flowsec; the study's KAME, then its Linux or hardware
+/// router), then the other implementations measured.
+pub(crate) fn plot(results: &[(Geometry, f64, f64)], peers: &[(Geometry, String, f64)]) -> Plot {
+    let slot = |g: &Geometry| {
+        GEOMETRIES
+            .iter()
+            .position(|x| x.mode == g.mode)
+            .map_or(f64::NAN, |i| i as f64)
+    };
+    // STUDY's rows: transport KAME, transport Linux, tunnel KAME, tunnel
+    // hardware; GEOMETRIES: transport, tunnel.
+    let study = |rows: [usize; 2], f: fn(&(&str, f64, f64)) -> f64| {
+        rows.into_iter()
+            .enumerate()
+            .map(move |(g, row)| (g as f64, f(&STUDY[row])))
+    };
+    let today =
+        |f: fn(&(Geometry, f64, f64)) -> f64| results.iter().map(move |r| (slot(&r.0), f(r) / 1e6));
+    let mut series = vec![
+        Series::study("study: no IPsec (KAME)", 0, study([0, 2], |s| s.1)),
+        Series::today("today: no IPsec", 0, today(|r| r.1)),
+        Series::study(
+            "study: ESP 3DES + HMAC-MD5, KAME",
+            1,
+            study([0, 2], |s| s.2),
+        ),
+        Series::today("today: flowsec, ESP 3DES + HMAC-MD5", 1, today(|r| r.2)),
+        Series::study(
+            "study: ESP 3DES + HMAC-MD5, Linux USAGI (transport) / hardware router (tunnel)",
+            2,
+            study([1, 3], |s| s.2),
+        ),
+    ];
+    let mut labels: Vec<&String> = Vec::new();
+    for (_, label, _) in peers {
+        if !labels.contains(&label) {
+            labels.push(label);
+        }
+    }
+    for (k, label) in labels.into_iter().enumerate() {
+        let points = peers
+            .iter()
+            .filter(|(_, l, _)| l == label)
+            .map(|(g, _, bps)| (slot(g), bps / 1e6));
+        series.push(Series::today(format!("today: {label}"), 3 + k, points));
+    }
+    Plot {
+        file: "s2-maxrate".into(),
+        title: "Highest loss-free UDP rate: study and today".into(),
+        kind: PlotKind::Bars {
+            categories: GEOMETRIES
+                .iter()
+                .map(|g| format!("{}, {} B datagrams", g.mode.name(), g.payload))
+                .collect(),
+        },
+        x_label: String::new(),
+        y_label: "highest rate without loss, Mbit/s".into(),
+        log_y: true,
+        log_x: false,
+        series,
+        note: "Tinted bars: the study's figures (Pentium 4 2.6 GHz hosts, 100 Mbit/s Ethernet, 2003–2004). strongSwan (kernel-libipsec) and wireguard-go have tunnel mode only.".into(),
     }
 }
 

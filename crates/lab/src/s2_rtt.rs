@@ -8,8 +8,9 @@
 use flowsec_perf::PingRow;
 
 use crate::bed::{Bed, Family, Mode, Setup, Step};
+use crate::chart::{Plot, PlotKind, Series};
 use crate::progress::Progress;
-use crate::report::{Finding, Plot, Report, Series, Table};
+use crate::report::{Finding, Report, Table};
 use crate::{LabError, RunOptions, Scenario};
 
 pub struct S2Rtt;
@@ -228,43 +229,25 @@ fn report(r: &Results, opts: &RunOptions, count: &str, interval: &str) -> Report
             ),
         },
     ];
-    let plots = vec![
-        Plot {
-            file: "s2-rtt-size".into(),
-            title: "Echo RTT by payload size, no load".into(),
-            x_label: "ICMP-sized payload (bytes)".into(),
-            y_label: "RTT ms".into(),
-            log_y: false,
-            series: setups
+    let by_size: Vec<Vec<(f64, f64, f64)>> = r
+        .rows
+        .iter()
+        .map(|per_load| {
+            per_load[0]
                 .iter()
-                .enumerate()
-                .map(|(s, (label, _, _))| Series {
-                    label: (*label).into(),
-                    points: r.rows[s][0]
-                        .iter()
-                        .map(|p| (p.payload as f64, p.avg_ms))
-                        .collect(),
-                })
-                .collect(),
-        },
-        Plot {
-            file: "s2-rtt-load".into(),
-            title: "Mean echo RTT by background load".into(),
-            x_label: "background load (Mbit/s)".into(),
-            y_label: "RTT ms (log)".into(),
-            log_y: true,
-            series: setups
-                .iter()
-                .enumerate()
-                .map(|(s, (label, _, _))| Series {
-                    label: (*label).into(),
-                    points: (0..r.loads.len())
-                        .map(|l| (r.loads[l] as f64, r.mean(s, l)))
-                        .collect(),
-                })
-                .collect(),
-        },
-    ];
+                .filter(|p| p.received > 0)
+                .map(|p| (p.payload as f64, p.avg_ms, p.mdev_ms))
+                .collect()
+        })
+        .collect();
+    let by_load: Vec<Vec<(f64, f64)>> = (0..setups.len())
+        .map(|s| {
+            (0..r.loads.len())
+                .map(|l| (r.loads[l] as f64, r.mean(s, l)))
+                .collect()
+        })
+        .collect();
+    let plots = plots(&by_size, &by_load, count);
     Report {
         tables,
         findings,
@@ -278,6 +261,59 @@ fn report(r: &Results, opts: &RunOptions, count: &str, interval: &str) -> Report
             ),
         )
     }
+}
+
+/// RTT by payload size without load (`by_size`: per setup, payload,
+/// mean and standard deviation (ping's mdev) of `count` echoes, ms) and the mean over sizes by load
+/// (`by_load`: per setup, Mbit/s and ms). The study published no figures
+/// for this experiment, only its findings.
+pub(crate) fn plots(
+    by_size: &[Vec<(f64, f64, f64)>],
+    by_load: &[Vec<(f64, f64)>],
+    count: &str,
+) -> Vec<Plot> {
+    let labels = setups();
+    let whiskers = by_size.iter().flatten().any(|p| p.2 > 0.0);
+    let note = if whiskers {
+        format!("Each point: the mean RTT of {count} echoes; whiskers ±1 standard deviation (ping's mdev). The study published no figures for this experiment, only that IPsec raises the RTT, DES and 3DES differ little, and the RTT grows with the load.")
+    } else {
+        format!("Each point: the mean RTT of {count} echoes. The study published no figures for this experiment, only that IPsec raises the RTT, DES and 3DES differ little, and the RTT grows with the load.")
+    };
+    let size = Plot {
+        file: "s2-rtt-size".into(),
+        title: "Echo RTT by payload size, no background load".into(),
+        kind: PlotKind::Lines,
+        x_label: "UDP echo payload, bytes".into(),
+        y_label: "RTT, ms".into(),
+        log_y: false,
+        log_x: false,
+        series: labels
+            .iter()
+            .zip(by_size)
+            .enumerate()
+            .map(|(s, ((label, _, _), points))| {
+                Series::today_with_errors(*label, s, points.iter().copied())
+            })
+            .collect(),
+        note,
+    };
+    let load = Plot {
+        file: "s2-rtt-load".into(),
+        title: "Mean echo RTT over all payload sizes, by background load".into(),
+        kind: PlotKind::Lines,
+        x_label: "background CBR load, Mbit/s".into(),
+        y_label: "RTT, ms".into(),
+        log_y: true,
+        log_x: false,
+        series: labels
+            .iter()
+            .zip(by_load)
+            .enumerate()
+            .map(|(s, ((label, _, _), points))| Series::today(*label, s, points.iter().copied()))
+            .collect(),
+        note: "The load: 1300-byte datagrams to the same server, as the study's iperf (it used 10 and 30 Mbit/s).".into(),
+    };
+    vec![size, load]
 }
 
 #[cfg(test)]

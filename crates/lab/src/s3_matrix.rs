@@ -8,8 +8,9 @@
 use flowsec_perf::Outcome;
 
 use crate::bed::{Bed, Family, Mode, Setup, Step};
+use crate::chart::{Plot, PlotKind, Series};
 use crate::progress::Progress;
-use crate::report::{Finding, Plot, Report, Series, Table};
+use crate::report::{Finding, Report, Table};
 use crate::{cell, LabError, RunOptions, Scenario};
 
 pub struct S3Matrix;
@@ -68,11 +69,11 @@ fn steps(auth: &'static str, enc: &'static str) -> Vec<Step> {
 
 /// One suite, both directions: Mbit/s and CPU % of the whole machine.
 #[derive(Debug, Clone, Copy, Default)]
-struct Run {
-    fwd: f64,
-    rev: f64,
-    cpu_fwd: f64,
-    cpu_rev: f64,
+pub(crate) struct Run {
+    pub fwd: f64,
+    pub rev: f64,
+    pub cpu_fwd: f64,
+    pub cpu_rev: f64,
 }
 
 /// IPComp: (ESP alone, IPComp + ESP) × (text, random) Mbit/s.
@@ -268,32 +269,10 @@ fn report(runs: &[Option<Run>], comp: &Comp, opts: &RunOptions, secs: &str) -> R
             ),
         },
     ];
-    let bars = |f: &dyn Fn(&Run) -> f64| -> Vec<(f64, f64)> {
-        runs.iter()
-            .enumerate()
-            .filter_map(|(i, r)| r.map(|r| (i as f64, f(&r))))
-            .collect()
-    };
     Report {
         tables: vec![table, comp_table],
         findings,
-        plots: vec![Plot {
-            file: "s3-matrix".into(),
-            title: "TCP throughput by ESP suite today".into(),
-            x_label: "suite, in the table's order (0 = no ipsec)".into(),
-            y_label: "Mbit/s (log)".into(),
-            log_y: true,
-            series: vec![
-                Series {
-                    label: "gwA → gwB".into(),
-                    points: bars(&|r| r.fwd),
-                },
-                Series {
-                    label: "gwB → gwA".into(),
-                    points: bars(&|r| r.rev),
-                },
-            ],
-        }],
+        plots: vec![plot(runs)],
         ..Report::new(
             "s3-matrix",
             "S3, IPsec throughput by algorithm suite (Linux setkey + nuttcp blog, 2009)",
@@ -302,6 +281,43 @@ fn report(runs: &[Option<Run>], comp: &Comp, opts: &RunOptions, secs: &str) -> R
                 "gwA ↔ gwB in transport mode, ESP only, keyed by setkey files (`auth/enc` as the blog wrote them; `null` auth is no ESP integrity), one `flowsec perf -t TCP_STREAM -l {secs}` each way with incompressible data; CPU % is the whole machine's (both gateways and both ends share its CPUs). IPComp: deflate before ESP AES-GCM-16 with `--payload text` (repeated English text) and `--payload random`."
             ),
         )
+    }
+}
+
+/// Per suite, the blog's figure beside today's, both ways.
+pub(crate) fn plot(runs: &[Option<Run>]) -> Plot {
+    let categories = SUITES
+        .iter()
+        .map(|&(auth, enc)| match (auth, enc) {
+            (_, "") => auth.to_string(),
+            ("(aead)", _) => format!("{enc} (AEAD)"),
+            _ if refused(auth, enc) => format!("{auth}/{enc} (refused today)"),
+            _ => format!("{auth}/{enc}"),
+        })
+        .collect();
+    let blog = STUDY.iter().filter_map(|&(a, e, v)| {
+        let i = SUITES.iter().position(|&s| s == (a, e))?;
+        Some((i as f64, v))
+    });
+    let today = |f: fn(&Run) -> f64| {
+        runs.iter()
+            .enumerate()
+            .filter_map(move |(i, r)| r.as_ref().map(|r| (i as f64, f(r))))
+    };
+    Plot {
+        file: "s3-matrix".into(),
+        title: "TCP throughput by ESP suite (auth/enc), transport mode: the blog and today".into(),
+        kind: PlotKind::Bars { categories },
+        x_label: String::new(),
+        y_label: "throughput, Mbit/s".into(),
+        log_y: true,
+        log_x: false,
+        series: vec![
+            Series::study("blog 2009 (Athlon64 X2), one way", 0, blog),
+            Series::today("today gwA → gwB", 0, today(|r| r.fwd)),
+            Series::today("today gwB → gwA", 1, today(|r| r.rev)),
+        ],
+        note: "Tinted bars: the blog's figures (Athlon64 X2 pair, gigabit Ethernet, 2009). Today null/null is refused: ESP with neither confidentiality nor integrity (RFC 4303 §3.2).".into(),
     }
 }
 
