@@ -16,6 +16,7 @@
 
 mod apply;
 mod control;
+mod datapath;
 mod filter;
 mod fragid;
 mod ike;

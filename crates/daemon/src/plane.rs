@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 
 use crate::apply::{self, Capabilities, ConfigError, Databases, Model, Query, Staged};
 use crate::control::{self, Control};
+use crate::datapath::Datapath;
 use crate::filter::Filter;
 use crate::ike::{IkePlane, PlaneKernel};
 use crate::reach::Workers;
@@ -225,11 +226,10 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         let w = Worker {
             spd_epoch: Arc::clone(&spd_epoch),
             ike: ike.as_ref().map(|(_, sink)| sink.clone()),
-            acquired: Vec::new(),
             index,
             workers,
             io,
-            db,
+            dp: Datapath::new(index, workers, db),
             rx,
             wake,
             peers: boxes.clone(),

@@ -69,6 +69,9 @@ counters! {
     /// Handoffs refused: the owner's mailbox was full, or the packet did
     /// not fit a handoff buffer.
     handoff_drops,
+    /// Outbound packets dropped because their policy had no SA yet (IKE
+    /// is asked for one, an ACQUIRE, at most once a second per policy).
+    no_outbound_sa,
     /// TCP super-packets read from the TUN device and cut into segments.
     tso_in,
     /// TCP super-packets written to the TUN device (coalesced segments).
@@ -143,7 +146,7 @@ mod tests {
         total.add(&one);
         total.add(&one);
         let named = total.named();
-        assert_eq!(named.len(), 17);
+        assert_eq!(named.len(), 18);
         assert_eq!(named[0], ("sent", 2));
         assert!(named.contains(&("io_errors", 4)));
         assert!(named.contains(&("gro_out", 6)));

@@ -1,21 +1,17 @@
 //! One worker (DESIGN.md "Data path"): its own TUN queue, raw ESP/AH
 //! receivers that the kernel filters down to the SPIs this worker owns, its
 //! socket in the UDP 4500 reuseport group, its own send sockets, and its
-//! own copy of the SAD and SPD. It runs each packet through the sans-I/O
-//! core; this is where the clock is read (the core takes `now`).
+//! own copy of the SAD and SPD. It reads packets, asks its [`Datapath`]
+//! what to do with each, and does it; this is where the clock is read (the
+//! core takes `now`).
 //!
-//! Ownership, so that no SA state is ever shared between threads:
-//! - inbound, worker `spi % n` owns an SA: the kernel steers its packets
-//!   there ([`crate::steer`]), so its replay window has one writer;
-//! - outbound, one worker owns all SAs between a pair of endpoints
-//!   ([`owner_of_endpoints`]), so a sequence number (and with it a GCM or
-//!   ChaCha nonce) is never used twice. A packet read from another
-//!   worker's TUN queue is handed to the owner through its mailbox.
+//! Ownership, so that no SA state is ever shared between threads: see
+//! [`crate::datapath`]. A packet read from another worker's TUN queue is
+//! handed to the owner of its SAs through the owner's mailbox.
 //!
 //! Workers never wait on the control plane: configuration changes and
 //! requests for counters arrive as messages, taken between batches.
 
-use std::net::IpAddr;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
@@ -23,16 +19,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use flowsec_ipsec::buf::{DEFAULT_HEADROOM, DEFAULT_TAILROOM};
-use flowsec_ipsec::process::{self, Inbound};
-use flowsec_ipsec::reassembly::Reassembler;
-use flowsec_ipsec::spd::SaTemplate;
-use flowsec_ipsec::{Action, Direction, DropReason, Flow, OpaqueLookup, PacketBuf, UdpEndpoints};
+use flowsec_ipsec::{PacketBuf, UdpEndpoints};
 use flowsec_setkey::SaLive;
 use flowsec_wire::iana::IpProtocol;
 use flowsec_wire::ip::IpVersion;
 use flowsec_wire::udp_encap::NAT_T_PORT;
 
-use crate::apply::{apply_to, Databases, WorkerChange};
+use crate::apply::{apply_to, WorkerChange};
+use crate::datapath::{self, Datapath, Source, BIG_BUFFER};
 use crate::fragid::{self, FragmentIds};
 use crate::offload::{self, Coalescer, VnetHdr, VNET_HDR_LEN};
 use crate::recv::{drain, drain_many, drain_raw_v6, drain_udp};
@@ -50,8 +44,6 @@ const POLL_MS: i32 = 200;
 const MAILBOX: usize = 1024;
 /// Spare handoff buffers a worker keeps.
 const POOL: usize = 256;
-/// How often a worker asks IKE for the SA of one trap policy.
-const ACQUIRE_EVERY: Duration = Duration::from_secs(1);
 
 /// What a worker is sent.
 pub enum Msg {
@@ -261,73 +253,16 @@ pub fn open_udp_group(workers: usize, v6: bool) -> Option<Vec<OwnedFd>> {
     }
 }
 
-/// The worker that owns the outbound SAs between `src` and `dst`: a hash
-/// of the two addresses, the same in every worker.
-pub fn owner_of_endpoints(src: IpAddr, dst: IpAddr, workers: usize) -> usize {
-    if workers <= 1 {
-        return 0;
-    }
-    // FNV-1a over both addresses.
-    let mut h: u32 = 0x811c_9dc5;
-    let mut eat = |bytes: &[u8]| {
-        for &b in bytes {
-            h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
-        }
-    };
-    for a in [src, dst] {
-        match a {
-            IpAddr::V4(a) => eat(&a.octets()),
-            IpAddr::V6(a) => eat(&a.octets()),
-        }
-    }
-    (h % workers as u32) as usize
-}
-
-/// Traffic that never leaves the link: not to be sent on in the clear.
-fn link_scope(flow: &Flow) -> bool {
-    match (flow.src, flow.dst) {
-        (IpAddr::V4(s), IpAddr::V4(d)) => {
-            s.is_unspecified()
-                || s.is_link_local()
-                || d.is_multicast()
-                || d.is_link_local()
-                || d.is_broadcast()
-        }
-        (IpAddr::V6(s), IpAddr::V6(d)) => {
-            let link_local = |a: std::net::Ipv6Addr| a.segments()[0] & 0xffc0 == 0xfe80;
-            s.is_unspecified() || link_local(s) || link_local(d) || d.is_multicast()
-        }
-        _ => true,
-    }
-}
-
-/// The owner of the packet `flow` that `templates` protect: that of the
-/// outermost tunnel's endpoints, or the packet's addresses when every step
-/// is in transport mode.
-fn owner_of(templates: &[SaTemplate], flow: &Flow, workers: usize) -> usize {
-    // The outermost tunnel: the SA that carries sequence numbers on the
-    // wire for every flow this policy sends, whatever the inner steps (an
-    // IPComp or transport step inside keys on the packet's addresses and
-    // would spread one tunnel SA over several workers).
-    let (src, dst) = templates
-        .iter()
-        .rev()
-        .find_map(|t| t.tunnel)
-        .unwrap_or((flow.src, flow.dst));
-    owner_of_endpoints(src, dst, workers)
-}
-
 /// Everything one worker thread owns.
 pub struct Worker {
     /// Where IKE messages arriving on UDP 4500 go (the kernel steers them
     /// to worker 0), and acquires for trap policies; `None` without IKE.
     pub ike: Option<crate::ike::IkeSink>,
-    /// When each reqid was last acquired.
-    pub acquired: Vec<(u32, Duration)>,
     pub index: usize,
     pub workers: usize,
     pub io: Io,
-    pub db: Databases,
+    /// Its databases and the decisions taken on them.
+    pub dp: Datapath,
     pub rx: Receiver<Msg>,
     pub wake: Arc<OwnedFd>,
     /// Every worker's mailbox, this one's included.
@@ -341,41 +276,10 @@ pub struct Worker {
     pub spd_epoch: Arc<AtomicU64>,
 }
 
-/// Where an outbound packet comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Source {
-    /// Another worker read it (it does not own the packet's SAs).
-    handed: bool,
-    /// Put together from fragments: for transport mode, or to look up a
-    /// policy that depends on ports (RFC 4301 §7).
-    whole: bool,
-}
-
-impl Source {
-    /// This worker's TUN queue.
-    const TUN: Source = Source {
-        handed: false,
-        whole: false,
-    };
-    /// Reassembled here.
-    const REASSEMBLED: Source = Source {
-        handed: false,
-        whole: true,
-    };
-}
-
-/// Datagrams a worker reassembles at once, at most (64 KiB each), in each
-/// direction.
-const REASSEMBLING: usize = 64;
-
 /// Per-loop state of a worker.
 struct State {
     send: Sender,
     stats: Stats,
-    /// Fragments from the TUN device waiting for the rest of their datagram
-    /// (transport mode), and where a completed one is put.
-    frags: Reassembler,
-    whole: PacketBuf,
     pool: Vec<PacketBuf>,
     /// Peers that were handed packets since they were last woken.
     to_wake: Vec<bool>,
@@ -396,7 +300,7 @@ impl Worker {
     /// Run until `stop`; returns the counters, or why the worker could not
     /// go on (the TUN device went away).
     pub fn run(mut self) -> Result<Stats, String> {
-        let big = DEFAULT_HEADROOM + 65_536 + VNET_HDR_LEN + DEFAULT_TAILROOM;
+        let big = BIG_BUFFER;
         let mut st = State {
             send: Sender::new(
                 SendFds {
@@ -408,8 +312,6 @@ impl Worker {
                 self.mtu,
             ),
             stats: Stats::default(),
-            frags: Reassembler::new(REASSEMBLING),
-            whole: PacketBuf::new(big, DEFAULT_HEADROOM),
             pool: Vec::new(),
             to_wake: vec![false; self.workers],
         };
@@ -427,11 +329,6 @@ impl Worker {
             gro: self.io.offload.then(Coalescer::default),
             mtu: self.mtu,
             ids: FragmentIds::default(),
-        };
-        // Decapsulated fragments whose policy their ports decide.
-        let mut inner_frags = InnerFragments {
-            table: Reassembler::new(REASSEMBLING),
-            whole: PacketBuf::new(big, DEFAULT_HEADROOM),
         };
         // Poll order: the TUN, the raw receivers, UDP 4500, the mailbox.
         let mut fds = vec![tun];
@@ -451,23 +348,21 @@ impl Worker {
             // Also when not woken: recycled buffers arrive without a wake.
             self.take_mail(&mut st);
             let now = self.start.elapsed();
-            let (index, workers) = (self.index, self.workers);
             let ike = self.ike.as_ref();
             // An IP packet from a raw socket, or (`from`) a UDP payload.
             let mut deliver =
                 |b: &mut PacketBuf, from: Option<&UdpEndpoints>, stats: &mut Stats| {
-                    let sad = &mut self.db.sad;
-                    let decap = match from {
-                        None => process::inbound(sad, b, now),
-                        Some(from) => process::inbound_udp(sad, b, from, now),
-                    };
-                    if let (Ok(Inbound::Ike), Some(sink), Some(from)) = (decap, ike, from) {
-                        return sink.message(b.as_slice(), from);
-                    }
-                    let me = (index, workers);
-                    let frags = &mut inner_frags;
-                    if let Some(queue) = inbound(&mut self.db, b, decap, now, stats, me, frags) {
-                        tun_out.deliver(b.as_slice(), queue, stats);
+                    match self.dp.inbound(b, from, now, stats) {
+                        datapath::Inbound::Deliver(queue) => {
+                            tun_out.deliver(b.as_slice(), queue, stats)
+                        }
+                        // Without IKE, dropped here.
+                        datapath::Inbound::Ike => {
+                            if let (Some(sink), Some(from)) = (ike, from) {
+                                sink.message(b.as_slice(), from);
+                            }
+                        }
+                        datapath::Inbound::Done => {}
                     }
                 };
             for (k, (fd, version, protocol)) in self.io.raw.iter().enumerate() {
@@ -513,7 +408,7 @@ impl Worker {
         while let Ok(msg) = self.rx.try_recv() {
             match msg {
                 Msg::Apply(changes, done) => {
-                    apply_to(&mut self.db, changes);
+                    apply_to(&mut self.dp.db, changes);
                     let _ = done.send(self.index);
                 }
                 Msg::Report(reply) => {
@@ -545,6 +440,7 @@ impl Worker {
             worker: self.index,
             stats: stats.clone(),
             sas: self
+                .dp
                 .db
                 .sad
                 .iter()
@@ -590,139 +486,31 @@ impl Worker {
     }
 
     /// Protect and send one packet from the TUN device (or handed over by
-    /// another worker, or put together from fragments: `from`).
+    /// another worker, or put together from fragments: `from`), as the
+    /// datapath decides.
     fn outbound(&mut self, buf: &mut PacketBuf, from: Source, now: Duration, st: &mut State) {
+        let latest_spd = self.spd_epoch.load(Ordering::Acquire);
         let stats = &mut st.stats;
-        let flow = match Flow::of_packet(buf.as_slice()) {
-            Ok(flow) => flow,
-            Err(reason) => return stats.drops.count(reason),
-        };
-        let policy = if flow.fragment {
-            match self.db.spd.lookup_opaque(Direction::Out, &flow) {
-                OpaqueLookup::Decided(policy) => policy,
-                // Its ports decide, and a later fragment has none: never
-                // sent by a guess (RFC 4301 §7), but looked up whole.
-                OpaqueLookup::NeedsPorts => return self.gather(buf, &flow, from, now, st),
-            }
-        } else {
-            self.db.spd.lookup(Direction::Out, &flow)
-        };
-        let templates = match policy.map(|p| &p.action) {
-            Some(Action::Protect(templates)) => templates,
-            Some(Action::Discard) => return stats.drops.count(DropReason::PolicyDiscard),
-            None if link_scope(&flow) => {
-                stats.no_policy += 1;
-                return;
-            }
-            // In the clear only by the latest policies: a worker that has
-            // not taken a change yet cannot know that it still allows this.
-            Some(Action::Bypass) | None
-                if self.db.spd_epoch < self.spd_epoch.load(Ordering::Acquire) =>
-            {
-                return stats.drops.count(DropReason::PolicyStale)
-            }
-            Some(Action::Bypass) | None => return self.send_clear(buf, st),
-        };
-        let owner = owner_of(templates, &flow, self.workers);
-        if owner != self.index {
-            return self.pass_to(owner, buf, from, st);
-        }
-        let sealed = process::resolve(&self.db.sad, templates, &flow, now)
-            .and_then(|bundle| process::outbound(&mut self.db.sad, &bundle, buf, now));
-        let egress = match sealed {
-            Ok(egress) => egress,
-            // A fragment refused by a transport-mode step, untouched: put
-            // its datagram together first (not one already reassembled).
-            Err(DropReason::TransportFragment) if !from.whole => {
-                return self.reassemble(buf, now, st)
-            }
-            Err(DropReason::NoOutboundSa) => {
-                stats.drops.count(DropReason::NoOutboundSa);
-                return self.acquire(templates_reqid(&self.db, &flow), now);
-            }
-            Err(reason) => return stats.drops.count(reason),
-        };
-        if from.whole {
+        match self.dp.outbound(buf, from, now, latest_spd, stats) {
             // Larger than anything the TUN MTU lets in: fragmented after
             // ESP where it must be (RFC 4303 §3.3.4).
-            st.send.fragmenting(buf.as_slice(), egress, &mut st.stats);
-        } else {
-            st.send.sealed(buf.as_slice(), egress, &mut st.stats);
-        }
-    }
-
-    /// A fragment whose policy its ports decide: all fragments of one
-    /// datagram meet on one worker (a hash of their addresses, which every
-    /// fragment carries), are reassembled there, and the datagram is looked
-    /// up and sent whole.
-    fn gather(
-        &mut self,
-        buf: &mut PacketBuf,
-        flow: &Flow,
-        from: Source,
-        now: Duration,
-        st: &mut State,
-    ) {
-        let owner = owner_of_endpoints(flow.src, flow.dst, self.workers);
-        if owner != self.index {
-            return self.pass_to(owner, buf, from, st);
-        }
-        st.stats.fragments_held += 1;
-        self.reassemble(buf, now, st)
-    }
-
-    /// Hand `buf` to the worker that owns it, unless it was handed here
-    /// already (the policies changed while it was in flight: dropped).
-    fn pass_to(&mut self, owner: usize, buf: &PacketBuf, from: Source, st: &mut State) {
-        if from.handed {
-            st.stats.handoff_drops += 1;
-        } else {
-            self.hand_off(owner, buf.as_slice(), from.whole, st);
-        }
-    }
-
-    /// Ask IKE for the SA of policy `reqid` (a trap), at most once a second
-    /// per reqid.
-    fn acquire(&mut self, reqid: Option<u32>, now: Duration) {
-        let (Some(sink), Some(reqid)) = (&self.ike, reqid) else {
-            return;
-        };
-        if let Some(at) = self.acquired.iter_mut().find(|(r, _)| *r == reqid) {
-            if now < at.1 + ACQUIRE_EVERY {
-                return;
+            datapath::Outbound::Send {
+                egress,
+                whole: true,
+            } => st.send.fragmenting(buf.as_slice(), egress, stats),
+            datapath::Outbound::Send { egress, .. } => {
+                st.send.sealed(buf.as_slice(), egress, stats)
             }
-            at.1 = now;
-        } else {
-            if self.acquired.len() >= 64 {
-                self.acquired.remove(0);
+            datapath::Outbound::Clear => self.send_clear(buf, st),
+            datapath::Outbound::HandOff { to, whole } => {
+                self.hand_off(to, buf.as_slice(), whole, st)
             }
-            self.acquired.push((reqid, now));
-        }
-        sink.acquire(reqid);
-    }
-
-    /// A fragment that transport mode must not carry alone (RFC 4303
-    /// §3.1.1), or whose policy depends on ports (RFC 4301 §7): into the
-    /// reassembly table; the datagram it completes is looked up and
-    /// protected whole (and fragmented again when sent, if it must be).
-    fn reassemble(&mut self, frag: &PacketBuf, now: Duration, st: &mut State) {
-        let before = st.frags.expired;
-        // Sealing the last datagram moved its start: room again in front.
-        st.whole.reset(DEFAULT_HEADROOM);
-        let done = st.frags.push(frag.as_slice(), now, &mut st.whole);
-        st.stats.fragments_expired += st.frags.expired - before;
-        match done {
-            Ok(true) => {
-                st.stats.reassembled += 1;
-                // Not a fragment now: looked up and sealed as any other
-                // packet, on this worker (the owner: transport mode keys on
-                // the addresses, the same in every fragment).
-                let mut whole = std::mem::replace(&mut st.whole, PacketBuf::new(0, 0));
-                self.outbound(&mut whole, Source::REASSEMBLED, now, st);
-                st.whole = whole;
+            datapath::Outbound::Acquire(reqid) => {
+                if let Some(sink) = &self.ike {
+                    sink.acquire(reqid);
+                }
             }
-            Ok(false) => {}
-            Err(reason) => st.stats.drops.count(reason),
+            datapath::Outbound::Done => {}
         }
     }
 
@@ -769,108 +557,6 @@ impl Worker {
             }
         }
     }
-}
-
-/// Check one packet from the network that the core decapsulated (`decap`)
-/// against the inbound policies. `Some(queue)` if it
-/// is to be delivered to the TUN device, through the queue of the worker
-/// that owns its replies' outbound SAs: the TUN device sends a flow's
-/// packets to the queue that last wrote the flow (its flow hash is
-/// symmetric), so the replies are read by their owner and need no handoff.
-/// `me` is (this worker, workers).
-fn inbound(
-    db: &mut Databases,
-    buf: &mut PacketBuf,
-    decap: Result<Inbound, DropReason>,
-    now: Duration,
-    stats: &mut Stats,
-    me: (usize, usize),
-    frags: &mut InnerFragments,
-) -> Option<usize> {
-    let mut drop = |reason: DropReason| {
-        stats.drops.count(reason);
-        None
-    };
-    let applied = match decap {
-        Ok(Inbound::Decapsulated(applied)) => applied,
-        // IKE went to the control thread before (with IKE on); without,
-        // or a keepalive, it is dropped here.
-        Ok(Inbound::NatKeepalive | Inbound::Ike) => return None,
-        Err(reason) => return drop(reason),
-    };
-    let mut flow = match Flow::of_packet(buf.as_slice()) {
-        Ok(flow) => flow,
-        Err(_) => return drop(DropReason::BadInnerPacket),
-    };
-    // A gateway forwards what it decapsulates; a host keeps it.
-    let inbound_opaque = |flow: &Flow| match db.spd.lookup_opaque(Direction::Fwd, flow) {
-        OpaqueLookup::Decided(None) => db.spd.lookup_opaque(Direction::In, flow),
-        decided => decided,
-    };
-    if flow.fragment && inbound_opaque(&flow) == OpaqueLookup::NeedsPorts {
-        // RFC 4301 §7: its ports decide, and a later fragment has none.
-        // It must have come through an SA that some candidate policy
-        // allows; its datagram is then put together and checked whole.
-        let allowed = [Direction::Fwd, Direction::In].into_iter().any(|d| {
-            db.spd
-                .candidates(d, &flow)
-                .any(|p| process::check_inbound(&db.sad, Some(p), &applied).is_ok())
-        });
-        if !allowed {
-            return drop(DropReason::NoInboundPolicy);
-        }
-        stats.fragments_held += 1;
-        let before = frags.table.expired;
-        frags.whole.reset(DEFAULT_HEADROOM);
-        let done = frags.table.push(buf.as_slice(), now, &mut frags.whole);
-        stats.fragments_expired += frags.table.expired - before;
-        match done {
-            Ok(true) => std::mem::swap(buf, &mut frags.whole),
-            Ok(false) => return None,
-            Err(reason) => return drop(reason),
-        }
-        flow = match Flow::of_packet(buf.as_slice()) {
-            Ok(flow) => flow,
-            Err(_) => return drop(DropReason::BadInnerPacket),
-        };
-    }
-    let policy = if flow.fragment {
-        match inbound_opaque(&flow) {
-            OpaqueLookup::Decided(policy) => policy,
-            OpaqueLookup::NeedsPorts => None,
-        }
-    } else {
-        db.spd
-            .lookup(Direction::Fwd, &flow)
-            .or_else(|| db.spd.lookup(Direction::In, &flow))
-    };
-    let Some(policy) = policy else {
-        return drop(DropReason::NoInboundPolicy);
-    };
-    if let Err(reason) = process::check_inbound(&db.sad, Some(policy), &applied) {
-        return drop(reason);
-    }
-    let reply = Flow {
-        src: flow.dst,
-        dst: flow.src,
-        protocol: flow.protocol,
-        src_port: flow.dst_port,
-        dst_port: flow.src_port,
-        fragment: flow.fragment,
-    };
-    Some(
-        match db.spd.lookup(Direction::Out, &reply).map(|p| &p.action) {
-            Some(Action::Protect(templates)) => owner_of(templates, &reply, me.1),
-            _ => me.0,
-        },
-    )
-}
-
-/// Decapsulated fragments being put together before their policy check,
-/// and where a completed datagram is built.
-struct InnerFragments {
-    table: Reassembler,
-    whole: PacketBuf,
 }
 
 /// Writing decapsulated packets to the TUN device: directly, or through
@@ -938,67 +624,5 @@ fn write_tun(fd: i32, bytes: &[u8], vnet: bool, stats: &mut Stats) {
     }
     if sys::write(fd, bytes).is_err() {
         stats.io_errors += 1;
-    }
-}
-
-/// The reqid of the outbound policy `flow` matches, if it names one.
-fn templates_reqid(db: &Databases, flow: &Flow) -> Option<u32> {
-    match db.spd.lookup(Direction::Out, flow).map(|p| &p.action) {
-        Some(Action::Protect(t)) => t.iter().map(|t| t.reqid).find(|r| *r != 0),
-        _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn endpoint_ownership_is_stable_and_spreads() {
-        let a: IpAddr = "192.0.2.1".parse().unwrap();
-        assert_eq!(owner_of_endpoints(a, a, 1), 0);
-        let mut seen = [0usize; 4];
-        for i in 0..=255u8 {
-            let b = IpAddr::from([198, 51, 100, i]);
-            let k = owner_of_endpoints(a, b, 4);
-            seen[k] += 1;
-        }
-        assert!(seen.iter().all(|&n| n > 30), "{seen:?}");
-    }
-
-    /// Every flow a policy sends through one tunnel SA has one owner, even
-    /// when an inner step keys on the packet's addresses (two owners would
-    /// use one sequence number, and one GCM nonce, twice).
-    #[test]
-    fn a_tunnel_sa_has_one_owner_whatever_the_inner_steps() {
-        use flowsec_ipsec::spd::{Level, SaTemplate};
-        use flowsec_ipsec::{Mode, Protocol};
-        let (a, b): (IpAddr, IpAddr) = ("192.0.2.1".parse().unwrap(), "192.0.2.2".parse().unwrap());
-        let step = |protocol, mode, tunnel| SaTemplate {
-            protocol,
-            mode,
-            tunnel,
-            level: Level::Require,
-            reqid: 0,
-        };
-        let bundle = [
-            step(Protocol::IpComp, Mode::Transport, None),
-            step(Protocol::Esp, Mode::Tunnel, Some((a, b))),
-        ];
-        let owners: std::collections::BTreeSet<usize> = (0..=255u8)
-            .map(|i| {
-                let flow = Flow {
-                    src: IpAddr::from([10, 1, 0, i]),
-                    dst: IpAddr::from([10, 2, 0, 255 - i]),
-                    protocol: 6,
-                    src_port: 1000,
-                    dst_port: 2000,
-                    fragment: false,
-                };
-                owner_of(&bundle, &flow, 4)
-            })
-            .collect();
-        assert_eq!(owners.len(), 1, "{owners:?}");
-        assert_eq!(owners.into_iter().next(), Some(owner_of_endpoints(a, b, 4)));
     }
 }

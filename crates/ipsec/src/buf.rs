@@ -72,6 +72,11 @@ impl PacketBuf {
         buf
     }
 
+    /// Bytes of storage: headroom, packet and tailroom together.
+    pub fn capacity(&self) -> usize {
+        self.storage.len()
+    }
+
     /// Empty the buffer and put the start of the next packet `headroom`
     /// bytes in.
     pub fn reset(&mut self, headroom: usize) {

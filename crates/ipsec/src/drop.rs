@@ -1,6 +1,12 @@
 //! Named drop reasons and their counters. Every packet the IPsec core
 //! refuses is refused for exactly one of these reasons; the data path
 //! counts them instead of logging (DESIGN.md, "Counters, not logs").
+//!
+//! A drop is an end: what the network sent that it must not have (most of
+//! these), or what the local configuration forbids (DISCARD, an expired or
+//! exhausted SA, a packet too big). An outcome that asks the caller to do
+//! something next is not a drop: see [`crate::process::SealError`]'s
+//! `Reassemble` (transport mode meets a fragment) and `NoSa` (ask IKE).
 
 use core::fmt;
 
@@ -35,9 +41,6 @@ drop_reasons! {
     /// An IP fragment: must be reassembled before IPsec processing
     /// (RFC 4303 §3.4.1).
     Fragment => "fragment",
-    /// A fragment to be sent in transport mode, which protects whole
-    /// datagrams only (RFC 4303 §3.1.1, RFC 4302 §3.1.1).
-    TransportFragment => "transport_fragment",
     /// Not ESP, AH, IPComp or UDP-encapsulated ESP.
     NotIpsec => "not_ipsec",
     /// A UDP-encapsulated packet too short to be ESP (RFC 3948 §2.1).
@@ -101,8 +104,6 @@ drop_reasons! {
     BadFragment => "bad_fragment",
     /// Fragments that overlap: the whole datagram is dropped (RFC 5722).
     FragmentOverlap => "fragment_overlap",
-    /// No SA installed for an outbound policy that requires one.
-    NoOutboundSa => "no_outbound_sa",
     /// A decapsulated packet that no inbound (or forward) policy covers:
     /// the data plane refuses what no policy allows (RFC 4301 §5.2).
     NoInboundPolicy => "no_inbound_policy",

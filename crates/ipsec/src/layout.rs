@@ -9,6 +9,7 @@ use flowsec_wire::ipv4::{self, Ipv4Packet};
 use flowsec_wire::ipv6::{self, Ipv6Packet};
 use flowsec_wire::ipv6ext::ipv6_header_chain;
 
+use crate::process::SealError;
 use crate::DropReason;
 
 /// The IPsec insertion point of a packet.
@@ -54,13 +55,14 @@ impl Layout {
     /// Where ESP/AH go in transport mode (RFC 4303 §3.1.1, RFC 4302
     /// §3.1.1): after the IPv4 header with its options, or after IPv6
     /// hop-by-hop and routing headers. Transport mode protects whole
-    /// datagrams only (the same sections): a fragment is refused.
-    pub fn outbound(packet: &[u8]) -> Result<Self, DropReason> {
+    /// datagrams only (the same sections): a fragment is refused
+    /// ([`SealError::Reassemble`]).
+    pub fn outbound(packet: &[u8]) -> Result<Self, SealError> {
         match version_of(packet).map_err(|_| DropReason::BadIpHeader)? {
             IpVersion::V4 => {
                 let p = Ipv4Packet::new_checked(packet).map_err(|_| DropReason::BadIpHeader)?;
                 if p.is_fragment() {
-                    return Err(DropReason::TransportFragment);
+                    return Err(SealError::Reassemble);
                 }
                 Ok(Layout::ipv4(p.header_len()))
             }
@@ -68,7 +70,7 @@ impl Layout {
                 let chain =
                     ipv6_header_chain(packet).map_err(|_| DropReason::BadExtensionHeaders)?;
                 if chain.has_fragment() {
-                    return Err(DropReason::TransportFragment);
+                    return Err(SealError::Reassemble);
                 }
                 Ok(Layout {
                     version: IpVersion::V6,
@@ -182,7 +184,7 @@ mod tests {
             frag[7] = off_lo;
             assert_eq!(
                 Layout::outbound(&frag),
-                Err(DropReason::TransportFragment),
+                Err(SealError::Reassemble),
                 "flags/offset {flags_hi:#x}/{off_lo:#x}"
             );
         }
@@ -192,6 +194,6 @@ mod tests {
         v6.extend([0x20, 0x01, 0x0d, 0xb8].iter().chain(&[0; 11]).chain(&[2]));
         v6.extend([17, 0, 0, 1, 0, 0, 0, 7]);
         v6.extend([0u8; 8]);
-        assert_eq!(Layout::outbound(&v6), Err(DropReason::TransportFragment));
+        assert_eq!(Layout::outbound(&v6), Err(SealError::Reassemble));
     }
 }

@@ -25,7 +25,7 @@ mod tunnel;
 pub use buf::PacketBuf;
 pub use drop::{DropCounters, DropReason};
 pub use lifetime::{Lifetime, Limits, SaState};
-pub use process::{Bundle, Egress, Inbound, UdpEndpoints};
+pub use process::{Bundle, Egress, Inbound, SealError, UdpEndpoints};
 pub use replay::{ReplayError, ReplayWindow};
 pub use sa::{Mode, Protocol, SaConfig, SaError, SaId, SaStats, SecurityAssociation, UdpEncap};
 pub use sad::{SaHandle, Sad};

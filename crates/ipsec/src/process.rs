@@ -92,6 +92,39 @@ pub struct UdpEndpoints {
     pub tos: u8,
 }
 
+/// Why [`outbound`] (or [`resolve`]) did not protect a packet: two outcomes
+/// that ask the caller for a next step, and drops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SealError {
+    /// A fragment met a transport-mode step, which protects whole datagrams
+    /// only (RFC 4303 §3.1.1, RFC 4302 §3.1.1): refused untouched, no SA
+    /// counted anything; reassemble its datagram and try again.
+    Reassemble,
+    /// A `require`/`unique` step of the policy has no SA: drop the packet
+    /// and ask IKE for one (an ACQUIRE, RFC 4301 §4.4.1.1's trap).
+    NoSa,
+    /// Dropped, for this reason.
+    Drop(DropReason),
+}
+
+impl core::fmt::Display for SealError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SealError::Reassemble => f.write_str("a fragment for transport mode: reassemble first"),
+            SealError::NoSa => f.write_str("no outbound SA for the policy"),
+            SealError::Drop(reason) => reason.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for SealError {}
+
+impl From<DropReason> for SealError {
+    fn from(reason: DropReason) -> Self {
+        SealError::Drop(reason)
+    }
+}
+
 /// Where a packet [`outbound`] protected goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Egress {
@@ -118,20 +151,20 @@ impl Egress {
 }
 
 /// Choose the SAs for a PROTECT policy's templates and the packet's
-/// addresses: `Err(NoOutboundSa)` if a `require`/`unique` step has none
+/// addresses: [`SealError::NoSa`] if a `require`/`unique` step has none
 /// (the caller would start IKE here); `use` steps without an SA are skipped.
 pub fn resolve(
     sad: &Sad,
     templates: &[SaTemplate],
     flow: &Flow,
     now: Duration,
-) -> Result<Bundle, DropReason> {
+) -> Result<Bundle, SealError> {
     let mut bundle = Bundle::default();
     for t in templates {
         match sad.find_outbound(t, flow.src, flow.dst, now) {
             Some(h) => bundle.push(h)?,
             None if t.level == Level::Use => {}
-            None => return Err(DropReason::NoOutboundSa),
+            None => return Err(SealError::NoSa),
         }
     }
     Ok(bundle)
@@ -139,11 +172,10 @@ pub fn resolve(
 
 /// Apply `bundle` to the IP packet in `buf`, innermost SA first, and say
 /// where the result goes. On error the buffer holds a partly processed
-/// packet that must be dropped, except for
-/// [`DropReason::TransportFragment`]: only the packet as it came can be a
-/// fragment (every step before a transport one leaves a whole packet), so
-/// it is refused untouched and no SA counted anything; the caller may
-/// reassemble its datagram and try again (RFC 4303 §3.1.1).
+/// packet that must be dropped, except for [`SealError::Reassemble`]: only
+/// the packet as it came can be a fragment (every step before a transport
+/// one leaves a whole packet), so it is refused untouched and no SA
+/// counted anything (RFC 4303 §3.1.1).
 ///
 /// A UDP-encapsulated ESP SA must be the bundle's last (outermost) step:
 /// what it leaves is a UDP payload, which no header can follow
@@ -153,11 +185,11 @@ pub fn outbound(
     bundle: &Bundle,
     buf: &mut PacketBuf,
     now: Duration,
-) -> Result<Egress, DropReason> {
+) -> Result<Egress, SealError> {
     // The endpoints of the outer header added last (by a tunnel-mode SA).
     let mut outer: Option<(IpAddr, IpAddr)> = None;
     for (i, h) in bundle.iter().enumerate() {
-        let sa = sad.get_mut(h).ok_or(DropReason::NoOutboundSa)?;
+        let sa = sad.get_mut(h).ok_or(SealError::NoSa)?;
         let endpoints = (sa.src(), sa.dst());
         // Tunnel-mode SAs sharing an outer header already added are in
         // "transport adjacency" (RFC 4301 §4.5).
@@ -167,13 +199,18 @@ pub fn outbound(
         }
         if sa.encap().is_some() {
             if i + 1 != bundle.len() {
-                return Err(DropReason::EncapMismatch);
+                return Err(DropReason::EncapMismatch.into());
             }
             let lay = match new_tunnel {
                 true => None,
                 false => Some(Layout::outbound(buf.as_slice())?),
             };
-            return esp::encapsulate_udp(sa, buf, lay.as_ref(), now).map(Egress::Udp);
+            return Ok(Egress::Udp(esp::encapsulate_udp(
+                sa,
+                buf,
+                lay.as_ref(),
+                now,
+            )?));
         }
         apply_outbound(sa, buf, new_tunnel, now)?;
     }
@@ -188,7 +225,7 @@ fn apply_outbound(
     buf: &mut PacketBuf,
     new_tunnel: bool,
     now: Duration,
-) -> Result<(), DropReason> {
+) -> Result<(), SealError> {
     // The IPv4 ID only has to be unique per (src, dst, protocol) while
     // fragments are in flight (RFC 6864 §4.1): the sequence number, offset
     // by the SPI so that per-resource SAs to one peer, which all count
@@ -199,7 +236,7 @@ fn apply_outbound(
         .wrapping_add(u64::from(sa.id().spi)) as u16;
     let lay = if new_tunnel {
         if sa.id().protocol == Protocol::Esp {
-            return esp::encapsulate_tunnel(sa, buf, ident, now);
+            return Ok(esp::encapsulate_tunnel(sa, buf, ident, now)?);
         }
         // AH covers the outer header, and IPComp may leave the packet as
         // it is: both go after it.
@@ -209,11 +246,11 @@ fn apply_outbound(
     } else {
         Layout::outbound(buf.as_slice())?
     };
-    match sa.id().protocol {
+    Ok(match sa.id().protocol {
         Protocol::Esp => esp::encapsulate(sa, buf, &lay, now),
         Protocol::Ah => ah::encapsulate(sa, buf, &lay, now),
         Protocol::IpComp => ipcomp::encapsulate(sa, buf, &lay, now),
-    }
+    }?)
 }
 
 /// What an inbound packet turned out to be.

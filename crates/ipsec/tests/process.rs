@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use flowsec_crypto::{EncrId, IntegId, Provider};
-use flowsec_ipsec::process::{self, check_inbound, Inbound};
+use flowsec_ipsec::process::{self, check_inbound, Inbound, SealError};
 use flowsec_ipsec::spd::{IpPrefix, Level, SaTemplate};
 use flowsec_ipsec::{
     Action, Direction, DropReason, Flow, Mode, PacketBuf, Policy, Protocol, SaConfig, Sad,
@@ -317,7 +317,7 @@ fn esp_in_udp_is_a_payload_and_endpoints() {
     let mut buf = PacketBuf::from_packet(&udp_packet("10.1.0.1", "10.2.0.1", b"x"));
     assert_eq!(
         process::outbound(&mut out, &bundle, &mut buf, NOW),
-        Err(DropReason::EncapMismatch)
+        Err(SealError::Drop(DropReason::EncapMismatch))
     );
 }
 
@@ -479,7 +479,7 @@ fn sequence_number_never_wraps_without_esn() {
     let mut buf = PacketBuf::from_packet(&inner);
     assert_eq!(
         process::outbound(&mut out, &bundle, &mut buf, NOW),
-        Err(DropReason::SeqExhausted)
+        Err(SealError::Drop(DropReason::SeqExhausted))
     );
 }
 
@@ -522,7 +522,10 @@ fn sequence_number_stops_at_its_ceiling() {
     };
     seal(&mut out).unwrap();
     seal(&mut out).unwrap();
-    assert_eq!(seal(&mut out), Err(DropReason::SeqUnreserved));
+    assert_eq!(
+        seal(&mut out),
+        Err(SealError::Drop(DropReason::SeqUnreserved))
+    );
     assert_eq!(out.get(h).unwrap().seq(), 2);
     out.get_mut(h).unwrap().set_seq_ceiling(3);
     seal(&mut out).unwrap();
@@ -704,7 +707,7 @@ fn oversize_and_inconsistent_outer_lengths() {
         .unwrap();
     assert_eq!(
         process::outbound(&mut out, &bundle, &mut huge, NOW),
-        Err(DropReason::TooBig)
+        Err(SealError::Drop(DropReason::TooBig))
     );
 }
 
@@ -727,7 +730,7 @@ fn lifetimes_expire_the_sa() {
     let mut buf = PacketBuf::from_packet(&inner);
     assert_eq!(
         process::outbound(&mut out, &bundle, &mut buf, NOW),
-        Err(DropReason::SaExpired)
+        Err(SealError::Drop(DropReason::SaExpired))
     );
     // And an expired SA is no longer chosen for new traffic.
     let t = SaTemplate {
@@ -747,7 +750,7 @@ fn lifetimes_expire_the_sa() {
     };
     assert_eq!(
         process::resolve(&out, &[t], &flow, NOW),
-        Err(DropReason::NoOutboundSa)
+        Err(SealError::NoSa)
     );
 }
 
@@ -1001,7 +1004,7 @@ fn a_transport_fragment_is_refused_untouched() {
     let mut buf = PacketBuf::from_packet(&first);
     assert_eq!(
         process::outbound(&mut out, &bundle, &mut buf, NOW),
-        Err(DropReason::TransportFragment)
+        Err(SealError::Reassemble)
     );
     assert_eq!(buf.as_slice(), &first[..]);
     assert!(bundle.iter().all(|h| out.get(h).unwrap().seq() == 0));

@@ -34,7 +34,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::time::Duration;
 
 use flowsec_crypto::{EncrId, IntegId, Provider};
-use flowsec_ipsec::process::{self, Inbound};
+use flowsec_ipsec::process::{self, Inbound, SealError};
 use flowsec_ipsec::spd::{Level, SaTemplate};
 use flowsec_ipsec::{
     DropReason, Flow, Mode, PacketBuf, Protocol, SaConfig, Sad, SecurityAssociation, UdpEncap,
@@ -191,6 +191,16 @@ impl std::fmt::Display for Failure {
 impl From<DropReason> for Failure {
     fn from(reason: DropReason) -> Self {
         Failure::Drop(reason)
+    }
+}
+
+impl From<SealError> for Failure {
+    fn from(e: SealError) -> Self {
+        match e {
+            SealError::Drop(reason) => Failure::Drop(reason),
+            // A single SA on a whole packet: neither happens here.
+            other => Failure::BadRequest(other.to_string()),
+        }
     }
 }
 

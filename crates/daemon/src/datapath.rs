@@ -1,0 +1,504 @@
+//! The data path's decisions, without I/O: a worker reads a packet and
+//! asks [`Datapath`] what to do with it; the answer is an action the worker
+//! carries out with its sockets and TUN queues ([`crate::worker`]). Nothing
+//! here reads the clock (`now` is an argument) or touches a descriptor, so
+//! every decision is unit-tested directly (the tests at the bottom).
+//!
+//! ```text
+//! outbound: packet from the TUN → flow → SPD (a fragment whose policy
+//!           needs ports: gathered on one worker and reassembled first)
+//!           → DISCARD: dropped · BYPASS or none: Clear
+//!           → PROTECT: owner of its SAs? else HandOff
+//!           → bundle → seal → Send(egress) · no SA: Acquire(reqid)
+//!           · transport mode meets a fragment: reassembled, then again
+//! inbound:  IP packet (raw socket) or UDP payload + endpoints
+//!           → decapsulate → IKE behind the marker: Ike
+//!           → inner flow (a fragment whose policy needs ports: reassembled)
+//!           → inbound policy check → Deliver(queue of the replies' owner)
+//! ```
+//!
+//! Ownership (ARCHITECTURE.md "Data path"): inbound, the kernel steers an
+//! SA's packets to worker `spi % n`, so its replay window has one writer;
+//! outbound, one worker owns all SAs between a pair of endpoints
+//! ([`owner_of_endpoints`]), so a sequence number (and with it a GCM or
+//! ChaCha nonce) is never used twice: a packet read by another worker is
+//! handed to the owner.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use flowsec_ipsec::buf::{DEFAULT_HEADROOM, DEFAULT_TAILROOM};
+use flowsec_ipsec::process::{self, Bundle};
+use flowsec_ipsec::reassembly::Reassembler;
+use flowsec_ipsec::spd::SaTemplate;
+use flowsec_ipsec::{
+    Action, Direction, DropReason, Egress, Flow, OpaqueLookup, PacketBuf, Policy, SealError,
+    UdpEndpoints,
+};
+
+use crate::apply::Databases;
+use crate::offload::VNET_HDR_LEN;
+use crate::stats::Stats;
+
+/// Datagrams a worker reassembles at once, at most (64 KiB each), in each
+/// direction.
+const REASSEMBLING: usize = 64;
+/// Room for the largest datagram reassembly can produce, with headroom for
+/// the headers sealing adds and a virtio header.
+pub const BIG_BUFFER: usize = DEFAULT_HEADROOM + 65_536 + VNET_HDR_LEN + DEFAULT_TAILROOM;
+/// How often a worker asks IKE for the SA of one trap policy.
+const ACQUIRE_EVERY: Duration = Duration::from_secs(1);
+/// Trap policies whose last acquire a worker remembers.
+const ACQUIRED: usize = 64;
+
+/// Where an outbound packet comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Source {
+    /// Another worker read it (it does not own the packet's SAs).
+    pub handed: bool,
+    /// Put together from fragments: for transport mode, or to look up a
+    /// policy that depends on ports (RFC 4301 §7).
+    pub whole: bool,
+}
+
+impl Source {
+    /// This worker's TUN queue.
+    pub const TUN: Source = Source {
+        handed: false,
+        whole: false,
+    };
+    /// Reassembled here.
+    pub const REASSEMBLED: Source = Source {
+        handed: false,
+        whole: true,
+    };
+}
+
+/// What to do with a packet from the TUN device. Drops are counted in the
+/// [`Stats`] given, and end as [`Outbound::Done`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outbound {
+    /// The buffer holds the protected packet: send it where `egress` says.
+    /// `whole`: a reassembled datagram, to be fragmented after IPsec where
+    /// it does not fit (RFC 4303 §3.3.4).
+    Send { egress: Egress, whole: bool },
+    /// Send it on as it is, in the clear: a BYPASS policy, or none, covers
+    /// it (setkey's default).
+    Clear,
+    /// Worker `to` owns its SAs (or gathers its fragments): hand it over.
+    HandOff { to: usize, whole: bool },
+    /// No SA for its policy yet: dropped; ask IKE for policy `reqid` (at
+    /// most once a second per reqid).
+    Acquire(u32),
+    /// Nothing more: held for reassembly, or dropped (counted).
+    Done,
+}
+
+/// What to do with a packet from the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inbound {
+    /// The buffer holds the packet to write to the TUN device, through the
+    /// queue of this worker: the one that owns its replies' outbound SAs
+    /// (the TUN device sends a flow's packets to the queue that last wrote
+    /// the flow, so the replies need no handoff).
+    Deliver(usize),
+    /// The buffer holds an IKE message that came on the encapsulation port
+    /// behind the non-ESP marker (RFC 3948 §2.2), marker removed.
+    Ike,
+    /// Nothing more: a keepalive, a fragment held for reassembly, or a
+    /// drop (counted).
+    Done,
+}
+
+/// One worker's databases and the state its decisions keep: reassembly
+/// tables, and when it last asked for each trap policy's SA.
+pub struct Datapath {
+    /// Its copy of the SAD and SPD (changes arrive between batches).
+    pub db: Databases,
+    index: usize,
+    workers: usize,
+    /// Fragments from the TUN device waiting for the rest of their datagram.
+    frags: Reassembler,
+    /// Decapsulated fragments whose policy their ports decide.
+    inner_frags: Reassembler,
+    /// Where a completed datagram is built; swapped into the caller's buffer.
+    whole: PacketBuf,
+    /// (reqid, when it was last acquired).
+    acquired: Vec<(u32, Duration)>,
+}
+
+impl Datapath {
+    /// Worker `index` of `workers`, with databases `db`.
+    pub fn new(index: usize, workers: usize, db: Databases) -> Self {
+        Datapath {
+            db,
+            index,
+            workers,
+            frags: Reassembler::new(REASSEMBLING),
+            inner_frags: Reassembler::new(REASSEMBLING),
+            whole: PacketBuf::new(BIG_BUFFER, DEFAULT_HEADROOM),
+            acquired: Vec::new(),
+        }
+    }
+
+    /// Decide, and where it is to be sent, seal, the packet in `buf` read
+    /// by this worker's TUN queue or handed over (`from`). `latest_spd` is
+    /// the epoch of the control plane's latest SPD change: a worker that
+    /// has not taken it yet sends nothing in the clear. A fragment that
+    /// completes a datagram leaves the datagram in `buf` (the buffers are
+    /// swapped) and the answer is the datagram's.
+    pub fn outbound(
+        &mut self,
+        buf: &mut PacketBuf,
+        from: Source,
+        now: Duration,
+        latest_spd: u64,
+        stats: &mut Stats,
+    ) -> Outbound {
+        let mut from = from;
+        loop {
+            match self.outbound_step(buf, from, now, latest_spd, stats) {
+                Step::Decided(verdict) => return verdict,
+                // Not a fragment now: looked up and sealed as any other
+                // packet, on this worker (the owner of the endpoint pair,
+                // which every fragment carries).
+                Step::Reassemble if self.reassemble(buf, now, stats) => from = Source::REASSEMBLED,
+                Step::Reassemble => return Outbound::Done,
+            }
+        }
+    }
+
+    fn outbound_step(
+        &mut self,
+        buf: &mut PacketBuf,
+        from: Source,
+        now: Duration,
+        latest_spd: u64,
+        stats: &mut Stats,
+    ) -> Step {
+        let flow = match Flow::of_packet(buf.as_slice()) {
+            Ok(flow) => flow,
+            Err(reason) => return dropped(stats, reason),
+        };
+        let policy = if flow.fragment {
+            match self.db.spd.lookup_opaque(Direction::Out, &flow) {
+                OpaqueLookup::Decided(policy) => policy,
+                // Its ports decide, and a later fragment has none: never
+                // sent by a guess (RFC 4301 §7), but gathered on one worker
+                // and looked up whole.
+                OpaqueLookup::NeedsPorts => {
+                    let owner = owner_of_endpoints(flow.src, flow.dst, self.workers);
+                    if owner != self.index {
+                        return Step::Decided(hand_off(owner, from, stats));
+                    }
+                    stats.fragments_held += 1;
+                    return Step::Reassemble;
+                }
+            }
+        } else {
+            self.db.spd.lookup(Direction::Out, &flow)
+        };
+        let templates = match policy.map(|p| &p.action) {
+            Some(Action::Protect(templates)) => templates,
+            Some(Action::Discard) => return dropped(stats, DropReason::PolicyDiscard),
+            None if link_scope(&flow) => {
+                stats.no_policy += 1;
+                return Step::Decided(Outbound::Done);
+            }
+            // In the clear only by the latest policies: a worker that has
+            // not taken a change yet cannot know that it still allows this.
+            Some(Action::Bypass) | None if self.db.spd_epoch < latest_spd => {
+                return dropped(stats, DropReason::PolicyStale)
+            }
+            Some(Action::Bypass) | None => return Step::Decided(Outbound::Clear),
+        };
+        let owner = owner_of(templates, &flow, self.workers);
+        if owner != self.index {
+            return Step::Decided(hand_off(owner, from, stats));
+        }
+        let reqid = templates.iter().map(|t| t.reqid).find(|r| *r != 0);
+        let sealed = process::resolve(&self.db.sad, templates, &flow, now)
+            .and_then(|bundle| process::outbound(&mut self.db.sad, &bundle, buf, now));
+        match sealed {
+            Ok(egress) => Step::Decided(Outbound::Send {
+                egress,
+                whole: from.whole,
+            }),
+            // A fragment refused by a transport-mode step, untouched: put
+            // its datagram together first.
+            Err(SealError::Reassemble) if !from.whole => Step::Reassemble,
+            // Reassembly produces whole datagrams only.
+            Err(SealError::Reassemble) => dropped(stats, DropReason::BadFragment),
+            Err(SealError::NoSa) => {
+                stats.no_outbound_sa += 1;
+                Step::Decided(self.acquire(reqid, now))
+            }
+            Err(SealError::Drop(reason)) => dropped(stats, reason),
+        }
+    }
+
+    /// Put the fragment in `buf` into the outbound table: true when it
+    /// completed its datagram, which is then in `buf`.
+    fn reassemble(&mut self, buf: &mut PacketBuf, now: Duration, stats: &mut Stats) -> bool {
+        let before = self.frags.expired;
+        self.ready_whole();
+        let done = self.frags.push(buf.as_slice(), now, &mut self.whole);
+        stats.fragments_expired += self.frags.expired - before;
+        match done {
+            Ok(true) => {
+                stats.reassembled += 1;
+                std::mem::swap(buf, &mut self.whole);
+                true
+            }
+            Ok(false) => false,
+            Err(reason) => {
+                stats.drops.count(reason);
+                false
+            }
+        }
+    }
+
+    /// An empty `whole` buffer that holds any datagram (a swap may have
+    /// left a smaller one here: a handed-over packet's).
+    fn ready_whole(&mut self) {
+        if self.whole.capacity() < BIG_BUFFER {
+            self.whole = PacketBuf::new(BIG_BUFFER, DEFAULT_HEADROOM);
+        }
+        self.whole.reset(DEFAULT_HEADROOM);
+    }
+
+    /// Ask IKE for the SA of policy `reqid` (a trap), at most once a second
+    /// per reqid.
+    fn acquire(&mut self, reqid: Option<u32>, now: Duration) -> Outbound {
+        let Some(reqid) = reqid else {
+            return Outbound::Done;
+        };
+        if let Some(at) = self.acquired.iter_mut().find(|(r, _)| *r == reqid) {
+            if now < at.1 + ACQUIRE_EVERY {
+                return Outbound::Done;
+            }
+            at.1 = now;
+        } else {
+            if self.acquired.len() >= ACQUIRED {
+                self.acquired.remove(0);
+            }
+            self.acquired.push((reqid, now));
+        }
+        Outbound::Acquire(reqid)
+    }
+
+    /// Verify and decapsulate the packet in `buf` from the network: an IP
+    /// packet from a raw socket, or (`from`) a UDP payload and the
+    /// endpoints its socket reported; then check it against the inbound
+    /// policies (RFC 4301 §5.2).
+    pub fn inbound(
+        &mut self,
+        buf: &mut PacketBuf,
+        from: Option<&UdpEndpoints>,
+        now: Duration,
+        stats: &mut Stats,
+    ) -> Inbound {
+        let sad = &mut self.db.sad;
+        let decap = match from {
+            None => process::inbound(sad, buf, now),
+            Some(from) => process::inbound_udp(sad, buf, from, now),
+        };
+        let applied = match decap {
+            Ok(process::Inbound::Decapsulated(applied)) => applied,
+            Ok(process::Inbound::Ike) => return Inbound::Ike,
+            Ok(process::Inbound::NatKeepalive) => return Inbound::Done,
+            Err(reason) => return dropped_in(stats, reason),
+        };
+        match self.inner_flow(buf, &applied, now, stats) {
+            Ok(Some(flow)) => self.check_inner(&flow, &applied, stats),
+            Ok(None) => Inbound::Done,
+            Err(reason) => dropped_in(stats, reason),
+        }
+    }
+
+    /// The flow of the decapsulated packet in `buf`; a fragment whose
+    /// policy its ports decide is first put together with the rest of its
+    /// datagram (`None` while parts are missing), the datagram then in
+    /// `buf`.
+    fn inner_flow(
+        &mut self,
+        buf: &mut PacketBuf,
+        applied: &Bundle,
+        now: Duration,
+        stats: &mut Stats,
+    ) -> Result<Option<Flow>, DropReason> {
+        let flow = Flow::of_packet(buf.as_slice()).map_err(|_| DropReason::BadInnerPacket)?;
+        if !flow.fragment || self.inbound_opaque(&flow) != OpaqueLookup::NeedsPorts {
+            return Ok(Some(flow));
+        }
+        // RFC 4301 §7: its ports decide, and a later fragment has none. It
+        // must have come through an SA that some candidate policy allows;
+        // its datagram is then put together and checked whole.
+        let db = &self.db;
+        let allowed = [Direction::Fwd, Direction::In].into_iter().any(|d| {
+            db.spd
+                .candidates(d, &flow)
+                .any(|p| process::check_inbound(&db.sad, Some(p), applied).is_ok())
+        });
+        if !allowed {
+            return Err(DropReason::NoInboundPolicy);
+        }
+        stats.fragments_held += 1;
+        let before = self.inner_frags.expired;
+        self.ready_whole();
+        let done = self.inner_frags.push(buf.as_slice(), now, &mut self.whole);
+        stats.fragments_expired += self.inner_frags.expired - before;
+        if !done? {
+            return Ok(None);
+        }
+        std::mem::swap(buf, &mut self.whole);
+        let whole = Flow::of_packet(buf.as_slice()).map_err(|_| DropReason::BadInnerPacket)?;
+        Ok(Some(whole))
+    }
+
+    /// Check a decapsulated packet's flow against the forward, then the
+    /// inbound policies, and pick the queue to deliver it through.
+    fn check_inner(&self, flow: &Flow, applied: &Bundle, stats: &mut Stats) -> Inbound {
+        let policy = if flow.fragment {
+            match self.inbound_opaque(flow) {
+                OpaqueLookup::Decided(policy) => policy,
+                OpaqueLookup::NeedsPorts => None,
+            }
+        } else {
+            self.inbound_policy(flow)
+        };
+        let Some(policy) = policy else {
+            return dropped_in(stats, DropReason::NoInboundPolicy);
+        };
+        if let Err(reason) = process::check_inbound(&self.db.sad, Some(policy), applied) {
+            return dropped_in(stats, reason);
+        }
+        Inbound::Deliver(self.reply_owner(flow))
+    }
+
+    /// A gateway forwards what it decapsulates; a host keeps it.
+    fn inbound_policy(&self, flow: &Flow) -> Option<&Policy> {
+        let spd = &self.db.spd;
+        spd.lookup(Direction::Fwd, flow)
+            .or_else(|| spd.lookup(Direction::In, flow))
+    }
+
+    fn inbound_opaque(&self, flow: &Flow) -> OpaqueLookup<'_> {
+        match self.db.spd.lookup_opaque(Direction::Fwd, flow) {
+            OpaqueLookup::Decided(None) => self.db.spd.lookup_opaque(Direction::In, flow),
+            decided => decided,
+        }
+    }
+
+    /// The worker that owns the outbound SAs of `flow`'s replies (this one
+    /// when they are not protected).
+    fn reply_owner(&self, flow: &Flow) -> usize {
+        let reply = Flow {
+            src: flow.dst,
+            dst: flow.src,
+            protocol: flow.protocol,
+            src_port: flow.dst_port,
+            dst_port: flow.src_port,
+            fragment: flow.fragment,
+        };
+        match self
+            .db
+            .spd
+            .lookup(Direction::Out, &reply)
+            .map(|p| &p.action)
+        {
+            Some(Action::Protect(templates)) => owner_of(templates, &reply, self.workers),
+            _ => self.index,
+        }
+    }
+}
+
+/// The outcome of one pass over an outbound packet.
+enum Step {
+    Decided(Outbound),
+    /// Take the fragment in the buffer into the reassembly table, and go
+    /// again with the datagram if it completed one.
+    Reassemble,
+}
+
+fn dropped(stats: &mut Stats, reason: DropReason) -> Step {
+    stats.drops.count(reason);
+    Step::Decided(Outbound::Done)
+}
+
+fn dropped_in(stats: &mut Stats, reason: DropReason) -> Inbound {
+    stats.drops.count(reason);
+    Inbound::Done
+}
+
+/// Hand a packet to its owner, unless it was handed here already: the
+/// policies changed while it was in flight (dropped, counted).
+fn hand_off(owner: usize, from: Source, stats: &mut Stats) -> Outbound {
+    if from.handed {
+        stats.handoff_drops += 1;
+        return Outbound::Done;
+    }
+    Outbound::HandOff {
+        to: owner,
+        whole: from.whole,
+    }
+}
+
+/// The worker that owns the outbound SAs between `src` and `dst`: a hash
+/// of the two addresses, the same in every worker.
+pub fn owner_of_endpoints(src: IpAddr, dst: IpAddr, workers: usize) -> usize {
+    if workers <= 1 {
+        return 0;
+    }
+    // FNV-1a over both addresses.
+    let mut h: u32 = 0x811c_9dc5;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+    };
+    for a in [src, dst] {
+        match a {
+            IpAddr::V4(a) => eat(&a.octets()),
+            IpAddr::V6(a) => eat(&a.octets()),
+        }
+    }
+    (h % workers as u32) as usize
+}
+
+/// The owner of the packet `flow` that `templates` protect: that of the
+/// outermost tunnel's endpoints, or the packet's addresses when every step
+/// is in transport mode.
+fn owner_of(templates: &[SaTemplate], flow: &Flow, workers: usize) -> usize {
+    // The outermost tunnel: the SA that carries sequence numbers on the
+    // wire for every flow this policy sends, whatever the inner steps (an
+    // IPComp or transport step inside keys on the packet's addresses and
+    // would spread one tunnel SA over several workers).
+    let (src, dst) = templates
+        .iter()
+        .rev()
+        .find_map(|t| t.tunnel)
+        .unwrap_or((flow.src, flow.dst));
+    owner_of_endpoints(src, dst, workers)
+}
+
+/// Traffic that never leaves the link: not to be sent on in the clear.
+fn link_scope(flow: &Flow) -> bool {
+    match (flow.src, flow.dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            s.is_unspecified()
+                || s.is_link_local()
+                || d.is_multicast()
+                || d.is_link_local()
+                || d.is_broadcast()
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            let link_local = |a: std::net::Ipv6Addr| a.segments()[0] & 0xffc0 == 0xfe80;
+            s.is_unspecified() || link_local(s) || link_local(d) || d.is_multicast()
+        }
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests;
