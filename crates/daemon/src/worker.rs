@@ -276,6 +276,57 @@ pub struct Worker {
     pub spd_epoch: Arc<AtomicU64>,
 }
 
+/// A worker's packet buffers, each large enough for any datagram.
+struct Bufs {
+    /// Reads from the TUN device, raw IPv6 and UDP sockets land here.
+    buf: PacketBuf,
+    /// Raw IPv4 receives land here, a batch per recvmmsg(2).
+    many: Vec<PacketBuf>,
+    /// Segments of a TCP super-packet (or of a UDP GRO batch) are built here.
+    seg: PacketBuf,
+}
+
+impl Bufs {
+    fn new() -> Self {
+        let big = || PacketBuf::new(BIG_BUFFER, DEFAULT_HEADROOM);
+        Bufs {
+            buf: big(),
+            many: (0..sys::MAX_BATCH).map(|_| big()).collect(),
+            seg: big(),
+        }
+    }
+}
+
+/// What a worker polls, in this order: its TUN queue, the raw receivers,
+/// UDP 4500 (IPv4, IPv6), the mailbox's eventfd.
+struct PollSet {
+    fds: Vec<i32>,
+    ready: Vec<bool>,
+    udp_at: usize,
+    udp6_at: usize,
+    mailbox_at: usize,
+}
+
+impl PollSet {
+    fn new(io: &Io, index: usize, wake: i32) -> Self {
+        let mut fds = vec![io.tuns[index].as_raw_fd()];
+        fds.extend(io.raw.iter().map(|(fd, _, _)| fd.as_raw_fd()));
+        let udp_at = fds.len();
+        fds.extend(io.udp.as_ref().map(|fd| fd.as_raw_fd()));
+        let udp6_at = fds.len();
+        fds.extend(io.udp6.as_ref().map(|fd| fd.as_raw_fd()));
+        let mailbox_at = fds.len();
+        fds.push(wake);
+        PollSet {
+            ready: vec![false; fds.len()],
+            fds,
+            udp_at,
+            udp6_at,
+            mailbox_at,
+        }
+    }
+}
+
 /// Per-loop state of a worker.
 struct State {
     send: Sender,
@@ -300,7 +351,6 @@ impl Worker {
     /// Run until `stop`; returns the counters, or why the worker could not
     /// go on (the TUN device went away).
     pub fn run(mut self) -> Result<Stats, String> {
-        let big = BIG_BUFFER;
         let mut st = State {
             send: Sender::new(
                 SendFds {
@@ -315,14 +365,7 @@ impl Worker {
             pool: Vec::new(),
             to_wake: vec![false; self.workers],
         };
-        let mut buf = PacketBuf::new(big, DEFAULT_HEADROOM);
-        // Raw IPv4 receives land here, a batch per recvmmsg(2).
-        let mut many: Vec<PacketBuf> = (0..sys::MAX_BATCH)
-            .map(|_| PacketBuf::new(big, DEFAULT_HEADROOM))
-            .collect();
-        // Segments of a TCP super-packet are built here.
-        let mut seg = PacketBuf::new(big, DEFAULT_HEADROOM);
-        let tun = self.io.tuns[self.index].as_raw_fd();
+        let mut bufs = Bufs::new();
         let mut tun_out = TunOut {
             fds: self.io.tuns.iter().map(|fd| fd.as_raw_fd()).collect(),
             queue: self.index,
@@ -330,69 +373,20 @@ impl Worker {
             mtu: self.mtu,
             ids: FragmentIds::default(),
         };
-        // Poll order: the TUN, the raw receivers, UDP 4500, the mailbox.
-        let mut fds = vec![tun];
-        fds.extend(self.io.raw.iter().map(|(fd, _, _)| fd.as_raw_fd()));
-        let udp_at = fds.len();
-        fds.extend(self.io.udp.as_ref().map(|fd| fd.as_raw_fd()));
-        let udp6_at = fds.len();
-        fds.extend(self.io.udp6.as_ref().map(|fd| fd.as_raw_fd()));
-        let mailbox_at = fds.len();
-        fds.push(self.wake.as_raw_fd());
-        let mut ready = vec![false; fds.len()];
+        let mut poll = PollSet::new(&self.io, self.index, self.wake.as_raw_fd());
         while !self.stop.load(Ordering::Relaxed) {
-            sys::poll_readable(&fds, POLL_MS, &mut ready).map_err(|e| format!("poll: {e}"))?;
-            if ready[mailbox_at] {
+            sys::poll_readable(&poll.fds, POLL_MS, &mut poll.ready)
+                .map_err(|e| format!("poll: {e}"))?;
+            if poll.ready[poll.mailbox_at] {
                 sys::clear_wake(self.wake.as_raw_fd());
             }
             // Also when not woken: recycled buffers arrive without a wake.
             self.take_mail(&mut st);
             let now = self.start.elapsed();
-            let ike = self.ike.as_ref();
-            // An IP packet from a raw socket, or (`from`) a UDP payload.
-            let mut deliver =
-                |b: &mut PacketBuf, from: Option<&UdpEndpoints>, stats: &mut Stats| {
-                    match self.dp.inbound(b, from, now, stats) {
-                        datapath::Inbound::Deliver(queue) => {
-                            tun_out.deliver(b.as_slice(), queue, stats)
-                        }
-                        // Without IKE, dropped here.
-                        datapath::Inbound::Ike => {
-                            if let (Some(sink), Some(from)) = (ike, from) {
-                                sink.message(b.as_slice(), from);
-                            }
-                        }
-                        datapath::Inbound::Done => {}
-                    }
-                };
-            for (k, (fd, version, protocol)) in self.io.raw.iter().enumerate() {
-                if ready[1 + k] {
-                    let mut f = |b: &mut PacketBuf| deliver(b, None, &mut st.stats);
-                    match version {
-                        IpVersion::V4 => drain_many(fd.as_raw_fd(), &mut many, &mut f),
-                        IpVersion::V6 => drain_raw_v6(fd.as_raw_fd(), *protocol, &mut buf, &mut f),
-                    }
-                }
-            }
-            for (socket, at) in [(&self.io.udp, udp_at), (&self.io.udp6, udp6_at)] {
-                if let (Some(udp), true) = (socket, ready[at]) {
-                    drain_udp(udp.as_raw_fd(), &mut buf, &mut seg, &mut |b, from| {
-                        deliver(b, Some(from), &mut st.stats)
-                    });
-                }
-            }
+            self.receive(&poll, &mut bufs, &mut tun_out, now, &mut st.stats);
             tun_out.flush(&mut st.stats);
-            if ready[0] {
-                let read = drain(tun, &mut buf, |b| {
-                    if self.io.offload {
-                        self.offloaded_from_tun(b, &mut seg, now, &mut st)
-                    } else {
-                        self.outbound(b, Source::TUN, now, &mut st)
-                    }
-                });
-                if let Err(e) = read {
-                    return Err(format!("TUN device: {e}"));
-                }
+            if poll.ready[0] {
+                self.read_tun(&mut bufs, now, &mut st)?;
             }
             st.send.flush(&mut st.stats);
             for (k, wake) in st.to_wake.iter_mut().enumerate() {
@@ -402,6 +396,66 @@ impl Worker {
             }
         }
         Ok(st.stats)
+    }
+
+    /// Drain the raw receivers and UDP sockets that are ready, delivering
+    /// what the datapath lets through and passing IKE messages on.
+    fn receive(
+        &mut self,
+        poll: &PollSet,
+        bufs: &mut Bufs,
+        tun_out: &mut TunOut,
+        now: Duration,
+        stats: &mut Stats,
+    ) {
+        let ike = self.ike.as_ref();
+        let dp = &mut self.dp;
+        // An IP packet from a raw socket, or (`from`) a UDP payload.
+        let mut deliver = |b: &mut PacketBuf, from: Option<&UdpEndpoints>, stats: &mut Stats| {
+            match dp.inbound(b, from, now, stats) {
+                datapath::Inbound::Deliver(queue) => tun_out.deliver(b.as_slice(), queue, stats),
+                // Without IKE, dropped here.
+                datapath::Inbound::Ike => {
+                    if let (Some(sink), Some(from)) = (ike, from) {
+                        sink.message(b.as_slice(), from);
+                    }
+                }
+                datapath::Inbound::Done => {}
+            }
+        };
+        for (k, (fd, version, protocol)) in self.io.raw.iter().enumerate() {
+            if poll.ready[1 + k] {
+                let mut f = |b: &mut PacketBuf| deliver(b, None, stats);
+                match version {
+                    IpVersion::V4 => drain_many(fd.as_raw_fd(), &mut bufs.many, &mut f),
+                    IpVersion::V6 => drain_raw_v6(fd.as_raw_fd(), *protocol, &mut bufs.buf, &mut f),
+                }
+            }
+        }
+        for (socket, at) in [(&self.io.udp, poll.udp_at), (&self.io.udp6, poll.udp6_at)] {
+            if let (Some(udp), true) = (socket, poll.ready[at]) {
+                drain_udp(
+                    udp.as_raw_fd(),
+                    &mut bufs.buf,
+                    &mut bufs.seg,
+                    &mut |b, from| deliver(b, Some(from), stats),
+                );
+            }
+        }
+    }
+
+    /// Drain the TUN queue: protect and send what the datapath decides.
+    fn read_tun(&mut self, bufs: &mut Bufs, now: Duration, st: &mut State) -> Result<(), String> {
+        let tun = self.io.tuns[self.index].as_raw_fd();
+        let seg = &mut bufs.seg;
+        drain(tun, &mut bufs.buf, |b| {
+            if self.io.offload {
+                self.offloaded_from_tun(b, seg, now, st)
+            } else {
+                self.outbound(b, Source::TUN, now, st)
+            }
+        })
+        .map_err(|e| format!("TUN device: {e}"))
     }
 
     fn take_mail(&mut self, st: &mut State) {
