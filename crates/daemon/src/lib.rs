@@ -1,7 +1,7 @@
-//! flowsec's Linux edge (DESIGN.md "Data path"): the TUN device, raw IPsec
-//! sockets, routes, and the worker loop that runs the sans-I/O core on real
-//! packets. The only crate with the data plane's I/O (perf's traffic
-//! tests and the lab's namespaces are tools beside it).
+//! flowsec's Linux edge (ARCHITECTURE.md "Data path"): the TUN device, raw
+//! IPsec sockets, routes, and the worker loop that runs the sans-I/O core
+//! on real packets. The only crate with the data plane's I/O (perf's
+//! traffic tests and the lab's namespaces are tools beside it).
 //!
 //! ```text
 //! outbound: TUN read → Flow → SPD(out) → resolve bundle → seal → raw send

@@ -1,6 +1,7 @@
 //! `flowsec`: a user-space IPsec VPN for Linux.
 //!
-//! Exit codes: 0 success, 1 runtime error, 2 usage error (DESIGN.md).
+//! Exit codes: 0 success, 1 runtime error, 2 usage error (ARCHITECTURE.md
+//! "Interfaces people already know").
 #![forbid(unsafe_code)]
 
 use std::process::ExitCode;

@@ -1,6 +1,6 @@
 //! Named drop reasons and their counters. Every packet the IPsec core
 //! refuses is refused for exactly one of these reasons; the data path
-//! counts them instead of logging (DESIGN.md, "Counters, not logs").
+//! counts them instead of logging (ARCHITECTURE.md "Counters, not logs").
 
 use core::fmt;
 
