@@ -2,6 +2,7 @@
 //! [`common::ike_message`], which `crates/ipsec/tests/fuzz_corpus.rs` can
 //! replay on stable Rust.
 #![no_main]
+#![forbid(unsafe_code)]
 
 use libfuzzer_sys::fuzz_target;
 

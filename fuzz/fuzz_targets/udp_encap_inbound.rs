@@ -2,6 +2,7 @@
 //! [`common::udp_encap_inbound`], which `crates/ipsec/tests/fuzz_corpus.rs` replays on
 //! stable Rust.
 #![no_main]
+#![forbid(unsafe_code)]
 
 use libfuzzer_sys::fuzz_target;
 

@@ -375,8 +375,8 @@ child_rekey() {  # child_rekey GW: GW rekeys the Child SA
     old=$CUR_CHILD
     # A paced UDP stream hostA -> hostB across the rekey (5000 datagrams
     # a second; 500 with IPComp, whose DEFLATE attempt on every packet is
-    # slow in a debug build): none may be lost (DESIGN.md "Rekeying
-    # without loss").
+    # slow in a debug build): none may be lost (ARCHITECTURE.md
+    # "Rekeying without loss").
     local stream="$W/rekey-stream-$gw.json"
     ns_exec hostA "$FLOWSEC_BIN" perf client -H 10.2.0.2 -t CBR --rate "$CBR_RATE" -m 1000 -l 3 --json >"$stream" 2>&1 &
     local streamer=$!

@@ -301,7 +301,8 @@ def cmd_sniff(a) -> int:
 
 def cmd_hostile(a) -> int:
     """Send hostile packets at a gateway: each kind the data plane must
-    drop by name while carrying on (DESIGN.md: every drop has a counter)."""
+    drop by name while carrying on (ARCHITECTURE.md "Counters, not logs":
+    every drop has a counter)."""
     import os
     fam = socket.AF_INET6 if ":" in a.dst else socket.AF_INET
     sent = {}

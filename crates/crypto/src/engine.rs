@@ -1,6 +1,7 @@
-//! The `engine` backend (DESIGN.md "crypto"): ESP transforms that run on
-//! another core, reached through a bounded request queue, standing in for
-//! the look-aside crypto engines of study S4 (this kernel has no AF_ALG).
+//! The `engine` backend (ARCHITECTURE.md "Crypto provider"): ESP
+//! transforms that run on another core, reached through a bounded request
+//! queue, standing in for the look-aside crypto engines of study S4 (this
+//! kernel has no AF_ALG).
 //! A call copies the packet into a request, queues it, waits for the
 //! engine thread to seal or open it with the inner transform, and copies
 //! it back: the per-call cost of offload (two copies, two queue hops and a

@@ -78,8 +78,9 @@ impl std::error::Error for BadSuite {}
 
 impl Suite {
     /// Parse an ESP suite: an encryption keyword, optionally followed by
-    /// `-` and an integrity keyword (required unless the cipher is an
-    /// AEAD). `ah-sha1` style names an AH suite.
+    /// `-` and an integrity keyword (an AEAD takes none and NULL needs
+    /// one; any other cipher without one is encryption without integrity,
+    /// accepted here). `ah-sha1` style names an AH suite.
     pub fn parse(s: &str) -> Result<Suite, BadSuite> {
         let bad = |token: &str, reason| BadSuite {
             token: token.to_string(),

@@ -1,4 +1,4 @@
-//! IKEv2 on the control thread (DESIGN.md "Data path": Diffie-Hellman and
+//! IKEv2 on the control thread (ARCHITECTURE.md "IKE": Diffie-Hellman and
 //! key derivation never run on a worker). The sans-I/O core
 //! ([`flowsec_ike::Ike`]) gets the datagrams of UDP port 500 (its own
 //! sockets here) and of port 4500 (worker 0's socket of the reuseport

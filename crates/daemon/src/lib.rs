@@ -1,6 +1,7 @@
-//! flowsec's Linux edge (DESIGN.md "Data path"): the TUN device, raw IPsec
-//! sockets, routes, and the worker loop that runs the sans-I/O core on real
-//! packets. The only crate with I/O, and (in `sys`) the only `unsafe`.
+//! flowsec's Linux edge (ARCHITECTURE.md "Data path"): the TUN device, raw
+//! IPsec sockets, routes, and the worker loop that runs the sans-I/O core
+//! on real packets. The only crate with the data plane's I/O (perf's
+//! traffic tests and the lab's namespaces are tools beside it).
 //!
 //! ```text
 //! outbound: TUN read → Flow → SPD(out) → resolve bundle → seal → raw send
@@ -12,6 +13,13 @@
 //! packets to the worker that owns their SA; a control plane that applies
 //! setkey input to the running workers; batched sends and receives, TUN
 //! offloads (TSO/GRO) and UDP GSO/GRO.
+//!
+//! `unsafe` is denied here except in `sys`, the thin Linux system layer
+//! (ioctls, socket options, batched sends and receives, BPF, capabilities),
+//! where every `unsafe` block has a `// SAFETY:` line. It is the crate
+//! with the most of it; `flowsec-perf` and `flowsec-lab` confine their few
+//! libc calls to a `sys` module the same way, and every other crate
+//! forbids `unsafe`.
 #![deny(unsafe_code)]
 
 mod apply;

@@ -2,12 +2,12 @@
 //! the configuration, the routes and the control socket, and turns setkey
 //! input into changes that every worker applies between two batches.
 //!
-//! DESIGN.md says SA tables are published to workers by atomic pointer
-//! swap. What is published here is the *change*, by message: an SA's
-//! sequence number and replay window are mutable state owned by one worker
-//! and must survive a configuration change, which swapping in a table
-//! built elsewhere would lose. Either way a worker never waits on the
-//! control plane.
+//! What is published to the workers is the *change*, by message, not an
+//! SA table swapped in by atomic pointer (ARCHITECTURE.md "Workers"): an
+//! SA's sequence number and replay window are mutable state owned by one
+//! worker and must survive a configuration change, which swapping in a
+//! table built elsewhere would lose. A worker never waits on the control
+//! plane.
 
 use core::fmt;
 use std::os::fd::{AsRawFd, OwnedFd};

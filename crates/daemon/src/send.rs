@@ -1,7 +1,7 @@
 //! What a worker sends, batched: sealed packets queue here and leave with
 //! one `sendmmsg(2)` per raw socket, or, ESP in UDP, with one
-//! `UDP_SEGMENT` send per run of equal-sized packets (DESIGN.md "Data
-//! path": send batch, UDP GSO). Flushed when a batch fills and once per
+//! `UDP_SEGMENT` send per run of equal-sized packets (ARCHITECTURE.md
+//! "Outbound": send batch, UDP GSO). Flushed when a batch fills and once per
 //! worker loop.
 
 use std::net::{IpAddr, SocketAddr};
@@ -196,8 +196,8 @@ impl<A: Copy> SendBatch<A> {
 
 /// Sealed ESP-in-UDP packets of one destination and size, gathered for one
 /// sendmsg(2) with UDP_SEGMENT (UDP GSO): the segments of a TCP
-/// super-packet travel the stack as one until the device (DESIGN.md: send
-/// batch, UDP GSO).
+/// super-packet travel the stack as one until the device (ARCHITECTURE.md
+/// "Outbound": send batch, UDP GSO).
 #[derive(Default)]
 struct UdpGso {
     /// The ESP payloads, back to back.

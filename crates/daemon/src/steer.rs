@@ -1,5 +1,5 @@
-//! Steering inbound packets to the worker that owns their SA (DESIGN.md
-//! "Data path"): classic BPF programs the kernel runs on each packet before
+//! Steering inbound packets to the worker that owns their SA (ARCHITECTURE.md
+//! "Workers"): classic BPF programs the kernel runs on each packet before
 //! it reaches a socket. Worker `k` of `n` owns the inbound SAs whose SPI is
 //! `k` modulo `n`, so one SA's replay window is only ever touched by one
 //! thread and needs no lock.

@@ -1,4 +1,4 @@
-//! One worker (DESIGN.md "Data path"): its own TUN queue, raw ESP/AH
+//! One worker (ARCHITECTURE.md "Workers"): its own TUN queue, raw ESP/AH
 //! receivers that the kernel filters down to the SPIs this worker owns, its
 //! socket in the UDP 4500 reuseport group, its own send sockets, and its
 //! own copy of the SAD and SPD. It reads packets, asks its [`Datapath`]

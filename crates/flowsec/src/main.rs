@@ -1,6 +1,8 @@
 //! `flowsec`: a user-space IPsec VPN for Linux.
 //!
-//! Exit codes: 0 success, 1 runtime error, 2 usage error (DESIGN.md).
+//! Exit codes: 0 success, 1 runtime error, 2 usage error (ARCHITECTURE.md
+//! "Interfaces people already know").
+#![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 
@@ -29,13 +31,15 @@ enum Command {
     /// Manual keying in KAME/ipsec-tools setkey syntax against the running
     /// daemon: -f FILE, -c, -D, -DP, -F, -FP; -n checks without applying.
     Setkey(setkey::SetkeyArgs),
-    /// Run the VPN daemon in the foreground (manual keys in setkey syntax;
-    /// tunnel and transport mode; IPv4 and IPv6).
+    /// Run the VPN daemon in the foreground (IKEv2 from a swanctl.conf-style
+    /// file with -c, and/or manual keys in setkey syntax; tunnel and
+    /// transport mode; IPv4 and IPv6).
     Up(up::UpArgs),
-    /// Ask a running daemon: status, sas, policies, stats (--json).
+    /// Ask a running daemon: status, sas, policies, stats (--json);
+    /// initiate, terminate, rekey (--ike, --child).
     Ctl(ctl::CtlArgs),
     /// Traffic tests like netperf: `perf server`, `perf client -H HOST -t
-    /// TCP_STREAM|UDP_STREAM|TCP_RR|UDP_RR|TCP_CRR|CBR`.
+    /// TCP_STREAM|UDP_STREAM|TCP_RR|UDP_RR|TCP_CRR|CBR|MAXRATE|PING`.
     Perf(perf::PerfArgs),
     /// Reproduce the studies: `lab list`, `lab run SCENARIO...|all
     /// [--quick] [--out DIR]`, `lab report DIR`, `lab plot DIR`.

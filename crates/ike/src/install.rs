@@ -138,7 +138,7 @@ impl Ike {
             c
         };
         k.add_sa(make(i.spi_in, remote, local, in_keys));
-        // DESIGN.md "Rekeying without loss": the responder of a rekey
+        // ARCHITECTURE.md "Rekeying without loss": the responder of a rekey
         // keeps sending on the old SA until the initiator deletes it (the
         // initiator installs the new inbound SA only when our answer
         // arrives); the new outbound SA waits in the Child SA till then.
@@ -387,7 +387,7 @@ impl Ike {
             k.del_sa(out);
         }
         // A replaced SA's inbound half stays a while: packets the peer
-        // sealed before it switched may still be on their way (DESIGN.md
+        // sealed before it switched may still be on their way (ARCHITECTURE.md
         // "Rekeying without loss").
         if sa.children.iter().any(|s| s.reqid == c.reqid) {
             let until = self.clock + INBOUND_GRACE;

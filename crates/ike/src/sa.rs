@@ -114,7 +114,7 @@ pub(crate) struct ChildSa {
     /// The IPComp SAs (inbound, outbound), when negotiated (§2.22).
     pub ipcomp: Option<(flowsec_ipsec::SaId, flowsec_ipsec::SaId)>,
     /// Responder of a rekey: the outbound SAs, installed when the SA they
-    /// replace goes (DESIGN.md "Rekeying without loss").
+    /// replace goes (ARCHITECTURE.md "Rekeying without loss").
     pub deferred_out: Vec<flowsec_ipsec::SaConfig>,
 }
 

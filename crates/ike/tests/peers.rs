@@ -1,5 +1,5 @@
 //! Two IKE peers in one process on a virtual clock, stepped message by
-//! message (DESIGN.md "Testing pyramid"): every exchange, loss,
+//! message (ARCHITECTURE.md "Testing pyramid"): every exchange, loss,
 //! duplication, the rekey and delete collisions, INVALID_KE, cookies, a
 //! dead peer, and hostile input. The exchanges are drawn in comments.
 

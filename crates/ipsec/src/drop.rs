@@ -1,6 +1,6 @@
 //! Named drop reasons and their counters. Every packet the IPsec core
 //! refuses is refused for exactly one of these reasons; the data path
-//! counts them instead of logging (DESIGN.md, "Counters, not logs").
+//! counts them instead of logging (ARCHITECTURE.md "Counters, not logs").
 //!
 //! A drop is an end: what the network sent that it must not have (most of
 //! these), or what the local configuration forbids (DISCARD, an expired or

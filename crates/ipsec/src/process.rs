@@ -13,9 +13,6 @@
 //! ESP in UDP (RFC 3948) crosses this interface as a UDP payload with its
 //! [`UdpEndpoints`] beside it, never as IP and UDP headers: the caller's UDP
 //! socket writes those on sending and removes them on receipt.
-//!
-//! ```text
-//! ```
 
 use core::time::Duration;
 use std::net::{IpAddr, SocketAddr};

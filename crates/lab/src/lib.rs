@@ -10,6 +10,11 @@
 //! `s2-maxrate`, `s2-rtt` (S2's E2a–b), `s3-matrix` (S3) on the namespace
 //! topology of [`topology`] with the gateways of [`bed`], and `s4-crypto`
 //! (S4, crypto-engine offload, in process).
+//!
+//! `unsafe` is denied here except in `sys`: the lab's few libc calls
+//! (catching SIGINT/SIGTERM, signalling its own children, its effective
+//! uid), each with a `// SAFETY:` line.
+#![deny(unsafe_code)]
 
 mod axis;
 pub mod bed;
@@ -25,6 +30,7 @@ mod s2_rtt;
 mod s3_matrix;
 mod s4;
 mod saved;
+mod sys;
 pub mod topology;
 
 pub use chart::{ChartError, Plot, PlotKind, Series};

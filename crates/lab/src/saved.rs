@@ -10,7 +10,6 @@
 //! AEAD rows of s1-netperf). The standard deviations of s2-rtt's echoes
 //! were never saved: its charts come back without whiskers.
 
-#![forbid(unsafe_code)]
 
 use std::path::{Path, PathBuf};
 

@@ -11,16 +11,9 @@
 use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::LabError;
-
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
+use crate::{sys, LabError};
 
 /// Let SIGINT and SIGTERM end a lab run cleanly: instead of killing this
 /// process (and leaving its namespaces behind), they set a flag; the
@@ -28,22 +21,12 @@ extern "C" fn on_signal(_: libc::c_int) {
 /// step waiting on them fails with "interrupted", and every topology is
 /// removed on the way out.
 pub fn catch_interrupts() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is
-        // async-signal-safe.
-        #[allow(unsafe_code)]
-        unsafe {
-            libc::signal(
-                sig,
-                on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            );
-        }
-    }
+    sys::catch_signals(&[libc::SIGINT, libc::SIGTERM]);
 }
 
 /// Whether the run was interrupted.
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
+    sys::caught()
 }
 
 pub(crate) fn check_interrupted() -> Result<(), LabError> {
@@ -309,19 +292,12 @@ impl Drop for Topology {
 /// pid cannot have been reused).
 fn signal(pid: u32, sig: libc::c_int) {
     if let Ok(pid) = libc::pid_t::try_from(pid) {
-        // SAFETY: kill(2) has no memory-safety preconditions; the pid is
-        // an unreaped child of ours.
-        #[allow(unsafe_code)]
-        unsafe {
-            libc::kill(pid, sig);
-        }
+        sys::kill(pid, sig);
     }
 }
 
 /// Whether this process may build topologies.
 pub fn can_build() -> bool {
-    // SAFETY: geteuid(2) has no preconditions.
-    #[allow(unsafe_code)]
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = sys::euid() == 0;
     root && Command::new("ip").arg("-V").output().is_ok()
 }

@@ -215,17 +215,7 @@ pub(crate) fn set_buffers(socket: &impl AsRawFd, bytes: Option<usize>) {
     };
     let value = libc::c_int::try_from(n).unwrap_or(libc::c_int::MAX);
     for opt in [libc::SO_SNDBUF, libc::SO_RCVBUF] {
-        // SAFETY: setsockopt reads a c_int from `value`, which lives across
-        // the call; the descriptor is an open socket of the caller's.
-        unsafe {
-            libc::setsockopt(
-                socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                opt,
-                (&value as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
+        crate::sys::set_int_option(socket.as_raw_fd(), libc::SOL_SOCKET, opt, value);
     }
 }
 

@@ -12,35 +12,21 @@
 //! per second: received, lost, reordered, longest gap); made of those,
 //! `MAXRATE` (the highest loss-free CBR rate) and `PING` (RTT per payload
 //! size).
+//!
+//! `unsafe` is denied here except in `sys`, the few libc calls std has
+//! no safe form of (poll(2), setsockopt(2) of the socket buffers), each
+//! with a `// SAFETY:` line.
+#![deny(unsafe_code)]
 
 mod client;
 mod cpu;
 mod search;
 mod server;
 mod spec;
+mod sys;
 
 pub use client::{run, run_parallel};
-
-/// A `pollfd` asking for `events` on `fd`.
-pub(crate) fn pollfd(fd: std::os::fd::RawFd, events: libc::c_short) -> libc::pollfd {
-    libc::pollfd {
-        fd,
-        events,
-        revents: 0,
-    }
-}
-
-/// poll(2) on `fds` for at most `timeout` (the ready count; 0 on timeout,
-/// negative on error, as poll returns).
-pub(crate) fn poll(fds: &mut [libc::pollfd], timeout: std::time::Duration) -> i32 {
-    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
-    // SAFETY: `fds` is a valid, exclusively borrowed array of fds.len()
-    // pollfds for the duration of the call.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms)
-    }
-}
+pub(crate) use sys::{poll, pollfd};
 pub use cpu::CpuUse;
 pub use search::{max_rate, ping, Delivery, MaxRate, PingRow, Probe};
 pub use server::{serve, serve_one, DEFAULT_PORT};

@@ -1,6 +1,6 @@
-//! The thin Linux system layer: the only `unsafe` in flowsec. Each call is
-//! a direct libc call on a descriptor this module owns; every `unsafe` block
-//! says why it is sound.
+//! The thin Linux system layer: the only `unsafe` in the daemon (the crate
+//! root denies it everywhere else). Each call is a direct libc call on a
+//! descriptor this module owns; every `unsafe` block says why it is sound.
 #![allow(unsafe_code)]
 
 use std::ffi::CString;
