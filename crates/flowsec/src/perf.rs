@@ -179,7 +179,7 @@ fn client(c: &ClientArgs) -> Result<(), CliError> {
     if let Some(r) = &c.rate {
         spec.rate_bps = Some(rate_arg("--rate", r)?);
     }
-    spec.check().map_err(CliError::Usage)?;
+    spec.check().map_err(|e| CliError::Usage(e.to_string()))?;
     let out = flowsec_perf::run_parallel(&c.host, c.port, &spec, c.threads)
         .map_err(|e| CliError::Runtime(e.to_string()))?;
     if c.json {
@@ -209,7 +209,7 @@ fn maxrate(c: &ClientArgs) -> Result<(), CliError> {
         remote_buf: c.remote_buf,
         ..Spec::new(Test::Cbr)
     };
-    base.check().map_err(CliError::Usage)?;
+    base.check().map_err(|e| CliError::Usage(e.to_string()))?;
     if !(0.0..1.0).contains(&c.loss_tolerance) {
         return Err(CliError::Usage("--loss-tolerance in [0, 1)".into()));
     }
