@@ -26,7 +26,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use flowsec_wire::ike::{Id, IdType};
 
-use super::error::{HexError, IdentityError};
+use super::value_error::{HexError, IdentityError};
 
 /// An IKE identity (RFC 7296 §3.5), or `%any`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

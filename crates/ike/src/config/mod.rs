@@ -69,6 +69,7 @@ pub mod proposal;
 pub mod supported;
 pub mod swanctl;
 pub mod ts;
+mod value_error;
 
 use core::fmt;
 use std::net::IpAddr;
@@ -77,10 +78,7 @@ use std::time::Duration;
 
 use zeroize::Zeroizing;
 
-pub use error::{
-    ConfigError, ConfigErrorKind, EmptyListItem, Found, HexError, IdentityError, ProposalError,
-    ProposalKind, ProtoPortError, SecretError, SelectorError, ValueError,
-};
+pub use error::{ConfigError, ConfigErrorKind, Found};
 pub use identity::{IdMatch, Identity};
 pub use negotiate::{
     child_accepts, child_answer, child_offer, ike_accepts, ike_answer, ike_offer, select_child,
@@ -93,6 +91,10 @@ pub use proposal::{
 };
 pub use supported::restrict_to;
 pub use ts::{AddrSpec, TsSpec};
+pub use value_error::{
+    EmptyListItem, HexError, IdentityError, ProposalError, ProposalKind, ProtoPortError,
+    SecretError, SelectorError, ValueError,
+};
 
 /// Largest configuration file [`load`] reads (implementation limit; a
 /// large strongSwan site's file is a few hundred kilobytes).

@@ -44,7 +44,7 @@ use flowsec_crypto::esp::is_aead;
 use flowsec_crypto::suite::{encr_keyword, integ_keyword, Encr};
 use flowsec_wire::iana::{DhGroup, EncrId, EsnId, IntegId, PrfId};
 
-use super::error::{EmptyListItem, ProposalError, ProposalKind};
+use super::value_error::{EmptyListItem, ProposalError, ProposalKind};
 
 pub use super::negotiate::{
     child_accepts, child_answer, child_offer, ike_accepts, ike_answer, ike_offer, select_child,

@@ -45,13 +45,14 @@ use flowsec_ipsec::replay::{MAX_WINDOW, MIN_WINDOW};
 use flowsec_ipsec::Mode;
 use zeroize::Zeroizing;
 
-use super::error::{ConfigErrorKind, EmptyListItem, SecretError, SelectorError, ValueError};
+use super::error::ConfigErrorKind;
 use super::identity::decode_hex;
 use super::lexer::{join, Section, Setting};
 use super::proposal::{
     default_esp_proposals, default_ike_proposals, parse_ah_proposals, parse_esp_proposals,
     parse_ike_proposals, split_list,
 };
+use super::value_error::{EmptyListItem, SecretError, SelectorError, ValueError};
 use super::{
     AddrSpec, AuthConfig, AuthKind, ChildConfig, CloseAction, Config, ConfigError, Connection,
     DpdAction, Identity, Secret, StartAction, TsSpec, Unique,

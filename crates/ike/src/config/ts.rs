@@ -15,7 +15,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use super::error::{ProtoPortError, SelectorError};
+use super::value_error::{ProtoPortError, SelectorError};
 
 /// A configured traffic selector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
