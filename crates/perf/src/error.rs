@@ -160,7 +160,7 @@ pub enum SpecError {
     CbrHeader,
     /// `interval` outside (0, 60] s.
     Interval,
-    /// `conns` outside 1..=[`MAX_CONNS`].
+    /// `conns` outside 1..=`MAX_CONNS` (1024).
     Connections,
     /// Several connections or reconnecting with a test other than
     /// TCP_STREAM.
