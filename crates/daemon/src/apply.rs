@@ -4,7 +4,6 @@
 //! statement, and nothing of the input is kept. What was staged becomes a
 //! list of [`Change`]s, which every worker applies between two batches.
 
-use core::fmt;
 use core::time::Duration;
 use std::collections::BTreeMap;
 
@@ -14,6 +13,7 @@ use flowsec_setkey::Command;
 use flowsec_wire::udp_encap::NAT_T_PORT;
 use zeroize::Zeroizing;
 
+pub use crate::error::{ConfigError, StatementError};
 use crate::seqstate::{SeqRange, SeqState};
 
 /// The databases one worker runs with.
@@ -26,18 +26,6 @@ pub struct Databases {
     /// Which of the control plane's SPD changes `spd` is ([`WorkerChange::Spd`]).
     pub spd_epoch: u64,
 }
-
-/// A configuration that could not be applied.
-#[derive(Debug)]
-pub struct ConfigError(pub String);
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 /// What the control plane knows of the configuration: each SA as it was
 /// added, without its keys (those live only in the workers' SAs), and the
@@ -122,8 +110,7 @@ pub fn stage(
     caps: Capabilities,
     now: Duration,
 ) -> Result<Staged, ConfigError> {
-    let statements =
-        flowsec_setkey::parse_statements(name, text).map_err(|e| ConfigError(e.to_string()))?;
+    let statements = flowsec_setkey::parse_statements(name, text).map_err(ConfigError::Setkey)?;
     let mut staged = Staged {
         model: model.clone(),
         changes: Vec::new(),
@@ -133,8 +120,12 @@ pub fn stage(
     };
     let mut spd_changed = false;
     for st in statements {
-        let at =
-            |what: String| ConfigError(format!("{name}:{}:{}: {what}", st.pos.line, st.pos.column));
+        let at = |problem: StatementError| ConfigError::Statement {
+            file: name.to_string(),
+            line: st.pos.line,
+            column: st.pos.column,
+            problem,
+        };
         let m = &mut staged.model;
         match st.command {
             Command::Add(config) => {
@@ -143,15 +134,12 @@ pub fn stage(
                 }
                 if let Some(encap) = config.encap {
                     if encap.src_port != NAT_T_PORT || encap.dst_port != NAT_T_PORT {
-                        return Err(at(format!(
-                            "UDP encapsulation is supported on port {NAT_T_PORT} only, so far"
-                        )));
+                        return Err(at(StatementError::EncapPort));
                     }
                     if !caps.udp_for(config.src) {
-                        return Err(at(format!(
-                            "UDP port {NAT_T_PORT} over {} could not be opened at start (in use?): no ESP in UDP",
-                            if config.src.is_ipv4() { "IPv4" } else { "IPv6" }
-                        )));
+                        return Err(at(StatementError::NoUdp {
+                            ipv6: !config.src.is_ipv4(),
+                        }));
                     }
                 }
                 // A replayed packet is accepted without a window (setkey's
@@ -164,15 +152,17 @@ pub fn stage(
                 }
                 // Builds the transform: refuses bad key lengths and the like.
                 let sa = SecurityAssociation::new(&config, provider, now)
-                    .map_err(|e| at(e.to_string()))?;
+                    .map_err(|e| at(StatementError::Sa(e)))?;
                 if m.sas.contains_key(&sa.id()) {
-                    return Err(at(format!("SA {} already exists", sa.id())));
+                    return Err(at(StatementError::SaExists(sa.id())));
                 }
                 m.sas.insert(sa.id(), without_keys(&config));
                 staged.changes.push(Change::AddSa(Box::new(config)));
             }
             Command::Delete { id, .. } => {
-                m.sas.remove(&id).ok_or_else(|| at(format!("no SA {id}")))?;
+                m.sas
+                    .remove(&id)
+                    .ok_or_else(|| at(StatementError::NoSa(id)))?;
                 staged.changes.push(Change::RemoveSa(id));
             }
             Command::DeleteAll { src, dst, protocol } => {
@@ -200,7 +190,7 @@ pub fn stage(
                 }
             }
             Command::SpdAdd(policy) => {
-                m.spd.add(policy).map_err(|e| at(e.to_string()))?;
+                m.spd.add(policy).map_err(|e| at(StatementError::Spd(e)))?;
                 spd_changed = true;
             }
             Command::SpdDelete {
@@ -209,7 +199,7 @@ pub fn stage(
             } => {
                 m.spd
                     .remove(direction, &selector)
-                    .map_err(|e| at(e.to_string()))?;
+                    .map_err(|e| at(StatementError::Spd(e)))?;
                 spd_changed = true;
             }
             Command::SpdFlush => {
@@ -218,7 +208,7 @@ pub fn stage(
             }
             Command::Get { id, .. } => {
                 if !m.sas.contains_key(&id) {
-                    return Err(at(format!("no SA {id}")));
+                    return Err(at(StatementError::NoSa(id)));
                 }
                 staged.queries.push(Query::Get(id));
             }
@@ -252,17 +242,13 @@ pub fn reserve_sequences(
         let seq = match &change {
             Change::AddSa(config) if crate::seqstate::fingerprint(config).is_some() => {
                 if state.is_none() {
-                    *state = Some(SeqState::open(dir).map_err(|e| {
-                        ConfigError(format!(
-                            "state directory (--state-dir) for the sequence numbers of manual AES-GCM/CCM/CTR/ChaCha20 SAs, which must never repeat a nonce: {e}"
-                        ))
-                    })?);
+                    *state = Some(SeqState::open(dir).map_err(ConfigError::StateDir)?);
                 }
                 let range = state
                     .as_mut()
                     .map(|s| s.reserve(config))
                     .transpose()
-                    .map_err(ConfigError)?
+                    .map_err(ConfigError::Sequence)?
                     .flatten();
                 let id = SaId {
                     protocol: config.protocol,
@@ -355,8 +341,7 @@ pub fn per_worker(
         for list in out.iter_mut() {
             list.push(match change {
                 Change::AddSa(config) => WorkerChange::AddSa(Box::new(
-                    SecurityAssociation::new(config, provider, now)
-                        .map_err(|e| ConfigError(e.to_string()))?,
+                    SecurityAssociation::new(config, provider, now).map_err(ConfigError::Sa)?,
                 )),
                 Change::RemoveSa(id) => WorkerChange::RemoveSa(*id),
                 Change::Spd(spd) => WorkerChange::Spd(spd.clone(), 0),
@@ -434,6 +419,47 @@ spdadd 10.1.0.0/16 10.2.0.0/16 any -P out ipsec esp/tunnel/192.0.2.1-192.0.2.2/r
     }
 
     #[test]
+    fn errors_are_matchable_with_their_position() {
+        let model = stage_text(&Model::default(), TWO).unwrap().model;
+        let e = stage_text(&model, "\n  delete 192.0.2.1 192.0.2.2 esp 0x7777;").unwrap_err();
+        match &e {
+            ConfigError::Statement {
+                file,
+                line: 2,
+                column: 3,
+                problem: StatementError::NoSa(id),
+            } => {
+                assert_eq!(file, "t.conf");
+                assert_eq!(id.spi, 0x7777);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            e.to_string(),
+            "t.conf:2:3: no SA esp SPI 0x00007777 to 192.0.2.2"
+        );
+        let e = stage_text(&model, "spdadd 10.1.0.0/16 10.2.0.0/16 any -P out none;").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ConfigError::Statement {
+                    line: 1,
+                    problem: StatementError::Spd(_),
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let e = stage_text(
+            &model,
+            "add 192.0.2.1 192.0.2.2 esp 0x1001 -E aes-gcm-16 0x01;",
+        )
+        .unwrap_err();
+        assert!(matches!(e, ConfigError::Setkey(_)), "{e:?}");
+        assert!(e.to_string().starts_with("t.conf:1:"), "{e}");
+    }
+
+    #[test]
     fn flushes_deletes_and_queries() {
         let model = stage_text(&Model::default(), TWO).unwrap().model;
         let s = stage_text(
@@ -487,9 +513,12 @@ spdadd 10.1.0.0/16 10.2.0.0/16 any -P out ipsec esp/tunnel/192.0.2.1-192.0.2.2/r
             &None,
             std::path::Path::new("/proc/no-such-flowsec"),
         )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("state directory"), "{e}");
+        .unwrap_err();
+        assert!(matches!(e, ConfigError::StateDir(_)), "{e:?}");
+        assert!(
+            e.to_string().starts_with("state directory (--state-dir) "),
+            "{e}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -508,9 +537,22 @@ spdadd 10.1.0.0/16 10.2.0.0/16 any -P out ipsec esp/tunnel/192.0.2.1-192.0.2.2/r
             caps,
             Duration::ZERO,
         )
-        .unwrap_err()
-        .to_string();
-        assert!(e.starts_with("u:1:1:") && e.contains("4500"), "{e}");
+        .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ConfigError::Statement {
+                    problem: StatementError::NoUdp { ipv6: false },
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let e = e.to_string();
+        assert_eq!(
+            e,
+            "u:1:1: UDP port 4500 over IPv4 could not be opened at start (in use?): no ESP in UDP"
+        );
         assert!(stage_text(&Model::default(), text).is_ok());
     }
 }

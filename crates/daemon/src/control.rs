@@ -7,6 +7,7 @@
 //! `{"cmd":"stats"}`, `{"cmd":"setkey","name":N,"text":T}`, and with IKE
 //! `{"cmd":"initiate"|"terminate"|"rekey","ike":NAME,"child":NAME}`.
 
+use core::fmt;
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -28,6 +29,126 @@ const MAX_REQUEST: usize = 1 << 20;
 /// How long a client may take to send its request, or to take the answer.
 const REQUEST_WAIT: Duration = Duration::from_millis(200);
 
+/// Why the control socket could not be set up. Displays as `PATH: WHY`.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ControlError {
+    /// The socket or its directory could not be made, given to the
+    /// group, or set non-blocking.
+    Io {
+        /// The socket or its directory.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A daemon answers on the socket already.
+    InUse {
+        /// The socket.
+        path: PathBuf,
+    },
+    /// The path exists and is no socket (not removed).
+    NotASocket {
+        /// The path.
+        path: PathBuf,
+    },
+}
+
+impl fmt::Display for ControlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ControlError::Io { path, error } => write!(f, "{}: {error}", path.display()),
+            ControlError::InUse { path } => write!(
+                f,
+                "{}: another flowsec daemon is listening there (use --socket)",
+                path.display()
+            ),
+            ControlError::NotASocket { path } => {
+                write!(f, "{}: exists and is not a socket", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for ControlError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ControlError::Io { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// Why `--ctl-group` names no group.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum GroupError {
+    /// /etc/group could not be read.
+    Read(std::io::Error),
+    /// No such name in /etc/group.
+    Unknown {
+        /// The name given.
+        name: String,
+    },
+}
+
+impl fmt::Display for GroupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GroupError::Read(e) => write!(f, "/etc/group: {e}"),
+            GroupError::Unknown { name } => write!(f, "no group {name:?} in /etc/group"),
+        }
+    }
+}
+
+impl std::error::Error for GroupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            GroupError::Read(e) => Some(e),
+            GroupError::Unknown { .. } => None,
+        }
+    }
+}
+
+/// Why a client's request was refused; the client reads it as
+/// `{"error": TEXT}`.
+#[derive(Debug)]
+enum RequestError {
+    /// The peer's credentials could not be had.
+    PeerCred(std::io::Error),
+    /// The peer is not root, the daemon's user or in `--ctl-group`.
+    PermissionDenied { uid: u32, group: Option<u32> },
+    /// The request did not arrive within [`REQUEST_WAIT`].
+    TooSlow,
+    /// Reading it failed.
+    Read(std::io::Error),
+    /// Longer than [`MAX_REQUEST`].
+    TooLong,
+    /// Not UTF-8.
+    NotUtf8,
+    /// Not JSON.
+    BadJson(serde_json::Error),
+}
+
+impl fmt::Display for RequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestError::PeerCred(e) => write!(f, "SO_PEERCRED: {e}"),
+            RequestError::PermissionDenied { uid, group } => {
+                write!(f, "permission denied: uid {uid} is not root")?;
+                match group {
+                    Some(g) => write!(f, " and not in group {g}"),
+                    None => Ok(()),
+                }
+            }
+            RequestError::TooSlow => f.write_str("request too slow"),
+            RequestError::Read(e) => write!(f, "reading the request: {e}"),
+            RequestError::TooLong => write!(f, "request longer than {MAX_REQUEST} bytes"),
+            RequestError::NotUtf8 => f.write_str("request is not UTF-8"),
+            RequestError::BadJson(e) => write!(f, "bad request: {e}"),
+        }
+    }
+}
+
 /// The listening socket; the file is removed when this is dropped.
 pub struct Control {
     listener: UnixListener,
@@ -44,27 +165,32 @@ impl Control {
     /// from a dead daemon is replaced, a live one is refused). The socket
     /// is created under umask 0177 (mode 0600, never wider, not even for an
     /// instant); with `group`, then given to that group, mode 0660.
-    pub fn bind(path: &Path, group: Option<u32>) -> Result<Control, String> {
-        let err = |e: std::io::Error| format!("{}: {e}", path.display());
+    pub fn bind(path: &Path, group: Option<u32>) -> Result<Control, ControlError> {
+        let at = |path: &Path| {
+            let path = path.to_path_buf();
+            move |error| ControlError::Io {
+                path: path.clone(),
+                error,
+            }
+        };
+        let err = at(path);
         if let Some(dir) = path.parent() {
             if !dir.exists() {
-                privs::with_umask(0o077, || std::fs::create_dir_all(dir))
-                    .map_err(|e| format!("{}: {e}", dir.display()))?;
+                privs::with_umask(0o077, || std::fs::create_dir_all(dir)).map_err(at(dir))?;
                 if let Some(gid) = group {
                     privs::chown(dir, u32::MAX, gid)
                         .and_then(|()| {
                             std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o750))
                         })
-                        .map_err(|e| format!("{}: {e}", dir.display()))?;
+                        .map_err(at(dir))?;
                 }
             }
         }
         match UnixStream::connect(path) {
             Ok(_) => {
-                return Err(format!(
-                    "{}: another flowsec daemon is listening there (use --socket)",
-                    path.display()
-                ))
+                return Err(ControlError::InUse {
+                    path: path.to_path_buf(),
+                })
             }
             // A socket file nobody listens on: left by a daemon that died.
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
@@ -72,13 +198,16 @@ impl Control {
                     .map(|m| m.file_type().is_socket())
                     .unwrap_or(false);
                 if !is_socket {
-                    return Err(format!("{}: exists and is not a socket", path.display()));
+                    return Err(ControlError::NotASocket {
+                        path: path.to_path_buf(),
+                    });
                 }
-                std::fs::remove_file(path).map_err(err)?;
+                std::fs::remove_file(path).map_err(err.clone())?;
             }
             Err(_) => {}
         }
-        let listener = privs::with_umask(0o177, || UnixListener::bind(path)).map_err(err)?;
+        let listener =
+            privs::with_umask(0o177, || UnixListener::bind(path)).map_err(err.clone())?;
         let control = Control {
             listener,
             path: path.to_path_buf(),
@@ -90,7 +219,7 @@ impl Control {
                 .and_then(|()| {
                     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))
                 })
-                .map_err(err)?;
+                .map_err(err.clone())?;
         }
         control.listener.set_nonblocking(true).map_err(err)?;
         Ok(control)
@@ -102,9 +231,9 @@ impl Control {
     /// /proc). The socket's mode says the same; this holds even where the
     /// file's permissions do not (a process with CAP_DAC_OVERRIDE, a
     /// socket directory made too wide by hand).
-    fn allowed(&self, stream: &UnixStream) -> Result<(), String> {
+    fn allowed(&self, stream: &UnixStream) -> Result<(), RequestError> {
         use std::os::fd::AsRawFd;
-        let cred = privs::peer_cred(stream.as_raw_fd()).map_err(|e| format!("SO_PEERCRED: {e}"))?;
+        let cred = privs::peer_cred(stream.as_raw_fd()).map_err(RequestError::PeerCred)?;
         let own = std::fs::metadata("/proc/self").map(|m| {
             use std::os::unix::fs::MetadataExt;
             m.uid()
@@ -113,12 +242,10 @@ impl Control {
         if peer_allowed(cred, own.unwrap_or(0), self.group, groups) {
             Ok(())
         } else {
-            Err(format!(
-                "permission denied: uid {} is not root{}",
-                cred.uid,
-                self.group
-                    .map_or(String::new(), |g| format!(" and not in group {g}"))
-            ))
+            Err(RequestError::PermissionDenied {
+                uid: cred.uid,
+                group: self.group,
+            })
         }
     }
 
@@ -146,10 +273,10 @@ impl Control {
                     reply
                 }
                 Err(e) => {
-                    if e.starts_with("permission denied") {
+                    if matches!(e, RequestError::PermissionDenied { .. }) {
                         self.refused += 1;
                     }
-                    json!({ "error": e })
+                    json!({ "error": e.to_string() })
                 }
             };
             let _ = (&stream).write_all(format!("{reply}\n").as_bytes());
@@ -190,11 +317,11 @@ fn supplementary_groups(pid: i32) -> Vec<u32> {
 }
 
 /// A group given by name (looked up in /etc/group) or number.
-pub fn group_id(name: &str) -> Result<u32, String> {
+pub fn group_id(name: &str) -> Result<u32, GroupError> {
     if let Ok(gid) = name.parse() {
         return Ok(gid);
     }
-    let groups = std::fs::read_to_string("/etc/group").map_err(|e| format!("/etc/group: {e}"))?;
+    let groups = std::fs::read_to_string("/etc/group").map_err(GroupError::Read)?;
     groups
         .lines()
         .filter_map(|l| {
@@ -203,7 +330,7 @@ pub fn group_id(name: &str) -> Result<u32, String> {
         })
         .find(|(n, _)| *n == name)
         .and_then(|(_, gid)| gid.parse().ok())
-        .ok_or_else(|| format!("no group {name:?} in /etc/group"))
+        .ok_or_else(|| GroupError::Unknown { name: name.into() })
 }
 
 /// Overwrite every string in `v` (setkey text with keys in it) before it
@@ -218,25 +345,25 @@ pub fn wipe_json(v: &mut Value) {
 }
 
 /// One request line from `stream`, parsed (the raw bytes are wiped).
-fn read_request(stream: &UnixStream) -> Result<Value, String> {
+fn read_request(stream: &UnixStream) -> Result<Value, RequestError> {
     let started = Instant::now();
     let mut line = Zeroizing::new(Vec::new());
     let mut chunk = [0u8; 16 * 1024];
     while !line.contains(&b'\n') {
         if started.elapsed() > REQUEST_WAIT {
-            return Err("request too slow".into());
+            return Err(RequestError::TooSlow);
         }
         match (&*stream).read(&mut chunk) {
             Ok(0) => break,
             Ok(n) => line.extend_from_slice(&chunk[..n]),
-            Err(e) => return Err(format!("reading the request: {e}")),
+            Err(e) => return Err(RequestError::Read(e)),
         }
         if line.len() > MAX_REQUEST {
-            return Err(format!("request longer than {MAX_REQUEST} bytes"));
+            return Err(RequestError::TooLong);
         }
     }
-    let text = std::str::from_utf8(&line).map_err(|_| "request is not UTF-8".to_string())?;
-    serde_json::from_str(text.trim()).map_err(|e| format!("bad request: {e}"))
+    let text = std::str::from_utf8(&line).map_err(|_| RequestError::NotUtf8)?;
+    serde_json::from_str(text.trim()).map_err(RequestError::BadJson)
 }
 
 impl Drop for Control {
@@ -407,9 +534,34 @@ mod tests {
         assert!(peer_allowed(peer(1000, 44), 0, Some(44), Vec::new));
         assert!(peer_allowed(peer(1000, 1000), 0, Some(44), || vec![27, 44]));
         assert!(!peer_allowed(peer(1000, 1000), 0, Some(44), || vec![27]));
-        assert_eq!(group_id("44"), Ok(44));
-        assert_eq!(group_id("root"), Ok(0));
-        assert!(group_id("no-such-group-flowsec").is_err());
+        assert_eq!(group_id("44").unwrap(), 44);
+        assert_eq!(group_id("root").unwrap(), 0);
+        let e = group_id("no-such-group-flowsec").unwrap_err();
+        assert!(
+            matches!(&e, GroupError::Unknown { name } if name == "no-such-group-flowsec"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "no group \"no-such-group-flowsec\" in /etc/group"
+        );
+        // What a refused client reads (tests/e2e/hardening.sh greps it).
+        let denied = RequestError::PermissionDenied {
+            uid: 65534,
+            group: None,
+        };
+        assert_eq!(
+            denied.to_string(),
+            "permission denied: uid 65534 is not root"
+        );
+        let denied = RequestError::PermissionDenied {
+            uid: 1000,
+            group: Some(44),
+        };
+        assert_eq!(
+            denied.to_string(),
+            "permission denied: uid 1000 is not root and not in group 44"
+        );
     }
 
     #[test]
@@ -476,10 +628,16 @@ mod tests {
             "#".repeat(100_000)
         );
         assert_eq!(ask(big.as_bytes()).unwrap()["cmd"], "setkey");
-        assert!(ask(b"{").unwrap_err().starts_with("bad request"));
-        assert!(ask(&[0xff, b'\n']).unwrap_err().contains("UTF-8"));
+        let e = ask(b"{").unwrap_err();
+        assert!(matches!(e, RequestError::BadJson(_)), "{e:?}");
+        assert!(e.to_string().starts_with("bad request: "), "{e}");
+        let e = ask(&[0xff, b'\n']).unwrap_err();
+        assert!(matches!(e, RequestError::NotUtf8), "{e:?}");
+        assert_eq!(e.to_string(), "request is not UTF-8");
         let huge = vec![b' '; MAX_REQUEST + 20_000];
-        assert!(ask(&huge).unwrap_err().contains("longer"));
+        let e = ask(&huge).unwrap_err();
+        assert!(matches!(e, RequestError::TooLong), "{e:?}");
+        assert_eq!(e.to_string(), "request longer than 1048576 bytes");
     }
 
     #[test]
@@ -489,18 +647,22 @@ mod tests {
         let first = Control::bind(&path, None).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        assert!(Control::bind(&path, None)
-            .err()
-            .unwrap()
-            .contains("another flowsec daemon"));
+        let e = Control::bind(&path, None).err().unwrap();
+        assert!(
+            matches!(&e, ControlError::InUse { path: p } if *p == path),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("another flowsec daemon"), "{e}");
         drop(first);
         assert!(!path.exists());
         // A plain file where the socket should be is not deleted.
         std::fs::write(&path, b"not a socket").unwrap();
-        assert!(Control::bind(&path, None)
-            .err()
-            .unwrap()
-            .contains("not a socket"));
+        let e = Control::bind(&path, None).err().unwrap();
+        assert!(matches!(e, ControlError::NotASocket { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            format!("{}: exists and is not a socket", path.display())
+        );
         assert!(path.exists());
         let _ = std::fs::remove_dir_all(&dir);
     }

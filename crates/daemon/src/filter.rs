@@ -29,7 +29,7 @@ use std::process::Stdio;
 
 use flowsec_ipsec::spd::{Action, Direction, IpPrefix, PortRange, Selector, Spd};
 
-use crate::tool;
+use crate::tool::{self, ToolError};
 use flowsec_wire::udp_encap::NAT_T_PORT;
 
 /// The nftables table of one daemon, removed when dropped.
@@ -45,7 +45,7 @@ pub struct Filter {
 impl Filter {
     /// Install the table for `spd`; an error (no `nft`, or nftables
     /// refused the table) names why.
-    pub fn install(tun: &str, spd: &Spd) -> Result<Filter, String> {
+    pub fn install(tun: &str, spd: &Spd) -> Result<Filter, ToolError> {
         let mut f = Filter {
             table: table_name(tun),
             tun: tun.to_string(),
@@ -53,9 +53,10 @@ impl Filter {
             stale: None,
         };
         let probe = tool::command("nft").and_then(|mut c| {
-            c.arg("--version")
-                .output()
-                .map_err(|e| format!("nft (nftables): {e}"))
+            c.arg("--version").output().map_err(|error| ToolError::Run {
+                command: "nft (nftables)".into(),
+                error,
+            })
         });
         if let Err(e) = probe {
             f.active = false;
@@ -80,12 +81,12 @@ impl Filter {
 
     /// Replace the table with the one `spd` needs. On error the table is
     /// as it was, and [`Filter::stale`] says so until a sync succeeds.
-    pub fn sync(&mut self, spd: &Spd) -> Result<(), String> {
+    pub fn sync(&mut self, spd: &Spd) -> Result<(), ToolError> {
         if !self.active {
             return Ok(());
         }
         let done = nft(&ruleset(&self.table, &self.tun, spd));
-        self.stale = done.as_ref().err().cloned();
+        self.stale = done.as_ref().err().map(ToString::to_string);
         done
     }
 
@@ -116,27 +117,29 @@ fn table_name(tun: &str) -> String {
     format!("flowsec_{safe}")
 }
 
-fn nft(script: &str) -> Result<(), String> {
+fn nft(script: &str) -> Result<(), ToolError> {
+    let run = |error: std::io::Error| ToolError::Run {
+        command: "nft".into(),
+        error,
+    };
     let mut child = tool::command("nft")?
         .args(["-f", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("nft: {e}"))?;
+        .map_err(run)?;
     if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(script.as_bytes())
-            .map_err(|e| format!("nft: {e}"))?;
+        stdin.write_all(script.as_bytes()).map_err(run)?;
     }
-    let out = child.wait_with_output().map_err(|e| format!("nft: {e}"))?;
+    let out = child.wait_with_output().map_err(run)?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "nft: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
+        Err(ToolError::Failed {
+            command: "nft".into(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
     }
 }
 

@@ -13,6 +13,7 @@
 //!                                                   └► datagrams ─► UDP 500 / 4500 (+ non-ESP marker)
 //! ```
 
+use core::fmt;
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -34,6 +35,41 @@ const QUEUE: usize = 256;
 /// The largest IKE message read (RFC 7296 §2: at least 1280 must be
 /// accepted; strongSwan's default `max_packet` is 10000).
 const MAX_MESSAGE: usize = 10_000;
+
+/// Why IKE could not be set up.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum IkeSetupError {
+    /// UDP port 500 over IPv4 could not be opened.
+    Port(std::io::Error),
+    /// The port's socket could not be marked to bypass the tunnel.
+    Mark(std::io::Error),
+    /// The workers' wake-up eventfd could not be made.
+    Eventfd(std::io::Error),
+}
+
+impl fmt::Display for IkeSetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IkeSetupError::Port(e) => {
+                write!(
+                    f,
+                    "UDP port {IKE_PORT}: {e} (is another IKE daemon running?)"
+                )
+            }
+            IkeSetupError::Mark(e) => write!(f, "SO_MARK: {e}"),
+            IkeSetupError::Eventfd(e) => write!(f, "eventfd: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for IkeSetupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            IkeSetupError::Port(e) | IkeSetupError::Mark(e) | IkeSetupError::Eventfd(e) => Some(e),
+        }
+    }
+}
 
 /// What the workers tell the control thread.
 enum IkeIn {
@@ -102,7 +138,10 @@ pub struct IkePlane {
 impl IkePlane {
     /// Open port 500 and the channel from the workers; `send4500` are
     /// duplicates of worker 0's sockets of the 4500 groups (v4, v6).
-    pub fn open(ike: Ike, send4500: [Option<OwnedFd>; 2]) -> Result<(IkePlane, IkeSink), String> {
+    pub fn open(
+        ike: Ike,
+        send4500: [Option<OwnedFd>; 2],
+    ) -> Result<(IkePlane, IkeSink), IkeSetupError> {
         let mut sock500 = Vec::new();
         for v6 in [false, true] {
             // No UDP GRO: a train of equal-sized IKE_SA_INITs would be
@@ -110,17 +149,13 @@ impl IkePlane {
             match sys::udp_encap_socket(IKE_PORT, false, v6, false) {
                 Ok(fd) => {
                     sys::set_mark(fd.as_raw_fd(), crate::routes::BYPASS_MARK)
-                        .map_err(|e| format!("SO_MARK: {e}"))?;
+                        .map_err(IkeSetupError::Mark)?;
                     // Room for a burst of IKE_SA_INIT (a flood is met with
                     // cookies, not with a full buffer).
                     let _ = sys::set_recv_buffer(fd.as_raw_fd(), RECV_BUFFER);
                     sock500.push((fd, v6));
                 }
-                Err(e) if !v6 => {
-                    return Err(format!(
-                        "UDP port {IKE_PORT}: {e} (is another IKE daemon running?)"
-                    ))
-                }
+                Err(e) if !v6 => return Err(IkeSetupError::Port(e)),
                 Err(e) => eprintln!(
                     "flowsec: warning: UDP port {IKE_PORT} over IPv6: {e}: IKE over IPv4 only"
                 ),
@@ -130,7 +165,7 @@ impl IkePlane {
             eprintln!("flowsec: warning: no UDP port {NAT_T_PORT}: IKE cannot float to it, no NAT traversal");
         }
         let (tx, rx) = mpsc::sync_channel(QUEUE);
-        let wake = Arc::new(sys::eventfd().map_err(|e| format!("eventfd: {e}"))?);
+        let wake = Arc::new(sys::eventfd().map_err(IkeSetupError::Eventfd)?);
         let sink = IkeSink {
             tx,
             wake: Arc::clone(&wake),

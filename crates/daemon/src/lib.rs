@@ -25,6 +25,7 @@
 mod apply;
 mod control;
 mod datapath;
+mod error;
 mod filter;
 mod fragid;
 mod ike;
@@ -41,9 +42,12 @@ mod sys;
 mod tool;
 mod worker;
 
-pub use apply::{stage, Capabilities, ConfigError, Databases, Model, Staged};
+pub use apply::{stage, Capabilities, Databases, Model, Staged};
 pub use control::DEFAULT_SOCKET;
-pub use control::{group_id, wipe_json};
-pub use plane::{run, Options, RunError};
-pub use seqstate::DEFAULT_STATE_DIR;
+pub use control::{group_id, wipe_json, ControlError, GroupError};
+pub use error::{ConfigError, RunError, StatementError};
+pub use ike::IkeSetupError;
+pub use plane::{run, Options};
+pub use seqstate::{EntryKind, SeqStateError, DEFAULT_STATE_DIR};
+pub use tool::ToolError;
 pub use worker::Stats;

@@ -24,12 +24,14 @@ use serde_json::{json, Value};
 use crate::apply::{self, Capabilities, ConfigError, Databases, Model, Query, Staged};
 use crate::control::{self, Control};
 use crate::datapath::Datapath;
+use crate::error::RunError;
 use crate::filter::Filter;
 use crate::ike::{IkePlane, PlaneKernel};
 use crate::reach::Workers;
 use crate::routes::Routes;
 use crate::seqstate::{self, SeqRange, SeqState};
 use crate::sys;
+use crate::tool::ToolError;
 use crate::worker::{self, Io, Mailbox, Report, SaReport, Stats, Worker};
 
 /// How long a poll of the control socket waits before checking for
@@ -73,26 +75,6 @@ pub struct Options {
     pub state_dir: PathBuf,
 }
 
-/// Why the daemon could not run.
-#[derive(Debug)]
-pub enum RunError {
-    /// The configuration was refused (nothing was set up).
-    Config(ConfigError),
-    /// A device, socket or route could not be set up, or failed.
-    Setup(String),
-}
-
-impl fmt::Display for RunError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RunError::Config(e) => e.fmt(f),
-            RunError::Setup(e) => f.write_str(e),
-        }
-    }
-}
-
-impl std::error::Error for RunError {}
-
 /// Run until SIGINT or SIGTERM; returns the counters of all workers.
 pub fn run(opts: &Options) -> Result<Stats, RunError> {
     // First, so that a signal during set-up still ends in the clean-up
@@ -102,16 +84,21 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     // The control socket first: with --ctl-group it is given to that
     // group, which takes CAP_CHOWN; then only the network capabilities
     // are kept, before any thread starts (threads inherit them).
-    let mut control = Control::bind(&opts.socket, opts.ctl_group).map_err(RunError::Setup)?;
+    let mut control = Control::bind(&opts.socket, opts.ctl_group).map_err(RunError::Control)?;
     drop_privileges()?;
-    let provider = Provider::by_name(&opts.backend)
-        .ok_or_else(|| RunError::Setup(format!("--backend {}: unknown", opts.backend)))?;
+    let provider = Provider::by_name(&opts.backend).ok_or_else(|| RunError::UnknownBackend {
+        name: opts.backend.clone(),
+    })?;
     let workers = opts.workers.max(1);
     let (name, text) = match &opts.setkey {
         Some(path) => {
             let name = path.display().to_string();
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| RunError::Config(ConfigError(format!("{name}: {e}"))))?;
+            let text = std::fs::read_to_string(path).map_err(|error| {
+                RunError::Config(ConfigError::Read {
+                    file: name.clone(),
+                    error,
+                })
+            })?;
             (name, zeroize::Zeroizing::new(text))
         }
         None => ("-".to_string(), zeroize::Zeroizing::new(String::new())),
@@ -119,8 +106,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     // The IKE configuration is checked whole before anything is set up.
     let ike_config = match &opts.ike {
         Some(path) => Some(
-            flowsec_ike::config::load(path)
-                .map_err(|e| RunError::Config(ConfigError(e.to_string())))?,
+            flowsec_ike::config::load(path).map_err(|e| RunError::Config(ConfigError::Ike(e)))?,
         ),
         None => None,
     };
@@ -150,8 +136,10 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let tuns: std::io::Result<Vec<OwnedFd>> = (0..workers)
         .map(|_| sys::open_tun(&opts.tun, workers > 1, opts.offload))
         .collect();
-    let tuns =
-        Arc::new(tuns.map_err(|e| RunError::Setup(format!("TUN device {}: {e}", opts.tun)))?);
+    let tuns = Arc::new(tuns.map_err(|error| RunError::Tun {
+        name: opts.tun.clone(),
+        error,
+    })?);
     // The IKE thread sends from worker 0's sockets of the 4500 groups
     // (the float to port 4500, RFC 7296 §2.23).
     let dup = |g: &Option<Vec<Option<OwnedFd>>>| {
@@ -169,7 +157,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
             Box::new(flowsec_ike::random::OsRandom),
             opts.ike_settings.clone(),
         );
-        ike = Some(IkePlane::open(core, send4500).map_err(RunError::Setup)?);
+        ike = Some(IkePlane::open(core, send4500).map_err(RunError::Ike)?);
     }
     let mut boxes = Vec::new();
     let mut parts = Vec::new();
@@ -185,22 +173,17 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         let sock = udp.as_mut().and_then(|g| g[index].take());
         let sock6 = udp6.as_mut().and_then(|g| g[index].take());
         let io = Io::open(Arc::clone(&tuns), index, workers, sock, sock6, opts.offload)
-            .map_err(RunError::Setup)?;
-        let (mailbox, rx, wake) =
-            Mailbox::new().map_err(|e| RunError::Setup(format!("eventfd: {e}")))?;
+            .map_err(RunError::WorkerIo)?;
+        let (mailbox, rx, wake) = Mailbox::new().map_err(RunError::Mailbox)?;
         let mut db = Databases::default();
         apply::apply_to(&mut db, list);
         boxes.push(mailbox);
         parts.push((io, db, rx, wake));
     }
     let routes =
-        Routes::install(&opts.tun, opts.mtu, &staged.model.spd).map_err(RunError::Setup)?;
+        Routes::install(&opts.tun, opts.mtu, &staged.model.spd).map_err(RunError::Routes)?;
     let filter = if opts.plaintext_filter {
-        Filter::install(&opts.tun, &staged.model.spd).map_err(|e| {
-            RunError::Setup(format!(
-                "plaintext filter (RFC 4301 §5.2): {e}; install nftables, or run with --no-plaintext-filter to accept unfiltered plaintext"
-            ))
-        })?
+        Filter::install(&opts.tun, &staged.model.spd).map_err(RunError::Filter)?
     } else {
         eprintln!("flowsec: warning: --no-plaintext-filter: plaintext that an inbound policy covers is not dropped (RFC 4301 §5.2)");
         Filter::none(&opts.tun)
@@ -244,7 +227,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
             Ok(h) => handles.push(h),
             Err(e) => {
                 stop_all(&stop, &boxes, handles);
-                return Err(RunError::Setup(format!("starting worker {index}: {e}")));
+                return Err(RunError::Spawn { index, error: e });
             }
         }
     }
@@ -272,7 +255,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     while !shutdown.load(Ordering::SeqCst) {
         let wait = plane.ike_wait().map_or(POLL_MS, |ms| ms.min(POLL_MS));
         if let Err(e) = sys::poll_readable(&fds, wait, &mut ready) {
-            failure = Some(format!("poll: {e}"));
+            failure = Some(RunError::Poll(e));
             break;
         }
         if ready[0] {
@@ -314,13 +297,13 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     {
         match result {
             Ok(stats) => total.add(&stats),
-            Err(e) => failure = failure.or(Some(format!("worker {k}: {e}"))),
+            Err(message) => failure = failure.or(Some(RunError::Worker { index: k, message })),
         }
     }
     drop(routes);
     drop(filter);
     match failure {
-        Some(e) => Err(RunError::Setup(e)),
+        Some(e) => Err(e),
         None => Ok(total),
     }
 }
@@ -345,8 +328,7 @@ fn capability_names() -> Vec<String> {
 /// `no_new_privs`; before any thread starts (capabilities are a thread's:
 /// the ones started later inherit these).
 fn drop_privileges() -> Result<(), RunError> {
-    sys::privs::keep_only_network_capabilities()
-        .map_err(|e| RunError::Setup(format!("dropping capabilities: {e}")))
+    sys::privs::keep_only_network_capabilities().map_err(RunError::Privileges)
 }
 
 /// Stop every worker and collect what each returned.
@@ -644,8 +626,12 @@ impl Plane {
             let synced = self
                 .routes
                 .sync(&model.spd)
-                .map_err(|e| format!("routes: {e}"))
-                .and_then(|()| self.filter.sync(&model.spd));
+                .map_err(PolicySyncError::Routes)
+                .and_then(|()| {
+                    self.filter
+                        .sync(&model.spd)
+                        .map_err(PolicySyncError::Filter)
+                });
             if let Err(e) = synced {
                 // iproute2 or nftables refused what was checked: put the
                 // policies, routes and filter back as they were. The SA
@@ -769,5 +755,23 @@ impl Seen {
         });
         best.stats = drops;
         best
+    }
+}
+
+/// Why the routes and the filter could not follow a setkey change.
+#[derive(Debug)]
+enum PolicySyncError {
+    /// `ip` refused a route.
+    Routes(ToolError),
+    /// `nft` refused the table.
+    Filter(ToolError),
+}
+
+impl fmt::Display for PolicySyncError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PolicySyncError::Routes(e) => write!(f, "routes: {e}"),
+            PolicySyncError::Filter(e) => e.fmt(f),
+        }
     }
 }

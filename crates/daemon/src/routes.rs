@@ -13,6 +13,8 @@ use std::net::IpAddr;
 use flowsec_ipsec::spd::{Action, Direction, IpPrefix, Spd};
 use flowsec_ipsec::Mode;
 
+use crate::tool::ToolError;
+
 /// The firewall mark of flowsec's own packets (SO_MARK).
 pub const BYPASS_MARK: u32 = 0xf5ec;
 /// The routing table of transport-mode routes.
@@ -33,7 +35,7 @@ pub struct Routes {
 impl Routes {
     /// Bring `dev` up with `mtu`, and route the destination of every
     /// outbound PROTECT policy through it.
-    pub fn install(dev: &str, mtu: u16, spd: &Spd) -> Result<Routes, String> {
+    pub fn install(dev: &str, mtu: u16, spd: &Spd) -> Result<Routes, ToolError> {
         // No IPv6 link-local address on the TUN: it would only send router
         // solicitations and MLD reports into the tunnel (counted no_policy).
         // Best effort: kernels without IPv6 refuse the option.
@@ -50,7 +52,7 @@ impl Routes {
 
     /// Make the routes match `spd`: add those of new PROTECT policies,
     /// remove those no policy needs any more.
-    pub fn sync(&mut self, spd: &Spd) -> Result<(), String> {
+    pub fn sync(&mut self, spd: &Spd) -> Result<(), ToolError> {
         let wanted = wanted(spd);
         let table = TABLE.to_string();
         // Only destinations no longer wanted at all: a changed source is
@@ -170,18 +172,21 @@ impl Drop for Routes {
     }
 }
 
-fn ip(args: &[&str]) -> Result<(), String> {
+fn ip(args: &[&str]) -> Result<(), ToolError> {
+    let command = || format!("ip {}", args.join(" "));
     let out = crate::tool::command("ip")?
         .args(args)
         .output()
-        .map_err(|e| format!("ip {}: {e}", args.join(" ")))?;
+        .map_err(|error| ToolError::Run {
+            command: command(),
+            error,
+        })?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
+        Err(ToolError::Failed {
+            command: command(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
     }
 }

@@ -22,6 +22,7 @@
 //! closed to group and others (whoever could remove a file could reset an
 //! SA's numbers), and no file is followed through a symbolic link.
 
+use core::fmt;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -43,6 +44,102 @@ pub const DEFAULT_STATE_DIR: &str = "/var/lib/flowsec";
 pub const RESERVE: u64 = 1 << 20;
 /// How often the control plane looks at how far the SAs have got.
 pub const CHECK_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Why the sequence numbers could not be read or recorded. Displays as
+/// `PATH: WHY`.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SeqStateError {
+    /// A file or directory of the state could not be made, read or
+    /// written.
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        error: io::Error,
+    },
+    /// The state directory (or its `seq` directory) is not one only this
+    /// daemon's user can change.
+    NotPrivate {
+        /// The directory.
+        dir: PathBuf,
+        /// The daemon's user.
+        uid: u32,
+        /// What is there.
+        found: EntryKind,
+        /// Its owner.
+        owner: u32,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// A state file holds something other than a number (damage: numbers
+    /// are written to a new file and renamed into place).
+    NotANumber {
+        /// The file.
+        path: PathBuf,
+        /// What it holds, trimmed.
+        text: String,
+    },
+}
+
+/// What a path names, for [`SeqStateError::NotPrivate`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A symbolic link (never followed).
+    SymbolicLink,
+    /// A directory.
+    Directory,
+    /// Something else.
+    NotADirectory,
+}
+
+impl fmt::Display for SeqStateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SeqStateError::Io { path, error } => write!(f, "{}: {error}", path.display()),
+            SeqStateError::NotPrivate {
+                dir,
+                uid,
+                found,
+                owner,
+                mode,
+            } => write!(
+                f,
+                "{}: must be a directory owned by uid {uid} that group and others cannot write \
+                 (it is {}, uid {owner}, mode {mode:o}): whoever can remove a file there can make a manual SA reuse nonces",
+                dir.display(),
+                match found {
+                    EntryKind::SymbolicLink => "a symbolic link",
+                    EntryKind::Directory => "a directory",
+                    EntryKind::NotADirectory => "not a directory",
+                },
+            ),
+            SeqStateError::NotANumber { path, text } => write!(
+                f,
+                "{}: not a sequence number: {text:?} (remove the file only if the SA's key was \
+                 changed)",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SeqStateError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SeqStateError::Io { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// `error` at `path`.
+fn in_file(path: &Path) -> impl Fn(io::Error) -> SeqStateError + '_ {
+    move |error| SeqStateError::Io {
+        path: path.to_path_buf(),
+        error,
+    }
+}
 
 /// The manual SAs' recorded sequence numbers.
 #[derive(Debug, Clone)]
@@ -72,13 +169,13 @@ pub struct SeqRange {
 
 impl SeqState {
     /// The state under `dir` (created, mode 0700, when missing).
-    pub fn open(dir: &Path) -> Result<SeqState, String> {
+    pub fn open(dir: &Path) -> Result<SeqState, SeqStateError> {
         let seq = dir.join("seq");
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&seq)
-            .map_err(|e| format!("{}: {e}", seq.display()))?;
+            .map_err(in_file(&seq))?;
         private_dir(dir)?;
         private_dir(&seq)?;
         Ok(SeqState {
@@ -90,7 +187,7 @@ impl SeqState {
     /// The range of a new SA: it starts above everything recorded for the
     /// same SA and key, and [`RESERVE`] more are recorded before it is
     /// installed. `None` for an SA whose nonce is not its counter.
-    pub fn reserve(&mut self, config: &SaConfig) -> Result<Option<SeqRange>, String> {
+    pub fn reserve(&mut self, config: &SaConfig) -> Result<Option<SeqRange>, SeqStateError> {
         let Some(fingerprint) = fingerprint(config) else {
             return Ok(None);
         };
@@ -124,7 +221,10 @@ impl SeqState {
     /// Given how far each SA got (`seq`: the highest sequence number any
     /// worker copy sent), record more for those within half a [`RESERVE`]
     /// of their ceiling; returns their new ceilings, for the workers.
-    pub fn extend(&mut self, seq: impl Fn(&SaId) -> u64) -> Result<Vec<(SaId, u64)>, String> {
+    pub fn extend(
+        &mut self,
+        seq: impl Fn(&SaId) -> u64,
+    ) -> Result<Vec<(SaId, u64)>, SeqStateError> {
         let due: Vec<(SaId, String, u64)> = self
             .held
             .iter()
@@ -144,12 +244,12 @@ impl SeqState {
 
     /// Under the SA's lock: read the recorded number `used`, write
     /// `next(used)` (never less), and return both.
-    fn record(&self, fingerprint: &str, next: impl Fn(u64) -> u64) -> Result<(u64, u64), String> {
+    fn record(
+        &self,
+        fingerprint: &str,
+        next: impl Fn(u64) -> u64,
+    ) -> Result<(u64, u64), SeqStateError> {
         let path = self.dir.join(fingerprint);
-        let in_file = |p: &Path| {
-            let p = p.display().to_string();
-            move |e: io::Error| format!("{p}: {e}")
-        };
         let lock_path = self.dir.join(format!("{fingerprint}.lock"));
         let lock = OpenOptions::new()
             .read(true)
@@ -166,9 +266,7 @@ impl SeqState {
             .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
         {
-            Ok(mut file) => {
-                read_number(&mut file).map_err(|e| format!("{}: {e}", path.display()))?
-            }
+            Ok(mut file) => read_number(&mut file, &path)?,
             // Never recorded: a new SA, or a new key.
             Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
             Err(e) => return Err(in_file(&path)(e)),
@@ -181,18 +279,23 @@ impl SeqState {
 
 /// A directory only this daemon's user may change: its own, not writable
 /// by group or others, not a symbolic link.
-fn private_dir(dir: &Path) -> Result<(), String> {
-    let m = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+fn private_dir(dir: &Path) -> Result<(), SeqStateError> {
+    let m = std::fs::symlink_metadata(dir).map_err(in_file(dir))?;
     let uid = sys::euid();
     if !m.file_type().is_dir() || m.uid() != uid || m.mode() & 0o022 != 0 {
-        return Err(format!(
-            "{}: must be a directory owned by uid {uid} that group and others cannot write \
-             (it is {}, uid {}, mode {:o}): whoever can remove a file there can make a manual SA reuse nonces",
-            dir.display(),
-            if m.file_type().is_symlink() { "a symbolic link" } else if m.is_dir() { "a directory" } else { "not a directory" },
-            m.uid(),
-            m.mode() & 0o7777
-        ));
+        return Err(SeqStateError::NotPrivate {
+            dir: dir.to_path_buf(),
+            uid,
+            found: if m.file_type().is_symlink() {
+                EntryKind::SymbolicLink
+            } else if m.is_dir() {
+                EntryKind::Directory
+            } else {
+                EntryKind::NotADirectory
+            },
+            owner: m.uid(),
+            mode: m.mode() & 0o7777,
+        });
     }
     Ok(())
 }
@@ -219,14 +322,13 @@ pub fn fingerprint(config: &SaConfig) -> Option<String> {
 
 /// The number a state file holds. An empty file is damage (numbers are
 /// written to a new file and renamed into place), not a fresh start.
-fn read_number(file: &mut File) -> Result<u64, String> {
+fn read_number(file: &mut File, path: &Path) -> Result<u64, SeqStateError> {
     let mut text = String::new();
-    file.read_to_string(&mut text).map_err(|e| e.to_string())?;
+    file.read_to_string(&mut text).map_err(in_file(path))?;
     let text = text.trim();
-    text.parse().map_err(|_| {
-        format!(
-            "not a sequence number: {text:?} (remove the file only if the SA's key was changed)"
-        )
+    text.parse().map_err(|_| SeqStateError::NotANumber {
+        path: path.to_path_buf(),
+        text: text.to_string(),
     })
 }
 
@@ -341,13 +443,24 @@ mod tests {
         let file = d.join("seq").join(fingerprint(&sa).unwrap());
         std::fs::write(&file, "garbage").unwrap();
         let e = st.reserve(&sa).unwrap_err();
-        assert!(e.contains("not a sequence number"), "{e}");
+        assert!(
+            matches!(&e, SeqStateError::NotANumber { path, text } if *path == file && text == "garbage"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{}: not a sequence number: \"garbage\" (remove the file only if the SA's key \
+                 was changed)",
+                file.display()
+            )
+        );
         // Empty is damage too: a write never leaves a file empty.
         std::fs::write(&file, "").unwrap();
-        assert!(st
-            .reserve(&sa)
-            .unwrap_err()
-            .contains("not a sequence number"));
+        assert!(matches!(
+            st.reserve(&sa).unwrap_err(),
+            SeqStateError::NotANumber { .. }
+        ));
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -378,12 +491,36 @@ mod tests {
         SeqState::open(&d).unwrap();
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
         let e = SeqState::open(&d).err().unwrap();
-        assert!(e.contains("group and others cannot write"), "{e}");
+        assert!(
+            e.to_string().contains("group and others cannot write"),
+            "{e}"
+        );
+        assert!(
+            matches!(
+                e,
+                SeqStateError::NotPrivate {
+                    found: EntryKind::Directory,
+                    mode: 0o777,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
         let link = dir("private-link");
         std::os::unix::fs::symlink(&d, &link).unwrap();
         let e = SeqState::open(&link).err().unwrap();
-        assert!(e.contains("symbolic link"), "{e}");
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert!(
+            matches!(
+                e,
+                SeqStateError::NotPrivate {
+                    found: EntryKind::SymbolicLink,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
         std::fs::remove_file(&link).unwrap();
         std::fs::remove_dir_all(&d).unwrap();
     }

@@ -2,6 +2,7 @@
 //! counters over its control socket; text like `swanctl --list-sas`, or
 //! `--json`.
 
+use core::fmt;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -11,7 +12,67 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use serde_json::Value;
 
-use crate::CliError;
+use crate::{CliError, UsageError};
+
+/// Why the daemon could not be asked, or what it refused.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CtlError {
+    /// Nothing listens on the control socket.
+    Connect {
+        /// The socket.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// Sending the request or reading the answer failed.
+    Io {
+        /// The socket.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The answer is not JSON.
+    BadAnswer {
+        /// The socket.
+        path: PathBuf,
+        /// Why.
+        error: serde_json::Error,
+    },
+    /// The daemon refused the request; its own words (a setkey error
+    /// names the file, line and column).
+    Daemon {
+        /// What the daemon said.
+        message: String,
+    },
+}
+
+impl fmt::Display for CtlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CtlError::Connect { path, error } => write!(
+                f,
+                "{}: {error} (is `flowsec up` running? --socket)",
+                path.display()
+            ),
+            CtlError::Io { path, error } => write!(f, "{}: {error}", path.display()),
+            CtlError::BadAnswer { path, error } => {
+                write!(f, "{}: bad answer: {error}", path.display())
+            }
+            CtlError::Daemon { message } => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for CtlError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CtlError::Connect { error, .. } | CtlError::Io { error, .. } => Some(error),
+            CtlError::BadAnswer { error, .. } => Some(error),
+            CtlError::Daemon { .. } => None,
+        }
+    }
+}
 
 /// Arguments of `flowsec ctl`.
 #[derive(Args, Debug)]
@@ -65,9 +126,7 @@ pub fn run(args: &CtlArgs) -> Result<(), CliError> {
     };
     let acts = matches!(args.what, What::Initiate | What::Terminate | What::Rekey);
     if acts && args.ike.is_none() && args.child.is_none() {
-        return Err(CliError::Usage(format!(
-            "ctl {cmd}: name --ike NAME and/or --child NAME"
-        )));
+        return Err(UsageError::CtlNeedsName { cmd }.into());
     }
     let mut req = serde_json::json!({ "cmd": cmd });
     if let Some(ike) = &args.ike {
@@ -111,25 +170,36 @@ pub fn run(args: &CtlArgs) -> Result<(), CliError> {
 
 /// Send one request to the daemon at `socket` and read its answer; an
 /// answer with an "error" becomes the error.
-pub fn request(socket: &Path, request: &Value) -> Result<Value, CliError> {
-    let path = socket.display();
-    let stream = UnixStream::connect(socket).map_err(|e| {
-        CliError::Runtime(format!("{path}: {e} (is `flowsec up` running? --socket)"))
+pub fn request(socket: &Path, request: &Value) -> Result<Value, CtlError> {
+    let path = || socket.to_path_buf();
+    let stream = UnixStream::connect(socket).map_err(|error| CtlError::Connect {
+        path: path(),
+        error,
     })?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
     // A setkey request holds keys: its text is wiped once sent.
     let line = zeroize::Zeroizing::new(format!("{request}\n"));
     (&stream)
         .write_all(line.as_bytes())
-        .map_err(|e| CliError::Runtime(format!("{path}: {e}")))?;
+        .map_err(|error| CtlError::Io {
+            path: path(),
+            error,
+        })?;
     let mut line = String::new();
     BufReader::new(&stream)
         .read_line(&mut line)
-        .map_err(|e| CliError::Runtime(format!("{path}: {e}")))?;
-    let reply: Value = serde_json::from_str(&line)
-        .map_err(|e| CliError::Runtime(format!("{path}: bad answer: {e}")))?;
+        .map_err(|error| CtlError::Io {
+            path: path(),
+            error,
+        })?;
+    let reply: Value = serde_json::from_str(&line).map_err(|error| CtlError::BadAnswer {
+        path: path(),
+        error,
+    })?;
     match reply.get("error").and_then(Value::as_str) {
-        Some(err) => Err(CliError::Runtime(err.to_string())),
+        Some(message) => Err(CtlError::Daemon {
+            message: message.to_string(),
+        }),
         None => Ok(reply),
     }
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use flowsec_lab::{scenario, scenarios, Peer, RunOptions};
 
-use crate::CliError;
+use crate::{CliError, UsageError};
 
 /// Arguments of `flowsec lab`.
 #[derive(Args, Debug)]
@@ -70,7 +70,7 @@ pub fn run(args: &LabArgs) -> Result<(), CliError> {
             Ok(())
         }
         LabCommand::Report { dir } => {
-            let n = flowsec_lab::combine(dir).map_err(|e| CliError::Runtime(e.to_string()))?;
+            let n = flowsec_lab::combine(dir)?;
             println!(
                 "{n} scenario reports combined into {} and {}",
                 dir.join("report.md").display(),
@@ -79,7 +79,7 @@ pub fn run(args: &LabArgs) -> Result<(), CliError> {
             Ok(())
         }
         LabCommand::Plot { dir } => {
-            let n = flowsec_lab::replot(dir).map_err(|e| CliError::Runtime(e.to_string()))?;
+            let n = flowsec_lab::replot(dir)?;
             println!(
                 "{n} scenario runs redrawn under {}, combined into {}",
                 dir.display(),
@@ -103,11 +103,7 @@ pub fn run(args: &LabArgs) -> Result<(), CliError> {
                     // flowsec and none always run.
                     Some(_) => {}
                     None if name == "none" => {}
-                    None => {
-                        return Err(CliError::Usage(format!(
-                            "--impl {name}: flowsec, none, strongswan or wireguard-go"
-                        )))
-                    }
+                    None => return Err(UsageError::LabImpl(name.clone()).into()),
                 }
             }
             let all = names.iter().any(|n| n == "all");
@@ -117,12 +113,9 @@ pub fn run(args: &LabArgs) -> Result<(), CliError> {
                 names
                     .iter()
                     .map(|n| {
-                        scenario(n).ok_or_else(|| {
-                            let all: Vec<&str> = scenarios().iter().map(|s| s.name()).collect();
-                            CliError::Usage(format!(
-                                "unknown scenario '{n}' (all, {})",
-                                all.join(", ")
-                            ))
+                        scenario(n).ok_or_else(|| UsageError::Scenario {
+                            name: n.clone(),
+                            known: scenarios().iter().map(|s| s.name()).collect(),
                         })
                     })
                     .collect::<Result<_, _>>()?
@@ -131,19 +124,17 @@ pub fn run(args: &LabArgs) -> Result<(), CliError> {
             let can = flowsec_lab::topology::can_build();
             for s in chosen {
                 if s.needs_root() && !can {
-                    let why = format!("{}: needs root and iproute2 (network namespaces)", s.name());
+                    let why = CliError::NeedsRoot { scenario: s.name() };
                     if all {
                         eprintln!("flowsec lab: skipped {why}");
                         continue;
                     }
-                    return Err(CliError::Runtime(why));
+                    return Err(why);
                 }
                 eprintln!("flowsec lab: {} ...", s.name());
-                let report = s.run(&opts).map_err(|e| CliError::Runtime(e.to_string()))?;
+                let report = s.run(&opts)?;
                 let dir = out.join(s.name());
-                report
-                    .write(&dir)
-                    .map_err(|e| CliError::Runtime(e.to_string()))?;
+                report.write(&dir)?;
                 for f in &report.findings {
                     println!(
                         "{}: {}: {} — {}",

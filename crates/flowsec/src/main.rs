@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod ctl;
+mod error;
 mod lab;
 mod perf;
 mod setkey;
@@ -58,22 +59,11 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(CliError::Usage(msg)) => {
-            eprintln!("flowsec: {msg}");
-            ExitCode::from(2)
-        }
-        Err(CliError::Runtime(msg)) => {
-            eprintln!("flowsec: {msg}");
-            ExitCode::from(1)
+        Err(e) => {
+            eprintln!("flowsec: {e}");
+            ExitCode::from(e.exit_code())
         }
     }
 }
 
-/// How a command failed, which decides the exit code.
-#[derive(Debug)]
-pub enum CliError {
-    /// Bad arguments (exit 2).
-    Usage(String),
-    /// Something went wrong while running (exit 1).
-    Runtime(String),
-}
+pub use error::{CliError, UsageError};

@@ -8,7 +8,7 @@ use std::net::TcpListener;
 use clap::{Args, Subcommand};
 use flowsec_perf::{Outcome, Payload, Spec, Test, DEFAULT_PORT};
 
-use crate::CliError;
+use crate::{CliError, UsageError};
 
 /// Arguments of `flowsec perf`.
 #[derive(Args, Debug)]
@@ -116,14 +116,18 @@ pub fn run(args: &PerfArgs) -> Result<(), CliError> {
                         Err(e)
                     }
                 })
-                .map_err(|e| CliError::Runtime(format!("{bind} port {port}: {e}")))?;
+                .map_err(|error| CliError::Listen {
+                    bind: bind.clone(),
+                    port: *port,
+                    error,
+                })?;
             eprintln!(
                 "flowsec perf server: listening on {}",
                 listener
                     .local_addr()
                     .map_or_else(|_| "?".into(), |a| a.to_string())
             );
-            flowsec_perf::serve(listener).map_err(|e| CliError::Runtime(e.to_string()))
+            Ok(flowsec_perf::serve(listener).map_err(flowsec_perf::PerfError::Io)?)
         }
         Side::Client(c) => client(c),
     }
@@ -149,13 +153,9 @@ fn client(c: &ClientArgs) -> Result<(), CliError> {
     if c.test.eq_ignore_ascii_case("PING") {
         return ping(c);
     }
-    let test = Test::from_name(&c.test).ok_or_else(|| {
-        let names: Vec<&str> = Test::ALL.iter().map(|t| t.name()).collect();
-        CliError::Usage(format!(
-            "-t {}: one of {}, MAXRATE, PING",
-            c.test,
-            names.join(", ")
-        ))
+    let test = Test::from_name(&c.test).ok_or_else(|| UsageError::PerfTest {
+        test: c.test.clone(),
+        known: Test::ALL.iter().map(|t| t.name()).collect(),
     })?;
     let mut spec = Spec::new(test);
     spec.seconds = c.seconds;
@@ -164,7 +164,7 @@ fn client(c: &ClientArgs) -> Result<(), CliError> {
     }
     if let Some(rr) = &c.rr {
         let mut it = rr.split(',');
-        let bad = || CliError::Usage(format!("-r {rr}: REQ[,RSP] in bytes"));
+        let bad = || UsageError::RequestResponse(rr.clone());
         spec.req_size = it.next().and_then(|v| v.parse().ok()).ok_or_else(bad)?;
         spec.rsp_size = match it.next() {
             Some(v) => v.parse().map_err(|_| bad())?,
@@ -179,9 +179,8 @@ fn client(c: &ClientArgs) -> Result<(), CliError> {
     if let Some(r) = &c.rate {
         spec.rate_bps = Some(rate_arg("--rate", r)?);
     }
-    spec.check().map_err(CliError::Usage)?;
-    let out = flowsec_perf::run_parallel(&c.host, c.port, &spec, c.threads)
-        .map_err(|e| CliError::Runtime(e.to_string()))?;
+    spec.check().map_err(UsageError::Spec)?;
+    let out = flowsec_perf::run_parallel(&c.host, c.port, &spec, c.threads)?;
     if c.json {
         println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     } else {
@@ -191,12 +190,17 @@ fn client(c: &ClientArgs) -> Result<(), CliError> {
 }
 
 fn payload_arg(v: &str) -> Result<Payload, CliError> {
-    Payload::from_name(v)
-        .ok_or_else(|| CliError::Usage(format!("--payload {v}: random, text or zeros")))
+    Payload::from_name(v).ok_or_else(|| UsageError::Payload(v.into()).into())
 }
 
-fn rate_arg(flag: &str, v: &str) -> Result<u64, CliError> {
-    parse_rate(v).ok_or_else(|| CliError::Usage(format!("{flag} {v}: like 13M, 500k, 1G")))
+fn rate_arg(flag: &'static str, v: &str) -> Result<u64, CliError> {
+    parse_rate(v).ok_or_else(|| {
+        UsageError::Rate {
+            flag,
+            value: v.into(),
+        }
+        .into()
+    })
 }
 
 /// MAXRATE: CBR probes of `-l` seconds, `-m`-byte payloads (default 1300,
@@ -209,9 +213,9 @@ fn maxrate(c: &ClientArgs) -> Result<(), CliError> {
         remote_buf: c.remote_buf,
         ..Spec::new(Test::Cbr)
     };
-    base.check().map_err(CliError::Usage)?;
+    base.check().map_err(UsageError::Spec)?;
     if !(0.0..1.0).contains(&c.loss_tolerance) {
-        return Err(CliError::Usage("--loss-tolerance in [0, 1)".into()));
+        return Err(UsageError::LossTolerance.into());
     }
     let (step, max) = (
         rate_arg("--step", &c.step)?,
@@ -233,8 +237,7 @@ fn maxrate(c: &ClientArgs) -> Result<(), CliError> {
             received: o.packets_received,
             queue_ms: o.max_queue_ms,
         })
-    })
-    .map_err(|e| CliError::Runtime(e.to_string()))?;
+    })?;
     if c.json {
         println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
     } else {
@@ -254,22 +257,17 @@ fn maxrate(c: &ClientArgs) -> Result<(), CliError> {
 /// PING: `--count` UDP echoes per `--sizes` payload, `--interval` apart.
 fn ping(c: &ClientArgs) -> Result<(), CliError> {
     if c.sizes.is_empty() || c.sizes.iter().any(|&s| !(1..=65_507).contains(&s)) {
-        return Err(CliError::Usage(
-            "--sizes: payloads of 1..=65507 bytes".into(),
-        ));
+        return Err(UsageError::PingSizes.into());
     }
     if c.count == 0 || !(c.interval > 0.0 && c.interval <= 60.0) {
-        return Err(CliError::Usage(
-            "--count >= 1 and --interval in (0, 60]".into(),
-        ));
+        return Err(UsageError::PingCount.into());
     }
     let load = c
         .load
         .as_deref()
         .map(|r| rate_arg("--load", r))
         .transpose()?;
-    let rows = flowsec_perf::ping(&c.host, c.port, &c.sizes, c.count, c.interval, load)
-        .map_err(|e| CliError::Runtime(e.to_string()))?;
+    let rows = flowsec_perf::ping(&c.host, c.port, &c.sizes, c.count, c.interval, load)?;
     if c.json {
         println!(
             "{}",

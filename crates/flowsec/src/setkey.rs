@@ -12,7 +12,7 @@ use clap::Args;
 use flowsec_setkey::{format_policy, format_sa};
 use zeroize::Zeroizing;
 
-use crate::CliError;
+use crate::{CliError, UsageError};
 
 /// Arguments of `flowsec setkey`, named as setkey(8) names them.
 #[derive(Args, Debug)]
@@ -42,31 +42,34 @@ pub struct SetkeyArgs {
 
 pub fn run(args: &SetkeyArgs) -> Result<(), CliError> {
     if args.dump && args.flush {
-        return Err(CliError::Usage("-D and -F are exclusive".into()));
+        return Err(UsageError::DumpAndFlush.into());
     }
     if args.policy && !(args.dump || args.flush) {
-        return Err(CliError::Usage("-P goes with -D or -F".into()));
+        return Err(UsageError::PolicyAlone.into());
     }
     let (name, text) = match (&args.file, args.stdin, args.dump || args.flush) {
-        (Some(_), true, _) => return Err(CliError::Usage("-f and -c are exclusive".into())),
-        (Some(_), _, true) | (_, true, true) => {
-            return Err(CliError::Usage("-D/-F take no -f/-c".into()))
-        }
+        (Some(_), true, _) => return Err(UsageError::FileAndStdin.into()),
+        (Some(_), _, true) | (_, true, true) => return Err(UsageError::DumpWithInput.into()),
         (Some(path), false, false) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| CliError::Runtime(format!("{path}: {e}")))?;
+            let text = std::fs::read_to_string(path).map_err(|error| CliError::Read {
+                what: path.clone(),
+                error,
+            })?;
             (path.clone(), Zeroizing::new(text))
         }
         (None, true, false) => {
             let mut text = Zeroizing::new(String::new());
             std::io::stdin()
                 .read_to_string(&mut text)
-                .map_err(|e| CliError::Runtime(format!("stdin: {e}")))?;
+                .map_err(|error| CliError::Read {
+                    what: "stdin".into(),
+                    error,
+                })?;
             ("(stdin)".to_string(), text)
         }
         (None, false, true) => {
             if args.check_only {
-                return Err(CliError::Usage("-n checks -f or -c input".into()));
+                return Err(UsageError::CheckWithoutInput.into());
             }
             let (flag, statement) = match (args.dump, args.policy) {
                 (true, false) => ("-D", "dump;"),
@@ -76,11 +79,7 @@ pub fn run(args: &SetkeyArgs) -> Result<(), CliError> {
             };
             (flag.to_string(), Zeroizing::new(statement.to_string()))
         }
-        (None, false, false) => {
-            return Err(CliError::Usage(
-                "nothing to do: give -f FILE, -c, -D or -F".into(),
-            ))
-        }
+        (None, false, false) => return Err(UsageError::NothingToDo.into()),
     };
     if args.check_only {
         return check(&name, &text);
@@ -116,7 +115,7 @@ fn check(name: &str, text: &str) -> Result<(), CliError> {
         caps,
         std::time::Duration::ZERO,
     )
-    .map_err(|e| CliError::Runtime(e.to_string()))?;
+    .map_err(CliError::Config)?;
     for w in &staged.warnings {
         eprintln!("flowsec setkey: warning: {w}");
     }

@@ -25,7 +25,64 @@ use flowsec_ipsec::spd::{Level, SaTemplate};
 use flowsec_ipsec::{Flow, Mode, PacketBuf, SaConfig, Sad, SecurityAssociation};
 use serde::Serialize;
 
-use crate::CliError;
+use crate::{CliError, UsageError};
+
+/// Why a suite could not be measured.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SpeedError {
+    /// The suite's SA could not be made.
+    Sa(flowsec_ipsec::SaError),
+    /// The SA could not be added to its SAD.
+    Sad(flowsec_ipsec::sad::SadError),
+    /// The sender's bundle could not be resolved, or a first seal failed.
+    Seal(flowsec_ipsec::SealError),
+    /// The raw AEAD could not be made.
+    Crypto(flowsec_crypto::CryptoError),
+    /// Seals failed while they were timed.
+    SealFailures {
+        /// How many.
+        failures: u64,
+        /// The packet size.
+        size: usize,
+    },
+    /// A sealed packet did not open to the packet sealed.
+    SelfCheck {
+        /// The packet size.
+        size: usize,
+        /// What opening it gave.
+        outcome: Result<Inbound, flowsec_ipsec::DropReason>,
+    },
+    /// Opens failed while they were timed.
+    OpenFailures {
+        /// How many.
+        failures: u64,
+        /// The packet size.
+        size: usize,
+    },
+}
+
+impl std::fmt::Display for SpeedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpeedError::Sa(e) => e.fmt(f),
+            SpeedError::Sad(e) => e.fmt(f),
+            SpeedError::Seal(e) => e.fmt(f),
+            SpeedError::Crypto(e) => e.fmt(f),
+            SpeedError::SealFailures { failures, size } => {
+                write!(f, "{failures} seals failed at {size} bytes")
+            }
+            SpeedError::SelfCheck { size, outcome } => {
+                write!(f, "self-check failed at {size} bytes: {outcome:?}")
+            }
+            SpeedError::OpenFailures { failures, size } => {
+                write!(f, "{failures} opens failed at {size} bytes")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SpeedError {}
 
 /// The sizes `flowsec speed` measures by default.
 pub const SIZES: &[usize] = &[64, 256, 512, 1024, 1420, 1500, 2048, 8192, 16384];
@@ -116,12 +173,10 @@ struct Report<'a> {
 
 pub fn run(args: &SpeedArgs) -> Result<(), CliError> {
     if !(args.seconds > 0.0 && args.seconds <= 60.0) {
-        return Err(CliError::Usage("--seconds must be in (0, 60]".into()));
+        return Err(UsageError::SpeedSeconds.into());
     }
     if let Some(&bad) = args.sizes.iter().find(|&&s| !(28..=60_000).contains(&s)) {
-        return Err(CliError::Usage(format!(
-            "size {bad} out of range 28..=60000"
-        )));
+        return Err(UsageError::SpeedSize(bad).into());
     }
     let names: Vec<&str> = if args.suites.is_empty() {
         DEFAULT_SUITES.to_vec()
@@ -130,7 +185,7 @@ pub fn run(args: &SpeedArgs) -> Result<(), CliError> {
     };
     let mut suites = Vec::new();
     for name in &names {
-        let suite = Suite::parse(name).map_err(|e| CliError::Usage(format!("suite {e}")))?;
+        let suite = Suite::parse(name).map_err(UsageError::Suite)?;
         if let (false, Some(w)) = (args.suites.is_empty(), warning(&suite)) {
             eprintln!("flowsec: warning: {name}: {w}");
         }
@@ -143,11 +198,8 @@ pub fn run(args: &SpeedArgs) -> Result<(), CliError> {
         ],
         name => vec![(
             name,
-            Provider::by_name(name).ok_or_else(|| {
-                CliError::Usage(format!(
-                    "unknown backend '{name}' (auto, aws-lc, rustcrypto, engine, all)"
-                ))
-            })?,
+            Provider::by_name(name)
+                .ok_or_else(|| CliError::Usage(UsageError::SpeedBackend(name.to_string())))?,
         )],
     };
     let per = Duration::from_secs_f64(args.seconds);
@@ -161,10 +213,12 @@ pub fn run(args: &SpeedArgs) -> Result<(), CliError> {
                         eprintln!("flowsec speed: {name} skipped on {backend_name}: {why}");
                     }
                 }
-                Err(why) => {
-                    return Err(CliError::Runtime(format!(
-                        "{name} on {backend_name}: {why}"
-                    )))
+                Err(error) => {
+                    return Err(CliError::Speed {
+                        suite: name.clone(),
+                        backend: backend_name.to_string(),
+                        error: Box::new(error),
+                    })
                 }
             }
         }
@@ -180,8 +234,7 @@ pub fn run(args: &SpeedArgs) -> Result<(), CliError> {
             rows: &rows,
             summary,
         };
-        let text =
-            serde_json::to_string_pretty(&report).map_err(|e| CliError::Runtime(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&report).map_err(CliError::Json)?;
         println!("{text}");
     } else {
         print_tables(&rows, &args.sizes, args.seconds, &backends, &summary);
@@ -314,15 +367,15 @@ fn suite_rows(
     suite: &Suite,
     sizes: &[usize],
     per: Duration,
-) -> Result<Vec<Row>, String> {
+) -> Result<Vec<Row>, SpeedError> {
     let config = sa_config(suite);
     let now = Duration::ZERO;
     let mut receiver_config = config.clone();
     receiver_config.replay_window = 0; // the same packet is opened again and again
     let mut receiver = Sad::new();
     receiver
-        .add(SecurityAssociation::new(&receiver_config, provider, now).map_err(|e| e.to_string())?)
-        .map_err(|e| e.to_string())?;
+        .add(SecurityAssociation::new(&receiver_config, provider, now).map_err(SpeedError::Sa)?)
+        .map_err(SpeedError::Sad)?;
     let template = SaTemplate {
         protocol: config.protocol,
         mode: Mode::Tunnel,
@@ -340,11 +393,11 @@ fn suite_rows(
     };
     // A fresh sending SA per size, so that no run exhausts its sequence
     // numbers (sequence numbers never go backwards).
-    let fresh_sender = || -> Result<(Sad, Bundle), String> {
+    let fresh_sender = || -> Result<(Sad, Bundle), SpeedError> {
         let mut sad = Sad::new();
-        sad.add(SecurityAssociation::new(&config, provider, now).map_err(|e| e.to_string())?)
-            .map_err(|e| e.to_string())?;
-        let bundle = process::resolve(&sad, &[template], &flow, now).map_err(|e| e.to_string())?;
+        sad.add(SecurityAssociation::new(&config, provider, now).map_err(SpeedError::Sa)?)
+            .map_err(SpeedError::Sad)?;
+        let bundle = process::resolve(&sad, &[template], &flow, now).map_err(SpeedError::Seal)?;
         Ok((sad, bundle))
     };
     let backend = backend_label(provider, suite, &config);
@@ -361,13 +414,13 @@ fn suite_rows(
             buf.as_mut_slice()[..28].copy_from_slice(&header);
             process::outbound(sender, bundle, buf, now)
         };
-        seal_once(&mut sender, &mut buf, &bundle).map_err(|e| e.to_string())?;
+        seal_once(&mut sender, &mut buf, &bundle).map_err(SpeedError::Seal)?;
         let raw_aead = match suite.encr {
             Some(e) if flowsec_crypto::esp::is_aead(e.id) && e.id != EncrId::NULL_AUTH_AES_GMAC => {
                 Some(
                     provider
                         .aead(e.id, &key(e.keymat_len()))
-                        .map_err(|e| e.to_string())?,
+                        .map_err(SpeedError::Crypto)?,
                 )
             }
             _ => None,
@@ -396,7 +449,7 @@ fn suite_rows(
             None => (measure(per, seal), f64::NAN),
         };
         if failures > 0 {
-            return Err(format!("{failures} seals failed at {size} bytes"));
+            return Err(SpeedError::SealFailures { failures, size });
         }
         if raw_aead.is_some() {
             // The raw AEAD is called inline, engine or not.
@@ -414,12 +467,12 @@ fn suite_rows(
             ));
         }
         rows.push(row(name, "seal", &backend, size, seal_ns, warn.clone()));
-        seal_once(&mut sender, &mut buf, &bundle).map_err(|e| e.to_string())?;
+        seal_once(&mut sender, &mut buf, &bundle).map_err(SpeedError::Seal)?;
         let sealed = buf.as_slice().to_vec();
         let mut check = PacketBuf::from_packet(&sealed);
         match process::inbound(&mut receiver, &mut check, now) {
             Ok(Inbound::Decapsulated(_)) if check.len() == size => {}
-            other => return Err(format!("self-check failed at {size} bytes: {other:?}")),
+            outcome => return Err(SpeedError::SelfCheck { size, outcome }),
         }
         let mut failures = 0u64;
         let open_ns = measure(per, || {
@@ -430,7 +483,7 @@ fn suite_rows(
             failures += u64::from(black_box(r).is_err());
         });
         if failures > 0 {
-            return Err(format!("{failures} opens failed at {size} bytes"));
+            return Err(SpeedError::OpenFailures { failures, size });
         }
         rows.push(row(name, "open", &backend, size, open_ns, warn.clone()));
     }

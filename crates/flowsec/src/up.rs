@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 use flowsec_daemon::Options;
 
-use crate::CliError;
+use crate::{CliError, UsageError};
 
 /// Arguments of `flowsec up`.
 #[derive(Args, Debug)]
@@ -70,38 +70,25 @@ pub struct UpArgs {
 
 pub fn run(args: &UpArgs) -> Result<(), CliError> {
     if !(576..=9000).contains(&args.mtu) {
-        return Err(CliError::Usage(format!(
-            "--mtu {} out of range 576..=9000",
-            args.mtu
-        )));
+        return Err(UsageError::Mtu(args.mtu).into());
     }
     let workers = match args.workers {
-        Some(0) => return Err(CliError::Usage("--workers must be at least 1".into())),
-        Some(n) if n > 256 => return Err(CliError::Usage(format!("--workers {n}: at most 256"))),
+        Some(0) => return Err(UsageError::NoWorkers.into()),
+        Some(n) if n > 256 => return Err(UsageError::TooManyWorkers(n).into()),
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
     let ctl_group = match &args.ctl_group {
-        Some(g) => Some(
-            flowsec_daemon::group_id(g)
-                .map_err(|e| CliError::Usage(format!("--ctl-group: {e}")))?,
-        ),
+        Some(g) => Some(flowsec_daemon::group_id(g).map_err(UsageError::CtlGroup)?),
         None => None,
     };
-    let backend = flowsec_crypto::Provider::canonical_name(&args.backend).ok_or_else(|| {
-        CliError::Usage(format!(
-            "--backend {}: one of auto, aws-lc, rustcrypto, engine",
-            args.backend
-        ))
-    })?;
+    let backend = flowsec_crypto::Provider::canonical_name(&args.backend)
+        .ok_or_else(|| UsageError::UpBackend(args.backend.clone()))?;
     if !(0.05..=3600.0).contains(&args.retransmit_timeout)
         || !(1.0..=10.0).contains(&args.retransmit_base)
         || args.retransmit_tries > 20
     {
-        return Err(CliError::Usage(
-            "--retransmit-timeout 0.05..=3600, --retransmit-base 1..=10, --retransmit-tries 0..=20"
-                .into(),
-        ));
+        return Err(UsageError::Retransmit.into());
     }
     let retransmit = flowsec_ike::exchange::Retransmit {
         timeout: std::time::Duration::from_secs_f64(args.retransmit_timeout),
@@ -130,6 +117,6 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
             eprintln!("flowsec: down: {stats}");
             Ok(())
         }
-        Err(e) => Err(CliError::Runtime(e.to_string())),
+        Err(e) => Err(CliError::Up(e)),
     }
 }

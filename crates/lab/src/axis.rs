@@ -2,7 +2,6 @@
 //! value on a logarithmic axis, the index on a category axis — with their
 //! ticks and tick labels.
 
-
 use crate::chart::{text_width, Plot, PlotKind, TICK};
 
 /// One axis.

@@ -306,15 +306,15 @@ impl Bed {
     /// (`--backend engine`).
     pub fn up_with(setup: &Setup, work: &Path, up_args: &[&str]) -> Result<Bed, LabError> {
         let bin = std::env::current_exe()
-            .map_err(|e| LabError(format!("flowsec binary: {e}")))?
+            .map_err(LabError::OwnBinary)?
             .to_string_lossy()
             .into_owned();
         // Whether it is installed was asked when the setup was chosen
         // (RunOptions::others); what is missing fails below, by name.
-        setup
-            .peer
-            .applies(setup)
-            .map_err(|e| LabError(format!("{}: {e}", setup.peer.name())))?;
+        setup.peer.applies(setup).map_err(|why| LabError::Peer {
+            peer: setup.peer,
+            why,
+        })?;
         let mut bed = Bed {
             topo: Topology::build()?,
             bin,
@@ -346,8 +346,7 @@ impl Bed {
     fn flowsec(&mut self, work: &Path, up_args: &[&str]) -> Result<(), LabError> {
         for (gw, a) in [("gwA", true), ("gwB", false)] {
             let file = work.join(format!("{gw}.setkey"));
-            std::fs::write(&file, self.setup.setkey(a))
-                .map_err(|e| LabError(format!("{}: {e}", file.display())))?;
+            std::fs::write(&file, self.setup.setkey(a)).map_err(crate::error::at(&file))?;
             let (f, sock) = (
                 file.to_string_lossy().into_owned(),
                 work.join(format!("{gw}.sock"))
@@ -402,8 +401,10 @@ impl Bed {
         cmd.extend(args.split_whitespace());
         cmd.push("--json");
         let out = self.topo.output(from, &cmd)?;
-        serde_json::from_str(&out)
-            .map_err(|e| LabError(format!("{}: perf output: {e}", self.setup.label())))
+        serde_json::from_str(&out).map_err(|error| LabError::PerfOutput {
+            label: self.setup.label(),
+            error,
+        })
     }
 
     /// Start a CPU-bound process (study S1's "CPU hog") until the bed is

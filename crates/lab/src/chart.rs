@@ -19,7 +19,6 @@
 //! Text is DejaVu Sans, embedded from `assets/` and rasterised by
 //! ab_glyph: drawing needs no font library and no installed font.
 
-
 use std::ops::Range;
 use std::sync::OnceLock;
 

@@ -19,6 +19,7 @@
 mod axis;
 pub mod bed;
 pub mod chart;
+mod error;
 pub mod peers;
 mod progress;
 mod report;
@@ -34,21 +35,10 @@ mod sys;
 pub mod topology;
 
 pub use chart::{ChartError, Plot, PlotKind, Series};
-pub use peers::Peer;
+pub use error::LabError;
+pub use peers::{Peer, PeerError};
 pub use report::{combine, Finding, Report, Table};
-pub use saved::replot;
-
-/// Why a scenario could not run.
-#[derive(Debug)]
-pub struct LabError(pub String);
-
-impl core::fmt::Display for LabError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for LabError {}
+pub use saved::{replot, UpgradeError};
 
 /// How to run a scenario.
 #[derive(Debug, Clone)]
@@ -125,7 +115,7 @@ pub fn scenarios() -> Vec<&'static dyn Scenario> {
 /// A fresh scratch directory for one scenario's logs and setkey files.
 pub(crate) fn work_dir(tag: &str) -> Result<std::path::PathBuf, LabError> {
     let work = std::env::temp_dir().join(format!("flowsec-lab-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&work).map_err(|e| LabError(format!("{}: {e}", work.display())))?;
+    std::fs::create_dir_all(&work).map_err(error::at(&work))?;
     Ok(work)
 }
 

@@ -22,8 +22,76 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::bed::{Mode, Setup, Step};
+use crate::error::at;
 use crate::topology::Topology;
 use crate::LabError;
+
+/// Why a peer implementation cannot take part: it is not installed here,
+/// or it cannot carry the setup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PeerError {
+    /// A strongSwan file is missing.
+    Missing {
+        /// The file.
+        file: &'static str,
+    },
+    /// `swanctl` is not on PATH.
+    NoSwanctl,
+    /// strongSwan's kernel-libipsec has no transport mode.
+    NoTransportMode,
+    /// kernel-libipsec carries one ESP transform (no AH, no IPComp).
+    SeveralTransforms,
+    /// kernel-libipsec was given a transform other than ESP.
+    NotEsp,
+    /// No strongSwan keyword for a setkey algorithm.
+    NoProposal {
+        /// The setkey algorithm.
+        algorithm: &'static str,
+    },
+    /// WireGuard was asked for transport mode.
+    WireGuardTunnel,
+    /// `$WIREGUARD_GO` names something else.
+    NotWireGuardGo {
+        /// What it names.
+        path: PathBuf,
+    },
+    /// wireguard-go is nowhere to be found.
+    NoWireGuardGo,
+}
+
+impl std::fmt::Display for PeerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PeerError::Missing { file } => write!(
+                f,
+                "{file} is missing (apt-get install charon-systemd strongswan-swanctl \
+                 libcharon-extra-plugins libstrongswan-standard-plugins)"
+            ),
+            PeerError::NoSwanctl => {
+                f.write_str("swanctl is missing (apt-get install strongswan-swanctl)")
+            }
+            PeerError::NoTransportMode => f.write_str("kernel-libipsec has no transport mode"),
+            PeerError::SeveralTransforms => {
+                f.write_str("kernel-libipsec does ESP alone (no AH, no IPComp)")
+            }
+            PeerError::NotEsp => f.write_str("kernel-libipsec does ESP alone"),
+            PeerError::NoProposal { algorithm } => {
+                write!(f, "no strongSwan proposal here for {algorithm}")
+            }
+            PeerError::WireGuardTunnel => f.write_str("WireGuard is a tunnel"),
+            PeerError::NotWireGuardGo { path } => {
+                write!(f, "WIREGUARD_GO={}: not wireguard-go", path.display())
+            }
+            PeerError::NoWireGuardGo => f.write_str(
+                "wireguard-go is missing (go install \
+                 golang.zx2c4.com/wireguard@v0.0.0-20250521234502-f333402bd9cb)",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PeerError {}
 
 /// What protects the path, when a setup has transforms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,42 +131,37 @@ impl Peer {
     }
 
     /// Whether it is installed here: `Err` says what is missing.
-    pub fn installed(self) -> Result<(), String> {
+    pub fn installed(self) -> Result<(), PeerError> {
         match self {
             Peer::Flowsec => Ok(()),
             Peer::StrongSwan => {
-                for f in [CHARON, LIBIPSEC_PLUGIN, OPENSSL_PLUGIN] {
-                    if !Path::new(f).exists() {
-                        return Err(format!(
-                            "{f} is missing (apt-get install charon-systemd strongswan-swanctl \
-                             libcharon-extra-plugins libstrongswan-standard-plugins)"
-                        ));
+                for file in [CHARON, LIBIPSEC_PLUGIN, OPENSSL_PLUGIN] {
+                    if !Path::new(file).exists() {
+                        return Err(PeerError::Missing { file });
                     }
                 }
-                which("swanctl")
-                    .map(|_| ())
-                    .ok_or_else(|| "swanctl is missing (apt-get install strongswan-swanctl)".into())
+                which("swanctl").map(|_| ()).ok_or(PeerError::NoSwanctl)
             }
             Peer::WireGuardGo => wireguard_go().map(|_| ()),
         }
     }
 
     /// Whether it can carry `setup`: `Err` says why not.
-    pub fn applies(self, setup: &Setup) -> Result<(), String> {
+    pub fn applies(self, setup: &Setup) -> Result<(), PeerError> {
         match self {
             Peer::Flowsec => Ok(()),
             Peer::StrongSwan => {
                 if setup.mode != Mode::Tunnel {
-                    return Err("kernel-libipsec has no transport mode".into());
+                    return Err(PeerError::NoTransportMode);
                 }
                 match setup.steps.as_slice() {
                     [step] => esp_proposal(*step).map(|_| ()),
-                    _ => Err("kernel-libipsec does ESP alone (no AH, no IPComp)".into()),
+                    _ => Err(PeerError::SeveralTransforms),
                 }
             }
             Peer::WireGuardGo => {
                 if setup.mode != Mode::Tunnel {
-                    return Err("WireGuard is a tunnel".into());
+                    return Err(PeerError::WireGuardTunnel);
                 }
                 Ok(())
             }
@@ -122,9 +185,9 @@ fn which(name: &str) -> Option<PathBuf> {
 
 /// strongSwan's ESP proposal for a setkey ESP transform (its algorithm
 /// keywords; setkey's key sizes: AES and Camellia 128, Blowfish 192).
-fn esp_proposal(step: Step) -> Result<String, String> {
+fn esp_proposal(step: Step) -> Result<String, PeerError> {
     let Step::Esp { enc, auth } = step else {
-        return Err("kernel-libipsec does ESP alone".into());
+        return Err(PeerError::NotEsp);
     };
     let enc = match enc {
         "aes-cbc" => "aes128",
@@ -137,7 +200,7 @@ fn esp_proposal(step: Step) -> Result<String, String> {
         "aes-gcm-12" => "aes128gcm12",
         "aes-gcm-8" => "aes128gcm8",
         "chacha20-poly1305" => "chacha20poly1305",
-        other => return Err(format!("no strongSwan proposal here for {other}")),
+        other => return Err(PeerError::NoProposal { algorithm: other }),
     };
     let integ = match auth {
         None => None,
@@ -147,7 +210,7 @@ fn esp_proposal(step: Step) -> Result<String, String> {
         Some("hmac-sha384") => Some("sha384"),
         Some("hmac-sha512") => Some("sha512"),
         Some("aes-xcbc-mac") => Some("aesxcbc"),
-        Some(other) => return Err(format!("no strongSwan proposal here for {other}")),
+        Some(other) => return Err(PeerError::NoProposal { algorithm: other }),
     };
     Ok(match integ {
         Some(i) => format!("{enc}-{i}"),
@@ -164,11 +227,11 @@ fn wait_for(path: &Path, what: &str) -> Result<(), LabError> {
     while !path.exists() {
         crate::topology::check_interrupted()?;
         if start.elapsed() > READY {
-            return Err(LabError(format!(
-                "{what}: {} did not appear within {} s",
-                path.display(),
-                READY.as_secs()
-            )));
+            return Err(LabError::NoSocket {
+                what: what.into(),
+                path: path.to_path_buf(),
+                secs: READY.as_secs(),
+            });
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -179,8 +242,8 @@ fn wait_for(path: &Path, what: &str) -> Result<(), LabError> {
 /// and bring the Child SA up from gwA (files and logs in `work`).
 pub(crate) fn strongswan(topo: &mut Topology, setup: &Setup, work: &Path) -> Result<(), LabError> {
     let esp = match setup.steps.as_slice() {
-        [step] => esp_proposal(*step).map_err(LabError)?,
-        _ => return Err(LabError("strongswan: one ESP transform".into())),
+        [step] => esp_proposal(*step).map_err(LabError::PeerSetup)?,
+        _ => return Err(LabError::OneTransform),
     };
     let (ga, gb) = setup.family.gateways();
     let ((_, na), (_, nb)) = setup.family.hosts();
@@ -234,7 +297,7 @@ pub(crate) fn strongswan(topo: &mut Topology, setup: &Setup, work: &Path) -> Res
 }
 
 fn write(path: &Path, text: &str) -> Result<(), LabError> {
-    std::fs::write(path, text).map_err(|e| LabError(format!("{}: {e}", path.display())))
+    std::fs::write(path, text).map_err(at(path))
 }
 
 /// One charon's strongswan.conf: the plugins libipsec needs
@@ -310,7 +373,7 @@ secrets {{
 
 /// The wireguard-go binary: `$WIREGUARD_GO`, `wireguard-go` or `wireguard`
 /// on PATH, or `go install`'s `~/go/bin/wireguard`.
-fn wireguard_go() -> Result<PathBuf, String> {
+fn wireguard_go() -> Result<PathBuf, PeerError> {
     let is_it = |p: &Path| {
         Command::new(p)
             .arg("--version")
@@ -322,7 +385,7 @@ fn wireguard_go() -> Result<PathBuf, String> {
         return if is_it(&p) {
             Ok(p)
         } else {
-            Err(format!("WIREGUARD_GO={}: not wireguard-go", p.display()))
+            Err(PeerError::NotWireGuardGo { path: p })
         };
     }
     let gopath = std::env::var_os("GOPATH")
@@ -333,9 +396,7 @@ fn wireguard_go() -> Result<PathBuf, String> {
         .chain(which("wireguard"))
         .chain(gopath.map(|g| g.join("bin/wireguard")))
         .find(|p| is_it(p))
-        .ok_or_else(|| {
-            "wireguard-go is missing (go install golang.zx2c4.com/wireguard@v0.0.0-20250521234502-f333402bd9cb)".into()
-        })
+        .ok_or(PeerError::NoWireGuardGo)
 }
 
 /// The lab's WireGuard keys (private, public), hex: fixed, as the setkey
@@ -367,21 +428,21 @@ pub(crate) fn wireguard(
     work: &Path,
     sockets: &mut Vec<PathBuf>,
 ) -> Result<(), LabError> {
-    let bin = wireguard_go().map_err(LabError)?;
+    let bin = wireguard_go().map_err(LabError::PeerSetup)?;
     let bin = bin.to_string_lossy().into_owned();
     let (ga, gb) = setup.family.gateways();
     let ((_, na), (_, nb)) = setup.family.hosts();
     let v6 = setup.family == crate::bed::Family::V6;
-    std::fs::create_dir_all(WG_SOCKETS).map_err(|e| LabError(format!("{WG_SOCKETS}: {e}")))?;
+    std::fs::create_dir_all(WG_SOCKETS).map_err(at(WG_SOCKETS))?;
     for (i, (gw, remote, rnet)) in [("gwA", gb, nb), ("gwB", ga, na)].into_iter().enumerate() {
         // Unique per run: the socket directory is shared by every namespace.
         let dev = topo.ns(&format!("wg{}", &gw[2..]));
         if dev.len() > 15 {
-            return Err(LabError(format!("{dev}: interface name too long")));
+            return Err(LabError::InterfaceName { dev });
         }
         let sock = Path::new(WG_SOCKETS).join(format!("{dev}.sock"));
         if sock.exists() {
-            return Err(LabError(format!("{} exists already", sock.display())));
+            return Err(LabError::SocketExists { path: sock });
         }
         topo.spawn(
             gw,
@@ -423,18 +484,20 @@ pub(crate) fn wireguard(
 /// A UAPI `set` (wireguard.com/xplatform): the keys in `body`, one per
 /// line; the answer must be `errno=0`.
 fn uapi_set(sock: &Path, body: &str) -> Result<(), LabError> {
-    let err = |e: std::io::Error| LabError(format!("{}: {e}", sock.display()));
+    let err = |error: std::io::Error| LabError::Io {
+        path: sock.to_path_buf(),
+        error,
+    };
     let mut s = UnixStream::connect(sock).map_err(err)?;
     s.set_read_timeout(Some(READY)).map_err(err)?;
     write!(s, "set=1\n{body}\n").map_err(err)?;
     let mut answer = String::new();
     BufReader::new(s).read_line(&mut answer).map_err(err)?;
     if answer.trim() != "errno=0" {
-        return Err(LabError(format!(
-            "{}: configuration refused: {}",
-            sock.display(),
-            answer.trim()
-        )));
+        return Err(LabError::UapiRefused {
+            socket: sock.to_path_buf(),
+            answer: answer.trim().to_string(),
+        });
     }
     Ok(())
 }
@@ -455,10 +518,18 @@ mod tests {
         assert_eq!(Peer::StrongSwan.applies(&tunnel), Ok(()));
         assert_eq!(Peer::WireGuardGo.applies(&tunnel), Ok(()));
         let transport = Setup::new(Family::V4, Mode::Transport, &tunnel.steps);
-        assert!(Peer::StrongSwan.applies(&transport).is_err());
-        assert!(Peer::WireGuardGo.applies(&transport).is_err());
+        assert_eq!(
+            Peer::StrongSwan.applies(&transport),
+            Err(PeerError::NoTransportMode)
+        );
+        assert_eq!(
+            Peer::WireGuardGo.applies(&transport),
+            Err(PeerError::WireGuardTunnel)
+        );
         let ah = Setup::new(Family::V4, Mode::Tunnel, &[Step::Ah { auth: "hmac-sha1" }]);
-        assert!(Peer::StrongSwan.applies(&ah).is_err());
+        let e = Peer::StrongSwan.applies(&ah).unwrap_err();
+        assert_eq!(e, PeerError::NotEsp);
+        assert_eq!(e.to_string(), "kernel-libipsec does ESP alone");
         assert_eq!(
             esp_proposal(esp("aes-cbc", Some("hmac-sha1"))).as_deref(),
             Ok("aes128-sha1")
@@ -467,7 +538,14 @@ mod tests {
             esp_proposal(esp("aes-gcm-16", None)).as_deref(),
             Ok("aes128gcm16")
         );
-        assert!(esp_proposal(esp("twofish-cbc", Some("hmac-sha1"))).is_err());
+        let e = esp_proposal(esp("twofish-cbc", Some("hmac-sha1"))).unwrap_err();
+        assert_eq!(
+            e,
+            PeerError::NoProposal {
+                algorithm: "twofish-cbc"
+            }
+        );
+        assert_eq!(e.to_string(), "no strongSwan proposal here for twofish-cbc");
         for p in Peer::ALL {
             assert_eq!(Peer::from_name(p.name()), Some(p));
         }

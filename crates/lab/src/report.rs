@@ -69,13 +69,19 @@ impl Report {
 
     /// Write `results.json`, `results.md` and the plots into `dir`.
     pub fn write(&self, dir: &Path) -> Result<(), LabError> {
-        let err = |e: std::io::Error| LabError(format!("{}: {e}", dir.display()));
+        let err = |error: std::io::Error| LabError::Io {
+            path: dir.to_path_buf(),
+            error,
+        };
         std::fs::create_dir_all(dir).map_err(err)?;
-        let json = serde_json::to_string_pretty(self).map_err(|e| LabError(e.to_string()))?;
+        let json = serde_json::to_string_pretty(self).map_err(LabError::Json)?;
         std::fs::write(dir.join("results.json"), json + "\n").map_err(err)?;
         std::fs::write(dir.join("results.md"), self.markdown()).map_err(err)?;
         for p in &self.plots {
-            let drawn = |e: chart::ChartError| LabError(format!("{}: {e}", p.file));
+            let drawn = |error: chart::ChartError| LabError::Chart {
+                file: p.file.clone(),
+                error,
+            };
             let svg = chart::svg(p).map_err(drawn)?;
             std::fs::write(dir.join(format!("{}.svg", p.file)), svg).map_err(err)?;
             let png = chart::png(p).map_err(drawn)?;
@@ -181,7 +187,10 @@ impl Report {
         }
         s.push_str("</ul>\n");
         for p in &self.plots {
-            let svg = chart::svg(p).map_err(|e| LabError(format!("{}: {e}", p.file)))?;
+            let svg = chart::svg(p).map_err(|error| LabError::Chart {
+                file: p.file.clone(),
+                error,
+            })?;
             s.push_str(&svg);
             s.push('\n');
         }
@@ -202,7 +211,6 @@ fn html_escape(s: &str) -> String {
 /// `DIR/report.html` (the same, plots inline). Returns how many reports
 /// were combined.
 pub fn combine(dir: &Path) -> Result<usize, LabError> {
-    let err = |p: &Path, e: &dyn std::fmt::Display| LabError(format!("{}: {e}", p.display()));
     let reports: Vec<(String, Report)> = crate::saved::load_all(dir)?
         .into_iter()
         .map(|(sub, report)| {
@@ -214,11 +222,9 @@ pub fn combine(dir: &Path) -> Result<usize, LabError> {
         })
         .collect();
     if reports.is_empty() {
-        return Err(LabError(format!(
-            "{}: no */results.json (run `flowsec lab run ... --out {}` first)",
-            dir.display(),
-            dir.display()
-        )));
+        return Err(LabError::NoResults {
+            dir: dir.to_path_buf(),
+        });
     }
     let mut md = String::from("# flowsec lab report\n\n| scenario | study | run | holds | differs |\n|---|---|---|---|---|\n");
     let mut html = String::from(
@@ -250,7 +256,7 @@ pub fn combine(dir: &Path) -> Result<usize, LabError> {
     html.push_str("</body></html>\n");
     for (file, text) in [("report.md", md), ("report.html", html)] {
         let path = dir.join(file);
-        std::fs::write(&path, text).map_err(|e| err(&path, &e))?;
+        std::fs::write(&path, text).map_err(crate::error::at(&path))?;
     }
     Ok(reports.len())
 }
@@ -283,7 +289,18 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         assert!(combine(&dir).is_err(), "no directory");
         std::fs::create_dir_all(&dir).unwrap();
-        assert!(combine(&dir).unwrap_err().0.contains("no */results.json"));
+        let e = combine(&dir).unwrap_err();
+        assert!(
+            matches!(&e, LabError::NoResults { dir: d } if *d == dir),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{0}: no */results.json (run `flowsec lab run ... --out {0}` first)",
+                dir.display()
+            )
+        );
         for (name, holds) in [("s9-a", true), ("s9-b", false)] {
             let r = Report {
                 tables: vec![Table {

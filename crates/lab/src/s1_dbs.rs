@@ -95,12 +95,7 @@ fn measure(bed: &Bed, secs: f64) -> Result<Run, LabError> {
             false,
             &format!("-t TCP_STREAM -m 8192 -s 32768 -S 32768 -l {secs}"),
         );
-        (
-            stream,
-            echoes
-                .join()
-                .unwrap_or_else(|_| Err(LabError("echo thread panicked".into()))),
-        )
+        (stream, echoes.join().unwrap_or(Err(LabError::EchoPanicked)))
     });
     let (stream, echoes) = (stream?, echoes?);
     let per_second = whole_seconds(&stream, |s| s.bytes as f64);

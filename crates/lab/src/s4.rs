@@ -64,11 +64,9 @@ impl Scenario for S4Crypto {
 fn crypto(per: Duration) -> Result<Measured, LabError> {
     let inline = Provider::fastest();
     let engine = Provider::engine(Provider::fastest());
-    let err = |e: flowsec_crypto::CryptoError| LabError(format!("s4-crypto: {e}"));
+    let err = LabError::Crypto;
     let cbc = inline.cipher(EncrId::AES_CBC, &[0x11; 16]).map_err(err)?;
-    let sha1 = inline
-        .hash(HashAlg::Sha1)
-        .ok_or_else(|| LabError("s4-crypto: no SHA-1".into()))?;
+    let sha1 = inline.hash(HashAlg::Sha1).ok_or(LabError::NoSha1)?;
     let esp = |p: &Provider, integ: IntegId| {
         let ik: &[u8] = if integ == IntegId::NONE {
             &[]
@@ -209,7 +207,7 @@ fn seal_ns(t: &dyn EspTransform, size: usize, per: Duration) -> Result<f64, LabE
         failed |= t.seal(seq, false, black_box(&mut packet)).is_err();
     });
     if failed {
-        return Err(LabError(format!("s4-crypto: sealing {size} B failed")));
+        return Err(LabError::SealFailed { size });
     }
     Ok(ns)
 }

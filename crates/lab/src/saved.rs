@@ -10,12 +10,12 @@
 //! AEAD rows of s1-netperf). The standard deviations of s2-rtt's echoes
 //! were never saved: its charts come back without whiskers.
 
-
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 use crate::chart::{Plot, PlotKind, Series};
+use crate::error::at;
 use crate::report::{combine, Report, Table};
 use crate::{s1_dbs, s1_netperf, s1_stream, s2, s2_rtt, s3_matrix, s4, LabError};
 
@@ -34,7 +34,7 @@ pub fn replot(dir: &Path) -> Result<usize, LabError> {
 
 /// Every `DIR/*/results.json`, in name order, with its directory.
 pub(crate) fn load_all(dir: &Path) -> Result<Vec<(PathBuf, Report)>, LabError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| at(dir, &e))?;
+    let entries = std::fs::read_dir(dir).map_err(at(dir))?;
     let mut subdirs: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())
@@ -52,24 +52,26 @@ pub(crate) fn load_all(dir: &Path) -> Result<Vec<(PathBuf, Report)>, LabError> {
 
 /// One `results.json`.
 pub(crate) fn load(file: &Path) -> Result<Report, LabError> {
-    let text = std::fs::read_to_string(file).map_err(|e| at(file, &e))?;
-    let mut json: serde_json::Value = serde_json::from_str(&text).map_err(|e| at(file, &e))?;
+    let text = std::fs::read_to_string(file).map_err(at(file))?;
+    let saved = |error: serde_json::Error| LabError::Saved {
+        path: file.to_path_buf(),
+        error,
+    };
+    let mut json: serde_json::Value = serde_json::from_str(&text).map_err(saved)?;
     let legacy = json["plots"]
         .as_array()
         .is_some_and(|plots| plots.iter().any(|p| p.get("kind").is_none()));
     if !legacy {
-        return serde_json::from_value(json).map_err(|e| at(file, &e));
+        return serde_json::from_value(json).map_err(saved);
     }
-    let old: Vec<OldPlot> =
-        serde_json::from_value(json["plots"].take()).map_err(|e| at(file, &e))?;
+    let old: Vec<OldPlot> = serde_json::from_value(json["plots"].take()).map_err(saved)?;
     json["plots"] = serde_json::Value::Array(Vec::new());
-    let mut report: Report = serde_json::from_value(json).map_err(|e| at(file, &e))?;
-    report.plots = upgrade(&report, &old).map_err(|e| at(file, &e))?;
+    let mut report: Report = serde_json::from_value(json).map_err(saved)?;
+    report.plots = upgrade(&report, &old).map_err(|missing| LabError::OldPlots {
+        path: file.to_path_buf(),
+        missing,
+    })?;
     Ok(report)
-}
-
-fn at(path: &Path, e: &dyn std::fmt::Display) -> LabError {
-    LabError(format!("{}: {e}", path.display()))
 }
 
 /// A plot as the old renderer took it.
@@ -89,29 +91,36 @@ struct OldSeries {
     points: Vec<(f64, f64)>,
 }
 
-/// Why an old file's chart could not be rebuilt.
-#[derive(Debug)]
-enum Missing {
+/// Why an old file's chart could not be rebuilt: what it lacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UpgradeError {
+    /// No old plot with this index.
     Plot(usize),
+    /// Old plot `.0` has no series `.1`.
     Series(usize, usize),
+    /// No table with this index.
     Table(usize),
+    /// Table `.0` has no number in row `.1`, column `.2`.
     Cell(usize, usize, usize),
 }
 
-impl std::fmt::Display for Missing {
+impl std::error::Error for UpgradeError {}
+
+impl std::fmt::Display for UpgradeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Missing::Plot(p) => write!(f, "old plots: no plot {p}"),
-            Missing::Series(p, s) => write!(f, "old plots: plot {p} has no series {s}"),
-            Missing::Table(t) => write!(f, "no table {t}"),
-            Missing::Cell(t, r, c) => write!(f, "table {t}: no number in row {r}, column {c}"),
+            UpgradeError::Plot(p) => write!(f, "old plots: no plot {p}"),
+            UpgradeError::Series(p, s) => write!(f, "old plots: plot {p} has no series {s}"),
+            UpgradeError::Table(t) => write!(f, "no table {t}"),
+            UpgradeError::Cell(t, r, c) => write!(f, "table {t}: no number in row {r}, column {c}"),
         }
     }
 }
 
 /// The charts of `report`'s scenario rebuilt from the old plots and the
 /// tables; a scenario this module does not know keeps its plots, as lines.
-fn upgrade(report: &Report, plots: &[OldPlot]) -> Result<Vec<Plot>, Missing> {
+fn upgrade(report: &Report, plots: &[OldPlot]) -> Result<Vec<Plot>, UpgradeError> {
     let old = Old { report, plots };
     Ok(match report.scenario.as_str() {
         "s1-dbs" => vec![s1_dbs::plot(&old.s1_dbs()?)],
@@ -128,7 +137,7 @@ fn upgrade(report: &Report, plots: &[OldPlot]) -> Result<Vec<Plot>, Missing> {
         }
         "s3-matrix" => vec![s3_matrix::plot(&old.s3_matrix()?)],
         "s4-crypto" => {
-            let ys = |s| -> Result<Vec<f64>, Missing> {
+            let ys = |s| -> Result<Vec<f64>, UpgradeError> {
                 Ok(old.points(0, s)?.iter().map(|&(_, y)| y).collect())
             };
             vec![s4::plot(&ys(0)?, &ys(1)?)]
@@ -154,28 +163,28 @@ struct Old<'a> {
 
 impl Old<'_> {
     /// Plot `p`'s series `s`.
-    fn points(&self, p: usize, s: usize) -> Result<&[(f64, f64)], Missing> {
-        let plot = self.plots.get(p).ok_or(Missing::Plot(p))?;
-        let series = plot.series.get(s).ok_or(Missing::Series(p, s))?;
+    fn points(&self, p: usize, s: usize) -> Result<&[(f64, f64)], UpgradeError> {
+        let plot = self.plots.get(p).ok_or(UpgradeError::Plot(p))?;
+        let series = plot.series.get(s).ok_or(UpgradeError::Series(p, s))?;
         Ok(&series.points)
     }
 
     /// The `k`th number in table `t`, row `r`, column `c`.
-    fn number(&self, t: usize, r: usize, c: usize, k: usize) -> Result<f64, Missing> {
-        let table: &Table = self.report.tables.get(t).ok_or(Missing::Table(t))?;
+    fn number(&self, t: usize, r: usize, c: usize, k: usize) -> Result<f64, UpgradeError> {
+        let table: &Table = self.report.tables.get(t).ok_or(UpgradeError::Table(t))?;
         let cell = table.rows.get(r).and_then(|row| row.get(c));
         cell.and_then(|cell| numbers(cell).get(k).copied())
-            .ok_or(Missing::Cell(t, r, c))
+            .ok_or(UpgradeError::Cell(t, r, c))
     }
 
-    fn rows(&self, t: usize) -> Result<&[Vec<String>], Missing> {
-        let table = self.report.tables.get(t).ok_or(Missing::Table(t))?;
+    fn rows(&self, t: usize) -> Result<&[Vec<String>], UpgradeError> {
+        let table = self.report.tables.get(t).ok_or(UpgradeError::Table(t))?;
         Ok(&table.rows)
     }
 
     /// Throughput from the old plot (idle, hog), the per-second spread
     /// from the table's column "today per-second spread (CV) idle / hog".
-    fn s1_dbs(&self) -> Result<[[s1_dbs::Run; 2]; 3], Missing> {
+    fn s1_dbs(&self) -> Result<[[s1_dbs::Run; 2]; 3], UpgradeError> {
         let mut runs = [[s1_dbs::Run::default(); 2]; 3];
         for (m, run) in runs.iter_mut().enumerate() {
             for (h, r) in run.iter_mut().enumerate() {
@@ -188,7 +197,7 @@ impl Old<'_> {
 
     /// Every figure from the tables, one per test: pattern, study IPv4,
     /// today IPv4, study IPv6, today IPv6.
-    fn s1_netperf(&self) -> Result<s1_netperf::Results, Missing> {
+    fn s1_netperf(&self) -> Result<s1_netperf::Results, UpgradeError> {
         let patterns = self.rows(0)?.len();
         [2, 4]
             .into_iter()
@@ -208,7 +217,7 @@ impl Old<'_> {
 
     /// Packets/s from the old plot, the rest from the table (which has a
     /// row for AH KEYED-SHA1, not run).
-    fn s1_stream(&self) -> Result<Vec<s1_stream::Run>, Missing> {
+    fn s1_stream(&self) -> Result<Vec<s1_stream::Run>, UpgradeError> {
         let pps = self.points(0, 0)?;
         let rows = self.rows(0)?;
         (0..rows.len())
@@ -227,7 +236,7 @@ impl Old<'_> {
 
     /// The old plot's series: no IPsec, flowsec, then one per other
     /// implementation; x the datagram size, which names the geometry.
-    fn s2_maxrate(&self) -> Result<MaxRates, Missing> {
+    fn s2_maxrate(&self) -> Result<MaxRates, UpgradeError> {
         let (none, ipsec) = (self.points(0, 0)?, self.points(0, 1)?);
         let results = s2::GEOMETRIES
             .iter()
@@ -250,7 +259,7 @@ impl Old<'_> {
 
     /// Both old plots' series as they were, without standard deviations
     /// (never saved).
-    fn s2_rtt(&self) -> Result<Rtts, Missing> {
+    fn s2_rtt(&self) -> Result<Rtts, UpgradeError> {
         let setups = self.plots.first().map_or(0, |p| p.series.len());
         let by_size = (0..setups)
             .map(|s| {
@@ -260,16 +269,16 @@ impl Old<'_> {
                     .map(|&(x, y)| (x, y, 0.0))
                     .collect())
             })
-            .collect::<Result<Vec<_>, Missing>>()?;
+            .collect::<Result<Vec<_>, UpgradeError>>()?;
         let by_load = (0..setups)
             .map(|s| Ok(self.points(1, s)?.to_vec()))
-            .collect::<Result<Vec<_>, Missing>>()?;
+            .collect::<Result<Vec<_>, UpgradeError>>()?;
         Ok((by_size, by_load))
     }
 
     /// The old plot's points, x the suite's row in the table; null/null
     /// (refused) has none.
-    fn s3_matrix(&self) -> Result<Vec<Option<s3_matrix::Run>>, Missing> {
+    fn s3_matrix(&self) -> Result<Vec<Option<s3_matrix::Run>>, UpgradeError> {
         let (fwd, rev) = (self.points(0, 0)?, self.points(0, 1)?);
         let has = |p: &[(f64, f64)], x: f64| p.iter().any(|q| q.0 == x);
         Ok((0..self.rows(0)?.len())

@@ -31,7 +31,7 @@ pub fn interrupted() -> bool {
 
 pub(crate) fn check_interrupted() -> Result<(), LabError> {
     if interrupted() {
-        Err(LabError("interrupted".into()))
+        Err(LabError::Interrupted)
     } else {
         Ok(())
     }
@@ -46,6 +46,14 @@ pub struct Topology {
     children: Vec<Child>,
 }
 
+/// `cmd` could not be started or waited for.
+fn spawn_error<'a>(cmd: &'a [&'a str]) -> impl FnOnce(std::io::Error) -> LabError + 'a {
+    move |error| LabError::Spawn {
+        command: cmd.join(" "),
+        error,
+    }
+}
+
 fn run(args: &[&str]) -> Result<(), LabError> {
     check_interrupted()?;
     run_anyway(args)
@@ -56,15 +64,18 @@ fn run_anyway(args: &[&str]) -> Result<(), LabError> {
     let out = Command::new(args[0])
         .args(&args[1..])
         .output()
-        .map_err(|e| LabError(format!("{}: {e}", args.join(" "))))?;
+        .map_err(|error| LabError::Spawn {
+            command: args.join(" "),
+            error,
+        })?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(LabError(format!(
-            "{}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )))
+        Err(LabError::Failed {
+            host: None,
+            command: args.join(" "),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
     }
 }
 
@@ -172,7 +183,7 @@ impl Topology {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| LabError(format!("{}: {e}", cmd.join(" "))))?;
+            .map_err(spawn_error(cmd))?;
         let read = |pipe: Option<Box<dyn Read + Send>>| {
             std::thread::spawn(move || {
                 let mut text = Vec::new();
@@ -189,7 +200,7 @@ impl Topology {
             match child.try_wait() {
                 Ok(Some(status)) => break status,
                 Ok(None) => {}
-                Err(e) => return Err(LabError(format!("{}: {e}", cmd.join(" ")))),
+                Err(e) => return Err(spawn_error(cmd)(e)),
             }
             if interrupted() && !passed_on {
                 // Not reaped yet (try_wait said so): the pid is the
@@ -206,11 +217,11 @@ impl Topology {
         };
         check_interrupted()?;
         if !out.status.success() {
-            return Err(LabError(format!(
-                "{host}: {}: {}",
-                cmd.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
+            return Err(LabError::Failed {
+                host: Some(host.to_string()),
+                command: cmd.join(" "),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
@@ -224,15 +235,14 @@ impl Topology {
         log: &Path,
         ready: Option<&str>,
     ) -> Result<(), LabError> {
-        let file =
-            std::fs::File::create(log).map_err(|e| LabError(format!("{}: {e}", log.display())))?;
+        let file = std::fs::File::create(log).map_err(crate::error::at(log))?;
         let child = Command::new("ip")
             .args(["netns", "exec", &self.ns(host)])
             .args(cmd)
             .stdout(Stdio::null())
             .stderr(file)
             .spawn()
-            .map_err(|e| LabError(format!("{}: {e}", cmd.join(" "))))?;
+            .map_err(spawn_error(cmd))?;
         self.children.push(child);
         if let Some(text) = ready {
             let start = Instant::now();
@@ -247,11 +257,11 @@ impl Topology {
                     .and_then(|c| c.try_wait().ok().flatten());
                 check_interrupted()?;
                 if exited.is_some() || start.elapsed() > Duration::from_secs(10) {
-                    return Err(LabError(format!(
-                        "{host}: {}: not ready: {}",
-                        cmd.join(" "),
-                        seen.trim()
-                    )));
+                    return Err(LabError::NotReady {
+                        host: host.to_string(),
+                        command: cmd.join(" "),
+                        log: seen.trim().to_string(),
+                    });
                 }
                 std::thread::sleep(Duration::from_millis(50));
             }

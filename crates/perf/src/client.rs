@@ -10,7 +10,7 @@ use serde::Deserialize;
 use crate::cpu::CpuMark;
 use crate::server::{send_line, Done, Seen, CBR_HEADER};
 use crate::spec::{Outcome, Second, Spec, Test};
-use crate::PerfError;
+use crate::{PerfError, Thread};
 
 /// Most latency samples kept (for the percentiles).
 const MAX_SAMPLES: usize = 10_000_000;
@@ -26,26 +26,21 @@ struct PortReply {
 /// Run `spec` against the server at `host` (name or address, and `port`
 /// for the control connection).
 pub fn run(host: &str, port: u16, spec: &Spec) -> Result<Outcome, PerfError> {
-    spec.check().map_err(PerfError)?;
+    spec.check()?;
     let addr = (host, port)
         .to_socket_addrs()?
         .next()
-        .ok_or_else(|| PerfError(format!("{host}: no address")))?;
+        .ok_or_else(|| PerfError::NoAddress { host: host.into() })?;
     let control = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
-        .map_err(|e| PerfError(format!("{addr}: {e} (is `flowsec perf server` running?)")))?;
+        .map_err(|error| PerfError::Connect { addr, error })?;
     control.set_read_timeout(Some(Duration::from_secs(10)))?;
     let mut reader = BufReader::new(control.try_clone()?);
     send_line(&control, spec)?;
     let reply: PortReply = serde_json::from_str(&line(&mut reader)?)?;
     if let Some(e) = reply.error {
-        return Err(PerfError(format!("server: {e}")));
+        return Err(PerfError::Server { message: e });
     }
-    let data = SocketAddr::new(
-        addr.ip(),
-        reply
-            .port
-            .ok_or_else(|| PerfError("server sent no port".into()))?,
-    );
+    let data = SocketAddr::new(addr.ip(), reply.port.ok_or(PerfError::NoPort)?);
     let mark = CpuMark::now();
     let started = Instant::now();
     let mut out = Outcome {
@@ -69,7 +64,7 @@ pub fn run(host: &str, port: u16, spec: &Spec) -> Result<Outcome, PerfError> {
     send_line(&control, &done)?;
     let seen: Seen = serde_json::from_str(&line(&mut reader)?)?;
     if let Some(e) = seen.error {
-        return Err(PerfError(format!("server: {e}")));
+        return Err(PerfError::Server { message: e });
     }
     finish(&mut out, spec, &seen);
     Ok(out)
@@ -89,10 +84,7 @@ pub fn run_parallel(
         return run(host, port, spec);
     }
     if threads > crate::server::MAX_TESTS {
-        return Err(PerfError(format!(
-            "at most {} parallel connections (what a server runs at once)",
-            crate::server::MAX_TESTS
-        )));
+        return Err(PerfError::TooManyParallel);
     }
     let outcomes: Vec<Result<Outcome, PerfError>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
@@ -100,10 +92,7 @@ pub fn run_parallel(
             .collect();
         handles
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(PerfError("a test thread panicked".into())))
-            })
+            .map(|h| h.join().unwrap_or(Err(PerfError::Panicked(Thread::Test))))
             .collect()
     });
     let mut total = Outcome {
@@ -167,7 +156,7 @@ fn line(reader: &mut impl BufRead) -> Result<String, PerfError> {
     let mut l = String::new();
     reader.take(1 << 20).read_line(&mut l)?;
     if l.is_empty() {
-        return Err(PerfError("the server closed the control connection".into()));
+        return Err(PerfError::ServerClosed);
     }
     Ok(l)
 }
@@ -257,11 +246,11 @@ fn tcp_stream_many(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(
             if e.kind() == std::io::ErrorKind::AddrNotAvailable {
                 // Every closed connection holds its port in TIME_WAIT
                 // for a minute.
-                PerfError(format!(
-                    "{data}: {e} after {} connections: no local port free \
-                     (reconnect less often, or sysctl net.ipv4.tcp_tw_reuse=1)",
-                    out.connects
-                ))
+                PerfError::NoLocalPort {
+                    addr: data,
+                    error: e,
+                    connects: out.connects,
+                }
             } else {
                 e.into()
             }
@@ -560,6 +549,7 @@ fn udp_rr(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), PerfEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::SpecError;
     use std::net::TcpListener;
 
     /// A server on 127.0.0.1 for one test at a time.
@@ -699,7 +689,15 @@ mod tests {
             conns: 2,
             ..quick(Test::TcpRr)
         };
-        assert!(run("127.0.0.1", port, &rr).is_err());
+        let e = run("127.0.0.1", port, &rr).unwrap_err();
+        assert!(
+            matches!(e, PerfError::Spec(SpecError::ManyConnectionsNotStream)),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "several connections and reconnecting are TCP_STREAM's"
+        );
     }
 
     #[test]
@@ -713,10 +711,18 @@ mod tests {
         };
         send_line(&control, &bad).unwrap();
         let reply = line(&mut BufReader::new(control)).unwrap();
-        assert!(reply.contains("error"), "{reply}");
-        assert!(run("127.0.0.1", port, &bad).is_err());
+        assert_eq!(
+            reply.trim(),
+            r#"{"error":"message sizes must be 1..=65507 bytes"}"#
+        );
+        let e = run("127.0.0.1", port, &bad).unwrap_err();
+        assert!(
+            matches!(e, PerfError::Spec(SpecError::MessageSize { max: 65_507 })),
+            "{e:?}"
+        );
         // Nothing listening: a clear error.
         let e = run("127.0.0.1", 1, &quick(Test::TcpRr)).unwrap_err();
-        assert!(e.0.contains("flowsec perf server"), "{e}");
+        assert!(matches!(e, PerfError::Connect { .. }), "{e:?}");
+        assert!(e.to_string().contains("flowsec perf server"), "{e}");
     }
 }

@@ -26,32 +26,12 @@ mod spec;
 mod sys;
 
 pub use client::{run, run_parallel};
-pub(crate) use sys::{poll, pollfd};
 pub use cpu::CpuUse;
 pub use search::{max_rate, ping, Delivery, MaxRate, PingRow, Probe};
 pub use server::{serve, serve_one, DEFAULT_PORT};
 pub use spec::{Outcome, Payload, Second, Spec, Test};
+pub(crate) use sys::{poll, pollfd};
 
-/// Why a test could not run.
-#[derive(Debug)]
-pub struct PerfError(pub String);
+mod error;
 
-impl core::fmt::Display for PerfError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for PerfError {}
-
-impl From<std::io::Error> for PerfError {
-    fn from(e: std::io::Error) -> Self {
-        PerfError(e.to_string())
-    }
-}
-
-impl From<serde_json::Error> for PerfError {
-    fn from(e: serde_json::Error) -> Self {
-        PerfError(format!("control message: {e}"))
-    }
-}
+pub use error::{PerfError, SpecError, Thread};

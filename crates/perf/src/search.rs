@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::spec::{Spec, Test};
-use crate::PerfError;
+use crate::{PerfError, Thread};
 
 /// The highest rate a search may probe (1 Tbit/s): doubling and sums stay
 /// far from overflowing a u64.
@@ -78,9 +78,7 @@ pub fn max_rate(
     mut run: impl FnMut(&Spec) -> Result<Delivery, PerfError>,
 ) -> Result<MaxRate, PerfError> {
     if step_bps == 0 || max_bps < step_bps || max_bps > MAX_BPS {
-        return Err(PerfError(format!(
-            "MAXRATE needs 0 < step <= max rate <= {MAX_BPS} bit/s"
-        )));
+        return Err(PerfError::MaxRateBounds);
     }
     let mut probes = Vec::new();
     // A rate fails only if two probes in a row fail at it: on a shared
@@ -203,14 +201,14 @@ pub fn ping(
         seconds: (sizes.len() as f64 * count as f64 * interval_s).clamp(0.1, 3600.0),
         ..Spec::new(Test::Cbr)
     };
-    spec.check().map_err(PerfError)?;
+    spec.check()?;
     std::thread::scope(|s| {
         let loader = s.spawn(|| crate::run(host, port, &spec));
         let rows = echoes(host, port, sizes, count, interval_s, bps);
         let loaded = loader
             .join()
-            .map_err(|_| PerfError("the load thread panicked".into()))?;
-        loaded.map_err(|e| PerfError(format!("background load: {e}")))?;
+            .map_err(|_| PerfError::Panicked(Thread::Load))?;
+        loaded.map_err(|e| PerfError::BackgroundLoad(Box::new(e)))?;
         rows
     })
 }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cpu::CpuMark;
 use crate::spec::{Second, Spec, Test, MAX_CONNS};
-use crate::{CpuUse, PerfError};
+use crate::{CpuUse, PerfError, Thread};
 
 /// netserver's control port.
 pub const DEFAULT_PORT: u16 = 12865;
@@ -108,8 +108,8 @@ pub fn serve_one(control: TcpStream) -> Result<(), PerfError> {
     let mut reader = BufReader::new(control.try_clone()?);
     let spec: Spec = serde_json::from_str(&read_line(&mut reader)?)?;
     if let Err(e) = spec.check() {
-        send_line(&control, &serde_json::json!({ "error": e }))?;
-        return Err(PerfError(e));
+        send_line(&control, &serde_json::json!({ "error": e.to_string() }))?;
+        return Err(e.into());
     }
     let local = control.local_addr()?.ip();
     let stop = Arc::new(AtomicBool::new(false));
@@ -154,9 +154,9 @@ impl DataThread {
         let worker = self.worker.take();
         worker
             .map_or(Ok(Ok(Seen::default())), |w| w.join())
-            .unwrap_or_else(|_| Err(PerfError("data thread panicked".into())))
+            .unwrap_or(Err(PerfError::Panicked(Thread::Data)))
             .unwrap_or_else(|e| Seen {
-                error: Some(e.0),
+                error: Some(e.to_string()),
                 ..Seen::default()
             })
     }
@@ -175,7 +175,7 @@ fn read_line(reader: &mut impl BufRead) -> Result<String, PerfError> {
     let mut line = String::new();
     reader.take(MAX_LINE).read_line(&mut line)?;
     if line.is_empty() {
-        return Err(PerfError("control connection closed".into()));
+        return Err(PerfError::ClientClosed);
     }
     Ok(line)
 }

@@ -1,5 +1,6 @@
 //! What a test is asked to do ([`Spec`]) and what it found ([`Outcome`]).
 
+use crate::SpecError;
 use serde::{Deserialize, Serialize};
 
 /// The tests, by netperf's names.
@@ -192,10 +193,10 @@ impl Spec {
 
     /// Sizes and durations the server accepts: a spec from the network is
     /// input like any other.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SpecError> {
         let size_ok = |n: usize, max: usize| (1..=max).contains(&n);
         if !(self.seconds > 0.0 && self.seconds <= 3600.0) {
-            return Err(format!("seconds {} out of (0, 3600]", self.seconds));
+            return Err(SpecError::Seconds(self.seconds));
         }
         let udp = matches!(self.test, Test::UdpStream | Test::UdpRr | Test::Cbr);
         let max = if udp { 65_507 } else { 1 << 20 };
@@ -203,28 +204,25 @@ impl Spec {
             || !size_ok(self.req_size, max)
             || !size_ok(self.rsp_size, max)
         {
-            return Err(format!("message sizes must be 1..={max} bytes"));
+            return Err(SpecError::MessageSize { max });
         }
         if self.test == Test::Cbr && self.msg_size < crate::server::CBR_HEADER {
-            return Err(format!(
-                "CBR payloads carry a {}-byte header: at least that many bytes",
-                crate::server::CBR_HEADER
-            ));
+            return Err(SpecError::CbrHeader);
         }
         if self.interval_s.is_some_and(|i| !(i > 0.0 && i <= 60.0)) {
-            return Err("interval must be in (0, 60] s".into());
+            return Err(SpecError::Interval);
         }
         if !(1..=MAX_CONNS).contains(&self.conns) {
-            return Err(format!("connections must be 1..={MAX_CONNS}"));
+            return Err(SpecError::Connections);
         }
         if self.many_connections() && self.test != Test::TcpStream {
-            return Err("several connections and reconnecting are TCP_STREAM's".into());
+            return Err(SpecError::ManyConnectionsNotStream);
         }
         if self.reconnect == Some(0) {
-            return Err("reconnect after at least one message".into());
+            return Err(SpecError::ReconnectZero);
         }
         if self.test == Test::Cbr && self.rate_bps.unwrap_or(0) == 0 {
-            return Err("CBR needs a rate".into());
+            return Err(SpecError::CbrRate);
         }
         Ok(())
     }

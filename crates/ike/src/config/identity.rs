@@ -26,6 +26,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use flowsec_wire::ike::{Id, IdType};
 
+use super::value_error::{HexError, IdentityError};
+
 /// An IKE identity (RFC 7296 §3.5), or `%any`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Identity {
@@ -60,30 +62,28 @@ pub enum IdMatch {
 impl Identity {
     /// Parse an identity as strongSwan does (see the module docs). The error
     /// says why the text was refused.
-    pub fn parse(s: &str) -> Result<Identity, String> {
+    pub fn parse(s: &str) -> Result<Identity, IdentityError> {
         if let Some(id) = parse_prefixed(s)? {
             return Ok(id);
         }
         if s.contains('=') {
-            return Err(format!(
-                "'{s}' looks like a distinguished name (asn1dn), which flowsec does not \
-                 support yet"
-            ));
+            return Err(IdentityError::DistinguishedName { id: s.into() });
         }
         if let Some(rest) = s.strip_prefix('@') {
             if let Some(hex) = rest.strip_prefix('#') {
-                return Ok(Identity::KeyId(
-                    decode_hex(hex).map_err(|e| format!("'{s}': {e}"))?,
-                ));
+                return Ok(Identity::KeyId(decode_hex(hex).map_err(|problem| {
+                    IdentityError::Hex {
+                        id: s.into(),
+                        problem,
+                    }
+                })?));
             }
             if let Some(user) = rest.strip_prefix('@') {
                 return non_empty(s, user).map(|u| Identity::Email(u.to_string()));
             }
             if rest.is_empty() {
                 // `id = @#01ab` unquoted: '#' starts a comment.
-                return Err(format!(
-                    "'{s}' names no identity (a key id must be quoted: \"@#hex\")"
-                ));
+                return Err(IdentityError::UnquotedKeyId { id: s.into() });
             }
             return Ok(Identity::Fqdn(rest.to_string()));
         }
@@ -97,16 +97,12 @@ impl Identity {
             return Ok(Identity::from(ip));
         }
         if is_subnet_or_range(s) {
-            return Err(format!(
-                "'{s}' is a subnet or range identity, which flowsec does not support"
-            ));
+            return Err(IdentityError::SubnetOrRange { id: s.into() });
         }
         if s.contains(':') {
             // strongSwan turns this into a KEY_ID of the text; almost always
             // a typo'd IPv6 address.
-            return Err(format!(
-                "'{s}' is not an IPv6 address (write keyid:{s} for a key identifier)"
-            ));
+            return Err(IdentityError::NotIpv6 { id: s.into() });
         }
         Ok(Identity::Fqdn(s.to_string()))
     }
@@ -213,9 +209,9 @@ impl fmt::Display for Identity {
     }
 }
 
-fn non_empty<'a>(whole: &str, s: &'a str) -> Result<&'a str, String> {
+fn non_empty<'a>(whole: &str, s: &'a str) -> Result<&'a str, IdentityError> {
     if s.is_empty() {
-        Err(format!("'{whole}' names no identity"))
+        Err(IdentityError::Empty { id: whole.into() })
     } else {
         Ok(s)
     }
@@ -231,7 +227,7 @@ fn is_subnet_or_range(s: &str) -> bool {
 }
 
 /// `type:value` and `{N}:value` forms; `None` when `s` has neither.
-fn parse_prefixed(s: &str) -> Result<Option<Identity>, String> {
+fn parse_prefixed(s: &str) -> Result<Option<Identity>, IdentityError> {
     const PREFIXES: &[(&str, u8)] = &[
         ("ipv4:", 1),
         ("ipv6:", 5),
@@ -262,10 +258,14 @@ fn parse_prefixed(s: &str) -> Result<Option<Identity>, String> {
         },
     };
     let bytes = match value.strip_prefix('#') {
-        Some(hex) => decode_hex(hex).map_err(|e| format!("'{s}': {e}"))?,
+        Some(hex) => decode_hex(hex).map_err(|problem| IdentityError::Hex {
+            id: s.into(),
+            problem,
+        })?,
         None => value.as_bytes().to_vec(),
     };
-    let text = || String::from_utf8(bytes.clone()).map_err(|_| format!("'{s}': not UTF-8"));
+    let text =
+        || String::from_utf8(bytes.clone()).map_err(|_| IdentityError::NotUtf8 { id: s.into() });
     let id = match ty {
         1 | 5 => {
             let addr = if value.starts_with('#') {
@@ -280,22 +280,17 @@ fn parse_prefixed(s: &str) -> Result<Option<Identity>, String> {
             match addr {
                 Some(a) if a.is_ipv4() == (ty == 1) => Identity::from(a),
                 _ => {
-                    return Err(format!(
-                        "'{s}': not an IPv{} address",
-                        if ty == 1 { 4 } else { 6 }
-                    ))
+                    return Err(IdentityError::NotAnAddress {
+                        id: s.into(),
+                        version: if ty == 1 { 4 } else { 6 },
+                    })
                 }
             }
         }
         2 => Identity::Fqdn(text()?),
         3 => Identity::Email(text()?),
         11 => Identity::KeyId(bytes),
-        _ => {
-            return Err(format!(
-                "'{s}': this identity type is not supported (FQDN, RFC 822, IPv4/IPv6 \
-                 address and key id are)"
-            ))
-        }
+        _ => return Err(IdentityError::UnsupportedType { id: s.into() }),
     };
     Ok(Some(id))
 }
@@ -318,18 +313,18 @@ fn numeric_prefix(s: &str) -> Option<(u8, &str)> {
 
 /// Hex digits, optionally separated by `:` (as strongSwan's
 /// `chunk_from_hex` accepts).
-pub(crate) fn decode_hex(s: &str) -> Result<Vec<u8>, String> {
+pub(crate) fn decode_hex(s: &str) -> Result<Vec<u8>, HexError> {
     let digits: Vec<u8> = s
         .chars()
         .filter(|&c| c != ':')
-        .map(|c| c.to_digit(16).map(|d| d as u8).ok_or("not a hex digit"))
+        .map(|c| c.to_digit(16).map(|d| d as u8).ok_or(HexError::NotHex))
         .collect::<Result<_, _>>()?;
     if digits.is_empty() {
-        return Err("no hex digits".into());
+        return Err(HexError::Empty);
     }
     #[allow(clippy::manual_is_multiple_of)] // MSRV 1.80
     if digits.len() % 2 != 0 {
-        return Err("an odd number of hex digits".into());
+        return Err(HexError::OddLength);
     }
     Ok(digits.chunks(2).map(|p| p[0] << 4 | p[1]).collect())
 }

@@ -19,7 +19,8 @@
 
 use zeroize::{Zeroize, Zeroizing};
 
-use super::ConfigError;
+use super::error::Found as Token;
+use super::{ConfigError, ConfigErrorKind};
 
 /// Deepest nesting of sections (swanctl.conf needs 5:
 /// `connections.gw.children.net`); bounds the parser's stack.
@@ -59,7 +60,9 @@ impl Section {
                 file,
                 s.line,
                 join(path, &s.key),
-                format!("given twice (first on line {})", prev.line),
+                ConfigErrorKind::Duplicate {
+                    first_line: prev.line,
+                },
             ));
         }
         self.settings.push(s);
@@ -96,19 +99,8 @@ pub(crate) fn join(path: &str, name: &str) -> String {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Token {
-    Name(String),
-    Open,
-    Close,
-    Equals,
-    Colon,
-    /// `.` or `,` outside a value: never valid here.
-    Stray(char),
-    /// `include` followed by white space and not `=`.
-    Include,
-    Eof,
-}
+// The tokens outside values are [`Found`](super::Found)'s: what an error
+// says was found is the token itself.
 
 struct Lexer<'a> {
     file: &'a str,
@@ -124,8 +116,8 @@ fn is_name_char(c: char) -> bool {
 }
 
 impl<'a> Lexer<'a> {
-    fn err(&self, key: &str, problem: impl Into<String>) -> ConfigError {
-        ConfigError::new(self.file, self.line, key.to_string(), problem.into())
+    fn err(&self, key: &str, kind: ConfigErrorKind) -> ConfigError {
+        ConfigError::new(self.file, self.line, key.to_string(), kind)
     }
 
     fn skip_comment(&mut self) {
@@ -165,12 +157,7 @@ impl<'a> Lexer<'a> {
                     };
                     return Ok((t, line));
                 }
-                '"' => {
-                    return Err(self.err(
-                        path,
-                        "unexpected quoted string (quotes are allowed in values only)",
-                    ))
-                }
+                '"' => return Err(self.err(path, ConfigErrorKind::QuotedName)),
                 _ => {
                     let mut name = String::new();
                     while let Some(&c) = self.chars.peek() {
@@ -248,7 +235,7 @@ impl<'a> Lexer<'a> {
                     self.file,
                     start,
                     key.to_string(),
-                    "unterminated quoted string".to_string(),
+                    ConfigErrorKind::UnterminatedQuote,
                 ));
             };
             match c {
@@ -277,7 +264,7 @@ impl<'a> Lexer<'a> {
                             self.file,
                             start,
                             key.to_string(),
-                            "unterminated quoted string".to_string(),
+                            ConfigErrorKind::UnterminatedQuote,
                         ))
                     }
                 },
@@ -307,10 +294,10 @@ pub(crate) fn parse_tree(file: &str, text: &str) -> Result<Section, ConfigError>
                         file,
                         lx.line,
                         p.clone(),
-                        format!(
-                            "section '{}' opened on line {} is not closed",
-                            s.name, s.line
-                        ),
+                        ConfigErrorKind::Unclosed {
+                            section: s.name.clone(),
+                            opened: s.line,
+                        },
                     ));
                 }
                 return Ok(root);
@@ -321,7 +308,7 @@ pub(crate) fn parse_tree(file: &str, text: &str) -> Result<Section, ConfigError>
                         file,
                         line,
                         String::new(),
-                        "'}' without a section to close".to_string(),
+                        ConfigErrorKind::StrayClose,
                     ));
                 };
                 match open.last_mut() {
@@ -330,14 +317,7 @@ pub(crate) fn parse_tree(file: &str, text: &str) -> Result<Section, ConfigError>
                 }
             }
             Token::Include => {
-                return Err(ConfigError::new(
-                    file,
-                    line,
-                    path,
-                    "'include' is not supported: flowsec reads one file; merge the \
-                     included files into it"
-                        .to_string(),
-                ))
+                return Err(ConfigError::new(file, line, path, ConfigErrorKind::Include))
             }
             Token::Name(name) => {
                 let here = join(&path, &name);
@@ -349,7 +329,7 @@ pub(crate) fn parse_tree(file: &str, text: &str) -> Result<Section, ConfigError>
                                 file,
                                 line,
                                 here,
-                                format!("sections nested deeper than {MAX_DEPTH}"),
+                                ConfigErrorKind::TooDeep,
                             ));
                         }
                         let s = Section {
@@ -376,7 +356,7 @@ pub(crate) fn parse_tree(file: &str, text: &str) -> Result<Section, ConfigError>
                             file,
                             nline,
                             here,
-                            "section references ('name : base { }') are not supported".to_string(),
+                            ConfigErrorKind::SectionReference,
                         ))
                     }
                     other => {
@@ -384,10 +364,7 @@ pub(crate) fn parse_tree(file: &str, text: &str) -> Result<Section, ConfigError>
                             file,
                             nline,
                             here,
-                            format!(
-                                "expected '{{' or '=' after '{name}', found {}",
-                                describe(&other)
-                            ),
+                            ConfigErrorKind::ExpectedOpenOrEquals { name, found: other },
                         ))
                     }
                 }
@@ -397,23 +374,10 @@ pub(crate) fn parse_tree(file: &str, text: &str) -> Result<Section, ConfigError>
                     file,
                     line,
                     path,
-                    format!("expected a name, found {}", describe(&other)),
+                    ConfigErrorKind::ExpectedName { found: other },
                 ))
             }
         }
-    }
-}
-
-fn describe(t: &Token) -> String {
-    match t {
-        Token::Name(n) => format!("'{n}'"),
-        Token::Open => "'{'".into(),
-        Token::Close => "'}'".into(),
-        Token::Equals => "'='".into(),
-        Token::Colon => "':'".into(),
-        Token::Stray(c) => format!("'{c}'"),
-        Token::Include => "'include'".into(),
-        Token::Eof => "the end of the file".into(),
     }
 }
 
@@ -475,34 +439,35 @@ mod tests {
         assert_eq!(root.sections[0].settings.len(), 2);
         let e = parse_tree("t", "a { x = 1 }\na { x = 2 }").unwrap_err();
         assert_eq!((e.line, e.key.as_str()), (2, "a.x"));
-        assert!(e.problem.contains("line 1"), "{e}");
+        assert!(e.kind.to_string().contains("line 1"), "{e}");
     }
 
     #[test]
     fn syntax_errors_name_line_and_path() {
         let e = parse_tree("f.conf", "a {\n b {\n").unwrap_err();
         assert_eq!(e.key, "a.b");
-        assert!(e.problem.contains("not closed"));
+        assert!(e.kind.to_string().contains("not closed"));
         let e = parse_tree("f.conf", "a {\n}\n}").unwrap_err();
         assert_eq!(e.line, 3);
         let e = parse_tree("f.conf", "a {\n include /etc/x.conf\n}").unwrap_err();
         assert_eq!((e.line, e.key.as_str()), (2, "a"));
-        assert!(e.problem.contains("include"));
+        assert!(e.kind.to_string().contains("include"));
         // `include = x` is a setting named include.
         assert!(parse_tree("f", "include = x").is_ok());
         let e = parse_tree("f", "a : b { }").unwrap_err();
-        assert!(e.problem.contains("references"));
+        assert!(e.kind.to_string().contains("references"));
         let e = parse_tree("f", "a {\n k = \"open\n").unwrap_err();
         assert_eq!((e.line, e.key.as_str()), (2, "a.k"));
-        assert!(e.problem.contains("unterminated"));
+        assert!(e.kind.to_string().contains("unterminated"));
         let e = parse_tree("f", "a.b = c").unwrap_err();
-        assert!(e.problem.contains("'.'"), "{e}");
+        assert!(e.kind.to_string().contains("'.'"), "{e}");
         let e = parse_tree("f", "a b").unwrap_err();
-        assert!(e.problem.contains("expected"), "{e}");
+        assert!(e.kind.to_string().contains("expected"), "{e}");
         let deep = "a {".repeat(40);
         assert!(parse_tree("f", &deep)
             .unwrap_err()
-            .problem
+            .kind
+            .to_string()
             .contains("deeper"));
     }
 }

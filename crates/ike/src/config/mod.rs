@@ -61,6 +61,7 @@
 //! `0x10` and octal `010`); every connection needs `local` and `remote`
 //! sections with `auth = psk` (strongSwan's default is `pubkey`).
 
+mod error;
 pub mod identity;
 pub mod lexer;
 pub mod negotiate;
@@ -68,6 +69,7 @@ pub mod proposal;
 pub mod supported;
 pub mod swanctl;
 pub mod ts;
+mod value_error;
 
 use core::fmt;
 use std::net::IpAddr;
@@ -76,6 +78,7 @@ use std::time::Duration;
 
 use zeroize::Zeroizing;
 
+pub use error::{ConfigError, ConfigErrorKind, Found};
 pub use identity::{IdMatch, Identity};
 pub use negotiate::{
     child_accepts, child_answer, child_offer, ike_accepts, ike_answer, ike_offer, select_child,
@@ -88,6 +91,10 @@ pub use proposal::{
 };
 pub use supported::restrict_to;
 pub use ts::{AddrSpec, TsSpec};
+pub use value_error::{
+    EmptyListItem, HexError, IdentityError, ProposalError, ProposalKind, ProtoPortError,
+    SecretError, SelectorError, ValueError,
+};
 
 /// Largest configuration file [`load`] reads (implementation limit; a
 /// large strongSwan site's file is a few hundred kilobytes).
@@ -102,13 +109,13 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
 /// Read and parse a configuration file.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let name = path.display().to_string();
-    let fail = |problem: String| ConfigError::new(&name, 0, String::new(), problem);
-    let meta = std::fs::metadata(path).map_err(|e| fail(e.to_string()))?;
+    let fail = |kind| ConfigError::new(&name, 0, String::new(), kind);
+    let meta = std::fs::metadata(path).map_err(|e| fail(ConfigErrorKind::Read(e)))?;
     if meta.len() > MAX_FILE_LEN {
-        return Err(fail(format!("larger than {MAX_FILE_LEN} bytes")));
+        return Err(fail(ConfigErrorKind::TooLarge));
     }
     // The file holds the secrets: its text is wiped once parsed.
-    let bytes = Zeroizing::new(std::fs::read(path).map_err(|e| fail(e.to_string()))?);
+    let bytes = Zeroizing::new(std::fs::read(path).map_err(|e| fail(ConfigErrorKind::Read(e)))?);
     let text = Zeroizing::new(
         std::str::from_utf8(&bytes)
             .map(str::to_string)
@@ -117,54 +124,11 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
                     .iter()
                     .filter(|&&b| b == b'\n')
                     .count();
-                ConfigError::new(&name, line, String::new(), "not UTF-8 text".to_string())
+                ConfigError::new(&name, line, String::new(), ConfigErrorKind::NotUtf8)
             })?,
     );
     parse(&name, &text)
 }
-
-/// Why a configuration was refused, and where. Displays as
-/// `FILE:LINE: KEY: PROBLEM` (`FILE: PROBLEM` when the file could not be
-/// read; the key is left out where there is none, e.g. a stray `}` at the
-/// top).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    /// The file name given to [`parse`] (the path for [`load`]).
-    pub file: String,
-    /// Line, from 1; 0 when the file could not be read.
-    pub line: usize,
-    /// The dotted key or section path, e.g.
-    /// `connections.gw.children.net.esp_proposals`.
-    pub key: String,
-    /// What is wrong.
-    pub problem: String,
-}
-
-impl ConfigError {
-    pub(crate) fn new(file: &str, line: usize, key: String, problem: String) -> ConfigError {
-        ConfigError {
-            file: file.to_string(),
-            line,
-            key,
-            problem,
-        }
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.file)?;
-        if self.line != 0 {
-            write!(f, ":{}", self.line)?;
-        }
-        if !self.key.is_empty() {
-            write!(f, ": {}", self.key)?;
-        }
-        write!(f, ": {}", self.problem)
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 /// A whole configuration: connections and pre-shared keys, in file order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

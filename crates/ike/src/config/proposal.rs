@@ -44,6 +44,8 @@ use flowsec_crypto::esp::is_aead;
 use flowsec_crypto::suite::{encr_keyword, integ_keyword, Encr};
 use flowsec_wire::iana::{DhGroup, EncrId, EsnId, IntegId, PrfId};
 
+use super::value_error::{EmptyListItem, ProposalError, ProposalKind};
+
 pub use super::negotiate::{
     child_accepts, child_answer, child_offer, ike_accepts, ike_answer, ike_offer, select_child,
     select_ike, ChildChosen, IkeChosen,
@@ -79,27 +81,26 @@ pub struct ChildProposal {
 
 /// Parse one IKE proposal. `default` is refused here: it stands for two
 /// proposals, see [`parse_ike_proposals`].
-pub fn parse_ike_proposal(s: &str) -> Result<IkeProposal, String> {
+pub fn parse_ike_proposal(s: &str) -> Result<IkeProposal, ProposalError> {
     let t = tokens(s)?;
     if !t.esn.is_empty() {
-        return Err(format!(
-            "'{s}': esn/noesn apply to ESP and AH proposals only"
-        ));
+        return Err(ProposalError::EsnInIke { proposal: s.into() });
     }
     if t.encr.is_empty() {
-        return Err(format!(
-            "'{s}': an encryption algorithm is mandatory in IKE proposals"
-        ));
+        return Err(ProposalError::NoEncryption {
+            proposal: s.into(),
+            kind: ProposalKind::Ike,
+        });
     }
     if let Some(e) = t
         .encr
         .iter()
         .find(|e| matches!(e.id, EncrId::NULL | EncrId::NULL_AUTH_AES_GMAC))
     {
-        return Err(format!(
-            "'{s}': {} is not allowed for IKE (RFC 7296 §3.3.2, RFC 5282)",
-            e.id
-        ));
+        return Err(ProposalError::NotForIke {
+            proposal: s.into(),
+            encr: e.id,
+        });
     }
     let aead = all_aead(s, &t.encr)?;
     let mut prf = t.prf;
@@ -113,20 +114,18 @@ pub fn parse_ike_proposal(s: &str) -> Result<IkeProposal, String> {
         }
     }
     if prf.is_empty() {
-        return Err(format!(
-            "'{s}': a PRF algorithm is mandatory in IKE proposals"
-        ));
+        return Err(ProposalError::NoPrf { proposal: s.into() });
     }
     let dh: Vec<DhGroup> = t.dh.into_iter().filter(|&g| g != DhGroup::NONE).collect();
     if dh.is_empty() {
-        return Err(format!("'{s}': a DH group is mandatory in IKE proposals"));
+        return Err(ProposalError::NoDhGroup { proposal: s.into() });
     }
     let integ = if aead { Vec::new() } else { t.integ };
     if !aead && integ.is_empty() {
-        return Err(format!(
-            "'{s}': an integrity algorithm is mandatory in IKE proposals with classic \
-             (non-AEAD) encryption algorithms"
-        ));
+        return Err(ProposalError::NoIntegrity {
+            proposal: s.into(),
+            kind: ProposalKind::Ike,
+        });
     }
     Ok(IkeProposal {
         encr: t.encr,
@@ -137,19 +136,18 @@ pub fn parse_ike_proposal(s: &str) -> Result<IkeProposal, String> {
 }
 
 /// Parse one ESP proposal (`default` refused, see [`parse_esp_proposals`]).
-pub fn parse_esp_proposal(s: &str) -> Result<ChildProposal, String> {
+pub fn parse_esp_proposal(s: &str) -> Result<ChildProposal, ProposalError> {
     let t = tokens(s)?;
     if t.encr.is_empty() {
-        return Err(format!(
-            "'{s}': an encryption algorithm is mandatory in ESP proposals"
-        ));
+        return Err(ProposalError::NoEncryption {
+            proposal: s.into(),
+            kind: ProposalKind::Esp,
+        });
     }
     let aead = all_aead(s, &t.encr)?;
     let integ = if aead { Vec::new() } else { t.integ };
     if integ.is_empty() && t.encr.iter().any(|e| e.id == EncrId::NULL) {
-        return Err(format!(
-            "'{s}': NULL encryption needs an integrity algorithm (RFC 4303 §3.2)"
-        ));
+        return Err(ProposalError::NullWithoutIntegrity { proposal: s.into() });
     }
     Ok(ChildProposal {
         encr: t.encr,
@@ -160,17 +158,16 @@ pub fn parse_esp_proposal(s: &str) -> Result<ChildProposal, String> {
 }
 
 /// Parse one AH proposal (`default` refused, see [`parse_ah_proposals`]).
-pub fn parse_ah_proposal(s: &str) -> Result<ChildProposal, String> {
+pub fn parse_ah_proposal(s: &str) -> Result<ChildProposal, ProposalError> {
     let t = tokens(s)?;
     if !t.encr.is_empty() {
-        return Err(format!(
-            "'{s}': AH proposals take integrity algorithms only (no encryption)"
-        ));
+        return Err(ProposalError::EncryptionInAh { proposal: s.into() });
     }
     if t.integ.is_empty() {
-        return Err(format!(
-            "'{s}': an integrity algorithm is mandatory in AH proposals"
-        ));
+        return Err(ProposalError::NoIntegrity {
+            proposal: s.into(),
+            kind: ProposalKind::Ah,
+        });
     }
     Ok(ChildProposal {
         encr: Vec::new(),
@@ -182,7 +179,7 @@ pub fn parse_ah_proposal(s: &str) -> Result<ChildProposal, String> {
 
 /// A comma-separated `proposals` list; `default` adds strongSwan's two
 /// default proposals, [`default_ike_proposals`].
-pub fn parse_ike_proposals(list: &str) -> Result<Vec<IkeProposal>, String> {
+pub fn parse_ike_proposals(list: &str) -> Result<Vec<IkeProposal>, ProposalError> {
     let mut out = Vec::new();
     for item in split_list(list)? {
         if item.eq_ignore_ascii_case("default") {
@@ -197,7 +194,7 @@ pub fn parse_ike_proposals(list: &str) -> Result<Vec<IkeProposal>, String> {
 /// A comma-separated `esp_proposals` list; `default` adds strongSwan's
 /// default ESP proposals, classic first then AEAD (as strongSwan's
 /// `parse_proposal()` does for the keyword).
-pub fn parse_esp_proposals(list: &str) -> Result<Vec<ChildProposal>, String> {
+pub fn parse_esp_proposals(list: &str) -> Result<Vec<ChildProposal>, ProposalError> {
     let mut out = Vec::new();
     for item in split_list(list)? {
         if item.eq_ignore_ascii_case("default") {
@@ -213,7 +210,7 @@ pub fn parse_esp_proposals(list: &str) -> Result<Vec<ChildProposal>, String> {
 
 /// A comma-separated `ah_proposals` list; `default` adds strongSwan's
 /// default AH proposal.
-pub fn parse_ah_proposals(list: &str) -> Result<Vec<ChildProposal>, String> {
+pub fn parse_ah_proposals(list: &str) -> Result<Vec<ChildProposal>, ProposalError> {
     let mut out = Vec::new();
     for item in split_list(list)? {
         if item.eq_ignore_ascii_case("default") {
@@ -344,10 +341,10 @@ pub(crate) fn integ_prf(i: IntegId) -> Option<PrfId> {
 }
 
 /// Items of a comma-separated list (spaces around items allowed).
-pub(crate) fn split_list(list: &str) -> Result<Vec<&str>, String> {
+pub(crate) fn split_list(list: &str) -> Result<Vec<&str>, EmptyListItem> {
     let items: Vec<&str> = list.split(',').map(str::trim).collect();
     if items.iter().any(|i| i.is_empty()) {
-        return Err(format!("'{list}': empty item in the comma-separated list"));
+        return Err(EmptyListItem { list: list.into() });
     }
     Ok(items)
 }
@@ -361,13 +358,10 @@ fn or_noesn(esn: Vec<EsnId>) -> Vec<EsnId> {
 }
 
 /// Whether the encryption algorithms are all AEADs (they may not mix).
-fn all_aead(s: &str, encr: &[Encr]) -> Result<bool, String> {
+fn all_aead(s: &str, encr: &[Encr]) -> Result<bool, ProposalError> {
     let aeads = encr.iter().filter(|e| is_aead(e.id)).count();
     if aeads != 0 && aeads != encr.len() {
-        return Err(format!(
-            "'{s}': classic and combined-mode (AEAD) encryption algorithms can't be contained \
-             in the same proposal"
-        ));
+        return Err(ProposalError::MixedAead { proposal: s.into() });
     }
     Ok(aeads != 0)
 }
@@ -387,17 +381,15 @@ struct Tokens {
     esn: Vec<EsnId>,
 }
 
-fn tokens(s: &str) -> Result<Tokens, String> {
+fn tokens(s: &str) -> Result<Tokens, ProposalError> {
     if s.eq_ignore_ascii_case("default") {
-        return Err(
-            "'default' stands for several proposals: use it in a proposal list".to_string(),
-        );
+        return Err(ProposalError::DefaultAlone);
     }
     let mut t = Tokens::default();
     for word in s.split('-') {
         let word = word.trim();
         if word.is_empty() {
-            return Err(format!("'{s}': empty algorithm name"));
+            return Err(ProposalError::EmptyAlgorithm { proposal: s.into() });
         }
         let w = word.to_ascii_lowercase();
         if let Some(p) = prf_keyword(&w) {
@@ -411,11 +403,15 @@ fn tokens(s: &str) -> Result<Tokens, String> {
         } else if let Some(e) = encr_keyword(&encr_alias(&w)) {
             push_unique(&mut t.encr, e);
         } else if UNSUPPORTED.contains(&w.as_str()) || is_unsupported_family(&w) {
-            return Err(format!(
-                "'{s}': algorithm '{word}' is not supported by flowsec"
-            ));
+            return Err(ProposalError::AlgorithmNotSupported {
+                proposal: s.into(),
+                algorithm: word.into(),
+            });
         } else {
-            return Err(format!("'{s}': algorithm '{word}' not recognized"));
+            return Err(ProposalError::UnknownAlgorithm {
+                proposal: s.into(),
+                algorithm: word.into(),
+            });
         }
     }
     Ok(t)
@@ -694,7 +690,7 @@ mod tests {
             ("default", "several proposals"),
         ];
         for (s, why) in cases {
-            let e = parse_ike_proposal(s).unwrap_err();
+            let e = parse_ike_proposal(s).unwrap_err().to_string();
             assert!(e.contains(why), "{s}: {e}");
         }
     }

@@ -45,11 +45,14 @@ use flowsec_ipsec::replay::{MAX_WINDOW, MIN_WINDOW};
 use flowsec_ipsec::Mode;
 use zeroize::Zeroizing;
 
+use super::error::ConfigErrorKind;
+use super::identity::decode_hex;
 use super::lexer::{join, Section, Setting};
 use super::proposal::{
     default_esp_proposals, default_ike_proposals, parse_ah_proposals, parse_esp_proposals,
     parse_ike_proposals, split_list,
 };
+use super::value_error::{EmptyListItem, SecretError, SelectorError, ValueError};
 use super::{
     AddrSpec, AuthConfig, AuthKind, ChildConfig, CloseAction, Config, ConfigError, Connection,
     DpdAction, Identity, Secret, StartAction, TsSpec, Unique,
@@ -119,7 +122,7 @@ pub(crate) fn interpret(file: &str, root: &Section) -> Result<Config, ConfigErro
     let cx = Cx { file };
     let mut config = Config::default();
     if let Some(s) = root.settings.first() {
-        return Err(cx.err(s.line, s.key.clone(), "unknown top-level key"));
+        return Err(cx.err(s.line, s.key.clone(), ConfigErrorKind::UnknownTopLevelKey));
     }
     for sec in &root.sections {
         match sec.name.as_str() {
@@ -137,9 +140,13 @@ pub(crate) fn interpret(file: &str, root: &Section) -> Result<Config, ConfigErro
                 }
             }
             "pools" | "authorities" => {
-                return Err(cx.err(sec.line, sec.name.clone(), "not supported yet"))
+                return Err(cx.err(
+                    sec.line,
+                    sec.name.clone(),
+                    ConfigErrorKind::SectionNotSupported,
+                ))
             }
-            _ => return Err(cx.err(sec.line, sec.name.clone(), "unknown section")),
+            _ => return Err(cx.err(sec.line, sec.name.clone(), ConfigErrorKind::UnknownSection)),
         }
     }
     Ok(config)
@@ -157,8 +164,8 @@ fn values(sec: &Section) -> impl Iterator<Item = (&Setting, &str)> {
 }
 
 impl Cx<'_> {
-    fn err(&self, line: usize, key: String, problem: impl Into<String>) -> ConfigError {
-        ConfigError::new(self.file, line, key, problem.into())
+    fn err(&self, line: usize, key: String, kind: impl Into<ConfigErrorKind>) -> ConfigError {
+        ConfigError::new(self.file, line, key, kind.into())
     }
 
     fn no_settings(&self, sec: &Section, path: &str) -> Result<(), ConfigError> {
@@ -166,7 +173,9 @@ impl Cx<'_> {
             Some(s) => Err(self.err(
                 s.line,
                 join(path, &s.key),
-                format!("'{path}' holds sections only"),
+                ConfigErrorKind::SectionsOnly {
+                    section: path.into(),
+                },
             )),
             None => Ok(()),
         }
@@ -197,7 +206,10 @@ impl Cx<'_> {
                 return Err(self.err(
                     s.line,
                     here(),
-                    format!("'{v}' is not supported (only strongSwan's default '{default}')"),
+                    ConfigErrorKind::OnlyDefault {
+                        value: v.into(),
+                        default,
+                    },
                 ));
             }
             return Ok(true);
@@ -238,13 +250,14 @@ impl Cx<'_> {
             if self.common("conn", s, v, path)? {
                 continue;
             }
-            let r: Result<(), String> = (|| {
+            let r: Result<(), ConfigErrorKind> = (|| {
                 match s.key.as_str() {
                     "version" => {
                         c.version = match v {
-                            "0" | "2" => v.parse().map_err(|_| "bad version".to_string())?,
-                            "1" => return Err("IKEv1 is not supported".into()),
-                            _ => return Err(format!("bad version '{v}' (0 or 2)")),
+                            "0" => 0,
+                            "2" => 2,
+                            "1" => return Err(ConfigErrorKind::Ikev1),
+                            _ => return Err(ConfigErrorKind::BadVersion { value: v.into() }),
                         }
                     }
                     "local_addrs" => c.local_addrs = addr_list(v)?,
@@ -268,11 +281,11 @@ impl Cx<'_> {
                     "reauth_time" => reauth = Some(parse_duration(v)?),
                     "over_time" => over = Some(parse_duration(v)?),
                     "rand_time" => rand = Some(parse_duration(v)?),
-                    "vips" => return Err("virtual IPs are not supported yet".into()),
+                    "vips" => return Err(ConfigErrorKind::VirtualIps),
                     "ppk_id" | "mediated_by" | "mediation_peer" => {
-                        return Err("not supported".into())
+                        return Err(ConfigErrorKind::KeyNotSupported)
                     }
-                    _ => return Err("unknown key".into()),
+                    _ => return Err(ConfigErrorKind::UnknownKey),
                 }
                 Ok(())
             })();
@@ -309,20 +322,16 @@ impl Cx<'_> {
                     }
                 }
                 n if n.starts_with("local") || n.starts_with("remote") => {
-                    return Err(self.err(
-                        sub.line,
-                        here,
-                        "multiple authentication rounds are not supported",
-                    ))
+                    return Err(self.err(sub.line, here, ConfigErrorKind::AuthRounds))
                 }
-                _ => return Err(self.err(sub.line, here, "unknown section")),
+                _ => return Err(self.err(sub.line, here, ConfigErrorKind::UnknownSection)),
             }
         }
-        let missing = |side: &str| {
+        let missing = |side: &'static str| {
             self.err(
                 sec.line,
                 join(path, side),
-                format!("section missing: flowsec needs '{side} {{ auth = psk }}'"),
+                ConfigErrorKind::MissingAuthSection { side },
             )
         };
         c.local = local.ok_or_else(|| missing("local"))?;
@@ -335,7 +344,7 @@ impl Cx<'_> {
             return Err(self.err(
                 sub.line,
                 join(path, &sub.name),
-                "certificates are not supported yet",
+                ConfigErrorKind::Certificates,
             ));
         }
         let (mut auth, mut id) = (None, None);
@@ -343,31 +352,27 @@ impl Cx<'_> {
             if self.common("auth", s, v, path)? {
                 continue;
             }
-            let r: Result<(), String> = match s.key.as_str() {
-                "auth" => parse_auth(v).map(|a| auth = Some(a)),
-                "id" => Identity::parse(v).map(|i| id = Some(i)),
+            let r: Result<(), ConfigErrorKind> = match s.key.as_str() {
+                "auth" => parse_auth(v).map(|a| auth = Some(a)).map_err(Into::into),
+                "id" => Identity::parse(v).map(|i| id = Some(i)).map_err(Into::into),
                 "certs" | "cacerts" | "pubkeys" | "ca_id" | "groups" | "cert_policy" | "eap_id"
-                | "aaa_id" | "xauth_id" => Err(
-                    "not supported yet (flowsec authenticates with pre-shared keys only)".into(),
-                ),
-                _ => Err("unknown key".into()),
+                | "aaa_id" | "xauth_id" => Err(ConfigErrorKind::PskOnly),
+                _ => Err(ConfigErrorKind::UnknownKey),
             };
             r.map_err(|e| self.err(s.line, join(path, &s.key), e))?;
         }
-        let auth = auth.ok_or_else(|| {
-            self.err(
-                sec.line,
-                join(path, "auth"),
-                "missing: strongSwan's default is pubkey, which flowsec does not support yet; \
-                 set auth = psk",
-            )
-        })?;
+        let auth = auth
+            .ok_or_else(|| self.err(sec.line, join(path, "auth"), ConfigErrorKind::MissingAuth))?;
         Ok(AuthConfig { auth, id })
     }
 
     fn child(&self, sec: &Section, path: &str) -> Result<ChildConfig, ConfigError> {
         if let Some(sub) = sec.sections.first() {
-            return Err(self.err(sub.line, join(path, &sub.name), "unknown section"));
+            return Err(self.err(
+                sub.line,
+                join(path, &sub.name),
+                ConfigErrorKind::UnknownSection,
+            ));
         }
         let mut ch = ChildConfig {
             name: sec.name.clone(),
@@ -400,7 +405,7 @@ impl Cx<'_> {
                 continue;
             }
             let secs = |v: &str| parse_duration(v).map(|d| d.as_secs());
-            let r: Result<(), String> = (|| {
+            let r: Result<(), ConfigErrorKind> = (|| {
                 match s.key.as_str() {
                     "local_ts" => ch.local_ts = ts_list(v)?,
                     "remote_ts" => ch.remote_ts = ts_list(v)?,
@@ -444,16 +449,12 @@ impl Cx<'_> {
                     "replay_window" => {
                         let n: u32 = parse_num(v)?;
                         if n != 0 && !(MIN_WINDOW..=MAX_WINDOW).contains(&n) {
-                            return Err(format!(
-                                "{n} outside {MIN_WINDOW}..={MAX_WINDOW} packets (or 0 to disable)"
-                            ));
+                            return Err(ConfigErrorKind::ReplayWindow { packets: n });
                         }
                         ch.replay_window = n;
                     }
-                    "interface" | "label" => {
-                        return Err("not supported (only unset, strongSwan's default)".into())
-                    }
-                    _ => return Err("unknown key".into()),
+                    "interface" | "label" => return Err(ConfigErrorKind::OnlyUnset),
+                    _ => return Err(ConfigErrorKind::UnknownKey),
                 }
                 Ok(())
             })();
@@ -475,10 +476,7 @@ impl Cx<'_> {
                         return Err(self.err(
                             line,
                             join(path, names[i]),
-                            format!(
-                                "{l} is below the rekey limit {rekey}: the SA would expire \
-                                     before it is rekeyed"
-                            ),
+                            ConfigErrorKind::LifeBelowRekey { life: l, rekey },
                         ));
                     }
                     l
@@ -502,15 +500,15 @@ impl Cx<'_> {
                 "eap", "xauth", "ntlm", "ppk", "private", "rsa", "ecdsa", "bliss", "pkcs8",
                 "pkcs12", "token",
             ];
-            let problem = if known.iter().any(|k| sec.name.starts_with(k)) {
-                "only IKE pre-shared keys (ikeSUFFIX sections) are supported yet"
-            } else {
-                "unknown secret type (IKE pre-shared keys are ikeSUFFIX sections)"
-            };
-            return Err(self.err(sec.line, path, problem));
+            let known = known.iter().any(|k| sec.name.starts_with(k));
+            return Err(self.err(sec.line, path, ConfigErrorKind::SecretType { known }));
         }
         if let Some(sub) = sec.sections.first() {
-            return Err(self.err(sub.line, join(&path, &sub.name), "unknown section"));
+            return Err(self.err(
+                sub.line,
+                join(&path, &sub.name),
+                ConfigErrorKind::UnknownSection,
+            ));
         }
         let mut ids = Vec::new();
         let mut secret = None;
@@ -521,10 +519,16 @@ impl Cx<'_> {
             } else if s.key.starts_with("id") {
                 ids.push(Identity::parse(v).map_err(|e| self.err(s.line, here, e))?);
             } else {
-                return Err(self.err(s.line, here, "unknown key (secret, id or idSUFFIX)"));
+                return Err(self.err(s.line, here, ConfigErrorKind::UnknownSecretKey));
             }
         }
-        let secret = secret.ok_or_else(|| self.err(sec.line, join(&path, "secret"), "missing"))?;
+        let secret = secret.ok_or_else(|| {
+            self.err(
+                sec.line,
+                join(&path, "secret"),
+                ConfigErrorKind::MissingSecret,
+            )
+        })?;
         Ok(Secret {
             name: sec.name.clone(),
             ids,
@@ -535,21 +539,21 @@ impl Cx<'_> {
 
 /// `"string"` (already unquoted by the lexer), `0x` hex or `0s` base64,
 /// as `load_creds.c` reads them.
-fn decode_secret(v: &str) -> Result<Zeroizing<Vec<u8>>, String> {
+fn decode_secret(v: &str) -> Result<Zeroizing<Vec<u8>>, SecretError> {
     let lower = v.get(..2).map(str::to_ascii_lowercase);
     let bytes = match lower.as_deref() {
-        Some("0x") => super::identity::decode_hex(&v[2..]).map_err(|e| format!("bad hex: {e}"))?,
+        Some("0x") => decode_hex(&v[2..]).map_err(SecretError::Hex)?,
         Some("0s") => decode_base64(&v[2..])?,
         _ => v.as_bytes().to_vec(),
     };
     if bytes.is_empty() {
-        return Err("empty secret".into());
+        return Err(SecretError::Empty);
     }
     Ok(Zeroizing::new(bytes))
 }
 
 /// Standard base64 (RFC 4648 §4) with optional padding.
-fn decode_base64(s: &str) -> Result<Vec<u8>, String> {
+fn decode_base64(s: &str) -> Result<Vec<u8>, SecretError> {
     let val = |c: u8| -> Option<u32> {
         Some(match c {
             b'A'..=b'Z' => c - b'A',
@@ -562,12 +566,12 @@ fn decode_base64(s: &str) -> Result<Vec<u8>, String> {
     };
     let body = s.trim_end_matches('=');
     if s.len() - body.len() > 2 {
-        return Err("bad base64: too much padding".into());
+        return Err(SecretError::Base64Padding);
     }
     let mut out = Vec::with_capacity(body.len() * 3 / 4);
     let (mut acc, mut bits) = (0u32, 0u32);
     for c in body.bytes() {
-        let v = val(c).ok_or("bad base64: not a base64 character")?;
+        let v = val(c).ok_or(SecretError::Base64Char)?;
         acc = (acc << 6) | v;
         bits += 6;
         if bits >= 8 {
@@ -577,7 +581,7 @@ fn decode_base64(s: &str) -> Result<Vec<u8>, String> {
         }
     }
     if bits >= 6 || acc != 0 {
-        return Err("bad base64: truncated".into());
+        return Err(SecretError::Base64Truncated);
     }
     Ok(out)
 }
@@ -598,20 +602,20 @@ fn same_as_default(v: &str, default: &str) -> bool {
     false
 }
 
-fn parse_auth(v: &str) -> Result<AuthKind, String> {
+fn parse_auth(v: &str) -> Result<AuthKind, ValueError> {
     let l = v.to_ascii_lowercase();
     if l == "psk" {
         return Ok(AuthKind::Psk);
     }
     let known = ["pubkey", "rsa", "ecdsa", "bliss", "ike:", "eap", "xauth"];
     if known.iter().any(|k| l.starts_with(k)) {
-        Err(format!("'{v}' is not supported yet (psk is)"))
+        Err(ValueError::AuthNotSupported(v.into()))
     } else {
-        Err(format!("unknown authentication method '{v}'"))
+        Err(ValueError::AuthUnknown(v.into()))
     }
 }
 
-fn parse_mode(v: &str) -> Result<Mode, String> {
+fn parse_mode(v: &str) -> Result<Mode, ValueError> {
     match keyword(
         v,
         &[
@@ -625,7 +629,7 @@ fn parse_mode(v: &str) -> Result<Mode, String> {
     )? {
         0 => Ok(Mode::Tunnel),
         1 => Ok(Mode::Transport),
-        _ => Err(format!("mode '{v}' is not supported (tunnel or transport)")),
+        _ => Err(ValueError::Mode(v.into())),
     }
 }
 
@@ -636,9 +640,9 @@ enum Act {
 }
 
 /// strongSwan's `parse_action()`.
-fn action(v: &str) -> Result<Act, String> {
+fn action(v: &str) -> Result<Act, ValueError> {
     if v.contains('|') {
-        return Err(format!("combined actions ('{v}') are not supported"));
+        return Err(ValueError::CombinedActions(v.into()));
     }
     Ok(
         match keyword(v, &["none", "clear", "start", "restart", "trap", "route"])? {
@@ -650,15 +654,18 @@ fn action(v: &str) -> Result<Act, String> {
 }
 
 /// The index of `v` in `words`, ignoring ASCII case.
-fn keyword(v: &str, words: &[&str]) -> Result<usize, String> {
+fn keyword(v: &str, words: &'static [&'static str]) -> Result<usize, ValueError> {
     words
         .iter()
         .position(|w| w.eq_ignore_ascii_case(v))
-        .ok_or_else(|| format!("bad value '{v}' ({})", words.join(", ")))
+        .ok_or_else(|| ValueError::Keyword {
+            value: v.into(),
+            words,
+        })
 }
 
 /// strongSwan's `parse_bool()`.
-pub(crate) fn parse_bool(v: &str) -> Result<bool, String> {
+pub(crate) fn parse_bool(v: &str) -> Result<bool, ValueError> {
     match keyword(
         v,
         &[
@@ -666,72 +673,81 @@ pub(crate) fn parse_bool(v: &str) -> Result<bool, String> {
         ],
     ) {
         Ok(i) => Ok(i < 4),
-        Err(_) => Err(format!("bad boolean '{v}' (yes or no)")),
+        Err(_) => Err(ValueError::Bool(v.into())),
     }
 }
 
-fn digits_then(v: &str) -> Result<(u64, &str), String> {
+fn digits_then(v: &str) -> Result<(u64, &str), ValueError> {
     let end = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
     if end == 0 {
-        return Err(format!("'{v}' is not a number"));
+        return Err(ValueError::NotANumber(v.into()));
     }
     let n = v[..end]
         .parse::<u64>()
-        .map_err(|_| format!("'{v}' is too large"))?;
+        .map_err(|_| ValueError::TooLarge(v.into()))?;
     Ok((n, v[end..].trim_start()))
 }
 
 /// strongSwan's `parse_time()`: seconds, or a number with `s`, `m`, `h`,
 /// `d` (decimal only).
-pub fn parse_duration(v: &str) -> Result<Duration, String> {
+pub fn parse_duration(v: &str) -> Result<Duration, ValueError> {
     let (n, rest) = digits_then(v)?;
     let mult = match rest.to_ascii_lowercase().as_str() {
         "" | "s" => 1,
         "m" => 60,
         "h" => 3600,
         "d" => 86400,
-        _ => return Err(format!("bad duration '{v}' (a number with s, m, h or d)")),
+        _ => return Err(ValueError::Duration(v.into())),
     };
     n.checked_mul(mult)
         .map(Duration::from_secs)
-        .ok_or_else(|| format!("'{v}' is too large"))
+        .ok_or_else(|| ValueError::TooLarge(v.into()))
 }
 
 /// strongSwan's `parse_bytes()`: a number with optional `k`, `M`, `G`
 /// (1024-based, either case).
-pub fn parse_bytes(v: &str) -> Result<u64, String> {
+pub fn parse_bytes(v: &str) -> Result<u64, ValueError> {
     let (n, rest) = digits_then(v)?;
     let mult: u64 = match rest.to_ascii_lowercase().as_str() {
         "" => 1,
         "k" => 1 << 10,
         "m" => 1 << 20,
         "g" => 1 << 30,
-        _ => return Err(format!("bad byte count '{v}' (a number with k, M or G)")),
+        _ => return Err(ValueError::Bytes(v.into())),
     };
     n.checked_mul(mult)
-        .ok_or_else(|| format!("'{v}' is too large"))
+        .ok_or_else(|| ValueError::TooLarge(v.into()))
 }
 
-fn parse_num<T: TryFrom<u64>>(v: &str) -> Result<T, String> {
+fn parse_num<T: TryFrom<u64>>(v: &str) -> Result<T, ValueError> {
     match digits_then(v)? {
-        (n, "") => T::try_from(n).map_err(|_| format!("'{v}' is too large")),
-        _ => Err(format!("'{v}' is not a number")),
+        (n, "") => T::try_from(n).map_err(|_| ValueError::TooLarge(v.into())),
+        _ => Err(ValueError::NotANumber(v.into())),
     }
 }
 
-fn parse_port(v: &str) -> Result<u16, String> {
+fn parse_port(v: &str) -> Result<u16, ValueError> {
     match parse_num::<u16>(v) {
-        Ok(0) | Err(_) => Err(format!("bad port '{v}' (1..=65535)")),
+        Ok(0) | Err(_) => Err(ValueError::Port(v.into())),
         Ok(p) => Ok(p),
     }
 }
 
-fn addr_list(v: &str) -> Result<Vec<AddrSpec>, String> {
-    split_list(v)?.into_iter().map(AddrSpec::parse).collect()
+fn addr_list(v: &str) -> Result<Vec<AddrSpec>, ConfigErrorKind> {
+    items(v, AddrSpec::parse)
 }
 
-fn ts_list(v: &str) -> Result<Vec<TsSpec>, String> {
-    split_list(v)?.into_iter().map(TsSpec::parse).collect()
+fn ts_list(v: &str) -> Result<Vec<TsSpec>, ConfigErrorKind> {
+    items(v, TsSpec::parse)
+}
+
+/// Each item of the comma-separated list `v`, parsed.
+fn items<T>(
+    v: &str,
+    parse: impl Fn(&str) -> Result<T, SelectorError>,
+) -> Result<Vec<T>, ConfigErrorKind> {
+    let list = split_list(v).map_err(|e: EmptyListItem| ConfigErrorKind::List(e))?;
+    Ok(list.into_iter().map(parse).collect::<Result<_, _>>()?)
 }
 
 #[cfg(test)]

@@ -393,12 +393,12 @@ fn errors_name_file_line_and_key() {
     assert_eq!(e.file, "swanctl.conf");
     assert_eq!(e.line, 5);
     assert_eq!(e.key, "connections.gw.children.net.esp_proposals");
-    assert!(e.problem.contains("sha3"), "{e}");
+    assert!(e.kind.to_string().contains("sha3"), "{e}");
     assert_eq!(
         e.to_string(),
         format!(
             "swanctl.conf:5: connections.gw.children.net.esp_proposals: {}",
-            e.problem
+            e.kind
         )
     );
 
@@ -435,7 +435,7 @@ fn errors_name_file_line_and_key() {
         let line = 3 + body.lines().count() - 1;
         assert_eq!(e.key, format!("connections.gw.{key}"), "{body}: {e}");
         assert_eq!(e.line, line, "{body}: {e}");
-        assert!(e.problem.contains(why), "{body}: {e}");
+        assert!(e.kind.to_string().contains(why), "{body}: {e}");
     }
 
     let cases: &[(&str, &str, &str)] = &[
@@ -476,7 +476,7 @@ fn errors_name_file_line_and_key() {
             "{body}: {e}"
         );
         assert_eq!(e.line, line, "{body}: {e}");
-        assert!(e.problem.contains(why), "{body}: {e}");
+        assert!(e.kind.to_string().contains(why), "{body}: {e}");
     }
 }
 
@@ -566,7 +566,7 @@ fn auth_and_structure_errors() {
     for &(conn, line, key, why) in cases {
         let e = parse("f", &wrap(conn)).unwrap_err();
         assert_eq!((e.line, e.key.as_str()), (line, key), "{conn}: {e}");
-        assert!(e.problem.contains(why), "{conn}: {e}");
+        assert!(e.kind.to_string().contains(why), "{conn}: {e}");
     }
     let cases: &[(&str, usize, &str, &str)] = &[
         ("x = 1", 1, "x", "unknown top-level key"),
@@ -625,7 +625,7 @@ fn auth_and_structure_errors() {
     for &(text, line, key, why) in cases {
         let e = parse("f", text).unwrap_err();
         assert_eq!((e.line, e.key.as_str()), (line, key), "{text}: {e}");
-        assert!(e.problem.contains(why), "{text}: {e}");
+        assert!(e.kind.to_string().contains(why), "{text}: {e}");
     }
 }
 
@@ -640,7 +640,7 @@ fn load_reads_files_and_reports_io_errors() {
     std::fs::write(&path, b"connections {\n\xff\n}").unwrap();
     let e = load(&path).unwrap_err();
     assert_eq!(e.line, 2);
-    assert!(e.problem.contains("UTF-8"));
+    assert!(e.kind.to_string().contains("UTF-8"));
     let missing = dir.join("nope.conf");
     let e = load(&missing).unwrap_err();
     assert_eq!(e.line, 0);
@@ -686,4 +686,102 @@ fn module_doc_example_parses() {
     let moon = fqdn("moon.strongswan.org");
     let sun = fqdn("sun.strongswan.org");
     assert_eq!(c.find_psk(&moon, &sun).unwrap().len(), 12);
+}
+
+#[test]
+fn error_kinds_are_matchable() {
+    use ConfigErrorKind as K;
+    let e = child_err("    esp_proposals = aes128-sha3");
+    assert_eq!(e.line, 5);
+    assert!(
+        matches!(&e.kind, K::Proposal(ProposalError::UnknownAlgorithm { proposal, algorithm })
+            if proposal == "aes128-sha3" && algorithm == "sha3"),
+        "{e:?}"
+    );
+    let e = conn_err("  version = 1");
+    assert_eq!((e.line, e.key.as_str()), (3, "connections.gw.version"));
+    assert!(matches!(e.kind, K::Ikev1), "{e:?}");
+    let e = conn_err("  rekey_time = 1w");
+    assert!(
+        matches!(&e.kind, K::Value(ValueError::Duration(v)) if v == "1w"),
+        "{e:?}"
+    );
+    let e = conn_err("  local_addrs = 10.0.0.1,,10.0.0.2");
+    assert!(matches!(&e.kind, K::List(EmptyListItem { .. })), "{e:?}");
+    let e = conn_err("  remote_addrs = 10.0.0.0/33");
+    assert!(
+        matches!(
+            &e.kind,
+            K::Selector(SelectorError::PrefixLength { max: 32, .. })
+        ),
+        "{e:?}"
+    );
+    let e = child_err("    local_ts = 10.0.0.0/8[tcp/90-80]");
+    assert!(
+        matches!(
+            &e.kind,
+            K::Selector(SelectorError::ProtoPort {
+                problem: ProtoPortError::ReversedPorts { .. },
+                ..
+            })
+        ),
+        "{e:?}"
+    );
+    let e = child_err("    replay_window = 8");
+    assert_eq!(e.line, 5);
+    assert!(matches!(e.kind, K::ReplayWindow { packets: 8 }), "{e:?}");
+    let e = child_err("    rekey_bytes = 1000\n    life_bytes = 500");
+    assert_eq!(
+        (e.line, e.key.as_str()),
+        (6, "connections.gw.children.net.life_bytes")
+    );
+    assert!(
+        matches!(
+            e.kind,
+            K::LifeBelowRekey {
+                life: 500,
+                rekey: 1000
+            }
+        ),
+        "{e:?}"
+    );
+
+    let e = parse("f", "a {\n}\n}").unwrap_err();
+    assert_eq!(e.line, 3);
+    assert!(matches!(e.kind, K::StrayClose), "{e:?}");
+    let e = parse("f", "s {\n k = 1\n k = 2\n}").unwrap_err();
+    assert_eq!((e.line, e.key.as_str()), (3, "s.k"));
+    assert!(matches!(e.kind, K::Duplicate { first_line: 2 }), "{e:?}");
+    let e = parse("f", "a b").unwrap_err();
+    assert!(
+        matches!(&e.kind, K::ExpectedOpenOrEquals { name, found: Found::Name(n) }
+            if name == "a" && n == "b"),
+        "{e:?}"
+    );
+    let e = parse("f", "secrets {\n rsa-1 { file = x }\n}").unwrap_err();
+    assert_eq!((e.line, e.key.as_str()), (2, "secrets.rsa-1"));
+    assert!(matches!(e.kind, K::SecretType { known: true }), "{e:?}");
+    let e = parse("f", "secrets {\n ike-1 {\n  secret = 0xabc\n }\n}").unwrap_err();
+    assert_eq!(e.line, 3);
+    assert!(
+        matches!(e.kind, K::Secret(SecretError::Hex(HexError::OddLength))),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "f:3: secrets.ike-1.secret: bad hex: an odd number of hex digits"
+    );
+    let e = parse("f", "secrets {\n ike-1 {\n  secret = x\n  id = C=CH\n }\n}").unwrap_err();
+    assert!(
+        matches!(&e.kind, K::Identity(IdentityError::DistinguishedName { id }) if id == "C=CH"),
+        "{e:?}"
+    );
+
+    let missing = std::env::temp_dir().join(format!("flowsec-no-such-{}.conf", std::process::id()));
+    let e = load(&missing).unwrap_err();
+    assert!(
+        matches!(&e.kind, K::Read(io) if io.kind() == std::io::ErrorKind::NotFound),
+        "{e:?}"
+    );
+    assert!(std::error::Error::source(&e).is_some());
 }

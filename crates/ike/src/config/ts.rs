@@ -15,6 +15,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use super::value_error::{ProtoPortError, SelectorError};
+
 /// A configured traffic selector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TsSpec {
@@ -53,25 +55,26 @@ pub enum AddrSpec {
 
 impl TsSpec {
     /// Parse one selector (see the module docs).
-    pub fn parse(s: &str) -> Result<TsSpec, String> {
+    pub fn parse(s: &str) -> Result<TsSpec, SelectorError> {
         let (addr, protoport) = match s.split_once('[') {
             None => (s, None),
             Some((a, rest)) => {
                 let inner = rest
                     .strip_suffix(']')
-                    .ok_or_else(|| format!("'{s}': '[' without a closing ']' at the end"))?;
+                    .ok_or_else(|| SelectorError::UnclosedBracket { selector: s.into() })?;
                 (a, Some(inner))
             }
         };
         let (protocol, start_port, end_port) = match protoport {
             None => (0, 0, 0xffff),
-            Some(pp) => parse_protoport(pp).map_err(|e| format!("'{s}': {e}"))?,
+            Some(pp) => parse_protoport(pp).map_err(|problem| SelectorError::ProtoPort {
+                selector: s.into(),
+                problem,
+            })?,
         };
         if addr == "dynamic" {
             if protoport.is_some() {
-                return Err(format!(
-                    "'{s}': a protocol/port restriction on 'dynamic' is not supported yet"
-                ));
+                return Err(SelectorError::DynamicRestricted { selector: s.into() });
             }
             return Ok(TsSpec::Dynamic);
         }
@@ -79,10 +82,10 @@ impl TsSpec {
             Some((a, b)) => {
                 let (a, b) = (ip(a, s)?, ip(b, s)?);
                 if a.is_ipv4() != b.is_ipv4() {
-                    return Err(format!("'{s}': the range mixes IPv4 and IPv6"));
+                    return Err(SelectorError::MixedFamilies { selector: s.into() });
                 }
                 if a > b {
-                    return Err(format!("'{s}': the range ends before it starts"));
+                    return Err(SelectorError::Reversed { selector: s.into() });
                 }
                 (a, b)
             }
@@ -104,7 +107,7 @@ impl TsSpec {
 impl AddrSpec {
     /// Parse one `local_addrs` / `remote_addrs` entry: `%any`, an address,
     /// `addr/bits`, `a-b` or a DNS name.
-    pub fn parse(s: &str) -> Result<AddrSpec, String> {
+    pub fn parse(s: &str) -> Result<AddrSpec, SelectorError> {
         if matches!(s, "%any" | "%any4" | "%any6") {
             return Ok(AddrSpec::Any);
         }
@@ -118,18 +121,14 @@ impl AddrSpec {
         if let Some((a, b)) = s.split_once('-') {
             if let (Ok(a), Ok(b)) = (a.parse::<IpAddr>(), b.parse::<IpAddr>()) {
                 if a.is_ipv4() != b.is_ipv4() || a > b {
-                    return Err(format!(
-                        "'{s}': not a range of one address family, low to high"
-                    ));
+                    return Err(SelectorError::BadAddressRange { entry: s.into() });
                 }
                 return Ok(AddrSpec::Range(a, b));
             }
         }
         let host_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
         if s.is_empty() || s.len() > 253 || !s.chars().all(host_char) {
-            return Err(format!(
-                "'{s}' is neither an address, subnet, range nor DNS name"
-            ));
+            return Err(SelectorError::NotAnAddressSpec { entry: s.into() });
         }
         Ok(AddrSpec::Host(s.to_string()))
     }
@@ -149,12 +148,14 @@ impl AddrSpec {
     }
 }
 
-fn ip(t: &str, whole: &str) -> Result<IpAddr, String> {
-    t.parse()
-        .map_err(|_| format!("'{whole}': '{t}' is not an IPv4 or IPv6 address"))
+fn ip(t: &str, whole: &str) -> Result<IpAddr, SelectorError> {
+    t.parse().map_err(|_| SelectorError::NotAnAddress {
+        entry: whole.into(),
+        text: t.into(),
+    })
 }
 
-fn cidr(t: &str, whole: &str) -> Result<(IpAddr, u8), String> {
+fn cidr(t: &str, whole: &str) -> Result<(IpAddr, u8), SelectorError> {
     let (a, bits) = match t.split_once('/') {
         None => {
             let a = ip(t, whole)?;
@@ -166,7 +167,11 @@ fn cidr(t: &str, whole: &str) -> Result<(IpAddr, u8), String> {
     let max = if a.is_ipv4() { 32 } else { 128 };
     match bits.parse::<u8>() {
         Ok(b) if b <= max && !bits.starts_with('+') => Ok((a, b)),
-        _ => Err(format!("'{whole}': bad prefix length '{bits}' (0..={max})")),
+        _ => Err(SelectorError::PrefixLength {
+            entry: whole.into(),
+            bits: bits.into(),
+            max,
+        }),
     }
 }
 
@@ -187,7 +192,7 @@ fn mask(a: IpAddr, bits: u8, ones: bool) -> IpAddr {
 }
 
 /// `PROTO[/PORT]` → (protocol, start port, end port).
-fn parse_protoport(pp: &str) -> Result<(u8, u16, u16), String> {
+fn parse_protoport(pp: &str) -> Result<(u8, u16, u16), ProtoPortError> {
     let (proto, port) = match pp.split_once('/') {
         Some((a, b)) => (a, Some(b)),
         None => (pp, None),
@@ -198,7 +203,9 @@ fn parse_protoport(pp: &str) -> Result<(u8, u16, u16), String> {
             Some(n) => n,
             None => proto
                 .parse::<u8>()
-                .map_err(|_| format!("unknown protocol '{proto}'"))?,
+                .map_err(|_| ProtoPortError::UnknownProtocol {
+                    protocol: proto.into(),
+                })?,
         },
     };
     let (from, to) = match port {
@@ -206,21 +213,21 @@ fn parse_protoport(pp: &str) -> Result<(u8, u16, u16), String> {
         Some("opaque") => (0xffff, 0),
         Some(p) => {
             if protocol == 0 {
-                return Err("a port needs a protocol (e.g. [tcp/80])".into());
+                return Err(ProtoPortError::PortWithoutProtocol);
             }
-            let num = |t: &str| -> Result<u16, String> {
+            let num = |t: &str| -> Result<u16, ProtoPortError> {
                 match service_port(t) {
                     Some(n) => Ok(n),
                     None => t
                         .parse::<u16>()
-                        .map_err(|_| format!("bad port '{t}' (0..=65535 or a service name)")),
+                        .map_err(|_| ProtoPortError::BadPort { port: t.into() }),
                 }
             };
             match p.split_once('-') {
                 Some((a, b)) => {
                     let (a, b) = (num(a)?, num(b)?);
                     if a > b {
-                        return Err(format!("port range '{p}' ends before it starts"));
+                        return Err(ProtoPortError::ReversedPorts { range: p.into() });
                     }
                     (a, b)
                 }
@@ -360,8 +367,16 @@ mod tests {
             TsSpec::parse("10.0.0.0/8[tcp/1024-2048]").unwrap(),
             range("10.0.0.0", "10.255.255.255", 6, 1024, 2048)
         );
+        let e = TsSpec::parse("10.0.0.0/8[%any/https]").unwrap_err();
         assert_eq!(
-            TsSpec::parse("10.0.0.0/8[%any/https]").unwrap_err(),
+            e,
+            SelectorError::ProtoPort {
+                selector: "10.0.0.0/8[%any/https]".into(),
+                problem: ProtoPortError::PortWithoutProtocol,
+            }
+        );
+        assert_eq!(
+            e.to_string(),
             "'10.0.0.0/8[%any/https]': a port needs a protocol (e.g. [tcp/80])"
         );
         assert_eq!(

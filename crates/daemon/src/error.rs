@@ -1,0 +1,226 @@
+//! Why the daemon refused a configuration ([`ConfigError`]) or could not
+//! run ([`RunError`]). The errors of its parts are wrapped unchanged:
+//! [`ControlError`], [`IkeSetupError`], [`ToolError`] (ip, nft),
+//! [`SeqStateError`], and the setkey, IPsec and IKE crates' own.
+//!
+//! The texts are the ones `flowsec up` and `flowsec setkey` have always
+//! printed: tests and users grep them (`FILE:LINE:COL: …` for setkey
+//! input, `FILE:LINE: KEY: …` for swanctl.conf).
+
+use core::fmt;
+use std::io;
+
+use flowsec_ipsec::spd::SpdError;
+use flowsec_ipsec::{SaError, SaId};
+use flowsec_wire::udp_encap::NAT_T_PORT;
+
+use crate::control::ControlError;
+use crate::ike::IkeSetupError;
+use crate::seqstate::SeqStateError;
+use crate::tool::ToolError;
+
+/// A configuration that could not be applied; nothing of it was.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The setkey file could not be read.
+    Read {
+        /// The file.
+        file: String,
+        /// Why.
+        error: io::Error,
+    },
+    /// The setkey input does not parse (`FILE:LINE:COL: …`).
+    Setkey(flowsec_setkey::ParseError),
+    /// A setkey statement parses but cannot be applied.
+    Statement {
+        /// The input's name (a path, or `-`).
+        file: String,
+        /// The statement's line, from 1.
+        line: u32,
+        /// Its column, from 1.
+        column: u32,
+        /// Why.
+        problem: StatementError,
+    },
+    /// The IKE configuration (`-c`, swanctl.conf) was refused.
+    Ike(flowsec_ike::config::ConfigError),
+    /// The state directory for the sequence numbers of manual SAs could
+    /// not be opened.
+    StateDir(SeqStateError),
+    /// Sequence numbers could not be recorded for a new manual SA.
+    Sequence(SeqStateError),
+    /// A worker's copy of an SA could not be made.
+    Sa(SaError),
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Read { file, error } => write!(f, "{file}: {error}"),
+            ConfigError::Setkey(e) => e.fmt(f),
+            ConfigError::Statement {
+                file,
+                line,
+                column,
+                problem,
+            } => write!(f, "{file}:{line}:{column}: {problem}"),
+            ConfigError::Ike(e) => e.fmt(f),
+            ConfigError::StateDir(e) => write!(
+                f,
+                "state directory (--state-dir) for the sequence numbers of manual \
+                 AES-GCM/CCM/CTR/ChaCha20 SAs, which must never repeat a nonce: {e}"
+            ),
+            ConfigError::Sequence(e) => e.fmt(f),
+            ConfigError::Sa(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConfigError::Read { error, .. } => Some(error),
+            ConfigError::Setkey(e) => Some(e),
+            ConfigError::Ike(e) => Some(e),
+            ConfigError::StateDir(e) | ConfigError::Sequence(e) => Some(e),
+            ConfigError::Statement { .. } | ConfigError::Sa(_) => None,
+        }
+    }
+}
+
+/// Why a setkey statement that parses cannot be applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StatementError {
+    /// ESP in UDP on a port other than 4500.
+    EncapPort,
+    /// ESP in UDP over a family whose port 4500 could not be opened at
+    /// start.
+    NoUdp {
+        /// IPv6 (else IPv4).
+        ipv6: bool,
+    },
+    /// The SA's algorithms, keys or replay window were refused.
+    Sa(SaError),
+    /// `add` of an SA that exists.
+    SaExists(SaId),
+    /// `delete` or `get` of an SA that does not.
+    NoSa(SaId),
+    /// `spdadd` of a policy that exists or overlaps; `spddelete` of one
+    /// that does not.
+    Spd(SpdError),
+}
+
+impl fmt::Display for StatementError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StatementError::EncapPort => write!(
+                f,
+                "UDP encapsulation is supported on port {NAT_T_PORT} only, so far"
+            ),
+            StatementError::NoUdp { ipv6 } => write!(
+                f,
+                "UDP port {NAT_T_PORT} over {} could not be opened at start (in use?): no ESP \
+                 in UDP",
+                if *ipv6 { "IPv6" } else { "IPv4" }
+            ),
+            StatementError::Sa(e) => e.fmt(f),
+            StatementError::SaExists(id) => write!(f, "SA {id} already exists"),
+            StatementError::NoSa(id) => write!(f, "no SA {id}"),
+            StatementError::Spd(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for StatementError {}
+
+/// Why the daemon could not run, or stopped on an error.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The configuration was refused (nothing was set up).
+    Config(ConfigError),
+    /// The control socket could not be set up.
+    Control(ControlError),
+    /// The capabilities could not be dropped.
+    Privileges(io::Error),
+    /// `--backend` names no crypto backend.
+    UnknownBackend {
+        /// The name given.
+        name: String,
+    },
+    /// The TUN device could not be opened.
+    Tun {
+        /// Its name.
+        name: String,
+        /// Why.
+        error: io::Error,
+    },
+    /// IKE could not be set up.
+    Ike(IkeSetupError),
+    /// A worker's sockets could not be set up. The worker's own message:
+    /// `Io::open` still says why in text.
+    WorkerIo(String),
+    /// A worker's mailbox (eventfd) could not be made.
+    Mailbox(io::Error),
+    /// The routes into the TUN device could not be set up.
+    Routes(ToolError),
+    /// The plaintext filter (RFC 4301 §5.2) could not be installed.
+    Filter(ToolError),
+    /// A worker thread could not be started.
+    Spawn {
+        /// The worker.
+        index: usize,
+        /// Why.
+        error: io::Error,
+    },
+    /// Waiting on the control socket failed.
+    Poll(io::Error),
+    /// A worker stopped on an error. Its own message: `Worker::run` still
+    /// says why in text.
+    Worker {
+        /// The worker.
+        index: usize,
+        /// What it said (`panicked` if it did).
+        message: String,
+    },
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Config(e) => e.fmt(f),
+            RunError::Control(e) => e.fmt(f),
+            RunError::Privileges(e) => write!(f, "dropping capabilities: {e}"),
+            RunError::UnknownBackend { name } => write!(f, "--backend {name}: unknown"),
+            RunError::Tun { name, error } => write!(f, "TUN device {name}: {error}"),
+            RunError::Ike(e) => e.fmt(f),
+            RunError::WorkerIo(message) => f.write_str(message),
+            RunError::Mailbox(e) => write!(f, "eventfd: {e}"),
+            RunError::Routes(e) => e.fmt(f),
+            RunError::Filter(e) => write!(
+                f,
+                "plaintext filter (RFC 4301 §5.2): {e}; install nftables, or run with \
+                 --no-plaintext-filter to accept unfiltered plaintext"
+            ),
+            RunError::Spawn { index, error } => write!(f, "starting worker {index}: {error}"),
+            RunError::Poll(e) => write!(f, "poll: {e}"),
+            RunError::Worker { index, message } => write!(f, "worker {index}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::Config(e) => Some(e),
+            RunError::Control(e) => Some(e),
+            RunError::Ike(e) => Some(e),
+            RunError::Routes(e) | RunError::Filter(e) => Some(e),
+            RunError::Privileges(e) | RunError::Mailbox(e) | RunError::Poll(e) => Some(e),
+            RunError::Tun { error, .. } | RunError::Spawn { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}

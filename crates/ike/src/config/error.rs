@@ -1,0 +1,370 @@
+//! Why a configuration was refused: a [`ConfigError`] is where (file,
+//! line, dotted key) and a [`ConfigErrorKind`], what. The errors that the
+//! value parsers return on their own ([`value_error`](super::value_error):
+//! [`ValueError`], [`SecretError`], [`ProposalError`], [`SelectorError`],
+//! [`IdentityError`], [`EmptyListItem`]) are wrapped in it unchanged, so
+//! a caller can match the whole way down.
+//!
+//! The texts are the ones `flowsec up -c` has always printed: tests and
+//! users grep them.
+
+use core::fmt;
+
+use super::lexer::MAX_DEPTH;
+use super::value_error::{
+    EmptyListItem, IdentityError, ProposalError, SecretError, SelectorError, ValueError,
+};
+use super::MAX_FILE_LEN;
+
+/// Why a configuration was refused, and where. Displays as
+/// `FILE:LINE: KEY: PROBLEM` (`FILE: PROBLEM` when the file could not be
+/// read; the key is left out where there is none, e.g. a stray `}` at the
+/// top).
+#[derive(Debug)]
+pub struct ConfigError {
+    /// The file name given to [`parse`](super::parse) (the path for
+    /// [`load`](super::load)).
+    pub file: String,
+    /// Line, from 1; 0 when the file could not be read.
+    pub line: usize,
+    /// The dotted key or section path, e.g.
+    /// `connections.gw.children.net.esp_proposals`; empty where there is
+    /// none.
+    pub key: String,
+    /// What is wrong.
+    pub kind: ConfigErrorKind,
+}
+
+impl ConfigError {
+    pub(crate) fn new(file: &str, line: usize, key: String, kind: ConfigErrorKind) -> ConfigError {
+        ConfigError {
+            file: file.to_string(),
+            line,
+            key,
+            kind,
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.file)?;
+        if self.line != 0 {
+            write!(f, ":{}", self.line)?;
+        }
+        if !self.key.is_empty() {
+            write!(f, ": {}", self.key)?;
+        }
+        write!(f, ": {}", self.kind)
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            ConfigErrorKind::Read(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// What is wrong with a configuration (the problem part of a
+/// [`ConfigError`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ConfigErrorKind {
+    // --- the file
+    /// The file could not be read.
+    Read(std::io::Error),
+    /// The file is larger than [`MAX_FILE_LEN`].
+    TooLarge,
+    /// The file is not UTF-8 (the line is the first bad one).
+    NotUtf8,
+
+    // --- the settings syntax (lexer)
+    /// A quoted string where a name belongs.
+    QuotedName,
+    /// A quoted value runs to the end of the file.
+    UnterminatedQuote,
+    /// A section is still open at the end of the file.
+    Unclosed {
+        /// The section's name.
+        section: String,
+        /// The line it opened on.
+        opened: usize,
+    },
+    /// A `}` at the top level.
+    StrayClose,
+    /// `include FILE`.
+    Include,
+    /// Sections nested deeper than [`MAX_DEPTH`].
+    TooDeep,
+    /// `name : base { }`.
+    SectionReference,
+    /// A name followed by neither `{` nor `=`.
+    ExpectedOpenOrEquals {
+        /// The name.
+        name: String,
+        /// What followed it.
+        found: Found,
+    },
+    /// Something other than a name where one belongs.
+    ExpectedName {
+        /// What was there.
+        found: Found,
+    },
+    /// A key given twice in one section.
+    Duplicate {
+        /// Where it was given first.
+        first_line: usize,
+    },
+
+    // --- sections and keys (swanctl)
+    /// A setting at the top level.
+    UnknownTopLevelKey,
+    /// A section flowsec does not know.
+    UnknownSection,
+    /// A strongSwan section flowsec does not implement yet (`pools`,
+    /// `authorities`).
+    SectionNotSupported,
+    /// A setting in a section that holds sections only.
+    SectionsOnly {
+        /// The section (`connections`, `connections.gw.children`).
+        section: String,
+    },
+    /// A key flowsec does not know.
+    UnknownKey,
+    /// A strongSwan key flowsec does not implement (`ppk_id`, …).
+    KeyNotSupported,
+    /// A strongSwan key flowsec accepts only unset (`interface`, `label`).
+    OnlyUnset,
+    /// A strongSwan key flowsec accepts only at strongSwan's default.
+    OnlyDefault {
+        /// The value given.
+        value: String,
+        /// strongSwan's default.
+        default: &'static str,
+    },
+    /// `version = 1`.
+    Ikev1,
+    /// `version` other than 0, 1 or 2.
+    BadVersion {
+        /// The value given.
+        value: String,
+    },
+    /// `vips`.
+    VirtualIps,
+    /// `local-N`/`remote-N` sections.
+    AuthRounds,
+    /// A connection without its `local` or `remote` section.
+    MissingAuthSection {
+        /// `local` or `remote`.
+        side: &'static str,
+    },
+    /// A subsection of `local`/`remote` (certificates).
+    Certificates,
+    /// Certificate and EAP keys in `local`/`remote`.
+    PskOnly,
+    /// `local`/`remote` without `auth`.
+    MissingAuth,
+    /// `replay_window` out of range.
+    ReplayWindow {
+        /// The value given.
+        packets: u32,
+    },
+    /// A Child SA's hard limit below its rekey limit.
+    LifeBelowRekey {
+        /// The hard limit (`life_time` seconds, `life_bytes`,
+        /// `life_packets`).
+        life: u64,
+        /// The rekey limit.
+        rekey: u64,
+    },
+    /// A `secrets` section of a type flowsec has (`eap`, `rsa`, …) but does
+    /// not support yet (`known`), or of no known type.
+    SecretType {
+        /// Whether strongSwan knows the type.
+        known: bool,
+    },
+    /// A key in a `secrets.ike` section other than `secret` and `id*`.
+    UnknownSecretKey,
+    /// A `secrets.ike` section without `secret`.
+    MissingSecret,
+
+    // --- values
+    /// A bad number, duration, keyword and the like.
+    Value(ValueError),
+    /// A bad `secret`.
+    Secret(SecretError),
+    /// A bad proposal.
+    Proposal(ProposalError),
+    /// A bad traffic selector or address.
+    Selector(SelectorError),
+    /// A bad identity.
+    Identity(IdentityError),
+    /// An empty item in a comma-separated list.
+    List(EmptyListItem),
+}
+
+impl fmt::Display for ConfigErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ConfigErrorKind as K;
+        match self {
+            K::Read(e) => e.fmt(f),
+            K::TooLarge => write!(f, "larger than {MAX_FILE_LEN} bytes"),
+            K::NotUtf8 => f.write_str("not UTF-8 text"),
+            K::QuotedName => {
+                f.write_str("unexpected quoted string (quotes are allowed in values only)")
+            }
+            K::UnterminatedQuote => f.write_str("unterminated quoted string"),
+            K::Unclosed { section, opened } => {
+                write!(
+                    f,
+                    "section '{section}' opened on line {opened} is not closed"
+                )
+            }
+            K::StrayClose => f.write_str("'}' without a section to close"),
+            K::Include => f.write_str(
+                "'include' is not supported: flowsec reads one file; merge the included files \
+                 into it",
+            ),
+            K::TooDeep => write!(f, "sections nested deeper than {MAX_DEPTH}"),
+            K::SectionReference => {
+                f.write_str("section references ('name : base { }') are not supported")
+            }
+            K::ExpectedOpenOrEquals { name, found } => {
+                write!(f, "expected '{{' or '=' after '{name}', found {found}")
+            }
+            K::ExpectedName { found } => write!(f, "expected a name, found {found}"),
+            K::Duplicate { first_line } => write!(f, "given twice (first on line {first_line})"),
+            K::UnknownTopLevelKey => f.write_str("unknown top-level key"),
+            K::UnknownSection => f.write_str("unknown section"),
+            K::SectionNotSupported => f.write_str("not supported yet"),
+            K::SectionsOnly { section } => write!(f, "'{section}' holds sections only"),
+            K::UnknownKey => f.write_str("unknown key"),
+            K::KeyNotSupported => f.write_str("not supported"),
+            K::OnlyUnset => f.write_str("not supported (only unset, strongSwan's default)"),
+            K::OnlyDefault { value, default } => write!(
+                f,
+                "'{value}' is not supported (only strongSwan's default '{default}')"
+            ),
+            K::Ikev1 => f.write_str("IKEv1 is not supported"),
+            K::BadVersion { value } => write!(f, "bad version '{value}' (0 or 2)"),
+            K::VirtualIps => f.write_str("virtual IPs are not supported yet"),
+            K::AuthRounds => f.write_str("multiple authentication rounds are not supported"),
+            K::MissingAuthSection { side } => {
+                write!(
+                    f,
+                    "section missing: flowsec needs '{side} {{ auth = psk }}'"
+                )
+            }
+            K::Certificates => f.write_str("certificates are not supported yet"),
+            K::PskOnly => {
+                f.write_str("not supported yet (flowsec authenticates with pre-shared keys only)")
+            }
+            K::MissingAuth => f.write_str(
+                "missing: strongSwan's default is pubkey, which flowsec does not support yet; \
+                 set auth = psk",
+            ),
+            K::ReplayWindow { packets } => {
+                use flowsec_ipsec::replay::{MAX_WINDOW, MIN_WINDOW};
+                write!(
+                    f,
+                    "{packets} outside {MIN_WINDOW}..={MAX_WINDOW} packets (or 0 to disable)"
+                )
+            }
+            K::LifeBelowRekey { life, rekey } => write!(
+                f,
+                "{life} is below the rekey limit {rekey}: the SA would expire before it is \
+                 rekeyed"
+            ),
+            K::SecretType { known: true } => {
+                f.write_str("only IKE pre-shared keys (ikeSUFFIX sections) are supported yet")
+            }
+            K::SecretType { known: false } => {
+                f.write_str("unknown secret type (IKE pre-shared keys are ikeSUFFIX sections)")
+            }
+            K::UnknownSecretKey => f.write_str("unknown key (secret, id or idSUFFIX)"),
+            K::MissingSecret => f.write_str("missing"),
+            K::Value(e) => e.fmt(f),
+            K::Secret(e) => e.fmt(f),
+            K::Proposal(e) => e.fmt(f),
+            K::Selector(e) => e.fmt(f),
+            K::Identity(e) => e.fmt(f),
+            K::List(e) => e.fmt(f),
+        }
+    }
+}
+
+impl From<ValueError> for ConfigErrorKind {
+    fn from(e: ValueError) -> Self {
+        ConfigErrorKind::Value(e)
+    }
+}
+
+impl From<SecretError> for ConfigErrorKind {
+    fn from(e: SecretError) -> Self {
+        ConfigErrorKind::Secret(e)
+    }
+}
+
+impl From<ProposalError> for ConfigErrorKind {
+    fn from(e: ProposalError) -> Self {
+        ConfigErrorKind::Proposal(e)
+    }
+}
+
+impl From<SelectorError> for ConfigErrorKind {
+    fn from(e: SelectorError) -> Self {
+        ConfigErrorKind::Selector(e)
+    }
+}
+
+impl From<IdentityError> for ConfigErrorKind {
+    fn from(e: IdentityError) -> Self {
+        ConfigErrorKind::Identity(e)
+    }
+}
+
+impl From<EmptyListItem> for ConfigErrorKind {
+    fn from(e: EmptyListItem) -> Self {
+        ConfigErrorKind::List(e)
+    }
+}
+
+/// What the settings parser found where it wanted something else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Found {
+    /// A name.
+    Name(String),
+    /// `{`.
+    Open,
+    /// `}`.
+    Close,
+    /// `=`.
+    Equals,
+    /// `:`.
+    Colon,
+    /// `.` or `,` outside a value.
+    Stray(char),
+    /// The word `include` as a statement.
+    Include,
+    /// The end of the file.
+    Eof,
+}
+
+impl fmt::Display for Found {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Found::Name(n) => write!(f, "'{n}'"),
+            Found::Open => f.write_str("'{'"),
+            Found::Close => f.write_str("'}'"),
+            Found::Equals => f.write_str("'='"),
+            Found::Colon => f.write_str("':'"),
+            Found::Stray(c) => write!(f, "'{c}'"),
+            Found::Include => f.write_str("'include'"),
+            Found::Eof => f.write_str("the end of the file"),
+        }
+    }
+}
