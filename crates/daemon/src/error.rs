@@ -18,6 +18,7 @@ use crate::control::ControlError;
 use crate::ike::IkeSetupError;
 use crate::seqstate::SeqStateError;
 use crate::tool::ToolError;
+use crate::worker::WorkerError;
 
 /// A configuration that could not be applied; nothing of it was.
 #[derive(Debug)]
@@ -159,9 +160,8 @@ pub enum RunError {
     },
     /// IKE could not be set up.
     Ike(IkeSetupError),
-    /// A worker's sockets could not be set up. The worker's own message:
-    /// `Io::open` still says why in text.
-    WorkerIo(String),
+    /// A worker's sockets could not be set up.
+    WorkerIo(WorkerError),
     /// A worker's mailbox (eventfd) could not be made.
     Mailbox(io::Error),
     /// The routes into the TUN device could not be set up.
@@ -177,13 +177,12 @@ pub enum RunError {
     },
     /// Waiting on the control socket failed.
     Poll(io::Error),
-    /// A worker stopped on an error. Its own message: `Worker::run` still
-    /// says why in text.
+    /// A worker stopped on an error.
     Worker {
         /// The worker.
         index: usize,
-        /// What it said (`panicked` if it did).
-        message: String,
+        /// Why.
+        error: WorkerError,
     },
 }
 
@@ -196,7 +195,7 @@ impl fmt::Display for RunError {
             RunError::UnknownBackend { name } => write!(f, "--backend {name}: unknown"),
             RunError::Tun { name, error } => write!(f, "TUN device {name}: {error}"),
             RunError::Ike(e) => e.fmt(f),
-            RunError::WorkerIo(message) => f.write_str(message),
+            RunError::WorkerIo(e) => e.fmt(f),
             RunError::Mailbox(e) => write!(f, "eventfd: {e}"),
             RunError::Routes(e) => e.fmt(f),
             RunError::Filter(e) => write!(
@@ -206,7 +205,7 @@ impl fmt::Display for RunError {
             ),
             RunError::Spawn { index, error } => write!(f, "starting worker {index}: {error}"),
             RunError::Poll(e) => write!(f, "poll: {e}"),
-            RunError::Worker { index, message } => write!(f, "worker {index}: {message}"),
+            RunError::Worker { index, error } => write!(f, "worker {index}: {error}"),
         }
     }
 }
@@ -220,6 +219,7 @@ impl std::error::Error for RunError {
             RunError::Routes(e) | RunError::Filter(e) => Some(e),
             RunError::Privileges(e) | RunError::Mailbox(e) | RunError::Poll(e) => Some(e),
             RunError::Tun { error, .. } | RunError::Spawn { error, .. } => Some(error),
+            RunError::WorkerIo(e) | RunError::Worker { error: e, .. } => Some(e),
             _ => None,
         }
     }

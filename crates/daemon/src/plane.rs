@@ -32,7 +32,7 @@ use crate::routes::Routes;
 use crate::seqstate::{self, SeqRange, SeqState};
 use crate::sys;
 use crate::tool::ToolError;
-use crate::worker::{self, Io, Mailbox, Report, SaReport, Stats, Worker};
+use crate::worker::{self, Io, Mailbox, Report, SaReport, Stats, Worker, WorkerError};
 
 /// How long a poll of the control socket waits before checking for
 /// shutdown.
@@ -297,7 +297,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     {
         match result {
             Ok(stats) => total.add(&stats),
-            Err(message) => failure = failure.or(Some(RunError::Worker { index: k, message })),
+            Err(error) => failure = failure.or(Some(RunError::Worker { index: k, error })),
         }
     }
     drop(routes);
@@ -335,15 +335,15 @@ fn drop_privileges() -> Result<(), RunError> {
 fn stop_all(
     stop: &AtomicBool,
     boxes: &[Mailbox],
-    handles: Vec<JoinHandle<Result<Stats, String>>>,
-) -> Vec<Result<Stats, String>> {
+    handles: Vec<JoinHandle<Result<Stats, WorkerError>>>,
+) -> Vec<Result<Stats, WorkerError>> {
     stop.store(true, Ordering::SeqCst);
     for b in boxes {
         b.wake();
     }
     handles
         .into_iter()
-        .map(|h| h.join().unwrap_or_else(|_| Err("panicked".into())))
+        .map(|h| h.join().unwrap_or(Err(WorkerError::Panicked)))
         .collect()
 }
 

@@ -45,6 +45,44 @@ const MAILBOX: usize = 1024;
 /// Spare handoff buffers a worker keeps.
 const POOL: usize = 256;
 
+/// Why a worker could not start, or stopped.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum WorkerError {
+    /// One of its sockets could not be set up: which step, and why.
+    Setup {
+        what: &'static str,
+        source: std::io::Error,
+    },
+    /// poll(2) failed.
+    Poll(std::io::Error),
+    /// Reading its TUN queue failed: the device is gone.
+    Tun(std::io::Error),
+    /// The thread panicked.
+    Panicked,
+}
+
+impl core::fmt::Display for WorkerError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            WorkerError::Setup { what, source } => write!(f, "{what}: {source}"),
+            WorkerError::Poll(e) => write!(f, "poll: {e}"),
+            WorkerError::Tun(e) => write!(f, "TUN device: {e}"),
+            WorkerError::Panicked => f.write_str("panicked"),
+        }
+    }
+}
+
+impl std::error::Error for WorkerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WorkerError::Setup { source, .. } => Some(source),
+            WorkerError::Poll(e) | WorkerError::Tun(e) => Some(e),
+            WorkerError::Panicked => None,
+        }
+    }
+}
+
 /// What a worker is sent.
 pub enum Msg {
     /// Apply these changes, in order, at once, then say so (with the
@@ -163,10 +201,10 @@ impl Io {
         udp: Option<OwnedFd>,
         udp6: Option<OwnedFd>,
         offload: bool,
-    ) -> Result<Io, String> {
-        let setup = |what: &str, e: std::io::Error| format!("{what}: {e}");
+    ) -> Result<Io, WorkerError> {
+        let setup = |what: &'static str, source: std::io::Error| WorkerError::Setup { what, source };
         let mut raw = Vec::new();
-        let mut receiver = |kind: RawKind, version, protocol: u8| -> Result<(), String> {
+        let mut receiver = |kind: RawKind, version, protocol: u8| -> Result<(), WorkerError> {
             let fd = match version {
                 IpVersion::V4 => sys::raw_receiver_v4(protocol),
                 IpVersion::V6 => sys::raw_receiver_v6(protocol),
@@ -350,7 +388,7 @@ impl State {
 impl Worker {
     /// Run until `stop`; returns the counters, or why the worker could not
     /// go on (the TUN device went away).
-    pub fn run(mut self) -> Result<Stats, String> {
+    pub fn run(mut self) -> Result<Stats, WorkerError> {
         let mut st = State {
             send: Sender::new(
                 SendFds {
@@ -376,7 +414,7 @@ impl Worker {
         let mut poll = PollSet::new(&self.io, self.index, self.wake.as_raw_fd());
         while !self.stop.load(Ordering::Relaxed) {
             sys::poll_readable(&poll.fds, POLL_MS, &mut poll.ready)
-                .map_err(|e| format!("poll: {e}"))?;
+                .map_err(WorkerError::Poll)?;
             if poll.ready[poll.mailbox_at] {
                 sys::clear_wake(self.wake.as_raw_fd());
             }
@@ -445,7 +483,12 @@ impl Worker {
     }
 
     /// Drain the TUN queue: protect and send what the datapath decides.
-    fn read_tun(&mut self, bufs: &mut Bufs, now: Duration, st: &mut State) -> Result<(), String> {
+    fn read_tun(
+        &mut self,
+        bufs: &mut Bufs,
+        now: Duration,
+        st: &mut State,
+    ) -> Result<(), WorkerError> {
         let tun = self.io.tuns[self.index].as_raw_fd();
         let seg = &mut bufs.seg;
         drain(tun, &mut bufs.buf, |b| {
@@ -455,7 +498,7 @@ impl Worker {
                 self.outbound(b, Source::TUN, now, st)
             }
         })
-        .map_err(|e| format!("TUN device: {e}"))
+        .map_err(WorkerError::Tun)
     }
 
     fn take_mail(&mut self, st: &mut State) {
