@@ -120,78 +120,54 @@ pub fn stage(
     };
     let mut spd_changed = false;
     for st in statements {
-        let at = |problem: StatementError| ConfigError::Statement {
+        let line = st.pos.line;
+        let applied = staged.statement(st.command, provider, caps, now, |w| {
+            format!("{name}:{line}: {w}")
+        });
+        spd_changed |= applied.map_err(|problem| ConfigError::Statement {
             file: name.to_string(),
             line: st.pos.line,
             column: st.pos.column,
             problem,
-        };
-        let m = &mut staged.model;
-        match st.command {
+        })?;
+    }
+    if spd_changed {
+        staged.changes.push(Change::Spd(staged.model.spd.clone()));
+    }
+    Ok(staged)
+}
+
+impl Staged {
+    /// Apply one statement to the staged model; true if it changed the
+    /// SPD. `warn` places a warning (FILE:LINE).
+    fn statement(
+        &mut self,
+        command: Command,
+        provider: &Provider,
+        caps: Capabilities,
+        now: Duration,
+        warn: impl Fn(&str) -> String,
+    ) -> Result<bool, StatementError> {
+        let m = &mut self.model;
+        match command {
             Command::Add(config) => {
-                for w in config.warnings() {
-                    staged.warnings.push(format!("{name}:{}: {w}", st.pos.line));
-                }
-                if let Some(encap) = config.encap {
-                    if encap.src_port != NAT_T_PORT || encap.dst_port != NAT_T_PORT {
-                        return Err(at(StatementError::EncapPort));
-                    }
-                    if !caps.udp_for(config.src) {
-                        return Err(at(StatementError::NoUdp {
-                            ipv6: !config.src.is_ipv4(),
-                        }));
-                    }
-                }
-                // A replayed packet is accepted without a window (setkey's
-                // default is -r 0; RFC 4303 §3.4.3 says to enable it).
-                if config.replay_window == 0 && config.has_integrity() {
-                    staged.warnings.push(format!(
-                        "{name}:{}: {:#x}: no replay window (-r 0): replayed packets are accepted; give -r 64 or more",
-                        st.pos.line, config.spi
-                    ));
-                }
-                // Builds the transform: refuses bad key lengths and the like.
-                let sa = SecurityAssociation::new(&config, provider, now)
-                    .map_err(|e| at(StatementError::Sa(e)))?;
-                if m.sas.contains_key(&sa.id()) {
-                    return Err(at(StatementError::SaExists(sa.id())));
-                }
-                m.sas.insert(sa.id(), without_keys(&config));
-                staged.changes.push(Change::AddSa(Box::new(config)));
+                return self
+                    .add_sa(config, provider, caps, now, warn)
+                    .map(|()| false)
             }
             Command::Delete { id, .. } => {
-                m.sas
-                    .remove(&id)
-                    .ok_or_else(|| at(StatementError::NoSa(id)))?;
-                staged.changes.push(Change::RemoveSa(id));
+                m.sas.remove(&id).ok_or(StatementError::NoSa(id))?;
+                self.changes.push(Change::RemoveSa(id));
             }
             Command::DeleteAll { src, dst, protocol } => {
-                let ids: Vec<SaId> = m
-                    .sas
-                    .iter()
-                    .filter(|(id, c)| c.src == src && c.dst == dst && id.protocol == protocol)
-                    .map(|(id, _)| *id)
-                    .collect();
-                for id in ids {
-                    m.sas.remove(&id);
-                    staged.changes.push(Change::RemoveSa(id));
-                }
+                self.remove_sas(|id, c| c.src == src && c.dst == dst && id.protocol == protocol)
             }
             Command::Flush(protocol) => {
-                let ids: Vec<SaId> = m
-                    .sas
-                    .keys()
-                    .filter(|id| protocol.is_none_or(|p| id.protocol == p))
-                    .copied()
-                    .collect();
-                for id in ids {
-                    m.sas.remove(&id);
-                    staged.changes.push(Change::RemoveSa(id));
-                }
+                self.remove_sas(|id, _| protocol.is_none_or(|p| id.protocol == p))
             }
             Command::SpdAdd(policy) => {
-                m.spd.add(policy).map_err(|e| at(StatementError::Spd(e)))?;
-                spd_changed = true;
+                m.spd.add(policy).map_err(StatementError::Spd)?;
+                return Ok(true);
             }
             Command::SpdDelete {
                 direction,
@@ -199,27 +175,80 @@ pub fn stage(
             } => {
                 m.spd
                     .remove(direction, &selector)
-                    .map_err(|e| at(StatementError::Spd(e)))?;
-                spd_changed = true;
+                    .map_err(StatementError::Spd)?;
+                return Ok(true);
             }
             Command::SpdFlush => {
                 m.spd.flush();
-                spd_changed = true;
+                return Ok(true);
             }
             Command::Get { id, .. } => {
                 if !m.sas.contains_key(&id) {
-                    return Err(at(StatementError::NoSa(id)));
+                    return Err(StatementError::NoSa(id));
                 }
-                staged.queries.push(Query::Get(id));
+                self.queries.push(Query::Get(id));
             }
-            Command::Dump(protocol) => staged.queries.push(Query::Dump(protocol)),
-            Command::SpdDump => staged.queries.push(Query::SpdDump),
+            Command::Dump(protocol) => self.queries.push(Query::Dump(protocol)),
+            Command::SpdDump => self.queries.push(Query::SpdDump),
+        }
+        Ok(false)
+    }
+
+    /// `add`: checked (UDP encapsulation possible, keys that build a
+    /// transform, a new SPI), then staged without its keys in the model.
+    fn add_sa(
+        &mut self,
+        config: SaConfig,
+        provider: &Provider,
+        caps: Capabilities,
+        now: Duration,
+        warn: impl Fn(&str) -> String,
+    ) -> Result<(), StatementError> {
+        for w in config.warnings() {
+            self.warnings.push(warn(&w.to_string()));
+        }
+        if let Some(encap) = config.encap {
+            if encap.src_port != NAT_T_PORT || encap.dst_port != NAT_T_PORT {
+                return Err(StatementError::EncapPort);
+            }
+            if !caps.udp_for(config.src) {
+                return Err(StatementError::NoUdp {
+                    ipv6: !config.src.is_ipv4(),
+                });
+            }
+        }
+        // A replayed packet is accepted without a window (setkey's default
+        // is -r 0; RFC 4303 §3.4.3 says to enable it).
+        if config.replay_window == 0 && config.has_integrity() {
+            self.warnings.push(warn(&format!(
+                "{:#x}: no replay window (-r 0): replayed packets are accepted; give -r 64 or more",
+                config.spi
+            )));
+        }
+        // Builds the transform: refuses bad key lengths and the like.
+        let sa = SecurityAssociation::new(&config, provider, now).map_err(StatementError::Sa)?;
+        if self.model.sas.contains_key(&sa.id()) {
+            return Err(StatementError::SaExists(sa.id()));
+        }
+        self.model.sas.insert(sa.id(), without_keys(&config));
+        self.changes.push(Change::AddSa(Box::new(config)));
+        Ok(())
+    }
+
+    /// Remove (and stage the removal of) every SA `which` selects.
+    fn remove_sas(&mut self, which: impl Fn(&SaId, &SaConfig) -> bool) {
+        let ids: Vec<SaId> = self
+            .model
+            .sas
+            .iter()
+            .filter(|(id, c)| which(id, c))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.model.sas.remove(&id);
+            self.changes.push(Change::RemoveSa(id));
         }
     }
-    if spd_changed {
-        staged.changes.push(Change::Spd(staged.model.spd.clone()));
-    }
-    Ok(staged)
 }
 
 /// Give each manual SA of `changes` whose nonce is its counter the

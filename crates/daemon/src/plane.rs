@@ -21,7 +21,9 @@ use flowsec_crypto::Provider;
 use flowsec_setkey::{format_policy, format_sa, SaLive};
 use serde_json::{json, Value};
 
-use crate::apply::{self, Capabilities, ConfigError, Databases, Model, Query, Staged};
+use crate::apply::{
+    self, Capabilities, ConfigError, Databases, Model, Query, Staged, WorkerChange,
+};
 use crate::control::{self, Control};
 use crate::datapath::Datapath;
 use crate::error::RunError;
@@ -89,148 +91,37 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let provider = Provider::by_name(&opts.backend).ok_or_else(|| RunError::UnknownBackend {
         name: opts.backend.clone(),
     })?;
-    let workers = opts.workers.max(1);
-    let (name, text) = match &opts.setkey {
-        Some(path) => {
-            let name = path.display().to_string();
-            let text = std::fs::read_to_string(path).map_err(|error| {
-                RunError::Config(ConfigError::Read {
-                    file: name.clone(),
-                    error,
-                })
-            })?;
-            (name, zeroize::Zeroizing::new(text))
-        }
-        None => ("-".to_string(), zeroize::Zeroizing::new(String::new())),
-    };
-    // The IKE configuration is checked whole before anything is set up.
-    let ike_config = match &opts.ike {
-        Some(path) => Some(
-            flowsec_ike::config::load(path).map_err(|e| RunError::Config(ConfigError::Ike(e)))?,
-        ),
-        None => None,
-    };
-    // The UDP 4500 groups first: whether ESP in UDP is possible over each
-    // family is part of checking the file (they close again if it fails).
-    let udp = worker::open_udp_group(workers, false);
-    let udp6 = worker::open_udp_group(workers, true);
-    let caps = Capabilities {
-        udp4: udp.is_some(),
-        udp6: udp6.is_some(),
-    };
-    let mut staged = apply::stage(
-        &Model::default(),
-        &name,
-        &text,
-        &provider,
-        caps,
-        Duration::ZERO,
-    )
-    .map_err(RunError::Config)?;
-    for w in &staged.warnings {
-        eprintln!("flowsec: warning: {w}");
-    }
-    let slots = |g: Option<Vec<OwnedFd>>| g.map(|g| g.into_iter().map(Some).collect::<Vec<_>>());
-    let (mut udp, mut udp6) = (slots(udp), slots(udp6));
-    let stop = Arc::new(AtomicBool::new(false));
-    let tuns: std::io::Result<Vec<OwnedFd>> = (0..workers)
-        .map(|_| sys::open_tun(&opts.tun, workers > 1, opts.offload))
-        .collect();
-    let tuns = Arc::new(tuns.map_err(|error| RunError::Tun {
-        name: opts.tun.clone(),
-        error,
-    })?);
-    // The IKE thread sends from worker 0's sockets of the 4500 groups
-    // (the float to port 4500, RFC 7296 §2.23).
-    let dup = |g: &Option<Vec<Option<OwnedFd>>>| {
-        g.as_ref()
-            .and_then(|g| g.first())
-            .and_then(|fd| fd.as_ref())
-            .and_then(|fd| fd.try_clone().ok())
-    };
-    let send4500 = [dup(&udp), dup(&udp6)];
-    let mut ike = None;
-    if let Some(config) = ike_config {
-        let core = flowsec_ike::Ike::new(
-            config,
-            provider.clone(),
-            Box::new(flowsec_ike::random::OsRandom),
-            opts.ike_settings.clone(),
-        );
-        ike = Some(IkePlane::open(core, send4500).map_err(RunError::Ike)?);
-    }
-    let mut boxes = Vec::new();
-    let mut parts = Vec::new();
-    // Manual AES-GCM and the like start above every sequence number they
-    // may have used before (recorded before anything is installed).
-    let (changes, seq_state) =
-        apply::reserve_sequences(std::mem::take(&mut staged.changes), &None, &opts.state_dir)
-            .map_err(RunError::Config)?;
-    staged.changes = changes;
-    let lists = apply::per_worker(&staged.changes, workers, &provider, Duration::ZERO)
-        .map_err(RunError::Config)?;
-    for (index, list) in lists.into_iter().enumerate() {
-        let sock = udp.as_mut().and_then(|g| g[index].take());
-        let sock6 = udp6.as_mut().and_then(|g| g[index].take());
-        let io = Io::open(Arc::clone(&tuns), index, workers, sock, sock6, opts.offload)
-            .map_err(RunError::WorkerIo)?;
-        let (mailbox, rx, wake) = Mailbox::new().map_err(RunError::Mailbox)?;
-        let mut db = Databases::default();
-        apply::apply_to(&mut db, list);
-        boxes.push(mailbox);
-        parts.push((io, db, rx, wake));
-    }
+    let setup = Setup::prepare(opts, &provider)?;
     let routes =
-        Routes::install(&opts.tun, opts.mtu, &staged.model.spd).map_err(RunError::Routes)?;
+        Routes::install(&opts.tun, opts.mtu, &setup.staged.model.spd).map_err(RunError::Routes)?;
     let filter = if opts.plaintext_filter {
-        Filter::install(&opts.tun, &staged.model.spd).map_err(RunError::Filter)?
+        Filter::install(&opts.tun, &setup.staged.model.spd).map_err(RunError::Filter)?
     } else {
         eprintln!("flowsec: warning: --no-plaintext-filter: plaintext that an inbound policy covers is not dropped (RFC 4301 §5.2)");
         Filter::none(&opts.tun)
     };
-    let routed: Vec<String> = routes.prefixes().map(|p| p.to_string()).collect();
-    eprintln!(
-        "flowsec: up (tun {}, {} workers, offloads {}, plaintext filter {}, {} SAs, {} policies, routes via tun: {})",
-        opts.tun,
-        workers,
-        if opts.offload { "on" } else { "off" },
-        filter.table().map_or("none".to_string(), |t| format!("nft inet {t}")),
-        staged.model.sas.len(),
-        staged.model.spd.len(),
-        if routed.is_empty() {
-            "none".to_string()
-        } else {
-            routed.join(" ")
-        }
-    );
-    let mut handles = Vec::new();
+    announce(opts, &setup, &routes, &filter);
+    let stop = Arc::new(AtomicBool::new(false));
     let spd_epoch = Arc::new(AtomicU64::new(0));
-    for (index, (io, db, rx, wake)) in parts.into_iter().enumerate() {
-        let w = Worker {
-            spd_epoch: Arc::clone(&spd_epoch),
-            ike: ike.as_ref().map(|(_, sink)| sink.clone()),
-            index,
-            workers,
-            io,
-            dp: Datapath::new(index, workers, db),
-            rx,
-            wake,
-            peers: boxes.clone(),
-            mtu: usize::from(opts.mtu),
-            stop: Arc::clone(&stop),
-            start,
-        };
-        let spawned = std::thread::Builder::new()
-            .name(format!("flowsec-w{index}"))
-            .spawn(move || w.run());
-        match spawned {
-            Ok(h) => handles.push(h),
-            Err(e) => {
-                stop_all(&stop, &boxes, handles);
-                return Err(RunError::Spawn { index, error: e });
-            }
-        }
-    }
+    let Setup {
+        staged,
+        caps,
+        ike,
+        seq_state,
+        boxes,
+        parts,
+        ..
+    } = setup;
+    let sink = ike.as_ref().map(|(_, sink)| sink.clone());
+    let spawn = Spawn {
+        opts,
+        boxes: &boxes,
+        stop: &stop,
+        spd_epoch: &spd_epoch,
+        ike: sink,
+        start,
+    };
+    let handles = spawn.workers(parts)?;
     let mut plane = Plane {
         tun: opts.tun.clone(),
         model: staged.model,
@@ -248,63 +139,306 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         seq_checked: None,
     };
     plane.ike_step(|ike, now, k| ike.ike.start(now, k));
-    let mut failure = None;
-    let mut fds = vec![control.listener().as_raw_fd()];
-    fds.extend(plane.ike.as_ref().map(IkePlane::fds).unwrap_or_default());
-    let mut ready = vec![false; fds.len()];
-    while !shutdown.load(Ordering::SeqCst) {
-        let wait = plane.ike_wait().map_or(POLL_MS, |ms| ms.min(POLL_MS));
-        if let Err(e) = sys::poll_readable(&fds, wait, &mut ready) {
-            failure = Some(RunError::Poll(e));
-            break;
+    let failure = plane.serve(&mut control, shutdown, &handles);
+    plane.shut_down(&stop, handles, failure)
+}
+
+/// What `flowsec up` sets up before any worker runs: the configuration
+/// checked whole and staged, the UDP 4500 groups, the TUN queues, IKE, and
+/// each worker's descriptors, mailbox and databases.
+struct Setup {
+    staged: Staged,
+    caps: Capabilities,
+    workers: usize,
+    ike: Option<(IkePlane, crate::ike::IkeSink)>,
+    seq_state: Option<SeqState>,
+    boxes: Vec<Mailbox>,
+    parts: Vec<WorkerParts>,
+}
+
+/// One worker's descriptors, databases, and the receiving end of its
+/// mailbox with its eventfd.
+type WorkerParts = (
+    Io,
+    Databases,
+    std::sync::mpsc::Receiver<worker::Msg>,
+    Arc<OwnedFd>,
+);
+
+impl Setup {
+    fn prepare(opts: &Options, provider: &Provider) -> Result<Setup, RunError> {
+        let workers = opts.workers.max(1);
+        let (name, text) = read_setkey(opts)?;
+        // The IKE configuration is checked whole before anything is set up.
+        let ike_config = match &opts.ike {
+            Some(path) => Some(
+                flowsec_ike::config::load(path)
+                    .map_err(|e| RunError::Config(ConfigError::Ike(e)))?,
+            ),
+            None => None,
+        };
+        // The UDP 4500 groups first: whether ESP in UDP is possible over
+        // each family is part of checking the file (they close again if it
+        // fails).
+        let udp = worker::open_udp_group(workers, false);
+        let udp6 = worker::open_udp_group(workers, true);
+        let caps = Capabilities {
+            udp4: udp.is_some(),
+            udp6: udp6.is_some(),
+        };
+        let mut staged = apply::stage(
+            &Model::default(),
+            &name,
+            &text,
+            provider,
+            caps,
+            Duration::ZERO,
+        )
+        .map_err(RunError::Config)?;
+        for w in &staged.warnings {
+            eprintln!("flowsec: warning: {w}");
         }
-        if ready[0] {
-            control.serve(&mut |request| plane.answer(request));
-            plane.ctl_refused = control.refused;
+        let slots =
+            |g: Option<Vec<OwnedFd>>| g.map(|g| g.into_iter().map(Some).collect::<Vec<_>>());
+        let (mut udp, mut udp6) = (slots(udp), slots(udp6));
+        let tuns: std::io::Result<Vec<OwnedFd>> = (0..workers)
+            .map(|_| sys::open_tun(&opts.tun, workers > 1, opts.offload))
+            .collect();
+        let tuns = Arc::new(tuns.map_err(|error| RunError::Tun {
+            name: opts.tun.clone(),
+            error,
+        })?);
+        // The IKE thread sends from worker 0's sockets of the 4500 groups
+        // (the float to port 4500, RFC 7296 §2.23).
+        let dup = |g: &Option<Vec<Option<OwnedFd>>>| {
+            g.as_ref()
+                .and_then(|g| g.first())
+                .and_then(|fd| fd.as_ref())
+                .and_then(|fd| fd.try_clone().ok())
+        };
+        let send4500 = [dup(&udp), dup(&udp6)];
+        let ike = match ike_config {
+            Some(config) => {
+                let core = flowsec_ike::Ike::new(
+                    config,
+                    provider.clone(),
+                    Box::new(flowsec_ike::random::OsRandom),
+                    opts.ike_settings.clone(),
+                );
+                Some(IkePlane::open(core, send4500).map_err(RunError::Ike)?)
+            }
+            None => None,
+        };
+        let sockets = (udp.as_mut(), udp6.as_mut());
+        // Manual AES-GCM and the like start above every sequence number
+        // they may have used before (recorded before anything is installed).
+        let (changes, seq_state) =
+            apply::reserve_sequences(std::mem::take(&mut staged.changes), &None, &opts.state_dir)
+                .map_err(RunError::Config)?;
+        staged.changes = changes;
+        let lists = apply::per_worker(&staged.changes, workers, provider, Duration::ZERO)
+            .map_err(RunError::Config)?;
+        let (boxes, parts) = worker_parts(lists, &tuns, sockets, opts.offload)?;
+        Ok(Setup {
+            staged,
+            caps,
+            workers,
+            ike,
+            seq_state,
+            boxes,
+            parts,
+        })
+    }
+}
+
+/// A UDP 4500 group's sockets, one per worker, each taken by its worker.
+type UdpGroup = Vec<Option<OwnedFd>>;
+
+/// Each worker's descriptors (its TUN queue, raw sockets, and its socket of
+/// each UDP 4500 group, taken from `udp`), mailbox and databases, the
+/// changes of `lists` applied.
+fn worker_parts(
+    lists: Vec<Vec<WorkerChange>>,
+    tuns: &Arc<Vec<OwnedFd>>,
+    udp: (Option<&mut UdpGroup>, Option<&mut UdpGroup>),
+    offload: bool,
+) -> Result<(Vec<Mailbox>, Vec<WorkerParts>), RunError> {
+    let (mut udp4, mut udp6) = udp;
+    let workers = lists.len();
+    let (mut boxes, mut parts) = (Vec::new(), Vec::new());
+    for (index, list) in lists.into_iter().enumerate() {
+        let sock = udp4.as_mut().and_then(|g| g[index].take());
+        let sock6 = udp6.as_mut().and_then(|g| g[index].take());
+        let io = Io::open(Arc::clone(tuns), index, workers, sock, sock6, offload)
+            .map_err(RunError::WorkerIo)?;
+        let (mailbox, rx, wake) = Mailbox::new().map_err(RunError::Mailbox)?;
+        let mut db = Databases::default();
+        apply::apply_to(&mut db, list);
+        boxes.push(mailbox);
+        parts.push((io, db, rx, wake));
+    }
+    Ok((boxes, parts))
+}
+
+/// The `--setkey` file's name and text (`-` and nothing without one).
+fn read_setkey(opts: &Options) -> Result<(String, zeroize::Zeroizing<String>), RunError> {
+    let Some(path) = &opts.setkey else {
+        return Ok(("-".to_string(), zeroize::Zeroizing::new(String::new())));
+    };
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        RunError::Config(ConfigError::Read {
+            file: name.clone(),
+            error,
+        })
+    })?;
+    Ok((name, zeroize::Zeroizing::new(text)))
+}
+
+/// The `flowsec: up (...)` line that says the daemon is ready.
+fn announce(opts: &Options, setup: &Setup, routes: &Routes, filter: &Filter) {
+    let routed: Vec<String> = routes.prefixes().map(|p| p.to_string()).collect();
+    eprintln!(
+        "flowsec: up (tun {}, {} workers, offloads {}, plaintext filter {}, {} SAs, {} policies, routes via tun: {})",
+        opts.tun,
+        setup.workers,
+        if opts.offload { "on" } else { "off" },
+        filter.table().map_or("none".to_string(), |t| format!("nft inet {t}")),
+        setup.staged.model.sas.len(),
+        setup.staged.model.spd.len(),
+        if routed.is_empty() {
+            "none".to_string()
+        } else {
+            routed.join(" ")
         }
-        plane.ike_step(|ike, now, k| {
-            ike.receive(now, k);
-            ike.ike.poll(now, k);
+    );
+}
+
+/// What every worker thread is started with.
+struct Spawn<'a> {
+    opts: &'a Options,
+    boxes: &'a [Mailbox],
+    stop: &'a Arc<AtomicBool>,
+    spd_epoch: &'a Arc<AtomicU64>,
+    ike: Option<crate::ike::IkeSink>,
+    start: Instant,
+}
+
+type WorkerHandle = JoinHandle<Result<Stats, WorkerError>>;
+
+impl Spawn<'_> {
+    /// Start a thread per worker; if one cannot start, stop those started.
+    fn workers(&self, parts: Vec<WorkerParts>) -> Result<Vec<WorkerHandle>, RunError> {
+        let workers = parts.len();
+        let mut handles = Vec::new();
+        for (index, (io, db, rx, wake)) in parts.into_iter().enumerate() {
+            let w = Worker {
+                spd_epoch: Arc::clone(self.spd_epoch),
+                ike: self.ike.clone(),
+                index,
+                workers,
+                io,
+                dp: Datapath::new(index, workers, db),
+                rx,
+                wake,
+                peers: self.boxes.to_vec(),
+                mtu: usize::from(self.opts.mtu),
+                stop: Arc::clone(self.stop),
+                start: self.start,
+            };
+            let spawned = std::thread::Builder::new()
+                .name(format!("flowsec-w{index}"))
+                .spawn(move || w.run());
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    stop_all(self.stop, self.boxes, handles);
+                    return Err(RunError::Spawn { index, error: e });
+                }
+            }
+        }
+        Ok(handles)
+    }
+}
+
+impl Plane {
+    /// The control loop: the control socket, IKE, the workers' pending
+    /// changes and the periodic checks, until a shutdown signal or a worker
+    /// ends. Returns why it ended early, if it did.
+    fn serve(
+        &mut self,
+        control: &mut Control,
+        shutdown: &AtomicBool,
+        handles: &[WorkerHandle],
+    ) -> Option<RunError> {
+        let mut fds = vec![control.listener().as_raw_fd()];
+        fds.extend(self.ike.as_ref().map(IkePlane::fds).unwrap_or_default());
+        let mut ready = vec![false; fds.len()];
+        while !shutdown.load(Ordering::SeqCst) {
+            let wait = self.ike_wait().map_or(POLL_MS, |ms| ms.min(POLL_MS));
+            if let Err(e) = sys::poll_readable(&fds, wait, &mut ready) {
+                return Some(RunError::Poll(e));
+            }
+            if ready[0] {
+                control.serve(&mut |request| self.answer(request));
+                self.ctl_refused = control.refused;
+            }
+            self.ike_step(|ike, now, k| {
+                ike.receive(now, k);
+                ike.ike.poll(now, k);
+            });
+            self.workers.flush_pending();
+            self.watch_volume();
+            self.watch_sequences();
+            if self.filter.stale().is_some() {
+                self.sync_filter();
+            }
+            if handles.iter().any(JoinHandle::is_finished) {
+                break;
+            }
+        }
+        None
+    }
+
+    /// Tell the peers, stop the workers, take down routes and filter, and
+    /// sum the workers' counters; the first failure wins.
+    fn shut_down(
+        mut self,
+        stop: &AtomicBool,
+        handles: Vec<WorkerHandle>,
+        failure: Option<RunError>,
+    ) -> Result<Stats, RunError> {
+        // strongSwan does the same on shutdown; the answers are not waited
+        // for.
+        self.ike_step(|ike, now, k| {
+            let names: Vec<String> = ike.ike.list(now).into_iter().map(|s| s.name).collect();
+            for name in names {
+                let _ = ike.ike.terminate(now, Some(&name), None, k);
+            }
         });
-        plane.workers.flush_pending();
-        plane.watch_volume();
-        plane.watch_sequences();
-        if plane.filter.stale().is_some() {
-            plane.sync_filter();
+        let Plane {
+            workers: reach,
+            routes,
+            filter,
+            ..
+        } = self;
+        let mut failure = failure;
+        let mut total = Stats::default();
+        for (k, result) in stop_all(stop, reach.boxes(), handles)
+            .into_iter()
+            .enumerate()
+        {
+            match result {
+                Ok(stats) => total.add(&stats),
+                Err(error) => failure = failure.or(Some(RunError::Worker { index: k, error })),
+            }
         }
-        if handles.iter().any(JoinHandle::is_finished) {
-            break;
+        drop(routes);
+        drop(filter);
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(total),
         }
-    }
-    // Tell the peers (strongSwan does the same on shutdown); their
-    // answers are not waited for.
-    plane.ike_step(|ike, now, k| {
-        let names: Vec<String> = ike.ike.list(now).into_iter().map(|s| s.name).collect();
-        for name in names {
-            let _ = ike.ike.terminate(now, Some(&name), None, k);
-        }
-    });
-    let Plane {
-        workers: reach,
-        routes,
-        filter,
-        ..
-    } = plane;
-    let mut total = Stats::default();
-    for (k, result) in stop_all(&stop, reach.boxes(), handles)
-        .into_iter()
-        .enumerate()
-    {
-        match result {
-            Ok(stats) => total.add(&stats),
-            Err(error) => failure = failure.or(Some(RunError::Worker { index: k, error })),
-        }
-    }
-    drop(routes);
-    drop(filter);
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(total),
     }
 }
 
@@ -335,7 +469,7 @@ fn drop_privileges() -> Result<(), RunError> {
 fn stop_all(
     stop: &AtomicBool,
     boxes: &[Mailbox],
-    handles: Vec<JoinHandle<Result<Stats, WorkerError>>>,
+    handles: Vec<WorkerHandle>,
 ) -> Vec<Result<Stats, WorkerError>> {
     stop.store(true, Ordering::SeqCst);
     for b in boxes {
@@ -508,75 +642,13 @@ impl Plane {
 
     fn answer(&mut self, request: &Value) -> Value {
         match request.get("cmd").and_then(Value::as_str) {
-            Some("status") => json!({
-                "tun": self.tun,
-                "uptime_s": self.start.elapsed().as_secs_f64(),
-                "workers": self.workers.len(),
-                "worker_health": self.workers.status(),
-                "sas": self.model.sas.len(),
-                "policies": self.model.spd.len(),
-                "plaintext_filter": {
-                    "table": self.filter.table(),
-                    "stale": self.filter.stale(),
-                },
-                "capabilities": capability_names(),
-                "no_new_privs": sys::privs::no_new_privs(),
-                "ctl_refused": self.ctl_refused,
-            }),
-            Some("sas") => {
-                let seen = self.seen();
-                let sas: Vec<Value> = self
-                    .model
-                    .sas
-                    .iter()
-                    .map(|(id, c)| control::sa_json(c, &seen.sa(*id, self.start)))
-                    .collect();
-                let now = self.start.elapsed();
-                let ike: Vec<Value> = self.ike.as_ref().map_or_else(Vec::new, |ike| {
-                    ike.ike
-                        .list(now)
-                        .iter()
-                        .map(|sa| control::ike_sa_json(sa, |id| seen.sa(id, self.start).live))
-                        .collect()
-                });
-                json!({"ike_sas": ike, "sas": sas})
-            }
-            Some(cmd @ ("initiate" | "terminate" | "rekey")) => {
-                let field = |k: &str| request.get(k).and_then(Value::as_str).map(str::to_string);
-                let (ike, child) = (field("ike"), field("child"));
-                let done = self.ike_step(|p, now, k| match cmd {
-                    "initiate" => p
-                        .ike
-                        .initiate(now, ike.as_deref(), child.as_deref(), k)
-                        .map(|()| 1),
-                    "terminate" => p.ike.terminate(now, ike.as_deref(), child.as_deref(), k),
-                    _ => p.ike.rekey(now, ike.as_deref(), child.as_deref(), k),
-                });
-                match done {
-                    None => {
-                        json!({"error": format!("{cmd}: this daemon runs without IKE (flowsec up -c FILE)")})
-                    }
-                    Some(Err(e)) => json!({"error": format!("{cmd}: {e}")}),
-                    Some(Ok(n)) => json!({"ok": n}),
-                }
-            }
+            Some("status") => self.status_json(),
+            Some("sas") => self.sas_json(),
+            Some(cmd @ ("initiate" | "terminate" | "rekey")) => self.ike_command(cmd, request),
             Some("policies") => {
                 Value::Array(self.model.spd.iter().map(control::policy_json).collect())
             }
-            Some("stats") => {
-                let mut v = control::stats_json(&self.seen().stats);
-                if let Some(ike) = &self.ike {
-                    let s = ike.ike.stats();
-                    let m: serde_json::Map<String, Value> = s
-                        .named()
-                        .iter()
-                        .map(|(k, n)| (k.to_string(), json!(n)))
-                        .collect();
-                    v["ike"] = Value::Object(m);
-                    v["ike"]["ike_sas"] = json!(ike.ike.list(self.start.elapsed()).len());
-                }
-                v
-            }
+            Some("stats") => self.stats_json(),
             Some("setkey") => {
                 let name = request.get("name").and_then(Value::as_str).unwrap_or("-");
                 match request.get("text").and_then(Value::as_str) {
@@ -589,6 +661,82 @@ impl Plane {
             }),
             None => json!({"error": "missing \"cmd\""}),
         }
+    }
+
+    /// `ctl status`.
+    fn status_json(&self) -> Value {
+        json!({
+            "tun": self.tun,
+            "uptime_s": self.start.elapsed().as_secs_f64(),
+            "workers": self.workers.len(),
+            "worker_health": self.workers.status(),
+            "sas": self.model.sas.len(),
+            "policies": self.model.spd.len(),
+            "plaintext_filter": {
+                "table": self.filter.table(),
+                "stale": self.filter.stale(),
+            },
+            "capabilities": capability_names(),
+            "no_new_privs": sys::privs::no_new_privs(),
+            "ctl_refused": self.ctl_refused,
+        })
+    }
+
+    /// `ctl sas`: the SAs as the workers see them, and the IKE SAs.
+    fn sas_json(&mut self) -> Value {
+        let seen = self.seen();
+        let sas: Vec<Value> = self
+            .model
+            .sas
+            .iter()
+            .map(|(id, c)| control::sa_json(c, &seen.sa(*id, self.start)))
+            .collect();
+        let now = self.start.elapsed();
+        let ike: Vec<Value> = self.ike.as_ref().map_or_else(Vec::new, |ike| {
+            ike.ike
+                .list(now)
+                .iter()
+                .map(|sa| control::ike_sa_json(sa, |id| seen.sa(id, self.start).live))
+                .collect()
+        });
+        json!({"ike_sas": ike, "sas": sas})
+    }
+
+    /// `ctl initiate | terminate | rekey [IKE [CHILD]]`.
+    fn ike_command(&mut self, cmd: &str, request: &Value) -> Value {
+        let field = |k: &str| request.get(k).and_then(Value::as_str).map(str::to_string);
+        let (ike, child) = (field("ike"), field("child"));
+        let done = self.ike_step(|p, now, k| match cmd {
+            "initiate" => p
+                .ike
+                .initiate(now, ike.as_deref(), child.as_deref(), k)
+                .map(|()| 1),
+            "terminate" => p.ike.terminate(now, ike.as_deref(), child.as_deref(), k),
+            _ => p.ike.rekey(now, ike.as_deref(), child.as_deref(), k),
+        });
+        match done {
+            None => {
+                json!({"error": format!("{cmd}: this daemon runs without IKE (flowsec up -c FILE)")})
+            }
+            Some(Err(e)) => json!({"error": format!("{cmd}: {e}")}),
+            Some(Ok(n)) => json!({"ok": n}),
+        }
+    }
+
+    /// `ctl stats`: the workers' counters summed, and IKE's.
+    fn stats_json(&mut self) -> Value {
+        let mut v = control::stats_json(&self.seen().stats);
+        if let Some(ike) = &self.ike {
+            let s = ike.ike.stats();
+            let m: serde_json::Map<String, Value> = s
+                .named()
+                .iter()
+                .map(|(k, n)| (k.to_string(), json!(n)))
+                .collect();
+            v["ike"] = Value::Object(m);
+            v["ike"]["ike_sas"] = json!(ike.ike.list(self.start.elapsed()).len());
+        }
+        v
     }
 
     /// Stage `text`, and if it passes every check, apply it everywhere.

@@ -202,7 +202,8 @@ impl Io {
         udp6: Option<OwnedFd>,
         offload: bool,
     ) -> Result<Io, WorkerError> {
-        let setup = |what: &'static str, source: std::io::Error| WorkerError::Setup { what, source };
+        let setup =
+            |what: &'static str, source: std::io::Error| WorkerError::Setup { what, source };
         let mut raw = Vec::new();
         let mut receiver = |kind: RawKind, version, protocol: u8| -> Result<(), WorkerError> {
             let fd = match version {
@@ -413,8 +414,7 @@ impl Worker {
         };
         let mut poll = PollSet::new(&self.io, self.index, self.wake.as_raw_fd());
         while !self.stop.load(Ordering::Relaxed) {
-            sys::poll_readable(&poll.fds, POLL_MS, &mut poll.ready)
-                .map_err(WorkerError::Poll)?;
+            sys::poll_readable(&poll.fds, POLL_MS, &mut poll.ready).map_err(WorkerError::Poll)?;
             if poll.ready[poll.mailbox_at] {
                 sys::clear_wake(self.wake.as_raw_fd());
             }
