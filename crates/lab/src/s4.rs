@@ -225,6 +225,37 @@ fn ratio(a: f64, b: f64) -> String {
 }
 
 fn report(m: &Measured, opts: &RunOptions, per: Duration) -> Report {
+    let mut findings = crypto_findings(m);
+    findings.extend(end_to_end_finding(m));
+    let tables = vec![
+        cipher_table(m),
+        hash_table(m),
+        suite_table(m),
+        end_to_end_table(m),
+    ];
+    let plots = vec![plot(&m.suite_inline, &m.suite_engine)];
+    Report {
+        tables,
+        findings,
+        plots,
+        skipped: m
+            .end_to_end
+            .as_ref()
+            .map_or_else(Vec::new, |e| e.skipped.clone()),
+        ..Report::new(
+            "s4-crypto",
+            "S4, SSL-VPN on a network processor with a crypto engine (IXP425, ~2007)",
+            opts.quick,
+            format!(
+            "One core seals ESP packets of each data size in a loop for {:.2} s per cell (mean time per packet), inline (aws-lc-rs first) and through flowsec's `engine` backend (the same transform on a thread of its own behind a bounded request queue: copy in, queue, seal, queue back, copy out). Raw AES-128-CBC and SHA-1 are called directly. End to end (root only): one TCP stream hostA → hostB for plain forwarding, two `flowsec up` gateways in tunnel mode with the suite inline and through the engine, and, where installed, strongSwan (charon, kernel-libipsec, the same suite) and wireguard-go. The study measured SSL records through OpenSSL and OCF on an IXP425.",
+            per.as_secs_f64()
+        ),
+        )
+    }
+}
+
+/// AES-128-CBC, software and engine, by size: the study beside today.
+fn cipher_table(m: &Measured) -> Table {
     let last = SIZES.len() - 1;
     let cipher = Table {
         title: "AES-128-CBC: software vs crypto engine, Mbit/s".into(),
@@ -263,6 +294,12 @@ fn report(m: &Measured, opts: &RunOptions, per: Duration) -> Report {
             })
             .collect(),
     };
+    cipher
+}
+
+/// SHA-1 in software by size.
+fn hash_table(m: &Measured) -> Table {
+    let last = SIZES.len() - 1;
     let hash = Table {
         title: "SHA-1 in software, Mbit/s".into(),
         columns: ["size B", "study", "today", "today SHA-1/AES-CBC"]
@@ -286,6 +323,11 @@ fn report(m: &Measured, opts: &RunOptions, per: Duration) -> Report {
             })
             .collect(),
     };
+    hash
+}
+
+/// The whole suite, inline and through the engine, by size.
+fn suite_table(m: &Measured) -> Table {
     let suite = Table {
         title: "AES-128-CBC + SHA-1: study's SSL records, today's ESP packets, Mbit/s".into(),
         columns: [
@@ -315,6 +357,12 @@ fn report(m: &Measured, opts: &RunOptions, per: Duration) -> Report {
             })
             .collect(),
     };
+    suite
+}
+
+/// The study's claims about the cipher, the hash and the engine.
+fn crypto_findings(m: &Measured) -> Vec<Finding> {
+    let last = SIZES.len() - 1;
     let r = |i: usize| m.suite_engine[i] / m.suite_inline[i];
     let flat = m.raw_cbc.iter().cloned().fold(f64::MIN, f64::max)
         / m.raw_cbc.iter().cloned().fold(f64::MAX, f64::min);
@@ -357,7 +405,11 @@ fn report(m: &Measured, opts: &RunOptions, per: Duration) -> Report {
             evidence: format!("today SHA-1/AES-CBC at 1024 B: {sha_over_aes:.2}× (holds if ≥ 2×)"),
         },
     ];
-    let mut findings = findings;
+    findings
+}
+
+/// End to end: the VPN against its crypto ceiling.
+fn end_to_end_table(m: &Measured) -> Table {
     let ceiling = m.suite_inline[3];
     let e2e = Table {
         title: "End to end: the VPN against its crypto ceiling, Mbit/s".into(),
@@ -411,8 +463,13 @@ fn report(m: &Measured, opts: &RunOptions, per: Duration) -> Report {
             ]],
         },
     };
-    if let Some(e) = &m.end_to_end {
-        findings.push(Finding {
+    e2e
+}
+
+/// The study's end-to-end claim, where the end-to-end run happened.
+fn end_to_end_finding(m: &Measured) -> Option<Finding> {
+    let ceiling = m.suite_inline[3];
+    m.end_to_end.as_ref().map(|e| Finding {
             claim: "the VPN end to end runs far below its crypto ceiling (6.06 vs 65.8 Mbit/s, 0.09×): per-packet work, not the cipher, limits it".into(),
             holds: e.engine / ceiling < 0.5,
             evidence: format!(
@@ -421,27 +478,7 @@ fn report(m: &Measured, opts: &RunOptions, per: Duration) -> Report {
                 e.inline,
                 e.engine / ceiling
             ),
-        });
-    }
-    let plots = vec![plot(&m.suite_inline, &m.suite_engine)];
-    Report {
-        tables: vec![cipher, hash, suite, e2e],
-        findings,
-        plots,
-        skipped: m
-            .end_to_end
-            .as_ref()
-            .map_or_else(Vec::new, |e| e.skipped.clone()),
-        ..Report::new(
-            "s4-crypto",
-            "S4, SSL-VPN on a network processor with a crypto engine (IXP425, ~2007)",
-            opts.quick,
-            format!(
-            "One core seals ESP packets of each data size in a loop for {:.2} s per cell (mean time per packet), inline (aws-lc-rs first) and through flowsec's `engine` backend (the same transform on a thread of its own behind a bounded request queue: copy in, queue, seal, queue back, copy out). Raw AES-128-CBC and SHA-1 are called directly. End to end (root only): one TCP stream hostA → hostB for plain forwarding, two `flowsec up` gateways in tunnel mode with the suite inline and through the engine, and, where installed, strongSwan (charon, kernel-libipsec, the same suite) and wireguard-go. The study measured SSL records through OpenSSL and OCF on an IXP425.",
-            per.as_secs_f64()
-        ),
-        )
-    }
+        })
 }
 
 /// The suite per data size: the study's SSL records in software and on
