@@ -52,9 +52,7 @@ pub(crate) fn encapsulate(
     lay: &Layout,
     now: Duration,
 ) -> Result<(), DropReason> {
-    if sa.usage.expired(&sa.lifetime, now) {
-        return Err(DropReason::SaExpired);
-    }
+    sa.check_lifetime(now)?;
     let Transform::Ah(integ) = &sa.transform else {
         unreachable!("ah::encapsulate on a non-AH SA")
     };
@@ -128,9 +126,7 @@ pub(crate) fn decapsulate(
         .replay
         .check(seq_low)
         .map_err(crate::process::replay_reason)?;
-    if sa.usage.expired(&sa.lifetime, now) {
-        return Err(DropReason::SaExpired);
-    }
+    sa.check_lifetime(now)?;
     let received = &ah.icv()[..icv_len];
     let hi = ((seq >> 32) as u32).to_be_bytes();
     let parts = icv_parts(packet, lay, icv_len, sa.esn.then_some(&hi))?;

@@ -123,9 +123,7 @@ fn seal_at(
     reserve: usize,
     now: Duration,
 ) -> Result<(), DropReason> {
-    if sa.usage.expired(&sa.lifetime, now) {
-        return Err(DropReason::SaExpired);
-    }
+    sa.check_lifetime(now)?;
     let Transform::Esp(xf) = &sa.transform else {
         unreachable!("esp::encapsulate on a non-ESP SA")
     };
@@ -207,9 +205,7 @@ pub(crate) fn open_at(
         .replay
         .check(seq_low)
         .map_err(crate::process::replay_reason)?;
-    if sa.usage.expired(&sa.lifetime, now) {
-        return Err(DropReason::SaExpired);
-    }
+    sa.check_lifetime(now)?;
     xf.open(seq, sa.esn, packet).map_err(|e| match e {
         CryptoError::AuthFailed => DropReason::AuthFailed,
         _ => DropReason::BadCiphertextLength,

@@ -100,9 +100,7 @@ pub(crate) fn encapsulate(
     lay: &Layout,
     now: Duration,
 ) -> Result<(), DropReason> {
-    if sa.usage.expired(&sa.lifetime, now) {
-        return Err(DropReason::SaExpired);
-    }
+    sa.check_lifetime(now)?;
     let Transform::IpComp(deflate) = &mut sa.transform else {
         unreachable!("ipcomp on a non-IPComp SA")
     };
@@ -141,9 +139,7 @@ pub(crate) fn decapsulate(
     lay: &Layout,
     now: Duration,
 ) -> Result<IpProtocol, DropReason> {
-    if sa.usage.expired(&sa.lifetime, now) {
-        return Err(DropReason::SaExpired);
-    }
+    sa.check_lifetime(now)?;
     let Transform::IpComp(deflate) = &mut sa.transform else {
         unreachable!("ipcomp on a non-IPComp SA")
     };

@@ -15,6 +15,7 @@ use crate::ipcomp::Deflate;
 use crate::lifetime::{Lifetime, SaState, Usage};
 use crate::replay::{BadWindowSize, ReplayWindow};
 use crate::tunnel::OuterHeader;
+use crate::DropReason;
 
 /// The IPsec protocol an SA implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -382,6 +383,16 @@ impl fmt::Debug for SecurityAssociation {
 }
 
 impl SecurityAssociation {
+    /// [`DropReason::SaExpired`] once the SA passed its hard lifetime
+    /// (time, bytes or packets, RFC 4301 §4.4.2.1): it neither seals nor
+    /// opens another packet.
+    pub(crate) fn check_lifetime(&self, now: Duration) -> Result<(), DropReason> {
+        match self.usage.expired(&self.lifetime, now) {
+            true => Err(DropReason::SaExpired),
+            false => Ok(()),
+        }
+    }
+
     /// Build an SA added at `now`; keys are taken from `config` into the
     /// transform (the config's copies are zeroized when it is dropped).
     pub fn new(config: &SaConfig, provider: &Provider, now: Duration) -> Result<Self, SaError> {
