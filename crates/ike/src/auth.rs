@@ -284,7 +284,7 @@ impl Ike {
         ));
         if let Some(req) = child {
             let (ni, nr) = (sa.ni.clone(), sa.nr.clone());
-            let (protocol, spi_in, cpi_in) = (req.protocol, req.spi_in, req.cpi_in);
+            let (cfg, protocol, spi_in, cpi_in) = (req.cfg, req.protocol, req.spi_in, req.cpi_in);
             if let Some(n) = error_notify(&msg) {
                 self.events.push(format!(
                     "CHILD_SA {} not established: {}",
@@ -297,7 +297,8 @@ impl Ike {
                 }
             } else if let Err(why) = self.complete_child(now, &mut sa, req, &msg, &ni, &nr, None, k)
             {
-                self.events.push(why);
+                let name = self.child_name(&sa, cfg);
+                self.events.push(format!("CHILD_SA {name}: {why}"));
                 k.release_spi(protocol, spi_in);
                 if let Some(cpi) = cpi_in {
                     k.release_spi(flowsec_ipsec::Protocol::IpComp, u32::from(cpi));

@@ -23,6 +23,7 @@ use flowsec_wire::ike::{Ke, Message, Notify, Payload, TrafficSelector};
 use crate::config::{self, ChildChosen};
 use crate::crypto;
 use crate::engine::{error_notify, has_notify, notifies, notify, Ike};
+use crate::error::ChildError;
 use crate::install::Install;
 use crate::kernel::Kernel;
 use crate::sa::{ChildRequest, ChildState, IkeSa, Task, Todo};
@@ -354,38 +355,30 @@ impl Ike {
         nr: &[u8],
         g_ir: Option<&[u8]>,
         k: &mut dyn Kernel,
-    ) -> Result<u32, String> {
-        let name = self.child_name(sa, req.cfg);
+    ) -> Result<u32, ChildError> {
         let c = crate::engine::parts(msg);
         let (Some(sar), Some(tsi), Some(tsr)) = (c.sa.and_then(|s| s.first()), c.tsi, c.tsr) else {
-            return Err(format!("CHILD_SA {name}: answer without SA, TSi and TSr"));
+            return Err(ChildError::MissingPayloads);
         };
-        let chosen = config::child_accepts(&req.offer, sar)
-            .ok_or_else(|| format!("CHILD_SA {name}: the peer chose what we did not offer"))?;
+        let chosen = config::child_accepts(&req.offer, sar).ok_or(ChildError::NotOffered)?;
         if !ts::within(tsi, &req.tsi)
             || !ts::within(tsr, &req.tsr)
             || ts::selector_count(tsi, tsr) > ts::MAX_SELECTORS
         {
-            return Err(format!(
-                "CHILD_SA {name}: the peer's traffic selectors are not within ours"
-            ));
+            return Err(ChildError::SelectorsNotWithin);
         }
         if chosen.protocol == ProtocolId::AH && (sa.nat_local || sa.nat_remote) {
-            return Err(format!(
-                "CHILD_SA {name}: AH cannot cross the NAT between us"
-            ));
+            return Err(ChildError::AhAcrossNat);
         }
         let transport = has_notify(msg, NotifyType::USE_TRANSPORT_MODE);
         let mode = match (req.mode, transport) {
             (Mode::Transport, true) => Mode::Transport,
-            (Mode::Transport, false) => {
-                return Err(format!("CHILD_SA {name}: the peer refused transport mode"))
-            }
+            (Mode::Transport, false) => return Err(ChildError::TransportRefused),
             _ => Mode::Tunnel,
         };
         let keymat = self
             .keymat(sa, &chosen, g_ir, ni, nr)
-            .ok_or_else(|| format!("CHILD_SA {name}: key derivation failed"))?;
+            .ok_or(ChildError::KeyDerivation)?;
         let reqid = req
             .rekey
             .and_then(|old| sa.children.iter().find(|c| c.spi_in == old))
@@ -435,7 +428,7 @@ impl Ike {
         let c = crate::engine::parts(&msg);
         let Some(nr) = c.nonce.cloned() else {
             self.events
-                .push(format!("CHILD_SA {name}: answer without a nonce"));
+                .push(format!("CHILD_SA {name}: {}", ChildError::NoNonce));
             self.give_up(now, sa, rekey, spi_in, k);
             return;
         };
@@ -446,13 +439,14 @@ impl Ike {
             (None, None) => None,
             _ => {
                 self.events
-                    .push(format!("CHILD_SA {name}: KE payloads do not match"));
+                    .push(format!("CHILD_SA {name}: {}", ChildError::KeMismatch));
                 self.give_up(now, sa, rekey, spi_in, k);
                 return;
             }
         };
         if req.ke.is_some() && g_ir.is_none() {
-            self.events.push(format!("CHILD_SA {name}: bad KE payload"));
+            self.events
+                .push(format!("CHILD_SA {name}: {}", ChildError::BadKe));
             self.give_up(now, sa, rekey, spi_in, k);
             return;
         }
@@ -469,7 +463,7 @@ impl Ike {
         ) {
             Ok(spi) => spi,
             Err(why) => {
-                self.events.push(why);
+                self.events.push(format!("CHILD_SA {name}: {why}"));
                 self.give_up(now, sa, rekey, spi_in, k);
                 return;
             }

@@ -8,6 +8,7 @@ use flowsec_ipsec::{Mode, SaId};
 
 use crate::child::ts_string;
 use crate::engine::Ike;
+use crate::error::CommandError;
 use crate::kernel::Kernel;
 use crate::sa::{IkeState, Todo};
 
@@ -181,7 +182,7 @@ impl Ike {
         ike: Option<&str>,
         child: Option<&str>,
         k: &mut dyn Kernel,
-    ) -> Result<usize, String> {
+    ) -> Result<usize, CommandError> {
         self.clock = now;
         self.queue_for(now, ike, child, k, Todo::DeleteIke, Todo::DeleteChild)
     }
@@ -193,7 +194,7 @@ impl Ike {
         ike: Option<&str>,
         child: Option<&str>,
         k: &mut dyn Kernel,
-    ) -> Result<usize, String> {
+    ) -> Result<usize, CommandError> {
         self.clock = now;
         self.queue_for(now, ike, child, k, Todo::RekeyIke, Todo::RekeyChild)
     }
@@ -206,7 +207,7 @@ impl Ike {
         k: &mut dyn Kernel,
         for_ike: Todo,
         for_child: fn(u32) -> Todo,
-    ) -> Result<usize, String> {
+    ) -> Result<usize, CommandError> {
         let keys: Vec<u64> = self.sas.keys().copied().collect();
         let mut n = 0;
         for key in keys {
@@ -238,9 +239,11 @@ impl Ike {
         }
         if n == 0 {
             return Err(match (ike, child) {
-                (_, Some(c)) => format!("no established CHILD_SA named {c}"),
-                (Some(i), None) => format!("no established IKE_SA {i}"),
-                (None, None) => "name an IKE_SA (--ike) or a CHILD_SA (--child)".into(),
+                (_, Some(c)) => CommandError::NoChild {
+                    child: c.to_string(),
+                },
+                (Some(i), None) => CommandError::NoIke { ike: i.to_string() },
+                (None, None) => CommandError::Unnamed,
             });
         }
         Ok(n)

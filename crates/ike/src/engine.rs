@@ -262,12 +262,12 @@ impl Ike {
         }
         for (ci, cj) in traps {
             if let Err(e) = self.install_trap(ci, cj, k) {
-                self.events.push(e);
+                self.events.push(e.to_string());
             }
         }
         for (conn, child) in wanted {
             if let Err(e) = self.initiate(now, Some(&conn), Some(&child), k) {
-                self.events.push(e);
+                self.events.push(e.to_string());
             }
         }
     }
@@ -297,7 +297,7 @@ impl Ike {
             "acquire for CHILD_SA {child}{{{reqid}}}: initiating"
         ));
         if let Err(e) = self.initiate(now, Some(&conn), Some(&child), k) {
-            self.events.push(e);
+            self.events.push(e.to_string());
         }
     }
 

@@ -22,6 +22,7 @@ use crate::admit::Refusal;
 use crate::config::{self, AddrSpec, IkeChosen};
 use crate::crypto::{self, IkeKeys, SkCrypto};
 use crate::engine::{error_notify, notifies, notify, parts, Ike};
+use crate::error::CommandError;
 use crate::exchange::Exchanges;
 use crate::kernel::Kernel;
 use crate::sa::{IkeKeyState, IkeSa, IkeState, Task};
@@ -45,7 +46,7 @@ impl Ike {
         conn: Option<&str>,
         child: Option<&str>,
         k: &mut dyn Kernel,
-    ) -> Result<(), String> {
+    ) -> Result<(), CommandError> {
         self.clock = now;
         let found = self
             .config
@@ -66,13 +67,10 @@ impl Ike {
                 }
             });
         let Some((ci, child)) = found else {
-            return Err(format!(
-                "no connection {}{}",
-                conn.unwrap_or("*"),
-                child
-                    .map(|c| format!(" with child {c}"))
-                    .unwrap_or_default()
-            ));
+            return Err(CommandError::NoConnection {
+                conn: conn.map(str::to_string),
+                child: child.map(str::to_string),
+            });
         };
         let child =
             child.or_else(|| (!self.config.connections[ci].children.is_empty()).then_some(0));
@@ -116,7 +114,7 @@ impl Ike {
         ci: usize,
         child: Option<usize>,
         k: &mut dyn Kernel,
-    ) -> Result<(), String> {
+    ) -> Result<(), CommandError> {
         let conn = &self.config.connections[ci];
         let remote_ip = conn
             .remote_addrs
@@ -125,11 +123,8 @@ impl Ike {
                 AddrSpec::Addr(ip) => Some(*ip),
                 _ => None,
             })
-            .ok_or_else(|| {
-                format!(
-                    "{}: remote_addrs has no single address to initiate to",
-                    conn.name
-                )
+            .ok_or_else(|| CommandError::NoRemoteAddress {
+                conn: conn.name.clone(),
             })?;
         let local_ip = conn
             .local_addrs
@@ -139,20 +134,30 @@ impl Ike {
                 _ => None,
             })
             .or_else(|| k.source_for(remote_ip))
-            .ok_or_else(|| format!("{}: no local address to reach {remote_ip}", conn.name))?;
+            .ok_or_else(|| CommandError::NoLocalAddress {
+                name: conn.name.clone(),
+                remote: remote_ip,
+            })?;
         let group = conn
             .proposals
             .iter()
             .flat_map(|p| p.dh.iter())
             .copied()
             .find(|g| self.provider.key_exchange(*g).is_some())
-            .ok_or_else(|| format!("{}: no supported DH group in proposals", conn.name))?;
+            .ok_or_else(|| CommandError::NoGroup {
+                conn: conn.name.clone(),
+            })?;
         let local = SocketAddr::new(local_ip, conn.local_port);
         let remote = SocketAddr::new(remote_ip, conn.remote_port);
         let offer = config::ike_offer(&conn.proposals);
         let name = conn.name.clone();
-        let ke = crypto::key_exchange(&self.provider, group, self.rng.as_mut())
-            .map_err(|e| format!("{name}: {e}"))?;
+        let ke =
+            crypto::key_exchange(&self.provider, group, self.rng.as_mut()).map_err(|error| {
+                CommandError::KeyExchange {
+                    conn: name.clone(),
+                    error,
+                }
+            })?;
         let spi_i = self.new_spi();
         let ni = self.random(NONCE_LEN);
         let uid = self.next_uid;

@@ -17,6 +17,7 @@ use flowsec_wire::ike::TrafficSelector;
 use crate::child::ts_string;
 use crate::config::ChildChosen;
 use crate::engine::Ike;
+use crate::error::CommandError;
 use crate::kernel::Kernel;
 use crate::sa::{ChildSa, ChildState, IkeSa, Todo};
 use crate::ts;
@@ -266,7 +267,7 @@ impl Ike {
         ci: usize,
         cj: usize,
         k: &mut dyn Kernel,
-    ) -> Result<(), String> {
+    ) -> Result<(), CommandError> {
         let conn = &self.config.connections[ci];
         let child = &conn.children[cj];
         let remote = conn
@@ -276,11 +277,8 @@ impl Ike {
                 crate::config::AddrSpec::Addr(ip) => Some(*ip),
                 _ => None,
             })
-            .ok_or_else(|| {
-                format!(
-                    "{}: start_action = trap needs a single address in remote_addrs",
-                    child.name
-                )
+            .ok_or_else(|| CommandError::TrapWithoutAddress {
+                child: child.name.clone(),
             })?;
         let local = conn
             .local_addrs
@@ -290,7 +288,10 @@ impl Ike {
                 _ => None,
             })
             .or_else(|| k.source_for(remote))
-            .ok_or_else(|| format!("{}: no local address to reach {remote}", child.name))?;
+            .ok_or_else(|| CommandError::NoLocalAddress {
+                name: child.name.clone(),
+                remote,
+            })?;
         let (local_ts, remote_ts) = (
             ts::from_config(&child.local_ts, local),
             ts::from_config(&child.remote_ts, remote),

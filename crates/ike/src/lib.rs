@@ -27,6 +27,7 @@ pub mod config;
 mod control;
 pub mod crypto;
 mod engine;
+mod error;
 pub mod exchange;
 mod info;
 mod init;
@@ -41,5 +42,6 @@ pub mod ts;
 
 pub use control::{ChildSaInfo, IkeSaInfo};
 pub use engine::{Datagram, Ike, IkeStats, Settings};
+pub use error::{ChildError, CommandError};
 pub use init::{IKE_PORT, NAT_T_PORT};
 pub use kernel::{Kernel, RecordingKernel, SaUsage};

@@ -78,7 +78,7 @@ impl Ike {
                 _ => Ok(()),
             };
             if let Err(e) = done {
-                self.events.push(e);
+                self.events.push(e.to_string());
             }
         }
     }
