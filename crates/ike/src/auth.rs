@@ -21,6 +21,8 @@ use subtle::ConstantTimeEq;
 use crate::config::Identity;
 use crate::crypto;
 use crate::engine::{error_notify, has_notify, notify, Ike};
+use crate::error::NegotiationError;
+use crate::event::IkeEvent;
 use crate::kernel::Kernel;
 use crate::sa::{ChildRequest, IkeSa, IkeState, Task};
 
@@ -72,8 +74,7 @@ impl Ike {
         let peer = conn.remote.id.clone().unwrap_or(Identity::Any);
         let idi = me.to_wire();
         let Some(auth) = self.psk_auth_for(&sa, true, &idi, &me, &peer) else {
-            let why = format!("no shared key for {me} - {peer} in secrets");
-            self.fail(sa, &why, k);
+            self.fail(sa, NegotiationError::NoSharedKey { me, peer }, k);
             return;
         };
         let mut payloads = vec![Payload::IdI(idi)];
@@ -149,14 +150,10 @@ impl Ike {
             bool::from(want.ct_eq(&auth.data)).then_some(peer)
         })();
         let Some(peer) = verdict else {
-            let who = idi.map_or_else(
-                || "?".to_string(),
-                |i| Identity::from_wire(i).map_or("?".into(), |p| p.to_string()),
-            );
-            self.events.push(format!(
-                "IKE_AUTH from {} ({who}): authentication failed",
-                sa.remote.ip()
-            ));
+            self.events.push(IkeEvent::AuthFailed {
+                from: sa.remote.ip(),
+                id: idi.and_then(Identity::from_wire),
+            });
             self.refuse_auth(sa, mid, k);
             return;
         };
@@ -173,7 +170,7 @@ impl Ike {
             }),
         ];
         sa.peer_id = Some(peer.clone());
-        sa.local_id = Some(me);
+        sa.local_id = Some(me.clone());
         self.established(now, &mut sa);
         if has_notify(&msg, NotifyType::INITIAL_CONTACT) {
             self.initial_contact(&sa, k);
@@ -186,17 +183,14 @@ impl Ike {
             }
         }
         self.respond(&mut sa, ExchangeType::IKE_AUTH, mid, payloads);
-        self.events.push(format!(
-            "IKE_SA {}[{}] established between {}[{}]...{}[{}]",
-            self.conn_name(&sa),
-            sa.uid,
-            sa.local.ip(),
-            sa.local_id
-                .as_ref()
-                .map_or(String::new(), |i| i.to_string()),
-            sa.remote.ip(),
-            peer
-        ));
+        self.events.push(IkeEvent::Established {
+            name: self.conn_name(&sa),
+            unique_id: sa.uid,
+            local: sa.local.ip(),
+            local_id: me,
+            remote: sa.remote.ip(),
+            remote_id: peer,
+        });
         self.kick(now, sa, k);
     }
 
@@ -228,7 +222,7 @@ impl Ike {
                 crate::child::release(req, k);
             }
             self.stats.auth_failed += 1;
-            self.fail(sa, "peer says AUTHENTICATION_FAILED", k);
+            self.fail(sa, NegotiationError::PeerAuthFailed, k);
             return;
         }
         let conn = &self.config.connections[sa.conn];
@@ -268,37 +262,37 @@ impl Ike {
             let data = self.protect(&sa, ExchangeType::INFORMATIONAL, false, mid, &[n]);
             self.push(sa.local, sa.remote, data);
             self.stats.auth_failed += 1;
-            self.fail(sa, "the responder's AUTH did not verify", k);
+            self.fail(sa, NegotiationError::ResponderAuthBad, k);
             return;
         };
         sa.peer_id = Some(peer.clone());
         self.established(now, &mut sa);
-        self.events.push(format!(
-            "IKE_SA {}[{}] established between {}[{}]...{}[{}]",
-            self.conn_name(&sa),
-            sa.uid,
-            sa.local.ip(),
-            me,
-            sa.remote.ip(),
-            peer
-        ));
+        self.events.push(IkeEvent::Established {
+            name: self.conn_name(&sa),
+            unique_id: sa.uid,
+            local: sa.local.ip(),
+            local_id: me,
+            remote: sa.remote.ip(),
+            remote_id: peer,
+        });
         if let Some(req) = child {
             let (ni, nr) = (sa.ni.clone(), sa.nr.clone());
             let (cfg, protocol, spi_in, cpi_in) = (req.cfg, req.protocol, req.spi_in, req.cpi_in);
             if let Some(n) = error_notify(&msg) {
-                self.events.push(format!(
-                    "CHILD_SA {} not established: {}",
-                    self.child_name(&sa, req.cfg),
-                    n.ty
-                ));
+                self.events.push(IkeEvent::ChildNotEstablished {
+                    child: self.child_name(&sa, req.cfg),
+                    notify: n.ty,
+                });
                 k.release_spi(protocol, spi_in);
                 if let Some(cpi) = cpi_in {
                     k.release_spi(flowsec_ipsec::Protocol::IpComp, u32::from(cpi));
                 }
             } else if let Err(why) = self.complete_child(now, &mut sa, req, &msg, &ni, &nr, None, k)
             {
-                let name = self.child_name(&sa, cfg);
-                self.events.push(format!("CHILD_SA {name}: {why}"));
+                self.events.push(IkeEvent::ChildFailed {
+                    child: self.child_name(&sa, cfg),
+                    reason: why,
+                });
                 k.release_spi(protocol, spi_in);
                 if let Some(cpi) = cpi_in {
                     k.release_spi(flowsec_ipsec::Protocol::IpComp, u32::from(cpi));
@@ -349,7 +343,10 @@ impl Ike {
             .collect();
         for spi in stale {
             if let Some(old) = self.sas.remove(&spi) {
-                self.events.push(format!("IKE_SA {}[{}]: the peer made contact anew (INITIAL_CONTACT): deleting the stale SA", self.conn_name(&old), old.uid));
+                self.events.push(IkeEvent::InitialContact {
+                    name: self.conn_name(&old),
+                    unique_id: old.uid,
+                });
                 self.destroy(old, k);
             }
         }

@@ -24,6 +24,7 @@ use crate::config::{self, ChildChosen};
 use crate::crypto;
 use crate::engine::{error_notify, has_notify, notifies, notify, Ike};
 use crate::error::ChildError;
+use crate::event::IkeEvent;
 use crate::install::Install;
 use crate::kernel::Kernel;
 use crate::sa::{ChildRequest, ChildState, IkeSa, Task, Todo};
@@ -313,10 +314,10 @@ impl Ike {
             out.push(Payload::TsR(local_ts));
             return Ok(out);
         }
-        self.events.push(format!(
-            "CHILD_SA request from {} refused: {refusal}",
-            sa.remote.ip()
-        ));
+        self.events.push(IkeEvent::ChildRequestRefused {
+            from: sa.remote.ip(),
+            notify: refusal,
+        });
         Err(notify(refusal, vec![]))
     }
 
@@ -427,8 +428,10 @@ impl Ike {
         }
         let c = crate::engine::parts(&msg);
         let Some(nr) = c.nonce.cloned() else {
-            self.events
-                .push(format!("CHILD_SA {name}: {}", ChildError::NoNonce));
+            self.events.push(IkeEvent::ChildFailed {
+                child: name,
+                reason: ChildError::NoNonce,
+            });
             self.give_up(now, sa, rekey, spi_in, k);
             return;
         };
@@ -438,15 +441,19 @@ impl Ike {
             }
             (None, None) => None,
             _ => {
-                self.events
-                    .push(format!("CHILD_SA {name}: {}", ChildError::KeMismatch));
+                self.events.push(IkeEvent::ChildFailed {
+                    child: name,
+                    reason: ChildError::KeMismatch,
+                });
                 self.give_up(now, sa, rekey, spi_in, k);
                 return;
             }
         };
         if req.ke.is_some() && g_ir.is_none() {
-            self.events
-                .push(format!("CHILD_SA {name}: {}", ChildError::BadKe));
+            self.events.push(IkeEvent::ChildFailed {
+                child: name,
+                reason: ChildError::BadKe,
+            });
             self.give_up(now, sa, rekey, spi_in, k);
             return;
         }
@@ -463,7 +470,10 @@ impl Ike {
         ) {
             Ok(spi) => spi,
             Err(why) => {
-                self.events.push(format!("CHILD_SA {name}: {why}"));
+                self.events.push(IkeEvent::ChildFailed {
+                    child: name,
+                    reason: why,
+                });
                 self.give_up(now, sa, rekey, spi_in, k);
                 return;
             }
@@ -493,12 +503,16 @@ impl Ike {
                         }
                     }
                     if their_min.is_some_and(|t| ours < t) {
-                        self.events.push(format!("CHILD_SA {name}: rekey collision, ours lost: deleting the redundant SA"));
+                        self.events.push(IkeEvent::ChildRekeyCollision {
+                            child: name,
+                            ours_won: false,
+                        });
                         sa.queue.push_front(Todo::DeleteChild(new));
                     } else {
-                        self.events.push(format!(
-                            "CHILD_SA {name}: rekey collision, ours won: deleting the old SA"
-                        ));
+                        self.events.push(IkeEvent::ChildRekeyCollision {
+                            child: name,
+                            ours_won: true,
+                        });
                         sa.queue.push_front(Todo::DeleteChild(old));
                     }
                 }
@@ -537,15 +551,16 @@ impl Ike {
                 .iter()
                 .any(|p| p.dh.contains(&group));
             if ours && req.ke.as_ref().map(|k| k.group()) != Some(group) {
-                self.events.push(format!(
-                    "CHILD_SA {name}: peer wants DH group {group}: retrying"
-                ));
+                self.events
+                    .push(IkeEvent::ChildRetry { child: name, group });
                 self.start_child_with(now, sa, req.cfg, req.rekey, Some(group), k);
                 return;
             }
         }
-        self.events
-            .push(format!("CHILD_SA {name}: peer refused: {ty}"));
+        self.events.push(IkeEvent::ChildRefused {
+            child: name,
+            notify: ty,
+        });
         match (ty, req.rekey) {
             (NotifyType::CHILD_SA_NOT_FOUND, Some(old)) => self.remove_child(sa, old, k),
             (NotifyType::TEMPORARY_FAILURE, Some(old)) => {

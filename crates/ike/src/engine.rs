@@ -25,6 +25,7 @@ use flowsec_wire::iana::{ExchangeType, NotifyType, PayloadType};
 use flowsec_wire::ike::{emit_payloads, first_type, Header, IkeError, Message, Notify, Payload};
 
 use crate::config::Config;
+use crate::event::IkeEvent;
 use crate::exchange::{RequestVerdict, Retransmit};
 use crate::kernel::Kernel;
 use crate::random::Random;
@@ -173,7 +174,7 @@ pub struct Ike {
     pub(crate) settings: Settings,
     pub(crate) sas: BTreeMap<u64, IkeSa>,
     pub(crate) out: VecDeque<Datagram>,
-    pub(crate) events: Vec<String>,
+    pub(crate) events: Vec<IkeEvent>,
     /// The COOKIE secrets (RFC 7296 §2.6), from `rng`.
     pub(crate) cookies: crate::admit::CookieJar,
     pub(crate) next_uid: u32,
@@ -201,7 +202,10 @@ impl Ike {
         mut rng: Box<dyn Random>,
         settings: Settings,
     ) -> Ike {
-        let events = crate::config::restrict_to(&mut config, &provider);
+        let events = crate::config::restrict_to(&mut config, &provider)
+            .into_iter()
+            .map(IkeEvent::ConfigRestricted)
+            .collect();
         let cookies = crate::admit::CookieJar::new(rng.as_mut());
         Ike {
             config,
@@ -237,9 +241,9 @@ impl Ike {
         self.out.pop_front()
     }
 
-    /// What happened since the last call, one line each, for the log
-    /// (never a key).
-    pub fn take_events(&mut self) -> Vec<String> {
+    /// What happened since the last call, in order; each `Display`s as
+    /// its log line (never a key).
+    pub fn take_events(&mut self) -> Vec<IkeEvent> {
         std::mem::take(&mut self.events)
     }
 
@@ -262,12 +266,12 @@ impl Ike {
         }
         for (ci, cj) in traps {
             if let Err(e) = self.install_trap(ci, cj, k) {
-                self.events.push(e.to_string());
+                self.events.push(IkeEvent::CommandFailed(e));
             }
         }
         for (conn, child) in wanted {
             if let Err(e) = self.initiate(now, Some(&conn), Some(&child), k) {
-                self.events.push(e.to_string());
+                self.events.push(IkeEvent::CommandFailed(e));
             }
         }
     }
@@ -293,11 +297,12 @@ impl Ike {
             self.config.connections[ci].name.clone(),
             self.config.connections[ci].children[cj].name.clone(),
         );
-        self.events.push(format!(
-            "acquire for CHILD_SA {child}{{{reqid}}}: initiating"
-        ));
+        self.events.push(IkeEvent::Acquire {
+            child: child.clone(),
+            reqid,
+        });
         if let Err(e) = self.initiate(now, Some(&conn), Some(&child), k) {
-            self.events.push(e.to_string());
+            self.events.push(IkeEvent::CommandFailed(e));
         }
     }
 
@@ -457,11 +462,11 @@ impl Ike {
                 self.kick(now, sa, k);
             }
             Task::DeleteIke => {
-                self.events.push(format!(
-                    "IKE_SA {}[{}] deleted",
-                    self.conn_name(&sa),
-                    sa.uid
-                ));
+                self.events.push(IkeEvent::Deleted {
+                    name: self.conn_name(&sa),
+                    unique_id: sa.uid,
+                    by_peer: false,
+                });
                 self.destroy(sa, k);
             }
             Task::Dpd => self.kick(now, sa, k),
@@ -639,7 +644,7 @@ fn follow_peer(
     local: SocketAddr,
     remote: SocketAddr,
     k: &mut dyn Kernel,
-) -> Option<String> {
+) -> Option<IkeEvent> {
     let floated =
         local.port() == crate::init::NAT_T_PORT && sa.local.port() != crate::init::NAT_T_PORT;
     if !(floated || (sa.nat_remote && !sa.nat_local)) || (sa.local, sa.remote) == (local, remote) {
@@ -654,7 +659,10 @@ fn follow_peer(
     // A rebinding: the Child SAs' ESP in UDP follows the new port. A new
     // address would need new policies too: not done (yet).
     if before.ip() != remote.ip() {
-        return Some(format!("the peer moved from {before} to {remote}: its CHILD_SAs keep the old address (not supported yet)"));
+        return Some(IkeEvent::PeerMoved {
+            from: before,
+            to: remote,
+        });
     }
     for c in sa.children.iter_mut().filter(|c| c.encap) {
         // The outbound SAs a rekey's responder holds back go out later:
@@ -676,9 +684,10 @@ fn follow_peer(
         k.update_encap(c.sa_out, out);
         k.update_encap(c.sa_in, inn);
     }
-    Some(format!(
-        "the peer's NAT rebound it from {before} to {remote}: CHILD_SAs follow"
-    ))
+    Some(IkeEvent::PeerRebound {
+        from: before,
+        to: remote,
+    })
 }
 
 /// SHA-256 of a message, to know a retransmitted request from another

@@ -1,11 +1,14 @@
 //! Why the core could not do what it was asked: a command of the user
-//! (initiate, terminate, rekey, a trap policy), or a Child SA the peer
-//! answered for. Each way has its variant; the text is the log's.
+//! (initiate, terminate, rekey, a trap policy), an IKE SA that could not
+//! be negotiated, or a Child SA the peer answered for. Each way has its
+//! variant; the text is the log's.
 
 use core::fmt;
 use std::net::IpAddr;
 
 use flowsec_crypto::CryptoError;
+
+use crate::config::Identity;
 
 /// Why [`crate::Ike::initiate`], [`crate::Ike::terminate`],
 /// [`crate::Ike::rekey`] or a trap policy (`start_action = trap`) could
@@ -147,6 +150,71 @@ impl fmt::Display for ChildError {
 }
 
 impl std::error::Error for ChildError {}
+
+/// Why we give up an IKE SA that is not established yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NegotiationError {
+    /// The responder asked for a COOKIE again and again (RFC 7296 §2.6),
+    /// or sent one of a length §2.6 does not allow.
+    TooManyCookies,
+    /// SKEYSEED or the keys from it (§2.14) could not be derived.
+    KeyDerivation,
+    /// No shared key in `secrets` for these identities.
+    NoSharedKey {
+        /// Ours.
+        me: Identity,
+        /// The peer's (`%any` when not configured).
+        peer: Identity,
+    },
+    /// The responder answered IKE_AUTH with AUTHENTICATION_FAILED.
+    PeerAuthFailed,
+    /// The responder's AUTH payload did not verify (§2.15).
+    ResponderAuthBad,
+}
+
+impl fmt::Display for NegotiationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NegotiationError::TooManyCookies => f.write_str("too many COOKIE requests"),
+            NegotiationError::KeyDerivation => f.write_str("key derivation failed"),
+            NegotiationError::NoSharedKey { me, peer } => {
+                write!(f, "no shared key for {me} - {peer} in secrets")
+            }
+            NegotiationError::PeerAuthFailed => f.write_str("peer says AUTHENTICATION_FAILED"),
+            NegotiationError::ResponderAuthBad => {
+                f.write_str("the responder's AUTH did not verify")
+            }
+        }
+    }
+}
+
+impl std::error::Error for NegotiationError {}
+
+/// What is wrong with an IKE_SA_INIT response we ignore (unauthenticated,
+/// it ends nothing: RFC 7296 §2.21.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InitResponseError {
+    /// No SA, KE or nonce payload (§1.2).
+    MissingPayloads,
+    /// A proposal or group we did not offer, or no responder SPI.
+    NotOffered,
+    /// The peer's KE payload gives no shared secret (RFC 6989).
+    BadKe,
+}
+
+impl fmt::Display for InitResponseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            InitResponseError::MissingPayloads => "IKE_SA_INIT response without SA, KE and nonce",
+            InitResponseError::NotOffered => "IKE_SA_INIT response chose what we did not offer",
+            InitResponseError::BadKe => "bad KE payload in IKE_SA_INIT response",
+        })
+    }
+}
+
+impl std::error::Error for InitResponseError {}
 
 #[cfg(test)]
 mod tests {

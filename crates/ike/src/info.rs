@@ -17,6 +17,7 @@ use flowsec_wire::iana::{ExchangeType, NotifyType, ProtocolId};
 use flowsec_wire::ike::{Delete, Message, Payload};
 
 use crate::engine::{error_notify, Ike};
+use crate::event::IkeEvent;
 use crate::kernel::Kernel;
 use crate::sa::{ChildState, IkeSa, IkeState, Task};
 
@@ -40,11 +41,11 @@ impl Ike {
             .collect();
         if deletes.iter().any(|d| d.protocol == ProtocolId::IKE) {
             self.respond(&mut sa, ExchangeType::INFORMATIONAL, mid, vec![]);
-            self.events.push(format!(
-                "IKE_SA {}[{}] deleted by the peer",
-                self.conn_name(&sa),
-                sa.uid
-            ));
+            self.events.push(IkeEvent::Deleted {
+                name: self.conn_name(&sa),
+                unique_id: sa.uid,
+                by_peer: true,
+            });
             let after = self.after_close(&sa, None);
             self.destroy(sa, k);
             self.revive(now, after, k);
@@ -53,11 +54,11 @@ impl Ike {
         if let Some(n) = error_notify(&msg) {
             // E.g. AUTHENTICATION_FAILED after IKE_AUTH (§2.21.2).
             let ty = n.ty;
-            self.events.push(format!(
-                "IKE_SA {}[{}]: peer reports {ty}",
-                self.conn_name(&sa),
-                sa.uid
-            ));
+            self.events.push(IkeEvent::PeerReports {
+                name: self.conn_name(&sa),
+                unique_id: sa.uid,
+                notify: ty,
+            });
             if ty == NotifyType::AUTHENTICATION_FAILED {
                 self.respond(&mut sa, ExchangeType::INFORMATIONAL, mid, vec![]);
                 self.destroy(sa, k);

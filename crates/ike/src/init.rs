@@ -22,7 +22,8 @@ use crate::admit::Refusal;
 use crate::config::{self, AddrSpec, IkeChosen};
 use crate::crypto::{self, IkeKeys, SkCrypto};
 use crate::engine::{error_notify, notifies, notify, parts, Ike};
-use crate::error::CommandError;
+use crate::error::{CommandError, InitResponseError, NegotiationError};
+use crate::event::IkeEvent;
 use crate::exchange::Exchanges;
 use crate::kernel::Kernel;
 use crate::sa::{IkeKeyState, IkeSa, IkeState, Task};
@@ -167,10 +168,11 @@ impl Ike {
         sa.ni = ni;
         sa.offer = offer;
         sa.first_child = child;
-        self.events.push(format!(
-            "initiating IKE_SA {name}[{uid}] to {}",
-            remote.ip()
-        ));
+        self.events.push(IkeEvent::Initiating {
+            name,
+            unique_id: uid,
+            remote: remote.ip(),
+        });
         self.send_init(now, &mut sa);
         self.keep(sa);
         Ok(())
@@ -288,9 +290,7 @@ impl Ike {
         let Some((ci, chosen)) = self.pick_connection(local.ip(), remote.ip(), sai, kei.group)
         else {
             self.stats.no_proposal += 1;
-            self.events.push(format!(
-                "IKE_SA_INIT from {remote}: no acceptable proposal: NO_PROPOSAL_CHOSEN"
-            ));
+            self.events.push(IkeEvent::NoProposal { from: remote });
             self.answer_init(
                 local,
                 remote,
@@ -505,7 +505,7 @@ impl Ike {
                 self.send_init(now, &mut sa);
                 self.keep(sa);
             } else {
-                self.fail(sa, "too many COOKIE requests", k);
+                self.fail(sa, NegotiationError::TooManyCookies, k);
             }
             return;
         }
@@ -522,8 +522,7 @@ impl Ike {
                 let current = sa.ke.as_ref().map(|k| k.group());
                 if offered && current != Some(group) {
                     if let Ok(ke) = crypto::key_exchange(&self.provider, group, self.rng.as_mut()) {
-                        self.events
-                            .push(format!("peer wants DH group {group}: retrying IKE_SA_INIT"));
+                        self.events.push(IkeEvent::InitRetry { group });
                         sa.init_retries += 1;
                         sa.ke = Some(ke);
                         self.send_init(now, &mut sa);
@@ -534,24 +533,23 @@ impl Ike {
             }
             // Not acted on at once: a valid answer may still come; if
             // none does, the retransmissions run out (§2.21.1).
-            self.events.push(format!(
-                "IKE_SA {}[{}]: IKE_SA_INIT answered with {} (unauthenticated): still waiting",
-                self.conn_name(&sa),
-                sa.uid,
-                n.ty
-            ));
+            self.events.push(IkeEvent::InitRefused {
+                name: self.conn_name(&sa),
+                unique_id: sa.uid,
+                notify: n.ty,
+            });
             self.keep(sa);
             return;
         }
         let p = parts(&msg);
         let (Some(sar), Some(ker), Some(nr)) = (p.sa.and_then(|s| s.first()), p.ke, p.nonce) else {
-            self.bogus_init(sa, "IKE_SA_INIT response without SA, KE and nonce");
+            self.bogus_init(sa, InitResponseError::MissingPayloads);
             return;
         };
         let chosen = match config::ike_accepts(&sa.offer, sar) {
             Some(c) if c.suite.dh == ker.group && header.spi_r != 0 => c,
             _ => {
-                self.bogus_init(sa, "IKE_SA_INIT response chose what we did not offer");
+                self.bogus_init(sa, InitResponseError::NotOffered);
                 return;
             }
         };
@@ -560,7 +558,7 @@ impl Ike {
             .as_ref()
             .and_then(|ke| ke.shared_secret(&ker.data).ok())
         else {
-            self.bogus_init(sa, "bad KE payload in IKE_SA_INIT response");
+            self.bogus_init(sa, InitResponseError::BadKe);
             return;
         };
         sa.spi_r = header.spi_r;
@@ -568,7 +566,7 @@ impl Ike {
         sa.ke = None;
         let Some(keys) = self.derive(&chosen, &g_ir, (&sa.ni, nr), (sa.spi_i, sa.spi_r), true)
         else {
-            self.fail(sa, "key derivation failed", k);
+            self.fail(sa, NegotiationError::KeyDerivation, k);
             return;
         };
         sa.keys = Some(keys);
@@ -590,24 +588,24 @@ impl Ike {
 
     /// An IKE_SA_INIT answer we cannot use: unauthenticated, so it ends
     /// nothing (§2.21.1); the request stays in flight.
-    fn bogus_init(&mut self, sa: IkeSa, why: &str) {
+    fn bogus_init(&mut self, sa: IkeSa, why: InitResponseError) {
         self.stats.malformed += 1;
-        self.events.push(format!(
-            "IKE_SA {}[{}]: {why}: ignored",
-            self.conn_name(&sa),
-            sa.uid
-        ));
+        self.events.push(IkeEvent::InitIgnored {
+            name: self.conn_name(&sa),
+            unique_id: sa.uid,
+            why,
+        });
         self.keep(sa);
     }
 
     /// Give up on an IKE SA that is not established yet.
-    pub(crate) fn fail(&mut self, sa: IkeSa, why: &str, k: &mut dyn Kernel) {
-        self.events.push(format!(
-            "IKE_SA {}[{}] with {} failed: {why}",
-            self.conn_name(&sa),
-            sa.uid,
-            sa.remote.ip()
-        ));
+    pub(crate) fn fail(&mut self, sa: IkeSa, reason: NegotiationError, k: &mut dyn Kernel) {
+        self.events.push(IkeEvent::NegotiationFailed {
+            name: self.conn_name(&sa),
+            unique_id: sa.uid,
+            remote: sa.remote.ip(),
+            reason,
+        });
         self.destroy(sa, k);
     }
 }

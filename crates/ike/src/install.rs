@@ -14,10 +14,10 @@ use flowsec_ipsec::{
 };
 use flowsec_wire::ike::TrafficSelector;
 
-use crate::child::ts_string;
 use crate::config::ChildChosen;
 use crate::engine::Ike;
 use crate::error::CommandError;
+use crate::event::IkeEvent;
 use crate::kernel::Kernel;
 use crate::sa::{ChildSa, ChildState, IkeSa, Todo};
 use crate::ts;
@@ -183,14 +183,14 @@ impl Ike {
             );
         }
         let rekey_at = (!rekey_time.is_zero()).then(|| now + self.jittered(rekey_time, rand_time));
-        let fmt_ts = |t: &[TrafficSelector]| t.iter().map(ts_string).collect::<Vec<_>>().join(" ");
-        self.events.push(format!(
-            "CHILD_SA {name}{{{reqid}}} established with SPIs {:08x}_i {:08x}_o and TS {} === {}",
-            i.spi_in,
-            chosen.spi,
-            fmt_ts(&i.local_ts),
-            fmt_ts(&i.remote_ts)
-        ));
+        self.events.push(IkeEvent::ChildInstalled {
+            child: name,
+            reqid,
+            spi_in: i.spi_in,
+            spi_out: chosen.spi,
+            local_ts: i.local_ts.clone(),
+            remote_ts: i.remote_ts.clone(),
+        });
         sa.children.push(ChildSa {
             cfg: i.cfg,
             reqid,
@@ -241,9 +241,8 @@ impl Ike {
             return;
         };
         if !sa.queue.contains(&Todo::RekeyChild(spi)) {
-            self.events.push(format!(
-                "CHILD_SA with SPI {spi:08x}_i reached its rekey volume: rekeying"
-            ));
+            self.events
+                .push(IkeEvent::ChildVolumeReached { spi_in: spi });
             sa.queue.push_back(Todo::RekeyChild(spi));
         }
         self.kick(now, sa, k);
@@ -311,12 +310,12 @@ impl Ike {
             k,
         );
         self.traps.insert(reqid, (ci, cj));
-        let fmt_ts = |t: &[TrafficSelector]| t.iter().map(ts_string).collect::<Vec<_>>().join(" ");
-        self.events.push(format!(
-            "trap policy {name}{{{reqid}}} installed: {} === {}",
-            fmt_ts(&local_ts),
-            fmt_ts(&remote_ts)
-        ));
+        self.events.push(IkeEvent::TrapInstalled {
+            child: name,
+            reqid,
+            local_ts,
+            remote_ts,
+        });
         Ok(())
     }
 
@@ -409,10 +408,11 @@ impl Ike {
                 k.del_policy(direction, selector);
             }
         }
-        let name = self.child_name(sa, c.cfg);
-        self.events.push(format!(
-            "CHILD_SA {name}{{{}}} with SPIs {:08x}_i {:08x}_o removed",
-            c.reqid, c.spi_in, c.spi_out
-        ));
+        self.events.push(IkeEvent::ChildRemoved {
+            child: self.child_name(sa, c.cfg),
+            reqid: c.reqid,
+            spi_in: c.spi_in,
+            spi_out: c.spi_out,
+        });
     }
 }

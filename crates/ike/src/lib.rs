@@ -28,6 +28,7 @@ mod control;
 pub mod crypto;
 mod engine;
 mod error;
+mod event;
 pub mod exchange;
 mod info;
 mod init;
@@ -42,6 +43,7 @@ pub mod ts;
 
 pub use control::{ChildSaInfo, IkeSaInfo};
 pub use engine::{Datagram, Ike, IkeStats, Settings};
-pub use error::{ChildError, CommandError};
+pub use error::{ChildError, CommandError, InitResponseError, NegotiationError};
+pub use event::IkeEvent;
 pub use init::{IKE_PORT, NAT_T_PORT};
 pub use kernel::{Kernel, RecordingKernel, SaUsage};

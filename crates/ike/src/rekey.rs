@@ -18,6 +18,7 @@ use flowsec_wire::ike::{Ke, Message, Payload};
 use crate::config::{self, IkeChosen};
 use crate::crypto;
 use crate::engine::{error_notify, notify, Ike};
+use crate::event::IkeEvent;
 use crate::init::new_sa;
 use crate::kernel::Kernel;
 use crate::sa::{IkeRekeyRequest, IkeSa, IkeState, Task, Todo};
@@ -197,12 +198,12 @@ impl Ike {
             sa.state = IkeState::Rekeyed;
             sa.expire_at = Some(now + self.settings.rekeyed_grace);
         }
-        self.events.push(format!(
-            "IKE_SA {}[{}] rekeyed by the peer as [{}]",
-            self.conn_name(&sa),
-            sa.uid,
-            new.uid
-        ));
+        self.events.push(IkeEvent::Rekeyed {
+            name: self.conn_name(&sa),
+            unique_id: sa.uid,
+            new_unique_id: new.uid,
+            by_peer: true,
+        });
         self.keep(new);
         self.kick(now, sa, k);
     }
@@ -237,8 +238,11 @@ impl Ike {
                         return;
                     }
                 }
-                self.events
-                    .push(format!("IKE_SA {name}[{}] rekey failed: {ty}", sa.uid));
+                self.events.push(IkeEvent::RekeyFailed {
+                    name,
+                    unique_id: sa.uid,
+                    notify: ty,
+                });
                 if ty == NotifyType::TEMPORARY_FAILURE {
                     sa.rekey_at = Some(
                         now + Duration::from_millis(1000 + u64::from(self.rng.next_u32() % 4000)),
@@ -256,10 +260,10 @@ impl Ike {
             {
                 // §2.8.2: ours has the lowest nonce: ours is redundant
                 // and we close it; the peer deletes the old SA.
-                self.events.push(format!(
-                    "IKE_SA {name}[{}]: rekey collision, ours lost",
-                    sa.uid
-                ));
+                self.events.push(IkeEvent::RekeyCollisionLost {
+                    name: name.clone(),
+                    unique_id: sa.uid,
+                });
                 if let Some(mut t) = self.sas.remove(&theirs) {
                     t.children = std::mem::take(&mut sa.children);
                     hand_over(&mut sa, &mut t);
@@ -278,10 +282,12 @@ impl Ike {
                 sa.queue.push_back(Todo::DeleteIke);
             }
         }
-        self.events.push(format!(
-            "IKE_SA {name}[{}] rekeyed as [{}]",
-            sa.uid, new.uid
-        ));
+        self.events.push(IkeEvent::Rekeyed {
+            name,
+            unique_id: sa.uid,
+            new_unique_id: new.uid,
+            by_peer: false,
+        });
         self.kick(now, new, k);
         self.kick(now, sa, k);
     }

@@ -9,6 +9,7 @@ use core::time::Duration;
 use flowsec_wire::iana::ExchangeType;
 
 use crate::engine::Ike;
+use crate::event::IkeEvent;
 use crate::kernel::Kernel;
 use crate::sa::{IkeSa, IkeState, Task, Todo};
 
@@ -69,16 +70,16 @@ impl Ike {
             );
             let done = match action {
                 crate::config::DpdAction::Restart => {
-                    self.events.push(format!(
-                        "initiating CHILD_SA {child} again (dpd_action or close_action)"
-                    ));
+                    self.events.push(IkeEvent::Restarting {
+                        child: child.clone(),
+                    });
                     self.initiate(now, Some(&conn), Some(&child), k)
                 }
                 crate::config::DpdAction::Trap if !trapped => self.install_trap(ci, cj, k),
                 _ => Ok(()),
             };
             if let Err(e) = done {
-                self.events.push(e.to_string());
+                self.events.push(IkeEvent::CommandFailed(e));
             }
         }
     }
@@ -106,13 +107,12 @@ impl Ike {
                 Err(()) => {
                     self.stats.peers_dead += 1;
                     let after = self.after_death(&sa);
-                    self.events.push(format!(
-                        "IKE_SA {}[{}]: no answer from {} after {} retransmissions: peer is dead, deleting",
-                        self.conn_name(&sa),
-                        sa.uid,
-                        sa.remote,
-                        self.settings.retransmit.tries
-                    ));
+                    self.events.push(IkeEvent::PeerDead {
+                        name: self.conn_name(&sa),
+                        unique_id: sa.uid,
+                        remote: sa.remote,
+                        retransmits: self.settings.retransmit.tries,
+                    });
                     self.destroy(sa, k);
                     self.revive(now, after, k);
                     continue;
@@ -176,9 +176,7 @@ impl Ike {
         for spi in expired {
             // The hard lifetime (RFC 4301 §4.4.2.1): the SA goes now; the
             // peer is told.
-            self.events.push(format!(
-                "CHILD_SA with SPI {spi:#010x} reached its life_time: deleting"
-            ));
+            self.events.push(IkeEvent::ChildExpired { spi_in: spi });
             if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == spi) {
                 c.expire_at = None;
             }
