@@ -20,13 +20,14 @@ use subtle::ConstantTimeEq;
 
 use crate::config::Identity;
 use crate::crypto;
-use crate::engine::{error_notify, has_notify, notify, Ike};
+use crate::engine::{error_notify, has_notify, notify, Host};
 use crate::error::NegotiationError;
 use crate::event::IkeEvent;
 use crate::kernel::Kernel;
 use crate::sa::{ChildRequest, IkeSa, IkeState, Task};
+use crate::table::{SaMut, Then};
 
-impl Ike {
+impl Host {
     /// Our identity on `sa`: configured, or our IP address.
     fn our_id(&self, sa: &IkeSa) -> Identity {
         self.config.connections[sa.conn]
@@ -68,14 +69,18 @@ impl Ike {
     }
 
     /// Initiator: send IKE_AUTH, with the first Child SA if one was asked.
-    pub(crate) fn send_auth(&mut self, now: Duration, mut sa: IkeSa, k: &mut dyn Kernel) {
+    pub(crate) fn send_auth(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        k: &mut dyn Kernel,
+    ) -> Then {
         let conn = &self.config.connections[sa.conn];
-        let me = self.our_id(&sa);
+        let me = self.our_id(sa);
         let peer = conn.remote.id.clone().unwrap_or(Identity::Any);
         let idi = me.to_wire();
-        let Some(auth) = self.psk_auth_for(&sa, true, &idi, &me, &peer) else {
-            self.fail(sa, NegotiationError::NoSharedKey { me, peer }, k);
-            return;
+        let Some(auth) = self.psk_auth_for(sa, true, &idi, &me, &peer) else {
+            return self.fail(sa, NegotiationError::NoSharedKey { me, peer });
         };
         let mut payloads = vec![Payload::IdI(idi)];
         if peer != Identity::Any {
@@ -87,7 +92,7 @@ impl Ike {
         }));
         // §2.4: only when we hold no other IKE SA with the peer (the
         // peer deletes those it has with us on seeing it), as strongSwan.
-        let contact = !self.sas.values().any(|o| {
+        let contact = !sa.others.values().any(|o| {
             o.conn == sa.conn && o.remote.ip() == sa.remote.ip() && o.state == IkeState::Established
         });
         if contact && conn.unique != crate::config::Unique::Never {
@@ -95,7 +100,7 @@ impl Ike {
         }
         let child = match sa.first_child {
             Some(cfg) => {
-                let req = self.child_request_for(&mut sa, cfg, None, false, None, k);
+                let req = self.child_request_for(sa, cfg, None, false, None, k);
                 payloads.extend(self.child_payloads(&req, false));
                 Some(req)
             }
@@ -103,25 +108,19 @@ impl Ike {
         };
         sa.local_id = Some(me);
         sa.state = IkeState::Authenticating;
-        self.request(
-            now,
-            &mut sa,
-            ExchangeType::IKE_AUTH,
-            payloads,
-            Task::Auth(child),
-        );
-        self.keep(sa);
+        self.request(now, sa, ExchangeType::IKE_AUTH, payloads, Task::Auth(child));
+        Then::Stay
     }
 
     /// Responder: check the initiator's AUTH and answer.
     pub(crate) fn auth_request(
         &mut self,
         now: Duration,
-        mut sa: IkeSa,
+        sa: &mut SaMut<'_>,
         mid: u32,
         msg: Message,
         k: &mut dyn Kernel,
-    ) {
+    ) -> Then {
         let conn = &self.config.connections[sa.conn];
         let (mut idi, mut auth) = (None, None);
         for p in &msg.payloads {
@@ -131,7 +130,7 @@ impl Ike {
                 _ => {}
             }
         }
-        let me = self.our_id(&sa);
+        let me = self.our_id(sa);
         let verdict = (|| {
             let (idi, auth) = (idi?, auth?);
             let peer = Identity::from_wire(idi)?;
@@ -146,7 +145,7 @@ impl Ike {
             if auth.method != AuthMethod::SHARED_KEY_MIC {
                 return None;
             }
-            let want = self.psk_auth_for(&sa, false, idi, &me, &peer)?;
+            let want = self.psk_auth_for(sa, false, idi, &me, &peer)?;
             bool::from(want.ct_eq(&auth.data)).then_some(peer)
         })();
         let Some(peer) = verdict else {
@@ -154,13 +153,11 @@ impl Ike {
                 from: sa.remote.ip(),
                 id: idi.and_then(Identity::from_wire),
             });
-            self.refuse_auth(sa, mid, k);
-            return;
+            return self.refuse_auth(sa, mid);
         };
         let idr = me.to_wire();
-        let Some(auth) = self.psk_auth_for(&sa, true, &idr, &me, &peer) else {
-            self.refuse_auth(sa, mid, k);
-            return;
+        let Some(auth) = self.psk_auth_for(sa, true, &idr, &me, &peer) else {
+            return self.refuse_auth(sa, mid);
         };
         let mut payloads = vec![
             Payload::IdR(idr),
@@ -171,20 +168,20 @@ impl Ike {
         ];
         sa.peer_id = Some(peer.clone());
         sa.local_id = Some(me.clone());
-        self.established(now, &mut sa);
+        self.established(now, sa);
         if has_notify(&msg, NotifyType::INITIAL_CONTACT) {
-            self.initial_contact(&sa, k);
+            self.initial_contact(sa, k);
         }
         if msg.payloads.iter().any(|p| matches!(p, Payload::Sa(_))) {
             let (ni, nr) = (sa.ni.clone(), sa.nr.clone());
-            match self.answer_child(now, &mut sa, &msg, None, &ni, &nr, false, k) {
+            match self.answer_child(now, sa, &msg, None, &ni, &nr, false, k) {
                 Ok(child) => payloads.extend(child),
                 Err(n) => payloads.push(n),
             }
         }
-        self.respond(&mut sa, ExchangeType::IKE_AUTH, mid, payloads);
+        self.respond(sa, ExchangeType::IKE_AUTH, mid, payloads);
         self.events.push(IkeEvent::Established {
-            name: self.conn_name(&sa),
+            name: self.conn_name(sa),
             unique_id: sa.uid,
             local: sa.local.ip(),
             local_id: me,
@@ -192,6 +189,7 @@ impl Ike {
             remote_id: peer,
         });
         self.kick(now, sa, k);
+        Then::Stay
     }
 
     /// Responder: AUTHENTICATION_FAILED. §2.21.2: the IKE SA is not
@@ -201,29 +199,28 @@ impl Ike {
     /// (unknown_spi); the initiator gives up after its retransmissions.
     /// Only a message that passed the SK integrity check comes here: a
     /// forged or undecryptable one was dropped before (§2.21.2 too).
-    fn refuse_auth(&mut self, mut sa: IkeSa, mid: u32, k: &mut dyn Kernel) {
+    fn refuse_auth(&mut self, sa: &mut IkeSa, mid: u32) -> Then {
         let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
-        self.respond(&mut sa, ExchangeType::IKE_AUTH, mid, vec![n]);
+        self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![n]);
         self.stats.auth_failed += 1;
-        self.destroy(sa, k);
+        Then::Destroy(Vec::new())
     }
 
     /// Initiator: the answer to IKE_AUTH.
     pub(crate) fn auth_response(
         &mut self,
         now: Duration,
-        mut sa: IkeSa,
+        sa: &mut SaMut<'_>,
         child: Option<ChildRequest>,
         msg: Message,
         k: &mut dyn Kernel,
-    ) {
+    ) -> Then {
         if has_notify(&msg, NotifyType::AUTHENTICATION_FAILED) {
             if let Some(req) = &child {
                 crate::child::release(req, k);
             }
             self.stats.auth_failed += 1;
-            self.fail(sa, NegotiationError::PeerAuthFailed, k);
-            return;
+            return self.fail(sa, NegotiationError::PeerAuthFailed);
         }
         let conn = &self.config.connections[sa.conn];
         let (mut idr, mut auth) = (None, None);
@@ -247,7 +244,7 @@ impl Ike {
             {
                 return None;
             }
-            let want = self.psk_auth_for(&sa, false, idr, &me, &peer)?;
+            let want = self.psk_auth_for(sa, false, idr, &me, &peer)?;
             bool::from(want.ct_eq(&auth.data)).then_some(peer)
         })();
         let Some(peer) = verified else {
@@ -259,16 +256,15 @@ impl Ike {
             // not waited for, and forget the SA at once (as strongSwan).
             let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
             let mid = sa.exch.peek_mid();
-            let data = self.protect(&sa, ExchangeType::INFORMATIONAL, false, mid, &[n]);
+            let data = self.protect(sa, ExchangeType::INFORMATIONAL, false, mid, &[n]);
             self.push(sa.local, sa.remote, data);
             self.stats.auth_failed += 1;
-            self.fail(sa, NegotiationError::ResponderAuthBad, k);
-            return;
+            return self.fail(sa, NegotiationError::ResponderAuthBad);
         };
         sa.peer_id = Some(peer.clone());
-        self.established(now, &mut sa);
+        self.established(now, sa);
         self.events.push(IkeEvent::Established {
-            name: self.conn_name(&sa),
+            name: self.conn_name(sa),
             unique_id: sa.uid,
             local: sa.local.ip(),
             local_id: me,
@@ -280,17 +276,16 @@ impl Ike {
             let (cfg, protocol, spi_in, cpi_in) = (req.cfg, req.protocol, req.spi_in, req.cpi_in);
             if let Some(n) = error_notify(&msg) {
                 self.events.push(IkeEvent::ChildNotEstablished {
-                    child: self.child_name(&sa, req.cfg),
+                    child: self.child_name(sa, req.cfg),
                     notify: n.ty,
                 });
                 k.release_spi(protocol, spi_in);
                 if let Some(cpi) = cpi_in {
                     k.release_spi(flowsec_ipsec::Protocol::IpComp, u32::from(cpi));
                 }
-            } else if let Err(why) = self.complete_child(now, &mut sa, req, &msg, &ni, &nr, None, k)
-            {
+            } else if let Err(why) = self.complete_child(now, sa, req, &msg, &ni, &nr, None, k) {
                 self.events.push(IkeEvent::ChildFailed {
-                    child: self.child_name(&sa, cfg),
+                    child: self.child_name(sa, cfg),
                     reason: why,
                 });
                 k.release_spi(protocol, spi_in);
@@ -300,6 +295,7 @@ impl Ike {
             }
         }
         self.kick(now, sa, k);
+        Then::Stay
     }
 
     /// The IKE SA is authenticated: its timers start.
@@ -326,12 +322,12 @@ impl Ike {
     /// The peer says it has no other IKE SA with us (§2.4, INITIAL_CONTACT):
     /// those we still hold between the same identities are stale (it
     /// restarted); they go without a word to it, unless `unique = never`.
-    fn initial_contact(&mut self, sa: &IkeSa, k: &mut dyn Kernel) {
+    fn initial_contact(&mut self, sa: &mut SaMut<'_>, k: &mut dyn Kernel) {
         if self.config.connections[sa.conn].unique == crate::config::Unique::Never {
             return;
         }
-        let stale: Vec<u64> = self
-            .sas
+        let stale: Vec<u64> = sa
+            .others
             .values()
             .filter(|o| {
                 o.conn == sa.conn
@@ -342,12 +338,12 @@ impl Ike {
             .map(|o| o.our_spi())
             .collect();
         for spi in stale {
-            if let Some(old) = self.sas.remove(&spi) {
+            if let Some(mut old) = sa.others.take(spi) {
                 self.events.push(IkeEvent::InitialContact {
                     name: self.conn_name(&old),
                     unique_id: old.uid,
                 });
-                self.destroy(old, k);
+                self.destroy(&mut SaMut::detached(&mut old, sa.others.reborrow()), k);
             }
         }
     }

@@ -22,12 +22,13 @@ use flowsec_wire::ike::{Ke, Message, Notify, Payload, TrafficSelector};
 
 use crate::config::{self, ChildChosen};
 use crate::crypto;
-use crate::engine::{error_notify, has_notify, notifies, notify, Ike};
+use crate::engine::{error_notify, has_notify, notifies, notify, Host};
 use crate::error::ChildError;
 use crate::event::IkeEvent;
 use crate::install::Install;
 use crate::kernel::Kernel;
 use crate::sa::{ChildRequest, ChildState, IkeSa, Task, Todo};
+use crate::table::{SaMut, Then};
 use crate::ts;
 
 /// Bytes of our nonces in CREATE_CHILD_SA.
@@ -40,7 +41,7 @@ fn min_nonce(a: &[u8], b: &[u8]) -> Vec<u8> {
     a.min(b).to_vec()
 }
 
-impl Ike {
+impl Host {
     /// A request for a Child SA of `cfg` (rekeying `rekey` if given);
     /// `create` for CREATE_CHILD_SA (a nonce, and a KE for PFS with the
     /// first group of the proposals or `group`).
@@ -174,7 +175,7 @@ impl Ike {
     pub(crate) fn answer_child(
         &mut self,
         now: Duration,
-        sa: &mut IkeSa,
+        sa: &mut SaMut<'_>,
         msg: &Message,
         rekey: Option<u32>,
         ni: &[u8],
@@ -284,6 +285,7 @@ impl Ike {
             self.install_child(now, sa, install, &keymat, k);
             if let Some(spi) = rekey {
                 let grace = self.settings.rekeyed_grace;
+                let sa: &mut IkeSa = sa;
                 if let Some(old) = sa.children.iter_mut().find(|c| c.spi_in == spi) {
                     if old.state == ChildState::Rekeying {
                         // §2.8.1: both rekeyed it; our response decides.
@@ -349,7 +351,7 @@ impl Ike {
     pub(crate) fn complete_child(
         &mut self,
         now: Duration,
-        sa: &mut IkeSa,
+        sa: &mut SaMut<'_>,
         req: ChildRequest,
         msg: &Message,
         ni: &[u8],
@@ -413,18 +415,18 @@ impl Ike {
     pub(crate) fn child_response(
         &mut self,
         now: Duration,
-        mut sa: IkeSa,
+        sa: &mut SaMut<'_>,
         req: ChildRequest,
         msg: Message,
         k: &mut dyn Kernel,
-    ) {
+    ) -> Then {
         let (cfg, rekey, spi_in) = (req.cfg, req.rekey, (req.protocol, req.spi_in, req.cpi_in));
-        let name = self.child_name(&sa, cfg);
+        let name = self.child_name(sa, cfg);
         if let Some(n) = error_notify(&msg) {
             let (ty, data) = (n.ty, n.data.clone());
-            self.child_refused(now, &mut sa, req, ty, &data, k);
+            self.child_refused(now, sa, req, ty, &data, k);
             self.kick(now, sa, k);
-            return;
+            return Then::Stay;
         }
         let c = crate::engine::parts(&msg);
         let Some(nr) = c.nonce.cloned() else {
@@ -433,7 +435,7 @@ impl Ike {
                 reason: ChildError::NoNonce,
             });
             self.give_up(now, sa, rekey, spi_in, k);
-            return;
+            return Then::Stay;
         };
         let g_ir = match (&req.ke, c.ke) {
             (Some(ours), Some(theirs)) if ours.group() == theirs.group => {
@@ -446,7 +448,7 @@ impl Ike {
                     reason: ChildError::KeMismatch,
                 });
                 self.give_up(now, sa, rekey, spi_in, k);
-                return;
+                return Then::Stay;
             }
         };
         if req.ke.is_some() && g_ir.is_none() {
@@ -455,12 +457,12 @@ impl Ike {
                 reason: ChildError::BadKe,
             });
             self.give_up(now, sa, rekey, spi_in, k);
-            return;
+            return Then::Stay;
         }
         let ni = req.ni.clone();
         let new = match self.complete_child(
             now,
-            &mut sa,
+            sa,
             req,
             &msg,
             &ni,
@@ -475,7 +477,7 @@ impl Ike {
                     reason: why,
                 });
                 self.give_up(now, sa, rekey, spi_in, k);
-                return;
+                return Then::Stay;
             }
         };
         if let Some(old) = rekey {
@@ -526,13 +528,14 @@ impl Ike {
             }
         }
         self.kick(now, sa, k);
+        Then::Stay
     }
 
     /// The peer refused our CREATE_CHILD_SA with `ty`.
     fn child_refused(
         &mut self,
         now: Duration,
-        sa: &mut IkeSa,
+        sa: &mut SaMut<'_>,
         req: ChildRequest,
         ty: NotifyType,
         data: &[u8],
@@ -580,7 +583,7 @@ impl Ike {
     fn give_up(
         &mut self,
         now: Duration,
-        mut sa: IkeSa,
+        sa: &mut SaMut<'_>,
         rekey: Option<u32>,
         (protocol, spi_in, cpi_in): (Protocol, u32, Option<u16>),
         k: &mut dyn Kernel,
@@ -589,7 +592,7 @@ impl Ike {
         if let Some(cpi) = cpi_in {
             k.release_spi(Protocol::IpComp, u32::from(cpi));
         }
-        self.restore(&mut sa, rekey);
+        self.restore(sa, rekey);
         sa.collisions.retain(|(old, _)| Some(*old) != rekey);
         self.kick(now, sa, k);
     }
@@ -609,15 +612,14 @@ impl Ike {
     pub(crate) fn child_request(
         &mut self,
         now: Duration,
-        mut sa: IkeSa,
+        sa: &mut SaMut<'_>,
         mid: u32,
         msg: Message,
         k: &mut dyn Kernel,
-    ) {
+    ) -> Then {
         let is_ike = msg.payloads.iter().any(|p| matches!(p, Payload::Sa(s) if s.first().is_some_and(|p| p.protocol == ProtocolId::IKE)));
         if is_ike {
-            self.ike_rekey_request(now, sa, mid, msg, k);
-            return;
+            return self.ike_rekey_request(now, sa, mid, msg, k);
         }
         let rekey = notifies(&msg)
             .find(|n| n.ty == NotifyType::REKEY_SA)
@@ -637,13 +639,13 @@ impl Ike {
                     Some(c) if c.state == ChildState::Deleting => {
                         // §2.25.1: we are deleting it.
                         self.respond(
-                            &mut sa,
+                            sa,
                             ExchangeType::CREATE_CHILD_SA,
                             mid,
                             vec![notify(NotifyType::TEMPORARY_FAILURE, vec![])],
                         );
                         self.kick(now, sa, k);
-                        return;
+                        return Then::Stay;
                     }
                     Some(c) => Some(c.spi_in),
                     None => {
@@ -653,42 +655,43 @@ impl Ike {
                             ty: NotifyType::CHILD_SA_NOT_FOUND,
                             data: Vec::new(),
                         });
-                        self.respond(&mut sa, ExchangeType::CREATE_CHILD_SA, mid, vec![n]);
+                        self.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, vec![n]);
                         self.kick(now, sa, k);
-                        return;
+                        return Then::Stay;
                     }
                 }
             }
             Some(_) => {
                 self.respond(
-                    &mut sa,
+                    sa,
                     ExchangeType::CREATE_CHILD_SA,
                     mid,
                     vec![notify(NotifyType::INVALID_SYNTAX, vec![])],
                 );
                 self.kick(now, sa, k);
-                return;
+                return Then::Stay;
             }
             None => None,
         };
         if old.is_none() && sa.children.len() >= MAX_CHILDREN {
             // A bound on what one peer can make us hold (RFC 7296 §3.10.1).
             let n = notify(NotifyType::NO_ADDITIONAL_SAS, vec![]);
-            self.respond(&mut sa, ExchangeType::CREATE_CHILD_SA, mid, vec![n]);
+            self.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, vec![n]);
             self.kick(now, sa, k);
-            return;
+            return Then::Stay;
         }
         let ni = crate::engine::parts(&msg)
             .nonce
             .cloned()
             .unwrap_or_default();
         let nr = self.random(NONCE_LEN);
-        let payloads = match self.answer_child(now, &mut sa, &msg, old, &ni, &nr, true, k) {
+        let payloads = match self.answer_child(now, sa, &msg, old, &ni, &nr, true, k) {
             Ok(p) => p,
             Err(n) => vec![n],
         };
-        self.respond(&mut sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
+        self.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
         self.kick(now, sa, k);
+        Then::Stay
     }
 }
 

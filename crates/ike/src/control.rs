@@ -91,7 +91,7 @@ impl Ike {
             .sas
             .values()
             .map(|sa| {
-                let conn = &self.config.connections[sa.conn];
+                let conn = &self.host.config.connections[sa.conn];
                 let proposal = sa.keys.as_ref().map_or(String::new(), |k| {
                     let s = &k.suite;
                     let mut p = format!("{}-{}", s.encr.id, s.encr.key_bits);
@@ -183,7 +183,7 @@ impl Ike {
         child: Option<&str>,
         k: &mut dyn Kernel,
     ) -> Result<usize, CommandError> {
-        self.clock = now;
+        self.host.clock = now;
         self.queue_for(now, ike, child, k, Todo::DeleteIke, Todo::DeleteChild)
     }
 
@@ -195,7 +195,7 @@ impl Ike {
         child: Option<&str>,
         k: &mut dyn Kernel,
     ) -> Result<usize, CommandError> {
-        self.clock = now;
+        self.host.clock = now;
         self.queue_for(now, ike, child, k, Todo::RekeyIke, Todo::RekeyChild)
     }
 
@@ -208,34 +208,34 @@ impl Ike {
         for_ike: Todo,
         for_child: fn(u32) -> Todo,
     ) -> Result<usize, CommandError> {
-        let keys: Vec<u64> = self.sas.keys().copied().collect();
         let mut n = 0;
-        for key in keys {
-            let Some(mut sa) = self.sas.remove(&key) else {
+        for spi in self.sas.spis() {
+            let Some(mut sa) = self.sas.slot(spi).and_then(|at| self.sas.borrow(at)) else {
                 continue;
             };
-            let conn = &self.config.connections[sa.conn];
+            let conn = &self.host.config.connections[sa.conn];
             let ike_match = ike.is_some_and(|name| {
                 name == conn.name || name.trim_start_matches('#') == sa.uid.to_string()
             });
+            let mut todos = Vec::new();
             if sa.state == IkeState::Established {
                 if ike_match && child.is_none() {
-                    sa.queue.push_back(for_ike.clone());
-                    n += 1;
-                } else if let Some(name) = child {
-                    if ike.is_none() || ike_match {
-                        for c in &sa.children {
-                            if conn.children.get(c.cfg).is_some_and(|ch| ch.name == name)
-                                && c.state == crate::sa::ChildState::Installed
-                            {
-                                sa.queue.push_back(for_child(c.spi_in));
-                                n += 1;
-                            }
-                        }
-                    }
+                    todos.push(for_ike.clone());
+                } else if let Some(name) = child.filter(|_| ike.is_none() || ike_match) {
+                    todos.extend(
+                        sa.children
+                            .iter()
+                            .filter(|c| {
+                                conn.children.get(c.cfg).is_some_and(|ch| ch.name == name)
+                                    && c.state == crate::sa::ChildState::Installed
+                            })
+                            .map(|c| for_child(c.spi_in)),
+                    );
                 }
             }
-            self.kick(now, sa, k);
+            n += todos.len();
+            sa.queue.extend(todos);
+            self.host.kick(now, &mut sa, k);
         }
         if n == 0 {
             return Err(match (ike, child) {

@@ -30,6 +30,7 @@ use crate::exchange::{RequestVerdict, Retransmit};
 use crate::kernel::Kernel;
 use crate::random::Random;
 use crate::sa::{IkeSa, IkeState, Task, Todo};
+use crate::table::{SaMut, SaTable, Slot, Then};
 
 /// Tuning, with strongSwan's defaults (strongswan.conf(5)).
 #[derive(Debug, Clone)]
@@ -168,11 +169,21 @@ impl IkeStats {
 
 /// All IKE SAs of this host.
 pub struct Ike {
+    /// What the exchanges of every IKE SA share.
+    pub(crate) host: Host,
+    pub(crate) sas: SaTable,
+}
+
+/// This host's state beside its IKE SAs: configuration, crypto and
+/// randomness, what goes out (datagrams, events), counters, and the
+/// reqids, policies and trap policies the IKE SAs' Child SAs share. A
+/// handler works on one IKE SA borrowed from the table ([`SaMut`]) and
+/// on this.
+pub(crate) struct Host {
     pub(crate) config: Config,
     pub(crate) provider: Provider,
     pub(crate) rng: Box<dyn Random>,
     pub(crate) settings: Settings,
-    pub(crate) sas: BTreeMap<u64, IkeSa>,
     pub(crate) out: VecDeque<Datagram>,
     pub(crate) events: Vec<IkeEvent>,
     /// The COOKIE secrets (RFC 7296 §2.6), from `rng`.
@@ -191,6 +202,15 @@ pub struct Ike {
     pub(crate) stats: IkeStats,
 }
 
+/// A protected message as it arrived: where, from where, its header
+/// (parsed) and its bytes.
+struct Arrival<'a> {
+    local: SocketAddr,
+    remote: SocketAddr,
+    header: &'a Header,
+    data: &'a [u8],
+}
+
 impl Ike {
     /// The core for `config`, with `provider` for every algorithm and
     /// `rng` for every random value. Configured PRFs and key exchange
@@ -207,12 +227,11 @@ impl Ike {
             .map(IkeEvent::ConfigRestricted)
             .collect();
         let cookies = crate::admit::CookieJar::new(rng.as_mut());
-        Ike {
+        let host = Host {
             config,
             provider,
             rng,
             settings,
-            sas: BTreeMap::new(),
             out: VecDeque::new(),
             events,
             cookies,
@@ -223,37 +242,41 @@ impl Ike {
             lingering: Vec::new(),
             clock: Duration::ZERO,
             stats: IkeStats::default(),
+        };
+        Ike {
+            host,
+            sas: SaTable::default(),
         }
     }
 
     /// The configuration it runs.
     pub fn config(&self) -> &Config {
-        &self.config
+        &self.host.config
     }
 
     /// Counters.
     pub fn stats(&self) -> &IkeStats {
-        &self.stats
+        &self.host.stats
     }
 
     /// The next datagram to send.
     pub fn poll_transmit(&mut self) -> Option<Datagram> {
-        self.out.pop_front()
+        self.host.out.pop_front()
     }
 
     /// What happened since the last call, in order; each `Display`s as
     /// its log line (never a key).
     pub fn take_events(&mut self) -> Vec<IkeEvent> {
-        std::mem::take(&mut self.events)
+        std::mem::take(&mut self.host.events)
     }
 
     /// Bring up the children whose `start_action` is `start`, and install
     /// the trap policies of those with `trap`.
     pub fn start(&mut self, now: Duration, k: &mut dyn Kernel) {
-        self.clock = now;
+        self.host.clock = now;
         let mut wanted = Vec::new();
         let mut traps = Vec::new();
-        for (ci, conn) in self.config.connections.iter().enumerate() {
+        for (ci, conn) in self.host.config.connections.iter().enumerate() {
             for (cj, child) in conn.children.iter().enumerate() {
                 match child.start_action {
                     crate::config::StartAction::Start => {
@@ -265,13 +288,13 @@ impl Ike {
             }
         }
         for (ci, cj) in traps {
-            if let Err(e) = self.install_trap(ci, cj, k) {
-                self.events.push(IkeEvent::CommandFailed(e));
+            if let Err(e) = self.host.install_trap(ci, cj, k) {
+                self.host.events.push(IkeEvent::CommandFailed(e));
             }
         }
         for (conn, child) in wanted {
             if let Err(e) = self.initiate(now, Some(&conn), Some(&child), k) {
-                self.events.push(IkeEvent::CommandFailed(e));
+                self.host.events.push(IkeEvent::CommandFailed(e));
             }
         }
     }
@@ -279,8 +302,8 @@ impl Ike {
     /// A packet matched the trap policy of `reqid` (the data plane found
     /// no SA for it): negotiate its Child SA, unless that is under way.
     pub fn acquire(&mut self, now: Duration, reqid: u32, k: &mut dyn Kernel) {
-        self.clock = now;
-        let Some(&(ci, cj)) = self.traps.get(&reqid) else {
+        self.host.clock = now;
+        let Some(&(ci, cj)) = self.host.traps.get(&reqid) else {
             return;
         };
         let busy = self.sas.values().any(|sa| {
@@ -293,16 +316,14 @@ impl Ike {
         if busy {
             return;
         }
-        let (conn, child) = (
-            self.config.connections[ci].name.clone(),
-            self.config.connections[ci].children[cj].name.clone(),
-        );
-        self.events.push(IkeEvent::Acquire {
+        let conn = &self.host.config.connections[ci];
+        let (conn, child) = (conn.name.clone(), conn.children[cj].name.clone());
+        self.host.events.push(IkeEvent::Acquire {
             child: child.clone(),
             reqid,
         });
         if let Err(e) = self.initiate(now, Some(&conn), Some(&child), k) {
-            self.events.push(IkeEvent::CommandFailed(e));
+            self.host.events.push(IkeEvent::CommandFailed(e));
         }
     }
 
@@ -316,18 +337,18 @@ impl Ike {
         data: &[u8],
         k: &mut dyn Kernel,
     ) {
-        self.clock = now;
-        self.stats.received += 1;
+        self.host.clock = now;
+        self.host.stats.received += 1;
         let header = match Header::parse(data) {
             Ok(h) if h.major_version == 2 => h,
             _ => {
-                self.stats.malformed += 1;
+                self.host.stats.malformed += 1;
                 return;
             }
         };
         if header.exchange == ExchangeType::IKE_SA_INIT {
             if header.response {
-                self.init_response(now, local, remote, &header, data, k);
+                self.init_response(now, &header, data, k);
             } else {
                 self.init_request(now, local, remote, &header, data);
             }
@@ -339,84 +360,83 @@ impl Ike {
         } else {
             header.spi_i
         };
-        let Some(mut sa) = self.sas.remove(&ours) else {
-            self.stats.unknown_spi += 1;
+        let Some((at, mut sa)) = self
+            .sas
+            .slot(ours)
+            .and_then(|at| Some((at, self.sas.borrow(at)?)))
+        else {
+            self.host.stats.unknown_spi += 1;
             return;
         };
-        let mine = sa.spi_i == header.spi_i
-            && sa.spi_r == header.spi_r
-            && header.initiator != sa.initiator;
-        if !mine || sa.keys.is_none() {
-            self.stats.unknown_spi += 1;
-            self.sas.insert(ours, sa);
-            return;
-        }
-        if !header.response && sa.exch.classify(header.message_id) == RequestVerdict::Replay {
-            // The same request again (§2.1): the same answer. Anything else
-            // with its message ID is dropped.
-            match &sa.exch.last_response {
-                Some((_, last)) if sa.exch.request_digest == Some(digest(data)) => {
-                    self.stats.replayed += 1;
-                    self.push(sa.local, sa.remote, last.clone());
-                }
-                _ => self.stats.bad_message_id += 1,
-            }
-            self.sas.insert(ours, sa);
-            return;
-        }
-        let opened = sa.keys.as_ref().map(|keys| keys.inn.open(data));
-        let msg = match opened {
-            Some(Ok(m)) => m,
-            Some(Err(crate::crypto::SkError::Integrity)) => {
-                self.stats.bad_integrity += 1;
-                self.sas.insert(ours, sa);
-                return;
-            }
-            Some(Err(crate::crypto::SkError::Inner(IkeError::UnsupportedCritical(ty))))
-                if !header.response =>
-            {
-                // §2.5: answer with the type that was not understood.
-                if sa.exch.classify(header.message_id) == RequestVerdict::Process {
-                    let n = notify(NotifyType::UNSUPPORTED_CRITICAL_PAYLOAD, vec![ty.0]);
-                    self.respond(&mut sa, header.exchange, header.message_id, vec![n]);
-                }
-                self.stats.malformed += 1;
-                self.sas.insert(ours, sa);
-                return;
-            }
-            _ => {
-                self.stats.malformed += 1;
-                self.sas.insert(ours, sa);
-                return;
-            }
+        let arrival = Arrival {
+            local,
+            remote,
+            header: &header,
+            data,
         };
-        sa.last_heard = now;
-        if let Err(n) = crate::rules::check(header.exchange, header.response, &msg.payloads) {
-            self.stats.malformed += 1;
-            if !header.response && sa.exch.classify(header.message_id) == RequestVerdict::Process {
-                self.respond(
-                    &mut sa,
-                    header.exchange,
-                    header.message_id,
-                    vec![notify(n, vec![])],
-                );
+        let then = self.host.receive(now, &mut sa, arrival, k);
+        self.then(now, at, then, k);
+    }
+
+    /// Carry out what a handler of the SA at `at` said becomes of it,
+    /// now that its borrow has ended.
+    pub(crate) fn then(&mut self, now: Duration, at: Slot, then: Then, k: &mut dyn Kernel) {
+        match then {
+            Then::Stay => {}
+            Then::Destroy(wishes) => {
+                if let Some(mut sa) = self.sas.remove(at) {
+                    let mut sa = SaMut::detached(&mut sa, self.sas.all());
+                    self.host.destroy(&mut sa, k);
+                }
+                self.revive(now, wishes, k);
             }
-            self.sas.insert(ours, sa);
-            return;
+            Then::Revive(wishes) => self.revive(now, wishes, k),
+            Then::Rekeyed { new, start } => {
+                let new = self.sas.insert(*new);
+                if start {
+                    self.kick_at(now, new, k);
+                }
+                self.kick_at(now, at, k);
+            }
         }
+    }
+
+    /// Start the queued tasks of the SA at `at`, if its window is free.
+    pub(crate) fn kick_at(&mut self, now: Duration, at: Slot, k: &mut dyn Kernel) {
+        if let Some(mut sa) = self.sas.borrow(at) {
+            self.host.kick(now, &mut sa, k);
+        }
+    }
+}
+
+impl Host {
+    /// A protected message for `sa` (its SPIs matched ours): checked,
+    /// opened and dispatched to the task it is for.
+    fn receive(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        arrival: Arrival<'_>,
+        k: &mut dyn Kernel,
+    ) -> Then {
+        let Arrival {
+            local,
+            remote,
+            header,
+            data,
+        } = arrival;
+        let Some(msg) = self.open(now, sa, header, data) else {
+            return Then::Stay;
+        };
         if header.response {
-            match sa.exch.answered(header.message_id, header.exchange) {
-                Some(req) => {
-                    if let Some(e) = follow_peer(&mut sa, local, remote, k) {
-                        self.events.push(e);
-                    }
-                    self.on_response(now, sa, req.task, msg, k)
-                }
-                None => {
-                    self.stats.bad_message_id += 1;
-                    self.sas.insert(ours, sa);
-                }
+            let Some(req) = sa.exch.answered(header.message_id, header.exchange) else {
+                self.stats.bad_message_id += 1;
+                return Then::Stay;
+            };
+            if let Some(e) = follow_peer(sa, local, remote, k) {
+                self.events.push(e);
             }
+            self.on_response(now, sa, req.task, msg, k)
         } else if sa.exch.classify(header.message_id) == RequestVerdict::Process {
             sa.exch.request_digest = Some(digest(data));
             // A half-open SA stays with the address its IKE_SA_INIT came
@@ -424,52 +444,120 @@ impl Ike {
             // establishes or ends it.
             let follows =
                 sa.state != IkeState::HalfOpen || header.exchange == ExchangeType::IKE_AUTH;
-            if let Some(e) = follows
-                .then(|| follow_peer(&mut sa, local, remote, k))
-                .flatten()
-            {
+            if let Some(e) = follows.then(|| follow_peer(sa, local, remote, k)).flatten() {
                 self.events.push(e);
             }
-            self.on_request(now, sa, header.exchange, header.message_id, msg, k);
+            self.on_request(now, sa, header.exchange, header.message_id, msg, k)
         } else {
             self.stats.bad_message_id += 1;
-            self.sas.insert(ours, sa);
+            Then::Stay
         }
+    }
+
+    /// The checks before any task sees a message of `sa` (RFC 7296 §2.1,
+    /// §2.5, §3.14): ours, not a retransmitted request (answered again
+    /// from the cache), integrity, the payload rules. `None`: dropped,
+    /// and counted.
+    fn open(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        header: &Header,
+        data: &[u8],
+    ) -> Option<Message> {
+        let mine = sa.spi_i == header.spi_i
+            && sa.spi_r == header.spi_r
+            && header.initiator != sa.initiator;
+        if !mine || sa.keys.is_none() {
+            self.stats.unknown_spi += 1;
+            return None;
+        }
+        if !header.response && sa.exch.classify(header.message_id) == RequestVerdict::Replay {
+            // The same request again (§2.1): the same answer. Anything else
+            // with its message ID is dropped.
+            match &sa.exch.last_response {
+                Some((_, last)) if sa.exch.request_digest == Some(digest(data)) => {
+                    self.stats.replayed += 1;
+                    let last = last.clone();
+                    self.push(sa.local, sa.remote, last);
+                }
+                _ => self.stats.bad_message_id += 1,
+            }
+            return None;
+        }
+        let opened = sa.keys.as_ref().map(|keys| keys.inn.open(data));
+        let msg = match opened {
+            Some(Ok(m)) => m,
+            Some(Err(crate::crypto::SkError::Integrity)) => {
+                self.stats.bad_integrity += 1;
+                return None;
+            }
+            Some(Err(crate::crypto::SkError::Inner(IkeError::UnsupportedCritical(ty))))
+                if !header.response =>
+            {
+                // §2.5: answer with the type that was not understood.
+                if sa.exch.classify(header.message_id) == RequestVerdict::Process {
+                    let n = notify(NotifyType::UNSUPPORTED_CRITICAL_PAYLOAD, vec![ty.0]);
+                    self.respond(sa, header.exchange, header.message_id, vec![n]);
+                }
+                self.stats.malformed += 1;
+                return None;
+            }
+            _ => {
+                self.stats.malformed += 1;
+                return None;
+            }
+        };
+        sa.last_heard = now;
+        if let Err(n) = crate::rules::check(header.exchange, header.response, &msg.payloads) {
+            self.stats.malformed += 1;
+            if !header.response && sa.exch.classify(header.message_id) == RequestVerdict::Process {
+                self.respond(
+                    sa,
+                    header.exchange,
+                    header.message_id,
+                    vec![notify(n, vec![])],
+                );
+            }
+            return None;
+        }
+        Some(msg)
     }
 
     /// A response to our request, with the task that waited for it.
     fn on_response(
         &mut self,
         now: Duration,
-        sa: IkeSa,
+        sa: &mut SaMut<'_>,
         task: Task,
         msg: Message,
         k: &mut dyn Kernel,
-    ) {
+    ) -> Then {
         match task {
-            Task::Init => {
-                // IKE_SA_INIT is handled before decryption.
-                self.keep(sa);
-            }
+            // IKE_SA_INIT is handled before decryption.
+            Task::Init => Then::Stay,
             Task::Auth(child) => self.auth_response(now, sa, child, msg, k),
             Task::Child(req) => self.child_response(now, sa, req, msg, k),
             Task::RekeyIke(req) => self.ike_rekey_response(now, sa, req, msg, k),
             Task::DeleteChildren(spis) => {
-                let mut sa = sa;
                 for spi in spis {
-                    self.remove_child(&mut sa, spi, k);
+                    self.remove_child(sa, spi, k);
                 }
                 self.kick(now, sa, k);
+                Then::Stay
             }
             Task::DeleteIke => {
                 self.events.push(IkeEvent::Deleted {
-                    name: self.conn_name(&sa),
+                    name: self.conn_name(sa),
                     unique_id: sa.uid,
                     by_peer: false,
                 });
-                self.destroy(sa, k);
+                Then::Destroy(Vec::new())
             }
-            Task::Dpd => self.kick(now, sa, k),
+            Task::Dpd => {
+                self.kick(now, sa, k);
+                Then::Stay
+            }
         }
     }
 
@@ -477,12 +565,12 @@ impl Ike {
     fn on_request(
         &mut self,
         now: Duration,
-        mut sa: IkeSa,
+        sa: &mut SaMut<'_>,
         exchange: ExchangeType,
         mid: u32,
         msg: Message,
         k: &mut dyn Kernel,
-    ) {
+    ) -> Then {
         match exchange {
             ExchangeType::IKE_AUTH if sa.state == IkeState::HalfOpen => {
                 self.auth_request(now, sa, mid, msg, k)
@@ -493,26 +581,21 @@ impl Ike {
             ExchangeType::CREATE_CHILD_SA => {
                 // §2.25: rekeyed or being deleted: not now.
                 self.respond(
-                    &mut sa,
+                    sa,
                     exchange,
                     mid,
                     vec![notify(NotifyType::TEMPORARY_FAILURE, vec![])],
                 );
-                self.keep(sa);
+                Then::Stay
             }
             ExchangeType::INFORMATIONAL if sa.state != IkeState::HalfOpen => {
                 self.informational_request(now, sa, mid, msg, k)
             }
             _ => {
                 self.stats.malformed += 1;
-                self.keep(sa);
+                Then::Stay
             }
         }
-    }
-
-    /// Put `sa` back into the table.
-    pub(crate) fn keep(&mut self, sa: IkeSa) {
-        self.sas.insert(sa.our_spi(), sa);
     }
 
     /// Queue a datagram.
@@ -594,11 +677,11 @@ impl Ike {
         v
     }
 
-    /// A random IKE SPI no SA of ours uses (never 0).
-    pub(crate) fn new_spi(&mut self) -> u64 {
+    /// A random IKE SPI that is not `taken` (never 0).
+    pub(crate) fn new_spi(&mut self, taken: impl Fn(u64) -> bool) -> u64 {
         loop {
             let spi = self.rng.next_u64();
-            if spi != 0 && !self.sas.contains_key(&spi) {
+            if spi != 0 && !taken(spi) {
                 return spi;
             }
         }
@@ -621,8 +704,9 @@ impl Ike {
             .map_or_else(|| "?".into(), |c| c.name.clone())
     }
 
-    /// Remove `sa` and everything it installed.
-    pub(crate) fn destroy(&mut self, mut sa: IkeSa, k: &mut dyn Kernel) {
+    /// Remove everything `sa` installed; it has left the table, or is
+    /// about to (its handler says [`Then::Destroy`]).
+    pub(crate) fn destroy(&mut self, sa: &mut SaMut<'_>, k: &mut dyn Kernel) {
         if let Some(p) = sa.exch.pending.take() {
             if let Task::Child(req) | Task::Auth(Some(req)) = &p.task {
                 crate::child::release(req, k);
@@ -630,7 +714,7 @@ impl Ike {
         }
         let spis: Vec<u32> = sa.children.iter().map(|c| c.spi_in).collect();
         for spi in spis {
-            self.remove_child(&mut sa, spi, k);
+            self.remove_child(sa, spi, k);
         }
     }
 }

@@ -16,21 +16,22 @@ use core::time::Duration;
 use flowsec_wire::iana::{ExchangeType, NotifyType, ProtocolId};
 use flowsec_wire::ike::{Delete, Message, Payload};
 
-use crate::engine::{error_notify, Ike};
+use crate::engine::{error_notify, Host};
 use crate::event::IkeEvent;
 use crate::kernel::Kernel;
 use crate::sa::{ChildState, IkeSa, IkeState, Task};
+use crate::table::{SaMut, Then};
 
-impl Ike {
+impl Host {
     /// Responder: an INFORMATIONAL request.
     pub(crate) fn informational_request(
         &mut self,
         now: Duration,
-        mut sa: IkeSa,
+        sa: &mut SaMut<'_>,
         mid: u32,
         msg: Message,
         k: &mut dyn Kernel,
-    ) {
+    ) -> Then {
         let deletes: Vec<&Delete> = msg
             .payloads
             .iter()
@@ -40,29 +41,25 @@ impl Ike {
             })
             .collect();
         if deletes.iter().any(|d| d.protocol == ProtocolId::IKE) {
-            self.respond(&mut sa, ExchangeType::INFORMATIONAL, mid, vec![]);
+            self.respond(sa, ExchangeType::INFORMATIONAL, mid, vec![]);
             self.events.push(IkeEvent::Deleted {
-                name: self.conn_name(&sa),
+                name: self.conn_name(sa),
                 unique_id: sa.uid,
                 by_peer: true,
             });
-            let after = self.after_close(&sa, None);
-            self.destroy(sa, k);
-            self.revive(now, after, k);
-            return;
+            return Then::Destroy(self.after_close(sa, None));
         }
         if let Some(n) = error_notify(&msg) {
             // E.g. AUTHENTICATION_FAILED after IKE_AUTH (§2.21.2).
             let ty = n.ty;
             self.events.push(IkeEvent::PeerReports {
-                name: self.conn_name(&sa),
+                name: self.conn_name(sa),
                 unique_id: sa.uid,
                 notify: ty,
             });
             if ty == NotifyType::AUTHENTICATION_FAILED {
-                self.respond(&mut sa, ExchangeType::INFORMATIONAL, mid, vec![]);
-                self.destroy(sa, k);
-                return;
+                self.respond(sa, ExchangeType::INFORMATIONAL, mid, vec![]);
+                return Then::Destroy(Vec::new());
             }
         }
         // §1.4.1: the halves of the pairs the peer deletes go in our
@@ -88,7 +85,7 @@ impl Ike {
             }
         }
         for spi in &crossed {
-            self.remove_child(&mut sa, *spi, k);
+            self.remove_child(sa, *spi, k);
         }
         // Those the peer closes on its own (not the old half of a rekey).
         let closed: Vec<u32> = sa
@@ -99,9 +96,9 @@ impl Ike {
             })
             .map(|c| c.spi_in)
             .collect();
-        let after = self.after_close(&sa, Some(&closed));
+        let after = self.after_close(sa, Some(&closed));
         for (_, spi) in &ours {
-            self.remove_child(&mut sa, *spi, k);
+            self.remove_child(sa, *spi, k);
         }
         // One Delete payload per protocol (§3.11).
         let payloads = [ProtocolId::ESP, ProtocolId::AH]
@@ -115,9 +112,9 @@ impl Ike {
                 (!spis.is_empty()).then_some(Payload::Delete(Delete { protocol, spis }))
             })
             .collect();
-        self.respond(&mut sa, ExchangeType::INFORMATIONAL, mid, payloads);
+        self.respond(sa, ExchangeType::INFORMATIONAL, mid, payloads);
         self.kick(now, sa, k);
-        self.revive(now, after, k);
+        Then::Revive(after)
     }
 
     /// Start deleting the Child SA with inbound SPI `spi`.

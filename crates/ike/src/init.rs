@@ -21,12 +21,13 @@ use zeroize::Zeroizing;
 use crate::admit::Refusal;
 use crate::config::{self, AddrSpec, IkeChosen};
 use crate::crypto::{self, IkeKeys, SkCrypto};
-use crate::engine::{error_notify, notifies, notify, parts, Ike};
+use crate::engine::{error_notify, notifies, notify, parts, Host, Ike};
 use crate::error::{CommandError, InitResponseError, NegotiationError};
 use crate::event::IkeEvent;
 use crate::exchange::Exchanges;
 use crate::kernel::Kernel;
 use crate::sa::{IkeKeyState, IkeSa, IkeState, Task};
+use crate::table::{SaMut, Then};
 
 // The UDP port IKE starts on, and the one it floats to (§2.23).
 pub use flowsec_wire::udp_encap::{IKE_PORT, NAT_T_PORT};
@@ -48,8 +49,9 @@ impl Ike {
         child: Option<&str>,
         k: &mut dyn Kernel,
     ) -> Result<(), CommandError> {
-        self.clock = now;
+        self.host.clock = now;
         let found = self
+            .host
             .config
             .connections
             .iter()
@@ -74,7 +76,7 @@ impl Ike {
             });
         };
         let child =
-            child.or_else(|| (!self.config.connections[ci].children.is_empty()).then_some(0));
+            child.or_else(|| (!self.host.config.connections[ci].children.is_empty()).then_some(0));
         // An IKE SA of the connection we can reuse?
         let existing = self
             .sas
@@ -88,20 +90,16 @@ impl Ike {
             })
             .map(|s| s.our_spi());
         if let Some(spi) = existing {
-            if let Some(cfg) = child {
-                let Some(mut sa) = self.sas.remove(&spi) else {
-                    return Ok(());
-                };
-                if sa.state == IkeState::Established {
-                    sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
-                    self.kick(now, sa, k);
-                } else {
-                    // IKE_AUTH will carry the first child; the rest follow.
-                    if sa.first_child != Some(cfg) {
-                        sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
-                    }
-                    self.keep(sa);
-                }
+            let Some(cfg) = child else { return Ok(()) };
+            let Some(mut sa) = self.sas.slot(spi).and_then(|at| self.sas.borrow(at)) else {
+                return Ok(());
+            };
+            if sa.state == IkeState::Established {
+                sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
+                self.host.kick(now, &mut sa, k);
+            } else if sa.first_child != Some(cfg) {
+                // IKE_AUTH will carry the first child; the rest follow.
+                sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
             }
             return Ok(());
         }
@@ -116,7 +114,7 @@ impl Ike {
         child: Option<usize>,
         k: &mut dyn Kernel,
     ) -> Result<(), CommandError> {
-        let conn = &self.config.connections[ci];
+        let conn = &self.host.config.connections[ci];
         let remote_ip = conn
             .remote_addrs
             .iter()
@@ -144,7 +142,7 @@ impl Ike {
             .iter()
             .flat_map(|p| p.dh.iter())
             .copied()
-            .find(|g| self.provider.key_exchange(*g).is_some())
+            .find(|g| self.host.provider.key_exchange(*g).is_some())
             .ok_or_else(|| CommandError::NoGroup {
                 conn: conn.name.clone(),
             })?;
@@ -152,32 +150,226 @@ impl Ike {
         let remote = SocketAddr::new(remote_ip, conn.remote_port);
         let offer = config::ike_offer(&conn.proposals);
         let name = conn.name.clone();
-        let ke =
-            crypto::key_exchange(&self.provider, group, self.rng.as_mut()).map_err(|error| {
-                CommandError::KeyExchange {
-                    conn: name.clone(),
-                    error,
-                }
-            })?;
-        let spi_i = self.new_spi();
-        let ni = self.random(NONCE_LEN);
-        let uid = self.next_uid;
-        self.next_uid += 1;
+        let ke = crypto::key_exchange(&self.host.provider, group, self.host.rng.as_mut()).map_err(
+            |error| CommandError::KeyExchange {
+                conn: name.clone(),
+                error,
+            },
+        )?;
+        let spi_i = self.host.new_spi(|s| self.sas.contains_spi(s));
+        let ni = self.host.random(NONCE_LEN);
+        let uid = self.host.next_uid;
+        self.host.next_uid += 1;
         let mut sa = new_sa(ci, uid, spi_i, 0, true, local, remote, now);
         sa.ke = Some(ke);
         sa.ni = ni;
         sa.offer = offer;
         sa.first_child = child;
-        self.events.push(IkeEvent::Initiating {
+        self.host.events.push(IkeEvent::Initiating {
             name,
             unique_id: uid,
             remote: remote.ip(),
         });
-        self.send_init(now, &mut sa);
-        self.keep(sa);
+        self.host.send_init(now, &mut sa);
+        self.sas.insert(sa);
         Ok(())
     }
 
+    /// The responder's side of IKE_SA_INIT.
+    pub(crate) fn init_request(
+        &mut self,
+        now: Duration,
+        local: SocketAddr,
+        remote: SocketAddr,
+        header: &Header,
+        data: &[u8],
+    ) {
+        if header.spi_r != 0 || header.message_id != 0 || !header.initiator {
+            self.host.stats.malformed += 1;
+            return;
+        }
+        // A retransmission of a request we answered: the same answer.
+        if let Some(sa) = self.sas.values().find(|s| {
+            s.state == IkeState::HalfOpen && s.spi_i == header.spi_i && s.remote == remote
+        }) {
+            if sa.init_request == data {
+                let (l, r, d) = (sa.local, sa.remote, sa.init_response.clone());
+                self.host.stats.replayed += 1;
+                self.host.push(l, r, d);
+            }
+            return;
+        }
+        let msg = match Message::parse(data) {
+            Ok(m) => m,
+            Err(flowsec_wire::ike::IkeError::UnsupportedCritical(ty)) => {
+                self.host.stats.malformed += 1;
+                self.host.answer_init(
+                    local,
+                    remote,
+                    header.spi_i,
+                    NotifyType::UNSUPPORTED_CRITICAL_PAYLOAD,
+                    vec![ty.0],
+                );
+                return;
+            }
+            Err(_) => {
+                self.host.stats.malformed += 1;
+                return;
+            }
+        };
+        if crate::rules::check(ExchangeType::IKE_SA_INIT, false, &msg.payloads).is_err() {
+            self.host.stats.malformed += 1;
+            return;
+        }
+        let p = parts(&msg);
+        let (Some(sai), Some(kei), Some(ni)) = (p.sa, p.ke, p.nonce) else {
+            return;
+        };
+        // §2.6: a returned cookie is the first payload.
+        let cookie = match msg.payloads.first() {
+            Some(Payload::Notify(n)) if n.ty == NotifyType::COOKIE => Some(n.data.as_slice()),
+            _ => None,
+        };
+        match self.admit(now, remote.ip(), ni, header.spi_i, cookie) {
+            Ok(()) => {}
+            Err(Refusal::Cookie(want)) => {
+                self.host.stats.cookies_sent += 1;
+                self.host
+                    .answer_init(local, remote, header.spi_i, NotifyType::COOKIE, want);
+                return;
+            }
+            Err(Refusal::BlockedSource) => {
+                self.host.stats.blocked_source += 1;
+                return;
+            }
+            Err(Refusal::Limit) => {
+                self.host.stats.refused_limit += 1;
+                return;
+            }
+        }
+        let Some((ci, chosen)) = self
+            .host
+            .pick_connection(local.ip(), remote.ip(), sai, kei.group)
+        else {
+            self.host.stats.no_proposal += 1;
+            self.host.events.push(IkeEvent::NoProposal { from: remote });
+            self.host.answer_init(
+                local,
+                remote,
+                header.spi_i,
+                NotifyType::NO_PROPOSAL_CHOSEN,
+                vec![],
+            );
+            return;
+        };
+        if kei.group != chosen.suite.dh {
+            // §1.2: stateless; the initiator retries with our group.
+            self.host.stats.invalid_ke_sent += 1;
+            let group = chosen.suite.dh.0.to_be_bytes().to_vec();
+            self.host.answer_init(
+                local,
+                remote,
+                header.spi_i,
+                NotifyType::INVALID_KE_PAYLOAD,
+                group,
+            );
+            return;
+        }
+        let ke = match crypto::key_exchange(
+            &self.host.provider,
+            chosen.suite.dh,
+            self.host.rng.as_mut(),
+        ) {
+            Ok(ke) => ke,
+            Err(_) => return,
+        };
+        let g_ir = match ke.shared_secret(&kei.data) {
+            Ok(s) => s,
+            Err(_) => {
+                // RFC 6989: a bad public value.
+                self.host.stats.malformed += 1;
+                self.host.answer_init(
+                    local,
+                    remote,
+                    header.spi_i,
+                    NotifyType::INVALID_SYNTAX,
+                    vec![],
+                );
+                return;
+            }
+        };
+        let spi_r = self.host.new_spi(|s| self.sas.contains_spi(s));
+        let nr = self.host.random(NONCE_LEN);
+        let Some(keys) = self
+            .host
+            .derive(&chosen, &g_ir, (ni, &nr), (header.spi_i, spi_r), false)
+        else {
+            return;
+        };
+        let uid = self.host.next_uid;
+        self.host.next_uid += 1;
+        let mut sa = new_sa(ci, uid, header.spi_i, spi_r, false, local, remote, now);
+        sa.state = IkeState::HalfOpen;
+        sa.keys = Some(keys);
+        sa.ni = ni.clone();
+        sa.nr = nr.clone();
+        let (nat_local, nat_remote) = nat_detect(&msg, header.spi_i, 0, local, remote);
+        sa.nat_local = nat_local;
+        sa.nat_remote = nat_remote;
+        let mut answer = config::ike_answer(&chosen);
+        answer.spi = Vec::new();
+        let payloads = vec![
+            Payload::Sa(vec![answer]),
+            Payload::Ke(Ke {
+                group: ke.group(),
+                data: ke.public_value().to_vec(),
+            }),
+            Payload::Nonce(nr),
+            notify(
+                NotifyType::NAT_DETECTION_SOURCE_IP,
+                nat_hash(header.spi_i, spi_r, local),
+            ),
+            notify(
+                NotifyType::NAT_DETECTION_DESTINATION_IP,
+                nat_hash(header.spi_i, spi_r, remote),
+            ),
+        ];
+        let response = Message {
+            header: init_header(header.spi_i, spi_r, false, true),
+            payloads,
+        }
+        .emit();
+        sa.init_request = data.to_vec();
+        sa.init_response = response.clone();
+        sa.exch = Exchanges::new(0);
+        sa.exch.responded(0, response.clone());
+        self.host.push(local, remote, response);
+        self.sas.insert(sa);
+    }
+
+    /// The initiator's side: the answer to our IKE_SA_INIT, for the SA
+    /// its SPIi names.
+    pub(crate) fn init_response(
+        &mut self,
+        now: Duration,
+        header: &Header,
+        data: &[u8],
+        k: &mut dyn Kernel,
+    ) {
+        let Some((at, mut sa)) = self
+            .sas
+            .slot(header.spi_i)
+            .and_then(|at| Some((at, self.sas.borrow(at)?)))
+        else {
+            self.host.stats.unknown_spi += 1;
+            return;
+        };
+        let then = self.host.init_response(now, &mut sa, header, data, k);
+        self.then(now, at, then, k);
+    }
+}
+
+impl Host {
     /// (Re)send our IKE_SA_INIT request.
     fn send_init(&mut self, now: Duration, sa: &mut IkeSa) {
         let mut payloads = Vec::new();
@@ -214,169 +406,6 @@ impl Ike {
             &self.settings.retransmit,
         );
         self.push(sa.local, sa.remote, data);
-    }
-
-    /// The responder's side of IKE_SA_INIT.
-    pub(crate) fn init_request(
-        &mut self,
-        now: Duration,
-        local: SocketAddr,
-        remote: SocketAddr,
-        header: &Header,
-        data: &[u8],
-    ) {
-        if header.spi_r != 0 || header.message_id != 0 || !header.initiator {
-            self.stats.malformed += 1;
-            return;
-        }
-        // A retransmission of a request we answered: the same answer.
-        if let Some(sa) = self.sas.values().find(|s| {
-            s.state == IkeState::HalfOpen && s.spi_i == header.spi_i && s.remote == remote
-        }) {
-            if sa.init_request == data {
-                let (l, r, d) = (sa.local, sa.remote, sa.init_response.clone());
-                self.stats.replayed += 1;
-                self.push(l, r, d);
-            }
-            return;
-        }
-        let msg = match Message::parse(data) {
-            Ok(m) => m,
-            Err(flowsec_wire::ike::IkeError::UnsupportedCritical(ty)) => {
-                self.stats.malformed += 1;
-                self.answer_init(
-                    local,
-                    remote,
-                    header.spi_i,
-                    NotifyType::UNSUPPORTED_CRITICAL_PAYLOAD,
-                    vec![ty.0],
-                );
-                return;
-            }
-            Err(_) => {
-                self.stats.malformed += 1;
-                return;
-            }
-        };
-        if crate::rules::check(ExchangeType::IKE_SA_INIT, false, &msg.payloads).is_err() {
-            self.stats.malformed += 1;
-            return;
-        }
-        let p = parts(&msg);
-        let (Some(sai), Some(kei), Some(ni)) = (p.sa, p.ke, p.nonce) else {
-            return;
-        };
-        // §2.6: a returned cookie is the first payload.
-        let cookie = match msg.payloads.first() {
-            Some(Payload::Notify(n)) if n.ty == NotifyType::COOKIE => Some(n.data.as_slice()),
-            _ => None,
-        };
-        match self.admit(now, remote.ip(), ni, header.spi_i, cookie) {
-            Ok(()) => {}
-            Err(Refusal::Cookie(want)) => {
-                self.stats.cookies_sent += 1;
-                self.answer_init(local, remote, header.spi_i, NotifyType::COOKIE, want);
-                return;
-            }
-            Err(Refusal::BlockedSource) => {
-                self.stats.blocked_source += 1;
-                return;
-            }
-            Err(Refusal::Limit) => {
-                self.stats.refused_limit += 1;
-                return;
-            }
-        }
-        let Some((ci, chosen)) = self.pick_connection(local.ip(), remote.ip(), sai, kei.group)
-        else {
-            self.stats.no_proposal += 1;
-            self.events.push(IkeEvent::NoProposal { from: remote });
-            self.answer_init(
-                local,
-                remote,
-                header.spi_i,
-                NotifyType::NO_PROPOSAL_CHOSEN,
-                vec![],
-            );
-            return;
-        };
-        if kei.group != chosen.suite.dh {
-            // §1.2: stateless; the initiator retries with our group.
-            self.stats.invalid_ke_sent += 1;
-            let group = chosen.suite.dh.0.to_be_bytes().to_vec();
-            self.answer_init(
-                local,
-                remote,
-                header.spi_i,
-                NotifyType::INVALID_KE_PAYLOAD,
-                group,
-            );
-            return;
-        }
-        let ke = match crypto::key_exchange(&self.provider, chosen.suite.dh, self.rng.as_mut()) {
-            Ok(ke) => ke,
-            Err(_) => return,
-        };
-        let g_ir = match ke.shared_secret(&kei.data) {
-            Ok(s) => s,
-            Err(_) => {
-                // RFC 6989: a bad public value.
-                self.stats.malformed += 1;
-                self.answer_init(
-                    local,
-                    remote,
-                    header.spi_i,
-                    NotifyType::INVALID_SYNTAX,
-                    vec![],
-                );
-                return;
-            }
-        };
-        let spi_r = self.new_spi();
-        let nr = self.random(NONCE_LEN);
-        let Some(keys) = self.derive(&chosen, &g_ir, (ni, &nr), (header.spi_i, spi_r), false)
-        else {
-            return;
-        };
-        let uid = self.next_uid;
-        self.next_uid += 1;
-        let mut sa = new_sa(ci, uid, header.spi_i, spi_r, false, local, remote, now);
-        sa.state = IkeState::HalfOpen;
-        sa.keys = Some(keys);
-        sa.ni = ni.clone();
-        sa.nr = nr.clone();
-        let (nat_local, nat_remote) = nat_detect(&msg, header.spi_i, 0, local, remote);
-        sa.nat_local = nat_local;
-        sa.nat_remote = nat_remote;
-        let mut answer = config::ike_answer(&chosen);
-        answer.spi = Vec::new();
-        let payloads = vec![
-            Payload::Sa(vec![answer]),
-            Payload::Ke(Ke {
-                group: ke.group(),
-                data: ke.public_value().to_vec(),
-            }),
-            Payload::Nonce(nr),
-            notify(
-                NotifyType::NAT_DETECTION_SOURCE_IP,
-                nat_hash(header.spi_i, spi_r, local),
-            ),
-            notify(
-                NotifyType::NAT_DETECTION_DESTINATION_IP,
-                nat_hash(header.spi_i, spi_r, remote),
-            ),
-        ];
-        let response = Message {
-            header: init_header(header.spi_i, spi_r, false, true),
-            payloads,
-        }
-        .emit();
-        sa.init_request = data.to_vec();
-        sa.init_response = response.clone();
-        sa.exch = Exchanges::new(0);
-        sa.exch.responded(0, response.clone());
-        self.push(local, remote, response);
-        self.keep(sa);
     }
 
     /// The first configured connection for these addresses whose
@@ -465,16 +494,11 @@ impl Ike {
     pub(crate) fn init_response(
         &mut self,
         now: Duration,
-        local: SocketAddr,
-        remote: SocketAddr,
+        sa: &mut SaMut<'_>,
         header: &Header,
         data: &[u8],
         k: &mut dyn Kernel,
-    ) {
-        let Some(mut sa) = self.sas.remove(&header.spi_i) else {
-            self.stats.unknown_spi += 1;
-            return;
-        };
+    ) -> Then {
         // Unauthenticated (§2.21.1): what does not move the exchange on
         // leaves our request and its retransmissions as they were, so a
         // forged answer cannot end or stall the attempt.
@@ -485,29 +509,24 @@ impl Ike {
             .is_some_and(|p| p.mid == 0 && p.exchange == ExchangeType::IKE_SA_INIT);
         if sa.state != IkeState::Connecting || !sa.initiator || !waiting {
             self.stats.bad_message_id += 1;
-            self.keep(sa);
-            return;
+            return Then::Stay;
         }
         let msg = match Message::parse(data) {
             Ok(m) if crate::rules::check(ExchangeType::IKE_SA_INIT, true, &m.payloads).is_ok() => m,
             _ => {
                 self.stats.malformed += 1;
-                self.keep(sa);
-                return;
+                return Then::Stay;
             }
         };
-        let _ = (local, remote);
         if let Some(n) = notifies(&msg).find(|n| n.ty == NotifyType::COOKIE) {
             // §2.6: the same request again, the cookie first.
             if sa.init_retries < MAX_INIT_RETRIES && n.data.len() <= 64 && !n.data.is_empty() {
                 sa.init_retries += 1;
                 sa.cookie = Some(n.data.clone());
-                self.send_init(now, &mut sa);
-                self.keep(sa);
-            } else {
-                self.fail(sa, NegotiationError::TooManyCookies, k);
+                self.send_init(now, sa);
+                return Then::Stay;
             }
-            return;
+            return self.fail(sa, NegotiationError::TooManyCookies);
         }
         if let Some(n) = error_notify(&msg) {
             if n.ty == NotifyType::INVALID_KE_PAYLOAD
@@ -525,49 +544,41 @@ impl Ike {
                         self.events.push(IkeEvent::InitRetry { group });
                         sa.init_retries += 1;
                         sa.ke = Some(ke);
-                        self.send_init(now, &mut sa);
-                        self.keep(sa);
-                        return;
+                        self.send_init(now, sa);
+                        return Then::Stay;
                     }
                 }
             }
             // Not acted on at once: a valid answer may still come; if
             // none does, the retransmissions run out (§2.21.1).
             self.events.push(IkeEvent::InitRefused {
-                name: self.conn_name(&sa),
+                name: self.conn_name(sa),
                 unique_id: sa.uid,
                 notify: n.ty,
             });
-            self.keep(sa);
-            return;
+            return Then::Stay;
         }
         let p = parts(&msg);
         let (Some(sar), Some(ker), Some(nr)) = (p.sa.and_then(|s| s.first()), p.ke, p.nonce) else {
-            self.bogus_init(sa, InitResponseError::MissingPayloads);
-            return;
+            return self.bogus_init(sa, InitResponseError::MissingPayloads);
         };
         let chosen = match config::ike_accepts(&sa.offer, sar) {
             Some(c) if c.suite.dh == ker.group && header.spi_r != 0 => c,
-            _ => {
-                self.bogus_init(sa, InitResponseError::NotOffered);
-                return;
-            }
+            _ => return self.bogus_init(sa, InitResponseError::NotOffered),
         };
         let Some(g_ir) = sa
             .ke
             .as_ref()
             .and_then(|ke| ke.shared_secret(&ker.data).ok())
         else {
-            self.bogus_init(sa, InitResponseError::BadKe);
-            return;
+            return self.bogus_init(sa, InitResponseError::BadKe);
         };
         sa.spi_r = header.spi_r;
         sa.nr = nr.clone();
         sa.ke = None;
         let Some(keys) = self.derive(&chosen, &g_ir, (&sa.ni, nr), (sa.spi_i, sa.spi_r), true)
         else {
-            self.fail(sa, NegotiationError::KeyDerivation, k);
-            return;
+            return self.fail(sa, NegotiationError::KeyDerivation);
         };
         sa.keys = Some(keys);
         sa.init_response = data.to_vec();
@@ -583,30 +594,31 @@ impl Ike {
         // was our 0, the peer's first request will be its 0.
         sa.exch = Exchanges::new(0);
         sa.exch.next_mid = 1;
-        self.send_auth(now, sa, k);
+        self.send_auth(now, sa, k)
     }
 
     /// An IKE_SA_INIT answer we cannot use: unauthenticated, so it ends
     /// nothing (§2.21.1); the request stays in flight.
-    fn bogus_init(&mut self, sa: IkeSa, why: InitResponseError) {
+    fn bogus_init(&mut self, sa: &IkeSa, why: InitResponseError) -> Then {
         self.stats.malformed += 1;
         self.events.push(IkeEvent::InitIgnored {
-            name: self.conn_name(&sa),
+            name: self.conn_name(sa),
             unique_id: sa.uid,
             why,
         });
-        self.keep(sa);
+        Then::Stay
     }
 
-    /// Give up on an IKE SA that is not established yet.
-    pub(crate) fn fail(&mut self, sa: IkeSa, reason: NegotiationError, k: &mut dyn Kernel) {
+    /// Give up on an IKE SA that is not established yet: it goes when
+    /// its borrow ends.
+    pub(crate) fn fail(&mut self, sa: &IkeSa, reason: NegotiationError) -> Then {
         self.events.push(IkeEvent::NegotiationFailed {
-            name: self.conn_name(&sa),
+            name: self.conn_name(sa),
             unique_id: sa.uid,
             remote: sa.remote.ip(),
             reason,
         });
-        self.destroy(sa, k);
+        Then::Destroy(Vec::new())
     }
 }
 

@@ -15,11 +15,12 @@ use flowsec_ipsec::{
 use flowsec_wire::ike::TrafficSelector;
 
 use crate::config::ChildChosen;
-use crate::engine::Ike;
+use crate::engine::{Host, Ike};
 use crate::error::CommandError;
 use crate::event::IkeEvent;
 use crate::kernel::Kernel;
-use crate::sa::{ChildSa, ChildState, IkeSa, Todo};
+use crate::sa::{ChildSa, ChildState, Todo};
+use crate::table::SaMut;
 use crate::ts;
 
 /// How long the inbound SA of a replaced Child SA outlives it.
@@ -40,13 +41,13 @@ pub(crate) struct Install<'a> {
     pub ipcomp: Option<(u16, u16)>,
 }
 
-impl Ike {
+impl Host {
     /// Install a Child SA's pair of SAs (and, for a new reqid, its
     /// policies), and record it in `sa`.
     pub(crate) fn install_child(
         &mut self,
         now: Duration,
-        sa: &mut IkeSa,
+        sa: &mut SaMut<'_>,
         i: Install<'_>,
         keymat: &[u8],
         k: &mut dyn Kernel,
@@ -94,10 +95,10 @@ impl Ike {
         // Another Child SA of the same config and selectors (both ends
         // started it, or `ctl initiate` twice): the same policies serve
         // both, so they share its reqid, as strongSwan's do.
-        let twin = self
-            .sas
+        let twin = sa
+            .others
             .values()
-            .chain(core::iter::once(&*sa))
+            .chain(core::iter::once(&**sa))
             .filter(|s| s.conn == sa.conn)
             .flat_map(|s| s.children.iter())
             .find(|c| {
@@ -224,40 +225,6 @@ impl Ike {
         });
     }
 
-    /// The data plane says SA `id` crossed its soft byte or packet limit
-    /// (`rekey_bytes`, `rekey_packets`): rekey its Child SA.
-    pub fn soft_expired(&mut self, now: Duration, id: SaId, k: &mut dyn Kernel) {
-        self.clock = now;
-        let owner = self.sas.iter().find_map(|(key, sa)| {
-            sa.children
-                .iter()
-                .find(|c| {
-                    c.state == ChildState::Installed && (c.spi_in == id.spi || c.spi_out == id.spi)
-                })
-                .map(|c| (*key, c.spi_in))
-        });
-        let Some((key, spi)) = owner else { return };
-        let Some(mut sa) = self.sas.remove(&key) else {
-            return;
-        };
-        if !sa.queue.contains(&Todo::RekeyChild(spi)) {
-            self.events
-                .push(IkeEvent::ChildVolumeReached { spi_in: spi });
-            sa.queue.push_back(Todo::RekeyChild(spi));
-        }
-        self.kick(now, sa, k);
-    }
-
-    /// Whether some child has a volume limit (the daemon then watches the
-    /// SAs' soft state for [`Ike::soft_expired`]).
-    pub fn volume_limited(&self) -> bool {
-        self.config.connections.iter().any(|c| {
-            c.children
-                .iter()
-                .any(|ch| ch.rekey_bytes > 0 || ch.rekey_packets > 0)
-        })
-    }
-
     /// Install the trap policies of child `cj` of connection `ci`: what
     /// matches them and finds no SA makes the data plane ask for one
     /// ([`Ike::acquire`]).
@@ -370,7 +337,7 @@ impl Ike {
 
     /// Remove the Child SA with inbound SPI `spi` from `sa` and the data
     /// plane; its policies go with the last SA of its reqid.
-    pub(crate) fn remove_child(&mut self, sa: &mut IkeSa, spi: u32, k: &mut dyn Kernel) {
+    pub(crate) fn remove_child(&mut self, sa: &mut SaMut<'_>, spi: u32, k: &mut dyn Kernel) {
         let Some(at) = sa.children.iter().position(|c| c.spi_in == spi) else {
             return;
         };
@@ -400,7 +367,7 @@ impl Ike {
         let used = sa
             .children
             .iter()
-            .chain(self.sas.values().flat_map(|s| s.children.iter()))
+            .chain(sa.others.values().flat_map(|s| s.children.iter()))
             .any(|o| o.reqid == c.reqid);
         // A trap's policies stay: the next packet negotiates again.
         if !used && !self.traps.contains_key(&c.reqid) {
@@ -414,5 +381,42 @@ impl Ike {
             spi_in: c.spi_in,
             spi_out: c.spi_out,
         });
+    }
+}
+
+impl Ike {
+    /// The data plane says SA `id` crossed its soft byte or packet limit
+    /// (`rekey_bytes`, `rekey_packets`): rekey its Child SA.
+    pub fn soft_expired(&mut self, now: Duration, id: SaId, k: &mut dyn Kernel) {
+        self.host.clock = now;
+        let owner = self.sas.values().find_map(|sa| {
+            sa.children
+                .iter()
+                .find(|c| {
+                    c.state == ChildState::Installed && (c.spi_in == id.spi || c.spi_out == id.spi)
+                })
+                .map(|c| (sa.our_spi(), c.spi_in))
+        });
+        let Some((key, spi)) = owner else { return };
+        let Some(mut sa) = self.sas.slot(key).and_then(|at| self.sas.borrow(at)) else {
+            return;
+        };
+        if !sa.queue.contains(&Todo::RekeyChild(spi)) {
+            self.host
+                .events
+                .push(IkeEvent::ChildVolumeReached { spi_in: spi });
+            sa.queue.push_back(Todo::RekeyChild(spi));
+        }
+        self.host.kick(now, &mut sa, k);
+    }
+
+    /// Whether some child has a volume limit (the daemon then watches the
+    /// SAs' soft state for [`Ike::soft_expired`]).
+    pub fn volume_limited(&self) -> bool {
+        self.host.config.connections.iter().any(|c| {
+            c.children
+                .iter()
+                .any(|ch| ch.rekey_bytes > 0 || ch.rekey_packets > 0)
+        })
     }
 }

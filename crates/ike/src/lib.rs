@@ -6,6 +6,8 @@
 //! config ── swanctl.conf parser, strongSwan proposal syntax, selection
 //! crypto ── prf+, SKEYSEED, SK payload, PSK AUTH over the Provider's PRFs and groups
 //! engine ── Ike: all IKE SAs; datagrams + now in, datagrams + Kernel calls out
+//!   table    ── the IKE SAs by our SPI: one borrowed in place (SaMut), the
+//!               others beside it; what becomes of it when the borrow ends (Then)
 //!   exchange ── message IDs, window, retransmission, response replay
 //!   rules    ── which payloads each exchange carries, checked once
 //!   init · auth · child · rekey · info ── the exchanges, both roles
@@ -38,6 +40,7 @@ pub mod random;
 mod rekey;
 mod rules;
 pub mod sa;
+mod table;
 mod timers;
 pub mod ts;
 

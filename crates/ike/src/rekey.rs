@@ -17,29 +17,30 @@ use flowsec_wire::ike::{Ke, Message, Payload};
 
 use crate::config::{self, IkeChosen};
 use crate::crypto;
-use crate::engine::{error_notify, notify, Ike};
+use crate::engine::{error_notify, notify, Host};
 use crate::event::IkeEvent;
 use crate::init::new_sa;
 use crate::kernel::Kernel;
 use crate::sa::{IkeRekeyRequest, IkeSa, IkeState, Task, Todo};
+use crate::table::{SaMut, Then};
 use crate::timers::hand_over;
 
 /// Bytes of our nonces.
 const NONCE_LEN: usize = 32;
 
-impl Ike {
+impl Host {
     /// Start rekeying `sa`, with its current group or `group`.
-    pub(crate) fn start_ike_rekey(&mut self, now: Duration, sa: &mut IkeSa) {
+    pub(crate) fn start_ike_rekey(&mut self, now: Duration, sa: &mut SaMut<'_>) {
         self.start_ike_rekey_with(now, sa, None);
     }
 
-    fn start_ike_rekey_with(&mut self, now: Duration, sa: &mut IkeSa, group: Option<DhGroup>) {
+    fn start_ike_rekey_with(&mut self, now: Duration, sa: &mut SaMut<'_>, group: Option<DhGroup>) {
         let Some(keys) = &sa.keys else { return };
         let group = group.unwrap_or(keys.suite.dh);
         let Ok(ke) = crypto::key_exchange(&self.provider, group, self.rng.as_mut()) else {
             return;
         };
-        let spi = self.new_spi();
+        let spi = self.new_spi(|s| sa.others.contains_spi(s));
         let ni = self.random(NONCE_LEN);
         let mut offer = config::ike_offer(&self.config.connections[sa.conn].proposals);
         for p in &mut offer {
@@ -100,12 +101,12 @@ impl Ike {
     pub(crate) fn ike_rekey_request(
         &mut self,
         now: Duration,
-        mut sa: IkeSa,
+        sa: &mut SaMut<'_>,
         mid: u32,
         msg: Message,
         k: &mut dyn Kernel,
-    ) {
-        let refuse = |this: &mut Ike, sa: &mut IkeSa, ty: NotifyType, data: Vec<u8>| {
+    ) -> Then {
+        let refuse = |this: &mut Host, sa: &mut IkeSa, ty: NotifyType, data: Vec<u8>| {
             this.respond(
                 sa,
                 ExchangeType::CREATE_CHILD_SA,
@@ -118,23 +119,23 @@ impl Ike {
             sa.exch.pending.as_ref().map(|p| &p.task),
             Some(Task::Child(_) | Task::DeleteChildren(_) | Task::DeleteIke)
         ) {
-            refuse(self, &mut sa, NotifyType::TEMPORARY_FAILURE, vec![]);
+            refuse(self, sa, NotifyType::TEMPORARY_FAILURE, vec![]);
             self.kick(now, sa, k);
-            return;
+            return Then::Stay;
         }
         let p = crate::engine::parts(&msg);
         let (Some(sai), Some(kei), Some(ni)) = (p.sa, p.ke, p.nonce.cloned()) else {
-            refuse(self, &mut sa, NotifyType::INVALID_SYNTAX, vec![]);
+            refuse(self, sa, NotifyType::INVALID_SYNTAX, vec![]);
             self.kick(now, sa, k);
-            return;
+            return Then::Stay;
         };
         let conn = &self.config.connections[sa.conn];
         let Some(chosen) =
             config::select_ike(&crate::init::promote_ike(&conn.proposals, kei.group), sai)
         else {
-            refuse(self, &mut sa, NotifyType::NO_PROPOSAL_CHOSEN, vec![]);
+            refuse(self, sa, NotifyType::NO_PROPOSAL_CHOSEN, vec![]);
             self.kick(now, sa, k);
-            return;
+            return Then::Stay;
         };
         let peer_spi = sai
             .iter()
@@ -142,19 +143,19 @@ impl Ike {
             .and_then(|p| <[u8; 8]>::try_from(p.spi.as_slice()).ok())
             .map(u64::from_be_bytes);
         let Some(peer_spi) = peer_spi.filter(|s| *s != 0) else {
-            refuse(self, &mut sa, NotifyType::INVALID_SYNTAX, vec![]);
+            refuse(self, sa, NotifyType::INVALID_SYNTAX, vec![]);
             self.kick(now, sa, k);
-            return;
+            return Then::Stay;
         };
         if kei.group != chosen.suite.dh {
             refuse(
                 self,
-                &mut sa,
+                sa,
                 NotifyType::INVALID_KE_PAYLOAD,
                 chosen.suite.dh.0.to_be_bytes().to_vec(),
             );
             self.kick(now, sa, k);
-            return;
+            return Then::Stay;
         }
         let ours = crypto::key_exchange(&self.provider, chosen.suite.dh, self.rng.as_mut());
         let g_ir = ours
@@ -162,18 +163,18 @@ impl Ike {
             .ok()
             .and_then(|o| o.shared_secret(&kei.data).ok());
         let (Ok(ours), Some(g_ir)) = (ours, g_ir) else {
-            refuse(self, &mut sa, NotifyType::NO_PROPOSAL_CHOSEN, vec![]);
+            refuse(self, sa, NotifyType::NO_PROPOSAL_CHOSEN, vec![]);
             self.kick(now, sa, k);
-            return;
+            return Then::Stay;
         };
-        let spi_r = self.new_spi();
+        let spi_r = self.new_spi(|s| sa.others.contains_spi(s));
         let nr = self.random(NONCE_LEN);
         let Some(mut new) =
-            self.rekeyed_sa(now, &sa, &chosen, &g_ir, &ni, &nr, peer_spi, spi_r, false)
+            self.rekeyed_sa(now, sa, &chosen, &g_ir, &ni, &nr, peer_spi, spi_r, false)
         else {
-            refuse(self, &mut sa, NotifyType::NO_PROPOSAL_CHOSEN, vec![]);
+            refuse(self, sa, NotifyType::NO_PROPOSAL_CHOSEN, vec![]);
             self.kick(now, sa, k);
-            return;
+            return Then::Stay;
         };
         let mut answer = config::ike_answer(&chosen);
         answer.spi = spi_r.to_be_bytes().to_vec();
@@ -185,7 +186,7 @@ impl Ike {
                 data: ours.public_value().to_vec(),
             }),
         ];
-        self.respond(&mut sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
+        self.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
         if matches!(
             sa.exch.pending.as_ref().map(|p| &p.task),
             Some(Task::RekeyIke(_))
@@ -194,31 +195,33 @@ impl Ike {
             sa.ike_collision = Some((spi_r, ni.min(nr)));
         } else {
             new.children = std::mem::take(&mut sa.children);
-            hand_over(&mut sa, &mut new);
+            hand_over(sa, &mut new);
             sa.state = IkeState::Rekeyed;
             sa.expire_at = Some(now + self.settings.rekeyed_grace);
         }
         self.events.push(IkeEvent::Rekeyed {
-            name: self.conn_name(&sa),
+            name: self.conn_name(sa),
             unique_id: sa.uid,
             new_unique_id: new.uid,
             by_peer: true,
         });
-        self.keep(new);
-        self.kick(now, sa, k);
+        Then::Rekeyed {
+            new: Box::new(new),
+            start: false,
+        }
     }
 
     /// Initiator: the answer to our IKE SA rekey.
     pub(crate) fn ike_rekey_response(
         &mut self,
         now: Duration,
-        mut sa: IkeSa,
+        sa: &mut SaMut<'_>,
         req: IkeRekeyRequest,
         msg: Message,
         k: &mut dyn Kernel,
-    ) {
-        let name = self.conn_name(&sa);
-        let outcome = self.ike_rekey_outcome(now, &sa, &req, &msg);
+    ) -> Then {
+        let name = self.conn_name(sa);
+        let outcome = self.ike_rekey_outcome(now, sa, &req, &msg);
         let new = match outcome {
             Ok(new) => new,
             Err((ty, data)) => {
@@ -233,9 +236,8 @@ impl Ike {
                             .iter()
                             .any(|p| p.dh.contains(&group))
                     {
-                        self.start_ike_rekey_with(now, &mut sa, Some(group));
-                        self.keep(sa);
-                        return;
+                        self.start_ike_rekey_with(now, sa, Some(group));
+                        return Then::Stay;
                     }
                 }
                 self.events.push(IkeEvent::RekeyFailed {
@@ -248,9 +250,9 @@ impl Ike {
                         now + Duration::from_millis(1000 + u64::from(self.rng.next_u32() % 4000)),
                     );
                 }
-                self.settle_collision(now, &mut sa);
+                self.settle_collision(now, sa);
                 self.kick(now, sa, k);
-                return;
+                return Then::Stay;
             }
         };
         let mut new = new;
@@ -264,10 +266,10 @@ impl Ike {
                     name: name.clone(),
                     unique_id: sa.uid,
                 });
-                if let Some(mut t) = self.sas.remove(&theirs) {
-                    t.children = std::mem::take(&mut sa.children);
-                    hand_over(&mut sa, &mut t);
-                    self.keep(t);
+                let (old, others) = sa.parts();
+                if let Some(t) = others.get_mut(theirs) {
+                    t.children = std::mem::take(&mut old.children);
+                    hand_over(old, t);
                 }
                 new.queue.push_back(Todo::DeleteIke);
                 sa.state = IkeState::Rekeyed;
@@ -275,7 +277,7 @@ impl Ike {
             }
             _ => {
                 new.children = std::mem::take(&mut sa.children);
-                hand_over(&mut sa, &mut new);
+                hand_over(sa, &mut new);
                 sa.state = IkeState::Rekeyed;
                 sa.expire_at = None;
                 sa.queue.clear();
@@ -288,17 +290,19 @@ impl Ike {
             new_unique_id: new.uid,
             by_peer: false,
         });
-        self.kick(now, new, k);
-        self.kick(now, sa, k);
+        Then::Rekeyed {
+            new: Box::new(new),
+            start: true,
+        }
     }
 
     /// Our rekey did not happen but the peer's did: its SA takes over.
-    fn settle_collision(&mut self, now: Duration, sa: &mut IkeSa) {
+    fn settle_collision(&mut self, now: Duration, sa: &mut SaMut<'_>) {
         if let Some((theirs, _)) = sa.ike_collision.take() {
-            if let Some(mut t) = self.sas.remove(&theirs) {
-                t.children = std::mem::take(&mut sa.children);
-                hand_over(sa, &mut t);
-                self.keep(t);
+            let (old, others) = sa.parts();
+            if let Some(t) = others.get_mut(theirs) {
+                t.children = std::mem::take(&mut old.children);
+                hand_over(old, t);
             }
             sa.state = IkeState::Rekeyed;
             sa.expire_at = Some(now + self.settings.rekeyed_grace);
