@@ -18,14 +18,45 @@ use flowsec_wire::iana::{AuthMethod, ExchangeType, NotifyType};
 use flowsec_wire::ike::{Auth, Id, Message, Payload};
 use subtle::ConstantTimeEq;
 
+use crate::child::ChildRequest;
 use crate::config::Identity;
 use crate::crypto;
 use crate::engine::{error_notify, has_notify, notify, Host};
 use crate::error::NegotiationError;
 use crate::event::IkeEvent;
 use crate::kernel::Kernel;
-use crate::sa::{ChildRequest, IkeSa, IkeState, Task};
+use crate::sa::{IkeSa, IkeState};
 use crate::table::{SaMut, Then};
+use crate::task::Task;
+
+/// What AUTH signs and is checked against (RFC 7296 §2.15): both
+/// IKE_SA_INIT messages as they went and their nonces. The nonces also go
+/// into the KEYMAT of the Child SA that IKE_AUTH makes (§2.17).
+pub(crate) struct InitMessages {
+    /// RealMessage1: the IKE_SA_INIT request.
+    pub request: Vec<u8>,
+    /// RealMessage2: the IKE_SA_INIT response.
+    pub response: Vec<u8>,
+    /// Ni.
+    pub ni: Vec<u8>,
+    /// Nr.
+    pub nr: Vec<u8>,
+}
+
+/// IKE_AUTH, initiator (§1.2): waits for the response.
+pub(crate) struct IkeAuth {
+    /// What both AUTH payloads sign.
+    pub init: InitMessages,
+    /// The first Child SA, if one was asked (SAi2, TSi, TSr).
+    pub child: Option<ChildRequest>,
+}
+
+/// IKE_AUTH, responder: our IKE_SA_INIT answer went; waits for the
+/// initiator's IKE_AUTH request.
+pub(crate) struct AwaitingAuth {
+    /// What both AUTH payloads sign.
+    pub init: InitMessages,
+}
 
 impl Host {
     /// Our identity on `sa`: configured, or our IP address.
@@ -41,6 +72,7 @@ impl Host {
     fn psk_auth_for(
         &self,
         sa: &IkeSa,
+        init: &InitMessages,
         ours: bool,
         id: &Id,
         me: &Identity,
@@ -52,9 +84,9 @@ impl Host {
         // message 2 and Ni with SK_pr (§2.15).
         let signer_is_initiator = ours == sa.initiator;
         let (msg, nonce, sk_p) = if signer_is_initiator {
-            (&sa.init_request, &sa.nr, &keys.sk_pi)
+            (&init.request, &init.nr, &keys.sk_pi)
         } else {
-            (&sa.init_response, &sa.ni, &keys.sk_pr)
+            (&init.response, &init.ni, &keys.sk_pr)
         };
         crypto::psk_auth(
             &self.provider,
@@ -73,13 +105,15 @@ impl Host {
         &mut self,
         now: Duration,
         sa: &mut SaMut<'_>,
+        init: InitMessages,
+        first_child: Option<usize>,
         k: &mut dyn Kernel,
     ) -> Then {
         let conn = &self.config.connections[sa.conn];
         let me = self.our_id(sa);
         let peer = conn.remote.id.clone().unwrap_or(Identity::Any);
         let idi = me.to_wire();
-        let Some(auth) = self.psk_auth_for(sa, true, &idi, &me, &peer) else {
+        let Some(auth) = self.psk_auth_for(sa, &init, true, &idi, &me, &peer) else {
             return self.fail(sa, NegotiationError::NoSharedKey { me, peer });
         };
         let mut payloads = vec![Payload::IdI(idi)];
@@ -98,17 +132,15 @@ impl Host {
         if contact && conn.unique != crate::config::Unique::Never {
             payloads.push(notify(NotifyType::INITIAL_CONTACT, vec![]));
         }
-        let child = match sa.first_child {
-            Some(cfg) => {
-                let req = self.child_request_for(sa, cfg, None, false, None, k);
-                payloads.extend(self.child_payloads(&req, false));
-                Some(req)
-            }
-            None => None,
-        };
+        let child = first_child.map(|cfg| {
+            let req = self.child_request_for(sa, cfg, None, false, None, k);
+            payloads.extend(self.child_payloads(&req, None, false));
+            req
+        });
         sa.local_id = Some(me);
         sa.state = IkeState::Authenticating;
-        self.request(now, sa, ExchangeType::IKE_AUTH, payloads, Task::Auth(child));
+        let task = Task::IkeAuth(IkeAuth { init, child });
+        self.request(now, sa, ExchangeType::IKE_AUTH, payloads, task);
         Then::Stay
     }
 
@@ -121,6 +153,10 @@ impl Host {
         msg: Message,
         k: &mut dyn Kernel,
     ) -> Then {
+        let Some(AwaitingAuth { init }) = sa.exch.take_passive() else {
+            self.stats.malformed += 1;
+            return Then::Stay;
+        };
         let conn = &self.config.connections[sa.conn];
         let (mut idi, mut auth) = (None, None);
         for p in &msg.payloads {
@@ -145,7 +181,7 @@ impl Host {
             if auth.method != AuthMethod::SHARED_KEY_MIC {
                 return None;
             }
-            let want = self.psk_auth_for(sa, false, idi, &me, &peer)?;
+            let want = self.psk_auth_for(sa, &init, false, idi, &me, &peer)?;
             bool::from(want.ct_eq(&auth.data)).then_some(peer)
         })();
         let Some(peer) = verdict else {
@@ -156,7 +192,7 @@ impl Host {
             return self.refuse_auth(sa, mid);
         };
         let idr = me.to_wire();
-        let Some(auth) = self.psk_auth_for(sa, true, &idr, &me, &peer) else {
+        let Some(auth) = self.psk_auth_for(sa, &init, true, &idr, &me, &peer) else {
             return self.refuse_auth(sa, mid);
         };
         let mut payloads = vec![
@@ -173,8 +209,7 @@ impl Host {
             self.initial_contact(sa, k);
         }
         if msg.payloads.iter().any(|p| matches!(p, Payload::Sa(_))) {
-            let (ni, nr) = (sa.ni.clone(), sa.nr.clone());
-            match self.answer_child(now, sa, &msg, None, &ni, &nr, false, k) {
+            match self.answer_child(now, sa, &msg, None, &init.ni, &init.nr, false, k) {
                 Ok(child) => payloads.extend(child),
                 Err(n) => payloads.push(n),
             }
@@ -211,13 +246,14 @@ impl Host {
         &mut self,
         now: Duration,
         sa: &mut SaMut<'_>,
-        child: Option<ChildRequest>,
+        task: IkeAuth,
         msg: Message,
         k: &mut dyn Kernel,
     ) -> Then {
+        let IkeAuth { init, child } = task;
         if has_notify(&msg, NotifyType::AUTHENTICATION_FAILED) {
             if let Some(req) = &child {
-                crate::child::release(req, k);
+                req.reserved().release(k);
             }
             self.stats.auth_failed += 1;
             return self.fail(sa, NegotiationError::PeerAuthFailed);
@@ -244,12 +280,12 @@ impl Host {
             {
                 return None;
             }
-            let want = self.psk_auth_for(sa, false, idr, &me, &peer)?;
+            let want = self.psk_auth_for(sa, &init, false, idr, &me, &peer)?;
             bool::from(want.ct_eq(&auth.data)).then_some(peer)
         })();
         let Some(peer) = verified else {
             if let Some(req) = &child {
-                crate::child::release(req, k);
+                req.reserved().release(k);
             }
             // §2.21.2: tell the responder in an INFORMATIONAL of its own
             // (the exception to not answering a response), sent once and
@@ -272,26 +308,21 @@ impl Host {
             remote_id: peer,
         });
         if let Some(req) = child {
-            let (ni, nr) = (sa.ni.clone(), sa.nr.clone());
-            let (cfg, protocol, spi_in, cpi_in) = (req.cfg, req.protocol, req.spi_in, req.cpi_in);
+            let (cfg, reserved) = (req.cfg, req.reserved());
             if let Some(n) = error_notify(&msg) {
                 self.events.push(IkeEvent::ChildNotEstablished {
-                    child: self.child_name(sa, req.cfg),
+                    child: self.child_name(sa, cfg),
                     notify: n.ty,
                 });
-                k.release_spi(protocol, spi_in);
-                if let Some(cpi) = cpi_in {
-                    k.release_spi(flowsec_ipsec::Protocol::IpComp, u32::from(cpi));
-                }
-            } else if let Err(why) = self.complete_child(now, sa, req, &msg, &ni, &nr, None, k) {
+                reserved.release(k);
+            } else if let Err(why) =
+                self.complete_child(now, sa, req, None, &msg, &init.ni, &init.nr, None, k)
+            {
                 self.events.push(IkeEvent::ChildFailed {
                     child: self.child_name(sa, cfg),
                     reason: why,
                 });
-                k.release_spi(protocol, spi_in);
-                if let Some(cpi) = cpi_in {
-                    k.release_spi(flowsec_ipsec::Protocol::IpComp, u32::from(cpi));
-                }
+                reserved.release(k);
             }
         }
         self.kick(now, sa, k);
@@ -309,7 +340,6 @@ impl Host {
         );
         sa.state = IkeState::Established;
         sa.established = Some(now);
-        sa.init_retries = 0;
         if !rekey.is_zero() {
             sa.rekey_at = Some(now + self.jittered(rekey, rand));
         }

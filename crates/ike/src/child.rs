@@ -18,17 +18,19 @@ use core::time::Duration;
 use flowsec_crypto::suite::integ_key_len;
 use flowsec_ipsec::{Mode, Protocol};
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, ProtocolId};
-use flowsec_wire::ike::{Ke, Message, Notify, Payload, TrafficSelector};
+use flowsec_wire::ike::{Ke, Message, Notify, Payload, Proposal, TrafficSelector};
 
 use crate::config::{self, ChildChosen};
 use crate::crypto;
+use crate::crypto::KeyExchange;
 use crate::engine::{error_notify, has_notify, notifies, notify, Host};
 use crate::error::ChildError;
 use crate::event::IkeEvent;
 use crate::install::Install;
 use crate::kernel::Kernel;
-use crate::sa::{ChildRequest, ChildState, IkeSa, Task, Todo};
+use crate::sa::{ChildState, IkeSa, Todo};
 use crate::table::{SaMut, Then};
+use crate::task::{Collision, Task};
 use crate::ts;
 
 /// Bytes of our nonces in CREATE_CHILD_SA.
@@ -36,6 +38,78 @@ const NONCE_LEN: usize = 32;
 /// Most Child SAs one IKE SA may hold (implementation limit; a peer
 /// asking for more gets NO_ADDITIONAL_SAS).
 const MAX_CHILDREN: usize = 256;
+
+/// A request of ours for a Child SA (in IKE_AUTH or CREATE_CHILD_SA):
+/// what we offered and reserved, and our half of its key exchange.
+pub(crate) struct ChildRequest {
+    /// Its config: `children[cfg]` of the connection.
+    pub cfg: usize,
+    /// Our inbound SPI, reserved.
+    pub spi_in: u32,
+    /// Ni (CREATE_CHILD_SA only).
+    pub ni: Vec<u8>,
+    /// KEi, for PFS (CREATE_CHILD_SA only, §1.3.1).
+    pub ke: Option<Box<dyn KeyExchange>>,
+    /// SA: our proposals.
+    pub offer: Vec<Proposal>,
+    /// TSi, TSr.
+    pub tsi: Vec<TrafficSelector>,
+    pub tsr: Vec<TrafficSelector>,
+    pub mode: Mode,
+    /// Our CPI, when we offer IPComp (IPCOMP_SUPPORTED, §2.22).
+    pub cpi_in: Option<u16>,
+    /// ESP or AH.
+    pub protocol: Protocol,
+}
+
+/// What a Child SA request of ours reserved in the data plane: given back
+/// when it does not complete.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reserved {
+    protocol: Protocol,
+    spi_in: u32,
+    cpi_in: Option<u16>,
+}
+
+impl ChildRequest {
+    /// What it reserved.
+    pub fn reserved(&self) -> Reserved {
+        Reserved {
+            protocol: self.protocol,
+            spi_in: self.spi_in,
+            cpi_in: self.cpi_in,
+        }
+    }
+}
+
+impl Reserved {
+    /// Give back the SPI (and CPI) it will not use.
+    pub fn release(self, k: &mut dyn Kernel) {
+        k.release_spi(self.protocol, self.spi_in);
+        if let Some(cpi) = self.cpi_in {
+            k.release_spi(Protocol::IpComp, u32::from(cpi));
+        }
+    }
+}
+
+/// CREATE_CHILD_SA for a new Child SA (§1.3.1), initiator: waits for the
+/// response.
+pub(crate) struct ChildCreate {
+    /// What we asked for.
+    pub req: ChildRequest,
+}
+
+/// CREATE_CHILD_SA rekeying the Child SA with our inbound SPI `old`
+/// (§1.3.3, §2.8), initiator: waits for the response.
+pub(crate) struct ChildRekey {
+    /// The Child SA it replaces.
+    pub old: u32,
+    /// What we asked for.
+    pub req: ChildRequest,
+    /// The peer rekeyed `old` too, and we answered while this was in
+    /// flight (§2.8.1): the Child SA its rekey made (our inbound SPI).
+    pub collision: Option<u32>,
+}
 
 fn min_nonce(a: &[u8], b: &[u8]) -> Vec<u8> {
     a.min(b).to_vec()
@@ -87,7 +161,6 @@ impl Host {
         };
         ChildRequest {
             cfg,
-            rekey,
             spi_in,
             ni,
             ke,
@@ -100,10 +173,16 @@ impl Host {
         }
     }
 
-    /// The payloads of a Child SA request; with `create` its nonce and KE.
-    pub(crate) fn child_payloads(&self, req: &ChildRequest, create: bool) -> Vec<Payload> {
+    /// The payloads of a Child SA request (rekeying the Child SA with our
+    /// inbound SPI `rekey`, if given); with `create` its nonce and KE.
+    pub(crate) fn child_payloads(
+        &self,
+        req: &ChildRequest,
+        rekey: Option<u32>,
+        create: bool,
+    ) -> Vec<Payload> {
         let mut p = Vec::new();
-        if let Some(old) = req.rekey {
+        if let Some(old) = rekey {
             p.push(Payload::Notify(Notify {
                 protocol: protocol_id(req.protocol).0,
                 spi: old.to_be_bytes().to_vec(),
@@ -155,17 +234,19 @@ impl Host {
         k: &mut dyn Kernel,
     ) {
         let req = self.child_request_for(sa, cfg, rekey, true, group, k);
-        let payloads = self.child_payloads(&req, true);
+        let payloads = self.child_payloads(&req, rekey, true);
         if let Some(old) = sa.children.iter_mut().find(|c| Some(c.spi_in) == rekey) {
             old.state = ChildState::Rekeying;
         }
-        self.request(
-            now,
-            sa,
-            ExchangeType::CREATE_CHILD_SA,
-            payloads,
-            Task::Child(req),
-        );
+        let task = match rekey {
+            Some(old) => Task::ChildRekey(ChildRekey {
+                old,
+                req,
+                collision: None,
+            }),
+            None => Task::ChildCreate(ChildCreate { req }),
+        };
+        self.request(now, sa, ExchangeType::CREATE_CHILD_SA, payloads, task);
     }
 
     /// Responder: choose, narrow and install a Child SA for the request
@@ -285,17 +366,21 @@ impl Host {
             self.install_child(now, sa, install, &keymat, k);
             if let Some(spi) = rekey {
                 let grace = self.settings.rekeyed_grace;
-                let sa: &mut IkeSa = sa;
+                let mut collided = false;
                 if let Some(old) = sa.children.iter_mut().find(|c| c.spi_in == spi) {
-                    if old.state == ChildState::Rekeying {
-                        // §2.8.1: both rekeyed it; our response decides.
-                        sa.collisions.push((spi, spi_in));
-                    }
+                    collided = old.state == ChildState::Rekeying;
                     old.state = ChildState::Rekeyed;
                     old.rekey_at = None;
                     // The rekey's initiator deletes it; if it never does,
                     // we do after the grace time.
                     old.expire_at = Some(now + grace);
+                }
+                if collided {
+                    // §2.8.1: both rekeyed it; our response decides.
+                    sa.exch.collided(Collision::Child {
+                        old: spi,
+                        theirs: spi_in,
+                    });
                 }
             }
             let mut out = Vec::new();
@@ -353,6 +438,7 @@ impl Host {
         now: Duration,
         sa: &mut SaMut<'_>,
         req: ChildRequest,
+        rekey: Option<u32>,
         msg: &Message,
         ni: &[u8],
         nr: &[u8],
@@ -382,8 +468,7 @@ impl Host {
         let keymat = self
             .keymat(sa, &chosen, g_ir, ni, nr)
             .ok_or(ChildError::KeyDerivation)?;
-        let reqid = req
-            .rekey
+        let reqid = rekey
             .and_then(|old| sa.children.iter().find(|c| c.spi_in == old))
             .map(|c| c.reqid);
         // IPComp only if the peer answered our offer with its CPI.
@@ -411,20 +496,23 @@ impl Host {
         Ok(req.spi_in)
     }
 
-    /// Initiator: the answer to CREATE_CHILD_SA for a Child SA.
+    /// Initiator: the answer to CREATE_CHILD_SA for a new Child SA, or
+    /// for a rekey of `rekey`: (the old SA, the Child SA of a colliding
+    /// rekey of the peer, §2.8.1).
     pub(crate) fn child_response(
         &mut self,
         now: Duration,
         sa: &mut SaMut<'_>,
         req: ChildRequest,
+        rekey: Option<(u32, Option<u32>)>,
         msg: Message,
         k: &mut dyn Kernel,
     ) -> Then {
-        let (cfg, rekey, spi_in) = (req.cfg, req.rekey, (req.protocol, req.spi_in, req.cpi_in));
+        let (cfg, old, reserved) = (req.cfg, rekey.map(|(old, _)| old), req.reserved());
         let name = self.child_name(sa, cfg);
         if let Some(n) = error_notify(&msg) {
             let (ty, data) = (n.ty, n.data.clone());
-            self.child_refused(now, sa, req, ty, &data, k);
+            self.child_refused(now, sa, req, old, (ty, &data), k);
             self.kick(now, sa, k);
             return Then::Stay;
         }
@@ -434,7 +522,7 @@ impl Host {
                 child: name,
                 reason: ChildError::NoNonce,
             });
-            self.give_up(now, sa, rekey, spi_in, k);
+            self.give_up(now, sa, old, reserved, k);
             return Then::Stay;
         };
         let g_ir = match (&req.ke, c.ke) {
@@ -447,7 +535,7 @@ impl Host {
                     child: name,
                     reason: ChildError::KeMismatch,
                 });
-                self.give_up(now, sa, rekey, spi_in, k);
+                self.give_up(now, sa, old, reserved, k);
                 return Then::Stay;
             }
         };
@@ -456,7 +544,7 @@ impl Host {
                 child: name,
                 reason: ChildError::BadKe,
             });
-            self.give_up(now, sa, rekey, spi_in, k);
+            self.give_up(now, sa, old, reserved, k);
             return Then::Stay;
         }
         let ni = req.ni.clone();
@@ -464,6 +552,7 @@ impl Host {
             now,
             sa,
             req,
+            old,
             &msg,
             &ni,
             &nr,
@@ -476,77 +565,69 @@ impl Host {
                     child: name,
                     reason: why,
                 });
-                self.give_up(now, sa, rekey, spi_in, k);
+                self.give_up(now, sa, old, reserved, k);
                 return Then::Stay;
             }
         };
-        if let Some(old) = rekey {
-            let collided = sa
-                .collisions
-                .iter()
-                .position(|(o, _)| *o == old)
-                .map(|i| sa.collisions.remove(i));
-            match collided {
-                Some((_, theirs)) => {
-                    // §2.8.1: the SA made with the lowest of the four
-                    // nonces is closed by the end that made it.
-                    let ours = min_nonce(&ni, &nr);
-                    let their_min = sa
-                        .children
-                        .iter()
-                        .find(|c| c.spi_in == theirs)
-                        .map(|c| c.min_nonce.clone());
-                    if their_min.as_ref().is_some_and(|t| ours >= *t) {
-                        // Ours won: theirs is redundant and the peer will
-                        // delete it; it must not start carrying traffic
-                        // when the old SA goes.
-                        if let Some(t) = sa.children.iter_mut().find(|c| c.spi_in == theirs) {
-                            t.deferred_out.clear();
-                        }
-                    }
-                    if their_min.is_some_and(|t| ours < t) {
-                        self.events.push(IkeEvent::ChildRekeyCollision {
-                            child: name,
-                            ours_won: false,
-                        });
-                        sa.queue.push_front(Todo::DeleteChild(new));
-                    } else {
-                        self.events.push(IkeEvent::ChildRekeyCollision {
-                            child: name,
-                            ours_won: true,
-                        });
-                        sa.queue.push_front(Todo::DeleteChild(old));
+        match rekey {
+            Some((old, Some(theirs))) => {
+                // §2.8.1: the SA made with the lowest of the four
+                // nonces is closed by the end that made it.
+                let ours = min_nonce(&ni, &nr);
+                let their_min = sa
+                    .children
+                    .iter()
+                    .find(|c| c.spi_in == theirs)
+                    .map(|c| c.min_nonce.clone());
+                if their_min.as_ref().is_some_and(|t| ours >= *t) {
+                    // Ours won: theirs is redundant and the peer will
+                    // delete it; it must not start carrying traffic
+                    // when the old SA goes.
+                    if let Some(t) = sa.children.iter_mut().find(|c| c.spi_in == theirs) {
+                        t.deferred_out.clear();
                     }
                 }
-                None => {
-                    if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) {
-                        c.state = ChildState::Rekeyed;
-                        c.rekey_at = None;
-                        sa.queue.push_front(Todo::DeleteChild(old));
-                    }
+                if their_min.is_some_and(|t| ours < t) {
+                    self.events.push(IkeEvent::ChildRekeyCollision {
+                        child: name,
+                        ours_won: false,
+                    });
+                    sa.queue.push_front(Todo::DeleteChild(new));
+                } else {
+                    self.events.push(IkeEvent::ChildRekeyCollision {
+                        child: name,
+                        ours_won: true,
+                    });
+                    sa.queue.push_front(Todo::DeleteChild(old));
                 }
             }
+            Some((old, None)) => {
+                let sa: &mut IkeSa = sa;
+                if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) {
+                    c.state = ChildState::Rekeyed;
+                    c.rekey_at = None;
+                    sa.queue.push_front(Todo::DeleteChild(old));
+                }
+            }
+            None => {}
         }
         self.kick(now, sa, k);
         Then::Stay
     }
 
-    /// The peer refused our CREATE_CHILD_SA with `ty`.
+    /// The peer refused our CREATE_CHILD_SA (a rekey of `rekey`, if
+    /// given) with an error notify (its type and data).
     fn child_refused(
         &mut self,
         now: Duration,
         sa: &mut SaMut<'_>,
         req: ChildRequest,
-        ty: NotifyType,
-        data: &[u8],
+        rekey: Option<u32>,
+        (ty, data): (NotifyType, &[u8]),
         k: &mut dyn Kernel,
     ) {
         let name = self.child_name(sa, req.cfg);
-        k.release_spi(req.protocol, req.spi_in);
-        if let Some(cpi) = req.cpi_in {
-            k.release_spi(Protocol::IpComp, u32::from(cpi));
-        }
-        sa.collisions.retain(|(old, _)| Some(*old) != req.rekey);
+        req.reserved().release(k);
         if ty == NotifyType::INVALID_KE_PAYLOAD && data.len() == 2 && req.ke.is_some() {
             let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
             let ours = suites(&self.config.connections[sa.conn].children[req.cfg])
@@ -556,7 +637,7 @@ impl Host {
             if ours && req.ke.as_ref().map(|k| k.group()) != Some(group) {
                 self.events
                     .push(IkeEvent::ChildRetry { child: name, group });
-                self.start_child_with(now, sa, req.cfg, req.rekey, Some(group), k);
+                self.start_child_with(now, sa, req.cfg, rekey, Some(group), k);
                 return;
             }
         }
@@ -564,7 +645,7 @@ impl Host {
             child: name,
             notify: ty,
         });
-        match (ty, req.rekey) {
+        match (ty, rekey) {
             (NotifyType::CHILD_SA_NOT_FOUND, Some(old)) => self.remove_child(sa, old, k),
             (NotifyType::TEMPORARY_FAILURE, Some(old)) => {
                 // §2.25: try again a little later.
@@ -578,22 +659,18 @@ impl Host {
         }
     }
 
-    /// Our request for a Child SA came to nothing: its SPI goes back, a
-    /// rekeyed one goes on, and a collision recorded for it is forgotten.
+    /// Our request for a Child SA came to nothing: its SPI goes back, and
+    /// a rekeyed one goes on.
     fn give_up(
         &mut self,
         now: Duration,
         sa: &mut SaMut<'_>,
         rekey: Option<u32>,
-        (protocol, spi_in, cpi_in): (Protocol, u32, Option<u16>),
+        reserved: Reserved,
         k: &mut dyn Kernel,
     ) {
-        k.release_spi(protocol, spi_in);
-        if let Some(cpi) = cpi_in {
-            k.release_spi(Protocol::IpComp, u32::from(cpi));
-        }
+        reserved.release(k);
         self.restore(sa, rekey);
-        sa.collisions.retain(|(old, _)| Some(*old) != rekey);
         self.kick(now, sa, k);
     }
 
@@ -770,13 +847,5 @@ pub(crate) fn protocol_of(p: ProtocolId) -> Protocol {
         Protocol::Ah
     } else {
         Protocol::Esp
-    }
-}
-
-/// Give back the SPI (and CPI) a request of ours reserved and will not use.
-pub(crate) fn release(req: &crate::sa::ChildRequest, k: &mut dyn Kernel) {
-    k.release_spi(req.protocol, req.spi_in);
-    if let Some(cpi) = req.cpi_in {
-        k.release_spi(Protocol::IpComp, u32::from(cpi));
     }
 }

@@ -27,10 +27,12 @@ use flowsec_wire::ike::{emit_payloads, first_type, Header, IkeError, Message, No
 use crate::config::Config;
 use crate::event::IkeEvent;
 use crate::exchange::{RequestVerdict, Retransmit};
+use crate::info::Delete;
 use crate::kernel::Kernel;
 use crate::random::Random;
-use crate::sa::{IkeSa, IkeState, Task, Todo};
+use crate::sa::{IkeSa, IkeState, Todo};
 use crate::table::{SaMut, SaTable, Slot, Then};
+use crate::task::Task;
 
 /// Tuning, with strongSwan's defaults (strongswan.conf(5)).
 #[derive(Debug, Clone)]
@@ -308,10 +310,11 @@ impl Ike {
         };
         let busy = self.sas.values().any(|sa| {
             sa.conn == ci
-                && (matches!(sa.state, IkeState::Connecting | IkeState::Authenticating) && sa.first_child == Some(cj)
+                && (matches!(sa.state, IkeState::Connecting | IkeState::Authenticating)
+                    && sa.exch.task().and_then(Task::first_child) == Some(cj)
                     || sa.children.iter().any(|c| c.cfg == cj)
                     || sa.queue.contains(&Todo::CreateChild(cj))
-                    || matches!(sa.exch.pending.as_ref().map(|p| &p.task), Some(Task::Child(r)) if r.cfg == cj))
+                    || sa.exch.task().and_then(Task::child_cfg) == Some(cj))
         });
         if busy {
             return;
@@ -438,7 +441,7 @@ impl Host {
             }
             self.on_response(now, sa, req.task, msg, k)
         } else if sa.exch.classify(header.message_id) == RequestVerdict::Process {
-            sa.exch.request_digest = Some(digest(data));
+            sa.exch.processing(digest(data));
             // A half-open SA stays with the address its IKE_SA_INIT came
             // from (admit.rs counts it there) until IKE_AUTH, which
             // establishes or ends it.
@@ -475,13 +478,13 @@ impl Host {
         if !header.response && sa.exch.classify(header.message_id) == RequestVerdict::Replay {
             // The same request again (§2.1): the same answer. Anything else
             // with its message ID is dropped.
-            match &sa.exch.last_response {
-                Some((_, last)) if sa.exch.request_digest == Some(digest(data)) => {
+            match sa.exch.cached_response(&digest(data)) {
+                Some(last) => {
                     self.stats.replayed += 1;
-                    let last = last.clone();
+                    let last = last.to_vec();
                     self.push(sa.local, sa.remote, last);
                 }
-                _ => self.stats.bad_message_id += 1,
+                None => self.stats.bad_message_id += 1,
             }
             return None;
         }
@@ -535,18 +538,22 @@ impl Host {
     ) -> Then {
         match task {
             // IKE_SA_INIT is handled before decryption.
-            Task::Init => Then::Stay,
-            Task::Auth(child) => self.auth_response(now, sa, child, msg, k),
-            Task::Child(req) => self.child_response(now, sa, req, msg, k),
-            Task::RekeyIke(req) => self.ike_rekey_response(now, sa, req, msg, k),
-            Task::DeleteChildren(spis) => {
+            Task::IkeInit(_) => Then::Stay,
+            Task::IkeAuth(t) => self.auth_response(now, sa, t, msg, k),
+            Task::ChildCreate(t) => self.child_response(now, sa, t.req, None, msg, k),
+            Task::ChildRekey(t) => {
+                let rekey = Some((t.old, t.collision));
+                self.child_response(now, sa, t.req, rekey, msg, k)
+            }
+            Task::IkeRekey(t) => self.ike_rekey_response(now, sa, t, msg, k),
+            Task::Delete(Delete::Children(spis)) => {
                 for spi in spis {
                     self.remove_child(sa, spi, k);
                 }
                 self.kick(now, sa, k);
                 Then::Stay
             }
-            Task::DeleteIke => {
+            Task::Delete(Delete::Ike) => {
                 self.events.push(IkeEvent::Deleted {
                     name: self.conn_name(sa),
                     unique_id: sa.uid,
@@ -707,10 +714,8 @@ impl Host {
     /// Remove everything `sa` installed; it has left the table, or is
     /// about to (its handler says [`Then::Destroy`]).
     pub(crate) fn destroy(&mut self, sa: &mut SaMut<'_>, k: &mut dyn Kernel) {
-        if let Some(p) = sa.exch.pending.take() {
-            if let Task::Child(req) | Task::Auth(Some(req)) = &p.task {
-                crate::child::release(req, k);
-            }
+        if let Some(task) = sa.exch.take_task() {
+            task.release(k);
         }
         let spis: Vec<u32> = sa.children.iter().map(|c| c.spi_in).collect();
         for spi in spis {

@@ -14,13 +14,23 @@
 use core::time::Duration;
 
 use flowsec_wire::iana::{ExchangeType, NotifyType, ProtocolId};
-use flowsec_wire::ike::{Delete, Message, Payload};
+use flowsec_wire::ike::{Delete as DeletePayload, Message, Payload};
 
 use crate::engine::{error_notify, Host};
 use crate::event::IkeEvent;
 use crate::kernel::Kernel;
-use crate::sa::{ChildState, IkeSa, IkeState, Task};
+use crate::sa::{ChildState, IkeSa, IkeState};
 use crate::table::{SaMut, Then};
+use crate::task::Task;
+
+/// INFORMATIONAL with DELETE (§1.4.1), initiator: waits for the answer.
+pub(crate) enum Delete {
+    /// Of these Child SAs (our inbound SPIs); the answer names the other
+    /// halves.
+    Children(Vec<u32>),
+    /// Of the IKE SA, and with it of its Child SAs.
+    Ike,
+}
 
 impl Host {
     /// Responder: an INFORMATIONAL request.
@@ -32,7 +42,7 @@ impl Host {
         msg: Message,
         k: &mut dyn Kernel,
     ) -> Then {
-        let deletes: Vec<&Delete> = msg
+        let deletes: Vec<&DeletePayload> = msg
             .payloads
             .iter()
             .filter_map(|p| match p {
@@ -109,7 +119,7 @@ impl Host {
                     .filter(|(p, _)| *p == protocol)
                     .map(|(_, s)| *s)
                     .collect();
-                (!spis.is_empty()).then_some(Payload::Delete(Delete { protocol, spis }))
+                (!spis.is_empty()).then_some(Payload::Delete(DeletePayload { protocol, spis }))
             })
             .collect();
         self.respond(sa, ExchangeType::INFORMATIONAL, mid, payloads);
@@ -123,7 +133,7 @@ impl Host {
             return;
         };
         c.state = ChildState::Deleting;
-        let d = Payload::Delete(Delete {
+        let d = Payload::Delete(DeletePayload {
             protocol: crate::child::protocol_id(c.sa_in.protocol),
             spis: vec![spi],
         });
@@ -132,7 +142,7 @@ impl Host {
             sa,
             ExchangeType::INFORMATIONAL,
             vec![d],
-            Task::DeleteChildren(vec![spi]),
+            Task::Delete(Delete::Children(vec![spi])),
         );
     }
 
@@ -140,7 +150,7 @@ impl Host {
     pub(crate) fn start_delete_ike(&mut self, now: Duration, sa: &mut IkeSa) {
         sa.state = IkeState::Deleting;
         sa.expire_at = None;
-        let d = Payload::Delete(Delete {
+        let d = Payload::Delete(DeletePayload {
             protocol: ProtocolId::IKE,
             spis: vec![],
         });
@@ -149,7 +159,7 @@ impl Host {
             sa,
             ExchangeType::INFORMATIONAL,
             vec![d],
-            Task::DeleteIke,
+            Task::Delete(Delete::Ike),
         );
     }
 }

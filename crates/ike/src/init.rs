@@ -15,19 +15,22 @@ use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
 
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, PayloadType};
-use flowsec_wire::ike::{Header, Ke, Message, Payload};
+use flowsec_wire::ike::{Header, Ke, Message, Payload, Proposal};
 use zeroize::Zeroizing;
 
 use crate::admit::Refusal;
+use crate::auth::{AwaitingAuth, InitMessages};
 use crate::config::{self, AddrSpec, IkeChosen};
+use crate::crypto::KeyExchange;
 use crate::crypto::{self, IkeKeys, SkCrypto};
 use crate::engine::{error_notify, notifies, notify, parts, Host, Ike};
 use crate::error::{CommandError, InitResponseError, NegotiationError};
 use crate::event::IkeEvent;
 use crate::exchange::Exchanges;
 use crate::kernel::Kernel;
-use crate::sa::{IkeKeyState, IkeSa, IkeState, Task};
+use crate::sa::{IkeKeyState, IkeSa, IkeState};
 use crate::table::{SaMut, Then};
+use crate::task::Task;
 
 // The UDP port IKE starts on, and the one it floats to (§2.23).
 pub use flowsec_wire::udp_encap::{IKE_PORT, NAT_T_PORT};
@@ -36,6 +39,24 @@ pub use flowsec_wire::udp_encap::{IKE_PORT, NAT_T_PORT};
 const NONCE_LEN: usize = 32;
 /// IKE_SA_INIT retries for COOKIE and INVALID_KE_PAYLOAD before giving up.
 const MAX_INIT_RETRIES: u32 = 5;
+
+/// IKE_SA_INIT, initiator (§1.2): waits for the response. The request as
+/// sent is the exchange manager's: it retransmits it, and hands it back
+/// with the response for AUTH to sign (§2.15).
+pub(crate) struct IkeInit {
+    /// KEi, of the group last asked for.
+    pub ke: Box<dyn KeyExchange>,
+    /// Ni.
+    pub ni: Vec<u8>,
+    /// SAi1: our proposals.
+    pub offer: Vec<Proposal>,
+    /// The COOKIE the responder asked us to return first (§2.6).
+    pub cookie: Option<Vec<u8>>,
+    /// Requests sent again so far (COOKIE, INVALID_KE_PAYLOAD).
+    pub retries: u32,
+    /// The Child SA config IKE_AUTH is to bring up.
+    pub first_child: Option<usize>,
+}
 
 impl Ike {
     /// Start `child` of connection `conn` (by name; either may be left
@@ -97,7 +118,7 @@ impl Ike {
             if sa.state == IkeState::Established {
                 sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
                 self.host.kick(now, &mut sa, k);
-            } else if sa.first_child != Some(cfg) {
+            } else if sa.exch.task().and_then(Task::first_child) != Some(cfg) {
                 // IKE_AUTH will carry the first child; the rest follow.
                 sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
             }
@@ -161,16 +182,20 @@ impl Ike {
         let uid = self.host.next_uid;
         self.host.next_uid += 1;
         let mut sa = new_sa(ci, uid, spi_i, 0, true, local, remote, now);
-        sa.ke = Some(ke);
-        sa.ni = ni;
-        sa.offer = offer;
-        sa.first_child = child;
+        let init = IkeInit {
+            ke,
+            ni,
+            offer,
+            cookie: None,
+            retries: 0,
+            first_child: child,
+        };
         self.host.events.push(IkeEvent::Initiating {
             name,
             unique_id: uid,
             remote: remote.ip(),
         });
-        self.host.send_init(now, &mut sa);
+        self.host.send_init(now, &mut sa, init);
         self.sas.insert(sa);
         Ok(())
     }
@@ -192,8 +217,8 @@ impl Ike {
         if let Some(sa) = self.sas.values().find(|s| {
             s.state == IkeState::HalfOpen && s.spi_i == header.spi_i && s.remote == remote
         }) {
-            if sa.init_request == data {
-                let (l, r, d) = (sa.local, sa.remote, sa.init_response.clone());
+            if let Some(w) = sa.exch.passive().filter(|w| w.init.request == data) {
+                let (l, r, d) = (sa.local, sa.remote, w.init.response.clone());
                 self.host.stats.replayed += 1;
                 self.host.push(l, r, d);
             }
@@ -311,8 +336,7 @@ impl Ike {
         let mut sa = new_sa(ci, uid, header.spi_i, spi_r, false, local, remote, now);
         sa.state = IkeState::HalfOpen;
         sa.keys = Some(keys);
-        sa.ni = ni.clone();
-        sa.nr = nr.clone();
+        let (ni, nr_sent) = (ni.clone(), nr.clone());
         let (nat_local, nat_remote) = nat_detect(&msg, header.spi_i, 0, local, remote);
         sa.nat_local = nat_local;
         sa.nat_remote = nat_remote;
@@ -339,10 +363,15 @@ impl Ike {
             payloads,
         }
         .emit();
-        sa.init_request = data.to_vec();
-        sa.init_response = response.clone();
-        sa.exch = Exchanges::new(0);
         sa.exch.responded(0, response.clone());
+        sa.exch.await_request(AwaitingAuth {
+            init: InitMessages {
+                request: data.to_vec(),
+                response: response.clone(),
+                ni,
+                nr: nr_sent,
+            },
+        });
         self.host.push(local, remote, response);
         self.sas.insert(sa);
     }
@@ -371,18 +400,17 @@ impl Ike {
 
 impl Host {
     /// (Re)send our IKE_SA_INIT request.
-    fn send_init(&mut self, now: Duration, sa: &mut IkeSa) {
+    fn send_init(&mut self, now: Duration, sa: &mut IkeSa, init: IkeInit) {
         let mut payloads = Vec::new();
-        if let Some(c) = &sa.cookie {
+        if let Some(c) = &init.cookie {
             payloads.push(notify(NotifyType::COOKIE, c.clone()));
         }
-        let Some(ke) = &sa.ke else { return };
-        payloads.push(Payload::Sa(sa.offer.clone()));
+        payloads.push(Payload::Sa(init.offer.clone()));
         payloads.push(Payload::Ke(Ke {
-            group: ke.group(),
-            data: ke.public_value().to_vec(),
+            group: init.ke.group(),
+            data: init.ke.public_value().to_vec(),
         }));
-        payloads.push(Payload::Nonce(sa.ni.clone()));
+        payloads.push(Payload::Nonce(init.ni.clone()));
         payloads.push(notify(
             NotifyType::NAT_DETECTION_SOURCE_IP,
             nat_hash(sa.spi_i, 0, sa.local),
@@ -396,12 +424,10 @@ impl Host {
             payloads,
         }
         .emit();
-        sa.init_request = data.clone();
-        sa.exch = Exchanges::new(0);
-        sa.exch.sent(
+        sa.exch.restart(
             ExchangeType::IKE_SA_INIT,
             data.clone(),
-            Task::Init,
+            Task::IkeInit(init),
             now,
             &self.settings.retransmit,
         );
@@ -502,15 +528,13 @@ impl Host {
         // Unauthenticated (§2.21.1): what does not move the exchange on
         // leaves our request and its retransmissions as they were, so a
         // forged answer cannot end or stall the attempt.
-        let waiting = sa
-            .exch
-            .pending
-            .as_ref()
-            .is_some_and(|p| p.mid == 0 && p.exchange == ExchangeType::IKE_SA_INIT);
-        if sa.state != IkeState::Connecting || !sa.initiator || !waiting {
+        let waiting = sa.exch.waiting(0, ExchangeType::IKE_SA_INIT);
+        let Some(Task::IkeInit(init)) =
+            waiting.filter(|_| sa.state == IkeState::Connecting && sa.initiator)
+        else {
             self.stats.bad_message_id += 1;
             return Then::Stay;
-        }
+        };
         let msg = match Message::parse(data) {
             Ok(m) if crate::rules::check(ExchangeType::IKE_SA_INIT, true, &m.payloads).is_ok() => m,
             _ => {
@@ -518,12 +542,16 @@ impl Host {
                 return Then::Stay;
             }
         };
+        let (retries, group) = (init.retries, init.ke.group());
         if let Some(n) = notifies(&msg).find(|n| n.ty == NotifyType::COOKIE) {
             // §2.6: the same request again, the cookie first.
-            if sa.init_retries < MAX_INIT_RETRIES && n.data.len() <= 64 && !n.data.is_empty() {
-                sa.init_retries += 1;
-                sa.cookie = Some(n.data.clone());
-                self.send_init(now, sa);
+            if retries < MAX_INIT_RETRIES && n.data.len() <= 64 && !n.data.is_empty() {
+                let Some(Task::IkeInit(mut init)) = sa.exch.take_task() else {
+                    return Then::Stay;
+                };
+                init.retries += 1;
+                init.cookie = Some(n.data.clone());
+                self.send_init(now, sa, init);
                 return Then::Stay;
             }
             return self.fail(sa, NegotiationError::TooManyCookies);
@@ -531,20 +559,23 @@ impl Host {
         if let Some(n) = error_notify(&msg) {
             if n.ty == NotifyType::INVALID_KE_PAYLOAD
                 && n.data.len() == 2
-                && sa.init_retries < MAX_INIT_RETRIES
+                && retries < MAX_INIT_RETRIES
             {
-                let group = DhGroup(u16::from_be_bytes([n.data[0], n.data[1]]));
+                let wanted = DhGroup(u16::from_be_bytes([n.data[0], n.data[1]]));
                 let offered = self.config.connections[sa.conn]
                     .proposals
                     .iter()
-                    .any(|p| p.dh.contains(&group));
-                let current = sa.ke.as_ref().map(|k| k.group());
-                if offered && current != Some(group) {
-                    if let Ok(ke) = crypto::key_exchange(&self.provider, group, self.rng.as_mut()) {
-                        self.events.push(IkeEvent::InitRetry { group });
-                        sa.init_retries += 1;
-                        sa.ke = Some(ke);
-                        self.send_init(now, sa);
+                    .any(|p| p.dh.contains(&wanted));
+                if offered && group != wanted {
+                    if let Ok(ke) = crypto::key_exchange(&self.provider, wanted, self.rng.as_mut())
+                    {
+                        self.events.push(IkeEvent::InitRetry { group: wanted });
+                        let Some(Task::IkeInit(mut init)) = sa.exch.take_task() else {
+                            return Then::Stay;
+                        };
+                        init.retries += 1;
+                        init.ke = ke;
+                        self.send_init(now, sa, init);
                         return Then::Stay;
                     }
                 }
@@ -562,26 +593,26 @@ impl Host {
         let (Some(sar), Some(ker), Some(nr)) = (p.sa.and_then(|s| s.first()), p.ke, p.nonce) else {
             return self.bogus_init(sa, InitResponseError::MissingPayloads);
         };
-        let chosen = match config::ike_accepts(&sa.offer, sar) {
+        let chosen = match config::ike_accepts(&init.offer, sar) {
             Some(c) if c.suite.dh == ker.group && header.spi_r != 0 => c,
             _ => return self.bogus_init(sa, InitResponseError::NotOffered),
         };
-        let Some(g_ir) = sa
-            .ke
-            .as_ref()
-            .and_then(|ke| ke.shared_secret(&ker.data).ok())
-        else {
+        let Ok(g_ir) = init.ke.shared_secret(&ker.data) else {
             return self.bogus_init(sa, InitResponseError::BadKe);
         };
+        // The exchange is done: the request as sent is RealMessage1 (§2.15).
+        let Some(sent) = sa.exch.answered(0, ExchangeType::IKE_SA_INIT) else {
+            return Then::Stay;
+        };
+        let Task::IkeInit(init) = sent.task else {
+            return Then::Stay;
+        };
         sa.spi_r = header.spi_r;
-        sa.nr = nr.clone();
-        sa.ke = None;
-        let Some(keys) = self.derive(&chosen, &g_ir, (&sa.ni, nr), (sa.spi_i, sa.spi_r), true)
+        let Some(keys) = self.derive(&chosen, &g_ir, (&init.ni, nr), (sa.spi_i, sa.spi_r), true)
         else {
             return self.fail(sa, NegotiationError::KeyDerivation);
         };
         sa.keys = Some(keys);
-        sa.init_response = data.to_vec();
         let (nat_local, nat_remote) = nat_detect(&msg, sa.spi_i, sa.spi_r, sa.local, sa.remote);
         sa.nat_local = nat_local;
         sa.nat_remote = nat_remote;
@@ -591,10 +622,15 @@ impl Host {
             sa.remote.set_port(NAT_T_PORT);
         }
         // §2.2: each end numbers its own requests from 0; IKE_SA_INIT
-        // was our 0, the peer's first request will be its 0.
-        sa.exch = Exchanges::new(0);
-        sa.exch.next_mid = 1;
-        self.send_auth(now, sa, k)
+        // was our 0 (the manager's next is 1), the peer's first request
+        // will be its 0.
+        let messages = InitMessages {
+            request: sent.data,
+            response: data.to_vec(),
+            ni: init.ni,
+            nr: nr.clone(),
+        };
+        self.send_auth(now, sa, messages, init.first_child, k)
     }
 
     /// An IKE_SA_INIT answer we cannot use: unauthenticated, so it ends
@@ -644,14 +680,6 @@ pub(crate) fn new_sa(
         remote,
         state: IkeState::Connecting,
         keys: None,
-        ni: Vec::new(),
-        nr: Vec::new(),
-        ke: None,
-        cookie: None,
-        init_retries: 0,
-        init_request: Vec::new(),
-        init_response: Vec::new(),
-        offer: Vec::new(),
         nat_local: false,
         nat_remote: false,
         peer_id: None,
@@ -665,9 +693,6 @@ pub(crate) fn new_sa(
         expire_at: None,
         last_heard: now,
         last_sent: now,
-        first_child: None,
-        collisions: Vec::new(),
-        ike_collision: None,
     }
 }
 

@@ -41,6 +41,7 @@ mod rekey;
 mod rules;
 pub mod sa;
 mod table;
+mod task;
 mod timers;
 pub mod ts;
 

@@ -13,20 +13,39 @@
 use core::time::Duration;
 
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType};
-use flowsec_wire::ike::{Ke, Message, Payload};
+use flowsec_wire::ike::{Ke, Message, Payload, Proposal};
 
 use crate::config::{self, IkeChosen};
 use crate::crypto;
+use crate::crypto::KeyExchange;
 use crate::engine::{error_notify, notify, Host};
 use crate::event::IkeEvent;
 use crate::init::new_sa;
 use crate::kernel::Kernel;
-use crate::sa::{IkeRekeyRequest, IkeSa, IkeState, Task, Todo};
+use crate::sa::{IkeSa, IkeState, Todo};
 use crate::table::{SaMut, Then};
+use crate::task::{Collision, Task};
 use crate::timers::hand_over;
 
 /// Bytes of our nonces.
 const NONCE_LEN: usize = 32;
+
+/// CREATE_CHILD_SA rekeying the IKE SA (§1.3.2), initiator: waits for the
+/// response.
+pub(crate) struct IkeRekey {
+    /// Our SPI of the new IKE SA (in our proposals).
+    pub spi: u64,
+    /// Ni.
+    pub ni: Vec<u8>,
+    /// KEi.
+    pub ke: Box<dyn KeyExchange>,
+    /// SA: our proposals.
+    pub offer: Vec<Proposal>,
+    /// The peer rekeyed the IKE SA too, and we answered while this was in
+    /// flight (§2.8.2): our SPI of the IKE SA its rekey made, and the
+    /// lowest nonce of that exchange.
+    pub collision: Option<(u64, Vec<u8>)>,
+}
 
 impl Host {
     /// Start rekeying `sa`, with its current group or `group`.
@@ -59,7 +78,13 @@ impl Host {
             sa,
             ExchangeType::CREATE_CHILD_SA,
             payloads,
-            Task::RekeyIke(IkeRekeyRequest { spi, ni, ke, offer }),
+            Task::IkeRekey(IkeRekey {
+                spi,
+                ni,
+                ke,
+                offer,
+                collision: None,
+            }),
         );
     }
 
@@ -87,8 +112,6 @@ impl Host {
             old.conn, uid, spi_i, spi_r, initiator, old.local, old.remote, now,
         );
         sa.keys = Some(keys);
-        sa.ni = ni.to_vec();
-        sa.nr = nr.to_vec();
         sa.nat_local = old.nat_local;
         sa.nat_remote = old.nat_remote;
         sa.peer_id = old.peer_id.clone();
@@ -116,8 +139,8 @@ impl Host {
         };
         // §2.25.2: not while a Child SA of ours is being made or deleted.
         if matches!(
-            sa.exch.pending.as_ref().map(|p| &p.task),
-            Some(Task::Child(_) | Task::DeleteChildren(_) | Task::DeleteIke)
+            sa.exch.task(),
+            Some(Task::ChildCreate(_) | Task::ChildRekey(_) | Task::Delete(_))
         ) {
             refuse(self, sa, NotifyType::TEMPORARY_FAILURE, vec![]);
             self.kick(now, sa, k);
@@ -187,13 +210,12 @@ impl Host {
             }),
         ];
         self.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
-        if matches!(
-            sa.exch.pending.as_ref().map(|p| &p.task),
-            Some(Task::RekeyIke(_))
-        ) {
-            // §2.8.2: both rekeyed; our response decides which SA lives.
-            sa.ike_collision = Some((spi_r, ni.min(nr)));
-        } else {
+        let collision = Collision::Ike {
+            theirs: spi_r,
+            min_nonce: ni.min(nr),
+        };
+        // §2.8.2: if both rekeyed, our response decides which SA lives.
+        if !sa.exch.collided(collision) {
             new.children = std::mem::take(&mut sa.children);
             hand_over(sa, &mut new);
             sa.state = IkeState::Rekeyed;
@@ -216,18 +238,18 @@ impl Host {
         &mut self,
         now: Duration,
         sa: &mut SaMut<'_>,
-        req: IkeRekeyRequest,
+        mut req: IkeRekey,
         msg: Message,
         k: &mut dyn Kernel,
     ) -> Then {
         let name = self.conn_name(sa);
         let outcome = self.ike_rekey_outcome(now, sa, &req, &msg);
-        let new = match outcome {
-            Ok(new) => new,
+        let (mut new, nr) = match outcome {
+            Ok(made) => made,
             Err((ty, data)) => {
                 if ty == NotifyType::INVALID_KE_PAYLOAD
                     && data.len() == 2
-                    && sa.ike_collision.is_none()
+                    && req.collision.is_none()
                 {
                     let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
                     if group != req.ke.group()
@@ -250,15 +272,14 @@ impl Host {
                         now + Duration::from_millis(1000 + u64::from(self.rng.next_u32() % 4000)),
                     );
                 }
-                self.settle_collision(now, sa);
+                self.settle_collision(now, sa, req.collision);
                 self.kick(now, sa, k);
                 return Then::Stay;
             }
         };
-        let mut new = new;
-        match sa.ike_collision.take() {
+        match req.collision.take() {
             Some((theirs, their_min))
-                if req.ni.as_slice().min(new.nr.as_slice()) < their_min.as_slice() =>
+                if req.ni.as_slice().min(nr.as_slice()) < their_min.as_slice() =>
             {
                 // §2.8.2: ours has the lowest nonce: ours is redundant
                 // and we close it; the peer deletes the old SA.
@@ -297,8 +318,13 @@ impl Host {
     }
 
     /// Our rekey did not happen but the peer's did: its SA takes over.
-    fn settle_collision(&mut self, now: Duration, sa: &mut SaMut<'_>) {
-        if let Some((theirs, _)) = sa.ike_collision.take() {
+    fn settle_collision(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        collision: Option<(u64, Vec<u8>)>,
+    ) {
+        if let Some((theirs, _)) = collision {
             let (old, others) = sa.parts();
             if let Some(t) = others.get_mut(theirs) {
                 t.children = std::mem::take(&mut old.children);
@@ -309,14 +335,15 @@ impl Host {
         }
     }
 
-    /// The new IKE SA our rekey made, or the notify that refused it.
+    /// The new IKE SA our rekey made, with the peer's nonce, or the
+    /// notify that refused it.
     fn ike_rekey_outcome(
         &mut self,
         now: Duration,
         sa: &IkeSa,
-        req: &IkeRekeyRequest,
+        req: &IkeRekey,
         msg: &Message,
-    ) -> Result<IkeSa, (NotifyType, Vec<u8>)> {
+    ) -> Result<(IkeSa, Vec<u8>), (NotifyType, Vec<u8>)> {
         if let Some(n) = error_notify(msg) {
             return Err((n.ty, n.data.clone()));
         }
@@ -336,7 +363,7 @@ impl Host {
             return Err(syntax());
         }
         let g_ir = req.ke.shared_secret(&ker.data).map_err(|_| syntax())?;
-        self.rekeyed_sa(now, sa, &chosen, &g_ir, &req.ni, &nr, req.spi, spi_r, true)
-            .ok_or_else(syntax)
+        let new = self.rekeyed_sa(now, sa, &chosen, &g_ir, &req.ni, &nr, req.spi, spi_r, true);
+        new.map(|new| (new, nr)).ok_or_else(syntax)
     }
 }

@@ -11,8 +11,9 @@ use flowsec_wire::iana::ExchangeType;
 use crate::engine::{Host, Ike};
 use crate::event::IkeEvent;
 use crate::kernel::Kernel;
-use crate::sa::{IkeSa, IkeState, Task, Todo};
+use crate::sa::{IkeSa, IkeState, Todo};
 use crate::table::{SaMut, Then, Wish};
+use crate::task::Task;
 
 impl Ike {
     /// Carry out [`Ike::after_death`]'s wishes.
