@@ -18,12 +18,13 @@ use flowsec_wire::iana::{AuthMethod, ExchangeType, NotifyType};
 use flowsec_wire::ike::{Auth, Id, Message, Payload};
 use subtle::ConstantTimeEq;
 
-use crate::child::ChildRequest;
+use crate::child::{Answered, ChildRequest};
+use crate::child_responder::ChildAsked;
 use crate::config::Identity;
 use crate::crypto;
-use crate::engine::{error_notify, has_notify, notify, Host};
 use crate::error::NegotiationError;
 use crate::event::IkeEvent;
+use crate::host::{error_notify, has_notify, notify, Host};
 use crate::kernel::Kernel;
 use crate::sa::{IkeSa, IkeState};
 use crate::table::{SaMut, Then};
@@ -56,6 +57,21 @@ pub(crate) struct IkeAuth {
 pub(crate) struct AwaitingAuth {
     /// What both AUTH payloads sign.
     pub init: InitMessages,
+}
+
+/// The sender's ID (IDi from the initiator, IDr from the responder) and
+/// AUTH payloads of an IKE_AUTH message.
+fn id_and_auth(msg: &Message, from_initiator: bool) -> (Option<&Id>, Option<&Auth>) {
+    let (mut id, mut auth) = (None, None);
+    for p in &msg.payloads {
+        match p {
+            Payload::IdI(i) if from_initiator => id = Some(i),
+            Payload::IdR(i) if !from_initiator => id = Some(i),
+            Payload::Auth(a) => auth = Some(a),
+            _ => {}
+        }
+    }
+    (id, auth)
 }
 
 impl Host {
@@ -157,34 +173,9 @@ impl Host {
             self.stats.malformed += 1;
             return Then::Stay;
         };
-        let conn = &self.config.connections[sa.conn];
-        let (mut idi, mut auth) = (None, None);
-        for p in &msg.payloads {
-            match p {
-                Payload::IdI(id) => idi = Some(id),
-                Payload::Auth(a) => auth = Some(a),
-                _ => {}
-            }
-        }
+        let (idi, auth) = id_and_auth(&msg, true);
         let me = self.our_id(sa);
-        let verdict = (|| {
-            let (idi, auth) = (idi?, auth?);
-            let peer = Identity::from_wire(idi)?;
-            if conn
-                .remote
-                .id
-                .as_ref()
-                .is_some_and(|want| !want.matches(&peer))
-            {
-                return None;
-            }
-            if auth.method != AuthMethod::SHARED_KEY_MIC {
-                return None;
-            }
-            let want = self.psk_auth_for(sa, &init, false, idi, &me, &peer)?;
-            bool::from(want.ct_eq(&auth.data)).then_some(peer)
-        })();
-        let Some(peer) = verdict else {
+        let Some(peer) = self.peer_authenticated(sa, &init, (idi, auth), &me) else {
             self.events.push(IkeEvent::AuthFailed {
                 from: sa.remote.ip(),
                 id: idi.and_then(Identity::from_wire),
@@ -209,7 +200,14 @@ impl Host {
             self.initial_contact(sa, k);
         }
         if msg.payloads.iter().any(|p| matches!(p, Payload::Sa(_))) {
-            match self.answer_child(now, sa, &msg, None, &init.ni, &init.nr, false, k) {
+            let asked = ChildAsked {
+                msg: &msg,
+                rekey: None,
+                ni: &init.ni,
+                nr: &init.nr,
+                create: false,
+            };
+            match self.answer_child(now, sa, asked, k) {
                 Ok(child) => payloads.extend(child),
                 Err(n) => payloads.push(n),
             }
@@ -258,32 +256,8 @@ impl Host {
             self.stats.auth_failed += 1;
             return self.fail(sa, NegotiationError::PeerAuthFailed);
         }
-        let conn = &self.config.connections[sa.conn];
-        let (mut idr, mut auth) = (None, None);
-        for p in &msg.payloads {
-            match p {
-                Payload::IdR(id) => idr = Some(id),
-                Payload::Auth(a) => auth = Some(a),
-                _ => {}
-            }
-        }
         let me = sa.local_id.clone().unwrap_or(Identity::Any);
-        let verified = (|| {
-            let (idr, auth) = (idr?, auth?);
-            let peer = Identity::from_wire(idr)?;
-            if conn
-                .remote
-                .id
-                .as_ref()
-                .is_some_and(|want| !want.matches(&peer))
-                || auth.method != AuthMethod::SHARED_KEY_MIC
-            {
-                return None;
-            }
-            let want = self.psk_auth_for(sa, &init, false, idr, &me, &peer)?;
-            bool::from(want.ct_eq(&auth.data)).then_some(peer)
-        })();
-        let Some(peer) = verified else {
+        let Some(peer) = self.peer_authenticated(sa, &init, id_and_auth(&msg, false), &me) else {
             if let Some(req) = &child {
                 req.reserved().release(k);
             }
@@ -308,25 +282,69 @@ impl Host {
             remote_id: peer,
         });
         if let Some(req) = child {
-            let (cfg, reserved) = (req.cfg, req.reserved());
-            if let Some(n) = error_notify(&msg) {
-                self.events.push(IkeEvent::ChildNotEstablished {
-                    child: self.child_name(sa, cfg),
-                    notify: n.ty,
-                });
-                reserved.release(k);
-            } else if let Err(why) =
-                self.complete_child(now, sa, req, None, &msg, &init.ni, &init.nr, None, k)
-            {
-                self.events.push(IkeEvent::ChildFailed {
-                    child: self.child_name(sa, cfg),
-                    reason: why,
-                });
-                reserved.release(k);
-            }
+            // KEYMAT from the nonces of IKE_SA_INIT (§2.17).
+            let answer = Answered {
+                msg: &msg,
+                ni: &init.ni,
+                nr: &init.nr,
+                g_ir: None,
+            };
+            self.first_child(now, sa, req, answer, k);
         }
         self.kick(now, sa, k);
         Then::Stay
+    }
+
+    /// Initiator: the Child SA IKE_AUTH asked for, as answered: installed,
+    /// or refused (an error notify; the IKE SA stays, §1.2), or unusable.
+    fn first_child(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        req: ChildRequest,
+        answer: Answered<'_>,
+        k: &mut dyn Kernel,
+    ) {
+        let (cfg, reserved) = (req.cfg, req.reserved());
+        if let Some(n) = error_notify(answer.msg) {
+            self.events.push(IkeEvent::ChildNotEstablished {
+                child: self.child_name(sa, cfg),
+                notify: n.ty,
+            });
+            reserved.release(k);
+        } else if let Err(why) = self.complete_child(now, sa, req, None, answer, k) {
+            self.events.push(IkeEvent::ChildFailed {
+                child: self.child_name(sa, cfg),
+                reason: why,
+            });
+            reserved.release(k);
+        }
+    }
+
+    /// The peer's identity, if its ID and AUTH payloads (`id`, `auth`)
+    /// prove it: an identity the connection accepts, and a shared-key
+    /// AUTH of the octets it signs (§2.15), compared in constant time.
+    fn peer_authenticated(
+        &self,
+        sa: &IkeSa,
+        init: &InitMessages,
+        (id, auth): (Option<&Id>, Option<&Auth>),
+        me: &Identity,
+    ) -> Option<Identity> {
+        let (id, auth) = (id?, auth?);
+        let peer = Identity::from_wire(id)?;
+        let conn = &self.config.connections[sa.conn];
+        if conn
+            .remote
+            .id
+            .as_ref()
+            .is_some_and(|want| !want.matches(&peer))
+            || auth.method != AuthMethod::SHARED_KEY_MIC
+        {
+            return None;
+        }
+        let want = self.psk_auth_for(sa, init, false, id, me, &peer)?;
+        bool::from(want.ct_eq(&auth.data)).then_some(peer)
     }
 
     /// The IKE SA is authenticated: its timers start.

@@ -1,8 +1,8 @@
-//! Child SAs (RFC 7296 §1.3.1, §1.3.3, §2.8, §2.9, §2.17): the request
-//! for one (in IKE_AUTH or CREATE_CHILD_SA), the responder's choice and
-//! narrowing, the initiator's check of the answer, installing the pair of
-//! SAs and their policies through the [`Kernel`], rekeying with and
-//! without PFS, and the §2.8.1 collision rule.
+//! Child SAs (RFC 7296 §1.3.1, §1.3.3, §2.8, §2.17), initiator: the
+//! request for one (in IKE_AUTH or CREATE_CHILD_SA), the check of the
+//! answer and its install (install.rs), rekeying with and without PFS,
+//! and the §2.8.1 collision rule; the responder's side is
+//! child_responder.rs.
 //!
 //! ```text
 //! Initiator                               Responder
@@ -23,21 +23,18 @@ use flowsec_wire::ike::{Ke, Message, Notify, Payload, Proposal, TrafficSelector}
 use crate::config::{self, ChildChosen};
 use crate::crypto;
 use crate::crypto::KeyExchange;
-use crate::engine::{error_notify, has_notify, notifies, notify, Host};
 use crate::error::ChildError;
 use crate::event::IkeEvent;
+use crate::host::{error_notify, has_notify, notifies, notify, Host};
 use crate::install::Install;
 use crate::kernel::Kernel;
 use crate::sa::{ChildState, IkeSa, Todo};
 use crate::table::{SaMut, Then};
-use crate::task::{Collision, Task};
+use crate::task::Task;
 use crate::ts;
 
 /// Bytes of our nonces in CREATE_CHILD_SA.
-const NONCE_LEN: usize = 32;
-/// Most Child SAs one IKE SA may hold (implementation limit; a peer
-/// asking for more gets NO_ADDITIONAL_SAS).
-const MAX_CHILDREN: usize = 256;
+pub(crate) const NONCE_LEN: usize = 32;
 
 /// A request of ours for a Child SA (in IKE_AUTH or CREATE_CHILD_SA):
 /// what we offered and reserved, and our half of its key exchange.
@@ -111,7 +108,16 @@ pub(crate) struct ChildRekey {
     pub collision: Option<u32>,
 }
 
-fn min_nonce(a: &[u8], b: &[u8]) -> Vec<u8> {
+/// The answer to a Child SA request of ours, with what its KEYMAT comes
+/// from (§2.17): g^ir (PFS), Ni and Nr.
+pub(crate) struct Answered<'a> {
+    pub msg: &'a Message,
+    pub ni: &'a [u8],
+    pub nr: &'a [u8],
+    pub g_ir: Option<&'a [u8]>,
+}
+
+pub(crate) fn min_nonce(a: &[u8], b: &[u8]) -> Vec<u8> {
     a.min(b).to_vec()
 }
 
@@ -249,167 +255,8 @@ impl Host {
         self.request(now, sa, ExchangeType::CREATE_CHILD_SA, payloads, task);
     }
 
-    /// Responder: choose, narrow and install a Child SA for the request
-    /// in `msg` (rekeying the one with inbound SPI `rekey`), and return
-    /// the payloads of the answer, or the notify that refuses it.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn answer_child(
-        &mut self,
-        now: Duration,
-        sa: &mut SaMut<'_>,
-        msg: &Message,
-        rekey: Option<u32>,
-        ni: &[u8],
-        nr: &[u8],
-        create: bool,
-        k: &mut dyn Kernel,
-    ) -> Result<Vec<Payload>, Payload> {
-        let c = crate::engine::parts(msg);
-        let (Some(sai), Some(tsi), Some(tsr)) = (c.sa, c.tsi, c.tsr) else {
-            return Err(notify(NotifyType::INVALID_SYNTAX, vec![]));
-        };
-        let transport = has_notify(msg, NotifyType::USE_TRANSPORT_MODE);
-        let conn = &self.config.connections[sa.conn];
-        let old = rekey.and_then(|spi| sa.children.iter().find(|c| c.spi_in == spi));
-        let candidates: Vec<usize> = match old {
-            Some(old) => vec![old.cfg],
-            None => (0..conn.children.len()).collect(),
-        };
-        let mut refusal = NotifyType::TS_UNACCEPTABLE;
-        for cfg in candidates {
-            let child = &conn.children[cfg];
-            let ours_remote = ts::from_config(&child.remote_ts, sa.remote.ip());
-            let ours_local = ts::from_config(&child.local_ts, sa.local.ip());
-            let remote_ts = ts::narrow(tsi, &ours_remote);
-            let local_ts = ts::narrow(tsr, &ours_local);
-            if remote_ts.is_empty()
-                || local_ts.is_empty()
-                || ts::selector_count(&local_ts, &remote_ts) > ts::MAX_SELECTORS
-            {
-                continue;
-            }
-            if child.mode == Mode::Transport && !transport {
-                refusal = NotifyType::NO_PROPOSAL_CHOSEN;
-                continue;
-            }
-            let Some(chosen) = config::select_child(
-                &crate::init::promote_child(
-                    suites(child).0,
-                    c.ke.map_or(DhGroup::NONE, |k| k.group),
-                ),
-                sai,
-                c.ke.is_some(),
-            ) else {
-                refusal = NotifyType::NO_PROPOSAL_CHOSEN;
-                continue;
-            };
-            let mode = if transport && child.mode == Mode::Transport {
-                Mode::Transport
-            } else {
-                Mode::Tunnel
-            };
-            let mut ker = None;
-            let mut g_ir = None;
-            if let Some(kei) = c.ke {
-                if kei.group != chosen.dh {
-                    return Err(notify(
-                        NotifyType::INVALID_KE_PAYLOAD,
-                        chosen.dh.0.to_be_bytes().to_vec(),
-                    ));
-                }
-                let ours = crypto::key_exchange(&self.provider, chosen.dh, self.rng.as_mut())
-                    .map_err(|_| notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]))?;
-                g_ir = Some(
-                    ours.shared_secret(&kei.data)
-                        .map_err(|_| notify(NotifyType::INVALID_SYNTAX, vec![]))?,
-                );
-                ker = Some(Ke {
-                    group: ours.group(),
-                    data: ours.public_value().to_vec(),
-                });
-            }
-            let protocol = protocol_of(chosen.protocol);
-            if protocol == Protocol::Ah && (sa.nat_local || sa.nat_remote) {
-                // AH covers the outer addresses a NAT rewrites, and RFC
-                // 3948 carries only ESP in UDP.
-                refusal = NotifyType::NO_PROPOSAL_CHOSEN;
-                continue;
-            }
-            let spi_in = k.alloc_spi(protocol);
-            // IPComp if both want it (§2.22): our CPI in the answer.
-            let ipcomp = match peer_cpi(msg) {
-                Some(theirs) if child.ipcomp => cpi(k).map(|ours| (ours, theirs)),
-                _ => None,
-            };
-            let Some(keymat) =
-                self.keymat(sa, &chosen, g_ir.as_deref().map(|v| v.as_slice()), ni, nr)
-            else {
-                k.release_spi(protocol, spi_in);
-                if let Some((ours, _)) = ipcomp {
-                    k.release_spi(Protocol::IpComp, u32::from(ours));
-                }
-                return Err(notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]));
-            };
-            let reqid = old.map(|o| o.reqid);
-            let install = Install {
-                cfg,
-                chosen: &chosen,
-                spi_in,
-                mode,
-                local_ts: local_ts.clone(),
-                remote_ts: remote_ts.clone(),
-                we_initiated: false,
-                reqid,
-                min_nonce: min_nonce(ni, nr),
-                ipcomp,
-            };
-            self.install_child(now, sa, install, &keymat, k);
-            if let Some(spi) = rekey {
-                let grace = self.settings.rekeyed_grace;
-                let mut collided = false;
-                if let Some(old) = sa.children.iter_mut().find(|c| c.spi_in == spi) {
-                    collided = old.state == ChildState::Rekeying;
-                    old.state = ChildState::Rekeyed;
-                    old.rekey_at = None;
-                    // The rekey's initiator deletes it; if it never does,
-                    // we do after the grace time.
-                    old.expire_at = Some(now + grace);
-                }
-                if collided {
-                    // §2.8.1: both rekeyed it; our response decides.
-                    sa.exch.collided(Collision::Child {
-                        old: spi,
-                        theirs: spi_in,
-                    });
-                }
-            }
-            let mut out = Vec::new();
-            if mode == Mode::Transport {
-                out.push(notify(NotifyType::USE_TRANSPORT_MODE, vec![]));
-            }
-            if let Some((ours, _)) = ipcomp {
-                out.push(ipcomp_supported(ours));
-            }
-            out.push(Payload::Sa(vec![config::child_answer(&chosen, spi_in)]));
-            if create {
-                out.push(Payload::Nonce(nr.to_vec()));
-            }
-            if let Some(ke) = ker {
-                out.push(Payload::Ke(ke));
-            }
-            out.push(Payload::TsI(remote_ts));
-            out.push(Payload::TsR(local_ts));
-            return Ok(out);
-        }
-        self.events.push(IkeEvent::ChildRequestRefused {
-            from: sa.remote.ip(),
-            notify: refusal,
-        });
-        Err(notify(refusal, vec![]))
-    }
-
     /// The KEYMAT for a Child SA (§2.17).
-    fn keymat(
+    pub(crate) fn keymat(
         &self,
         sa: &IkeSa,
         chosen: &ChildChosen,
@@ -431,21 +278,19 @@ impl Host {
         .ok()
     }
 
-    /// Initiator: install the Child SA the answer in `msg` describes.
-    #[allow(clippy::too_many_arguments)]
+    /// Initiator: install the Child SA `answer` describes, for our
+    /// request `req` (rekeying `rekey`, if given); its inbound SPI.
     pub(crate) fn complete_child(
         &mut self,
         now: Duration,
         sa: &mut SaMut<'_>,
         req: ChildRequest,
         rekey: Option<u32>,
-        msg: &Message,
-        ni: &[u8],
-        nr: &[u8],
-        g_ir: Option<&[u8]>,
+        answer: Answered<'_>,
         k: &mut dyn Kernel,
     ) -> Result<u32, ChildError> {
-        let c = crate::engine::parts(msg);
+        let Answered { msg, ni, nr, g_ir } = answer;
+        let c = crate::host::parts(msg);
         let (Some(sar), Some(tsi), Some(tsr)) = (c.sa.and_then(|s| s.first()), c.tsi, c.tsr) else {
             return Err(ChildError::MissingPayloads);
         };
@@ -516,50 +361,8 @@ impl Host {
             self.kick(now, sa, k);
             return Then::Stay;
         }
-        let c = crate::engine::parts(&msg);
-        let Some(nr) = c.nonce.cloned() else {
-            self.events.push(IkeEvent::ChildFailed {
-                child: name,
-                reason: ChildError::NoNonce,
-            });
-            self.give_up(now, sa, old, reserved, k);
-            return Then::Stay;
-        };
-        let g_ir = match (&req.ke, c.ke) {
-            (Some(ours), Some(theirs)) if ours.group() == theirs.group => {
-                ours.shared_secret(&theirs.data).ok()
-            }
-            (None, None) => None,
-            _ => {
-                self.events.push(IkeEvent::ChildFailed {
-                    child: name,
-                    reason: ChildError::KeMismatch,
-                });
-                self.give_up(now, sa, old, reserved, k);
-                return Then::Stay;
-            }
-        };
-        if req.ke.is_some() && g_ir.is_none() {
-            self.events.push(IkeEvent::ChildFailed {
-                child: name,
-                reason: ChildError::BadKe,
-            });
-            self.give_up(now, sa, old, reserved, k);
-            return Then::Stay;
-        }
-        let ni = req.ni.clone();
-        let new = match self.complete_child(
-            now,
-            sa,
-            req,
-            old,
-            &msg,
-            &ni,
-            &nr,
-            g_ir.as_deref().map(|v| v.as_slice()),
-            k,
-        ) {
-            Ok(spi) => spi,
+        let (new, ours) = match self.child_answered(now, sa, req, old, &msg, k) {
+            Ok(made) => made,
             Err(why) => {
                 self.events.push(IkeEvent::ChildFailed {
                     child: name,
@@ -570,37 +373,7 @@ impl Host {
             }
         };
         match rekey {
-            Some((old, Some(theirs))) => {
-                // §2.8.1: the SA made with the lowest of the four
-                // nonces is closed by the end that made it.
-                let ours = min_nonce(&ni, &nr);
-                let their_min = sa
-                    .children
-                    .iter()
-                    .find(|c| c.spi_in == theirs)
-                    .map(|c| c.min_nonce.clone());
-                if their_min.as_ref().is_some_and(|t| ours >= *t) {
-                    // Ours won: theirs is redundant and the peer will
-                    // delete it; it must not start carrying traffic
-                    // when the old SA goes.
-                    if let Some(t) = sa.children.iter_mut().find(|c| c.spi_in == theirs) {
-                        t.deferred_out.clear();
-                    }
-                }
-                if their_min.is_some_and(|t| ours < t) {
-                    self.events.push(IkeEvent::ChildRekeyCollision {
-                        child: name,
-                        ours_won: false,
-                    });
-                    sa.queue.push_front(Todo::DeleteChild(new));
-                } else {
-                    self.events.push(IkeEvent::ChildRekeyCollision {
-                        child: name,
-                        ours_won: true,
-                    });
-                    sa.queue.push_front(Todo::DeleteChild(old));
-                }
-            }
+            Some((old, Some(theirs))) => self.rekey_collided(sa, name, (old, theirs), (new, ours)),
             Some((old, None)) => {
                 let sa: &mut IkeSa = sa;
                 if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) {
@@ -613,6 +386,70 @@ impl Host {
         }
         self.kick(now, sa, k);
         Then::Stay
+    }
+
+    /// Initiator: install the Child SA an answer without error notify
+    /// describes (its nonce and KE checked, §1.3.1); its inbound SPI and
+    /// the lowest nonce of the exchange.
+    fn child_answered(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        req: ChildRequest,
+        rekey: Option<u32>,
+        msg: &Message,
+        k: &mut dyn Kernel,
+    ) -> Result<(u32, Vec<u8>), ChildError> {
+        let c = crate::host::parts(msg);
+        let nr = c.nonce.cloned().ok_or(ChildError::NoNonce)?;
+        let g_ir = match (&req.ke, c.ke) {
+            (Some(ours), Some(theirs)) if ours.group() == theirs.group => Some(
+                ours.shared_secret(&theirs.data)
+                    .map_err(|_| ChildError::BadKe)?,
+            ),
+            (None, None) => None,
+            _ => return Err(ChildError::KeMismatch),
+        };
+        let ni = req.ni.clone();
+        let answer = Answered {
+            msg,
+            ni: &ni,
+            nr: &nr,
+            g_ir: g_ir.as_deref().map(|v| v.as_slice()),
+        };
+        let new = self.complete_child(now, sa, req, rekey, answer, k)?;
+        Ok((new, min_nonce(&ni, &nr)))
+    }
+
+    /// §2.8.1: both ends rekeyed `old`; ours made `new` (with the lowest
+    /// nonce `ours`), the peer's `theirs`. The SA made with the lowest of
+    /// the four nonces is closed by the end that made it.
+    fn rekey_collided(
+        &mut self,
+        sa: &mut IkeSa,
+        name: String,
+        (old, theirs): (u32, u32),
+        (new, ours): (u32, Vec<u8>),
+    ) {
+        let their_min = sa
+            .children
+            .iter()
+            .find(|c| c.spi_in == theirs)
+            .map(|c| c.min_nonce.clone());
+        let ours_won = their_min.as_ref().is_none_or(|t| ours >= *t);
+        if ours_won && their_min.is_some() {
+            // Theirs is redundant and the peer will delete it; it must
+            // not start carrying traffic when the old SA goes.
+            if let Some(t) = sa.children.iter_mut().find(|c| c.spi_in == theirs) {
+                t.deferred_out.clear();
+            }
+        }
+        self.events.push(IkeEvent::ChildRekeyCollision {
+            child: name,
+            ours_won,
+        });
+        let redundant = if ours_won { old } else { new };
+        sa.queue.push_front(Todo::DeleteChild(redundant));
     }
 
     /// The peer refused our CREATE_CHILD_SA (a rekey of `rekey`, if
@@ -684,92 +521,6 @@ impl Host {
             c.state = ChildState::Installed;
         }
     }
-
-    /// Responder: a CREATE_CHILD_SA request.
-    pub(crate) fn child_request(
-        &mut self,
-        now: Duration,
-        sa: &mut SaMut<'_>,
-        mid: u32,
-        msg: Message,
-        k: &mut dyn Kernel,
-    ) -> Then {
-        let is_ike = msg.payloads.iter().any(|p| matches!(p, Payload::Sa(s) if s.first().is_some_and(|p| p.protocol == ProtocolId::IKE)));
-        if is_ike {
-            return self.ike_rekey_request(now, sa, mid, msg, k);
-        }
-        let rekey = notifies(&msg)
-            .find(|n| n.ty == NotifyType::REKEY_SA)
-            .map(|n| (n.protocol, n.spi.clone()));
-        let old = match rekey {
-            Some((proto, spi))
-                if spi.len() == 4 && (proto == ProtocolId::ESP.0 || proto == ProtocolId::AH.0) =>
-            {
-                let spi = u32::from_be_bytes([spi[0], spi[1], spi[2], spi[3]]);
-                // The peer names it by its inbound SPI: our outbound one.
-                let want = protocol_of(ProtocolId(proto));
-                match sa
-                    .children
-                    .iter()
-                    .find(|c| c.spi_out == spi && c.sa_out.protocol == want)
-                {
-                    Some(c) if c.state == ChildState::Deleting => {
-                        // §2.25.1: we are deleting it.
-                        self.respond(
-                            sa,
-                            ExchangeType::CREATE_CHILD_SA,
-                            mid,
-                            vec![notify(NotifyType::TEMPORARY_FAILURE, vec![])],
-                        );
-                        self.kick(now, sa, k);
-                        return Then::Stay;
-                    }
-                    Some(c) => Some(c.spi_in),
-                    None => {
-                        let n = Payload::Notify(Notify {
-                            protocol: proto,
-                            spi: spi.to_be_bytes().to_vec(),
-                            ty: NotifyType::CHILD_SA_NOT_FOUND,
-                            data: Vec::new(),
-                        });
-                        self.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, vec![n]);
-                        self.kick(now, sa, k);
-                        return Then::Stay;
-                    }
-                }
-            }
-            Some(_) => {
-                self.respond(
-                    sa,
-                    ExchangeType::CREATE_CHILD_SA,
-                    mid,
-                    vec![notify(NotifyType::INVALID_SYNTAX, vec![])],
-                );
-                self.kick(now, sa, k);
-                return Then::Stay;
-            }
-            None => None,
-        };
-        if old.is_none() && sa.children.len() >= MAX_CHILDREN {
-            // A bound on what one peer can make us hold (RFC 7296 §3.10.1).
-            let n = notify(NotifyType::NO_ADDITIONAL_SAS, vec![]);
-            self.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, vec![n]);
-            self.kick(now, sa, k);
-            return Then::Stay;
-        }
-        let ni = crate::engine::parts(&msg)
-            .nonce
-            .cloned()
-            .unwrap_or_default();
-        let nr = self.random(NONCE_LEN);
-        let payloads = match self.answer_child(now, sa, &msg, old, &ni, &nr, true, k) {
-            Ok(p) => p,
-            Err(n) => vec![n],
-        };
-        self.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
-        self.kick(now, sa, k);
-        Then::Stay
-    }
 }
 
 /// `10.1.0.0/24` or `10.1.0.1-10.1.0.9`, with `[proto/port]` if narrowed.
@@ -795,7 +546,7 @@ pub(crate) fn ts_string(t: &TrafficSelector) -> String {
 
 /// A fresh CPI (RFC 3173 §3.3: 256 and up; the kernel interface hands out
 /// one that fits 16 bits for IPComp).
-fn cpi(k: &mut dyn Kernel) -> Option<u16> {
+pub(crate) fn cpi(k: &mut dyn Kernel) -> Option<u16> {
     u16::try_from(k.alloc_spi(Protocol::IpComp))
         .ok()
         .filter(|c| *c >= 256)
@@ -803,13 +554,13 @@ fn cpi(k: &mut dyn Kernel) -> Option<u16> {
 
 /// IPCOMP_SUPPORTED with our CPI and DEFLATE, the one transform we have
 /// (RFC 7296 §3.10.1: a 2-byte CPI, then a 1-byte transform ID).
-fn ipcomp_supported(cpi: u16) -> Payload {
+pub(crate) fn ipcomp_supported(cpi: u16) -> Payload {
     let [hi, lo] = cpi.to_be_bytes();
     notify(NotifyType::IPCOMP_SUPPORTED, vec![hi, lo, IPCOMP_DEFLATE])
 }
 
 /// The peer's CPI, if it offered (or accepted) IPComp with DEFLATE.
-fn peer_cpi(msg: &Message) -> Option<u16> {
+pub(crate) fn peer_cpi(msg: &Message) -> Option<u16> {
     notifies(msg)
         .filter(|n| n.ty == NotifyType::IPCOMP_SUPPORTED)
         .find_map(|n| match n.data[..] {

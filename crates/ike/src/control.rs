@@ -10,7 +10,7 @@ use crate::child::ts_string;
 use crate::engine::Ike;
 use crate::error::CommandError;
 use crate::kernel::Kernel;
-use crate::sa::{IkeState, Todo};
+use crate::sa::{ChildSa, IkeState, Todo};
 
 /// One IKE SA, for listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,48 +124,7 @@ impl Ike {
                     children: sa
                         .children
                         .iter()
-                        .map(|c| {
-                            let mut parts: Vec<String> = c
-                                .encr
-                                .map(|e| format!("{}-{}", e.id, e.key_bits))
-                                .into_iter()
-                                .collect();
-                            if c.integ != flowsec_wire::iana::IntegId::NONE {
-                                parts.push(c.integ.to_string());
-                            }
-                            if c.dh != flowsec_wire::iana::DhGroup::NONE {
-                                parts.push(c.dh.to_string());
-                            }
-                            if c.esn {
-                                parts.push("ESN".into());
-                            }
-                            let p = parts.join("/");
-                            ChildSaInfo {
-                                name: conn
-                                    .children
-                                    .get(c.cfg)
-                                    .map_or_else(|| "?".into(), |ch| ch.name.clone()),
-                                reqid: c.reqid,
-                                state: c.state.name(),
-                                mode: if c.mode == Mode::Tunnel {
-                                    "TUNNEL"
-                                } else {
-                                    "TRANSPORT"
-                                },
-                                encap: c.encap,
-                                sa_in: c.sa_in,
-                                sa_out: c.sa_out,
-                                proposal: p,
-                                dh_group: (c.dh != flowsec_wire::iana::DhGroup::NONE)
-                                    .then(|| c.dh.to_string()),
-                                cpis: c.ipcomp.map(|(i, o)| (i.spi as u16, o.spi as u16)),
-                                installed_s: secs(now.saturating_sub(c.installed)),
-                                rekey_in_s: until(c.rekey_at),
-                                expire_in_s: until(c.expire_at),
-                                local_ts: c.local_ts.iter().map(ts_string).collect(),
-                                remote_ts: c.remote_ts.iter().map(ts_string).collect(),
-                            }
-                        })
+                        .map(|c| child_info(conn, c, now))
                         .collect(),
                 }
             })
@@ -247,5 +206,48 @@ impl Ike {
             });
         }
         Ok(n)
+    }
+}
+
+/// One Child SA of `conn`, for listing.
+fn child_info(conn: &crate::config::Connection, c: &ChildSa, now: Duration) -> ChildSaInfo {
+    let until = |t: Option<Duration>| t.map(|t| t.saturating_sub(now).as_secs());
+    let mut parts: Vec<String> = c
+        .encr
+        .map(|e| format!("{}-{}", e.id, e.key_bits))
+        .into_iter()
+        .collect();
+    if c.integ != flowsec_wire::iana::IntegId::NONE {
+        parts.push(c.integ.to_string());
+    }
+    if c.dh != flowsec_wire::iana::DhGroup::NONE {
+        parts.push(c.dh.to_string());
+    }
+    if c.esn {
+        parts.push("ESN".into());
+    }
+    ChildSaInfo {
+        name: conn
+            .children
+            .get(c.cfg)
+            .map_or_else(|| "?".into(), |ch| ch.name.clone()),
+        reqid: c.reqid,
+        state: c.state.name(),
+        mode: if c.mode == Mode::Tunnel {
+            "TUNNEL"
+        } else {
+            "TRANSPORT"
+        },
+        encap: c.encap,
+        sa_in: c.sa_in,
+        sa_out: c.sa_out,
+        proposal: parts.join("/"),
+        dh_group: (c.dh != flowsec_wire::iana::DhGroup::NONE).then(|| c.dh.to_string()),
+        cpis: c.ipcomp.map(|(i, o)| (i.spi as u16, o.spi as u16)),
+        installed_s: now.saturating_sub(c.installed).as_secs(),
+        rekey_in_s: until(c.rekey_at),
+        expire_in_s: until(c.expire_at),
+        local_ts: c.local_ts.iter().map(ts_string).collect(),
+        remote_ts: c.remote_ts.iter().map(ts_string).collect(),
     }
 }

@@ -20,17 +20,18 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
 use flowsec_crypto::Provider;
-use flowsec_ipsec::{Direction, Selector};
-use flowsec_wire::iana::{ExchangeType, NotifyType, PayloadType};
-use flowsec_wire::ike::{emit_payloads, first_type, Header, IkeError, Message, Notify, Payload};
+use flowsec_wire::iana::{ExchangeType, NotifyType};
+use flowsec_wire::ike::{Header, IkeError, Message};
 
 use crate::config::Config;
 use crate::event::IkeEvent;
 use crate::exchange::{RequestVerdict, Retransmit};
+use crate::host::{notify, Host};
 use crate::info::Delete;
 use crate::kernel::Kernel;
+use crate::nat::follow_peer;
 use crate::random::Random;
-use crate::sa::{IkeSa, IkeState, Todo};
+use crate::sa::{IkeState, Todo};
 use crate::table::{SaMut, SaTable, Slot, Then};
 use crate::task::Task;
 
@@ -176,41 +177,13 @@ pub struct Ike {
     pub(crate) sas: SaTable,
 }
 
-/// This host's state beside its IKE SAs: configuration, crypto and
-/// randomness, what goes out (datagrams, events), counters, and the
-/// reqids, policies and trap policies the IKE SAs' Child SAs share. A
-/// handler works on one IKE SA borrowed from the table ([`SaMut`]) and
-/// on this.
-pub(crate) struct Host {
-    pub(crate) config: Config,
-    pub(crate) provider: Provider,
-    pub(crate) rng: Box<dyn Random>,
-    pub(crate) settings: Settings,
-    pub(crate) out: VecDeque<Datagram>,
-    pub(crate) events: Vec<IkeEvent>,
-    /// The COOKIE secrets (RFC 7296 §2.6), from `rng`.
-    pub(crate) cookies: crate::admit::CookieJar,
-    pub(crate) next_uid: u32,
-    pub(crate) next_reqid: u32,
-    /// The policies installed for each reqid.
-    pub(crate) policies: BTreeMap<u32, Vec<(Direction, Selector)>>,
-    /// Trap policies (`start_action = trap`): reqid → (connection, child).
-    pub(crate) traps: BTreeMap<u32, (usize, usize)>,
-    /// Inbound SAs of replaced Child SAs, removed at their deadline.
-    pub(crate) lingering: Vec<(flowsec_ipsec::SaId, Duration)>,
-    /// The `now` of the call being served (time stays an argument: this
-    /// only saves passing it through every helper).
-    pub(crate) clock: Duration,
-    pub(crate) stats: IkeStats,
-}
-
-/// A protected message as it arrived: where, from where, its header
-/// (parsed) and its bytes.
-struct Arrival<'a> {
-    local: SocketAddr,
-    remote: SocketAddr,
-    header: &'a Header,
-    data: &'a [u8],
+/// A message as it arrived: where, from where, its header (parsed) and
+/// its bytes.
+pub(crate) struct Arrival<'a> {
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    pub header: &'a Header,
+    pub data: &'a [u8],
 }
 
 impl Ike {
@@ -349,11 +322,17 @@ impl Ike {
                 return;
             }
         };
+        let arrival = Arrival {
+            local,
+            remote,
+            header: &header,
+            data,
+        };
         if header.exchange == ExchangeType::IKE_SA_INIT {
             if header.response {
                 self.init_response(now, &header, data, k);
             } else {
-                self.init_request(now, local, remote, &header, data);
+                self.init_request(now, arrival);
             }
             return;
         }
@@ -370,12 +349,6 @@ impl Ike {
         else {
             self.host.stats.unknown_spi += 1;
             return;
-        };
-        let arrival = Arrival {
-            local,
-            remote,
-            header: &header,
-            data,
         };
         let then = self.host.receive(now, &mut sa, arrival, k);
         self.then(now, at, then, k);
@@ -604,242 +577,10 @@ impl Host {
             }
         }
     }
-
-    /// Queue a datagram.
-    pub(crate) fn push(&mut self, local: SocketAddr, remote: SocketAddr, data: Vec<u8>) {
-        self.stats.sent += 1;
-        self.out.push_back(Datagram {
-            local,
-            remote,
-            data,
-        });
-    }
-
-    /// Encrypt `payloads` into a message of `sa`.
-    pub(crate) fn protect(
-        &mut self,
-        sa: &IkeSa,
-        exchange: ExchangeType,
-        response: bool,
-        mid: u32,
-        payloads: &[Payload],
-    ) -> Vec<u8> {
-        let header = Header {
-            spi_i: sa.spi_i,
-            spi_r: sa.spi_r,
-            next_payload: PayloadType::SK,
-            major_version: 2,
-            minor_version: 0,
-            exchange,
-            initiator: sa.initiator,
-            response,
-            message_id: mid,
-            length: 0,
-        };
-        let inner = emit_payloads(payloads);
-        match &sa.keys {
-            Some(keys) => keys
-                .out
-                .seal(&header, first_type(payloads), &inner, self.rng.as_mut()),
-            // Only IKE_SA_INIT is unprotected, and it never comes here.
-            None => Vec::new(),
-        }
-    }
-
-    /// Send a request on `sa` for `task`.
-    pub(crate) fn request(
-        &mut self,
-        now: Duration,
-        sa: &mut IkeSa,
-        exchange: ExchangeType,
-        payloads: Vec<Payload>,
-        task: Task,
-    ) {
-        let mid = sa.exch.peek_mid();
-        let data = self.protect(sa, exchange, false, mid, &payloads);
-        sa.exch
-            .sent(exchange, data.clone(), task, now, &self.settings.retransmit);
-        sa.last_sent = now;
-        self.push(sa.local, sa.remote, data);
-    }
-
-    /// Answer request `mid` of `sa`.
-    pub(crate) fn respond(
-        &mut self,
-        sa: &mut IkeSa,
-        exchange: ExchangeType,
-        mid: u32,
-        payloads: Vec<Payload>,
-    ) {
-        let data = self.protect(sa, exchange, true, mid, &payloads);
-        sa.exch.responded(mid, data.clone());
-        sa.last_sent = self.clock;
-        self.push(sa.local, sa.remote, data);
-    }
-
-    /// Fresh random bytes.
-    pub(crate) fn random(&mut self, n: usize) -> Vec<u8> {
-        let mut v = vec![0; n];
-        self.rng.fill(&mut v);
-        v
-    }
-
-    /// A random IKE SPI that is not `taken` (never 0).
-    pub(crate) fn new_spi(&mut self, taken: impl Fn(u64) -> bool) -> u64 {
-        loop {
-            let spi = self.rng.next_u64();
-            if spi != 0 && !taken(spi) {
-                return spi;
-            }
-        }
-    }
-
-    /// `d` less a random part of `rand` (strongSwan's jitter: rekeys of
-    /// both ends rarely collide, §2.8.1).
-    pub(crate) fn jittered(&mut self, d: Duration, rand: Duration) -> Duration {
-        if rand.is_zero() || rand >= d {
-            return d;
-        }
-        let r = u128::from(self.rng.next_u64()) % (rand.as_millis() + 1);
-        d - Duration::from_millis(r as u64)
-    }
-
-    pub(crate) fn conn_name(&self, sa: &IkeSa) -> String {
-        self.config
-            .connections
-            .get(sa.conn)
-            .map_or_else(|| "?".into(), |c| c.name.clone())
-    }
-
-    /// Remove everything `sa` installed; it has left the table, or is
-    /// about to (its handler says [`Then::Destroy`]).
-    pub(crate) fn destroy(&mut self, sa: &mut SaMut<'_>, k: &mut dyn Kernel) {
-        if let Some(task) = sa.exch.take_task() {
-            task.release(k);
-        }
-        let spis: Vec<u32> = sa.children.iter().map(|c| c.spi_in).collect();
-        for spi in spis {
-            self.remove_child(sa, spi, k);
-        }
-    }
-}
-
-/// After IKE_SA_INIT both ends float to port 4500 (RFC 7296 §2.23), and
-/// a peer behind a NAT may be rebound to a new address or port: an
-/// authenticated message that is new (in order) says where it talks from
-/// now. A host behind a NAT itself does not follow (§2.23: "SHOULD NOT").
-fn follow_peer(
-    sa: &mut IkeSa,
-    local: SocketAddr,
-    remote: SocketAddr,
-    k: &mut dyn Kernel,
-) -> Option<IkeEvent> {
-    let floated =
-        local.port() == crate::init::NAT_T_PORT && sa.local.port() != crate::init::NAT_T_PORT;
-    if !(floated || (sa.nat_remote && !sa.nat_local)) || (sa.local, sa.remote) == (local, remote) {
-        return None;
-    }
-    let before = sa.remote;
-    sa.local = local;
-    sa.remote = remote;
-    if floated || sa.children.is_empty() {
-        return None;
-    }
-    // A rebinding: the Child SAs' ESP in UDP follows the new port. A new
-    // address would need new policies too: not done (yet).
-    if before.ip() != remote.ip() {
-        return Some(IkeEvent::PeerMoved {
-            from: before,
-            to: remote,
-        });
-    }
-    for c in sa.children.iter_mut().filter(|c| c.encap) {
-        // The outbound SAs a rekey's responder holds back go out later:
-        // with the new ports too.
-        for d in c.deferred_out.iter_mut().filter(|d| d.encap.is_some()) {
-            d.encap = Some(flowsec_ipsec::UdpEncap {
-                src_port: local.port(),
-                dst_port: remote.port(),
-            });
-        }
-        let out = flowsec_ipsec::UdpEncap {
-            src_port: local.port(),
-            dst_port: remote.port(),
-        };
-        let inn = flowsec_ipsec::UdpEncap {
-            src_port: remote.port(),
-            dst_port: local.port(),
-        };
-        k.update_encap(c.sa_out, out);
-        k.update_encap(c.sa_in, inn);
-    }
-    Some(IkeEvent::PeerRebound {
-        from: before,
-        to: remote,
-    })
 }
 
 /// SHA-256 of a message, to know a retransmitted request from another
 /// one with the same message ID.
 fn digest(data: &[u8]) -> [u8; 32] {
     flowsec_crypto::fixed::sha256(&[data])
-}
-
-/// The SA, KE, nonce and selectors of a message (each at most once:
-/// [`crate::rules`] checked that).
-pub(crate) struct Parts<'a> {
-    pub sa: Option<&'a Vec<flowsec_wire::ike::Proposal>>,
-    pub ke: Option<&'a flowsec_wire::ike::Ke>,
-    pub nonce: Option<&'a Vec<u8>>,
-    pub tsi: Option<&'a Vec<flowsec_wire::ike::TrafficSelector>>,
-    pub tsr: Option<&'a Vec<flowsec_wire::ike::TrafficSelector>>,
-}
-
-pub(crate) fn parts(msg: &Message) -> Parts<'_> {
-    let mut c = Parts {
-        sa: None,
-        ke: None,
-        nonce: None,
-        tsi: None,
-        tsr: None,
-    };
-    for p in &msg.payloads {
-        match p {
-            Payload::Sa(s) => c.sa = Some(s),
-            Payload::Ke(k) => c.ke = Some(k),
-            Payload::Nonce(n) => c.nonce = Some(n),
-            Payload::TsI(t) => c.tsi = Some(t),
-            Payload::TsR(t) => c.tsr = Some(t),
-            _ => {}
-        }
-    }
-    c
-}
-
-/// A notify payload without SPI.
-pub(crate) fn notify(ty: NotifyType, data: Vec<u8>) -> Payload {
-    Payload::Notify(Notify {
-        protocol: 0,
-        spi: Vec::new(),
-        ty,
-        data,
-    })
-}
-
-/// The notifies of a message.
-pub(crate) fn notifies(msg: &Message) -> impl Iterator<Item = &Notify> {
-    msg.payloads.iter().filter_map(|p| match p {
-        Payload::Notify(n) => Some(n),
-        _ => None,
-    })
-}
-
-/// The first error notify of a message, if any.
-pub(crate) fn error_notify(msg: &Message) -> Option<&Notify> {
-    notifies(msg).find(|n| n.ty.is_error())
-}
-
-/// Whether the message carries a notify of this type.
-pub(crate) fn has_notify(msg: &Message, ty: NotifyType) -> bool {
-    notifies(msg).any(|n| n.ty == ty)
 }

@@ -16,12 +16,38 @@ use core::time::Duration;
 use flowsec_wire::iana::{ExchangeType, NotifyType, ProtocolId};
 use flowsec_wire::ike::{Delete as DeletePayload, Message, Payload};
 
-use crate::engine::{error_notify, Host};
 use crate::event::IkeEvent;
+use crate::host::{error_notify, Host};
 use crate::kernel::Kernel;
 use crate::sa::{ChildState, IkeSa, IkeState};
 use crate::table::{SaMut, Then};
 use crate::task::Task;
+
+/// The Child SAs a peer's DELETE payloads name, by our inbound SPI (the
+/// peer names its inbound SPI: our outbound one): those whose halves our
+/// answer names (§1.4.1), with their protocol, and those we are deleting
+/// ourselves (DELETEs crossed: they go too, unnamed).
+fn deleted_children(sa: &IkeSa, deletes: &[&DeletePayload]) -> (Vec<(ProtocolId, u32)>, Vec<u32>) {
+    let (mut ours, mut crossed) = (Vec::new(), Vec::new());
+    for d in deletes
+        .iter()
+        .filter(|d| d.protocol == ProtocolId::ESP || d.protocol == ProtocolId::AH)
+    {
+        let want = crate::child::protocol_of(d.protocol);
+        for spi in &d.spis {
+            match sa
+                .children
+                .iter()
+                .find(|c| c.spi_out == *spi && c.sa_out.protocol == want)
+            {
+                Some(c) if c.state == ChildState::Deleting => crossed.push(c.spi_in),
+                Some(c) => ours.push((crate::child::protocol_id(c.sa_in.protocol), c.spi_in)),
+                None => {}
+            }
+        }
+    }
+    (ours, crossed)
+}
 
 /// INFORMATIONAL with DELETE (§1.4.1), initiator: waits for the answer.
 pub(crate) enum Delete {
@@ -72,28 +98,7 @@ impl Host {
                 return Then::Destroy(Vec::new());
             }
         }
-        // §1.4.1: the halves of the pairs the peer deletes go in our
-        // answer, except those we are deleting ourselves (DELETEs crossed):
-        // those go too, unnamed.
-        let (mut ours, mut crossed) = (Vec::new(), Vec::new());
-        for d in deletes
-            .iter()
-            .filter(|d| d.protocol == ProtocolId::ESP || d.protocol == ProtocolId::AH)
-        {
-            for spi in &d.spis {
-                // The peer names its inbound SPI: our outbound one.
-                let want = crate::child::protocol_of(d.protocol);
-                match sa
-                    .children
-                    .iter()
-                    .find(|c| c.spi_out == *spi && c.sa_out.protocol == want)
-                {
-                    Some(c) if c.state == ChildState::Deleting => crossed.push(c.spi_in),
-                    Some(c) => ours.push((crate::child::protocol_id(c.sa_in.protocol), c.spi_in)),
-                    None => {}
-                }
-            }
-        }
+        let (ours, crossed) = deleted_children(sa, &deletes);
         for spi in &crossed {
             self.remove_child(sa, *spi, k);
         }

@@ -1,5 +1,6 @@
 //! IKE_SA_INIT (RFC 7296 §1.2, §2.6 cookies, §1.3/§2.7 INVALID_KE_PAYLOAD,
-//! §2.23 NAT detection), both roles, and starting an IKE SA.
+//! §2.23 NAT detection) and starting an IKE SA, as initiator (the
+//! responder's side is init_responder.rs), and the keys both derive.
 //!
 //! ```text
 //! Initiator                               Responder
@@ -12,22 +13,23 @@
 
 use core::time::Duration;
 use std::collections::VecDeque;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, PayloadType};
 use flowsec_wire::ike::{Header, Ke, Message, Payload, Proposal};
 use zeroize::Zeroizing;
 
-use crate::admit::Refusal;
-use crate::auth::{AwaitingAuth, InitMessages};
+use crate::auth::InitMessages;
 use crate::config::{self, AddrSpec, IkeChosen};
 use crate::crypto::KeyExchange;
 use crate::crypto::{self, IkeKeys, SkCrypto};
-use crate::engine::{error_notify, notifies, notify, parts, Host, Ike};
+use crate::engine::Ike;
 use crate::error::{CommandError, InitResponseError, NegotiationError};
 use crate::event::IkeEvent;
 use crate::exchange::Exchanges;
+use crate::host::{error_notify, notifies, notify, parts, Host};
 use crate::kernel::Kernel;
+use crate::nat::{nat_detect, nat_hash};
 use crate::sa::{IkeKeyState, IkeSa, IkeState};
 use crate::table::{SaMut, Then};
 use crate::task::Task;
@@ -36,7 +38,7 @@ use crate::task::Task;
 pub use flowsec_wire::udp_encap::{IKE_PORT, NAT_T_PORT};
 /// Bytes of our nonces (§2.10: at least half the PRF key size; strongSwan
 /// sends 32).
-const NONCE_LEN: usize = 32;
+pub(crate) const NONCE_LEN: usize = 32;
 /// IKE_SA_INIT retries for COOKIE and INVALID_KE_PAYLOAD before giving up.
 const MAX_INIT_RETRIES: u32 = 5;
 
@@ -181,7 +183,7 @@ impl Ike {
         let ni = self.host.random(NONCE_LEN);
         let uid = self.host.next_uid;
         self.host.next_uid += 1;
-        let mut sa = new_sa(ci, uid, spi_i, 0, true, local, remote, now);
+        let mut sa = new_sa(ci, uid, (spi_i, 0), true, (local, remote), now);
         let init = IkeInit {
             ke,
             ni,
@@ -198,182 +200,6 @@ impl Ike {
         self.host.send_init(now, &mut sa, init);
         self.sas.insert(sa);
         Ok(())
-    }
-
-    /// The responder's side of IKE_SA_INIT.
-    pub(crate) fn init_request(
-        &mut self,
-        now: Duration,
-        local: SocketAddr,
-        remote: SocketAddr,
-        header: &Header,
-        data: &[u8],
-    ) {
-        if header.spi_r != 0 || header.message_id != 0 || !header.initiator {
-            self.host.stats.malformed += 1;
-            return;
-        }
-        // A retransmission of a request we answered: the same answer.
-        if let Some(sa) = self.sas.values().find(|s| {
-            s.state == IkeState::HalfOpen && s.spi_i == header.spi_i && s.remote == remote
-        }) {
-            if let Some(w) = sa.exch.passive().filter(|w| w.init.request == data) {
-                let (l, r, d) = (sa.local, sa.remote, w.init.response.clone());
-                self.host.stats.replayed += 1;
-                self.host.push(l, r, d);
-            }
-            return;
-        }
-        let msg = match Message::parse(data) {
-            Ok(m) => m,
-            Err(flowsec_wire::ike::IkeError::UnsupportedCritical(ty)) => {
-                self.host.stats.malformed += 1;
-                self.host.answer_init(
-                    local,
-                    remote,
-                    header.spi_i,
-                    NotifyType::UNSUPPORTED_CRITICAL_PAYLOAD,
-                    vec![ty.0],
-                );
-                return;
-            }
-            Err(_) => {
-                self.host.stats.malformed += 1;
-                return;
-            }
-        };
-        if crate::rules::check(ExchangeType::IKE_SA_INIT, false, &msg.payloads).is_err() {
-            self.host.stats.malformed += 1;
-            return;
-        }
-        let p = parts(&msg);
-        let (Some(sai), Some(kei), Some(ni)) = (p.sa, p.ke, p.nonce) else {
-            return;
-        };
-        // §2.6: a returned cookie is the first payload.
-        let cookie = match msg.payloads.first() {
-            Some(Payload::Notify(n)) if n.ty == NotifyType::COOKIE => Some(n.data.as_slice()),
-            _ => None,
-        };
-        match self.admit(now, remote.ip(), ni, header.spi_i, cookie) {
-            Ok(()) => {}
-            Err(Refusal::Cookie(want)) => {
-                self.host.stats.cookies_sent += 1;
-                self.host
-                    .answer_init(local, remote, header.spi_i, NotifyType::COOKIE, want);
-                return;
-            }
-            Err(Refusal::BlockedSource) => {
-                self.host.stats.blocked_source += 1;
-                return;
-            }
-            Err(Refusal::Limit) => {
-                self.host.stats.refused_limit += 1;
-                return;
-            }
-        }
-        let Some((ci, chosen)) = self
-            .host
-            .pick_connection(local.ip(), remote.ip(), sai, kei.group)
-        else {
-            self.host.stats.no_proposal += 1;
-            self.host.events.push(IkeEvent::NoProposal { from: remote });
-            self.host.answer_init(
-                local,
-                remote,
-                header.spi_i,
-                NotifyType::NO_PROPOSAL_CHOSEN,
-                vec![],
-            );
-            return;
-        };
-        if kei.group != chosen.suite.dh {
-            // §1.2: stateless; the initiator retries with our group.
-            self.host.stats.invalid_ke_sent += 1;
-            let group = chosen.suite.dh.0.to_be_bytes().to_vec();
-            self.host.answer_init(
-                local,
-                remote,
-                header.spi_i,
-                NotifyType::INVALID_KE_PAYLOAD,
-                group,
-            );
-            return;
-        }
-        let ke = match crypto::key_exchange(
-            &self.host.provider,
-            chosen.suite.dh,
-            self.host.rng.as_mut(),
-        ) {
-            Ok(ke) => ke,
-            Err(_) => return,
-        };
-        let g_ir = match ke.shared_secret(&kei.data) {
-            Ok(s) => s,
-            Err(_) => {
-                // RFC 6989: a bad public value.
-                self.host.stats.malformed += 1;
-                self.host.answer_init(
-                    local,
-                    remote,
-                    header.spi_i,
-                    NotifyType::INVALID_SYNTAX,
-                    vec![],
-                );
-                return;
-            }
-        };
-        let spi_r = self.host.new_spi(|s| self.sas.contains_spi(s));
-        let nr = self.host.random(NONCE_LEN);
-        let Some(keys) = self
-            .host
-            .derive(&chosen, &g_ir, (ni, &nr), (header.spi_i, spi_r), false)
-        else {
-            return;
-        };
-        let uid = self.host.next_uid;
-        self.host.next_uid += 1;
-        let mut sa = new_sa(ci, uid, header.spi_i, spi_r, false, local, remote, now);
-        sa.state = IkeState::HalfOpen;
-        sa.keys = Some(keys);
-        let (ni, nr_sent) = (ni.clone(), nr.clone());
-        let (nat_local, nat_remote) = nat_detect(&msg, header.spi_i, 0, local, remote);
-        sa.nat_local = nat_local;
-        sa.nat_remote = nat_remote;
-        let mut answer = config::ike_answer(&chosen);
-        answer.spi = Vec::new();
-        let payloads = vec![
-            Payload::Sa(vec![answer]),
-            Payload::Ke(Ke {
-                group: ke.group(),
-                data: ke.public_value().to_vec(),
-            }),
-            Payload::Nonce(nr),
-            notify(
-                NotifyType::NAT_DETECTION_SOURCE_IP,
-                nat_hash(header.spi_i, spi_r, local),
-            ),
-            notify(
-                NotifyType::NAT_DETECTION_DESTINATION_IP,
-                nat_hash(header.spi_i, spi_r, remote),
-            ),
-        ];
-        let response = Message {
-            header: init_header(header.spi_i, spi_r, false, true),
-            payloads,
-        }
-        .emit();
-        sa.exch.responded(0, response.clone());
-        sa.exch.await_request(AwaitingAuth {
-            init: InitMessages {
-                request: data.to_vec(),
-                response: response.clone(),
-                ni,
-                nr: nr_sent,
-            },
-        });
-        self.host.push(local, remote, response);
-        self.sas.insert(sa);
     }
 
     /// The initiator's side: the answer to our IKE_SA_INIT, for the SA
@@ -434,47 +260,6 @@ impl Host {
         self.push(sa.local, sa.remote, data);
     }
 
-    /// The first configured connection for these addresses whose
-    /// proposals meet the offer.
-    fn pick_connection(
-        &self,
-        local: IpAddr,
-        remote: IpAddr,
-        offer: &[flowsec_wire::ike::Proposal],
-        ke: DhGroup,
-    ) -> Option<(usize, IkeChosen)> {
-        self.config
-            .connections
-            .iter()
-            .enumerate()
-            .find_map(|(i, c)| {
-                let here = c.local_addrs.is_empty()
-                    || c.local_addrs.iter().any(|a| addr_matches(a, local));
-                let there = c.remote_addrs.is_empty()
-                    || c.remote_addrs.iter().any(|a| addr_matches(a, remote));
-                if !(here && there) {
-                    return None;
-                }
-                config::select_ike(&promote_ike(&c.proposals, ke), offer).map(|ch| (i, ch))
-            })
-    }
-
-    /// An unprotected IKE_SA_INIT answer carrying one notify (SPIr 0).
-    fn answer_init(
-        &mut self,
-        local: SocketAddr,
-        remote: SocketAddr,
-        spi_i: u64,
-        ty: NotifyType,
-        data: Vec<u8>,
-    ) {
-        let msg = Message {
-            header: init_header(spi_i, 0, false, true),
-            payloads: vec![notify(ty, data)],
-        };
-        self.push(local, remote, msg.emit());
-    }
-
     /// SKEYSEED and the seven keys (§2.14); the SK crypto of each
     /// direction as seen by us.
     /// `nonces` are (Ni, Nr), `spis` (SPIi, SPIr).
@@ -529,12 +314,13 @@ impl Host {
         // leaves our request and its retransmissions as they were, so a
         // forged answer cannot end or stall the attempt.
         let waiting = sa.exch.waiting(0, ExchangeType::IKE_SA_INIT);
-        let Some(Task::IkeInit(init)) =
-            waiting.filter(|_| sa.state == IkeState::Connecting && sa.initiator)
-        else {
+        if !matches!(waiting, Some(Task::IkeInit(_)))
+            || sa.state != IkeState::Connecting
+            || !sa.initiator
+        {
             self.stats.bad_message_id += 1;
             return Then::Stay;
-        };
+        }
         let msg = match Message::parse(data) {
             Ok(m) if crate::rules::check(ExchangeType::IKE_SA_INIT, true, &m.payloads).is_ok() => m,
             _ => {
@@ -542,53 +328,12 @@ impl Host {
                 return Then::Stay;
             }
         };
-        let (retries, group) = (init.retries, init.ke.group());
-        if let Some(n) = notifies(&msg).find(|n| n.ty == NotifyType::COOKIE) {
-            // §2.6: the same request again, the cookie first.
-            if retries < MAX_INIT_RETRIES && n.data.len() <= 64 && !n.data.is_empty() {
-                let Some(Task::IkeInit(mut init)) = sa.exch.take_task() else {
-                    return Then::Stay;
-                };
-                init.retries += 1;
-                init.cookie = Some(n.data.clone());
-                self.send_init(now, sa, init);
-                return Then::Stay;
-            }
-            return self.fail(sa, NegotiationError::TooManyCookies);
+        if let Some(then) = self.init_notified(now, sa, &msg) {
+            return then;
         }
-        if let Some(n) = error_notify(&msg) {
-            if n.ty == NotifyType::INVALID_KE_PAYLOAD
-                && n.data.len() == 2
-                && retries < MAX_INIT_RETRIES
-            {
-                let wanted = DhGroup(u16::from_be_bytes([n.data[0], n.data[1]]));
-                let offered = self.config.connections[sa.conn]
-                    .proposals
-                    .iter()
-                    .any(|p| p.dh.contains(&wanted));
-                if offered && group != wanted {
-                    if let Ok(ke) = crypto::key_exchange(&self.provider, wanted, self.rng.as_mut())
-                    {
-                        self.events.push(IkeEvent::InitRetry { group: wanted });
-                        let Some(Task::IkeInit(mut init)) = sa.exch.take_task() else {
-                            return Then::Stay;
-                        };
-                        init.retries += 1;
-                        init.ke = ke;
-                        self.send_init(now, sa, init);
-                        return Then::Stay;
-                    }
-                }
-            }
-            // Not acted on at once: a valid answer may still come; if
-            // none does, the retransmissions run out (§2.21.1).
-            self.events.push(IkeEvent::InitRefused {
-                name: self.conn_name(sa),
-                unique_id: sa.uid,
-                notify: n.ty,
-            });
+        let Some(Task::IkeInit(init)) = sa.exch.task() else {
             return Then::Stay;
-        }
+        };
         let p = parts(&msg);
         let (Some(sar), Some(ker), Some(nr)) = (p.sa.and_then(|s| s.first()), p.ke, p.nonce) else {
             return self.bogus_init(sa, InitResponseError::MissingPayloads);
@@ -600,7 +345,10 @@ impl Host {
         let Ok(g_ir) = init.ke.shared_secret(&ker.data) else {
             return self.bogus_init(sa, InitResponseError::BadKe);
         };
-        // The exchange is done: the request as sent is RealMessage1 (§2.15).
+        // The exchange is done: the request as sent is RealMessage1
+        // (§2.15). §2.2: each end numbers its own requests from 0;
+        // IKE_SA_INIT was our 0 (the manager's next is 1), the peer's
+        // first request will be its 0.
         let Some(sent) = sa.exch.answered(0, ExchangeType::IKE_SA_INIT) else {
             return Then::Stay;
         };
@@ -614,16 +362,12 @@ impl Host {
         };
         sa.keys = Some(keys);
         let (nat_local, nat_remote) = nat_detect(&msg, sa.spi_i, sa.spi_r, sa.local, sa.remote);
-        sa.nat_local = nat_local;
-        sa.nat_remote = nat_remote;
+        (sa.nat_local, sa.nat_remote) = (nat_local, nat_remote);
         if nat_local || nat_remote {
             // §2.23: from IKE_AUTH on, both use port 4500.
             sa.local.set_port(NAT_T_PORT);
             sa.remote.set_port(NAT_T_PORT);
         }
-        // §2.2: each end numbers its own requests from 0; IKE_SA_INIT
-        // was our 0 (the manager's next is 1), the peer's first request
-        // will be its 0.
         let messages = InitMessages {
             request: sent.data,
             response: data.to_vec(),
@@ -631,6 +375,60 @@ impl Host {
             nr: nr.clone(),
         };
         self.send_auth(now, sa, messages, init.first_child, k)
+    }
+
+    /// The notifies of an IKE_SA_INIT answer that do not complete it:
+    /// COOKIE (§2.6) and INVALID_KE_PAYLOAD (§1.2) make us ask again, up
+    /// to [`MAX_INIT_RETRIES`] times; another error notify, as
+    /// unauthenticated, is noted and waited past (§2.21.1). `None`: none
+    /// of them.
+    fn init_notified(&mut self, now: Duration, sa: &mut SaMut<'_>, msg: &Message) -> Option<Then> {
+        let Some(Task::IkeInit(init)) = sa.exch.task() else {
+            return Some(Then::Stay);
+        };
+        let (retries, group) = (init.retries, init.ke.group());
+        if let Some(n) = notifies(msg).find(|n| n.ty == NotifyType::COOKIE) {
+            // §2.6: the same request again, the cookie first.
+            if retries < MAX_INIT_RETRIES && n.data.len() <= 64 && !n.data.is_empty() {
+                let cookie = n.data.clone();
+                self.init_again(now, sa, |init| init.cookie = Some(cookie));
+                return Some(Then::Stay);
+            }
+            return Some(self.fail(sa, NegotiationError::TooManyCookies));
+        }
+        let n = error_notify(msg)?;
+        if n.ty == NotifyType::INVALID_KE_PAYLOAD && n.data.len() == 2 && retries < MAX_INIT_RETRIES
+        {
+            let wanted = DhGroup(u16::from_be_bytes([n.data[0], n.data[1]]));
+            let offered = self.config.connections[sa.conn]
+                .proposals
+                .iter()
+                .any(|p| p.dh.contains(&wanted));
+            if offered && group != wanted {
+                if let Ok(ke) = crypto::key_exchange(&self.provider, wanted, self.rng.as_mut()) {
+                    self.events.push(IkeEvent::InitRetry { group: wanted });
+                    self.init_again(now, sa, |init| init.ke = ke);
+                    return Some(Then::Stay);
+                }
+            }
+        }
+        // Not acted on at once: a valid answer may still come; if none
+        // does, the retransmissions run out (§2.21.1).
+        self.events.push(IkeEvent::InitRefused {
+            name: self.conn_name(sa),
+            unique_id: sa.uid,
+            notify: n.ty,
+        });
+        Some(Then::Stay)
+    }
+
+    /// Our IKE_SA_INIT again, changed by `change` (one retry more).
+    fn init_again(&mut self, now: Duration, sa: &mut IkeSa, change: impl FnOnce(&mut IkeInit)) {
+        if let Some(Task::IkeInit(mut init)) = sa.exch.take_task() {
+            init.retries += 1;
+            change(&mut init);
+            self.send_init(now, sa, init);
+        }
     }
 
     /// An IKE_SA_INIT answer we cannot use: unauthenticated, so it ends
@@ -659,15 +457,12 @@ impl Host {
 }
 
 /// A fresh IKE SA record.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn new_sa(
     conn: usize,
     uid: u32,
-    spi_i: u64,
-    spi_r: u64,
+    (spi_i, spi_r): (u64, u64),
     initiator: bool,
-    local: SocketAddr,
-    remote: SocketAddr,
+    (local, remote): (SocketAddr, SocketAddr),
     now: Duration,
 ) -> IkeSa {
     IkeSa {
@@ -696,7 +491,7 @@ pub(crate) fn new_sa(
     }
 }
 
-fn init_header(spi_i: u64, spi_r: u64, initiator: bool, response: bool) -> Header {
+pub(crate) fn init_header(spi_i: u64, spi_r: u64, initiator: bool, response: bool) -> Header {
     Header {
         spi_i,
         spi_r,
@@ -708,70 +503,6 @@ fn init_header(spi_i: u64, spi_r: u64, initiator: bool, response: bool) -> Heade
         response,
         message_id: 0,
         length: 0,
-    }
-}
-
-/// SHA-1(SPIi | SPIr | IP | Port) (§2.23).
-pub(crate) fn nat_hash(spi_i: u64, spi_r: u64, addr: SocketAddr) -> Vec<u8> {
-    let (v4, v6);
-    let ip: &[u8] = match addr.ip() {
-        IpAddr::V4(a) => {
-            v4 = a.octets();
-            &v4
-        }
-        IpAddr::V6(a) => {
-            v6 = a.octets();
-            &v6
-        }
-    };
-    let port = addr.port().to_be_bytes();
-    flowsec_crypto::fixed::sha1(&[&spi_i.to_be_bytes(), &spi_r.to_be_bytes(), ip, &port]).to_vec()
-}
-
-/// (we are behind a NAT, the peer is) from the peer's NAT_DETECTION
-/// notifies; no notifies means no NAT-T support and no NAT assumed.
-/// strongSwan's kernel-libipsec sends a random source hash on purpose, so
-/// that both ends use UDP encapsulation.
-fn nat_detect(
-    msg: &Message,
-    spi_i: u64,
-    spi_r: u64,
-    local: SocketAddr,
-    remote: SocketAddr,
-) -> (bool, bool) {
-    let src: Vec<&[u8]> = notifies(msg)
-        .filter(|n| n.ty == NotifyType::NAT_DETECTION_SOURCE_IP)
-        .map(|n| n.data.as_slice())
-        .collect();
-    let dst: Vec<&[u8]> = notifies(msg)
-        .filter(|n| n.ty == NotifyType::NAT_DETECTION_DESTINATION_IP)
-        .map(|n| n.data.as_slice())
-        .collect();
-    if src.is_empty() || dst.is_empty() {
-        return (false, false);
-    }
-    let them = nat_hash(spi_i, spi_r, remote);
-    let us = nat_hash(spi_i, spi_r, local);
-    (
-        !dst.contains(&us.as_slice()),
-        !src.contains(&them.as_slice()),
-    )
-}
-
-/// Whether a configured address matches an actual one.
-pub(crate) fn addr_matches(spec: &AddrSpec, ip: IpAddr) -> bool {
-    match spec {
-        AddrSpec::Any => true,
-        AddrSpec::Addr(a) => *a == ip,
-        AddrSpec::Prefix(a, len) => {
-            flowsec_ipsec::spd::IpPrefix::new(*a, *len).is_some_and(|p| p.contains(ip))
-        }
-        AddrSpec::Range(s, e) => match (s, e, ip) {
-            (IpAddr::V4(s), IpAddr::V4(e), IpAddr::V4(ip)) => (*s..=*e).contains(&ip),
-            (IpAddr::V6(s), IpAddr::V6(e), IpAddr::V6(ip)) => (*s..=*e).contains(&ip),
-            _ => false,
-        },
-        AddrSpec::Host(_) => false,
     }
 }
 

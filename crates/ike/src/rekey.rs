@@ -18,8 +18,8 @@ use flowsec_wire::ike::{Ke, Message, Payload, Proposal};
 use crate::config::{self, IkeChosen};
 use crate::crypto;
 use crate::crypto::KeyExchange;
-use crate::engine::{error_notify, notify, Host};
 use crate::event::IkeEvent;
+use crate::host::{error_notify, notify, Host};
 use crate::init::new_sa;
 use crate::kernel::Kernel;
 use crate::sa::{IkeSa, IkeState, Todo};
@@ -29,6 +29,23 @@ use crate::timers::hand_over;
 
 /// Bytes of our nonces.
 const NONCE_LEN: usize = 32;
+
+/// What an IKE SA rekey agreed on (§2.18): the proposal, g^ir, the nonces
+/// (Ni, Nr) and the SPIs of the new SA (SPIi, SPIr).
+struct Agreed<'a> {
+    chosen: &'a IkeChosen,
+    g_ir: &'a [u8],
+    nonces: (&'a [u8], &'a [u8]),
+    spis: (u64, u64),
+}
+
+/// Responder: the IKE SA a rekey of the peer makes, our answer's
+/// payloads, and the lowest nonce of the exchange (§2.8.2).
+struct RekeyAnswer {
+    new: IkeSa,
+    payloads: Vec<Payload>,
+    min_nonce: Vec<u8>,
+}
 
 /// CREATE_CHILD_SA rekeying the IKE SA (§1.3.2), initiator: waits for the
 /// response.
@@ -88,29 +105,28 @@ impl Host {
         );
     }
 
-    /// The new IKE SA of a rekey, its keys from the old SA's SK_d.
-    #[allow(clippy::too_many_arguments)]
+    /// The new IKE SA of a rekey, its keys from the old SA's SK_d
+    /// (§2.18); we are its original initiator if we started the rekey.
     fn rekeyed_sa(
         &mut self,
         now: Duration,
         old: &IkeSa,
-        chosen: &IkeChosen,
-        g_ir: &[u8],
-        ni: &[u8],
-        nr: &[u8],
-        spi_i: u64,
-        spi_r: u64,
+        agreed: Agreed<'_>,
         initiator: bool,
     ) -> Option<IkeSa> {
+        let Agreed {
+            chosen,
+            g_ir,
+            nonces: (ni, nr),
+            spis,
+        } = agreed;
         let keys = old.keys.as_ref()?;
         let seed = crypto::rekey_skeyseed(&self.provider, keys.suite.prf, &keys.sk_d, g_ir, ni, nr)
             .ok()?;
-        let keys = self.keys_from_seed(chosen, &seed, (ni, nr), (spi_i, spi_r), initiator)?;
+        let keys = self.keys_from_seed(chosen, &seed, (ni, nr), spis, initiator)?;
         let uid = self.next_uid;
         self.next_uid += 1;
-        let mut sa = new_sa(
-            old.conn, uid, spi_i, spi_r, initiator, old.local, old.remote, now,
-        );
+        let mut sa = new_sa(old.conn, uid, spis, initiator, (old.local, old.remote), now);
         sa.keys = Some(keys);
         sa.nat_local = old.nat_local;
         sa.nat_remote = old.nat_remote;
@@ -129,90 +145,24 @@ impl Host {
         msg: Message,
         k: &mut dyn Kernel,
     ) -> Then {
-        let refuse = |this: &mut Host, sa: &mut IkeSa, ty: NotifyType, data: Vec<u8>| {
-            this.respond(
-                sa,
-                ExchangeType::CREATE_CHILD_SA,
-                mid,
-                vec![notify(ty, data)],
-            );
+        let answer = match self.ike_rekey_answer(now, sa, &msg) {
+            Ok(answer) => answer,
+            Err((ty, data)) => {
+                let n = notify(ty, data);
+                self.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, vec![n]);
+                self.kick(now, sa, k);
+                return Then::Stay;
+            }
         };
-        // §2.25.2: not while a Child SA of ours is being made or deleted.
-        if matches!(
-            sa.exch.task(),
-            Some(Task::ChildCreate(_) | Task::ChildRekey(_) | Task::Delete(_))
-        ) {
-            refuse(self, sa, NotifyType::TEMPORARY_FAILURE, vec![]);
-            self.kick(now, sa, k);
-            return Then::Stay;
-        }
-        let p = crate::engine::parts(&msg);
-        let (Some(sai), Some(kei), Some(ni)) = (p.sa, p.ke, p.nonce.cloned()) else {
-            refuse(self, sa, NotifyType::INVALID_SYNTAX, vec![]);
-            self.kick(now, sa, k);
-            return Then::Stay;
-        };
-        let conn = &self.config.connections[sa.conn];
-        let Some(chosen) =
-            config::select_ike(&crate::init::promote_ike(&conn.proposals, kei.group), sai)
-        else {
-            refuse(self, sa, NotifyType::NO_PROPOSAL_CHOSEN, vec![]);
-            self.kick(now, sa, k);
-            return Then::Stay;
-        };
-        let peer_spi = sai
-            .iter()
-            .find(|p| p.num == chosen.num)
-            .and_then(|p| <[u8; 8]>::try_from(p.spi.as_slice()).ok())
-            .map(u64::from_be_bytes);
-        let Some(peer_spi) = peer_spi.filter(|s| *s != 0) else {
-            refuse(self, sa, NotifyType::INVALID_SYNTAX, vec![]);
-            self.kick(now, sa, k);
-            return Then::Stay;
-        };
-        if kei.group != chosen.suite.dh {
-            refuse(
-                self,
-                sa,
-                NotifyType::INVALID_KE_PAYLOAD,
-                chosen.suite.dh.0.to_be_bytes().to_vec(),
-            );
-            self.kick(now, sa, k);
-            return Then::Stay;
-        }
-        let ours = crypto::key_exchange(&self.provider, chosen.suite.dh, self.rng.as_mut());
-        let g_ir = ours
-            .as_ref()
-            .ok()
-            .and_then(|o| o.shared_secret(&kei.data).ok());
-        let (Ok(ours), Some(g_ir)) = (ours, g_ir) else {
-            refuse(self, sa, NotifyType::NO_PROPOSAL_CHOSEN, vec![]);
-            self.kick(now, sa, k);
-            return Then::Stay;
-        };
-        let spi_r = self.new_spi(|s| sa.others.contains_spi(s));
-        let nr = self.random(NONCE_LEN);
-        let Some(mut new) =
-            self.rekeyed_sa(now, sa, &chosen, &g_ir, &ni, &nr, peer_spi, spi_r, false)
-        else {
-            refuse(self, sa, NotifyType::NO_PROPOSAL_CHOSEN, vec![]);
-            self.kick(now, sa, k);
-            return Then::Stay;
-        };
-        let mut answer = config::ike_answer(&chosen);
-        answer.spi = spi_r.to_be_bytes().to_vec();
-        let payloads = vec![
-            Payload::Sa(vec![answer]),
-            Payload::Nonce(nr.clone()),
-            Payload::Ke(Ke {
-                group: ours.group(),
-                data: ours.public_value().to_vec(),
-            }),
-        ];
+        let RekeyAnswer {
+            mut new,
+            payloads,
+            min_nonce,
+        } = answer;
         self.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
         let collision = Collision::Ike {
-            theirs: spi_r,
-            min_nonce: ni.min(nr),
+            theirs: new.our_spi(),
+            min_nonce,
         };
         // §2.8.2: if both rekeyed, our response decides which SA lives.
         if !sa.exch.collided(collision) {
@@ -233,6 +183,80 @@ impl Host {
         }
     }
 
+    /// Responder: the IKE SA the peer's rekey request makes and our
+    /// answer (§1.3.2: SA with our SPI, Nr, KEr), or the notify that
+    /// refuses it.
+    fn ike_rekey_answer(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        msg: &Message,
+    ) -> Result<RekeyAnswer, (NotifyType, Vec<u8>)> {
+        let refuse = |ty| Err((ty, Vec::new()));
+        // §2.25.2: not while a Child SA of ours is being made or deleted.
+        if matches!(
+            sa.exch.task(),
+            Some(Task::ChildCreate(_) | Task::ChildRekey(_) | Task::Delete(_))
+        ) {
+            return refuse(NotifyType::TEMPORARY_FAILURE);
+        }
+        let p = crate::host::parts(msg);
+        let (Some(sai), Some(kei), Some(ni)) = (p.sa, p.ke, p.nonce.cloned()) else {
+            return refuse(NotifyType::INVALID_SYNTAX);
+        };
+        let conn = &self.config.connections[sa.conn];
+        let ours = crate::init::promote_ike(&conn.proposals, kei.group);
+        let Some(chosen) = config::select_ike(&ours, sai) else {
+            return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
+        };
+        let peer_spi = sai
+            .iter()
+            .find(|p| p.num == chosen.num)
+            .and_then(|p| <[u8; 8]>::try_from(p.spi.as_slice()).ok())
+            .map(u64::from_be_bytes);
+        let Some(peer_spi) = peer_spi.filter(|s| *s != 0) else {
+            return refuse(NotifyType::INVALID_SYNTAX);
+        };
+        if kei.group != chosen.suite.dh {
+            let group = chosen.suite.dh.0.to_be_bytes().to_vec();
+            return Err((NotifyType::INVALID_KE_PAYLOAD, group));
+        }
+        let ours = crypto::key_exchange(&self.provider, chosen.suite.dh, self.rng.as_mut());
+        let g_ir = ours
+            .as_ref()
+            .ok()
+            .and_then(|o| o.shared_secret(&kei.data).ok());
+        let (Ok(ours), Some(g_ir)) = (ours, g_ir) else {
+            return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
+        };
+        let spi_r = self.new_spi(|s| sa.others.contains_spi(s));
+        let nr = self.random(NONCE_LEN);
+        let agreed = Agreed {
+            chosen: &chosen,
+            g_ir: &g_ir,
+            nonces: (&ni, &nr),
+            spis: (peer_spi, spi_r),
+        };
+        let Some(new) = self.rekeyed_sa(now, sa, agreed, false) else {
+            return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
+        };
+        let mut answer = config::ike_answer(&chosen);
+        answer.spi = spi_r.to_be_bytes().to_vec();
+        let payloads = vec![
+            Payload::Sa(vec![answer]),
+            Payload::Nonce(nr.clone()),
+            Payload::Ke(Ke {
+                group: ours.group(),
+                data: ours.public_value().to_vec(),
+            }),
+        ];
+        Ok(RekeyAnswer {
+            new,
+            payloads,
+            min_nonce: ni.min(nr),
+        })
+    }
+
     /// Initiator: the answer to our IKE SA rekey.
     pub(crate) fn ike_rekey_response(
         &mut self,
@@ -246,36 +270,7 @@ impl Host {
         let outcome = self.ike_rekey_outcome(now, sa, &req, &msg);
         let (mut new, nr) = match outcome {
             Ok(made) => made,
-            Err((ty, data)) => {
-                if ty == NotifyType::INVALID_KE_PAYLOAD
-                    && data.len() == 2
-                    && req.collision.is_none()
-                {
-                    let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
-                    if group != req.ke.group()
-                        && self.config.connections[sa.conn]
-                            .proposals
-                            .iter()
-                            .any(|p| p.dh.contains(&group))
-                    {
-                        self.start_ike_rekey_with(now, sa, Some(group));
-                        return Then::Stay;
-                    }
-                }
-                self.events.push(IkeEvent::RekeyFailed {
-                    name,
-                    unique_id: sa.uid,
-                    notify: ty,
-                });
-                if ty == NotifyType::TEMPORARY_FAILURE {
-                    sa.rekey_at = Some(
-                        now + Duration::from_millis(1000 + u64::from(self.rng.next_u32() % 4000)),
-                    );
-                }
-                self.settle_collision(now, sa, req.collision);
-                self.kick(now, sa, k);
-                return Then::Stay;
-            }
+            Err(refused) => return self.ike_rekey_refused(now, sa, req, refused, k),
         };
         match req.collision.take() {
             Some((theirs, their_min))
@@ -317,6 +312,44 @@ impl Host {
         }
     }
 
+    /// Initiator: our IKE SA rekey came to nothing (the peer's notify, or
+    /// ours for an answer we cannot use). INVALID_KE_PAYLOAD with a group
+    /// of ours makes us ask again with it (§1.3); TEMPORARY_FAILURE, later
+    /// (§2.25). If the peer's rekey crossed ours, its SA takes over.
+    fn ike_rekey_refused(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        req: IkeRekey,
+        (ty, data): (NotifyType, Vec<u8>),
+        k: &mut dyn Kernel,
+    ) -> Then {
+        if ty == NotifyType::INVALID_KE_PAYLOAD && data.len() == 2 && req.collision.is_none() {
+            let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
+            if group != req.ke.group()
+                && self.config.connections[sa.conn]
+                    .proposals
+                    .iter()
+                    .any(|p| p.dh.contains(&group))
+            {
+                self.start_ike_rekey_with(now, sa, Some(group));
+                return Then::Stay;
+            }
+        }
+        self.events.push(IkeEvent::RekeyFailed {
+            name: self.conn_name(sa),
+            unique_id: sa.uid,
+            notify: ty,
+        });
+        if ty == NotifyType::TEMPORARY_FAILURE {
+            let wait = Duration::from_millis(1000 + u64::from(self.rng.next_u32() % 4000));
+            sa.rekey_at = Some(now + wait);
+        }
+        self.settle_collision(now, sa, req.collision);
+        self.kick(now, sa, k);
+        Then::Stay
+    }
+
     /// Our rekey did not happen but the peer's did: its SA takes over.
     fn settle_collision(
         &mut self,
@@ -348,7 +381,7 @@ impl Host {
             return Err((n.ty, n.data.clone()));
         }
         let syntax = || (NotifyType::INVALID_SYNTAX, Vec::new());
-        let p = crate::engine::parts(msg);
+        let p = crate::host::parts(msg);
         let (Some(sar), Some(ker), Some(nr)) =
             (p.sa.and_then(|s| s.first()), p.ke, p.nonce.cloned())
         else {
@@ -363,7 +396,13 @@ impl Host {
             return Err(syntax());
         }
         let g_ir = req.ke.shared_secret(&ker.data).map_err(|_| syntax())?;
-        let new = self.rekeyed_sa(now, sa, &chosen, &g_ir, &req.ni, &nr, req.spi, spi_r, true);
+        let agreed = Agreed {
+            chosen: &chosen,
+            g_ir: &g_ir,
+            nonces: (&req.ni, &nr),
+            spis: (req.spi, spi_r),
+        };
+        let new = self.rekeyed_sa(now, sa, agreed, true);
         new.map(|new| (new, nr)).ok_or_else(syntax)
     }
 }

@@ -1,6 +1,6 @@
 //! The state the core keeps per IKE SA and per Child SA, and the tasks an
 //! IKE SA has queued (those in flight are its exchange manager's,
-//! [`crate::task`]).
+//! task.rs).
 
 use core::time::Duration;
 use std::collections::VecDeque;

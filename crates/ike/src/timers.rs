@@ -8,8 +8,9 @@ use core::time::Duration;
 
 use flowsec_wire::iana::ExchangeType;
 
-use crate::engine::{Host, Ike};
+use crate::engine::Ike;
 use crate::event::IkeEvent;
+use crate::host::Host;
 use crate::kernel::Kernel;
 use crate::sa::{IkeSa, IkeState, Todo};
 use crate::table::{SaMut, Then, Wish};
