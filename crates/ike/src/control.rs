@@ -169,7 +169,7 @@ impl Ike {
     ) -> Result<usize, CommandError> {
         let mut n = 0;
         for spi in self.sas.spis() {
-            let Some(mut sa) = self.sas.slot(spi).and_then(|at| self.sas.borrow(at)) else {
+            let Some((_, mut sa)) = self.sas.find(spi) else {
                 continue;
             };
             let conn = &self.host.config.connections[sa.conn];

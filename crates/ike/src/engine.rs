@@ -3,15 +3,18 @@
 //! user's commands (initiate, terminate, rekey).
 //!
 //! Sans-I/O: datagrams and `now` in; datagrams ([`Ike::poll_transmit`]),
-//! [`Kernel`] calls and the next time to be polled ([`Ike::next_timeout`])
-//! out. Nothing here reads a clock, opens a socket or starts a thread.
+//! [`Kernel`] calls, [`IkeEvent`]s ([`Ike::take_events`]) and the next
+//! time to be polled ([`Ike::next_timeout`]) out. Nothing here reads a
+//! clock, opens a socket or starts a thread.
 //!
 //! ```text
 //!  handle(datagram) ─► IKE_SA_INIT request? ─► admit (COOKIE, per-address and global
-//!                   │                          limits) ─► init: a half-open IKE SA
-//!                   └► our SPI ─► IkeSa ─► SK open ─► rules::check
-//!                         ├─ request:  message ID in order? ─► the exchange's responder task
-//!                         └─ response: answers our request?  ─► the waiting task goes on
+//!                   │                          limits) ─► init_responder: a half-open IKE SA
+//!                   └► our SPI ─► the IkeSa, borrowed in place ─► Host::open: ours? a
+//!                      retransmitted request? SK open, rules::check
+//!                         ├─ request:  message ID in order? ─► the exchange's responder
+//!                         └─ response: answers our request?  ─► the task in flight goes on
+//!                      ─► Then: the SA stays, goes, or a rekey adds one (Ike::then)
 //!  poll(now) ─► retransmit / give up, rekey and lifetime timers, DPD, next queued task
 //! ```
 
@@ -342,11 +345,7 @@ impl Ike {
         } else {
             header.spi_i
         };
-        let Some((at, mut sa)) = self
-            .sas
-            .slot(ours)
-            .and_then(|at| Some((at, self.sas.borrow(at)?)))
-        else {
+        let Some((at, mut sa)) = self.sas.find(ours) else {
             self.host.stats.unknown_spi += 1;
             return;
         };

@@ -114,7 +114,7 @@ impl Ike {
             .map(|s| s.our_spi());
         if let Some(spi) = existing {
             let Some(cfg) = child else { return Ok(()) };
-            let Some(mut sa) = self.sas.slot(spi).and_then(|at| self.sas.borrow(at)) else {
+            let Some((_, mut sa)) = self.sas.find(spi) else {
                 return Ok(());
             };
             if sa.state == IkeState::Established {
@@ -211,11 +211,7 @@ impl Ike {
         data: &[u8],
         k: &mut dyn Kernel,
     ) {
-        let Some((at, mut sa)) = self
-            .sas
-            .slot(header.spi_i)
-            .and_then(|at| Some((at, self.sas.borrow(at)?)))
-        else {
+        let Some((at, mut sa)) = self.sas.find(header.spi_i) else {
             self.host.stats.unknown_spi += 1;
             return;
         };

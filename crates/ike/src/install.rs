@@ -434,7 +434,7 @@ impl Ike {
                 .map(|c| (sa.our_spi(), c.spi_in))
         });
         let Some((key, spi)) = owner else { return };
-        let Some(mut sa) = self.sas.slot(key).and_then(|at| self.sas.borrow(at)) else {
+        let Some((_, mut sa)) = self.sas.find(key) else {
             return;
         };
         if !sa.queue.contains(&Todo::RekeyChild(spi)) {

@@ -133,6 +133,12 @@ impl SaTable {
         })
     }
 
+    /// The SA with our SPI `spi`, borrowed in place, and where it lives.
+    pub fn find(&mut self, spi: u64) -> Option<(Slot, SaMut<'_>)> {
+        let at = self.slot(spi)?;
+        Some((at, self.borrow(at)?))
+    }
+
     /// All SAs, as the others of one that has left the table.
     pub fn all(&mut self) -> Others<'_> {
         Others {

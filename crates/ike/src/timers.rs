@@ -52,11 +52,7 @@ impl Ike {
             k.del_sa(id);
         }
         for spi in self.sas.spis() {
-            let Some((at, mut sa)) = self
-                .sas
-                .slot(spi)
-                .and_then(|at| Some((at, self.sas.borrow(at)?)))
-            else {
+            let Some((at, mut sa)) = self.sas.find(spi) else {
                 continue;
             };
             let then = self.host.poll_sa(now, &mut sa, k);
