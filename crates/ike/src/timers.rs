@@ -17,7 +17,7 @@ use crate::table::{SaMut, Then, Wish};
 use crate::task::Task;
 
 impl Ike {
-    /// Carry out [`Ike::after_death`]'s wishes.
+    /// Carry out [`Host::after_death`]'s wishes.
     pub(crate) fn revive(&mut self, now: Duration, wishes: Vec<Wish>, k: &mut dyn Kernel) {
         for (ci, cj, action) in wishes {
             let trapped = self.host.traps.values().any(|&t| t == (ci, cj));
@@ -117,7 +117,7 @@ impl Host {
     }
 
     /// What children closed by the peer want (`close_action`), in
-    /// [`Ike::after_death`]'s terms; `spis` selects them (all if `None`).
+    /// [`Host::after_death`]'s terms; `spis` selects them (all if `None`).
     pub(crate) fn after_close(&self, sa: &IkeSa, spis: Option<&[u32]>) -> Vec<Wish> {
         use crate::config::{CloseAction, DpdAction};
         let conn = &self.config.connections[sa.conn];
