@@ -245,8 +245,9 @@ impl IkePlane {
                 eprintln!("flowsec: ike: sending to {}: {e}", d.remote);
             }
         }
-        for e in self.ike.take_events() {
-            eprintln!("flowsec: ike: {e}");
+        // Each IkeEvent displays as its log line (the e2e tests read them).
+        for event in self.ike.take_events() {
+            eprintln!("flowsec: ike: {event}");
         }
     }
 }

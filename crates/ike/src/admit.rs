@@ -200,20 +200,20 @@ impl Ike {
         spi_i: u64,
         cookie: Option<&[u8]>,
     ) -> Result<(), Refusal> {
-        let s = &self.settings;
+        let s = &self.host.settings;
         let (all, from_ip) = self.half_open_from(ip);
         // §2.6: above a threshold, only a request that returns our
         // cookie goes on. The per-address one (strongSwan 5.9's
         // cookie_threshold_ip) asks a busy address first, below the
         // global one.
         if all >= s.cookie_threshold || from_ip >= s.cookie_threshold_ip {
-            self.cookies.rotate(now, self.rng.as_mut());
-            let valid = cookie.is_some_and(|c| self.cookies.verify(now, c, ni, ip, spi_i));
+            self.host.cookies.rotate(now, self.host.rng.as_mut());
+            let valid = cookie.is_some_and(|c| self.host.cookies.verify(now, c, ni, ip, spi_i));
             if !valid {
-                return Err(Refusal::Cookie(self.cookies.make(ni, ip, spi_i)));
+                return Err(Refusal::Cookie(self.host.cookies.make(ni, ip, spi_i)));
             }
         }
-        let s = &self.settings;
+        let s = &self.host.settings;
         if from_ip >= s.block_threshold {
             return Err(Refusal::BlockedSource);
         }

@@ -18,13 +18,63 @@ use flowsec_wire::iana::{AuthMethod, ExchangeType, NotifyType};
 use flowsec_wire::ike::{Auth, Id, Message, Payload};
 use subtle::ConstantTimeEq;
 
+use crate::child::{Answered, ChildRequest};
+use crate::child_responder::ChildAsked;
 use crate::config::Identity;
 use crate::crypto;
-use crate::engine::{error_notify, has_notify, notify, Ike};
+use crate::error::NegotiationError;
+use crate::event::IkeEvent;
+use crate::host::{error_notify, has_notify, notify, Host};
 use crate::kernel::Kernel;
-use crate::sa::{ChildRequest, IkeSa, IkeState, Task};
+use crate::sa::{IkeSa, IkeState};
+use crate::table::{SaMut, Then};
+use crate::task::Task;
 
-impl Ike {
+/// What AUTH signs and is checked against (RFC 7296 §2.15): both
+/// IKE_SA_INIT messages as they went and their nonces. The nonces also go
+/// into the KEYMAT of the Child SA that IKE_AUTH makes (§2.17).
+pub(crate) struct InitMessages {
+    /// RealMessage1: the IKE_SA_INIT request.
+    pub request: Vec<u8>,
+    /// RealMessage2: the IKE_SA_INIT response.
+    pub response: Vec<u8>,
+    /// Ni.
+    pub ni: Vec<u8>,
+    /// Nr.
+    pub nr: Vec<u8>,
+}
+
+/// IKE_AUTH, initiator (§1.2): waits for the response.
+pub(crate) struct IkeAuth {
+    /// What both AUTH payloads sign.
+    pub init: InitMessages,
+    /// The first Child SA, if one was asked (SAi2, TSi, TSr).
+    pub child: Option<ChildRequest>,
+}
+
+/// IKE_AUTH, responder: our IKE_SA_INIT answer went; waits for the
+/// initiator's IKE_AUTH request.
+pub(crate) struct AwaitingAuth {
+    /// What both AUTH payloads sign.
+    pub init: InitMessages,
+}
+
+/// The sender's ID (IDi from the initiator, IDr from the responder) and
+/// AUTH payloads of an IKE_AUTH message.
+fn id_and_auth(msg: &Message, from_initiator: bool) -> (Option<&Id>, Option<&Auth>) {
+    let (mut id, mut auth) = (None, None);
+    for p in &msg.payloads {
+        match p {
+            Payload::IdI(i) if from_initiator => id = Some(i),
+            Payload::IdR(i) if !from_initiator => id = Some(i),
+            Payload::Auth(a) => auth = Some(a),
+            _ => {}
+        }
+    }
+    (id, auth)
+}
+
+impl Host {
     /// Our identity on `sa`: configured, or our IP address.
     fn our_id(&self, sa: &IkeSa) -> Identity {
         self.config.connections[sa.conn]
@@ -38,6 +88,7 @@ impl Ike {
     fn psk_auth_for(
         &self,
         sa: &IkeSa,
+        init: &InitMessages,
         ours: bool,
         id: &Id,
         me: &Identity,
@@ -49,9 +100,9 @@ impl Ike {
         // message 2 and Ni with SK_pr (§2.15).
         let signer_is_initiator = ours == sa.initiator;
         let (msg, nonce, sk_p) = if signer_is_initiator {
-            (&sa.init_request, &sa.nr, &keys.sk_pi)
+            (&init.request, &init.nr, &keys.sk_pi)
         } else {
-            (&sa.init_response, &sa.ni, &keys.sk_pr)
+            (&init.response, &init.ni, &keys.sk_pr)
         };
         crypto::psk_auth(
             &self.provider,
@@ -66,15 +117,20 @@ impl Ike {
     }
 
     /// Initiator: send IKE_AUTH, with the first Child SA if one was asked.
-    pub(crate) fn send_auth(&mut self, now: Duration, mut sa: IkeSa, k: &mut dyn Kernel) {
+    pub(crate) fn send_auth(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        init: InitMessages,
+        first_child: Option<usize>,
+        k: &mut dyn Kernel,
+    ) -> Then {
         let conn = &self.config.connections[sa.conn];
-        let me = self.our_id(&sa);
+        let me = self.our_id(sa);
         let peer = conn.remote.id.clone().unwrap_or(Identity::Any);
         let idi = me.to_wire();
-        let Some(auth) = self.psk_auth_for(&sa, true, &idi, &me, &peer) else {
-            let why = format!("no shared key for {me} - {peer} in secrets");
-            self.fail(sa, &why, k);
-            return;
+        let Some(auth) = self.psk_auth_for(sa, &init, true, &idi, &me, &peer) else {
+            return self.fail(sa, NegotiationError::NoSharedKey { me, peer });
         };
         let mut payloads = vec![Payload::IdI(idi)];
         if peer != Identity::Any {
@@ -86,84 +142,49 @@ impl Ike {
         }));
         // §2.4: only when we hold no other IKE SA with the peer (the
         // peer deletes those it has with us on seeing it), as strongSwan.
-        let contact = !self.sas.values().any(|o| {
+        let contact = !sa.others.values().any(|o| {
             o.conn == sa.conn && o.remote.ip() == sa.remote.ip() && o.state == IkeState::Established
         });
         if contact && conn.unique != crate::config::Unique::Never {
             payloads.push(notify(NotifyType::INITIAL_CONTACT, vec![]));
         }
-        let child = match sa.first_child {
-            Some(cfg) => {
-                let req = self.child_request_for(&mut sa, cfg, None, false, None, k);
-                payloads.extend(self.child_payloads(&req, false));
-                Some(req)
-            }
-            None => None,
-        };
+        let child = first_child.map(|cfg| {
+            let req = self.child_request_for(sa, cfg, None, false, None, k);
+            payloads.extend(self.child_payloads(&req, None, false));
+            req
+        });
         sa.local_id = Some(me);
         sa.state = IkeState::Authenticating;
-        self.request(
-            now,
-            &mut sa,
-            ExchangeType::IKE_AUTH,
-            payloads,
-            Task::Auth(child),
-        );
-        self.keep(sa);
+        let task = Task::IkeAuth(IkeAuth { init, child });
+        self.request(now, sa, ExchangeType::IKE_AUTH, payloads, task);
+        Then::Stay
     }
 
     /// Responder: check the initiator's AUTH and answer.
     pub(crate) fn auth_request(
         &mut self,
         now: Duration,
-        mut sa: IkeSa,
+        sa: &mut SaMut<'_>,
         mid: u32,
         msg: Message,
         k: &mut dyn Kernel,
-    ) {
-        let conn = &self.config.connections[sa.conn];
-        let (mut idi, mut auth) = (None, None);
-        for p in &msg.payloads {
-            match p {
-                Payload::IdI(id) => idi = Some(id),
-                Payload::Auth(a) => auth = Some(a),
-                _ => {}
-            }
-        }
-        let me = self.our_id(&sa);
-        let verdict = (|| {
-            let (idi, auth) = (idi?, auth?);
-            let peer = Identity::from_wire(idi)?;
-            if conn
-                .remote
-                .id
-                .as_ref()
-                .is_some_and(|want| !want.matches(&peer))
-            {
-                return None;
-            }
-            if auth.method != AuthMethod::SHARED_KEY_MIC {
-                return None;
-            }
-            let want = self.psk_auth_for(&sa, false, idi, &me, &peer)?;
-            bool::from(want.ct_eq(&auth.data)).then_some(peer)
-        })();
-        let Some(peer) = verdict else {
-            let who = idi.map_or_else(
-                || "?".to_string(),
-                |i| Identity::from_wire(i).map_or("?".into(), |p| p.to_string()),
-            );
-            self.events.push(format!(
-                "IKE_AUTH from {} ({who}): authentication failed",
-                sa.remote.ip()
-            ));
-            self.refuse_auth(sa, mid, k);
-            return;
+    ) -> Then {
+        let Some(AwaitingAuth { init }) = sa.exch.take_passive() else {
+            self.stats.malformed += 1;
+            return Then::Stay;
+        };
+        let (idi, auth) = id_and_auth(&msg, true);
+        let me = self.our_id(sa);
+        let Some(peer) = self.peer_authenticated(sa, &init, (idi, auth), &me) else {
+            self.events.push(IkeEvent::AuthFailed {
+                from: sa.remote.ip(),
+                id: idi.and_then(Identity::from_wire),
+            });
+            return self.refuse_auth(sa, mid);
         };
         let idr = me.to_wire();
-        let Some(auth) = self.psk_auth_for(&sa, true, &idr, &me, &peer) else {
-            self.refuse_auth(sa, mid, k);
-            return;
+        let Some(auth) = self.psk_auth_for(sa, &init, true, &idr, &me, &peer) else {
+            return self.refuse_auth(sa, mid);
         };
         let mut payloads = vec![
             Payload::IdR(idr),
@@ -173,31 +194,35 @@ impl Ike {
             }),
         ];
         sa.peer_id = Some(peer.clone());
-        sa.local_id = Some(me);
-        self.established(now, &mut sa);
+        sa.local_id = Some(me.clone());
+        self.established(now, sa);
         if has_notify(&msg, NotifyType::INITIAL_CONTACT) {
-            self.initial_contact(&sa, k);
+            self.initial_contact(sa, k);
         }
         if msg.payloads.iter().any(|p| matches!(p, Payload::Sa(_))) {
-            let (ni, nr) = (sa.ni.clone(), sa.nr.clone());
-            match self.answer_child(now, &mut sa, &msg, None, &ni, &nr, false, k) {
+            let asked = ChildAsked {
+                msg: &msg,
+                rekey: None,
+                ni: &init.ni,
+                nr: &init.nr,
+                create: false,
+            };
+            match self.answer_child(now, sa, asked, k) {
                 Ok(child) => payloads.extend(child),
                 Err(n) => payloads.push(n),
             }
         }
-        self.respond(&mut sa, ExchangeType::IKE_AUTH, mid, payloads);
-        self.events.push(format!(
-            "IKE_SA {}[{}] established between {}[{}]...{}[{}]",
-            self.conn_name(&sa),
-            sa.uid,
-            sa.local.ip(),
-            sa.local_id
-                .as_ref()
-                .map_or(String::new(), |i| i.to_string()),
-            sa.remote.ip(),
-            peer
-        ));
+        self.respond(sa, ExchangeType::IKE_AUTH, mid, payloads);
+        self.events.push(IkeEvent::Established {
+            name: self.conn_name(sa),
+            unique_id: sa.uid,
+            local: sa.local.ip(),
+            local_id: me,
+            remote: sa.remote.ip(),
+            remote_id: peer,
+        });
         self.kick(now, sa, k);
+        Then::Stay
     }
 
     /// Responder: AUTHENTICATION_FAILED. §2.21.2: the IKE SA is not
@@ -207,104 +232,119 @@ impl Ike {
     /// (unknown_spi); the initiator gives up after its retransmissions.
     /// Only a message that passed the SK integrity check comes here: a
     /// forged or undecryptable one was dropped before (§2.21.2 too).
-    fn refuse_auth(&mut self, mut sa: IkeSa, mid: u32, k: &mut dyn Kernel) {
+    fn refuse_auth(&mut self, sa: &mut IkeSa, mid: u32) -> Then {
         let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
-        self.respond(&mut sa, ExchangeType::IKE_AUTH, mid, vec![n]);
+        self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![n]);
         self.stats.auth_failed += 1;
-        self.destroy(sa, k);
+        Then::Destroy(Vec::new())
     }
 
     /// Initiator: the answer to IKE_AUTH.
     pub(crate) fn auth_response(
         &mut self,
         now: Duration,
-        mut sa: IkeSa,
-        child: Option<ChildRequest>,
+        sa: &mut SaMut<'_>,
+        task: IkeAuth,
         msg: Message,
         k: &mut dyn Kernel,
-    ) {
+    ) -> Then {
+        let IkeAuth { init, child } = task;
         if has_notify(&msg, NotifyType::AUTHENTICATION_FAILED) {
             if let Some(req) = &child {
-                crate::child::release(req, k);
+                req.reserved().release(k);
             }
             self.stats.auth_failed += 1;
-            self.fail(sa, "peer says AUTHENTICATION_FAILED", k);
-            return;
-        }
-        let conn = &self.config.connections[sa.conn];
-        let (mut idr, mut auth) = (None, None);
-        for p in &msg.payloads {
-            match p {
-                Payload::IdR(id) => idr = Some(id),
-                Payload::Auth(a) => auth = Some(a),
-                _ => {}
-            }
+            return self.fail(sa, NegotiationError::PeerAuthFailed);
         }
         let me = sa.local_id.clone().unwrap_or(Identity::Any);
-        let verified = (|| {
-            let (idr, auth) = (idr?, auth?);
-            let peer = Identity::from_wire(idr)?;
-            if conn
-                .remote
-                .id
-                .as_ref()
-                .is_some_and(|want| !want.matches(&peer))
-                || auth.method != AuthMethod::SHARED_KEY_MIC
-            {
-                return None;
-            }
-            let want = self.psk_auth_for(&sa, false, idr, &me, &peer)?;
-            bool::from(want.ct_eq(&auth.data)).then_some(peer)
-        })();
-        let Some(peer) = verified else {
+        let Some(peer) = self.peer_authenticated(sa, &init, id_and_auth(&msg, false), &me) else {
             if let Some(req) = &child {
-                crate::child::release(req, k);
+                req.reserved().release(k);
             }
             // §2.21.2: tell the responder in an INFORMATIONAL of its own
             // (the exception to not answering a response), sent once and
             // not waited for, and forget the SA at once (as strongSwan).
             let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
             let mid = sa.exch.peek_mid();
-            let data = self.protect(&sa, ExchangeType::INFORMATIONAL, false, mid, &[n]);
+            let data = self.protect(sa, ExchangeType::INFORMATIONAL, false, mid, &[n]);
             self.push(sa.local, sa.remote, data);
             self.stats.auth_failed += 1;
-            self.fail(sa, "the responder's AUTH did not verify", k);
-            return;
+            return self.fail(sa, NegotiationError::ResponderAuthBad);
         };
         sa.peer_id = Some(peer.clone());
-        self.established(now, &mut sa);
-        self.events.push(format!(
-            "IKE_SA {}[{}] established between {}[{}]...{}[{}]",
-            self.conn_name(&sa),
-            sa.uid,
-            sa.local.ip(),
-            me,
-            sa.remote.ip(),
-            peer
-        ));
+        self.established(now, sa);
+        self.events.push(IkeEvent::Established {
+            name: self.conn_name(sa),
+            unique_id: sa.uid,
+            local: sa.local.ip(),
+            local_id: me,
+            remote: sa.remote.ip(),
+            remote_id: peer,
+        });
         if let Some(req) = child {
-            let (ni, nr) = (sa.ni.clone(), sa.nr.clone());
-            let (protocol, spi_in, cpi_in) = (req.protocol, req.spi_in, req.cpi_in);
-            if let Some(n) = error_notify(&msg) {
-                self.events.push(format!(
-                    "CHILD_SA {} not established: {}",
-                    self.child_name(&sa, req.cfg),
-                    n.ty
-                ));
-                k.release_spi(protocol, spi_in);
-                if let Some(cpi) = cpi_in {
-                    k.release_spi(flowsec_ipsec::Protocol::IpComp, u32::from(cpi));
-                }
-            } else if let Err(why) = self.complete_child(now, &mut sa, req, &msg, &ni, &nr, None, k)
-            {
-                self.events.push(why);
-                k.release_spi(protocol, spi_in);
-                if let Some(cpi) = cpi_in {
-                    k.release_spi(flowsec_ipsec::Protocol::IpComp, u32::from(cpi));
-                }
-            }
+            // KEYMAT from the nonces of IKE_SA_INIT (§2.17).
+            let answer = Answered {
+                msg: &msg,
+                ni: &init.ni,
+                nr: &init.nr,
+                g_ir: None,
+            };
+            self.first_child(now, sa, req, answer, k);
         }
         self.kick(now, sa, k);
+        Then::Stay
+    }
+
+    /// Initiator: the Child SA IKE_AUTH asked for, as answered: installed,
+    /// or refused (an error notify; the IKE SA stays, §1.2), or unusable.
+    fn first_child(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        req: ChildRequest,
+        answer: Answered<'_>,
+        k: &mut dyn Kernel,
+    ) {
+        let (cfg, reserved) = (req.cfg, req.reserved());
+        if let Some(n) = error_notify(answer.msg) {
+            self.events.push(IkeEvent::ChildNotEstablished {
+                child: self.child_name(sa, cfg),
+                notify: n.ty,
+            });
+            reserved.release(k);
+        } else if let Err(why) = self.complete_child(now, sa, req, None, answer, k) {
+            self.events.push(IkeEvent::ChildFailed {
+                child: self.child_name(sa, cfg),
+                reason: why,
+            });
+            reserved.release(k);
+        }
+    }
+
+    /// The peer's identity, if its ID and AUTH payloads (`id`, `auth`)
+    /// prove it: an identity the connection accepts, and a shared-key
+    /// AUTH of the octets it signs (§2.15), compared in constant time.
+    fn peer_authenticated(
+        &self,
+        sa: &IkeSa,
+        init: &InitMessages,
+        (id, auth): (Option<&Id>, Option<&Auth>),
+        me: &Identity,
+    ) -> Option<Identity> {
+        let (id, auth) = (id?, auth?);
+        let peer = Identity::from_wire(id)?;
+        let conn = &self.config.connections[sa.conn];
+        if conn
+            .remote
+            .id
+            .as_ref()
+            .is_some_and(|want| !want.matches(&peer))
+            || auth.method != AuthMethod::SHARED_KEY_MIC
+        {
+            return None;
+        }
+        let want = self.psk_auth_for(sa, init, false, id, me, &peer)?;
+        bool::from(want.ct_eq(&auth.data)).then_some(peer)
     }
 
     /// The IKE SA is authenticated: its timers start.
@@ -318,7 +358,6 @@ impl Ike {
         );
         sa.state = IkeState::Established;
         sa.established = Some(now);
-        sa.init_retries = 0;
         if !rekey.is_zero() {
             sa.rekey_at = Some(now + self.jittered(rekey, rand));
         }
@@ -331,12 +370,12 @@ impl Ike {
     /// The peer says it has no other IKE SA with us (§2.4, INITIAL_CONTACT):
     /// those we still hold between the same identities are stale (it
     /// restarted); they go without a word to it, unless `unique = never`.
-    fn initial_contact(&mut self, sa: &IkeSa, k: &mut dyn Kernel) {
+    fn initial_contact(&mut self, sa: &mut SaMut<'_>, k: &mut dyn Kernel) {
         if self.config.connections[sa.conn].unique == crate::config::Unique::Never {
             return;
         }
-        let stale: Vec<u64> = self
-            .sas
+        let stale: Vec<u64> = sa
+            .others
             .values()
             .filter(|o| {
                 o.conn == sa.conn
@@ -347,9 +386,12 @@ impl Ike {
             .map(|o| o.our_spi())
             .collect();
         for spi in stale {
-            if let Some(old) = self.sas.remove(&spi) {
-                self.events.push(format!("IKE_SA {}[{}]: the peer made contact anew (INITIAL_CONTACT): deleting the stale SA", self.conn_name(&old), old.uid));
-                self.destroy(old, k);
+            if let Some(mut old) = sa.others.take(spi) {
+                self.events.push(IkeEvent::InitialContact {
+                    name: self.conn_name(&old),
+                    unique_id: old.uid,
+                });
+                self.destroy(&mut SaMut::detached(&mut old, sa.others.reborrow()), k);
             }
         }
     }

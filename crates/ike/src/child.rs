@@ -1,8 +1,8 @@
-//! Child SAs (RFC 7296 §1.3.1, §1.3.3, §2.8, §2.9, §2.17): the request
-//! for one (in IKE_AUTH or CREATE_CHILD_SA), the responder's choice and
-//! narrowing, the initiator's check of the answer, installing the pair of
-//! SAs and their policies through the [`Kernel`], rekeying with and
-//! without PFS, and the §2.8.1 collision rule.
+//! Child SAs (RFC 7296 §1.3.1, §1.3.3, §2.8, §2.17), initiator: the
+//! request for one (in IKE_AUTH or CREATE_CHILD_SA), the check of the
+//! answer and its install (install.rs), rekeying with and without PFS,
+//! and the §2.8.1 collision rule; the responder's side is
+//! child_responder.rs.
 //!
 //! ```text
 //! Initiator                               Responder
@@ -18,27 +18,110 @@ use core::time::Duration;
 use flowsec_crypto::suite::integ_key_len;
 use flowsec_ipsec::{Mode, Protocol};
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, ProtocolId};
-use flowsec_wire::ike::{Ke, Message, Notify, Payload, TrafficSelector};
+use flowsec_wire::ike::{Ke, Message, Notify, Payload, Proposal, TrafficSelector};
 
 use crate::config::{self, ChildChosen};
 use crate::crypto;
-use crate::engine::{error_notify, has_notify, notifies, notify, Ike};
+use crate::crypto::KeyExchange;
+use crate::error::ChildError;
+use crate::event::IkeEvent;
+use crate::host::{error_notify, has_notify, notifies, notify, Host};
 use crate::install::Install;
 use crate::kernel::Kernel;
-use crate::sa::{ChildRequest, ChildState, IkeSa, Task, Todo};
+use crate::sa::{ChildState, IkeSa, Todo};
+use crate::table::{SaMut, Then};
+use crate::task::Task;
 use crate::ts;
 
 /// Bytes of our nonces in CREATE_CHILD_SA.
-const NONCE_LEN: usize = 32;
-/// Most Child SAs one IKE SA may hold (implementation limit; a peer
-/// asking for more gets NO_ADDITIONAL_SAS).
-const MAX_CHILDREN: usize = 256;
+pub(crate) const NONCE_LEN: usize = 32;
 
-fn min_nonce(a: &[u8], b: &[u8]) -> Vec<u8> {
+/// A request of ours for a Child SA (in IKE_AUTH or CREATE_CHILD_SA):
+/// what we offered and reserved, and our half of its key exchange.
+pub(crate) struct ChildRequest {
+    /// Its config: `children[cfg]` of the connection.
+    pub cfg: usize,
+    /// Our inbound SPI, reserved.
+    pub spi_in: u32,
+    /// Ni (CREATE_CHILD_SA only).
+    pub ni: Vec<u8>,
+    /// KEi, for PFS (CREATE_CHILD_SA only, §1.3.1).
+    pub ke: Option<Box<dyn KeyExchange>>,
+    /// SA: our proposals.
+    pub offer: Vec<Proposal>,
+    /// TSi, TSr.
+    pub tsi: Vec<TrafficSelector>,
+    pub tsr: Vec<TrafficSelector>,
+    pub mode: Mode,
+    /// Our CPI, when we offer IPComp (IPCOMP_SUPPORTED, §2.22).
+    pub cpi_in: Option<u16>,
+    /// ESP or AH.
+    pub protocol: Protocol,
+}
+
+/// What a Child SA request of ours reserved in the data plane: given back
+/// when it does not complete.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reserved {
+    protocol: Protocol,
+    spi_in: u32,
+    cpi_in: Option<u16>,
+}
+
+impl ChildRequest {
+    /// What it reserved.
+    pub fn reserved(&self) -> Reserved {
+        Reserved {
+            protocol: self.protocol,
+            spi_in: self.spi_in,
+            cpi_in: self.cpi_in,
+        }
+    }
+}
+
+impl Reserved {
+    /// Give back the SPI (and CPI) it will not use.
+    pub fn release(self, k: &mut dyn Kernel) {
+        k.release_spi(self.protocol, self.spi_in);
+        if let Some(cpi) = self.cpi_in {
+            k.release_spi(Protocol::IpComp, u32::from(cpi));
+        }
+    }
+}
+
+/// CREATE_CHILD_SA for a new Child SA (§1.3.1), initiator: waits for the
+/// response.
+pub(crate) struct ChildCreate {
+    /// What we asked for.
+    pub req: ChildRequest,
+}
+
+/// CREATE_CHILD_SA rekeying the Child SA with our inbound SPI `old`
+/// (§1.3.3, §2.8), initiator: waits for the response.
+pub(crate) struct ChildRekey {
+    /// The Child SA it replaces.
+    pub old: u32,
+    /// What we asked for.
+    pub req: ChildRequest,
+    /// The peer rekeyed `old` too, and we answered while this was in
+    /// flight (§2.8.1): the Child SA its rekey made (our inbound SPI).
+    pub collision: Option<u32>,
+}
+
+/// The answer to a Child SA request of ours, with what its KEYMAT comes
+/// from (§2.17): g^ir (PFS), Ni and Nr.
+pub(crate) struct Answered<'a> {
+    pub msg: &'a Message,
+    pub ni: &'a [u8],
+    pub nr: &'a [u8],
+    pub g_ir: Option<&'a [u8]>,
+}
+
+pub(crate) fn min_nonce(a: &[u8], b: &[u8]) -> Vec<u8> {
     a.min(b).to_vec()
 }
 
-impl Ike {
+impl Host {
     /// A request for a Child SA of `cfg` (rekeying `rekey` if given);
     /// `create` for CREATE_CHILD_SA (a nonce, and a KE for PFS with the
     /// first group of the proposals or `group`).
@@ -84,7 +167,6 @@ impl Ike {
         };
         ChildRequest {
             cfg,
-            rekey,
             spi_in,
             ni,
             ke,
@@ -97,10 +179,16 @@ impl Ike {
         }
     }
 
-    /// The payloads of a Child SA request; with `create` its nonce and KE.
-    pub(crate) fn child_payloads(&self, req: &ChildRequest, create: bool) -> Vec<Payload> {
+    /// The payloads of a Child SA request (rekeying the Child SA with our
+    /// inbound SPI `rekey`, if given); with `create` its nonce and KE.
+    pub(crate) fn child_payloads(
+        &self,
+        req: &ChildRequest,
+        rekey: Option<u32>,
+        create: bool,
+    ) -> Vec<Payload> {
         let mut p = Vec::new();
-        if let Some(old) = req.rekey {
+        if let Some(old) = rekey {
             p.push(Payload::Notify(Notify {
                 protocol: protocol_id(req.protocol).0,
                 spi: old.to_be_bytes().to_vec(),
@@ -152,175 +240,23 @@ impl Ike {
         k: &mut dyn Kernel,
     ) {
         let req = self.child_request_for(sa, cfg, rekey, true, group, k);
-        let payloads = self.child_payloads(&req, true);
+        let payloads = self.child_payloads(&req, rekey, true);
         if let Some(old) = sa.children.iter_mut().find(|c| Some(c.spi_in) == rekey) {
             old.state = ChildState::Rekeying;
         }
-        self.request(
-            now,
-            sa,
-            ExchangeType::CREATE_CHILD_SA,
-            payloads,
-            Task::Child(req),
-        );
-    }
-
-    /// Responder: choose, narrow and install a Child SA for the request
-    /// in `msg` (rekeying the one with inbound SPI `rekey`), and return
-    /// the payloads of the answer, or the notify that refuses it.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn answer_child(
-        &mut self,
-        now: Duration,
-        sa: &mut IkeSa,
-        msg: &Message,
-        rekey: Option<u32>,
-        ni: &[u8],
-        nr: &[u8],
-        create: bool,
-        k: &mut dyn Kernel,
-    ) -> Result<Vec<Payload>, Payload> {
-        let c = crate::engine::parts(msg);
-        let (Some(sai), Some(tsi), Some(tsr)) = (c.sa, c.tsi, c.tsr) else {
-            return Err(notify(NotifyType::INVALID_SYNTAX, vec![]));
+        let task = match rekey {
+            Some(old) => Task::ChildRekey(ChildRekey {
+                old,
+                req,
+                collision: None,
+            }),
+            None => Task::ChildCreate(ChildCreate { req }),
         };
-        let transport = has_notify(msg, NotifyType::USE_TRANSPORT_MODE);
-        let conn = &self.config.connections[sa.conn];
-        let old = rekey.and_then(|spi| sa.children.iter().find(|c| c.spi_in == spi));
-        let candidates: Vec<usize> = match old {
-            Some(old) => vec![old.cfg],
-            None => (0..conn.children.len()).collect(),
-        };
-        let mut refusal = NotifyType::TS_UNACCEPTABLE;
-        for cfg in candidates {
-            let child = &conn.children[cfg];
-            let ours_remote = ts::from_config(&child.remote_ts, sa.remote.ip());
-            let ours_local = ts::from_config(&child.local_ts, sa.local.ip());
-            let remote_ts = ts::narrow(tsi, &ours_remote);
-            let local_ts = ts::narrow(tsr, &ours_local);
-            if remote_ts.is_empty()
-                || local_ts.is_empty()
-                || ts::selector_count(&local_ts, &remote_ts) > ts::MAX_SELECTORS
-            {
-                continue;
-            }
-            if child.mode == Mode::Transport && !transport {
-                refusal = NotifyType::NO_PROPOSAL_CHOSEN;
-                continue;
-            }
-            let Some(chosen) = config::select_child(
-                &crate::init::promote_child(
-                    suites(child).0,
-                    c.ke.map_or(DhGroup::NONE, |k| k.group),
-                ),
-                sai,
-                c.ke.is_some(),
-            ) else {
-                refusal = NotifyType::NO_PROPOSAL_CHOSEN;
-                continue;
-            };
-            let mode = if transport && child.mode == Mode::Transport {
-                Mode::Transport
-            } else {
-                Mode::Tunnel
-            };
-            let mut ker = None;
-            let mut g_ir = None;
-            if let Some(kei) = c.ke {
-                if kei.group != chosen.dh {
-                    return Err(notify(
-                        NotifyType::INVALID_KE_PAYLOAD,
-                        chosen.dh.0.to_be_bytes().to_vec(),
-                    ));
-                }
-                let ours = crypto::key_exchange(&self.provider, chosen.dh, self.rng.as_mut())
-                    .map_err(|_| notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]))?;
-                g_ir = Some(
-                    ours.shared_secret(&kei.data)
-                        .map_err(|_| notify(NotifyType::INVALID_SYNTAX, vec![]))?,
-                );
-                ker = Some(Ke {
-                    group: ours.group(),
-                    data: ours.public_value().to_vec(),
-                });
-            }
-            let protocol = protocol_of(chosen.protocol);
-            if protocol == Protocol::Ah && (sa.nat_local || sa.nat_remote) {
-                // AH covers the outer addresses a NAT rewrites, and RFC
-                // 3948 carries only ESP in UDP.
-                refusal = NotifyType::NO_PROPOSAL_CHOSEN;
-                continue;
-            }
-            let spi_in = k.alloc_spi(protocol);
-            // IPComp if both want it (§2.22): our CPI in the answer.
-            let ipcomp = match peer_cpi(msg) {
-                Some(theirs) if child.ipcomp => cpi(k).map(|ours| (ours, theirs)),
-                _ => None,
-            };
-            let Some(keymat) =
-                self.keymat(sa, &chosen, g_ir.as_deref().map(|v| v.as_slice()), ni, nr)
-            else {
-                k.release_spi(protocol, spi_in);
-                if let Some((ours, _)) = ipcomp {
-                    k.release_spi(Protocol::IpComp, u32::from(ours));
-                }
-                return Err(notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]));
-            };
-            let reqid = old.map(|o| o.reqid);
-            let install = Install {
-                cfg,
-                chosen: &chosen,
-                spi_in,
-                mode,
-                local_ts: local_ts.clone(),
-                remote_ts: remote_ts.clone(),
-                we_initiated: false,
-                reqid,
-                min_nonce: min_nonce(ni, nr),
-                ipcomp,
-            };
-            self.install_child(now, sa, install, &keymat, k);
-            if let Some(spi) = rekey {
-                let grace = self.settings.rekeyed_grace;
-                if let Some(old) = sa.children.iter_mut().find(|c| c.spi_in == spi) {
-                    if old.state == ChildState::Rekeying {
-                        // §2.8.1: both rekeyed it; our response decides.
-                        sa.collisions.push((spi, spi_in));
-                    }
-                    old.state = ChildState::Rekeyed;
-                    old.rekey_at = None;
-                    // The rekey's initiator deletes it; if it never does,
-                    // we do after the grace time.
-                    old.expire_at = Some(now + grace);
-                }
-            }
-            let mut out = Vec::new();
-            if mode == Mode::Transport {
-                out.push(notify(NotifyType::USE_TRANSPORT_MODE, vec![]));
-            }
-            if let Some((ours, _)) = ipcomp {
-                out.push(ipcomp_supported(ours));
-            }
-            out.push(Payload::Sa(vec![config::child_answer(&chosen, spi_in)]));
-            if create {
-                out.push(Payload::Nonce(nr.to_vec()));
-            }
-            if let Some(ke) = ker {
-                out.push(Payload::Ke(ke));
-            }
-            out.push(Payload::TsI(remote_ts));
-            out.push(Payload::TsR(local_ts));
-            return Ok(out);
-        }
-        self.events.push(format!(
-            "CHILD_SA request from {} refused: {refusal}",
-            sa.remote.ip()
-        ));
-        Err(notify(refusal, vec![]))
+        self.request(now, sa, ExchangeType::CREATE_CHILD_SA, payloads, task);
     }
 
     /// The KEYMAT for a Child SA (§2.17).
-    fn keymat(
+    pub(crate) fn keymat(
         &self,
         sa: &IkeSa,
         chosen: &ChildChosen,
@@ -342,52 +278,42 @@ impl Ike {
         .ok()
     }
 
-    /// Initiator: install the Child SA the answer in `msg` describes.
-    #[allow(clippy::too_many_arguments)]
+    /// Initiator: install the Child SA `answer` describes, for our
+    /// request `req` (rekeying `rekey`, if given); its inbound SPI.
     pub(crate) fn complete_child(
         &mut self,
         now: Duration,
-        sa: &mut IkeSa,
+        sa: &mut SaMut<'_>,
         req: ChildRequest,
-        msg: &Message,
-        ni: &[u8],
-        nr: &[u8],
-        g_ir: Option<&[u8]>,
+        rekey: Option<u32>,
+        answer: Answered<'_>,
         k: &mut dyn Kernel,
-    ) -> Result<u32, String> {
-        let name = self.child_name(sa, req.cfg);
-        let c = crate::engine::parts(msg);
+    ) -> Result<u32, ChildError> {
+        let Answered { msg, ni, nr, g_ir } = answer;
+        let c = crate::host::parts(msg);
         let (Some(sar), Some(tsi), Some(tsr)) = (c.sa.and_then(|s| s.first()), c.tsi, c.tsr) else {
-            return Err(format!("CHILD_SA {name}: answer without SA, TSi and TSr"));
+            return Err(ChildError::MissingPayloads);
         };
-        let chosen = config::child_accepts(&req.offer, sar)
-            .ok_or_else(|| format!("CHILD_SA {name}: the peer chose what we did not offer"))?;
+        let chosen = config::child_accepts(&req.offer, sar).ok_or(ChildError::NotOffered)?;
         if !ts::within(tsi, &req.tsi)
             || !ts::within(tsr, &req.tsr)
             || ts::selector_count(tsi, tsr) > ts::MAX_SELECTORS
         {
-            return Err(format!(
-                "CHILD_SA {name}: the peer's traffic selectors are not within ours"
-            ));
+            return Err(ChildError::SelectorsNotWithin);
         }
         if chosen.protocol == ProtocolId::AH && (sa.nat_local || sa.nat_remote) {
-            return Err(format!(
-                "CHILD_SA {name}: AH cannot cross the NAT between us"
-            ));
+            return Err(ChildError::AhAcrossNat);
         }
         let transport = has_notify(msg, NotifyType::USE_TRANSPORT_MODE);
         let mode = match (req.mode, transport) {
             (Mode::Transport, true) => Mode::Transport,
-            (Mode::Transport, false) => {
-                return Err(format!("CHILD_SA {name}: the peer refused transport mode"))
-            }
+            (Mode::Transport, false) => return Err(ChildError::TransportRefused),
             _ => Mode::Tunnel,
         };
         let keymat = self
             .keymat(sa, &chosen, g_ir, ni, nr)
-            .ok_or_else(|| format!("CHILD_SA {name}: key derivation failed"))?;
-        let reqid = req
-            .rekey
+            .ok_or(ChildError::KeyDerivation)?;
+        let reqid = rekey
             .and_then(|old| sa.children.iter().find(|c| c.spi_in == old))
             .map(|c| c.reqid);
         // IPComp only if the peer answered our offer with its CPI.
@@ -415,127 +341,130 @@ impl Ike {
         Ok(req.spi_in)
     }
 
-    /// Initiator: the answer to CREATE_CHILD_SA for a Child SA.
+    /// Initiator: the answer to CREATE_CHILD_SA for a new Child SA, or
+    /// for a rekey of `rekey`: (the old SA, the Child SA of a colliding
+    /// rekey of the peer, §2.8.1).
     pub(crate) fn child_response(
         &mut self,
         now: Duration,
-        mut sa: IkeSa,
+        sa: &mut SaMut<'_>,
         req: ChildRequest,
+        rekey: Option<(u32, Option<u32>)>,
         msg: Message,
         k: &mut dyn Kernel,
-    ) {
-        let (cfg, rekey, spi_in) = (req.cfg, req.rekey, (req.protocol, req.spi_in, req.cpi_in));
-        let name = self.child_name(&sa, cfg);
+    ) -> Then {
+        let (cfg, old, reserved) = (req.cfg, rekey.map(|(old, _)| old), req.reserved());
+        let name = self.child_name(sa, cfg);
         if let Some(n) = error_notify(&msg) {
             let (ty, data) = (n.ty, n.data.clone());
-            self.child_refused(now, &mut sa, req, ty, &data, k);
+            self.child_refused(now, sa, req, old, (ty, &data), k);
             self.kick(now, sa, k);
-            return;
+            return Then::Stay;
         }
-        let c = crate::engine::parts(&msg);
-        let Some(nr) = c.nonce.cloned() else {
-            self.events
-                .push(format!("CHILD_SA {name}: answer without a nonce"));
-            self.give_up(now, sa, rekey, spi_in, k);
-            return;
-        };
-        let g_ir = match (&req.ke, c.ke) {
-            (Some(ours), Some(theirs)) if ours.group() == theirs.group => {
-                ours.shared_secret(&theirs.data).ok()
-            }
-            (None, None) => None,
-            _ => {
-                self.events
-                    .push(format!("CHILD_SA {name}: KE payloads do not match"));
-                self.give_up(now, sa, rekey, spi_in, k);
-                return;
-            }
-        };
-        if req.ke.is_some() && g_ir.is_none() {
-            self.events.push(format!("CHILD_SA {name}: bad KE payload"));
-            self.give_up(now, sa, rekey, spi_in, k);
-            return;
-        }
-        let ni = req.ni.clone();
-        let new = match self.complete_child(
-            now,
-            &mut sa,
-            req,
-            &msg,
-            &ni,
-            &nr,
-            g_ir.as_deref().map(|v| v.as_slice()),
-            k,
-        ) {
-            Ok(spi) => spi,
+        let (new, ours) = match self.child_answered(now, sa, req, old, &msg, k) {
+            Ok(made) => made,
             Err(why) => {
-                self.events.push(why);
-                self.give_up(now, sa, rekey, spi_in, k);
-                return;
+                self.events.push(IkeEvent::ChildFailed {
+                    child: name,
+                    reason: why,
+                });
+                self.give_up(now, sa, old, reserved, k);
+                return Then::Stay;
             }
         };
-        if let Some(old) = rekey {
-            let collided = sa
-                .collisions
-                .iter()
-                .position(|(o, _)| *o == old)
-                .map(|i| sa.collisions.remove(i));
-            match collided {
-                Some((_, theirs)) => {
-                    // §2.8.1: the SA made with the lowest of the four
-                    // nonces is closed by the end that made it.
-                    let ours = min_nonce(&ni, &nr);
-                    let their_min = sa
-                        .children
-                        .iter()
-                        .find(|c| c.spi_in == theirs)
-                        .map(|c| c.min_nonce.clone());
-                    if their_min.as_ref().is_some_and(|t| ours >= *t) {
-                        // Ours won: theirs is redundant and the peer will
-                        // delete it; it must not start carrying traffic
-                        // when the old SA goes.
-                        if let Some(t) = sa.children.iter_mut().find(|c| c.spi_in == theirs) {
-                            t.deferred_out.clear();
-                        }
-                    }
-                    if their_min.is_some_and(|t| ours < t) {
-                        self.events.push(format!("CHILD_SA {name}: rekey collision, ours lost: deleting the redundant SA"));
-                        sa.queue.push_front(Todo::DeleteChild(new));
-                    } else {
-                        self.events.push(format!(
-                            "CHILD_SA {name}: rekey collision, ours won: deleting the old SA"
-                        ));
-                        sa.queue.push_front(Todo::DeleteChild(old));
-                    }
-                }
-                None => {
-                    if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) {
-                        c.state = ChildState::Rekeyed;
-                        c.rekey_at = None;
-                        sa.queue.push_front(Todo::DeleteChild(old));
-                    }
+        match rekey {
+            Some((old, Some(theirs))) => self.rekey_collided(sa, name, (old, theirs), (new, ours)),
+            Some((old, None)) => {
+                let sa: &mut IkeSa = sa;
+                if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) {
+                    c.state = ChildState::Rekeyed;
+                    c.rekey_at = None;
+                    sa.queue.push_front(Todo::DeleteChild(old));
                 }
             }
+            None => {}
         }
         self.kick(now, sa, k);
+        Then::Stay
     }
 
-    /// The peer refused our CREATE_CHILD_SA with `ty`.
+    /// Initiator: install the Child SA an answer without error notify
+    /// describes (its nonce and KE checked, §1.3.1); its inbound SPI and
+    /// the lowest nonce of the exchange.
+    fn child_answered(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        req: ChildRequest,
+        rekey: Option<u32>,
+        msg: &Message,
+        k: &mut dyn Kernel,
+    ) -> Result<(u32, Vec<u8>), ChildError> {
+        let c = crate::host::parts(msg);
+        let nr = c.nonce.cloned().ok_or(ChildError::NoNonce)?;
+        let g_ir = match (&req.ke, c.ke) {
+            (Some(ours), Some(theirs)) if ours.group() == theirs.group => Some(
+                ours.shared_secret(&theirs.data)
+                    .map_err(|_| ChildError::BadKe)?,
+            ),
+            (None, None) => None,
+            _ => return Err(ChildError::KeMismatch),
+        };
+        let ni = req.ni.clone();
+        let answer = Answered {
+            msg,
+            ni: &ni,
+            nr: &nr,
+            g_ir: g_ir.as_deref().map(|v| v.as_slice()),
+        };
+        let new = self.complete_child(now, sa, req, rekey, answer, k)?;
+        Ok((new, min_nonce(&ni, &nr)))
+    }
+
+    /// §2.8.1: both ends rekeyed `old`; ours made `new` (with the lowest
+    /// nonce `ours`), the peer's `theirs`. The SA made with the lowest of
+    /// the four nonces is closed by the end that made it.
+    fn rekey_collided(
+        &mut self,
+        sa: &mut IkeSa,
+        name: String,
+        (old, theirs): (u32, u32),
+        (new, ours): (u32, Vec<u8>),
+    ) {
+        let their_min = sa
+            .children
+            .iter()
+            .find(|c| c.spi_in == theirs)
+            .map(|c| c.min_nonce.clone());
+        let ours_won = their_min.as_ref().is_none_or(|t| ours >= *t);
+        if ours_won && their_min.is_some() {
+            // Theirs is redundant and the peer will delete it; it must
+            // not start carrying traffic when the old SA goes.
+            if let Some(t) = sa.children.iter_mut().find(|c| c.spi_in == theirs) {
+                t.deferred_out.clear();
+            }
+        }
+        self.events.push(IkeEvent::ChildRekeyCollision {
+            child: name,
+            ours_won,
+        });
+        let redundant = if ours_won { old } else { new };
+        sa.queue.push_front(Todo::DeleteChild(redundant));
+    }
+
+    /// The peer refused our CREATE_CHILD_SA (a rekey of `rekey`, if
+    /// given) with an error notify (its type and data).
     fn child_refused(
         &mut self,
         now: Duration,
-        sa: &mut IkeSa,
+        sa: &mut SaMut<'_>,
         req: ChildRequest,
-        ty: NotifyType,
-        data: &[u8],
+        rekey: Option<u32>,
+        (ty, data): (NotifyType, &[u8]),
         k: &mut dyn Kernel,
     ) {
         let name = self.child_name(sa, req.cfg);
-        k.release_spi(req.protocol, req.spi_in);
-        if let Some(cpi) = req.cpi_in {
-            k.release_spi(Protocol::IpComp, u32::from(cpi));
-        }
-        sa.collisions.retain(|(old, _)| Some(*old) != req.rekey);
+        req.reserved().release(k);
         if ty == NotifyType::INVALID_KE_PAYLOAD && data.len() == 2 && req.ke.is_some() {
             let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
             let ours = suites(&self.config.connections[sa.conn].children[req.cfg])
@@ -543,16 +472,17 @@ impl Ike {
                 .iter()
                 .any(|p| p.dh.contains(&group));
             if ours && req.ke.as_ref().map(|k| k.group()) != Some(group) {
-                self.events.push(format!(
-                    "CHILD_SA {name}: peer wants DH group {group}: retrying"
-                ));
-                self.start_child_with(now, sa, req.cfg, req.rekey, Some(group), k);
+                self.events
+                    .push(IkeEvent::ChildRetry { child: name, group });
+                self.start_child_with(now, sa, req.cfg, rekey, Some(group), k);
                 return;
             }
         }
-        self.events
-            .push(format!("CHILD_SA {name}: peer refused: {ty}"));
-        match (ty, req.rekey) {
+        self.events.push(IkeEvent::ChildRefused {
+            child: name,
+            notify: ty,
+        });
+        match (ty, rekey) {
             (NotifyType::CHILD_SA_NOT_FOUND, Some(old)) => self.remove_child(sa, old, k),
             (NotifyType::TEMPORARY_FAILURE, Some(old)) => {
                 // §2.25: try again a little later.
@@ -566,22 +496,18 @@ impl Ike {
         }
     }
 
-    /// Our request for a Child SA came to nothing: its SPI goes back, a
-    /// rekeyed one goes on, and a collision recorded for it is forgotten.
+    /// Our request for a Child SA came to nothing: its SPI goes back, and
+    /// a rekeyed one goes on.
     fn give_up(
         &mut self,
         now: Duration,
-        mut sa: IkeSa,
+        sa: &mut SaMut<'_>,
         rekey: Option<u32>,
-        (protocol, spi_in, cpi_in): (Protocol, u32, Option<u16>),
+        reserved: Reserved,
         k: &mut dyn Kernel,
     ) {
-        k.release_spi(protocol, spi_in);
-        if let Some(cpi) = cpi_in {
-            k.release_spi(Protocol::IpComp, u32::from(cpi));
-        }
-        self.restore(&mut sa, rekey);
-        sa.collisions.retain(|(old, _)| Some(*old) != rekey);
+        reserved.release(k);
+        self.restore(sa, rekey);
         self.kick(now, sa, k);
     }
 
@@ -594,92 +520,6 @@ impl Ike {
         {
             c.state = ChildState::Installed;
         }
-    }
-
-    /// Responder: a CREATE_CHILD_SA request.
-    pub(crate) fn child_request(
-        &mut self,
-        now: Duration,
-        mut sa: IkeSa,
-        mid: u32,
-        msg: Message,
-        k: &mut dyn Kernel,
-    ) {
-        let is_ike = msg.payloads.iter().any(|p| matches!(p, Payload::Sa(s) if s.first().is_some_and(|p| p.protocol == ProtocolId::IKE)));
-        if is_ike {
-            self.ike_rekey_request(now, sa, mid, msg, k);
-            return;
-        }
-        let rekey = notifies(&msg)
-            .find(|n| n.ty == NotifyType::REKEY_SA)
-            .map(|n| (n.protocol, n.spi.clone()));
-        let old = match rekey {
-            Some((proto, spi))
-                if spi.len() == 4 && (proto == ProtocolId::ESP.0 || proto == ProtocolId::AH.0) =>
-            {
-                let spi = u32::from_be_bytes([spi[0], spi[1], spi[2], spi[3]]);
-                // The peer names it by its inbound SPI: our outbound one.
-                let want = protocol_of(ProtocolId(proto));
-                match sa
-                    .children
-                    .iter()
-                    .find(|c| c.spi_out == spi && c.sa_out.protocol == want)
-                {
-                    Some(c) if c.state == ChildState::Deleting => {
-                        // §2.25.1: we are deleting it.
-                        self.respond(
-                            &mut sa,
-                            ExchangeType::CREATE_CHILD_SA,
-                            mid,
-                            vec![notify(NotifyType::TEMPORARY_FAILURE, vec![])],
-                        );
-                        self.kick(now, sa, k);
-                        return;
-                    }
-                    Some(c) => Some(c.spi_in),
-                    None => {
-                        let n = Payload::Notify(Notify {
-                            protocol: proto,
-                            spi: spi.to_be_bytes().to_vec(),
-                            ty: NotifyType::CHILD_SA_NOT_FOUND,
-                            data: Vec::new(),
-                        });
-                        self.respond(&mut sa, ExchangeType::CREATE_CHILD_SA, mid, vec![n]);
-                        self.kick(now, sa, k);
-                        return;
-                    }
-                }
-            }
-            Some(_) => {
-                self.respond(
-                    &mut sa,
-                    ExchangeType::CREATE_CHILD_SA,
-                    mid,
-                    vec![notify(NotifyType::INVALID_SYNTAX, vec![])],
-                );
-                self.kick(now, sa, k);
-                return;
-            }
-            None => None,
-        };
-        if old.is_none() && sa.children.len() >= MAX_CHILDREN {
-            // A bound on what one peer can make us hold (RFC 7296 §3.10.1).
-            let n = notify(NotifyType::NO_ADDITIONAL_SAS, vec![]);
-            self.respond(&mut sa, ExchangeType::CREATE_CHILD_SA, mid, vec![n]);
-            self.kick(now, sa, k);
-            return;
-        }
-        let ni = crate::engine::parts(&msg)
-            .nonce
-            .cloned()
-            .unwrap_or_default();
-        let nr = self.random(NONCE_LEN);
-        let payloads = match self.answer_child(now, &mut sa, &msg, old, &ni, &nr, true, k) {
-            Ok(p) => p,
-            Err(n) => vec![n],
-        };
-        self.respond(&mut sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
-        self.kick(now, sa, k);
     }
 }
 
@@ -706,7 +546,7 @@ pub(crate) fn ts_string(t: &TrafficSelector) -> String {
 
 /// A fresh CPI (RFC 3173 §3.3: 256 and up; the kernel interface hands out
 /// one that fits 16 bits for IPComp).
-fn cpi(k: &mut dyn Kernel) -> Option<u16> {
+pub(crate) fn cpi(k: &mut dyn Kernel) -> Option<u16> {
     u16::try_from(k.alloc_spi(Protocol::IpComp))
         .ok()
         .filter(|c| *c >= 256)
@@ -714,13 +554,13 @@ fn cpi(k: &mut dyn Kernel) -> Option<u16> {
 
 /// IPCOMP_SUPPORTED with our CPI and DEFLATE, the one transform we have
 /// (RFC 7296 §3.10.1: a 2-byte CPI, then a 1-byte transform ID).
-fn ipcomp_supported(cpi: u16) -> Payload {
+pub(crate) fn ipcomp_supported(cpi: u16) -> Payload {
     let [hi, lo] = cpi.to_be_bytes();
     notify(NotifyType::IPCOMP_SUPPORTED, vec![hi, lo, IPCOMP_DEFLATE])
 }
 
 /// The peer's CPI, if it offered (or accepted) IPComp with DEFLATE.
-fn peer_cpi(msg: &Message) -> Option<u16> {
+pub(crate) fn peer_cpi(msg: &Message) -> Option<u16> {
     notifies(msg)
         .filter(|n| n.ty == NotifyType::IPCOMP_SUPPORTED)
         .find_map(|n| match n.data[..] {
@@ -758,13 +598,5 @@ pub(crate) fn protocol_of(p: ProtocolId) -> Protocol {
         Protocol::Ah
     } else {
         Protocol::Esp
-    }
-}
-
-/// Give back the SPI (and CPI) a request of ours reserved and will not use.
-pub(crate) fn release(req: &crate::sa::ChildRequest, k: &mut dyn Kernel) {
-    k.release_spi(req.protocol, req.spi_in);
-    if let Some(cpi) = req.cpi_in {
-        k.release_spi(Protocol::IpComp, u32::from(cpi));
     }
 }

@@ -8,8 +8,9 @@ use flowsec_ipsec::{Mode, SaId};
 
 use crate::child::ts_string;
 use crate::engine::Ike;
+use crate::error::CommandError;
 use crate::kernel::Kernel;
-use crate::sa::{IkeState, Todo};
+use crate::sa::{ChildSa, IkeState, Todo};
 
 /// One IKE SA, for listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,7 +91,7 @@ impl Ike {
             .sas
             .values()
             .map(|sa| {
-                let conn = &self.config.connections[sa.conn];
+                let conn = &self.host.config.connections[sa.conn];
                 let proposal = sa.keys.as_ref().map_or(String::new(), |k| {
                     let s = &k.suite;
                     let mut p = format!("{}-{}", s.encr.id, s.encr.key_bits);
@@ -123,48 +124,7 @@ impl Ike {
                     children: sa
                         .children
                         .iter()
-                        .map(|c| {
-                            let mut parts: Vec<String> = c
-                                .encr
-                                .map(|e| format!("{}-{}", e.id, e.key_bits))
-                                .into_iter()
-                                .collect();
-                            if c.integ != flowsec_wire::iana::IntegId::NONE {
-                                parts.push(c.integ.to_string());
-                            }
-                            if c.dh != flowsec_wire::iana::DhGroup::NONE {
-                                parts.push(c.dh.to_string());
-                            }
-                            if c.esn {
-                                parts.push("ESN".into());
-                            }
-                            let p = parts.join("/");
-                            ChildSaInfo {
-                                name: conn
-                                    .children
-                                    .get(c.cfg)
-                                    .map_or_else(|| "?".into(), |ch| ch.name.clone()),
-                                reqid: c.reqid,
-                                state: c.state.name(),
-                                mode: if c.mode == Mode::Tunnel {
-                                    "TUNNEL"
-                                } else {
-                                    "TRANSPORT"
-                                },
-                                encap: c.encap,
-                                sa_in: c.sa_in,
-                                sa_out: c.sa_out,
-                                proposal: p,
-                                dh_group: (c.dh != flowsec_wire::iana::DhGroup::NONE)
-                                    .then(|| c.dh.to_string()),
-                                cpis: c.ipcomp.map(|(i, o)| (i.spi as u16, o.spi as u16)),
-                                installed_s: secs(now.saturating_sub(c.installed)),
-                                rekey_in_s: until(c.rekey_at),
-                                expire_in_s: until(c.expire_at),
-                                local_ts: c.local_ts.iter().map(ts_string).collect(),
-                                remote_ts: c.remote_ts.iter().map(ts_string).collect(),
-                            }
-                        })
+                        .map(|c| child_info(conn, c, now))
                         .collect(),
                 }
             })
@@ -181,8 +141,8 @@ impl Ike {
         ike: Option<&str>,
         child: Option<&str>,
         k: &mut dyn Kernel,
-    ) -> Result<usize, String> {
-        self.clock = now;
+    ) -> Result<usize, CommandError> {
+        self.host.clock = now;
         self.queue_for(now, ike, child, k, Todo::DeleteIke, Todo::DeleteChild)
     }
 
@@ -193,8 +153,8 @@ impl Ike {
         ike: Option<&str>,
         child: Option<&str>,
         k: &mut dyn Kernel,
-    ) -> Result<usize, String> {
-        self.clock = now;
+    ) -> Result<usize, CommandError> {
+        self.host.clock = now;
         self.queue_for(now, ike, child, k, Todo::RekeyIke, Todo::RekeyChild)
     }
 
@@ -206,43 +166,88 @@ impl Ike {
         k: &mut dyn Kernel,
         for_ike: Todo,
         for_child: fn(u32) -> Todo,
-    ) -> Result<usize, String> {
-        let keys: Vec<u64> = self.sas.keys().copied().collect();
+    ) -> Result<usize, CommandError> {
         let mut n = 0;
-        for key in keys {
-            let Some(mut sa) = self.sas.remove(&key) else {
+        for spi in self.sas.spis() {
+            let Some((_, mut sa)) = self.sas.find(spi) else {
                 continue;
             };
-            let conn = &self.config.connections[sa.conn];
+            let conn = &self.host.config.connections[sa.conn];
             let ike_match = ike.is_some_and(|name| {
                 name == conn.name || name.trim_start_matches('#') == sa.uid.to_string()
             });
+            let mut todos = Vec::new();
             if sa.state == IkeState::Established {
                 if ike_match && child.is_none() {
-                    sa.queue.push_back(for_ike.clone());
-                    n += 1;
-                } else if let Some(name) = child {
-                    if ike.is_none() || ike_match {
-                        for c in &sa.children {
-                            if conn.children.get(c.cfg).is_some_and(|ch| ch.name == name)
-                                && c.state == crate::sa::ChildState::Installed
-                            {
-                                sa.queue.push_back(for_child(c.spi_in));
-                                n += 1;
-                            }
-                        }
-                    }
+                    todos.push(for_ike.clone());
+                } else if let Some(name) = child.filter(|_| ike.is_none() || ike_match) {
+                    todos.extend(
+                        sa.children
+                            .iter()
+                            .filter(|c| {
+                                conn.children.get(c.cfg).is_some_and(|ch| ch.name == name)
+                                    && c.state == crate::sa::ChildState::Installed
+                            })
+                            .map(|c| for_child(c.spi_in)),
+                    );
                 }
             }
-            self.kick(now, sa, k);
+            n += todos.len();
+            sa.queue.extend(todos);
+            self.host.kick(now, &mut sa, k);
         }
         if n == 0 {
             return Err(match (ike, child) {
-                (_, Some(c)) => format!("no established CHILD_SA named {c}"),
-                (Some(i), None) => format!("no established IKE_SA {i}"),
-                (None, None) => "name an IKE_SA (--ike) or a CHILD_SA (--child)".into(),
+                (_, Some(c)) => CommandError::NoChild {
+                    child: c.to_string(),
+                },
+                (Some(i), None) => CommandError::NoIke { ike: i.to_string() },
+                (None, None) => CommandError::Unnamed,
             });
         }
         Ok(n)
+    }
+}
+
+/// One Child SA of `conn`, for listing.
+fn child_info(conn: &crate::config::Connection, c: &ChildSa, now: Duration) -> ChildSaInfo {
+    let until = |t: Option<Duration>| t.map(|t| t.saturating_sub(now).as_secs());
+    let mut parts: Vec<String> = c
+        .encr
+        .map(|e| format!("{}-{}", e.id, e.key_bits))
+        .into_iter()
+        .collect();
+    if c.integ != flowsec_wire::iana::IntegId::NONE {
+        parts.push(c.integ.to_string());
+    }
+    if c.dh != flowsec_wire::iana::DhGroup::NONE {
+        parts.push(c.dh.to_string());
+    }
+    if c.esn {
+        parts.push("ESN".into());
+    }
+    ChildSaInfo {
+        name: conn
+            .children
+            .get(c.cfg)
+            .map_or_else(|| "?".into(), |ch| ch.name.clone()),
+        reqid: c.reqid,
+        state: c.state.name(),
+        mode: if c.mode == Mode::Tunnel {
+            "TUNNEL"
+        } else {
+            "TRANSPORT"
+        },
+        encap: c.encap,
+        sa_in: c.sa_in,
+        sa_out: c.sa_out,
+        proposal: parts.join("/"),
+        dh_group: (c.dh != flowsec_wire::iana::DhGroup::NONE).then(|| c.dh.to_string()),
+        cpis: c.ipcomp.map(|(i, o)| (i.spi as u16, o.spi as u16)),
+        installed_s: now.saturating_sub(c.installed).as_secs(),
+        rekey_in_s: until(c.rekey_at),
+        expire_in_s: until(c.expire_at),
+        local_ts: c.local_ts.iter().map(ts_string).collect(),
+        remote_ts: c.remote_ts.iter().map(ts_string).collect(),
     }
 }

@@ -3,15 +3,18 @@
 //! user's commands (initiate, terminate, rekey).
 //!
 //! Sans-I/O: datagrams and `now` in; datagrams ([`Ike::poll_transmit`]),
-//! [`Kernel`] calls and the next time to be polled ([`Ike::next_timeout`])
-//! out. Nothing here reads a clock, opens a socket or starts a thread.
+//! [`Kernel`] calls, [`IkeEvent`]s ([`Ike::take_events`]) and the next
+//! time to be polled ([`Ike::next_timeout`]) out. Nothing here reads a
+//! clock, opens a socket or starts a thread.
 //!
 //! ```text
 //!  handle(datagram) ─► IKE_SA_INIT request? ─► admit (COOKIE, per-address and global
-//!                   │                          limits) ─► init: a half-open IKE SA
-//!                   └► our SPI ─► IkeSa ─► SK open ─► rules::check
-//!                         ├─ request:  message ID in order? ─► the exchange's responder task
-//!                         └─ response: answers our request?  ─► the waiting task goes on
+//!                   │                          limits) ─► init_responder: a half-open IKE SA
+//!                   └► our SPI ─► the IkeSa, borrowed in place ─► Host::open: ours? a
+//!                      retransmitted request? SK open, rules::check
+//!                         ├─ request:  message ID in order? ─► the exchange's responder
+//!                         └─ response: answers our request?  ─► the task in flight goes on
+//!                      ─► Then: the SA stays, goes, or a rekey adds one (Ike::then)
 //!  poll(now) ─► retransmit / give up, rekey and lifetime timers, DPD, next queued task
 //! ```
 
@@ -20,15 +23,20 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
 use flowsec_crypto::Provider;
-use flowsec_ipsec::{Direction, Selector};
-use flowsec_wire::iana::{ExchangeType, NotifyType, PayloadType};
-use flowsec_wire::ike::{emit_payloads, first_type, Header, IkeError, Message, Notify, Payload};
+use flowsec_wire::iana::{ExchangeType, NotifyType};
+use flowsec_wire::ike::{Header, IkeError, Message};
 
 use crate::config::Config;
+use crate::event::IkeEvent;
 use crate::exchange::{RequestVerdict, Retransmit};
+use crate::host::{notify, Host};
+use crate::info::Delete;
 use crate::kernel::Kernel;
+use crate::nat::follow_peer;
 use crate::random::Random;
-use crate::sa::{IkeSa, IkeState, Task, Todo};
+use crate::sa::{IkeState, Todo};
+use crate::table::{SaMut, SaTable, Slot, Then};
+use crate::task::Task;
 
 /// Tuning, with strongSwan's defaults (strongswan.conf(5)).
 #[derive(Debug, Clone)]
@@ -167,27 +175,18 @@ impl IkeStats {
 
 /// All IKE SAs of this host.
 pub struct Ike {
-    pub(crate) config: Config,
-    pub(crate) provider: Provider,
-    pub(crate) rng: Box<dyn Random>,
-    pub(crate) settings: Settings,
-    pub(crate) sas: BTreeMap<u64, IkeSa>,
-    pub(crate) out: VecDeque<Datagram>,
-    pub(crate) events: Vec<String>,
-    /// The COOKIE secrets (RFC 7296 §2.6), from `rng`.
-    pub(crate) cookies: crate::admit::CookieJar,
-    pub(crate) next_uid: u32,
-    pub(crate) next_reqid: u32,
-    /// The policies installed for each reqid.
-    pub(crate) policies: BTreeMap<u32, Vec<(Direction, Selector)>>,
-    /// Trap policies (`start_action = trap`): reqid → (connection, child).
-    pub(crate) traps: BTreeMap<u32, (usize, usize)>,
-    /// Inbound SAs of replaced Child SAs, removed at their deadline.
-    pub(crate) lingering: Vec<(flowsec_ipsec::SaId, Duration)>,
-    /// The `now` of the call being served (time stays an argument: this
-    /// only saves passing it through every helper).
-    pub(crate) clock: Duration,
-    pub(crate) stats: IkeStats,
+    /// What the exchanges of every IKE SA share.
+    pub(crate) host: Host,
+    pub(crate) sas: SaTable,
+}
+
+/// A message as it arrived: where, from where, its header (parsed) and
+/// its bytes.
+pub(crate) struct Arrival<'a> {
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    pub header: &'a Header,
+    pub data: &'a [u8],
 }
 
 impl Ike {
@@ -201,14 +200,16 @@ impl Ike {
         mut rng: Box<dyn Random>,
         settings: Settings,
     ) -> Ike {
-        let events = crate::config::restrict_to(&mut config, &provider);
+        let events = crate::config::restrict_to(&mut config, &provider)
+            .into_iter()
+            .map(IkeEvent::ConfigRestricted)
+            .collect();
         let cookies = crate::admit::CookieJar::new(rng.as_mut());
-        Ike {
+        let host = Host {
             config,
             provider,
             rng,
             settings,
-            sas: BTreeMap::new(),
             out: VecDeque::new(),
             events,
             cookies,
@@ -219,37 +220,41 @@ impl Ike {
             lingering: Vec::new(),
             clock: Duration::ZERO,
             stats: IkeStats::default(),
+        };
+        Ike {
+            host,
+            sas: SaTable::default(),
         }
     }
 
     /// The configuration it runs.
     pub fn config(&self) -> &Config {
-        &self.config
+        &self.host.config
     }
 
     /// Counters.
     pub fn stats(&self) -> &IkeStats {
-        &self.stats
+        &self.host.stats
     }
 
     /// The next datagram to send.
     pub fn poll_transmit(&mut self) -> Option<Datagram> {
-        self.out.pop_front()
+        self.host.out.pop_front()
     }
 
-    /// What happened since the last call, one line each, for the log
-    /// (never a key).
-    pub fn take_events(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.events)
+    /// What happened since the last call, in order; each `Display`s as
+    /// its log line (never a key).
+    pub fn take_events(&mut self) -> Vec<IkeEvent> {
+        std::mem::take(&mut self.host.events)
     }
 
     /// Bring up the children whose `start_action` is `start`, and install
     /// the trap policies of those with `trap`.
     pub fn start(&mut self, now: Duration, k: &mut dyn Kernel) {
-        self.clock = now;
+        self.host.clock = now;
         let mut wanted = Vec::new();
         let mut traps = Vec::new();
-        for (ci, conn) in self.config.connections.iter().enumerate() {
+        for (ci, conn) in self.host.config.connections.iter().enumerate() {
             for (cj, child) in conn.children.iter().enumerate() {
                 match child.start_action {
                     crate::config::StartAction::Start => {
@@ -261,13 +266,13 @@ impl Ike {
             }
         }
         for (ci, cj) in traps {
-            if let Err(e) = self.install_trap(ci, cj, k) {
-                self.events.push(e);
+            if let Err(e) = self.host.install_trap(ci, cj, k) {
+                self.host.events.push(IkeEvent::CommandFailed(e));
             }
         }
         for (conn, child) in wanted {
             if let Err(e) = self.initiate(now, Some(&conn), Some(&child), k) {
-                self.events.push(e);
+                self.host.events.push(IkeEvent::CommandFailed(e));
             }
         }
     }
@@ -275,29 +280,29 @@ impl Ike {
     /// A packet matched the trap policy of `reqid` (the data plane found
     /// no SA for it): negotiate its Child SA, unless that is under way.
     pub fn acquire(&mut self, now: Duration, reqid: u32, k: &mut dyn Kernel) {
-        self.clock = now;
-        let Some(&(ci, cj)) = self.traps.get(&reqid) else {
+        self.host.clock = now;
+        let Some(&(ci, cj)) = self.host.traps.get(&reqid) else {
             return;
         };
         let busy = self.sas.values().any(|sa| {
             sa.conn == ci
-                && (matches!(sa.state, IkeState::Connecting | IkeState::Authenticating) && sa.first_child == Some(cj)
+                && (matches!(sa.state, IkeState::Connecting | IkeState::Authenticating)
+                    && sa.exch.task().and_then(Task::first_child) == Some(cj)
                     || sa.children.iter().any(|c| c.cfg == cj)
                     || sa.queue.contains(&Todo::CreateChild(cj))
-                    || matches!(sa.exch.pending.as_ref().map(|p| &p.task), Some(Task::Child(r)) if r.cfg == cj))
+                    || sa.exch.task().and_then(Task::child_cfg) == Some(cj))
         });
         if busy {
             return;
         }
-        let (conn, child) = (
-            self.config.connections[ci].name.clone(),
-            self.config.connections[ci].children[cj].name.clone(),
-        );
-        self.events.push(format!(
-            "acquire for CHILD_SA {child}{{{reqid}}}: initiating"
-        ));
+        let conn = &self.host.config.connections[ci];
+        let (conn, child) = (conn.name.clone(), conn.children[cj].name.clone());
+        self.host.events.push(IkeEvent::Acquire {
+            child: child.clone(),
+            reqid,
+        });
         if let Err(e) = self.initiate(now, Some(&conn), Some(&child), k) {
-            self.events.push(e);
+            self.host.events.push(IkeEvent::CommandFailed(e));
         }
     }
 
@@ -311,20 +316,26 @@ impl Ike {
         data: &[u8],
         k: &mut dyn Kernel,
     ) {
-        self.clock = now;
-        self.stats.received += 1;
+        self.host.clock = now;
+        self.host.stats.received += 1;
         let header = match Header::parse(data) {
             Ok(h) if h.major_version == 2 => h,
             _ => {
-                self.stats.malformed += 1;
+                self.host.stats.malformed += 1;
                 return;
             }
         };
+        let arrival = Arrival {
+            local,
+            remote,
+            header: &header,
+            data,
+        };
         if header.exchange == ExchangeType::IKE_SA_INIT {
             if header.response {
-                self.init_response(now, local, remote, &header, data, k);
+                self.init_response(now, &header, data, k);
             } else {
-                self.init_request(now, local, remote, &header, data);
+                self.init_request(now, arrival);
             }
             return;
         }
@@ -334,38 +345,127 @@ impl Ike {
         } else {
             header.spi_i
         };
-        let Some(mut sa) = self.sas.remove(&ours) else {
-            self.stats.unknown_spi += 1;
+        let Some((at, mut sa)) = self.sas.find(ours) else {
+            self.host.stats.unknown_spi += 1;
             return;
         };
+        let then = self.host.receive(now, &mut sa, arrival, k);
+        self.then(now, at, then, k);
+    }
+
+    /// Carry out what a handler of the SA at `at` said becomes of it,
+    /// now that its borrow has ended.
+    pub(crate) fn then(&mut self, now: Duration, at: Slot, then: Then, k: &mut dyn Kernel) {
+        match then {
+            Then::Stay => {}
+            Then::Destroy(wishes) => {
+                if let Some(mut sa) = self.sas.remove(at) {
+                    let mut sa = SaMut::detached(&mut sa, self.sas.all());
+                    self.host.destroy(&mut sa, k);
+                }
+                self.revive(now, wishes, k);
+            }
+            Then::Revive(wishes) => self.revive(now, wishes, k),
+            Then::Rekeyed { new, start } => {
+                let new = self.sas.insert(*new);
+                if start {
+                    self.kick_at(now, new, k);
+                }
+                self.kick_at(now, at, k);
+            }
+        }
+    }
+
+    /// Start the queued tasks of the SA at `at`, if its window is free.
+    pub(crate) fn kick_at(&mut self, now: Duration, at: Slot, k: &mut dyn Kernel) {
+        if let Some(mut sa) = self.sas.borrow(at) {
+            self.host.kick(now, &mut sa, k);
+        }
+    }
+}
+
+impl Host {
+    /// A protected message for `sa` (its SPIs matched ours): checked,
+    /// opened and dispatched to the task it is for.
+    fn receive(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        arrival: Arrival<'_>,
+        k: &mut dyn Kernel,
+    ) -> Then {
+        let Arrival {
+            local,
+            remote,
+            header,
+            data,
+        } = arrival;
+        let Some(msg) = self.open(now, sa, header, data) else {
+            return Then::Stay;
+        };
+        if header.response {
+            let Some(req) = sa.exch.answered(header.message_id, header.exchange) else {
+                self.stats.bad_message_id += 1;
+                return Then::Stay;
+            };
+            if let Some(e) = follow_peer(sa, local, remote, k) {
+                self.events.push(e);
+            }
+            self.on_response(now, sa, req.task, msg, k)
+        } else if sa.exch.classify(header.message_id) == RequestVerdict::Process {
+            sa.exch.processing(digest(data));
+            // A half-open SA stays with the address its IKE_SA_INIT came
+            // from (admit.rs counts it there) until IKE_AUTH, which
+            // establishes or ends it.
+            let follows =
+                sa.state != IkeState::HalfOpen || header.exchange == ExchangeType::IKE_AUTH;
+            if let Some(e) = follows.then(|| follow_peer(sa, local, remote, k)).flatten() {
+                self.events.push(e);
+            }
+            self.on_request(now, sa, header.exchange, header.message_id, msg, k)
+        } else {
+            self.stats.bad_message_id += 1;
+            Then::Stay
+        }
+    }
+
+    /// The checks before any task sees a message of `sa` (RFC 7296 §2.1,
+    /// §2.5, §3.14): ours, not a retransmitted request (answered again
+    /// from the cache), integrity, the payload rules. `None`: dropped,
+    /// and counted.
+    fn open(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        header: &Header,
+        data: &[u8],
+    ) -> Option<Message> {
         let mine = sa.spi_i == header.spi_i
             && sa.spi_r == header.spi_r
             && header.initiator != sa.initiator;
         if !mine || sa.keys.is_none() {
             self.stats.unknown_spi += 1;
-            self.sas.insert(ours, sa);
-            return;
+            return None;
         }
         if !header.response && sa.exch.classify(header.message_id) == RequestVerdict::Replay {
             // The same request again (§2.1): the same answer. Anything else
             // with its message ID is dropped.
-            match &sa.exch.last_response {
-                Some((_, last)) if sa.exch.request_digest == Some(digest(data)) => {
+            match sa.exch.cached_response(&digest(data)) {
+                Some(last) => {
                     self.stats.replayed += 1;
-                    self.push(sa.local, sa.remote, last.clone());
+                    let last = last.to_vec();
+                    self.push(sa.local, sa.remote, last);
                 }
-                _ => self.stats.bad_message_id += 1,
+                None => self.stats.bad_message_id += 1,
             }
-            self.sas.insert(ours, sa);
-            return;
+            return None;
         }
         let opened = sa.keys.as_ref().map(|keys| keys.inn.open(data));
         let msg = match opened {
             Some(Ok(m)) => m,
             Some(Err(crate::crypto::SkError::Integrity)) => {
                 self.stats.bad_integrity += 1;
-                self.sas.insert(ours, sa);
-                return;
+                return None;
             }
             Some(Err(crate::crypto::SkError::Inner(IkeError::UnsupportedCritical(ty))))
                 if !header.response =>
@@ -373,16 +473,14 @@ impl Ike {
                 // §2.5: answer with the type that was not understood.
                 if sa.exch.classify(header.message_id) == RequestVerdict::Process {
                     let n = notify(NotifyType::UNSUPPORTED_CRITICAL_PAYLOAD, vec![ty.0]);
-                    self.respond(&mut sa, header.exchange, header.message_id, vec![n]);
+                    self.respond(sa, header.exchange, header.message_id, vec![n]);
                 }
                 self.stats.malformed += 1;
-                self.sas.insert(ours, sa);
-                return;
+                return None;
             }
             _ => {
                 self.stats.malformed += 1;
-                self.sas.insert(ours, sa);
-                return;
+                return None;
             }
         };
         sa.last_heard = now;
@@ -390,81 +488,55 @@ impl Ike {
             self.stats.malformed += 1;
             if !header.response && sa.exch.classify(header.message_id) == RequestVerdict::Process {
                 self.respond(
-                    &mut sa,
+                    sa,
                     header.exchange,
                     header.message_id,
                     vec![notify(n, vec![])],
                 );
             }
-            self.sas.insert(ours, sa);
-            return;
+            return None;
         }
-        if header.response {
-            match sa.exch.answered(header.message_id, header.exchange) {
-                Some(req) => {
-                    if let Some(e) = follow_peer(&mut sa, local, remote, k) {
-                        self.events.push(e);
-                    }
-                    self.on_response(now, sa, req.task, msg, k)
-                }
-                None => {
-                    self.stats.bad_message_id += 1;
-                    self.sas.insert(ours, sa);
-                }
-            }
-        } else if sa.exch.classify(header.message_id) == RequestVerdict::Process {
-            sa.exch.request_digest = Some(digest(data));
-            // A half-open SA stays with the address its IKE_SA_INIT came
-            // from (admit.rs counts it there) until IKE_AUTH, which
-            // establishes or ends it.
-            let follows =
-                sa.state != IkeState::HalfOpen || header.exchange == ExchangeType::IKE_AUTH;
-            if let Some(e) = follows
-                .then(|| follow_peer(&mut sa, local, remote, k))
-                .flatten()
-            {
-                self.events.push(e);
-            }
-            self.on_request(now, sa, header.exchange, header.message_id, msg, k);
-        } else {
-            self.stats.bad_message_id += 1;
-            self.sas.insert(ours, sa);
-        }
+        Some(msg)
     }
 
     /// A response to our request, with the task that waited for it.
     fn on_response(
         &mut self,
         now: Duration,
-        sa: IkeSa,
+        sa: &mut SaMut<'_>,
         task: Task,
         msg: Message,
         k: &mut dyn Kernel,
-    ) {
+    ) -> Then {
         match task {
-            Task::Init => {
-                // IKE_SA_INIT is handled before decryption.
-                self.keep(sa);
+            // IKE_SA_INIT is handled before decryption.
+            Task::IkeInit(_) => Then::Stay,
+            Task::IkeAuth(t) => self.auth_response(now, sa, t, msg, k),
+            Task::ChildCreate(t) => self.child_response(now, sa, t.req, None, msg, k),
+            Task::ChildRekey(t) => {
+                let rekey = Some((t.old, t.collision));
+                self.child_response(now, sa, t.req, rekey, msg, k)
             }
-            Task::Auth(child) => self.auth_response(now, sa, child, msg, k),
-            Task::Child(req) => self.child_response(now, sa, req, msg, k),
-            Task::RekeyIke(req) => self.ike_rekey_response(now, sa, req, msg, k),
-            Task::DeleteChildren(spis) => {
-                let mut sa = sa;
+            Task::IkeRekey(t) => self.ike_rekey_response(now, sa, t, msg, k),
+            Task::Delete(Delete::Children(spis)) => {
                 for spi in spis {
-                    self.remove_child(&mut sa, spi, k);
+                    self.remove_child(sa, spi, k);
                 }
                 self.kick(now, sa, k);
+                Then::Stay
             }
-            Task::DeleteIke => {
-                self.events.push(format!(
-                    "IKE_SA {}[{}] deleted",
-                    self.conn_name(&sa),
-                    sa.uid
-                ));
-                self.destroy(sa, k);
+            Task::Delete(Delete::Ike) => {
+                self.events.push(IkeEvent::Deleted {
+                    name: self.conn_name(sa),
+                    unique_id: sa.uid,
+                    by_peer: false,
+                });
+                Then::Destroy(Vec::new())
             }
-            Task::Dpd => self.kick(now, sa, k),
+            Task::Dpd => {
+                self.kick(now, sa, k);
+                Then::Stay
+            }
         }
     }
 
@@ -472,12 +544,12 @@ impl Ike {
     fn on_request(
         &mut self,
         now: Duration,
-        mut sa: IkeSa,
+        sa: &mut SaMut<'_>,
         exchange: ExchangeType,
         mid: u32,
         msg: Message,
         k: &mut dyn Kernel,
-    ) {
+    ) -> Then {
         match exchange {
             ExchangeType::IKE_AUTH if sa.state == IkeState::HalfOpen => {
                 self.auth_request(now, sa, mid, msg, k)
@@ -488,260 +560,26 @@ impl Ike {
             ExchangeType::CREATE_CHILD_SA => {
                 // §2.25: rekeyed or being deleted: not now.
                 self.respond(
-                    &mut sa,
+                    sa,
                     exchange,
                     mid,
                     vec![notify(NotifyType::TEMPORARY_FAILURE, vec![])],
                 );
-                self.keep(sa);
+                Then::Stay
             }
             ExchangeType::INFORMATIONAL if sa.state != IkeState::HalfOpen => {
                 self.informational_request(now, sa, mid, msg, k)
             }
             _ => {
                 self.stats.malformed += 1;
-                self.keep(sa);
+                Then::Stay
             }
         }
     }
-
-    /// Put `sa` back into the table.
-    pub(crate) fn keep(&mut self, sa: IkeSa) {
-        self.sas.insert(sa.our_spi(), sa);
-    }
-
-    /// Queue a datagram.
-    pub(crate) fn push(&mut self, local: SocketAddr, remote: SocketAddr, data: Vec<u8>) {
-        self.stats.sent += 1;
-        self.out.push_back(Datagram {
-            local,
-            remote,
-            data,
-        });
-    }
-
-    /// Encrypt `payloads` into a message of `sa`.
-    pub(crate) fn protect(
-        &mut self,
-        sa: &IkeSa,
-        exchange: ExchangeType,
-        response: bool,
-        mid: u32,
-        payloads: &[Payload],
-    ) -> Vec<u8> {
-        let header = Header {
-            spi_i: sa.spi_i,
-            spi_r: sa.spi_r,
-            next_payload: PayloadType::SK,
-            major_version: 2,
-            minor_version: 0,
-            exchange,
-            initiator: sa.initiator,
-            response,
-            message_id: mid,
-            length: 0,
-        };
-        let inner = emit_payloads(payloads);
-        match &sa.keys {
-            Some(keys) => keys
-                .out
-                .seal(&header, first_type(payloads), &inner, self.rng.as_mut()),
-            // Only IKE_SA_INIT is unprotected, and it never comes here.
-            None => Vec::new(),
-        }
-    }
-
-    /// Send a request on `sa` for `task`.
-    pub(crate) fn request(
-        &mut self,
-        now: Duration,
-        sa: &mut IkeSa,
-        exchange: ExchangeType,
-        payloads: Vec<Payload>,
-        task: Task,
-    ) {
-        let mid = sa.exch.peek_mid();
-        let data = self.protect(sa, exchange, false, mid, &payloads);
-        sa.exch
-            .sent(exchange, data.clone(), task, now, &self.settings.retransmit);
-        sa.last_sent = now;
-        self.push(sa.local, sa.remote, data);
-    }
-
-    /// Answer request `mid` of `sa`.
-    pub(crate) fn respond(
-        &mut self,
-        sa: &mut IkeSa,
-        exchange: ExchangeType,
-        mid: u32,
-        payloads: Vec<Payload>,
-    ) {
-        let data = self.protect(sa, exchange, true, mid, &payloads);
-        sa.exch.responded(mid, data.clone());
-        sa.last_sent = self.clock;
-        self.push(sa.local, sa.remote, data);
-    }
-
-    /// Fresh random bytes.
-    pub(crate) fn random(&mut self, n: usize) -> Vec<u8> {
-        let mut v = vec![0; n];
-        self.rng.fill(&mut v);
-        v
-    }
-
-    /// A random IKE SPI no SA of ours uses (never 0).
-    pub(crate) fn new_spi(&mut self) -> u64 {
-        loop {
-            let spi = self.rng.next_u64();
-            if spi != 0 && !self.sas.contains_key(&spi) {
-                return spi;
-            }
-        }
-    }
-
-    /// `d` less a random part of `rand` (strongSwan's jitter: rekeys of
-    /// both ends rarely collide, §2.8.1).
-    pub(crate) fn jittered(&mut self, d: Duration, rand: Duration) -> Duration {
-        if rand.is_zero() || rand >= d {
-            return d;
-        }
-        let r = u128::from(self.rng.next_u64()) % (rand.as_millis() + 1);
-        d - Duration::from_millis(r as u64)
-    }
-
-    pub(crate) fn conn_name(&self, sa: &IkeSa) -> String {
-        self.config
-            .connections
-            .get(sa.conn)
-            .map_or_else(|| "?".into(), |c| c.name.clone())
-    }
-
-    /// Remove `sa` and everything it installed.
-    pub(crate) fn destroy(&mut self, mut sa: IkeSa, k: &mut dyn Kernel) {
-        if let Some(p) = sa.exch.pending.take() {
-            if let Task::Child(req) | Task::Auth(Some(req)) = &p.task {
-                crate::child::release(req, k);
-            }
-        }
-        let spis: Vec<u32> = sa.children.iter().map(|c| c.spi_in).collect();
-        for spi in spis {
-            self.remove_child(&mut sa, spi, k);
-        }
-    }
-}
-
-/// After IKE_SA_INIT both ends float to port 4500 (RFC 7296 §2.23), and
-/// a peer behind a NAT may be rebound to a new address or port: an
-/// authenticated message that is new (in order) says where it talks from
-/// now. A host behind a NAT itself does not follow (§2.23: "SHOULD NOT").
-fn follow_peer(
-    sa: &mut IkeSa,
-    local: SocketAddr,
-    remote: SocketAddr,
-    k: &mut dyn Kernel,
-) -> Option<String> {
-    let floated =
-        local.port() == crate::init::NAT_T_PORT && sa.local.port() != crate::init::NAT_T_PORT;
-    if !(floated || (sa.nat_remote && !sa.nat_local)) || (sa.local, sa.remote) == (local, remote) {
-        return None;
-    }
-    let before = sa.remote;
-    sa.local = local;
-    sa.remote = remote;
-    if floated || sa.children.is_empty() {
-        return None;
-    }
-    // A rebinding: the Child SAs' ESP in UDP follows the new port. A new
-    // address would need new policies too: not done (yet).
-    if before.ip() != remote.ip() {
-        return Some(format!("the peer moved from {before} to {remote}: its CHILD_SAs keep the old address (not supported yet)"));
-    }
-    for c in sa.children.iter_mut().filter(|c| c.encap) {
-        // The outbound SAs a rekey's responder holds back go out later:
-        // with the new ports too.
-        for d in c.deferred_out.iter_mut().filter(|d| d.encap.is_some()) {
-            d.encap = Some(flowsec_ipsec::UdpEncap {
-                src_port: local.port(),
-                dst_port: remote.port(),
-            });
-        }
-        let out = flowsec_ipsec::UdpEncap {
-            src_port: local.port(),
-            dst_port: remote.port(),
-        };
-        let inn = flowsec_ipsec::UdpEncap {
-            src_port: remote.port(),
-            dst_port: local.port(),
-        };
-        k.update_encap(c.sa_out, out);
-        k.update_encap(c.sa_in, inn);
-    }
-    Some(format!(
-        "the peer's NAT rebound it from {before} to {remote}: CHILD_SAs follow"
-    ))
 }
 
 /// SHA-256 of a message, to know a retransmitted request from another
 /// one with the same message ID.
 fn digest(data: &[u8]) -> [u8; 32] {
     flowsec_crypto::fixed::sha256(&[data])
-}
-
-/// The SA, KE, nonce and selectors of a message (each at most once:
-/// [`crate::rules`] checked that).
-pub(crate) struct Parts<'a> {
-    pub sa: Option<&'a Vec<flowsec_wire::ike::Proposal>>,
-    pub ke: Option<&'a flowsec_wire::ike::Ke>,
-    pub nonce: Option<&'a Vec<u8>>,
-    pub tsi: Option<&'a Vec<flowsec_wire::ike::TrafficSelector>>,
-    pub tsr: Option<&'a Vec<flowsec_wire::ike::TrafficSelector>>,
-}
-
-pub(crate) fn parts(msg: &Message) -> Parts<'_> {
-    let mut c = Parts {
-        sa: None,
-        ke: None,
-        nonce: None,
-        tsi: None,
-        tsr: None,
-    };
-    for p in &msg.payloads {
-        match p {
-            Payload::Sa(s) => c.sa = Some(s),
-            Payload::Ke(k) => c.ke = Some(k),
-            Payload::Nonce(n) => c.nonce = Some(n),
-            Payload::TsI(t) => c.tsi = Some(t),
-            Payload::TsR(t) => c.tsr = Some(t),
-            _ => {}
-        }
-    }
-    c
-}
-
-/// A notify payload without SPI.
-pub(crate) fn notify(ty: NotifyType, data: Vec<u8>) -> Payload {
-    Payload::Notify(Notify {
-        protocol: 0,
-        spi: Vec::new(),
-        ty,
-        data,
-    })
-}
-
-/// The notifies of a message.
-pub(crate) fn notifies(msg: &Message) -> impl Iterator<Item = &Notify> {
-    msg.payloads.iter().filter_map(|p| match p {
-        Payload::Notify(n) => Some(n),
-        _ => None,
-    })
-}
-
-/// The first error notify of a message, if any.
-pub(crate) fn error_notify(msg: &Message) -> Option<&Notify> {
-    notifies(msg).find(|n| n.ty.is_error())
-}
-
-/// Whether the message carries a notify of this type.
-pub(crate) fn has_notify(msg: &Message, ty: NotifyType) -> bool {
-    notifies(msg).any(|n| n.ty == ty)
 }

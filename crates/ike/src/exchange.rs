@@ -1,10 +1,16 @@
 //! The exchange manager of one IKE SA (RFC 7296 §2.1–2.3): the only place
-//! that touches message IDs, the request window, retransmission and the
-//! replay of a cached response to a retransmitted request.
+//! that touches message IDs, the request window, retransmission, the
+//! replay of a cached response to a retransmitted request, and collisions
+//! (a request of the peer crossing ours, §2.8.1–2.8.2).
 //!
 //! The window is 1 in both directions (§2.3: the default without
 //! SET_WINDOW_SIZE): one request of ours outstanding at a time, and the
 //! peer's requests answered strictly in order.
+//!
+//! It holds the tasks, as strongSwan's task manager does: the active one
+//! (`T`), which sent our request and waits for its response, and a
+//! passive one (`P`), which waits for the peer's next request (the
+//! responder's IKE_AUTH after its IKE_SA_INIT answer).
 
 use core::time::Duration;
 
@@ -70,22 +76,33 @@ pub(crate) enum RequestVerdict {
     Drop,
 }
 
-/// Message IDs and the outstanding request of one IKE SA.
-pub(crate) struct Exchanges<T> {
-    /// The ID of our next request.
-    pub next_mid: u32,
-    /// Our request in flight.
-    pub pending: Option<Outstanding<T>>,
-    /// The ID we expect on the peer's next request.
-    pub peer_next: u32,
-    /// Our response to the peer's last request, with its ID.
-    pub last_response: Option<(u32, Vec<u8>)>,
-    /// SHA-256 of the peer's last request (a retransmission is the same
-    /// bytes; anything else with its ID is not answered).
-    pub request_digest: Option<[u8; 32]>,
+/// A task in flight that a request of the peer may cross (§2.8.1: a
+/// rekey of the same Child SA, §2.8.2: of the IKE SA).
+pub(crate) trait Collide {
+    /// What crossed it.
+    type Collision;
+    /// Take note of `c`, if it concerns this task; whether it did.
+    fn collide(&mut self, c: Self::Collision) -> bool;
 }
 
-impl<T> Exchanges<T> {
+/// Message IDs, the outstanding request and the tasks of one IKE SA.
+pub(crate) struct Exchanges<T, P = ()> {
+    /// The ID of our next request.
+    next_mid: u32,
+    /// Our request in flight.
+    pending: Option<Outstanding<T>>,
+    /// The ID we expect on the peer's next request.
+    peer_next: u32,
+    /// Our response to the peer's last request, with its ID.
+    last_response: Option<(u32, Vec<u8>)>,
+    /// SHA-256 of the peer's last request (a retransmission is the same
+    /// bytes; anything else with its ID is not answered).
+    request_digest: Option<[u8; 32]>,
+    /// The task that waits for the peer's next request, if one does.
+    passive: Option<P>,
+}
+
+impl<T, P> Exchanges<T, P> {
     /// A fresh manager; the first request of either side is ID `first`.
     pub fn new(first: u32) -> Self {
         Exchanges {
@@ -94,6 +111,70 @@ impl<T> Exchanges<T> {
             peer_next: first,
             last_response: None,
             request_digest: None,
+            passive: None,
+        }
+    }
+
+    /// Our IKE_SA_INIT again (after a COOKIE or INVALID_KE_PAYLOAD,
+    /// §2.6, §1.2): ID 0 again, and a fresh retransmission schedule.
+    pub fn restart(
+        &mut self,
+        exchange: ExchangeType,
+        data: Vec<u8>,
+        task: T,
+        now: Duration,
+        rt: &Retransmit,
+    ) {
+        *self = Exchanges::new(0);
+        self.sent(exchange, data, task, now, rt);
+    }
+
+    /// The task waiting for the response to our request, if one is.
+    pub fn task(&self) -> Option<&T> {
+        self.pending.as_ref().map(|p| &p.task)
+    }
+
+    /// The task of our request `mid`/`exchange`, if that is the one in
+    /// flight (it stays there).
+    pub fn waiting(&self, mid: u32, exchange: ExchangeType) -> Option<&T> {
+        self.pending
+            .as_ref()
+            .filter(|p| p.mid == mid && p.exchange == exchange)
+            .map(|p| &p.task)
+    }
+
+    /// Give up our request in flight, if any: its task.
+    pub fn take_task(&mut self) -> Option<T> {
+        self.pending.take().map(|p| p.task)
+    }
+
+    /// Let `task` wait for the peer's next request.
+    pub fn await_request(&mut self, task: P) {
+        self.passive = Some(task);
+    }
+
+    /// The task waiting for the peer's next request, if one is.
+    pub fn passive(&self) -> Option<&P> {
+        self.passive.as_ref()
+    }
+
+    /// Take the task waiting for the peer's next request (it is here).
+    pub fn take_passive(&mut self) -> Option<P> {
+        self.passive.take()
+    }
+
+    /// The peer's request with this SHA-256 is processed: a
+    /// retransmission of it gets the same answer.
+    pub fn processing(&mut self, digest: [u8; 32]) {
+        self.request_digest = Some(digest);
+    }
+
+    /// Our response to the peer's last request, if a request with
+    /// `digest` is that request again.
+    pub fn cached_response(&self, digest: &[u8; 32]) -> Option<&[u8]> {
+        match &self.last_response {
+            Some((_, last)) if self.request_digest.as_ref() == Some(digest) => Some(last),
+            _ => None,
         }
     }
 
@@ -179,6 +260,15 @@ impl<T> Exchanges<T> {
     /// When [`Exchanges::poll`] next has something to do.
     pub fn deadline(&self) -> Option<Duration> {
         self.pending.as_ref().map(|p| p.deadline)
+    }
+}
+
+impl<T: Collide, P> Exchanges<T, P> {
+    /// A request of the peer crossed ours (we answered it while ours is in
+    /// flight): the task in flight takes note, if it concerns it; whether
+    /// it did.
+    pub fn collided(&mut self, c: T::Collision) -> bool {
+        self.pending.as_mut().is_some_and(|p| p.task.collide(c))
     }
 }
 

@@ -14,23 +14,61 @@
 use core::time::Duration;
 
 use flowsec_wire::iana::{ExchangeType, NotifyType, ProtocolId};
-use flowsec_wire::ike::{Delete, Message, Payload};
+use flowsec_wire::ike::{Delete as DeletePayload, Message, Payload};
 
-use crate::engine::{error_notify, Ike};
+use crate::event::IkeEvent;
+use crate::host::{error_notify, Host};
 use crate::kernel::Kernel;
-use crate::sa::{ChildState, IkeSa, IkeState, Task};
+use crate::sa::{ChildState, IkeSa, IkeState};
+use crate::table::{SaMut, Then};
+use crate::task::Task;
 
-impl Ike {
+/// The Child SAs a peer's DELETE payloads name, by our inbound SPI (the
+/// peer names its inbound SPI: our outbound one): those whose halves our
+/// answer names (§1.4.1), with their protocol, and those we are deleting
+/// ourselves (DELETEs crossed: they go too, unnamed).
+fn deleted_children(sa: &IkeSa, deletes: &[&DeletePayload]) -> (Vec<(ProtocolId, u32)>, Vec<u32>) {
+    let (mut ours, mut crossed) = (Vec::new(), Vec::new());
+    for d in deletes
+        .iter()
+        .filter(|d| d.protocol == ProtocolId::ESP || d.protocol == ProtocolId::AH)
+    {
+        let want = crate::child::protocol_of(d.protocol);
+        for spi in &d.spis {
+            match sa
+                .children
+                .iter()
+                .find(|c| c.spi_out == *spi && c.sa_out.protocol == want)
+            {
+                Some(c) if c.state == ChildState::Deleting => crossed.push(c.spi_in),
+                Some(c) => ours.push((crate::child::protocol_id(c.sa_in.protocol), c.spi_in)),
+                None => {}
+            }
+        }
+    }
+    (ours, crossed)
+}
+
+/// INFORMATIONAL with DELETE (§1.4.1), initiator: waits for the answer.
+pub(crate) enum Delete {
+    /// Of these Child SAs (our inbound SPIs); the answer names the other
+    /// halves.
+    Children(Vec<u32>),
+    /// Of the IKE SA, and with it of its Child SAs.
+    Ike,
+}
+
+impl Host {
     /// Responder: an INFORMATIONAL request.
     pub(crate) fn informational_request(
         &mut self,
         now: Duration,
-        mut sa: IkeSa,
+        sa: &mut SaMut<'_>,
         mid: u32,
         msg: Message,
         k: &mut dyn Kernel,
-    ) {
-        let deletes: Vec<&Delete> = msg
+    ) -> Then {
+        let deletes: Vec<&DeletePayload> = msg
             .payloads
             .iter()
             .filter_map(|p| match p {
@@ -39,55 +77,30 @@ impl Ike {
             })
             .collect();
         if deletes.iter().any(|d| d.protocol == ProtocolId::IKE) {
-            self.respond(&mut sa, ExchangeType::INFORMATIONAL, mid, vec![]);
-            self.events.push(format!(
-                "IKE_SA {}[{}] deleted by the peer",
-                self.conn_name(&sa),
-                sa.uid
-            ));
-            let after = self.after_close(&sa, None);
-            self.destroy(sa, k);
-            self.revive(now, after, k);
-            return;
+            self.respond(sa, ExchangeType::INFORMATIONAL, mid, vec![]);
+            self.events.push(IkeEvent::Deleted {
+                name: self.conn_name(sa),
+                unique_id: sa.uid,
+                by_peer: true,
+            });
+            return Then::Destroy(self.after_close(sa, None));
         }
         if let Some(n) = error_notify(&msg) {
             // E.g. AUTHENTICATION_FAILED after IKE_AUTH (§2.21.2).
             let ty = n.ty;
-            self.events.push(format!(
-                "IKE_SA {}[{}]: peer reports {ty}",
-                self.conn_name(&sa),
-                sa.uid
-            ));
+            self.events.push(IkeEvent::PeerReports {
+                name: self.conn_name(sa),
+                unique_id: sa.uid,
+                notify: ty,
+            });
             if ty == NotifyType::AUTHENTICATION_FAILED {
-                self.respond(&mut sa, ExchangeType::INFORMATIONAL, mid, vec![]);
-                self.destroy(sa, k);
-                return;
+                self.respond(sa, ExchangeType::INFORMATIONAL, mid, vec![]);
+                return Then::Destroy(Vec::new());
             }
         }
-        // §1.4.1: the halves of the pairs the peer deletes go in our
-        // answer, except those we are deleting ourselves (DELETEs crossed):
-        // those go too, unnamed.
-        let (mut ours, mut crossed) = (Vec::new(), Vec::new());
-        for d in deletes
-            .iter()
-            .filter(|d| d.protocol == ProtocolId::ESP || d.protocol == ProtocolId::AH)
-        {
-            for spi in &d.spis {
-                // The peer names its inbound SPI: our outbound one.
-                let want = crate::child::protocol_of(d.protocol);
-                match sa
-                    .children
-                    .iter()
-                    .find(|c| c.spi_out == *spi && c.sa_out.protocol == want)
-                {
-                    Some(c) if c.state == ChildState::Deleting => crossed.push(c.spi_in),
-                    Some(c) => ours.push((crate::child::protocol_id(c.sa_in.protocol), c.spi_in)),
-                    None => {}
-                }
-            }
-        }
+        let (ours, crossed) = deleted_children(sa, &deletes);
         for spi in &crossed {
-            self.remove_child(&mut sa, *spi, k);
+            self.remove_child(sa, *spi, k);
         }
         // Those the peer closes on its own (not the old half of a rekey).
         let closed: Vec<u32> = sa
@@ -98,9 +111,9 @@ impl Ike {
             })
             .map(|c| c.spi_in)
             .collect();
-        let after = self.after_close(&sa, Some(&closed));
+        let after = self.after_close(sa, Some(&closed));
         for (_, spi) in &ours {
-            self.remove_child(&mut sa, *spi, k);
+            self.remove_child(sa, *spi, k);
         }
         // One Delete payload per protocol (§3.11).
         let payloads = [ProtocolId::ESP, ProtocolId::AH]
@@ -111,12 +124,12 @@ impl Ike {
                     .filter(|(p, _)| *p == protocol)
                     .map(|(_, s)| *s)
                     .collect();
-                (!spis.is_empty()).then_some(Payload::Delete(Delete { protocol, spis }))
+                (!spis.is_empty()).then_some(Payload::Delete(DeletePayload { protocol, spis }))
             })
             .collect();
-        self.respond(&mut sa, ExchangeType::INFORMATIONAL, mid, payloads);
+        self.respond(sa, ExchangeType::INFORMATIONAL, mid, payloads);
         self.kick(now, sa, k);
-        self.revive(now, after, k);
+        Then::Revive(after)
     }
 
     /// Start deleting the Child SA with inbound SPI `spi`.
@@ -125,7 +138,7 @@ impl Ike {
             return;
         };
         c.state = ChildState::Deleting;
-        let d = Payload::Delete(Delete {
+        let d = Payload::Delete(DeletePayload {
             protocol: crate::child::protocol_id(c.sa_in.protocol),
             spis: vec![spi],
         });
@@ -134,7 +147,7 @@ impl Ike {
             sa,
             ExchangeType::INFORMATIONAL,
             vec![d],
-            Task::DeleteChildren(vec![spi]),
+            Task::Delete(Delete::Children(vec![spi])),
         );
     }
 
@@ -142,7 +155,7 @@ impl Ike {
     pub(crate) fn start_delete_ike(&mut self, now: Duration, sa: &mut IkeSa) {
         sa.state = IkeState::Deleting;
         sa.expire_at = None;
-        let d = Payload::Delete(Delete {
+        let d = Payload::Delete(DeletePayload {
             protocol: ProtocolId::IKE,
             spis: vec![],
         });
@@ -151,7 +164,7 @@ impl Ike {
             sa,
             ExchangeType::INFORMATIONAL,
             vec![d],
-            Task::DeleteIke,
+            Task::Delete(Delete::Ike),
         );
     }
 }

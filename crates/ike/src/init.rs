@@ -1,5 +1,6 @@
 //! IKE_SA_INIT (RFC 7296 §1.2, §2.6 cookies, §1.3/§2.7 INVALID_KE_PAYLOAD,
-//! §2.23 NAT detection), both roles, and starting an IKE SA.
+//! §2.23 NAT detection) and starting an IKE SA, as initiator (the
+//! responder's side is init_responder.rs), and the keys both derive.
 //!
 //! ```text
 //! Initiator                               Responder
@@ -12,27 +13,52 @@
 
 use core::time::Duration;
 use std::collections::VecDeque;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, PayloadType};
-use flowsec_wire::ike::{Header, Ke, Message, Payload};
+use flowsec_wire::ike::{Header, Ke, Message, Payload, Proposal};
 use zeroize::Zeroizing;
 
-use crate::admit::Refusal;
+use crate::auth::InitMessages;
 use crate::config::{self, AddrSpec, IkeChosen};
+use crate::crypto::KeyExchange;
 use crate::crypto::{self, IkeKeys, SkCrypto};
-use crate::engine::{error_notify, notifies, notify, parts, Ike};
+use crate::engine::Ike;
+use crate::error::{CommandError, InitResponseError, NegotiationError};
+use crate::event::IkeEvent;
 use crate::exchange::Exchanges;
+use crate::host::{error_notify, notifies, notify, parts, Host};
 use crate::kernel::Kernel;
-use crate::sa::{IkeKeyState, IkeSa, IkeState, Task};
+use crate::nat::{nat_detect, nat_hash};
+use crate::sa::{IkeKeyState, IkeSa, IkeState};
+use crate::table::{SaMut, Then};
+use crate::task::Task;
 
 // The UDP port IKE starts on, and the one it floats to (§2.23).
 pub use flowsec_wire::udp_encap::{IKE_PORT, NAT_T_PORT};
 /// Bytes of our nonces (§2.10: at least half the PRF key size; strongSwan
 /// sends 32).
-const NONCE_LEN: usize = 32;
+pub(crate) const NONCE_LEN: usize = 32;
 /// IKE_SA_INIT retries for COOKIE and INVALID_KE_PAYLOAD before giving up.
 const MAX_INIT_RETRIES: u32 = 5;
+
+/// IKE_SA_INIT, initiator (§1.2): waits for the response. The request as
+/// sent is the exchange manager's: it retransmits it, and hands it back
+/// with the response for AUTH to sign (§2.15).
+pub(crate) struct IkeInit {
+    /// KEi, of the group last asked for.
+    pub ke: Box<dyn KeyExchange>,
+    /// Ni.
+    pub ni: Vec<u8>,
+    /// SAi1: our proposals.
+    pub offer: Vec<Proposal>,
+    /// The COOKIE the responder asked us to return first (§2.6).
+    pub cookie: Option<Vec<u8>>,
+    /// Requests sent again so far (COOKIE, INVALID_KE_PAYLOAD).
+    pub retries: u32,
+    /// The Child SA config IKE_AUTH is to bring up.
+    pub first_child: Option<usize>,
+}
 
 impl Ike {
     /// Start `child` of connection `conn` (by name; either may be left
@@ -45,9 +71,10 @@ impl Ike {
         conn: Option<&str>,
         child: Option<&str>,
         k: &mut dyn Kernel,
-    ) -> Result<(), String> {
-        self.clock = now;
+    ) -> Result<(), CommandError> {
+        self.host.clock = now;
         let found = self
+            .host
             .config
             .connections
             .iter()
@@ -66,16 +93,13 @@ impl Ike {
                 }
             });
         let Some((ci, child)) = found else {
-            return Err(format!(
-                "no connection {}{}",
-                conn.unwrap_or("*"),
-                child
-                    .map(|c| format!(" with child {c}"))
-                    .unwrap_or_default()
-            ));
+            return Err(CommandError::NoConnection {
+                conn: conn.map(str::to_string),
+                child: child.map(str::to_string),
+            });
         };
         let child =
-            child.or_else(|| (!self.config.connections[ci].children.is_empty()).then_some(0));
+            child.or_else(|| (!self.host.config.connections[ci].children.is_empty()).then_some(0));
         // An IKE SA of the connection we can reuse?
         let existing = self
             .sas
@@ -89,20 +113,16 @@ impl Ike {
             })
             .map(|s| s.our_spi());
         if let Some(spi) = existing {
-            if let Some(cfg) = child {
-                let Some(mut sa) = self.sas.remove(&spi) else {
-                    return Ok(());
-                };
-                if sa.state == IkeState::Established {
-                    sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
-                    self.kick(now, sa, k);
-                } else {
-                    // IKE_AUTH will carry the first child; the rest follow.
-                    if sa.first_child != Some(cfg) {
-                        sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
-                    }
-                    self.keep(sa);
-                }
+            let Some(cfg) = child else { return Ok(()) };
+            let Some((_, mut sa)) = self.sas.find(spi) else {
+                return Ok(());
+            };
+            if sa.state == IkeState::Established {
+                sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
+                self.host.kick(now, &mut sa, k);
+            } else if sa.exch.task().and_then(Task::first_child) != Some(cfg) {
+                // IKE_AUTH will carry the first child; the rest follow.
+                sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
             }
             return Ok(());
         }
@@ -116,8 +136,8 @@ impl Ike {
         ci: usize,
         child: Option<usize>,
         k: &mut dyn Kernel,
-    ) -> Result<(), String> {
-        let conn = &self.config.connections[ci];
+    ) -> Result<(), CommandError> {
+        let conn = &self.host.config.connections[ci];
         let remote_ip = conn
             .remote_addrs
             .iter()
@@ -125,11 +145,8 @@ impl Ike {
                 AddrSpec::Addr(ip) => Some(*ip),
                 _ => None,
             })
-            .ok_or_else(|| {
-                format!(
-                    "{}: remote_addrs has no single address to initiate to",
-                    conn.name
-                )
+            .ok_or_else(|| CommandError::NoRemoteAddress {
+                conn: conn.name.clone(),
             })?;
         let local_ip = conn
             .local_addrs
@@ -139,51 +156,83 @@ impl Ike {
                 _ => None,
             })
             .or_else(|| k.source_for(remote_ip))
-            .ok_or_else(|| format!("{}: no local address to reach {remote_ip}", conn.name))?;
+            .ok_or_else(|| CommandError::NoLocalAddress {
+                name: conn.name.clone(),
+                remote: remote_ip,
+            })?;
         let group = conn
             .proposals
             .iter()
             .flat_map(|p| p.dh.iter())
             .copied()
-            .find(|g| self.provider.key_exchange(*g).is_some())
-            .ok_or_else(|| format!("{}: no supported DH group in proposals", conn.name))?;
+            .find(|g| self.host.provider.key_exchange(*g).is_some())
+            .ok_or_else(|| CommandError::NoGroup {
+                conn: conn.name.clone(),
+            })?;
         let local = SocketAddr::new(local_ip, conn.local_port);
         let remote = SocketAddr::new(remote_ip, conn.remote_port);
         let offer = config::ike_offer(&conn.proposals);
         let name = conn.name.clone();
-        let ke = crypto::key_exchange(&self.provider, group, self.rng.as_mut())
-            .map_err(|e| format!("{name}: {e}"))?;
-        let spi_i = self.new_spi();
-        let ni = self.random(NONCE_LEN);
-        let uid = self.next_uid;
-        self.next_uid += 1;
-        let mut sa = new_sa(ci, uid, spi_i, 0, true, local, remote, now);
-        sa.ke = Some(ke);
-        sa.ni = ni;
-        sa.offer = offer;
-        sa.first_child = child;
-        self.events.push(format!(
-            "initiating IKE_SA {name}[{uid}] to {}",
-            remote.ip()
-        ));
-        self.send_init(now, &mut sa);
-        self.keep(sa);
+        let ke = crypto::key_exchange(&self.host.provider, group, self.host.rng.as_mut()).map_err(
+            |error| CommandError::KeyExchange {
+                conn: name.clone(),
+                error,
+            },
+        )?;
+        let spi_i = self.host.new_spi(|s| self.sas.contains_spi(s));
+        let ni = self.host.random(NONCE_LEN);
+        let uid = self.host.next_uid;
+        self.host.next_uid += 1;
+        let mut sa = new_sa(ci, uid, (spi_i, 0), true, (local, remote), now);
+        let init = IkeInit {
+            ke,
+            ni,
+            offer,
+            cookie: None,
+            retries: 0,
+            first_child: child,
+        };
+        self.host.events.push(IkeEvent::Initiating {
+            name,
+            unique_id: uid,
+            remote: remote.ip(),
+        });
+        self.host.send_init(now, &mut sa, init);
+        self.sas.insert(sa);
         Ok(())
     }
 
+    /// The initiator's side: the answer to our IKE_SA_INIT, for the SA
+    /// its SPIi names.
+    pub(crate) fn init_response(
+        &mut self,
+        now: Duration,
+        header: &Header,
+        data: &[u8],
+        k: &mut dyn Kernel,
+    ) {
+        let Some((at, mut sa)) = self.sas.find(header.spi_i) else {
+            self.host.stats.unknown_spi += 1;
+            return;
+        };
+        let then = self.host.init_response(now, &mut sa, header, data, k);
+        self.then(now, at, then, k);
+    }
+}
+
+impl Host {
     /// (Re)send our IKE_SA_INIT request.
-    fn send_init(&mut self, now: Duration, sa: &mut IkeSa) {
+    fn send_init(&mut self, now: Duration, sa: &mut IkeSa, init: IkeInit) {
         let mut payloads = Vec::new();
-        if let Some(c) = &sa.cookie {
+        if let Some(c) = &init.cookie {
             payloads.push(notify(NotifyType::COOKIE, c.clone()));
         }
-        let Some(ke) = &sa.ke else { return };
-        payloads.push(Payload::Sa(sa.offer.clone()));
+        payloads.push(Payload::Sa(init.offer.clone()));
         payloads.push(Payload::Ke(Ke {
-            group: ke.group(),
-            data: ke.public_value().to_vec(),
+            group: init.ke.group(),
+            data: init.ke.public_value().to_vec(),
         }));
-        payloads.push(Payload::Nonce(sa.ni.clone()));
+        payloads.push(Payload::Nonce(init.ni.clone()));
         payloads.push(notify(
             NotifyType::NAT_DETECTION_SOURCE_IP,
             nat_hash(sa.spi_i, 0, sa.local),
@@ -197,222 +246,14 @@ impl Ike {
             payloads,
         }
         .emit();
-        sa.init_request = data.clone();
-        sa.exch = Exchanges::new(0);
-        sa.exch.sent(
+        sa.exch.restart(
             ExchangeType::IKE_SA_INIT,
             data.clone(),
-            Task::Init,
+            Task::IkeInit(init),
             now,
             &self.settings.retransmit,
         );
         self.push(sa.local, sa.remote, data);
-    }
-
-    /// The responder's side of IKE_SA_INIT.
-    pub(crate) fn init_request(
-        &mut self,
-        now: Duration,
-        local: SocketAddr,
-        remote: SocketAddr,
-        header: &Header,
-        data: &[u8],
-    ) {
-        if header.spi_r != 0 || header.message_id != 0 || !header.initiator {
-            self.stats.malformed += 1;
-            return;
-        }
-        // A retransmission of a request we answered: the same answer.
-        if let Some(sa) = self.sas.values().find(|s| {
-            s.state == IkeState::HalfOpen && s.spi_i == header.spi_i && s.remote == remote
-        }) {
-            if sa.init_request == data {
-                let (l, r, d) = (sa.local, sa.remote, sa.init_response.clone());
-                self.stats.replayed += 1;
-                self.push(l, r, d);
-            }
-            return;
-        }
-        let msg = match Message::parse(data) {
-            Ok(m) => m,
-            Err(flowsec_wire::ike::IkeError::UnsupportedCritical(ty)) => {
-                self.stats.malformed += 1;
-                self.answer_init(
-                    local,
-                    remote,
-                    header.spi_i,
-                    NotifyType::UNSUPPORTED_CRITICAL_PAYLOAD,
-                    vec![ty.0],
-                );
-                return;
-            }
-            Err(_) => {
-                self.stats.malformed += 1;
-                return;
-            }
-        };
-        if crate::rules::check(ExchangeType::IKE_SA_INIT, false, &msg.payloads).is_err() {
-            self.stats.malformed += 1;
-            return;
-        }
-        let p = parts(&msg);
-        let (Some(sai), Some(kei), Some(ni)) = (p.sa, p.ke, p.nonce) else {
-            return;
-        };
-        // §2.6: a returned cookie is the first payload.
-        let cookie = match msg.payloads.first() {
-            Some(Payload::Notify(n)) if n.ty == NotifyType::COOKIE => Some(n.data.as_slice()),
-            _ => None,
-        };
-        match self.admit(now, remote.ip(), ni, header.spi_i, cookie) {
-            Ok(()) => {}
-            Err(Refusal::Cookie(want)) => {
-                self.stats.cookies_sent += 1;
-                self.answer_init(local, remote, header.spi_i, NotifyType::COOKIE, want);
-                return;
-            }
-            Err(Refusal::BlockedSource) => {
-                self.stats.blocked_source += 1;
-                return;
-            }
-            Err(Refusal::Limit) => {
-                self.stats.refused_limit += 1;
-                return;
-            }
-        }
-        let Some((ci, chosen)) = self.pick_connection(local.ip(), remote.ip(), sai, kei.group)
-        else {
-            self.stats.no_proposal += 1;
-            self.events.push(format!(
-                "IKE_SA_INIT from {remote}: no acceptable proposal: NO_PROPOSAL_CHOSEN"
-            ));
-            self.answer_init(
-                local,
-                remote,
-                header.spi_i,
-                NotifyType::NO_PROPOSAL_CHOSEN,
-                vec![],
-            );
-            return;
-        };
-        if kei.group != chosen.suite.dh {
-            // §1.2: stateless; the initiator retries with our group.
-            self.stats.invalid_ke_sent += 1;
-            let group = chosen.suite.dh.0.to_be_bytes().to_vec();
-            self.answer_init(
-                local,
-                remote,
-                header.spi_i,
-                NotifyType::INVALID_KE_PAYLOAD,
-                group,
-            );
-            return;
-        }
-        let ke = match crypto::key_exchange(&self.provider, chosen.suite.dh, self.rng.as_mut()) {
-            Ok(ke) => ke,
-            Err(_) => return,
-        };
-        let g_ir = match ke.shared_secret(&kei.data) {
-            Ok(s) => s,
-            Err(_) => {
-                // RFC 6989: a bad public value.
-                self.stats.malformed += 1;
-                self.answer_init(
-                    local,
-                    remote,
-                    header.spi_i,
-                    NotifyType::INVALID_SYNTAX,
-                    vec![],
-                );
-                return;
-            }
-        };
-        let spi_r = self.new_spi();
-        let nr = self.random(NONCE_LEN);
-        let Some(keys) = self.derive(&chosen, &g_ir, (ni, &nr), (header.spi_i, spi_r), false)
-        else {
-            return;
-        };
-        let uid = self.next_uid;
-        self.next_uid += 1;
-        let mut sa = new_sa(ci, uid, header.spi_i, spi_r, false, local, remote, now);
-        sa.state = IkeState::HalfOpen;
-        sa.keys = Some(keys);
-        sa.ni = ni.clone();
-        sa.nr = nr.clone();
-        let (nat_local, nat_remote) = nat_detect(&msg, header.spi_i, 0, local, remote);
-        sa.nat_local = nat_local;
-        sa.nat_remote = nat_remote;
-        let mut answer = config::ike_answer(&chosen);
-        answer.spi = Vec::new();
-        let payloads = vec![
-            Payload::Sa(vec![answer]),
-            Payload::Ke(Ke {
-                group: ke.group(),
-                data: ke.public_value().to_vec(),
-            }),
-            Payload::Nonce(nr),
-            notify(
-                NotifyType::NAT_DETECTION_SOURCE_IP,
-                nat_hash(header.spi_i, spi_r, local),
-            ),
-            notify(
-                NotifyType::NAT_DETECTION_DESTINATION_IP,
-                nat_hash(header.spi_i, spi_r, remote),
-            ),
-        ];
-        let response = Message {
-            header: init_header(header.spi_i, spi_r, false, true),
-            payloads,
-        }
-        .emit();
-        sa.init_request = data.to_vec();
-        sa.init_response = response.clone();
-        sa.exch = Exchanges::new(0);
-        sa.exch.responded(0, response.clone());
-        self.push(local, remote, response);
-        self.keep(sa);
-    }
-
-    /// The first configured connection for these addresses whose
-    /// proposals meet the offer.
-    fn pick_connection(
-        &self,
-        local: IpAddr,
-        remote: IpAddr,
-        offer: &[flowsec_wire::ike::Proposal],
-        ke: DhGroup,
-    ) -> Option<(usize, IkeChosen)> {
-        self.config
-            .connections
-            .iter()
-            .enumerate()
-            .find_map(|(i, c)| {
-                let here = c.local_addrs.is_empty()
-                    || c.local_addrs.iter().any(|a| addr_matches(a, local));
-                let there = c.remote_addrs.is_empty()
-                    || c.remote_addrs.iter().any(|a| addr_matches(a, remote));
-                if !(here && there) {
-                    return None;
-                }
-                config::select_ike(&promote_ike(&c.proposals, ke), offer).map(|ch| (i, ch))
-            })
-    }
-
-    /// An unprotected IKE_SA_INIT answer carrying one notify (SPIr 0).
-    fn answer_init(
-        &mut self,
-        local: SocketAddr,
-        remote: SocketAddr,
-        spi_i: u64,
-        ty: NotifyType,
-        data: Vec<u8>,
-    ) {
-        let msg = Message {
-            header: init_header(spi_i, 0, false, true),
-            payloads: vec![notify(ty, data)],
-        };
-        self.push(local, remote, msg.emit());
     }
 
     /// SKEYSEED and the seven keys (§2.14); the SK crypto of each
@@ -460,163 +301,164 @@ impl Ike {
     pub(crate) fn init_response(
         &mut self,
         now: Duration,
-        local: SocketAddr,
-        remote: SocketAddr,
+        sa: &mut SaMut<'_>,
         header: &Header,
         data: &[u8],
         k: &mut dyn Kernel,
-    ) {
-        let Some(mut sa) = self.sas.remove(&header.spi_i) else {
-            self.stats.unknown_spi += 1;
-            return;
-        };
+    ) -> Then {
         // Unauthenticated (§2.21.1): what does not move the exchange on
         // leaves our request and its retransmissions as they were, so a
         // forged answer cannot end or stall the attempt.
-        let waiting = sa
-            .exch
-            .pending
-            .as_ref()
-            .is_some_and(|p| p.mid == 0 && p.exchange == ExchangeType::IKE_SA_INIT);
-        if sa.state != IkeState::Connecting || !sa.initiator || !waiting {
+        let waiting = sa.exch.waiting(0, ExchangeType::IKE_SA_INIT);
+        if !matches!(waiting, Some(Task::IkeInit(_)))
+            || sa.state != IkeState::Connecting
+            || !sa.initiator
+        {
             self.stats.bad_message_id += 1;
-            self.keep(sa);
-            return;
+            return Then::Stay;
         }
         let msg = match Message::parse(data) {
             Ok(m) if crate::rules::check(ExchangeType::IKE_SA_INIT, true, &m.payloads).is_ok() => m,
             _ => {
                 self.stats.malformed += 1;
-                self.keep(sa);
-                return;
+                return Then::Stay;
             }
         };
-        let _ = (local, remote);
-        if let Some(n) = notifies(&msg).find(|n| n.ty == NotifyType::COOKIE) {
-            // §2.6: the same request again, the cookie first.
-            if sa.init_retries < MAX_INIT_RETRIES && n.data.len() <= 64 && !n.data.is_empty() {
-                sa.init_retries += 1;
-                sa.cookie = Some(n.data.clone());
-                self.send_init(now, &mut sa);
-                self.keep(sa);
-            } else {
-                self.fail(sa, "too many COOKIE requests", k);
-            }
-            return;
+        if let Some(then) = self.init_notified(now, sa, &msg) {
+            return then;
         }
-        if let Some(n) = error_notify(&msg) {
-            if n.ty == NotifyType::INVALID_KE_PAYLOAD
-                && n.data.len() == 2
-                && sa.init_retries < MAX_INIT_RETRIES
-            {
-                let group = DhGroup(u16::from_be_bytes([n.data[0], n.data[1]]));
-                let offered = self.config.connections[sa.conn]
-                    .proposals
-                    .iter()
-                    .any(|p| p.dh.contains(&group));
-                let current = sa.ke.as_ref().map(|k| k.group());
-                if offered && current != Some(group) {
-                    if let Ok(ke) = crypto::key_exchange(&self.provider, group, self.rng.as_mut()) {
-                        self.events
-                            .push(format!("peer wants DH group {group}: retrying IKE_SA_INIT"));
-                        sa.init_retries += 1;
-                        sa.ke = Some(ke);
-                        self.send_init(now, &mut sa);
-                        self.keep(sa);
-                        return;
-                    }
-                }
-            }
-            // Not acted on at once: a valid answer may still come; if
-            // none does, the retransmissions run out (§2.21.1).
-            self.events.push(format!(
-                "IKE_SA {}[{}]: IKE_SA_INIT answered with {} (unauthenticated): still waiting",
-                self.conn_name(&sa),
-                sa.uid,
-                n.ty
-            ));
-            self.keep(sa);
-            return;
-        }
+        let Some(Task::IkeInit(init)) = sa.exch.task() else {
+            return Then::Stay;
+        };
         let p = parts(&msg);
         let (Some(sar), Some(ker), Some(nr)) = (p.sa.and_then(|s| s.first()), p.ke, p.nonce) else {
-            self.bogus_init(sa, "IKE_SA_INIT response without SA, KE and nonce");
-            return;
+            return self.bogus_init(sa, InitResponseError::MissingPayloads);
         };
-        let chosen = match config::ike_accepts(&sa.offer, sar) {
+        let chosen = match config::ike_accepts(&init.offer, sar) {
             Some(c) if c.suite.dh == ker.group && header.spi_r != 0 => c,
-            _ => {
-                self.bogus_init(sa, "IKE_SA_INIT response chose what we did not offer");
-                return;
-            }
+            _ => return self.bogus_init(sa, InitResponseError::NotOffered),
         };
-        let Some(g_ir) = sa
-            .ke
-            .as_ref()
-            .and_then(|ke| ke.shared_secret(&ker.data).ok())
-        else {
-            self.bogus_init(sa, "bad KE payload in IKE_SA_INIT response");
-            return;
+        let Ok(g_ir) = init.ke.shared_secret(&ker.data) else {
+            return self.bogus_init(sa, InitResponseError::BadKe);
+        };
+        // The exchange is done: the request as sent is RealMessage1
+        // (§2.15). §2.2: each end numbers its own requests from 0;
+        // IKE_SA_INIT was our 0 (the manager's next is 1), the peer's
+        // first request will be its 0.
+        let Some(sent) = sa.exch.answered(0, ExchangeType::IKE_SA_INIT) else {
+            return Then::Stay;
+        };
+        let Task::IkeInit(init) = sent.task else {
+            return Then::Stay;
         };
         sa.spi_r = header.spi_r;
-        sa.nr = nr.clone();
-        sa.ke = None;
-        let Some(keys) = self.derive(&chosen, &g_ir, (&sa.ni, nr), (sa.spi_i, sa.spi_r), true)
+        let Some(keys) = self.derive(&chosen, &g_ir, (&init.ni, nr), (sa.spi_i, sa.spi_r), true)
         else {
-            self.fail(sa, "key derivation failed", k);
-            return;
+            return self.fail(sa, NegotiationError::KeyDerivation);
         };
         sa.keys = Some(keys);
-        sa.init_response = data.to_vec();
         let (nat_local, nat_remote) = nat_detect(&msg, sa.spi_i, sa.spi_r, sa.local, sa.remote);
-        sa.nat_local = nat_local;
-        sa.nat_remote = nat_remote;
+        (sa.nat_local, sa.nat_remote) = (nat_local, nat_remote);
         if nat_local || nat_remote {
             // §2.23: from IKE_AUTH on, both use port 4500.
             sa.local.set_port(NAT_T_PORT);
             sa.remote.set_port(NAT_T_PORT);
         }
-        // §2.2: each end numbers its own requests from 0; IKE_SA_INIT
-        // was our 0, the peer's first request will be its 0.
-        sa.exch = Exchanges::new(0);
-        sa.exch.next_mid = 1;
-        self.send_auth(now, sa, k);
+        let messages = InitMessages {
+            request: sent.data,
+            response: data.to_vec(),
+            ni: init.ni,
+            nr: nr.clone(),
+        };
+        self.send_auth(now, sa, messages, init.first_child, k)
+    }
+
+    /// The notifies of an IKE_SA_INIT answer that do not complete it:
+    /// COOKIE (§2.6) and INVALID_KE_PAYLOAD (§1.2) make us ask again, up
+    /// to [`MAX_INIT_RETRIES`] times; another error notify, as
+    /// unauthenticated, is noted and waited past (§2.21.1). `None`: none
+    /// of them.
+    fn init_notified(&mut self, now: Duration, sa: &mut SaMut<'_>, msg: &Message) -> Option<Then> {
+        let Some(Task::IkeInit(init)) = sa.exch.task() else {
+            return Some(Then::Stay);
+        };
+        let (retries, group) = (init.retries, init.ke.group());
+        if let Some(n) = notifies(msg).find(|n| n.ty == NotifyType::COOKIE) {
+            // §2.6: the same request again, the cookie first.
+            if retries < MAX_INIT_RETRIES && n.data.len() <= 64 && !n.data.is_empty() {
+                let cookie = n.data.clone();
+                self.init_again(now, sa, |init| init.cookie = Some(cookie));
+                return Some(Then::Stay);
+            }
+            return Some(self.fail(sa, NegotiationError::TooManyCookies));
+        }
+        let n = error_notify(msg)?;
+        if n.ty == NotifyType::INVALID_KE_PAYLOAD && n.data.len() == 2 && retries < MAX_INIT_RETRIES
+        {
+            let wanted = DhGroup(u16::from_be_bytes([n.data[0], n.data[1]]));
+            let offered = self.config.connections[sa.conn]
+                .proposals
+                .iter()
+                .any(|p| p.dh.contains(&wanted));
+            if offered && group != wanted {
+                if let Ok(ke) = crypto::key_exchange(&self.provider, wanted, self.rng.as_mut()) {
+                    self.events.push(IkeEvent::InitRetry { group: wanted });
+                    self.init_again(now, sa, |init| init.ke = ke);
+                    return Some(Then::Stay);
+                }
+            }
+        }
+        // Not acted on at once: a valid answer may still come; if none
+        // does, the retransmissions run out (§2.21.1).
+        self.events.push(IkeEvent::InitRefused {
+            name: self.conn_name(sa),
+            unique_id: sa.uid,
+            notify: n.ty,
+        });
+        Some(Then::Stay)
+    }
+
+    /// Our IKE_SA_INIT again, changed by `change` (one retry more).
+    fn init_again(&mut self, now: Duration, sa: &mut IkeSa, change: impl FnOnce(&mut IkeInit)) {
+        if let Some(Task::IkeInit(mut init)) = sa.exch.take_task() {
+            init.retries += 1;
+            change(&mut init);
+            self.send_init(now, sa, init);
+        }
     }
 
     /// An IKE_SA_INIT answer we cannot use: unauthenticated, so it ends
     /// nothing (§2.21.1); the request stays in flight.
-    fn bogus_init(&mut self, sa: IkeSa, why: &str) {
+    fn bogus_init(&mut self, sa: &IkeSa, why: InitResponseError) -> Then {
         self.stats.malformed += 1;
-        self.events.push(format!(
-            "IKE_SA {}[{}]: {why}: ignored",
-            self.conn_name(&sa),
-            sa.uid
-        ));
-        self.keep(sa);
+        self.events.push(IkeEvent::InitIgnored {
+            name: self.conn_name(sa),
+            unique_id: sa.uid,
+            why,
+        });
+        Then::Stay
     }
 
-    /// Give up on an IKE SA that is not established yet.
-    pub(crate) fn fail(&mut self, sa: IkeSa, why: &str, k: &mut dyn Kernel) {
-        self.events.push(format!(
-            "IKE_SA {}[{}] with {} failed: {why}",
-            self.conn_name(&sa),
-            sa.uid,
-            sa.remote.ip()
-        ));
-        self.destroy(sa, k);
+    /// Give up on an IKE SA that is not established yet: it goes when
+    /// its borrow ends.
+    pub(crate) fn fail(&mut self, sa: &IkeSa, reason: NegotiationError) -> Then {
+        self.events.push(IkeEvent::NegotiationFailed {
+            name: self.conn_name(sa),
+            unique_id: sa.uid,
+            remote: sa.remote.ip(),
+            reason,
+        });
+        Then::Destroy(Vec::new())
     }
 }
 
 /// A fresh IKE SA record.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn new_sa(
     conn: usize,
     uid: u32,
-    spi_i: u64,
-    spi_r: u64,
+    (spi_i, spi_r): (u64, u64),
     initiator: bool,
-    local: SocketAddr,
-    remote: SocketAddr,
+    (local, remote): (SocketAddr, SocketAddr),
     now: Duration,
 ) -> IkeSa {
     IkeSa {
@@ -629,14 +471,6 @@ pub(crate) fn new_sa(
         remote,
         state: IkeState::Connecting,
         keys: None,
-        ni: Vec::new(),
-        nr: Vec::new(),
-        ke: None,
-        cookie: None,
-        init_retries: 0,
-        init_request: Vec::new(),
-        init_response: Vec::new(),
-        offer: Vec::new(),
         nat_local: false,
         nat_remote: false,
         peer_id: None,
@@ -650,13 +484,10 @@ pub(crate) fn new_sa(
         expire_at: None,
         last_heard: now,
         last_sent: now,
-        first_child: None,
-        collisions: Vec::new(),
-        ike_collision: None,
     }
 }
 
-fn init_header(spi_i: u64, spi_r: u64, initiator: bool, response: bool) -> Header {
+pub(crate) fn init_header(spi_i: u64, spi_r: u64, initiator: bool, response: bool) -> Header {
     Header {
         spi_i,
         spi_r,
@@ -668,70 +499,6 @@ fn init_header(spi_i: u64, spi_r: u64, initiator: bool, response: bool) -> Heade
         response,
         message_id: 0,
         length: 0,
-    }
-}
-
-/// SHA-1(SPIi | SPIr | IP | Port) (§2.23).
-pub(crate) fn nat_hash(spi_i: u64, spi_r: u64, addr: SocketAddr) -> Vec<u8> {
-    let (v4, v6);
-    let ip: &[u8] = match addr.ip() {
-        IpAddr::V4(a) => {
-            v4 = a.octets();
-            &v4
-        }
-        IpAddr::V6(a) => {
-            v6 = a.octets();
-            &v6
-        }
-    };
-    let port = addr.port().to_be_bytes();
-    flowsec_crypto::fixed::sha1(&[&spi_i.to_be_bytes(), &spi_r.to_be_bytes(), ip, &port]).to_vec()
-}
-
-/// (we are behind a NAT, the peer is) from the peer's NAT_DETECTION
-/// notifies; no notifies means no NAT-T support and no NAT assumed.
-/// strongSwan's kernel-libipsec sends a random source hash on purpose, so
-/// that both ends use UDP encapsulation.
-fn nat_detect(
-    msg: &Message,
-    spi_i: u64,
-    spi_r: u64,
-    local: SocketAddr,
-    remote: SocketAddr,
-) -> (bool, bool) {
-    let src: Vec<&[u8]> = notifies(msg)
-        .filter(|n| n.ty == NotifyType::NAT_DETECTION_SOURCE_IP)
-        .map(|n| n.data.as_slice())
-        .collect();
-    let dst: Vec<&[u8]> = notifies(msg)
-        .filter(|n| n.ty == NotifyType::NAT_DETECTION_DESTINATION_IP)
-        .map(|n| n.data.as_slice())
-        .collect();
-    if src.is_empty() || dst.is_empty() {
-        return (false, false);
-    }
-    let them = nat_hash(spi_i, spi_r, remote);
-    let us = nat_hash(spi_i, spi_r, local);
-    (
-        !dst.contains(&us.as_slice()),
-        !src.contains(&them.as_slice()),
-    )
-}
-
-/// Whether a configured address matches an actual one.
-pub(crate) fn addr_matches(spec: &AddrSpec, ip: IpAddr) -> bool {
-    match spec {
-        AddrSpec::Any => true,
-        AddrSpec::Addr(a) => *a == ip,
-        AddrSpec::Prefix(a, len) => {
-            flowsec_ipsec::spd::IpPrefix::new(*a, *len).is_some_and(|p| p.contains(ip))
-        }
-        AddrSpec::Range(s, e) => match (s, e, ip) {
-            (IpAddr::V4(s), IpAddr::V4(e), IpAddr::V4(ip)) => (*s..=*e).contains(&ip),
-            (IpAddr::V6(s), IpAddr::V6(e), IpAddr::V6(ip)) => (*s..=*e).contains(&ip),
-            _ => false,
-        },
-        AddrSpec::Host(_) => false,
     }
 }
 

@@ -5,6 +5,7 @@
 //! the data plane's volume limits.
 
 use core::time::Duration;
+use std::net::SocketAddr;
 
 use flowsec_crypto::suite::integ_key_len;
 use flowsec_crypto::EncrId;
@@ -14,17 +15,56 @@ use flowsec_ipsec::{
 };
 use flowsec_wire::ike::TrafficSelector;
 
-use crate::child::ts_string;
-use crate::config::ChildChosen;
+use crate::config::{ChildChosen, ChildConfig};
 use crate::engine::Ike;
+use crate::error::CommandError;
+use crate::event::IkeEvent;
+use crate::host::Host;
 use crate::kernel::Kernel;
 use crate::sa::{ChildSa, ChildState, IkeSa, Todo};
+use crate::table::SaMut;
 use crate::ts;
 
 /// How long the inbound SA of a replaced Child SA outlives it.
 pub(crate) const INBOUND_GRACE: Duration = Duration::from_secs(5);
 
-/// What [`Ike::install_child`] installs.
+/// The SAs of a Child SA, as the data plane takes them.
+struct ChildSas {
+    /// ESP or AH, then IPComp.
+    inbound: Vec<SaConfig>,
+    /// ESP or AH, then IPComp.
+    outbound: Vec<SaConfig>,
+    /// The IPComp SAs (inbound, outbound), when negotiated.
+    ipcomp: Option<(SaId, SaId)>,
+    /// ESP in UDP.
+    encap: bool,
+}
+
+/// The lifetime of a Child SA's SAs: hard limits as configured, soft
+/// volume limits less strongSwan's jitter (`r_bytes`, `r_packets`: random
+/// draws); time limits are the core's own timers.
+fn child_lifetime(child: &ChildConfig, r_bytes: u64, r_packets: u64) -> Lifetime {
+    let nz = |v: u64| (v != 0).then_some(v);
+    let jitter = |limit: u64, rand: u64, r: u64| match limit {
+        0 => None,
+        l => Some(l - r % (rand.min(l - 1) + 1)),
+    };
+    Lifetime {
+        soft: Limits {
+            bytes: jitter(child.rekey_bytes, child.rand_bytes, r_bytes),
+            packets: jitter(child.rekey_packets, child.rand_packets, r_packets),
+            ..Limits::default()
+        },
+        hard: Limits {
+            bytes: nz(child.life_bytes),
+            packets: nz(child.life_packets),
+            add_time: (!child.life_time.is_zero()).then_some(child.life_time),
+            use_time: None,
+        },
+    }
+}
+
+/// What [`Host::install_child`] installs.
 pub(crate) struct Install<'a> {
     pub cfg: usize,
     pub chosen: &'a ChildChosen,
@@ -39,64 +79,106 @@ pub(crate) struct Install<'a> {
     pub ipcomp: Option<(u16, u16)>,
 }
 
-impl Ike {
+impl Host {
     /// Install a Child SA's pair of SAs (and, for a new reqid, its
     /// policies), and record it in `sa`.
     pub(crate) fn install_child(
         &mut self,
         now: Duration,
-        sa: &mut IkeSa,
+        sa: &mut SaMut<'_>,
         i: Install<'_>,
         keymat: &[u8],
         k: &mut dyn Kernel,
     ) {
-        let child = &self.config.connections[sa.conn].children[i.cfg];
-        let chosen = i.chosen;
-        let enc_len = chosen.encr.map_or(0, |e| e.keymat_len());
-        let dir_len = enc_len + integ_key_len(chosen.integ);
-        let (i2r, rest) = keymat.split_at(dir_len.min(keymat.len()));
-        let r2i = &rest[..dir_len.min(rest.len())];
-        let (out_keys, in_keys) = if i.we_initiated {
-            (i2r, r2i)
+        let (reqid, fresh) = self.child_reqid(sa, &i);
+        let sas = self.child_sas(sa, &i, keymat, reqid);
+        for inbound in sas.inbound {
+            k.add_sa(inbound);
+        }
+        // ARCHITECTURE.md "Rekeying without loss": the responder of a rekey
+        // keeps sending on the old SA until the initiator deletes it (the
+        // initiator installs the new inbound SA only when our answer
+        // arrives); the new outbound SA waits in the Child SA till then.
+        let deferred_out = if i.reqid.is_some() && !i.we_initiated {
+            sas.outbound
         } else {
-            (r2i, i2r)
+            for out in sas.outbound {
+                k.add_sa(out);
+            }
+            Vec::new()
         };
-        let encap = sa.nat_local || sa.nat_remote;
-        let nz = |v: u64| (v != 0).then_some(v);
-        // The volume soft limits, with strongSwan's jitter; time is ours.
-        let jitter = |limit: u64, rand: u64, r: u64| match limit {
-            0 => None,
-            l => Some(l - r % (rand.min(l - 1) + 1)),
+        let child = &self.config.connections[sa.conn].children[i.cfg];
+        let (rekey_time, rand_time, life_time) =
+            (child.rekey_time, child.rand_time, child.life_time);
+        let (name, comp) = (child.name.clone(), child.ipcomp);
+        let (local, remote) = (sa.local, sa.remote);
+        let protocol = crate::child::protocol_of(i.chosen.protocol);
+        if fresh {
+            self.install_policies(
+                reqid,
+                (i.mode, protocol, comp),
+                (local.ip(), remote.ip()),
+                &i.local_ts,
+                &i.remote_ts,
+                k,
+            );
+        }
+        let rekey_at = (!rekey_time.is_zero()).then(|| now + self.jittered(rekey_time, rand_time));
+        let chosen = i.chosen;
+        self.events.push(IkeEvent::ChildInstalled {
+            child: name,
+            reqid,
+            spi_in: i.spi_in,
+            spi_out: chosen.spi,
+            local_ts: i.local_ts.clone(),
+            remote_ts: i.remote_ts.clone(),
+        });
+        let id = |spi, dst: SocketAddr| SaId {
+            protocol,
+            spi,
+            dst: dst.ip(),
         };
-        let (rb, rp) = (self.rng.next_u64(), self.rng.next_u64());
-        let soft_bytes = jitter(child.rekey_bytes, child.rand_bytes, rb);
-        let soft_packets = jitter(child.rekey_packets, child.rand_packets, rp);
-        let lifetime = Lifetime {
-            soft: Limits {
-                bytes: soft_bytes,
-                packets: soft_packets,
-                ..Limits::default()
-            },
-            hard: Limits {
-                bytes: nz(child.life_bytes),
-                packets: nz(child.life_packets),
-                add_time: (!child.life_time.is_zero()).then_some(child.life_time),
-                use_time: None,
-            },
-        };
-        // A trapped child takes the trap's reqid: its policies are there.
+        sa.children.push(ChildSa {
+            cfg: i.cfg,
+            reqid,
+            mode: i.mode,
+            spi_in: i.spi_in,
+            spi_out: chosen.spi,
+            encr: chosen.encr,
+            integ: chosen.integ,
+            dh: chosen.dh,
+            esn: chosen.esn,
+            encap: sas.encap,
+            local_ts: i.local_ts,
+            remote_ts: i.remote_ts,
+            state: ChildState::Installed,
+            installed: now,
+            rekey_at,
+            expire_at: (!life_time.is_zero()).then_some(now + life_time),
+            min_nonce: i.min_nonce,
+            sa_in: id(i.spi_in, local),
+            sa_out: id(chosen.spi, remote),
+            ipcomp: sas.ipcomp,
+            deferred_out,
+        });
+    }
+
+    /// The reqid of a new Child SA, and whether it is fresh (its policies
+    /// are still to be installed): a rekey's is the old SA's; a trapped
+    /// child takes the trap's (its policies are there); another Child SA
+    /// of the same config and selectors (both ends started it, or `ctl
+    /// initiate` twice) shares its own, as strongSwan's do, since the
+    /// same policies serve both.
+    fn child_reqid(&mut self, sa: &SaMut<'_>, i: &Install<'_>) -> (u32, bool) {
         let trap = self
             .traps
             .iter()
             .find(|(_, &(ci, cj))| ci == sa.conn && cj == i.cfg)
             .map(|(r, _)| *r);
-        // Another Child SA of the same config and selectors (both ends
-        // started it, or `ctl initiate` twice): the same policies serve
-        // both, so they share its reqid, as strongSwan's do.
-        let twin = self
-            .sas
+        let twin = sa
+            .others
             .values()
-            .chain(core::iter::once(&*sa))
+            .chain(core::iter::once(&**sa))
             .filter(|s| s.conn == sa.conn)
             .flat_map(|s| s.children.iter())
             .find(|c| {
@@ -108,17 +190,35 @@ impl Ike {
             })
             .map(|c| c.reqid);
         let shared = trap.or(twin);
-        let fresh = i.reqid.is_none() && shared.is_none();
-        let reqid = match i.reqid.or(shared) {
-            Some(r) => r,
+        match i.reqid.or(shared) {
+            Some(r) => (r, false),
             None => {
                 self.next_reqid += 1;
-                self.next_reqid - 1
+                (self.next_reqid - 1, true)
             }
+        }
+    }
+
+    /// The SAs of a Child SA with `reqid`, keyed from `keymat` (§2.17:
+    /// initiator-to-responder keys first): ESP or AH, with IPComp when
+    /// negotiated, in UDP across a NAT (RFC 3948, ESP only).
+    fn child_sas(&mut self, sa: &IkeSa, i: &Install<'_>, keymat: &[u8], reqid: u32) -> ChildSas {
+        let child = &self.config.connections[sa.conn].children[i.cfg];
+        let chosen = i.chosen;
+        let enc_len = chosen.encr.map_or(0, |e| e.keymat_len());
+        let dir_len = enc_len + integ_key_len(chosen.integ);
+        let (i2r, rest) = keymat.split_at(dir_len.min(keymat.len()));
+        let r2i = &rest[..dir_len.min(rest.len())];
+        let (out_keys, in_keys) = if i.we_initiated {
+            (i2r, r2i)
+        } else {
+            (r2i, i2r)
         };
-        let (local, remote) = (sa.local, sa.remote);
         let protocol = crate::child::protocol_of(chosen.protocol);
-        let make = |spi: u32, src: std::net::SocketAddr, dst: std::net::SocketAddr, keys: &[u8]| {
+        // AH cannot be carried in UDP (RFC 3948 is for ESP).
+        let encap = (sa.nat_local || sa.nat_remote) && protocol == Protocol::Esp;
+        let lifetime = child_lifetime(child, self.rng.next_u64(), self.rng.next_u64());
+        let make = |spi: u32, src: SocketAddr, dst: SocketAddr, keys: &[u8]| {
             let (ek, ik) = keys.split_at(enc_len.min(keys.len()));
             let mut c = match protocol {
                 Protocol::Ah => SaConfig::ah(spi, i.mode, src.ip(), dst.ip()),
@@ -126,8 +226,7 @@ impl Ike {
                     .with_encr(chosen.encr.map_or(EncrId::NULL, |e| e.id), ek),
             }
             .with_integ(chosen.integ, ik);
-            // AH cannot be carried in UDP (RFC 3948 is for ESP).
-            c.encap = (encap && protocol == Protocol::Esp).then_some(UdpEncap {
+            c.encap = encap.then_some(UdpEncap {
                 src_port: src.port(),
                 dst_port: dst.port(),
             });
@@ -137,125 +236,30 @@ impl Ike {
             c.reqid = reqid;
             c
         };
-        k.add_sa(make(i.spi_in, remote, local, in_keys));
-        // ARCHITECTURE.md "Rekeying without loss": the responder of a rekey
-        // keeps sending on the old SA until the initiator deletes it (the
-        // initiator installs the new inbound SA only when our answer
-        // arrives); the new outbound SA waits in the Child SA till then.
-        let mut outs = vec![make(chosen.spi, local, remote, out_keys)];
-        let ipcomp = i.ipcomp.map(|(ours, theirs)| {
-            let comp = |cpi: u16, src: std::net::SocketAddr, dst: std::net::SocketAddr| {
+        let (local, remote) = (sa.local, sa.remote);
+        let mut sas = ChildSas {
+            inbound: vec![make(i.spi_in, remote, local, in_keys)],
+            outbound: vec![make(chosen.spi, local, remote, out_keys)],
+            ipcomp: None,
+            encap,
+        };
+        if let Some((ours, theirs)) = i.ipcomp {
+            let comp = |cpi: u16, src: SocketAddr, dst: SocketAddr| {
                 let mut c = SaConfig::ipcomp(cpi, i.mode, src.ip(), dst.ip());
                 c.lifetime.hard.add_time = lifetime.hard.add_time;
                 c.reqid = reqid;
                 c
             };
-            k.add_sa(comp(ours, remote, local));
-            outs.push(comp(theirs, local, remote));
-            let id = |cpi: u16, dst: std::net::SocketAddr| SaId {
+            sas.inbound.push(comp(ours, remote, local));
+            sas.outbound.push(comp(theirs, local, remote));
+            let id = |cpi: u16, dst: SocketAddr| SaId {
                 protocol: Protocol::IpComp,
                 spi: u32::from(cpi),
                 dst: dst.ip(),
             };
-            (id(ours, local), id(theirs, remote))
-        });
-        let deferred_out = if i.reqid.is_some() && !i.we_initiated {
-            outs
-        } else {
-            for out in outs {
-                k.add_sa(out);
-            }
-            Vec::new()
-        };
-        let (rekey_time, rand_time, life_time) =
-            (child.rekey_time, child.rand_time, child.life_time);
-        let name = child.name.clone();
-        if fresh {
-            let comp = child.ipcomp;
-            self.install_policies(
-                reqid,
-                (i.mode, protocol, comp),
-                (local.ip(), remote.ip()),
-                &i.local_ts,
-                &i.remote_ts,
-                k,
-            );
+            sas.ipcomp = Some((id(ours, local), id(theirs, remote)));
         }
-        let rekey_at = (!rekey_time.is_zero()).then(|| now + self.jittered(rekey_time, rand_time));
-        let fmt_ts = |t: &[TrafficSelector]| t.iter().map(ts_string).collect::<Vec<_>>().join(" ");
-        self.events.push(format!(
-            "CHILD_SA {name}{{{reqid}}} established with SPIs {:08x}_i {:08x}_o and TS {} === {}",
-            i.spi_in,
-            chosen.spi,
-            fmt_ts(&i.local_ts),
-            fmt_ts(&i.remote_ts)
-        ));
-        sa.children.push(ChildSa {
-            cfg: i.cfg,
-            reqid,
-            mode: i.mode,
-            spi_in: i.spi_in,
-            spi_out: chosen.spi,
-            encr: chosen.encr,
-            integ: chosen.integ,
-            dh: chosen.dh,
-            esn: chosen.esn,
-            encap: encap && protocol == Protocol::Esp,
-            local_ts: i.local_ts,
-            remote_ts: i.remote_ts,
-            state: ChildState::Installed,
-            installed: now,
-            rekey_at,
-            expire_at: (!life_time.is_zero()).then_some(now + life_time),
-            min_nonce: i.min_nonce,
-            sa_in: SaId {
-                protocol,
-                spi: i.spi_in,
-                dst: local.ip(),
-            },
-            sa_out: SaId {
-                protocol,
-                spi: chosen.spi,
-                dst: remote.ip(),
-            },
-            ipcomp,
-            deferred_out,
-        });
-    }
-
-    /// The data plane says SA `id` crossed its soft byte or packet limit
-    /// (`rekey_bytes`, `rekey_packets`): rekey its Child SA.
-    pub fn soft_expired(&mut self, now: Duration, id: SaId, k: &mut dyn Kernel) {
-        self.clock = now;
-        let owner = self.sas.iter().find_map(|(key, sa)| {
-            sa.children
-                .iter()
-                .find(|c| {
-                    c.state == ChildState::Installed && (c.spi_in == id.spi || c.spi_out == id.spi)
-                })
-                .map(|c| (*key, c.spi_in))
-        });
-        let Some((key, spi)) = owner else { return };
-        let Some(mut sa) = self.sas.remove(&key) else {
-            return;
-        };
-        if !sa.queue.contains(&Todo::RekeyChild(spi)) {
-            self.events.push(format!(
-                "CHILD_SA with SPI {spi:08x}_i reached its rekey volume: rekeying"
-            ));
-            sa.queue.push_back(Todo::RekeyChild(spi));
-        }
-        self.kick(now, sa, k);
-    }
-
-    /// Whether some child has a volume limit (the daemon then watches the
-    /// SAs' soft state for [`Ike::soft_expired`]).
-    pub fn volume_limited(&self) -> bool {
-        self.config.connections.iter().any(|c| {
-            c.children
-                .iter()
-                .any(|ch| ch.rekey_bytes > 0 || ch.rekey_packets > 0)
-        })
+        sas
     }
 
     /// Install the trap policies of child `cj` of connection `ci`: what
@@ -266,7 +270,7 @@ impl Ike {
         ci: usize,
         cj: usize,
         k: &mut dyn Kernel,
-    ) -> Result<(), String> {
+    ) -> Result<(), CommandError> {
         let conn = &self.config.connections[ci];
         let child = &conn.children[cj];
         let remote = conn
@@ -276,11 +280,8 @@ impl Ike {
                 crate::config::AddrSpec::Addr(ip) => Some(*ip),
                 _ => None,
             })
-            .ok_or_else(|| {
-                format!(
-                    "{}: start_action = trap needs a single address in remote_addrs",
-                    child.name
-                )
+            .ok_or_else(|| CommandError::TrapWithoutAddress {
+                child: child.name.clone(),
             })?;
         let local = conn
             .local_addrs
@@ -290,7 +291,10 @@ impl Ike {
                 _ => None,
             })
             .or_else(|| k.source_for(remote))
-            .ok_or_else(|| format!("{}: no local address to reach {remote}", child.name))?;
+            .ok_or_else(|| CommandError::NoLocalAddress {
+                name: child.name.clone(),
+                remote,
+            })?;
         let (local_ts, remote_ts) = (
             ts::from_config(&child.local_ts, local),
             ts::from_config(&child.remote_ts, remote),
@@ -310,19 +314,18 @@ impl Ike {
             k,
         );
         self.traps.insert(reqid, (ci, cj));
-        let fmt_ts = |t: &[TrafficSelector]| t.iter().map(ts_string).collect::<Vec<_>>().join(" ");
-        self.events.push(format!(
-            "trap policy {name}{{{reqid}}} installed: {} === {}",
-            fmt_ts(&local_ts),
-            fmt_ts(&remote_ts)
-        ));
+        self.events.push(IkeEvent::TrapInstalled {
+            child: name,
+            reqid,
+            local_ts,
+            remote_ts,
+        });
         Ok(())
     }
 
     /// The out and fwd policies of a Child SA (RFC 4301 §4.4.1): traffic
     /// from our selectors to the peer's is protected with the SAs of
     /// `reqid`; what arrives from the peer's must have come through them.
-    #[allow(clippy::too_many_arguments)]
     /// With `ipcomp`, IPComp comes first in the bundle (setkey's order
     /// `ipcomp esp`) at level `use`: small packets go uncompressed (RFC
     /// 3173 §2.2), and a rekey may come without it.
@@ -370,7 +373,7 @@ impl Ike {
 
     /// Remove the Child SA with inbound SPI `spi` from `sa` and the data
     /// plane; its policies go with the last SA of its reqid.
-    pub(crate) fn remove_child(&mut self, sa: &mut IkeSa, spi: u32, k: &mut dyn Kernel) {
+    pub(crate) fn remove_child(&mut self, sa: &mut SaMut<'_>, spi: u32, k: &mut dyn Kernel) {
         let Some(at) = sa.children.iter().position(|c| c.spi_in == spi) else {
             return;
         };
@@ -400,7 +403,7 @@ impl Ike {
         let used = sa
             .children
             .iter()
-            .chain(self.sas.values().flat_map(|s| s.children.iter()))
+            .chain(sa.others.values().flat_map(|s| s.children.iter()))
             .any(|o| o.reqid == c.reqid);
         // A trap's policies stay: the next packet negotiates again.
         if !used && !self.traps.contains_key(&c.reqid) {
@@ -408,10 +411,48 @@ impl Ike {
                 k.del_policy(direction, selector);
             }
         }
-        let name = self.child_name(sa, c.cfg);
-        self.events.push(format!(
-            "CHILD_SA {name}{{{}}} with SPIs {:08x}_i {:08x}_o removed",
-            c.reqid, c.spi_in, c.spi_out
-        ));
+        self.events.push(IkeEvent::ChildRemoved {
+            child: self.child_name(sa, c.cfg),
+            reqid: c.reqid,
+            spi_in: c.spi_in,
+            spi_out: c.spi_out,
+        });
+    }
+}
+
+impl Ike {
+    /// The data plane says SA `id` crossed its soft byte or packet limit
+    /// (`rekey_bytes`, `rekey_packets`): rekey its Child SA.
+    pub fn soft_expired(&mut self, now: Duration, id: SaId, k: &mut dyn Kernel) {
+        self.host.clock = now;
+        let owner = self.sas.values().find_map(|sa| {
+            sa.children
+                .iter()
+                .find(|c| {
+                    c.state == ChildState::Installed && (c.spi_in == id.spi || c.spi_out == id.spi)
+                })
+                .map(|c| (sa.our_spi(), c.spi_in))
+        });
+        let Some((key, spi)) = owner else { return };
+        let Some((_, mut sa)) = self.sas.find(key) else {
+            return;
+        };
+        if !sa.queue.contains(&Todo::RekeyChild(spi)) {
+            self.host
+                .events
+                .push(IkeEvent::ChildVolumeReached { spi_in: spi });
+            sa.queue.push_back(Todo::RekeyChild(spi));
+        }
+        self.host.kick(now, &mut sa, k);
+    }
+
+    /// Whether some child has a volume limit (the daemon then watches the
+    /// SAs' soft state for [`Ike::soft_expired`]).
+    pub fn volume_limited(&self) -> bool {
+        self.host.config.connections.iter().any(|c| {
+            c.children
+                .iter()
+                .any(|ch| ch.rekey_bytes > 0 || ch.rekey_packets > 0)
+        })
     }
 }

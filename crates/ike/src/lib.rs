@@ -5,12 +5,27 @@
 //! ```text
 //! config ── swanctl.conf parser, strongSwan proposal syntax, selection
 //! crypto ── prf+, SKEYSEED, SK payload, PSK AUTH over the Provider's PRFs and groups
-//! engine ── Ike: all IKE SAs; datagrams + now in, datagrams + Kernel calls out
-//!   exchange ── message IDs, window, retransmission, response replay
+//! engine ── Ike: all IKE SAs; datagrams + now in, datagrams + Kernel calls,
+//!           IkeEvents (event.rs) out; the checks before any task, dispatch
+//!   host     ── Host: what every exchange shares (config, crypto, output,
+//!               reqids and policies); sending requests and answers
+//!   table    ── the IKE SAs by our SPI: one borrowed in place (SaMut), the
+//!               others beside it; what becomes of it when the borrow ends (Then)
+//!   exchange ── the manager: message IDs, window, retransmission, response
+//!               replay, collisions; it holds the tasks (task.rs)
 //!   rules    ── which payloads each exchange carries, checked once
-//!   init · auth · child · rekey · info ── the exchanges, both roles
+//!   the exchanges, a task type each:
+//!     init · init_responder   IKE_SA_INIT (IkeInit)
+//!     auth                    IKE_AUTH (IkeAuth, AwaitingAuth)
+//!     child · child_responder CREATE_CHILD_SA for Child SAs (ChildCreate, ChildRekey)
+//!     rekey                   CREATE_CHILD_SA for the IKE SA (IkeRekey)
+//!     info                    INFORMATIONAL (Delete, Dpd)
+//!   install  ── a Child SA's SAs and policies through the Kernel
+//!   timers   ── retransmission, lifetimes, rekeys, DPD, the task queue
+//!   nat      ── NAT detection and following a rebound peer (§2.23)
 //!   admit    ── who may make a half-open IKE SA: COOKIE (§2.6), per-address
 //!               and global limits on half-open SAs
+//!   error    ── CommandError, ChildError, NegotiationError, InitResponseError
 //! kernel ── the interface to the IPsec data plane (add_sa, add_policy, …)
 //! ```
 //!
@@ -23,23 +38,33 @@
 mod admit;
 mod auth;
 mod child;
+mod child_responder;
 pub mod config;
 mod control;
 pub mod crypto;
 mod engine;
+mod error;
+mod event;
 pub mod exchange;
+mod host;
 mod info;
 mod init;
+mod init_responder;
 mod install;
 pub mod kernel;
+mod nat;
 pub mod random;
 mod rekey;
 mod rules;
 pub mod sa;
+mod table;
+mod task;
 mod timers;
 pub mod ts;
 
 pub use control::{ChildSaInfo, IkeSaInfo};
 pub use engine::{Datagram, Ike, IkeStats, Settings};
+pub use error::{ChildError, CommandError, InitResponseError, NegotiationError};
+pub use event::IkeEvent;
 pub use init::{IKE_PORT, NAT_T_PORT};
 pub use kernel::{Kernel, RecordingKernel, SaUsage};

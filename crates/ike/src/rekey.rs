@@ -13,32 +13,70 @@
 use core::time::Duration;
 
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType};
-use flowsec_wire::ike::{Ke, Message, Payload};
+use flowsec_wire::ike::{Ke, Message, Payload, Proposal};
 
 use crate::config::{self, IkeChosen};
 use crate::crypto;
-use crate::engine::{error_notify, notify, Ike};
+use crate::crypto::KeyExchange;
+use crate::event::IkeEvent;
+use crate::host::{error_notify, notify, Host};
 use crate::init::new_sa;
 use crate::kernel::Kernel;
-use crate::sa::{IkeRekeyRequest, IkeSa, IkeState, Task, Todo};
+use crate::sa::{IkeSa, IkeState, Todo};
+use crate::table::{SaMut, Then};
+use crate::task::{Collision, Task};
 use crate::timers::hand_over;
 
 /// Bytes of our nonces.
 const NONCE_LEN: usize = 32;
 
-impl Ike {
+/// What an IKE SA rekey agreed on (§2.18): the proposal, g^ir, the nonces
+/// (Ni, Nr) and the SPIs of the new SA (SPIi, SPIr).
+struct Agreed<'a> {
+    chosen: &'a IkeChosen,
+    g_ir: &'a [u8],
+    nonces: (&'a [u8], &'a [u8]),
+    spis: (u64, u64),
+}
+
+/// Responder: the IKE SA a rekey of the peer makes, our answer's
+/// payloads, and the lowest nonce of the exchange (§2.8.2).
+struct RekeyAnswer {
+    new: IkeSa,
+    payloads: Vec<Payload>,
+    min_nonce: Vec<u8>,
+}
+
+/// CREATE_CHILD_SA rekeying the IKE SA (§1.3.2), initiator: waits for the
+/// response.
+pub(crate) struct IkeRekey {
+    /// Our SPI of the new IKE SA (in our proposals).
+    pub spi: u64,
+    /// Ni.
+    pub ni: Vec<u8>,
+    /// KEi.
+    pub ke: Box<dyn KeyExchange>,
+    /// SA: our proposals.
+    pub offer: Vec<Proposal>,
+    /// The peer rekeyed the IKE SA too, and we answered while this was in
+    /// flight (§2.8.2): our SPI of the IKE SA its rekey made, and the
+    /// lowest nonce of that exchange.
+    pub collision: Option<(u64, Vec<u8>)>,
+}
+
+impl Host {
     /// Start rekeying `sa`, with its current group or `group`.
-    pub(crate) fn start_ike_rekey(&mut self, now: Duration, sa: &mut IkeSa) {
+    pub(crate) fn start_ike_rekey(&mut self, now: Duration, sa: &mut SaMut<'_>) {
         self.start_ike_rekey_with(now, sa, None);
     }
 
-    fn start_ike_rekey_with(&mut self, now: Duration, sa: &mut IkeSa, group: Option<DhGroup>) {
+    fn start_ike_rekey_with(&mut self, now: Duration, sa: &mut SaMut<'_>, group: Option<DhGroup>) {
         let Some(keys) = &sa.keys else { return };
         let group = group.unwrap_or(keys.suite.dh);
         let Ok(ke) = crypto::key_exchange(&self.provider, group, self.rng.as_mut()) else {
             return;
         };
-        let spi = self.new_spi();
+        let spi = self.new_spi(|s| sa.others.contains_spi(s));
         let ni = self.random(NONCE_LEN);
         let mut offer = config::ike_offer(&self.config.connections[sa.conn].proposals);
         for p in &mut offer {
@@ -57,36 +95,39 @@ impl Ike {
             sa,
             ExchangeType::CREATE_CHILD_SA,
             payloads,
-            Task::RekeyIke(IkeRekeyRequest { spi, ni, ke, offer }),
+            Task::IkeRekey(IkeRekey {
+                spi,
+                ni,
+                ke,
+                offer,
+                collision: None,
+            }),
         );
     }
 
-    /// The new IKE SA of a rekey, its keys from the old SA's SK_d.
-    #[allow(clippy::too_many_arguments)]
+    /// The new IKE SA of a rekey, its keys from the old SA's SK_d
+    /// (§2.18); we are its original initiator if we started the rekey.
     fn rekeyed_sa(
         &mut self,
         now: Duration,
         old: &IkeSa,
-        chosen: &IkeChosen,
-        g_ir: &[u8],
-        ni: &[u8],
-        nr: &[u8],
-        spi_i: u64,
-        spi_r: u64,
+        agreed: Agreed<'_>,
         initiator: bool,
     ) -> Option<IkeSa> {
+        let Agreed {
+            chosen,
+            g_ir,
+            nonces: (ni, nr),
+            spis,
+        } = agreed;
         let keys = old.keys.as_ref()?;
         let seed = crypto::rekey_skeyseed(&self.provider, keys.suite.prf, &keys.sk_d, g_ir, ni, nr)
             .ok()?;
-        let keys = self.keys_from_seed(chosen, &seed, (ni, nr), (spi_i, spi_r), initiator)?;
+        let keys = self.keys_from_seed(chosen, &seed, (ni, nr), spis, initiator)?;
         let uid = self.next_uid;
         self.next_uid += 1;
-        let mut sa = new_sa(
-            old.conn, uid, spi_i, spi_r, initiator, old.local, old.remote, now,
-        );
+        let mut sa = new_sa(old.conn, uid, spis, initiator, (old.local, old.remote), now);
         sa.keys = Some(keys);
-        sa.ni = ni.to_vec();
-        sa.nr = nr.to_vec();
         sa.nat_local = old.nat_local;
         sa.nat_remote = old.nat_remote;
         sa.peer_id = old.peer_id.clone();
@@ -99,41 +140,74 @@ impl Ike {
     pub(crate) fn ike_rekey_request(
         &mut self,
         now: Duration,
-        mut sa: IkeSa,
+        sa: &mut SaMut<'_>,
         mid: u32,
         msg: Message,
         k: &mut dyn Kernel,
-    ) {
-        let refuse = |this: &mut Ike, sa: &mut IkeSa, ty: NotifyType, data: Vec<u8>| {
-            this.respond(
-                sa,
-                ExchangeType::CREATE_CHILD_SA,
-                mid,
-                vec![notify(ty, data)],
-            );
+    ) -> Then {
+        let answer = match self.ike_rekey_answer(now, sa, &msg) {
+            Ok(answer) => answer,
+            Err((ty, data)) => {
+                let n = notify(ty, data);
+                self.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, vec![n]);
+                self.kick(now, sa, k);
+                return Then::Stay;
+            }
         };
+        let RekeyAnswer {
+            mut new,
+            payloads,
+            min_nonce,
+        } = answer;
+        self.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
+        let collision = Collision::Ike {
+            theirs: new.our_spi(),
+            min_nonce,
+        };
+        // §2.8.2: if both rekeyed, our response decides which SA lives.
+        if !sa.exch.collided(collision) {
+            new.children = std::mem::take(&mut sa.children);
+            hand_over(sa, &mut new);
+            sa.state = IkeState::Rekeyed;
+            sa.expire_at = Some(now + self.settings.rekeyed_grace);
+        }
+        self.events.push(IkeEvent::Rekeyed {
+            name: self.conn_name(sa),
+            unique_id: sa.uid,
+            new_unique_id: new.uid,
+            by_peer: true,
+        });
+        Then::Rekeyed {
+            new: Box::new(new),
+            start: false,
+        }
+    }
+
+    /// Responder: the IKE SA the peer's rekey request makes and our
+    /// answer (§1.3.2: SA with our SPI, Nr, KEr), or the notify that
+    /// refuses it.
+    fn ike_rekey_answer(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        msg: &Message,
+    ) -> Result<RekeyAnswer, (NotifyType, Vec<u8>)> {
+        let refuse = |ty| Err((ty, Vec::new()));
         // §2.25.2: not while a Child SA of ours is being made or deleted.
         if matches!(
-            sa.exch.pending.as_ref().map(|p| &p.task),
-            Some(Task::Child(_) | Task::DeleteChildren(_) | Task::DeleteIke)
+            sa.exch.task(),
+            Some(Task::ChildCreate(_) | Task::ChildRekey(_) | Task::Delete(_))
         ) {
-            refuse(self, &mut sa, NotifyType::TEMPORARY_FAILURE, vec![]);
-            self.kick(now, sa, k);
-            return;
+            return refuse(NotifyType::TEMPORARY_FAILURE);
         }
-        let p = crate::engine::parts(&msg);
+        let p = crate::host::parts(msg);
         let (Some(sai), Some(kei), Some(ni)) = (p.sa, p.ke, p.nonce.cloned()) else {
-            refuse(self, &mut sa, NotifyType::INVALID_SYNTAX, vec![]);
-            self.kick(now, sa, k);
-            return;
+            return refuse(NotifyType::INVALID_SYNTAX);
         };
         let conn = &self.config.connections[sa.conn];
-        let Some(chosen) =
-            config::select_ike(&crate::init::promote_ike(&conn.proposals, kei.group), sai)
-        else {
-            refuse(self, &mut sa, NotifyType::NO_PROPOSAL_CHOSEN, vec![]);
-            self.kick(now, sa, k);
-            return;
+        let ours = crate::init::promote_ike(&conn.proposals, kei.group);
+        let Some(chosen) = config::select_ike(&ours, sai) else {
+            return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
         };
         let peer_spi = sai
             .iter()
@@ -141,19 +215,11 @@ impl Ike {
             .and_then(|p| <[u8; 8]>::try_from(p.spi.as_slice()).ok())
             .map(u64::from_be_bytes);
         let Some(peer_spi) = peer_spi.filter(|s| *s != 0) else {
-            refuse(self, &mut sa, NotifyType::INVALID_SYNTAX, vec![]);
-            self.kick(now, sa, k);
-            return;
+            return refuse(NotifyType::INVALID_SYNTAX);
         };
         if kei.group != chosen.suite.dh {
-            refuse(
-                self,
-                &mut sa,
-                NotifyType::INVALID_KE_PAYLOAD,
-                chosen.suite.dh.0.to_be_bytes().to_vec(),
-            );
-            self.kick(now, sa, k);
-            return;
+            let group = chosen.suite.dh.0.to_be_bytes().to_vec();
+            return Err((NotifyType::INVALID_KE_PAYLOAD, group));
         }
         let ours = crypto::key_exchange(&self.provider, chosen.suite.dh, self.rng.as_mut());
         let g_ir = ours
@@ -161,18 +227,18 @@ impl Ike {
             .ok()
             .and_then(|o| o.shared_secret(&kei.data).ok());
         let (Ok(ours), Some(g_ir)) = (ours, g_ir) else {
-            refuse(self, &mut sa, NotifyType::NO_PROPOSAL_CHOSEN, vec![]);
-            self.kick(now, sa, k);
-            return;
+            return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
         };
-        let spi_r = self.new_spi();
+        let spi_r = self.new_spi(|s| sa.others.contains_spi(s));
         let nr = self.random(NONCE_LEN);
-        let Some(mut new) =
-            self.rekeyed_sa(now, &sa, &chosen, &g_ir, &ni, &nr, peer_spi, spi_r, false)
-        else {
-            refuse(self, &mut sa, NotifyType::NO_PROPOSAL_CHOSEN, vec![]);
-            self.kick(now, sa, k);
-            return;
+        let agreed = Agreed {
+            chosen: &chosen,
+            g_ir: &g_ir,
+            nonces: (&ni, &nr),
+            spis: (peer_spi, spi_r),
+        };
+        let Some(new) = self.rekeyed_sa(now, sa, agreed, false) else {
+            return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
         };
         let mut answer = config::ike_answer(&chosen);
         answer.spi = spi_r.to_be_bytes().to_vec();
@@ -184,86 +250,42 @@ impl Ike {
                 data: ours.public_value().to_vec(),
             }),
         ];
-        self.respond(&mut sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
-        if matches!(
-            sa.exch.pending.as_ref().map(|p| &p.task),
-            Some(Task::RekeyIke(_))
-        ) {
-            // §2.8.2: both rekeyed; our response decides which SA lives.
-            sa.ike_collision = Some((spi_r, ni.min(nr)));
-        } else {
-            new.children = std::mem::take(&mut sa.children);
-            hand_over(&mut sa, &mut new);
-            sa.state = IkeState::Rekeyed;
-            sa.expire_at = Some(now + self.settings.rekeyed_grace);
-        }
-        self.events.push(format!(
-            "IKE_SA {}[{}] rekeyed by the peer as [{}]",
-            self.conn_name(&sa),
-            sa.uid,
-            new.uid
-        ));
-        self.keep(new);
-        self.kick(now, sa, k);
+        Ok(RekeyAnswer {
+            new,
+            payloads,
+            min_nonce: ni.min(nr),
+        })
     }
 
     /// Initiator: the answer to our IKE SA rekey.
     pub(crate) fn ike_rekey_response(
         &mut self,
         now: Duration,
-        mut sa: IkeSa,
-        req: IkeRekeyRequest,
+        sa: &mut SaMut<'_>,
+        mut req: IkeRekey,
         msg: Message,
         k: &mut dyn Kernel,
-    ) {
-        let name = self.conn_name(&sa);
-        let outcome = self.ike_rekey_outcome(now, &sa, &req, &msg);
-        let new = match outcome {
-            Ok(new) => new,
-            Err((ty, data)) => {
-                if ty == NotifyType::INVALID_KE_PAYLOAD
-                    && data.len() == 2
-                    && sa.ike_collision.is_none()
-                {
-                    let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
-                    if group != req.ke.group()
-                        && self.config.connections[sa.conn]
-                            .proposals
-                            .iter()
-                            .any(|p| p.dh.contains(&group))
-                    {
-                        self.start_ike_rekey_with(now, &mut sa, Some(group));
-                        self.keep(sa);
-                        return;
-                    }
-                }
-                self.events
-                    .push(format!("IKE_SA {name}[{}] rekey failed: {ty}", sa.uid));
-                if ty == NotifyType::TEMPORARY_FAILURE {
-                    sa.rekey_at = Some(
-                        now + Duration::from_millis(1000 + u64::from(self.rng.next_u32() % 4000)),
-                    );
-                }
-                self.settle_collision(now, &mut sa);
-                self.kick(now, sa, k);
-                return;
-            }
+    ) -> Then {
+        let name = self.conn_name(sa);
+        let outcome = self.ike_rekey_outcome(now, sa, &req, &msg);
+        let (mut new, nr) = match outcome {
+            Ok(made) => made,
+            Err(refused) => return self.ike_rekey_refused(now, sa, req, refused, k),
         };
-        let mut new = new;
-        match sa.ike_collision.take() {
+        match req.collision.take() {
             Some((theirs, their_min))
-                if req.ni.as_slice().min(new.nr.as_slice()) < their_min.as_slice() =>
+                if req.ni.as_slice().min(nr.as_slice()) < their_min.as_slice() =>
             {
                 // §2.8.2: ours has the lowest nonce: ours is redundant
                 // and we close it; the peer deletes the old SA.
-                self.events.push(format!(
-                    "IKE_SA {name}[{}]: rekey collision, ours lost",
-                    sa.uid
-                ));
-                if let Some(mut t) = self.sas.remove(&theirs) {
-                    t.children = std::mem::take(&mut sa.children);
-                    hand_over(&mut sa, &mut t);
-                    self.keep(t);
+                self.events.push(IkeEvent::RekeyCollisionLost {
+                    name: name.clone(),
+                    unique_id: sa.uid,
+                });
+                let (old, others) = sa.parts();
+                if let Some(t) = others.get_mut(theirs) {
+                    t.children = std::mem::take(&mut old.children);
+                    hand_over(old, t);
                 }
                 new.queue.push_back(Todo::DeleteIke);
                 sa.state = IkeState::Rekeyed;
@@ -271,47 +293,95 @@ impl Ike {
             }
             _ => {
                 new.children = std::mem::take(&mut sa.children);
-                hand_over(&mut sa, &mut new);
+                hand_over(sa, &mut new);
                 sa.state = IkeState::Rekeyed;
                 sa.expire_at = None;
                 sa.queue.clear();
                 sa.queue.push_back(Todo::DeleteIke);
             }
         }
-        self.events.push(format!(
-            "IKE_SA {name}[{}] rekeyed as [{}]",
-            sa.uid, new.uid
-        ));
-        self.kick(now, new, k);
+        self.events.push(IkeEvent::Rekeyed {
+            name,
+            unique_id: sa.uid,
+            new_unique_id: new.uid,
+            by_peer: false,
+        });
+        Then::Rekeyed {
+            new: Box::new(new),
+            start: true,
+        }
+    }
+
+    /// Initiator: our IKE SA rekey came to nothing (the peer's notify, or
+    /// ours for an answer we cannot use). INVALID_KE_PAYLOAD with a group
+    /// of ours makes us ask again with it (§1.3); TEMPORARY_FAILURE, later
+    /// (§2.25). If the peer's rekey crossed ours, its SA takes over.
+    fn ike_rekey_refused(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        req: IkeRekey,
+        (ty, data): (NotifyType, Vec<u8>),
+        k: &mut dyn Kernel,
+    ) -> Then {
+        if ty == NotifyType::INVALID_KE_PAYLOAD && data.len() == 2 && req.collision.is_none() {
+            let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
+            if group != req.ke.group()
+                && self.config.connections[sa.conn]
+                    .proposals
+                    .iter()
+                    .any(|p| p.dh.contains(&group))
+            {
+                self.start_ike_rekey_with(now, sa, Some(group));
+                return Then::Stay;
+            }
+        }
+        self.events.push(IkeEvent::RekeyFailed {
+            name: self.conn_name(sa),
+            unique_id: sa.uid,
+            notify: ty,
+        });
+        if ty == NotifyType::TEMPORARY_FAILURE {
+            let wait = Duration::from_millis(1000 + u64::from(self.rng.next_u32() % 4000));
+            sa.rekey_at = Some(now + wait);
+        }
+        self.settle_collision(now, sa, req.collision);
         self.kick(now, sa, k);
+        Then::Stay
     }
 
     /// Our rekey did not happen but the peer's did: its SA takes over.
-    fn settle_collision(&mut self, now: Duration, sa: &mut IkeSa) {
-        if let Some((theirs, _)) = sa.ike_collision.take() {
-            if let Some(mut t) = self.sas.remove(&theirs) {
-                t.children = std::mem::take(&mut sa.children);
-                hand_over(sa, &mut t);
-                self.keep(t);
+    fn settle_collision(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        collision: Option<(u64, Vec<u8>)>,
+    ) {
+        if let Some((theirs, _)) = collision {
+            let (old, others) = sa.parts();
+            if let Some(t) = others.get_mut(theirs) {
+                t.children = std::mem::take(&mut old.children);
+                hand_over(old, t);
             }
             sa.state = IkeState::Rekeyed;
             sa.expire_at = Some(now + self.settings.rekeyed_grace);
         }
     }
 
-    /// The new IKE SA our rekey made, or the notify that refused it.
+    /// The new IKE SA our rekey made, with the peer's nonce, or the
+    /// notify that refused it.
     fn ike_rekey_outcome(
         &mut self,
         now: Duration,
         sa: &IkeSa,
-        req: &IkeRekeyRequest,
+        req: &IkeRekey,
         msg: &Message,
-    ) -> Result<IkeSa, (NotifyType, Vec<u8>)> {
+    ) -> Result<(IkeSa, Vec<u8>), (NotifyType, Vec<u8>)> {
         if let Some(n) = error_notify(msg) {
             return Err((n.ty, n.data.clone()));
         }
         let syntax = || (NotifyType::INVALID_SYNTAX, Vec::new());
-        let p = crate::engine::parts(msg);
+        let p = crate::host::parts(msg);
         let (Some(sar), Some(ker), Some(nr)) =
             (p.sa.and_then(|s| s.first()), p.ke, p.nonce.cloned())
         else {
@@ -326,7 +396,13 @@ impl Ike {
             return Err(syntax());
         }
         let g_ir = req.ke.shared_secret(&ker.data).map_err(|_| syntax())?;
-        self.rekeyed_sa(now, sa, &chosen, &g_ir, &req.ni, &nr, req.spi, spi_r, true)
-            .ok_or_else(syntax)
+        let agreed = Agreed {
+            chosen: &chosen,
+            g_ir: &g_ir,
+            nonces: (&req.ni, &nr),
+            spis: (req.spi, spi_r),
+        };
+        let new = self.rekeyed_sa(now, sa, agreed, true);
+        new.map(|new| (new, nr)).ok_or_else(syntax)
     }
 }

@@ -1,5 +1,6 @@
 //! The state the core keeps per IKE SA and per Child SA, and the tasks an
-//! IKE SA has queued or in flight.
+//! IKE SA has queued (those in flight are its exchange manager's,
+//! task.rs).
 
 use core::time::Duration;
 use std::collections::VecDeque;
@@ -8,27 +9,29 @@ use std::net::SocketAddr;
 use flowsec_crypto::suite::Encr;
 use flowsec_ipsec::Mode;
 use flowsec_wire::iana::{DhGroup, IntegId};
-use flowsec_wire::ike::{Proposal, TrafficSelector};
+use flowsec_wire::ike::TrafficSelector;
 use zeroize::Zeroizing;
 
 use crate::config::Identity;
-use crate::crypto::{IkeSuite, KeyExchange, SkCrypto};
-use crate::exchange::Exchanges;
+use crate::crypto::{IkeSuite, SkCrypto};
+use crate::task::Manager;
 
 /// Where an IKE SA stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IkeState {
-    /// Initiator: IKE_SA_INIT request sent.
+    /// Initiator: waits for the IKE_SA_INIT response (its `IkeInit` task
+    /// is in flight).
     Connecting,
-    /// Responder: IKE_SA_INIT answered, waiting for IKE_AUTH.
+    /// Responder: IKE_SA_INIT answered, waits for IKE_AUTH (its
+    /// `AwaitingAuth` task holds what AUTH is checked against).
     HalfOpen,
-    /// Initiator: IKE_AUTH request sent.
+    /// Initiator: waits for the IKE_AUTH response (`IkeAuth` in flight).
     Authenticating,
     /// Authenticated; Child SAs can be made.
     Established,
     /// Replaced by a rekeyed IKE SA; waiting for the old one's DELETE.
     Rekeyed,
-    /// Our DELETE for it is in flight.
+    /// Our DELETE for it is in flight: waits for its answer.
     Deleting,
 }
 
@@ -118,50 +121,6 @@ pub(crate) struct ChildSa {
     pub deferred_out: Vec<flowsec_ipsec::SaConfig>,
 }
 
-/// A CREATE_CHILD_SA (or IKE_AUTH) request of ours for a Child SA.
-pub(crate) struct ChildRequest {
-    pub cfg: usize,
-    /// The Child SA being rekeyed (its inbound SPI).
-    pub rekey: Option<u32>,
-    pub spi_in: u32,
-    pub ni: Vec<u8>,
-    pub ke: Option<Box<dyn KeyExchange>>,
-    pub offer: Vec<Proposal>,
-    pub tsi: Vec<TrafficSelector>,
-    pub tsr: Vec<TrafficSelector>,
-    pub mode: Mode,
-    /// Our CPI, when we offer IPComp (IPCOMP_SUPPORTED, §2.22).
-    pub cpi_in: Option<u16>,
-    /// ESP or AH.
-    pub protocol: flowsec_ipsec::Protocol,
-}
-
-/// Our IKE SA rekey request (§1.3.2).
-pub(crate) struct IkeRekeyRequest {
-    pub spi: u64,
-    pub ni: Vec<u8>,
-    pub ke: Box<dyn KeyExchange>,
-    pub offer: Vec<Proposal>,
-}
-
-/// What a request of ours in flight is for.
-pub(crate) enum Task {
-    /// IKE_SA_INIT (the key exchange is kept in the IKE SA).
-    Init,
-    /// IKE_AUTH, with the first Child SA if any.
-    Auth(Option<ChildRequest>),
-    /// CREATE_CHILD_SA for a new or rekeyed Child SA.
-    Child(ChildRequest),
-    /// CREATE_CHILD_SA rekeying the IKE SA.
-    RekeyIke(IkeRekeyRequest),
-    /// INFORMATIONAL with DELETE of these Child SAs (our inbound SPIs).
-    DeleteChildren(Vec<u32>),
-    /// INFORMATIONAL with DELETE of the IKE SA.
-    DeleteIke,
-    /// An empty INFORMATIONAL (dead-peer detection, §1.4).
-    Dpd,
-}
-
 /// Something queued to start once the window is free.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Todo {
@@ -193,25 +152,13 @@ pub(crate) struct IkeSa {
     pub remote: SocketAddr,
     pub state: IkeState,
     pub keys: Option<IkeKeyState>,
-    pub ni: Vec<u8>,
-    pub nr: Vec<u8>,
-    /// Initiator: our key exchange while IKE_SA_INIT is in flight.
-    pub ke: Option<Box<dyn KeyExchange>>,
-    /// Initiator: the group of `ke` and the COOKIE the responder asked for.
-    pub cookie: Option<Vec<u8>>,
-    /// Initiator: IKE_SA_INIT retries (cookie, INVALID_KE) so far.
-    pub init_retries: u32,
-    /// The IKE_SA_INIT request and response as sent, for AUTH (§2.15).
-    pub init_request: Vec<u8>,
-    pub init_response: Vec<u8>,
-    /// The offer we made in IKE_SA_INIT.
-    pub offer: Vec<Proposal>,
     /// A NAT is in front of us / of the peer (§2.23).
     pub nat_local: bool,
     pub nat_remote: bool,
     pub peer_id: Option<Identity>,
     pub local_id: Option<Identity>,
-    pub exch: Exchanges<Task>,
+    /// Message IDs, retransmission and the tasks of its exchanges.
+    pub exch: Manager,
     pub queue: VecDeque<Todo>,
     pub children: Vec<ChildSa>,
     pub created: Duration,
@@ -223,14 +170,6 @@ pub(crate) struct IkeSa {
     /// Last time we sent on it (a NAT-keepalive is due after a quiet
     /// `keep_alive`, RFC 3948 §2.3).
     pub last_sent: Duration,
-    /// Initiator: the child to make in IKE_AUTH.
-    pub first_child: Option<usize>,
-    /// Collisions (§2.8.1): rekeys of the peer we answered while ours for
-    /// the same Child SA was in flight: (old inbound SPI, new inbound SPI).
-    pub collisions: Vec<(u32, u32)>,
-    /// The peer started an IKE SA rekey we answered while ours was in
-    /// flight: the new SA's key and the lowest nonce of that exchange.
-    pub ike_collision: Option<(u64, Vec<u8>)>,
 }
 
 impl IkeSa {

@@ -9,15 +9,104 @@ use core::time::Duration;
 use flowsec_wire::iana::ExchangeType;
 
 use crate::engine::Ike;
+use crate::event::IkeEvent;
+use crate::host::Host;
 use crate::kernel::Kernel;
-use crate::sa::{IkeSa, IkeState, Task, Todo};
+use crate::sa::{IkeSa, IkeState, Todo};
+use crate::table::{SaMut, Then, Wish};
+use crate::task::Task;
 
 impl Ike {
+    /// Carry out [`Host::after_death`]'s wishes.
+    pub(crate) fn revive(&mut self, now: Duration, wishes: Vec<Wish>, k: &mut dyn Kernel) {
+        for (ci, cj, action) in wishes {
+            let trapped = self.host.traps.values().any(|&t| t == (ci, cj));
+            let (conn, child) = (
+                self.host.config.connections[ci].name.clone(),
+                self.host.config.connections[ci].children[cj].name.clone(),
+            );
+            let done = match action {
+                crate::config::DpdAction::Restart => {
+                    self.host.events.push(IkeEvent::Restarting {
+                        child: child.clone(),
+                    });
+                    self.initiate(now, Some(&conn), Some(&child), k)
+                }
+                crate::config::DpdAction::Trap if !trapped => self.host.install_trap(ci, cj, k),
+                _ => Ok(()),
+            };
+            if let Err(e) = done {
+                self.host.events.push(IkeEvent::CommandFailed(e));
+            }
+        }
+    }
+
+    /// Advance timers: retransmissions, lifetimes, rekeys, DPD, and start
+    /// queued tasks.
+    pub fn poll(&mut self, now: Duration, k: &mut dyn Kernel) {
+        self.host.clock = now;
+        let (gone, kept): (Vec<_>, Vec<_>) =
+            self.host.lingering.drain(..).partition(|(_, t)| now >= *t);
+        self.host.lingering = kept;
+        for (id, _) in gone {
+            k.del_sa(id);
+        }
+        for spi in self.sas.spis() {
+            let Some((at, mut sa)) = self.sas.find(spi) else {
+                continue;
+            };
+            let then = self.host.poll_sa(now, &mut sa, k);
+            self.then(now, at, then, k);
+        }
+    }
+
+    /// When [`Ike::poll`] should next be called.
+    pub fn next_timeout(&self) -> Option<Duration> {
+        let mut t: Option<Duration> = None;
+        let mut at = |d: Option<Duration>| {
+            if let Some(d) = d {
+                t = Some(t.map_or(d, |t| t.min(d)));
+            }
+        };
+        for (_, deadline) in &self.host.lingering {
+            at(Some(*deadline));
+        }
+        for sa in self.sas.values() {
+            at(sa.exch.deadline());
+            match sa.state {
+                IkeState::HalfOpen => at(Some(sa.created + self.host.settings.half_open_timeout)),
+                IkeState::Established => {
+                    if sa.nat_local && !self.host.settings.keep_alive.is_zero() {
+                        at(Some(sa.last_sent + self.host.settings.keep_alive));
+                    }
+                    at(sa.rekey_at);
+                    at(sa.expire_at);
+                    let dpd = self.host.config.connections[sa.conn].dpd_delay;
+                    if !dpd.is_zero() && sa.exch.idle() {
+                        at(Some(sa.last_heard + dpd));
+                    }
+                    for c in &sa.children {
+                        at(c.rekey_at);
+                        at(c.expire_at);
+                    }
+                }
+                IkeState::Rekeyed | IkeState::Deleting => at(sa.expire_at),
+                _ => {}
+            }
+            if sa.exch.idle() && can_start(sa) {
+                at(Some(Duration::ZERO));
+            }
+        }
+        t
+    }
+}
+
+impl Host {
     /// What the children of a dead IKE SA want (`dpd_action`): restart
     /// (negotiate anew) or trap (policies wait for traffic).
-    fn after_death(&self, sa: &IkeSa) -> Vec<(usize, usize, crate::config::DpdAction)> {
+    fn after_death(&self, sa: &IkeSa) -> Vec<Wish> {
         let conn = &self.config.connections[sa.conn];
-        let mut out: Vec<(usize, usize, crate::config::DpdAction)> = Vec::new();
+        let mut out: Vec<Wish> = Vec::new();
         for c in &sa.children {
             let action = conn.children[c.cfg].dpd_action;
             if action != crate::config::DpdAction::Clear && !out.iter().any(|o| o.1 == c.cfg) {
@@ -28,15 +117,11 @@ impl Ike {
     }
 
     /// What children closed by the peer want (`close_action`), in
-    /// [`Ike::after_death`]'s terms; `spis` selects them (all if `None`).
-    pub(crate) fn after_close(
-        &self,
-        sa: &IkeSa,
-        spis: Option<&[u32]>,
-    ) -> Vec<(usize, usize, crate::config::DpdAction)> {
+    /// [`Host::after_death`]'s terms; `spis` selects them (all if `None`).
+    pub(crate) fn after_close(&self, sa: &IkeSa, spis: Option<&[u32]>) -> Vec<Wish> {
         use crate::config::{CloseAction, DpdAction};
         let conn = &self.config.connections[sa.conn];
-        let mut out: Vec<(usize, usize, DpdAction)> = Vec::new();
+        let mut out: Vec<Wish> = Vec::new();
         for c in sa
             .children
             .iter()
@@ -54,85 +139,39 @@ impl Ike {
         out
     }
 
-    /// Carry out [`Ike::after_death`]'s wishes.
-    pub(crate) fn revive(
-        &mut self,
-        now: Duration,
-        wishes: Vec<(usize, usize, crate::config::DpdAction)>,
-        k: &mut dyn Kernel,
-    ) {
-        for (ci, cj, action) in wishes {
-            let trapped = self.traps.values().any(|&t| t == (ci, cj));
-            let (conn, child) = (
-                self.config.connections[ci].name.clone(),
-                self.config.connections[ci].children[cj].name.clone(),
-            );
-            let done = match action {
-                crate::config::DpdAction::Restart => {
-                    self.events.push(format!(
-                        "initiating CHILD_SA {child} again (dpd_action or close_action)"
-                    ));
-                    self.initiate(now, Some(&conn), Some(&child), k)
-                }
-                crate::config::DpdAction::Trap if !trapped => self.install_trap(ci, cj, k),
-                _ => Ok(()),
-            };
-            if let Err(e) = done {
-                self.events.push(e);
+    /// One IKE SA's turn in [`Ike::poll`].
+    fn poll_sa(&mut self, now: Duration, sa: &mut SaMut<'_>, k: &mut dyn Kernel) -> Then {
+        match sa.exch.poll(now, &self.settings.retransmit) {
+            Ok(Some(data)) => {
+                self.stats.retransmits += 1;
+                self.push(sa.local, sa.remote, data);
+            }
+            Ok(None) => {}
+            Err(()) => {
+                self.stats.peers_dead += 1;
+                let after = self.after_death(sa);
+                self.events.push(IkeEvent::PeerDead {
+                    name: self.conn_name(sa),
+                    unique_id: sa.uid,
+                    remote: sa.remote,
+                    retransmits: self.settings.retransmit.tries,
+                });
+                return Then::Destroy(after);
             }
         }
-    }
-
-    /// Advance timers: retransmissions, lifetimes, rekeys, DPD, and start
-    /// queued tasks.
-    pub fn poll(&mut self, now: Duration, k: &mut dyn Kernel) {
-        self.clock = now;
-        let (gone, kept): (Vec<_>, Vec<_>) = self.lingering.drain(..).partition(|(_, t)| now >= *t);
-        self.lingering = kept;
-        for (id, _) in gone {
-            k.del_sa(id);
-        }
-        let keys: Vec<u64> = self.sas.keys().copied().collect();
-        for key in keys {
-            let Some(mut sa) = self.sas.remove(&key) else {
-                continue;
-            };
-            match sa.exch.poll(now, &self.settings.retransmit) {
-                Ok(Some(data)) => {
-                    self.stats.retransmits += 1;
-                    self.push(sa.local, sa.remote, data);
-                }
-                Ok(None) => {}
-                Err(()) => {
-                    self.stats.peers_dead += 1;
-                    let after = self.after_death(&sa);
-                    self.events.push(format!(
-                        "IKE_SA {}[{}]: no answer from {} after {} retransmissions: peer is dead, deleting",
-                        self.conn_name(&sa),
-                        sa.uid,
-                        sa.remote,
-                        self.settings.retransmit.tries
-                    ));
-                    self.destroy(sa, k);
-                    self.revive(now, after, k);
-                    continue;
-                }
+        match sa.state {
+            // A half-open SA holds nothing yet: it is forgotten.
+            IkeState::HalfOpen if now >= sa.created + self.settings.half_open_timeout => {
+                return Then::Destroy(Vec::new())
             }
-            match sa.state {
-                IkeState::HalfOpen if now >= sa.created + self.settings.half_open_timeout => {
-                    continue
-                }
-                IkeState::Rekeyed | IkeState::Deleting
-                    if sa.expire_at.is_some_and(|t| now >= t) =>
-                {
-                    self.destroy(sa, k);
-                    continue;
-                }
-                IkeState::Established => self.timers(now, &mut sa, k),
-                _ => {}
+            IkeState::Rekeyed | IkeState::Deleting if sa.expire_at.is_some_and(|t| now >= t) => {
+                return Then::Destroy(Vec::new())
             }
-            self.kick(now, sa, k);
+            IkeState::Established => self.timers(now, sa, k),
+            _ => {}
         }
+        self.kick(now, sa, k);
+        Then::Stay
     }
 
     /// The Established SA's own timers.
@@ -176,9 +215,7 @@ impl Ike {
         for spi in expired {
             // The hard lifetime (RFC 4301 §4.4.2.1): the SA goes now; the
             // peer is told.
-            self.events.push(format!(
-                "CHILD_SA with SPI {spi:#010x} reached its life_time: deleting"
-            ));
+            self.events.push(IkeEvent::ChildExpired { spi_in: spi });
             if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == spi) {
                 c.expire_at = None;
             }
@@ -187,18 +224,17 @@ impl Ike {
         }
     }
 
-    /// If the window is free, start the next queued task of `sa`; then
-    /// keep `sa`.
-    pub(crate) fn kick(&mut self, now: Duration, mut sa: IkeSa, k: &mut dyn Kernel) {
+    /// If the window is free, start the next queued task of `sa`.
+    pub(crate) fn kick(&mut self, now: Duration, sa: &mut SaMut<'_>, k: &mut dyn Kernel) {
         while sa.exch.idle() {
-            if !can_start(&sa) {
+            if !can_start(sa) {
                 break;
             }
             let Some(todo) = sa.queue.pop_front() else {
                 break;
             };
             match todo {
-                Todo::CreateChild(cfg) => self.start_child(now, &mut sa, cfg, None, k),
+                Todo::CreateChild(cfg) => self.start_child(now, sa, cfg, None, k),
                 Todo::RekeyChild(spi) => {
                     if let Some(cfg) = sa
                         .children
@@ -206,58 +242,15 @@ impl Ike {
                         .find(|c| c.spi_in == spi && c.state == crate::sa::ChildState::Installed)
                         .map(|c| c.cfg)
                     {
-                        self.start_child(now, &mut sa, cfg, Some(spi), k);
+                        self.start_child(now, sa, cfg, Some(spi), k);
                     }
                 }
-                Todo::RekeyIke => self.start_ike_rekey(now, &mut sa),
-                Todo::DeleteChild(spi) => self.start_delete_child(now, &mut sa, spi),
-                Todo::DeleteIke => self.start_delete_ike(now, &mut sa),
-                Todo::Dpd => {
-                    self.request(now, &mut sa, ExchangeType::INFORMATIONAL, vec![], Task::Dpd)
-                }
+                Todo::RekeyIke => self.start_ike_rekey(now, sa),
+                Todo::DeleteChild(spi) => self.start_delete_child(now, sa, spi),
+                Todo::DeleteIke => self.start_delete_ike(now, sa),
+                Todo::Dpd => self.request(now, sa, ExchangeType::INFORMATIONAL, vec![], Task::Dpd),
             }
         }
-        self.keep(sa);
-    }
-
-    /// When [`Ike::poll`] should next be called.
-    pub fn next_timeout(&self) -> Option<Duration> {
-        let mut t: Option<Duration> = None;
-        let mut at = |d: Option<Duration>| {
-            if let Some(d) = d {
-                t = Some(t.map_or(d, |t| t.min(d)));
-            }
-        };
-        for (_, deadline) in &self.lingering {
-            at(Some(*deadline));
-        }
-        for sa in self.sas.values() {
-            at(sa.exch.deadline());
-            match sa.state {
-                IkeState::HalfOpen => at(Some(sa.created + self.settings.half_open_timeout)),
-                IkeState::Established => {
-                    if sa.nat_local && !self.settings.keep_alive.is_zero() {
-                        at(Some(sa.last_sent + self.settings.keep_alive));
-                    }
-                    at(sa.rekey_at);
-                    at(sa.expire_at);
-                    let dpd = self.config.connections[sa.conn].dpd_delay;
-                    if !dpd.is_zero() && sa.exch.idle() {
-                        at(Some(sa.last_heard + dpd));
-                    }
-                    for c in &sa.children {
-                        at(c.rekey_at);
-                        at(c.expire_at);
-                    }
-                }
-                IkeState::Rekeyed | IkeState::Deleting => at(sa.expire_at),
-                _ => {}
-            }
-            if sa.exch.idle() && can_start(sa) {
-                at(Some(Duration::ZERO));
-            }
-        }
-        t
     }
 }
 

@@ -225,6 +225,9 @@ mod tests {
             "aes128-sha256-prfsha256-ecp256"
         );
         let events = ike.take_events();
-        assert!(events.iter().any(|e| e.contains("MODP-2048")), "{events:?}");
+        assert!(
+            events.iter().any(|e| e.to_string().contains("MODP-2048")),
+            "{events:?}"
+        );
     }
 }

@@ -1,0 +1,352 @@
+//! Child SAs, responder (RFC 7296 §1.3.1, §1.3.3, §2.9): a request for
+//! one, new or a rekey (REKEY_SA), in CREATE_CHILD_SA or IKE_AUTH: the
+//! child config and proposal chosen, the selectors narrowed to ours, PFS,
+//! the SAs installed before the answer leaves (ARCHITECTURE.md "Rekeying
+//! without loss").
+//!
+//! ```text
+//!  HDR, SK {[N(REKEY_SA),] SA, Ni, [KEi,] TSi, TSr} -->
+//!      REKEY_SA names one of ours? ──► no: N(CHILD_SA_NOT_FOUND | TEMPORARY_FAILURE)
+//!      a config whose TS meet, mode, proposal? ──► no: N(TS_UNACCEPTABLE | NO_PROPOSAL_CHOSEN)
+//!      KEi of the group chosen? ──► no: N(INVALID_KE_PAYLOAD)
+//!                       <-- HDR, SK {SA, Nr, [KEr,] TSi, TSr}   (installed)
+//! ```
+
+use core::time::Duration;
+
+use flowsec_ipsec::{Mode, Protocol};
+use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, ProtocolId};
+use flowsec_wire::ike::{Ke, Message, Notify, Payload, TrafficSelector};
+
+use crate::child::{cpi, ipcomp_supported, min_nonce, peer_cpi, protocol_of, suites, NONCE_LEN};
+use crate::config::{self, ChildChosen};
+use crate::crypto;
+use crate::event::IkeEvent;
+use crate::host::{has_notify, notifies, notify, Host};
+use crate::install::Install;
+use crate::kernel::Kernel;
+use crate::sa::{ChildState, IkeSa};
+use crate::table::{SaMut, Then};
+use crate::task::Collision;
+use crate::ts;
+
+/// Most Child SAs one IKE SA may hold (implementation limit; a peer
+/// asking for more gets NO_ADDITIONAL_SAS).
+const MAX_CHILDREN: usize = 256;
+
+/// A request of the peer for a Child SA (in IKE_AUTH or CREATE_CHILD_SA),
+/// as the responder sees it.
+pub(crate) struct ChildAsked<'a> {
+    /// The request.
+    pub msg: &'a Message,
+    /// The Child SA it rekeys (our inbound SPI), named by REKEY_SA.
+    pub rekey: Option<u32>,
+    /// The nonces of KEYMAT (§2.17): this exchange's, or IKE_SA_INIT's
+    /// for IKE_AUTH.
+    pub ni: &'a [u8],
+    pub nr: &'a [u8],
+    /// CREATE_CHILD_SA: the answer carries Nr.
+    pub create: bool,
+}
+
+/// What the responder chose for a Child SA request: the child config,
+/// proposal, mode and the narrowed selectors (ours, the peer's).
+struct ChildChoice {
+    cfg: usize,
+    chosen: ChildChosen,
+    mode: Mode,
+    local_ts: Vec<TrafficSelector>,
+    remote_ts: Vec<TrafficSelector>,
+}
+
+/// The responder's KE payload and g^ir, with PFS.
+type ChildKe = (Option<Ke>, Option<zeroize::Zeroizing<Vec<u8>>>);
+
+impl Host {
+    /// Responder: choose, narrow and install a Child SA for the request
+    /// `asked`, and return the payloads of the answer, or the notify that
+    /// refuses it (§1.3.1, §2.9).
+    pub(crate) fn answer_child(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        asked: ChildAsked<'_>,
+        k: &mut dyn Kernel,
+    ) -> Result<Vec<Payload>, Payload> {
+        let c = crate::host::parts(asked.msg);
+        if c.sa.is_none() || c.tsi.is_none() || c.tsr.is_none() {
+            return Err(notify(NotifyType::INVALID_SYNTAX, vec![]));
+        }
+        let old = asked
+            .rekey
+            .and_then(|spi| sa.children.iter().find(|c| c.spi_in == spi));
+        let candidates: Vec<usize> = match old {
+            Some(old) => vec![old.cfg],
+            None => (0..self.config.connections[sa.conn].children.len()).collect(),
+        };
+        let mut refusal = NotifyType::TS_UNACCEPTABLE;
+        for cfg in candidates {
+            let choice = match self.child_choice(sa, &asked, cfg) {
+                Ok(choice) => choice,
+                Err(why) => {
+                    refusal = why.unwrap_or(refusal);
+                    continue;
+                }
+            };
+            let ke = self.child_ke(c.ke, &choice.chosen)?;
+            let protocol = protocol_of(choice.chosen.protocol);
+            if protocol == Protocol::Ah && (sa.nat_local || sa.nat_remote) {
+                // AH covers the outer addresses a NAT rewrites, and RFC
+                // 3948 carries only ESP in UDP.
+                refusal = NotifyType::NO_PROPOSAL_CHOSEN;
+                continue;
+            }
+            return self.accept_child(now, sa, &asked, choice, ke, k);
+        }
+        self.events.push(IkeEvent::ChildRequestRefused {
+            from: sa.remote.ip(),
+            notify: refusal,
+        });
+        Err(notify(refusal, vec![]))
+    }
+
+    /// Whether child config `cfg` fits the request: the selectors narrowed
+    /// to ours (§2.9), the mode, a proposal (§2.7, the group of the
+    /// peer's KE payload first). Else why not: the refusal to answer, or
+    /// `None` for selectors that do not meet (TS_UNACCEPTABLE, unless
+    /// another config says more).
+    fn child_choice(
+        &self,
+        sa: &IkeSa,
+        asked: &ChildAsked<'_>,
+        cfg: usize,
+    ) -> Result<ChildChoice, Option<NotifyType>> {
+        let c = crate::host::parts(asked.msg);
+        let (Some(sai), Some(tsi), Some(tsr)) = (c.sa, c.tsi, c.tsr) else {
+            return Err(Some(NotifyType::INVALID_SYNTAX));
+        };
+        let child = &self.config.connections[sa.conn].children[cfg];
+        let ours_remote = ts::from_config(&child.remote_ts, sa.remote.ip());
+        let ours_local = ts::from_config(&child.local_ts, sa.local.ip());
+        let remote_ts = ts::narrow(tsi, &ours_remote);
+        let local_ts = ts::narrow(tsr, &ours_local);
+        if remote_ts.is_empty()
+            || local_ts.is_empty()
+            || ts::selector_count(&local_ts, &remote_ts) > ts::MAX_SELECTORS
+        {
+            return Err(None);
+        }
+        let transport = has_notify(asked.msg, NotifyType::USE_TRANSPORT_MODE);
+        if child.mode == Mode::Transport && !transport {
+            return Err(Some(NotifyType::NO_PROPOSAL_CHOSEN));
+        }
+        let group = c.ke.map_or(DhGroup::NONE, |k| k.group);
+        let ours = crate::init::promote_child(suites(child).0, group);
+        let chosen = config::select_child(&ours, sai, c.ke.is_some())
+            .ok_or(Some(NotifyType::NO_PROPOSAL_CHOSEN))?;
+        let mode = if transport && child.mode == Mode::Transport {
+            Mode::Transport
+        } else {
+            Mode::Tunnel
+        };
+        Ok(ChildChoice {
+            cfg,
+            chosen,
+            mode,
+            local_ts,
+            remote_ts,
+        })
+    }
+
+    /// Responder, PFS (§1.3.1): our KE payload and g^ir for the peer's
+    /// `kei`, which must be of the group chosen (else INVALID_KE_PAYLOAD
+    /// with ours, §1.3); nothing without one.
+    fn child_ke(&mut self, kei: Option<&Ke>, chosen: &ChildChosen) -> Result<ChildKe, Payload> {
+        let Some(kei) = kei else {
+            return Ok((None, None));
+        };
+        if kei.group != chosen.dh {
+            let group = chosen.dh.0.to_be_bytes().to_vec();
+            return Err(notify(NotifyType::INVALID_KE_PAYLOAD, group));
+        }
+        let ours = crypto::key_exchange(&self.provider, chosen.dh, self.rng.as_mut())
+            .map_err(|_| notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]))?;
+        let g_ir = ours
+            .shared_secret(&kei.data)
+            .map_err(|_| notify(NotifyType::INVALID_SYNTAX, vec![]))?;
+        let ker = Ke {
+            group: ours.group(),
+            data: ours.public_value().to_vec(),
+        };
+        Ok((Some(ker), Some(g_ir)))
+    }
+
+    /// Responder: install the Child SA `choice` describes (our SPI, and
+    /// CPI if both want IPComp, §2.22), and the payloads of the answer.
+    fn accept_child(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        asked: &ChildAsked<'_>,
+        choice: ChildChoice,
+        (ker, g_ir): ChildKe,
+        k: &mut dyn Kernel,
+    ) -> Result<Vec<Payload>, Payload> {
+        let ChildChoice {
+            cfg,
+            chosen,
+            mode,
+            local_ts,
+            remote_ts,
+        } = choice;
+        let protocol = protocol_of(chosen.protocol);
+        let spi_in = k.alloc_spi(protocol);
+        // IPComp if both want it (§2.22): our CPI in the answer.
+        let ipcomp = match peer_cpi(asked.msg) {
+            Some(theirs) if self.config.connections[sa.conn].children[cfg].ipcomp => {
+                cpi(k).map(|ours| (ours, theirs))
+            }
+            _ => None,
+        };
+        let g_ir = g_ir.as_deref().map(|v| v.as_slice());
+        let Some(keymat) = self.keymat(sa, &chosen, g_ir, asked.ni, asked.nr) else {
+            k.release_spi(protocol, spi_in);
+            if let Some((ours, _)) = ipcomp {
+                k.release_spi(Protocol::IpComp, u32::from(ours));
+            }
+            return Err(notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]));
+        };
+        let reqid = asked
+            .rekey
+            .and_then(|spi| sa.children.iter().find(|c| c.spi_in == spi))
+            .map(|o| o.reqid);
+        let install = Install {
+            cfg,
+            chosen: &chosen,
+            spi_in,
+            mode,
+            local_ts: local_ts.clone(),
+            remote_ts: remote_ts.clone(),
+            we_initiated: false,
+            reqid,
+            min_nonce: min_nonce(asked.ni, asked.nr),
+            ipcomp,
+        };
+        self.install_child(now, sa, install, &keymat, k);
+        if let Some(old) = asked.rekey {
+            self.replaced_by_peer(now, sa, old, spi_in);
+        }
+        let mut out = Vec::new();
+        if mode == Mode::Transport {
+            out.push(notify(NotifyType::USE_TRANSPORT_MODE, vec![]));
+        }
+        if let Some((ours, _)) = ipcomp {
+            out.push(ipcomp_supported(ours));
+        }
+        out.push(Payload::Sa(vec![config::child_answer(&chosen, spi_in)]));
+        if asked.create {
+            out.push(Payload::Nonce(asked.nr.to_vec()));
+        }
+        if let Some(ke) = ker {
+            out.push(Payload::Ke(ke));
+        }
+        out.push(Payload::TsI(remote_ts));
+        out.push(Payload::TsR(local_ts));
+        Ok(out)
+    }
+
+    /// Responder: the peer's rekey replaced Child SA `old` by `new` (our
+    /// inbound SPIs). The rekey's initiator deletes the old one; if it
+    /// never does, we do after the grace time. If we were rekeying it
+    /// too, our request in flight learns of the collision (§2.8.1: our
+    /// response decides).
+    fn replaced_by_peer(&mut self, now: Duration, sa: &mut SaMut<'_>, old: u32, new: u32) {
+        let grace = self.settings.rekeyed_grace;
+        let mut collided = false;
+        if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) {
+            collided = c.state == ChildState::Rekeying;
+            c.state = ChildState::Rekeyed;
+            c.rekey_at = None;
+            c.expire_at = Some(now + grace);
+        }
+        if collided {
+            sa.exch.collided(Collision::Child { old, theirs: new });
+        }
+    }
+
+    /// Responder: a CREATE_CHILD_SA request (§1.3): for the IKE SA (a
+    /// rekey, rekey.rs), or for a Child SA, new or a rekey of one.
+    pub(crate) fn child_request(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        mid: u32,
+        msg: Message,
+        k: &mut dyn Kernel,
+    ) -> Then {
+        let is_ike = msg.payloads.iter().any(|p| matches!(p, Payload::Sa(s) if s.first().is_some_and(|p| p.protocol == ProtocolId::IKE)));
+        if is_ike {
+            return self.ike_rekey_request(now, sa, mid, msg, k);
+        }
+        let payloads = match rekeyed_child(sa, &msg) {
+            Err(refusal) => vec![refusal],
+            Ok(None) if sa.children.len() >= MAX_CHILDREN => {
+                // A bound on what one peer can make us hold (RFC 7296 §3.10.1).
+                vec![notify(NotifyType::NO_ADDITIONAL_SAS, vec![])]
+            }
+            Ok(old) => {
+                let ni = crate::host::parts(&msg).nonce.cloned().unwrap_or_default();
+                let nr = self.random(NONCE_LEN);
+                let asked = ChildAsked {
+                    msg: &msg,
+                    rekey: old,
+                    ni: &ni,
+                    nr: &nr,
+                    create: true,
+                };
+                self.answer_child(now, sa, asked, k)
+                    .unwrap_or_else(|n| vec![n])
+            }
+        };
+        self.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
+        self.kick(now, sa, k);
+        Then::Stay
+    }
+}
+
+/// The Child SA a CREATE_CHILD_SA request rekeys (REKEY_SA, §1.3.3), by
+/// our inbound SPI; `None` for a new one. Else the notify that refuses
+/// it: TEMPORARY_FAILURE while we delete it (§2.25.1), CHILD_SA_NOT_FOUND
+/// for one we do not have, INVALID_SYNTAX for a REKEY_SA of no ESP or AH
+/// SPI.
+fn rekeyed_child(sa: &IkeSa, msg: &Message) -> Result<Option<u32>, Payload> {
+    let Some(n) = notifies(msg).find(|n| n.ty == NotifyType::REKEY_SA) else {
+        return Ok(None);
+    };
+    let (proto, spi) = (n.protocol, n.spi.as_slice());
+    let (Ok(spi), true) = (
+        <[u8; 4]>::try_from(spi),
+        proto == ProtocolId::ESP.0 || proto == ProtocolId::AH.0,
+    ) else {
+        return Err(notify(NotifyType::INVALID_SYNTAX, vec![]));
+    };
+    let spi = u32::from_be_bytes(spi);
+    // The peer names it by its inbound SPI: our outbound one.
+    let want = protocol_of(ProtocolId(proto));
+    match sa
+        .children
+        .iter()
+        .find(|c| c.spi_out == spi && c.sa_out.protocol == want)
+    {
+        Some(c) if c.state == ChildState::Deleting => {
+            Err(notify(NotifyType::TEMPORARY_FAILURE, vec![]))
+        }
+        Some(c) => Ok(Some(c.spi_in)),
+        None => Err(Payload::Notify(Notify {
+            protocol: proto,
+            spi: spi.to_be_bytes().to_vec(),
+            ty: NotifyType::CHILD_SA_NOT_FOUND,
+            data: Vec::new(),
+        })),
+    }
+}

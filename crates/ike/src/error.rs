@@ -1,0 +1,249 @@
+//! Why the core could not do what it was asked: a command of the user
+//! (initiate, terminate, rekey, a trap policy), an IKE SA that could not
+//! be negotiated, or a Child SA the peer answered for. Each way has its
+//! variant; the text is the log's.
+
+use core::fmt;
+use std::net::IpAddr;
+
+use flowsec_crypto::CryptoError;
+
+use crate::config::Identity;
+
+/// Why [`crate::Ike::initiate`], [`crate::Ike::terminate`],
+/// [`crate::Ike::rekey`] or a trap policy (`start_action = trap`) could
+/// do nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CommandError {
+    /// No connection of that name, or none with a child of that name
+    /// (`None`: any).
+    NoConnection {
+        /// The connection asked for.
+        conn: Option<String>,
+        /// The child asked for.
+        child: Option<String>,
+    },
+    /// The connection's `remote_addrs` has no single address to
+    /// initiate to.
+    NoRemoteAddress {
+        /// The connection.
+        conn: String,
+    },
+    /// A trap policy needs a single address in `remote_addrs`.
+    TrapWithoutAddress {
+        /// The child whose `start_action` is `trap`.
+        child: String,
+    },
+    /// Neither `local_addrs` nor the routing table gives an address of
+    /// ours to reach the peer's.
+    NoLocalAddress {
+        /// The connection (initiating) or child (a trap policy).
+        name: String,
+        /// The peer's address.
+        remote: IpAddr,
+    },
+    /// None of the connection's DH groups is in the crypto provider.
+    NoGroup {
+        /// The connection.
+        conn: String,
+    },
+    /// The key exchange of IKE_SA_INIT could not start.
+    KeyExchange {
+        /// The connection.
+        conn: String,
+        /// What the provider said.
+        error: CryptoError,
+    },
+    /// No established CHILD_SA of that name.
+    NoChild {
+        /// The name asked for.
+        child: String,
+    },
+    /// No established IKE_SA of that name or unique id.
+    NoIke {
+        /// The name (or `#N`) asked for.
+        ike: String,
+    },
+    /// Neither an IKE_SA nor a CHILD_SA was named.
+    Unnamed,
+}
+
+impl fmt::Display for CommandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommandError::NoConnection { conn, child } => {
+                write!(f, "no connection {}", conn.as_deref().unwrap_or("*"))?;
+                match child {
+                    Some(c) => write!(f, " with child {c}"),
+                    None => Ok(()),
+                }
+            }
+            CommandError::NoRemoteAddress { conn } => {
+                write!(
+                    f,
+                    "{conn}: remote_addrs has no single address to initiate to"
+                )
+            }
+            CommandError::TrapWithoutAddress { child } => write!(
+                f,
+                "{child}: start_action = trap needs a single address in remote_addrs"
+            ),
+            CommandError::NoLocalAddress { name, remote } => {
+                write!(f, "{name}: no local address to reach {remote}")
+            }
+            CommandError::NoGroup { conn } => {
+                write!(f, "{conn}: no supported DH group in proposals")
+            }
+            CommandError::KeyExchange { conn, error } => write!(f, "{conn}: {error}"),
+            CommandError::NoChild { child } => write!(f, "no established CHILD_SA named {child}"),
+            CommandError::NoIke { ike } => write!(f, "no established IKE_SA {ike}"),
+            CommandError::Unnamed => f.write_str("name an IKE_SA (--ike) or a CHILD_SA (--child)"),
+        }
+    }
+}
+
+impl std::error::Error for CommandError {}
+
+/// Why the answer to our request for a Child SA (IKE_AUTH or
+/// CREATE_CHILD_SA, RFC 7296 §1.3) installs nothing. The peer did not
+/// refuse (that is an error notify); it answered with something we
+/// cannot use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChildError {
+    /// No SA, TSi or TSr payload in the answer.
+    MissingPayloads,
+    /// No nonce in a CREATE_CHILD_SA answer (§1.3.1).
+    NoNonce,
+    /// A KE payload without ours, ours without one, or of another group.
+    KeMismatch,
+    /// The peer's KE payload gives no shared secret (RFC 6989).
+    BadKe,
+    /// The peer chose a proposal or transform we did not offer (§3.3.6).
+    NotOffered,
+    /// The peer's traffic selectors are not a subset of ours (§2.9).
+    SelectorsNotWithin,
+    /// AH was chosen across a NAT (RFC 3948 carries ESP only).
+    AhAcrossNat,
+    /// We asked for transport mode; the peer answered without
+    /// USE_TRANSPORT_MODE (§1.3.1).
+    TransportRefused,
+    /// KEYMAT (§2.17) could not be derived.
+    KeyDerivation,
+}
+
+impl fmt::Display for ChildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ChildError::MissingPayloads => "answer without SA, TSi and TSr",
+            ChildError::NoNonce => "answer without a nonce",
+            ChildError::KeMismatch => "KE payloads do not match",
+            ChildError::BadKe => "bad KE payload",
+            ChildError::NotOffered => "the peer chose what we did not offer",
+            ChildError::SelectorsNotWithin => "the peer's traffic selectors are not within ours",
+            ChildError::AhAcrossNat => "AH cannot cross the NAT between us",
+            ChildError::TransportRefused => "the peer refused transport mode",
+            ChildError::KeyDerivation => "key derivation failed",
+        })
+    }
+}
+
+impl std::error::Error for ChildError {}
+
+/// Why we give up an IKE SA that is not established yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NegotiationError {
+    /// The responder asked for a COOKIE again and again (RFC 7296 §2.6),
+    /// or sent one of a length §2.6 does not allow.
+    TooManyCookies,
+    /// SKEYSEED or the keys from it (§2.14) could not be derived.
+    KeyDerivation,
+    /// No shared key in `secrets` for these identities.
+    NoSharedKey {
+        /// Ours.
+        me: Identity,
+        /// The peer's (`%any` when not configured).
+        peer: Identity,
+    },
+    /// The responder answered IKE_AUTH with AUTHENTICATION_FAILED.
+    PeerAuthFailed,
+    /// The responder's AUTH payload did not verify (§2.15).
+    ResponderAuthBad,
+}
+
+impl fmt::Display for NegotiationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NegotiationError::TooManyCookies => f.write_str("too many COOKIE requests"),
+            NegotiationError::KeyDerivation => f.write_str("key derivation failed"),
+            NegotiationError::NoSharedKey { me, peer } => {
+                write!(f, "no shared key for {me} - {peer} in secrets")
+            }
+            NegotiationError::PeerAuthFailed => f.write_str("peer says AUTHENTICATION_FAILED"),
+            NegotiationError::ResponderAuthBad => {
+                f.write_str("the responder's AUTH did not verify")
+            }
+        }
+    }
+}
+
+impl std::error::Error for NegotiationError {}
+
+/// What is wrong with an IKE_SA_INIT response we ignore (unauthenticated,
+/// it ends nothing: RFC 7296 §2.21.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InitResponseError {
+    /// No SA, KE or nonce payload (§1.2).
+    MissingPayloads,
+    /// A proposal or group we did not offer, or no responder SPI.
+    NotOffered,
+    /// The peer's KE payload gives no shared secret (RFC 6989).
+    BadKe,
+}
+
+impl fmt::Display for InitResponseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            InitResponseError::MissingPayloads => "IKE_SA_INIT response without SA, KE and nonce",
+            InitResponseError::NotOffered => "IKE_SA_INIT response chose what we did not offer",
+            InitResponseError::BadKe => "bad KE payload in IKE_SA_INIT response",
+        })
+    }
+}
+
+impl std::error::Error for InitResponseError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_texts_are_the_logs() {
+        let e = CommandError::NoConnection {
+            conn: None,
+            child: Some("net".into()),
+        };
+        assert_eq!(e.to_string(), "no connection * with child net");
+        let e = CommandError::NoConnection {
+            conn: Some("gw".into()),
+            child: None,
+        };
+        assert_eq!(e.to_string(), "no connection gw");
+        let e = CommandError::NoLocalAddress {
+            name: "gw".into(),
+            remote: "192.0.2.2".parse().unwrap(),
+        };
+        assert_eq!(e.to_string(), "gw: no local address to reach 192.0.2.2");
+        assert_eq!(
+            CommandError::Unnamed.to_string(),
+            "name an IKE_SA (--ike) or a CHILD_SA (--child)"
+        );
+        assert_eq!(
+            ChildError::SelectorsNotWithin.to_string(),
+            "the peer's traffic selectors are not within ours"
+        );
+    }
+}

@@ -1,0 +1,229 @@
+//! What the exchanges of every IKE SA share: [`Host`], this host's state
+//! beside its IKE SAs, with sending (a request of ours, an answer, a
+//! datagram), randomness, SPIs and names; and the payload helpers every
+//! exchange reads messages with.
+
+use core::time::Duration;
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+
+use flowsec_crypto::Provider;
+use flowsec_ipsec::{Direction, Selector};
+use flowsec_wire::iana::{ExchangeType, NotifyType, PayloadType};
+use flowsec_wire::ike::{emit_payloads, first_type, Header, Message, Notify, Payload};
+
+use crate::config::Config;
+use crate::engine::{Datagram, IkeStats, Settings};
+use crate::event::IkeEvent;
+use crate::kernel::Kernel;
+use crate::random::Random;
+use crate::sa::IkeSa;
+use crate::table::SaMut;
+use crate::task::Task;
+
+/// This host's state beside its IKE SAs: configuration, crypto and
+/// randomness, what goes out (datagrams, events), counters, and the
+/// reqids, policies and trap policies the IKE SAs' Child SAs share. A
+/// handler works on one IKE SA borrowed from the table ([`SaMut`]) and
+/// on this.
+pub(crate) struct Host {
+    pub(crate) config: Config,
+    pub(crate) provider: Provider,
+    pub(crate) rng: Box<dyn Random>,
+    pub(crate) settings: Settings,
+    pub(crate) out: VecDeque<Datagram>,
+    pub(crate) events: Vec<IkeEvent>,
+    /// The COOKIE secrets (RFC 7296 §2.6), from `rng`.
+    pub(crate) cookies: crate::admit::CookieJar,
+    pub(crate) next_uid: u32,
+    pub(crate) next_reqid: u32,
+    /// The policies installed for each reqid.
+    pub(crate) policies: BTreeMap<u32, Vec<(Direction, Selector)>>,
+    /// Trap policies (`start_action = trap`): reqid → (connection, child).
+    pub(crate) traps: BTreeMap<u32, (usize, usize)>,
+    /// Inbound SAs of replaced Child SAs, removed at their deadline.
+    pub(crate) lingering: Vec<(flowsec_ipsec::SaId, Duration)>,
+    /// The `now` of the call being served (time stays an argument: this
+    /// only saves passing it through every helper).
+    pub(crate) clock: Duration,
+    pub(crate) stats: IkeStats,
+}
+
+impl Host {
+    /// Queue a datagram.
+    pub(crate) fn push(&mut self, local: SocketAddr, remote: SocketAddr, data: Vec<u8>) {
+        self.stats.sent += 1;
+        self.out.push_back(Datagram {
+            local,
+            remote,
+            data,
+        });
+    }
+
+    /// Encrypt `payloads` into a message of `sa`.
+    pub(crate) fn protect(
+        &mut self,
+        sa: &IkeSa,
+        exchange: ExchangeType,
+        response: bool,
+        mid: u32,
+        payloads: &[Payload],
+    ) -> Vec<u8> {
+        let header = Header {
+            spi_i: sa.spi_i,
+            spi_r: sa.spi_r,
+            next_payload: PayloadType::SK,
+            major_version: 2,
+            minor_version: 0,
+            exchange,
+            initiator: sa.initiator,
+            response,
+            message_id: mid,
+            length: 0,
+        };
+        let inner = emit_payloads(payloads);
+        match &sa.keys {
+            Some(keys) => keys
+                .out
+                .seal(&header, first_type(payloads), &inner, self.rng.as_mut()),
+            // Only IKE_SA_INIT is unprotected, and it never comes here.
+            None => Vec::new(),
+        }
+    }
+
+    /// Send a request on `sa` for `task`.
+    pub(crate) fn request(
+        &mut self,
+        now: Duration,
+        sa: &mut IkeSa,
+        exchange: ExchangeType,
+        payloads: Vec<Payload>,
+        task: Task,
+    ) {
+        let mid = sa.exch.peek_mid();
+        let data = self.protect(sa, exchange, false, mid, &payloads);
+        sa.exch
+            .sent(exchange, data.clone(), task, now, &self.settings.retransmit);
+        sa.last_sent = now;
+        self.push(sa.local, sa.remote, data);
+    }
+
+    /// Answer request `mid` of `sa`.
+    pub(crate) fn respond(
+        &mut self,
+        sa: &mut IkeSa,
+        exchange: ExchangeType,
+        mid: u32,
+        payloads: Vec<Payload>,
+    ) {
+        let data = self.protect(sa, exchange, true, mid, &payloads);
+        sa.exch.responded(mid, data.clone());
+        sa.last_sent = self.clock;
+        self.push(sa.local, sa.remote, data);
+    }
+
+    /// Fresh random bytes.
+    pub(crate) fn random(&mut self, n: usize) -> Vec<u8> {
+        let mut v = vec![0; n];
+        self.rng.fill(&mut v);
+        v
+    }
+
+    /// A random IKE SPI that is not `taken` (never 0).
+    pub(crate) fn new_spi(&mut self, taken: impl Fn(u64) -> bool) -> u64 {
+        loop {
+            let spi = self.rng.next_u64();
+            if spi != 0 && !taken(spi) {
+                return spi;
+            }
+        }
+    }
+
+    /// `d` less a random part of `rand` (strongSwan's jitter: rekeys of
+    /// both ends rarely collide, §2.8.1).
+    pub(crate) fn jittered(&mut self, d: Duration, rand: Duration) -> Duration {
+        if rand.is_zero() || rand >= d {
+            return d;
+        }
+        let r = u128::from(self.rng.next_u64()) % (rand.as_millis() + 1);
+        d - Duration::from_millis(r as u64)
+    }
+
+    pub(crate) fn conn_name(&self, sa: &IkeSa) -> String {
+        self.config
+            .connections
+            .get(sa.conn)
+            .map_or_else(|| "?".into(), |c| c.name.clone())
+    }
+
+    /// Remove everything `sa` installed; it has left the table, or is
+    /// about to (its handler says [`crate::table::Then::Destroy`]).
+    pub(crate) fn destroy(&mut self, sa: &mut SaMut<'_>, k: &mut dyn Kernel) {
+        if let Some(task) = sa.exch.take_task() {
+            task.release(k);
+        }
+        let spis: Vec<u32> = sa.children.iter().map(|c| c.spi_in).collect();
+        for spi in spis {
+            self.remove_child(sa, spi, k);
+        }
+    }
+}
+
+/// The SA, KE, nonce and selectors of a message (each at most once:
+/// [`crate::rules`] checked that).
+pub(crate) struct Parts<'a> {
+    pub sa: Option<&'a Vec<flowsec_wire::ike::Proposal>>,
+    pub ke: Option<&'a flowsec_wire::ike::Ke>,
+    pub nonce: Option<&'a Vec<u8>>,
+    pub tsi: Option<&'a Vec<flowsec_wire::ike::TrafficSelector>>,
+    pub tsr: Option<&'a Vec<flowsec_wire::ike::TrafficSelector>>,
+}
+
+pub(crate) fn parts(msg: &Message) -> Parts<'_> {
+    let mut c = Parts {
+        sa: None,
+        ke: None,
+        nonce: None,
+        tsi: None,
+        tsr: None,
+    };
+    for p in &msg.payloads {
+        match p {
+            Payload::Sa(s) => c.sa = Some(s),
+            Payload::Ke(k) => c.ke = Some(k),
+            Payload::Nonce(n) => c.nonce = Some(n),
+            Payload::TsI(t) => c.tsi = Some(t),
+            Payload::TsR(t) => c.tsr = Some(t),
+            _ => {}
+        }
+    }
+    c
+}
+
+/// A notify payload without SPI.
+pub(crate) fn notify(ty: NotifyType, data: Vec<u8>) -> Payload {
+    Payload::Notify(Notify {
+        protocol: 0,
+        spi: Vec::new(),
+        ty,
+        data,
+    })
+}
+
+/// The notifies of a message.
+pub(crate) fn notifies(msg: &Message) -> impl Iterator<Item = &Notify> {
+    msg.payloads.iter().filter_map(|p| match p {
+        Payload::Notify(n) => Some(n),
+        _ => None,
+    })
+}
+
+/// The first error notify of a message, if any.
+pub(crate) fn error_notify(msg: &Message) -> Option<&Notify> {
+    notifies(msg).find(|n| n.ty.is_error())
+}
+
+/// Whether the message carries a notify of this type.
+pub(crate) fn has_notify(msg: &Message, ty: NotifyType) -> bool {
+    notifies(msg).any(|n| n.ty == ty)
+}

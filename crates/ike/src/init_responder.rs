@@ -1,0 +1,311 @@
+//! IKE_SA_INIT, responder (RFC 7296 §1.2): admission (admit.rs: COOKIE,
+//! §2.6, and the limits on half-open SAs), the connection and proposal
+//! for the offer, and the half-open IKE SA that waits for IKE_AUTH; or a
+//! stateless answer.
+//!
+//! ```text
+//!  HDR, [N(COOKIE),] SAi1, KEi, Ni, N(NAT_D..) -->
+//!     retransmission?  ──► the same answer again (§2.1)
+//!     admitted?        ──► no: <-- HDR, N(COOKIE), or dropped
+//!     proposal, group? ──► no: <-- HDR, N(NO_PROPOSAL_CHOSEN | INVALID_KE_PAYLOAD)
+//!                                <-- HDR, SAr1, KEr, Nr, N(NAT_D..)   (half-open)
+//! ```
+
+use core::time::Duration;
+use std::net::IpAddr;
+
+use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType};
+use flowsec_wire::ike::{Ke, Message, Payload, Proposal};
+use zeroize::Zeroizing;
+
+use crate::admit::Refusal;
+use crate::auth::{AwaitingAuth, InitMessages};
+use crate::config::{self, AddrSpec, IkeChosen};
+use crate::crypto::{self, KeyExchange};
+use crate::engine::{Arrival, Ike};
+use crate::event::IkeEvent;
+use crate::host::{notify, parts, Host};
+use crate::init::{init_header, new_sa, promote_ike, NONCE_LEN};
+use crate::nat::{nat_detect, nat_hash};
+use crate::sa::{IkeKeyState, IkeSa, IkeState};
+
+/// Responder: an IKE_SA_INIT request (for its NAT_DETECTION notifies)
+/// and its Ni.
+struct Offered<'a> {
+    msg: &'a Message,
+    ni: &'a [u8],
+}
+
+/// Responder: how an IKE_SA_INIT request is answered: the connection,
+/// the proposal chosen, our key exchange and the shared secret (§1.2).
+struct InitChoice {
+    conn: usize,
+    chosen: IkeChosen,
+    ke: Box<dyn KeyExchange>,
+    g_ir: Zeroizing<Vec<u8>>,
+}
+
+impl Ike {
+    /// The responder's side of IKE_SA_INIT (§1.2): admitted (§2.6), a
+    /// connection and proposal chosen, a half-open IKE SA that waits for
+    /// IKE_AUTH; or a stateless answer (COOKIE, INVALID_KE_PAYLOAD,
+    /// NO_PROPOSAL_CHOSEN), or nothing.
+    pub(crate) fn init_request(&mut self, now: Duration, arrival: Arrival<'_>) {
+        let header = arrival.header;
+        if header.spi_r != 0 || header.message_id != 0 || !header.initiator {
+            self.host.stats.malformed += 1;
+            return;
+        }
+        if self.init_replayed(&arrival) {
+            return;
+        }
+        let Some(msg) = self.host.init_request_message(&arrival) else {
+            return;
+        };
+        let p = parts(&msg);
+        let (Some(sai), Some(kei), Some(ni)) = (p.sa, p.ke, p.nonce) else {
+            return;
+        };
+        if !self.admitted(now, &arrival, &msg, ni) {
+            return;
+        }
+        let Some(choice) = self.host.init_choose(&arrival, sai, kei) else {
+            return;
+        };
+        let spi_r = self.host.new_spi(|s| self.sas.contains_spi(s));
+        let nr = self.host.random(NONCE_LEN);
+        let spis = (header.spi_i, spi_r);
+        let Some(keys) = self
+            .host
+            .derive(&choice.chosen, &choice.g_ir, (ni, &nr), spis, false)
+        else {
+            return;
+        };
+        let offered = Offered { msg: &msg, ni };
+        let sa = self
+            .host
+            .half_open(now, &arrival, offered, &choice, (spi_r, nr), keys);
+        self.sas.insert(sa);
+    }
+
+    /// A retransmission of an IKE_SA_INIT request we answered gets the
+    /// same answer (§2.1); whether it was one (anything else from that
+    /// SPIi and address is dropped).
+    fn init_replayed(&mut self, arrival: &Arrival<'_>) -> bool {
+        let Some(sa) = self.sas.values().find(|s| {
+            s.state == IkeState::HalfOpen
+                && s.spi_i == arrival.header.spi_i
+                && s.remote == arrival.remote
+        }) else {
+            return false;
+        };
+        if let Some(w) = sa.exch.passive().filter(|w| w.init.request == arrival.data) {
+            let (l, r, d) = (sa.local, sa.remote, w.init.response.clone());
+            self.host.stats.replayed += 1;
+            self.host.push(l, r, d);
+        }
+        true
+    }
+
+    /// Whether the request may make a half-open IKE SA (admit.rs), else
+    /// its stateless answer (a COOKIE, §2.6) or nothing.
+    fn admitted(&mut self, now: Duration, arrival: &Arrival<'_>, msg: &Message, ni: &[u8]) -> bool {
+        // §2.6: a returned cookie is the first payload.
+        let cookie = match msg.payloads.first() {
+            Some(Payload::Notify(n)) if n.ty == NotifyType::COOKIE => Some(n.data.as_slice()),
+            _ => None,
+        };
+        let refusal = match self.admit(now, arrival.remote.ip(), ni, arrival.header.spi_i, cookie) {
+            Ok(()) => return true,
+            Err(refusal) => refusal,
+        };
+        let stats = &mut self.host.stats;
+        match refusal {
+            Refusal::Cookie(want) => {
+                stats.cookies_sent += 1;
+                self.host.answer_init(arrival, NotifyType::COOKIE, want);
+            }
+            Refusal::BlockedSource => stats.blocked_source += 1,
+            Refusal::Limit => stats.refused_limit += 1,
+        }
+        false
+    }
+}
+
+impl Host {
+    /// The first configured connection for these addresses whose
+    /// proposals meet the offer.
+    fn pick_connection(
+        &self,
+        local: IpAddr,
+        remote: IpAddr,
+        offer: &[flowsec_wire::ike::Proposal],
+        ke: DhGroup,
+    ) -> Option<(usize, IkeChosen)> {
+        self.config
+            .connections
+            .iter()
+            .enumerate()
+            .find_map(|(i, c)| {
+                let here = c.local_addrs.is_empty()
+                    || c.local_addrs.iter().any(|a| addr_matches(a, local));
+                let there = c.remote_addrs.is_empty()
+                    || c.remote_addrs.iter().any(|a| addr_matches(a, remote));
+                if !(here && there) {
+                    return None;
+                }
+                config::select_ike(&promote_ike(&c.proposals, ke), offer).map(|ch| (i, ch))
+            })
+    }
+
+    /// An unprotected IKE_SA_INIT answer carrying one notify (SPIr 0).
+    fn answer_init(&mut self, to: &Arrival<'_>, ty: NotifyType, data: Vec<u8>) {
+        let msg = Message {
+            header: init_header(to.header.spi_i, 0, false, true),
+            payloads: vec![notify(ty, data)],
+        };
+        self.push(to.local, to.remote, msg.emit());
+    }
+
+    /// The IKE_SA_INIT request parsed and its payloads checked (§3,
+    /// rules.rs); a critical payload we do not know is answered (§2.5).
+    fn init_request_message(&mut self, arrival: &Arrival<'_>) -> Option<Message> {
+        let msg = match Message::parse(arrival.data) {
+            Ok(m) => m,
+            Err(flowsec_wire::ike::IkeError::UnsupportedCritical(ty)) => {
+                self.stats.malformed += 1;
+                let unsupported = NotifyType::UNSUPPORTED_CRITICAL_PAYLOAD;
+                self.answer_init(arrival, unsupported, vec![ty.0]);
+                return None;
+            }
+            Err(_) => {
+                self.stats.malformed += 1;
+                return None;
+            }
+        };
+        if crate::rules::check(ExchangeType::IKE_SA_INIT, false, &msg.payloads).is_err() {
+            self.stats.malformed += 1;
+            return None;
+        }
+        Some(msg)
+    }
+
+    /// Responder: the connection and proposal for the offer `sai`, and our
+    /// key exchange with the shared secret (§1.2); else the stateless
+    /// answer: NO_PROPOSAL_CHOSEN, INVALID_KE_PAYLOAD with our group, or
+    /// INVALID_SYNTAX for a bad public value (RFC 6989).
+    fn init_choose(
+        &mut self,
+        arrival: &Arrival<'_>,
+        sai: &[Proposal],
+        kei: &Ke,
+    ) -> Option<InitChoice> {
+        let (local, remote) = (arrival.local, arrival.remote);
+        let Some((ci, chosen)) = self.pick_connection(local.ip(), remote.ip(), sai, kei.group)
+        else {
+            self.stats.no_proposal += 1;
+            self.events.push(IkeEvent::NoProposal { from: remote });
+            self.answer_init(arrival, NotifyType::NO_PROPOSAL_CHOSEN, vec![]);
+            return None;
+        };
+        if kei.group != chosen.suite.dh {
+            // §1.2: stateless; the initiator retries with our group.
+            self.stats.invalid_ke_sent += 1;
+            let group = chosen.suite.dh.0.to_be_bytes().to_vec();
+            self.answer_init(arrival, NotifyType::INVALID_KE_PAYLOAD, group);
+            return None;
+        }
+        let ke = crypto::key_exchange(&self.provider, chosen.suite.dh, self.rng.as_mut()).ok()?;
+        let Ok(g_ir) = ke.shared_secret(&kei.data) else {
+            // RFC 6989: a bad public value.
+            self.stats.malformed += 1;
+            self.answer_init(arrival, NotifyType::INVALID_SYNTAX, vec![]);
+            return None;
+        };
+        Some(InitChoice {
+            conn: ci,
+            chosen,
+            ke,
+            g_ir,
+        })
+    }
+
+    /// Responder: the half-open IKE SA `choice` makes, with our SPI and
+    /// nonce `(spi_r, nr)` and its `keys`; our IKE_SA_INIT answer goes,
+    /// and AwaitingAuth keeps both messages for IKE_AUTH (§2.15).
+    fn half_open(
+        &mut self,
+        now: Duration,
+        arrival: &Arrival<'_>,
+        offer: Offered<'_>,
+        choice: &InitChoice,
+        (spi_r, nr): (u64, Vec<u8>),
+        keys: IkeKeyState,
+    ) -> IkeSa {
+        let (local, remote, spi_i) = (arrival.local, arrival.remote, arrival.header.spi_i);
+        let uid = self.next_uid;
+        self.next_uid += 1;
+        let mut sa = new_sa(
+            choice.conn,
+            uid,
+            (spi_i, spi_r),
+            false,
+            (local, remote),
+            now,
+        );
+        sa.state = IkeState::HalfOpen;
+        sa.keys = Some(keys);
+        (sa.nat_local, sa.nat_remote) = nat_detect(offer.msg, spi_i, 0, local, remote);
+        let mut answer = config::ike_answer(&choice.chosen);
+        answer.spi = Vec::new();
+        let payloads = vec![
+            Payload::Sa(vec![answer]),
+            Payload::Ke(Ke {
+                group: choice.ke.group(),
+                data: choice.ke.public_value().to_vec(),
+            }),
+            Payload::Nonce(nr.clone()),
+            notify(
+                NotifyType::NAT_DETECTION_SOURCE_IP,
+                nat_hash(spi_i, spi_r, local),
+            ),
+            notify(
+                NotifyType::NAT_DETECTION_DESTINATION_IP,
+                nat_hash(spi_i, spi_r, remote),
+            ),
+        ];
+        let response = Message {
+            header: init_header(spi_i, spi_r, false, true),
+            payloads,
+        }
+        .emit();
+        sa.exch.responded(0, response.clone());
+        sa.exch.await_request(AwaitingAuth {
+            init: InitMessages {
+                request: arrival.data.to_vec(),
+                response: response.clone(),
+                ni: offer.ni.to_vec(),
+                nr,
+            },
+        });
+        self.push(local, remote, response);
+        sa
+    }
+}
+
+/// Whether a configured address matches an actual one.
+pub(crate) fn addr_matches(spec: &AddrSpec, ip: IpAddr) -> bool {
+    match spec {
+        AddrSpec::Any => true,
+        AddrSpec::Addr(a) => *a == ip,
+        AddrSpec::Prefix(a, len) => {
+            flowsec_ipsec::spd::IpPrefix::new(*a, *len).is_some_and(|p| p.contains(ip))
+        }
+        AddrSpec::Range(s, e) => match (s, e, ip) {
+            (IpAddr::V4(s), IpAddr::V4(e), IpAddr::V4(ip)) => (*s..=*e).contains(&ip),
+            (IpAddr::V6(s), IpAddr::V6(e), IpAddr::V6(ip)) => (*s..=*e).contains(&ip),
+            _ => false,
+        },
+        AddrSpec::Host(_) => false,
+    }
+}
