@@ -337,26 +337,22 @@ fn ike_owned(v: &Value, sa: &Value) -> bool {
         })
 }
 
-/// One IKE SA as `swanctl --list-sas` shows it.
+/// One IKE SA as `swanctl --list-sas` shows it, then its CHILD_SAs.
 fn print_ike_sa(o: &mut String, sa: &Value) {
-    let s = |v: &Value, k: &str| match &v[k] {
-        Value::String(x) => x.clone(),
-        Value::Null => "-".into(),
-        other => other.to_string(),
-    };
+    let s = |k: &str| field(sa, k);
     let _ = writeln!(
         o,
         "{}: #{}, {}, IKEv2, {}_i{} {}_r{}",
-        s(sa, "name"),
-        s(sa, "uniqueid"),
-        s(sa, "state"),
-        s(sa, "initiator_spi"),
+        s("name"),
+        s("uniqueid"),
+        s("state"),
+        s("initiator_spi"),
         if sa["initiator"] == Value::Bool(true) {
             "*"
         } else {
             ""
         },
-        s(sa, "responder_spi"),
+        s("responder_spi"),
         if sa["initiator"] == Value::Bool(false) {
             "*"
         } else {
@@ -366,86 +362,103 @@ fn print_ike_sa(o: &mut String, sa: &Value) {
     let _ = writeln!(
         o,
         "  local  '{}' @ {}[{}]",
-        s(sa, "local_id"),
-        s(sa, "local_host"),
-        s(sa, "local_port")
+        s("local_id"),
+        s("local_host"),
+        s("local_port")
     );
     let _ = writeln!(
         o,
         "  remote '{}' @ {}[{}]{}",
-        s(sa, "remote_id"),
-        s(sa, "remote_host"),
-        s(sa, "remote_port"),
+        s("remote_id"),
+        s("remote_host"),
+        s("remote_port"),
         if sa["nat"] == Value::Bool(true) {
             " (NAT-T)"
         } else {
             ""
         }
     );
-    let _ = writeln!(o, "  {}", s(sa, "proposal"));
+    let _ = writeln!(o, "  {}", s("proposal"));
     let _ = writeln!(
         o,
         "  established {}s ago, rekeying in {}s",
-        s(sa, "established_s"),
-        s(sa, "rekey_in_s")
+        s("established_s"),
+        s("rekey_in_s")
     );
     for c in sa["child_sas"].as_array().into_iter().flatten() {
-        let _ = writeln!(
-            o,
-            "  {}: reqid {}, {}, {}, {}{}:",
-            s(c, "name"),
-            s(c, "reqid"),
-            s(c, "state"),
-            s(c, "mode"),
-            s(c, "protocol"),
-            if c["encap"] == Value::Bool(true) {
-                " in UDP"
-            } else {
-                ""
-            }
-        );
-        if c["cpi_in"].is_string() {
-            let _ = writeln!(
-                o,
-                "    {}, IPCOMP CPIs {}_i {}_o",
-                s(c, "proposal"),
-                s(c, "cpi_in"),
-                s(c, "cpi_out")
-            );
+        print_child_sa(o, c);
+    }
+}
+
+/// One CHILD_SA under its IKE SA: proposal, times, both SPIs' counters
+/// and the traffic selectors.
+fn print_child_sa(o: &mut String, c: &Value) {
+    let s = |k: &str| field(c, k);
+    let _ = writeln!(
+        o,
+        "  {}: reqid {}, {}, {}, {}{}:",
+        s("name"),
+        s("reqid"),
+        s("state"),
+        s("mode"),
+        s("protocol"),
+        if c["encap"] == Value::Bool(true) {
+            " in UDP"
         } else {
-            let _ = writeln!(o, "    {}", s(c, "proposal"));
+            ""
         }
+    );
+    if c["cpi_in"].is_string() {
         let _ = writeln!(
             o,
-            "    installed {}s ago, rekeying in {}s, expires in {}s",
-            s(c, "install_time_s"),
-            s(c, "rekey_in_s"),
-            s(c, "life_in_s")
+            "    {}, IPCOMP CPIs {}_i {}_o",
+            s("proposal"),
+            s("cpi_in"),
+            s("cpi_out")
         );
-        let _ = writeln!(
-            o,
-            "    in  {}, {:>8} bytes, {:>6} packets",
-            s(c, "spi_in"),
-            s(c, "bytes_in"),
-            s(c, "packets_in")
-        );
-        let _ = writeln!(
-            o,
-            "    out {}, {:>8} bytes, {:>6} packets",
-            s(c, "spi_out"),
-            s(c, "bytes_out"),
-            s(c, "packets_out")
-        );
-        let ts = |k: &str| {
-            c[k].as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
-        let _ = writeln!(o, "    local  {}", ts("local_ts"));
-        let _ = writeln!(o, "    remote {}", ts("remote_ts"));
+    } else {
+        let _ = writeln!(o, "    {}", s("proposal"));
+    }
+    let _ = writeln!(
+        o,
+        "    installed {}s ago, rekeying in {}s, expires in {}s",
+        s("install_time_s"),
+        s("rekey_in_s"),
+        s("life_in_s")
+    );
+    let _ = writeln!(
+        o,
+        "    in  {}, {:>8} bytes, {:>6} packets",
+        s("spi_in"),
+        s("bytes_in"),
+        s("packets_in")
+    );
+    let _ = writeln!(
+        o,
+        "    out {}, {:>8} bytes, {:>6} packets",
+        s("spi_out"),
+        s("bytes_out"),
+        s("packets_out")
+    );
+    let ts = |k: &str| {
+        c[k].as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let _ = writeln!(o, "    local  {}", ts("local_ts"));
+    let _ = writeln!(o, "    remote {}", ts("remote_ts"));
+}
+
+/// Field `k` of `v` as text: a string as it is, null as `-`, anything
+/// else as JSON.
+fn field(v: &Value, k: &str) -> String {
+    match &v[k] {
+        Value::String(x) => x.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
     }
 }
 
