@@ -218,96 +218,30 @@ impl Cx<'_> {
     }
 
     fn connection(&self, sec: &Section, path: &str) -> Result<Connection, ConfigError> {
-        let mut c = Connection {
-            name: sec.name.clone(),
-            version: 0,
-            local_addrs: vec![AddrSpec::Any],
-            remote_addrs: vec![AddrSpec::Any],
-            local_port: DEFAULT_PORT,
-            remote_port: DEFAULT_PORT,
-            proposals: default_ike_proposals().to_vec(),
-            local: AuthConfig {
-                auth: AuthKind::Psk,
-                id: None,
-            },
-            remote: AuthConfig {
-                auth: AuthKind::Psk,
-                id: None,
-            },
-            children: Vec::new(),
-            rekey_time: Duration::ZERO,
-            reauth_time: Duration::ZERO,
-            over_time: Duration::ZERO,
-            rand_time: Duration::ZERO,
-            dpd_delay: Duration::ZERO,
-            dpd_timeout: Duration::ZERO,
-            encap: false,
-            keyingtries: 1,
-            unique: Unique::No,
-        };
-        let (mut rekey, mut reauth, mut over, mut rand) = (None, None, None, None);
+        let mut c = default_connection(&sec.name);
+        let mut times = IkeTimes::default();
         for (s, v) in values(sec) {
             if self.common("conn", s, v, path)? {
                 continue;
             }
-            let r: Result<(), ConfigErrorKind> = (|| {
-                match s.key.as_str() {
-                    "version" => {
-                        c.version = match v {
-                            "0" => 0,
-                            "2" => 2,
-                            "1" => return Err(ConfigErrorKind::Ikev1),
-                            _ => return Err(ConfigErrorKind::BadVersion { value: v.into() }),
-                        }
-                    }
-                    "local_addrs" => c.local_addrs = addr_list(v)?,
-                    "remote_addrs" => c.remote_addrs = addr_list(v)?,
-                    "local_port" => c.local_port = parse_port(v)?,
-                    "remote_port" => c.remote_port = parse_port(v)?,
-                    "proposals" => c.proposals = parse_ike_proposals(v)?,
-                    "encap" => c.encap = parse_bool(v)?,
-                    "dpd_delay" => c.dpd_delay = parse_duration(v)?,
-                    "dpd_timeout" => c.dpd_timeout = parse_duration(v)?,
-                    "keyingtries" => c.keyingtries = parse_num(v)?,
-                    "unique" => {
-                        c.unique = match keyword(v, &["never", "no", "keep", "replace"])? {
-                            0 => Unique::Never,
-                            1 => Unique::No,
-                            2 => Unique::Keep,
-                            _ => Unique::Replace,
-                        }
-                    }
-                    "rekey_time" => rekey = Some(parse_duration(v)?),
-                    "reauth_time" => reauth = Some(parse_duration(v)?),
-                    "over_time" => over = Some(parse_duration(v)?),
-                    "rand_time" => rand = Some(parse_duration(v)?),
-                    "vips" => return Err(ConfigErrorKind::VirtualIps),
-                    "ppk_id" | "mediated_by" | "mediation_peer" => {
-                        return Err(ConfigErrorKind::KeyNotSupported)
-                    }
-                    _ => return Err(ConfigErrorKind::UnknownKey),
-                }
-                Ok(())
-            })();
-            r.map_err(|e| self.err(s.line, join(path, &s.key), e))?;
+            conn_setting(&mut c, &mut times, &s.key, v)
+                .map_err(|e| self.err(s.line, join(path, &s.key), e))?;
         }
-        // vici_config.c peer_sn(): the IKE lifetime defaults.
-        let (rekey_time, reauth_time) = match (rekey, reauth) {
-            (None, None) => (DEFAULT_IKE_REKEY_TIME, Duration::ZERO),
-            (r, a) => (r.unwrap_or_default(), a.unwrap_or_default()),
-        };
-        c.rekey_time = rekey_time;
-        c.reauth_time = reauth_time;
-        c.over_time = over.unwrap_or(rekey_time.max(reauth_time) / 10);
-        c.rand_time = rand.unwrap_or_else(|| {
-            let base = if !rekey_time.is_zero() && !reauth_time.is_zero() {
-                rekey_time.min(reauth_time)
-            } else {
-                rekey_time.max(reauth_time)
-            };
-            c.over_time.min(base / 2)
-        });
+        times.apply(&mut c);
+        let (local, remote) = self.conn_sections(sec, path, &mut c.children)?;
+        c.local = local;
+        c.remote = remote;
+        Ok(c)
+    }
 
+    /// A connection's subsections: `local` and `remote` (both required),
+    /// and `children`, whose CHILD_SAs go into `children`.
+    fn conn_sections(
+        &self,
+        sec: &Section,
+        path: &str,
+        children: &mut Vec<ChildConfig>,
+    ) -> Result<(AuthConfig, AuthConfig), ConfigError> {
         let (mut local, mut remote) = (None, None);
         for sub in &sec.sections {
             let here = join(path, &sub.name);
@@ -318,7 +252,7 @@ impl Cx<'_> {
                     self.no_settings(sub, &here)?;
                     for ch in &sub.sections {
                         let p = join(&here, &ch.name);
-                        c.children.push(self.child(ch, &p)?);
+                        children.push(self.child(ch, &p)?);
                     }
                 }
                 n if n.starts_with("local") || n.starts_with("remote") => {
@@ -334,9 +268,10 @@ impl Cx<'_> {
                 ConfigErrorKind::MissingAuthSection { side },
             )
         };
-        c.local = local.ok_or_else(|| missing("local"))?;
-        c.remote = remote.ok_or_else(|| missing("remote"))?;
-        Ok(c)
+        Ok((
+            local.ok_or_else(|| missing("local"))?,
+            remote.ok_or_else(|| missing("remote"))?,
+        ))
     }
 
     fn auth(&self, sec: &Section, path: &str) -> Result<AuthConfig, ConfigError> {
@@ -374,103 +309,38 @@ impl Cx<'_> {
                 ConfigErrorKind::UnknownSection,
             ));
         }
-        let mut ch = ChildConfig {
-            name: sec.name.clone(),
-            local_ts: vec![TsSpec::Dynamic],
-            remote_ts: vec![TsSpec::Dynamic],
-            esp_proposals: Vec::new(),
-            ah_proposals: Vec::new(),
-            mode: Mode::Tunnel,
-            rekey_time: DEFAULT_CHILD_REKEY_TIME,
-            life_time: Duration::ZERO,
-            rand_time: Duration::ZERO,
-            rekey_bytes: 0,
-            life_bytes: 0,
-            rand_bytes: 0,
-            rekey_packets: 0,
-            life_packets: 0,
-            rand_packets: 0,
-            start_action: StartAction::None,
-            dpd_action: DpdAction::Clear,
-            close_action: CloseAction::None,
-            ipcomp: false,
-            replay_window: DEFAULT_REPLAY_WINDOW,
-        };
-        let mut esp_set = false;
-        // life, rand of time (seconds), bytes, packets; and their lines.
-        let mut life = [None::<(u64, usize)>; 3];
-        let mut rand = [None::<u64>; 3];
+        let mut ch = default_child(&sec.name);
+        let mut limits = ChildLimits::default();
         for (s, v) in values(sec) {
             if self.common("child", s, v, path)? {
                 continue;
             }
-            let secs = |v: &str| parse_duration(v).map(|d| d.as_secs());
-            let r: Result<(), ConfigErrorKind> = (|| {
-                match s.key.as_str() {
-                    "local_ts" => ch.local_ts = ts_list(v)?,
-                    "remote_ts" => ch.remote_ts = ts_list(v)?,
-                    "esp_proposals" => {
-                        ch.esp_proposals = parse_esp_proposals(v)?;
-                        esp_set = true;
-                    }
-                    "ah_proposals" => ch.ah_proposals = parse_ah_proposals(v)?,
-                    "mode" => ch.mode = parse_mode(v)?,
-                    "rekey_time" => ch.rekey_time = parse_duration(v)?,
-                    "life_time" => life[0] = Some((secs(v)?, s.line)),
-                    "rand_time" => rand[0] = Some(secs(v)?),
-                    "rekey_bytes" => ch.rekey_bytes = parse_bytes(v)?,
-                    "life_bytes" => life[1] = Some((parse_bytes(v)?, s.line)),
-                    "rand_bytes" => rand[1] = Some(parse_bytes(v)?),
-                    "rekey_packets" => ch.rekey_packets = parse_num(v)?,
-                    "life_packets" => life[2] = Some((parse_num(v)?, s.line)),
-                    "rand_packets" => rand[2] = Some(parse_num(v)?),
-                    "start_action" => {
-                        ch.start_action = match action(v)? {
-                            Act::None => StartAction::None,
-                            Act::Start => StartAction::Start,
-                            Act::Trap => StartAction::Trap,
-                        }
-                    }
-                    "dpd_action" => {
-                        ch.dpd_action = match action(v)? {
-                            Act::None => DpdAction::Clear,
-                            Act::Start => DpdAction::Restart,
-                            Act::Trap => DpdAction::Trap,
-                        }
-                    }
-                    "close_action" => {
-                        ch.close_action = match action(v)? {
-                            Act::None => CloseAction::None,
-                            Act::Start => CloseAction::Start,
-                            Act::Trap => CloseAction::Trap,
-                        }
-                    }
-                    "ipcomp" => ch.ipcomp = parse_bool(v)?,
-                    "replay_window" => {
-                        let n: u32 = parse_num(v)?;
-                        if n != 0 && !(MIN_WINDOW..=MAX_WINDOW).contains(&n) {
-                            return Err(ConfigErrorKind::ReplayWindow { packets: n });
-                        }
-                        ch.replay_window = n;
-                    }
-                    "interface" | "label" => return Err(ConfigErrorKind::OnlyUnset),
-                    _ => return Err(ConfigErrorKind::UnknownKey),
-                }
-                Ok(())
-            })();
-            r.map_err(|e| self.err(s.line, join(path, &s.key), e))?;
+            child_setting(&mut ch, &mut limits, s, v)
+                .map_err(|e| self.err(s.line, join(path, &s.key), e))?;
         }
-        if !esp_set && ch.ah_proposals.is_empty() {
+        if !limits.esp_set && ch.ah_proposals.is_empty() {
             // children_sn(): AEAD default first when nothing is configured.
             ch.esp_proposals = default_esp_proposals().to_vec();
         }
-        // vici_config.c check_lifetimes().
+        self.child_lifetimes(&mut ch, &limits, path)?;
+        Ok(ch)
+    }
+
+    /// vici_config.c check_lifetimes(): each life at or above its rekey
+    /// (default 110% of it), each rand within the difference (default all
+    /// of it), for time, bytes and packets.
+    fn child_lifetimes(
+        &self,
+        ch: &mut ChildConfig,
+        limits: &ChildLimits,
+        path: &str,
+    ) -> Result<(), ConfigError> {
         let rekeys = [ch.rekey_time.as_secs(), ch.rekey_bytes, ch.rekey_packets];
         let names = ["life_time", "life_bytes", "life_packets"];
         let mut out = [(0u64, 0u64); 3];
         for i in 0..3 {
             let rekey = rekeys[i];
-            let l = match life[i] {
+            let l = match limits.life[i] {
                 Some((l, line)) => {
                     if l != 0 && l < rekey {
                         return Err(self.err(
@@ -483,14 +353,14 @@ impl Cx<'_> {
                 }
                 None => rekey.saturating_mul(110) / 100,
             };
-            let r = rand[i].unwrap_or(l - l.min(rekey));
+            let r = limits.rand[i].unwrap_or(l - l.min(rekey));
             out[i] = (l, r);
         }
         ch.life_time = Duration::from_secs(out[0].0);
         ch.rand_time = Duration::from_secs(out[0].1);
         (ch.life_bytes, ch.rand_bytes) = out[1];
         (ch.life_packets, ch.rand_packets) = out[2];
-        Ok(ch)
+        Ok(())
     }
 
     fn secret(&self, sec: &Section) -> Result<Secret, ConfigError> {
@@ -535,6 +405,215 @@ impl Cx<'_> {
             secret,
         })
     }
+}
+
+/// A connection named `name` with strongSwan's defaults (its lifetimes
+/// are set by [`IkeTimes::apply`], its `local` and `remote` by their
+/// sections).
+fn default_connection(name: &str) -> Connection {
+    Connection {
+        name: name.to_string(),
+        version: 0,
+        local_addrs: vec![AddrSpec::Any],
+        remote_addrs: vec![AddrSpec::Any],
+        local_port: DEFAULT_PORT,
+        remote_port: DEFAULT_PORT,
+        proposals: default_ike_proposals().to_vec(),
+        local: AuthConfig {
+            auth: AuthKind::Psk,
+            id: None,
+        },
+        remote: AuthConfig {
+            auth: AuthKind::Psk,
+            id: None,
+        },
+        children: Vec::new(),
+        rekey_time: Duration::ZERO,
+        reauth_time: Duration::ZERO,
+        over_time: Duration::ZERO,
+        rand_time: Duration::ZERO,
+        dpd_delay: Duration::ZERO,
+        dpd_timeout: Duration::ZERO,
+        encap: false,
+        keyingtries: 1,
+        unique: Unique::No,
+    }
+}
+
+/// A connection's IKE lifetimes as given, each `None` where unset.
+#[derive(Default)]
+struct IkeTimes {
+    rekey: Option<Duration>,
+    reauth: Option<Duration>,
+    over: Option<Duration>,
+    rand: Option<Duration>,
+}
+
+impl IkeTimes {
+    /// vici_config.c peer_sn(): the IKE lifetime defaults.
+    fn apply(self, c: &mut Connection) {
+        let (rekey_time, reauth_time) = match (self.rekey, self.reauth) {
+            (None, None) => (DEFAULT_IKE_REKEY_TIME, Duration::ZERO),
+            (r, a) => (r.unwrap_or_default(), a.unwrap_or_default()),
+        };
+        c.rekey_time = rekey_time;
+        c.reauth_time = reauth_time;
+        c.over_time = self.over.unwrap_or(rekey_time.max(reauth_time) / 10);
+        c.rand_time = self.rand.unwrap_or_else(|| {
+            let base = if !rekey_time.is_zero() && !reauth_time.is_zero() {
+                rekey_time.min(reauth_time)
+            } else {
+                rekey_time.max(reauth_time)
+            };
+            c.over_time.min(base / 2)
+        });
+    }
+}
+
+/// One `connections.<conn>` key (not an ignored or default-only one)
+/// with its value, into `c` or, for the lifetimes, `times`.
+fn conn_setting(
+    c: &mut Connection,
+    times: &mut IkeTimes,
+    key: &str,
+    v: &str,
+) -> Result<(), ConfigErrorKind> {
+    match key {
+        "version" => {
+            c.version = match v {
+                "0" => 0,
+                "2" => 2,
+                "1" => return Err(ConfigErrorKind::Ikev1),
+                _ => return Err(ConfigErrorKind::BadVersion { value: v.into() }),
+            }
+        }
+        "local_addrs" => c.local_addrs = addr_list(v)?,
+        "remote_addrs" => c.remote_addrs = addr_list(v)?,
+        "local_port" => c.local_port = parse_port(v)?,
+        "remote_port" => c.remote_port = parse_port(v)?,
+        "proposals" => c.proposals = parse_ike_proposals(v)?,
+        "encap" => c.encap = parse_bool(v)?,
+        "dpd_delay" => c.dpd_delay = parse_duration(v)?,
+        "dpd_timeout" => c.dpd_timeout = parse_duration(v)?,
+        "keyingtries" => c.keyingtries = parse_num(v)?,
+        "unique" => {
+            c.unique = match keyword(v, &["never", "no", "keep", "replace"])? {
+                0 => Unique::Never,
+                1 => Unique::No,
+                2 => Unique::Keep,
+                _ => Unique::Replace,
+            }
+        }
+        "rekey_time" => times.rekey = Some(parse_duration(v)?),
+        "reauth_time" => times.reauth = Some(parse_duration(v)?),
+        "over_time" => times.over = Some(parse_duration(v)?),
+        "rand_time" => times.rand = Some(parse_duration(v)?),
+        "vips" => return Err(ConfigErrorKind::VirtualIps),
+        "ppk_id" | "mediated_by" | "mediation_peer" => {
+            return Err(ConfigErrorKind::KeyNotSupported)
+        }
+        _ => return Err(ConfigErrorKind::UnknownKey),
+    }
+    Ok(())
+}
+
+/// A CHILD_SA named `name` with strongSwan's defaults (its life and rand
+/// limits are set by [`Cx::child_lifetimes`]).
+fn default_child(name: &str) -> ChildConfig {
+    ChildConfig {
+        name: name.to_string(),
+        local_ts: vec![TsSpec::Dynamic],
+        remote_ts: vec![TsSpec::Dynamic],
+        esp_proposals: Vec::new(),
+        ah_proposals: Vec::new(),
+        mode: Mode::Tunnel,
+        rekey_time: DEFAULT_CHILD_REKEY_TIME,
+        life_time: Duration::ZERO,
+        rand_time: Duration::ZERO,
+        rekey_bytes: 0,
+        life_bytes: 0,
+        rand_bytes: 0,
+        rekey_packets: 0,
+        life_packets: 0,
+        rand_packets: 0,
+        start_action: StartAction::None,
+        dpd_action: DpdAction::Clear,
+        close_action: CloseAction::None,
+        ipcomp: false,
+        replay_window: DEFAULT_REPLAY_WINDOW,
+    }
+}
+
+/// What a child's keys said that its defaults depend on: whether
+/// `esp_proposals` was given; life and rand of time (seconds), bytes and
+/// packets, each life with its line.
+#[derive(Default)]
+struct ChildLimits {
+    esp_set: bool,
+    life: [Option<(u64, usize)>; 3],
+    rand: [Option<u64>; 3],
+}
+
+/// One `children.<child>` key (not an ignored or default-only one) with
+/// its value, into `ch` or, for the limits with derived defaults, `limits`.
+fn child_setting(
+    ch: &mut ChildConfig,
+    limits: &mut ChildLimits,
+    s: &Setting,
+    v: &str,
+) -> Result<(), ConfigErrorKind> {
+    let secs = |v: &str| parse_duration(v).map(|d| d.as_secs());
+    match s.key.as_str() {
+        "local_ts" => ch.local_ts = ts_list(v)?,
+        "remote_ts" => ch.remote_ts = ts_list(v)?,
+        "esp_proposals" => {
+            ch.esp_proposals = parse_esp_proposals(v)?;
+            limits.esp_set = true;
+        }
+        "ah_proposals" => ch.ah_proposals = parse_ah_proposals(v)?,
+        "mode" => ch.mode = parse_mode(v)?,
+        "rekey_time" => ch.rekey_time = parse_duration(v)?,
+        "life_time" => limits.life[0] = Some((secs(v)?, s.line)),
+        "rand_time" => limits.rand[0] = Some(secs(v)?),
+        "rekey_bytes" => ch.rekey_bytes = parse_bytes(v)?,
+        "life_bytes" => limits.life[1] = Some((parse_bytes(v)?, s.line)),
+        "rand_bytes" => limits.rand[1] = Some(parse_bytes(v)?),
+        "rekey_packets" => ch.rekey_packets = parse_num(v)?,
+        "life_packets" => limits.life[2] = Some((parse_num(v)?, s.line)),
+        "rand_packets" => limits.rand[2] = Some(parse_num(v)?),
+        "start_action" => {
+            ch.start_action = match action(v)? {
+                Act::None => StartAction::None,
+                Act::Start => StartAction::Start,
+                Act::Trap => StartAction::Trap,
+            }
+        }
+        "dpd_action" => {
+            ch.dpd_action = match action(v)? {
+                Act::None => DpdAction::Clear,
+                Act::Start => DpdAction::Restart,
+                Act::Trap => DpdAction::Trap,
+            }
+        }
+        "close_action" => {
+            ch.close_action = match action(v)? {
+                Act::None => CloseAction::None,
+                Act::Start => CloseAction::Start,
+                Act::Trap => CloseAction::Trap,
+            }
+        }
+        "ipcomp" => ch.ipcomp = parse_bool(v)?,
+        "replay_window" => {
+            let n: u32 = parse_num(v)?;
+            if n != 0 && !(MIN_WINDOW..=MAX_WINDOW).contains(&n) {
+                return Err(ConfigErrorKind::ReplayWindow { packets: n });
+            }
+            ch.replay_window = n;
+        }
+        "interface" | "label" => return Err(ConfigErrorKind::OnlyUnset),
+        _ => return Err(ConfigErrorKind::UnknownKey),
+    }
+    Ok(())
 }
 
 /// `"string"` (already unquoted by the lexer), `0x` hex or `0s` base64,
