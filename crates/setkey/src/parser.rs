@@ -475,58 +475,16 @@ impl<'a> Parser<'a> {
             if t.kind == TokenKind::Semi {
                 break;
             }
-            let option = match SA_OPTIONS.iter().find(|o| **o == t.text) {
-                Some(o) => *o,
-                None if t.text == "-ctx" => {
-                    return Err(self.err(
-                        t.pos,
-                        ErrorKind::Unsupported {
-                            what: "-ctx".into(),
-                            why: "flowsec has no LSM security labels",
-                        },
-                    ))
-                }
-                None => return Err(self.not_an_option(&t)),
-            };
-            if seen.contains(&option) && option != "-f" {
-                return Err(self.err(t.pos, ErrorKind::DuplicateOption(option.to_string())));
-            }
+            let option = self.sa_option(&t, ty, &seen)?;
             seen.push(option);
-            let applies = match option {
-                "-r" | "-A" => ty.protocol != Protocol::IpComp,
-                "-E" => ty.protocol == Protocol::Esp,
-                "-C" => ty.protocol == Protocol::IpComp,
-                _ => true,
-            };
-            if !applies {
-                return Err(self.err(
-                    t.pos,
-                    ErrorKind::OptionNotForProtocol {
-                        option,
-                        protocol: ty.name(),
-                    },
-                ));
-            }
             if option == "-ls" || option == "-bs" {
                 soft_pos.push((option, t.pos));
             }
-            self.at += 1;
-            match option {
-                "-m" => o.mode = self.mode()?,
-                "-r" => o.replay = Some(self.replay()?),
-                "-u" => o.reqid = Some(self.number("reqid", u64::from(u32::MAX))? as u32),
-                "-f" => self.pad_option()?,
-                "-lh" => o.lifetime.hard.add_time = self.seconds()?,
-                "-ls" => o.lifetime.soft.add_time = self.seconds()?,
-                "-bh" => o.lifetime.hard.bytes = self.bytes()?,
-                "-bs" => o.lifetime.soft.bytes = self.bytes()?,
-                "-E" => o.encr = Some(self.encr_alg()?),
-                "-A" => {
-                    auth_pos = Some(t.pos);
-                    o.auth = Some(self.auth_alg()?);
-                }
-                _ => o.comp = Some(self.comp_alg()?),
+            if option == "-A" {
+                auth_pos = Some(t.pos);
             }
+            self.at += 1;
+            self.sa_option_value(option, &mut o)?;
         }
         if let (Some((encr, _)), Some(pos)) = (&o.encr, auth_pos) {
             if is_aead(*encr) {
@@ -547,6 +505,66 @@ impl<'a> Parser<'a> {
             self.err(pos, ErrorKind::SoftAfterHard { what })
         })?;
         Ok(o)
+    }
+
+    /// Which of [`SA_OPTIONS`] `t` is, if it is one an SA of type `ty`
+    /// takes and not one already `seen` (only `-f` may come again).
+    fn sa_option(
+        &self,
+        t: &Token<'_>,
+        ty: SaType,
+        seen: &[&'static str],
+    ) -> Result<&'static str, ParseError> {
+        let option = match SA_OPTIONS.iter().find(|o| **o == t.text) {
+            Some(o) => *o,
+            None if t.text == "-ctx" => {
+                return Err(self.err(
+                    t.pos,
+                    ErrorKind::Unsupported {
+                        what: "-ctx".into(),
+                        why: "flowsec has no LSM security labels",
+                    },
+                ))
+            }
+            None => return Err(self.not_an_option(t)),
+        };
+        if seen.contains(&option) && option != "-f" {
+            return Err(self.err(t.pos, ErrorKind::DuplicateOption(option.to_string())));
+        }
+        let applies = match option {
+            "-r" | "-A" => ty.protocol != Protocol::IpComp,
+            "-E" => ty.protocol == Protocol::Esp,
+            "-C" => ty.protocol == Protocol::IpComp,
+            _ => true,
+        };
+        if !applies {
+            return Err(self.err(
+                t.pos,
+                ErrorKind::OptionNotForProtocol {
+                    option,
+                    protocol: ty.name(),
+                },
+            ));
+        }
+        Ok(option)
+    }
+
+    /// The value(s) after `option`, into `o`.
+    fn sa_option_value(&mut self, option: &str, o: &mut SaOptions) -> Result<(), ParseError> {
+        match option {
+            "-m" => o.mode = self.mode()?,
+            "-r" => o.replay = Some(self.replay()?),
+            "-u" => o.reqid = Some(self.number("reqid", u64::from(u32::MAX))? as u32),
+            "-f" => self.pad_option()?,
+            "-lh" => o.lifetime.hard.add_time = self.seconds()?,
+            "-ls" => o.lifetime.soft.add_time = self.seconds()?,
+            "-bh" => o.lifetime.hard.bytes = self.bytes()?,
+            "-bs" => o.lifetime.soft.bytes = self.bytes()?,
+            "-E" => o.encr = Some(self.encr_alg()?),
+            "-A" => o.auth = Some(self.auth_alg()?),
+            _ => o.comp = Some(self.comp_alg()?),
+        }
+        Ok(())
     }
 
     fn mode(&mut self) -> Result<Mode, ParseError> {
