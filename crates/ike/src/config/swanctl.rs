@@ -183,6 +183,20 @@ impl Cx<'_> {
         }
     }
 
+    /// `kind` at the first subsection of `sec` if it has one (a section
+    /// of settings only).
+    fn no_sections(
+        &self,
+        sec: &Section,
+        path: &str,
+        kind: ConfigErrorKind,
+    ) -> Result<(), ConfigError> {
+        match sec.sections.first() {
+            Some(sub) => Err(self.err(sub.line, join(path, &sub.name), kind)),
+            None => Ok(()),
+        }
+    }
+
     /// Handles the ignored and default-only keys of `kind`; `Ok(true)` if
     /// `key` was one of them.
     fn common(&self, kind: &str, s: &Setting, v: &str, path: &str) -> Result<bool, ConfigError> {
@@ -277,13 +291,7 @@ impl Cx<'_> {
     }
 
     fn auth(&self, sec: &Section, path: &str) -> Result<AuthConfig, ConfigError> {
-        if let Some(sub) = sec.sections.first() {
-            return Err(self.err(
-                sub.line,
-                join(path, &sub.name),
-                ConfigErrorKind::Certificates,
-            ));
-        }
+        self.no_sections(sec, path, ConfigErrorKind::Certificates)?;
         let (mut auth, mut id) = (None, None);
         for (s, v) in values(sec) {
             if self.common("auth", s, v, path)? {
@@ -304,13 +312,7 @@ impl Cx<'_> {
     }
 
     fn child(&self, sec: &Section, path: &str) -> Result<ChildConfig, ConfigError> {
-        if let Some(sub) = sec.sections.first() {
-            return Err(self.err(
-                sub.line,
-                join(path, &sub.name),
-                ConfigErrorKind::UnknownSection,
-            ));
-        }
+        self.no_sections(sec, path, ConfigErrorKind::UnknownSection)?;
         let mut ch = default_child(&sec.name);
         let mut limits = ChildLimits::default();
         for (s, v) in values(sec) {
@@ -375,13 +377,7 @@ impl Cx<'_> {
             let known = known.iter().any(|k| sec.name.starts_with(k));
             return Err(self.err(sec.line, path, ConfigErrorKind::SecretType { known }));
         }
-        if let Some(sub) = sec.sections.first() {
-            return Err(self.err(
-                sub.line,
-                join(&path, &sub.name),
-                ConfigErrorKind::UnknownSection,
-            ));
-        }
+        self.no_sections(sec, &path, ConfigErrorKind::UnknownSection)?;
         let mut ids = Vec::new();
         let mut secret = None;
         for (s, v) in values(sec) {
