@@ -86,15 +86,8 @@ where
     fn prf(&self, key: &[u8], parts: &[&[u8]]) -> Zeroizing<Vec<u8>> {
         // Invariant: HMAC takes keys of any length (RFC 2104 §2 hashes
         // longer ones), so `new_from_slice` cannot fail.
-        let mut mac =
-            <Hmac<D> as KeyInit>::new_from_slice(key).expect("HMAC takes keys of any length");
-        for p in parts {
-            mac.update(p);
-        }
-        let mut tag = mac.finalize().into_bytes();
-        let out = Zeroizing::new(tag.to_vec());
-        tag.as_mut_slice().zeroize();
-        out
+        let mac = <Hmac<D> as KeyInit>::new_from_slice(key).expect("HMAC takes keys of any length");
+        mac_over(mac, parts)
     }
 }
 
@@ -142,8 +135,14 @@ fn cmac_prf(key: &[u8], parts: &[&[u8]]) -> Zeroizing<Vec<u8>> {
 /// AES-CMAC with its whole 128-bit output.
 fn cmac(key: &[u8; AES_BLOCK], parts: &[&[u8]]) -> Zeroizing<Vec<u8>> {
     let mut k = Array::from(*key);
-    let mut mac = <Cmac<Aes128> as KeyInit>::new(&k);
+    let mac = <Cmac<Aes128> as KeyInit>::new(&k);
     k.as_mut_slice().zeroize();
+    mac_over(mac, parts)
+}
+
+/// The whole output of `mac` over the concatenation of `parts`; the copy
+/// left in the MAC's output is wiped.
+fn mac_over<M: Mac>(mut mac: M, parts: &[&[u8]]) -> Zeroizing<Vec<u8>> {
     for p in parts {
         mac.update(p);
     }
