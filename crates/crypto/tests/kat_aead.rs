@@ -30,28 +30,12 @@ fn iv8(s: &str) -> [u8; 8] {
 
 /// Every backend's AEAD for `id`, labelled; RustCrypto must have it.
 fn aeads(id: EncrId, key: &[u8]) -> Vec<(&'static str, Box<dyn Aead>)> {
-    let mut found = Vec::new();
-    for (name, provider) in providers() {
-        match provider.aead(id, key) {
-            Ok(aead) => found.push((name, aead)),
-            Err(CryptoError::UnsupportedEncr(_)) if name != "rustcrypto" => {}
-            Err(e) => panic!("{name}: {id}: {e}"),
-        }
-    }
-    found
+    from_each(id, |p| p.aead(id, key))
 }
 
 /// Every backend's ESP transform for AEAD (or GMAC) `id`, labelled.
 fn esps(id: EncrId, key: &[u8]) -> Vec<(&'static str, Box<dyn EspTransform>)> {
-    let mut found = Vec::new();
-    for (name, provider) in providers() {
-        match provider.esp(id, key, IntegId::NONE, &[]) {
-            Ok(esp) => found.push((name, esp)),
-            Err(CryptoError::UnsupportedEncr(_)) if name != "rustcrypto" => {}
-            Err(e) => panic!("{name}: {id}: {e}"),
-        }
-    }
-    found
+    from_each(id, |p| p.esp(id, key, IntegId::NONE, &[]))
 }
 
 /// Seal and open `case` at the `Aead` level, with its tag cut to `tag_len`.

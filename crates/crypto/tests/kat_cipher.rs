@@ -21,18 +21,12 @@ use flowsec_crypto::{Cipher, CryptoError, EncrId, IntegId};
 /// Calls `f` with the cipher from every backend that has `id`; returns how
 /// many did. RustCrypto must have every id.
 fn each_backend(id: EncrId, key: &[u8], mut f: impl FnMut(&str, &dyn Cipher)) -> usize {
-    let mut ran = 0;
-    for (name, provider) in providers() {
-        match provider.cipher(id, key) {
-            Ok(cipher) => {
-                f(name, &*cipher);
-                ran += 1;
-            }
-            Err(CryptoError::UnsupportedEncr(_)) if name != "rustcrypto" => {}
-            Err(e) => panic!("{name}: {id} with {}-byte key: {e}", key.len()),
-        }
+    let what = format!("{id} with {}-byte key", key.len());
+    let found = from_each(what, |p| p.cipher(id, key));
+    for (name, cipher) in &found {
+        f(name, &**cipher);
     }
-    ran
+    found.len()
 }
 
 /// CBC/CTR at the cipher level with the vector's IV, both directions.

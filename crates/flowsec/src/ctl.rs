@@ -337,26 +337,22 @@ fn ike_owned(v: &Value, sa: &Value) -> bool {
         })
 }
 
-/// One IKE SA as `swanctl --list-sas` shows it.
+/// One IKE SA as `swanctl --list-sas` shows it, then its CHILD_SAs.
 fn print_ike_sa(o: &mut String, sa: &Value) {
-    let s = |v: &Value, k: &str| match &v[k] {
-        Value::String(x) => x.clone(),
-        Value::Null => "-".into(),
-        other => other.to_string(),
-    };
+    let s = |k: &str| field(sa, k);
     let _ = writeln!(
         o,
         "{}: #{}, {}, IKEv2, {}_i{} {}_r{}",
-        s(sa, "name"),
-        s(sa, "uniqueid"),
-        s(sa, "state"),
-        s(sa, "initiator_spi"),
+        s("name"),
+        s("uniqueid"),
+        s("state"),
+        s("initiator_spi"),
         if sa["initiator"] == Value::Bool(true) {
             "*"
         } else {
             ""
         },
-        s(sa, "responder_spi"),
+        s("responder_spi"),
         if sa["initiator"] == Value::Bool(false) {
             "*"
         } else {
@@ -366,85 +362,198 @@ fn print_ike_sa(o: &mut String, sa: &Value) {
     let _ = writeln!(
         o,
         "  local  '{}' @ {}[{}]",
-        s(sa, "local_id"),
-        s(sa, "local_host"),
-        s(sa, "local_port")
+        s("local_id"),
+        s("local_host"),
+        s("local_port")
     );
     let _ = writeln!(
         o,
         "  remote '{}' @ {}[{}]{}",
-        s(sa, "remote_id"),
-        s(sa, "remote_host"),
-        s(sa, "remote_port"),
+        s("remote_id"),
+        s("remote_host"),
+        s("remote_port"),
         if sa["nat"] == Value::Bool(true) {
             " (NAT-T)"
         } else {
             ""
         }
     );
-    let _ = writeln!(o, "  {}", s(sa, "proposal"));
+    let _ = writeln!(o, "  {}", s("proposal"));
     let _ = writeln!(
         o,
         "  established {}s ago, rekeying in {}s",
-        s(sa, "established_s"),
-        s(sa, "rekey_in_s")
+        s("established_s"),
+        s("rekey_in_s")
     );
     for c in sa["child_sas"].as_array().into_iter().flatten() {
-        let _ = writeln!(
-            o,
-            "  {}: reqid {}, {}, {}, {}{}:",
-            s(c, "name"),
-            s(c, "reqid"),
-            s(c, "state"),
-            s(c, "mode"),
-            s(c, "protocol"),
-            if c["encap"] == Value::Bool(true) {
-                " in UDP"
-            } else {
-                ""
-            }
-        );
-        if c["cpi_in"].is_string() {
-            let _ = writeln!(
-                o,
-                "    {}, IPCOMP CPIs {}_i {}_o",
-                s(c, "proposal"),
-                s(c, "cpi_in"),
-                s(c, "cpi_out")
-            );
+        print_child_sa(o, c);
+    }
+}
+
+/// One CHILD_SA under its IKE SA: proposal, times, both SPIs' counters
+/// and the traffic selectors.
+fn print_child_sa(o: &mut String, c: &Value) {
+    let s = |k: &str| field(c, k);
+    let _ = writeln!(
+        o,
+        "  {}: reqid {}, {}, {}, {}{}:",
+        s("name"),
+        s("reqid"),
+        s("state"),
+        s("mode"),
+        s("protocol"),
+        if c["encap"] == Value::Bool(true) {
+            " in UDP"
         } else {
-            let _ = writeln!(o, "    {}", s(c, "proposal"));
+            ""
         }
+    );
+    if c["cpi_in"].is_string() {
         let _ = writeln!(
             o,
-            "    installed {}s ago, rekeying in {}s, expires in {}s",
-            s(c, "install_time_s"),
-            s(c, "rekey_in_s"),
-            s(c, "life_in_s")
+            "    {}, IPCOMP CPIs {}_i {}_o",
+            s("proposal"),
+            s("cpi_in"),
+            s("cpi_out")
         );
-        let _ = writeln!(
-            o,
-            "    in  {}, {:>8} bytes, {:>6} packets",
-            s(c, "spi_in"),
-            s(c, "bytes_in"),
-            s(c, "packets_in")
-        );
-        let _ = writeln!(
-            o,
-            "    out {}, {:>8} bytes, {:>6} packets",
-            s(c, "spi_out"),
-            s(c, "bytes_out"),
-            s(c, "packets_out")
-        );
-        let ts = |k: &str| {
-            c[k].as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(" ")
-        };
-        let _ = writeln!(o, "    local  {}", ts("local_ts"));
-        let _ = writeln!(o, "    remote {}", ts("remote_ts"));
+    } else {
+        let _ = writeln!(o, "    {}", s("proposal"));
+    }
+    let _ = writeln!(
+        o,
+        "    installed {}s ago, rekeying in {}s, expires in {}s",
+        s("install_time_s"),
+        s("rekey_in_s"),
+        s("life_in_s")
+    );
+    let _ = writeln!(
+        o,
+        "    in  {}, {:>8} bytes, {:>6} packets",
+        s("spi_in"),
+        s("bytes_in"),
+        s("packets_in")
+    );
+    let _ = writeln!(
+        o,
+        "    out {}, {:>8} bytes, {:>6} packets",
+        s("spi_out"),
+        s("bytes_out"),
+        s("packets_out")
+    );
+    let ts = |k: &str| {
+        c[k].as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let _ = writeln!(o, "    local  {}", ts("local_ts"));
+    let _ = writeln!(o, "    remote {}", ts("remote_ts"));
+}
+
+/// Field `k` of `v` as text: a string as it is, null as `-`, anything
+/// else as JSON.
+fn field(v: &Value, k: &str) -> String {
+    match &v[k] {
+        Value::String(x) => x.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `ctl sas` text for one IKE SA with two CHILD_SAs (one with IPComp,
+    /// one in UDP) and an SA keyed by hand.
+    #[test]
+    fn sas_are_listed_as_swanctl_does() {
+        let v: Value = serde_json::from_str(
+            r#"{
+            "ike_sas": [{
+                "name": "gw", "uniqueid": 3, "state": "ESTABLISHED",
+                "initiator_spi": "0a0b0c0d0e0f1011", "responder_spi": "1213141516171819",
+                "initiator": true, "local_id": "gwa", "local_host": "192.0.2.1",
+                "local_port": 500, "remote_id": "gwb", "remote_host": "192.0.2.2",
+                "remote_port": 4500, "nat": true,
+                "proposal": "AES_GCM_16_128/PRF_HMAC_SHA2_256/ECP_256",
+                "established_s": 12, "rekey_in_s": null,
+                "child_sas": [
+                    {
+                        "name": "net", "reqid": 1, "state": "INSTALLED", "mode": "TUNNEL",
+                        "protocol": "ESP", "encap": true, "proposal": "AES_GCM_16_128",
+                        "install_time_s": 12, "rekey_in_s": 3000, "life_in_s": 3400,
+                        "spi_in": "c0000001", "spi_out": "c0000002",
+                        "bytes_in": 1234, "packets_in": 5, "bytes_out": 0, "packets_out": 0,
+                        "local_ts": ["10.1.0.0/16"], "remote_ts": ["10.2.0.0/16", "10.3.0.0/16"]
+                    },
+                    {
+                        "name": "comp", "reqid": 2, "state": "INSTALLED", "mode": "TRANSPORT",
+                        "protocol": "ESP", "encap": false, "proposal": "AES_CBC_128/HMAC_SHA1_96",
+                        "cpi_in": "4001", "cpi_out": "4002",
+                        "install_time_s": 1, "rekey_in_s": 10, "life_in_s": 20,
+                        "spi_in": "c0000003", "spi_out": "c0000004",
+                        "bytes_in": 0, "packets_in": 0, "bytes_out": 99, "packets_out": 1,
+                        "local_ts": [], "remote_ts": ["0.0.0.0/0"]
+                    }
+                ]
+            }, {
+                "name": "other", "uniqueid": 4, "state": "CONNECTING",
+                "initiator_spi": "2021222324252627", "responder_spi": "0000000000000000",
+                "initiator": false, "local_id": null, "local_host": "192.0.2.1",
+                "local_port": 500, "remote_id": null, "remote_host": "192.0.2.3",
+                "remote_port": 500, "nat": false, "proposal": null,
+                "established_s": null, "rekey_in_s": null
+            }],
+            "sas": [
+                {"protocol": "ESP", "spi": "0xc0000001", "mode": "tunnel"},
+                {
+                    "protocol": "AH", "spi": "0x00001001", "mode": "transport",
+                    "src": "192.0.2.1", "dst": "192.0.2.2", "state": "mature",
+                    "encr": "NULL", "integ": "NONE", "encap": {"sport": 4500},
+                    "reqid": 7, "bytes": 10, "packets": 1, "seq": 1, "age_s": 5,
+                    "replay_window": 32, "replay_drops": 0, "auth_failures": 2,
+                    "other_drops": 3
+                }
+            ]
+        }"#,
+        )
+        .unwrap();
+        let mut o = String::new();
+        print_sas(&mut o, &v);
+        let want: String = [
+            "gw: #3, ESTABLISHED, IKEv2, 0a0b0c0d0e0f1011_i* 1213141516171819_r",
+            "  local  'gwa' @ 192.0.2.1[500]",
+            "  remote 'gwb' @ 192.0.2.2[4500] (NAT-T)",
+            "  AES_GCM_16_128/PRF_HMAC_SHA2_256/ECP_256",
+            "  established 12s ago, rekeying in -s",
+            "  net: reqid 1, INSTALLED, TUNNEL, ESP in UDP:",
+            "    AES_GCM_16_128",
+            "    installed 12s ago, rekeying in 3000s, expires in 3400s",
+            "    in  c0000001,     1234 bytes,      5 packets",
+            "    out c0000002,        0 bytes,      0 packets",
+            "    local  10.1.0.0/16",
+            "    remote 10.2.0.0/16 10.3.0.0/16",
+            "  comp: reqid 2, INSTALLED, TRANSPORT, ESP:",
+            "    AES_CBC_128/HMAC_SHA1_96, IPCOMP CPIs 4001_i 4002_o",
+            "    installed 1s ago, rekeying in 10s, expires in 20s",
+            "    in  c0000003,        0 bytes,      0 packets",
+            "    out c0000004,       99 bytes,      1 packets",
+            "    local  ",
+            "    remote 0.0.0.0/0",
+            "other: #4, CONNECTING, IKEv2, 2021222324252627_i 0000000000000000_r*",
+            "  local  '-' @ 192.0.2.1[500]",
+            "  remote '-' @ 192.0.2.3[500]",
+            "  -",
+            "  established -s ago, rekeying in -s",
+            "AH SPI 0x00001001 transport 192.0.2.1 -> 192.0.2.2 MATURE, NULL, UDP-encapsulated, reqid 7",
+            "  10 bytes, 1 packets, seq 1, 5s ago added; replay window 32: 0 replay drops, 2 auth failures, 3 other drops",
+        ]
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect();
+        assert_eq!(o, want);
     }
 }

@@ -2,10 +2,10 @@
 //! `../shared/STUDIES.md`, each writing results.json, results.md and plots,
 //! and combine runs into one report.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use flowsec_lab::{scenario, scenarios, Peer, RunOptions};
+use flowsec_lab::{scenario, scenarios, Peer, RunOptions, Scenario};
 
 use crate::{CliError, UsageError};
 
@@ -92,73 +92,98 @@ pub fn run(args: &LabArgs) -> Result<(), CliError> {
             quick,
             out,
             impls,
-        } => {
-            let mut opts = RunOptions::new(*quick);
-            opts.peers.clear();
-            for name in impls {
-                match Peer::from_name(name) {
-                    Some(p) if Peer::OTHERS.contains(&p) && !opts.peers.contains(&p) => {
-                        opts.peers.push(p)
-                    }
-                    // flowsec and none always run.
-                    Some(_) => {}
-                    None if name == "none" => {}
-                    None => return Err(UsageError::LabImpl(name.clone()).into()),
-                }
+        } => run_scenarios(names, *quick, out, impls),
+    }
+}
+
+/// `lab run`: each scenario chosen in turn, its report under OUT and its
+/// findings on stdout; then every run under OUT combined.
+fn run_scenarios(
+    names: &[String],
+    quick: bool,
+    out: &Path,
+    impls: &[String],
+) -> Result<(), CliError> {
+    let opts = run_options(quick, impls)?;
+    let all = names.iter().any(|n| n == "all");
+    let chosen = chosen(names, all)?;
+    flowsec_lab::topology::catch_interrupts();
+    let can = flowsec_lab::topology::can_build();
+    for s in chosen {
+        if s.needs_root() && !can {
+            let why = CliError::NeedsRoot { scenario: s.name() };
+            if all {
+                eprintln!("flowsec lab: skipped {why}");
+                continue;
             }
-            let all = names.iter().any(|n| n == "all");
-            let chosen: Vec<_> = if all {
-                scenarios()
-            } else {
-                names
-                    .iter()
-                    .map(|n| {
-                        scenario(n).ok_or_else(|| UsageError::Scenario {
-                            name: n.clone(),
-                            known: scenarios().iter().map(|s| s.name()).collect(),
-                        })
-                    })
-                    .collect::<Result<_, _>>()?
-            };
-            flowsec_lab::topology::catch_interrupts();
-            let can = flowsec_lab::topology::can_build();
-            for s in chosen {
-                if s.needs_root() && !can {
-                    let why = CliError::NeedsRoot { scenario: s.name() };
-                    if all {
-                        eprintln!("flowsec lab: skipped {why}");
-                        continue;
-                    }
-                    return Err(why);
-                }
-                eprintln!("flowsec lab: {} ...", s.name());
-                let report = s.run(&opts)?;
-                let dir = out.join(s.name());
-                report.write(&dir)?;
-                for f in &report.findings {
-                    println!(
-                        "{}: {}: {} — {}",
-                        s.name(),
-                        if f.holds { "holds" } else { "differs" },
-                        f.claim,
-                        f.evidence
-                    );
-                }
-                println!(
-                    "{}: report in {}",
-                    s.name(),
-                    dir.join("results.md").display()
-                );
-            }
-            // Every run under OUT (this one's and earlier ones') in one
-            // report.
-            if let Ok(n) = flowsec_lab::combine(out) {
-                println!(
-                    "lab: {n} scenario reports in {}",
-                    out.join("report.html").display()
-                );
-            }
-            Ok(())
+            return Err(why);
+        }
+        run_one(s, &opts, out)?;
+    }
+    // Every run under OUT (this one's and earlier ones') in one
+    // report.
+    if let Ok(n) = flowsec_lab::combine(out) {
+        println!(
+            "lab: {n} scenario reports in {}",
+            out.join("report.html").display()
+        );
+    }
+    Ok(())
+}
+
+/// The options `--quick` and `--impl` name: the other implementations
+/// once each (flowsec and none always run).
+fn run_options(quick: bool, impls: &[String]) -> Result<RunOptions, CliError> {
+    let mut opts = RunOptions::new(quick);
+    opts.peers.clear();
+    for name in impls {
+        match Peer::from_name(name) {
+            Some(p) if Peer::OTHERS.contains(&p) && !opts.peers.contains(&p) => opts.peers.push(p),
+            // flowsec and none always run.
+            Some(_) => {}
+            None if name == "none" => {}
+            None => return Err(UsageError::LabImpl(name.clone()).into()),
         }
     }
+    Ok(opts)
+}
+
+/// The scenarios named (every one for `all`), or which name is unknown.
+fn chosen(names: &[String], all: bool) -> Result<Vec<&'static dyn Scenario>, CliError> {
+    if all {
+        return Ok(scenarios());
+    }
+    let chosen = names
+        .iter()
+        .map(|n| {
+            scenario(n).ok_or_else(|| UsageError::Scenario {
+                name: n.clone(),
+                known: scenarios().iter().map(|s| s.name()).collect(),
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(chosen)
+}
+
+/// One scenario: run, report written under OUT/NAME, findings printed.
+fn run_one(s: &dyn Scenario, opts: &RunOptions, out: &Path) -> Result<(), CliError> {
+    eprintln!("flowsec lab: {} ...", s.name());
+    let report = s.run(opts)?;
+    let dir = out.join(s.name());
+    report.write(&dir)?;
+    for f in &report.findings {
+        println!(
+            "{}: {}: {} — {}",
+            s.name(),
+            if f.holds { "holds" } else { "differs" },
+            f.claim,
+            f.evidence
+        );
+    }
+    println!(
+        "{}: report in {}",
+        s.name(),
+        dir.join("results.md").display()
+    );
+    Ok(())
 }

@@ -19,8 +19,8 @@ use clap::Args;
 use flowsec_crypto::backend::HashAlg;
 use flowsec_crypto::policy::{encr_requirement, integ_requirement};
 use flowsec_crypto::suite::{integ_key_len, Suite};
-use flowsec_crypto::{EncrId, IntegId, Provider};
-use flowsec_ipsec::process::{self, Bundle, Inbound};
+use flowsec_crypto::{Aead, EncrId, IntegId, Provider};
+use flowsec_ipsec::process::{self, Bundle, Egress, Inbound, SealError};
 use flowsec_ipsec::spd::{Level, SaTemplate};
 use flowsec_ipsec::{Flow, Mode, PacketBuf, SaConfig, Sad, SecurityAssociation};
 use serde::Serialize;
@@ -368,89 +368,16 @@ fn suite_rows(
     sizes: &[usize],
     per: Duration,
 ) -> Result<Vec<Row>, SpeedError> {
-    let config = sa_config(suite);
-    let now = Duration::ZERO;
-    let mut receiver_config = config.clone();
-    receiver_config.replay_window = 0; // the same packet is opened again and again
-    let mut receiver = Sad::new();
-    receiver
-        .add(SecurityAssociation::new(&receiver_config, provider, now).map_err(SpeedError::Sa)?)
-        .map_err(SpeedError::Sad)?;
-    let template = SaTemplate {
-        protocol: config.protocol,
-        mode: Mode::Tunnel,
-        tunnel: Some((OUTER_SRC, OUTER_DST)),
-        level: Level::Require,
-        reqid: 0,
-    };
-    let flow = Flow {
-        src: OUTER_SRC,
-        dst: OUTER_DST,
-        protocol: 17,
-        src_port: 1,
-        dst_port: 1,
-        fragment: false,
-    };
-    // A fresh sending SA per size, so that no run exhausts its sequence
-    // numbers (sequence numbers never go backwards).
-    let fresh_sender = || -> Result<(Sad, Bundle), SpeedError> {
-        let mut sad = Sad::new();
-        sad.add(SecurityAssociation::new(&config, provider, now).map_err(SpeedError::Sa)?)
-            .map_err(SpeedError::Sad)?;
-        let bundle = process::resolve(&sad, &[template], &flow, now).map_err(SpeedError::Seal)?;
-        Ok((sad, bundle))
-    };
-    let backend = backend_label(provider, suite, &config);
+    let mut ends = Ends::new(provider, suite)?;
+    let backend = backend_label(provider, suite, &ends.config);
     let warn = warning(suite);
     let mut rows = Vec::new();
     let mut buf = PacketBuf::new(256 + 65_536 + 512, 256);
     for &size in sizes {
-        let (mut sender, bundle) = fresh_sender()?;
-        let header = inner_header(size);
-        let seal_once = |sender: &mut Sad, buf: &mut PacketBuf, bundle: &Bundle| {
-            buf.reset(256);
-            // Cannot fail: the buffer holds 64 KiB and sizes are ≤ 60000.
-            let _ = buf.set_len(size);
-            buf.as_mut_slice()[..28].copy_from_slice(&header);
-            process::outbound(sender, bundle, buf, now)
-        };
-        seal_once(&mut sender, &mut buf, &bundle).map_err(SpeedError::Seal)?;
-        let raw_aead = match suite.encr {
-            Some(e) if flowsec_crypto::esp::is_aead(e.id) && e.id != EncrId::NULL_AUTH_AES_GMAC => {
-                Some(
-                    provider
-                        .aead(e.id, &key(e.keymat_len()))
-                        .map_err(SpeedError::Crypto)?,
-                )
-            }
-            _ => None,
-        };
-        // Failures are counted, not timed as if they were work.
-        let mut failures = 0u64;
-        let mut seal = || {
-            let r = seal_once(&mut sender, &mut buf, &bundle);
-            failures += u64::from(black_box(r).is_err());
-        };
-        // AEAD suites: the raw AEAD on the same size, timed in alternation
-        // with the ESP seal so that their ratio is fair on a busy machine.
-        let (seal_ns, raw_ns) = match &raw_aead {
-            Some(aead) => {
-                let mut data = vec![0u8; size];
-                let mut tag = vec![0u8; aead.tag_len()];
-                let aad = [0u8; 8];
-                let mut seq = 0u64;
-                let mut raw = || {
-                    seq += 1;
-                    aead.seal(&seq.to_be_bytes(), &aad, &mut data, &mut tag);
-                    black_box(&tag);
-                };
-                measure_pair(per, &mut seal, Some(&mut raw))
-            }
-            None => (measure(per, seal), f64::NAN),
-        };
-        if failures > 0 {
-            return Err(SpeedError::SealFailures { failures, size });
-        }
+        let mut sender = ends.sender(size)?;
+        sender.seal(&mut buf).map_err(SpeedError::Seal)?;
+        let raw_aead = raw_aead(provider, suite)?;
+        let (seal_ns, raw_ns) = time_seals(&mut sender, &mut buf, raw_aead.as_deref(), per)?;
         if raw_aead.is_some() {
             // The raw AEAD is called inline, engine or not.
             let inline = backend
@@ -467,27 +394,173 @@ fn suite_rows(
             ));
         }
         rows.push(row(name, "seal", &backend, size, seal_ns, warn.clone()));
-        seal_once(&mut sender, &mut buf, &bundle).map_err(SpeedError::Seal)?;
+        sender.seal(&mut buf).map_err(SpeedError::Seal)?;
         let sealed = buf.as_slice().to_vec();
-        let mut check = PacketBuf::from_packet(&sealed);
-        match process::inbound(&mut receiver, &mut check, now) {
-            Ok(Inbound::Decapsulated(_)) if check.len() == size => {}
-            outcome => return Err(SpeedError::SelfCheck { size, outcome }),
-        }
-        let mut failures = 0u64;
-        let open_ns = measure(per, || {
-            buf.reset(256);
-            // Cannot fail: the buffer is larger than any sealed packet.
-            let _ = buf.set(&sealed);
-            let r = process::inbound(&mut receiver, &mut buf, now);
-            failures += u64::from(black_box(r).is_err());
-        });
-        if failures > 0 {
-            return Err(SpeedError::OpenFailures { failures, size });
-        }
+        let open_ns = time_opens(&mut ends.receiver, &mut buf, &sealed, size, per)?;
         rows.push(row(name, "open", &backend, size, open_ns, warn.clone()));
     }
     Ok(rows)
+}
+
+/// Both ends of one suite's tunnel: the receiving SAD, and what makes a
+/// fresh sending SA.
+struct Ends<'a> {
+    provider: &'a Provider,
+    config: SaConfig,
+    receiver: Sad,
+}
+
+impl<'a> Ends<'a> {
+    fn new(provider: &'a Provider, suite: &Suite) -> Result<Self, SpeedError> {
+        let config = sa_config(suite);
+        let mut receiver_config = config.clone();
+        receiver_config.replay_window = 0; // the same packet is opened again and again
+        let mut receiver = Sad::new();
+        receiver
+            .add(
+                SecurityAssociation::new(&receiver_config, provider, Duration::ZERO)
+                    .map_err(SpeedError::Sa)?,
+            )
+            .map_err(SpeedError::Sad)?;
+        Ok(Ends {
+            provider,
+            config,
+            receiver,
+        })
+    }
+
+    /// A fresh sending SA for one size, so that no run exhausts its
+    /// sequence numbers (sequence numbers never go backwards).
+    fn sender(&self, size: usize) -> Result<Sender, SpeedError> {
+        let now = Duration::ZERO;
+        let mut sad = Sad::new();
+        sad.add(
+            SecurityAssociation::new(&self.config, self.provider, now).map_err(SpeedError::Sa)?,
+        )
+        .map_err(SpeedError::Sad)?;
+        let template = SaTemplate {
+            protocol: self.config.protocol,
+            mode: Mode::Tunnel,
+            tunnel: Some((OUTER_SRC, OUTER_DST)),
+            level: Level::Require,
+            reqid: 0,
+        };
+        let flow = Flow {
+            src: OUTER_SRC,
+            dst: OUTER_DST,
+            protocol: 17,
+            src_port: 1,
+            dst_port: 1,
+            fragment: false,
+        };
+        let bundle = process::resolve(&sad, &[template], &flow, now).map_err(SpeedError::Seal)?;
+        Ok(Sender {
+            sad,
+            bundle,
+            header: inner_header(size),
+            size,
+        })
+    }
+}
+
+/// A sending SA and the inner packet of one size it seals.
+struct Sender {
+    sad: Sad,
+    bundle: Bundle,
+    header: [u8; 28],
+    size: usize,
+}
+
+impl Sender {
+    /// Writes the inner packet into `buf` and seals it there.
+    fn seal(&mut self, buf: &mut PacketBuf) -> Result<Egress, SealError> {
+        buf.reset(256);
+        // Cannot fail: the buffer holds 64 KiB and sizes are ≤ 60000.
+        let _ = buf.set_len(self.size);
+        buf.as_mut_slice()[..28].copy_from_slice(&self.header);
+        process::outbound(&mut self.sad, &self.bundle, buf, Duration::ZERO)
+    }
+}
+
+/// The suite's AEAD called directly (GMAC aside: it is no AEAD cipher to
+/// compare with), for AEAD suites.
+fn raw_aead(provider: &Provider, suite: &Suite) -> Result<Option<Box<dyn Aead>>, SpeedError> {
+    match suite.encr {
+        Some(e) if flowsec_crypto::esp::is_aead(e.id) && e.id != EncrId::NULL_AUTH_AES_GMAC => {
+            provider
+                .aead(e.id, &key(e.keymat_len()))
+                .map(Some)
+                .map_err(SpeedError::Crypto)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// ns per ESP seal, and ns per raw AEAD seal of the same size where there
+/// is one (NaN otherwise).
+fn time_seals(
+    sender: &mut Sender,
+    buf: &mut PacketBuf,
+    raw_aead: Option<&dyn Aead>,
+    per: Duration,
+) -> Result<(f64, f64), SpeedError> {
+    let size = sender.size;
+    // Failures are counted, not timed as if they were work.
+    let mut failures = 0u64;
+    let mut seal = || {
+        let r = sender.seal(buf);
+        failures += u64::from(black_box(r).is_err());
+    };
+    // AEAD suites: the raw AEAD on the same size, timed in alternation
+    // with the ESP seal so that their ratio is fair on a busy machine.
+    let (seal_ns, raw_ns) = match raw_aead {
+        Some(aead) => {
+            let mut data = vec![0u8; size];
+            let mut tag = vec![0u8; aead.tag_len()];
+            let aad = [0u8; 8];
+            let mut seq = 0u64;
+            let mut raw = || {
+                seq += 1;
+                aead.seal(&seq.to_be_bytes(), &aad, &mut data, &mut tag);
+                black_box(&tag);
+            };
+            measure_pair(per, &mut seal, Some(&mut raw))
+        }
+        None => (measure(per, seal), f64::NAN),
+    };
+    if failures > 0 {
+        return Err(SpeedError::SealFailures { failures, size });
+    }
+    Ok((seal_ns, raw_ns))
+}
+
+/// ns per open of `sealed`, copied into `buf` each time as receiving it
+/// would; first, that it opens to the `size`-byte packet sealed.
+fn time_opens(
+    receiver: &mut Sad,
+    buf: &mut PacketBuf,
+    sealed: &[u8],
+    size: usize,
+    per: Duration,
+) -> Result<f64, SpeedError> {
+    let now = Duration::ZERO;
+    let mut check = PacketBuf::from_packet(sealed);
+    match process::inbound(receiver, &mut check, now) {
+        Ok(Inbound::Decapsulated(_)) if check.len() == size => {}
+        outcome => return Err(SpeedError::SelfCheck { size, outcome }),
+    }
+    let mut failures = 0u64;
+    let open_ns = measure(per, || {
+        buf.reset(256);
+        // Cannot fail: the buffer is larger than any sealed packet.
+        let _ = buf.set(sealed);
+        let r = process::inbound(receiver, buf, now);
+        failures += u64::from(black_box(r).is_err());
+    });
+    if failures > 0 {
+        return Err(SpeedError::OpenFailures { failures, size });
+    }
+    Ok(open_ns)
 }
 
 fn backend_label(provider: &Provider, suite: &Suite, config: &SaConfig) -> String {
@@ -608,68 +681,9 @@ fn print_tables(
             r.ops_per_s / 1e3
         }),
     ] {
-        println!("\n{title}");
-        print!("{:<24} {:<8} {:<20}", "suite", "op", "backend");
-        for s in sizes {
-            print!(" {:>9}", format!("{s} B"));
-        }
-        println!();
-        let mut keys: Vec<(&str, &str, &str)> = Vec::new();
-        for r in rows
-            .iter()
-            .filter(|r| sizes.contains(&r.size) && !S4_OPS.contains(&r.op))
-        {
-            let k = (r.suite.as_str(), r.op, r.backend.as_str());
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
-        }
-        for (suite, op, backend) in keys {
-            let mark = rows.iter().any(|r| r.suite == suite && r.warning.is_some());
-            let label = if mark {
-                format!("{suite} !")
-            } else {
-                suite.to_string()
-            };
-            print!("{label:<24} {op:<8} {backend:<20}");
-            for &s in sizes {
-                match rows
-                    .iter()
-                    .find(|r| r.suite == suite && r.op == op && r.backend == backend && r.size == s)
-                {
-                    Some(r) => print!(" {:>9.1}", pick(r)),
-                    None => print!(" {:>9}", "n/a"),
-                }
-            }
-            println!();
-        }
+        print_suite_table(rows, sizes, title, pick);
     }
-    let s4: Vec<&Row> = rows.iter().filter(|r| S4_OPS.contains(&r.op)).collect();
-    if !s4.is_empty() {
-        println!("\nstudy S4 raw primitives, MB/s (AES-CBC at 1500 B runs 1504 B: whole blocks)");
-        print!("{:<24} {:<8} {:<20}", "primitive", "op", "backend");
-        for s in S4_SIZES {
-            print!(" {:>9}", format!("{s} B"));
-        }
-        println!();
-        let mut keys: Vec<(&str, &str)> = Vec::new();
-        for r in &s4 {
-            if !keys.contains(&(r.suite.as_str(), r.backend.as_str())) {
-                keys.push((r.suite.as_str(), r.backend.as_str()));
-            }
-        }
-        for (suite, backend) in keys {
-            let cells: Vec<&&Row> = s4
-                .iter()
-                .filter(|r| r.suite == suite && r.backend == backend)
-                .collect();
-            print!("{suite:<24} {:<8} {backend:<20}", cells[0].op);
-            for r in cells {
-                print!(" {:>9.1}", r.mb_per_s);
-            }
-            println!();
-        }
-    }
+    print_s4_table(rows);
     if rows.iter().any(|r| r.warning.is_some()) {
         println!("\n! uses an algorithm RFC 8221 says MUST NOT or SHOULD NOT be used (kept to reproduce the studies)");
     }
@@ -678,6 +692,77 @@ fn print_tables(
         for line in summary {
             println!("{line}");
         }
+    }
+}
+
+/// The suites' rows (a line per suite, op and backend; a column per
+/// size), each cell `pick` of its row.
+fn print_suite_table(rows: &[Row], sizes: &[usize], title: &str, pick: fn(&Row) -> f64) {
+    println!("\n{title}");
+    print!("{:<24} {:<8} {:<20}", "suite", "op", "backend");
+    for s in sizes {
+        print!(" {:>9}", format!("{s} B"));
+    }
+    println!();
+    let mut keys: Vec<(&str, &str, &str)> = Vec::new();
+    for r in rows
+        .iter()
+        .filter(|r| sizes.contains(&r.size) && !S4_OPS.contains(&r.op))
+    {
+        let k = (r.suite.as_str(), r.op, r.backend.as_str());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    for (suite, op, backend) in keys {
+        let mark = rows.iter().any(|r| r.suite == suite && r.warning.is_some());
+        let label = if mark {
+            format!("{suite} !")
+        } else {
+            suite.to_string()
+        };
+        print!("{label:<24} {op:<8} {backend:<20}");
+        for &s in sizes {
+            match rows
+                .iter()
+                .find(|r| r.suite == suite && r.op == op && r.backend == backend && r.size == s)
+            {
+                Some(r) => print!(" {:>9.1}", pick(r)),
+                None => print!(" {:>9}", "n/a"),
+            }
+        }
+        println!();
+    }
+}
+
+/// Study S4's raw primitives, MB/s by S4 size, where they were measured.
+fn print_s4_table(rows: &[Row]) {
+    let s4: Vec<&Row> = rows.iter().filter(|r| S4_OPS.contains(&r.op)).collect();
+    if s4.is_empty() {
+        return;
+    }
+    println!("\nstudy S4 raw primitives, MB/s (AES-CBC at 1500 B runs 1504 B: whole blocks)");
+    print!("{:<24} {:<8} {:<20}", "primitive", "op", "backend");
+    for s in S4_SIZES {
+        print!(" {:>9}", format!("{s} B"));
+    }
+    println!();
+    let mut keys: Vec<(&str, &str)> = Vec::new();
+    for r in &s4 {
+        if !keys.contains(&(r.suite.as_str(), r.backend.as_str())) {
+            keys.push((r.suite.as_str(), r.backend.as_str()));
+        }
+    }
+    for (suite, backend) in keys {
+        let cells: Vec<&&Row> = s4
+            .iter()
+            .filter(|r| r.suite == suite && r.backend == backend)
+            .collect();
+        print!("{suite:<24} {:<8} {backend:<20}", cells[0].op);
+        for r in cells {
+            print!(" {:>9.1}", r.mb_per_s);
+        }
+        println!();
     }
 }
 

@@ -91,12 +91,7 @@ impl Series {
         colour: usize,
         points: impl IntoIterator<Item = (f64, f64)>,
     ) -> Series {
-        Series::new(
-            label,
-            colour,
-            false,
-            points.into_iter().map(|(x, y)| (x, y, 0.0)),
-        )
+        Series::new(label, colour, false, no_errors(points))
     }
 
     /// Today's measurements with whiskers: `(x, y, ±)`.
@@ -114,12 +109,7 @@ impl Series {
         colour: usize,
         points: impl IntoIterator<Item = (f64, f64)>,
     ) -> Series {
-        Series::new(
-            label,
-            colour,
-            true,
-            points.into_iter().map(|(x, y)| (x, y, 0.0)),
-        )
+        Series::new(label, colour, true, no_errors(points))
     }
 
     fn new(
@@ -146,6 +136,13 @@ impl Series {
             colour,
         }
     }
+}
+
+/// `(x, y)` points as `(x, y, 0)`: no whiskers.
+fn no_errors(
+    points: impl IntoIterator<Item = (f64, f64)>,
+) -> impl Iterator<Item = (f64, f64, f64)> {
+    points.into_iter().map(|(x, y)| (x, y, 0.0))
 }
 
 /// Why a chart could not be drawn.

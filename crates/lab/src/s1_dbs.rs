@@ -109,6 +109,25 @@ fn measure(bed: &Bed, secs: f64) -> Result<Run, LabError> {
 }
 
 fn report(runs: &[[Run; 2]; 3], opts: &RunOptions, secs: f64) -> Report {
+    Report {
+        tables: vec![dbs_table(runs)],
+        findings: findings(runs),
+        plots: vec![plot(runs)],
+        ..Report::new(
+            "s1-dbs",
+            "S1 E1a, bulk TCP with DBS over KAME IPsec (FreeBSD, Pentium II, 1999)",
+            opts.quick,
+            format!(
+                "gwA → gwB in transport mode, both running `flowsec up` (AH HMAC-SHA1-96; ESP 3DES-CBC). `flowsec perf -t TCP_STREAM -m 8192 -s 32768 -S 32768 -l {secs}` (DBS: 8192 messages of 8192 B, no pacing); beside it, 64-byte UDP echoes every 20 ms (`-t PING`) give delay (RTT) and jitter (mdev); the per-second spread is the coefficient of variation of the receiver's per-second throughput. The hog is one `sh -c 'while :; do :; done'`, as the study's one CPU-bound process (load average ~1). This machine has {} CPUs shared by both gateways and both ends.",
+                std::thread::available_parallelism().map_or(1, |n| n.get())
+            ),
+        )
+    }
+}
+
+/// A row per mode: the study's figures beside today's, idle and with the
+/// hog.
+fn dbs_table(runs: &[[Run; 2]; 3]) -> Table {
     let rows = MODES
         .iter()
         .enumerate()
@@ -128,7 +147,7 @@ fn report(runs: &[[Run; 2]; 3], opts: &RunOptions, secs: f64) -> Report {
             ]
         })
         .collect();
-    let table = Table {
+    Table {
         title: "Bulk TCP: study (Mbit/s; idle × none, hog × idle) and today".into(),
         columns: [
             "mode",
@@ -144,10 +163,14 @@ fn report(runs: &[[Run; 2]; 3], opts: &RunOptions, secs: f64) -> Report {
         .map(String::from)
         .to_vec(),
         rows,
-    };
+    }
+}
+
+/// The study's claims: what AH and ESP cost, and what the hog costs each.
+fn findings(runs: &[[Run; 2]; 3]) -> Vec<Finding> {
     let ratio = |m: usize, h: usize| runs[m][h].mbit / runs[0][h].mbit;
     let hog_cost = |m: usize| runs[m][1].mbit / runs[m][0].mbit;
-    let findings = vec![
+    vec![
         Finding {
             claim: "AH runs at about 0.4× of no IPsec (26.0 vs 65.2 Mbit/s)".into(),
             holds: (0.25..=0.6).contains(&ratio(1, 0)),
@@ -175,21 +198,7 @@ fn report(runs: &[[Run; 2]; 3], opts: &RunOptions, secs: f64) -> Report {
                 hog_cost(0)
             ),
         },
-    ];
-    Report {
-        tables: vec![table],
-        findings,
-        plots: vec![plot(runs)],
-        ..Report::new(
-            "s1-dbs",
-            "S1 E1a, bulk TCP with DBS over KAME IPsec (FreeBSD, Pentium II, 1999)",
-            opts.quick,
-            format!(
-                "gwA → gwB in transport mode, both running `flowsec up` (AH HMAC-SHA1-96; ESP 3DES-CBC). `flowsec perf -t TCP_STREAM -m 8192 -s 32768 -S 32768 -l {secs}` (DBS: 8192 messages of 8192 B, no pacing); beside it, 64-byte UDP echoes every 20 ms (`-t PING`) give delay (RTT) and jitter (mdev); the per-second spread is the coefficient of variation of the receiver's per-second throughput. The hog is one `sh -c 'while :; do :; done'`, as the study's one CPU-bound process (load average ~1). This machine has {} CPUs shared by both gateways and both ends.",
-                std::thread::available_parallelism().map_or(1, |n| n.get())
-            ),
-        )
-    }
+    ]
 }
 
 /// Per mode, the study's throughput beside today's, idle and with the

@@ -131,10 +131,30 @@ impl Scenario for S2Rtt {
 }
 
 fn report(r: &Results, opts: &RunOptions, count: &str, interval: &str) -> Report {
-    let setups = setups();
+    let tables = vec![load_table(r), size_table(r)];
+    let findings = rtt_findings(r);
+    let plots = plots(&size_points(r), &load_points(r), count);
+    Report {
+        tables,
+        findings,
+        plots,
+        ..Report::new(
+            "s2-rtt",
+            "S2 E2b, delay under load (KAME/USAGI IPsec, 2003–2004)",
+            opts.quick,
+            format!(
+                "Echoes (`flowsec perf -t PING`: UDP request/response of the payload size, {count} per size, {interval} s apart; the study: ICMP ping once a second, 60 samples) from gwA to gwB (transport: ESP DES-CBC or 3DES-CBC inside AH HMAC-MD5-96) and from hostA to hostB (tunnel: ESP DES-CBC or 3DES-CBC + HMAC-MD5-96), with a CBR background load of 1300-byte datagrams to the same server (`--load`), as the study's iperf. Payloads 100 B … 1300 B (under the TUN MTU: no fragments)."
+            ),
+        )
+    }
+}
+
+/// Mean RTT over all sizes, a row per setup and a column per load, with
+/// the echoes lost.
+fn load_table(r: &Results) -> Table {
     let mut columns = vec!["setup".to_string()];
     columns.extend(r.loads.iter().map(|l| format!("load {l} Mbit/s")));
-    let rows = setups
+    let rows = setups()
         .iter()
         .enumerate()
         .map(|(s, (label, _, _))| {
@@ -154,18 +174,22 @@ fn report(r: &Results, opts: &RunOptions, count: &str, interval: &str) -> Report
             row
         })
         .collect();
-    let mut tables = vec![Table {
+    Table {
         title: "Mean echo RTT over all payload sizes, ms".into(),
         columns,
         rows,
-    }];
+    }
+}
+
+/// RTT without load, a row per setup and a column per payload size.
+fn size_table(r: &Results) -> Table {
     let sizes: Vec<usize> = r.rows[0][0].iter().map(|p| p.payload).collect();
     let mut columns = vec!["setup (no load)".to_string()];
     columns.extend(sizes.iter().map(|s| format!("{s} B")));
-    tables.push(Table {
+    Table {
         title: "Echo RTT per payload size without load, ms".into(),
         columns,
-        rows: setups
+        rows: setups()
             .iter()
             .enumerate()
             .map(|(s, (label, _, _))| {
@@ -174,7 +198,12 @@ fn report(r: &Results, opts: &RunOptions, count: &str, interval: &str) -> Report
                 row
             })
             .collect(),
-    });
+    }
+}
+
+/// The study's three findings: IPsec raises the RTT, DES and 3DES differ
+/// little, the RTT grows with the load.
+fn rtt_findings(r: &Results) -> Vec<Finding> {
     // Setups 0/3 are the baselines of 1–2 and 4–5.
     let ipsec = [(1, 0), (2, 0), (4, 3), (5, 3)];
     let raised: Vec<f64> = ipsec
@@ -197,7 +226,7 @@ fn report(r: &Results, opts: &RunOptions, count: &str, interval: &str) -> Report
         })
     };
     let (g30, ghigh) = (grow(30), grow(*LOADS.last().expect("loads")));
-    let findings = vec![
+    vec![
         Finding {
             claim: "IPsec raises the RTT".into(),
             holds: raised.iter().all(|&x| x > 1.0),
@@ -228,9 +257,12 @@ fn report(r: &Results, opts: &RunOptions, count: &str, interval: &str) -> Report
                 }
             ),
         },
-    ];
-    let by_size: Vec<Vec<(f64, f64, f64)>> = r
-        .rows
+    ]
+}
+
+/// Per setup, (payload, mean, mdev) of each size's echoes without load.
+fn size_points(r: &Results) -> Vec<Vec<(f64, f64, f64)>> {
+    r.rows
         .iter()
         .map(|per_load| {
             per_load[0]
@@ -239,28 +271,18 @@ fn report(r: &Results, opts: &RunOptions, count: &str, interval: &str) -> Report
                 .map(|p| (p.payload as f64, p.avg_ms, p.mdev_ms))
                 .collect()
         })
-        .collect();
-    let by_load: Vec<Vec<(f64, f64)>> = (0..setups.len())
+        .collect()
+}
+
+/// Per setup, (load, mean RTT over all sizes).
+fn load_points(r: &Results) -> Vec<Vec<(f64, f64)>> {
+    (0..setups().len())
         .map(|s| {
             (0..r.loads.len())
                 .map(|l| (r.loads[l] as f64, r.mean(s, l)))
                 .collect()
         })
-        .collect();
-    let plots = plots(&by_size, &by_load, count);
-    Report {
-        tables,
-        findings,
-        plots,
-        ..Report::new(
-            "s2-rtt",
-            "S2 E2b, delay under load (KAME/USAGI IPsec, 2003–2004)",
-            opts.quick,
-            format!(
-                "Echoes (`flowsec perf -t PING`: UDP request/response of the payload size, {count} per size, {interval} s apart; the study: ICMP ping once a second, 60 samples) from gwA to gwB (transport: ESP DES-CBC or 3DES-CBC inside AH HMAC-MD5-96) and from hostA to hostB (tunnel: ESP DES-CBC or 3DES-CBC + HMAC-MD5-96), with a CBR background load of 1300-byte datagrams to the same server (`--load`), as the study's iperf. Payloads 100 B … 1300 B (under the TUN MTU: no fragments)."
-            ),
-        )
-    }
+        .collect()
 }
 
 /// RTT by payload size without load (`by_size`: per setup, payload,

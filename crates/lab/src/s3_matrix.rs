@@ -159,6 +159,26 @@ fn get(runs: &[Option<Run>], auth: &str, enc: &str) -> f64 {
 }
 
 fn report(runs: &[Option<Run>], comp: &Comp, opts: &RunOptions, secs: &str) -> Report {
+    let mut findings = suite_findings(runs);
+    findings.push(comp_finding(comp));
+    Report {
+        tables: vec![suite_table(runs), comp_table(comp)],
+        findings,
+        plots: vec![plot(runs)],
+        ..Report::new(
+            "s3-matrix",
+            "S3, IPsec throughput by algorithm suite (Linux setkey + nuttcp blog, 2009)",
+            opts.quick,
+            format!(
+                "gwA ↔ gwB in transport mode, ESP only, keyed by setkey files (`auth/enc` as the blog wrote them; `null` auth is no ESP integrity), one `flowsec perf -t TCP_STREAM -l {secs}` each way with incompressible data; CPU % is the whole machine's (both gateways and both ends share its CPUs). IPComp: deflate before ESP AES-GCM-16 with `--payload text` (repeated English text) and `--payload random`."
+            ),
+        )
+    }
+}
+
+/// A row per suite: the blog's figure, today's both ways (× no ipsec) and
+/// the CPU used.
+fn suite_table(runs: &[Option<Run>]) -> Table {
     let none = get(runs, "no ipsec", "");
     let rows = SUITES
         .iter()
@@ -192,7 +212,7 @@ fn report(runs: &[Option<Run>], comp: &Comp, opts: &RunOptions, secs: &str) -> R
             }
         })
         .collect();
-    let table = Table {
+    Table {
         title: "TCP throughput by ESP suite (auth/enc), Mbit/s (× no ipsec)".into(),
         columns: [
             "suite",
@@ -204,8 +224,12 @@ fn report(runs: &[Option<Run>], comp: &Comp, opts: &RunOptions, secs: &str) -> R
         .map(String::from)
         .to_vec(),
         rows,
-    };
-    let comp_table = Table {
+    }
+}
+
+/// IPComp before ESP against ESP alone, per payload.
+fn comp_table(comp: &Comp) -> Table {
+    Table {
         title: "IPComp (deflate) before ESP AES-GCM-16, Mbit/s of payload".into(),
         columns: ["payload", "ESP alone", "IPComp + ESP", "IPComp gain"]
             .map(String::from)
@@ -222,7 +246,13 @@ fn report(runs: &[Option<Run>], comp: &Comp, opts: &RunOptions, secs: &str) -> R
                 ]
             })
             .collect(),
-    };
+    }
+}
+
+/// The blog's rankings of ciphers and of integrity algorithms, and the
+/// usual suite's share of the link.
+fn suite_findings(runs: &[Option<Run>]) -> Vec<Finding> {
+    let none = get(runs, "no ipsec", "");
     let g = |enc: &str| get(runs, "null", enc);
     let (aes, des, tdes) = (g("aes-cbc"), g("des-cbc"), g("3des-cbc"));
     let others = [g("blowfish-cbc"), g("twofish-cbc"), g("camellia-cbc")];
@@ -237,8 +267,7 @@ fn report(runs: &[Option<Run>], comp: &Comp, opts: &RunOptions, secs: &str) -> R
         a("hmac-sha1").max(a("hmac-sha256")),
     );
     let usual = get(runs, "hmac-sha1", "aes-cbc") / none;
-    let (text_gain, random_gain) = (comp[1][0] / comp[0][0], comp[1][1] / comp[0][1]);
-    let findings = vec![
+    vec![
         Finding {
             claim: "ciphers rank aes > blowfish/twofish/camellia >> des > 3des".into(),
             holds: aes > omax && omin > 1.5 * des && des > tdes,
@@ -261,26 +290,18 @@ fn report(runs: &[Option<Run>], comp: &Comp, opts: &RunOptions, secs: &str) -> R
                 "today hmac-sha1/aes-cbc / no ipsec {usual:.2}× (holds if 0.15–0.45×)"
             ),
         },
-        Finding {
-            claim: "IPComp helps compressible traffic only (the blog's zeros could not show it)".into(),
-            holds: text_gain > 1.0 && random_gain <= 1.05,
-            evidence: format!(
-                "today IPComp+ESP / ESP: text {text_gain:.2}×, random {random_gain:.2}× (holds if text gains and random does not gain more than 5%)"
-            ),
-        },
-    ];
-    Report {
-        tables: vec![table, comp_table],
-        findings,
-        plots: vec![plot(runs)],
-        ..Report::new(
-            "s3-matrix",
-            "S3, IPsec throughput by algorithm suite (Linux setkey + nuttcp blog, 2009)",
-            opts.quick,
-            format!(
-                "gwA ↔ gwB in transport mode, ESP only, keyed by setkey files (`auth/enc` as the blog wrote them; `null` auth is no ESP integrity), one `flowsec perf -t TCP_STREAM -l {secs}` each way with incompressible data; CPU % is the whole machine's (both gateways and both ends share its CPUs). IPComp: deflate before ESP AES-GCM-16 with `--payload text` (repeated English text) and `--payload random`."
-            ),
-        )
+    ]
+}
+
+/// IPComp pays for compressible payloads only.
+fn comp_finding(comp: &Comp) -> Finding {
+    let (text_gain, random_gain) = (comp[1][0] / comp[0][0], comp[1][1] / comp[0][1]);
+    Finding {
+        claim: "IPComp helps compressible traffic only (the blog's zeros could not show it)".into(),
+        holds: text_gain > 1.0 && random_gain <= 1.05,
+        evidence: format!(
+            "today IPComp+ESP / ESP: text {text_gain:.2}×, random {random_gain:.2}× (holds if text gains and random does not gain more than 5%)"
+        ),
     }
 }
 

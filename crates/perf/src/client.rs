@@ -220,7 +220,13 @@ fn tcp_stream(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), Pe
         out.packets_sent += 1;
     }
     s.shutdown(std::net::Shutdown::Write)?;
-    // Wait for the server to have read everything (it closes at EOF).
+    read_to_close(&mut s)?;
+    Ok(())
+}
+
+/// Wait for the server to have read everything: it closes at EOF, after
+/// our shutdown(SHUT_WR).
+fn read_to_close(s: &mut TcpStream) -> Result<(), PerfError> {
     s.set_read_timeout(Some(Duration::from_secs(30)))?;
     let mut rest = [0u8; 64];
     while matches!(s.read(&mut rest), Ok(n) if n > 0) {}
@@ -234,40 +240,10 @@ fn tcp_stream(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), Pe
 /// reconnect's connect(2) blocks that thread for the handshake, as a
 /// simple client's would.
 fn tcp_stream_many(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(), PerfError> {
-    struct Conn {
-        s: TcpStream,
-        /// Bytes of the current message written.
-        at: usize,
-        /// Whole messages written.
-        messages: u64,
-    }
-    let open = |out: &mut Outcome| -> Result<Conn, PerfError> {
-        let s = TcpStream::connect_timeout(&data, Duration::from_secs(5)).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::AddrNotAvailable {
-                // Every closed connection holds its port in TIME_WAIT
-                // for a minute.
-                PerfError::NoLocalPort {
-                    addr: data,
-                    error: e,
-                    connects: out.connects,
-                }
-            } else {
-                e.into()
-            }
-        })?;
-        set_buffers(&s, spec.local_buf);
-        s.set_nonblocking(true)?;
-        out.connects += 1;
-        Ok(Conn {
-            s,
-            at: 0,
-            messages: 0,
-        })
-    };
     let buf = spec.payload.bytes(spec.msg_size);
     let mut conns = Vec::with_capacity(spec.conns);
     for _ in 0..spec.conns {
-        conns.push(open(out)?);
+        conns.push(StreamConn::open(data, spec, out)?);
     }
     let end = Instant::now() + Duration::from_secs_f64(spec.seconds);
     let mut fds: Vec<libc::pollfd> = Vec::with_capacity(conns.len());
@@ -287,46 +263,89 @@ fn tcp_stream_many(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<(
             continue;
         }
         for (c, fd) in conns.iter_mut().zip(&fds) {
-            if fd.revents == 0 {
-                continue;
-            }
-            // Fill the socket's buffer (bounded by its size).
-            loop {
-                match c.s.write(&buf[c.at..]) {
-                    Ok(n) => {
-                        c.at += n;
-                        out.bytes_sent += n as u64;
-                        if c.at < buf.len() {
-                            continue;
-                        }
-                        c.at = 0;
-                        c.messages += 1;
-                        out.packets_sent += 1;
-                        if spec.reconnect == Some(c.messages) {
-                            // Closing hands the kernel the rest of the
-                            // data and a FIN; the server reads to the end.
-                            let _ = c.s.shutdown(std::net::Shutdown::Write);
-                            *c = open(out)?;
-                            break;
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(e) => return Err(e.into()),
-                }
+            if fd.revents != 0 {
+                c.fill(&buf, data, spec, out)?;
             }
         }
     }
-    // Wait for the server to have read everything (it closes at EOF).
     for c in &conns {
         c.s.set_nonblocking(false)?;
         c.s.shutdown(std::net::Shutdown::Write)?;
     }
     for mut c in conns {
-        c.s.set_read_timeout(Some(Duration::from_secs(30)))?;
-        let mut rest = [0u8; 64];
-        while matches!(c.s.read(&mut rest), Ok(n) if n > 0) {}
+        read_to_close(&mut c.s)?;
     }
     Ok(())
+}
+
+/// One of TCP_STREAM's many connections: non-blocking, a message at a
+/// time.
+struct StreamConn {
+    s: TcpStream,
+    /// Bytes of the current message written.
+    at: usize,
+    /// Whole messages written.
+    messages: u64,
+}
+
+impl StreamConn {
+    fn open(data: SocketAddr, spec: &Spec, out: &mut Outcome) -> Result<Self, PerfError> {
+        let s = TcpStream::connect_timeout(&data, Duration::from_secs(5)).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AddrNotAvailable {
+                // Every closed connection holds its port in TIME_WAIT
+                // for a minute.
+                PerfError::NoLocalPort {
+                    addr: data,
+                    error: e,
+                    connects: out.connects,
+                }
+            } else {
+                e.into()
+            }
+        })?;
+        set_buffers(&s, spec.local_buf);
+        s.set_nonblocking(true)?;
+        out.connects += 1;
+        Ok(StreamConn {
+            s,
+            at: 0,
+            messages: 0,
+        })
+    }
+
+    /// Fill the socket's buffer (bounded by its size) with messages of
+    /// `buf`; after `spec.reconnect` messages, close and open a new one.
+    fn fill(
+        &mut self,
+        buf: &[u8],
+        data: SocketAddr,
+        spec: &Spec,
+        out: &mut Outcome,
+    ) -> Result<(), PerfError> {
+        loop {
+            match self.s.write(&buf[self.at..]) {
+                Ok(n) => {
+                    self.at += n;
+                    out.bytes_sent += n as u64;
+                    if self.at < buf.len() {
+                        continue;
+                    }
+                    self.at = 0;
+                    self.messages += 1;
+                    out.packets_sent += 1;
+                    if spec.reconnect == Some(self.messages) {
+                        // Closing hands the kernel the rest of the
+                        // data and a FIN; the server reads to the end.
+                        let _ = self.s.shutdown(std::net::Shutdown::Write);
+                        *self = StreamConn::open(data, spec, out)?;
+                        return Ok(());
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
 }
 
 /// UDP_STREAM (as fast as it goes, or paced) and CBR (paced, with sequence

@@ -75,89 +75,132 @@ pub fn max_rate(
     step_bps: u64,
     max_bps: u64,
     tolerance: f64,
-    mut run: impl FnMut(&Spec) -> Result<Delivery, PerfError>,
+    run: impl FnMut(&Spec) -> Result<Delivery, PerfError>,
 ) -> Result<MaxRate, PerfError> {
     if step_bps == 0 || max_bps < step_bps || max_bps > MAX_BPS {
         return Err(PerfError::MaxRateBounds);
     }
-    let mut probes = Vec::new();
-    // A rate fails only if two probes in a row fail at it: on a shared
-    // machine one probe can lose a packet to a scheduling hiccup, and a
-    // single one would end the search far too low.
-    let mut probe = |rate: u64, probes: &mut Vec<Probe>| -> Result<bool, PerfError> {
-        let spec = Spec {
-            test: Test::Cbr,
-            rate_bps: Some(rate),
-            ..base.clone()
-        };
-        for _ in 0..2 {
-            let d = run(&spec)?;
-            let (sent, lost) = (d.sent, d.sent.saturating_sub(d.received));
-            let achieved = sent as f64 * spec.msg_size as f64 * 8.0 / spec.seconds;
-            let sender_limited = achieved < 0.95 * rate as f64;
-            let queued = d.queue_ms > queue_allowed_ms(spec.seconds);
-            let clean =
-                sent > 0 && !sender_limited && !queued && (lost as f64) <= tolerance * sent as f64;
-            probes.push(Probe {
-                rate_bps: rate,
-                packets_sent: sent,
-                lost,
-                sender_limited,
-                queue_ms: d.queue_ms,
-                queued,
-                clean,
-            });
-            if clean {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+    let mut prober = Prober {
+        base,
+        tolerance,
+        run,
+        probes: Vec::new(),
     };
-    // Grow until a probe fails: `good` passed, `bad` failed (or is past max).
-    let (mut good, mut bad) = (0u64, None);
-    let mut rate = step_bps;
-    while rate <= max_bps {
-        if probe(rate, &mut probes)? {
-            good = rate;
-            rate = rate.saturating_mul(2);
-        } else {
-            bad = Some(rate);
-            break;
-        }
-    }
-    let mut bad = match bad {
-        Some(b) => b,
-        None if good == max_bps => max_bps + step_bps,
-        None => {
-            // max itself was never probed.
-            if probe(max_bps, &mut probes)? {
-                good = max_bps;
-                max_bps + step_bps
-            } else {
-                max_bps
-            }
-        }
-    };
-    while bad - good > step_bps {
-        // Midpoint, on the step grid.
-        let mid = good + ((bad - good) / 2 / step_bps).max(1) * step_bps;
-        if mid >= bad {
-            break;
-        }
-        if probe(mid, &mut probes)? {
-            good = mid;
-        } else {
-            bad = mid;
-        }
-    }
+    let (good, bad) = prober.grow(step_bps, max_bps)?;
+    let good = prober.bisect(good, bad, step_bps)?;
     Ok(MaxRate {
         test: "MAXRATE".into(),
         max_rate_bps: good,
         payload: base.msg_size,
         hold_s: base.seconds,
         step_bps,
-        probes,
+        probes: prober.probes,
     })
+}
+
+/// MAXRATE's probes at the rates its search asks for, each recorded.
+struct Prober<'a, F> {
+    base: &'a Spec,
+    tolerance: f64,
+    /// One CBR probe: the server round trip.
+    run: F,
+    probes: Vec<Probe>,
+}
+
+impl<F: FnMut(&Spec) -> Result<Delivery, PerfError>> Prober<'_, F> {
+    /// Doubling from `step_bps` until a probe fails or `max_bps` is
+    /// reached: (`good`, which passed, 0 if none did; `bad`, which failed,
+    /// or one step past `max_bps` if it passed).
+    fn grow(&mut self, step_bps: u64, max_bps: u64) -> Result<(u64, u64), PerfError> {
+        let (mut good, mut bad) = (0u64, None);
+        let mut rate = step_bps;
+        while rate <= max_bps {
+            if self.passes(rate)? {
+                good = rate;
+                rate = rate.saturating_mul(2);
+            } else {
+                bad = Some(rate);
+                break;
+            }
+        }
+        let bad = match bad {
+            Some(b) => b,
+            None if good == max_bps => max_bps + step_bps,
+            None => {
+                // max itself was never probed.
+                if self.passes(max_bps)? {
+                    good = max_bps;
+                    max_bps + step_bps
+                } else {
+                    max_bps
+                }
+            }
+        };
+        Ok((good, bad))
+    }
+
+    /// Bisecting between `good` and `bad` on the step grid, to within
+    /// `step_bps`: the highest rate that passed.
+    fn bisect(&mut self, mut good: u64, mut bad: u64, step_bps: u64) -> Result<u64, PerfError> {
+        while bad - good > step_bps {
+            // Midpoint, on the step grid.
+            let mid = good + ((bad - good) / 2 / step_bps).max(1) * step_bps;
+            if mid >= bad {
+                break;
+            }
+            if self.passes(mid)? {
+                good = mid;
+            } else {
+                bad = mid;
+            }
+        }
+        Ok(good)
+    }
+
+    /// Whether `rate` is loss-free. A rate fails only if two probes in a
+    /// row fail at it: on a shared machine one probe can lose a packet to
+    /// a scheduling hiccup, and a single one would end the search far too
+    /// low.
+    fn passes(&mut self, rate: u64) -> Result<bool, PerfError> {
+        let spec = Spec {
+            test: Test::Cbr,
+            rate_bps: Some(rate),
+            ..self.base.clone()
+        };
+        for _ in 0..2 {
+            let d = (self.run)(&spec)?;
+            let probe = Probe::judge(&spec, rate, &d, self.tolerance);
+            let clean = probe.clean;
+            self.probes.push(probe);
+            if clean {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+impl Probe {
+    /// The probe of `spec` at `rate` that delivered `d`: clean if the
+    /// sender reached 95% of the rate, no queue grew, and at most
+    /// `tolerance` of the packets were lost.
+    fn judge(spec: &Spec, rate: u64, d: &Delivery, tolerance: f64) -> Probe {
+        let (sent, lost) = (d.sent, d.sent.saturating_sub(d.received));
+        let achieved = sent as f64 * spec.msg_size as f64 * 8.0 / spec.seconds;
+        let sender_limited = achieved < 0.95 * rate as f64;
+        let queued = d.queue_ms > queue_allowed_ms(spec.seconds);
+        let clean =
+            sent > 0 && !sender_limited && !queued && (lost as f64) <= tolerance * sent as f64;
+        Probe {
+            rate_bps: rate,
+            packets_sent: sent,
+            lost,
+            sender_limited,
+            queue_ms: d.queue_ms,
+            queued,
+            clean,
+        }
+    }
 }
 
 /// RTT at one payload size.

@@ -97,21 +97,7 @@ fn write_sa(out: &mut String, c: &SaConfig, live: &SaLive) -> core::fmt::Result 
         "\t{satype} mode={} spi={}({:#010x}) reqid={}({:#010x})",
         c.mode, c.spi, c.spi, c.reqid, c.reqid
     )?;
-    match c.protocol {
-        Protocol::Esp => {
-            let name = encr_name(c.encr).map_or_else(|| c.encr.to_string(), str::to_string);
-            writeln!(out, "\tE: {name}")?;
-        }
-        Protocol::IpComp => {
-            let name = comp_name(c.ipcomp).map_or_else(|| c.ipcomp.to_string(), str::to_string);
-            writeln!(out, "\tC: {name}")?;
-        }
-        Protocol::Ah => {}
-    }
-    if c.protocol != Protocol::IpComp && c.integ != IntegId::NONE {
-        let name = auth_name(c.integ).map_or_else(|| c.integ.to_string(), str::to_string);
-        writeln!(out, "\tA: {name}")?;
-    }
+    write_algorithms(out, c)?;
     let state = match live.state {
         SaState::Mature => "mature",
         SaState::Dying => "dying",
@@ -127,6 +113,32 @@ fn write_sa(out: &mut String, c: &SaConfig, live: &SaLive) -> core::fmt::Result 
         "\tseq={:#010x} replay={replay} flags=0x00000000 state={state}",
         live.seq
     )?;
+    write_lifetimes(out, c, live)
+}
+
+/// The `E:`, `C:` and `A:` lines: the SA's algorithms (never its keys).
+fn write_algorithms(out: &mut String, c: &SaConfig) -> core::fmt::Result {
+    match c.protocol {
+        Protocol::Esp => {
+            let name = encr_name(c.encr).map_or_else(|| c.encr.to_string(), str::to_string);
+            writeln!(out, "\tE: {name}")?;
+        }
+        Protocol::IpComp => {
+            let name = comp_name(c.ipcomp).map_or_else(|| c.ipcomp.to_string(), str::to_string);
+            writeln!(out, "\tC: {name}")?;
+        }
+        Protocol::Ah => {}
+    }
+    if c.protocol != Protocol::IpComp && c.integ != IntegId::NONE {
+        let name = auth_name(c.integ).map_or_else(|| c.integ.to_string(), str::to_string);
+        writeln!(out, "\tA: {name}")?;
+    }
+    Ok(())
+}
+
+/// The usage so far beside the hard and soft limits: age, time since
+/// first use, bytes and packets.
+fn write_lifetimes(out: &mut String, c: &SaConfig, live: &SaLive) -> core::fmt::Result {
     let (h, s): (&Limits, &Limits) = (&c.lifetime.hard, &c.lifetime.soft);
     let secs = |d: Option<Duration>| d.map_or(0, |d| d.as_secs());
     writeln!(

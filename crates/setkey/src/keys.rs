@@ -4,7 +4,7 @@
 //! parser's provider, so the data path's own rules decide.
 
 use flowsec_crypto::esp::is_aead;
-use flowsec_crypto::{EncrId, IntegId};
+use flowsec_crypto::{CryptoError, EncrId, IntegId};
 use flowsec_wire::iana::IpcompId;
 use zeroize::Zeroizing;
 
@@ -46,15 +46,7 @@ impl<'a> Parser<'a> {
         } else {
             self.provider.cipher(alg.id, &key).map(drop)
         };
-        check.map_err(|error| {
-            self.err(
-                key_pos,
-                ErrorKind::BadKey {
-                    algorithm: alg.name,
-                    error,
-                },
-            )
-        })?;
+        check.map_err(|error| self.bad_key(key_pos, alg.name, error))?;
         Ok((alg.id, key))
     }
 
@@ -62,17 +54,16 @@ impl<'a> Parser<'a> {
         let (alg, name_token) = self.alg_name(AlgOption::Auth, algorithms::auth)?;
         let (key, key_pos) = self.key(alg.takes_key, alg.name, &name_token)?;
         if alg.id != IntegId::NONE {
-            self.provider.integrity(alg.id, &key).map_err(|error| {
-                self.err(
-                    key_pos,
-                    ErrorKind::BadKey {
-                        algorithm: alg.name,
-                        error,
-                    },
-                )
-            })?;
+            self.provider
+                .integrity(alg.id, &key)
+                .map_err(|error| self.bad_key(key_pos, alg.name, error))?;
         }
         Ok((alg.id, key))
+    }
+
+    /// The error for a key `algorithm`'s transform refused, at `pos`.
+    fn bad_key(&self, pos: Pos, algorithm: &'static str, error: CryptoError) -> ParseError {
+        self.err(pos, ErrorKind::BadKey { algorithm, error })
     }
 
     /// `-C deflate [-R]`. `-R` (use the SPI as the CPI on the wire) is

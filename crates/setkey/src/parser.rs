@@ -87,6 +87,33 @@ impl<'a> Parser<'a> {
         ParseError::new(self.file, pos, kind)
     }
 
+    /// `what`, written at `pos`, is setkey input flowsec refuses: `why`.
+    pub fn unsupported(&self, pos: Pos, what: &str, why: &'static str) -> ParseError {
+        self.err(
+            pos,
+            ErrorKind::Unsupported {
+                what: what.to_string(),
+                why,
+            },
+        )
+    }
+
+    /// `-ctx`, an SA's or a policy's security context.
+    pub fn no_security_context(&self, pos: Pos) -> ParseError {
+        self.unsupported(pos, "-ctx", "flowsec has no LSM security labels")
+    }
+
+    /// `t` is not a valid `what`.
+    pub fn bad_number(&self, t: &Token<'_>, what: &'static str) -> ParseError {
+        self.err(
+            t.pos,
+            ErrorKind::BadNumber {
+                what,
+                token: t.text.to_string(),
+            },
+        )
+    }
+
     pub fn peek(&self) -> Option<&Token<'a>> {
         self.tokens.get(self.at)
     }
@@ -187,10 +214,7 @@ impl<'a> Parser<'a> {
     }
 
     fn statement(&mut self, t: &Token<'a>) -> Result<Command, ParseError> {
-        let unsupported = |why| ErrorKind::Unsupported {
-            what: t.text.to_string(),
-            why,
-        };
+        let unsupported = |why| Err(self.unsupported(t.pos, t.text, why));
         match t.text {
             "add" => self.add(t.pos),
             "get" | "delete" => {
@@ -225,15 +249,13 @@ impl<'a> Parser<'a> {
                     Command::SpdDump
                 })
             }
-            "getspi" | "update" => Err(self.err(
-                t.pos,
-                unsupported("SPIs and keys are fixed at 'add' (delete and add to rekey)"),
-            )),
-            "spdupdate" => Err(self.err(t.pos, unsupported("use spddelete and spdadd"))),
-            "exit" | "quit" | "bye" => Err(self.err(
-                t.pos,
-                unsupported("input ends at the end of the file or of standard input"),
-            )),
+            "getspi" | "update" => {
+                unsupported("SPIs and keys are fixed at 'add' (delete and add to rekey)")
+            }
+            "spdupdate" => unsupported("use spddelete and spdadd"),
+            "exit" | "quit" | "bye" => {
+                unsupported("input ends at the end of the file or of standard input")
+            }
             other => Err(self.err(t.pos, ErrorKind::UnknownCommand(other.to_string()))),
         }
     }
@@ -285,21 +307,17 @@ impl<'a> Parser<'a> {
             "ah" => (Protocol::Ah, false),
             "ipcomp" => (Protocol::IpComp, false),
             "esp-old" | "ah-old" => {
-                return Err(self.err(
+                return Err(self.unsupported(
                     t.pos,
-                    ErrorKind::Unsupported {
-                        what: t.text.to_string(),
-                        why: "RFC 1826/1827 AH and ESP are obsolete; use ah or esp",
-                    },
+                    t.text,
+                    "RFC 1826/1827 AH and ESP are obsolete; use ah or esp",
                 ))
             }
             "tcp" => {
-                return Err(self.err(
+                return Err(self.unsupported(
                     t.pos,
-                    ErrorKind::Unsupported {
-                        what: t.text.to_string(),
-                        why: "TCP-MD5 (RFC 2385) is a TCP option, not an IPsec SA",
-                    },
+                    t.text,
+                    "TCP-MD5 (RFC 2385) is a TCP option, not an IPsec SA",
                 ))
             }
             other => return Err(self.err(t.pos, ErrorKind::UnknownProtocol(other.to_string()))),
@@ -310,15 +328,7 @@ impl<'a> Parser<'a> {
     /// An SPI (decimal or `0x` hex), range-checked for the protocol.
     fn spi(&mut self, ty: SaType) -> Result<u32, ParseError> {
         let t = self.word("an SPI")?;
-        let value = parse_u64(t.text).ok_or_else(|| {
-            self.err(
-                t.pos,
-                ErrorKind::BadNumber {
-                    what: "SPI",
-                    token: t.text.to_string(),
-                },
-            )
-        })?;
+        let value = parse_u64(t.text).ok_or_else(|| self.bad_number(&t, "SPI"))?;
         let bad = |why| self.err(t.pos, ErrorKind::BadSpi { spi: value, why });
         if ty.protocol == Protocol::IpComp {
             if !(u64::from(MIN_CPI)..=u64::from(MAX_CPI)).contains(&value) {
@@ -388,12 +398,10 @@ impl<'a> Parser<'a> {
             if let Some(t) = self.peek_word() {
                 if t.text.parse::<IpAddr>().is_ok() {
                     let t = t.clone();
-                    return Err(self.err(
+                    return Err(self.unsupported(
                         t.pos,
-                        ErrorKind::Unsupported {
-                            what: "esp-udp NAT-OA".into(),
-                            why: "original addresses are for transport-mode checksum fixes flowsec does not do",
-                        },
+                        "esp-udp NAT-OA",
+                        "original addresses are for transport-mode checksum fixes flowsec does not do",
                     ));
                 }
             }
@@ -475,58 +483,16 @@ impl<'a> Parser<'a> {
             if t.kind == TokenKind::Semi {
                 break;
             }
-            let option = match SA_OPTIONS.iter().find(|o| **o == t.text) {
-                Some(o) => *o,
-                None if t.text == "-ctx" => {
-                    return Err(self.err(
-                        t.pos,
-                        ErrorKind::Unsupported {
-                            what: "-ctx".into(),
-                            why: "flowsec has no LSM security labels",
-                        },
-                    ))
-                }
-                None => return Err(self.not_an_option(&t)),
-            };
-            if seen.contains(&option) && option != "-f" {
-                return Err(self.err(t.pos, ErrorKind::DuplicateOption(option.to_string())));
-            }
+            let option = self.sa_option(&t, ty, &seen)?;
             seen.push(option);
-            let applies = match option {
-                "-r" | "-A" => ty.protocol != Protocol::IpComp,
-                "-E" => ty.protocol == Protocol::Esp,
-                "-C" => ty.protocol == Protocol::IpComp,
-                _ => true,
-            };
-            if !applies {
-                return Err(self.err(
-                    t.pos,
-                    ErrorKind::OptionNotForProtocol {
-                        option,
-                        protocol: ty.name(),
-                    },
-                ));
-            }
             if option == "-ls" || option == "-bs" {
                 soft_pos.push((option, t.pos));
             }
-            self.at += 1;
-            match option {
-                "-m" => o.mode = self.mode()?,
-                "-r" => o.replay = Some(self.replay()?),
-                "-u" => o.reqid = Some(self.number("reqid", u64::from(u32::MAX))? as u32),
-                "-f" => self.pad_option()?,
-                "-lh" => o.lifetime.hard.add_time = self.seconds()?,
-                "-ls" => o.lifetime.soft.add_time = self.seconds()?,
-                "-bh" => o.lifetime.hard.bytes = self.bytes()?,
-                "-bs" => o.lifetime.soft.bytes = self.bytes()?,
-                "-E" => o.encr = Some(self.encr_alg()?),
-                "-A" => {
-                    auth_pos = Some(t.pos);
-                    o.auth = Some(self.auth_alg()?);
-                }
-                _ => o.comp = Some(self.comp_alg()?),
+            if option == "-A" {
+                auth_pos = Some(t.pos);
             }
+            self.at += 1;
+            self.sa_option_value(option, &mut o)?;
         }
         if let (Some((encr, _)), Some(pos)) = (&o.encr, auth_pos) {
             if is_aead(*encr) {
@@ -549,6 +515,58 @@ impl<'a> Parser<'a> {
         Ok(o)
     }
 
+    /// Which of [`SA_OPTIONS`] `t` is, if it is one an SA of type `ty`
+    /// takes and not one already `seen` (only `-f` may come again).
+    fn sa_option(
+        &self,
+        t: &Token<'_>,
+        ty: SaType,
+        seen: &[&'static str],
+    ) -> Result<&'static str, ParseError> {
+        let option = match SA_OPTIONS.iter().find(|o| **o == t.text) {
+            Some(o) => *o,
+            None if t.text == "-ctx" => return Err(self.no_security_context(t.pos)),
+            None => return Err(self.not_an_option(t)),
+        };
+        if seen.contains(&option) && option != "-f" {
+            return Err(self.err(t.pos, ErrorKind::DuplicateOption(option.to_string())));
+        }
+        let applies = match option {
+            "-r" | "-A" => ty.protocol != Protocol::IpComp,
+            "-E" => ty.protocol == Protocol::Esp,
+            "-C" => ty.protocol == Protocol::IpComp,
+            _ => true,
+        };
+        if !applies {
+            return Err(self.err(
+                t.pos,
+                ErrorKind::OptionNotForProtocol {
+                    option,
+                    protocol: ty.name(),
+                },
+            ));
+        }
+        Ok(option)
+    }
+
+    /// The value(s) after `option`, into `o`.
+    fn sa_option_value(&mut self, option: &str, o: &mut SaOptions) -> Result<(), ParseError> {
+        match option {
+            "-m" => o.mode = self.mode()?,
+            "-r" => o.replay = Some(self.replay()?),
+            "-u" => o.reqid = Some(self.number("reqid", u64::from(u32::MAX))? as u32),
+            "-f" => self.pad_option()?,
+            "-lh" => o.lifetime.hard.add_time = self.seconds()?,
+            "-ls" => o.lifetime.soft.add_time = self.seconds()?,
+            "-bh" => o.lifetime.hard.bytes = self.bytes()?,
+            "-bs" => o.lifetime.soft.bytes = self.bytes()?,
+            "-E" => o.encr = Some(self.encr_alg()?),
+            "-A" => o.auth = Some(self.auth_alg()?),
+            _ => o.comp = Some(self.comp_alg()?),
+        }
+        Ok(())
+    }
+
     fn mode(&mut self) -> Result<Mode, ParseError> {
         let t = self.word("a mode")?;
         match t.text {
@@ -566,15 +584,7 @@ impl<'a> Parser<'a> {
     /// packets each) is not followed; see the crate docs.
     fn replay(&mut self) -> Result<u32, ParseError> {
         let t = self.word("a replay window size")?;
-        let n = parse_decimal(t.text).ok_or_else(|| {
-            self.err(
-                t.pos,
-                ErrorKind::BadNumber {
-                    what: "replay window",
-                    token: t.text.to_string(),
-                },
-            )
-        })?;
+        let n = parse_decimal(t.text).ok_or_else(|| self.bad_number(&t, "replay window"))?;
         if n != 0 && !(u64::from(MIN_WINDOW)..=u64::from(MAX_WINDOW)).contains(&n) {
             return Err(self.err(t.pos, ErrorKind::ReplayWindow(n)));
         }
@@ -584,15 +594,9 @@ impl<'a> Parser<'a> {
     /// A decimal number up to `max`.
     pub fn number(&mut self, what: &'static str, max: u64) -> Result<u64, ParseError> {
         let t = self.word(what)?;
-        parse_decimal(t.text).filter(|n| *n <= max).ok_or_else(|| {
-            self.err(
-                t.pos,
-                ErrorKind::BadNumber {
-                    what,
-                    token: t.text.to_string(),
-                },
-            )
-        })
+        parse_decimal(t.text)
+            .filter(|n| *n <= max)
+            .ok_or_else(|| self.bad_number(&t, what))
     }
 
     /// `-lh`/`-ls` seconds; 0 is no limit, as in PF_KEY.

@@ -75,12 +75,10 @@ impl<'a> Parser<'a> {
     fn selector(&mut self) -> Result<Selector, ParseError> {
         let families = self.families();
         if let Some(t) = self.peek_word().filter(|t| t.text == "tagged").cloned() {
-            return Err(self.err(
+            return Err(self.unsupported(
                 t.pos,
-                ErrorKind::Unsupported {
-                    what: "tagged".into(),
-                    why: "PF tags are a BSD packet-filter feature",
-                },
+                "tagged",
+                "PF tags are a BSD packet-filter feature",
             ));
         }
         let (src_t, src) = self.range("a source address range")?;
@@ -120,25 +118,17 @@ impl<'a> Parser<'a> {
                     .filter(|t| !t.text.starts_with('-'))
                     .cloned()
                 {
-                    return Err(self.err(
+                    return Err(self.unsupported(
                         t.pos,
-                        ErrorKind::Unsupported {
-                            what: "GRE key".into(),
-                            why: "selectors match addresses, protocol and ports only",
-                        },
+                        "GRE key",
+                        "selectors match addresses, protocol and ports only",
                     ));
                 }
             }
             _ => {}
         }
         if let Some(t) = self.peek_word().filter(|t| t.text == "-ctx").cloned() {
-            return Err(self.err(
-                t.pos,
-                ErrorKind::Unsupported {
-                    what: "-ctx".into(),
-                    why: "flowsec has no LSM security labels",
-                },
-            ));
+            return Err(self.no_security_context(t.pos));
         }
         Ok(selector)
     }
@@ -161,15 +151,7 @@ impl<'a> Parser<'a> {
             return Ok(());
         };
         self.at += 1;
-        let bad = || {
-            self.err(
-                t.pos,
-                ErrorKind::BadNumber {
-                    what: "ICMP type,code",
-                    token: t.text.to_string(),
-                },
-            )
-        };
+        let bad = || self.bad_number(&t, "ICMP type,code");
         let (ty, code) = t.text.split_once(',').ok_or_else(bad)?;
         let field = |s: &str| {
             parse_decimal(s).filter(|n| *n <= 255).map(|n| match n {

@@ -276,107 +276,113 @@ impl<'a> Lexer<'a> {
 
 /// Reads `text` into its root section (named `""`).
 pub(crate) fn parse_tree(file: &str, text: &str) -> Result<Section, ConfigError> {
-    let mut lx = Lexer {
-        file,
-        chars: text.chars().peekable(),
-        line: 1,
+    let mut p = Parser {
+        lx: Lexer {
+            file,
+            chars: text.chars().peekable(),
+            line: 1,
+        },
+        root: Section::default(),
+        open: Vec::new(),
     };
-    let mut root = Section::default();
-    // The open sections below the root, innermost last, with their paths.
-    let mut open: Vec<(Section, String)> = Vec::new();
     loop {
-        let path = open.last().map(|(_, p)| p.clone()).unwrap_or_default();
-        let (tok, line) = lx.token(&path)?;
+        let path = p.open.last().map(|(_, p)| p.clone()).unwrap_or_default();
+        let (tok, line) = p.lx.token(&path)?;
         match tok {
-            Token::Eof => {
-                if let Some((s, p)) = open.last() {
-                    return Err(ConfigError::new(
-                        file,
-                        lx.line,
-                        p.clone(),
-                        ConfigErrorKind::Unclosed {
-                            section: s.name.clone(),
-                            opened: s.line,
-                        },
-                    ));
+            Token::Eof => return p.finish(),
+            Token::Close => p.close(line)?,
+            Token::Include => return Err(p.err(line, path, ConfigErrorKind::Include)),
+            Token::Name(name) => p.named(name, line, path)?,
+            other => return Err(p.err(line, path, ConfigErrorKind::ExpectedName { found: other })),
+        }
+    }
+}
+
+/// The tree as it is read: the root, and the sections open below it,
+/// innermost last, with their paths.
+struct Parser<'a> {
+    lx: Lexer<'a>,
+    root: Section,
+    open: Vec<(Section, String)>,
+}
+
+impl Parser<'_> {
+    fn err(&self, line: usize, key: String, kind: ConfigErrorKind) -> ConfigError {
+        ConfigError::new(self.lx.file, line, key, kind)
+    }
+
+    /// At the end of the text: the root, if every section was closed.
+    fn finish(self) -> Result<Section, ConfigError> {
+        if let Some((s, p)) = self.open.last() {
+            return Err(self.err(
+                self.lx.line,
+                p.clone(),
+                ConfigErrorKind::Unclosed {
+                    section: s.name.clone(),
+                    opened: s.line,
+                },
+            ));
+        }
+        Ok(self.root)
+    }
+
+    /// `}`: the innermost section is whole and goes into its parent.
+    fn close(&mut self, line: usize) -> Result<(), ConfigError> {
+        let Some((done, _)) = self.open.pop() else {
+            return Err(self.err(line, String::new(), ConfigErrorKind::StrayClose));
+        };
+        let file = self.lx.file;
+        let (parent, path) = self.innermost();
+        parent.add_section(done, path, file)
+    }
+
+    /// After a name (on `line`, in the section at `path`): `{` opens a
+    /// section, `=` reads a setting.
+    fn named(&mut self, name: String, line: usize, path: String) -> Result<(), ConfigError> {
+        let here = join(&path, &name);
+        let (next, nline) = self.lx.token(&here)?;
+        match next {
+            Token::Open => {
+                if self.open.len() >= MAX_DEPTH {
+                    return Err(self.err(line, here, ConfigErrorKind::TooDeep));
                 }
-                return Ok(root);
-            }
-            Token::Close => {
-                let Some((done, _)) = open.pop() else {
-                    return Err(ConfigError::new(
-                        file,
-                        line,
-                        String::new(),
-                        ConfigErrorKind::StrayClose,
-                    ));
+                let s = Section {
+                    name,
+                    line,
+                    ..Section::default()
                 };
-                match open.last_mut() {
-                    Some((parent, ppath)) => parent.add_section(done, ppath, file)?,
-                    None => root.add_section(done, "", file)?,
-                }
+                self.open.push((s, here));
             }
-            Token::Include => {
-                return Err(ConfigError::new(file, line, path, ConfigErrorKind::Include))
+            Token::Equals => {
+                let value = self.lx.value(&here)?;
+                let setting = Setting {
+                    key: name,
+                    value,
+                    line,
+                };
+                let file = self.lx.file;
+                let (sec, path) = self.innermost();
+                sec.add_setting(setting, path, file)?;
             }
-            Token::Name(name) => {
-                let here = join(&path, &name);
-                let (next, nline) = lx.token(&here)?;
-                match next {
-                    Token::Open => {
-                        if open.len() >= MAX_DEPTH {
-                            return Err(ConfigError::new(
-                                file,
-                                line,
-                                here,
-                                ConfigErrorKind::TooDeep,
-                            ));
-                        }
-                        let s = Section {
-                            name,
-                            line,
-                            ..Section::default()
-                        };
-                        open.push((s, here));
-                    }
-                    Token::Equals => {
-                        let value = lx.value(&here)?;
-                        let setting = Setting {
-                            key: name,
-                            value,
-                            line,
-                        };
-                        match open.last_mut() {
-                            Some((sec, _)) => sec.add_setting(setting, &path, file)?,
-                            None => root.add_setting(setting, "", file)?,
-                        }
-                    }
-                    Token::Colon => {
-                        return Err(ConfigError::new(
-                            file,
-                            nline,
-                            here,
-                            ConfigErrorKind::SectionReference,
-                        ))
-                    }
-                    other => {
-                        return Err(ConfigError::new(
-                            file,
-                            nline,
-                            here,
-                            ConfigErrorKind::ExpectedOpenOrEquals { name, found: other },
-                        ))
-                    }
-                }
+            Token::Colon => {
+                return Err(self.err(nline, here, ConfigErrorKind::SectionReference));
             }
             other => {
-                return Err(ConfigError::new(
-                    file,
-                    line,
-                    path,
-                    ConfigErrorKind::ExpectedName { found: other },
-                ))
+                return Err(self.err(
+                    nline,
+                    here,
+                    ConfigErrorKind::ExpectedOpenOrEquals { name, found: other },
+                ));
             }
+        }
+        Ok(())
+    }
+
+    /// The innermost open section (the root if none is) and its path.
+    fn innermost(&mut self) -> (&mut Section, &str) {
+        match self.open.last_mut() {
+            Some((sec, path)) => (sec, path.as_str()),
+            None => (&mut self.root, ""),
         }
     }
 }

@@ -69,6 +69,7 @@ pub mod proposal;
 pub mod supported;
 pub mod swanctl;
 pub mod ts;
+mod value;
 mod value_error;
 
 use core::fmt;

@@ -180,43 +180,39 @@ pub fn parse_ah_proposal(s: &str) -> Result<ChildProposal, ProposalError> {
 /// A comma-separated `proposals` list; `default` adds strongSwan's two
 /// default proposals, [`default_ike_proposals`].
 pub fn parse_ike_proposals(list: &str) -> Result<Vec<IkeProposal>, ProposalError> {
-    let mut out = Vec::new();
-    for item in split_list(list)? {
-        if item.eq_ignore_ascii_case("default") {
-            out.extend(default_ike_proposals());
-        } else {
-            out.push(parse_ike_proposal(item)?);
-        }
-    }
-    Ok(out)
+    proposal_list(list, default_ike_proposals, parse_ike_proposal)
 }
 
 /// A comma-separated `esp_proposals` list; `default` adds strongSwan's
 /// default ESP proposals, classic first then AEAD (as strongSwan's
 /// `parse_proposal()` does for the keyword).
 pub fn parse_esp_proposals(list: &str) -> Result<Vec<ChildProposal>, ProposalError> {
-    let mut out = Vec::new();
-    for item in split_list(list)? {
-        if item.eq_ignore_ascii_case("default") {
-            let [aead, classic] = default_esp_proposals();
-            out.push(classic);
-            out.push(aead);
-        } else {
-            out.push(parse_esp_proposal(item)?);
-        }
-    }
-    Ok(out)
+    let classic_first = || {
+        let [aead, classic] = default_esp_proposals();
+        [classic, aead]
+    };
+    proposal_list(list, classic_first, parse_esp_proposal)
 }
 
 /// A comma-separated `ah_proposals` list; `default` adds strongSwan's
 /// default AH proposal.
 pub fn parse_ah_proposals(list: &str) -> Result<Vec<ChildProposal>, ProposalError> {
+    proposal_list(list, || [default_ah_proposal()], parse_ah_proposal)
+}
+
+/// Each item of the comma-separated `list` parsed by `one`, the keyword
+/// `default` (any case) standing for `defaults`.
+fn proposal_list<P, const N: usize>(
+    list: &str,
+    defaults: impl Fn() -> [P; N],
+    one: fn(&str) -> Result<P, ProposalError>,
+) -> Result<Vec<P>, ProposalError> {
     let mut out = Vec::new();
     for item in split_list(list)? {
         if item.eq_ignore_ascii_case("default") {
-            out.push(default_ah_proposal());
+            out.extend(defaults());
         } else {
-            out.push(parse_ah_proposal(item)?);
+            out.push(one(item)?);
         }
     }
     Ok(out)

@@ -43,16 +43,18 @@ use std::time::Duration;
 
 use flowsec_ipsec::replay::{MAX_WINDOW, MIN_WINDOW};
 use flowsec_ipsec::Mode;
-use zeroize::Zeroizing;
 
 use super::error::ConfigErrorKind;
-use super::identity::decode_hex;
 use super::lexer::{join, Section, Setting};
 use super::proposal::{
     default_esp_proposals, default_ike_proposals, parse_ah_proposals, parse_esp_proposals,
-    parse_ike_proposals, split_list,
+    parse_ike_proposals,
 };
-use super::value_error::{EmptyListItem, SecretError, SelectorError, ValueError};
+use super::value::{
+    action, addr_list, decode_secret, keyword, parse_auth, parse_bool, parse_mode, parse_num,
+    parse_port, same_as_default, ts_list, Act,
+};
+pub use super::value::{parse_bytes, parse_duration};
 use super::{
     AddrSpec, AuthConfig, AuthKind, ChildConfig, CloseAction, Config, ConfigError, Connection,
     DpdAction, Identity, Secret, StartAction, TsSpec, Unique,
@@ -181,6 +183,20 @@ impl Cx<'_> {
         }
     }
 
+    /// `kind` at the first subsection of `sec` if it has one (a section
+    /// of settings only).
+    fn no_sections(
+        &self,
+        sec: &Section,
+        path: &str,
+        kind: ConfigErrorKind,
+    ) -> Result<(), ConfigError> {
+        match sec.sections.first() {
+            Some(sub) => Err(self.err(sub.line, join(path, &sub.name), kind)),
+            None => Ok(()),
+        }
+    }
+
     /// Handles the ignored and default-only keys of `kind`; `Ok(true)` if
     /// `key` was one of them.
     fn common(&self, kind: &str, s: &Setting, v: &str, path: &str) -> Result<bool, ConfigError> {
@@ -218,96 +234,30 @@ impl Cx<'_> {
     }
 
     fn connection(&self, sec: &Section, path: &str) -> Result<Connection, ConfigError> {
-        let mut c = Connection {
-            name: sec.name.clone(),
-            version: 0,
-            local_addrs: vec![AddrSpec::Any],
-            remote_addrs: vec![AddrSpec::Any],
-            local_port: DEFAULT_PORT,
-            remote_port: DEFAULT_PORT,
-            proposals: default_ike_proposals().to_vec(),
-            local: AuthConfig {
-                auth: AuthKind::Psk,
-                id: None,
-            },
-            remote: AuthConfig {
-                auth: AuthKind::Psk,
-                id: None,
-            },
-            children: Vec::new(),
-            rekey_time: Duration::ZERO,
-            reauth_time: Duration::ZERO,
-            over_time: Duration::ZERO,
-            rand_time: Duration::ZERO,
-            dpd_delay: Duration::ZERO,
-            dpd_timeout: Duration::ZERO,
-            encap: false,
-            keyingtries: 1,
-            unique: Unique::No,
-        };
-        let (mut rekey, mut reauth, mut over, mut rand) = (None, None, None, None);
+        let mut c = default_connection(&sec.name);
+        let mut times = IkeTimes::default();
         for (s, v) in values(sec) {
             if self.common("conn", s, v, path)? {
                 continue;
             }
-            let r: Result<(), ConfigErrorKind> = (|| {
-                match s.key.as_str() {
-                    "version" => {
-                        c.version = match v {
-                            "0" => 0,
-                            "2" => 2,
-                            "1" => return Err(ConfigErrorKind::Ikev1),
-                            _ => return Err(ConfigErrorKind::BadVersion { value: v.into() }),
-                        }
-                    }
-                    "local_addrs" => c.local_addrs = addr_list(v)?,
-                    "remote_addrs" => c.remote_addrs = addr_list(v)?,
-                    "local_port" => c.local_port = parse_port(v)?,
-                    "remote_port" => c.remote_port = parse_port(v)?,
-                    "proposals" => c.proposals = parse_ike_proposals(v)?,
-                    "encap" => c.encap = parse_bool(v)?,
-                    "dpd_delay" => c.dpd_delay = parse_duration(v)?,
-                    "dpd_timeout" => c.dpd_timeout = parse_duration(v)?,
-                    "keyingtries" => c.keyingtries = parse_num(v)?,
-                    "unique" => {
-                        c.unique = match keyword(v, &["never", "no", "keep", "replace"])? {
-                            0 => Unique::Never,
-                            1 => Unique::No,
-                            2 => Unique::Keep,
-                            _ => Unique::Replace,
-                        }
-                    }
-                    "rekey_time" => rekey = Some(parse_duration(v)?),
-                    "reauth_time" => reauth = Some(parse_duration(v)?),
-                    "over_time" => over = Some(parse_duration(v)?),
-                    "rand_time" => rand = Some(parse_duration(v)?),
-                    "vips" => return Err(ConfigErrorKind::VirtualIps),
-                    "ppk_id" | "mediated_by" | "mediation_peer" => {
-                        return Err(ConfigErrorKind::KeyNotSupported)
-                    }
-                    _ => return Err(ConfigErrorKind::UnknownKey),
-                }
-                Ok(())
-            })();
-            r.map_err(|e| self.err(s.line, join(path, &s.key), e))?;
+            conn_setting(&mut c, &mut times, &s.key, v)
+                .map_err(|e| self.err(s.line, join(path, &s.key), e))?;
         }
-        // vici_config.c peer_sn(): the IKE lifetime defaults.
-        let (rekey_time, reauth_time) = match (rekey, reauth) {
-            (None, None) => (DEFAULT_IKE_REKEY_TIME, Duration::ZERO),
-            (r, a) => (r.unwrap_or_default(), a.unwrap_or_default()),
-        };
-        c.rekey_time = rekey_time;
-        c.reauth_time = reauth_time;
-        c.over_time = over.unwrap_or(rekey_time.max(reauth_time) / 10);
-        c.rand_time = rand.unwrap_or_else(|| {
-            let base = if !rekey_time.is_zero() && !reauth_time.is_zero() {
-                rekey_time.min(reauth_time)
-            } else {
-                rekey_time.max(reauth_time)
-            };
-            c.over_time.min(base / 2)
-        });
+        times.apply(&mut c);
+        let (local, remote) = self.conn_sections(sec, path, &mut c.children)?;
+        c.local = local;
+        c.remote = remote;
+        Ok(c)
+    }
 
+    /// A connection's subsections: `local` and `remote` (both required),
+    /// and `children`, whose CHILD_SAs go into `children`.
+    fn conn_sections(
+        &self,
+        sec: &Section,
+        path: &str,
+        children: &mut Vec<ChildConfig>,
+    ) -> Result<(AuthConfig, AuthConfig), ConfigError> {
         let (mut local, mut remote) = (None, None);
         for sub in &sec.sections {
             let here = join(path, &sub.name);
@@ -318,7 +268,7 @@ impl Cx<'_> {
                     self.no_settings(sub, &here)?;
                     for ch in &sub.sections {
                         let p = join(&here, &ch.name);
-                        c.children.push(self.child(ch, &p)?);
+                        children.push(self.child(ch, &p)?);
                     }
                 }
                 n if n.starts_with("local") || n.starts_with("remote") => {
@@ -334,19 +284,14 @@ impl Cx<'_> {
                 ConfigErrorKind::MissingAuthSection { side },
             )
         };
-        c.local = local.ok_or_else(|| missing("local"))?;
-        c.remote = remote.ok_or_else(|| missing("remote"))?;
-        Ok(c)
+        Ok((
+            local.ok_or_else(|| missing("local"))?,
+            remote.ok_or_else(|| missing("remote"))?,
+        ))
     }
 
     fn auth(&self, sec: &Section, path: &str) -> Result<AuthConfig, ConfigError> {
-        if let Some(sub) = sec.sections.first() {
-            return Err(self.err(
-                sub.line,
-                join(path, &sub.name),
-                ConfigErrorKind::Certificates,
-            ));
-        }
+        self.no_sections(sec, path, ConfigErrorKind::Certificates)?;
         let (mut auth, mut id) = (None, None);
         for (s, v) in values(sec) {
             if self.common("auth", s, v, path)? {
@@ -367,110 +312,39 @@ impl Cx<'_> {
     }
 
     fn child(&self, sec: &Section, path: &str) -> Result<ChildConfig, ConfigError> {
-        if let Some(sub) = sec.sections.first() {
-            return Err(self.err(
-                sub.line,
-                join(path, &sub.name),
-                ConfigErrorKind::UnknownSection,
-            ));
-        }
-        let mut ch = ChildConfig {
-            name: sec.name.clone(),
-            local_ts: vec![TsSpec::Dynamic],
-            remote_ts: vec![TsSpec::Dynamic],
-            esp_proposals: Vec::new(),
-            ah_proposals: Vec::new(),
-            mode: Mode::Tunnel,
-            rekey_time: DEFAULT_CHILD_REKEY_TIME,
-            life_time: Duration::ZERO,
-            rand_time: Duration::ZERO,
-            rekey_bytes: 0,
-            life_bytes: 0,
-            rand_bytes: 0,
-            rekey_packets: 0,
-            life_packets: 0,
-            rand_packets: 0,
-            start_action: StartAction::None,
-            dpd_action: DpdAction::Clear,
-            close_action: CloseAction::None,
-            ipcomp: false,
-            replay_window: DEFAULT_REPLAY_WINDOW,
-        };
-        let mut esp_set = false;
-        // life, rand of time (seconds), bytes, packets; and their lines.
-        let mut life = [None::<(u64, usize)>; 3];
-        let mut rand = [None::<u64>; 3];
+        self.no_sections(sec, path, ConfigErrorKind::UnknownSection)?;
+        let mut ch = default_child(&sec.name);
+        let mut limits = ChildLimits::default();
         for (s, v) in values(sec) {
             if self.common("child", s, v, path)? {
                 continue;
             }
-            let secs = |v: &str| parse_duration(v).map(|d| d.as_secs());
-            let r: Result<(), ConfigErrorKind> = (|| {
-                match s.key.as_str() {
-                    "local_ts" => ch.local_ts = ts_list(v)?,
-                    "remote_ts" => ch.remote_ts = ts_list(v)?,
-                    "esp_proposals" => {
-                        ch.esp_proposals = parse_esp_proposals(v)?;
-                        esp_set = true;
-                    }
-                    "ah_proposals" => ch.ah_proposals = parse_ah_proposals(v)?,
-                    "mode" => ch.mode = parse_mode(v)?,
-                    "rekey_time" => ch.rekey_time = parse_duration(v)?,
-                    "life_time" => life[0] = Some((secs(v)?, s.line)),
-                    "rand_time" => rand[0] = Some(secs(v)?),
-                    "rekey_bytes" => ch.rekey_bytes = parse_bytes(v)?,
-                    "life_bytes" => life[1] = Some((parse_bytes(v)?, s.line)),
-                    "rand_bytes" => rand[1] = Some(parse_bytes(v)?),
-                    "rekey_packets" => ch.rekey_packets = parse_num(v)?,
-                    "life_packets" => life[2] = Some((parse_num(v)?, s.line)),
-                    "rand_packets" => rand[2] = Some(parse_num(v)?),
-                    "start_action" => {
-                        ch.start_action = match action(v)? {
-                            Act::None => StartAction::None,
-                            Act::Start => StartAction::Start,
-                            Act::Trap => StartAction::Trap,
-                        }
-                    }
-                    "dpd_action" => {
-                        ch.dpd_action = match action(v)? {
-                            Act::None => DpdAction::Clear,
-                            Act::Start => DpdAction::Restart,
-                            Act::Trap => DpdAction::Trap,
-                        }
-                    }
-                    "close_action" => {
-                        ch.close_action = match action(v)? {
-                            Act::None => CloseAction::None,
-                            Act::Start => CloseAction::Start,
-                            Act::Trap => CloseAction::Trap,
-                        }
-                    }
-                    "ipcomp" => ch.ipcomp = parse_bool(v)?,
-                    "replay_window" => {
-                        let n: u32 = parse_num(v)?;
-                        if n != 0 && !(MIN_WINDOW..=MAX_WINDOW).contains(&n) {
-                            return Err(ConfigErrorKind::ReplayWindow { packets: n });
-                        }
-                        ch.replay_window = n;
-                    }
-                    "interface" | "label" => return Err(ConfigErrorKind::OnlyUnset),
-                    _ => return Err(ConfigErrorKind::UnknownKey),
-                }
-                Ok(())
-            })();
-            r.map_err(|e| self.err(s.line, join(path, &s.key), e))?;
+            child_setting(&mut ch, &mut limits, s, v)
+                .map_err(|e| self.err(s.line, join(path, &s.key), e))?;
         }
-        if !esp_set && ch.ah_proposals.is_empty() {
+        if !limits.esp_set && ch.ah_proposals.is_empty() {
             // children_sn(): AEAD default first when nothing is configured.
             ch.esp_proposals = default_esp_proposals().to_vec();
         }
-        // vici_config.c check_lifetimes().
+        self.child_lifetimes(&mut ch, &limits, path)?;
+        Ok(ch)
+    }
+
+    /// vici_config.c check_lifetimes(): each life at or above its rekey
+    /// (default 110% of it), each rand within the difference (default all
+    /// of it), for time, bytes and packets.
+    fn child_lifetimes(
+        &self,
+        ch: &mut ChildConfig,
+        limits: &ChildLimits,
+        path: &str,
+    ) -> Result<(), ConfigError> {
         let rekeys = [ch.rekey_time.as_secs(), ch.rekey_bytes, ch.rekey_packets];
         let names = ["life_time", "life_bytes", "life_packets"];
         let mut out = [(0u64, 0u64); 3];
         for i in 0..3 {
             let rekey = rekeys[i];
-            let l = match life[i] {
+            let l = match limits.life[i] {
                 Some((l, line)) => {
                     if l != 0 && l < rekey {
                         return Err(self.err(
@@ -483,14 +357,14 @@ impl Cx<'_> {
                 }
                 None => rekey.saturating_mul(110) / 100,
             };
-            let r = rand[i].unwrap_or(l - l.min(rekey));
+            let r = limits.rand[i].unwrap_or(l - l.min(rekey));
             out[i] = (l, r);
         }
         ch.life_time = Duration::from_secs(out[0].0);
         ch.rand_time = Duration::from_secs(out[0].1);
         (ch.life_bytes, ch.rand_bytes) = out[1];
         (ch.life_packets, ch.rand_packets) = out[2];
-        Ok(ch)
+        Ok(())
     }
 
     fn secret(&self, sec: &Section) -> Result<Secret, ConfigError> {
@@ -503,13 +377,7 @@ impl Cx<'_> {
             let known = known.iter().any(|k| sec.name.starts_with(k));
             return Err(self.err(sec.line, path, ConfigErrorKind::SecretType { known }));
         }
-        if let Some(sub) = sec.sections.first() {
-            return Err(self.err(
-                sub.line,
-                join(&path, &sub.name),
-                ConfigErrorKind::UnknownSection,
-            ));
-        }
+        self.no_sections(sec, &path, ConfigErrorKind::UnknownSection)?;
         let mut ids = Vec::new();
         let mut secret = None;
         for (s, v) in values(sec) {
@@ -537,269 +405,211 @@ impl Cx<'_> {
     }
 }
 
-/// `"string"` (already unquoted by the lexer), `0x` hex or `0s` base64,
-/// as `load_creds.c` reads them.
-fn decode_secret(v: &str) -> Result<Zeroizing<Vec<u8>>, SecretError> {
-    let lower = v.get(..2).map(str::to_ascii_lowercase);
-    let bytes = match lower.as_deref() {
-        Some("0x") => decode_hex(&v[2..]).map_err(SecretError::Hex)?,
-        Some("0s") => decode_base64(&v[2..])?,
-        _ => v.as_bytes().to_vec(),
-    };
-    if bytes.is_empty() {
-        return Err(SecretError::Empty);
-    }
-    Ok(Zeroizing::new(bytes))
-}
-
-/// Standard base64 (RFC 4648 §4) with optional padding.
-fn decode_base64(s: &str) -> Result<Vec<u8>, SecretError> {
-    let val = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let body = s.trim_end_matches('=');
-    if s.len() - body.len() > 2 {
-        return Err(SecretError::Base64Padding);
-    }
-    let mut out = Vec::with_capacity(body.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in body.bytes() {
-        let v = val(c).ok_or(SecretError::Base64Char)?;
-        acc = (acc << 6) | v;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    if bits >= 6 || acc != 0 {
-        return Err(SecretError::Base64Truncated);
-    }
-    Ok(out)
-}
-
-fn same_as_default(v: &str, default: &str) -> bool {
-    if v.eq_ignore_ascii_case(default) {
-        return true;
-    }
-    if let (Ok(a), Ok(b)) = (parse_bool(v), parse_bool(default)) {
-        return a == b;
-    }
-    if default == "0" {
-        return parse_duration(v).map(|d| d.is_zero()).unwrap_or(false);
-    }
-    if default == "0/0x00000000" {
-        return matches!(v, "0" | "0/0" | "0x0" | "0/0x0" | "0x00000000/0x00000000");
-    }
-    false
-}
-
-fn parse_auth(v: &str) -> Result<AuthKind, ValueError> {
-    let l = v.to_ascii_lowercase();
-    if l == "psk" {
-        return Ok(AuthKind::Psk);
-    }
-    let known = ["pubkey", "rsa", "ecdsa", "bliss", "ike:", "eap", "xauth"];
-    if known.iter().any(|k| l.starts_with(k)) {
-        Err(ValueError::AuthNotSupported(v.into()))
-    } else {
-        Err(ValueError::AuthUnknown(v.into()))
-    }
-}
-
-fn parse_mode(v: &str) -> Result<Mode, ValueError> {
-    match keyword(
-        v,
-        &[
-            "tunnel",
-            "transport",
-            "transport_proxy",
-            "beet",
-            "drop",
-            "pass",
-        ],
-    )? {
-        0 => Ok(Mode::Tunnel),
-        1 => Ok(Mode::Transport),
-        _ => Err(ValueError::Mode(v.into())),
-    }
-}
-
-enum Act {
-    None,
-    Start,
-    Trap,
-}
-
-/// strongSwan's `parse_action()`.
-fn action(v: &str) -> Result<Act, ValueError> {
-    if v.contains('|') {
-        return Err(ValueError::CombinedActions(v.into()));
-    }
-    Ok(
-        match keyword(v, &["none", "clear", "start", "restart", "trap", "route"])? {
-            0 | 1 => Act::None,
-            2 | 3 => Act::Start,
-            _ => Act::Trap,
+/// A connection named `name` with strongSwan's defaults (its lifetimes
+/// are set by [`IkeTimes::apply`], its `local` and `remote` by their
+/// sections).
+fn default_connection(name: &str) -> Connection {
+    Connection {
+        name: name.to_string(),
+        version: 0,
+        local_addrs: vec![AddrSpec::Any],
+        remote_addrs: vec![AddrSpec::Any],
+        local_port: DEFAULT_PORT,
+        remote_port: DEFAULT_PORT,
+        proposals: default_ike_proposals().to_vec(),
+        local: AuthConfig {
+            auth: AuthKind::Psk,
+            id: None,
         },
-    )
-}
-
-/// The index of `v` in `words`, ignoring ASCII case.
-fn keyword(v: &str, words: &'static [&'static str]) -> Result<usize, ValueError> {
-    words
-        .iter()
-        .position(|w| w.eq_ignore_ascii_case(v))
-        .ok_or_else(|| ValueError::Keyword {
-            value: v.into(),
-            words,
-        })
-}
-
-/// strongSwan's `parse_bool()`.
-pub(crate) fn parse_bool(v: &str) -> Result<bool, ValueError> {
-    match keyword(
-        v,
-        &[
-            "yes", "true", "enabled", "1", "no", "false", "disabled", "0",
-        ],
-    ) {
-        Ok(i) => Ok(i < 4),
-        Err(_) => Err(ValueError::Bool(v.into())),
+        remote: AuthConfig {
+            auth: AuthKind::Psk,
+            id: None,
+        },
+        children: Vec::new(),
+        rekey_time: Duration::ZERO,
+        reauth_time: Duration::ZERO,
+        over_time: Duration::ZERO,
+        rand_time: Duration::ZERO,
+        dpd_delay: Duration::ZERO,
+        dpd_timeout: Duration::ZERO,
+        encap: false,
+        keyingtries: 1,
+        unique: Unique::No,
     }
 }
 
-fn digits_then(v: &str) -> Result<(u64, &str), ValueError> {
-    let end = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
-    if end == 0 {
-        return Err(ValueError::NotANumber(v.into()));
-    }
-    let n = v[..end]
-        .parse::<u64>()
-        .map_err(|_| ValueError::TooLarge(v.into()))?;
-    Ok((n, v[end..].trim_start()))
+/// A connection's IKE lifetimes as given, each `None` where unset.
+#[derive(Default)]
+struct IkeTimes {
+    rekey: Option<Duration>,
+    reauth: Option<Duration>,
+    over: Option<Duration>,
+    rand: Option<Duration>,
 }
 
-/// strongSwan's `parse_time()`: seconds, or a number with `s`, `m`, `h`,
-/// `d` (decimal only).
-pub fn parse_duration(v: &str) -> Result<Duration, ValueError> {
-    let (n, rest) = digits_then(v)?;
-    let mult = match rest.to_ascii_lowercase().as_str() {
-        "" | "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86400,
-        _ => return Err(ValueError::Duration(v.into())),
-    };
-    n.checked_mul(mult)
-        .map(Duration::from_secs)
-        .ok_or_else(|| ValueError::TooLarge(v.into()))
-}
-
-/// strongSwan's `parse_bytes()`: a number with optional `k`, `M`, `G`
-/// (1024-based, either case).
-pub fn parse_bytes(v: &str) -> Result<u64, ValueError> {
-    let (n, rest) = digits_then(v)?;
-    let mult: u64 = match rest.to_ascii_lowercase().as_str() {
-        "" => 1,
-        "k" => 1 << 10,
-        "m" => 1 << 20,
-        "g" => 1 << 30,
-        _ => return Err(ValueError::Bytes(v.into())),
-    };
-    n.checked_mul(mult)
-        .ok_or_else(|| ValueError::TooLarge(v.into()))
-}
-
-fn parse_num<T: TryFrom<u64>>(v: &str) -> Result<T, ValueError> {
-    match digits_then(v)? {
-        (n, "") => T::try_from(n).map_err(|_| ValueError::TooLarge(v.into())),
-        _ => Err(ValueError::NotANumber(v.into())),
+impl IkeTimes {
+    /// vici_config.c peer_sn(): the IKE lifetime defaults.
+    fn apply(self, c: &mut Connection) {
+        let (rekey_time, reauth_time) = match (self.rekey, self.reauth) {
+            (None, None) => (DEFAULT_IKE_REKEY_TIME, Duration::ZERO),
+            (r, a) => (r.unwrap_or_default(), a.unwrap_or_default()),
+        };
+        c.rekey_time = rekey_time;
+        c.reauth_time = reauth_time;
+        c.over_time = self.over.unwrap_or(rekey_time.max(reauth_time) / 10);
+        c.rand_time = self.rand.unwrap_or_else(|| {
+            let base = if !rekey_time.is_zero() && !reauth_time.is_zero() {
+                rekey_time.min(reauth_time)
+            } else {
+                rekey_time.max(reauth_time)
+            };
+            c.over_time.min(base / 2)
+        });
     }
 }
 
-fn parse_port(v: &str) -> Result<u16, ValueError> {
-    match parse_num::<u16>(v) {
-        Ok(0) | Err(_) => Err(ValueError::Port(v.into())),
-        Ok(p) => Ok(p),
-    }
-}
-
-fn addr_list(v: &str) -> Result<Vec<AddrSpec>, ConfigErrorKind> {
-    items(v, AddrSpec::parse)
-}
-
-fn ts_list(v: &str) -> Result<Vec<TsSpec>, ConfigErrorKind> {
-    items(v, TsSpec::parse)
-}
-
-/// Each item of the comma-separated list `v`, parsed.
-fn items<T>(
+/// One `connections.<conn>` key (not an ignored or default-only one)
+/// with its value, into `c` or, for the lifetimes, `times`.
+fn conn_setting(
+    c: &mut Connection,
+    times: &mut IkeTimes,
+    key: &str,
     v: &str,
-    parse: impl Fn(&str) -> Result<T, SelectorError>,
-) -> Result<Vec<T>, ConfigErrorKind> {
-    let list = split_list(v).map_err(|e: EmptyListItem| ConfigErrorKind::List(e))?;
-    Ok(list.into_iter().map(parse).collect::<Result<_, _>>()?)
+) -> Result<(), ConfigErrorKind> {
+    match key {
+        "version" => {
+            c.version = match v {
+                "0" => 0,
+                "2" => 2,
+                "1" => return Err(ConfigErrorKind::Ikev1),
+                _ => return Err(ConfigErrorKind::BadVersion { value: v.into() }),
+            }
+        }
+        "local_addrs" => c.local_addrs = addr_list(v)?,
+        "remote_addrs" => c.remote_addrs = addr_list(v)?,
+        "local_port" => c.local_port = parse_port(v)?,
+        "remote_port" => c.remote_port = parse_port(v)?,
+        "proposals" => c.proposals = parse_ike_proposals(v)?,
+        "encap" => c.encap = parse_bool(v)?,
+        "dpd_delay" => c.dpd_delay = parse_duration(v)?,
+        "dpd_timeout" => c.dpd_timeout = parse_duration(v)?,
+        "keyingtries" => c.keyingtries = parse_num(v)?,
+        "unique" => {
+            c.unique = match keyword(v, &["never", "no", "keep", "replace"])? {
+                0 => Unique::Never,
+                1 => Unique::No,
+                2 => Unique::Keep,
+                _ => Unique::Replace,
+            }
+        }
+        "rekey_time" => times.rekey = Some(parse_duration(v)?),
+        "reauth_time" => times.reauth = Some(parse_duration(v)?),
+        "over_time" => times.over = Some(parse_duration(v)?),
+        "rand_time" => times.rand = Some(parse_duration(v)?),
+        "vips" => return Err(ConfigErrorKind::VirtualIps),
+        "ppk_id" | "mediated_by" | "mediation_peer" => {
+            return Err(ConfigErrorKind::KeyNotSupported)
+        }
+        _ => return Err(ConfigErrorKind::UnknownKey),
+    }
+    Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// A CHILD_SA named `name` with strongSwan's defaults (its life and rand
+/// limits are set by [`Cx::child_lifetimes`]).
+fn default_child(name: &str) -> ChildConfig {
+    ChildConfig {
+        name: name.to_string(),
+        local_ts: vec![TsSpec::Dynamic],
+        remote_ts: vec![TsSpec::Dynamic],
+        esp_proposals: Vec::new(),
+        ah_proposals: Vec::new(),
+        mode: Mode::Tunnel,
+        rekey_time: DEFAULT_CHILD_REKEY_TIME,
+        life_time: Duration::ZERO,
+        rand_time: Duration::ZERO,
+        rekey_bytes: 0,
+        life_bytes: 0,
+        rand_bytes: 0,
+        rekey_packets: 0,
+        life_packets: 0,
+        rand_packets: 0,
+        start_action: StartAction::None,
+        dpd_action: DpdAction::Clear,
+        close_action: CloseAction::None,
+        ipcomp: false,
+        replay_window: DEFAULT_REPLAY_WINDOW,
+    }
+}
 
-    #[test]
-    fn durations_and_counts() {
-        assert_eq!(parse_duration("5400").unwrap(), Duration::from_secs(5400));
-        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
-        assert_eq!(parse_duration("90m").unwrap(), Duration::from_secs(5400));
-        assert_eq!(parse_duration("4h").unwrap(), Duration::from_secs(14400));
-        assert_eq!(parse_duration("1D").unwrap(), Duration::from_secs(86400));
-        assert_eq!(parse_duration("2 h").unwrap(), Duration::from_secs(7200));
-        for bad in ["", "h", "1w", "1hh", "-1", "99999999999999999999", "1.5h"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
+/// What a child's keys said that its defaults depend on: whether
+/// `esp_proposals` was given; life and rand of time (seconds), bytes and
+/// packets, each life with its line.
+#[derive(Default)]
+struct ChildLimits {
+    esp_set: bool,
+    life: [Option<(u64, usize)>; 3],
+    rand: [Option<u64>; 3],
+}
+
+/// One `children.<child>` key (not an ignored or default-only one) with
+/// its value, into `ch` or, for the limits with derived defaults, `limits`.
+fn child_setting(
+    ch: &mut ChildConfig,
+    limits: &mut ChildLimits,
+    s: &Setting,
+    v: &str,
+) -> Result<(), ConfigErrorKind> {
+    let secs = |v: &str| parse_duration(v).map(|d| d.as_secs());
+    match s.key.as_str() {
+        "local_ts" => ch.local_ts = ts_list(v)?,
+        "remote_ts" => ch.remote_ts = ts_list(v)?,
+        "esp_proposals" => {
+            ch.esp_proposals = parse_esp_proposals(v)?;
+            limits.esp_set = true;
         }
-        assert_eq!(parse_bytes("500000000").unwrap(), 500_000_000);
-        assert_eq!(parse_bytes("1k").unwrap(), 1024);
-        assert_eq!(parse_bytes("2M").unwrap(), 2 << 20);
-        assert_eq!(parse_bytes("1G").unwrap(), 1 << 30);
-        assert!(parse_bytes("1T").is_err());
-        assert!(parse_bytes("18446744073709551615G").is_err());
-        assert_eq!(parse_num::<u64>("1000000").unwrap(), 1_000_000);
-        assert!(parse_num::<u64>("1k").is_err());
-        assert!(parse_num::<u32>("4294967296").is_err());
+        "ah_proposals" => ch.ah_proposals = parse_ah_proposals(v)?,
+        "mode" => ch.mode = parse_mode(v)?,
+        "rekey_time" => ch.rekey_time = parse_duration(v)?,
+        "life_time" => limits.life[0] = Some((secs(v)?, s.line)),
+        "rand_time" => limits.rand[0] = Some(secs(v)?),
+        "rekey_bytes" => ch.rekey_bytes = parse_bytes(v)?,
+        "life_bytes" => limits.life[1] = Some((parse_bytes(v)?, s.line)),
+        "rand_bytes" => limits.rand[1] = Some(parse_bytes(v)?),
+        "rekey_packets" => ch.rekey_packets = parse_num(v)?,
+        "life_packets" => limits.life[2] = Some((parse_num(v)?, s.line)),
+        "rand_packets" => limits.rand[2] = Some(parse_num(v)?),
+        "start_action" => {
+            ch.start_action = match action(v)? {
+                Act::None => StartAction::None,
+                Act::Start => StartAction::Start,
+                Act::Trap => StartAction::Trap,
+            }
+        }
+        "dpd_action" => {
+            ch.dpd_action = match action(v)? {
+                Act::None => DpdAction::Clear,
+                Act::Start => DpdAction::Restart,
+                Act::Trap => DpdAction::Trap,
+            }
+        }
+        "close_action" => {
+            ch.close_action = match action(v)? {
+                Act::None => CloseAction::None,
+                Act::Start => CloseAction::Start,
+                Act::Trap => CloseAction::Trap,
+            }
+        }
+        "ipcomp" => ch.ipcomp = parse_bool(v)?,
+        "replay_window" => {
+            let n: u32 = parse_num(v)?;
+            if n != 0 && !(MIN_WINDOW..=MAX_WINDOW).contains(&n) {
+                return Err(ConfigErrorKind::ReplayWindow { packets: n });
+            }
+            ch.replay_window = n;
+        }
+        "interface" | "label" => return Err(ConfigErrorKind::OnlyUnset),
+        _ => return Err(ConfigErrorKind::UnknownKey),
     }
-
-    #[test]
-    fn secrets_and_booleans() {
-        assert_eq!(
-            decode_secret("0x45a30759df97dc26a15b88ff")
-                .unwrap()
-                .as_slice(),
-            [0x45, 0xa3, 0x07, 0x59, 0xdf, 0x97, 0xdc, 0x26, 0xa1, 0x5b, 0x88, 0xff]
-        );
-        assert_eq!(decode_secret("0sTWFu").unwrap().as_slice(), b"Man");
-        assert_eq!(decode_secret("0sTWE=").unwrap().as_slice(), b"Ma");
-        assert_eq!(decode_secret("0sTQ==").unwrap().as_slice(), b"M");
-        assert_eq!(
-            decode_secret("plain text").unwrap().as_slice(),
-            b"plain text"
-        );
-        assert!(decode_secret("0xabc").is_err());
-        assert!(decode_secret("0s!!").is_err());
-        assert!(decode_secret("0sT").is_err());
-        assert!(decode_secret("0x").is_err());
-        assert_eq!(parse_bool("Yes"), Ok(true));
-        assert_eq!(parse_bool("disabled"), Ok(false));
-        assert!(parse_bool("maybe").is_err());
-        assert!(same_as_default("0s", "0"));
-        assert!(same_as_default("false", "no"));
-        assert!(!same_as_default("yes", "no"));
-    }
+    Ok(())
 }

@@ -321,52 +321,65 @@ mod tests {
     #[test]
     fn selectors() {
         assert_eq!(TsSpec::parse("dynamic").unwrap(), TsSpec::Dynamic);
-        assert_eq!(
-            TsSpec::parse("10.1.0.0/16").unwrap(),
-            range("10.1.0.0", "10.1.255.255", 0, 0, 0xffff)
-        );
-        assert_eq!(
-            TsSpec::parse("10.1.2.3/16").unwrap(),
-            range("10.1.0.0", "10.1.255.255", 0, 0, 0xffff)
-        );
-        assert_eq!(
-            TsSpec::parse("0.0.0.0/0").unwrap(),
-            range("0.0.0.0", "255.255.255.255", 0, 0, 0xffff)
-        );
-        assert_eq!(
-            TsSpec::parse("::/0").unwrap(),
-            range(
-                "::",
-                "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
-                0,
-                0,
-                0xffff
-            )
-        );
-        assert_eq!(
-            TsSpec::parse("10.1.0.1-10.1.0.9").unwrap(),
-            range("10.1.0.1", "10.1.0.9", 0, 0, 0xffff)
-        );
-        assert_eq!(
-            TsSpec::parse("192.0.2.7").unwrap(),
-            range("192.0.2.7", "192.0.2.7", 0, 0, 0xffff)
-        );
-        assert_eq!(
-            TsSpec::parse("10.1.0.0/16[tcp/80]").unwrap(),
-            range("10.1.0.0", "10.1.255.255", 6, 80, 80)
-        );
-        assert_eq!(
-            TsSpec::parse("10.1.0.0/16[udp]").unwrap(),
-            range("10.1.0.0", "10.1.255.255", 17, 0, 0xffff)
-        );
-        assert_eq!(
-            TsSpec::parse("10.0.0.0/8[icmp]").unwrap(),
-            range("10.0.0.0", "10.255.255.255", 1, 0, 0xffff)
-        );
-        assert_eq!(
-            TsSpec::parse("10.0.0.0/8[tcp/1024-2048]").unwrap(),
-            range("10.0.0.0", "10.255.255.255", 6, 1024, 2048)
-        );
+        for (text, want) in [
+            (
+                "10.1.0.0/16",
+                range("10.1.0.0", "10.1.255.255", 0, 0, 0xffff),
+            ),
+            (
+                "10.1.2.3/16",
+                range("10.1.0.0", "10.1.255.255", 0, 0, 0xffff),
+            ),
+            (
+                "0.0.0.0/0",
+                range("0.0.0.0", "255.255.255.255", 0, 0, 0xffff),
+            ),
+            (
+                "::/0",
+                range(
+                    "::",
+                    "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+                    0,
+                    0,
+                    0xffff,
+                ),
+            ),
+            (
+                "10.1.0.1-10.1.0.9",
+                range("10.1.0.1", "10.1.0.9", 0, 0, 0xffff),
+            ),
+            ("192.0.2.7", range("192.0.2.7", "192.0.2.7", 0, 0, 0xffff)),
+            (
+                "10.1.0.0/16[tcp/80]",
+                range("10.1.0.0", "10.1.255.255", 6, 80, 80),
+            ),
+            (
+                "10.1.0.0/16[udp]",
+                range("10.1.0.0", "10.1.255.255", 17, 0, 0xffff),
+            ),
+            (
+                "10.0.0.0/8[icmp]",
+                range("10.0.0.0", "10.255.255.255", 1, 0, 0xffff),
+            ),
+            (
+                "10.0.0.0/8[tcp/1024-2048]",
+                range("10.0.0.0", "10.255.255.255", 6, 1024, 2048),
+            ),
+            (
+                "10.0.0.0/8[47]",
+                range("10.0.0.0", "10.255.255.255", 47, 0, 0xffff),
+            ),
+            (
+                "10.0.0.0/8[udp/opaque]",
+                range("10.0.0.0", "10.255.255.255", 17, 0xffff, 0),
+            ),
+            (
+                "10.0.0.0/8[any]",
+                range("10.0.0.0", "10.255.255.255", 0, 0, 0xffff),
+            ),
+        ] {
+            assert_eq!(TsSpec::parse(text).unwrap(), want, "{text}");
+        }
         let e = TsSpec::parse("10.0.0.0/8[%any/https]").unwrap_err();
         assert_eq!(
             e,
@@ -378,18 +391,6 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "'10.0.0.0/8[%any/https]': a port needs a protocol (e.g. [tcp/80])"
-        );
-        assert_eq!(
-            TsSpec::parse("10.0.0.0/8[47]").unwrap(),
-            range("10.0.0.0", "10.255.255.255", 47, 0, 0xffff)
-        );
-        assert_eq!(
-            TsSpec::parse("10.0.0.0/8[udp/opaque]").unwrap(),
-            range("10.0.0.0", "10.255.255.255", 17, 0xffff, 0)
-        );
-        assert_eq!(
-            TsSpec::parse("10.0.0.0/8[any]").unwrap(),
-            range("10.0.0.0", "10.255.255.255", 0, 0, 0xffff)
         );
     }
 

@@ -40,9 +40,15 @@ pub(crate) static HMAC_SHA2_384: HmacPrf<Sha384> = HmacPrf::new(PrfId::HMAC_SHA2
 /// PRF_HMAC_SHA2_512 (RFC 4868 §2.1).
 pub(crate) static HMAC_SHA2_512: HmacPrf<Sha512> = HmacPrf::new(PrfId::HMAC_SHA2_512);
 /// PRF_AES128_XCBC (RFC 4434).
-pub(crate) static AES128_XCBC: AesXcbcPrf128 = AesXcbcPrf128;
+pub(crate) static AES128_XCBC: AesPrf128 = AesPrf128 {
+    id: PrfId::AES128_XCBC,
+    prf: xcbc_prf,
+};
 /// PRF_AES128_CMAC (RFC 4615).
-pub(crate) static AES128_CMAC: AesCmacPrf128 = AesCmacPrf128;
+pub(crate) static AES128_CMAC: AesPrf128 = AesPrf128 {
+    id: PrfId::AES128_CMAC,
+    prf: cmac_prf,
+};
 
 /// AES block, key and output size of the AES PRFs, in bytes.
 const AES_BLOCK: usize = xcbc::BLOCK;
@@ -80,66 +86,63 @@ where
     fn prf(&self, key: &[u8], parts: &[&[u8]]) -> Zeroizing<Vec<u8>> {
         // Invariant: HMAC takes keys of any length (RFC 2104 §2 hashes
         // longer ones), so `new_from_slice` cannot fail.
-        let mut mac =
-            <Hmac<D> as KeyInit>::new_from_slice(key).expect("HMAC takes keys of any length");
-        for p in parts {
-            mac.update(p);
-        }
-        let mut tag = mac.finalize().into_bytes();
-        let out = Zeroizing::new(tag.to_vec());
-        tag.as_mut_slice().zeroize();
-        out
+        let mac = <Hmac<D> as KeyInit>::new_from_slice(key).expect("HMAC takes keys of any length");
+        mac_over(mac, parts)
+    }
+}
+
+/// An AES PRF: 128-bit output and preferred key, any key length (each
+/// RFC normalises it to 16 bytes).
+pub(crate) struct AesPrf128 {
+    id: PrfId,
+    prf: PrfFn,
+}
+
+/// A PRF as a function: the key and the parts of the input to the output.
+type PrfFn = fn(&[u8], &[&[u8]]) -> Zeroizing<Vec<u8>>;
+
+impl Prf for AesPrf128 {
+    fn id(&self) -> PrfId {
+        self.id
+    }
+    fn output_len(&self) -> usize {
+        AES_BLOCK
+    }
+    /// RFC 7296 §2.13: 128 bits for the AES PRFs.
+    fn preferred_key_len(&self) -> usize {
+        AES_BLOCK
+    }
+    fn prf(&self, key: &[u8], parts: &[&[u8]]) -> Zeroizing<Vec<u8>> {
+        (self.prf)(key, parts)
     }
 }
 
 /// AES-XCBC-PRF-128 (RFC 4434): the whole 128-bit AES-XCBC-MAC (RFC 3566)
 /// under the key of RFC 4434 §2.
-pub(crate) struct AesXcbcPrf128;
-
-impl Prf for AesXcbcPrf128 {
-    fn id(&self) -> PrfId {
-        PrfId::AES128_XCBC
-    }
-    fn output_len(&self) -> usize {
-        AES_BLOCK
-    }
-    /// RFC 7296 §2.13: 128 bits for the AES PRFs.
-    fn preferred_key_len(&self) -> usize {
-        AES_BLOCK
-    }
-    fn prf(&self, key: &[u8], parts: &[&[u8]]) -> Zeroizing<Vec<u8>> {
-        let mut tag = AesXcbc::new(&xcbc::prf_key(key)).mac(parts);
-        let out = Zeroizing::new(tag.to_vec());
-        tag.zeroize();
-        out
-    }
+fn xcbc_prf(key: &[u8], parts: &[&[u8]]) -> Zeroizing<Vec<u8>> {
+    let mut tag = AesXcbc::new(&xcbc::prf_key(key)).mac(parts);
+    let out = Zeroizing::new(tag.to_vec());
+    tag.zeroize();
+    out
 }
 
 /// AES-CMAC-PRF-128 (RFC 4615): AES-CMAC (RFC 4493) under the key of
 /// RFC 4615 §3.
-pub(crate) struct AesCmacPrf128;
-
-impl Prf for AesCmacPrf128 {
-    fn id(&self) -> PrfId {
-        PrfId::AES128_CMAC
-    }
-    fn output_len(&self) -> usize {
-        AES_BLOCK
-    }
-    /// RFC 7296 §2.13: 128 bits for the AES PRFs.
-    fn preferred_key_len(&self) -> usize {
-        AES_BLOCK
-    }
-    fn prf(&self, key: &[u8], parts: &[&[u8]]) -> Zeroizing<Vec<u8>> {
-        cmac(&cmac_prf_key(key), parts)
-    }
+fn cmac_prf(key: &[u8], parts: &[&[u8]]) -> Zeroizing<Vec<u8>> {
+    cmac(&cmac_prf_key(key), parts)
 }
 
 /// AES-CMAC with its whole 128-bit output.
 fn cmac(key: &[u8; AES_BLOCK], parts: &[&[u8]]) -> Zeroizing<Vec<u8>> {
     let mut k = Array::from(*key);
-    let mut mac = <Cmac<Aes128> as KeyInit>::new(&k);
+    let mac = <Cmac<Aes128> as KeyInit>::new(&k);
     k.as_mut_slice().zeroize();
+    mac_over(mac, parts)
+}
+
+/// The whole output of `mac` over the concatenation of `parts`; the copy
+/// left in the MAC's output is wiped.
+fn mac_over<M: Mac>(mut mac: M, parts: &[&[u8]]) -> Zeroizing<Vec<u8>> {
     for p in parts {
         mac.update(p);
     }
