@@ -218,15 +218,7 @@ impl Setup {
         };
         let send4500 = [dup(&udp), dup(&udp6)];
         let ike = match ike_config {
-            Some(config) => {
-                let core = flowsec_ike::Ike::new(
-                    config,
-                    provider.clone(),
-                    Box::new(flowsec_ike::random::OsRandom),
-                    opts.ike_settings.clone(),
-                );
-                Some(IkePlane::open(core, send4500).map_err(RunError::Ike)?)
-            }
+            Some(config) => Some(open_ike(config, provider, opts, send4500)?),
             None => None,
         };
         let sockets = (udp.as_mut(), udp6.as_mut());
@@ -249,6 +241,23 @@ impl Setup {
             parts,
         })
     }
+}
+
+/// The IKE core and the control thread's end of it: port 500, and
+/// duplicates of worker 0's UDP 4500 sockets to send from.
+fn open_ike(
+    config: flowsec_ike::config::Config,
+    provider: &Provider,
+    opts: &Options,
+    send4500: [Option<OwnedFd>; 2],
+) -> Result<(IkePlane, crate::ike::IkeSink), RunError> {
+    let core = flowsec_ike::Ike::new(
+        config,
+        provider.clone(),
+        Box::new(flowsec_ike::random::OsRandom),
+        opts.ike_settings.clone(),
+    );
+    IkePlane::open(core, send4500).map_err(RunError::Ike)
 }
 
 /// A UDP 4500 group's sockets, one per worker, each taken by its worker.
