@@ -73,10 +73,7 @@ fi
 # (scripts/lib.sh's step, say) go to stderr.
 exec 3>&1 1>&2
 
-step "build: cargo build --release --locked -p flowsec"
-cargo build --release --locked -p flowsec
-FLOWSEC="${CARGO_TARGET_DIR:-$ROOT/target}/release/flowsec"
-case "$FLOWSEC" in /*) ;; *) FLOWSEC="$ROOT/$FLOWSEC" ;; esac
+release_flowsec
 
 # ----------------------------------------------------------- wireguard-go
 WG_GO=""
@@ -151,7 +148,7 @@ e2e_gso_max_segs 1
 measure plain-nogso
 e2e_gso_max_segs "$SEGS"
 log "gso_max_segs back to $SEGS for the tunnels"
-e2e_standin_routes_del
+e2e_standin_routes del
 
 # ------------------------------------------------------------------ flowsec
 e2e_need_nft || die "nftables could not be installed (flowsec up needs nft for its plaintext filter)"

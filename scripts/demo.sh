@@ -25,10 +25,7 @@ E2E_CLEANUP_REPORT=1
 # shellcheck source=tests/e2e/lib.sh
 . "$ROOT/tests/e2e/lib.sh"
 
-step "build: cargo build --release --locked -p flowsec"
-cargo build --release --locked -p flowsec
-FLOWSEC="${CARGO_TARGET_DIR:-$ROOT/target}/release/flowsec"
-case "$FLOWSEC" in /*) ;; *) FLOWSEC="$ROOT/$FLOWSEC" ;; esac
+release_flowsec
 
 if ! e2e_have_root_netns; then
     echo "demo: the namespace demo (two flowsec gateways, traffic through the tunnel)"
@@ -102,7 +99,7 @@ run_gateways() {
         say "$gw: $line"
     done
 }
-e2e_standin_routes_del
+e2e_standin_routes del
 run_gateways "ESP tunnel" raw
 run_gateways "ESP-in-UDP tunnel" udp
 say "(sent: packets sealed; delivered: packets opened and handed to the TUN;"

@@ -13,6 +13,7 @@
 #   install_strongswan           install them where missing; status 1 if still missing
 #   wireguard_go                 print the wireguard-go binary ($WIREGUARD_GO, or found); status 1 if none
 #   install_wireguard_go         go install it ($WIREGUARD_GO_VERSION)
+#   release_flowsec              cargo build --release flowsec; FLOWSEC its path
 #
 # The namespace scripts (demo.sh, bench-tunnels.sh) measure with these, on
 # tests/e2e/lib.sh's topology (source that too):
@@ -103,6 +104,13 @@ install_wireguard_go() {
     [ "${FLOWSEC_NO_INSTALL:-0}" != 1 ] && command -v go >/dev/null 2>&1 || return 1
     log "go install golang.zx2c4.com/wireguard@$WIREGUARD_GO_VERSION"
     (cd /tmp && go install "golang.zx2c4.com/wireguard@$WIREGUARD_GO_VERSION") >&2
+}
+
+release_flowsec() {  # release_flowsec: build flowsec's release binary (from the repository root); FLOWSEC its path
+    step "build: cargo build --release --locked -p flowsec"
+    cargo build --release --locked -p flowsec
+    FLOWSEC="${CARGO_TARGET_DIR:-$PWD/target}/release/flowsec"
+    case "$FLOWSEC" in /*) ;; *) FLOWSEC="$PWD/$FLOWSEC" ;; esac
 }
 
 # ------------------------------------------------- namespace measurements

@@ -51,8 +51,8 @@ e2e_need_nft
 command -v iperf3 >/dev/null || apt_install iperf3
 
 if [ -z "${FLOWSEC_BIN:-}" ]; then
-    cargo build --release --locked -p flowsec >&2
-    FLOWSEC_BIN=target/release/flowsec
+    release_flowsec >&2
+    FLOWSEC_BIN=$FLOWSEC
 fi
 FLOWSEC_BIN=$(realpath "$FLOWSEC_BIN")
 e2e_init

@@ -27,7 +27,7 @@ e2e_require_root_netns
 FLOWSEC="${FLOWSEC:-$E2E_ROOT/target/debug/flowsec}"
 MODE="${FLOWSEC_E2E_MODE:-tunnel}"
 COUNT=60
-[ -x "$FLOWSEC" ] || { echo "FAIL: flowsec binary not found at $FLOWSEC"; exit 1; }
+require_flowsec "$FLOWSEC" FLOWSEC
 command -v tcpdump >/dev/null || { echo "FAIL: tcpdump not installed (scripts/test.sh installs it)"; exit 1; }
 
 e2e_init

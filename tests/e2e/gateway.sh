@@ -44,11 +44,7 @@ UP_TIMEOUT="${FLOWSEC_E2E_UP_TIMEOUT:-10}"
 TUN=fsec0
 ENCAP="${FLOWSEC_E2E_ENCAP:-raw}"
 OUTER="${FLOWSEC_E2E_OUTER:-v4}"
-case "$OUTER" in
-    v4) GW_A=192.0.2.1; GW_B=192.0.2.2 ;;
-    v6) GW_A=2001:db8::1; GW_B=2001:db8::2 ;;
-    *) echo "FAIL: FLOWSEC_E2E_OUTER=$OUTER (v4 or v6)"; exit 1 ;;
-esac
+e2e_outer "$OUTER" || { echo "FAIL: FLOWSEC_E2E_OUTER=$OUTER (v4 or v6)"; exit 1; }
 case "$ENCAP" in
     raw) SA_A="$GW_A $GW_B esp"; SA_B="$GW_B $GW_A esp"; FLOW_SUFFIX="" ;;
     udp) SA_A="$GW_A[4500] $GW_B[4500] esp-udp"; SA_B="$GW_B[4500] $GW_A[4500] esp-udp"
@@ -100,10 +96,7 @@ FLOW_SPI_B=$(printf '0x%x' $((FLOW_BASE * 16 + 2)))
 if [ "$STANDIN" = 1 ]; then
     echo "e2e gateway: stand-in mode (plain IP forwarding between the gateways, no flowsec)"
 else
-    if [ ! -x "$FLOWSEC" ]; then
-        echo "FAIL: flowsec binary not found at $FLOWSEC (cargo build -p flowsec, or set FLOWSEC=)"
-        exit 1
-    fi
+    require_flowsec "$FLOWSEC" FLOWSEC
     echo "e2e gateway: $FLOWSEC"
 fi
 
@@ -364,11 +357,7 @@ sys.exit(0 if rows and good == len(rows) and inner == len(rows) else 1)
 EOF
 }
 if [ "$STANDIN" != 1 ] && [ "$SUITE" = gcm ] && [ "$ENCAP" = raw ] && [ "$MODE" = tunnel ]; then
-    if command -v tshark >/dev/null 2>&1; then
-        check "tshark decrypts the transit ESP with the configured keys, every ICV good" tshark_decrypts
-    else
-        skip "tshark decryption of the transit capture (no tshark)"
-    fi
+    check_needs tshark "tshark decrypts the transit ESP with the configured keys, every ICV good" tshark_decrypts
 fi
 
 # ------------------------------------------------------ (d) hostile input
@@ -421,12 +410,8 @@ plaintext_dropped() {  # plaintext_dropped PORT [arrives]: arrives = the stand-i
 if [ "$STANDIN" = 1 ]; then
     check "harness: plaintext injected on the transit link reaches hostB (stand-in)" plaintext_dropped 5002 arrives
 elif [ "$MODE" = tunnel ]; then
-    if command -v nft >/dev/null 2>&1; then
-        check "plaintext hostA -> hostB injected on the transit link: dropped at gwB (nftables, RFC 4301 5.2)" plaintext_dropped 5002
-        check "plaintext hostA -> hostB:4500 (UDP 4500 is accepted only to the gateway itself): dropped at gwB" plaintext_dropped 4500
-    else
-        skip "plaintext filter at gwB (no nft: install nftables)"
-    fi
+    check_needs nft "plaintext hostA -> hostB injected on the transit link: dropped at gwB (nftables, RFC 4301 5.2)" plaintext_dropped 5002
+    check_needs nft "plaintext hostA -> hostB:4500 (UDP 4500 is accepted only to the gateway itself): dropped at gwB" plaintext_dropped 4500
 fi
 
 # ------------------------------------- (e) setkey against the running daemons

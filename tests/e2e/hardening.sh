@@ -22,7 +22,7 @@ set -eu -o pipefail
 e2e_require_root_netns
 
 FLOWSEC="${FLOWSEC:-$E2E_ROOT/target/debug/flowsec}"
-[ -x "$FLOWSEC" ] || { echo "FAIL: flowsec binary not found at $FLOWSEC"; exit 1; }
+require_flowsec "$FLOWSEC" FLOWSEC
 command -v setpriv >/dev/null || { echo "SKIP: no setpriv (util-linux)"; exit 0; }
 
 e2e_init
@@ -48,10 +48,7 @@ capabilities_dropped() {
     for task in /proc/"$pid"/task/*; do
         n=$((n + 1))
         local eff bnd prm nnp
-        eff=$(awk '/^CapEff:/ {print $2}' "$task/status")
-        prm=$(awk '/^CapPrm:/ {print $2}' "$task/status")
-        bnd=$(awk '/^CapBnd:/ {print $2}' "$task/status")
-        nnp=$(awk '/^NoNewPrivs:/ {print $2}' "$task/status")
+        read -r eff prm bnd nnp < <(awk '{ v[$1] = $2 } END { print v["CapEff:"], v["CapPrm:"], v["CapBnd:"], v["NoNewPrivs:"] }' "$task/status")
         if [ "$eff" != $KEPT ] || [ "$prm" != $KEPT ] || [ "$bnd" != $KEPT ] || [ "$nnp" != 1 ]; then
             echo "    $(cat "$task/comm"): CapEff $eff CapPrm $prm CapBnd $bnd NoNewPrivs $nnp"
             bad=1

@@ -112,11 +112,7 @@ IKE_PROPOSAL="${FLOWSEC_IKE_PROPOSAL:-aes128gcm16-prfsha256-ecp256}"
 ESP_PROPOSAL="${FLOWSEC_IKE_ESP_PROPOSAL:-$(echo "$IKE_PROPOSAL" | tr '-' '\n' | grep -v '^prf' | paste -sd-)}"
 FLOWSEC_BIN="${FLOWSEC_BIN:-$E2E_ROOT/target/debug/flowsec}"
 OUTER="${FLOWSEC_IKE_OUTER:-v4}"
-case "$OUTER" in
-    v4) GW_A=192.0.2.1; GW_B=192.0.2.2 ;;
-    v6) GW_A=2001:db8::1; GW_B=2001:db8::2 ;;
-    *) echo "FAIL: FLOWSEC_IKE_OUTER=$OUTER (v4 or v6)"; exit 1 ;;
-esac
+e2e_outer "$OUTER" || { echo "FAIL: FLOWSEC_IKE_OUTER=$OUTER (v4 or v6)"; exit 1; }
 DPD_KILL="${FLOWSEC_IKE_DPD_KILL:-right}"
 # IPComp (DEFLATE) beside ESP, negotiated with IPCOMP_SUPPORTED: flowsec
 # on both sides only (kernel-libipsec has no IPComp).
@@ -158,7 +154,7 @@ if [ "$LEFT" = strongswan ] || [ "$RIGHT" = strongswan ] || [ "$STANDIN" = 1 ]; 
 fi
 install_capture_tools
 if [ "$STANDIN" != 1 ] && { [ "$LEFT" = flowsec ] || [ "$RIGHT" = flowsec ]; }; then
-    require_flowsec_bin
+    require_flowsec "$FLOWSEC_BIN" FLOWSEC_BIN
 fi
 
 echo "e2e ike: gwA (initiator) $LEFT, gwB (responder) $RIGHT; IKE $IKE_PROPOSAL, ESP $ESP_PROPOSAL; outer $OUTER"
@@ -357,14 +353,10 @@ capture_check() {
     [ "$ESP_WIRE_NAME" = "raw ESP" ] || other="$other or (esp and not udp)"
     capture_only "$W/transit.pcap" "$ESP_WIRE_NAME" "$ESP_WIRE" "$GW_A" "$GW_B" "$other" "$PLAIN"
 }
-if command -v tshark >/dev/null 2>&1; then
-    check "b. the transit capture holds only IKE and $ESP_WIRE_NAME both ways, no plaintext${AH_NOTE:-}" capture_check
-    # The IKE exchanges on the wire, for the record.
-    tshark -n -r "$W/transit.pcap" -Y isakmp -T fields -e frame.time_relative -e ip.src -e ipv6.src \
-        -e isakmp.exchtype -e isakmp.flags -e isakmp.messageid 2>/dev/null >"$W/ike-exchanges.txt" || true
-else
-    skip "b. transit capture (no tshark)"
-fi
+check_needs tshark "b. the transit capture holds only IKE and $ESP_WIRE_NAME both ways, no plaintext${AH_NOTE:-}" capture_check
+# The IKE exchanges on the wire, for the record (FLOWSEC_E2E_KEEP=1 keeps them).
+tshark -n -r "$W/transit.pcap" -Y isakmp -T fields -e frame.time_relative -e ip.src -e ipv6.src \
+    -e isakmp.exchtype -e isakmp.flags -e isakmp.messageid 2>/dev/null >"$W/ike-exchanges.txt" || true
 
 # ------------------------------------------- (g) terminate, initiate again
 no_ike() { sas gwA 'not ikes' && sas gwB 'not ikes'; }  # no ESTABLISHED IKE SA at either end

@@ -32,12 +32,6 @@ install_capture_tools() {  # install_capture_tools: tshark and tcpdump where mis
         apt_install tshark tcpdump || true
     fi
 }
-require_flowsec_bin() {  # require_flowsec_bin: exit 1 unless $FLOWSEC_BIN runs
-    if [ ! -x "$FLOWSEC_BIN" ]; then
-        echo "FAIL: flowsec binary not found at $FLOWSEC_BIN (cargo build -p flowsec, or set FLOWSEC_BIN=)"
-        exit 1
-    fi
-}
 
 log_of() { echo "$W/$1-${IMPL[$1]}.log"; }
 

@@ -76,7 +76,7 @@ if [ "$RIGHT" = strongswan ]; then
     install_strongswan || { echo "FAIL: strongSwan is not installed (apt-get install ${STRONGSWAN_PKGS[*]})"; exit 1; }
 fi
 install_capture_tools
-require_flowsec_bin
+require_flowsec "$FLOWSEC_BIN" FLOWSEC_BIN
 
 echo "e2e ike-nat: gwA (initiator, behind the NAT) flowsec, gwB (responder) $RIGHT; IKE $IKE_PROPOSAL, ESP $ESP_PROPOSAL"
 e2e_init
@@ -232,11 +232,7 @@ capture_check() {
     bad_src=$(frames "$pcap" "udp and ip.src == $NAT_PUB and (udp.srcport == 500 or udp.srcport == 4500 or udp.srcport < 20000 or udp.srcport > 30000)")
     [ "$bad_src" -eq 0 ] || { echo "    $bad_src frames from the NAT with a source port outside $PORTS1"; return 1; }
 }
-if command -v tshark >/dev/null 2>&1; then
-    check "c. the public link carries only UDP (IKE 500/4500, ESP in UDP) both ways, no ESP protocol 50, no plaintext, NAT-rewritten ports" capture_check
-else
-    skip "c. public capture (no tshark)"
-fi
+check_needs tshark "c. the public link carries only UDP (IKE 500/4500, ESP in UDP) both ways, no ESP protocol 50, no plaintext, NAT-rewritten ports" capture_check
 
 # ------------------------------------------------------ (e) NAT rebinding
 # Informative: PASS when gwB follows gwA to its new NAT mapping, a NOTE

@@ -12,7 +12,9 @@
 #                                     reason in $E2E_NO_NETNS_REASON instead of exiting
 #   e2e_init                          work dir + cleanup trap; sets E2E_WORK
 #   e2e_topology_gateway              hostA - gwA ==transit== gwB - hostB (below)
-#   e2e_standin_routes[_del]          add / remove plain routes between the sites
+#   e2e_standin_routes [del]          add (del: remove) plain routes between the sites
+#   e2e_outer v4|v6                   GW_A, GW_B: the gateways' transit addresses in that family
+#   require_flowsec PATH VAR          exit 1 (FAIL) unless the flowsec binary PATH (from $VAR) runs
 #   ns NAME                           full namespace name of NAME (e.g. gwA)
 #   ns_exec NAME cmd...               run cmd in namespace NAME
 #   start_bg NAME LOG cmd...          cmd in NAME in the background, stdout+stderr
@@ -21,6 +23,7 @@
 #   wait_for_log FILE PATTERN TIMEOUT [PID]
 #                                     wait for an ERE in FILE; fails early if PID dies
 #   check NAME cmd...                 run a check, print "PASS: NAME" or "FAIL: NAME"
+#   check_needs TOOL NAME cmd...      check, or "SKIP: NAME (no TOOL)" without TOOL
 #   e2e_finish                        summary line; exit status 1 if any check failed
 #   daemon_up GW LOG cmd...           cmd in GW (PID in GW_PID[GW]) until it logs "flowsec: up"
 #   daemon_down GW [TIMEOUT]          SIGTERM it; status 1 unless it exits 0
@@ -192,19 +195,27 @@ e2e_topology_gateway() {
 }
 
 # Plain forwarding between the sites over the transit link: what flowsec's
-# TUN routes replace.
+# TUN routes replace. e2e_standin_routes [add|del]
 e2e_standin_routes() {
-    ns_exec gwA ip route add 10.2.0.0/24 via 192.0.2.2
-    ns_exec gwA ip -6 route add fd02::/64 via 2001:db8::2
-    ns_exec gwB ip route add 10.1.0.0/24 via 192.0.2.1
-    ns_exec gwB ip -6 route add fd01::/64 via 2001:db8::1
+    local op="${1:-add}"
+    ns_exec gwA ip route "$op" 10.2.0.0/24 via 192.0.2.2
+    ns_exec gwA ip -6 route "$op" fd02::/64 via 2001:db8::2
+    ns_exec gwB ip route "$op" 10.1.0.0/24 via 192.0.2.1
+    ns_exec gwB ip -6 route "$op" fd01::/64 via 2001:db8::1
 }
 
-e2e_standin_routes_del() {
-    ns_exec gwA ip route del 10.2.0.0/24 via 192.0.2.2
-    ns_exec gwA ip -6 route del fd02::/64 via 2001:db8::2
-    ns_exec gwB ip route del 10.1.0.0/24 via 192.0.2.1
-    ns_exec gwB ip -6 route del fd01::/64 via 2001:db8::1
+e2e_outer() {  # e2e_outer v4|v6: GW_A and GW_B, the gateways' transit addresses (status 1 for another family)
+    case "$1" in
+        v4) GW_A=192.0.2.1 GW_B=192.0.2.2 ;;
+        v6) GW_A=2001:db8::1 GW_B=2001:db8::2 ;;
+        *) return 1 ;;
+    esac
+}
+
+require_flowsec() {  # require_flowsec PATH VAR: exit 1 (a FAIL line) unless the flowsec binary PATH, from $VAR, runs
+    [ -x "$1" ] && return 0
+    echo "FAIL: flowsec binary not found at $1 (cargo build -p flowsec, or set $2=)"
+    exit 1
 }
 
 # The veths of the topology, as NAMESPACE:DEVICE.
@@ -325,6 +336,16 @@ check() {  # check NAME cmd...
 }
 
 skip() { echo "SKIP: $*"; }
+
+check_needs() {  # check_needs TOOL NAME cmd...: check NAME cmd..., or a SKIP line without TOOL
+    local tool="$1"
+    shift
+    if command -v "$tool" >/dev/null 2>&1; then
+        check "$@"
+    else
+        skip "$1 (no $tool)"
+    fi
+}
 
 # ----------------------------------------------------------------- daemons
 # The daemon (flowsec up, a charon, a stand-in) of each gateway, by name.
