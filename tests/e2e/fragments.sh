@@ -42,14 +42,14 @@ KEY=0x000102030405060708090a0b0c0d0e0f10111213
 KEY6=0x202122232425262728292a2b2c2d2e2f30313233
 case "$MODE" in
     tunnel)
-        FROM=hostA TO=hostB DSTS="10.2.0.2 fd02::2"
+        FROM=hostA TO=hostB DSTS="10.2.0.2 2001:db8:2::2"
         for gw in gwA gwB; do
             if [ $gw = gwA ]; then dir=out; else dir=fwd; fi
             cat >"$W/$gw.setkey" <<EOF
 add 192.0.2.1 192.0.2.2 esp 0x1001 -m tunnel -r 64 -E aes-gcm-16 $KEY;
 add 2001:db8::1 2001:db8::2 esp 0x1002 -m tunnel -r 64 -E aes-gcm-16 $KEY6;
 spdadd 10.1.0.0/24[any] 10.2.0.0/24[5004] udp -P $dir ipsec esp/tunnel/192.0.2.1-192.0.2.2/require;
-spdadd fd01::/64[any] fd02::/64[5004] udp -P $dir ipsec esp/tunnel/2001:db8::1-2001:db8::2/require;
+spdadd 2001:db8:1::/64[any] 2001:db8:2::/64[5004] udp -P $dir ipsec esp/tunnel/2001:db8::1-2001:db8::2/require;
 EOF
         done ;;
     transport)

@@ -82,7 +82,7 @@ if { [ "$SUITE" = ah-esp ] || [ "$SUITE" = ah ]; } && [ "$ENCAP" = udp ]; then
 fi
 MODE="${FLOWSEC_E2E_MODE:-tunnel}"
 case "$MODE" in
-    tunnel) FROM=hostA; TO=hostB; TO_ADDRS="10.2.0.2 fd02::2" ;;
+    tunnel) FROM=hostA; TO=hostB; TO_ADDRS="10.2.0.2 2001:db8:2::2" ;;
     transport)
         FROM=gwA; TO=gwB; TO_ADDRS="$GW_B"
         RULES=$(echo "$RULES" | sed 's|/tunnel/@A@-@B@/|/transport//|g')
@@ -137,8 +137,8 @@ ${6:+spdadd $7 $6 any -P fwd ipsec $rules_in;}
 EOF
 }
 if [ "$MODE" = tunnel ]; then
-    write_setkey "$W/gwA.setkey" 10.1.0.0/24 10.2.0.0/24 "$GW_A" "$GW_B" fd01::/64 fd02::/64
-    write_setkey "$W/gwB.setkey" 10.2.0.0/24 10.1.0.0/24 "$GW_B" "$GW_A" fd02::/64 fd01::/64
+    write_setkey "$W/gwA.setkey" 10.1.0.0/24 10.2.0.0/24 "$GW_A" "$GW_B" 2001:db8:1::/64 2001:db8:2::/64
+    write_setkey "$W/gwB.setkey" 10.2.0.0/24 10.1.0.0/24 "$GW_B" "$GW_A" 2001:db8:2::/64 2001:db8:1::/64
 else
     # Host to host: the selectors are the gateways' own transit addresses;
     # the second pair of policies is left out (same selectors).
@@ -351,8 +351,8 @@ tshark_decrypts() {
 import sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 good = sum(1 for r in rows if len(r) >= 3 and r[1] == "1" and r[2] == "0")
-inner = sum(1 for r in rows if any(x.startswith(("10.", "fd0")) for x in r[3:]))
-print("    %d ESP frames, %d with a good ICV, %d decrypted to a 10.x/fd0x inner packet" % (len(rows), good, inner))
+inner = sum(1 for r in rows if any(x.startswith(("10.", "2001:db8:1:", "2001:db8:2:")) for x in r[3:]))
+print("    %d ESP frames, %d with a good ICV, %d decrypted to an inner packet of a site" % (len(rows), good, inner))
 sys.exit(0 if rows and good == len(rows) and inner == len(rows) else 1)
 EOF
 }

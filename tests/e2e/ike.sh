@@ -6,7 +6,7 @@
 # (`flowsec up -c swanctl.conf`), in network namespaces:
 #
 #   hostA 10.1.0.2 -- gwA 10.1.0.1 | 192.0.2.1 == IKE + ESP-in-UDP == 192.0.2.2 | 10.2.0.1 gwB -- hostB 10.2.0.2
-#   (fd01::/64 and fd02::/64 beside the sites; 2001:db8::1/2 beside the transit)
+#   (2001:db8:1::/64 and 2001:db8:2::/64 beside the sites; 2001:db8::1/2 beside the transit)
 #
 # gwA ("left") initiates, gwB ("right") responds. Checks, one PASS/FAIL line each:
 #   a. the IKE SA and the Child SA come up at both ends (ESTABLISHED, INSTALLED)
@@ -14,7 +14,7 @@
 #   b. ping hostA <-> hostB (IPv4 and IPv6 inside), a TCP transfer hostA -> hostB
 #      with matching sha256; a capture of the transit link holds only IKE
 #      (UDP 500/4500) and ESP in UDP 4500 (libipsec always encapsulates; raw
-#      ESP between two flowsecs), no plaintext 10.x / fd0x
+#      ESP between two flowsecs), no plaintext 10.x / 2001:db8:1:: / 2001:db8:2::
 #   c. the Child SA's byte and packet counters rise, in and out, at both ends
 #   d. a Child SA rekey (CREATE_CHILD_SA, with PFS when the ESP proposal has a
 #      DH group) initiated by gwA, then one by gwB: new SPIs installed at both
@@ -169,8 +169,8 @@ declare -A LOCAL_ADDR=([gwA]="$GW_A" [gwB]="$GW_B")
 declare -A REMOTE_ADDR=([gwA]="$GW_B" [gwB]="$GW_A")
 declare -A LOCAL_ID=([gwA]="$GW_A" [gwB]="$GW_B")
 declare -A REMOTE_ID=([gwA]="$GW_B" [gwB]="$GW_A")
-declare -A LOCAL_TS=([gwA]="10.1.0.0/24,fd01::/64" [gwB]="10.2.0.0/24,fd02::/64")
-declare -A REMOTE_TS=([gwA]="10.2.0.0/24,fd02::/64" [gwB]="10.1.0.0/24,fd01::/64")
+declare -A LOCAL_TS=([gwA]="10.1.0.0/24,2001:db8:1::/64" [gwB]="10.2.0.0/24,2001:db8:2::/64")
+declare -A REMOTE_TS=([gwA]="10.2.0.0/24,2001:db8:2::/64" [gwB]="10.1.0.0/24,2001:db8:1::/64")
 
 # Check j's attacker: one real address on a link of its own to gwB
 # (namespace atk). gwB has a connection for it, so that its IKE_SA_INIT
@@ -342,7 +342,7 @@ if [ "$LEFT" = flowsec ] && [ "$RIGHT" = flowsec ]; then
 fi
 # AH (flowsec on both sides): authenticated, not encrypted, so the inner
 # 10.x headers are on the wire, but only inside AH.
-PLAIN='ip.addr == 10.0.0.0/8 or ipv6.addr == fd00::/8'
+PLAIN='ip.addr == 10.0.0.0/8 or ipv6.addr == 2001:db8:1::/64 or ipv6.addr == 2001:db8:2::/64'
 if [ "$AH" = 1 ]; then
     ESP_WIRE="ah" ESP_WIRE_NAME="AH" AH_NOTE=" outside AH"
     PLAIN="($PLAIN) and not ah"

@@ -34,15 +34,16 @@
 #   tcp_transfer FROM TO ADDR BYTES   BYTES arrive, the same sha256 at both ends
 #   start_capture NS IF PCAP [FILTER] tcpdump on NS's IF; PID in TCPDUMP_PID
 #
-# Gateway topology (addresses; "::" v6 beside each v4):
+# Gateway topology (addresses; IPv6 beside each IPv4), the lab's
+# (crates/lab/src/topology.rs) too:
 #
-#   hostA [eth0 10.1.0.2 fd01::2]
-#     |  10.1.0.0/24  fd01::/64
-#   gwA   [eth0 10.1.0.1 fd01::1] [eth1 192.0.2.1 2001:db8::1]
+#   hostA [eth0 10.1.0.2 2001:db8:1::2]
+#     |  10.1.0.0/24  2001:db8:1::/64
+#   gwA   [eth0 10.1.0.1 2001:db8:1::1] [eth1 192.0.2.1 2001:db8::1]
 #     |  transit 192.0.2.0/24  2001:db8::/64
-#   gwB   [eth1 192.0.2.2 2001:db8::2] [eth0 10.2.0.1 fd02::1]
-#     |  10.2.0.0/24  fd02::/64
-#   hostB [eth0 10.2.0.2 fd02::2]
+#   gwB   [eth1 192.0.2.2 2001:db8::2] [eth0 10.2.0.1 2001:db8:2::1]
+#     |  10.2.0.0/24  2001:db8:2::/64
+#   hostB [eth0 10.2.0.2 2001:db8:2::2]
 #
 # Hosts: default routes (v4, v6) via their gateway. Gateways: forwarding on
 # (v4 and v6), rp_filter 0, and *no* route to the far site: whatever
@@ -171,16 +172,16 @@ e2e_topology_gateway() {
     veth hostA eth0 gwA eth0
     veth gwA eth1 gwB eth1
     veth gwB eth0 hostB eth0
-    addr hostA eth0 10.1.0.2/24 fd01::2/64
-    addr gwA eth0 10.1.0.1/24 fd01::1/64
+    addr hostA eth0 10.1.0.2/24 2001:db8:1::2/64
+    addr gwA eth0 10.1.0.1/24 2001:db8:1::1/64
     addr gwA eth1 192.0.2.1/24 2001:db8::1/64
     addr gwB eth1 192.0.2.2/24 2001:db8::2/64
-    addr gwB eth0 10.2.0.1/24 fd02::1/64
-    addr hostB eth0 10.2.0.2/24 fd02::2/64
+    addr gwB eth0 10.2.0.1/24 2001:db8:2::1/64
+    addr hostB eth0 10.2.0.2/24 2001:db8:2::2/64
     ns_exec hostA ip route add default via 10.1.0.1
-    ns_exec hostA ip -6 route add default via fd01::1
+    ns_exec hostA ip -6 route add default via 2001:db8:1::1
     ns_exec hostB ip route add default via 10.2.0.1
-    ns_exec hostB ip -6 route add default via fd02::1
+    ns_exec hostB ip -6 route add default via 2001:db8:2::1
     for n in gwA gwB; do
         sysctl_ns "$n" net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 \
             net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 \
@@ -199,9 +200,9 @@ e2e_topology_gateway() {
 e2e_standin_routes() {
     local op="${1:-add}"
     ns_exec gwA ip route "$op" 10.2.0.0/24 via 192.0.2.2
-    ns_exec gwA ip -6 route "$op" fd02::/64 via 2001:db8::2
+    ns_exec gwA ip -6 route "$op" 2001:db8:2::/64 via 2001:db8::2
     ns_exec gwB ip route "$op" 10.1.0.0/24 via 192.0.2.1
-    ns_exec gwB ip -6 route "$op" fd01::/64 via 2001:db8::1
+    ns_exec gwB ip -6 route "$op" 2001:db8:1::/64 via 2001:db8::1
 }
 
 e2e_outer() {  # e2e_outer v4|v6: GW_A and GW_B, the gateways' transit addresses (status 1 for another family)
@@ -393,7 +394,7 @@ ping_both() {
     for f in "${@:-4}"; do
         case "$f" in
             4) ping_one hostA 10.2.0.2 && ping_one hostB 10.1.0.2 ;;
-            6) ping_one hostA fd02::2 && ping_one hostB fd01::2 ;;
+            6) ping_one hostA 2001:db8:2::2 && ping_one hostB 2001:db8:1::2 ;;
             *) echo "    ping_both: family $f?"; false ;;
         esac || return 1
     done

@@ -48,7 +48,7 @@ MARKER = b"FLOWSEC-E2E-PLAINTEXT-MARKER"
 # Inner (protected) prefixes of the gateway topology: seeing these in an
 # outer header on the transit link means a packet left unprotected.
 INNER_NETS = [ipaddress.ip_network(n) for n in
-              ("10.1.0.0/16", "10.2.0.0/16", "fd01::/16", "fd02::/16")]
+              ("10.1.0.0/16", "10.2.0.0/16", "2001:db8:1::/64", "2001:db8:2::/64")]
 
 
 def checksum(data: bytes) -> int:
