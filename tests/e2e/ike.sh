@@ -111,6 +111,7 @@ IKE_PROPOSAL="${FLOWSEC_IKE_PROPOSAL:-aes128gcm16-prfsha256-ecp256}"
 # The ESP proposal: the IKE one less its PRF.
 ESP_PROPOSAL="${FLOWSEC_IKE_ESP_PROPOSAL:-$(echo "$IKE_PROPOSAL" | tr '-' '\n' | grep -v '^prf' | paste -sd-)}"
 FLOWSEC_BIN="${FLOWSEC_BIN:-$E2E_ROOT/target/debug/flowsec}"
+PERF_BIN="$FLOWSEC_BIN"   # flowsec perf, the rekey streams' ends (the real binary under the stand-in too)
 OUTER="${FLOWSEC_IKE_OUTER:-v4}"
 e2e_outer "$OUTER" || { echo "FAIL: FLOWSEC_IKE_OUTER=$OUTER (v4 or v6)"; exit 1; }
 DPD_KILL="${FLOWSEC_IKE_DPD_KILL:-right}"
@@ -294,11 +295,12 @@ pfs_shown() {  # pfs_shown: the KE payload of the rekey (a strongSwan side's log
 }
 CUR_CHILD=$(child_agreed || true)
 child_rekey_lossless() {  # child_rekey_lossless GW: child_rekey, the rekey under a paced UDP stream that loses nothing; PFS
-    local gw="$1" stream="$W/rekey-stream-$gw.json" streamer loss
+    local gw="$1" streamer loss
+    local stream="$W/rekey-stream-$gw.json"
     # A paced UDP stream hostA -> hostB across the rekey (CBR_RATE of
     # 1000-byte datagrams): none may be lost (DESIGN.md "Rekeying
     # without loss").
-    ns_exec hostA "$FLOWSEC_BIN" perf client -H 10.2.0.2 -t CBR --rate "$CBR_RATE" -m 1000 -l 3 --json >"$stream" 2>&1 &
+    ns_exec hostA "$PERF_BIN" perf client -H 10.2.0.2 -t CBR --rate "$CBR_RATE" -m 1000 -l 3 --json >"$stream" 2>&1 &
     streamer=$!
     sleep 1
     child_rekeyed "$gw" || { wait "$streamer"; return 1; }
@@ -322,7 +324,12 @@ print(r["lost"], r["packets_received"])' "$stream") || { show_log "$stream" 5; r
     new_child_carries
 }
 # The far end of the streams across the rekeys.
-start_bg hostB "$W/perf-server.log" "$FLOWSEC_BIN" perf server
+start_bg hostB "$W/perf-server.log" "$PERF_BIN" perf server
+# The streams connect at once: wait for its control port (12865) to listen.
+for ((i = 0; i < 50; i++)); do
+    [ -n "$(ns_exec hostB ss -Hltn 'sport = :12865')" ] && break
+    sleep 0.1
+done
 pfs_label=""; esp_has_dh && pfs_label=" with PFS"
 check "d. Child SA rekey$pfs_label initiated by gwA (${IMPL[gwA]}): new SPIs at both ends, no datagram lost across it" child_rekey_lossless gwA
 check "d. Child SA rekey$pfs_label initiated by gwB (${IMPL[gwB]}): new SPIs at both ends, no datagram lost across it" child_rekey_lossless gwB
@@ -347,13 +354,13 @@ if [ "$AH" = 1 ]; then
     ESP_WIRE="ah" ESP_WIRE_NAME="AH" AH_NOTE=" outside AH"
     PLAIN="($PLAIN) and not ah"
 fi
-capture_check() {
+transit_capture_check() {
     # Anything but IKE / the expected ESP (and link-local noise).
     local other="not (isakmp or udp.port == 500 or udp.port == 4500 or ($ESP_WIRE)) and not ($NOISE_FILTER)"
     [ "$ESP_WIRE_NAME" = "raw ESP" ] || other="$other or (esp and not udp)"
     capture_only "$W/transit.pcap" "$ESP_WIRE_NAME" "$ESP_WIRE" "$GW_A" "$GW_B" "$other" "$PLAIN"
 }
-check_needs tshark "b. the transit capture holds only IKE and $ESP_WIRE_NAME both ways, no plaintext${AH_NOTE:-}" capture_check
+check_needs tshark "b. the transit capture holds only IKE and $ESP_WIRE_NAME both ways, no plaintext${AH_NOTE:-}" transit_capture_check
 # The IKE exchanges on the wire, for the record (FLOWSEC_E2E_KEEP=1 keeps them).
 tshark -n -r "$W/transit.pcap" -Y isakmp -T fields -e frame.time_relative -e ip.src -e ipv6.src \
     -e isakmp.exchtype -e isakmp.flags -e isakmp.messageid 2>/dev/null >"$W/ike-exchanges.txt" || true

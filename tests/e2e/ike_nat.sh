@@ -219,7 +219,7 @@ check "d. IKE SA rekey initiated by gwA (flowsec, behind the NAT): new IKE SPIs 
 
 # ------------------------------------------------------------- (c) capture
 stop_bg "$TCPDUMP_PID" 3
-capture_check() {
+public_capture_check() {
     local pcap="$W/public.pcap" ports bad_src
     # Anything but UDP to/from gwB's 500/4500 (raw ESP among it), and link-local noise.
     local other="not ((udp.srcport == 500 or udp.srcport == 4500) and ip.src == $GWB_PUB) and not ((udp.dstport == 500 or udp.dstport == 4500) and ip.dst == $GWB_PUB) and not ($NOISE_FILTER)"
@@ -232,7 +232,7 @@ capture_check() {
     bad_src=$(frames "$pcap" "udp and ip.src == $NAT_PUB and (udp.srcport == 500 or udp.srcport == 4500 or udp.srcport < 20000 or udp.srcport > 30000)")
     [ "$bad_src" -eq 0 ] || { echo "    $bad_src frames from the NAT with a source port outside $PORTS1"; return 1; }
 }
-check_needs tshark "c. the public link carries only UDP (IKE 500/4500, ESP in UDP) both ways, no ESP protocol 50, no plaintext, NAT-rewritten ports" capture_check
+check_needs tshark "c. the public link carries only UDP (IKE 500/4500, ESP in UDP) both ways, no ESP protocol 50, no plaintext, NAT-rewritten ports" public_capture_check
 
 # ------------------------------------------------------ (e) NAT rebinding
 # Informative: PASS when gwB follows gwA to its new NAT mapping, a NOTE
