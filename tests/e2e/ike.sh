@@ -298,8 +298,8 @@ child_rekey_lossless() {  # child_rekey_lossless GW: child_rekey, the rekey unde
     local gw="$1" streamer loss
     local stream="$W/rekey-stream-$gw.json"
     # A paced UDP stream hostA -> hostB across the rekey (CBR_RATE of
-    # 1000-byte datagrams): none may be lost (DESIGN.md "Rekeying
-    # without loss").
+    # 1000-byte datagrams): none may be lost (ARCHITECTURE.md
+    # "Rekeying without loss").
     ns_exec hostA "$PERF_BIN" perf client -H 10.2.0.2 -t CBR --rate "$CBR_RATE" -m 1000 -l 3 --json >"$stream" 2>&1 &
     streamer=$!
     sleep 1
