@@ -25,8 +25,9 @@
 #
 # The Markdown table goes to stdout, progress to stderr. Everything it
 # creates carries a per-run prefix (fs<pid>-) and is removed on exit, on
-# error and on Ctrl-C (lib.sh's traps). Needs root and `ip netns`; prints
-# SKIP and exits 0 otherwise.
+# error and on Ctrl-C (tests/e2e/lib.sh's traps; the ping and TCP
+# measurements are scripts/lib.sh's, as the demo's). Needs root and `ip
+# netns`; prints SKIP and exits 0 otherwise.
 #
 #   WIREGUARD_GO=PATH   the wireguard-go binary (default: wireguard-go or
 #                       wireguard on PATH, else ~/go/bin/wireguard)
@@ -60,55 +61,31 @@ done
 [[ "$REPEATS" =~ ^[1-9][0-9]*$ ]] || { echo "bench-tunnels: --repeats: not a positive integer: $REPEATS" >&2; exit 2; }
 # a relative --json path is relative to where the script was started
 case "$JSON_OUT" in ""|/*) ;; *) JSON_OUT="$CALLER_PWD/$JSON_OUT" ;; esac
+[ "$INSTALL" = 1 ] || export FLOWSEC_NO_INSTALL=1
 
-E2E_LOG_TAG=bench-tunnels
 # shellcheck source=tests/e2e/lib.sh
 . "$ROOT/tests/e2e/lib.sh"
 if ! e2e_have_root_netns; then
     echo "SKIP: bench-tunnels: $E2E_NO_NETNS_REASON"
     exit 0
 fi
+# stdout is the table's (fd 3 from here on); the stages and measurements
+# (scripts/lib.sh's step, say) go to stderr.
+exec 3>&1 1>&2
 
-log() { printf 'bench-tunnels: %s\n' "$*" >&2; }
-step() { printf '\n==> %s\n' "$*" >&2; }
-
-step "build: cargo build --release --locked -p flowsec"
-cargo build --release --locked -p flowsec >&2
-FLOWSEC="${CARGO_TARGET_DIR:-$ROOT/target}/release/flowsec"
-case "$FLOWSEC" in /*) ;; *) FLOWSEC="$ROOT/$FLOWSEC" ;; esac
+release_flowsec
 
 # ----------------------------------------------------------- wireguard-go
 WG_GO=""
 WG_SKIP=""
-find_wg_go() {
-    if [ -n "${WIREGUARD_GO:-}" ]; then WG_GO="$WIREGUARD_GO"; [ -x "$WG_GO" ]; return; fi
-    local c
-    for c in "$(command -v wireguard-go 2>/dev/null || true)" "$(command -v wireguard 2>/dev/null || true)" \
-             "${GOPATH:-$HOME/go}/bin/wireguard" "$HOME/go/bin/wireguard"; do
-        if [ -n "$c" ] && [ -x "$c" ] && "$c" --version 2>/dev/null | grep -q '^wireguard-go'; then
-            WG_GO="$c"; return 0
-        fi
-    done
-    return 1
-}
-# The release tag v0.0.20250522 is refused by the Go module proxy here; its
-# commit is served as this pseudo-version (the same one scripts/test.sh pins).
-WG_GO_VERSION=${WIREGUARD_GO_VERSION:-v0.0.0-20250521234502-f333402bd9cb}
 if [ "$WG_ENABLED" = 1 ]; then
     step "wireguard-go and wg"
-    if ! find_wg_go && [ "$INSTALL" = 1 ] && [ -z "${WIREGUARD_GO:-}" ] && command -v go >/dev/null 2>&1; then
-        log "installing wireguard-go: go install golang.zx2c4.com/wireguard@$WG_GO_VERSION"
-        (cd /tmp && go install "golang.zx2c4.com/wireguard@$WG_GO_VERSION") >&2 || log "go install failed"
+    if ! wireguard_go >/dev/null && [ -z "${WIREGUARD_GO:-}" ]; then
+        install_wireguard_go || log "go install failed (or no go, or --no-install)"
     fi
-    find_wg_go || { WG_GO=""; WG_SKIP="wireguard-go not found and could not be installed (go install golang.zx2c4.com/wireguard@$WG_GO_VERSION)"; }
+    WG_GO="$(wireguard_go)" || WG_SKIP="wireguard-go not found and could not be installed (go install golang.zx2c4.com/wireguard@$WIREGUARD_GO_VERSION)"
     if [ -z "$WG_SKIP" ] && ! command -v wg >/dev/null 2>&1; then
-        if [ "$INSTALL" = 1 ] && command -v apt-get >/dev/null 2>&1; then
-            log "installing wg: apt-get install -y --no-install-recommends wireguard-tools"
-            DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends wireguard-tools >&2 ||
-                { DEBIAN_FRONTEND=noninteractive apt-get update >&2 &&
-                  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends wireguard-tools >&2; } ||
-                log "apt-get install wireguard-tools failed"
-        fi
+        apt_install wireguard-tools || log "apt-get install wireguard-tools failed (or --no-install)"
         command -v wg >/dev/null 2>&1 || WG_SKIP="wg (wireguard-tools) not found and could not be installed"
     fi
     if [ -n "$WG_SKIP" ]; then
@@ -132,78 +109,18 @@ bench_cleanup() {
     for i in "${WG_IFS[@]}"; do rm -f "/var/run/wireguard/$i.sock"; done
 }
 trap 'bench_cleanup 2>&"$E2E_ERR_FD"' EXIT
-trap 'e2e_log "interrupted" 2>&"$E2E_ERR_FD"; bench_cleanup 2>&"$E2E_ERR_FD"; trap - EXIT; exit 130' INT
-trap 'e2e_log "terminated" 2>&"$E2E_ERR_FD"; bench_cleanup 2>&"$E2E_ERR_FD"; trap - EXIT; exit 143' TERM
+trap 'log "interrupted" 2>&"$E2E_ERR_FD"; bench_cleanup 2>&"$E2E_ERR_FD"; trap - EXIT; exit 130' INT
+trap 'log "terminated" 2>&"$E2E_ERR_FD"; bench_cleanup 2>&"$E2E_ERR_FD"; trap - EXIT; exit 143' TERM
 
-die() {
-    log "$*"
-    local f
-    for f in "$W"/*.log; do show_log "$f" 10; done
-    exit 1
-}
-
-# cpu_ticks PID...: utime+stime (fields 14, 15 of /proc/PID/stat, all
-# threads) summed over the PIDs, in clock ticks
-CLK_TCK="$(getconf CLK_TCK)"
-cpu_ticks() {
-    local pid total=0 stat f
-    for pid in "$@"; do
-        stat="$(cat "/proc/$pid/stat")" || return 1
-        # after "pid (comm) ": field 3 onwards, so utime/stime are f[11], f[12]
-        read -r -a f <<<"${stat##*) }"
-        total=$((total + f[11] + f[12]))
-    done
-    echo "$total"
-}
-
-ping_ok() {  # ping_ok FROM DST
-    ns_exec "$1" python3 "$E2E_TOOLS" ping "$2" --count 3 --interval 0.1 --timeout 2 \
-        >"$W/ping-$1-$2.log" 2>&1
-}
-pings() {
-    local i
-    # the first packets of wireguard-go wait for its handshake: retry
-    for i in 1 2 3; do
-        ping_ok hostA 10.2.0.2 && ping_ok hostB 10.1.0.2 && return 0
-        sleep 0.5
-    done
-    die "ping hostA <-> hostB failed ($1)"
-}
-
-PORT=5101
 RESULTS="$W/results.txt"   # KEY RUN MBIT BYTES CPU_SECONDS|-
 : >"$RESULTS"
-# tcp_run KEY RUN [PID...]: SECS of TCP hostA -> hostB; CPU of the PIDs
-tcp_run() {
-    local key="$1" run="$2" rpid name="$1-$2" c0="" c1="" cpu="-"
-    shift 2
-    PORT=$((PORT + 1))
-    start_bg hostB "$W/recv-$name.log" python3 "$E2E_TOOLS" recv --bind 10.2.0.2 \
-        --port "$PORT" --result "$W/recv-$name.json" --timeout "$(python3 -c "print(int($SECS) + 30)")" --no-hash
-    rpid=$E2E_LAST_PID
-    wait_for_log "$W/recv-$name.log" 'recv: listening' 5 "$rpid" || die "receiver did not start"
-    if [ $# -gt 0 ]; then c0="$(cpu_ticks "$@")" || die "$key: a tunnel process is gone"; fi
-    ns_exec hostA timeout --foreground "$(python3 -c "print(int($SECS) + 40)")" python3 "$E2E_TOOLS" send \
-        --to 10.2.0.2 --port "$PORT" --seconds "$SECS" --timeout 20 \
-        >"$W/send-$name.json" 2>"$W/send-$name.log" || die "$key: TCP sender failed or timed out"
-    wait_for_log "$W/recv-$name.json" 'bytes' 10 "$rpid" || die "$key: receiver wrote no result"
-    if [ $# -gt 0 ]; then
-        c1="$(cpu_ticks "$@")" || die "$key: a tunnel process died during the measurement"
-        cpu="$(python3 -c "print(($c1 - $c0) / $CLK_TCK)")"
-    fi
-    stop_bg "$rpid" 2
-    local out
-    out="$(python3 - "$W/send-$name.json" "$W/recv-$name.json" <<'EOF'
-import json, sys
-s, r = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-if s["bytes"] != r["bytes"]:
-    print("receiver got %d of %d bytes" % (r["bytes"], s["bytes"]))
-    sys.exit(1)
-print("%s %d" % (s["mbit_s"], s["bytes"]))
-EOF
-)" || die "$key: TCP transfer incomplete: $out"
-    echo "$key $run ${out% *} ${out#* } $cpu" >>"$RESULTS"
-    log "  $key run $run: ${out% *} Mbit/s, $(python3 -c "print(round(${out#* } / 1e6))") MB$([ "$cpu" = - ] || echo ", endpoints' CPU ${cpu} s")"
+measure() {  # measure KEY [PID...]: REPEATS runs of tcp_run, the PIDs' CPU time, into RESULTS
+    local key="$1" r
+    shift
+    for ((r = 1; r <= REPEATS; r++)); do
+        tcp_run "$key-$r" "$@"
+        echo "$key $r $MBIT $TCP_BYTES $TCP_CPU_S" >>"$RESULTS"
+    done
 }
 
 # ---------------------------------------------------------------- topology
@@ -224,14 +141,14 @@ log "veths: kernel default gso_max_segs $SEGS; ${SECS} s per measurement, $REPEA
 step "plain forwarding, kernel GSO on the veths"
 e2e_standin_routes
 pings plain
-for ((r = 1; r <= REPEATS; r++)); do tcp_run plain-gso "$r"; done
+measure plain-gso
 
 step "plain forwarding, gso_max_segs 1 on every veth (one packet per MSS)"
 e2e_gso_max_segs 1
-for ((r = 1; r <= REPEATS; r++)); do tcp_run plain-nogso "$r"; done
+measure plain-nogso
 e2e_gso_max_segs "$SEGS"
 log "gso_max_segs back to $SEGS for the tunnels"
-e2e_standin_routes_del
+e2e_standin_routes del
 
 # ------------------------------------------------------------------ flowsec
 e2e_need_nft || die "nftables could not be installed (flowsec up needs nft for its plaintext filter)"
@@ -239,19 +156,15 @@ run_flowsec() {  # run_flowsec KEY raw|udp [flowsec up options...]
     local key="$1" encap="$2"; shift 2
     e2e_write_gcm_setkeys "$W" bench-tunnels "$encap"
     step "flowsec ($key): two gateways, ESP tunnel mode ($encap), AES-GCM-16, manual keys${*:+, $*}"
-    declare -A FS_PID
     for gw in gwA gwB; do
-        start_bg "$gw" "$W/$key-$gw.log" "$FLOWSEC" up --tun fsec0 --setkey "$W/$gw.setkey" --socket "$W/$gw.sock" "$@"
-        FS_PID[$gw]=$E2E_LAST_PID
-    done
-    for gw in gwA gwB; do
-        wait_for_log "$W/$key-$gw.log" 'flowsec: up' 10 "${FS_PID[$gw]}" || die "$gw: flowsec up failed"
+        daemon_up "$gw" "$W/$key-$gw.log" "$FLOWSEC" up --tun fsec0 --setkey "$W/$gw.setkey" --socket "$W/$gw.sock" "$@" ||
+            die "$gw: flowsec up failed"
     done
     pings "$key"
-    for ((r = 1; r <= REPEATS; r++)); do tcp_run "$key" "$r" "${FS_PID[gwA]}" "${FS_PID[gwB]}"; done
+    measure "$key" "${GW_PID[gwA]}" "${GW_PID[gwB]}"
     for gw in gwA gwB; do
-        stop_bg "${FS_PID[$gw]}" 5
-        log "  $gw: $(grep -m1 'flowsec: down' "$W/$key-$gw.log" || echo "(no counters; exit status $E2E_LAST_RC)")"
+        daemon_down "$gw" || true
+        say "$gw: $(grep -m1 'flowsec: down' "$W/$key-$gw.log" || echo "(no counters; exit status $E2E_LAST_RC)")"
     done
 }
 run_flowsec flowsec-nooffload raw --no-offload
@@ -299,8 +212,8 @@ if [ -z "$WG_SKIP" ]; then
     wg_conf gwA "$WGA" A B 192.0.2.2 10.2.0.0/24 || die "gwA: configuring $WGA failed"
     wg_conf gwB "$WGB" B A 192.0.2.1 10.1.0.0/24 || die "gwB: configuring $WGB failed"
     pings wireguard-go
-    for ((r = 1; r <= REPEATS; r++)); do tcp_run wireguard-go "$r" "${WG_PID[gwA]}" "${WG_PID[gwB]}"; done
-    log "  gwA: $(ns_exec gwA wg show "$WGA" transfer | awk '{printf "received %s B, sent %s B", $2, $3}')"
+    measure wireguard-go "${WG_PID[gwA]}" "${WG_PID[gwB]}"
+    say "gwA: $(ns_exec gwA wg show "$WGA" transfer | awk '{printf "received %s B, sent %s B", $2, $3}')"
     for gw in gwA gwB; do stop_bg "${WG_PID[$gw]}" 5; done
 fi
 
@@ -308,7 +221,7 @@ fi
 step "results"
 MACHINE="$(uname -r); $(nproc) CPUs ($(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1))"
 python3 - "$RESULTS" "$SECS" "$REPEATS" "$JSON_OUT" "$WG_SKIP" "$MACHINE" \
-    "$("$FLOWSEC" --version 2>/dev/null || echo flowsec)" "$([ -n "$WG_GO" ] && "$WG_GO" --version 2>/dev/null | head -n 1 || true)" <<'EOF'
+    "$("$FLOWSEC" --version 2>/dev/null || echo flowsec)" "$([ -n "$WG_GO" ] && "$WG_GO" --version 2>/dev/null | head -n 1 || true)" >&3 <<'EOF'
 import json, statistics, sys, time
 results, secs, repeats, json_out, wg_skip, machine, fs_ver, wg_ver = sys.argv[1:9]
 runs = {}

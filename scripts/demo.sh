@@ -11,7 +11,8 @@
 #    summary table.
 #
 # Everything it creates carries a per-run prefix (fs<pid>-) and is removed
-# on exit, on error and on Ctrl-C (tests/e2e/lib.sh's traps). Without root
+# on exit, on error and on Ctrl-C (tests/e2e/lib.sh's traps; its ping and
+# TCP measurements are scripts/lib.sh's, as bench-tunnels.sh's). Without root
 # or `ip netns` it shows the IPsec core's speed instead (`flowsec speed`;
 # extra arguments go to it).
 #
@@ -20,16 +21,11 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$PWD"
-
-echo "==> build: cargo build --release --locked -p flowsec"
-cargo build --release --locked -p flowsec
-FLOWSEC="${CARGO_TARGET_DIR:-$ROOT/target}/release/flowsec"
-case "$FLOWSEC" in /*) ;; *) FLOWSEC="$ROOT/$FLOWSEC" ;; esac
-
-E2E_LOG_TAG=demo
 E2E_CLEANUP_REPORT=1
 # shellcheck source=tests/e2e/lib.sh
 . "$ROOT/tests/e2e/lib.sh"
+
+release_flowsec
 
 if ! e2e_have_root_netns; then
     echo "demo: the namespace demo (two flowsec gateways, traffic through the tunnel)"
@@ -40,68 +36,10 @@ fi
 
 SECS="${FLOWSEC_DEMO_SECONDS:-3}"
 TUN=fsec0
-PORT=5001
 T0=$SECONDS
 
 e2e_init
 W="$E2E_WORK"
-
-step() { printf '\n==> %s\n' "$*"; }
-say() { printf '    %s\n' "$*"; }
-die() {
-    echo "demo: $*" >&2
-    local f
-    for f in "$W"/*.log; do show_log "$f" 10; done
-    exit 1
-}
-
-# ping_line FROM DST: "FROM -> DST: 3/3 replies, rtt min/avg/max a/b/c ms"
-ping_line() {
-    local from="$1" dst="$2" log="$W/ping-$1-$2.log"
-    ns_exec "$from" python3 "$E2E_TOOLS" ping "$dst" --count 3 --interval 0.1 >"$log" 2>&1 || true
-    awk -v from="$from" -v dst="$dst" '
-        /time=/ { t = $0; sub(/.*time=/, "", t); sub(/ ms.*/, "", t); t += 0
-                  n++; s += t; if (n == 1 || t < mn) mn = t; if (t > mx) mx = t }
-        END { if (n) printf "ping %s -> %s (%s): %d/3 replies, rtt min/avg/max %.3f/%.3f/%.3f ms\n", from, dst == "10.2.0.2" ? "hostB" : "hostA", dst, n, mn, s / n, mx
-              else printf "ping %s -> %s: no replies\n", from, dst }' "$log"
-    grep -q '3 received' "$log"
-}
-
-pings() {
-    local line
-    line="$(ping_line hostA 10.2.0.2)" || { say "$line"; die "ping hostA -> hostB failed"; }
-    say "$line"
-    line="$(ping_line hostB 10.1.0.2)" || { say "$line"; die "ping hostB -> hostA failed"; }
-    say "$line"
-}
-
-# tcp_run NAME: SECS of TCP hostA -> hostB; prints a line, sets MBIT
-MBIT=0
-tcp_run() {
-    local name="$1" rpid
-    start_bg hostB "$W/recv-$name.log" python3 "$E2E_TOOLS" recv --bind 10.2.0.2 \
-        --port "$PORT" --result "$W/recv-$name.json" --timeout "$((SECS + 15))" --no-hash
-    rpid=$E2E_LAST_PID
-    wait_for_log "$W/recv-$name.log" 'recv: listening' 5 "$rpid" || die "receiver did not start"
-    ns_exec hostA timeout --foreground "$((SECS + 15))" python3 "$E2E_TOOLS" send --to 10.2.0.2 --port "$PORT" \
-        --seconds "$SECS" --timeout 10 >"$W/send-$name.json" 2>"$W/send-$name.log" ||
-        die "TCP sender failed or timed out"
-    wait_for_log "$W/recv-$name.json" 'bytes' 5 "$rpid" || die "receiver wrote no result"
-    stop_bg "$rpid" 2
-    local out
-    out="$(python3 - "$W/send-$name.json" "$W/recv-$name.json" <<'EOF'
-import json, sys
-s, r = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-ok = s["bytes"] == r["bytes"]
-print("%.1f TCP hostA -> hostB: %.0f MB in %.2f s = %.1f Mbit/s%s" % (
-    s["mbit_s"], s["bytes"] / 1e6, s["seconds"], s["mbit_s"],
-    "" if ok else " (receiver got %d of %d bytes!)" % (r["bytes"], s["bytes"])))
-sys.exit(0 if ok else 1)
-EOF
-)" || { say "${out#* }"; die "TCP transfer incomplete"; }
-    MBIT="${out%% *}"
-    say "${out#* }"
-}
 
 e2e_need_nft || die "nftables could not be installed (flowsec up needs nft for its plaintext filter)"
 
@@ -145,13 +83,9 @@ run_gateways() {
     e2e_write_gcm_setkeys "$W" demo "$encap"
     say "gwA's setkey file (gwB's swaps the local and remote networks):"
     grep -v '^#' "$W/gwA.setkey" | sed 's/^/      /'
-    declare -A GW_PID
     for gw in gwA gwB; do
-        start_bg "$gw" "$W/$gw.log" "$FLOWSEC" up --tun "$TUN" --setkey "$W/$gw.setkey" --socket "$W/$gw.sock"
-        GW_PID[$gw]=$E2E_LAST_PID
-    done
-    for gw in gwA gwB; do
-        wait_for_log "$W/$gw.log" 'flowsec: up' 10 "${GW_PID[$gw]}" || die "$gw: flowsec up failed"
+        daemon_up "$gw" "$W/$gw.log" "$FLOWSEC" up --tun "$TUN" --setkey "$W/$gw.setkey" --socket "$W/$gw.sock" ||
+            die "$gw: flowsec up failed"
         say "$gw: $(grep -m1 'flowsec: up' "$W/$gw.log")  [route: $( (ns_exec "$gw" ip route show table 62956 dev "$TUN" 2>/dev/null || true) | head -n 1 | sed 's/ *$//')]"
     done
     pings
@@ -159,13 +93,13 @@ run_gateways() {
     ROWS+=("flowsec $label|$MBIT")
     say "stopping the gateways (SIGTERM): their counters"
     for gw in gwA gwB; do
-        stop_bg "${GW_PID[$gw]}" 5
+        daemon_down "$gw" || true
         line="$(grep -m1 'flowsec: down' "$W/$gw.log" || true)"
         [ -n "$line" ] || line="(no counters; exit status $E2E_LAST_RC)"
         say "$gw: $line"
     done
 }
-e2e_standin_routes_del
+e2e_standin_routes del
 run_gateways "ESP tunnel" raw
 run_gateways "ESP-in-UDP tunnel" udp
 say "(sent: packets sealed; delivered: packets opened and handed to the TUN;"

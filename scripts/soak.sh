@@ -43,21 +43,25 @@ done
 [ "$MINUTES" -ge 2 ] 2>/dev/null || { echo "soak: --minutes: at least 2" >&2; exit 2; }
 
 # shellcheck source=tests/e2e/lib.sh
-. tests/e2e/lib.sh
+. tests/e2e/lib.sh        # and scripts/lib.sh: log, apt_install
+# shellcheck source=tests/e2e/ike_lib.sh
+. tests/e2e/ike_lib.sh    # fctl, child_spis, poll
 e2e_require_root_netns
 e2e_need_nft
-command -v iperf3 >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends iperf3 >&2
+command -v iperf3 >/dev/null || apt_install iperf3
 
 if [ -z "${FLOWSEC_BIN:-}" ]; then
-    cargo build --release --locked -p flowsec >&2
-    FLOWSEC_BIN=target/release/flowsec
+    release_flowsec >&2
+    FLOWSEC_BIN=$FLOWSEC
 fi
 FLOWSEC_BIN=$(realpath "$FLOWSEC_BIN")
 e2e_init
 W="$E2E_WORK"
 OUT="${OUT:-$W/soak}"
 mkdir -p "$OUT"
-log() { printf 'soak: %s\n' "$*" >&2; }
+# What ike_lib.sh's fctl and child_spis read.
+declare -A IMPL=([gwA]=flowsec [gwB]=flowsec)
+CONN=soak CHILD=net
 
 e2e_topology_gateway
 for gw in gwA gwB; do
@@ -99,26 +103,11 @@ EOF
     [ $gw = gwB ] && sed -i 's/rekey_time = 10s/rekey_time = 1h/; s/rekey_time = 60s/rekey_time = 4h/' "$W/$gw.conf"
 done
 
-declare -A PID
 for gw in gwB gwA; do
-    start_bg "$gw" "$W/$gw.log" "$FLOWSEC_BIN" up -c "$W/$gw.conf" --tun fsoak0 --socket "$W/$gw.sock"
-    PID[$gw]=$E2E_LAST_PID
-    wait_for_log "$W/$gw.log" 'flowsec: up' 10 "${PID[$gw]}" || { show_log "$W/$gw.log"; exit 1; }
+    daemon_up "$gw" "$W/$gw.log" "$FLOWSEC_BIN" up -c "$W/$gw.conf" --tun fsoak0 --socket "$W/$gw.sock" || exit 1
 done
-fctl() { timeout 10 "$FLOWSEC_BIN" ctl --socket "$W/$1.sock" "${@:2}"; }
-child_spis() {  # child_spis GW: "in out" of the installed CHILD_SA
-    fctl "$1" sas --json | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-for ike in d["ike_sas"]:
-    for c in ike["child_sas"]:
-        if c.get("state") == "INSTALLED":
-            print(c["spi_in"], c["spi_out"]); sys.exit(0)
-sys.exit(1)'
-}
-for _ in $(seq 100); do child_spis gwA >/dev/null 2>&1 && break; sleep 0.1; done
-child_spis gwA >/dev/null || { log "no CHILD_SA came up"; show_log "$W/gwA.log"; exit 1; }
-log "tunnel up: CHILD_SA $(child_spis gwA)"
+spis=$(poll 10 child_spis gwA) || { log "no CHILD_SA came up"; show_log "$W/gwA.log"; exit 1; }
+log "tunnel up: CHILD_SA $spis"
 
 start_bg hostB "$W/perf-server.log" "$FLOWSEC_BIN" perf server
 start_bg hostA "$W/iperf-server.log" iperf3 -s
@@ -203,7 +192,7 @@ snap before
 # measured): gwA's CHILD_SA and IKE SA every second (the rekeys), each
 # daemon's RSS and descriptors every 10 s, hostile packets every 30 s
 # from a sender started in each gateway's namespace before the stream.
-python3 - "$OUT" "$W" "${PID[gwA]}" "${PID[gwB]}" "$(ns gwA)" "$(ns gwB)" "$E2E_TOOLS" \
+python3 - "$OUT" "$W" "${GW_PID[gwA]}" "${GW_PID[gwB]}" "$(ns gwA)" "$(ns gwB)" "$E2E_TOOLS" \
     "$(ns hostA)" "$FLOWSEC_BIN" "$RATE" "$SECS" "$RCVBUF" <<'PY' || true
 import json, os, socket, subprocess, sys, time
 out, w, pid_a, pid_b, ns_a, ns_b, tools, ns_host_a, flowsec, rate, secs, rcvbuf = sys.argv[1:13]
@@ -312,7 +301,7 @@ for gw in gwA gwB; do fctl "$gw" stats >"$OUT/$gw-stats.txt" 2>&1 || true; done
 cp "$W/cbr.log" "$OUT/cbr.json"
 cp "$W/iperf.log" "$OUT/iperf3.json" 2>/dev/null || true
 for gw in gwA gwB; do
-    if pid_alive "${PID[$gw]}"; then stop_bg "${PID[$gw]}" 10; else died="$died $gw"; fi
+    if pid_alive "${GW_PID[$gw]}"; then daemon_down "$gw" 10 || true; else died="$died $gw"; fi
     cp "$W/$gw.log" "$OUT/$gw.log"
 done
 

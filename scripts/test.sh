@@ -10,15 +10,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-section() { printf '\n== %s\n' "$*"; }
-
-# apt-get install PKG... non-interactively, fetching the package lists
-# first only if the install cannot go ahead without them (a fresh machine).
-apt_install() {
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" ||
-        { DEBIAN_FRONTEND=noninteractive apt-get update -q &&
-          DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@"; }
-}
+# shellcheck source=scripts/lib.sh
+. scripts/lib.sh
 
 install_system_deps() {
     local missing=()
@@ -33,7 +26,7 @@ install_system_deps() {
         echo "not root: cannot install ${missing[*]}; the oracle tests that need them will be skipped"
         return 0
     fi
-    section "installing ${missing[*]}"
+    step "installing ${missing[*]}"
     echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
     apt_install "${missing[@]}"
 }
@@ -41,46 +34,26 @@ install_system_deps() {
 install_system_deps
 
 # The lab's other implementations (issue 4): strongSwan's charon with
-# kernel-libipsec, and wireguard-go. Optional: the lab skips a missing one
-# with a message, and the check below only asks for rows of those present.
-STRONGSWAN_PKGS=(charon-systemd strongswan-swanctl libcharon-extra-plugins
-                 libstrongswan-standard-plugins libstrongswan-extra-plugins)
-# The v0.0.20250522 tag is refused by the Go module proxy here; its commit
-# (f333402bd9cb) is served as this pseudo-version.
-WIREGUARD_GO_VERSION=v0.0.0-20250521234502-f333402bd9cb
-have_strongswan() {
-    [ -x /usr/sbin/charon-systemd ] && command -v swanctl >/dev/null &&
-        [ -e /usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so ] &&
-        [ -e /usr/lib/ipsec/plugins/libstrongswan-openssl.so ]
-}
-wireguard_go() {
-    local c
-    for c in "${WIREGUARD_GO:-}" "$(command -v wireguard-go || true)" "${GOPATH:-$HOME/go}/bin/wireguard"; do
-        [ -n "$c" ] && [ -x "$c" ] && "$c" --version 2>/dev/null | grep -q '^wireguard-go' && { echo "$c"; return 0; }
-    done
-    return 1
-}
+# kernel-libipsec, and wireguard-go (scripts/lib.sh). Optional: the lab
+# skips a missing one with a message, and the check below only asks for
+# rows of those present.
 install_peers() {
     [ "$(id -u)" -eq 0 ] || return 0
     if ! have_strongswan; then
-        section "installing strongSwan (the lab's strongswan implementation): ${STRONGSWAN_PKGS[*]}"
-        apt_install "${STRONGSWAN_PKGS[@]}" || echo "strongSwan could not be installed: the lab will skip it"
-        # The lab runs its own charons in namespaces; a packaged service
-        # started by the install is not ours to keep running.
-        command -v systemctl >/dev/null && systemctl disable --now strongswan.service >/dev/null 2>&1 || true
+        step "installing strongSwan (the lab's strongswan implementation): ${STRONGSWAN_PKGS[*]}"
+        install_strongswan || echo "strongSwan could not be installed: the lab will skip it"
     fi
     if ! wireguard_go >/dev/null && command -v go >/dev/null; then
-        section "installing wireguard-go $WIREGUARD_GO_VERSION (the lab's wireguard-go implementation)"
-        (cd /tmp && go install "golang.zx2c4.com/wireguard@$WIREGUARD_GO_VERSION") ||
-            echo "wireguard-go could not be installed: the lab will skip it"
+        step "installing wireguard-go $WIREGUARD_GO_VERSION (the lab's wireguard-go implementation)"
+        install_wireguard_go || echo "wireguard-go could not be installed: the lab will skip it"
     fi
 }
 install_peers
 
-section "cargo test (unit, known-answer, wire captures, replay window, processing, fuzz corpus replay, CLI)"
+step "cargo test (unit, known-answer, wire captures, replay window, processing, fuzz corpus replay, CLI)"
 cargo test --workspace --locked
 
-section "end-to-end: two flowsec gateways in network namespaces (needs root; skips without)"
+step "end-to-end: two flowsec gateways in network namespaces (needs root; skips without)"
 cargo build --locked -p flowsec
 # mode, suite, encapsulation, outer family, bytes (the slow legacy suites
 # move less: this is a debug build), workers (- = one per CPU), TUN
@@ -122,7 +95,7 @@ tests/e2e/hardening.sh </dev/null
 echo "-- e2e: harness self-test (plain forwarding stand-in: the sniffer sees plaintext, injected plaintext arrives)"
 FLOWSEC_E2E_STANDIN=1 FLOWSEC_E2E_BYTES=5000000 tests/e2e/gateway.sh </dev/null
 
-section "IKEv2 against strongSwan 5.9.8 (charon + kernel-libipsec) in network namespaces (needs root; skips without)"
+step "IKEv2 against strongSwan 5.9.8 (charon + kernel-libipsec) in network namespaces (needs root; skips without)"
 # left = gwA, the initiator; right = gwB, the responder. Each run: SAs up and
 # agreed, ping and TCP both ways, counters rising in swanctl --list-sas,
 # CHILD_SA rekeys (PFS) and IKE SA rekeys from each side, terminate and
@@ -151,7 +124,7 @@ for right in flowsec strongswan; do
     FLOWSEC_IKE_NAT_RIGHT=$right FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_nat.sh </dev/null
 done
 
-section "flowsec lab run --quick all (every scenario writes its report; verdicts come from the data)"
+step "flowsec lab run --quick all (every scenario writes its report; verdicts come from the data)"
 LAB_OUT="$(mktemp -d)"
 target/debug/flowsec lab run --quick all --out "$LAB_OUT"
 n=0
@@ -208,6 +181,6 @@ echo "PASS: lab plot redraws the charts from results.json"
 rm -rf "$LAB_OUT"
 
 if [ "${FLOWSEC_SKIP_ORACLE:-0}" != 1 ]; then
-    section "oracle tests: scapy (ESP/AH both ways) and tshark (ESP decryption)"
+    step "oracle tests: scapy (ESP/AH both ways) and tshark (ESP decryption)"
     tests/oracle/run.sh
 fi

@@ -27,7 +27,7 @@ e2e_require_root_netns
 FLOWSEC="${FLOWSEC:-$E2E_ROOT/target/debug/flowsec}"
 MODE="${FLOWSEC_E2E_MODE:-tunnel}"
 COUNT=60
-[ -x "$FLOWSEC" ] || { echo "FAIL: flowsec binary not found at $FLOWSEC"; exit 1; }
+require_flowsec "$FLOWSEC" FLOWSEC
 command -v tcpdump >/dev/null || { echo "FAIL: tcpdump not installed (scripts/test.sh installs it)"; exit 1; }
 
 e2e_init
@@ -42,14 +42,14 @@ KEY=0x000102030405060708090a0b0c0d0e0f10111213
 KEY6=0x202122232425262728292a2b2c2d2e2f30313233
 case "$MODE" in
     tunnel)
-        FROM=hostA TO=hostB DSTS="10.2.0.2 fd02::2"
+        FROM=hostA TO=hostB DSTS="10.2.0.2 2001:db8:2::2"
         for gw in gwA gwB; do
             if [ $gw = gwA ]; then dir=out; else dir=fwd; fi
             cat >"$W/$gw.setkey" <<EOF
 add 192.0.2.1 192.0.2.2 esp 0x1001 -m tunnel -r 64 -E aes-gcm-16 $KEY;
 add 2001:db8::1 2001:db8::2 esp 0x1002 -m tunnel -r 64 -E aes-gcm-16 $KEY6;
 spdadd 10.1.0.0/24[any] 10.2.0.0/24[5004] udp -P $dir ipsec esp/tunnel/192.0.2.1-192.0.2.2/require;
-spdadd fd01::/64[any] fd02::/64[5004] udp -P $dir ipsec esp/tunnel/2001:db8::1-2001:db8::2/require;
+spdadd 2001:db8:1::/64[any] 2001:db8:2::/64[5004] udp -P $dir ipsec esp/tunnel/2001:db8::1-2001:db8::2/require;
 EOF
         done ;;
     transport)
@@ -66,13 +66,9 @@ EOF
     *) echo "FAIL: FLOWSEC_E2E_MODE=$MODE (tunnel or transport)"; exit 1 ;;
 esac
 
-declare -A GW_PID
 for gw in gwA gwB; do
-    start_bg "$gw" "$W/$gw.log" "$FLOWSEC" up --tun fsec0 --setkey "$W/$gw.setkey" --socket "$W/$gw.sock"
-    GW_PID[$gw]=$E2E_LAST_PID
+    check "$gw: flowsec up" daemon_up "$gw" "$W/$gw.log" "$FLOWSEC" up --tun fsec0 --setkey "$W/$gw.setkey" --socket "$W/$gw.sock"
 done
-daemon_up() { wait_for_log "$W/$1.log" 'flowsec: up' 10 "${GW_PID[$1]}" || { show_log "$W/$1.log"; return 1; }; }
-for gw in gwA gwB; do check "$gw: flowsec up" daemon_up "$gw"; done
 [ "$E2E_FAILED" -eq 0 ] || e2e_finish
 
 # Neighbours resolved and, for IPv6, the path MTU into the TUN learnt
@@ -92,9 +88,7 @@ for dst in $DSTS; do
 done
 
 # The transit link, as an independent tool sees it.
-start_bg gwA "$W/tcpdump.log" tcpdump -i eth1 -n -U --immediate-mode -w "$W/transit.pcap"
-DUMP_PID=$E2E_LAST_PID
-wait_for_log "$W/tcpdump.log" 'listening on' 5 "$DUMP_PID" || { show_log "$W/tcpdump.log"; exit 1; }
+start_capture gwA eth1 "$W/transit.pcap"
 
 datagrams_arrive_whole() {  # datagrams_arrive_whole DST
     local out="$W/recv-$1.json"
@@ -119,7 +113,7 @@ done
 # a capture that sees nothing cannot pass the checks below.
 ns_exec "$FROM" python3 "$E2E_TOOLS" dgram-send --to "${DSTS%% *}" --port 5005 --size 200 --count 3 --rate 20
 sleep 1
-stop_bg "$DUMP_PID" 2
+stop_bg "$TCPDUMP_PID" 2
 
 count() { tcpdump -n -r "$W/transit.pcap" "$1" 2>/dev/null | wc -l; }
 capture_has_no_plaintext_fragment() {
@@ -148,8 +142,5 @@ if [ "$MODE" = tunnel ]; then
     check "gwA counted the fragments it held for a whole lookup (fragments_held)" fragments_counted
 fi
 
-for gw in gwA gwB; do
-    stop_bg "${GW_PID[$gw]}" 5
-    [ "$E2E_LAST_RC" -eq 0 ] || { echo "FAIL: $gw exited with $E2E_LAST_RC"; show_log "$W/$gw.log"; E2E_FAILED=$((E2E_FAILED + 1)); }
-done
+for gw in gwA gwB; do check "$gw: SIGTERM -> exit 0" daemon_down "$gw"; done
 e2e_finish

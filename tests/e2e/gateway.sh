@@ -39,16 +39,12 @@ e2e_require_root_netns
 STANDIN="${FLOWSEC_E2E_STANDIN:-0}"
 FLOWSEC="${FLOWSEC:-$E2E_ROOT/target/debug/flowsec}"
 BYTES="${FLOWSEC_E2E_BYTES:-52428800}"
-TRANSFER_TIMEOUT="${FLOWSEC_E2E_TRANSFER_TIMEOUT:-30}"
+TCP_TIMEOUT="${FLOWSEC_E2E_TRANSFER_TIMEOUT:-30}"   # tcp_transfer's
 UP_TIMEOUT="${FLOWSEC_E2E_UP_TIMEOUT:-10}"
 TUN=fsec0
 ENCAP="${FLOWSEC_E2E_ENCAP:-raw}"
 OUTER="${FLOWSEC_E2E_OUTER:-v4}"
-case "$OUTER" in
-    v4) GW_A=192.0.2.1; GW_B=192.0.2.2 ;;
-    v6) GW_A=2001:db8::1; GW_B=2001:db8::2 ;;
-    *) echo "FAIL: FLOWSEC_E2E_OUTER=$OUTER (v4 or v6)"; exit 1 ;;
-esac
+e2e_outer "$OUTER" || { echo "FAIL: FLOWSEC_E2E_OUTER=$OUTER (v4 or v6)"; exit 1; }
 case "$ENCAP" in
     raw) SA_A="$GW_A $GW_B esp"; SA_B="$GW_B $GW_A esp"; FLOW_SUFFIX="" ;;
     udp) SA_A="$GW_A[4500] $GW_B[4500] esp-udp"; SA_B="$GW_B[4500] $GW_A[4500] esp-udp"
@@ -86,7 +82,7 @@ if { [ "$SUITE" = ah-esp ] || [ "$SUITE" = ah ]; } && [ "$ENCAP" = udp ]; then
 fi
 MODE="${FLOWSEC_E2E_MODE:-tunnel}"
 case "$MODE" in
-    tunnel) FROM=hostA; TO=hostB; TO_ADDRS="10.2.0.2 fd02::2" ;;
+    tunnel) FROM=hostA; TO=hostB; TO_ADDRS="10.2.0.2 2001:db8:2::2" ;;
     transport)
         FROM=gwA; TO=gwB; TO_ADDRS="$GW_B"
         RULES=$(echo "$RULES" | sed 's|/tunnel/@A@-@B@/|/transport//|g')
@@ -100,10 +96,7 @@ FLOW_SPI_B=$(printf '0x%x' $((FLOW_BASE * 16 + 2)))
 if [ "$STANDIN" = 1 ]; then
     echo "e2e gateway: stand-in mode (plain IP forwarding between the gateways, no flowsec)"
 else
-    if [ ! -x "$FLOWSEC" ]; then
-        echo "FAIL: flowsec binary not found at $FLOWSEC (cargo build -p flowsec, or set FLOWSEC=)"
-        exit 1
-    fi
+    require_flowsec "$FLOWSEC" FLOWSEC
     echo "e2e gateway: $FLOWSEC"
 fi
 
@@ -144,8 +137,8 @@ ${6:+spdadd $7 $6 any -P fwd ipsec $rules_in;}
 EOF
 }
 if [ "$MODE" = tunnel ]; then
-    write_setkey "$W/gwA.setkey" 10.1.0.0/24 10.2.0.0/24 "$GW_A" "$GW_B" fd01::/64 fd02::/64
-    write_setkey "$W/gwB.setkey" 10.2.0.0/24 10.1.0.0/24 "$GW_B" "$GW_A" fd02::/64 fd01::/64
+    write_setkey "$W/gwA.setkey" 10.1.0.0/24 10.2.0.0/24 "$GW_A" "$GW_B" 2001:db8:1::/64 2001:db8:2::/64
+    write_setkey "$W/gwB.setkey" 10.2.0.0/24 10.1.0.0/24 "$GW_B" "$GW_A" 2001:db8:2::/64 2001:db8:1::/64
 else
     # Host to host: the selectors are the gateways' own transit addresses;
     # the second pair of policies is left out (same selectors).
@@ -213,7 +206,6 @@ no_nft_refused() {
     echo "$out" | grep -q 'flowsec: up (.*plaintext filter none' || { echo "    --no-plaintext-filter: not up: $out"; return 1; }
 }
 if [ "$STANDIN" != 1 ]; then
-    declare -A REMOTE_NET=([gwA]=10.2.0.0/24 [gwB]=10.1.0.0/24)
     check "a bad setkey file: file:line:col error, exit 1, nothing installed" bad_config_refused
     if [ -x /usr/sbin/nft ] && command -v unshare >/dev/null; then
         check "no nft: flowsec up refuses to start (exit 1); --no-plaintext-filter starts it" no_nft_refused
@@ -221,33 +213,19 @@ if [ "$STANDIN" != 1 ]; then
 fi
 
 # -------------------------------------------------------------------- gateways
-declare -A GW_PID REMOTE_NET=([gwA]=10.2.0.0/24 [gwB]=10.1.0.0/24)
 for gw in gwA gwB; do
     if [ "$STANDIN" = 1 ]; then
-        start_bg "$gw" "$W/$gw.log" python3 "$E2E_TOOLS" standin
+        cmd=(python3 "$E2E_TOOLS" standin)
     else
-        args=(up --tun "$TUN" --setkey "$W/$gw.setkey")
-        # Each gateway needs its own control socket (the file system is
-        # shared); passed once `flowsec up` has the option.
-        if "$FLOWSEC" up --help 2>/dev/null | grep -q -- '--socket'; then
-            args+=(--socket "$W/$gw.sock")
-        fi
-        [ -n "${FLOWSEC_E2E_WORKERS:-}" ] && args+=(--workers "$FLOWSEC_E2E_WORKERS")
-        [ "${FLOWSEC_E2E_OFFLOAD:-1}" = 0 ] && args+=(--no-offload)
-        [ -n "${FLOWSEC_E2E_BACKEND:-}" ] && args+=(--backend "$FLOWSEC_E2E_BACKEND")
-        start_bg "$gw" "$W/$gw.log" "$FLOWSEC" "${args[@]}"
+        # Each gateway needs its own control socket (the file system is shared).
+        cmd=("$FLOWSEC" up --tun "$TUN" --setkey "$W/$gw.setkey" --socket "$W/$gw.sock")
+        [ -n "${FLOWSEC_E2E_WORKERS:-}" ] && cmd+=(--workers "$FLOWSEC_E2E_WORKERS")
+        [ "${FLOWSEC_E2E_OFFLOAD:-1}" = 0 ] && cmd+=(--no-offload)
+        [ -n "${FLOWSEC_E2E_BACKEND:-}" ] && cmd+=(--backend "$FLOWSEC_E2E_BACKEND")
     fi
-    GW_PID[$gw]=$E2E_LAST_PID
+    check "$gw: flowsec up (\"flowsec: up\" within ${UP_TIMEOUT}s)" daemon_up "$gw" "$W/$gw.log" "${cmd[@]}"
 done
 [ "$STANDIN" = 1 ] && e2e_standin_routes
-
-daemon_up() {  # daemon_up GW
-    wait_for_log "$W/$1.log" 'flowsec: up' "$UP_TIMEOUT" "${GW_PID[$1]}" ||
-        { show_log "$W/$1.log"; return 1; }
-}
-for gw in gwA gwB; do
-    check "$gw: flowsec up (\"flowsec: up\" within ${UP_TIMEOUT}s)" daemon_up "$gw"
-done
 if [ "$E2E_FAILED" -ne 0 ]; then
     echo "e2e gateway: a gateway did not come up; not running the traffic checks"
     e2e_finish
@@ -266,39 +244,12 @@ SNIFF_PID=$E2E_LAST_PID
 wait_for_log "$W/sniff.log" 'sniff: ready' 5 "$SNIFF_PID" || { show_log "$W/sniff.log"; exit 1; }
 
 # ------------------------------------------------------------------- (a) ping
-ping_ab() {  # ping_ab DST
-    local log="$W/ping-$1.log"
-    e2e_ping "$FROM" "$1" >"$log" 2>&1 || { show_log "$log"; return 1; }
-    sed 's/^/    /' "$log" | tail -n 1
-}
 for addr in $TO_ADDRS; do
-    check "ping $FROM -> $TO ($addr, 3 echoes)" ping_ab "$addr"
+    check "ping $FROM -> $TO ($addr, 3 echoes)" ping_one "$FROM" "$addr"
 done
 
 # -------------------------------------------------------- (b) TCP transfer
-tcp_transfer() {
-    local res="$W/recv.json" rpid
-    start_bg "$TO" "$W/recv.log" python3 "$E2E_TOOLS" recv --bind "$TO_ADDR" --port 5001 \
-        --result "$res" --timeout "$((TRANSFER_TIMEOUT + 5))"
-    rpid=$E2E_LAST_PID
-    wait_for_log "$W/recv.log" 'recv: listening' 5 "$rpid" || { show_log "$W/recv.log"; return 1; }
-    if ! ns_exec "$FROM" timeout "$TRANSFER_TIMEOUT" python3 "$E2E_TOOLS" send --to "$TO_ADDR" \
-            --port 5001 --bytes "$BYTES" --timeout "$TRANSFER_TIMEOUT" >"$W/send.json" 2>"$W/send.log"; then
-        echo "    sender failed or timed out after ${TRANSFER_TIMEOUT}s"
-        show_log "$W/send.log"; show_log "$W/recv.log"
-        return 1
-    fi
-    stop_bg "$rpid" 2
-    [ -f "$res" ] || { echo "    receiver wrote no result"; show_log "$W/recv.log"; return 1; }
-    python3 - "$W/send.json" "$res" "$BYTES" <<'EOF'
-import json, sys
-s, r, n = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
-print("    sent %d B sha256 %s… in %.2f s (%.0f Mbit/s)" % (s["bytes"], s["sha256"][:16], s["seconds"], s["mbit_s"]))
-print("    recv %d B sha256 %s…" % (r["bytes"], r["sha256"][:16]))
-sys.exit(0 if s["bytes"] == r["bytes"] == n and s["sha256"] == r["sha256"] else 1)
-EOF
-}
-check "TCP $FROM -> $TO: $BYTES bytes arrive, sha256 matches" tcp_transfer
+check "TCP $FROM -> $TO: $BYTES bytes arrive, sha256 matches" tcp_transfer "$FROM" "$TO" "$TO_ADDR" "$BYTES"
 
 # flowsec ctl: the SAs' counters moved, as swanctl --list-sas would show.
 ctl_counts() {
@@ -335,7 +286,7 @@ touch "$W/sniff.stop"
 wait_for_log "$W/capture.json" '"frames"' 5 "$SNIFF_PID" || show_log "$W/sniff.log"
 stop_bg "$SNIFF_PID" 1
 
-capture_check() {  # capture_check MODE: esp | ah (payload may be readable) | plaintext (the stand-in's sniffer self-test)
+sniff_check() {  # sniff_check MODE: esp | ah (payload may be readable) | plaintext (the stand-in's sniffer self-test)
     [ -f "$W/capture.json" ] || { echo "    no capture summary"; return 1; }
     python3 - "$W/capture.json" "$1" "$FLOW_SUFFIX" "$FLOW_SPI_A" "$FLOW_SPI_B" "$GW_A" "$GW_B" <<'EOF'
 import json, sys
@@ -368,15 +319,15 @@ EOF
 }
 if [ "$STANDIN" = 1 ]; then
     skip "transit capture shows only ESP (stand-in mode)"
-    check "harness: the transit sniffer sees the stand-in's plaintext" capture_check plaintext
+    check "harness: the transit sniffer sees the stand-in's plaintext" sniff_check plaintext
 else
     if [ "$SUITE" = ah ]; then
         # AH authenticates and does not encrypt: the payload is readable.
         check "transit capture: only AH $GW_A<->$GW_B (SPI $FLOW_SPI_A/$FLOW_SPI_B; AH does not encrypt)" \
-            capture_check ah
+            sniff_check ah
     else
         check "transit capture: only $SUITE ${FLOW_SUFFIX:+in UDP 4500 }$GW_A<->$GW_B (SPI $FLOW_SPI_A/$FLOW_SPI_B), no plaintext" \
-            capture_check esp
+            sniff_check esp
     fi
 fi
 
@@ -400,17 +351,13 @@ tshark_decrypts() {
 import sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 good = sum(1 for r in rows if len(r) >= 3 and r[1] == "1" and r[2] == "0")
-inner = sum(1 for r in rows if any(x.startswith(("10.", "fd0")) for x in r[3:]))
-print("    %d ESP frames, %d with a good ICV, %d decrypted to a 10.x/fd0x inner packet" % (len(rows), good, inner))
+inner = sum(1 for r in rows if any(x.startswith(("10.", "2001:db8:1:", "2001:db8:2:")) for x in r[3:]))
+print("    %d ESP frames, %d with a good ICV, %d decrypted to an inner packet of a site" % (len(rows), good, inner))
 sys.exit(0 if rows and good == len(rows) and inner == len(rows) else 1)
 EOF
 }
 if [ "$STANDIN" != 1 ] && [ "$SUITE" = gcm ] && [ "$ENCAP" = raw ] && [ "$MODE" = tunnel ]; then
-    if command -v tshark >/dev/null 2>&1; then
-        check "tshark decrypts the transit ESP with the configured keys, every ICV good" tshark_decrypts
-    else
-        skip "tshark decryption of the transit capture (no tshark)"
-    fi
+    check_needs tshark "tshark decrypts the transit ESP with the configured keys, every ICV good" tshark_decrypts
 fi
 
 # ------------------------------------------------------ (d) hostile input
@@ -426,7 +373,7 @@ if [ "$STANDIN" != 1 ]; then
         ns_exec gwA python3 "$E2E_TOOLS" hostile "$GW_B" --spi 0x1001 --count 20 "${udp[@]}" >"$W/hostile.log" 2>&1 ||
             { show_log "$W/hostile.log"; return 1; }
         sed 's/^/    sent: /' "$W/hostile.log"
-        ping_ab "$TO_ADDR"
+        ping_one "$FROM" "$TO_ADDR"
     }
     check "hostile packets at gwB, then ping $FROM -> $TO still works" hostile_then_ping
 fi
@@ -463,12 +410,8 @@ plaintext_dropped() {  # plaintext_dropped PORT [arrives]: arrives = the stand-i
 if [ "$STANDIN" = 1 ]; then
     check "harness: plaintext injected on the transit link reaches hostB (stand-in)" plaintext_dropped 5002 arrives
 elif [ "$MODE" = tunnel ]; then
-    if command -v nft >/dev/null 2>&1; then
-        check "plaintext hostA -> hostB injected on the transit link: dropped at gwB (nftables, RFC 4301 5.2)" plaintext_dropped 5002
-        check "plaintext hostA -> hostB:4500 (UDP 4500 is accepted only to the gateway itself): dropped at gwB" plaintext_dropped 4500
-    else
-        skip "plaintext filter at gwB (no nft: install nftables)"
-    fi
+    check_needs nft "plaintext hostA -> hostB injected on the transit link: dropped at gwB (nftables, RFC 4301 5.2)" plaintext_dropped 5002
+    check_needs nft "plaintext hostA -> hostB:4500 (UDP 4500 is accepted only to the gateway itself): dropped at gwB" plaintext_dropped 4500
 fi
 
 # ------------------------------------- (e) setkey against the running daemons
@@ -518,7 +461,7 @@ if [ "$STANDIN" != 1 ]; then
             "$FLOWSEC" setkey -f "$W/rekey.setkey" --socket "$W/$gw.sock" >"$W/rekey-$gw.log" 2>&1 ||
                 { show_log "$W/rekey-$gw.log"; return 1; }
         done
-        ping_ab "$TO_ADDR" || return 1
+        ping_one "$FROM" "$TO_ADDR" || return 1
         "$FLOWSEC" ctl sas --json --socket "$W/gwB.sock" | python3 -c '
 import json, sys
 sas = {s["spi"]: s for s in json.load(sys.stdin)["sas"]}
@@ -539,14 +482,14 @@ sys.exit(0 if new > 0 and "00001001" not in sas else 1)'
         before=$(stat_of gwA policy_discard)
         printf 'spdadd 10.1.0.0/24 10.2.0.2/32 icmp -P out prio high discard;\nspdadd 10.1.0.0/24 198.51.100.0/24 any -P out discard;\n' |
             "$FLOWSEC" setkey -c --socket "$W/gwA.sock" || return 1
-        if ping_ab 10.2.0.2 >/dev/null 2>&1; then echo "    ping got through a DISCARD policy"; return 1; fi
+        if ping_one hostA 10.2.0.2 >/dev/null 2>&1; then echo "    ping got through a DISCARD policy"; return 1; fi
         after=$(stat_of gwA policy_discard)
         echo "    gwA policy_discard $before -> $after"
         [ "$after" -ge $((before + 3)) ] || return 1
         flowsec_routes gwA | grep -q '^198.51.100.0/24 dev' || { echo "    no route for the DISCARD-only 198.51.100.0/24"; return 1; }
         printf 'spddelete 10.1.0.0/24 10.2.0.2/32 icmp -P out;\nspddelete 10.1.0.0/24 198.51.100.0/24 any -P out;\n' |
             "$FLOWSEC" setkey -c --socket "$W/gwA.sock" || return 1
-        ping_ab 10.2.0.2 || return 1
+        ping_one hostA 10.2.0.2 || return 1
         ! flowsec_routes gwA | grep -q '^198.51.100.0/24' || { echo "    198.51.100.0/24 route left"; return 1; }
     }
     live_bypass() {
@@ -618,10 +561,7 @@ fi
 # -------------------------------------------------------------- (d) shutdown
 gw_stops_cleanly() {  # gw_stops_cleanly GW
     local gw="$1" ok=0
-    stop_bg "${GW_PID[$gw]}" 5
-    if [ "$E2E_LAST_RC" -ne 0 ]; then
-        echo "    $gw: exit status $E2E_LAST_RC after SIGTERM (137: needed SIGKILL)"; ok=1
-    fi
+    daemon_down "$gw" 5 || ok=1
     if [ "$STANDIN" != 1 ]; then
         if ns_exec "$gw" ip link show "$TUN" >/dev/null 2>&1; then
             echo "    $gw: $TUN still exists"; ok=1

@@ -22,7 +22,7 @@ set -eu -o pipefail
 e2e_require_root_netns
 
 FLOWSEC="${FLOWSEC:-$E2E_ROOT/target/debug/flowsec}"
-[ -x "$FLOWSEC" ] || { echo "FAIL: flowsec binary not found at $FLOWSEC"; exit 1; }
+require_flowsec "$FLOWSEC" FLOWSEC
 command -v setpriv >/dev/null || { echo "SKIP: no setpriv (util-linux)"; exit 0; }
 
 e2e_init
@@ -33,12 +33,9 @@ e2e_topology_gateway
 e2e_write_gcm_setkeys "$W" hardening
 echo "e2e hardening: $FLOWSEC"
 
-declare -A GW_PID
 gateway_up() {  # gateway_up GW [flowsec up options...]
     local gw="$1"; shift
-    start_bg "$gw" "$W/$gw.log" "$FLOWSEC" up --tun fsec0 --setkey "$W/$gw.setkey" "$@"
-    GW_PID[$gw]=$E2E_LAST_PID
-    wait_for_log "$W/$gw.log" 'flowsec: up' 10 "${GW_PID[$gw]}" || { show_log "$W/$gw.log"; return 1; }
+    daemon_up "$gw" "$W/$gw.log" "$FLOWSEC" up --tun fsec0 --setkey "$W/$gw.setkey" "$@"
 }
 check "gwA: flowsec up" gateway_up gwA --socket "$W/ctl/gwA.sock"
 check "gwB: flowsec up" gateway_up gwB --socket "$W/ctl/gwB.sock"
@@ -51,10 +48,7 @@ capabilities_dropped() {
     for task in /proc/"$pid"/task/*; do
         n=$((n + 1))
         local eff bnd prm nnp
-        eff=$(awk '/^CapEff:/ {print $2}' "$task/status")
-        prm=$(awk '/^CapPrm:/ {print $2}' "$task/status")
-        bnd=$(awk '/^CapBnd:/ {print $2}' "$task/status")
-        nnp=$(awk '/^NoNewPrivs:/ {print $2}' "$task/status")
+        read -r eff prm bnd nnp < <(awk '{ v[$1] = $2 } END { print v["CapEff:"], v["CapPrm:"], v["CapBnd:"], v["NoNewPrivs:"] }' "$task/status")
         if [ "$eff" != $KEPT ] || [ "$prm" != $KEPT ] || [ "$bnd" != $KEPT ] || [ "$nnp" != 1 ]; then
             echo "    $(cat "$task/comm"): CapEff $eff CapPrm $prm CapBnd $bnd NoNewPrivs $nnp"
             bad=1
@@ -78,10 +72,7 @@ assert s["no_new_privs"] is True, s
 check "ctl status shows the effective capabilities" status_says_so
 
 # The tunnel still works with what is left (routes, nft, raw sockets).
-tunnel_works() {
-    ns_exec hostA python3 "$E2E_TOOLS" ping 10.2.0.2 --count 3 >"$W/ping.log" 2>&1 || { show_log "$W/ping.log"; return 1; }
-}
-check "ping hostA -> hostB through the tunnel" tunnel_works
+check "ping hostA -> hostB through the tunnel" ping_one hostA 10.2.0.2
 
 # ------------------------------------------- manual keys never repeat a nonce
 # AES-GCM's IV is the sequence number: gwA's SA 0x1001 must go on above
@@ -92,18 +83,16 @@ esp_seqs() {  # esp_seqs PCAP: the sequence numbers of SPI 0x1001, one a line
         sed 's/.*seq=//' | while read -r x; do echo $((x)); done
 }
 pings_captured() {  # pings_captured PCAP
-    start_bg gwA "$W/tcpdump.log" tcpdump -i eth1 -n -U --immediate-mode -w "$1" ip proto 50
-    local dump=$E2E_LAST_PID
-    wait_for_log "$W/tcpdump.log" 'listening on' 5 "$dump" || return 1
-    ns_exec hostA python3 "$E2E_TOOLS" ping 10.2.0.2 --count 3 >"$W/ping.log" 2>&1 || { show_log "$W/ping.log"; return 1; }
+    start_capture gwA eth1 "$1" ip proto 50 || return 1
+    ping_one hostA 10.2.0.2 >/dev/null || return 1
     sleep 0.3
-    stop_bg "$dump" 2
+    stop_bg "$TCPDUMP_PID" 2
 }
 nonces_never_repeat() {
     local before after readded
     pings_captured "$W/before.pcap" || return 1
     before=$(esp_seqs "$W/before.pcap" | sort -n | tail -n 1)
-    stop_bg "${GW_PID[gwA]}" 5
+    daemon_down gwA
     gateway_up gwA --socket "$W/ctl/gwA.sock" || return 1
     pings_captured "$W/after.pcap" || return 1
     after=$(esp_seqs "$W/after.pcap" | sort -n | head -n 1)
@@ -152,7 +141,7 @@ check "control socket: mode 0600 root, another user refused (by the file's mode 
 
 group_may_use_it() {
     local gid=4242 mode out rc=0
-    stop_bg "${GW_PID[gwA]}" 5
+    daemon_down gwA
     gateway_up gwA --socket "$W/ctlg/gwA.sock" --ctl-group "$gid" || return 1
     mode=$(stat -c "%a %g" "$W/ctlg/gwA.sock")
     echo "    with --ctl-group $gid: $mode"
@@ -185,7 +174,7 @@ stalled_egress() {
     eagain=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["total"].get("send_eagain", 0))' \
         "$W/stall-stats.json" 2>/dev/null || echo "?")
     stop_bg "$flood" 1
-    stop_bg "${GW_PID[gwA]}" 5
+    daemon_down gwA
     local down=$E2E_LAST_RC
     ns_exec gwA tc qdisc del dev eth1 root 2>/dev/null || true
     echo "    ctl stats + setkey -D answered in ${took}s (exit $rc); send_eagain=$eagain; SIGTERM: exit $down"
@@ -193,11 +182,8 @@ stalled_egress() {
 }
 check "stalled egress at gwA: sends dropped and counted (send_eagain), the control plane answers, SIGTERM stops it" \
     stalled_egress
-GW_PID[gwA]=""
 
 for gw in gwA gwB; do
-    [ -n "${GW_PID[$gw]}" ] || continue
-    stop_bg "${GW_PID[$gw]}" 5
-    [ "$E2E_LAST_RC" -eq 0 ] || { echo "FAIL: $gw exited with $E2E_LAST_RC"; show_log "$W/$gw.log"; E2E_FAILED=$((E2E_FAILED + 1)); }
+    [ -z "${GW_PID[$gw]}" ] || check "$gw: SIGTERM -> exit 0" daemon_down "$gw"
 done
 e2e_finish

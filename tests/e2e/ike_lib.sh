@@ -3,8 +3,11 @@
 # What the IKEv2 end-to-end scripts (tests/e2e/ike.sh, tests/e2e/ike_nat.sh)
 # share: two gateways gwA (the initiator) and gwB (the responder), each
 # running strongSwan (charon-systemd with kernel-libipsec) or flowsec
-# (`flowsec up -c swanctl.conf`), driven through swanctl or `flowsec ctl`.
-# Source it after tests/e2e/lib.sh.
+# (`flowsec up -c swanctl.conf`), driven through swanctl or `flowsec ctl`:
+# their configuration, their SAs (tools.py sas), the exchanges, the checks
+# both scripts make (SAs up, Child SA and IKE SA rekeys, the capture).
+# Source it after tests/e2e/lib.sh (scripts/soak.sh does, for fctl and
+# child_spis).
 #
 # The sourcing script sets, before calling these:
 #   IKE_TAG            its name in messages ("e2e ike")
@@ -15,50 +18,18 @@
 #   TUN                flowsec's TUN device
 #   UP_TIMEOUT SA_TIMEOUT   seconds for a daemon to start, an exchange to complete
 #   RETRANSMIT_TIMEOUT RETRANSMIT_BASE RETRANSMIT_TRIES   IKE retransmissions
-#   SAS_FORMAT         what `sas GW` prints: lines (default) or json (below)
 #   IKE_SHOW_LOAD=1    start_daemon prints a charon's swanctl --load-all summary
-#   BYTES              tcp_transfer's size
-# and defines child_spis GW and ike_spis GW: "IN OUT" of GW's one INSTALLED
-# Child SA, "SPI_I SPI_R" of its ESTABLISHED IKE SA (status 1 when none).
+#   INNER_FAMILIES     the inner address families the rekey checks ping (ping_both)
+#   CUR_CHILD          the agreed Child SA's SPIs, "A_IN A_OUT" (child_agreed), kept by the rekeys
+# The daemons' PIDs: GW_PID[GW] (tests/e2e/lib.sh).
 
-# Per gateway: the daemon's PID (start_daemon).
-declare -A DPID
+# FLOWSEC_IKE_NO_INSTALL=1: no apt-get install (scripts/lib.sh's apt_install).
+FLOWSEC_NO_INSTALL="${FLOWSEC_NO_INSTALL:-${FLOWSEC_IKE_NO_INSTALL:-0}}"
 
 # ------------------------------------------------------------ the packages
-STRONGSWAN_PKGS=(charon-systemd strongswan-swanctl libcharon-extra-plugins
-    libstrongswan-extra-plugins libstrongswan-standard-plugins)
-
-# The binaries a strongSwan side needs.
-have_strongswan() {
-    [ -x /usr/sbin/charon-systemd ] && command -v swanctl >/dev/null 2>&1 &&
-        [ -f /usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so ] &&
-        [ -f /usr/lib/ipsec/plugins/libstrongswan-openssl.so ]
-}
-apt_install() {  # apt_install PKG...: Debian packages, quietly
-    [ "${FLOWSEC_IKE_NO_INSTALL:-0}" = 1 ] && return 1
-    command -v apt-get >/dev/null 2>&1 || return 1
-    echo "$IKE_TAG: apt-get install $*"
-    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@"; } \
-        >/tmp/flowsec-e2e-ike-apt.log 2>&1 || { tail -5 /tmp/flowsec-e2e-ike-apt.log; return 1; }
-}
-install_strongswan() {  # install_strongswan: strongSwan's packages where they are missing
-    have_strongswan && return 0
-    apt_install "${STRONGSWAN_PKGS[@]}" || true
-    # The packaged service must not run a charon of its own (it would
-    # be harmless in the root namespace, but it is not what we test).
-    if command -v systemctl >/dev/null 2>&1; then
-        systemctl disable --now strongswan.service >/dev/null 2>&1 || true
-    fi
-}
 install_capture_tools() {  # install_capture_tools: tshark and tcpdump where missing
     if ! command -v tshark >/dev/null 2>&1 || ! command -v tcpdump >/dev/null 2>&1; then
         apt_install tshark tcpdump || true
-    fi
-}
-require_flowsec_bin() {  # require_flowsec_bin: exit 1 unless $FLOWSEC_BIN runs
-    if [ ! -x "$FLOWSEC_BIN" ]; then
-        echo "FAIL: flowsec binary not found at $FLOWSEC_BIN (cargo build -p flowsec, or set FLOWSEC_BIN=)"
-        exit 1
     fi
 }
 
@@ -178,17 +149,17 @@ show_ctl_sas() {  # show_ctl_sas GW LINES: the first LINES of `flowsec ctl sas`,
     head -n "$2" <<<"$shown" | sed "s/^/    $1: /"
 }
 
-start_daemon() {  # start_daemon GW: GW's daemon up, its swanctl.conf loaded; DPID[GW]
+start_daemon() {  # start_daemon GW: GW's daemon up, its swanctl.conf loaded; GW_PID[GW]
     local gw="$1" log
     log=$(log_of "$gw")
     if [ "${IMPL[$gw]}" = strongswan ]; then
         rm -f "$W/$gw.vici"
         start_bg "$gw" "$log" env STRONGSWAN_CONF="$W/$gw-strongswan.conf" /usr/sbin/charon-systemd
-        DPID[$gw]=$E2E_LAST_PID
+        GW_PID[$gw]=$E2E_LAST_PID
         local i
         for ((i = 0; i < UP_TIMEOUT * 10; i++)); do
             [ -S "$W/$gw.vici" ] && break
-            pid_alive "${DPID[$gw]}" || break
+            pid_alive "${GW_PID[$gw]}" || break
             sleep 0.1
         done
         [ -S "$W/$gw.vici" ] || { echo "    $gw: no vici socket after ${UP_TIMEOUT}s"; show_log "$log"; return 1; }
@@ -206,9 +177,7 @@ start_daemon() {  # start_daemon GW: GW's daemon up, its swanctl.conf loaded; DP
             args+=(--retransmit-timeout "$RETRANSMIT_TIMEOUT" --retransmit-base "$RETRANSMIT_BASE"
                 --retransmit-tries "$RETRANSMIT_TRIES")
         fi
-        start_bg "$gw" "$log" env FLOWSEC_SOCKET="$W/$gw.sock" "$FLOWSEC_BIN" "${args[@]}"
-        DPID[$gw]=$E2E_LAST_PID
-        wait_for_log "$log" 'flowsec: up' "$UP_TIMEOUT" "${DPID[$gw]}" || { show_log "$log"; return 1; }
+        daemon_up "$gw" "$log" env FLOWSEC_SOCKET="$W/$gw.sock" "$FLOWSEC_BIN" "${args[@]}"
     fi
 }
 start_daemons() {  # start_daemons: both gateways' daemons (a check each); stops the run if one fails
@@ -223,166 +192,29 @@ start_daemons() {  # start_daemons: both gateways' daemons (a check each); stops
 }
 
 # ------------------------------------------------------------ the SAs
-# $W/sas.py FORMAT [OUTPUT] reads one gateway's SAs on stdin: FORMAT
-# strongswan (swanctl --list-sas --raw), flowsec (`flowsec ctl sas --json`)
-# or vici-json (swanctl's raw listing to the JSON of vici's names, for
-# tests/e2e/ike.sh's stand-in). OUTPUT lines (the default), one line an SA:
-#   IKE <name> <state> <initiator-spi> <responder-spi>
-#   CHILD <name> <state> <spi-in> <spi-out> <bytes-in> <bytes-out> <packets-in> <packets-out> <dh-group|->
-# or OUTPUT json, the same JSON for either implementation:
-#   [{"name", "state", "spi_i", "spi_r", "local_host", "local_port",
-#     "remote_host", "remote_port", "nat" (bool), "nat_local", "nat_remote"
-#     (bool or null), "children": [{"name", "state", "spi_in", "spi_out",
-#     "encap" (bool), "bytes_in", "packets_in", "bytes_out", "packets_out"}]}]
-write_sas_py() {  # write_sas_py: $W/sas.py
-    cat >"$W/sas.py" <<'PYEOF'
-import json, re, sys
-
-def norm(d):
-    """keys with dashes, lower case"""
-    return {str(k).lower().replace("_", "-"): v for k, v in d.items()} if isinstance(d, dict) else {}
-
-def parse_vici_raw(text):
-    """swanctl --list-sas --raw: 'list-sa event {name {k=v sec {..} list [a b]}}' per line"""
-    out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line.startswith("list-sa event"):
-            continue
-        toks = re.findall(r"\{|\}|\[|\]|[^\s{}\[\]]+", line[len("list-sa event"):])
-        def section(i):
-            d = {}
-            while i < len(toks):
-                t = toks[i]
-                if t == "}":
-                    return d, i + 1
-                if i + 1 < len(toks) and toks[i + 1] == "{":
-                    d[t], i = section(i + 2)
-                elif i + 1 < len(toks) and toks[i + 1] == "[":
-                    j = toks.index("]", i + 2)
-                    d[t] = toks[i + 2:j]
-                    i = j + 1
-                elif "=" in t:
-                    k, v = t.split("=", 1)
-                    d[k] = v
-                    i += 1
-                else:
-                    i += 1
-            return d, i
-        top, _ = section(1) if toks and toks[0] == "{" else section(0)
-        for name, sa in top.items():
-            if isinstance(sa, dict):
-                sa.setdefault("name", name)
-                kids = sa.get("child-sas", {})
-                sa["child-sas"] = [dict(c, name=c.get("name", k)) for k, c in kids.items()] if isinstance(kids, dict) else []
-                out.append(sa)
-    return out
-
-def hexspi(v):
-    if v is None:
-        return "-"
-    if isinstance(v, int):
-        return "%x" % v
-    s = str(v).lower()
-    s = s[2:] if s.startswith("0x") else s
-    return s.lstrip("0") or "0"
-
-def num(v):
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
-
-def normalised(fmt, text):
-    """the JSON above"""
-    out = []
-    if fmt == "strongswan":
-        for sa in parse_vici_raw(text):
-            nl, nr = sa.get("nat-local") == "yes", sa.get("nat-remote") == "yes"
-            out.append({
-                "name": sa["name"], "state": sa.get("state", "-").upper(),
-                "spi_i": hexspi(sa.get("initiator-spi")), "spi_r": hexspi(sa.get("responder-spi")),
-                "local_host": sa.get("local-host"), "local_port": num(sa.get("local-port")),
-                "remote_host": sa.get("remote-host"), "remote_port": num(sa.get("remote-port")),
-                "nat": nl or nr or sa.get("nat-any") == "yes" or sa.get("nat-fake") == "yes",
-                "nat_local": nl, "nat_remote": nr,
-                "children": [{
-                    "name": c["name"], "state": c.get("state", "-").upper(),
-                    "spi_in": hexspi(c.get("spi-in")), "spi_out": hexspi(c.get("spi-out")),
-                    "encap": c.get("encap") == "yes",
-                    "bytes_in": num(c.get("bytes-in")), "packets_in": num(c.get("packets-in")),
-                    "bytes_out": num(c.get("bytes-out")), "packets_out": num(c.get("packets-out")),
-                } for c in sa["child-sas"]],
-            })
-    else:
-        for sa in json.loads(text)["ike_sas"]:
-            out.append({
-                "name": sa["name"], "state": str(sa["state"]).upper(),
-                "spi_i": hexspi(sa["initiator_spi"]), "spi_r": hexspi(sa["responder_spi"]),
-                "local_host": sa["local_host"], "local_port": sa["local_port"],
-                "remote_host": sa["remote_host"], "remote_port": sa["remote_port"],
-                "nat": sa["nat"] is True, "nat_local": None, "nat_remote": None,
-                "children": [{
-                    "name": c["name"], "state": str(c["state"]).upper(),
-                    "spi_in": hexspi(c["spi_in"]), "spi_out": hexspi(c["spi_out"]),
-                    "encap": c["encap"] is True,
-                    "bytes_in": c["bytes_in"], "packets_in": c["packets_in"],
-                    "bytes_out": c["bytes_out"], "packets_out": c["packets_out"],
-                } for c in sa["child_sas"]],
-            })
-    return out
-
-def main():
-    fmt = sys.argv[1]
-    output = sys.argv[2] if len(sys.argv) > 2 else "lines"
-    text = sys.stdin.read()
-    if fmt == "vici-json":  # the stand-in's `ctl sas --json`
-        print(json.dumps(parse_vici_raw(text)))
-        return
-    if output == "json":
-        print(json.dumps(normalised(fmt, text)))
-        return
-    if fmt == "strongswan":
-        sas = parse_vici_raw(text)
-    else:
-        sas = json.loads(text)
-        if isinstance(sas, dict):
-            sas = sas.get("ike_sas", sas.get("ike-sas", sas.get("sas", [])))
-    for sa in sas:
-        sa = norm(sa)
-        print("IKE %s %s %s %s" % (sa.get("name", "-"), str(sa.get("state", "-")).upper(),
-                                   hexspi(sa.get("initiator-spi")), hexspi(sa.get("responder-spi"))))
-        kids = sa.get("child-sas", sa.get("children", []))
-        if isinstance(kids, dict):
-            kids = [dict(v, name=v.get("name", k)) for k, v in kids.items()]
-        for c in kids:
-            c = norm(c)
-            print("CHILD %s %s %s %s %s %s %s %s %s" % (
-                c.get("name", "-"), str(c.get("state", "-")).upper(),
-                hexspi(c.get("spi-in")), hexspi(c.get("spi-out")),
-                c.get("bytes-in", "-"), c.get("bytes-out", "-"),
-                c.get("packets-in", "-"), c.get("packets-out", "-"),
-                c.get("dh-group") or "-"))
-
-main()
-PYEOF
-}
-
-sas() {  # sas GW: GW's SAs as sas.py's $SAS_FORMAT; status 1 when the daemon does not answer
+# sas GW [EXPR]: GW's IKE SAs, from swanctl --list-sas or `flowsec ctl sas
+# --json`, in one form (tools.py sas: flowsec's names): the JSON, or the
+# value of the Python expression EXPR over them, with `ike` GW's one
+# ESTABLISHED IKE SA of $CONN (or None), `child` its one INSTALLED Child SA
+# $CHILD (or None), `ikes` all the ESTABLISHED ones of $CONN, `sas` all,
+# `gw` GW. Status 1 when the daemon does not answer, or EXPR raises or is
+# False or None. sas GW --show: a line an SA.
+sas() {
     local gw="$1" raw
+    shift
     if [ "${IMPL[$gw]}" = strongswan ]; then
         raw=$(sw "$gw" --list-sas --raw 2>&1) || { echo "$raw" >"$W/$gw-sas.err"; return 1; }
-        python3 "$W/sas.py" strongswan "${SAS_FORMAT:-lines}" <<<"$raw"
     else
         raw=$(fctl "$gw" sas --json 2>&1) || { echo "$raw" >"$W/$gw-sas.err"; return 1; }
-        python3 "$W/sas.py" flowsec "${SAS_FORMAT:-lines}" <<<"$raw" 2>"$W/$gw-sas.err" ||
-            { echo "$raw" >>"$W/$gw-sas.err"; return 1; }
     fi
+    python3 "$E2E_TOOLS" sas "${IMPL[$gw]}" "$@" --conn "$CONN" --child "$CHILD" --gw "$gw" <<<"$raw" 2>"$W/$gw-sas.err"
 }
+child_spis() { sas "$1" '"%s %s" % (child["spi_in"], child["spi_out"])'; }   # child_spis GW: "IN OUT"
+ike_spis() { sas "$1" '"%s %s" % (ike["initiator_spi"], ike["responder_spi"])'; }   # ike_spis GW: "SPI_I SPI_R"
 show_sas() {  # show_sas: both gateways' SAs, indented
     local gw
     for gw in gwA gwB; do
-        sas "$gw" 2>/dev/null | sed "s/^/    $gw: /" || { echo "    $gw: no answer"; show_log "$W/$gw-sas.err" 5; }
+        sas "$gw" --show | sed "s/^/    $gw: /" || { echo "    $gw: no answer"; show_log "$W/$gw-sas.err" 5; }
     done
 }
 
@@ -456,8 +288,9 @@ up_agreed() {  # up_agreed: gwA initiates; the Child SA and the IKE SA agreed at
     ike=$(poll 5 ike_agreed) || { echo "    IKE SA not ESTABLISHED with the same SPIs at both ends"; show_sas; return 1; }
     echo "    IKE SPIs $ike; Child SA SPIs (gwA in/out) $spis; $((SECONDS - t)) s"
 }
-child_rekeyed() {  # child_rekeyed OLD T0: a new agreed Child SA, none of OLD's SPIs; CUR_CHILD
-    local old="$1" t="$2" new
+child_rekeyed() {  # child_rekeyed GW: GW rekeys the Child SA; a new one agreed at both ends, none of CUR_CHILD's SPIs; CUR_CHILD
+    local old="$CUR_CHILD" t=$SECONDS new
+    rekey_child "$1" || return 1
     # shellcheck disable=SC2086
     new=$(poll "$SA_TIMEOUT" child_agreed $old) || {
         echo "    no new agreed Child SA (old SPIs $old gone) within ${SA_TIMEOUT}s"; show_sas; return 1; }
@@ -478,42 +311,82 @@ ike_rekeyed() {  # ike_rekeyed GW: GW rekeys the IKE SA; new SPIs at both ends, 
     CUR_CHILD=$child
 }
 
-# ------------------------------------------------------------ traffic
-start_capture() {  # start_capture NS IF PCAP LOG: tcpdump on NS's IF to PCAP; TCPDUMP_PID
-    start_bg "$1" "$4" tcpdump -i "$2" -n -U -s 0 -w "$3"
-    TCPDUMP_PID=$E2E_LAST_PID
-    wait_for_log "$4" 'listening on' 5 "$TCPDUMP_PID" || show_log "$4"
+# ---------------------------------------------------- the checks they share
+sa_up() {  # sa_up: gwA initiates; the SAs up and agreed at both ends (up_agreed), shown as a user sees them
+    up_agreed || return 1
+    local gw
+    for gw in gwA gwB; do
+        [ "${IMPL[$gw]}" = strongswan ] || continue
+        grep -o 'selected proposal: .*' "$(log_of "$gw")" | sort -u | sed "s/^/    $gw /"
+        break
+    done
+    # `flowsec ctl sas` as `swanctl --list-sas` would say it: the
+    # responder's (behind a NAT, it sees the NAT's mapping), else gwA's.
+    for gw in gwB gwA; do
+        [ "${IMPL[$gw]}" = flowsec ] || continue
+        show_ctl_sas "$gw" 14
+        break
+    done
 }
+
+# child_rekey GW: GW rekeys the Child SA: new SPIs agreed at both ends, the
+# old ones gone (child_rekeyed), and the new SA carries the traffic.
+child_rekey() {
+    child_rekeyed "$1" && new_child_carries
+}
+new_child_carries() {  # new_child_carries: traffic both ways over INNER_FAMILIES, packets in on gwB's new inbound SA
+    local pkts
+    # shellcheck disable=SC2086
+    ping_both $INNER_FAMILIES || return 1
+    pkts=$(sas gwB 'child["packets_in"]') || true
+    echo "    gwB's new Child SA: ${pkts:-?} packets in"
+    [ "${pkts:-0}" -gt 0 ] 2>/dev/null || { echo "    no packets on the new SA"; return 1; }
+}
+
+ike_rekey() {  # ike_rekey GW: GW rekeys the IKE SA (ike_rekeyed: new SPIs, the Child SA kept); traffic both ways
+    ike_rekeyed "$1" || return 1
+    # shellcheck disable=SC2086
+    ping_both $INNER_FAMILIES
+}
+
+# ------------------------------------------------------------ the capture
 # Link-local noise in a capture: ARP, IPv6 neighbour discovery and
 # multicast listener reports (a tshark display filter).
 # shellcheck disable=SC2034  # used by the sourcing scripts
 NOISE_FILTER="arp or (icmpv6 and (icmpv6.type >= 133 and icmpv6.type <= 137 or ipv6.src == fe80::/10 or ipv6.src == :: or ipv6.dst == ff02::/16))"
 
 frames() {  # frames PCAP [FILTER]: how many frames of PCAP (match the tshark display FILTER)
-    if [ $# -gt 1 ]; then
-        tshark -n -r "$1" -Y "$2" 2>/dev/null | wc -l
-    else
-        tshark -n -r "$1" 2>/dev/null | wc -l
-    fi
+    tshark -n -r "$1" ${2:+-Y "$2"} 2>/dev/null | wc -l
 }
 
-tcp_transfer() {  # tcp_transfer: $BYTES hostA -> hostB 10.2.0.2:5001, sha256 compared
-    local res="$W/recv.json" rpid
-    rm -f "$res"
-    start_bg hostB "$W/recv.log" python3 "$E2E_TOOLS" recv --bind 10.2.0.2 --port 5001 --result "$res" --timeout 30
-    rpid=$E2E_LAST_PID
-    wait_for_log "$W/recv.log" 'recv: listening' 5 "$rpid" || { show_log "$W/recv.log"; return 1; }
-    ns_exec hostA timeout 30 python3 "$E2E_TOOLS" send --to 10.2.0.2 --port 5001 --bytes "$BYTES" --timeout 25 \
-        >"$W/send.json" 2>"$W/send.log" || { echo "    sender failed"; show_log "$W/send.log"; stop_bg "$rpid" 1; return 1; }
-    stop_bg "$rpid" 2
-    [ -f "$res" ] || { echo "    receiver wrote no result"; show_log "$W/recv.log"; return 1; }
-    python3 - "$W/send.json" "$res" "$BYTES" <<'EOF'
-import json, sys
-s, r, n = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
-print("    %d B in %.2f s (%.0f Mbit/s), sha256 %s %s" % (s["bytes"], s["seconds"], s["mbit_s"], s["sha256"][:16],
-      "matches" if s["sha256"] == r["sha256"] else "DIFFERS: " + str(r["sha256"])[:16]))
-sys.exit(0 if s["bytes"] == r["bytes"] == n and s["sha256"] == r["sha256"] else 1)
-EOF
+# capture_only PCAP NAME WIRE A B OTHER PLAIN: PCAP holds IKE and NAME
+# (the tshark display filter WIRE) from A and from B, and not one frame of
+# OTHER (what may not be there) or PLAIN (plaintext); says how many of
+# each, and shows the first offending frames.
+capture_only() {
+    local pcap="$1" name="$2" wire="$3" a="$4" b="$5" other="$6" plain="$7" ip=ip total ike ab ba n_other n_plain
+    [ -s "$pcap" ] || { echo "    no capture"; show_log "$pcap.log"; return 1; }
+    case "$a" in *:*) ip=ipv6 ;; esac
+    total=$(frames "$pcap")
+    ike=$(frames "$pcap" isakmp)
+    ab=$(frames "$pcap" "($wire) and $ip.src == $a")
+    ba=$(frames "$pcap" "($wire) and $ip.src == $b")
+    n_other=$(frames "$pcap" "$other")
+    n_plain=$(frames "$pcap" "$plain")
+    echo "    $total frames: $ike IKE, $name $ab from $a and $ba from $b, $n_other other, $n_plain plaintext"
+    if [ "$n_other" -ne 0 ] || [ "$n_plain" -ne 0 ]; then
+        tshark -n -r "$pcap" -Y "($other) or ($plain)" 2>/dev/null | head -5 | sed 's/^/    /'
+        return 1
+    fi
+    [ "$ab" -gt 0 ] && [ "$ba" -gt 0 ] && [ "$ike" -gt 0 ]
+}
+
+stop_without_sas() {  # stop_without_sas: when no Child SA is agreed at both ends, the daemons' logs and e2e_finish
+    child_agreed >/dev/null 2>&1 && return 0
+    local gw
+    for gw in gwA gwB; do show_log "$(log_of "$gw")" 40; done
+    echo "$IKE_TAG: no SAs; not running the other checks"
+    e2e_finish
 }
 
 ike_finish() {  # ike_finish: the time taken, the daemons' logs when a check failed; e2e_finish

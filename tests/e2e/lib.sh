@@ -1,6 +1,8 @@
 # shellcheck shell=bash
-# Network-namespace harness for flowsec's end-to-end tests. Source it from a
-# test script (bash, root). Everything it creates carries a per-run prefix
+# Network-namespace harness for flowsec's end-to-end tests (and the
+# namespace scripts: scripts/demo.sh, bench-tunnels.sh, soak.sh). Source it
+# from a test script (bash, root); it sources scripts/lib.sh (log, say,
+# show_log, die, apt_install, ...). Everything it creates carries a per-run prefix
 # ($E2E_PREFIX, default "fs<pid>-"), so parallel runs never collide, and an
 # EXIT/INT/TERM trap removes exactly that: the processes started in the
 # run's namespaces, the namespaces, and the run's work directory.
@@ -10,7 +12,9 @@
 #                                     reason in $E2E_NO_NETNS_REASON instead of exiting
 #   e2e_init                          work dir + cleanup trap; sets E2E_WORK
 #   e2e_topology_gateway              hostA - gwA ==transit== gwB - hostB (below)
-#   e2e_standin_routes[_del]          add / remove plain routes between the sites
+#   e2e_standin_routes [del]          add (del: remove) plain routes between the sites
+#   e2e_outer v4|v6                   GW_A, GW_B: the gateways' transit addresses in that family
+#   require_flowsec PATH VAR          exit 1 (FAIL) unless the flowsec binary PATH (from $VAR) runs
 #   ns NAME                           full namespace name of NAME (e.g. gwA)
 #   ns_exec NAME cmd...               run cmd in namespace NAME
 #   start_bg NAME LOG cmd...          cmd in NAME in the background, stdout+stderr
@@ -19,17 +23,27 @@
 #   wait_for_log FILE PATTERN TIMEOUT [PID]
 #                                     wait for an ERE in FILE; fails early if PID dies
 #   check NAME cmd...                 run a check, print "PASS: NAME" or "FAIL: NAME"
+#   check_needs TOOL NAME cmd...      check, or "SKIP: NAME (no TOOL)" without TOOL
 #   e2e_finish                        summary line; exit status 1 if any check failed
+#   daemon_up GW LOG cmd...           cmd in GW (PID in GW_PID[GW]) until it logs "flowsec: up"
+#   daemon_down GW [TIMEOUT]          SIGTERM it; status 1 unless it exits 0
+#   ping_one FROM DST                 3 echoes FROM -> DST, one summary line
+#   ping_both [FAMILY...]             hostA <-> hostB, both ways, inner IPv4 (4) and/or IPv6 (6)
+#   tcp_stream NAME FROM TO ADDR PORT --bytes N | --seconds S
+#                                     one TCP connection FROM -> ADDR:PORT (in TO)
+#   tcp_transfer FROM TO ADDR BYTES   BYTES arrive, the same sha256 at both ends
+#   start_capture NS IF PCAP [FILTER] tcpdump on NS's IF; PID in TCPDUMP_PID
 #
-# Gateway topology (addresses; "::" v6 beside each v4):
+# Gateway topology (addresses; IPv6 beside each IPv4), the lab's
+# (crates/lab/src/topology.rs) too:
 #
-#   hostA [eth0 10.1.0.2 fd01::2]
-#     |  10.1.0.0/24  fd01::/64
-#   gwA   [eth0 10.1.0.1 fd01::1] [eth1 192.0.2.1 2001:db8::1]
+#   hostA [eth0 10.1.0.2 2001:db8:1::2]
+#     |  10.1.0.0/24  2001:db8:1::/64
+#   gwA   [eth0 10.1.0.1 2001:db8:1::1] [eth1 192.0.2.1 2001:db8::1]
 #     |  transit 192.0.2.0/24  2001:db8::/64
-#   gwB   [eth1 192.0.2.2 2001:db8::2] [eth0 10.2.0.1 fd02::1]
-#     |  10.2.0.0/24  fd02::/64
-#   hostB [eth0 10.2.0.2 fd02::2]
+#   gwB   [eth1 192.0.2.2 2001:db8::2] [eth0 10.2.0.1 2001:db8:2::1]
+#     |  10.2.0.0/24  2001:db8:2::/64
+#   hostB [eth0 10.2.0.2 2001:db8:2::2]
 #
 # Hosts: default routes (v4, v6) via their gateway. Gateways: forwarding on
 # (v4 and v6), rp_filter 0, and *no* route to the far site: whatever
@@ -39,6 +53,8 @@
 E2E_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 E2E_ROOT="$(cd "$E2E_DIR/../.." && pwd)"
 E2E_TOOLS="$E2E_DIR/tools.py"
+# shellcheck source=scripts/lib.sh
+. "$E2E_ROOT/scripts/lib.sh"
 E2E_PREFIX="${E2E_PREFIX:-fs$$-}"
 E2E_NAMESPACES=()
 E2E_PIDS=()
@@ -46,13 +62,10 @@ E2E_FAILED=0
 E2E_PASSED=0
 E2E_WORK=""
 E2E_CLEANED=0
-E2E_LOG_TAG="${E2E_LOG_TAG:-e2e}"      # prefix of e2e_log lines (the demo sets its own)
 E2E_CLEANUP_REPORT="${E2E_CLEANUP_REPORT:-0}"  # 1: e2e_cleanup says what it removed
 E2E_NO_NETNS_REASON=""
 E2E_ERR_FD=2        # e2e_init: a copy of the script's own stderr, for the traps
 E2E_ERR_FD_OWN=0    # 1 once e2e_init made that copy (start_bg keeps it from children)
-
-e2e_log() { printf '%s: %s\n' "$E2E_LOG_TAG" "$*" >&2; }
 
 e2e_have_root_netns() {
     E2E_NO_NETNS_REASON=""
@@ -99,8 +112,8 @@ e2e_init() {
     exec {E2E_ERR_FD}>&2
     E2E_ERR_FD_OWN=1
     trap 'e2e_cleanup 2>&"$E2E_ERR_FD"' EXIT
-    trap 'e2e_log "interrupted" 2>&"$E2E_ERR_FD"; e2e_cleanup 2>&"$E2E_ERR_FD"; trap - EXIT; exit 130' INT
-    trap 'e2e_log "terminated" 2>&"$E2E_ERR_FD"; e2e_cleanup 2>&"$E2E_ERR_FD"; trap - EXIT; exit 143' TERM
+    trap 'log "interrupted" 2>&"$E2E_ERR_FD"; e2e_cleanup 2>&"$E2E_ERR_FD"; trap - EXIT; exit 130' INT
+    trap 'log "terminated" 2>&"$E2E_ERR_FD"; e2e_cleanup 2>&"$E2E_ERR_FD"; trap - EXIT; exit 143' TERM
 }
 
 ns() { printf '%s%s' "$E2E_PREFIX" "$1"; }
@@ -159,16 +172,16 @@ e2e_topology_gateway() {
     veth hostA eth0 gwA eth0
     veth gwA eth1 gwB eth1
     veth gwB eth0 hostB eth0
-    addr hostA eth0 10.1.0.2/24 fd01::2/64
-    addr gwA eth0 10.1.0.1/24 fd01::1/64
+    addr hostA eth0 10.1.0.2/24 2001:db8:1::2/64
+    addr gwA eth0 10.1.0.1/24 2001:db8:1::1/64
     addr gwA eth1 192.0.2.1/24 2001:db8::1/64
     addr gwB eth1 192.0.2.2/24 2001:db8::2/64
-    addr gwB eth0 10.2.0.1/24 fd02::1/64
-    addr hostB eth0 10.2.0.2/24 fd02::2/64
+    addr gwB eth0 10.2.0.1/24 2001:db8:2::1/64
+    addr hostB eth0 10.2.0.2/24 2001:db8:2::2/64
     ns_exec hostA ip route add default via 10.1.0.1
-    ns_exec hostA ip -6 route add default via fd01::1
+    ns_exec hostA ip -6 route add default via 2001:db8:1::1
     ns_exec hostB ip route add default via 10.2.0.1
-    ns_exec hostB ip -6 route add default via fd02::1
+    ns_exec hostB ip -6 route add default via 2001:db8:2::1
     for n in gwA gwB; do
         sysctl_ns "$n" net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 \
             net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 \
@@ -178,24 +191,32 @@ e2e_topology_gateway() {
         disable_offloads hostA eth0; disable_offloads gwA eth0; disable_offloads gwA eth1
         disable_offloads gwB eth1; disable_offloads gwB eth0; disable_offloads hostB eth0
     else
-        e2e_log "ethtool not found: offloads left as they are"
+        log "ethtool not found: offloads left as they are"
     fi
 }
 
 # Plain forwarding between the sites over the transit link: what flowsec's
-# TUN routes replace.
+# TUN routes replace. e2e_standin_routes [add|del]
 e2e_standin_routes() {
-    ns_exec gwA ip route add 10.2.0.0/24 via 192.0.2.2
-    ns_exec gwA ip -6 route add fd02::/64 via 2001:db8::2
-    ns_exec gwB ip route add 10.1.0.0/24 via 192.0.2.1
-    ns_exec gwB ip -6 route add fd01::/64 via 2001:db8::1
+    local op="${1:-add}"
+    ns_exec gwA ip route "$op" 10.2.0.0/24 via 192.0.2.2
+    ns_exec gwA ip -6 route "$op" 2001:db8:2::/64 via 2001:db8::2
+    ns_exec gwB ip route "$op" 10.1.0.0/24 via 192.0.2.1
+    ns_exec gwB ip -6 route "$op" 2001:db8:1::/64 via 2001:db8::1
 }
 
-e2e_standin_routes_del() {
-    ns_exec gwA ip route del 10.2.0.0/24 via 192.0.2.2
-    ns_exec gwA ip -6 route del fd02::/64 via 2001:db8::2
-    ns_exec gwB ip route del 10.1.0.0/24 via 192.0.2.1
-    ns_exec gwB ip -6 route del fd01::/64 via 2001:db8::1
+e2e_outer() {  # e2e_outer v4|v6: GW_A and GW_B, the gateways' transit addresses (status 1 for another family)
+    case "$1" in
+        v4) GW_A=192.0.2.1 GW_B=192.0.2.2 ;;
+        v6) GW_A=2001:db8::1 GW_B=2001:db8::2 ;;
+        *) return 1 ;;
+    esac
+}
+
+require_flowsec() {  # require_flowsec PATH VAR: exit 1 (a FAIL line) unless the flowsec binary PATH, from $VAR, runs
+    [ -x "$1" ] && return 0
+    echo "FAIL: flowsec binary not found at $1 (cargo build -p flowsec, or set $2=)"
+    exit 1
 }
 
 # The veths of the topology, as NAMESPACE:DEVICE.
@@ -240,10 +261,7 @@ EOF
 # plaintext filter fails closed); install it (root, Debian) when missing.
 e2e_need_nft() {
     command -v nft >/dev/null 2>&1 && return 0
-    e2e_log "installing nftables (flowsec up's plaintext filter needs nft)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nftables >&2 ||
-        { DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 &&
-          DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nftables >&2; }
+    apt_install nftables
 }
 
 # Echo requests from NS to DST: iputils ping where it is installed, else
@@ -298,12 +316,12 @@ wait_for_log() {  # wait_for_log FILE ERE TIMEOUT_S [PID]
         if [ -n "$pid" ] && ! pid_alive "$pid"; then
             # one last look: it may have printed and exited in between
             [ -f "$file" ] && grep -Eq -- "$pat" "$file" && return 0
-            e2e_log "process $pid exited before '$pat' appeared in $file"
+            log "process $pid exited before '$pat' appeared in $file"
             return 1
         fi
         sleep 0.1
     done
-    e2e_log "timed out after ${timeout}s waiting for '$pat' in $file"
+    log "timed out after ${timeout}s waiting for '$pat' in $file"
     return 1
 }
 
@@ -320,10 +338,120 @@ check() {  # check NAME cmd...
 
 skip() { echo "SKIP: $*"; }
 
-show_log() {  # show_log FILE [LINES]: tail of a log, indented, on stderr
-    [ -f "$1" ] || return 0
-    echo "---- $(basename "$1") (last ${2:-30} lines) ----" >&2
-    tail -n "${2:-30}" "$1" | sed 's/^/    /' >&2
+check_needs() {  # check_needs TOOL NAME cmd...: check NAME cmd..., or a SKIP line without TOOL
+    local tool="$1"
+    shift
+    if command -v "$tool" >/dev/null 2>&1; then
+        check "$@"
+    else
+        skip "$1 (no $tool)"
+    fi
+}
+
+# ----------------------------------------------------------------- daemons
+# The daemon (flowsec up, a charon, a stand-in) of each gateway, by name.
+declare -A GW_PID=()
+
+# daemon_up GW LOG cmd...: cmd in GW's namespace (start_bg), its PID in
+# GW_PID[GW]; waits up to ${UP_TIMEOUT:-10} s for "flowsec: up" in LOG.
+# Status 1, the log's tail shown, when it does not come or cmd exits.
+daemon_up() {
+    local gw="$1" log="$2"
+    shift 2
+    start_bg "$gw" "$log" "$@"
+    GW_PID[$gw]=$E2E_LAST_PID
+    wait_for_log "$log" 'flowsec: up' "${UP_TIMEOUT:-10}" "${GW_PID[$gw]}" || { show_log "$log"; return 1; }
+}
+
+# daemon_down GW [TIMEOUT_S]: SIGTERM to GW's daemon (stop_bg; nothing
+# when it has none); status 1 unless it exits 0 (E2E_LAST_RC) within
+# TIMEOUT_S (5).
+daemon_down() {
+    local pid="${GW_PID[$1]:-}"
+    E2E_LAST_RC=0
+    [ -n "$pid" ] || return 0
+    GW_PID[$1]=""
+    stop_bg "$pid" "${2:-5}"
+    [ "$E2E_LAST_RC" -eq 0 ] || { echo "    $1: exit status $E2E_LAST_RC after SIGTERM (137: it needed SIGKILL)"; return 1; }
+}
+
+# ----------------------------------------------------------------- traffic
+# ping_one FROM DST: 3 echoes (e2e_ping), answered; one line says how
+# many and their round trips (the ping's output when they were not).
+ping_one() {
+    local log="$E2E_WORK/ping-$1-$2.log"
+    e2e_ping "$1" "$2" >"$log" 2>&1 || { show_log "$log" 5; return 1; }
+    awk -v what="$1 -> $2" '
+        /time=/ { t = $0; sub(/.*time=/, "", t); sub(/ ms.*/, "", t); t += 0
+                  n++; s += t; if (n == 1 || t < mn) mn = t; if (t > mx) mx = t }
+        END { printf "    %s: %d replies, rtt min/avg/max %.3f/%.3f/%.3f ms\n", what, n, mn, n ? s / n : 0, mx }' "$log"
+}
+
+# ping_both [FAMILY...]: hostA -> hostB and hostB -> hostA, over each inner
+# address family FAMILY: 4 (the default) and 6.
+ping_both() {
+    local f
+    for f in "${@:-4}"; do
+        case "$f" in
+            4) ping_one hostA 10.2.0.2 && ping_one hostB 10.1.0.2 ;;
+            6) ping_one hostA 2001:db8:2::2 && ping_one hostB 2001:db8:1::2 ;;
+            *) echo "    ping_both: family $f?"; false ;;
+        esac || return 1
+    done
+}
+
+# tcp_stream NAME FROM TO ADDR PORT --bytes N | --seconds S: one TCP
+# connection FROM -> ADDR:PORT, tools.py send in FROM and recv in TO. The
+# sender's and the receiver's JSON in $E2E_WORK/send-NAME.json and
+# recv-NAME.json. --bytes: N pseudo-random bytes, hashed at both ends, all
+# within ${TCP_TIMEOUT:-30} s; --seconds: S seconds of data, counted only.
+# Status 1, the logs shown, when a side fails.
+tcp_stream() {
+    local name="$1" from="$2" to="$3" addr="$4" port="$5" how="$6" n="$7"
+    local w="$E2E_WORK" limit="${TCP_TIMEOUT:-30}" rpid hash=()
+    if [ "$how" = --seconds ]; then
+        limit=$((${n%.*} + limit))
+        hash=(--no-hash)
+    fi
+    rm -f "$w/recv-$name.json"
+    start_bg "$to" "$w/recv-$name.log" python3 "$E2E_TOOLS" recv --bind "$addr" --port "$port" \
+        --result "$w/recv-$name.json" --timeout "$((limit + 5))" "${hash[@]}"
+    rpid=$E2E_LAST_PID
+    wait_for_log "$w/recv-$name.log" 'recv: listening' 5 "$rpid" || { show_log "$w/recv-$name.log"; return 1; }
+    if ! ns_exec "$from" timeout --foreground "$limit" python3 "$E2E_TOOLS" send --to "$addr" --port "$port" \
+            "$how" "$n" --timeout "$limit" >"$w/send-$name.json" 2>"$w/send-$name.log"; then
+        echo "    sender failed or timed out after ${limit}s"
+        show_log "$w/send-$name.log"; show_log "$w/recv-$name.log"
+        stop_bg "$rpid" 1
+        return 1
+    fi
+    stop_bg "$rpid" 2
+    [ -s "$w/recv-$name.json" ] || { echo "    receiver wrote no result"; show_log "$w/recv-$name.log"; return 1; }
+}
+
+# tcp_transfer FROM TO ADDR BYTES: BYTES over TCP FROM -> ADDR:5001 (in
+# TO) arrive, with the same sha256 at both ends.
+tcp_transfer() {
+    tcp_stream transfer "$1" "$2" "$3" 5001 --bytes "$4" || return 1
+    python3 - "$E2E_WORK/send-transfer.json" "$E2E_WORK/recv-transfer.json" "$4" <<'EOF'
+import json, sys
+s, r, n = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+print("    sent %d B in %.2f s (%.0f Mbit/s), sha256 %s…; received %d B, %s" % (
+    s["bytes"], s["seconds"], s["mbit_s"], s["sha256"][:16], r["bytes"],
+    "the same sha256" if r["sha256"] == s["sha256"] else "sha256 %s…" % str(r["sha256"])[:16]))
+sys.exit(0 if s["bytes"] == r["bytes"] == n and s["sha256"] == r["sha256"] else 1)
+EOF
+}
+
+# start_capture NS IF PCAP [FILTER...]: tcpdump on NS's IF into PCAP (its
+# log PCAP.log), PID in TCPDUMP_PID, once it is listening; status 1, the
+# log shown, when it does not start.
+start_capture() {
+    local n="$1" dev="$2" pcap="$3"
+    shift 3
+    start_bg "$n" "$pcap.log" tcpdump -i "$dev" -n -U --immediate-mode -s 0 -w "$pcap" "$@"
+    TCPDUMP_PID=$E2E_LAST_PID
+    wait_for_log "$pcap.log" 'listening on' 5 "$TCPDUMP_PID" || { show_log "$pcap.log"; return 1; }
 }
 
 e2e_cleanup() {
@@ -350,11 +478,11 @@ e2e_cleanup() {
     done
     for pid in "${E2E_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
     for n in "${E2E_NAMESPACES[@]}"; do
-        ip netns del "$n" 2>/dev/null || e2e_log "could not delete namespace $n"
+        ip netns del "$n" 2>/dev/null || log "could not delete namespace $n"
     done
     if [ -n "$E2E_WORK" ] && [ -d "$E2E_WORK" ]; then
         if [ "${FLOWSEC_E2E_KEEP:-0}" = 1 ]; then
-            e2e_log "kept logs in $E2E_WORK"
+            log "kept logs in $E2E_WORK"
         else
             rm -rf -- "$E2E_WORK"
         fi
@@ -363,9 +491,9 @@ e2e_cleanup() {
     [ "${FLOWSEC_E2E_KEEP:-0}" = 1 ] && kept=1
     left="$(ip netns list 2>/dev/null | grep -F -- "$E2E_PREFIX" || true)"
     if [ -n "$left" ]; then
-        e2e_log "left behind: $left"
+        log "left behind: $left"
     elif [ "$E2E_CLEANUP_REPORT" = 1 ]; then
-        e2e_log "cleanup: ended its ${#E2E_PIDS[@]} processes, removed ${#E2E_NAMESPACES[@]} namespaces (${E2E_PREFIX}*)$([ "$kept" = 1 ] || echo ' and the work directory'); nothing left"
+        log "cleanup: ended its ${#E2E_PIDS[@]} processes, removed ${#E2E_NAMESPACES[@]} namespaces (${E2E_PREFIX}*)$([ "$kept" = 1 ] || echo ' and the work directory'); nothing left"
     fi
     return 0
 }

@@ -26,6 +26,10 @@ inside a namespace with `ip netns exec`. Subcommands:
   standin
       Print "flowsec: up" on stderr and sleep until SIGTERM/SIGINT (exit 0):
       the daemon's place in FLOWSEC_E2E_STANDIN=1 runs.
+  sas strongswan|flowsec [EXPR] [--conn NAME] [--child NAME] [--gw GW] [--show]
+      One gateway's IKE SAs, from `swanctl --list-sas --raw` or `flowsec
+      ctl sas --json` on stdin, in one form (flowsec's names); printed, or
+      EXPR evaluated over them (cmd_sas): tests/e2e/ike_lib.sh's sas and q.
 """
 import argparse
 import hashlib
@@ -33,6 +37,7 @@ import ipaddress
 import json
 import os
 import random
+import re
 import signal
 import socket
 import struct
@@ -43,7 +48,7 @@ MARKER = b"FLOWSEC-E2E-PLAINTEXT-MARKER"
 # Inner (protected) prefixes of the gateway topology: seeing these in an
 # outer header on the transit link means a packet left unprotected.
 INNER_NETS = [ipaddress.ip_network(n) for n in
-              ("10.1.0.0/16", "10.2.0.0/16", "fd01::/16", "fd02::/16")]
+              ("10.1.0.0/16", "10.2.0.0/16", "2001:db8:1::/64", "2001:db8:2::/64")]
 
 
 def checksum(data: bytes) -> int:
@@ -445,6 +450,155 @@ def cmd_standin(_a) -> int:
         time.sleep(3600)
 
 
+# --- IKE SAs (tests/e2e/ike_lib.sh's sas and q) ------------------------------
+
+def parse_vici_raw(text):
+    """swanctl --list-sas --raw: 'list-sa event {name {k=v sec {..} list [a b]}}'
+    a line; the IKE SAs as dicts of vici's names, child-sas a list."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("list-sa event"):
+            continue
+        toks = re.findall(r"\{|\}|\[|\]|[^\s{}\[\]]+", line[len("list-sa event"):])
+
+        def section(i):
+            d = {}
+            while i < len(toks):
+                t = toks[i]
+                if t == "}":
+                    return d, i + 1
+                if i + 1 < len(toks) and toks[i + 1] == "{":
+                    d[t], i = section(i + 2)
+                elif i + 1 < len(toks) and toks[i + 1] == "[":
+                    j = toks.index("]", i + 2)
+                    d[t] = toks[i + 2:j]
+                    i = j + 1
+                elif "=" in t:
+                    k, v = t.split("=", 1)
+                    d[k] = v
+                    i += 1
+                else:
+                    i += 1
+            return d, i
+
+        top, _ = section(1) if toks and toks[0] == "{" else section(0)
+        for name, sa in top.items():
+            if isinstance(sa, dict):
+                sa.setdefault("name", name)
+                kids = sa.get("child-sas", {})
+                sa["child-sas"] = ([dict(c, name=c.get("name", k)) for k, c in kids.items()]
+                                   if isinstance(kids, dict) else [])
+                out.append(sa)
+    return out
+
+
+def hexspi(v):
+    """An SPI or CPI as lower-case hex without leading zeros ('-' for none)."""
+    if v is None:
+        return "-"
+    if isinstance(v, int):
+        return "%x" % v
+    s = str(v).lower()
+    s = s[2:] if s.startswith("0x") else s
+    return s.lstrip("0") or "0"
+
+
+def num(v):
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def sas_normalised(impl, text):
+    """One gateway's IKE SAs, read from `swanctl --list-sas --raw`
+    (strongswan) or `flowsec ctl sas --json` (flowsec), with the names of
+    flowsec's `ctl sas --json` and the SPIs in one form (hexspi); the
+    states upper case; nat_local and nat_remote (strongSwan tells them
+    apart) None for flowsec."""
+    out = []
+    if impl == "strongswan":
+        for sa in parse_vici_raw(text):
+            nl, nr = sa.get("nat-local") == "yes", sa.get("nat-remote") == "yes"
+            out.append({
+                "name": sa["name"], "state": sa.get("state", "-").upper(),
+                "initiator_spi": hexspi(sa.get("initiator-spi")),
+                "responder_spi": hexspi(sa.get("responder-spi")),
+                "local_host": sa.get("local-host"), "local_port": num(sa.get("local-port")),
+                "remote_host": sa.get("remote-host"), "remote_port": num(sa.get("remote-port")),
+                "nat": nl or nr or sa.get("nat-any") == "yes" or sa.get("nat-fake") == "yes",
+                "nat_local": nl, "nat_remote": nr,
+                "child_sas": [{
+                    "name": c["name"], "state": c.get("state", "-").upper(),
+                    "spi_in": hexspi(c.get("spi-in")), "spi_out": hexspi(c.get("spi-out")),
+                    "cpi_in": c.get("cpi-in"), "cpi_out": c.get("cpi-out"),
+                    "encap": c.get("encap") == "yes", "dh_group": c.get("dh-group"),
+                    "bytes_in": num(c.get("bytes-in")), "packets_in": num(c.get("packets-in")),
+                    "bytes_out": num(c.get("bytes-out")), "packets_out": num(c.get("packets-out")),
+                } for c in sa["child-sas"]],
+            })
+        return out
+    for sa in json.loads(text)["ike_sas"]:
+        out.append({
+            "name": sa["name"], "state": str(sa["state"]).upper(),
+            "initiator_spi": hexspi(sa["initiator_spi"]), "responder_spi": hexspi(sa["responder_spi"]),
+            "local_host": sa["local_host"], "local_port": sa["local_port"],
+            "remote_host": sa["remote_host"], "remote_port": sa["remote_port"],
+            "nat": sa["nat"] is True, "nat_local": sa.get("nat_local"), "nat_remote": sa.get("nat_remote"),
+            "child_sas": [{
+                "name": c["name"], "state": str(c["state"]).upper(),
+                "spi_in": hexspi(c["spi_in"]), "spi_out": hexspi(c["spi_out"]),
+                "cpi_in": c.get("cpi_in"), "cpi_out": c.get("cpi_out"),
+                "encap": c["encap"] is True, "dh_group": c.get("dh_group"),
+                "bytes_in": c["bytes_in"], "packets_in": c["packets_in"],
+                "bytes_out": c["bytes_out"], "packets_out": c["packets_out"],
+            } for c in sa["child_sas"]],
+        })
+    return out
+
+
+def cmd_sas(a) -> int:
+    """Read one gateway's SAs on stdin (sas_normalised). With --show,
+    print a line an SA. Without EXPR, print them as `flowsec ctl sas
+    --json` would (the IKE stand-in's `ctl sas --json`). With EXPR, a Python expression over sas (all IKE
+    SAs), ikes (the ESTABLISHED ones named --conn), ike (that one when
+    there is exactly one, else None), child (its INSTALLED Child SA named
+    --child when there is exactly one, else None) and gw (--gw): print its
+    value (nothing for True); status 1 when it is False or None or
+    raises."""
+    sas = sas_normalised(a.impl, sys.stdin.read())
+    if a.show:
+        for s in sas:
+            print("IKE %s %s %s %s %s:%s -> %s:%s%s" % (
+                s["name"], s["state"], s["initiator_spi"], s["responder_spi"], s["local_host"],
+                s["local_port"], s["remote_host"], s["remote_port"], " nat" if s["nat"] else ""))
+            for c in s["child_sas"]:
+                print("  CHILD %s %s in %s out %s%s, bytes in/out %s/%s, packets in/out %s/%s, dh %s" % (
+                    c["name"], c["state"], c["spi_in"], c["spi_out"], " encap" if c["encap"] else "",
+                    c["bytes_in"], c["bytes_out"], c["packets_in"], c["packets_out"], c["dh_group"] or "-"))
+        return 0
+    if a.expr is None:
+        print(json.dumps({"ike_sas": sas}))
+        return 0
+    ikes = [s for s in sas if s["name"] == a.conn and s["state"] == "ESTABLISHED"]
+    ike = ikes[0] if len(ikes) == 1 else None
+    kids = [c for c in (ike["child_sas"] if ike else [])
+            if c["name"] == a.child and c["state"] == "INSTALLED"]
+    child = kids[0] if len(kids) == 1 else None
+    env = {"sas": sas, "ikes": ikes, "ike": ike, "child": child, "gw": a.gw}
+    try:
+        v = eval(a.expr, env)
+    except Exception as e:  # no such SA (ike or child None), a missing field
+        print("sas: %s: %s: %s" % (a.expr, type(e).__name__, e), file=sys.stderr)
+        return 1
+    if v is None or v is False:
+        return 1
+    if v is not True:
+        print(v)
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -502,11 +656,19 @@ def main() -> int:
     q.add_argument("--count", type=int, default=100)
     q.add_argument("--seconds", type=float, default=10.0)
     sub.add_parser("standin")
+    q = sub.add_parser("sas")
+    q.add_argument("impl", choices=["strongswan", "flowsec"])
+    q.add_argument("expr", nargs="?")
+    q.add_argument("--conn", default="gw")
+    q.add_argument("--child", default="net")
+    q.add_argument("--gw", default="")
+    q.add_argument("--show", action="store_true", help="one line an SA, for people")
     a = p.parse_args()
     return {"ping": cmd_ping, "recv": cmd_recv, "send": cmd_send,
             "sniff": cmd_sniff, "hostile": cmd_hostile, "inject": cmd_inject,
             "udp-count": cmd_udp_count, "standin": cmd_standin,
-            "dgram-send": cmd_dgram_send, "dgram-recv": cmd_dgram_recv}[a.cmd](a)
+            "dgram-send": cmd_dgram_send, "dgram-recv": cmd_dgram_recv,
+            "sas": cmd_sas}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -19,13 +19,15 @@ always emits a 16-byte tag; tshark covers them), AES-XCBC-96, Camellia,
 Twofish.
 """
 
+import dataclasses
 import hashlib
 import random
 from dataclasses import dataclass
 
 import pytest
 
-from conftest import NAT_T_PORTS, layouts, sa_dict
+from conftest import (NAT_T_PORTS, NO_INTEG, SHA256, encrs, esp_suites, integs, layouts,
+                      sa_dict, suite_id)
 
 scapy_all = pytest.importorskip("scapy.all", reason="scapy is not installed")
 ipsec = pytest.importorskip("scapy.layers.ipsec", reason="scapy is not installed")
@@ -36,92 +38,19 @@ from scapy.all import IP, UDP, IPv6, Raw, raw  # noqa: E402
 from scapy.layers.ipsec import AH, ESP, SecurityAssociation  # noqa: E402
 
 
-@dataclass(frozen=True)
-class Encr:
-    label: str
-    iana: int          # IKEv2 Transform Type 1 id
-    key_len: int       # cipher key, without salt/nonce
-    salt_len: int      # salt/nonce appended to the key material
-    scapy: str
-    icv: int = None    # AEAD ICV length (scapy's crypt_icv_size)
-
-    @property
-    def aead(self):
-        return self.icv is not None
-
-
-@dataclass(frozen=True)
-class Integ:
-    label: str
-    iana: int          # IKEv2 Transform Type 3 id
-    key_len: int
-    scapy: str
-
-
-NULL = Encr("NULL", 11, 0, 0, "NULL")
+# The suites (conftest.py's table) scapy runs.
 # Non-AEAD ciphers: each is paired with every integrity algorithm (and none).
-CIPHERS = [
-    NULL,
-    Encr("AES-CBC-128", 12, 16, 0, "AES-CBC"),
-    Encr("AES-CTR-128", 13, 16, 4, "AES-CTR"),
-    Encr("DES", 2, 8, 0, "DES"),
-    Encr("3DES", 3, 24, 0, "3DES"),
-    Encr("CAST-128", 6, 16, 0, "CAST"),
-    Encr("BLOWFISH-128", 7, 16, 0, "Blowfish"),
-]
+CIPHERS = encrs("NULL", "AES-CBC-128", "AES-CTR-128", "DES", "3DES", "CAST-128", "BLOWFISH-128")
 # Other key sizes: paired with HMAC-SHA2-256-128 only.
-CIPHER_KEY_SIZES = [
-    Encr("AES-CBC-192", 12, 24, 0, "AES-CBC"),
-    Encr("AES-CBC-256", 12, 32, 0, "AES-CBC"),
-    Encr("AES-CTR-256", 13, 32, 4, "AES-CTR"),
-    # RFC 2144 §2.5: keys of 80 bits or less use 12 rounds, not 16.
-    Encr("CAST-80", 6, 10, 0, "CAST"),
-    Encr("BLOWFISH-448", 7, 56, 0, "Blowfish"),
-]
-AEADS = [
-    Encr("AES-GCM-16-128", 20, 16, 4, "AES-GCM", 16),
-    Encr("AES-GCM-16-192", 20, 24, 4, "AES-GCM", 16),
-    Encr("AES-GCM-16-256", 20, 32, 4, "AES-GCM", 16),
-    Encr("AES-CCM-8-128", 14, 16, 3, "AES-CCM", 8),
-    Encr("AES-CCM-12-128", 15, 16, 3, "AES-CCM", 12),
-    Encr("AES-CCM-16-128", 16, 16, 3, "AES-CCM", 16),
-    Encr("AES-CCM-16-256", 16, 32, 3, "AES-CCM", 16),
-    Encr("CHACHA20-POLY1305", 28, 32, 4, "CHACHA20-POLY1305", 16),
-    Encr("AES-GMAC-128", 21, 16, 4, "AES-NULL-GMAC", 16),
-    Encr("AES-GMAC-256", 21, 32, 4, "AES-NULL-GMAC", 16),
-]
-NO_INTEG = Integ("NONE", 0, 0, "NULL")
-INTEGS = [
-    Integ("HMAC-MD5-96", 1, 16, "HMAC-MD5-96"),
-    Integ("HMAC-SHA1-96", 2, 20, "HMAC-SHA1-96"),
-    Integ("HMAC-SHA2-256-128", 12, 32, "SHA2-256-128"),
-    Integ("HMAC-SHA2-384-192", 13, 48, "SHA2-384-192"),
-    Integ("HMAC-SHA2-512-256", 14, 64, "SHA2-512-256"),
-    Integ("AES-CMAC-96", 8, 16, "AES-CMAC-96"),
-]
-SHA256 = INTEGS[2]
-
-
-def esp_suites():
-    suites = []
-    for e in CIPHERS:
-        for i in [NO_INTEG] + INTEGS:
-            if e is NULL and i is NO_INTEG:
-                continue  # RFC 4303 §3.2: neither confidentiality nor integrity
-            suites.append((e, i))
-    suites += [(e, SHA256) for e in CIPHER_KEY_SIZES]
-    suites += [(e, NO_INTEG) for e in AEADS]
-    return suites
-
-
-ESP_SUITES = esp_suites()
+CIPHER_KEY_SIZES = encrs("AES-CBC-192", "AES-CBC-256", "AES-CTR-256", "CAST-80", "BLOWFISH-448")
+AEADS = encrs("AES-GCM-16-128", "AES-GCM-16-192", "AES-GCM-16-256", "AES-CCM-8-128",
+              "AES-CCM-12-128", "AES-CCM-16-128", "AES-CCM-16-256", "CHACHA20-POLY1305",
+              "AES-GMAC-128", "AES-GMAC-256")
+INTEGRITY = integs("HMAC-MD5-96", "HMAC-SHA1-96", "HMAC-SHA2-256-128", "HMAC-SHA2-384-192",
+                "HMAC-SHA2-512-256", "AES-CMAC-96")
+ESP_SUITES = esp_suites(CIPHERS, CIPHER_KEY_SIZES, AEADS, INTEGRITY)
 LAYOUTS = layouts(udp=True)
 AH_LAYOUTS = layouts(udp=False)
-
-
-def _suite_id(s):
-    e, i = s
-    return e.label if i is NO_INTEG else "%s+%s" % (e.label, i.label)
 
 
 def _rng(*parts):
@@ -159,19 +88,30 @@ def _tunnel_header(layout):
     return (IP if layout.outer == 4 else IPv6)(src=src, dst=dst)
 
 
+def _sa_numbers(rng, encr_key_len, integ_key_len, esn):
+    """An SA's SPI, keys and sequence number (its high half 1 with ESN),
+    drawn from rng in this order."""
+    spi = rng.randrange(256, 2**32)
+    ekey = bytes(rng.getrandbits(8) for _ in range(encr_key_len))
+    ikey = bytes(rng.getrandbits(8) for _ in range(integ_key_len))
+    seq_low = rng.randrange(1, 2**32 - 1)
+    return spi, ekey, ikey, (1 << 32) | seq_low if esn else seq_low
+
+
+def _case(rng, layout, flowsec_sa, scapy_sa):
+    return Case(flowsec_sa, scapy_sa, _inner_packet(rng, layout),
+                IP if layout.outer == 4 else IPv6, flowsec_sa["seq"])
+
+
 def esp_case(encr, integ, layout, tag, esn=False):
     rng = _rng("esp", encr.label, integ.label, layout.id, tag)
-    spi = rng.randrange(256, 2**32)
-    ekey = bytes(rng.getrandbits(8) for _ in range(encr.key_len + encr.salt_len))
-    ikey = bytes(rng.getrandbits(8) for _ in range(integ.key_len))
-    seq_low = rng.randrange(1, 2**32 - 1)
-    seq = (1 << 32) | seq_low if esn else seq_low
+    spi, ekey, ikey, seq = _sa_numbers(rng, encr.encr_key_len, integ.integ_key_len, esn)
     scapy_sa = SecurityAssociation(
         ESP,
         spi=spi,
         crypt_algo=encr.scapy,
         crypt_key=ekey or None,
-        crypt_icv_size=encr.icv,
+        crypt_icv_size=encr.icv_len or None,
         auth_algo=integ.scapy,
         auth_key=ikey or None,
         tunnel_header=_tunnel_header(layout),
@@ -179,24 +119,19 @@ def esp_case(encr, integ, layout, tag, esn=False):
         esn_en=esn,
         esn=seq >> 32,
     )
-    flowsec_sa = sa_dict("esp", spi, layout, encr.iana, ekey, integ.iana, ikey, seq=seq, esn=esn)
-    return Case(flowsec_sa, scapy_sa, _inner_packet(rng, layout),
-                IP if layout.outer == 4 else IPv6, seq)
+    return _case(rng, layout, sa_dict("esp", spi, layout, encr.iana, ekey, integ.iana, ikey,
+                                      seq=seq, esn=esn), scapy_sa)
 
 
 def ah_case(integ, layout, tag, esn=False):
     rng = _rng("ah", integ.label, layout.id, tag)
-    spi = rng.randrange(256, 2**32)
-    ikey = bytes(rng.getrandbits(8) for _ in range(integ.key_len))
-    seq_low = rng.randrange(1, 2**32 - 1)
-    seq = (1 << 32) | seq_low if esn else seq_low
+    spi, _, ikey, seq = _sa_numbers(rng, 0, integ.integ_key_len, esn)
     scapy_sa = SecurityAssociation(
         AH, spi=spi, auth_algo=integ.scapy, auth_key=ikey,
         tunnel_header=_tunnel_header(layout), esn_en=esn, esn=seq >> 32,
     )
-    flowsec_sa = sa_dict("ah", spi, layout, 11, b"", integ.iana, ikey, seq=seq, esn=esn)
-    return Case(flowsec_sa, scapy_sa, _inner_packet(rng, layout),
-                IP if layout.outer == 4 else IPv6, seq)
+    return _case(rng, layout, sa_dict("ah", spi, layout, 11, b"", integ.iana, ikey, seq=seq, esn=esn),
+                 scapy_sa)
 
 
 def scapy_seal(case):
@@ -253,16 +188,15 @@ def check_from_flowsec(oracle, case, proto):
 # --- ESP ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: l.id)
-@pytest.mark.parametrize("suite", ESP_SUITES, ids=_suite_id)
+@pytest.mark.parametrize("suite", ESP_SUITES, ids=suite_id)
 def test_esp_scapy_to_flowsec(oracle, suite, layout):
     encr, integ = suite
     case = esp_case(encr, integ, layout, "to")
-    icv = encr.icv if encr.aead else (integ.key_len and _icv_len(integ))
-    check_to_flowsec(oracle, case, tamper=icv or 0)
+    check_to_flowsec(oracle, case, tamper=encr.icv_len if encr.aead else integ.icv_len)
 
 
 @pytest.mark.parametrize("layout", LAYOUTS, ids=lambda l: l.id)
-@pytest.mark.parametrize("suite", ESP_SUITES, ids=_suite_id)
+@pytest.mark.parametrize("suite", ESP_SUITES, ids=suite_id)
 def test_esp_flowsec_to_scapy(oracle, suite, layout):
     encr, integ = suite
     check_from_flowsec(oracle, esp_case(encr, integ, layout, "from"), ESP)
@@ -272,21 +206,17 @@ ESN_LAYOUTS = [LAYOUTS[1], LAYOUTS[9]]  # tunnel v4-in-4 raw, transport v6 UDP
 
 
 @pytest.mark.parametrize("layout", ESN_LAYOUTS, ids=lambda l: l.id)
-@pytest.mark.parametrize("suite", ESP_SUITES, ids=_suite_id)
+@pytest.mark.parametrize("suite", ESP_SUITES, ids=suite_id)
 def test_esp_esn_both_ways(oracle, suite, layout):
     encr, integ = suite
     check_to_flowsec(oracle, esp_case(encr, integ, layout, "esn-to", esn=True), tamper=0)
     check_from_flowsec(oracle, esp_case(encr, integ, layout, "esn-from", esn=True), ESP)
 
 
-def _icv_len(integ):
-    return ipsec.AUTH_ALGOS[integ.scapy].icv_size
-
-
 # --- AH ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("layout", AH_LAYOUTS, ids=lambda l: l.id)
-@pytest.mark.parametrize("integ", INTEGS, ids=lambda i: i.label)
+@pytest.mark.parametrize("integ", INTEGRITY, ids=lambda i: i.label)
 def test_ah_scapy_to_flowsec(oracle, integ, layout):
     case = ah_case(integ, layout, "to")
     check_to_flowsec(oracle, case, tamper=0)
@@ -298,13 +228,13 @@ def test_ah_scapy_to_flowsec(oracle, integ, layout):
 
 
 @pytest.mark.parametrize("layout", AH_LAYOUTS, ids=lambda l: l.id)
-@pytest.mark.parametrize("integ", INTEGS, ids=lambda i: i.label)
+@pytest.mark.parametrize("integ", INTEGRITY, ids=lambda i: i.label)
 def test_ah_flowsec_to_scapy(oracle, integ, layout):
     check_from_flowsec(oracle, ah_case(integ, layout, "from"), AH)
 
 
 @pytest.mark.parametrize("layout", AH_LAYOUTS[:2], ids=lambda l: l.id)
-@pytest.mark.parametrize("integ", INTEGS, ids=lambda i: i.label)
+@pytest.mark.parametrize("integ", INTEGRITY, ids=lambda i: i.label)
 def test_ah_esn_both_ways(oracle, integ, layout):
     check_to_flowsec(oracle, ah_case(integ, layout, "esn-to", esn=True), tamper=0)
     check_from_flowsec(oracle, ah_case(integ, layout, "esn-from", esn=True), AH)
@@ -315,8 +245,8 @@ def test_ah_esn_both_ways(oracle, integ, layout):
 @pytest.mark.parametrize("backend", ["aws-lc", "rustcrypto"])
 @pytest.mark.parametrize(
     "suite",
-    [(CIPHERS[1], SHA256), (AEADS[0], NO_INTEG), (AEADS[7], NO_INTEG), (CIPHERS[4], INTEGS[1])],
-    ids=_suite_id,
+    [(CIPHERS[1], SHA256), (AEADS[0], NO_INTEG), (AEADS[7], NO_INTEG), (CIPHERS[4], INTEGRITY[1])],
+    ids=suite_id,
 )
 def test_esp_each_backend(oracle, suite, backend):
     """The default provider mixes backends; pin each one in turn."""
@@ -334,7 +264,7 @@ def test_esp_each_backend(oracle, suite, backend):
 # --- Controls and truncated GCM ICVs -------------------------------------------
 
 @pytest.mark.parametrize(
-    "suite", [s for s in ESP_SUITES if s[0].aead or s[1] is not NO_INTEG], ids=_suite_id)
+    "suite", [s for s in ESP_SUITES if s[0].aead or s[1] is not NO_INTEG], ids=suite_id)
 def test_scapy_sees_tampering(oracle, suite):
     """Control: scapy refuses a flowsec packet with one ICV bit flipped, so
     its `decrypt()` above really verified."""
@@ -346,16 +276,13 @@ def test_scapy_sees_tampering(oracle, suite):
         scapy_open(case, bytes(wire))
 
 
-GCM_TRUNCATED = [
-    Encr("AES-GCM-8-128", 18, 16, 4, "AES-GCM", 8),
-    Encr("AES-GCM-12-256", 19, 32, 4, "AES-GCM", 12),
-]
+GCM_TRUNCATED = encrs("AES-GCM-8-128", "AES-GCM-12-256")
 TUNNEL_LAYOUTS = [l for l in LAYOUTS if l.mode == "tunnel"]
 
 
 def _gcm16_case(encr, layout, tag):
     """The same SA as `encr` but with a 16-byte ICV, for scapy to seal."""
-    full = Encr(encr.label, 20, encr.key_len, 4, "AES-GCM", 16)
+    full = dataclasses.replace(encr, iana=20, icv_len=16)
     case = esp_case(full, NO_INTEG, layout, tag)
     case.flowsec_sa["encr"] = encr.iana
     return case
@@ -370,7 +297,7 @@ def test_esp_gcm_truncated_icv_both_ways(oracle, encr, layout):
     cut. The other way, `cryptography`'s GCM mode checks the short tag."""
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-    cut = 16 - encr.icv
+    cut = 16 - encr.icv_len
     # scapy -> flowsec
     case = _gcm16_case(encr, layout, "to")
     pkt = case.ip_cls(scapy_seal(case))
@@ -388,9 +315,10 @@ def test_esp_gcm_truncated_icv_both_ways(oracle, encr, layout):
     esp = case.ip_cls(oracle.seal(case.flowsec_sa, case.inner))[ESP]
     key = bytes.fromhex(case.flowsec_sa["encr_key"])
     data = esp.data
-    iv, ct, icv = data[:8], data[8:-encr.icv], data[-encr.icv:]
-    dec = Cipher(algorithms.AES(key[:-4]),
-                 modes.GCM(key[-4:] + iv, icv, min_tag_length=encr.icv)).decryptor()
+    iv, ct, icv = data[:8], data[8:-encr.icv_len], data[-encr.icv_len:]
+    salt = encr.salt_len
+    dec = Cipher(algorithms.AES(key[:-salt]),
+                 modes.GCM(key[-salt:] + iv, icv, min_tag_length=encr.icv_len)).decryptor()
     dec.authenticate_additional_data(esp.spi.to_bytes(4, "big") + esp.seq.to_bytes(4, "big"))
     pt = dec.update(ct) + dec.finalize()
     assert pt[-1] == (4 if layout.inner == 4 else 41)

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import layouts, sa_dict, udp_ip_packet
+from conftest import (ENCRS, INTEGS, encrs, esp_suites, integs, layouts, sa_dict, suite_id,
+                      udp_ip_packet)
 
 TSHARK = shutil.which("tshark")
 if TSHARK is None:
@@ -37,88 +38,36 @@ if TSHARK is None:
 INNER_SPORT, INNER_DPORT = 40000, 40001  # no dissector claims these
 
 
-@dataclass(frozen=True)
-class Encr:
-    label: str
-    iana: int
-    key_len: int     # including the salt/nonce
-    tshark: str
+# The suites (conftest.py's table) tshark runs: each cipher with every
+# integrity algorithm tshark checks (and none), other key sizes with
+# HMAC-SHA2-256-128, AES-CBC-128 with the 96-bit MACs tshark only decrypts
+# under ("ANY 96 bit authentication [no checking]"), and AES-GCM (tshark
+# 4.0 names each ICV length as its own encryption algorithm, with NULL
+# authentication).
+CIPHERS = encrs("NULL", "AES-CBC-128", "AES-CTR-128", "DES", "3DES", "CAST-128", "BLOWFISH-128",
+                "TWOFISH-128")
+CIPHER_KEY_SIZES = encrs("AES-CBC-192", "AES-CBC-256", "AES-CTR-192", "AES-CTR-256", "TWOFISH-256")
+INTEGRITY = integs("HMAC-MD5-96", "HMAC-SHA1-96", "HMAC-SHA2-256-128", "HMAC-SHA2-384-192",
+               "HMAC-SHA2-512-256")
+UNCHECKED_96 = [(ENCRS["AES-CBC-128"], INTEGS[label]) for label in ("AES-XCBC-96", "AES-CMAC-96")]
+AEADS = encrs("AES-GCM-8-128", "AES-GCM-8-256", "AES-GCM-12-128", "AES-GCM-12-256",
+              "AES-GCM-16-128", "AES-GCM-16-256")
 
 
-@dataclass(frozen=True)
-class Integ:
-    label: str
-    iana: int
-    key_len: int
-    tshark: str
-    checked: bool = True
+def icv_checked(suite):
+    """tshark verifies the suite's ICV: an AEAD's, or an integrity algorithm it checks."""
+    e, i = suite
+    return e.aead or i.tshark_checks
 
 
-NULL = Encr("NULL", 11, 0, "NULL")
-CIPHERS = [
-    NULL,
-    Encr("AES-CBC-128", 12, 16, "AES-CBC [RFC3602]"),
-    Encr("AES-CTR-128", 13, 20, "AES-CTR [RFC3686]"),
-    Encr("DES", 2, 8, "DES-CBC [RFC2405]"),
-    Encr("3DES", 3, 24, "TripleDES-CBC [RFC2451]"),
-    Encr("CAST-128", 6, 16, "CAST5-CBC [RFC2144]"),
-    Encr("BLOWFISH-128", 7, 16, "BLOWFISH-CBC [RFC2451]"),
-    Encr("TWOFISH-128", 1027, 16, "TWOFISH-CBC"),
-]
-CIPHER_KEY_SIZES = [
-    Encr("AES-CBC-192", 12, 24, "AES-CBC [RFC3602]"),
-    Encr("AES-CBC-256", 12, 32, "AES-CBC [RFC3602]"),
-    Encr("AES-CTR-192", 13, 28, "AES-CTR [RFC3686]"),
-    Encr("AES-CTR-256", 13, 36, "AES-CTR [RFC3686]"),
-    Encr("TWOFISH-256", 1027, 32, "TWOFISH-CBC"),
-]
-NO_INTEG = Integ("NONE", 0, 0, "NULL", checked=False)
-INTEGS = [
-    Integ("HMAC-MD5-96", 1, 16, "HMAC-MD5-96 [RFC2403]"),
-    Integ("HMAC-SHA1-96", 2, 20, "HMAC-SHA-1-96 [RFC2404]"),
-    Integ("HMAC-SHA2-256-128", 12, 32, "HMAC-SHA-256-128 [RFC4868]"),
-    Integ("HMAC-SHA2-384-192", 13, 48, "HMAC-SHA-384-192 [RFC4868]"),
-    Integ("HMAC-SHA2-512-256", 14, 64, "HMAC-SHA-512-256 [RFC4868]"),
-]
-SHA256 = INTEGS[2]
-UNCHECKED_96 = [
-    Integ("AES-XCBC-96", 5, 16, "ANY 96 bit authentication [no checking]", checked=False),
-    Integ("AES-CMAC-96", 8, 16, "ANY 96 bit authentication [no checking]", checked=False),
-]
-AEAD = "(AEAD)"  # the integrity label of combined-mode suites
-
-
-def suites():
-    out = []
-    for e in CIPHERS:
-        for i in [NO_INTEG] + INTEGS:
-            if not (e is NULL and i is NO_INTEG):
-                out.append((e, i))
-    out += [(e, SHA256) for e in CIPHER_KEY_SIZES]
-    out += [(CIPHERS[1], i) for i in UNCHECKED_96]
-    for icv, iana in ((8, 18), (12, 19), (16, 20)):
-        for bits in (128, 256):
-            # tshark 4.0 names each ICV length as its own encryption
-            # algorithm, with NULL authentication.
-            e = Encr("AES-GCM-%d-%d" % (icv, bits), iana, bits // 8 + 4,
-                     "AES-GCM with %d octet ICV [RFC4106]" % icv)
-            i = Integ(AEAD, 0, 0, "NULL")
-            out.append((e, i))
-    return out
-
-
-SUITES = suites()
+SUITES = (esp_suites(CIPHERS, CIPHER_KEY_SIZES, [], INTEGRITY) + UNCHECKED_96
+          + esp_suites([], [], AEADS, []))
 LAYOUTS = layouts(udp=True)
 CASES = [(s, l) for s in SUITES for l in LAYOUTS]
 
 
-def _suite_id(s):
-    e, i = s
-    return e.label if i.label in ("NONE", AEAD) else "%s+%s" % (e.label, i.label)
-
-
 def _case_id(case):
-    return "%s-%s" % (_suite_id(case[0]), case[1].id)
+    return "%s-%s" % (suite_id(case[0]), case[1].id)
 
 
 @dataclass
@@ -166,8 +115,8 @@ def tshark_run(oracle, tmp_path_factory):
         encr, integ = suite
         rng = random.Random(hashlib.sha256(_case_id((suite, layout)).encode()).digest())
         spi = 0x10000 + n
-        ekey = bytes(rng.getrandbits(8) for _ in range(encr.key_len))
-        ikey = bytes(rng.getrandbits(8) for _ in range(integ.key_len))
+        ekey = bytes(rng.getrandbits(8) for _ in range(encr.encr_key_len))
+        ikey = bytes(rng.getrandbits(8) for _ in range(integ.integ_key_len))
         payload = b"%05d:" % n + bytes(rng.getrandbits(8) for _ in range(rng.randrange(0, 64)))
         src, dst = layout.inner_addrs
         inner = udp_ip_packet(layout.inner, src, dst, INNER_SPORT, INNER_DPORT, payload)
@@ -179,8 +128,8 @@ def tshark_run(oracle, tmp_path_factory):
             s.wire = out
             frames.append(out)
             uat.append(_uat_line(layout, spi, encr, ekey, integ, ikey))
-            sid = _suite_id(suite)
-            if integ.checked and sid not in tamper:
+            sid = suite_id(suite)
+            if icv_checked(suite) and sid not in tamper:
                 bad = bytearray(out)
                 bad[-1] ^= 0x80  # last ICV byte
                 tamper[sid] = len(frames)
@@ -232,7 +181,7 @@ def test_flowsec_to_tshark(tshark_run, case):
     assert s.error is None, "flowsec-oracle seal failed: %s" % s.error
     assert row is not None, "tshark printed no row for this frame"
     assert row["esp.spi"] == "0x%08x" % s.spi
-    if suite[1].checked:
+    if icv_checked(suite):
         assert row["esp.icv_good"] == "1" and row["esp.icv_bad"] == "0", row
     dst = _last(row["ip.dst"] if layout.inner == 4 else row["ipv6.dst"])
     assert dst == s.inner_dst, row
@@ -245,10 +194,10 @@ def test_flowsec_to_tshark(tshark_run, case):
 
 
 @pytest.mark.parametrize(
-    "suite", [s for s in SUITES if s[1].checked], ids=_suite_id)
+    "suite", [s for s in SUITES if icv_checked(s)], ids=suite_id)
 def test_tshark_sees_tampering(tshark_run, suite):
     """Control: a flipped ICV bit is reported bad, so 'good' above means
     tshark really checked."""
-    row = tshark_run[1].get(_suite_id(suite))
+    row = tshark_run[1].get(suite_id(suite))
     assert row is not None
     assert row["esp.icv_bad"] == "1" and row["esp.icv_good"] == "0", row
