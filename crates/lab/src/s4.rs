@@ -257,7 +257,7 @@ fn report(m: &Measured, opts: &RunOptions, per: Duration) -> Report {
 /// AES-128-CBC, software and engine, by size: the study beside today.
 fn cipher_table(m: &Measured) -> Table {
     let last = SIZES.len() - 1;
-    let cipher = Table {
+    Table {
         title: "AES-128-CBC: software vs crypto engine, Mbit/s".into(),
         columns: [
             "size B",
@@ -293,14 +293,13 @@ fn cipher_table(m: &Measured) -> Table {
                 ]
             })
             .collect(),
-    };
-    cipher
+    }
 }
 
 /// SHA-1 in software by size.
 fn hash_table(m: &Measured) -> Table {
     let last = SIZES.len() - 1;
-    let hash = Table {
+    Table {
         title: "SHA-1 in software, Mbit/s".into(),
         columns: ["size B", "study", "today", "today SHA-1/AES-CBC"]
             .map(String::from)
@@ -322,13 +321,12 @@ fn hash_table(m: &Measured) -> Table {
                 ]
             })
             .collect(),
-    };
-    hash
+    }
 }
 
 /// The whole suite, inline and through the engine, by size.
 fn suite_table(m: &Measured) -> Table {
-    let suite = Table {
+    Table {
         title: "AES-128-CBC + SHA-1: study's SSL records, today's ESP packets, Mbit/s".into(),
         columns: [
             "size B",
@@ -356,8 +354,7 @@ fn suite_table(m: &Measured) -> Table {
                 ]
             })
             .collect(),
-    };
-    suite
+    }
 }
 
 /// The study's claims about the cipher, the hash and the engine.
@@ -370,7 +367,7 @@ fn crypto_findings(m: &Measured) -> Vec<Finding> {
         .map(|i| m.esp_cbc_engine[i] / m.esp_cbc_inline[i])
         .collect();
     let sha_over_aes = m.sha1[2] / m.raw_cbc[2];
-    let findings = vec![
+    vec![
         Finding {
             claim: "software AES-128-CBC throughput is flat across data sizes (31.1–31.6 Mbit/s)".into(),
             holds: flat <= 1.25,
@@ -404,14 +401,13 @@ fn crypto_findings(m: &Measured) -> Vec<Finding> {
             holds: sha_over_aes >= 2.0,
             evidence: format!("today SHA-1/AES-CBC at 1024 B: {sha_over_aes:.2}× (holds if ≥ 2×)"),
         },
-    ];
-    findings
+    ]
 }
 
 /// End to end: the VPN against its crypto ceiling.
 fn end_to_end_table(m: &Measured) -> Table {
     let ceiling = m.suite_inline[3];
-    let e2e = Table {
+    Table {
         title: "End to end: the VPN against its crypto ceiling, Mbit/s".into(),
         columns: ["", "study", "today"].map(String::from).to_vec(),
         rows: match &m.end_to_end {
@@ -462,8 +458,7 @@ fn end_to_end_table(m: &Measured) -> Table {
                 "not run: needs root (network namespaces)".into(),
             ]],
         },
-    };
-    e2e
+    }
 }
 
 /// The study's end-to-end claim, where the end-to-end run happened.
