@@ -216,7 +216,6 @@ impl Datapath {
         if owner != self.index {
             return Step::Decided(hand_off(owner, from, stats));
         }
-        let reqid = templates.iter().map(|t| t.reqid).find(|r| *r != 0);
         let sealed = process::resolve(&self.db.sad, templates, &flow, now)
             .and_then(|bundle| process::outbound(&mut self.db.sad, &bundle, buf, now));
         match sealed {
@@ -231,6 +230,7 @@ impl Datapath {
             Err(SealError::Reassemble) => dropped(stats, DropReason::BadFragment),
             Err(SealError::NoSa) => {
                 stats.no_outbound_sa += 1;
+                let reqid = templates.iter().map(|t| t.reqid).find(|r| *r != 0);
                 Step::Decided(self.acquire(reqid, now))
             }
             Err(SealError::Drop(reason)) => dropped(stats, reason),

@@ -213,14 +213,7 @@ impl Host {
             }
         }
         self.respond(sa, ExchangeType::IKE_AUTH, mid, payloads);
-        self.events.push(IkeEvent::Established {
-            name: self.conn_name(sa),
-            unique_id: sa.uid,
-            local: sa.local.ip(),
-            local_id: me,
-            remote: sa.remote.ip(),
-            remote_id: peer,
-        });
+        self.report_established(sa, me, peer);
         self.kick(now, sa, k);
         Then::Stay
     }
@@ -273,14 +266,7 @@ impl Host {
         };
         sa.peer_id = Some(peer.clone());
         self.established(now, sa);
-        self.events.push(IkeEvent::Established {
-            name: self.conn_name(sa),
-            unique_id: sa.uid,
-            local: sa.local.ip(),
-            local_id: me,
-            remote: sa.remote.ip(),
-            remote_id: peer,
-        });
+        self.report_established(sa, me, peer);
         if let Some(req) = child {
             // KEYMAT from the nonces of IKE_SA_INIT (§2.17).
             let answer = Answered {

@@ -149,6 +149,24 @@ impl Host {
         d - Duration::from_millis(r as u64)
     }
 
+    /// Say that `sa` is up between identities `me` and `peer` (both ends
+    /// of IKE_AUTH say it the same way).
+    pub(crate) fn report_established(
+        &mut self,
+        sa: &IkeSa,
+        me: crate::config::Identity,
+        peer: crate::config::Identity,
+    ) {
+        self.events.push(IkeEvent::Established {
+            name: self.conn_name(sa),
+            unique_id: sa.uid,
+            local: sa.local.ip(),
+            local_id: me,
+            remote: sa.remote.ip(),
+            remote_id: peer,
+        });
+    }
+
     pub(crate) fn conn_name(&self, sa: &IkeSa) -> String {
         self.config
             .connections
