@@ -418,26 +418,38 @@ pub mod checksum {
     /// One's-complement sum of `data` as big-endian 16-bit words; an odd
     /// final byte is padded with zero.
     pub fn data(data: &[u8]) -> u16 {
-        // Eight bytes at a time: the one's-complement sum of 16-bit words
-        // equals that of the two 32-bit halves once folded (RFC 1071 §2(C)),
-        // and a u64 accumulator cannot overflow below 2^31 words.
-        let mut sum: u64 = 0;
         if data.len() < 64 {
-            // Headers just written field by field: 8-byte loads over 2-byte
+            // Headers just written field by field: wide loads over 2-byte
             // stores would defeat store forwarding and stall.
-            return fold16(data, sum);
+            return fold16(data, 0);
         }
-        let mut words = data.chunks_exact(8);
-        for c in &mut words {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            let w = u64::from_be_bytes(w);
-            sum += (w >> 32) + (w & 0xffff_ffff);
+        // The sum is independent of byte order (RFC 1071 §2(B)): add the
+        // data as native-endian 32-bit words into four 64-bit accumulators
+        // (independent chains the CPU overlaps, and which the compiler may
+        // vectorise; none can overflow below 2^32 words), fold, and swap
+        // the bytes of the result on a little-endian host. This pass over
+        // every TCP segment (segmentation from and coalescing into the TUN
+        // device, issue 17) was a third of the data path's user-space time
+        // with one 64-bit chain of big-endian loads.
+        let mut acc = [0u64; 4];
+        let mut blocks = data.chunks_exact(32);
+        for b in &mut blocks {
+            for (i, w) in b.chunks_exact(4).enumerate() {
+                acc[i % 4] += u64::from(u32::from_ne_bytes([w[0], w[1], w[2], w[3]]));
+            }
         }
-        fold16(words.remainder(), sum)
+        let mut sum = acc[0] + acc[1] + acc[2] + acc[3];
+        let mut words = blocks.remainder().chunks_exact(2);
+        for w in &mut words {
+            sum += u64::from(u16::from_ne_bytes([w[0], w[1]]));
+        }
+        if let [last] = words.remainder() {
+            sum += u64::from(u16::from_ne_bytes([*last, 0]));
+        }
+        u16::from_be(fold(sum))
     }
 
-    /// Add `data` to `sum` as 16-bit words and fold.
+    /// Add `data` to `sum` as big-endian 16-bit words and fold.
     fn fold16(data: &[u8], mut sum: u64) -> u16 {
         let mut pairs = data.chunks_exact(2);
         for c in &mut pairs {
@@ -680,6 +692,29 @@ pub(crate) mod tests {
             0xddf2
         );
         assert_eq!(checksum::data(&[0x01]), 0x0100);
+        // The wide path agrees with 16-bit words, every length and
+        // alignment, all-ones data included (the carries).
+        let reference = |d: &[u8]| {
+            let mut s: u64 = d
+                .chunks(2)
+                .map(|c| u64::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
+                .sum();
+            while s > 0xffff {
+                s = (s & 0xffff) + (s >> 16);
+            }
+            s as u16
+        };
+        let mixed: Vec<u8> = (0..1600u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
+        for d in [mixed, vec![0xff; 1600]] {
+            for start in 0..4 {
+                for len in (0..=1500).step_by(7).chain(60..70) {
+                    let d = &d[start..start + len];
+                    assert_eq!(checksum::data(d), reference(d), "len {len} start {start}");
+                }
+            }
+        }
         assert_eq!(checksum::combine(&[0xffff, 0x0001]), 0x0001);
         // The UDP checksum of IPV4_UDP verifies with the v4 pseudo-header.
         let udp = &IPV4_UDP[20..];
