@@ -56,7 +56,7 @@ use std::net::SocketAddr;
 use flowsec_crypto::{EncrId, Provider};
 use flowsec_ipsec::spd::{IpPrefix, Level, PortRange};
 use flowsec_ipsec::{
-    Mode, Policy, Protocol, SaConfig, Sad, SecurityAssociation, Selector, Spd, UdpEncap,
+    Mode, Policy, Protocol, SaConfig, SaId, Sad, SecurityAssociation, Selector, Spd, UdpEncap,
 };
 use flowsec_wire::iana::IpProtocol;
 use flowsec_wire::ip::IpRepr;
@@ -429,4 +429,107 @@ fn transport_mode_reassembles_fragments_first() {
         );
         assert_eq!(buf.as_slice(), &datagram[..]);
     }
+}
+
+/// Changes to the databases apply to the very next packet: a younger SA
+/// seals as soon as it is added (RFC 4301 §4.4.2.1, a rekey), without its
+/// SAs the policy acquires, without its policy the traffic goes in the
+/// clear (setkey's default). No decision outlives a change.
+#[test]
+fn changes_to_the_databases_apply_to_the_next_packet() {
+    let (mut a, _) = gateways(true, false);
+    let mut stats = Stats::default();
+    let packet = udp("10.1.0.1", "10.2.0.1", 9, b"x");
+    let spi_of = |buf: &PacketBuf| u32::from_be_bytes(buf.as_slice()[20..24].try_into().unwrap());
+    let (v, buf) = out(&mut a, &packet, &mut stats);
+    assert!(matches!(v, Outbound::Send { .. }), "{v:?}");
+    assert_eq!(spi_of(&buf), 0x1001);
+
+    let later = NOW + Duration::from_secs(1);
+    let young = sa(0x1003, Mode::Tunnel, GW_A, GW_B, false);
+    let young = SecurityAssociation::new(&young, &Provider::fastest(), later).unwrap();
+    a.db.sad.add(young).unwrap();
+    let mut buf = PacketBuf::from_packet(&packet);
+    let v = a.outbound(&mut buf, Source::TUN, later, 0, &mut stats);
+    assert!(matches!(v, Outbound::Send { .. }), "{v:?}");
+    assert_eq!(spi_of(&buf), 0x1003, "the younger SA after a rekey");
+
+    for spi in [0x1001, 0x1003] {
+        let id = SaId {
+            protocol: Protocol::Esp,
+            spi,
+            dst: ip(GW_B),
+        };
+        assert!(a.db.sad.remove(&id).is_some());
+    }
+    let mut buf = PacketBuf::from_packet(&packet);
+    assert_eq!(
+        a.outbound(&mut buf, Source::TUN, later, 0, &mut stats),
+        Outbound::Acquire(REQID)
+    );
+
+    let selector = Selector::between(prefix("10.1.0.0/16"), prefix("10.2.0.0/16"));
+    a.db.spd.remove(Direction::Out, &selector).unwrap();
+    let mut buf = PacketBuf::from_packet(&packet);
+    assert_eq!(
+        a.outbound(&mut buf, Source::TUN, later, 0, &mut stats),
+        Outbound::Clear
+    );
+}
+
+/// IPv6 inside and outside: sealed by A, opened and delivered by B.
+#[test]
+fn an_ipv6_tunnel() {
+    let (ga, gb) = ("2001:db8::1", "2001:db8::2");
+    let provider = Provider::fastest();
+    let side = |me: &str, peer: &str, local: &str, remote: &str, out_spi, in_spi| {
+        let mut spd = Spd::new();
+        spd.add(policy(
+            Direction::Out,
+            local,
+            remote,
+            protect(Mode::Tunnel, Some((me, peer))),
+        ))
+        .unwrap();
+        spd.add(policy(
+            Direction::Fwd,
+            remote,
+            local,
+            protect(Mode::Tunnel, Some((peer, me))),
+        ))
+        .unwrap();
+        let mut sad = Sad::new();
+        for c in [
+            sa(out_spi, Mode::Tunnel, me, peer, false),
+            sa(in_spi, Mode::Tunnel, peer, me, false),
+        ] {
+            sad.add(SecurityAssociation::new(&c, &provider, NOW).unwrap())
+                .unwrap();
+        }
+        let db = Databases {
+            sad,
+            spd,
+            spd_epoch: 0,
+        };
+        Datapath::new(0, 1, db)
+    };
+    let mut a = side(ga, gb, "2001:db8:1::/64", "2001:db8:2::/64", 0x61, 0x62);
+    let mut b = side(gb, ga, "2001:db8:2::/64", "2001:db8:1::/64", 0x62, 0x61);
+    let mut stats = Stats::default();
+    let inner = udp("2001:db8:1::2", "2001:db8:2::2", 9, b"six");
+    let (v, mut buf) = out(&mut a, &inner, &mut stats);
+    assert_eq!(
+        v,
+        Outbound::Send {
+            egress: Egress::Ip,
+            whole: false
+        }
+    );
+    assert_eq!(buf.as_slice()[0] >> 4, 6, "an IPv6 outer header");
+    assert_eq!(buf.as_slice()[6], 50, "carrying ESP");
+    assert_eq!(
+        b.inbound(&mut buf, None, NOW, &mut stats),
+        Inbound::Deliver(0)
+    );
+    assert_eq!(buf.as_slice(), &inner[..]);
 }
