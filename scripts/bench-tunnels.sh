@@ -218,6 +218,19 @@ print(json.dumps(", ".join(moved) or "nowhere counted"))
 EOF
 }
 
+# The two gateways' worker wake-ups (flowsec's `wakeups` counter), summed;
+# "-" without control sockets. wakeups [CTL_SOCKET...]
+wakeups() {
+    [ $# -gt 0 ] || { echo -; return; }
+    local sock n total=0
+    for sock in "$@"; do
+        n="$("$FLOWSEC" ctl --socket "$sock" --json stats 2>/dev/null |
+            python3 -c 'import json,sys; print(json.load(sys.stdin)["total"]["wakeups"])')" || { echo -; return; }
+        total=$((total + n))
+    done
+    echo "$total"
+}
+
 IPERF_PORT=5201
 SP_UDP=11111
 SP_TCP=11112
@@ -237,7 +250,8 @@ iperf() {
         >"$W/iperf-$name.json" 2>"$W/iperf-$name.err" ||
         { show_log "$W/iperf-$name.json" 5; show_log "$W/iperf-$name.err" 5; die "$name: iperf3 $* failed"; }
 }
-# sockperf ping-pong in hostA: prints "TRANSACTIONS_PER_S HALF_RTT_US"
+# sockperf ping-pong in hostA: prints "TRANSACTIONS_PER_S HALF_RTT_US
+# TRANSACTIONS" (the last: the whole run's, warm-up included)
 sockperf_rr() {  # sockperf_rr NAME udp|tcp
     local name="$1" port="$SP_UDP" tcp=()
     [ "$2" = tcp ] && { port="$SP_TCP"; tcp=(--tcp); }
@@ -248,7 +262,8 @@ import re, sys
 t = re.sub(r"\x1b\[[0-9;]*m", "", open(sys.argv[1]).read())
 run = re.search(r"\[Valid Duration\] RunTime=([0-9.]+) sec; SentMessages=\d+; ReceivedMessages=(\d+)", t)
 lat = re.search(r"avg-latency=([0-9.]+)", t)
-print(int(run.group(2)) / float(run.group(1)), lat.group(1))
+total = re.search(r"\[Total Run\] RunTime=[0-9.]+ sec; Warm up time=\d+ msec; SentMessages=\d+; ReceivedMessages=(\d+)", t)
+print(int(run.group(2)) / float(run.group(1)), lat.group(1), total.group(1))
 EOF
 }
 
@@ -302,9 +317,14 @@ print(got / r["seconds"], s["packets"] / s["seconds"], 100.0 * (s["packets"] - g
         fi
         for proto in udp tcp; do
             in_list "${proto}rr" "$TESTS" || continue
-            v="$(sockperf_rr "$path-${proto}rr-$r" "$proto")"
-            record "$path" "${proto}rr" "$r" "\"tps\": ${v% *}, \"half_rtt_us\": ${v#* }"
-            say "$path sockperf ${proto^^} ping-pong 64 B: $(printf '%.0f' "${v% *}") transactions/s, ½RTT ${v#* } µs"
+            w0="$(wakeups "${SUITE_CTL[@]}")"
+            read -r tps half total <<<"$(sockperf_rr "$path-${proto}rr-$r" "$proto")"
+            w1="$(wakeups "${SUITE_CTL[@]}")"
+            per=null
+            [ "$w0" = - ] || [ "$w1" = - ] || per="$(python3 -c "print(round(($w1 - $w0) / max($total, 1), 2))")"
+            record "$path" "${proto}rr" "$r" "\"tps\": $tps, \"half_rtt_us\": $half, \"wakeups_per_transaction\": $per"
+            say "$path sockperf ${proto^^} ping-pong 64 B: $(printf '%.0f' "$tps") transactions/s, ½RTT $half µs$(
+                [ "$per" = null ] || echo ", $per worker wake-ups per transaction (both gateways)")"
         done
     done
 }
@@ -457,6 +477,8 @@ for key, name in PATHS:
          "udp64_lost_where": [m["lost_where"] for m in runs.get((key, "udp64"), [])],
          "udprr_tps": med(key, "udprr", "tps"), "udprr_half_rtt_us": med(key, "udprr", "half_rtt_us"),
          "tcprr_tps": med(key, "tcprr", "tps"), "tcprr_half_rtt_us": med(key, "tcprr", "half_rtt_us"),
+         "udprr_wakeups": med(key, "udprr", "wakeups_per_transaction"),
+         "tcprr_wakeups": med(key, "tcprr", "wakeups_per_transaction"),
          "runs": {t: runs[(p, t)] for p, t in runs if p == key}}
     rows.append(r)
 def f(v, fmt="{:,.0f}"):
@@ -470,12 +492,16 @@ for r in rows:
         continue
     cpu = "kernel" if r["key"].startswith("plain") else f(r["cpu_s_per_gb"], "{:.2f}")
     udp = "–" if r["udp64_rcvd_pps"] is None else "%.0f (%.0f%%)" % (r["udp64_rcvd_pps"] / 1e3, r["udp64_lost_pct"])
-    rr = lambda p: "–" if r[p + "_tps"] is None else "%s (%.1f)" % (f(r[p + "_tps"]), r[p + "_half_rtt_us"])
+    rr = lambda p: "–" if r[p + "_tps"] is None else "%s (%.1f%s)" % (
+        f(r[p + "_tps"]), r[p + "_half_rtt_us"],
+        "" if r[p + "_wakeups"] is None else "; %.1f wake-ups" % r[p + "_wakeups"])
     print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (r["path"], f(r["perf_mbit_s"]), f(r["tcp1_mbit_s"]),
           f(r["tcp4_mbit_s"]), cpu, udp, rr("udprr"), rr("tcprr")))
 print()
 print("hostA → hostB, %s s per test × %s runs (median). Tools: %s, and %s. CPU s/GB: utime+stime of the two "
-      "tunnel endpoints' processes during the iperf3 one-stream test, per GB (1e9 B) received." % (secs, repeats, tools, fs_ver))
+      "tunnel endpoints' processes during the iperf3 one-stream test, per GB (1e9 B) received. RR: 64-byte "
+      "ping-pong, one transaction in flight; flowsec rows also give its workers' wake-ups per transaction, "
+      "both gateways together (2 gateways × 2 directions: 4 is one wake-up per packet per gateway)." % (secs, repeats, tools, fs_ver))
 by = {r["key"]: r for r in rows if "skipped" not in r}
 def ratio(a, b, field, invert=False):
     x, y = by.get(a, {}).get(field), by.get(b, {}).get(field)
@@ -499,7 +525,7 @@ if goals:
     print("| ratio (issue 17's goals) | measured | goal |")
     print("|---|---|---|")
     for name, v, goal in goals:
-        print("| %s | %.2f | ≥ %.2f %s |" % (name, v, goal, "met" if v >= goal else "**not met**"))
+        print("| %s | %.3f | ≥ %.2f %s |" % (name, v, goal, "met" if v >= goal else "**not met**"))
 lost = [(r["path"], w) for r in rows if "skipped" not in r for w in r["udp64_lost_where"]]
 if lost:
     print()

@@ -85,6 +85,10 @@ counters! {
     /// egress is stalled or slower than the tunnel): a worker never waits
     /// for it.
     send_eagain,
+    /// Times the worker woke from poll(2) with something to read: per
+    /// request/response transaction, the wake-ups a lone packet costs
+    /// (issue 17; `scripts/bench-tunnels.sh` divides them out).
+    wakeups,
 }
 
 impl fmt::Display for Stats {
@@ -146,7 +150,7 @@ mod tests {
         total.add(&one);
         total.add(&one);
         let named = total.named();
-        assert_eq!(named.len(), 18);
+        assert_eq!(named.len(), 19);
         assert_eq!(named[0], ("sent", 2));
         assert!(named.contains(&("io_errors", 4)));
         assert!(named.contains(&("gro_out", 6)));

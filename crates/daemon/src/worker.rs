@@ -415,6 +415,9 @@ impl Worker {
         let mut poll = PollSet::new(&self.io, self.index, self.wake.as_raw_fd());
         while !self.stop.load(Ordering::Relaxed) {
             sys::poll_readable(&poll.fds, POLL_MS, &mut poll.ready).map_err(WorkerError::Poll)?;
+            if poll.ready.contains(&true) {
+                st.stats.wakeups += 1;
+            }
             if poll.ready[poll.mailbox_at] {
                 sys::clear_wake(self.wake.as_raw_fd());
             }

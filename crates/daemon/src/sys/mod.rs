@@ -726,29 +726,35 @@ fn would_block(n: isize) -> io::Result<Option<usize>> {
 /// Wait until one of `fds` is readable or `timeout_ms` passes; returns
 /// which are readable.
 pub fn poll_readable(fds: &[RawFd], timeout_ms: i32, ready: &mut [bool]) -> io::Result<()> {
-    let mut pollfds: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    // SAFETY: `pollfds` is a valid array of `pollfds.len()` entries.
-    let n = unsafe {
-        libc::poll(
-            pollfds.as_mut_ptr(),
-            pollfds.len() as libc::nfds_t,
-            timeout_ms,
-        )
+    // On the stack: a worker polls once per wake-up, and its set is a
+    // handful of descriptors (TUN queue, raw receivers, UDP, mailbox).
+    const MOST: usize = 16;
+    let unused = libc::pollfd {
+        fd: -1,
+        events: 0,
+        revents: 0,
     };
+    let mut pollfds = [unused; MOST];
+    let count = fds.len();
+    if count > MOST {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "more than 16 descriptors to poll",
+        ));
+    }
+    for (p, &fd) in pollfds.iter_mut().zip(&fds[..count]) {
+        p.fd = fd;
+        p.events = libc::POLLIN;
+    }
+    // SAFETY: `pollfds` is a valid array of `MOST` >= `count` entries.
+    let n = unsafe { libc::poll(pollfds.as_mut_ptr(), count as libc::nfds_t, timeout_ms) };
     if n < 0 {
         let err = io::Error::last_os_error();
         if err.kind() != io::ErrorKind::Interrupted {
             return Err(err);
         }
     }
-    for (r, p) in ready.iter_mut().zip(&pollfds) {
+    for (r, p) in ready.iter_mut().zip(&pollfds[..count]) {
         *r = n > 0 && p.revents & (libc::POLLIN | libc::POLLERR) != 0;
     }
     Ok(())
