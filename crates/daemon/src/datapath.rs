@@ -32,8 +32,8 @@ use flowsec_ipsec::process::{self, Bundle};
 use flowsec_ipsec::reassembly::Reassembler;
 use flowsec_ipsec::spd::SaTemplate;
 use flowsec_ipsec::{
-    Action, Direction, DropReason, Egress, Flow, OpaqueLookup, PacketBuf, Policy, SealError,
-    UdpEndpoints,
+    Action, Direction, DropReason, Egress, Flow, OpaqueLookup, PacketBuf, Policy, SealError, Spd,
+    SpdCache, UdpEndpoints,
 };
 
 use crate::apply::Databases;
@@ -125,6 +125,8 @@ pub struct Datapath {
     whole: PacketBuf,
     /// (reqid, when it was last acquired).
     acquired: Vec<(u32, Duration)>,
+    /// SPD lookups remembered per flow.
+    flows: SpdCache,
 }
 
 impl Datapath {
@@ -138,6 +140,7 @@ impl Datapath {
             inner_frags: Reassembler::new(REASSEMBLING),
             whole: PacketBuf::new(BIG_BUFFER, DEFAULT_HEADROOM),
             acquired: Vec::new(),
+            flows: SpdCache::default(),
         }
     }
 
@@ -196,7 +199,7 @@ impl Datapath {
                 }
             }
         } else {
-            self.db.spd.lookup(Direction::Out, &flow)
+            self.flows.lookup(&self.db.spd, Direction::Out, &flow)
         };
         let templates = match policy.map(|p| &p.action) {
             Some(Action::Protect(templates)) => templates,
@@ -358,14 +361,14 @@ impl Datapath {
 
     /// Check a decapsulated packet's flow against the forward, then the
     /// inbound policies, and pick the queue to deliver it through.
-    fn check_inner(&self, flow: &Flow, applied: &Bundle, stats: &mut Stats) -> Inbound {
+    fn check_inner(&mut self, flow: &Flow, applied: &Bundle, stats: &mut Stats) -> Inbound {
         let policy = if flow.fragment {
             match self.inbound_opaque(flow) {
                 OpaqueLookup::Decided(policy) => policy,
                 OpaqueLookup::NeedsPorts => None,
             }
         } else {
-            self.inbound_policy(flow)
+            inbound_policy(&mut self.flows, &self.db.spd, flow)
         };
         let Some(policy) = policy else {
             return dropped_in(stats, DropReason::NoInboundPolicy);
@@ -374,13 +377,6 @@ impl Datapath {
             return dropped_in(stats, reason);
         }
         Inbound::Deliver(self.reply_owner(flow))
-    }
-
-    /// A gateway forwards what it decapsulates; a host keeps it.
-    fn inbound_policy(&self, flow: &Flow) -> Option<&Policy> {
-        let spd = &self.db.spd;
-        spd.lookup(Direction::Fwd, flow)
-            .or_else(|| spd.lookup(Direction::In, flow))
     }
 
     fn inbound_opaque(&self, flow: &Flow) -> OpaqueLookup<'_> {
@@ -392,7 +388,7 @@ impl Datapath {
 
     /// The worker that owns the outbound SAs of `flow`'s replies (this one
     /// when they are not protected).
-    fn reply_owner(&self, flow: &Flow) -> usize {
+    fn reply_owner(&mut self, flow: &Flow) -> usize {
         let reply = Flow {
             src: flow.dst,
             dst: flow.src,
@@ -401,16 +397,22 @@ impl Datapath {
             dst_port: flow.src_port,
             fragment: flow.fragment,
         };
-        match self
-            .db
-            .spd
-            .lookup(Direction::Out, &reply)
-            .map(|p| &p.action)
-        {
+        let policy = match reply.fragment {
+            true => self.db.spd.lookup(Direction::Out, &reply),
+            false => self.flows.lookup(&self.db.spd, Direction::Out, &reply),
+        };
+        match policy.map(|p| &p.action) {
             Some(Action::Protect(templates)) => owner_of(templates, &reply, self.workers),
             _ => self.index,
         }
     }
+}
+
+/// A gateway forwards what it decapsulates; a host keeps it.
+fn inbound_policy<'s>(flows: &mut SpdCache, spd: &'s Spd, flow: &Flow) -> Option<&'s Policy> {
+    flows
+        .lookup(spd, Direction::Fwd, flow)
+        .or_else(|| flows.lookup(spd, Direction::In, flow))
 }
 
 /// The outcome of one pass over an outbound packet.

@@ -20,6 +20,7 @@ pub mod replay;
 pub mod sa;
 pub mod sad;
 pub mod spd;
+pub mod spd_cache;
 mod tunnel;
 
 pub use buf::PacketBuf;
@@ -30,3 +31,4 @@ pub use replay::{ReplayError, ReplayWindow};
 pub use sa::{Mode, Protocol, SaConfig, SaError, SaId, SaStats, SecurityAssociation, UdpEncap};
 pub use sad::{SaHandle, Sad};
 pub use spd::{Action, Direction, Flow, OpaqueLookup, Policy, Selector, Spd};
+pub use spd_cache::SpdCache;

@@ -49,6 +49,10 @@ pub struct Sad {
     slots: Vec<Slot>,
     free: Vec<usize>,
     by_id: HashMap<SaId, usize, BuildHasherDefault<SpiHasher>>,
+    /// Slots by (source, destination), in slot order: the candidates of
+    /// [`Sad::find_outbound`], which is asked for every outbound packet
+    /// and would otherwise scan every SA (issue 17).
+    by_pair: HashMap<(IpAddr, IpAddr), Vec<usize>, BuildHasherDefault<SpiHasher>>,
 }
 
 #[derive(Default)]
@@ -111,6 +115,9 @@ impl Sad {
             self.slots.push(Slot::default());
             self.slots.len() - 1
         });
+        let pair = self.by_pair.entry((sa.src(), sa.dst())).or_default();
+        let at = pair.partition_point(|&s| s < slot);
+        pair.insert(at, slot);
         self.slots[slot].sa = Some(sa);
         self.by_id.insert(id, slot);
         Ok(SaHandle {
@@ -125,7 +132,15 @@ impl Sad {
         self.free.push(slot);
         let entry = &mut self.slots[slot];
         entry.generation += 1;
-        entry.sa.take()
+        let sa = entry.sa.take()?;
+        let key = (sa.src(), sa.dst());
+        if let Some(pair) = self.by_pair.get_mut(&key) {
+            pair.retain(|&s| s != slot);
+            if pair.is_empty() {
+                self.by_pair.remove(&key);
+            }
+        }
+        Some(sa)
     }
 
     /// Remove every SA (setkey `flush`), or every SA of one protocol.
@@ -193,15 +208,16 @@ impl Sad {
         now: Duration,
     ) -> Option<SaHandle> {
         let (src, dst) = t.tunnel.unwrap_or((src, dst));
-        self.slots
+        let candidates = self.by_pair.get(&(src, dst)).map_or(&[][..], |v| &v[..]);
+        candidates
             .iter()
-            .enumerate()
-            .filter_map(|(i, e)| e.sa.as_ref().map(|s| (i, e.generation, s)))
+            .filter_map(|&i| {
+                let e = &self.slots[i];
+                e.sa.as_ref().map(|s| (i, e.generation, s))
+            })
             .filter(|(_, _, s)| {
                 s.id().protocol == t.protocol
                     && s.mode() == t.mode
-                    && s.src() == src
-                    && s.dst() == dst
                     && (t.reqid == 0 || s.reqid() == t.reqid)
             })
             .map(|(i, g, s)| (i, g, s.state(now), s.usage().added))
@@ -245,5 +261,60 @@ mod tests {
         assert_eq!(sad.lookup(&sad.get(b).unwrap().id()), Some(b));
         sad.flush(None);
         assert!(sad.is_empty() && sad.get(b).is_none());
+    }
+
+    /// The endpoint index follows every add, removal, slot reuse and
+    /// flush: `find_outbound` answers as a scan of every SA would.
+    #[test]
+    fn the_endpoint_index_follows_every_change() {
+        use crate::spd::{Level, SaTemplate};
+        let to = |spi: u32, dst: &str, added: u64| {
+            let c = SaConfig::esp(
+                spi,
+                Mode::Tunnel,
+                "192.0.2.1".parse().unwrap(),
+                dst.parse().unwrap(),
+            )
+            .with_encr(EncrId::AES_GCM_16, &[7; 20]);
+            SecurityAssociation::new(&c, &Provider::rustcrypto(), Duration::from_secs(added))
+                .unwrap()
+        };
+        let template = |dst: &str| SaTemplate {
+            protocol: Protocol::Esp,
+            mode: Mode::Tunnel,
+            tunnel: Some(("192.0.2.1".parse().unwrap(), dst.parse().unwrap())),
+            level: Level::Require,
+            reqid: 0,
+        };
+        let any: IpAddr = "0.0.0.0".parse().unwrap();
+        let now = Duration::from_secs(100);
+        let spi_for = |sad: &Sad, dst: &str| {
+            sad.find_outbound(&template(dst), any, any, now)
+                .and_then(|h| sad.get(h))
+                .map(|s| s.id().spi)
+        };
+        let mut sad = Sad::new();
+        sad.add(to(1, "192.0.2.2", 1)).unwrap();
+        sad.add(to(2, "192.0.2.3", 1)).unwrap();
+        sad.add(to(3, "192.0.2.2", 2)).unwrap();
+        assert_eq!(spi_for(&sad, "192.0.2.2"), Some(3), "the younger of two");
+        assert_eq!(spi_for(&sad, "192.0.2.3"), Some(2));
+        let id = |spi, dst: &str| SaId {
+            protocol: Protocol::Esp,
+            spi,
+            dst: dst.parse().unwrap(),
+        };
+        sad.remove(&id(3, "192.0.2.2")).unwrap();
+        assert_eq!(spi_for(&sad, "192.0.2.2"), Some(1));
+        // The freed slot now holds an SA to another peer.
+        sad.add(to(4, "192.0.2.4", 3)).unwrap();
+        assert_eq!(spi_for(&sad, "192.0.2.2"), Some(1));
+        assert_eq!(spi_for(&sad, "192.0.2.4"), Some(4));
+        sad.remove(&id(1, "192.0.2.2")).unwrap();
+        assert_eq!(spi_for(&sad, "192.0.2.2"), None);
+        sad.flush(None);
+        assert_eq!(spi_for(&sad, "192.0.2.3"), None);
+        assert_eq!(spi_for(&sad, "192.0.2.4"), None);
+        assert!(sad.by_pair.is_empty(), "no empty lists left behind");
     }
 }

@@ -8,6 +8,7 @@
 
 use core::fmt;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use flowsec_wire::iana::IpProtocol;
 use flowsec_wire::ip::{version_of, IpVersion};
@@ -391,9 +392,28 @@ impl fmt::Display for SpdError {
 impl std::error::Error for SpdError {}
 
 /// The ordered policy list.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Spd {
     policies: Vec<Policy>,
+    /// Which list this is ([`Spd::generation`]).
+    generation: u64,
+}
+
+/// Generations of every [`Spd`] in the process, so that no two lists
+/// (nor one list before and after a change) ever share one.
+static GENERATIONS: AtomicU64 = AtomicU64::new(1);
+
+fn next_generation() -> u64 {
+    GENERATIONS.fetch_add(1, Ordering::Relaxed)
+}
+
+impl Default for Spd {
+    fn default() -> Self {
+        Spd {
+            policies: Vec::new(),
+            generation: next_generation(),
+        }
+    }
 }
 
 impl Spd {
@@ -423,6 +443,7 @@ impl Spd {
             .position(|p| p.priority > policy.priority)
             .unwrap_or(self.policies.len());
         self.policies.insert(at, policy);
+        self.generation = next_generation();
         Ok(())
     }
 
@@ -437,19 +458,40 @@ impl Spd {
             .iter()
             .position(|p| p.direction == direction && p.selector == *selector)
             .ok_or(SpdError::NotFound)?;
+        self.generation = next_generation();
         Ok(self.policies.remove(at))
     }
 
     /// Remove every policy.
     pub fn flush(&mut self) {
+        self.generation = next_generation();
         self.policies.clear();
     }
 
     /// The first policy matching `flow` in `direction`.
     pub fn lookup(&self, direction: Direction, flow: &Flow) -> Option<&Policy> {
+        self.lookup_at(direction, flow).map(|at| &self.policies[at])
+    }
+
+    /// Like [`Spd::lookup`], the policy's position in the list: for a cache
+    /// of lookups, with [`Spd::get`] and [`Spd::generation`].
+    pub fn lookup_at(&self, direction: Direction, flow: &Flow) -> Option<usize> {
         self.policies
             .iter()
-            .find(|p| p.direction == direction && p.selector.matches(flow))
+            .position(|p| p.direction == direction && p.selector.matches(flow))
+    }
+
+    /// The policy at position `at` ([`Spd::lookup_at`]).
+    pub fn get(&self, at: usize) -> Option<&Policy> {
+        self.policies.get(at)
+    }
+
+    /// Changes whenever the policies do, and no two lists in the process
+    /// (a replacement, a clone that was changed) ever share one: while it
+    /// is the same, every lookup gives the same answer, so a cache of
+    /// lookups keyed by flow is valid exactly as long as it is.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// The lookup for a fragment, whose ports a non-first fragment does not
