@@ -33,8 +33,13 @@
 # the ratios issue 17 sets goals for.
 #
 #   scripts/bench-tunnels.sh [--seconds S] [--repeats R] [--json FILE]
-#                            [--paths LIST] [--tests LIST]
+#                            [--paths LIST] [--tests LIST] [--policies N]
 #                            [--no-install] [--no-wireguard]
+#
+# --policies N: each flowsec gateway's setkey file gets N more outbound
+# and N more forward DISCARD policies (to and from 10.100.0.0/16 host
+# addresses) in front of the tunnel's own: the SPD of a gateway with many
+# peers, which every lookup scans before it reaches the tunnel's policy.
 #
 # The Markdown tables go to stdout, progress to stderr. Everything it
 # creates carries a per-run prefix (fs<pid>-) and is removed on exit, on
@@ -42,6 +47,8 @@
 # netns`; prints SKIP and exits 0 otherwise. Installs iperf3, sockperf,
 # nftables, ethtool (apt) and wireguard-go (go install) where missing.
 #
+#   FLOWSEC_BIN=PATH    the flowsec binary to measure (default: build the
+#                       release binary of this tree)
 #   WIREGUARD_GO=PATH   the wireguard-go binary (default: wireguard-go or
 #                       wireguard on PATH, else ~/go/bin/wireguard)
 #   FLOWSEC_E2E_KEEP=1  keep the work directory (logs, setkey files, results)
@@ -59,6 +66,7 @@ ALL_PATHS=plain-gso,plain-nogso,flowsec-nooffload,flowsec,flowsec-1w,flowsec-udp
 ALL_TESTS=perf,tcp1,tcp4,udp64,udprr,tcprr
 PATHS=$ALL_PATHS
 TESTS=$ALL_TESTS
+POLICIES=0
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -72,6 +80,8 @@ while [ $# -gt 0 ]; do
         --paths=*) PATHS="${1#*=}"; shift ;;
         --tests) TESTS="${2:?--tests needs a list}"; shift 2 ;;
         --tests=*) TESTS="${1#*=}"; shift ;;
+        --policies) POLICIES="${2:?--policies needs a number}"; shift 2 ;;
+        --policies=*) POLICIES="${1#*=}"; shift ;;
         --no-install) INSTALL=0; shift ;;
         --no-wireguard) WG_ENABLED=0; shift ;;
         -h|--help) usage; exit 0 ;;
@@ -79,6 +89,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [[ "$SECS" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "bench-tunnels: --seconds: not a number: $SECS" >&2; exit 2; }
+[[ "$POLICIES" =~ ^[0-9]+$ ]] && [ "$POLICIES" -le 65000 ] || { echo "bench-tunnels: --policies: not a number up to 65000: $POLICIES" >&2; exit 2; }
 [[ "$REPEATS" =~ ^[1-9][0-9]*$ ]] || { echo "bench-tunnels: --repeats: not a positive integer: $REPEATS" >&2; exit 2; }
 in_list() { [[ ",$2," == *",$1,"* ]]; }  # in_list WORD LIST
 for w in ${PATHS//,/ }; do in_list "$w" "$ALL_PATHS" || { echo "bench-tunnels: --paths: unknown path: $w (one of $ALL_PATHS)" >&2; exit 2; }; done
@@ -98,7 +109,13 @@ fi
 # (scripts/lib.sh's step, say) go to stderr.
 exec 3>&1 1>&2
 
-release_flowsec
+if [ -n "${FLOWSEC_BIN:-}" ]; then
+    FLOWSEC="$FLOWSEC_BIN"
+    [ -x "$FLOWSEC" ] || die "FLOWSEC_BIN=$FLOWSEC: not an executable"
+    log "measuring $FLOWSEC (FLOWSEC_BIN)"
+else
+    release_flowsec
+fi
 
 # ----------------------------------------------------------- wireguard-go
 WG_GO=""
@@ -366,11 +383,34 @@ if in_list plain-gso "$PATHS" || in_list plain-nogso "$PATHS"; then
 fi
 
 # ------------------------------------------------------------------ flowsec
+# --policies: N outbound and N forward DISCARD policies in front of the
+# tunnel's in each gateway's setkey file.
+more_policies() {
+    local gw lnet
+    for gw in gwA gwB; do
+        lnet=10.1.0.0/24; [ "$gw" = gwB ] && lnet=10.2.0.0/24
+        python3 - "$W/$gw.setkey" "$lnet" "$POLICIES" <<'EOF'
+import sys
+path, lnet, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+lines = open(path).read().splitlines(True)
+first = next(i for i, l in enumerate(lines) if l.startswith("spdadd"))
+extra = []
+for i in range(n):
+    host = "10.100.%d.%d/32" % (i >> 8, i & 0xff)
+    extra.append("spdadd %s %s any -P out discard;\n" % (lnet, host))
+    extra.append("spdadd %s %s any -P fwd discard;\n" % (host, lnet))
+open(path, "w").write("".join(lines[:first] + extra + lines[first:]))
+EOF
+    done
+    log "setkey files: $POLICIES outbound and $POLICIES forward DISCARD policies in front of the tunnel's"
+}
+
 run_flowsec() {  # run_flowsec PATH raw|udp [flowsec up options...]
     local path="$1" encap="$2"; shift 2
     in_list "$path" "$PATHS" || return 0
     e2e_need_nft || die "nftables could not be installed (flowsec up needs nft for its plaintext filter)"
     e2e_write_gcm_setkeys "$W" bench-tunnels "$encap"
+    [ "$POLICIES" = 0 ] || more_policies
     step "$path: two flowsec gateways, ESP tunnel mode ($encap), AES-GCM-16, manual keys${*:+, $*}"
     for gw in gwA gwB; do
         daemon_up "$gw" "$W/$path-$gw.log" "$FLOWSEC" up --tun fsec0 --setkey "$W/$gw.setkey" --socket "$W/$path-$gw.sock" "$@" ||
