@@ -34,7 +34,11 @@
 #
 #   scripts/bench-tunnels.sh [--seconds S] [--repeats R] [--json FILE]
 #                            [--paths LIST] [--tests LIST] [--policies N]
-#                            [--no-install] [--no-wireguard]
+#                            [--workers LIST] [--no-install] [--no-wireguard]
+#
+# --workers LIST (e.g. 1,2,4,8): after the paths above, flowsec raw ESP and
+# ESP in UDP once per worker count (rows flowsec-wN, flowsec-udp-wN): how
+# one tunnel scales with the gateways' workers.
 #
 # --policies N: each flowsec gateway's setkey file gets N more outbound
 # and N more forward DISCARD policies (to and from 10.100.0.0/16 host
@@ -67,6 +71,7 @@ ALL_TESTS=perf,tcp1,tcp4,udp64,udprr,tcprr
 PATHS=$ALL_PATHS
 TESTS=$ALL_TESTS
 POLICIES=0
+WORKERS_SWEEP=""
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -80,6 +85,8 @@ while [ $# -gt 0 ]; do
         --paths=*) PATHS="${1#*=}"; shift ;;
         --tests) TESTS="${2:?--tests needs a list}"; shift 2 ;;
         --tests=*) TESTS="${1#*=}"; shift ;;
+        --workers) WORKERS_SWEEP="${2:?--workers needs a list}"; shift 2 ;;
+        --workers=*) WORKERS_SWEEP="${1#*=}"; shift ;;
         --policies) POLICIES="${2:?--policies needs a number}"; shift 2 ;;
         --policies=*) POLICIES="${1#*=}"; shift ;;
         --no-install) INSTALL=0; shift ;;
@@ -95,6 +102,9 @@ in_list() { [[ ",$2," == *",$1,"* ]]; }  # in_list WORD LIST
 for w in ${PATHS//,/ }; do in_list "$w" "$ALL_PATHS" || { echo "bench-tunnels: --paths: unknown path: $w (one of $ALL_PATHS)" >&2; exit 2; }; done
 for w in ${TESTS//,/ }; do in_list "$w" "$ALL_TESTS" || { echo "bench-tunnels: --tests: unknown test: $w (one of $ALL_TESTS)" >&2; exit 2; }; done
 in_list wireguard-go "$PATHS" || WG_ENABLED=0
+for w in ${WORKERS_SWEEP//,/ }; do
+    [[ "$w" =~ ^[1-9][0-9]*$ ]] || { echo "bench-tunnels: --workers: not a positive integer: $w" >&2; exit 2; }
+done
 # a relative --json path is relative to where the script was started
 case "$JSON_OUT" in ""|/*) ;; *) JSON_OUT="$CALLER_PWD/$JSON_OUT" ;; esac
 [ "$INSTALL" = 1 ] || export FLOWSEC_NO_INSTALL=1
@@ -429,6 +439,11 @@ run_flowsec flowsec-nooffload raw --no-offload
 run_flowsec flowsec raw
 run_flowsec flowsec-1w raw --workers 1
 run_flowsec flowsec-udp udp
+for n in ${WORKERS_SWEEP//,/ }; do
+    PATHS="$PATHS,flowsec-w$n,flowsec-udp-w$n"
+    run_flowsec "flowsec-w$n" raw --workers "$n"
+    run_flowsec "flowsec-udp-w$n" udp --workers "$n"
+done
 
 # ------------------------------------------------------------- wireguard-go
 if [ "$WG_ENABLED" = 1 ] && [ -z "$WG_SKIP" ]; then
@@ -494,6 +509,14 @@ runs = {}
 for line in open(results):
     m = json.loads(line)
     runs.setdefault((m["path"], m["test"]), []).append(m)
+# --workers: the sweep's rows, after the fixed paths, in the order they ran
+known = {k for k, _ in PATHS}
+for p, _ in runs:
+    if p not in known:
+        known.add(p)
+        n = p.rsplit("-w", 1)[1]
+        kind = "ESP in UDP" if p.startswith("flowsec-udp-") else "raw ESP"
+        PATHS.append((p, "flowsec %s (TUN offloads), --workers %s" % (kind, n)))
 def med(path, test, field):
     xs = [m[field] for m in runs.get((path, test), []) if m.get(field) is not None]
     return statistics.median(xs) if xs else None
