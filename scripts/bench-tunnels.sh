@@ -120,7 +120,8 @@ fi
 exec 3>&1 1>&2
 
 if [ -n "${FLOWSEC_BIN:-}" ]; then
-    FLOWSEC="$FLOWSEC_BIN"
+    # relative to where the script was started, as --json
+    case "$FLOWSEC_BIN" in /*) FLOWSEC="$FLOWSEC_BIN" ;; *) FLOWSEC="$CALLER_PWD/$FLOWSEC_BIN" ;; esac
     [ -x "$FLOWSEC" ] || die "FLOWSEC_BIN=$FLOWSEC: not an executable"
     log "measuring $FLOWSEC (FLOWSEC_BIN)"
 else
