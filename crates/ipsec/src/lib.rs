@@ -11,6 +11,7 @@ mod ah;
 pub mod buf;
 mod drop;
 mod esp;
+mod fxhash;
 pub mod ipcomp;
 mod layout;
 pub mod lifetime;

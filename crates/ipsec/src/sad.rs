@@ -5,9 +5,10 @@
 use core::fmt;
 use core::time::Duration;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::net::IpAddr;
 
+use crate::fxhash::FxHasher;
 use crate::sa::{Protocol, SaId, SecurityAssociation};
 use crate::spd::SaTemplate;
 use crate::SaState;
@@ -48,49 +49,21 @@ impl std::error::Error for SadError {}
 pub struct Sad {
     slots: Vec<Slot>,
     free: Vec<usize>,
-    by_id: HashMap<SaId, usize, BuildHasherDefault<SpiHasher>>,
+    /// FxHash, not SipHash: its flooding resistance buys nothing here,
+    /// since the table holds only SAs this side installed (with SPIs it
+    /// chose), so a peer's made-up SPIs can only miss, never grow a
+    /// chain; and it is measurably faster per packet.
+    by_id: HashMap<SaId, usize, BuildHasherDefault<FxHasher>>,
     /// Slots by (source, destination), in slot order: the candidates of
     /// [`Sad::find_outbound`], which is asked for every outbound packet
     /// and would otherwise scan every SA (issue 17).
-    by_pair: HashMap<(IpAddr, IpAddr), Vec<usize>, BuildHasherDefault<SpiHasher>>,
+    by_pair: HashMap<(IpAddr, IpAddr), Vec<usize>, BuildHasherDefault<FxHasher>>,
 }
 
 #[derive(Default)]
 struct Slot {
     generation: u64,
     sa: Option<SecurityAssociation>,
-}
-
-/// A multiply-rotate hasher (FxHash's) for SA identities. SipHash's
-/// flooding resistance buys nothing here: the table holds only SAs this
-/// side installed (with SPIs it chose), so a peer's made-up SPIs can only
-/// miss, never grow a chain. It is measurably faster per packet.
-#[derive(Default)]
-struct SpiHasher(u64);
-
-impl Hasher for SpiHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
-    fn write_u8(&mut self, n: u8) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
 }
 
 impl fmt::Debug for Sad {

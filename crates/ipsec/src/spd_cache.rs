@@ -23,6 +23,7 @@
 
 use std::hash::{Hash, Hasher};
 
+use crate::fxhash::FxHasher;
 use crate::spd::{Direction, Flow, Policy, Spd};
 
 /// Slots per cache: a power of two.
@@ -93,32 +94,14 @@ impl SpdCache {
     }
 }
 
-/// The slot of (direction, flow): FxHash's multiply-rotate over the
-/// fields (no flooding resistance needed: a collision only costs a scan).
+/// The slot of (direction, flow) ([`FxHasher`]: a collision only costs a
+/// scan).
 fn index(direction: Direction, flow: &Flow) -> usize {
-    let mut h = FxHasher(0);
+    let mut h = FxHasher::default();
     direction.hash(&mut h);
     flow.hash(&mut h);
     // The high bits mix best.
-    (h.0 >> 32) as usize & (SLOTS - 1)
-}
-
-struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
+    (h.finish() >> 32) as usize & (SLOTS - 1)
 }
 
 #[cfg(test)]
