@@ -126,7 +126,7 @@ pub struct Datapath {
     /// (reqid, when it was last acquired).
     acquired: Vec<(u32, Duration)>,
     /// SPD lookups remembered per flow.
-    flows: SpdCache,
+    spd_cache: SpdCache,
 }
 
 impl Datapath {
@@ -140,7 +140,7 @@ impl Datapath {
             inner_frags: Reassembler::new(REASSEMBLING),
             whole: PacketBuf::new(BIG_BUFFER, DEFAULT_HEADROOM),
             acquired: Vec::new(),
-            flows: SpdCache::default(),
+            spd_cache: SpdCache::default(),
         }
     }
 
@@ -199,7 +199,7 @@ impl Datapath {
                 }
             }
         } else {
-            self.flows.lookup(&self.db.spd, Direction::Out, &flow)
+            self.spd_cache.lookup(&self.db.spd, Direction::Out, &flow)
         };
         let templates = match policy.map(|p| &p.action) {
             Some(Action::Protect(templates)) => templates,
@@ -368,7 +368,7 @@ impl Datapath {
                 OpaqueLookup::NeedsPorts => None,
             }
         } else {
-            inbound_policy(&mut self.flows, &self.db.spd, flow)
+            inbound_policy(&mut self.spd_cache, &self.db.spd, flow)
         };
         let Some(policy) = policy else {
             return dropped_in(stats, DropReason::NoInboundPolicy);
@@ -397,10 +397,7 @@ impl Datapath {
             dst_port: flow.src_port,
             fragment: flow.fragment,
         };
-        let policy = match reply.fragment {
-            true => self.db.spd.lookup(Direction::Out, &reply),
-            false => self.flows.lookup(&self.db.spd, Direction::Out, &reply),
-        };
+        let policy = self.spd_cache.lookup(&self.db.spd, Direction::Out, &reply);
         match policy.map(|p| &p.action) {
             Some(Action::Protect(templates)) => owner_of(templates, &reply, self.workers),
             _ => self.index,
@@ -409,10 +406,10 @@ impl Datapath {
 }
 
 /// A gateway forwards what it decapsulates; a host keeps it.
-fn inbound_policy<'s>(flows: &mut SpdCache, spd: &'s Spd, flow: &Flow) -> Option<&'s Policy> {
-    flows
+fn inbound_policy<'s>(cache: &mut SpdCache, spd: &'s Spd, flow: &Flow) -> Option<&'s Policy> {
+    cache
         .lookup(spd, Direction::Fwd, flow)
-        .or_else(|| flows.lookup(spd, Direction::In, flow))
+        .or_else(|| cache.lookup(spd, Direction::In, flow))
 }
 
 /// The outcome of one pass over an outbound packet.
