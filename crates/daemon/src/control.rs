@@ -392,6 +392,8 @@ pub fn sa_json(config: &SaConfig, seen: &SaReport) -> Value {
         "integ": config.integ.to_string(),
         "esn": config.esn,
         "reqid": config.reqid,
+        "cpu": config.cpu,
+        "worker": seen.worker,
         "state": state,
         "bytes": live.bytes,
         "packets": live.packets,
@@ -589,8 +591,10 @@ mod tests {
                 ..SaStats::default()
             },
             replay_window: 64,
+            worker: Some(1),
         };
         let sa = sa_json(&c, &seen);
+        assert_eq!((&sa["cpu"], &sa["worker"]), (&json!(null), &json!(1)));
         assert_eq!(sa["spi"], "00001001");
         assert_eq!(sa["mode"], "tunnel");
         assert_eq!(sa["age_s"], 5);

@@ -31,9 +31,10 @@ use flowsec_ipsec::buf::{DEFAULT_HEADROOM, DEFAULT_TAILROOM};
 use flowsec_ipsec::process::{self, Bundle};
 use flowsec_ipsec::reassembly::Reassembler;
 use flowsec_ipsec::spd::SaTemplate;
+use flowsec_ipsec::Sealer;
 use flowsec_ipsec::{
-    Action, Direction, DropReason, Egress, Flow, OpaqueLookup, PacketBuf, Policy, SealError, Spd,
-    SpdCache, UdpEndpoints,
+    Action, Direction, DropReason, Egress, Flow, OpaqueLookup, PacketBuf, Policy, Protocol,
+    SealError, Spd, SpdCache, UdpEndpoints,
 };
 
 use crate::apply::Databases;
@@ -50,6 +51,23 @@ pub const BIG_BUFFER: usize = DEFAULT_HEADROOM + 65_536 + VNET_HDR_LEN + DEFAULT
 const ACQUIRE_EVERY: Duration = Duration::from_secs(1);
 /// Trap policies whose last acquire a worker remembers.
 const ACQUIRED: usize = 64;
+
+/// How a gateway pair's traffic spreads over the workers (`flowsec up
+/// --parallel`; study S5's three systems, of which two are built).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Parallel {
+    /// One SA per policy at a time, sealed by the worker that owns the
+    /// endpoint pair (Linux's default in S5): per-resource marks are
+    /// ignored, the youngest SA of a set seals.
+    Default,
+    /// Per-resource SAs (RFC 9611, S5's flow-parallel system): a worker
+    /// seals with its own SA of the policy's set where it has one, so the
+    /// packet is not handed over; else the owner seals with the fallback
+    /// SA, as in the default mode. With one SA per policy this is the
+    /// default mode exactly.
+    #[default]
+    Flow,
+}
 
 /// Where an outbound packet comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +135,7 @@ pub struct Datapath {
     pub db: Databases,
     index: usize,
     workers: usize,
+    parallel: Parallel,
     /// Fragments from the TUN device waiting for the rest of their datagram.
     frags: Reassembler,
     /// Decapsulated fragments whose policy their ports decide.
@@ -130,18 +149,56 @@ pub struct Datapath {
 }
 
 impl Datapath {
-    /// Worker `index` of `workers`, with databases `db`.
+    /// Worker `index` of `workers`, with databases `db`, in the
+    /// [`Parallel::Flow`] mode.
     pub fn new(index: usize, workers: usize, db: Databases) -> Self {
         Datapath {
             db,
             index,
             workers,
+            parallel: Parallel::default(),
             frags: Reassembler::new(REASSEMBLING),
             inner_frags: Reassembler::new(REASSEMBLING),
             whole: PacketBuf::new(BIG_BUFFER, DEFAULT_HEADROOM),
             acquired: Vec::new(),
             spd_cache: SpdCache::default(),
         }
+    }
+
+    /// The same in another mode.
+    pub fn with_parallel(self, parallel: Parallel) -> Self {
+        Datapath { parallel, ..self }
+    }
+
+    /// Whom `resolve` chooses SAs for.
+    fn sealer(&self) -> Sealer {
+        match self.parallel {
+            Parallel::Default => Sealer::Any,
+            Parallel::Flow => Sealer::Worker {
+                index: self.index as u32,
+                of: self.workers as u32,
+            },
+        }
+    }
+
+    /// Whether this worker seals `bundle` itself though another owns the
+    /// policy's endpoint pair: every SA of it that numbers its packets is
+    /// this worker's own per-resource SA (the sealer admits no other
+    /// worker's); IPComp numbers nothing, and every worker has its own
+    /// copy of each SA's compressor.
+    fn all_own(&self, bundle: &Bundle) -> bool {
+        if self.parallel != Parallel::Flow {
+            return false;
+        }
+        let mut own = false;
+        for h in bundle.iter() {
+            match self.db.sad.get(h) {
+                Some(sa) if sa.cpu().is_some() => own = true,
+                Some(sa) if sa.id().protocol == Protocol::IpComp => {}
+                _ => return false,
+            }
+        }
+        own
     }
 
     /// Decide, and where it is to be sent, seal, the packet in `buf` read
@@ -215,12 +272,18 @@ impl Datapath {
             }
             Some(Action::Bypass) | None => return Step::Decided(Outbound::Clear),
         };
+        // Flow-parallel: a worker with its own SAs for the policy seals
+        // here; everyone else hands the packet to the owner of the
+        // endpoint pair, which seals with the fallback SAs.
+        let sealer = self.sealer();
+        let resolved = process::resolve_by(&self.db.sad, templates, &flow, now, sealer);
+        let own = matches!(&resolved, Ok(bundle) if self.all_own(bundle));
         let owner = owner_of(templates, &flow, self.workers);
-        if owner != self.index {
+        if !own && owner != self.index {
             return Step::Decided(hand_off(owner, from, stats));
         }
-        let sealed = process::resolve(&self.db.sad, templates, &flow, now)
-            .and_then(|bundle| process::outbound(&mut self.db.sad, &bundle, buf, now));
+        let sealed =
+            resolved.and_then(|bundle| process::outbound(&mut self.db.sad, &bundle, buf, now));
         match sealed {
             Ok(egress) => Step::Decided(Outbound::Send {
                 egress,
@@ -313,7 +376,7 @@ impl Datapath {
             Err(reason) => return dropped_in(stats, reason),
         };
         match self.inner_flow(buf, &applied, now, stats) {
-            Ok(Some(flow)) => self.check_inner(&flow, &applied, stats),
+            Ok(Some(flow)) => self.check_inner(&flow, &applied, now, stats),
             Ok(None) => Inbound::Done,
             Err(reason) => dropped_in(stats, reason),
         }
@@ -361,7 +424,13 @@ impl Datapath {
 
     /// Check a decapsulated packet's flow against the forward, then the
     /// inbound policies, and pick the queue to deliver it through.
-    fn check_inner(&mut self, flow: &Flow, applied: &Bundle, stats: &mut Stats) -> Inbound {
+    fn check_inner(
+        &mut self,
+        flow: &Flow,
+        applied: &Bundle,
+        now: Duration,
+        stats: &mut Stats,
+    ) -> Inbound {
         let policy = if flow.fragment {
             match self.inbound_opaque(flow) {
                 OpaqueLookup::Decided(policy) => policy,
@@ -376,7 +445,7 @@ impl Datapath {
         if let Err(reason) = process::check_inbound(&self.db.sad, Some(policy), applied) {
             return dropped_in(stats, reason);
         }
-        Inbound::Deliver(self.reply_owner(flow))
+        Inbound::Deliver(self.reply_owner(flow, now))
     }
 
     fn inbound_opaque(&self, flow: &Flow) -> OpaqueLookup<'_> {
@@ -388,7 +457,7 @@ impl Datapath {
 
     /// The worker that owns the outbound SAs of `flow`'s replies (this one
     /// when they are not protected).
-    fn reply_owner(&mut self, flow: &Flow) -> usize {
+    fn reply_owner(&mut self, flow: &Flow, now: Duration) -> usize {
         let reply = Flow {
             src: flow.dst,
             dst: flow.src,
@@ -398,10 +467,17 @@ impl Datapath {
             fragment: flow.fragment,
         };
         let policy = self.spd_cache.lookup(&self.db.spd, Direction::Out, &reply);
-        match policy.map(|p| &p.action) {
-            Some(Action::Protect(templates)) => owner_of(templates, &reply, self.workers),
-            _ => self.index,
+        let Some(Action::Protect(templates)) = policy.map(|p| &p.action) else {
+            return self.index;
+        };
+        if self.parallel == Parallel::Flow {
+            // This worker seals the replies itself if it has its own SAs.
+            let resolved = process::resolve_by(&self.db.sad, templates, &reply, now, self.sealer());
+            if matches!(&resolved, Ok(bundle) if self.all_own(bundle)) {
+                return self.index;
+            }
         }
+        owner_of(templates, &reply, self.workers)
     }
 }
 

@@ -45,6 +45,7 @@ mod worker;
 pub use apply::{stage, Capabilities, Databases, Model, Staged};
 pub use control::DEFAULT_SOCKET;
 pub use control::{group_id, wipe_json, ControlError, GroupError};
+pub use datapath::Parallel;
 pub use error::{ConfigError, RunError, StatementError};
 pub use ike::IkeSetupError;
 pub use plane::{run, Options};

@@ -25,7 +25,7 @@ use crate::apply::{
     self, Capabilities, ConfigError, Databases, Model, Query, Staged, WorkerChange,
 };
 use crate::control::{self, Control};
-use crate::datapath::Datapath;
+use crate::datapath::{Datapath, Parallel};
 use crate::error::RunError;
 use crate::filter::Filter;
 use crate::ike::{IkePlane, PlaneKernel};
@@ -62,6 +62,8 @@ pub struct Options {
     pub workers: usize,
     /// TUN offloads: TCP super-packets in both directions.
     pub offload: bool,
+    /// How one gateway pair spreads over the workers (`--parallel`).
+    pub parallel: Parallel,
     /// The crypto backend (`--backend`: auto, aws-lc, rustcrypto, engine),
     /// made once the daemon has dropped its privileges (the engine is a
     /// thread, which inherits them).
@@ -347,7 +349,7 @@ impl Spawn<'_> {
                 index,
                 workers,
                 io,
-                dp: Datapath::new(index, workers, db),
+                dp: Datapath::new(index, workers, db).with_parallel(self.opts.parallel),
                 rx,
                 wake,
                 peers: self.boxes.to_vec(),
@@ -909,6 +911,7 @@ impl Seen {
             },
             stats: Default::default(),
             replay_window: 0,
+            worker: None,
         });
         best.stats = drops;
         best

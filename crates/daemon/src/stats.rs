@@ -117,6 +117,9 @@ pub struct SaReport {
     pub stats: SaStats,
     /// Anti-replay window size.
     pub replay_window: u32,
+    /// The worker whose copy carried packets (the busiest, when the
+    /// control plane merges the workers' reports); `None` before any did.
+    pub worker: Option<usize>,
 }
 
 /// A worker's answer to [`Msg::Report`].

@@ -549,6 +549,7 @@ impl Worker {
                     live: SaLive::of(sa, now),
                     stats: *sa.stats(),
                     replay_window: sa.replay_window().size(),
+                    worker: (sa.usage().packets > 0).then_some(self.index),
                 })
                 .collect(),
         }

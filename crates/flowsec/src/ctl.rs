@@ -294,7 +294,7 @@ fn print_sas(o: &mut String, v: &Value) {
         };
         let _ = writeln!(
             o,
-            "{} SPI {} {} {} -> {} {}, {}{}, reqid {}",
+            "{} SPI {} {} {} -> {} {}, {}{}, reqid {}{}",
             s("protocol"),
             s("spi"),
             s("mode"),
@@ -303,7 +303,8 @@ fn print_sas(o: &mut String, v: &Value) {
             s("state").to_uppercase(),
             algs,
             encap,
-            n("reqid")
+            n("reqid"),
+            placement(sa)
         );
         let _ = writeln!(o,
             "  {} bytes, {} packets, seq {}, {}s ago added; replay window {}: {} replay drops, {} auth failures, {} other drops",
@@ -317,6 +318,19 @@ fn print_sas(o: &mut String, v: &Value) {
             n("other_drops")
         );
     }
+}
+
+/// Where an SA runs: `, cpu 1` for a per-resource SA (RFC 9611), and
+/// `, on worker 1` once a worker's copy has carried packets.
+fn placement(sa: &Value) -> String {
+    let mut out = String::new();
+    if let Some(cpu) = sa["cpu"].as_u64() {
+        let _ = write!(out, ", cpu {cpu}");
+    }
+    if let Some(w) = sa["worker"].as_u64() {
+        let _ = write!(out, ", on worker {w}");
+    }
+    out
 }
 
 /// Whether SA `sa` belongs to a CHILD_SA listed above it.

@@ -36,6 +36,13 @@ pub struct UpArgs {
     /// super-packets (for comparisons).
     #[arg(long)]
     pub no_offload: bool,
+    /// How one gateway pair's traffic spreads over the workers: `flow`
+    /// (each worker seals with its own per-resource SA where the policy
+    /// has one, RFC 9611: setkey `-cpu`, IKE `per_cpu_sas`; with one SA per
+    /// policy the same as `default`) or `default` (one SA per policy at a
+    /// time, sealed by one worker).
+    #[arg(long, value_enum, default_value_t = ParallelArg::Flow)]
+    pub parallel: ParallelArg,
     /// IKE: seconds before the first retransmission of a request
     /// (strongswan.conf `charon.retransmit_timeout`).
     #[arg(long, default_value_t = 4.0, value_name = "S")]
@@ -66,6 +73,16 @@ pub struct UpArgs {
     /// The control socket (`flowsec ctl` and `flowsec setkey` talk to it).
     #[arg(long, env = "FLOWSEC_SOCKET", default_value = flowsec_daemon::DEFAULT_SOCKET)]
     pub socket: PathBuf,
+}
+
+/// `--parallel`: study S5's systems.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParallelArg {
+    /// One SA per policy at a time, sealed by the worker that owns the
+    /// endpoint pair.
+    Default,
+    /// Per-resource SAs: each worker seals with its own.
+    Flow,
 }
 
 pub fn run(args: &UpArgs) -> Result<(), CliError> {
@@ -103,6 +120,10 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
         backend: backend.to_string(),
         workers,
         offload: !args.no_offload,
+        parallel: match args.parallel {
+            ParallelArg::Default => flowsec_daemon::Parallel::Default,
+            ParallelArg::Flow => flowsec_daemon::Parallel::Flow,
+        },
         plaintext_filter: !args.no_plaintext_filter,
         ctl_group,
         state_dir: args.state_dir.clone(),

@@ -28,7 +28,7 @@ use crate::buf::PacketBuf;
 use crate::layout::{self, Layout};
 use crate::replay::ReplayError;
 use crate::sa::{Mode, Protocol, SaId};
-use crate::sad::{SaHandle, Sad};
+use crate::sad::{SaHandle, Sad, Sealer};
 use crate::spd::{Action, Flow, Level, Policy, SaTemplate};
 use crate::tunnel::InnerInfo;
 use crate::{ah, esp, ipcomp, tunnel, DropReason, SecurityAssociation};
@@ -156,9 +156,21 @@ pub fn resolve(
     flow: &Flow,
     now: Duration,
 ) -> Result<Bundle, SealError> {
+    resolve_by(sad, templates, flow, now, Sealer::Any)
+}
+
+/// [`resolve`] for one sealer: a flow-parallel worker's own per-resource
+/// SAs first ([`Sad::find_outbound_by`]).
+pub fn resolve_by(
+    sad: &Sad,
+    templates: &[SaTemplate],
+    flow: &Flow,
+    now: Duration,
+    sealer: Sealer,
+) -> Result<Bundle, SealError> {
     let mut bundle = Bundle::default();
     for t in templates {
-        match sad.find_outbound(t, flow.src, flow.dst, now) {
+        match sad.find_outbound_by(t, flow.src, flow.dst, now, sealer) {
             Some(h) => bundle.push(h)?,
             None if t.level == Level::Use => {}
             None => return Err(SealError::NoSa),

@@ -135,6 +135,11 @@ pub struct SaConfig {
     pub tfc_pad_to: u16,
     /// The request id that ties the SA to policies (setkey `-u`).
     pub reqid: u32,
+    /// An outbound per-resource SA (RFC 9611 §2): only worker `cpu`
+    /// (modulo the number of workers) seals with it, in the flow-parallel
+    /// mode; `None` for the policy's ordinary (fallback) SA. Like Linux's
+    /// `XFRMA_SA_PCPU`.
+    pub cpu: Option<u32>,
 }
 
 impl fmt::Debug for SaConfig {
@@ -151,6 +156,7 @@ impl fmt::Debug for SaConfig {
             .field("integ", &self.integ)
             .field("replay_window", &self.replay_window)
             .field("esn", &self.esn)
+            .field("cpu", &self.cpu)
             .finish_non_exhaustive()
     }
 }
@@ -175,6 +181,7 @@ impl SaConfig {
             lifetime: Lifetime::default(),
             tfc_pad_to: 0,
             reqid: 0,
+            cpu: None,
         }
     }
 
@@ -353,6 +360,7 @@ pub struct SecurityAssociation {
     pub(crate) encr: EncrId,
     pub(crate) integ: IntegId,
     pub(crate) reqid: u32,
+    pub(crate) cpu: Option<u32>,
     pub(crate) esn: bool,
     pub(crate) tfc_pad_to: u16,
     pub(crate) lifetime: Lifetime,
@@ -447,6 +455,7 @@ impl SecurityAssociation {
             encr: config.encr,
             integ: config.integ,
             reqid: config.reqid,
+            cpu: config.cpu,
             esn: config.esn,
             tfc_pad_to: config.tfc_pad_to,
             lifetime: config.lifetime,
@@ -505,6 +514,10 @@ impl SecurityAssociation {
     /// Request id.
     pub fn reqid(&self) -> u32 {
         self.reqid
+    }
+    /// The worker a per-resource SA belongs to (see [`SaConfig::cpu`]).
+    pub fn cpu(&self) -> Option<u32> {
+        self.cpu
     }
     /// Whether ESN is on.
     pub fn esn(&self) -> bool {

@@ -172,13 +172,29 @@ impl Sad {
     /// mode, the template's tunnel endpoints (or the packet's addresses in
     /// transport mode), the template's reqid if it names one, not expired;
     /// among those the youngest mature one, else the youngest dying one
-    /// (RFC 4301 §4.4.2.1: prefer the newer SA during a rekey).
+    /// (RFC 4301 §4.4.2.1: prefer the newer SA during a rekey). Any SA of
+    /// a per-resource set may be chosen: see [`Sad::find_outbound_by`].
     pub fn find_outbound(
         &self,
         t: &SaTemplate,
         src: IpAddr,
         dst: IpAddr,
         now: Duration,
+    ) -> Option<SaHandle> {
+        self.find_outbound_by(t, src, dst, now, Sealer::Any)
+    }
+
+    /// [`Sad::find_outbound`] for one sealer: a worker in the
+    /// flow-parallel mode takes its own per-resource SA before the
+    /// policy's fallback SAs, and never another worker's (RFC 9611 §2:
+    /// one SA per resource, so that a sequence number has one writer).
+    pub fn find_outbound_by(
+        &self,
+        t: &SaTemplate,
+        src: IpAddr,
+        dst: IpAddr,
+        now: Duration,
+        sealer: Sealer,
     ) -> Option<SaHandle> {
         let (src, dst) = t.tunnel.unwrap_or((src, dst));
         let candidates = self.by_pair.get(&(src, dst)).map_or(&[][..], |v| &v[..]);
@@ -193,10 +209,41 @@ impl Sad {
                     && s.mode() == t.mode
                     && (t.reqid == 0 || s.reqid() == t.reqid)
             })
-            .map(|(i, g, s)| (i, g, s.state(now), s.usage().added))
-            .filter(|&(_, _, state, _)| state != SaState::Expired)
-            .min_by_key(|&(_, _, state, added)| (state, core::cmp::Reverse(added)))
-            .map(|(slot, generation, _, _)| SaHandle { slot, generation })
+            .filter_map(|(i, g, s)| Some((i, g, sealer.rank(s.cpu())?, s)))
+            .map(|(i, g, rank, s)| (i, g, rank, s.state(now), s.usage().added))
+            .filter(|&(_, _, _, state, _)| state != SaState::Expired)
+            .min_by_key(|&(_, _, rank, state, added)| (rank, state, core::cmp::Reverse(added)))
+            .map(|(slot, generation, _, _, _)| SaHandle { slot, generation })
+    }
+}
+
+/// Who seals, for choosing among a policy's SAs
+/// ([`Sad::find_outbound_by`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sealer {
+    /// Anyone: every SA is a candidate, per-resource or not (one SA per
+    /// policy at a time, the youngest: the default mode).
+    Any,
+    /// Worker `index` of `of` in the flow-parallel mode: its own
+    /// per-resource SAs (`cpu` ≡ `index` modulo `of`), else the fallback
+    /// SAs (no `cpu`).
+    Worker {
+        /// This worker.
+        index: u32,
+        /// How many there are.
+        of: u32,
+    },
+}
+
+impl Sealer {
+    /// The order in which an SA with this `cpu` is preferred (lower
+    /// first), or `None` when this sealer must not use it.
+    fn rank(self, cpu: Option<u32>) -> Option<u8> {
+        match (self, cpu) {
+            (Sealer::Any, _) => Some(0),
+            (Sealer::Worker { index, of }, Some(c)) => (c % of.max(1) == index).then_some(0),
+            (Sealer::Worker { .. }, None) => Some(1),
+        }
     }
 }
 

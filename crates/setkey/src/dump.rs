@@ -92,11 +92,16 @@ fn write_sa(out: &mut String, c: &SaConfig, live: &SaLive) -> core::fmt::Result 
             Protocol::IpComp => "ipcomp",
         },
     };
-    writeln!(
+    write!(
         out,
         "\t{satype} mode={} spi={}({:#010x}) reqid={}({:#010x})",
         c.mode, c.spi, c.spi, c.reqid, c.reqid
     )?;
+    // A per-resource SA (`-cpu`, flowsec's own): its worker.
+    match c.cpu {
+        Some(cpu) => writeln!(out, " cpu={cpu}")?,
+        None => writeln!(out)?,
+    }
     write_algorithms(out, c)?;
     let state = match live.state {
         SaState::Mature => "mature",

@@ -54,6 +54,16 @@
 //! - **`-f`** padding/sequence flags are accepted and ignored: flowsec pads
 //!   as RFC 4303 §2.4 says and never cycles sequence numbers; Linux
 //!   ignores them too.
+//! - **`-cpu N`** (flowsec's own, not in ipsec-tools; Linux has it as
+//!   `ip xfrm state ... pcpu N`): the SA is worker N's per-resource SA
+//!   (RFC 9611): in `flowsec up --parallel flow`, worker N (modulo the
+//!   number of workers) seals with it, and no other worker does. Several
+//!   outbound SAs between the same endpoints with different `-cpu` make a
+//!   policy's set; an SA without `-cpu` is the set's fallback, sealed by
+//!   the worker that owns the endpoint pair. For ESP and AH; `-D` shows it
+//!   as `cpu=N`. Inbound it changes nothing: the kernel steers an SA's
+//!   packets to worker `SPI mod workers`, so give a set's SAs consecutive
+//!   SPIs.
 //! - **Options** may come in any order (setkey wants extensions before
 //!   algorithms); each at most once.
 //! - **`hmac-sha256/384/512`** are RFC 4868 (128/192/256-bit ICVs). Linux

@@ -53,7 +53,7 @@ pub(crate) const COMMANDS: &[&str] = &[
 
 /// The options of `add`.
 const SA_OPTIONS: &[&str] = &[
-    "-m", "-r", "-u", "-f", "-lh", "-ls", "-bh", "-bs", "-E", "-A", "-C",
+    "-m", "-r", "-u", "-f", "-lh", "-ls", "-bh", "-bs", "-E", "-A", "-C", "-cpu",
 ];
 
 pub(crate) struct Parser<'a> {
@@ -430,6 +430,7 @@ impl<'a> Parser<'a> {
         // don't take place."
         c.replay_window = opts.replay.unwrap_or(0);
         c.reqid = opts.reqid.unwrap_or(0);
+        c.cpu = opts.cpu;
         c.lifetime = opts.lifetime;
         if ty.udp {
             let port = |p: Port| match p {
@@ -532,7 +533,7 @@ impl<'a> Parser<'a> {
             return Err(self.err(t.pos, ErrorKind::DuplicateOption(option.to_string())));
         }
         let applies = match option {
-            "-r" | "-A" => ty.protocol != Protocol::IpComp,
+            "-r" | "-A" | "-cpu" => ty.protocol != Protocol::IpComp,
             "-E" => ty.protocol == Protocol::Esp,
             "-C" => ty.protocol == Protocol::IpComp,
             _ => true,
@@ -562,6 +563,9 @@ impl<'a> Parser<'a> {
             "-bs" => o.lifetime.soft.bytes = self.bytes()?,
             "-E" => o.encr = Some(self.encr_alg()?),
             "-A" => o.auth = Some(self.auth_alg()?),
+            // flowsec's own (Linux: `ip xfrm state ... pcpu N`): a
+            // per-resource SA of worker N (RFC 9611).
+            "-cpu" => o.cpu = Some(self.number("worker", u64::from(MAX_CPU))? as u32),
             _ => o.comp = Some(self.comp_alg()?),
         }
         Ok(())
@@ -632,7 +636,11 @@ struct SaOptions {
     encr: Option<(EncrId, Zeroizing<Vec<u8>>)>,
     auth: Option<(IntegId, Zeroizing<Vec<u8>>)>,
     comp: Option<IpcompId>,
+    cpu: Option<u32>,
 }
+
+/// The highest `-cpu` (flowsec runs at most 256 workers).
+const MAX_CPU: u32 = 255;
 
 impl Default for SaOptions {
     fn default() -> Self {
@@ -644,6 +652,7 @@ impl Default for SaOptions {
             encr: None,
             auth: None,
             comp: None,
+            cpu: None,
         }
     }
 }

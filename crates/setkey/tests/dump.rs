@@ -130,3 +130,13 @@ fn dumped_policies_parse_back_the_same() {
         assert_eq!(policy(&again), p, "{again}");
     }
 }
+
+#[test]
+fn a_per_resource_sa_shows_its_worker() {
+    let c = sa(&format!(
+        "add 192.0.2.1 192.0.2.2 esp 0x1101 -m tunnel -u 7 -cpu 3 -E aes-gcm-16 {};",
+        key(20, 1)
+    ));
+    assert!(format_sa(&c, None)
+        .contains("\tesp mode=tunnel spi=4353(0x00001101) reqid=7(0x00000007) cpu=3\n"));
+}

@@ -459,3 +459,27 @@ fn statements_keep_their_positions() {
     assert_eq!((s[0].pos.line, s[0].pos.column), (2, 3));
     assert_eq!((s[1].pos.line, s[1].pos.column), (3, 1));
 }
+
+/// `-cpu N` (flowsec's own, RFC 9611 per-resource SAs): worker N's SA of
+/// its policy's set; not on IPComp, at most 255, at most once.
+#[test]
+fn per_resource_sas() {
+    let k = key(20, 4);
+    let text = format!(
+        "add 192.0.2.1 192.0.2.2 esp 0x1100 -m tunnel -u 7 -E aes-gcm-16 {k};\n\
+         add 192.0.2.1 192.0.2.2 esp 0x1101 -m tunnel -u 7 -cpu 0 -E aes-gcm-16 {k};\n\
+         add 192.0.2.1 192.0.2.2 esp 0x1102 -m tunnel -u 7 -E aes-gcm-16 {k} -cpu 1;"
+    );
+    let cpus: Vec<Option<u32>> = ok(&text).into_iter().map(|c| add(c).cpu).collect();
+    assert_eq!(cpus, [None, Some(0), Some(1)]);
+    let refused = |text: &str| flowsec_setkey::parse("f", text).is_err();
+    assert!(refused(&format!(
+        "add 192.0.2.1 192.0.2.2 esp 0x1101 -cpu 256 -E aes-gcm-16 {k};"
+    )));
+    assert!(refused(&format!(
+        "add 192.0.2.1 192.0.2.2 esp 0x1101 -cpu 1 -cpu 2 -E aes-gcm-16 {k};"
+    )));
+    assert!(refused(
+        "add 192.0.2.1 192.0.2.2 ipcomp 0x1101 -cpu 1 -C deflate;"
+    ));
+}

@@ -533,3 +533,170 @@ fn an_ipv6_tunnel() {
     );
     assert_eq!(buf.as_slice(), &inner[..]);
 }
+
+/// Gateway A's worker `index` of `workers` in `parallel` mode, with an
+/// outbound SA per entry of `cpus` (SPI 0x1100 + its position; `None`: a
+/// fallback SA, `Some(k)`: worker k's per-resource SA) and the inbound
+/// SA 0x2001, for the tunnel of [`gateways`].
+fn flow_gateway(
+    index: usize,
+    workers: usize,
+    parallel: Parallel,
+    cpus: &[Option<u32>],
+) -> Datapath {
+    let provider = Provider::fastest();
+    let mut spd = Spd::new();
+    let tunnel = protect(Mode::Tunnel, Some((GW_A, GW_B)));
+    let back = protect(Mode::Tunnel, Some((GW_B, GW_A)));
+    spd.add(policy(Direction::Out, "10.1.0.0/16", "10.2.0.0/16", tunnel))
+        .unwrap();
+    spd.add(policy(Direction::Fwd, "10.2.0.0/16", "10.1.0.0/16", back))
+        .unwrap();
+    let mut sad = Sad::new();
+    for (i, cpu) in cpus.iter().enumerate() {
+        let mut c = sa(0x1100 + i as u32, Mode::Tunnel, GW_A, GW_B, false);
+        c.cpu = *cpu;
+        sad.add(SecurityAssociation::new(&c, &provider, NOW).unwrap())
+            .unwrap();
+    }
+    let inbound = sa(0x2001, Mode::Tunnel, GW_B, GW_A, false);
+    sad.add(SecurityAssociation::new(&inbound, &provider, NOW).unwrap())
+        .unwrap();
+    let db = Databases {
+        sad,
+        spd,
+        spd_epoch: 0,
+    };
+    Datapath::new(index, workers, db).with_parallel(parallel)
+}
+
+/// The SPI of the raw ESP packet (IPv4, no options) in `buf`.
+fn esp_spi(buf: &PacketBuf) -> u32 {
+    u32::from_be_bytes(buf.as_slice()[20..24].try_into().unwrap())
+}
+
+/// Flow-parallel (RFC 9611): each worker seals with its own per-resource
+/// SA, so nothing is handed over and each SA has one writer; a worker
+/// without one hands the packet to the endpoints' owner, which seals with
+/// the fallback SA; the default mode ignores the marks.
+#[test]
+fn per_resource_sas_seal_on_their_own_worker() {
+    let packet = udp("10.1.0.1", "10.2.0.1", 9, b"x");
+    let owner = owner_of_endpoints(ip(GW_A), ip(GW_B), 2);
+    let other = 1 - owner;
+    let full = [None, Some(0), Some(1)];
+    for index in [0, 1] {
+        let mut w = flow_gateway(index, 2, Parallel::Flow, &full);
+        let mut stats = Stats::default();
+        let (v, buf) = out(&mut w, &packet, &mut stats);
+        assert!(matches!(v, Outbound::Send { .. }), "worker {index}: {v:?}");
+        assert_eq!(
+            esp_spi(&buf),
+            0x1101 + index as u32,
+            "worker {index}'s own SA"
+        );
+    }
+    // Only the owner has an SA of its own: the other worker hands over,
+    // and the owner seals with its own; with no per-resource SA for it, it
+    // seals with the fallback.
+    let mine_only = [None, Some(owner as u32)];
+    let mut stats = Stats::default();
+    let (v, _) = out(
+        &mut flow_gateway(other, 2, Parallel::Flow, &mine_only),
+        &packet,
+        &mut stats,
+    );
+    assert_eq!(
+        v,
+        Outbound::HandOff {
+            to: owner,
+            whole: false
+        }
+    );
+    let (_, buf) = out(
+        &mut flow_gateway(owner, 2, Parallel::Flow, &mine_only),
+        &packet,
+        &mut stats,
+    );
+    assert_eq!(esp_spi(&buf), 0x1101);
+    let others_only = [None, Some(other as u32)];
+    let (_, buf) = out(
+        &mut flow_gateway(owner, 2, Parallel::Flow, &others_only),
+        &packet,
+        &mut stats,
+    );
+    assert_eq!(
+        esp_spi(&buf),
+        0x1100,
+        "never another worker's SA: the fallback"
+    );
+    // No fallback and not its own: the owner has no SA (IKE would be asked).
+    let (v, _) = out(
+        &mut flow_gateway(owner, 2, Parallel::Flow, &[Some(other as u32)]),
+        &packet,
+        &mut stats,
+    );
+    assert_eq!((v, stats.no_outbound_sa), (Outbound::Acquire(REQID), 1));
+    // The default mode: the owner seals every packet, with the youngest
+    // (here: the last added) SA whatever its mark.
+    let (v, _) = out(
+        &mut flow_gateway(other, 2, Parallel::Default, &full),
+        &packet,
+        &mut stats,
+    );
+    assert_eq!(
+        v,
+        Outbound::HandOff {
+            to: owner,
+            whole: false
+        }
+    );
+    let mut w = flow_gateway(owner, 2, Parallel::Default, &full);
+    let mut young = sa(0x1200, Mode::Tunnel, GW_A, GW_B, false);
+    young.cpu = Some(other as u32);
+    let later =
+        SecurityAssociation::new(&young, &Provider::fastest(), NOW + Duration::from_secs(1));
+    w.db.sad.add(later.unwrap()).unwrap();
+    let mut buf = PacketBuf::from_packet(&packet);
+    let later = NOW + Duration::from_secs(2);
+    assert!(matches!(
+        w.outbound(&mut buf, Source::TUN, later, 0, &mut stats),
+        Outbound::Send { .. }
+    ));
+    assert_eq!(esp_spi(&buf), 0x1200);
+}
+
+/// Inbound, the flow-parallel worker delivers through its own queue when
+/// it seals the replies itself (the TUN device then reads them there);
+/// otherwise through the queue of the endpoints' owner.
+#[test]
+fn replies_go_to_the_worker_that_seals_them() {
+    let owner = owner_of_endpoints(ip(GW_A), ip(GW_B), 2);
+    let other = 1 - owner;
+    let (_, mut b) = gateways(true, false);
+    let mut stats = Stats::default();
+    let mut sealed =
+        |payload: &[u8]| out(&mut b, &udp("10.2.0.1", "10.1.0.1", 9, payload), &mut stats).1;
+    let first = sealed(b"1");
+    let second = sealed(b"2");
+    let third = sealed(b"3");
+    let mut stats = Stats::default();
+    let mut buf = first;
+    let mut w = flow_gateway(other, 2, Parallel::Flow, &[None, Some(0), Some(1)]);
+    assert_eq!(
+        w.inbound(&mut buf, None, NOW, &mut stats),
+        Inbound::Deliver(other)
+    );
+    let mut buf = second;
+    let mut w = flow_gateway(other, 2, Parallel::Flow, &[None]);
+    assert_eq!(
+        w.inbound(&mut buf, None, NOW, &mut stats),
+        Inbound::Deliver(owner)
+    );
+    let mut buf = third;
+    let mut w = flow_gateway(other, 2, Parallel::Default, &[None, Some(0), Some(1)]);
+    assert_eq!(
+        w.inbound(&mut buf, None, NOW, &mut stats),
+        Inbound::Deliver(owner)
+    );
+}
