@@ -472,6 +472,8 @@ pub fn ike_sa_json(
                 "mode": c.mode,
                 "protocol": c.sa_in.protocol.to_string().to_uppercase(),
                 "encap": c.encap,
+                "per_cpu": c.per_cpu,
+                "cpu": c.cpu,
                 "spi_in": format!("{:08x}", c.sa_in.spi),
                 "spi_out": format!("{:08x}", c.sa_out.spi),
                 "proposal": c.proposal,

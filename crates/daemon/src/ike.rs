@@ -258,17 +258,21 @@ impl IkePlane {
 pub struct PlaneKernel<'a> {
     model: &'a mut Model,
     spis: &'a mut BTreeSet<u32>,
+    /// The workers, whose inbound SAs are those with SPI ≡ index.
+    workers: u32,
     changes: Vec<Change>,
     spd_changed: bool,
 }
 
 impl<'a> PlaneKernel<'a> {
     /// The kernel interface over `model`, collecting changes; `spis` are
-    /// the SPIs handed out but not installed yet.
-    pub fn new(model: &'a mut Model, spis: &'a mut BTreeSet<u32>) -> Self {
+    /// the SPIs handed out but not installed yet; `workers`, how many
+    /// workers steer inbound SAs (SPI mod workers).
+    pub fn new(model: &'a mut Model, spis: &'a mut BTreeSet<u32>, workers: usize) -> Self {
         PlaneKernel {
             model,
             spis,
+            workers: workers.max(1) as u32,
             changes: Vec::new(),
             spd_changed: false,
         }
@@ -285,6 +289,14 @@ impl<'a> PlaneKernel<'a> {
 
 impl Kernel for PlaneKernel<'_> {
     fn alloc_spi(&mut self, protocol: Protocol) -> u32 {
+        self.alloc_spi_on(protocol, None)
+    }
+
+    /// For resource `cpu`, an SPI the workers' steering sends to worker
+    /// `cpu` (SPI ≡ cpu mod workers; ARCHITECTURE.md "Workers").
+    fn alloc_spi_on(&mut self, protocol: Protocol, cpu: Option<u32>) -> u32 {
+        let w = self.workers;
+        let steered = |s: &u32| cpu.is_none_or(|c| *s % w == c % w);
         let used: BTreeSet<u32> = self
             .model
             .sas
@@ -312,7 +324,7 @@ impl Kernel for PlaneKernel<'_> {
             // SPIs apart from manual ones, which are usually small.
             _ => (0..u32::MAX)
                 .map(|k| (r.wrapping_add(k)) | 0x8000_0000)
-                .find(|s| !used.contains(s))
+                .find(|s| !used.contains(s) && steered(s))
                 .unwrap_or(0),
         };
         if spi != 0 {

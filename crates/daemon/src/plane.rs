@@ -257,7 +257,14 @@ fn open_ike(
         config,
         provider.clone(),
         Box::new(flowsec_ike::random::OsRandom),
-        opts.ike_settings.clone(),
+        flowsec_ike::Settings {
+            // One per-resource Child SA per worker, in the flow mode.
+            resources: match opts.parallel {
+                Parallel::Flow => opts.workers.max(1) as u32,
+                Parallel::Default => 1,
+            },
+            ..opts.ike_settings.clone()
+        },
     );
     IkePlane::open(core, send4500).map_err(RunError::Ike)
 }
@@ -526,7 +533,7 @@ impl Plane {
         let mut model = std::mem::take(&mut self.model);
         let mut spis = std::mem::take(&mut ike.spis);
         let (out, changes) = {
-            let mut k = PlaneKernel::new(&mut model, &mut spis);
+            let mut k = PlaneKernel::new(&mut model, &mut spis, self.workers.len());
             let out = f(&mut ike, now, &mut k);
             (out, k.finish())
         };

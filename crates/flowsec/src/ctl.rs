@@ -408,9 +408,16 @@ fn print_ike_sa(o: &mut String, sa: &Value) {
 /// and the traffic selectors.
 fn print_child_sa(o: &mut String, c: &Value) {
     let s = |k: &str| field(c, k);
+    // A per-resource Child SA (RFC 9611): its worker, as swanctl shows
+    // a per-CPU SA's CPU.
+    let resource = match (c["per_cpu"].as_bool(), c["cpu"].as_u64()) {
+        (Some(true), Some(cpu)) => format!(", cpu {cpu}"),
+        (Some(true), None) => ", per-cpu fallback".to_string(),
+        _ => String::new(),
+    };
     let _ = writeln!(
         o,
-        "  {}: reqid {}, {}, {}, {}{}:",
+        "  {}: reqid {}, {}, {}, {}{}{}:",
         s("name"),
         s("reqid"),
         s("state"),
@@ -420,7 +427,8 @@ fn print_child_sa(o: &mut String, c: &Value) {
             " in UDP"
         } else {
             ""
-        }
+        },
+        resource
     );
     if c["cpi_in"].is_string() {
         let _ = writeln!(

@@ -149,7 +149,8 @@ impl Host {
             payloads.push(notify(NotifyType::INITIAL_CONTACT, vec![]));
         }
         let child = first_child.map(|cfg| {
-            let req = self.child_request_for(sa, cfg, None, false, None, k);
+            let resource = self.first_resource(sa, cfg, None);
+            let req = self.child_request_for(sa, cfg, None, false, None, resource, k);
             payloads.extend(self.child_payloads(&req, None, false));
             req
         });

@@ -57,6 +57,38 @@ pub(crate) struct ChildRequest {
     pub cpi_in: Option<u16>,
     /// ESP or AH.
     pub protocol: Protocol,
+    /// What it says of per-resource SAs (RFC 9611).
+    pub resource: Resource,
+}
+
+/// What a Child SA request says of RFC 9611's per-resource Child SAs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resource {
+    /// Nothing: `per_cpu_sas = no`, or a rekey (the new SA keeps the old
+    /// one's resource on both ends; strongSwan sends no SA_RESOURCE_INFO
+    /// in a rekey either).
+    Plain,
+    /// The first Child SA of a `per_cpu_sas` child: the group's fallback,
+    /// with an empty SA_RESOURCE_INFO (RFC 9611 §5.1: the data is
+    /// optional).
+    Fallback,
+    /// Resource `cpu`'s SA: SA_RESOURCE_INFO carries the number in four
+    /// octets, as strongSwan's does (the peer may only log it).
+    Cpu(u32),
+}
+
+impl Resource {
+    /// The SA_RESOURCE_INFO notify it sends, if any.
+    pub fn notify(self) -> Option<Payload> {
+        match self {
+            Resource::Plain => None,
+            Resource::Fallback => Some(notify(NotifyType::SA_RESOURCE_INFO, vec![])),
+            Resource::Cpu(cpu) => Some(notify(
+                NotifyType::SA_RESOURCE_INFO,
+                cpu.to_be_bytes().to_vec(),
+            )),
+        }
+    }
 }
 
 /// What a Child SA request of ours reserved in the data plane: given back
@@ -124,7 +156,9 @@ pub(crate) fn min_nonce(a: &[u8], b: &[u8]) -> Vec<u8> {
 impl Host {
     /// A request for a Child SA of `cfg` (rekeying `rekey` if given);
     /// `create` for CREATE_CHILD_SA (a nonce, and a KE for PFS with the
-    /// first group of the proposals or `group`).
+    /// first group of the proposals or `group`); `resource`: what it asks
+    /// of per-resource SAs.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn child_request_for(
         &mut self,
         sa: &mut IkeSa,
@@ -132,11 +166,20 @@ impl Host {
         rekey: Option<u32>,
         create: bool,
         group: Option<DhGroup>,
+        resource: Resource,
         k: &mut dyn Kernel,
     ) -> ChildRequest {
         let child = &self.config.connections[sa.conn].children[cfg];
         let (proposals, protocol) = suites(child);
-        let spi_in = k.alloc_spi(protocol);
+        // A per-resource SA's inbound SPI is one the data plane steers to
+        // its resource; a rekey's, to the old SA's.
+        let cpu = match resource {
+            Resource::Cpu(cpu) => Some(cpu),
+            _ => rekey
+                .and_then(|old| sa.children.iter().find(|c| c.spi_in == old))
+                .and_then(|c| c.cpu),
+        };
+        let spi_in = k.alloc_spi_on(protocol, cpu);
         let dh = if create {
             group.or_else(|| {
                 proposals
@@ -176,6 +219,7 @@ impl Host {
             mode,
             cpi_in,
             protocol,
+            resource,
         }
     }
 
@@ -199,6 +243,7 @@ impl Host {
         if req.mode == Mode::Transport {
             p.push(notify(NotifyType::USE_TRANSPORT_MODE, vec![]));
         }
+        p.extend(req.resource.notify());
         if let Some(cpi) = req.cpi_in {
             p.push(ipcomp_supported(cpi));
         }
@@ -227,9 +272,40 @@ impl Host {
         rekey: Option<u32>,
         k: &mut dyn Kernel,
     ) {
-        self.start_child_with(now, sa, cfg, rekey, None, k);
+        let resource = self.first_resource(sa, cfg, rekey);
+        self.start_child_with(now, sa, cfg, rekey, None, resource, k);
     }
 
+    /// Start a CREATE_CHILD_SA exchange for resource `cpu`'s Child SA of
+    /// `cfg` (RFC 9611), unless the group has one for it already.
+    pub(crate) fn start_resource_child(
+        &mut self,
+        now: Duration,
+        sa: &mut IkeSa,
+        cfg: usize,
+        cpu: u32,
+        k: &mut dyn Kernel,
+    ) {
+        let has = sa.children.iter().any(|c| {
+            c.cfg == cfg && c.per_cpu && c.cpu == Some(cpu) && c.state != ChildState::Deleting
+        });
+        if !has {
+            self.start_child_with(now, sa, cfg, None, None, Resource::Cpu(cpu), k);
+        }
+    }
+
+    /// What a new Child SA of `cfg` (not a rekey) asks of per-resource
+    /// SAs: the fallback of a `per_cpu_sas` child, else nothing.
+    pub(crate) fn first_resource(&self, sa: &IkeSa, cfg: usize, rekey: Option<u32>) -> Resource {
+        let child = &self.config.connections[sa.conn].children[cfg];
+        if child.per_cpu_sas && rekey.is_none() {
+            Resource::Fallback
+        } else {
+            Resource::Plain
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn start_child_with(
         &mut self,
         now: Duration,
@@ -237,9 +313,10 @@ impl Host {
         cfg: usize,
         rekey: Option<u32>,
         group: Option<DhGroup>,
+        resource: Resource,
         k: &mut dyn Kernel,
     ) {
-        let req = self.child_request_for(sa, cfg, rekey, true, group, k);
+        let req = self.child_request_for(sa, cfg, rekey, true, group, resource, k);
         let payloads = self.child_payloads(&req, rekey, true);
         if let Some(old) = sa.children.iter_mut().find(|c| Some(c.spi_in) == rekey) {
             old.state = ChildState::Rekeying;
@@ -313,9 +390,25 @@ impl Host {
         let keymat = self
             .keymat(sa, &chosen, g_ir, ni, nr)
             .ok_or(ChildError::KeyDerivation)?;
-        let reqid = rekey
-            .and_then(|old| sa.children.iter().find(|c| c.spi_in == old))
-            .map(|c| c.reqid);
+        let old = rekey.and_then(|old| sa.children.iter().find(|c| c.spi_in == old));
+        let reqid = old.map(|c| c.reqid);
+        let (per_cpu, cpu) = match (old, req.resource) {
+            (Some(old), _) => (old.per_cpu, old.cpu),
+            (None, Resource::Plain) => (false, None),
+            // RFC 9611: a peer that answers without SA_RESOURCE_INFO does
+            // not take part; the SA is an ordinary one, and we ask no more.
+            (None, asked) if !has_notify(msg, NotifyType::SA_RESOURCE_INFO) => {
+                self.events.push(IkeEvent::ChildNoResources {
+                    child: self.child_name(sa, req.cfg),
+                });
+                sa.queue
+                    .retain(|t| !matches!(t, Todo::CreateResource(c, _) if *c == req.cfg));
+                let _ = asked;
+                (false, None)
+            }
+            (None, Resource::Fallback) => (true, None),
+            (None, Resource::Cpu(cpu)) => (true, Some(cpu)),
+        };
         // IPComp only if the peer answered our offer with its CPI.
         let ipcomp = match (req.cpi_in, peer_cpi(msg)) {
             (Some(ours), Some(theirs)) => Some((ours, theirs)),
@@ -336,8 +429,13 @@ impl Host {
             reqid,
             min_nonce: min_nonce(ni, nr),
             ipcomp,
+            per_cpu,
+            cpu,
         };
         self.install_child(now, sa, install, &keymat, k);
+        if per_cpu && cpu.is_none() && rekey.is_none() {
+            self.ask_for_resources(sa, req.cfg);
+        }
         Ok(req.spi_in)
     }
 
@@ -474,7 +572,7 @@ impl Host {
             if ours && req.ke.as_ref().map(|k| k.group()) != Some(group) {
                 self.events
                     .push(IkeEvent::ChildRetry { child: name, group });
-                self.start_child_with(now, sa, req.cfg, rekey, Some(group), k);
+                self.start_child_with(now, sa, req.cfg, rekey, Some(group), req.resource, k);
                 return;
             }
         }
@@ -483,6 +581,11 @@ impl Host {
             notify: ty,
         });
         match (ty, rekey) {
+            // RFC 9611 §5.2: the peer takes no more SAs for these
+            // selectors; the resources without one use the fallback.
+            (NotifyType::TS_MAX_QUEUE, None) => sa
+                .queue
+                .retain(|t| !matches!(t, Todo::CreateResource(c, _) if *c == req.cfg)),
             (NotifyType::CHILD_SA_NOT_FOUND, Some(old)) => self.remove_child(sa, old, k),
             (NotifyType::TEMPORARY_FAILURE, Some(old)) => {
                 // §2.25: try again a little later.
@@ -494,6 +597,27 @@ impl Host {
             }
             (_, rekey) => self.restore(sa, rekey),
         }
+    }
+
+    /// The fallback of a `per_cpu_sas` child is up (we initiated it and
+    /// the peer takes part): ask for one SA per resource of ours, RFC
+    /// 9611 §3 (all at once; strongSwan waits for the kernel to ask per
+    /// CPU). With one resource the fallback serves it.
+    fn ask_for_resources(&mut self, sa: &mut IkeSa, cfg: usize) {
+        let n = self.settings.resources;
+        if n <= 1 {
+            return;
+        }
+        for cpu in 0..n {
+            let todo = Todo::CreateResource(cfg, cpu);
+            if !sa.queue.contains(&todo) {
+                sa.queue.push_back(todo);
+            }
+        }
+        self.events.push(IkeEvent::ChildResources {
+            child: self.child_name(sa, cfg),
+            resources: n,
+        });
     }
 
     /// Our request for a Child SA came to nothing: its SPI goes back, and

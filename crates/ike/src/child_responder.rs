@@ -18,7 +18,9 @@ use flowsec_ipsec::{Mode, Protocol};
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, ProtocolId};
 use flowsec_wire::ike::{Ke, Message, Notify, Payload, TrafficSelector};
 
-use crate::child::{cpi, ipcomp_supported, min_nonce, peer_cpi, protocol_of, suites, NONCE_LEN};
+use crate::child::{
+    cpi, ipcomp_supported, min_nonce, peer_cpi, protocol_of, suites, Resource, NONCE_LEN,
+};
 use crate::config::{self, ChildChosen};
 use crate::crypto;
 use crate::event::IkeEvent;
@@ -200,7 +202,17 @@ impl Host {
             remote_ts,
         } = choice;
         let protocol = protocol_of(chosen.protocol);
-        let spi_in = k.alloc_spi(protocol);
+        let (per_cpu, cpu) = match self.resource_for(sa, asked, cfg, (&local_ts, &remote_ts)) {
+            Ok(place) => place,
+            Err(refusal) => {
+                self.events.push(IkeEvent::ChildRequestRefused {
+                    from: sa.remote.ip(),
+                    notify: NotifyType::TS_MAX_QUEUE,
+                });
+                return Err(refusal);
+            }
+        };
+        let spi_in = k.alloc_spi_on(protocol, cpu);
         // IPComp if both want it (§2.22): our CPI in the answer.
         let ipcomp = match peer_cpi(asked.msg) {
             Some(theirs) if self.config.connections[sa.conn].children[cfg].ipcomp => {
@@ -231,6 +243,8 @@ impl Host {
             reqid,
             min_nonce: min_nonce(asked.ni, asked.nr),
             ipcomp,
+            per_cpu,
+            cpu,
         };
         self.install_child(now, sa, install, &keymat, k);
         if let Some(old) = asked.rekey {
@@ -243,6 +257,10 @@ impl Host {
         if let Some((ours, _)) = ipcomp {
             out.push(ipcomp_supported(ours));
         }
+        // RFC 9611 §3: we take part, and this SA is ours for `cpu`.
+        if per_cpu && asked.rekey.is_none() {
+            out.extend(cpu.map_or(Resource::Fallback, Resource::Cpu).notify());
+        }
         out.push(Payload::Sa(vec![config::child_answer(&chosen, spi_in)]));
         if asked.create {
             out.push(Payload::Nonce(asked.nr.to_vec()));
@@ -253,6 +271,53 @@ impl Host {
         out.push(Payload::TsI(remote_ts));
         out.push(Payload::TsR(local_ts));
         Ok(out)
+    }
+
+    /// Responder, RFC 9611: whether the Child SA asked for joins a group
+    /// of per-resource SAs and as whose. A rekey keeps the old SA's
+    /// place. A request with SA_RESOURCE_INFO for a `per_cpu_sas` child
+    /// makes the group's fallback if it has none, else the SA of the
+    /// lowest resource of ours without one (the number the peer sent is
+    /// for debugging only, §5.1); with every resource taken it is refused
+    /// with TS_MAX_QUEUE (§5.2). Without the notify, or for a child
+    /// without `per_cpu_sas`, an ordinary Child SA (the peer sees no
+    /// SA_RESOURCE_INFO in our answer and asks no more).
+    fn resource_for(
+        &self,
+        sa: &IkeSa,
+        asked: &ChildAsked<'_>,
+        cfg: usize,
+        (local_ts, remote_ts): (&[TrafficSelector], &[TrafficSelector]),
+    ) -> Result<(bool, Option<u32>), Payload> {
+        if let Some(old) = asked
+            .rekey
+            .and_then(|spi| sa.children.iter().find(|c| c.spi_in == spi))
+        {
+            return Ok((old.per_cpu, old.cpu));
+        }
+        let wanted = self.config.connections[sa.conn].children[cfg].per_cpu_sas;
+        if !wanted || !has_notify(asked.msg, NotifyType::SA_RESOURCE_INFO) {
+            return Ok((false, None));
+        }
+        let group: Vec<Option<u32>> = sa
+            .children
+            .iter()
+            .filter(|c| {
+                c.cfg == cfg
+                    && c.per_cpu
+                    && c.state != ChildState::Deleting
+                    && c.local_ts == local_ts
+                    && c.remote_ts == remote_ts
+            })
+            .map(|c| c.cpu)
+            .collect();
+        if !group.contains(&None) {
+            return Ok((true, None));
+        }
+        match (0..self.settings.resources).find(|cpu| !group.contains(&Some(*cpu))) {
+            Some(cpu) => Ok((true, Some(cpu))),
+            None => Err(notify(NotifyType::TS_MAX_QUEUE, vec![])),
+        }
     }
 
     /// Responder: the peer's rekey replaced Child SA `old` by `new` (our

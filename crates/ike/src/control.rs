@@ -80,6 +80,10 @@ pub struct ChildSaInfo {
     pub local_ts: Vec<String>,
     /// The peer's.
     pub remote_ts: Vec<String>,
+    /// One of a group of per-resource Child SAs (RFC 9611).
+    pub per_cpu: bool,
+    /// Its resource (worker) in that group; `None` for the fallback.
+    pub cpu: Option<u32>,
 }
 
 impl Ike {
@@ -247,6 +251,8 @@ fn child_info(conn: &crate::config::Connection, c: &ChildSa, now: Duration) -> C
         installed_s: now.saturating_sub(c.installed).as_secs(),
         rekey_in_s: until(c.rekey_at),
         expire_in_s: until(c.expire_at),
+        per_cpu: c.per_cpu,
+        cpu: c.cpu,
         local_ts: c.local_ts.iter().map(ts_string).collect(),
         remote_ts: c.remote_ts.iter().map(ts_string).collect(),
     }

@@ -73,6 +73,11 @@ pub struct Settings {
     /// Behind a NAT, a NAT-keepalive after this long without sending
     /// (`charon.keep_alive`, 20 s; RFC 3948 §2.3).
     pub keep_alive: Duration,
+    /// The data plane's resources (workers) for per-resource Child SAs
+    /// (`per_cpu_sas`, RFC 9611): as initiator one is asked for per
+    /// resource beside the fallback; as responder at most this many are
+    /// taken, then TS_MAX_QUEUE. 1: no per-resource SAs are asked for.
+    pub resources: u32,
 }
 
 impl Default for Settings {
@@ -87,6 +92,7 @@ impl Default for Settings {
             max_half_open: 1_000,
             rekeyed_grace: Duration::from_secs(30),
             keep_alive: Duration::from_secs(20),
+            resources: 1,
         }
     }
 }

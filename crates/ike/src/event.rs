@@ -197,6 +197,9 @@ pub enum IkeEvent {
         local_ts: Vec<TrafficSelector>,
         /// The peer's.
         remote_ts: Vec<TrafficSelector>,
+        /// RFC 9611: `Some(None)` for a group's fallback, `Some(Some(k))`
+        /// for resource k's SA; `None` for an ordinary Child SA.
+        resource: Option<Option<u32>>,
     },
     /// The peer's answer carried an error notify for the Child SA of
     /// IKE_AUTH: the IKE SA is up without it.
@@ -226,6 +229,20 @@ pub enum IkeEvent {
         child: String,
         /// Its notify.
         notify: NotifyType,
+    },
+    /// The fallback of a `per_cpu_sas` child is up: one per-resource
+    /// Child SA per resource is asked for (RFC 9611).
+    ChildResources {
+        /// The child config.
+        child: String,
+        /// How many.
+        resources: u32,
+    },
+    /// The peer answered a per-resource request without SA_RESOURCE_INFO:
+    /// it does not take part (RFC 9611), the SA is an ordinary one.
+    ChildNoResources {
+        /// The child config.
+        child: String,
     },
     /// The peer wants another DH group for the Child SA (§1.3, PFS): the
     /// request goes again with it.
@@ -403,12 +420,20 @@ impl fmt::Display for IkeEvent {
                 spi_out,
                 local_ts,
                 remote_ts,
-            } => write!(
-                f,
-                "CHILD_SA {child}{{{reqid}}} established with SPIs {spi_in:08x}_i {spi_out:08x}_o and TS {} === {}",
-                Selectors(local_ts),
-                Selectors(remote_ts)
-            ),
+                resource,
+            } => {
+                write!(
+                    f,
+                    "CHILD_SA {child}{{{reqid}}} established with SPIs {spi_in:08x}_i {spi_out:08x}_o and TS {} === {}",
+                    Selectors(local_ts),
+                    Selectors(remote_ts)
+                )?;
+                match resource {
+                    None => Ok(()),
+                    Some(None) => f.write_str(", per-resource fallback"),
+                    Some(Some(cpu)) => write!(f, ", per-resource cpu={cpu}"),
+                }
+            }
             E::ChildNotEstablished { child, notify } => {
                 write!(f, "CHILD_SA {child} not established: {notify}")
             }
@@ -419,6 +444,14 @@ impl fmt::Display for IkeEvent {
             E::ChildRefused { child, notify } => {
                 write!(f, "CHILD_SA {child}: peer refused: {notify}")
             }
+            E::ChildResources { child, resources } => write!(
+                f,
+                "CHILD_SA {child}: asking for {resources} per-resource CHILD_SAs (RFC 9611)"
+            ),
+            E::ChildNoResources { child } => write!(
+                f,
+                "CHILD_SA {child}: peer sent no SA_RESOURCE_INFO: no per-resource CHILD_SAs"
+            ),
             E::ChildRetry { child, group } => {
                 write!(f, "CHILD_SA {child}: peer wants DH group {group}: retrying")
             }
@@ -543,6 +576,7 @@ mod tests {
                     spi_out: 0xc000_0201,
                     local_ts: vec![ts("10.1.0.0/24")],
                     remote_ts: vec![ts("10.2.0.0/24"), ts("10.3.0.0/24")],
+                    resource: None,
                 },
                 "CHILD_SA net{1} established with SPIs c0000101_i c0000201_o and TS 10.1.0.0/24 === 10.2.0.0/24 10.3.0.0/24",
             ),

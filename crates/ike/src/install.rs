@@ -77,6 +77,11 @@ pub(crate) struct Install<'a> {
     pub min_nonce: Vec<u8>,
     /// IPComp: (our CPI, the peer's).
     pub ipcomp: Option<(u16, u16)>,
+    /// One of a group of per-resource Child SAs (RFC 9611).
+    pub per_cpu: bool,
+    /// The resource (worker) whose SAs these are; `None` for the
+    /// fallback and ordinary Child SAs.
+    pub cpu: Option<u32>,
 }
 
 impl Host {
@@ -132,6 +137,7 @@ impl Host {
             spi_out: chosen.spi,
             local_ts: i.local_ts.clone(),
             remote_ts: i.remote_ts.clone(),
+            resource: i.per_cpu.then_some(i.cpu),
         });
         let id = |spi, dst: SocketAddr| SaId {
             protocol,
@@ -160,6 +166,8 @@ impl Host {
             sa_out: id(chosen.spi, remote),
             ipcomp: sas.ipcomp,
             deferred_out,
+            per_cpu: i.per_cpu,
+            cpu: i.cpu,
         });
     }
 
@@ -234,6 +242,7 @@ impl Host {
             c.esn = chosen.esn;
             c.lifetime = lifetime;
             c.reqid = reqid;
+            c.cpu = i.cpu;
             c
         };
         let (local, remote) = (sa.local, sa.remote);
@@ -378,8 +387,13 @@ impl Host {
             return;
         };
         let c = sa.children.remove(at);
-        // Its successor starts sending now, before the old SAs go.
-        for s in sa.children.iter_mut().filter(|s| s.reqid == c.reqid) {
+        // Its successor starts sending now, before the old SAs go (a
+        // per-resource SA's successor is its resource's).
+        for s in sa
+            .children
+            .iter_mut()
+            .filter(|s| s.reqid == c.reqid && s.cpu == c.cpu)
+        {
             for out in std::mem::take(&mut s.deferred_out) {
                 k.add_sa(out);
             }

@@ -27,6 +27,13 @@ pub trait Kernel {
     /// §2.1: values 1–255 are reserved), or for IPComp a CPI (256 and up,
     /// 16 bits); 0 when none is left.
     fn alloc_spi(&mut self, protocol: Protocol) -> u32;
+    /// [`Kernel::alloc_spi`] for the inbound SA of resource `cpu`'s
+    /// per-resource Child SA (RFC 9611): one the data plane steers to
+    /// that resource, where it can.
+    fn alloc_spi_on(&mut self, protocol: Protocol, cpu: Option<u32>) -> u32 {
+        let _ = cpu;
+        self.alloc_spi(protocol)
+    }
     /// An SPI from [`Kernel::alloc_spi`] that will not be used after all.
     fn release_spi(&mut self, protocol: Protocol, spi: u32) {
         let _ = (protocol, spi);

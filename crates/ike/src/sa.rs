@@ -119,6 +119,12 @@ pub(crate) struct ChildSa {
     /// Responder of a rekey: the outbound SAs, installed when the SA they
     /// replace goes (ARCHITECTURE.md "Rekeying without loss").
     pub deferred_out: Vec<flowsec_ipsec::SaConfig>,
+    /// Negotiated with SA_RESOURCE_INFO (RFC 9611): one of a group of
+    /// Child SAs with the same selectors.
+    pub per_cpu: bool,
+    /// In that group, the resource (worker) whose SA this is; `None` for
+    /// the group's fallback (and for every other Child SA).
+    pub cpu: Option<u32>,
 }
 
 /// Something queued to start once the window is free.
@@ -126,6 +132,9 @@ pub(crate) struct ChildSa {
 pub(crate) enum Todo {
     /// A new Child SA of config `children[i]`.
     CreateChild(usize),
+    /// A per-resource Child SA of config `children[i]` for resource `cpu`
+    /// (RFC 9611).
+    CreateResource(usize, u32),
     /// Rekey the Child SA with this inbound SPI.
     RekeyChild(u32),
     /// Rekey the IKE SA.

@@ -235,6 +235,7 @@ impl Host {
             };
             match todo {
                 Todo::CreateChild(cfg) => self.start_child(now, sa, cfg, None, k),
+                Todo::CreateResource(cfg, cpu) => self.start_resource_child(now, sa, cfg, cpu, k),
                 Todo::RekeyChild(spi) => {
                     if let Some(cfg) = sa
                         .children

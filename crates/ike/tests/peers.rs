@@ -1411,3 +1411,112 @@ fn ah_is_not_negotiated_across_a_nat() {
     assert_eq!(p.a.list(p.now)[0].state, "ESTABLISHED");
     assert!(p.a.list(p.now)[0].children.is_empty() && p.kb.sas.is_empty());
 }
+
+/// A pair with `per_cpu_sas = yes` on both children (a initiates), a
+/// with `ra` resources and b with `rb`; `b_child` replaces b's option.
+fn per_cpu_pair(ra: u32, rb: u32, b_child: &str) -> Pair {
+    let with = |resources| Settings {
+        resources,
+        ..Settings::default()
+    };
+    Pair::with(
+        &conf(
+            A,
+            B,
+            "10.1.0.0/24",
+            "10.2.0.0/24",
+            "",
+            "start_action = start\n                per_cpu_sas = yes",
+            "s3cret",
+        ),
+        &conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", b_child, "s3cret"),
+        with(ra),
+        with(rb),
+    )
+}
+
+/// Each Child SA's place in its group of per-resource SAs, sorted:
+/// (per_cpu, cpu).
+fn resources(ike: &Ike, now: Duration) -> Vec<(bool, Option<u32>)> {
+    let mut v: Vec<_> = ike
+        .list(now)
+        .iter()
+        .flat_map(|s| s.children.iter())
+        .map(|c| (c.per_cpu, c.cpu))
+        .collect();
+    v.sort();
+    v
+}
+
+/// RFC 9611 with two resources on each side:
+///
+/// ```text
+/// HDR, SK {IDi, AUTH, N(SA_RESOURCE_INFO), SAi2, TSi, TSr} -->
+///                  <-- HDR, SK {IDr, AUTH, N(SA_RESOURCE_INFO), SAr2, TSi, TSr}   (the fallback)
+/// HDR, SK {N(SA_RESOURCE_INFO = 0), SA, Ni, KEi, TSi, TSr} -->
+///                  <-- HDR, SK {N(SA_RESOURCE_INFO = 0), SA, Nr, KEr, TSi, TSr}
+/// … and the same for resource 1
+/// ```
+///
+/// Three Child SAs with the same selectors and one reqid (one pair of
+/// policies), the SAs of each marked with its resource on both ends, the
+/// inbound SPI steered to it; each rekeys on its own and keeps its
+/// resource.
+#[test]
+fn per_resource_child_sas_one_per_resource_beside_the_fallback() {
+    let mut p = per_cpu_pair(2, 2, "per_cpu_sas = yes");
+    p.start();
+    p.settle();
+    p.assert_up(3);
+    let group = vec![(true, None), (true, Some(0)), (true, Some(1))];
+    assert_eq!(resources(&p.a, p.now), group);
+    assert_eq!(resources(&p.b, p.now), group);
+    assert_eq!((p.ka.policies.len(), p.kb.policies.len()), (2, 2));
+    let before = p.a.list(p.now)[0].children.clone();
+    for c in &before {
+        assert_eq!(c.reqid, before[0].reqid, "one reqid: the same policies");
+        assert_eq!(p.ka.sa(c.sa_out.spi).unwrap().cpu, c.cpu);
+        assert_eq!(p.ka.sa(c.sa_in.spi).unwrap().cpu, c.cpu);
+    }
+    // Every SA of the group rekeys on its own and keeps its place.
+    assert_eq!(p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap(), 3);
+    p.settle();
+    p.assert_up(3);
+    assert_eq!(resources(&p.a, p.now), group);
+    assert_eq!(resources(&p.b, p.now), group);
+    let after = p.a.list(p.now)[0].children.clone();
+    for c in &after {
+        assert!(before.iter().all(|b| b.sa_in.spi != c.sa_in.spi), "rekeyed");
+        assert_eq!(p.ka.sa(c.sa_out.spi).unwrap().cpu, c.cpu);
+        assert_eq!(
+            p.kb.sa(c.sa_out.spi).unwrap().cpu.is_some(),
+            c.cpu.is_some()
+        );
+    }
+    assert_eq!((p.ka.policies.len(), p.kb.policies.len()), (2, 2));
+}
+
+/// A responder with fewer resources takes what it can and then answers
+/// TS_MAX_QUEUE (RFC 9611 §5.2): the initiator asks no more. One
+/// without `per_cpu_sas` (or without RFC 9611: strongSwan 5.9) answers
+/// without SA_RESOURCE_INFO: one ordinary Child SA, nothing more asked.
+#[test]
+fn ts_max_queue_and_a_peer_without_per_resource_sas() {
+    let mut p = per_cpu_pair(3, 1, "per_cpu_sas = yes");
+    p.start();
+    p.settle();
+    // The fallback and resource 0 of b; b refused a's third request.
+    p.assert_up(2);
+    assert_eq!(resources(&p.b, p.now), [(true, None), (true, Some(0))]);
+    assert_eq!(resources(&p.a, p.now), [(true, None), (true, Some(0))]);
+    p.advance(Duration::from_secs(60));
+    p.settle();
+    p.assert_up(2);
+
+    let mut p = per_cpu_pair(2, 2, "");
+    p.start();
+    p.settle();
+    p.assert_up(1);
+    assert_eq!(resources(&p.a, p.now), [(false, None)]);
+    assert!(p.ka.sas.iter().all(|s| s.cpu.is_none()));
+}

@@ -196,7 +196,8 @@ iana_enum! {
 iana_enum! {
     /// IKEv2 Notify Message Types (RFC 7296 §3.10.1; RFC 4555 MOBIKE,
     /// RFC 4739 multiple auth, RFC 5685 redirect, RFC 7383 fragmentation,
-    /// RFC 7427 signature hash algorithms). Below 16384: errors; from
+    /// RFC 7427 signature hash algorithms, RFC 9611 per-resource Child
+    /// SAs). Below 16384: errors; from
     /// 16384: status types.
     NotifyType(u16) {
         UNSUPPORTED_CRITICAL_PAYLOAD = 1 => "UNSUPPORTED_CRITICAL_PAYLOAD",
@@ -216,6 +217,7 @@ iana_enum! {
         INVALID_SELECTORS = 39 => "INVALID_SELECTORS",
         TEMPORARY_FAILURE = 43 => "TEMPORARY_FAILURE",
         CHILD_SA_NOT_FOUND = 44 => "CHILD_SA_NOT_FOUND",
+        TS_MAX_QUEUE = 48 => "TS_MAX_QUEUE",
         INITIAL_CONTACT = 16384 => "INITIAL_CONTACT",
         SET_WINDOW_SIZE = 16385 => "SET_WINDOW_SIZE",
         ADDITIONAL_TS_POSSIBLE = 16386 => "ADDITIONAL_TS_POSSIBLE",
@@ -233,6 +235,7 @@ iana_enum! {
         REDIRECT_SUPPORTED = 16406 => "REDIRECT_SUPPORTED",
         IKEV2_FRAGMENTATION_SUPPORTED = 16430 => "IKEV2_FRAGMENTATION_SUPPORTED",
         SIGNATURE_HASH_ALGORITHMS = 16431 => "SIGNATURE_HASH_ALGORITHMS",
+        SA_RESOURCE_INFO = 16444 => "SA_RESOURCE_INFO",
     }
 }
 

@@ -138,6 +138,8 @@ pub enum ConfigErrorKind {
     KeyNotSupported,
     /// A strongSwan key flowsec accepts only unset (`interface`, `label`).
     OnlyUnset,
+    /// `per_cpu_sas = encap`, strongSwan's non-negotiated UDP variant.
+    PerCpuEncap,
     /// A strongSwan key flowsec accepts only at strongSwan's default.
     OnlyDefault {
         /// The value given.
@@ -246,6 +248,9 @@ impl fmt::Display for ConfigErrorKind {
             K::UnknownKey => f.write_str("unknown key"),
             K::KeyNotSupported => f.write_str("not supported"),
             K::OnlyUnset => f.write_str("not supported (only unset, strongSwan's default)"),
+            K::PerCpuEncap => f.write_str(
+                "'encap' is not supported (flowsec steers per-resource SAs by SPI): yes or no",
+            ),
             K::OnlyDefault { value, default } => write!(
                 f,
                 "'{value}' is not supported (only strongSwan's default '{default}')"

@@ -261,6 +261,9 @@ pub struct ChildConfig {
     pub ipcomp: bool,
     /// `replay_window` in packets (default 32).
     pub replay_window: u32,
+    /// `per_cpu_sas` (strongSwan 6.0.2; default no): per-resource Child
+    /// SAs (RFC 9611), one per worker beside the fallback.
+    pub per_cpu_sas: bool,
 }
 
 /// `start_action`: what to do once the configuration is loaded.

@@ -539,6 +539,7 @@ fn default_child(name: &str) -> ChildConfig {
         close_action: CloseAction::None,
         ipcomp: false,
         replay_window: DEFAULT_REPLAY_WINDOW,
+        per_cpu_sas: false,
     }
 }
 
@@ -608,6 +609,10 @@ fn child_setting(
             }
             ch.replay_window = n;
         }
+        // strongSwan's `encap` (a random UDP source port per SA, for RSS)
+        // is neither negotiated nor needed here: the SPI steers.
+        "per_cpu_sas" if v.trim() == "encap" => return Err(ConfigErrorKind::PerCpuEncap),
+        "per_cpu_sas" => ch.per_cpu_sas = parse_bool(v)?,
         "interface" | "label" => return Err(ConfigErrorKind::OnlyUnset),
         _ => return Err(ConfigErrorKind::UnknownKey),
     }

@@ -154,6 +154,7 @@ fn strongswan_net2net_psk() {
     assert_eq!(ch.close_action, CloseAction::None);
     assert!(!ch.ipcomp);
     assert_eq!(ch.replay_window, 32);
+    assert!(!ch.per_cpu_sas);
 
     assert_eq!(c.secrets.len(), 5);
     assert_eq!(
@@ -304,6 +305,7 @@ fn every_child_key() {
         close_action = start
         ipcomp = yes
         replay_window = 0
+        per_cpu_sas = yes
         hostaccess = yes
         policies = yes
         reqid = 0
@@ -365,6 +367,7 @@ fn every_child_key() {
     assert_eq!(ch.close_action, CloseAction::Start);
     assert!(ch.ipcomp);
     assert_eq!(ch.replay_window, 0);
+    assert!(ch.per_cpu_sas);
 
     // ah_proposals alone: no ESP default added.
     let text = "connections {\n c {\n  local { auth = psk }\n  remote { auth = psk }\n  children { x { ah_proposals = sha1 } }\n }\n}";
@@ -461,6 +464,12 @@ fn errors_name_file_line_and_key() {
         ("dpd_action = hold", "dpd_action", "bad value"),
         ("close_action = later", "close_action", "bad value"),
         ("ipcomp = 2", "ipcomp", "boolean"),
+        (
+            "per_cpu_sas = encap",
+            "per_cpu_sas",
+            "'encap' is not supported",
+        ),
+        ("per_cpu_sas = maybe", "per_cpu_sas", "boolean"),
         ("replay_window = 16", "replay_window", "32..=4096"),
         ("sha256_96 = yes", "sha256_96", "only strongSwan's default"),
         ("mark_in = 42", "mark_in", "only strongSwan's default"),
