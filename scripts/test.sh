@@ -125,6 +125,10 @@ for right in flowsec strongswan; do
     echo "-- ike through a real NAT (nftables masquerade, random ports): flowsec behind it -> $right"
     FLOWSEC_IKE_NAT_RIGHT=$right FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_nat.sh </dev/null
 done
+for right in flowsec strongswan; do
+    echo "-- ike per_cpu_sas (RFC 9611), 2 workers: flowsec -> $right (one per-resource Child SA per worker, or one Child SA with strongSwan 5.9)"
+    FLOWSEC_IKE_RIGHT=$right FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_parallel.sh </dev/null
+done
 
 step "flowsec lab run --quick all (every scenario writes its report; verdicts come from the data)"
 LAB_OUT="$(mktemp -d)"
