@@ -150,6 +150,10 @@ pub struct Setup {
     pub steps: Vec<Step>,
     /// Who does it.
     pub peer: Peer,
+    /// Per-resource SAs (RFC 9611, study S5): besides each ESP/AH SA, one
+    /// per worker (`-cpu 0` … `-cpu N-1`), with SPIs the receiver steers
+    /// to that worker (SPI ≡ k mod N). 0: none.
+    pub per_cpu: u32,
 }
 
 impl Setup {
@@ -160,7 +164,13 @@ impl Setup {
             mode,
             steps: steps.to_vec(),
             peer: Peer::Flowsec,
+            per_cpu: 0,
         }
+    }
+
+    /// The same with `n` per-resource SAs per ESP/AH SA.
+    pub fn per_cpu(self, n: u32) -> Setup {
+        Setup { per_cpu: n, ..self }
     }
 
     /// The same, done by `peer`.
@@ -214,6 +224,19 @@ impl Setup {
                     "add {src} {dst} {} {spi:#x} -m {mode} {replay}{algs};\n",
                     step.proto()
                 );
+                if *step == Step::IpComp {
+                    continue;
+                }
+                // The set's per-resource SAs: SPIs from a multiple of N,
+                // so that SA k lands on the receiver's worker k.
+                let n = self.per_cpu as usize;
+                for k in 0..n {
+                    let spi = n * 0x1000 * (0x10 + 2 * i + dir) + k;
+                    s += &format!(
+                        "add {src} {dst} {} {spi:#x} -m {mode} {replay}-cpu {k} {algs};\n",
+                        step.proto()
+                    );
+                }
             }
         }
         if self.steps.is_empty() {
@@ -407,6 +430,16 @@ impl Bed {
         })
     }
 
+    /// `sysctl -w SETTING` in namespace `host` (`net.ipv4.tcp_tw_reuse=1`).
+    pub fn sysctl(&self, host: &str, setting: &str) -> Result<(), LabError> {
+        self.topo.exec(host, &["sysctl", "-qw", setting])
+    }
+
+    /// The namespace of `host` (its full name, for `ip netns exec`).
+    pub fn namespace(&self, host: &str) -> String {
+        self.topo.ns(host)
+    }
+
     /// Start a CPU-bound process (study S1's "CPU hog") until the bed is
     /// dropped.
     pub fn hog(&mut self, work: &Path) -> Result<(), LabError> {
@@ -472,6 +505,21 @@ mod tests {
             }
         }
         assert_eq!(Setup::new(Family::V4, Mode::Tunnel, &[]).setkey(true), "");
+        // Per-resource SAs: N more per direction, each on its worker.
+        for n in [1, 2, 3, 8] {
+            let s = Setup::new(Family::V4, Mode::Tunnel, &shapes[3]).per_cpu(n);
+            let text = s.setkey(true);
+            let sas: Vec<_> = flowsec_setkey::parse("t", &text)
+                .unwrap_or_else(|e| panic!("{e}\n{text}"))
+                .into_iter()
+                .filter_map(|c| match c {
+                    flowsec_setkey::Command::Add(c) => c.cpu.map(|k| (k, c.spi)),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(sas.len(), 2 * n as usize, "{text}");
+            assert!(sas.iter().all(|(k, spi)| spi % n == *k), "{sas:?}");
+        }
         assert_eq!(
             Setup::new(Family::V4, Mode::Transport, &shapes[2]).label(),
             "ESP 3des-cbc/hmac-sha1 + AH hmac-md5"

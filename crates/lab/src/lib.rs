@@ -30,6 +30,7 @@ mod s2;
 mod s2_rtt;
 mod s3_matrix;
 mod s4;
+mod s5_micro;
 mod saved;
 mod sys;
 pub mod topology;
@@ -109,6 +110,7 @@ pub fn scenarios() -> Vec<&'static dyn Scenario> {
         &s2_rtt::S2Rtt,
         &s3_matrix::S3Matrix,
         &s4::S4Crypto,
+        &s5_micro::S5Micro,
     ]
 }
 
