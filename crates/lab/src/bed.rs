@@ -430,6 +430,28 @@ impl Bed {
         })
     }
 
+    /// Start `cmd` in namespace `host` until the bed is dropped (its
+    /// stderr to `log`; with `ready`, once that text is in the log).
+    pub fn spawn(
+        &mut self,
+        host: &str,
+        cmd: &[&str],
+        log: &Path,
+        ready: Option<&str>,
+    ) -> Result<(), LabError> {
+        self.topo.spawn(host, cmd, log, ready)
+    }
+
+    /// The ends of the measured path (see [`Setup::ends`]).
+    pub fn setup_ends(&self) -> ((&'static str, &'static str), (&'static str, &'static str)) {
+        self.setup.ends()
+    }
+
+    /// Run `cmd` in namespace `host`; its standard output.
+    pub fn output(&self, host: &str, cmd: &[&str]) -> Result<String, LabError> {
+        self.topo.output(host, cmd)
+    }
+
     /// `sysctl -w SETTING` in namespace `host` (`net.ipv4.tcp_tw_reuse=1`).
     pub fn sysctl(&self, host: &str, setting: &str) -> Result<(), LabError> {
         self.topo.exec(host, &["sysctl", "-qw", setting])

@@ -132,6 +132,22 @@ pub enum LabError {
     Crypto(flowsec_crypto::CryptoError),
     /// s4-crypto's provider has no SHA-1.
     NoSha1,
+    /// A program a scenario runs is not installed.
+    Missing {
+        /// The scenario.
+        scenario: &'static str,
+        /// The program.
+        program: &'static str,
+        /// The Debian package that has it.
+        package: &'static str,
+    },
+    /// A program's output did not say what the scenario reads from it.
+    Unreadable {
+        /// The program.
+        program: &'static str,
+        /// What was looked for.
+        what: &'static str,
+    },
     /// s4-crypto could not seal a packet.
     SealFailed {
         /// The packet size.
@@ -186,6 +202,17 @@ impl fmt::Display for LabError {
             }
             LabError::Crypto(e) => write!(f, "s4-crypto: {e}"),
             LabError::NoSha1 => f.write_str("s4-crypto: no SHA-1"),
+            LabError::Missing {
+                scenario,
+                program,
+                package,
+            } => write!(
+                f,
+                "{scenario} needs {program}, which is not installed (apt-get install {package})"
+            ),
+            LabError::Unreadable { program, what } => {
+                write!(f, "{program}'s output did not say {what}")
+            }
             LabError::SealFailed { size } => write!(f, "s4-crypto: sealing {size} B failed"),
             LabError::EchoPanicked => f.write_str("echo thread panicked"),
         }

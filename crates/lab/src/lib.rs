@@ -30,6 +30,7 @@ mod s2;
 mod s2_rtt;
 mod s3_matrix;
 mod s4;
+mod s5_app;
 mod s5_micro;
 mod saved;
 mod sys;
@@ -111,6 +112,7 @@ pub fn scenarios() -> Vec<&'static dyn Scenario> {
         &s3_matrix::S3Matrix,
         &s4::S4Crypto,
         &s5_micro::S5Micro,
+        &s5_app::S5App,
     ]
 }
 
