@@ -144,7 +144,12 @@ fn seal_at(
     if buf.tailroom() < back || buf.headroom() < front + reserve {
         return Err(DropReason::NoRoom);
     }
-    let seq = crate::sa::next_seq(&mut sa.seq, sa.esn, sa.seq_ceiling)?;
+    // Assigned by the SA's owner (parallel crypto), or the next of ours.
+    let assigned = sa.assigned.take();
+    let seq = match assigned {
+        Some(seq) => seq,
+        None => crate::sa::next_seq(&mut sa.seq, sa.esn, sa.seq_ceiling)?,
+    };
     let tail = buf.append(back).map_err(|_| DropReason::NoRoom)?;
     tail[..tfc].fill(0);
     // `pad` < 256: pad_len aligns to at most 256 bytes.
@@ -163,7 +168,9 @@ fn seal_at(
     // Cannot fail: the lengths above come from the transform's own sizes.
     xf.seal(seq, sa.esn, &mut buf.as_mut_slice()[at..])
         .map_err(|_| DropReason::BadCiphertextLength)?;
-    sa.usage.record(payload_len, now);
+    if assigned.is_none() {
+        sa.usage.record(payload_len, now);
+    }
     Ok(())
 }
 
@@ -200,25 +207,34 @@ pub(crate) fn open_at(
         return Err(DropReason::Truncated);
     }
     let seq_low = EspPacket::new_unchecked(&*packet).seq_number();
-    // RFC 4303 §3.4.3: the replay check comes before the ICV check.
-    let seq = sa
-        .replay
-        .check(seq_low)
-        .map_err(crate::process::replay_reason)?;
+    // RFC 4303 §3.4.3: the replay check comes before the ICV check. With
+    // parallel crypto the SA's owner checked it, and commits after.
+    let assigned = sa.assigned.take();
+    let seq = match assigned {
+        Some(seq) => seq,
+        None => sa
+            .replay
+            .check(seq_low)
+            .map_err(crate::process::replay_reason)?,
+    };
     sa.check_lifetime(now)?;
     xf.open(seq, sa.esn, packet).map_err(|e| match e {
         CryptoError::AuthFailed => DropReason::AuthFailed,
         _ => DropReason::BadCiphertextLength,
     })?;
-    sa.replay
-        .commit(seq)
-        .map_err(crate::process::replay_reason)?;
+    if assigned.is_none() {
+        sa.replay
+            .commit(seq)
+            .map_err(crate::process::replay_reason)?;
+    }
     let body = &packet[wire::HEADER_LEN + iv_len..packet.len() - icv_len];
     let (payload_len, trailer) = EspTrailer::parse(body).map_err(|_| DropReason::BadPadding)?;
     let trailer_len = body.len() - payload_len;
     buf.trim_back(trailer_len + icv_len);
     buf.remove_gap(at, wire::HEADER_LEN + iv_len);
-    sa.usage.record(payload_len, now);
+    if assigned.is_none() {
+        sa.usage.record(payload_len, now);
+    }
     if trailer.next_header == IpProtocol::IPV6_NONXT {
         return Err(DropReason::DummyPacket);
     }

@@ -8,6 +8,7 @@
 #![cfg_attr(not(test), warn(missing_docs))]
 
 mod ah;
+pub mod assigned;
 pub mod buf;
 mod drop;
 mod esp;

@@ -49,7 +49,7 @@ pub struct Bundle {
 }
 
 impl Bundle {
-    fn push(&mut self, h: SaHandle) -> Result<(), DropReason> {
+    pub(crate) fn push(&mut self, h: SaHandle) -> Result<(), DropReason> {
         let slot = self
             .handles
             .get_mut(self.len)
@@ -240,8 +240,8 @@ fn apply_outbound(
     // by the SPI so that per-resource SAs to one peer, which all count
     // from 1, do not send the same IDs.
     let ident = sa
-        .seq()
-        .wrapping_add(1)
+        .assigned
+        .unwrap_or_else(|| sa.seq().wrapping_add(1))
         .wrapping_add(u64::from(sa.id().spi)) as u16;
     let lay = if new_tunnel {
         if sa.id().protocol == Protocol::Esp {
@@ -278,9 +278,27 @@ pub enum Inbound {
 /// Remove the IPsec headers of the IP packet in `buf` (raw ESP, AH or
 /// IPComp as IP protocols 50, 51 and 108).
 pub fn inbound(sad: &mut Sad, buf: &mut PacketBuf, now: Duration) -> Result<Inbound, DropReason> {
+    done(inbound_until(sad, buf, now, false)?)
+}
+
+/// [`inbound`]; with `stop`, see [`decapsulate_until`].
+pub(crate) fn inbound_until(
+    sad: &mut Sad,
+    buf: &mut PacketBuf,
+    now: Duration,
+    stop: bool,
+) -> Result<Decap, DropReason> {
     let len = layout::ip_packet_len(buf.as_slice())?;
     buf.trim_back(buf.len().saturating_sub(len));
-    decapsulate(sad, buf, Bundle::default(), now)
+    decapsulate_until(sad, buf, Bundle::default(), now, stop)
+}
+
+/// The end of a decapsulation that was not asked to stop.
+fn done(d: Decap) -> Result<Inbound, DropReason> {
+    match d {
+        Decap::Done(inbound) => Ok(inbound),
+        Decap::Numbered => Err(DropReason::BundleTooDeep),
+    }
 }
 
 /// What a UDP socket on the encapsulation port received: `buf` holds the
@@ -293,11 +311,22 @@ pub fn inbound_udp(
     from: &UdpEndpoints,
     now: Duration,
 ) -> Result<Inbound, DropReason> {
+    done(inbound_udp_until(sad, buf, from, now, false)?)
+}
+
+/// [`inbound_udp`]; with `stop`, see [`decapsulate_until`].
+pub(crate) fn inbound_udp_until(
+    sad: &mut Sad,
+    buf: &mut PacketBuf,
+    from: &UdpEndpoints,
+    now: Duration,
+    stop: bool,
+) -> Result<Decap, DropReason> {
     let spi = match udp_encap::classify(buf.as_slice()).map_err(|_| DropReason::BadUdpEncap)? {
-        UdpEncap::NatKeepalive => return Ok(Inbound::NatKeepalive),
+        UdpEncap::NatKeepalive => return Ok(Decap::Done(Inbound::NatKeepalive)),
         UdpEncap::Ike(_) => {
             buf.trim_front(NON_ESP_MARKER.len());
-            return Ok(Inbound::Ike);
+            return Ok(Decap::Done(Inbound::Ike));
         }
         UdpEncap::Esp(esp) => EspPacket::new_checked(esp)
             .map_err(|_| DropReason::Truncated)?
@@ -320,7 +349,7 @@ pub fn inbound_udp(
     match (mode, next) {
         (Mode::Tunnel, IpProtocol::IPV4 | IpProtocol::IPV6) => {
             tunnel::finish_inner(buf, next, from.tos)?;
-            Ok(Inbound::Decapsulated(applied))
+            Ok(Decap::Done(Inbound::Decapsulated(applied)))
         }
         (Mode::Tunnel, IpProtocol::ESP | IpProtocol::AH | IpProtocol::IPCOMP)
         | (Mode::Transport, _) => {
@@ -328,7 +357,7 @@ pub fn inbound_udp(
             // outer header: what follows is processed, and delivered, as
             // the IP packet it was before the socket took its header off.
             push_ip_header(buf, from, next)?;
-            decapsulate(sad, buf, applied, now)
+            decapsulate_until(sad, buf, applied, now, stop)
         }
         (Mode::Tunnel, _) => Err(DropReason::BadNextHeader),
     }
@@ -358,7 +387,7 @@ pub fn inbound_packet(
 
 /// Put back the IP header of a datagram that a UDP socket received, naming
 /// `next` as what follows it.
-fn push_ip_header(
+pub(crate) fn push_ip_header(
     buf: &mut PacketBuf,
     from: &UdpEndpoints,
     next: IpProtocol,
@@ -380,12 +409,32 @@ fn push_ip_header(
 /// Remove the IPsec headers that follow the IP header of `buf`, adding the
 /// SAs to `applied` (those already removed), until what follows is not
 /// IPsec or a tunnel's inner packet is reached.
-fn decapsulate(
+pub(crate) fn decapsulate(
+    sad: &mut Sad,
+    buf: &mut PacketBuf,
+    applied: Bundle,
+    now: Duration,
+) -> Result<Inbound, DropReason> {
+    done(decapsulate_until(sad, buf, applied, now, false)?)
+}
+
+/// How far [`decapsulate_until`] went.
+pub(crate) enum Decap {
+    Done(Inbound),
+    /// An ESP or AH header follows the ones removed: left for the SA's
+    /// owner (parallel crypto: its replay window is the owner's).
+    Numbered,
+}
+
+/// [`decapsulate`]; with `stop`, before any ESP or AH header after the
+/// first one removed.
+pub(crate) fn decapsulate_until(
     sad: &mut Sad,
     buf: &mut PacketBuf,
     mut applied: Bundle,
     now: Duration,
-) -> Result<Inbound, DropReason> {
+    stop: bool,
+) -> Result<Decap, DropReason> {
     loop {
         let lay = Layout::inbound(buf.as_slice())?;
         let packet = buf.as_slice();
@@ -394,9 +443,12 @@ fn decapsulate(
         else {
             return match applied.is_empty() {
                 true => Err(DropReason::NotIpsec),
-                false => Ok(Inbound::Decapsulated(applied)),
+                false => Ok(Decap::Done(Inbound::Decapsulated(applied))),
             };
         };
+        if stop && !applied.is_empty() && protocol != Protocol::IpComp {
+            return Ok(Decap::Numbered);
+        }
         let handle = lookup(sad, protocol, spi, dst)?;
         // Each protocol is processed, and its refusals counted on the SA,
         // in one place.
@@ -418,7 +470,7 @@ fn decapsulate(
             match next {
                 IpProtocol::IPV4 | IpProtocol::IPV6 => {
                     tunnel::pop_outer(buf, &lay, next)?;
-                    return Ok(Inbound::Decapsulated(applied));
+                    return Ok(Decap::Done(Inbound::Decapsulated(applied)));
                 }
                 // Transport adjacency: another SA's header under the same
                 // outer header (RFC 4301 §4.5).
@@ -504,12 +556,17 @@ pub(crate) fn replay_reason(e: ReplayError) -> DropReason {
     }
 }
 
-fn lookup(sad: &Sad, protocol: Protocol, spi: u32, dst: IpAddr) -> Result<SaHandle, DropReason> {
+pub(crate) fn lookup(
+    sad: &Sad,
+    protocol: Protocol,
+    spi: u32,
+    dst: IpAddr,
+) -> Result<SaHandle, DropReason> {
     sad.lookup(&SaId { protocol, spi, dst })
         .ok_or(DropReason::UnknownSpi)
 }
 
-fn sa_mut(sad: &mut Sad, h: SaHandle) -> &mut SecurityAssociation {
+pub(crate) fn sa_mut(sad: &mut Sad, h: SaHandle) -> &mut SecurityAssociation {
     // A handle just returned by `lookup` names a live SA.
     sad.get_mut(h).expect("handle from lookup")
 }

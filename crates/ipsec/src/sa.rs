@@ -375,6 +375,12 @@ pub struct SecurityAssociation {
     pub(crate) replay: ReplayWindow,
     pub(crate) usage: Usage,
     pub(crate) stats: SaStats,
+    /// Parallel crypto (`crate::assigned`): the sequence number of the
+    /// one packet this copy is about to seal or open, which the SA's owner
+    /// assigned (outbound) or checked against its replay window
+    /// (inbound). This copy's own counter, window and usage stay as they
+    /// are: the owner keeps them. Taken by the ESP step that uses it.
+    pub(crate) assigned: Option<u64>,
 }
 
 impl fmt::Debug for SecurityAssociation {
@@ -471,6 +477,7 @@ impl SecurityAssociation {
             replay: ReplayWindow::new(window, config.esn).map_err(SaError::Window)?,
             usage: Usage::new(now),
             stats: SaStats::default(),
+            assigned: None,
         })
     }
 
