@@ -27,6 +27,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
+use flowsec_ipsec::assigned::{self, Assigned, Opened};
 use flowsec_ipsec::buf::{DEFAULT_HEADROOM, DEFAULT_TAILROOM};
 use flowsec_ipsec::process::{self, Bundle};
 use flowsec_ipsec::reassembly::Reassembler;
@@ -67,6 +68,12 @@ pub enum Parallel {
     /// default mode exactly.
     #[default]
     Flow,
+    /// Parallel crypto on one SA (Linux's pcrypt in S5): as in the default
+    /// mode one worker owns the SA, numbers its packets and keeps its
+    /// replay window, but the crypto of a tunnel-mode ESP SA runs on every
+    /// worker in turn, and the owner sends or delivers the results in
+    /// their order (`crate::pcrypt`, `flowsec_ipsec::assigned`).
+    Pcrypt,
 }
 
 /// Where an outbound packet comes from.
@@ -105,6 +112,9 @@ pub enum Outbound {
     Clear,
     /// Worker `to` owns its SAs (or gathers its fragments): hand it over.
     HandOff { to: usize, whole: bool },
+    /// Pcrypt: numbered here, to be sealed by whichever worker's turn it
+    /// is ([`Datapath::seal_assigned`]) and sent in order.
+    Crypto { assigned: Assigned, whole: bool },
     /// No SA for its policy yet: dropped; ask IKE for policy `reqid` (at
     /// most once a second per reqid).
     Acquire(u32),
@@ -123,6 +133,10 @@ pub enum Inbound {
     /// The buffer holds an IKE message that came on the encapsulation port
     /// behind the non-ESP marker (RFC 3948 §2.2), marker removed.
     Ike,
+    /// Pcrypt: its number passed this worker's replay window; to be opened
+    /// by whichever worker's turn it is ([`Datapath::open_assigned`]) and
+    /// finished here in order ([`Datapath::finish_inbound`]).
+    Crypto(Assigned),
     /// Nothing more: a keepalive, a fragment held for reassembly, or a
     /// drop (counted).
     Done,
@@ -173,7 +187,7 @@ impl Datapath {
     /// Whom `resolve` chooses SAs for.
     fn sealer(&self) -> Sealer {
         match self.parallel {
-            Parallel::Default => Sealer::Any,
+            Parallel::Default | Parallel::Pcrypt => Sealer::Any,
             Parallel::Flow => Sealer::Worker {
                 index: self.index as u32,
                 of: self.workers as u32,
@@ -282,11 +296,22 @@ impl Datapath {
         if !own && owner != self.index {
             return Step::Decided(hand_off(owner, from, stats));
         }
-        let sealed =
-            resolved.and_then(|bundle| process::outbound(&mut self.db.sad, &bundle, buf, now));
+        let pcrypt = self.parallel == Parallel::Pcrypt;
+        let sealed = resolved.and_then(|bundle| {
+            if pcrypt {
+                if let Some(a) = assigned::reserve_outbound(&mut self.db.sad, &bundle, buf, now)? {
+                    return Ok(Err(a));
+                }
+            }
+            process::outbound(&mut self.db.sad, &bundle, buf, now).map(Ok)
+        });
         match sealed {
-            Ok(egress) => Step::Decided(Outbound::Send {
+            Ok(Ok(egress)) => Step::Decided(Outbound::Send {
                 egress,
+                whole: from.whole,
+            }),
+            Ok(Err(assigned)) => Step::Decided(Outbound::Crypto {
+                assigned,
                 whole: from.whole,
             }),
             // A fragment refused by a transport-mode step, untouched: put
@@ -300,6 +325,87 @@ impl Datapath {
                 Step::Decided(self.acquire(reqid, now))
             }
             Err(SealError::Drop(reason)) => dropped(stats, reason),
+        }
+    }
+
+    /// Pcrypt, any worker: seal the packet in `buf` under the number its
+    /// SA's owner assigned; where it goes, or `None` (a drop, counted).
+    pub fn seal_assigned(
+        &mut self,
+        buf: &mut PacketBuf,
+        a: Assigned,
+        now: Duration,
+        stats: &mut Stats,
+    ) -> Option<Egress> {
+        match assigned::seal_assigned(&mut self.db.sad, a, buf, now) {
+            Ok(egress) => Some(egress),
+            Err(SealError::Drop(reason)) => {
+                stats.drops.count(reason);
+                None
+            }
+            // The SA went while the packet was on its way.
+            Err(_) => {
+                stats.no_outbound_sa += 1;
+                None
+            }
+        }
+    }
+
+    /// Pcrypt, any worker: verify and decrypt the packet in `buf` (from a
+    /// raw socket, or a UDP payload `from`) under the number its SA's
+    /// owner checked; `None` for a drop (counted).
+    pub fn open_assigned(
+        &mut self,
+        buf: &mut PacketBuf,
+        from: Option<&UdpEndpoints>,
+        a: Assigned,
+        now: Duration,
+        stats: &mut Stats,
+    ) -> Option<Opened> {
+        match assigned::open_assigned(&mut self.db.sad, buf, from, a, now) {
+            Ok(opened) => Some(opened),
+            Err(reason) => {
+                stats.drops.count(reason);
+                None
+            }
+        }
+    }
+
+    /// Pcrypt, the SA's owner, in the packets' order: commit the number
+    /// of a packet another worker opened, then whatever headers are left
+    /// and the inbound policy check, as [`Datapath::inbound`] goes on.
+    pub fn finish_inbound(
+        &mut self,
+        buf: &mut PacketBuf,
+        a: Assigned,
+        opened: Opened,
+        now: Duration,
+        stats: &mut Stats,
+    ) -> Inbound {
+        let sad = &mut self.db.sad;
+        let first = match assigned::commit_inbound(sad, a, buf.len(), now) {
+            Ok(h) => h,
+            Err(reason) => return dropped_in(stats, reason),
+        };
+        let applied = match opened {
+            Opened::Done { ipcomp } => assigned::applied(sad, first, ipcomp),
+            Opened::More => match assigned::inbound_rest(sad, buf, first, now) {
+                Ok(process::Inbound::Decapsulated(applied)) => Ok(applied),
+                Ok(process::Inbound::Ike) => return Inbound::Ike,
+                Ok(process::Inbound::NatKeepalive) => return Inbound::Done,
+                Err(reason) => Err(reason),
+            },
+            Opened::Other(process::Inbound::Ike) => return Inbound::Ike,
+            Opened::Other(_) => return Inbound::Done,
+        };
+        let applied = match applied {
+            Ok(applied) => applied,
+            Err(reason) => return dropped_in(stats, reason),
+        };
+        match self.inner_flow(buf, &applied, now, stats) {
+            Ok(Some(flow)) => self.check_inner(&flow, &applied, now, stats),
+            Ok(None) => Inbound::Done,
+            Err(reason) => dropped_in(stats, reason),
         }
     }
 
@@ -364,6 +470,13 @@ impl Datapath {
         now: Duration,
         stats: &mut Stats,
     ) -> Inbound {
+        if self.parallel == Parallel::Pcrypt {
+            match assigned::check_inbound(&mut self.db.sad, buf, from, now) {
+                Ok(Some(a)) => return Inbound::Crypto(a),
+                Ok(None) => {}
+                Err(reason) => return dropped_in(stats, reason),
+            }
+        }
         let sad = &mut self.db.sad;
         let decap = match from {
             None => process::inbound(sad, buf, now),

@@ -30,6 +30,7 @@ mod filter;
 mod fragid;
 mod ike;
 mod offload;
+mod pcrypt;
 mod plane;
 mod reach;
 mod recv;

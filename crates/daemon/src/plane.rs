@@ -160,12 +160,7 @@ struct Setup {
 
 /// One worker's descriptors, databases, and the receiving end of its
 /// mailbox with its eventfd.
-type WorkerParts = (
-    Io,
-    Databases,
-    std::sync::mpsc::Receiver<worker::Msg>,
-    Arc<OwnedFd>,
-);
+type WorkerParts = (Io, Databases, worker::Inbox, Arc<OwnedFd>);
 
 impl Setup {
     fn prepare(opts: &Options, provider: &Provider) -> Result<Setup, RunError> {
@@ -261,7 +256,7 @@ fn open_ike(
             // One per-resource Child SA per worker, in the flow mode.
             resources: match opts.parallel {
                 Parallel::Flow => opts.workers.max(1) as u32,
-                Parallel::Default => 1,
+                Parallel::Default | Parallel::Pcrypt => 1,
             },
             ..opts.ike_settings.clone()
         },

@@ -258,7 +258,7 @@ mod tests {
         let mut spis = Vec::new();
         let mut spd = false;
         let drain = |spis: &mut Vec<u32>, spd: &mut bool| {
-            while let Ok(m) = rx.try_recv() {
+            while let Ok(m) = rx.msgs.try_recv() {
                 if let Msg::Apply(list, _) = m {
                     for c in list {
                         match c {

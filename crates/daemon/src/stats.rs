@@ -85,6 +85,11 @@ counters! {
     /// egress is stalled or slower than the tunnel): a worker never waits
     /// for it.
     send_eagain,
+    /// Pcrypt: packets this worker numbered whose crypto another worker
+    /// did (`--parallel pcrypt`).
+    crypto_dealt,
+    /// Pcrypt: packets this worker sealed or opened for another worker.
+    crypto_done,
     /// Times the worker woke from poll(2) with something to read: per
     /// request/response transaction, the wake-ups a lone packet costs
     /// (issue 17; `scripts/bench-tunnels.sh` divides them out).
@@ -153,7 +158,7 @@ mod tests {
         total.add(&one);
         total.add(&one);
         let named = total.named();
-        assert_eq!(named.len(), 19);
+        assert_eq!(named.len(), 21);
         assert_eq!(named[0], ("sent", 2));
         assert!(named.contains(&("io_errors", 4)));
         assert!(named.contains(&("gro_out", 6)));

@@ -29,6 +29,7 @@ use crate::apply::{apply_to, WorkerChange};
 use crate::datapath::{self, Datapath, Source, BIG_BUFFER};
 use crate::fragid::{self, FragmentIds};
 use crate::offload::{self, Coalescer, VnetHdr, VNET_HDR_LEN};
+use crate::pcrypt::{self, Done, OpenJob, Pcrypt, SealJob};
 use crate::recv::{drain, drain_many, drain_raw_v6, drain_udp};
 use crate::send::{SendFds, Sender};
 pub use crate::stats::{Report, SaReport, Stats};
@@ -100,6 +101,18 @@ pub enum Msg {
     },
     /// A handoff buffer coming back to its worker, for reuse.
     Recycle(PacketBuf),
+    /// Pcrypt: seal this packet for its SA's owner (`crate::pcrypt`).
+    Seal { buf: PacketBuf, job: SealJob },
+    /// Pcrypt: open this packet for its SA's owner.
+    Open { buf: PacketBuf, job: OpenJob },
+}
+
+/// The receiving ends of a worker's mailbox: messages, and the pcrypt
+/// results of its jobs (a channel of their own that is never full, see
+/// `crate::pcrypt`).
+pub struct Inbox {
+    pub msgs: Receiver<Msg>,
+    pub done: Receiver<Done>,
 }
 
 /// What became of a message for a worker.
@@ -116,27 +129,28 @@ pub enum Delivery {
 #[derive(Clone)]
 pub struct Mailbox {
     tx: SyncSender<Msg>,
+    done: SyncSender<Done>,
     wake: Arc<OwnedFd>,
 }
 
 impl Mailbox {
     /// A mailbox and the receiving end for the worker.
-    pub fn new() -> std::io::Result<(Mailbox, Receiver<Msg>, Arc<OwnedFd>)> {
+    pub fn new() -> std::io::Result<(Mailbox, Inbox, Arc<OwnedFd>)> {
         Mailbox::with_capacity(MAILBOX)
     }
 
     /// A mailbox that holds `capacity` messages.
-    pub fn with_capacity(
-        capacity: usize,
-    ) -> std::io::Result<(Mailbox, Receiver<Msg>, Arc<OwnedFd>)> {
-        let (tx, rx) = mpsc::sync_channel(capacity);
+    pub fn with_capacity(capacity: usize) -> std::io::Result<(Mailbox, Inbox, Arc<OwnedFd>)> {
+        let (tx, msgs) = mpsc::sync_channel(capacity);
+        let (done_tx, done) = mpsc::sync_channel(pcrypt::RETURNS);
         let wake = Arc::new(sys::eventfd()?);
         Ok((
             Mailbox {
                 tx,
+                done: done_tx,
                 wake: Arc::clone(&wake),
             },
-            rx,
+            Inbox { msgs, done },
             wake,
         ))
     }
@@ -302,7 +316,7 @@ pub struct Worker {
     pub io: Io,
     /// Its databases and the decisions taken on them.
     pub dp: Datapath,
-    pub rx: Receiver<Msg>,
+    pub rx: Inbox,
     pub wake: Arc<OwnedFd>,
     /// Every worker's mailbox, this one's included.
     pub peers: Vec<Mailbox>,
@@ -373,6 +387,10 @@ struct State {
     pool: Vec<PacketBuf>,
     /// Peers that were handed packets since they were last woken.
     to_wake: Vec<bool>,
+    /// Decapsulated packets on their way into the TUN device.
+    tun_out: TunOut,
+    /// Pcrypt jobs in flight and their order.
+    pcrypt: Pcrypt,
 }
 
 impl State {
@@ -403,15 +421,16 @@ impl Worker {
             stats: Stats::default(),
             pool: Vec::new(),
             to_wake: vec![false; self.workers],
+            tun_out: TunOut {
+                fds: self.io.tuns.iter().map(|fd| fd.as_raw_fd()).collect(),
+                queue: self.index,
+                gro: self.io.offload.then(Coalescer::default),
+                mtu: self.mtu,
+                ids: FragmentIds::default(),
+            },
+            pcrypt: Pcrypt::default(),
         };
         let mut bufs = Bufs::new();
-        let mut tun_out = TunOut {
-            fds: self.io.tuns.iter().map(|fd| fd.as_raw_fd()).collect(),
-            queue: self.index,
-            gro: self.io.offload.then(Coalescer::default),
-            mtu: self.mtu,
-            ids: FragmentIds::default(),
-        };
         let mut poll = PollSet::new(&self.io, self.index, self.wake.as_raw_fd());
         while !self.stop.load(Ordering::Relaxed) {
             sys::poll_readable(&poll.fds, POLL_MS, &mut poll.ready).map_err(WorkerError::Poll)?;
@@ -424,8 +443,8 @@ impl Worker {
             // Also when not woken: recycled buffers arrive without a wake.
             self.take_mail(&mut st);
             let now = self.start.elapsed();
-            self.receive(&poll, &mut bufs, &mut tun_out, now, &mut st.stats);
-            tun_out.flush(&mut st.stats);
+            self.receive(&poll, &mut bufs, now, &mut st);
+            st.tun_out.flush(&mut st.stats);
             if poll.ready[0] {
                 self.read_tun(&mut bufs, now, &mut st)?;
             }
@@ -441,32 +460,17 @@ impl Worker {
 
     /// Drain the raw receivers and UDP sockets that are ready, delivering
     /// what the datapath lets through and passing IKE messages on.
-    fn receive(
-        &mut self,
-        poll: &PollSet,
-        bufs: &mut Bufs,
-        tun_out: &mut TunOut,
-        now: Duration,
-        stats: &mut Stats,
-    ) {
-        let ike = self.ike.as_ref();
-        let dp = &mut self.dp;
-        // An IP packet from a raw socket, or (`from`) a UDP payload.
-        let mut deliver = |b: &mut PacketBuf, from: Option<&UdpEndpoints>, stats: &mut Stats| {
-            match dp.inbound(b, from, now, stats) {
-                datapath::Inbound::Deliver(queue) => tun_out.deliver(b.as_slice(), queue, stats),
-                // Without IKE, dropped here.
-                datapath::Inbound::Ike => {
-                    if let (Some(sink), Some(from)) = (ike, from) {
-                        sink.message(b.as_slice(), from);
-                    }
-                }
-                datapath::Inbound::Done => {}
-            }
+    fn receive(&mut self, poll: &PollSet, bufs: &mut Bufs, now: Duration, st: &mut State) {
+        let mut hands = Hands {
+            dp: &mut self.dp,
+            ike: self.ike.as_ref(),
+            peers: &self.peers,
+            index: self.index,
+            mtu: self.mtu,
         };
         for (k, (fd, version, protocol)) in self.io.raw.iter().enumerate() {
             if poll.ready[1 + k] {
-                let mut f = |b: &mut PacketBuf| deliver(b, None, stats);
+                let mut f = |b: &mut PacketBuf| hands.inbound(b, None, now, st);
                 match version {
                     IpVersion::V4 => drain_many(fd.as_raw_fd(), &mut bufs.many, &mut f),
                     IpVersion::V6 => drain_raw_v6(fd.as_raw_fd(), *protocol, &mut bufs.buf, &mut f),
@@ -479,7 +483,7 @@ impl Worker {
                     udp.as_raw_fd(),
                     &mut bufs.buf,
                     &mut bufs.seg,
-                    &mut |b, from| deliver(b, Some(from), stats),
+                    &mut |b, from| hands.inbound(b, Some(from), now, st),
                 );
             }
         }
@@ -505,7 +509,7 @@ impl Worker {
     }
 
     fn take_mail(&mut self, st: &mut State) {
-        while let Ok(msg) = self.rx.try_recv() {
+        while let Ok(msg) = self.rx.msgs.try_recv() {
             match msg {
                 Msg::Apply(changes, done) => {
                     apply_to(&mut self.dp.db, changes);
@@ -530,7 +534,61 @@ impl Worker {
                     let _ = self.peers[from].tx.try_send(Msg::Recycle(buf));
                 }
                 Msg::Recycle(buf) => st.recycle(buf),
+                // Pcrypt: another worker's packet, numbered by its owner.
+                Msg::Seal { mut buf, job } => {
+                    let now = self.start.elapsed();
+                    let egress = self
+                        .dp
+                        .seal_assigned(&mut buf, job.assigned, now, &mut st.stats);
+                    self.returned(job.owner, Done::Sealed { job, buf, egress }, st);
+                }
+                Msg::Open { mut buf, job } => {
+                    let now = self.start.elapsed();
+                    let (from, a) = (job.from, job.assigned);
+                    let opened =
+                        self.dp
+                            .open_assigned(&mut buf, from.as_ref(), a, now, &mut st.stats);
+                    self.returned(job.owner, Done::Opened { job, buf, opened }, st);
+                }
             }
+        }
+        // Pcrypt: our jobs that other workers did.
+        let mut any = false;
+        while let Ok(done) = self.rx.done.try_recv() {
+            let order = done.order();
+            let done_in = match done {
+                Done::Sealed { .. } => st.pcrypt.seal.complete(order, done),
+                Done::Opened { .. } => st.pcrypt.open.complete(order, done),
+            };
+            any |= done_in;
+        }
+        if any {
+            let now = self.start.elapsed();
+            self.hands().release(now, st);
+        }
+    }
+
+    /// Pcrypt: give a job back to its owner, through its return channel
+    /// (never full: see `crate::pcrypt`).
+    fn returned(&self, owner: usize, done: Done, st: &mut State) {
+        st.stats.crypto_done += 1;
+        if owner == self.index {
+            // Not sent to ourselves; here for completeness.
+            return;
+        }
+        if self.peers[owner].done.try_send(done).is_ok() {
+            st.to_wake[owner] = true;
+        }
+    }
+
+    /// The parts of this worker that the packet steps borrow.
+    fn hands(&mut self) -> Hands<'_> {
+        Hands {
+            dp: &mut self.dp,
+            ike: self.ike.as_ref(),
+            peers: &self.peers,
+            index: self.index,
+            mtu: self.mtu,
         }
     }
 
@@ -606,6 +664,9 @@ impl Worker {
             datapath::Outbound::HandOff { to, whole } => {
                 self.hand_off(to, buf.as_slice(), whole, st)
             }
+            datapath::Outbound::Crypto { assigned, whole } => {
+                self.hands().dispatch_seal(buf, assigned, whole, now, st)
+            }
             datapath::Outbound::Acquire(reqid) => {
                 if let Some(sink) = &self.ike {
                     sink.acquire(reqid);
@@ -625,21 +686,10 @@ impl Worker {
     }
 
     fn hand_off(&self, owner: usize, packet: &[u8], whole: bool, st: &mut State) {
-        let fresh = |room: usize| {
-            PacketBuf::new(DEFAULT_HEADROOM + room + DEFAULT_TAILROOM, DEFAULT_HEADROOM)
+        let Some(buf) = owned_copy(packet, self.mtu, st) else {
+            st.stats.handoff_drops += 1;
+            return;
         };
-        let mut buf = st.pool.pop().unwrap_or_else(|| fresh(self.mtu));
-        buf.reset(DEFAULT_HEADROOM);
-        if buf.set(packet).is_err() || buf.tailroom() < DEFAULT_TAILROOM {
-            // A reassembled datagram, larger than a handoff buffer: one of
-            // its own (these are few: the mailbox bounds them).
-            st.recycle(buf);
-            buf = fresh(packet.len());
-            if buf.set(packet).is_err() {
-                st.stats.handoff_drops += 1;
-                return;
-            }
-        }
         let msg = Msg::Packet {
             buf,
             from: self.index,
@@ -657,6 +707,229 @@ impl Worker {
                 }
             }
         }
+    }
+}
+
+/// A copy of `packet` in a buffer that can travel to another worker: one
+/// of the pool's, or (larger than the TUN MTU: a reassembled datagram, an
+/// ESP packet of one) one of its own.
+fn owned_copy(packet: &[u8], mtu: usize, st: &mut State) -> Option<PacketBuf> {
+    let fresh =
+        |room: usize| PacketBuf::new(DEFAULT_HEADROOM + room + DEFAULT_TAILROOM, DEFAULT_HEADROOM);
+    let mut buf = st.pool.pop().unwrap_or_else(|| fresh(mtu));
+    buf.reset(DEFAULT_HEADROOM);
+    if buf.set(packet).is_err() || buf.tailroom() < DEFAULT_TAILROOM {
+        st.recycle(buf);
+        buf = fresh(packet.len());
+        buf.set(packet).ok()?;
+    }
+    Some(buf)
+}
+
+/// What the packet steps use of a worker, borrowed apart from its
+/// descriptors (which the receive loops hold).
+struct Hands<'a> {
+    dp: &'a mut Datapath,
+    ike: Option<&'a crate::ike::IkeSink>,
+    peers: &'a [Mailbox],
+    index: usize,
+    mtu: usize,
+}
+
+impl Hands<'_> {
+    /// A packet from the network: as the datapath decides.
+    fn inbound(
+        &mut self,
+        b: &mut PacketBuf,
+        from: Option<&UdpEndpoints>,
+        now: Duration,
+        st: &mut State,
+    ) {
+        match self.dp.inbound(b, from, now, &mut st.stats) {
+            datapath::Inbound::Crypto(a) => self.dispatch_open(b, from, a, now, st),
+            verdict => self.deliver(b, verdict, from, st),
+        }
+    }
+
+    /// Carry out an inbound verdict.
+    fn deliver(
+        &mut self,
+        b: &PacketBuf,
+        verdict: datapath::Inbound,
+        from: Option<&UdpEndpoints>,
+        st: &mut State,
+    ) {
+        match verdict {
+            datapath::Inbound::Deliver(queue) => {
+                st.tun_out.deliver(b.as_slice(), queue, &mut st.stats)
+            }
+            // Without IKE, dropped here.
+            datapath::Inbound::Ike => {
+                if let (Some(sink), Some(from)) = (self.ike, from) {
+                    sink.message(b.as_slice(), from);
+                }
+            }
+            datapath::Inbound::Done | datapath::Inbound::Crypto(_) => {}
+        }
+    }
+
+    /// Pcrypt, owner: open the packet in `b` on the worker whose turn it
+    /// is; it is finished here in order ([`Hands::release`]). With
+    /// nothing in flight and our own turn, in place at once.
+    fn dispatch_open(
+        &mut self,
+        b: &mut PacketBuf,
+        from: Option<&UdpEndpoints>,
+        a: flowsec_ipsec::assigned::Assigned,
+        now: Duration,
+        st: &mut State,
+    ) {
+        let to = st.pcrypt.next_turn(self.peers.len());
+        if to == self.index && st.pcrypt.open.in_flight() == 0 {
+            let stats = &mut st.stats;
+            if let Some(opened) = self.dp.open_assigned(b, from, a, now, stats) {
+                let verdict = self.dp.finish_inbound(b, a, opened, now, stats);
+                self.deliver(b, verdict, from, st);
+            }
+            return;
+        }
+        let order = st.pcrypt.open.ticket();
+        let job = OpenJob {
+            owner: self.index,
+            order,
+            assigned: a,
+            from: from.copied(),
+        };
+        let Some(mut buf) = owned_copy(b.as_slice(), self.mtu, st) else {
+            st.stats.handoff_drops += 1;
+            st.pcrypt.open.complete(
+                order,
+                Done::Opened {
+                    job,
+                    buf: PacketBuf::new(0, 0),
+                    opened: None,
+                },
+            );
+            return self.release(now, st);
+        };
+        if to != self.index && st.pcrypt.open.in_flight() <= pcrypt::WINDOW {
+            match self.peers[to].tx.try_send(Msg::Open { buf, job }) {
+                Ok(()) => {
+                    st.to_wake[to] = true;
+                    st.stats.crypto_dealt += 1;
+                    return;
+                }
+                Err(TrySendError::Full(m) | TrySendError::Disconnected(m)) => {
+                    let Msg::Open { buf: back, .. } = m else {
+                        unreachable!("the message sent")
+                    };
+                    buf = back;
+                }
+            }
+        }
+        let opened = self.dp.open_assigned(&mut buf, from, a, now, &mut st.stats);
+        st.pcrypt
+            .open
+            .complete(order, Done::Opened { job, buf, opened });
+        self.release(now, st);
+    }
+
+    /// Pcrypt, owner: seal the packet in `b` on the worker whose turn it
+    /// is; it is sent here in order ([`Hands::release`]). With nothing in
+    /// flight and our own turn, in place at once.
+    fn dispatch_seal(
+        &mut self,
+        b: &mut PacketBuf,
+        a: flowsec_ipsec::assigned::Assigned,
+        whole: bool,
+        now: Duration,
+        st: &mut State,
+    ) {
+        let to = st.pcrypt.next_turn(self.peers.len());
+        if to == self.index && st.pcrypt.seal.in_flight() == 0 {
+            if let Some(egress) = self.dp.seal_assigned(b, a, now, &mut st.stats) {
+                send_sealed(b, egress, whole, st);
+            }
+            return;
+        }
+        let order = st.pcrypt.seal.ticket();
+        let job = SealJob {
+            owner: self.index,
+            order,
+            assigned: a,
+            whole,
+        };
+        let Some(mut buf) = owned_copy(b.as_slice(), self.mtu, st) else {
+            st.stats.handoff_drops += 1;
+            st.pcrypt.seal.complete(
+                order,
+                Done::Sealed {
+                    job,
+                    buf: PacketBuf::new(0, 0),
+                    egress: None,
+                },
+            );
+            return self.release(now, st);
+        };
+        if to != self.index && st.pcrypt.seal.in_flight() <= pcrypt::WINDOW {
+            match self.peers[to].tx.try_send(Msg::Seal { buf, job }) {
+                Ok(()) => {
+                    st.to_wake[to] = true;
+                    st.stats.crypto_dealt += 1;
+                    return;
+                }
+                Err(TrySendError::Full(m) | TrySendError::Disconnected(m)) => {
+                    let Msg::Seal { buf: back, .. } = m else {
+                        unreachable!("the message sent")
+                    };
+                    buf = back;
+                }
+            }
+        }
+        let egress = self.dp.seal_assigned(&mut buf, a, now, &mut st.stats);
+        st.pcrypt
+            .seal
+            .complete(order, Done::Sealed { job, buf, egress });
+        self.release(now, st);
+    }
+
+    /// Pcrypt, owner: send and deliver the results that are next in
+    /// order.
+    fn release(&mut self, now: Duration, st: &mut State) {
+        while let Some(done) = st.pcrypt.seal.pop() {
+            if let Done::Sealed { job, buf, egress } = done {
+                if let Some(egress) = egress {
+                    send_sealed(&buf, egress, job.whole, st);
+                }
+                st.recycle(buf);
+            }
+        }
+        while let Some(done) = st.pcrypt.open.pop() {
+            if let Done::Opened {
+                job,
+                mut buf,
+                opened,
+            } = done
+            {
+                if let Some(opened) = opened {
+                    let stats = &mut st.stats;
+                    let verdict =
+                        self.dp
+                            .finish_inbound(&mut buf, job.assigned, opened, now, stats);
+                    self.deliver(&buf, verdict, job.from.as_ref(), st);
+                }
+                st.recycle(buf);
+            }
+        }
+    }
+}
+
+/// Queue a sealed packet for sending (a reassembled datagram, `whole`,
+/// as fragments where it must be).
+fn send_sealed(b: &PacketBuf, egress: flowsec_ipsec::Egress, whole: bool, st: &mut State) {
+    match whole {
+        true => st.send.fragmenting(b.as_slice(), egress, &mut st.stats),
+        false => st.send.sealed(b.as_slice(), egress, &mut st.stats),
     }
 }
 

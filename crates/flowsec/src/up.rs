@@ -36,11 +36,14 @@ pub struct UpArgs {
     /// super-packets (for comparisons).
     #[arg(long)]
     pub no_offload: bool,
-    /// How one gateway pair's traffic spreads over the workers: `flow`
-    /// (each worker seals with its own per-resource SA where the policy
-    /// has one, RFC 9611: setkey `-cpu`, IKE `per_cpu_sas`; with one SA per
-    /// policy the same as `default`) or `default` (one SA per policy at a
-    /// time, sealed by one worker).
+    /// How one gateway pair's traffic spreads over the workers (study
+    /// S5's three systems): `flow` (each worker seals with its own
+    /// per-resource SA where the policy has one, RFC 9611: setkey `-cpu`,
+    /// IKE `per_cpu_sas`; with one SA per policy the same as `default`),
+    /// `default` (one SA per policy at a time, sealed and opened by one
+    /// worker) or `pcrypt` (one SA, numbered by one worker, its ESP
+    /// crypto dealt to every worker in turn and the packets sent or
+    /// delivered in order).
     #[arg(long, value_enum, default_value_t = ParallelArg::Flow)]
     pub parallel: ParallelArg,
     /// IKE: seconds before the first retransmission of a request
@@ -83,6 +86,9 @@ pub enum ParallelArg {
     Default,
     /// Per-resource SAs: each worker seals with its own.
     Flow,
+    /// One SA per policy, its crypto dealt to every worker in turn and
+    /// the results sent in order (Linux's pcrypt).
+    Pcrypt,
 }
 
 pub fn run(args: &UpArgs) -> Result<(), CliError> {
@@ -123,6 +129,7 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
         parallel: match args.parallel {
             ParallelArg::Default => flowsec_daemon::Parallel::Default,
             ParallelArg::Flow => flowsec_daemon::Parallel::Flow,
+            ParallelArg::Pcrypt => flowsec_daemon::Parallel::Pcrypt,
         },
         plaintext_filter: !args.no_plaintext_filter,
         ctl_group,
