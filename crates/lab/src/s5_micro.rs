@@ -5,17 +5,17 @@
 //! TCP connections, each closed and opened again every 10 messages, for
 //! message sizes 64 B … 16 KB; for each of flowsec's parallel modes
 //! (`flowsec up --parallel`): `default` (one SA per policy, sealed by one
-//! worker: S5's Linux default) and `flow` (per-resource SAs, RFC 9611:
-//! S5's flow-parallel system). The SAs are the same in both modes (a
+//! worker: S5's Linux default), `pcrypt` (one SA numbered by one worker,
+//! its crypto dealt to every worker and the packets put back in order:
+//! S5's pcrypt) and `flow` (per-resource SAs, RFC 9611: S5's
+//! flow-parallel system). The SAs are the same in both modes (a
 //! fallback and one per worker, `setkey -cpu`), as S5's compatibility
 //! property says: only the mode differs. Suites: the study's AES-128-CBC +
 //! HMAC-SHA1, and AES-GCM-128. Then the scaling of one tunnel with the
 //! number of workers (bulk TCP, 4 connections).
 //!
 //! S5 published orderings, not figures (`../shared/STUDIES.md`): the
-//! verdicts check the orderings. Its pcrypt system (parallel crypto, one
-//! SA, re-serialised) is not built in flowsec yet, so the findings about
-//! it are reported as not measured.
+//! verdicts check the orderings.
 
 use flowsec_perf::Outcome;
 
@@ -28,7 +28,11 @@ use crate::{cell, LabError, RunOptions, Scenario};
 pub struct S5Micro;
 
 /// flowsec's parallel modes measured (`flowsec up --parallel`).
-pub(crate) const MODES: [&str; 2] = ["default", "flow"];
+pub(crate) const MODES: [&str; 3] = ["default", "pcrypt", "flow"];
+/// Their places in [`MODES`].
+pub(crate) const DEFAULT: usize = 0;
+pub(crate) const PCRYPT: usize = 1;
+pub(crate) const FLOW: usize = 2;
 
 /// The study's suite, then today's AEAD.
 const SUITES: [(&str, Step); 2] = [
@@ -77,11 +81,11 @@ impl Point {
 }
 
 /// What a run measured: `[suite][mode][size]`, and the scaling sweep
-/// `(workers, default, flow)`.
+/// `(workers, [mode])`.
 pub(crate) struct Results {
     pub sizes: Vec<u32>,
     pub micro: Vec<Vec<Vec<Point>>>,
-    pub scaling: Vec<(u32, Point, Point)>,
+    pub scaling: Vec<(u32, Vec<Point>)>,
 }
 
 /// Worker counts for the scaling sweep: 1, 2, 4, 8 up to this machine's
@@ -120,7 +124,7 @@ impl Scenario for S5Micro {
     }
 
     fn summary(&self) -> &'static str {
-        "S5 micro-benchmark: one tunnel, 4 threads x 64 reconnecting TCP connections, 64 B-16 KB, --parallel default vs flow (RFC 9611 SAs); scaling with workers"
+        "S5 micro-benchmark: one tunnel, 4 threads x 64 reconnecting TCP connections, 64 B-16 KB, --parallel default / pcrypt / flow (RFC 9611 SAs); scaling with workers"
     }
 
     fn needs_root(&self) -> bool {
@@ -141,7 +145,7 @@ impl Scenario for S5Micro {
         let suites = if opts.quick { 1 } else { SUITES.len() };
         let mut progress = Progress::new(
             "s5-micro",
-            suites * MODES.len() * sizes.len() + 2 * counts.len(),
+            (suites * sizes.len() + counts.len()) * MODES.len(),
         );
         let mut micro = Vec::new();
         for (label, step) in &SUITES[..suites] {
@@ -165,15 +169,15 @@ impl Scenario for S5Micro {
         }
         let mut scaling = Vec::new();
         for &w in &counts {
-            let mut pair = [Point::default(); 2];
-            for (i, mode) in MODES.iter().enumerate() {
+            let mut per_mode = Vec::new();
+            for mode in MODES {
                 progress.step(&format!("scaling: {w} workers, {mode}"));
                 let bed = bed(SUITES[1].1, w, mode, &work)?;
                 let o: Outcome =
                     bed.perf(false, &format!("-t TCP_STREAM --threads 4 -l {secs}"))?;
-                pair[i] = Point::of(&o, f64::from(cores));
+                per_mode.push(Point::of(&o, f64::from(cores)));
             }
-            scaling.push((w, pair[0], pair[1]));
+            scaling.push((w, per_mode));
         }
         progress.finish();
         let _ = std::fs::remove_dir_all(&work);
@@ -217,29 +221,21 @@ fn report(r: &Results, opts: &RunOptions, secs: &str, workers: u32, cores: u32) 
             rows,
         });
     }
-    let base = r.scaling.first().map_or(Point::default(), |s| s.2);
+    let base = r.scaling.first().map_or(Point::default(), |s| s.1[FLOW]);
+    let mut columns = vec!["workers".to_string()];
+    columns.extend(MODES.iter().map(|m| format!("{m} Mbit/s")));
+    columns.extend(MODES.iter().map(|m| format!("{m} CPU s/GB")));
     tables.push(Table {
         title: "Scaling: bulk TCP, 4 connections, AES-GCM-128, by workers per gateway (× flow with 1 worker)".into(),
-        columns: [
-            "workers",
-            "default Mbit/s",
-            "flow Mbit/s",
-            "default CPU s/GB",
-            "flow CPU s/GB",
-        ]
-        .map(String::from)
-        .to_vec(),
+        columns,
         rows: r
             .scaling
             .iter()
-            .map(|(w, d, f)| {
-                vec![
-                    w.to_string(),
-                    cell(d.mbit_s, base.mbit_s),
-                    cell(f.mbit_s, base.mbit_s),
-                    format!("{:.1}", d.cpu_s_per_gb),
-                    format!("{:.1}", f.cpu_s_per_gb),
-                ]
+            .map(|(w, per_mode)| {
+                let mut row = vec![w.to_string()];
+                row.extend(per_mode.iter().map(|p| cell(p.mbit_s, base.mbit_s)));
+                row.extend(per_mode.iter().map(|p| format!("{:.1}", p.cpu_s_per_gb)));
+                row
             })
             .collect(),
     });
@@ -252,7 +248,7 @@ fn report(r: &Results, opts: &RunOptions, secs: &str, workers: u32, cores: u32) 
             "S5 micro-benchmark, flow-parallel IPsec tunnels (Linux XFRM, 4-core routers, 10 GbE, 2014)",
             opts.quick,
             format!(
-                "hostA → gwA ⇒ gwB → hostB in tunnel mode, keyed by setkey: per direction a fallback SA and one per-resource SA per worker (`-cpu k`, SPIs ≡ k mod workers so that the receiver steers each to its own worker), the same SAs in every mode. Each gateway runs `flowsec up --workers {workers} --parallel MODE`: `default` seals every packet of the tunnel on the worker that owns the endpoint pair with one SA (per-resource marks ignored); `flow` seals on the worker that read the packet with its own SA. Traffic: `flowsec perf client -t TCP_STREAM -m SIZE --threads 4 --conns 64 --reconnect 10 -l {secs}` (the study: 120 s) against a `flowsec perf server` (a thread per client thread); hostA reuses TIME_WAIT ports (tcp_tw_reuse). Throughput at the receiver; CPU: the whole machine's busy CPU seconds per GB received ({cores} cores shared by the four namespaces, so the hosts' TCP work is in it too). Scaling: `-t TCP_STREAM --threads 4` (bulk, 16 KB writes) with 1, 2, … workers per gateway. S5's pcrypt mode is not built in flowsec yet. --quick: the study suite only, sizes 64/512/16384 B."
+                "hostA → gwA ⇒ gwB → hostB in tunnel mode, keyed by setkey: per direction a fallback SA and one per-resource SA per worker (`-cpu k`, SPIs ≡ k mod workers so that the receiver steers each to its own worker), the same SAs in every mode. Each gateway runs `flowsec up --workers {workers} --parallel MODE`: `default` seals every packet of the tunnel on the worker that owns the endpoint pair with one SA (per-resource marks ignored), and opens it on the worker the SPI steers it to; `pcrypt` numbers it there too, but deals the crypto to both workers in turn and sends or delivers in order; `flow` seals on the worker that read the packet with its own SA. Traffic: `flowsec perf client -t TCP_STREAM -m SIZE --threads 4 --conns 64 --reconnect 10 -l {secs}` (the study: 120 s) against a `flowsec perf server` (a thread per client thread); hostA reuses TIME_WAIT ports (tcp_tw_reuse). Throughput at the receiver; CPU: the whole machine's busy CPU seconds per GB received ({cores} cores shared by the four namespaces, so the hosts' TCP work is in it too). Scaling: `-t TCP_STREAM --threads 4` (bulk, 16 KB writes) with 1, 2, … workers per gateway. --quick: the study suite only, sizes 64/512/16384 B."
             ),
         )
     }
@@ -285,7 +281,7 @@ fn plots(r: &Results) -> Vec<Plot> {
                     )
                 })
                 .collect(),
-            note: "4 threads × 64 TCP connections, a reconnect every 10 messages (study S5's client). S5 published no figures, only the ordering: flow-parallel above default at every size.".into(),
+            note: "4 threads × 64 TCP connections, a reconnect every 10 messages (study S5's client). S5 published no figures, only the ordering: pcrypt below the default under 256 B and above it from 512 B, flow-parallel above both at every size.".into(),
         })
         .collect();
     plots.push(Plot {
@@ -296,45 +292,78 @@ fn plots(r: &Results) -> Vec<Plot> {
         y_label: "Mbit/s at the receiver".into(),
         log_y: false,
         log_x: false,
-        series: vec![
-            Series::today(
-                "default mode",
-                0,
-                r.scaling.iter().map(|(w, d, _)| (f64::from(*w), d.mbit_s)),
-            ),
-            Series::today(
-                "flow mode",
-                1,
-                r.scaling.iter().map(|(w, _, f)| (f64::from(*w), f.mbit_s)),
-            ),
-        ],
+        series: MODES
+            .iter()
+            .enumerate()
+            .map(|(m, mode)| {
+                Series::today(
+                    format!("{mode} mode"),
+                    m,
+                    r.scaling.iter().map(|(w, p)| (f64::from(*w), p[m].mbit_s)),
+                )
+            })
+            .collect(),
         note: "AES-GCM-128. On a machine whose cores the hosts and both gateways share, the sweep stops where the machine runs out of cores.".into(),
     });
     plots
 }
 
 pub(crate) fn findings(r: &Results) -> Vec<Finding> {
-    let (default, flow) = (0, 1);
     let study = &r.micro[0];
-    let ratios: Vec<f64> = (0..r.sizes.len())
-        .map(|i| study[flow][i].mbit_s / study[default][i].mbit_s)
-        .collect();
-    let list = r
-        .sizes
-        .iter()
-        .zip(&ratios)
-        .map(|(s, x)| format!("{s} B {x:.2}×"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let mut f = vec![Finding {
-        claim: "flow-parallel beats the default at every message size".into(),
-        holds: ratios.iter().all(|x| *x >= 1.0),
-        evidence: format!(
-            "{} flow/default Mbit/s: {list} (holds if all ≥ 1)",
-            SUITES[0].0
-        ),
-    }];
-    if let [(_, _, one), .., (w, _, many)] = r.scaling[..] {
+    let over = |a: usize, b: usize| -> Vec<f64> {
+        (0..r.sizes.len())
+            .map(|i| study[a][i].mbit_s / study[b][i].mbit_s)
+            .collect()
+    };
+    let list = |ratios: &[f64]| {
+        r.sizes
+            .iter()
+            .zip(ratios)
+            .map(|(s, x)| format!("{s} B {x:.2}×"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (flow_default, flow_pcrypt, pcrypt_default) = (
+        over(FLOW, DEFAULT),
+        over(FLOW, PCRYPT),
+        over(PCRYPT, DEFAULT),
+    );
+    let pcrypt_shape = r.sizes.iter().zip(&pcrypt_default).all(|(s, x)| match s {
+        0..=255 => *x < 1.0,
+        512.. => *x >= 1.0,
+        _ => true,
+    });
+    let mut f = vec![
+        Finding {
+            claim: "pcrypt beats the default only from 512 B, and loses below 256 B".into(),
+            holds: pcrypt_shape,
+            evidence: format!(
+                "{} pcrypt/default Mbit/s: {} (holds if below 1 under 256 B and at least 1 from 512 B)",
+                SUITES[0].0,
+                list(&pcrypt_default)
+            ),
+        },
+        Finding {
+            claim: "flow-parallel beats the default at every message size".into(),
+            holds: flow_default.iter().all(|x| *x >= 1.0),
+            evidence: format!(
+                "{} flow/default Mbit/s: {} (holds if all ≥ 1)",
+                SUITES[0].0,
+                list(&flow_default)
+            ),
+        },
+        Finding {
+            claim: "flow-parallel beats pcrypt at every message size".into(),
+            holds: flow_pcrypt.iter().all(|x| *x >= 1.0),
+            evidence: format!(
+                "{} flow/pcrypt Mbit/s: {} (holds if all ≥ 1)",
+                SUITES[0].0,
+                list(&flow_pcrypt)
+            ),
+        },
+    ];
+    if let [(_, one), .., (w, many)] = &r.scaling[..] {
+        let (one, many) = (one[FLOW], many[FLOW]);
         let x = many.mbit_s / one.mbit_s;
         f.push(Finding {
             claim: "one tunnel scales with the cores (flow-parallel: more workers, more throughput)".into(),
@@ -345,11 +374,6 @@ pub(crate) fn findings(r: &Results) -> Vec<Finding> {
             ),
         });
     }
-    f.push(Finding {
-        claim: "pcrypt beats the default only from 512 B and loses below 256 B; flow-parallel beats pcrypt at every size".into(),
-        holds: false,
-        evidence: "not measured: flowsec has no pcrypt mode yet (parallel crypto on one SA, re-serialised)".into(),
-    });
     f
 }
 
@@ -364,28 +388,40 @@ mod tests {
         }
     }
 
-    /// The verdicts follow the numbers: flow above default everywhere and
-    /// a 1.8× scaling hold; flow below at one size, or 1.2×, do not.
+    /// The verdicts follow the numbers: the study's ordering and a 1.8×
+    /// scaling hold; pcrypt ahead at 64 B, flow behind pcrypt at 512 B,
+    /// or 1.2× scaling, do not.
     #[test]
     fn verdicts_follow_the_numbers() {
         let sizes = QUICK_SIZES.to_vec();
-        let results = |flow_at_512: f64, two_workers: f64| Results {
+        let results = |pcrypt_64: f64, flow_512: f64, two_workers: f64| Results {
             sizes: sizes.clone(),
             micro: vec![vec![
                 vec![point(100.0), point(200.0), point(300.0)],
-                vec![point(150.0), point(flow_at_512), point(450.0)],
+                vec![point(pcrypt_64), point(240.0), point(400.0)],
+                vec![point(150.0), point(flow_512), point(450.0)],
             ]],
             scaling: vec![
-                (1, point(1000.0), point(1000.0)),
-                (2, point(1000.0), point(two_workers)),
+                (1, vec![point(1000.0); 3]),
+                (2, vec![point(1000.0), point(1100.0), point(two_workers)]),
             ],
         };
         let holds = |r: &Results| findings(r).iter().map(|f| f.holds).collect::<Vec<_>>();
-        assert_eq!(holds(&results(250.0, 1800.0)), [true, true, false]);
-        assert_eq!(holds(&results(150.0, 1200.0)), [false, false, false]);
-        let rep = report(&results(250.0, 1800.0), &RunOptions::new(true), "0.5", 2, 2);
+        assert_eq!(holds(&results(80.0, 250.0, 1800.0)), [true; 4]);
+        assert_eq!(
+            holds(&results(120.0, 230.0, 1200.0)),
+            [false, true, false, false]
+        );
+        let rep = report(
+            &results(80.0, 250.0, 1800.0),
+            &RunOptions::new(true),
+            "0.5",
+            2,
+            2,
+        );
         assert_eq!(rep.tables.len(), 2);
-        assert_eq!(rep.tables[0].rows[1][2], "250 (1.25×)");
+        assert_eq!(rep.tables[0].rows[1][3], "250 (1.25×)");
+        assert_eq!(rep.tables[1].rows[1][3], "1800 (1.80×)");
         assert_eq!(rep.plots.len(), 2);
     }
 
