@@ -255,7 +255,7 @@ fn report(r: &Results, opts: &RunOptions, secs: &str, workers: u32, cores: u32) 
                     )
                 })
                 .collect(),
-            note: "nginx (a worker per core, 10 requests per keep-alive connection, files in /dev/shm) at hostB, ab at hostA. S5 published the ordering only: flow-parallel above default at every size.".into(),
+            note: "nginx (a worker per core, 10 requests per keep-alive connection, files in /dev/shm) at hostB, ab at hostA. S5 published the ordering only, the micro-benchmark's: pcrypt below the default for small files and above it for large ones, flow-parallel above both.".into(),
         }],
         ..Report::new(
             "s5-app",
