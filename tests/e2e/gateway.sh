@@ -438,7 +438,7 @@ if [ "$STANDIN" != 1 ]; then
         before=$(spis gwA)
         # A good statement, then an SPI that exists: nothing may be applied.
         {
-            echo "add $SA_A 0x4001 $LIVE_MODE -r 64 ${ESP_ALGS//@K@/00};"
+            echo "add $SA_A 0x4001 $LIVE_MODE -r 64 ${ESP_ALGS//@K@/c0};"
             echo "add $SA_A 0x1001 $LIVE_MODE -r 64 ${ESP_ALGS//@K@/00};"
         } >"$W/live-bad.setkey"
         out=$("$FLOWSEC" setkey -f "$W/live-bad.setkey" --socket "$W/gwA.sock" 2>&1) || rc=$?

@@ -89,7 +89,7 @@ import json, sys
 for ike in json.load(sys.stdin)["ike_sas"]:
     for c in ike["child_sas"]:
         if c["state"] == "INSTALLED":
-            print("-", c["spi_in"], c["spi_out"])' | sort
+            print("-", c["spi_in"], c["spi_out"])' | LC_ALL=C sort
     else
         fctl "$1" sas --json | python3 -c '
 import json, sys
@@ -97,13 +97,14 @@ for ike in json.load(sys.stdin)["ike_sas"]:
     for c in ike["child_sas"]:
         if c["state"] == "INSTALLED":
             cpu = c.get("cpu")
-            print("-" if cpu is None else cpu, c["spi_in"], c["spi_out"])' | sort
+            print("-" if cpu is None else cpu, c["spi_in"], c["spi_out"])' | LC_ALL=C sort
     fi
 }
 
-# The group at both ends, agreed (gwA's in = gwB's out), N Child SAs, each
-# cpu at gwA present (given as "- 0 1"); prints gwA's lines. EXCLUDE: SPIs
-# that must be gone.
+# The group at both ends, agreed (gwA's in = gwB's out), N Child SAs, the
+# cpus given ("- 0 1") at both ends, and each per-resource SA's inbound
+# SPI steered to its worker (SPI mod 2 = cpu) at both ends; prints gwA's
+# lines. EXCLUDE: SPIs that must be gone.
 group_agreed() {  # group_agreed N CPUS [EXCLUDE...]
     local n="$1" cpus="$2" a b
     shift 2
@@ -111,9 +112,14 @@ group_agreed() {  # group_agreed N CPUS [EXCLUDE...]
     b=$(children gwB) || return 1
     [ "$(wc -l <<<"$a")" -eq "$n" ] && [ "$(wc -l <<<"$b")" -eq "$n" ] || return 1
     [ "$(cut -d' ' -f1 <<<"$a" | paste -sd' ')" = "$cpus" ] || return 1
+    [ "$(cut -d' ' -f1 <<<"$b" | paste -sd' ')" = "$cpus" ] || return 1
     local cpu in out
     while read -r cpu in out; do
+        [ "$cpu" = - ] || [ $((0x$in % 2)) = "$cpu" ] || return 1
+    done <<<"$b"
+    while read -r cpu in out; do
         grep -q " $out $in\$" <<<"$b" || return 1
+        [ "$cpu" = - ] || [ $((0x$in % 2)) = "$cpu" ] || return 1
         for x in "$@"; do [ "$x" != "$in" ] && [ "$x" != "$out" ] || return 1; done
     done <<<"$a"
     echo "$a"

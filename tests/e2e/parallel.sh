@@ -38,18 +38,21 @@ W="$E2E_WORK"
 e2e_topology_gateway
 echo "e2e parallel: per-resource SAs, 2 workers per gateway, $FLOWSEC"
 
-KEY_AB=0x000102030405060708090a0b0c0d0e0f10111213
-KEY_BA=0x202122232425262728292a2b2c2d2e2f30313233
+# Each SA its own AES-GCM key (and salt): SAs that all count from 1 under
+# one key would repeat their nonces (flowsec refuses such a file).
+key() { printf '0x%08x0405060708090a0b0c0d0e0f10111213' "$1"; }   # key SPI
 # A -> B: 0x1100 fallback, 0x1102 worker 0, 0x1103 worker 1; B -> A: 0x21xx.
-sa_set() {  # sa_set SRC DST SPI_BASE KEY
-    echo "add $1 $2 esp $(printf '%#x' "$3") -m tunnel -r 64 -E aes-gcm-16 $4;"
-    echo "add $1 $2 esp $(printf '%#x' $(($3 + 2))) -m tunnel -r 64 -cpu 0 -E aes-gcm-16 $4;"
-    echo "add $1 $2 esp $(printf '%#x' $(($3 + 3))) -m tunnel -r 64 -cpu 1 -E aes-gcm-16 $4;"
+sa_set() {  # sa_set SRC DST SPI_BASE
+    local spi cpu=("" "-cpu 0 " "-cpu 1 ") i=0
+    for spi in $(($3)) $(($3 + 2)) $(($3 + 3)); do
+        echo "add $1 $2 esp $(printf '%#x' $spi) -m tunnel -r 64 ${cpu[$i]}-E aes-gcm-16 $(key $spi);"
+        i=$((i + 1))
+    done
 }
 for gw in gwA gwB; do
     {
-        sa_set 192.0.2.1 192.0.2.2 0x1100 "$KEY_AB"
-        sa_set 192.0.2.2 192.0.2.1 0x2100 "$KEY_BA"
+        sa_set 192.0.2.1 192.0.2.2 0x1100
+        sa_set 192.0.2.2 192.0.2.1 0x2100
         if [ $gw = gwA ]; then
             echo "spdadd 10.1.0.0/24 10.2.0.0/24 any -P out ipsec esp/tunnel/192.0.2.1-192.0.2.2/require;"
             echo "spdadd 10.2.0.0/24 10.1.0.0/24 any -P fwd ipsec esp/tunnel/192.0.2.2-192.0.2.1/require;"
@@ -167,12 +170,12 @@ check "transit capture: one SA each way" one_spi_each_way pcrypt
 # A paced UDP stream: every datagram arrives, none out of order (the
 # crypto ran on both workers; the owners released the packets in order).
 in_order() {
-    ns_exec hostA "$FLOWSEC" perf client -H 10.2.0.2 -t CBR --rate 200M -m 1000 -l 2 --json \
+    ns_exec hostA "$FLOWSEC" perf client -H 10.2.0.2 -t CBR --rate 40M -m 1000 -l 3 --json \
         >"$W/cbr-pcrypt.json" 2>"$W/cbr-pcrypt.log" || { show_log "$W/cbr-pcrypt.log"; return 1; }
     python3 - "$W/cbr-pcrypt.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-print("    CBR 200 Mbit/s of 1000 B: %d received, %d lost, %d reordered" % (r["packets_received"], r["lost"], r["reordered"]))
+print("    CBR 40 Mbit/s of 1000 B: %d received, %d lost, %d reordered" % (r["packets_received"], r["lost"], r["reordered"]))
 sys.exit(0 if r["packets_received"] > 1000 and r["lost"] == 0 and r["reordered"] == 0 else 1)
 PY
 }
@@ -187,7 +190,9 @@ gw = sys.argv[1]
 s = json.load(sys.stdin)
 t = s["total"]
 per = [(w.get("crypto_dealt", 0), w.get("crypto_done", 0)) for w in s["workers"]]
-bad = {k: v for k, v in t.items() if k in ("replayed", "too_old", "auth_failed") and v}
+drops = t["drops"]
+assert isinstance(drops, dict), drops
+bad = {k: v for k, v in drops.items() if k in ("replayed", "replay_too_old", "auth_failed") and v}
 print("    %s: crypto dealt/done per worker %s; %s" % (gw, per, bad or "no replay or ICV drops"))
 sys.exit(0 if t.get("crypto_dealt", 0) > 100 and t.get("crypto_done", 0) > 100 and not bad else 1)' "$gw" || ok=1
     done

@@ -36,6 +36,35 @@ pub struct Model {
     pub sas: BTreeMap<SaId, SaConfig>,
     /// Policies.
     pub spd: Spd,
+    /// Manual SAs whose nonce is their sequence number, by a keyed tag of
+    /// their key ([`nonce_key_tag`]; never the key): a second SA under the
+    /// same key is refused. Entries of SAs that are gone are pruned on
+    /// the next add.
+    pub nonce_keys: BTreeMap<SaId, [u8; 16]>,
+}
+
+/// A tag of `config`'s encryption key (salt included) for comparing keys
+/// without keeping them: HMAC-SHA-256 under a secret drawn once per
+/// process, truncated to 128 bits. `None` where the IV is not the
+/// sequence number.
+fn nonce_key_tag(config: &SaConfig) -> Option<[u8; 16]> {
+    static SECRET: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    if config.protocol != Protocol::Esp || !flowsec_crypto::esp::nonce_is_counter(config.encr) {
+        return None;
+    }
+    let secret = SECRET.get_or_init(|| {
+        use flowsec_ike::random::{OsRandom, Random};
+        let mut s = [0u8; 32];
+        OsRandom.fill(&mut s);
+        s
+    });
+    let mac = flowsec_crypto::fixed::hmac_sha256(
+        secret,
+        &[&config.encr.0.to_be_bytes(), &config.encr_key],
+    );
+    let mut tag = [0u8; 16];
+    tag.copy_from_slice(&mac[..16]);
+    Some(tag)
 }
 
 /// One step for the workers, in order.
@@ -230,6 +259,17 @@ impl Staged {
         if self.model.sas.contains_key(&sa.id()) {
             return Err(StatementError::SaExists(sa.id()));
         }
+        // Two SAs counting from 1 under one key would repeat every nonce
+        // (RFC 4106 §8.1, RFC 3686 §2.1): a per-resource set copied with
+        // one key, or both directions given one.
+        if let Some(tag) = nonce_key_tag(&config) {
+            let m = &mut self.model;
+            m.nonce_keys.retain(|id, _| m.sas.contains_key(id));
+            if let Some((&other, _)) = m.nonce_keys.iter().find(|(_, t)| **t == tag) {
+                return Err(StatementError::KeyReused(other));
+            }
+            m.nonce_keys.insert(sa.id(), tag);
+        }
         self.model.sas.insert(sa.id(), without_keys(&config));
         self.changes.push(Change::AddSa(Box::new(config)));
         Ok(())
@@ -403,9 +443,35 @@ mod tests {
     }
 
     const TWO: &str = "add 192.0.2.1 192.0.2.2 esp 0x1001 -E aes-gcm-16 0x0102030405060708091011121314151617181920;
-add 192.0.2.2 192.0.2.1 esp 0x1002 -E aes-gcm-16 0x0102030405060708091011121314151617181920;
+add 192.0.2.2 192.0.2.1 esp 0x1002 -E aes-gcm-16 0x1102030405060708091011121314151617181920;
 spdadd 10.1.0.0/16 10.2.0.0/16 any -P out ipsec esp/tunnel/192.0.2.1-192.0.2.2/require;
 ";
+
+    /// A counter-nonce SA under the key of another, in the same file or
+    /// already installed, is refused by name (its IVs would repeat the
+    /// other's); once that SA is gone the key may come back (a re-keyed
+    /// file that deletes first). CBC keys are not compared (random IVs).
+    #[test]
+    fn a_key_used_twice_with_counter_nonces_is_refused() {
+        let again = "add 192.0.2.1 192.0.2.2 esp 0x1003 -E aes-gcm-16 0x0102030405060708091011121314151617181920;";
+        let staged = stage_text(&Model::default(), TWO).unwrap();
+        let e = stage_text(&staged.model, again).unwrap_err().to_string();
+        assert!(
+            e.contains("t.conf:1:") && e.contains("reuses the key of SA esp SPI 0x00001001"),
+            "{e}"
+        );
+        let both = format!("{TWO}{again}");
+        let e = stage_text(&Model::default(), &both)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("t.conf:4:"), "{e}");
+        let replaced = format!("delete 192.0.2.1 192.0.2.2 esp 0x1001;\n{again}");
+        stage_text(&staged.model, &replaced).unwrap();
+        let cbc = |spi: u32| {
+            format!("add 192.0.2.1 192.0.2.2 esp {spi:#x} -E aes-cbc 0x000102030405060708090a0b0c0d0e0f -A hmac-sha1 0x0001020304050607080910111213141516171819;\n")
+        };
+        stage_text(&Model::default(), &(cbc(0x2001) + &cbc(0x2002))).unwrap();
+    }
 
     #[test]
     fn a_file_becomes_changes_and_the_model_keeps_no_keys() {
@@ -429,7 +495,7 @@ spdadd 10.1.0.0/16 10.2.0.0/16 any -P out ipsec esp/tunnel/192.0.2.1-192.0.2.2/r
     fn an_error_anywhere_applies_nothing_and_names_the_place() {
         let model = stage_text(&Model::default(), TWO).unwrap().model;
         // The second statement collides with an SA already there.
-        let text = "add 192.0.2.1 192.0.2.2 esp 0x2001 -E aes-gcm-16 0x0102030405060708091011121314151617181920;\n\
+        let text = "add 192.0.2.1 192.0.2.2 esp 0x2001 -E aes-gcm-16 0x2102030405060708091011121314151617181920;\n\
                     add 192.0.2.1 192.0.2.2 esp 0x1001 -E aes-gcm-16 0x0102030405060708091011121314151617181920;\n";
         let e = stage_text(&model, text).unwrap_err().to_string();
         assert!(e.starts_with("t.conf:2:1: SA"), "{e}");

@@ -63,9 +63,9 @@ pub enum Parallel {
     Default,
     /// Per-resource SAs (RFC 9611, S5's flow-parallel system): a worker
     /// seals with its own SA of the policy's set where it has one, so the
-    /// packet is not handed over; else the owner seals with the fallback
-    /// SA, as in the default mode. With one SA per policy this is the
-    /// default mode exactly.
+    /// packet is not handed over; else the endpoint pair's owner seals
+    /// with its own SA of the set, or the fallback SA. With one SA per
+    /// policy this is the default mode exactly.
     #[default]
     Flow,
     /// Parallel crypto on one SA (Linux's pcrypt in S5): as in the default
@@ -288,7 +288,7 @@ impl Datapath {
         };
         // Flow-parallel: a worker with its own SAs for the policy seals
         // here; everyone else hands the packet to the owner of the
-        // endpoint pair, which seals with the fallback SAs.
+        // endpoint pair, which seals with its own SAs, else the fallback.
         let sealer = self.sealer();
         let resolved = process::resolve_by(&self.db.sad, templates, &flow, now, sealer);
         let own = matches!(&resolved, Ok(bundle) if self.all_own(bundle));

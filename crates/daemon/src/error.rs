@@ -106,6 +106,9 @@ pub enum StatementError {
     Sa(SaError),
     /// `add` of an SA that exists.
     SaExists(SaId),
+    /// `add` of a counter-nonce SA (AES-GCM, AES-CCM, ChaCha20-Poly1305,
+    /// AES-GMAC, AES-CTR) with the key of this one.
+    KeyReused(SaId),
     /// `delete` or `get` of an SA that does not.
     NoSa(SaId),
     /// `spdadd` of a policy that exists or overlaps; `spddelete` of one
@@ -128,6 +131,12 @@ impl fmt::Display for StatementError {
             ),
             StatementError::Sa(e) => e.fmt(f),
             StatementError::SaExists(id) => write!(f, "SA {id} already exists"),
+            StatementError::KeyReused(id) => write!(
+                f,
+                "reuses the key of SA {id}: with this cipher the IV is the sequence number, so \
+                 two SAs counting from 1 under one key would repeat every nonce; give each SA its \
+                 own key"
+            ),
             StatementError::NoSa(id) => write!(f, "no SA {id}"),
             StatementError::Spd(e) => e.fmt(f),
         }

@@ -12,7 +12,10 @@
 //! at most [`WINDOW`] jobs in flight in each direction and the channel
 //! holds [`RETURNS`] (both directions' worth). Beyond the window, or
 //! when the chosen worker's mailbox is full, the owner does the crypto
-//! itself, in turn like any other.
+//! itself, in turn like any other. Should a worker stop answering (its
+//! thread gone), the owner's order stalls at that job: it then drops
+//! what would wait behind more than [`RETURNS`] jobs (`crypto_backlog`)
+//! instead of queueing it forever.
 
 use std::collections::VecDeque;
 

@@ -90,6 +90,9 @@ counters! {
     crypto_dealt,
     /// Pcrypt: packets this worker sealed or opened for another worker.
     crypto_done,
+    /// Pcrypt: packets dropped because this worker already awaited 1024
+    /// results in that direction (a worker stopped answering).
+    crypto_backlog,
     /// Times the worker woke from poll(2) with something to read: per
     /// request/response transaction, the wake-ups a lone packet costs
     /// (issue 17; `scripts/bench-tunnels.sh` divides them out).
@@ -158,7 +161,7 @@ mod tests {
         total.add(&one);
         total.add(&one);
         let named = total.named();
-        assert_eq!(named.len(), 21);
+        assert_eq!(named.len(), 22);
         assert_eq!(named[0], ("sent", 2));
         assert!(named.contains(&("io_errors", 4)));
         assert!(named.contains(&("gro_out", 6)));

@@ -576,6 +576,8 @@ impl Worker {
             // Not sent to ourselves; here for completeness.
             return;
         }
+        // Cannot fail but when the owner is gone (the daemon is going
+        // down): its window bounds what it awaits.
         if self.peers[owner].done.try_send(done).is_ok() {
             st.to_wake[owner] = true;
         }
@@ -793,6 +795,12 @@ impl Hands<'_> {
             }
             return;
         }
+        // A worker that stopped answering holds the head of the order:
+        // beyond a bound the packets are dropped, not queued forever.
+        if st.pcrypt.open.in_flight() >= pcrypt::RETURNS {
+            st.stats.crypto_backlog += 1;
+            return;
+        }
         let order = st.pcrypt.open.ticket();
         let job = OpenJob {
             owner: self.index,
@@ -850,6 +858,10 @@ impl Hands<'_> {
             if let Some(egress) = self.dp.seal_assigned(b, a, now, &mut st.stats) {
                 send_sealed(b, egress, whole, st);
             }
+            return;
+        }
+        if st.pcrypt.seal.in_flight() >= pcrypt::RETURNS {
+            st.stats.crypto_backlog += 1;
             return;
         }
         let order = st.pcrypt.seal.ticket();

@@ -295,7 +295,10 @@ impl Host {
         {
             return Ok((old.per_cpu, old.cpu));
         }
-        let wanted = self.config.connections[sa.conn].children[cfg].per_cpu_sas;
+        // With one resource (one worker, or a mode without per-resource
+        // SAs) we take no part: an ordinary Child SA, no notify back.
+        let wanted = self.config.connections[sa.conn].children[cfg].per_cpu_sas
+            && self.settings.resources > 1;
         if !wanted || !has_notify(asked.msg, NotifyType::SA_RESOURCE_INFO) {
             return Ok((false, None));
         }

@@ -76,7 +76,8 @@ pub struct Settings {
     /// The data plane's resources (workers) for per-resource Child SAs
     /// (`per_cpu_sas`, RFC 9611): as initiator one is asked for per
     /// resource beside the fallback; as responder at most this many are
-    /// taken, then TS_MAX_QUEUE. 1: no per-resource SAs are asked for.
+    /// taken, then TS_MAX_QUEUE. 1: none are asked for, and as responder
+    /// it takes no part (an ordinary Child SA, no SA_RESOURCE_INFO back).
     pub resources: u32,
 }
 
@@ -294,7 +295,9 @@ impl Ike {
             sa.conn == ci
                 && (matches!(sa.state, IkeState::Connecting | IkeState::Authenticating)
                     && sa.exch.task().and_then(Task::first_child) == Some(cj)
-                    || sa.children.iter().any(|c| c.cfg == cj)
+                    // A per-resource SA serves only its worker: with no
+                    // fallback left, the others' traffic asks for one.
+                    || sa.children.iter().any(|c| c.cfg == cj && c.cpu.is_none())
                     || sa.queue.contains(&Todo::CreateChild(cj))
                     || sa.exch.task().and_then(Task::child_cfg) == Some(cj))
         });

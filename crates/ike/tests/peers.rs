@@ -1498,25 +1498,30 @@ fn per_resource_child_sas_one_per_resource_beside_the_fallback() {
 
 /// A responder with fewer resources takes what it can and then answers
 /// TS_MAX_QUEUE (RFC 9611 §5.2): the initiator asks no more. One
-/// without `per_cpu_sas` (or without RFC 9611: strongSwan 5.9) answers
-/// without SA_RESOURCE_INFO: one ordinary Child SA, nothing more asked.
+/// without `per_cpu_sas` (or without RFC 9611: strongSwan 5.9), or with
+/// a single resource, answers without SA_RESOURCE_INFO: one ordinary
+/// Child SA, nothing more asked.
 #[test]
 fn ts_max_queue_and_a_peer_without_per_resource_sas() {
-    let mut p = per_cpu_pair(3, 1, "per_cpu_sas = yes");
+    let mut p = per_cpu_pair(3, 2, "per_cpu_sas = yes");
     p.start();
     p.settle();
-    // The fallback and resource 0 of b; b refused a's third request.
-    p.assert_up(2);
-    assert_eq!(resources(&p.b, p.now), [(true, None), (true, Some(0))]);
-    assert_eq!(resources(&p.a, p.now), [(true, None), (true, Some(0))]);
+    // The fallback and b's resources 0 and 1; b refused a's third request.
+    p.assert_up(3);
+    let two = [(true, None), (true, Some(0)), (true, Some(1))];
+    assert_eq!(resources(&p.b, p.now), two);
+    assert_eq!(resources(&p.a, p.now), two);
     p.advance(Duration::from_secs(60));
     p.settle();
-    p.assert_up(2);
+    p.assert_up(3);
 
-    let mut p = per_cpu_pair(2, 2, "");
-    p.start();
-    p.settle();
-    p.assert_up(1);
-    assert_eq!(resources(&p.a, p.now), [(false, None)]);
-    assert!(p.ka.sas.iter().all(|s| s.cpu.is_none()));
+    for (rb, b_child) in [(2, ""), (1, "per_cpu_sas = yes")] {
+        let mut p = per_cpu_pair(2, rb, b_child);
+        p.start();
+        p.settle();
+        p.assert_up(1);
+        assert_eq!(resources(&p.a, p.now), [(false, None)]);
+        assert_eq!(resources(&p.b, p.now), [(false, None)]);
+        assert!(p.ka.sas.iter().all(|s| s.cpu.is_none()));
+    }
 }

@@ -207,34 +207,40 @@ impl Setup {
         for (i, step) in self.steps.iter().enumerate() {
             for (dir, (src, dst)) in [(ga, gb), (gb, ga)].into_iter().enumerate() {
                 let spi = 0x1000 + 0x100 * i + dir + 1;
-                let salt = (2 * i + dir) as u8;
-                let algs = match *step {
+                // Every SA its own keys (`salt`): SAs counting from 1
+                // under one key would repeat AES-GCM's nonces.
+                let algs = |salt: u8| match *step {
                     Step::Esp { enc, auth } => {
                         let mut a = format!("-E {enc}{}", key(enc, salt));
                         if let Some(auth) = auth {
-                            a += &format!(" -A {auth}{}", key(auth, salt + 100));
+                            a += &format!(" -A {auth}{}", key(auth, salt.wrapping_add(100)));
                         }
                         a
                     }
-                    Step::Ah { auth } => format!("-A {auth}{}", key(auth, salt + 100)),
+                    Step::Ah { auth } => format!("-A {auth}{}", key(auth, salt.wrapping_add(100))),
                     Step::IpComp => "-C deflate".into(),
                 };
+                let salt = (2 * i + dir) as u8;
                 let replay = if *step == Step::IpComp { "" } else { "-r 64 " };
                 s += &format!(
-                    "add {src} {dst} {} {spi:#x} -m {mode} {replay}{algs};\n",
-                    step.proto()
+                    "add {src} {dst} {} {spi:#x} -m {mode} {replay}{};\n",
+                    step.proto(),
+                    algs(salt)
                 );
                 if *step == Step::IpComp {
                     continue;
                 }
                 // The set's per-resource SAs: SPIs from a multiple of N,
-                // so that SA k lands on the receiver's worker k.
+                // so that SA k lands on the receiver's worker k; their
+                // salts after the 2 × steps of the ordinary SAs.
                 let n = self.per_cpu as usize;
                 for k in 0..n {
                     let spi = n * 0x1000 * (0x10 + 2 * i + dir) + k;
+                    let salt = (8 + 8 * k + 2 * i + dir) as u8;
                     s += &format!(
-                        "add {src} {dst} {} {spi:#x} -m {mode} {replay}-cpu {k} {algs};\n",
-                        step.proto()
+                        "add {src} {dst} {} {spi:#x} -m {mode} {replay}-cpu {k} {};\n",
+                        step.proto(),
+                        algs(salt)
                     );
                 }
             }
@@ -531,16 +537,25 @@ mod tests {
         for n in [1, 2, 3, 8] {
             let s = Setup::new(Family::V4, Mode::Tunnel, &shapes[3]).per_cpu(n);
             let text = s.setkey(true);
-            let sas: Vec<_> = flowsec_setkey::parse("t", &text)
+            let adds: Vec<_> = flowsec_setkey::parse("t", &text)
                 .unwrap_or_else(|e| panic!("{e}\n{text}"))
                 .into_iter()
                 .filter_map(|c| match c {
-                    flowsec_setkey::Command::Add(c) => c.cpu.map(|k| (k, c.spi)),
+                    flowsec_setkey::Command::Add(c) => Some(c),
                     _ => None,
                 })
                 .collect();
+            let sas: Vec<_> = adds
+                .iter()
+                .filter_map(|c| c.cpu.map(|k| (k, c.spi)))
+                .collect();
             assert_eq!(sas.len(), 2 * n as usize, "{text}");
             assert!(sas.iter().all(|(k, spi)| spi % n == *k), "{sas:?}");
+            // Every SA its own key: AES-GCM's nonces count from 1 in each.
+            let esp: Vec<_> = adds.iter().filter(|c| !c.encr_key.is_empty()).collect();
+            let keys: std::collections::BTreeSet<Vec<u8>> =
+                esp.iter().map(|c| c.encr_key.to_vec()).collect();
+            assert_eq!(keys.len(), esp.len(), "{text}");
         }
         assert_eq!(
             Setup::new(Family::V4, Mode::Transport, &shapes[2]).label(),

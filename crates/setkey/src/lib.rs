@@ -55,7 +55,7 @@
 //!   as RFC 4303 §2.4 says and never cycles sequence numbers; Linux
 //!   ignores them too.
 //! - **`-cpu N`** (flowsec's own, not in ipsec-tools; Linux has it as
-//!   `ip xfrm state ... pcpu N`): the SA is worker N's per-resource SA
+//!   `ip xfrm state ... pcpu-num N`): the SA is worker N's per-resource SA
 //!   (RFC 9611): in `flowsec up --parallel flow`, worker N (modulo the
 //!   number of workers) seals with it, and no other worker does. Several
 //!   outbound SAs between the same endpoints with different `-cpu` make a
