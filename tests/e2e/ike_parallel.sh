@@ -78,7 +78,8 @@ start_bg hostB "$W/perf-server.log" "$FLOWSEC_BIN" perf server --bind 10.2.0.2
 wait_for_log "$W/perf-server.log" 'listening' 5 "$E2E_LAST_PID" || { show_log "$W/perf-server.log"; exit 1; }
 
 # The INSTALLED Child SAs of GW as lines "CPU SPI_IN SPI_OUT" (CPU: - for
-# the fallback or an ordinary Child SA), sorted.
+# the fallback or an ordinary Child SA; SPIs as 8 hex digits: swanctl
+# drops leading zeros), sorted.
 children() {  # children GW
     local raw
     if [ "${IMPL[$1]}" = strongswan ]; then
@@ -89,7 +90,7 @@ import json, sys
 for ike in json.load(sys.stdin)["ike_sas"]:
     for c in ike["child_sas"]:
         if c["state"] == "INSTALLED":
-            print("-", c["spi_in"], c["spi_out"])' | LC_ALL=C sort
+            print("-", "%08x" % int(c["spi_in"], 16), "%08x" % int(c["spi_out"], 16))' | LC_ALL=C sort
     else
         fctl "$1" sas --json | python3 -c '
 import json, sys
@@ -97,7 +98,7 @@ for ike in json.load(sys.stdin)["ike_sas"]:
     for c in ike["child_sas"]:
         if c["state"] == "INSTALLED":
             cpu = c.get("cpu")
-            print("-" if cpu is None else cpu, c["spi_in"], c["spi_out"])' | LC_ALL=C sort
+            print("-" if cpu is None else cpu, "%08x" % int(c["spi_in"], 16), "%08x" % int(c["spi_out"], 16))' | LC_ALL=C sort
     fi
 }
 

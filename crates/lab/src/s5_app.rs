@@ -14,7 +14,7 @@ use crate::bed::Step;
 use crate::chart::{Plot, PlotKind, Series};
 use crate::progress::Progress;
 use crate::report::{Finding, Report, Table};
-use crate::s5_micro::{bed, cores, DEFAULT, FLOW, MODES, PCRYPT};
+use crate::s5_micro::{bed, cores, pcrypt_shape, per_size, DEFAULT, FLOW, MODES, PCRYPT};
 use crate::{cell, LabError, RunOptions, Scenario};
 
 pub struct S5App;
@@ -274,21 +274,10 @@ pub(crate) fn findings(r: &Results) -> Vec<Finding> {
             .map(|i| r.modes[a][i].per_s / r.modes[b][i].per_s)
             .collect()
     };
-    let list = |ratios: &[f64]| {
-        r.sizes
-            .iter()
-            .zip(ratios)
-            .map(|(s, x)| format!("{s} B {x:.2}×"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let list = |ratios: &[f64]| per_size(&r.sizes, ratios);
     let (flow_default, flow_pcrypt) = (over(FLOW, DEFAULT), over(FLOW, PCRYPT));
     let pcrypt_default = over(PCRYPT, DEFAULT);
-    let pcrypt_shape = r.sizes.iter().zip(&pcrypt_default).all(|(s, x)| match s {
-        0..=255 => *x < 1.0,
-        512.. => *x >= 1.0,
-        _ => true,
-    });
+    let pcrypt_shape = pcrypt_shape(&r.sizes, &pcrypt_default);
     let failed: u64 = r.modes.iter().flatten().map(|p| p.failed).sum();
     vec![
         Finding {

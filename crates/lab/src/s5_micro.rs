@@ -308,6 +308,26 @@ fn plots(r: &Results) -> Vec<Plot> {
     plots
 }
 
+/// `64 B 1.17×, 512 B 1.31×, …`: a ratio per size.
+pub(crate) fn per_size(sizes: &[u32], ratios: &[f64]) -> String {
+    sizes
+        .iter()
+        .zip(ratios)
+        .map(|(s, x)| format!("{s} B {x:.2}×"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// S5's finding on pcrypt (ratios to the default, per size): below 1
+/// under 256 B, at least 1 from 512 B.
+pub(crate) fn pcrypt_shape(sizes: &[u32], pcrypt_default: &[f64]) -> bool {
+    sizes.iter().zip(pcrypt_default).all(|(s, x)| match s {
+        0..=255 => *x < 1.0,
+        512.. => *x >= 1.0,
+        _ => true,
+    })
+}
+
 pub(crate) fn findings(r: &Results) -> Vec<Finding> {
     let study = &r.micro[0];
     let over = |a: usize, b: usize| -> Vec<f64> {
@@ -315,24 +335,13 @@ pub(crate) fn findings(r: &Results) -> Vec<Finding> {
             .map(|i| study[a][i].mbit_s / study[b][i].mbit_s)
             .collect()
     };
-    let list = |ratios: &[f64]| {
-        r.sizes
-            .iter()
-            .zip(ratios)
-            .map(|(s, x)| format!("{s} B {x:.2}×"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let list = |ratios: &[f64]| per_size(&r.sizes, ratios);
     let (flow_default, flow_pcrypt, pcrypt_default) = (
         over(FLOW, DEFAULT),
         over(FLOW, PCRYPT),
         over(PCRYPT, DEFAULT),
     );
-    let pcrypt_shape = r.sizes.iter().zip(&pcrypt_default).all(|(s, x)| match s {
-        0..=255 => *x < 1.0,
-        512.. => *x >= 1.0,
-        _ => true,
-    });
+    let pcrypt_shape = pcrypt_shape(&r.sizes, &pcrypt_default);
     let mut f = vec![
         Finding {
             claim: "pcrypt beats the default only from 512 B, and loses below 256 B".into(),
