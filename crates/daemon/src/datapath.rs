@@ -22,7 +22,10 @@
 //! outbound, one worker owns all SAs between a pair of endpoints
 //! ([`owner_of_endpoints`]), so a sequence number (and with it a GCM or
 //! ChaCha nonce) is never used twice: a packet read by another worker is
-//! handed to the owner.
+//! handed to the owner, unless ([`Parallel::Flow`]) that worker has its
+//! own per-resource SAs for the policy, which only it seals with. In
+//! [`Parallel::Pcrypt`] the owner still numbers every packet and keeps
+//! the replay window, and only the crypto moves.
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -54,7 +57,7 @@ const ACQUIRE_EVERY: Duration = Duration::from_secs(1);
 const ACQUIRED: usize = 64;
 
 /// How a gateway pair's traffic spreads over the workers (`flowsec up
-/// --parallel`; study S5's three systems, of which two are built).
+/// --parallel`; study S5's three systems).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Parallel {
     /// One SA per policy at a time, sealed by the worker that owns the
