@@ -23,7 +23,7 @@ pub struct Databases {
     pub sad: Sad,
     /// Security policies.
     pub spd: Spd,
-    /// Which of the control plane's SPD changes `spd` is ([`WorkerChange::Spd`]).
+    /// Which of the control plane's SPD changes `spd` is (`WorkerChange::Spd`).
     pub spd_epoch: u64,
 }
 
@@ -37,7 +37,7 @@ pub struct Model {
     /// Policies.
     pub spd: Spd,
     /// Manual SAs whose nonce is their sequence number, by a keyed tag of
-    /// their key ([`nonce_key_tag`]; never the key): a second SA under the
+    /// their key (`nonce_key_tag`; never the key): a second SA under the
     /// same key is refused. Entries of SAs that are gone are pruned on
     /// the next add.
     pub nonce_keys: BTreeMap<SaId, [u8; 16]>,

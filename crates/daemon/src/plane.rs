@@ -75,7 +75,7 @@ pub struct Options {
     /// (`--ctl-group`).
     pub ctl_group: Option<u32>,
     /// Where the sequence numbers of manual counter-nonce SAs are recorded
-    /// (`--state-dir`, [`crate::seqstate`]).
+    /// (`--state-dir`, `crate::seqstate`).
     pub state_dir: PathBuf,
 }
 

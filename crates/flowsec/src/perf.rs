@@ -49,7 +49,7 @@ pub struct ClientArgs {
     /// Message size (streams), payload size (CBR), in bytes.
     #[arg(short = 'm', long = "message-size")]
     pub msg_size: Option<usize>,
-    /// Request and response sizes of the RR tests: REQ[,RSP].
+    /// Request and response sizes of the RR tests: `REQ[,RSP]`.
     #[arg(short = 'r', long = "request-response")]
     pub rr: Option<String>,
     /// Local socket buffers (SO_SNDBUF and SO_RCVBUF), bytes.

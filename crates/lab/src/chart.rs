@@ -1,6 +1,6 @@
 //! Charts as data, drawn with plotters. A scenario describes each figure
 //! as a [`Plot`], which `results.json` keeps (so `flowsec lab plot` redraws
-//! a saved run), and [`png`] and [`svg`] draw it:
+//! a saved run), and [`png()`] and [`svg()`] draw it:
 //!
 //! - [`PlotKind::Bars`]: a group of bars per category (suites, modes), a
 //!   bar per series; laid across, the categories down the left, when

@@ -64,7 +64,7 @@ pub(crate) struct Seen {
 pub const MAX_TESTS: usize = 64;
 
 /// Serve tests forever, a thread per control connection (at most
-/// [`MAX_TESTS`] at once: a connection beyond that is told so and closed).
+/// `MAX_TESTS` at once: a connection beyond that is told so and closed).
 pub fn serve(listener: TcpListener) -> std::io::Result<()> {
     let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     loop {

@@ -85,7 +85,7 @@ pub struct Transform {
     pub key_len: Option<u16>,
     /// Whether the transform carried any attribute other than Key Length.
     /// A responder ignores such a transform (§3.3.6). When set,
-    /// [`emit`](Self::emit) writes one attribute of the reserved type 0 to
+    /// `emit` writes one attribute of the reserved type 0 to
     /// keep that meaning (our own offers never set it).
     pub unknown_attributes: bool,
 }
