@@ -397,13 +397,12 @@ impl Host {
             (None, Resource::Plain) => (false, None),
             // RFC 9611: a peer that answers without SA_RESOURCE_INFO does
             // not take part; the SA is an ordinary one, and we ask no more.
-            (None, asked) if !has_notify(msg, NotifyType::SA_RESOURCE_INFO) => {
+            (None, _) if !has_notify(msg, NotifyType::SA_RESOURCE_INFO) => {
                 self.events.push(IkeEvent::ChildNoResources {
                     child: self.child_name(sa, req.cfg),
                 });
                 sa.queue
                     .retain(|t| !matches!(t, Todo::CreateResource(c, _) if *c == req.cfg));
-                let _ = asked;
                 (false, None)
             }
             (None, Resource::Fallback) => (true, None),
