@@ -10,8 +10,8 @@
 # and per_cpu_sas = yes too, and the checks are:
 #   a. the fallback Child SA and one per worker (cpu 0, cpu 1) INSTALLED at
 #      both ends, each with its worker, the SPIs agreed
-#   b. eight TCP connections hostA -> hostB (flowsec perf, 2 threads x 4
-#      connections; see parallel.sh for why eight): a capture of the
+#   b. sixteen TCP connections hostA -> hostB (flowsec perf, 2 threads x 8
+#      connections; see parallel.sh for why sixteen): a capture of the
 #      transit link shows both per-resource SAs busy in each direction,
 #      the fallback idle; no packet handed between workers
 #   c. `ctl rekey --child net` from gwA, then from gwB, under a paced UDP
@@ -155,7 +155,7 @@ spi_frames() {  # spi_frames PCAP SPI_HEX
 traffic_spreads() {
     local pcap="$W/flow.pcap" cpu in out n_in n_out ok=0
     start_capture gwA eth1 "$pcap" -c 300000 'ip proto 50 or udp port 4500' || return 1
-    ns_exec hostA "$FLOWSEC_BIN" perf client -H 10.2.0.2 -t TCP_STREAM -l 3 --threads 2 --conns 4 --json \
+    ns_exec hostA "$FLOWSEC_BIN" perf client -H 10.2.0.2 -t TCP_STREAM -l 3 --threads 2 --conns 8 --json \
         >"$W/perf.json" 2>"$W/perf.log" || { show_log "$W/perf.log"; return 1; }
     sleep 0.5
     stop_bg "$TCPDUMP_PID" 2
@@ -184,9 +184,9 @@ traffic_spreads() {
     return $ok
 }
 if [ "$RIGHT" = flowsec ]; then
-    check "b. 8 TCP connections: both per-resource SAs busy each way, the fallback idle, no handoffs (transit capture, tcpdump)" traffic_spreads
+    check "b. 16 TCP connections: both per-resource SAs busy each way, the fallback idle, no handoffs (transit capture, tcpdump)" traffic_spreads
 else
-    check "b. 8 TCP connections over the one Child SA (transit capture, tcpdump)" traffic_spreads
+    check "b. 16 TCP connections over the one Child SA (transit capture, tcpdump)" traffic_spreads
     no_rfc9611_logged() { grep -F 'no per-resource CHILD_SAs' "$(log_of gwA)" | tail -n 1 | sed 's/^/    /'; }
     check "gwA logged that strongSwan 5.9 took no part (no SA_RESOURCE_INFO)" no_rfc9611_logged
 fi

@@ -7,10 +7,10 @@
 # Each direction has a set of three SAs for one policy: a fallback (no
 # -cpu) and one per worker (-cpu 0, -cpu 1), with consecutive SPIs so the
 # receiver steers them to different workers (SPI mod 2). Both gateways run
-# two workers. With --parallel flow, eight TCP connections hostA -> hostB
-# (flowsec perf, 2 threads x 4 connections: the kernel spreads flows over
-# the TUN queues by a hash with a per-boot seed, so eight make "all on one
-# queue" a 1-in-128 event instead of 1 in 8 for four) must show, in a
+# two workers. With --parallel flow, sixteen TCP connections hostA -> hostB
+# (flowsec perf, 2 threads x 8 connections: the kernel spreads flows over
+# the TUN queues by a hash with a per-boot seed: with eight, all on one
+# queue was seen once in about 15 runs, so sixteen) must show, in a
 # capture of the transit link, both per-resource SPIs busy in each
 # direction and the fallback idle, with no packet handed between workers;
 # `ctl sas` shows each SA's cpu and worker. With --parallel default the
@@ -82,11 +82,11 @@ run_mode() {
     done
     ping_one hostA 10.2.0.2 || return 1
     start_capture gwA eth1 "$W/$mode.pcap" -c 200000 'ip proto 50' || return 1
-    ns_exec hostA "$FLOWSEC" perf client -H 10.2.0.2 -t TCP_STREAM -l 3 --threads 2 --conns 4 --json \
+    ns_exec hostA "$FLOWSEC" perf client -H 10.2.0.2 -t TCP_STREAM -l 3 --threads 2 --conns 8 --json \
         >"$W/perf-$mode.json" 2>"$W/perf-$mode.log" || { show_log "$W/perf-$mode.log"; return 1; }
     sleep 0.5
     stop_bg "$TCPDUMP_PID" 2
-    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("    %s: %.0f Mbit/s over 8 connections" % (sys.argv[2], r.get("throughput_mbit_s", r.get("mbit_s", 0))))' \
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("    %s: %.0f Mbit/s over 16 connections" % (sys.argv[2], r.get("throughput_mbit_s", r.get("mbit_s", 0))))' \
         "$W/perf-$mode.json" "$mode" 2>/dev/null || true
 }
 
@@ -97,7 +97,7 @@ downs() {
 }
 
 # ----------------------------------------------------------------- flow
-check "--parallel flow: both gateways up, ping, 8 TCP connections for 3 s" run_mode flow
+check "--parallel flow: both gateways up, ping, 16 TCP connections for 3 s" run_mode flow
 
 both_spis_busy() {
     local pcap="$W/flow.pcap" fallback a b total ok=0 dir base
@@ -145,7 +145,7 @@ check "setkey -D: the set's SAs with cpu=N" dump_shows_cpu
 check "flow: SIGTERM -> exit 0" downs
 
 # -------------------------------------------------------------- default
-check "--parallel default: both gateways up, ping, 8 TCP connections for 3 s" run_mode default
+check "--parallel default: both gateways up, ping, 16 TCP connections for 3 s" run_mode default
 
 one_spi_each_way() {  # one_spi_each_way MODE
     local pcap="$W/$1.pcap" dir base used spi n ok=0
@@ -164,7 +164,7 @@ check "transit capture: one SA each way (per-resource marks ignored)" one_spi_ea
 check "default: SIGTERM -> exit 0" downs
 
 # --------------------------------------------------------------- pcrypt
-check "--parallel pcrypt: both gateways up, ping, 8 TCP connections for 3 s" run_mode pcrypt
+check "--parallel pcrypt: both gateways up, ping, 16 TCP connections for 3 s" run_mode pcrypt
 check "transit capture: one SA each way" one_spi_each_way pcrypt
 
 # A paced UDP stream: every datagram arrives, none out of order (the
