@@ -20,7 +20,7 @@ use flowsec_ipsec::{Mode, Protocol};
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, ProtocolId};
 use flowsec_wire::ike::{Ke, Message, Notify, Payload, Proposal, TrafficSelector};
 
-use crate::config::{self, ChildChosen};
+use crate::config::{self, ChildChosen, RekeySwitch};
 use crate::crypto;
 use crate::crypto::KeyExchange;
 use crate::error::ChildError;
@@ -471,18 +471,32 @@ impl Host {
         };
         match rekey {
             Some((old, Some(theirs))) => self.rekey_collided(sa, name, (old, theirs), (new, ours)),
-            Some((old, None)) => {
-                let sa: &mut IkeSa = sa;
-                if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) {
-                    c.state = ChildState::Rekeyed;
-                    c.rekey_at = None;
-                    sa.queue.push_front(Todo::DeleteChild(old));
-                }
-            }
+            Some((old, None)) => self.replaced_by_us(sa, old, k),
             None => {}
         }
         self.kick(now, sa, k);
         Then::Stay
+    }
+
+    /// Initiator: our rekey replaced Child SA `old` (RFC 7296 §2.8: the
+    /// initiator of a rekey deletes the old SA). `prefer-new` takes its SAs
+    /// out of the data plane at once; `keep-old` sends no DELETE: each end
+    /// removes its old SA when its own lifetime ends (timers.rs).
+    fn replaced_by_us(&mut self, sa: &mut IkeSa, old: u32, k: &mut dyn Kernel) {
+        let conn = sa.conn;
+        let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) else {
+            return;
+        };
+        c.state = ChildState::Rekeyed;
+        c.rekey_at = None;
+        match self.switch_of(conn, c.cfg) {
+            RekeySwitch::LossFree => sa.queue.push_front(Todo::DeleteChild(old)),
+            RekeySwitch::PreferNew => {
+                self.drop_replaced(sa, old, k);
+                sa.queue.push_front(Todo::DeleteChild(old));
+            }
+            RekeySwitch::KeepOld => {}
+        }
     }
 
     /// Initiator: install the Child SA an answer without error notify

@@ -21,7 +21,7 @@ use flowsec_wire::ike::{Ke, Message, Notify, Payload, TrafficSelector};
 use crate::child::{
     cpi, ipcomp_supported, min_nonce, peer_cpi, protocol_of, suites, Resource, NONCE_LEN,
 };
-use crate::config::{self, ChildChosen};
+use crate::config::{self, ChildChosen, RekeySwitch};
 use crate::crypto;
 use crate::event::IkeEvent;
 use crate::host::{has_notify, notifies, notify, Host};
@@ -248,7 +248,7 @@ impl Host {
         };
         self.install_child(now, sa, install, &keymat, k);
         if let Some(old) = asked.rekey {
-            self.replaced_by_peer(now, sa, old, spi_in);
+            self.replaced_by_peer(now, sa, old, spi_in, k);
         }
         let mut out = Vec::new();
         if mode == Mode::Transport {
@@ -328,14 +328,32 @@ impl Host {
     /// never does, we do after the grace time. If we were rekeying it
     /// too, our request in flight learns of the collision (§2.8.1: our
     /// response decides).
-    fn replaced_by_peer(&mut self, now: Duration, sa: &mut SaMut<'_>, old: u32, new: u32) {
+    /// `prefer-new` takes the old SAs out of the data plane at once;
+    /// `keep-old` keeps them (and its lifetime) until it expires.
+    fn replaced_by_peer(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        old: u32,
+        new: u32,
+        k: &mut dyn Kernel,
+    ) {
         let grace = self.settings.rekeyed_grace;
         let mut collided = false;
+        let mut drop = false;
+        let conn = sa.conn;
         if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) {
             collided = c.state == ChildState::Rekeying;
             c.state = ChildState::Rekeyed;
             c.rekey_at = None;
-            c.expire_at = Some(now + grace);
+            let switch = self.switch_of(conn, c.cfg);
+            if switch != RekeySwitch::KeepOld {
+                c.expire_at = Some(now + grace);
+            }
+            drop = switch == RekeySwitch::PreferNew;
+        }
+        if drop {
+            self.drop_replaced(sa, old, k);
         }
         if collided {
             sa.exch.collided(Collision::Child { old, theirs: new });

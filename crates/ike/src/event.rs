@@ -271,6 +271,13 @@ pub enum IkeEvent {
         /// Its inbound SPI.
         spi_in: u32,
     },
+    /// `rekey_switch = keep-old`: a rekeyed Child SA reached its hard
+    /// lifetime: its successor carries the traffic from now, and it is
+    /// removed without a DELETE.
+    ChildSwitched {
+        /// Its inbound SPI.
+        spi_in: u32,
+    },
     /// A Child SA's SAs are removed.
     ChildRemoved {
         /// The child config.
@@ -476,6 +483,11 @@ impl fmt::Display for IkeEvent {
                 f,
                 "CHILD_SA with SPI {spi_in:#010x} reached its life_time: deleting"
             ),
+            E::ChildSwitched { spi_in } => write!(
+                f,
+                "CHILD_SA with SPI {spi_in:#010x} reached its life_time: its successor takes \
+                 over (keep-old, no DELETE)"
+            ),
             E::ChildRemoved {
                 child,
                 reqid,
@@ -583,6 +595,11 @@ mod tests {
             (
                 IkeEvent::ChildExpired { spi_in: 0x1234 },
                 "CHILD_SA with SPI 0x00001234 reached its life_time: deleting",
+            ),
+            (
+                IkeEvent::ChildSwitched { spi_in: 0x1234 },
+                "CHILD_SA with SPI 0x00001234 reached its life_time: its successor takes over \
+                 (keep-old, no DELETE)",
             ),
             (
                 IkeEvent::NegotiationFailed {

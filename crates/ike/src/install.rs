@@ -15,7 +15,7 @@ use flowsec_ipsec::{
 };
 use flowsec_wire::ike::TrafficSelector;
 
-use crate::config::{ChildChosen, ChildConfig};
+use crate::config::{ChildChosen, ChildConfig, RekeySwitch};
 use crate::engine::Ike;
 use crate::error::CommandError;
 use crate::event::IkeEvent;
@@ -40,10 +40,22 @@ struct ChildSas {
     encap: bool,
 }
 
+/// How much later than the core's own timer the data plane expires a
+/// `keep-old` Child SA's SAs: the core removes them itself at `life_time`
+/// and switches to the successor in the same step; the data plane must not
+/// take the old SA away first (its clock starts when it applies the SA,
+/// a little after the core's).
+const KEEP_OLD_SLACK: Duration = Duration::from_secs(1);
+
 /// The lifetime of a Child SA's SAs: hard limits as configured, soft
 /// volume limits less strongSwan's jitter (`r_bytes`, `r_packets`: random
-/// draws); time limits are the core's own timers.
+/// draws); time limits are the core's own timers (the data plane's hard
+/// time limit is a backstop).
 fn child_lifetime(child: &ChildConfig, r_bytes: u64, r_packets: u64) -> Lifetime {
+    let slack = match child.rekey_switch {
+        RekeySwitch::KeepOld => KEEP_OLD_SLACK,
+        _ => Duration::ZERO,
+    };
     let nz = |v: u64| (v != 0).then_some(v);
     let jitter = |limit: u64, rand: u64, r: u64| match limit {
         0 => None,
@@ -58,7 +70,7 @@ fn child_lifetime(child: &ChildConfig, r_bytes: u64, r_packets: u64) -> Lifetime
         hard: Limits {
             bytes: nz(child.life_bytes),
             packets: nz(child.life_packets),
-            add_time: (!child.life_time.is_zero()).then_some(child.life_time),
+            add_time: (!child.life_time.is_zero()).then_some(child.life_time + slack),
             use_time: None,
         },
     }
@@ -104,7 +116,14 @@ impl Host {
         // keeps sending on the old SA until the initiator deletes it (the
         // initiator installs the new inbound SA only when our answer
         // arrives); the new outbound SA waits in the Child SA till then.
-        let deferred_out = if i.reqid.is_some() && !i.we_initiated {
+        // `prefer-new` sends on it at once; `keep-old` waits, at both
+        // ends, until the old SA expires.
+        let defer = match self.switch_of(sa.conn, i.cfg) {
+            RekeySwitch::LossFree => !i.we_initiated,
+            RekeySwitch::PreferNew => false,
+            RekeySwitch::KeepOld => true,
+        };
+        let deferred_out = if i.reqid.is_some() && defer {
             sas.outbound
         } else {
             for out in sas.outbound {
@@ -168,7 +187,33 @@ impl Host {
             deferred_out,
             per_cpu: i.per_cpu,
             cpu: i.cpu,
+            sas_gone: false,
         });
+    }
+
+    /// The `rekey_switch` of child config `cfg` of connection `conn` (each
+    /// end follows its own).
+    pub(crate) fn switch_of(&self, conn: usize, cfg: usize) -> RekeySwitch {
+        self.config.connections[conn].children[cfg].rekey_switch
+    }
+
+    /// `prefer-new`: a replaced Child SA's SAs leave the data plane now,
+    /// its record stays for the DELETE exchange ([`ChildSa::sas_gone`]).
+    pub(crate) fn drop_replaced(&mut self, sa: &mut IkeSa, spi: u32, k: &mut dyn Kernel) {
+        let Some(c) = sa
+            .children
+            .iter_mut()
+            .find(|c| c.spi_in == spi && !c.sas_gone)
+        else {
+            return;
+        };
+        c.sas_gone = true;
+        k.del_sa(c.sa_out);
+        k.del_sa(c.sa_in);
+        if let Some((inn, out)) = c.ipcomp {
+            k.del_sa(out);
+            k.del_sa(inn);
+        }
     }
 
     /// The reqid of a new Child SA, and whether it is fresh (its policies
@@ -398,20 +443,25 @@ impl Host {
                 k.add_sa(out);
             }
         }
-        k.del_sa(c.sa_out);
         let inbound = core::iter::once(c.sa_in).chain(c.ipcomp.map(|(i, _)| i));
-        if let Some((_, out)) = c.ipcomp {
-            k.del_sa(out);
-        }
         // A replaced SA's inbound half stays a while: packets the peer
         // sealed before it switched may still be on their way (ARCHITECTURE.md
-        // "Rekeying without loss").
-        if sa.children.iter().any(|s| s.reqid == c.reqid) {
-            let until = self.clock + INBOUND_GRACE;
-            self.lingering.extend(inbound.map(|id| (id, until)));
-        } else {
-            for id in inbound {
-                k.del_sa(id);
+        // "Rekeying without loss"); the other switches do not wait.
+        let linger = sa.children.iter().any(|s| s.reqid == c.reqid)
+            && self.switch_of(sa.conn, c.cfg) == RekeySwitch::LossFree;
+        // drop_replaced may have taken them already.
+        if !c.sas_gone {
+            k.del_sa(c.sa_out);
+            if let Some((_, out)) = c.ipcomp {
+                k.del_sa(out);
+            }
+            if linger {
+                let until = self.clock + INBOUND_GRACE;
+                self.lingering.extend(inbound.map(|id| (id, until)));
+            } else {
+                for id in inbound {
+                    k.del_sa(id);
+                }
             }
         }
         let used = sa

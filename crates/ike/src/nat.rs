@@ -88,7 +88,7 @@ pub(crate) fn follow_peer(
             to: remote,
         });
     }
-    for c in sa.children.iter_mut().filter(|c| c.encap) {
+    for c in sa.children.iter_mut().filter(|c| c.encap && !c.sas_gone) {
         // The outbound SAs a rekey's responder holds back go out later:
         // with the new ports too.
         for d in c.deferred_out.iter_mut().filter(|d| d.encap.is_some()) {

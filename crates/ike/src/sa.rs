@@ -125,6 +125,11 @@ pub(crate) struct ChildSa {
     /// In that group, the resource (worker) whose SA this is; `None` for
     /// the group's fallback (and for every other Child SA).
     pub cpu: Option<u32>,
+    /// Its SAs have left the data plane already (`rekey_switch =
+    /// prefer-new` removes a replaced SA's at once); removing the record
+    /// must not delete them again: their SPIs may be someone else's by
+    /// then.
+    pub sas_gone: bool,
 }
 
 /// Something queued to start once the window is free.

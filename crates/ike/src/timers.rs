@@ -8,11 +8,12 @@ use core::time::Duration;
 
 use flowsec_wire::iana::ExchangeType;
 
+use crate::config::RekeySwitch;
 use crate::engine::Ike;
 use crate::event::IkeEvent;
 use crate::host::Host;
 use crate::kernel::Kernel;
-use crate::sa::{IkeSa, IkeState, Todo};
+use crate::sa::{ChildState, IkeSa, IkeState, Todo};
 use crate::table::{SaMut, Then, Wish};
 use crate::task::Task;
 
@@ -175,7 +176,7 @@ impl Host {
     }
 
     /// The Established SA's own timers.
-    fn timers(&mut self, now: Duration, sa: &mut IkeSa, k: &mut dyn Kernel) {
+    fn timers(&mut self, now: Duration, sa: &mut SaMut<'_>, k: &mut dyn Kernel) {
         if sa.rekey_at.is_some_and(|t| now >= t) {
             sa.rekey_at = None;
             sa.queue.push_back(Todo::RekeyIke);
@@ -203,24 +204,36 @@ impl Host {
             sa.queue.push_back(Todo::Dpd);
         }
         let mut expired = Vec::new();
-        for c in &mut sa.children {
+        let ike: &mut IkeSa = sa;
+        for c in &mut ike.children {
             if c.rekey_at.is_some_and(|t| now >= t) {
                 c.rekey_at = None;
-                sa.queue.push_back(Todo::RekeyChild(c.spi_in));
+                ike.queue.push_back(Todo::RekeyChild(c.spi_in));
             }
             if c.expire_at.is_some_and(|t| now >= t) {
                 expired.push(c.spi_in);
             }
         }
         for spi in expired {
-            // The hard lifetime (RFC 4301 §4.4.2.1): the SA goes now; the
-            // peer is told.
-            self.events.push(IkeEvent::ChildExpired { spi_in: spi });
-            if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == spi) {
-                c.expire_at = None;
+            let conn = sa.conn;
+            let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == spi) else {
+                continue;
+            };
+            c.expire_at = None;
+            let keep_old = c.state == ChildState::Rekeyed
+                && self.switch_of(conn, c.cfg) == RekeySwitch::KeepOld;
+            if keep_old {
+                // `keep-old` (study S2's behaviour): the end whose old SA
+                // expires switches to the successor and drops the old one,
+                // telling nobody; the peer does the same at its own expiry.
+                self.events.push(IkeEvent::ChildSwitched { spi_in: spi });
+                self.remove_child(sa, spi, k);
+            } else {
+                // The hard lifetime (RFC 4301 §4.4.2.1): the SA goes now;
+                // the peer is told.
+                self.events.push(IkeEvent::ChildExpired { spi_in: spi });
+                sa.queue.push_back(Todo::DeleteChild(spi));
             }
-            sa.queue.push_back(Todo::DeleteChild(spi));
-            let _ = k;
         }
     }
 

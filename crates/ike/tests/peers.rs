@@ -1525,3 +1525,139 @@ fn ts_max_queue_and_a_peer_without_per_resource_sas() {
         assert!(p.ka.sas.iter().all(|s| s.cpu.is_none()));
     }
 }
+
+/// How often `log` deleted the SA with this SPI.
+fn deletions(log: &[String], spi: u32) -> usize {
+    let needle = format!("{spi:#010x}");
+    log.iter()
+        .filter(|l| l.starts_with("del_sa") && l.ends_with(&needle))
+        .count()
+}
+
+#[test]
+fn rekey_switch_prefer_new_sends_on_the_new_sa_at_once_at_both_ends() {
+    let a = conf(
+        A,
+        B,
+        "10.1.0.0/24",
+        "10.2.0.0/24",
+        "",
+        "start_action = start\n rekey_switch = prefer-new",
+        "k",
+    );
+    let b = conf(
+        B,
+        A,
+        "10.2.0.0/24",
+        "10.1.0.0/24",
+        "",
+        "rekey_switch = prefer-new",
+        "k",
+    );
+    let mut p = Pair::new(&a, &b);
+    p.start();
+    p.settle();
+    p.assert_up(1);
+    let old = p.a.list(p.now)[0].children[0].clone();
+    // HDR, SK {N(REKEY_SA), SA, Ni, KEi, TSi, TSr} -->
+    p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.b_gets();
+    // b: the new pair only, before its answer leaves (what a still seals
+    // on the old SA is lost from here on: study S2's "prefer new").
+    assert_eq!(p.kb.sas.len(), 2, "{:?}", p.kb.log);
+    assert!(p.kb.sa(old.sa_in.spi).is_none() && p.kb.sa(old.sa_out.spi).is_none());
+    //                     <-- HDR, SK {SA, Nr, KEr, TSi, TSr}
+    p.a_gets();
+    assert_eq!(p.ka.sas.len(), 2, "{:?}", p.ka.log);
+    assert!(p.ka.sa(old.sa_in.spi).is_none() && p.ka.sa(old.sa_out.spi).is_none());
+    // The DELETE exchange still runs and removes the records, without
+    // deleting the SAs a second time (their SPIs may be reused by then).
+    p.settle();
+    p.assert_up(1);
+    for (log, spi) in [
+        (&p.ka.log, old.sa_in.spi),
+        (&p.ka.log, old.sa_out.spi),
+        (&p.kb.log, old.sa_out.spi),
+        (&p.kb.log, old.sa_in.spi),
+    ] {
+        assert_eq!(deletions(log, spi), 1, "{spi:#x}: {log:?}");
+    }
+    assert!(p.ka.policies.len() == 2 && p.kb.policies.len() == 2);
+}
+
+#[test]
+fn rekey_switch_keep_old_switches_each_end_at_its_own_expiry_without_a_delete() {
+    // a rekeys after 8 s, its SAs live 10 s; b never rekeys and keeps its
+    // SAs 12 s: b goes on sending on the old SA 2 s after a dropped it
+    // (study S2's skewed lifetimes).
+    let a = conf(
+        A,
+        B,
+        "10.1.0.0/24",
+        "10.2.0.0/24",
+        "",
+        "start_action = start\n rekey_switch = keep-old\n rekey_time = 8s\n life_time = 10s\n rand_time = 0",
+        "k",
+    );
+    let b = conf(
+        B,
+        A,
+        "10.2.0.0/24",
+        "10.1.0.0/24",
+        "",
+        "rekey_switch = keep-old\n rekey_time = 0\n life_time = 12s\n rand_time = 0",
+        "k",
+    );
+    let mut p = Pair::new(&a, &b);
+    let t0 = p.now;
+    p.start();
+    // IKE_SA_INIT, IKE_AUTH.
+    for _ in 0..2 {
+        p.b_gets();
+        p.a_gets();
+    }
+    p.assert_up(1);
+    let old = p.a.list(p.now)[0].children[0].clone();
+    // The data plane's own expiry comes after the core's.
+    let hard = |k: &flowsec_ike::RecordingKernel, spi| k.sa(spi).unwrap().lifetime.hard.add_time;
+    assert_eq!(hard(&p.ka, old.sa_out.spi), Some(Duration::from_secs(11)));
+    assert_eq!(hard(&p.kb, old.sa_in.spi), Some(Duration::from_secs(13)));
+    // 8 s: a rekeys; both install the new SAs but go on sending on the old.
+    p.now = t0 + Duration::from_secs(8);
+    p.advance(Duration::ZERO);
+    p.b_gets();
+    p.a_gets();
+    p.collect();
+    assert!(p.ab.is_empty() && p.ba.is_empty(), "no DELETE");
+    assert_eq!((p.ka.sas.len(), p.kb.sas.len()), (3, 3));
+    assert!(p.ka.sa(old.sa_out.spi).is_some() && p.kb.sa(old.sa_in.spi).is_some());
+    // 10 s: a's old SA expires: a sends on the new one and drops the old
+    // pair at once, telling nobody.
+    p.now = t0 + Duration::from_secs(10);
+    p.advance(Duration::ZERO);
+    assert!(p.ab.is_empty() && p.ba.is_empty(), "no DELETE");
+    assert_eq!(p.ka.sas.len(), 2, "{:?}", p.ka.log);
+    assert!(p.ka.sa(old.sa_in.spi).is_none() && p.ka.sa(old.sa_out.spi).is_none());
+    assert_eq!(p.kb.sas.len(), 3, "b still sends on the old SA");
+    assert!(p.kb.sa(old.sa_in.spi).is_some());
+    // 12 s: b's old SA expires: b switches too.
+    p.now = t0 + Duration::from_secs(12);
+    p.advance(Duration::ZERO);
+    assert!(p.ab.is_empty() && p.ba.is_empty(), "no DELETE");
+    p.assert_up(1);
+    let new = p.a.list(p.now)[0].children[0].clone();
+    assert_ne!(new.sa_in.spi, old.sa_in.spi);
+    assert_eq!(new.reqid, old.reqid);
+    assert!(p.ka.policies.len() == 2 && p.kb.policies.len() == 2);
+    // The next rekey (16 s) goes the same way: both ends are on the
+    // newest SA once b's previous one expires (20 s).
+    p.now = t0 + Duration::from_secs(16);
+    p.advance(Duration::ZERO);
+    p.b_gets();
+    p.a_gets();
+    p.now = t0 + Duration::from_secs(20);
+    p.advance(Duration::ZERO);
+    p.collect();
+    assert!(p.ab.is_empty() && p.ba.is_empty(), "no DELETE");
+    p.assert_up(1);
+}

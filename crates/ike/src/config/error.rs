@@ -140,6 +140,11 @@ pub enum ConfigErrorKind {
     OnlyUnset,
     /// `per_cpu_sas = encap`, strongSwan's non-negotiated UDP variant.
     PerCpuEncap,
+    /// `rekey_switch = keep-old` on a CHILD_SA without a `life_time`: the
+    /// old SA would never go.
+    KeepOldForever,
+    /// `rekey_switch` other than `loss-free` with `per_cpu_sas = yes`.
+    SwitchPerCpu,
     /// A strongSwan key flowsec accepts only at strongSwan's default.
     OnlyDefault {
         /// The value given.
@@ -251,6 +256,10 @@ impl fmt::Display for ConfigErrorKind {
             K::PerCpuEncap => f.write_str(
                 "'encap' is not supported (flowsec steers per-resource SAs by SPI): yes or no",
             ),
+            K::KeepOldForever => f.write_str(
+                "keep-old needs a life_time: the old SA is kept until its lifetime expires",
+            ),
+            K::SwitchPerCpu => f.write_str("only loss-free is supported with per_cpu_sas = yes"),
             K::OnlyDefault { value, default } => write!(
                 f,
                 "'{value}' is not supported (only strongSwan's default '{default}')"

@@ -264,6 +264,43 @@ pub struct ChildConfig {
     /// `per_cpu_sas` (strongSwan 6.0.2; default no): per-resource Child
     /// SAs (RFC 9611), one per worker beside the fallback.
     pub per_cpu_sas: bool,
+    /// `rekey_switch` (flowsec only; default `loss-free`): when each end
+    /// moves its traffic to a rekeyed CHILD_SA's successor.
+    pub rekey_switch: RekeySwitch,
+}
+
+/// `rekey_switch`: how the two ends hand traffic from a CHILD_SA to the
+/// one that rekeys it (RFC 7296 §2.8, which leaves the moment open).
+///
+/// Only [`RekeySwitch::LossFree`] is meant for use; the other two exist to
+/// reproduce study S2's measurements (`flowsec lab run s2-rekey`) and lose
+/// packets at every rekey.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum RekeySwitch {
+    /// `loss-free`: the initiator of the rekey sends on the new SA once it
+    /// has it, the responder only once the old one is deleted, and each end
+    /// keeps its old inbound SA a few seconds after the DELETE (what
+    /// strongSwan does).
+    #[default]
+    LossFree,
+    /// `prefer-new`: both ends send on the new SA as soon as it is
+    /// installed and remove the old one at once.
+    PreferNew,
+    /// `keep-old`: both ends keep sending on the old SA until its own
+    /// lifetime expires and then remove it without a DELETE; with skewed
+    /// lifetimes one end drops what the other still sends on it.
+    KeepOld,
+}
+
+impl RekeySwitch {
+    /// The configuration keyword.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RekeySwitch::LossFree => "loss-free",
+            RekeySwitch::PreferNew => "prefer-new",
+            RekeySwitch::KeepOld => "keep-old",
+        }
+    }
 }
 
 /// `start_action`: what to do once the configuration is loaded.

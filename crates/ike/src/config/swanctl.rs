@@ -30,6 +30,10 @@
 //!                        .close_action    none | trap | start        none
 //!                        .ipcomp          bool                       no
 //!                        .replay_window   0 or 32..=4096             32
+//!                        .per_cpu_sas     bool (`encap` refused)     no
+//!                        .rekey_switch    loss-free | prefer-new | keep-old  loss-free
+//!                                         (flowsec only, strongSwan rejects it; the
+//!                                         other two reproduce study S2 and lose packets)
 //! secrets.ike<suffix>.secret   "string" | 0xHEX | 0sBASE64
 //!                    .id<suffix>   IDENTITY (none: %any)
 //! ```
@@ -57,7 +61,7 @@ use super::value::{
 pub use super::value::{parse_bytes, parse_duration};
 use super::{
     AddrSpec, AuthConfig, AuthKind, ChildConfig, CloseAction, Config, ConfigError, Connection,
-    DpdAction, Identity, Secret, StartAction, TsSpec, Unique,
+    DpdAction, Identity, RekeySwitch, Secret, StartAction, TsSpec, Unique,
 };
 
 /// strongSwan keys accepted with any valid value and then ignored: they
@@ -327,6 +331,7 @@ impl Cx<'_> {
             ch.esp_proposals = default_esp_proposals().to_vec();
         }
         self.child_lifetimes(&mut ch, &limits, path)?;
+        self.child_switch(sec, &ch, path)?;
         Ok(ch)
     }
 
@@ -365,6 +370,24 @@ impl Cx<'_> {
         (ch.life_bytes, ch.rand_bytes) = out[1];
         (ch.life_packets, ch.rand_packets) = out[2];
         Ok(())
+    }
+
+    /// `rekey_switch` other than `loss-free` is for reproducing study S2:
+    /// `keep-old` removes an old SA at its hard lifetime, so it needs one;
+    /// neither touches per-resource SAs (RFC 9611), whose handover stays
+    /// the loss-free one.
+    fn child_switch(&self, sec: &Section, ch: &ChildConfig, path: &str) -> Result<(), ConfigError> {
+        let Some((s, _)) = values(sec).find(|(s, _)| s.key == "rekey_switch") else {
+            return Ok(());
+        };
+        let kind = if ch.rekey_switch == RekeySwitch::KeepOld && ch.life_time.is_zero() {
+            ConfigErrorKind::KeepOldForever
+        } else if ch.rekey_switch != RekeySwitch::LossFree && ch.per_cpu_sas {
+            ConfigErrorKind::SwitchPerCpu
+        } else {
+            return Ok(());
+        };
+        Err(self.err(s.line, join(path, "rekey_switch"), kind))
     }
 
     fn secret(&self, sec: &Section) -> Result<Secret, ConfigError> {
@@ -540,6 +563,7 @@ fn default_child(name: &str) -> ChildConfig {
         ipcomp: false,
         replay_window: DEFAULT_REPLAY_WINDOW,
         per_cpu_sas: false,
+        rekey_switch: RekeySwitch::LossFree,
     }
 }
 
@@ -613,6 +637,13 @@ fn child_setting(
         // is neither negotiated nor needed here: the SPI steers.
         "per_cpu_sas" if v.trim() == "encap" => return Err(ConfigErrorKind::PerCpuEncap),
         "per_cpu_sas" => ch.per_cpu_sas = parse_bool(v)?,
+        "rekey_switch" => {
+            ch.rekey_switch = match keyword(v.trim(), &["loss-free", "prefer-new", "keep-old"])? {
+                0 => RekeySwitch::LossFree,
+                1 => RekeySwitch::PreferNew,
+                _ => RekeySwitch::KeepOld,
+            }
+        }
         "interface" | "label" => return Err(ConfigErrorKind::OnlyUnset),
         _ => return Err(ConfigErrorKind::UnknownKey),
     }

@@ -155,6 +155,7 @@ fn strongswan_net2net_psk() {
     assert!(!ch.ipcomp);
     assert_eq!(ch.replay_window, 32);
     assert!(!ch.per_cpu_sas);
+    assert_eq!(ch.rekey_switch, RekeySwitch::LossFree);
 
     assert_eq!(c.secrets.len(), 5);
     assert_eq!(
@@ -369,6 +370,20 @@ fn every_child_key() {
     assert_eq!(ch.replay_window, 0);
     assert!(ch.per_cpu_sas);
 
+    // rekey_switch, a keyword in any case.
+    for (word, want) in [
+        ("loss-free", RekeySwitch::LossFree),
+        ("Prefer-New", RekeySwitch::PreferNew),
+        ("keep-old", RekeySwitch::KeepOld),
+    ] {
+        let text = format!(
+            "connections {{\n c {{\n  local {{ auth = psk }}\n  remote {{ auth = psk }}\n  children {{ x {{ rekey_switch = {word} }} }}\n }}\n}}"
+        );
+        let ch = &parse("t", &text).unwrap().connections[0].children[0];
+        assert_eq!(ch.rekey_switch, want);
+        assert_eq!(ch.rekey_switch.as_str(), word.to_ascii_lowercase());
+    }
+
     // ah_proposals alone: no ESP default added.
     let text = "connections {\n c {\n  local { auth = psk }\n  remote { auth = psk }\n  children { x { ah_proposals = sha1 } }\n }\n}";
     let ch = &parse("t", text).unwrap().connections[0].children[0];
@@ -470,6 +485,17 @@ fn errors_name_file_line_and_key() {
             "'encap' is not supported",
         ),
         ("per_cpu_sas = maybe", "per_cpu_sas", "boolean"),
+        ("rekey_switch = never", "rekey_switch", "loss-free"),
+        (
+            "rekey_time = 0\n    rekey_switch = keep-old",
+            "rekey_switch",
+            "needs a life_time",
+        ),
+        (
+            "per_cpu_sas = yes\n    rekey_switch = prefer-new",
+            "rekey_switch",
+            "only loss-free",
+        ),
         ("replay_window = 16", "replay_window", "32..=4096"),
         ("sha256_96 = yes", "sha256_96", "only strongSwan's default"),
         ("mark_in = 42", "mark_in", "only strongSwan's default"),
