@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
+use crate::ike_bed::{IkeSetup, Watch};
 use crate::peers::Peer;
 use crate::topology::Topology;
 use crate::LabError;
@@ -322,6 +323,9 @@ pub struct Bed {
     /// Files outside the work directory to remove once the processes are
     /// gone (wireguard-go's UAPI sockets).
     leftovers: Vec<PathBuf>,
+    /// Keyed by IKEv2 ([`Bed::up_ike`]): who runs each gateway, and where
+    /// their sockets are.
+    ike: Option<(IkeSetup, PathBuf)>,
 }
 
 impl Bed {
@@ -349,6 +353,7 @@ impl Bed {
             bin,
             setup: setup.clone(),
             leftovers: Vec::new(),
+            ike: None,
         };
         match setup.peer {
             Peer::Flowsec if !setup.steps.is_empty() => bed.flowsec(work, up_args)?,
@@ -359,16 +364,132 @@ impl Bed {
                 crate::peers::wireguard(&mut bed.topo, setup, work, &mut bed.leftovers)?
             }
         }
-        let ((client, _), (server, _)) = setup.ends();
+        bed.perf_servers(work)?;
+        Ok(bed)
+    }
+
+    /// A `flowsec perf server` at both ends of the measured path.
+    fn perf_servers(&mut self, work: &Path) -> Result<(), LabError> {
+        let ((client, _), (server, _)) = self.setup.ends();
         for host in [server, client] {
-            bed.topo.spawn(
+            self.topo.spawn(
                 host,
-                &[&bed.bin, "perf", "server", "--bind", "::"],
+                &[&self.bin, "perf", "server", "--bind", "::"],
                 &work.join(format!("perf-server-{host}.log")),
                 Some("listening"),
             )?;
         }
+        Ok(())
+    }
+
+    /// Two gateways keyed by IKEv2 as `ike` says (flowsec or strongSwan
+    /// at each end, one tunnel-mode Child SA between hostA and hostB over
+    /// IPv4), the Child SA up from gwA, and the perf servers; files and
+    /// logs in `work`.
+    pub fn up_ike(ike: &IkeSetup, work: &Path) -> Result<Bed, LabError> {
+        let bin = std::env::current_exe()
+            .map_err(LabError::OwnBinary)?
+            .to_string_lossy()
+            .into_owned();
+        let setup = Setup::new(Family::V4, Mode::Tunnel, &[]);
+        for end in [&ike.a, &ike.b] {
+            if end.imp != Peer::Flowsec {
+                end.imp
+                    .installed()
+                    .map_err(|why| LabError::Peer { peer: end.imp, why })?;
+            }
+        }
+        let mut bed = Bed {
+            topo: Topology::build()?,
+            bin,
+            setup,
+            leftovers: Vec::new(),
+            ike: Some((ike.clone(), work.to_path_buf())),
+        };
+        let (ga, gb) = Family::V4.gateways();
+        let ((_, na), (_, nb)) = Family::V4.hosts();
+        for (gw, end, local, remote, lnet, rnet) in [
+            ("gwA", &ike.a, ga, gb, na, nb),
+            ("gwB", &ike.b, gb, ga, nb, na),
+        ] {
+            let text =
+                crate::peers::swanctl_conf(local, remote, lnet, rnet, &ike.esp, &end.child_lines());
+            if end.imp == Peer::StrongSwan {
+                crate::peers::charon_up(&mut bed.topo, gw, work, &text)?;
+                continue;
+            }
+            let file = work.join(format!("{gw}-swanctl.conf"));
+            std::fs::write(&file, text).map_err(crate::error::at(&file))?;
+            let file = file.to_string_lossy().into_owned();
+            let sock = work
+                .join(format!("{gw}.sock"))
+                .to_string_lossy()
+                .into_owned();
+            let mut cmd = vec![
+                bed.bin.as_str(),
+                "up",
+                "-c",
+                &file,
+                "--tun",
+                "flab0",
+                "--socket",
+                &sock,
+            ];
+            if !nft_present() {
+                cmd.push("--no-plaintext-filter");
+            }
+            bed.topo.spawn(
+                gw,
+                &cmd,
+                &work.join(format!("{gw}-up.log")),
+                Some("flowsec: up"),
+            )?;
+        }
+        if ike.a.imp == Peer::StrongSwan {
+            crate::peers::swanctl_initiate(&bed.topo, work)?;
+        } else {
+            let sock = work.join("gwA.sock").to_string_lossy().into_owned();
+            bed.topo.output(
+                "gwA",
+                &[
+                    &bed.bin, "ctl", "--socket", &sock, "initiate", "--child", "lab",
+                ],
+            )?;
+        }
+        bed.wait_for_children()?;
+        bed.perf_servers(work)?;
         Ok(bed)
+    }
+
+    /// Wait until both gateways hold a Child SA.
+    fn wait_for_children(&self) -> Result<(), LabError> {
+        let start = std::time::Instant::now();
+        loop {
+            crate::topology::check_interrupted()?;
+            let mut up = true;
+            for gw in ["gwA", "gwB"] {
+                up &= !self
+                    .watch(gw)
+                    .map(|w| w.spis())
+                    .transpose()?
+                    .unwrap_or_default()
+                    .is_empty();
+            }
+            if up {
+                return Ok(());
+            }
+            if start.elapsed() > std::time::Duration::from_secs(15) {
+                return Err(LabError::NoChildSa);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+
+    /// A [`Watch`] on gateway `gw`'s Child SAs (IKE beds only).
+    pub fn watch(&self, gw: &str) -> Option<Watch> {
+        let (ike, work) = self.ike.as_ref()?;
+        let end = if gw == "gwA" { &ike.a } else { &ike.b };
+        Some(Watch::new(end.imp, &self.bin, work, gw))
     }
 
     /// Two `flowsec up` gateways keyed with the setup's setkey files.
@@ -397,13 +518,7 @@ impl Bed {
             let state = work.join("state").to_string_lossy().into_owned();
             cmd.extend_from_slice(&["--state-dir", &state]);
             cmd.extend_from_slice(up_args);
-            // flowsec up refuses to start without its plaintext filter;
-            // where nftables is missing the lab measures without it (and
-            // says so in the gateway's log).
-            if !["/usr/sbin/nft", "/sbin/nft"]
-                .iter()
-                .any(|p| Path::new(p).is_file())
-            {
+            if !nft_present() {
                 cmd.push("--no-plaintext-filter");
             }
             self.topo.spawn(
@@ -478,6 +593,15 @@ impl Bed {
             None,
         )
     }
+}
+
+/// Whether nftables is installed: flowsec up refuses to start without its
+/// plaintext filter; where nftables is missing the lab measures without it
+/// (and says so in the gateway's log).
+fn nft_present() -> bool {
+    ["/usr/sbin/nft", "/sbin/nft"]
+        .iter()
+        .any(|p| Path::new(p).is_file())
 }
 
 impl Drop for Bed {

@@ -48,6 +48,10 @@ pub struct Plot {
     #[serde(default)]
     pub log_x: bool,
     pub series: Vec<Series>,
+    /// Lines only: x values marked by a dashed vertical line across the
+    /// chart (events: the rekeys of a stream).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub markers: Vec<f64>,
     /// Printed under the legend: what the whiskers are, where the study's
     /// figures come from.
     #[serde(default)]
@@ -630,6 +634,12 @@ fn lines<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
+    for &m in &p.markers {
+        if let Some(x) = l.x.to(m).filter(|x| (l.x.lo..=l.x.hi).contains(x)) {
+            let path = vec![(x, l.y.lo), (x, l.y.hi)];
+            chart.draw_series(DashedLineSeries::new(path, 6, 4, NOTE_INK.stroke_width(1)))?;
+        }
+    }
     let cap = (l.x.hi - l.x.lo) * 0.005;
     for series in &p.series {
         let c = colour(series.colour);
@@ -735,6 +745,7 @@ mod tests {
             y_label: "Mbit/s".into(),
             log_y: true,
             log_x: false,
+            markers: Vec::new(),
             series: vec![
                 Series::study("study 1999 – idle", 0, [(0.0, 65.18), (1.0, 26.0)]),
                 Series::today_with_errors(
@@ -757,6 +768,7 @@ mod tests {
             y_label: "Mbit/s".into(),
             log_y: true,
             log_x: true,
+            markers: Vec::new(),
             series: vec![
                 Series::study("study software", 0, [(256.0, 4.5), (2048.0, 11.9)]),
                 Series::today("today inline", 0, [(256.0, 1635.0), (2048.0, 3841.0)]),
@@ -852,6 +864,7 @@ mod tests {
         assert_eq!(s.errors, [0.0, 0.5]);
         assert!(Series::today("t", 0, [(1.0, 1.0)]).errors.is_empty());
         let empty = Plot {
+            markers: Vec::new(),
             series: vec![],
             ..lines()
         };

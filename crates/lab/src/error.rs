@@ -104,6 +104,8 @@ pub enum LabError {
     PeerSetup(PeerError),
     /// strongSwan was given a setup of several transforms.
     OneTransform,
+    /// An IKE bed's gateways did not both hold a Child SA within 15 s.
+    NoChildSa,
     /// The output of `flowsec perf` did not parse.
     PerfOutput {
         /// The setup's label.
@@ -194,6 +196,9 @@ impl fmt::Display for LabError {
             LabError::Peer { peer, why } => write!(f, "{}: {why}", peer.name()),
             LabError::PeerSetup(why) => why.fmt(f),
             LabError::OneTransform => f.write_str("strongswan: one ESP transform"),
+            LabError::NoChildSa => f.write_str(
+                "IKE: no Child SA at both gateways within 15 s (see the gateways' logs)",
+            ),
             LabError::PerfOutput { label, error } => write!(f, "{label}: perf output: {error}"),
             LabError::InterfaceName { dev } => write!(f, "{dev}: interface name too long"),
             LabError::SocketExists { path } => write!(f, "{} exists already", path.display()),

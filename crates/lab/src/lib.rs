@@ -20,6 +20,7 @@ mod axis;
 pub mod bed;
 pub mod chart;
 mod error;
+pub mod ike_bed;
 pub mod peers;
 mod progress;
 mod report;
@@ -27,6 +28,7 @@ mod s1_dbs;
 mod s1_netperf;
 mod s1_stream;
 mod s2;
+mod s2_rekey;
 mod s2_rtt;
 mod s3_matrix;
 mod s4;
@@ -109,6 +111,7 @@ pub fn scenarios() -> Vec<&'static dyn Scenario> {
         &s1_stream::S1Stream,
         &s2::S2MaxRate,
         &s2_rtt::S2Rtt,
+        &s2_rekey::S2Rekey,
         &s3_matrix::S3Matrix,
         &s4::S4Crypto,
         &s5_micro::S5Micro,

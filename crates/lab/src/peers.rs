@@ -247,39 +247,63 @@ pub(crate) fn strongswan(topo: &mut Topology, setup: &Setup, work: &Path) -> Res
     };
     let (ga, gb) = setup.family.gateways();
     let ((_, na), (_, nb)) = setup.family.hosts();
-    let vici = |gw: &str| work.join(format!("{gw}.vici"));
-    let uri = |gw: &str| format!("unix://{}", vici(gw).display());
     for (gw, local, remote, lnet, rnet) in [("gwA", ga, gb, na, nb), ("gwB", gb, ga, nb, na)] {
-        let conf = work.join(format!("{gw}-strongswan.conf"));
-        let swanctl = work.join(format!("{gw}-swanctl.conf"));
-        let (vici, uri) = (vici(gw), uri(gw));
-        let _ = std::fs::remove_file(&vici);
-        write(&conf, &strongswan_conf(&vici))?;
-        write(&swanctl, &swanctl_conf(local, remote, lnet, rnet, &esp))?;
-        let env = format!("STRONGSWAN_CONF={}", conf.display());
-        topo.spawn(
+        charon_up(
+            topo,
             gw,
-            &["env", &env, CHARON],
-            &work.join(format!("{gw}-charon.log")),
-            None,
-        )?;
-        wait_for(&vici, &format!("{gw}: charon"))?;
-        let file = swanctl.to_string_lossy().into_owned();
-        topo.output(
-            gw,
-            &[
-                "swanctl",
-                "--load-all",
-                "--noprompt",
-                "--file",
-                &file,
-                "--uri",
-                &uri,
-            ],
+            work,
+            &swanctl_conf(local, remote, lnet, rnet, &esp, ""),
         )?;
     }
-    // IKE_SA_INIT and IKE_AUTH, the Child SA installed at both ends when
-    // this returns (swanctl waits for it).
+    swanctl_initiate(topo, work)
+}
+
+/// The vici socket of `gw`'s charon, in `work`.
+pub(crate) fn vici_uri(work: &Path, gw: &str) -> String {
+    format!("unix://{}", work.join(format!("{gw}.vici")).display())
+}
+
+/// Start charon with kernel-libipsec in `gw` and load `swanctl` (a
+/// swanctl.conf's text) into it.
+pub(crate) fn charon_up(
+    topo: &mut Topology,
+    gw: &str,
+    work: &Path,
+    swanctl: &str,
+) -> Result<(), LabError> {
+    let vici = work.join(format!("{gw}.vici"));
+    let conf = work.join(format!("{gw}-strongswan.conf"));
+    let file = work.join(format!("{gw}-swanctl.conf"));
+    let _ = std::fs::remove_file(&vici);
+    write(&conf, &strongswan_conf(&vici))?;
+    write(&file, swanctl)?;
+    let env = format!("STRONGSWAN_CONF={}", conf.display());
+    topo.spawn(
+        gw,
+        &["env", &env, CHARON],
+        &work.join(format!("{gw}-charon.log")),
+        None,
+    )?;
+    wait_for(&vici, &format!("{gw}: charon"))?;
+    let file = file.to_string_lossy().into_owned();
+    topo.output(
+        gw,
+        &[
+            "swanctl",
+            "--load-all",
+            "--noprompt",
+            "--file",
+            &file,
+            "--uri",
+            &vici_uri(work, gw),
+        ],
+    )?;
+    Ok(())
+}
+
+/// IKE_SA_INIT and IKE_AUTH from gwA's charon, the Child SA `lab`
+/// installed at both ends when this returns (swanctl waits for it).
+pub(crate) fn swanctl_initiate(topo: &Topology, work: &Path) -> Result<(), LabError> {
     topo.output(
         "gwA",
         &[
@@ -290,7 +314,7 @@ pub(crate) fn strongswan(topo: &mut Topology, setup: &Setup, work: &Path) -> Res
             "--timeout",
             &READY.as_secs().to_string(),
             "--uri",
-            &uri("gwA"),
+            &vici_uri(work, "gwA"),
         ],
     )?;
     Ok(())
@@ -331,8 +355,16 @@ charon {{
 }
 
 /// One gateway's swanctl.conf: IKEv2 with a pre-shared key, one
-/// tunnel-mode Child SA between the sites.
-fn swanctl_conf(local: &str, remote: &str, lnet: &str, rnet: &str, esp: &str) -> String {
+/// tunnel-mode Child SA `lab` between the sites, with `child_extra`
+/// (more `key = value` lines) in its section. flowsec reads the same file.
+pub(crate) fn swanctl_conf(
+    local: &str,
+    remote: &str,
+    lnet: &str,
+    rnet: &str,
+    esp: &str,
+    child_extra: &str,
+) -> String {
     format!(
         "# written by flowsec lab
 connections {{
@@ -356,7 +388,7 @@ connections {{
         esp_proposals = {esp}
         mode = tunnel
         start_action = none
-      }}
+{child_extra}      }}
     }}
   }}
 }}
@@ -559,15 +591,20 @@ mod tests {
             "10.1.0.0/24",
             "10.2.0.0/24",
             "3des-md5",
+            "        rekey_time = 4s\n",
         );
         for want in [
             "local_addrs = 192.0.2.1",
             "remote_ts = 10.2.0.0/24",
             "esp_proposals = 3des-md5",
             "mode = tunnel",
+            "        rekey_time = 4s\n      }",
         ] {
             assert!(c.contains(want), "{want}: {c}");
         }
+        // flowsec reads the same file.
+        let conf = flowsec_ike::config::parse("swanctl.conf", &c).unwrap();
+        assert_eq!(conf.connections[0].children[0].rekey_time.as_secs(), 4);
         let s = strongswan_conf(Path::new("/tmp/x.vici"));
         // libipsec's kernel interface must load before kernel-netlink's.
         assert!(s.find("kernel-libipsec") < s.find("kernel-netlink"), "{s}");

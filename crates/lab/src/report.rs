@@ -321,6 +321,7 @@ mod tests {
                     y_label: "y".into(),
                     log_y: false,
                     log_x: false,
+                    markers: Vec::new(),
                     series: vec![chart::Series::today("s", 0, [(1.0, 2.0), (2.0, 3.0)])],
                     note: String::new(),
                 }],

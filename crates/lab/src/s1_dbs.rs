@@ -228,6 +228,7 @@ pub(crate) fn plot(runs: &[[Run; 2]; 3]) -> Plot {
         y_label: "throughput, Mbit/s".into(),
         log_y: true,
         log_x: false,
+        markers: Vec::new(),
         series: vec![
             Series::study("study 1999, idle", 0, study(false)),
             Series::today_with_errors("today, idle", 0, today(0)),

@@ -233,6 +233,7 @@ pub(crate) fn plot(r: &Results) -> Plot {
         y_label: "throughput (streams) or transactions/s (RR), × NONE".into(),
         log_y: false,
         log_x: false,
+        markers: Vec::new(),
         series,
         note: "Tinted bars: the study's figures (FreeBSD KAME, Pentium II, 100 Mbit/s Ethernet); it had no AEAD rows. AH = HMAC-SHA1, ESP = 3DES-CBC, transport mode.".into(),
     }

@@ -221,6 +221,7 @@ pub(crate) fn plot(runs: &[Run]) -> Plot {
         y_label: "packets received per second (3250 sent)".into(),
         log_y: false,
         log_x: false,
+        markers: Vec::new(),
         series: vec![Series::today_with_errors(
             "today",
             0,

@@ -274,6 +274,7 @@ pub(crate) fn plot(results: &[(Geometry, f64, f64)], peers: &[(Geometry, String,
         y_label: "highest rate without loss, Mbit/s".into(),
         log_y: true,
         log_x: false,
+        markers: Vec::new(),
         series,
         note: "Tinted bars: the study's figures (Pentium 4 2.6 GHz hosts, 100 Mbit/s Ethernet, 2003–2004). strongSwan (kernel-libipsec) and wireguard-go have tunnel mode only.".into(),
     }

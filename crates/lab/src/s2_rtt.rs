@@ -309,6 +309,7 @@ pub(crate) fn plots(
         y_label: "RTT, ms".into(),
         log_y: false,
         log_x: false,
+        markers: Vec::new(),
         series: labels
             .iter()
             .zip(by_size)
@@ -327,6 +328,7 @@ pub(crate) fn plots(
         y_label: "RTT, ms".into(),
         log_y: true,
         log_x: false,
+        markers: Vec::new(),
         series: labels
             .iter()
             .zip(by_load)

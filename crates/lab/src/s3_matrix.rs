@@ -333,6 +333,7 @@ pub(crate) fn plot(runs: &[Option<Run>]) -> Plot {
         y_label: "throughput, Mbit/s".into(),
         log_y: true,
         log_x: false,
+        markers: Vec::new(),
         series: vec![
             Series::study("blog 2009 (Athlon64 X2), one way", 0, blog),
             Series::today("today gwA → gwB", 0, today(|r| r.fwd)),

@@ -495,6 +495,7 @@ pub(crate) fn plot(inline: &[f64], engine: &[f64]) -> Plot {
         y_label: "throughput, Mbit/s".into(),
         log_y: true,
         log_x: true,
+        markers: Vec::new(),
         series: vec![
             Series::study("study: SSL records, software", 0, xs(&STUDY_RECORD_SW)),
             Series::today("today: ESP packets, inline", 0, xs(inline)),

@@ -243,6 +243,7 @@ fn report(r: &Results, opts: &RunOptions, secs: &str, workers: u32, cores: u32) 
             y_label: "requests/s (ab -c 256 -k)".into(),
             log_y: false,
             log_x: true,
+            markers: Vec::new(),
             series: r
                 .modes
                 .iter()

@@ -267,6 +267,7 @@ fn plots(r: &Results) -> Vec<Plot> {
             y_label: "Mbit/s at the receiver".into(),
             log_y: false,
             log_x: true,
+            markers: Vec::new(),
             series: per_mode
                 .iter()
                 .enumerate()
@@ -292,6 +293,7 @@ fn plots(r: &Results) -> Vec<Plot> {
         y_label: "Mbit/s at the receiver".into(),
         log_y: false,
         log_x: false,
+        markers: Vec::new(),
         series: MODES
             .iter()
             .enumerate()

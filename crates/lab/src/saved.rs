@@ -309,6 +309,7 @@ fn as_lines(p: &OldPlot) -> Plot {
         y_label: p.y_label.trim_end_matches(" (log)").to_string(),
         log_y: p.log_y,
         log_x: false,
+        markers: Vec::new(),
         series: p
             .series
             .iter()

@@ -1,0 +1,1013 @@
+//! `s2-rekey` — study S2, experiment E2c (packet loss during automatic
+//! rekeying, 2003–2004): a 1300-byte CBR stream through a tunnel whose
+//! CHILD_SA gwA rekeys every few seconds with PFS, lost datagrams counted
+//! per second in both directions, for each of flowsec's `rekey_switch`
+//! policies (the study's "prefer new" and "keep old" with skewed
+//! lifetimes, and flowsec's own loss-free handover), without PFS, for
+//! strongSwan at both ends and for flowsec against strongSwan; at the
+//! study's 30 Mbit/s and (full runs) at 95% of the tunnel's highest
+//! loss-free rate; and a 10 ms probe across rekeys for each PFS group,
+//! the study's "the DH computation stalls the data path".
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use flowsec_perf::Outcome;
+
+use crate::bed::Bed;
+use crate::chart::{Plot, PlotKind, Series};
+use crate::ike_bed::{IkeEnd, IkeSetup, Watch};
+use crate::peers::Peer;
+use crate::progress::Progress;
+use crate::report::{Finding, Report, Table};
+use crate::{LabError, RunOptions, Scenario};
+
+/// The study's suite: ESP 3DES-CBC + HMAC-MD5-96 with PFS MODP-1024.
+const STUDY_ESP: &str = "3des-md5-modp1024";
+/// The study's load.
+const STUDY_BPS: f64 = 30e6;
+const PAYLOAD: usize = 1300;
+/// CHILD_SA rekey and life time at gwA (the study: 60 s lifetime in a
+/// 1200 s run; scaled so a run sees 20 rekeys in 90 s).
+const REKEY_S: u32 = 4;
+const LIFE_S: u32 = 5;
+/// keep-old: how much longer gwB's SAs live than gwA's (S2's skew).
+const SKEW_S: u32 = 2;
+/// The 10 ms probe: 100-byte datagrams at 100 per second.
+const PROBE_BPS: f64 = 80_000.0;
+const PROBE_PAYLOAD: usize = 100;
+const PROBE_REKEY_S: u32 = 3;
+/// PFS groups of the probe (strongSwan's keywords).
+const GROUPS: [&str; 8] = [
+    "modp768", "modp1024", "modp2048", "modp4096", "modp8192", "ecp256", "ecp384", "x25519",
+];
+const QUICK_GROUPS: [&str; 3] = ["modp768", "modp4096", "x25519"];
+
+pub struct S2Rekey;
+
+/// One configuration of the loss experiment.
+#[derive(Debug, Clone)]
+struct Config {
+    /// Its name in tables and plot titles.
+    name: String,
+    setup: IkeSetup,
+    /// Also measured at 95% of the highest loss-free rate (full runs).
+    saturate: bool,
+}
+
+/// One direction of one stream, as measured.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Leg {
+    /// hostB → hostA (responder → initiator's side).
+    reverse: bool,
+    rate_bps: f64,
+    /// Lost datagrams by the second they were sent in.
+    lost: Vec<u64>,
+    /// The longest gap between arrivals in each second (ms).
+    gaps: Vec<f64>,
+    sent: u64,
+    /// When gwA's Child SAs were rekeyed, seconds from the stream's start.
+    rekeys: Vec<f64>,
+}
+
+/// One configuration at one load.
+#[derive(Debug, Clone)]
+struct Run {
+    config: String,
+    pair: String,
+    esp: String,
+    /// `None`: the study's 30 Mbit/s, both directions at once; `Some`:
+    /// 95% of the highest loss-free rate, one direction at a time.
+    saturation: Option<(f64, f64)>,
+    legs: Vec<Leg>,
+}
+
+/// The probe across rekeys for one PFS group.
+#[derive(Debug, Clone)]
+struct Probe {
+    group: &'static str,
+    imp: Peer,
+    /// Median over rekeys of the longest gap around each, and median of
+    /// the same window away from rekeys (ms).
+    at_rekey_ms: f64,
+    base_ms: f64,
+    rekeys: usize,
+}
+
+impl Scenario for S2Rekey {
+    fn name(&self) -> &'static str {
+        "s2-rekey"
+    }
+
+    fn summary(&self) -> &'static str {
+        "S2 E2c: datagrams lost at PFS rekeys (prefer-new, keep-old with skew, loss-free, PFS off; flowsec and strongSwan) and the DH stall on a 10 ms probe"
+    }
+
+    fn needs_root(&self) -> bool {
+        true
+    }
+
+    fn run(&self, opts: &RunOptions) -> Result<Report, LabError> {
+        let work = crate::work_dir("s2-rekey")?;
+        let mut skipped = Vec::new();
+        let strongswan = opts.peers.contains(&Peer::StrongSwan)
+            && match Peer::StrongSwan.installed() {
+                Ok(()) => true,
+                Err(why) => {
+                    let line = format!("strongswan: {why}");
+                    eprintln!("flowsec lab: skipped {line}");
+                    skipped.push(line);
+                    false
+                }
+            };
+        let configs = configs(opts.quick, strongswan);
+        let secs = if opts.quick { 16 } else { 90 };
+        let groups: &[&str] = if opts.quick { &QUICK_GROUPS } else { &GROUPS };
+        let probe_imps: Vec<Peer> = if strongswan && !opts.quick {
+            vec![Peer::Flowsec, Peer::StrongSwan]
+        } else {
+            vec![Peer::Flowsec]
+        };
+        let saturated = configs.iter().filter(|c| c.saturate && !opts.quick).count();
+        let mut progress = Progress::new(
+            "s2-rekey",
+            configs.len() + 2 * saturated + groups.len() * probe_imps.len(),
+        );
+        let mut runs = Vec::new();
+        for c in &configs {
+            progress.step(&format!("{}, 30 Mbit/s", c.name));
+            runs.push(study_load(c, &work, secs)?);
+        }
+        for c in configs.iter().filter(|c| c.saturate && !opts.quick) {
+            progress.step(&format!("{}: highest loss-free rate", c.name));
+            let max = max_rates(&c.setup, &work)?;
+            progress.step(&format!("{}, 95% of it", c.name));
+            runs.push(saturation(c, &work, secs, max)?);
+        }
+        let mut probes = Vec::new();
+        for &imp in &probe_imps {
+            for &group in groups {
+                progress.step(&format!("DH probe {} {group}", imp.label()));
+                probes.push(probe(imp, group, &work, if opts.quick { 10 } else { 20 })?);
+            }
+        }
+        progress.finish();
+        let _ = std::fs::remove_dir_all(&work);
+        let mut report = report(&runs, &probes, opts.quick, secs);
+        report.skipped = skipped;
+        Ok(report)
+    }
+}
+
+/// gwA rekeys every [`REKEY_S`]; gwB never does; `switch` at both ends
+/// (flowsec only); keep-old lets gwB's SAs live [`SKEW_S`] longer.
+fn setup(esp: &str, a: Peer, b: Peer, switch: Option<&'static str>) -> IkeSetup {
+    let skew = if switch == Some("keep-old") {
+        SKEW_S
+    } else {
+        0
+    };
+    let end = |imp: Peer, rekey_s, life_s| IkeEnd {
+        imp,
+        rekey_s,
+        life_s,
+        switch: if imp == Peer::Flowsec { switch } else { None },
+    };
+    IkeSetup {
+        esp: esp.into(),
+        a: end(a, REKEY_S, LIFE_S),
+        b: end(b, 0, LIFE_S + skew),
+    }
+}
+
+/// The experiment's configurations; strongSwan's where it is installed,
+/// today's AES-GCM suites in full runs.
+fn configs(quick: bool, strongswan: bool) -> Vec<Config> {
+    let (f, s) = (Peer::Flowsec, Peer::StrongSwan);
+    let c = |name: &str, setup: IkeSetup, saturate: bool| Config {
+        name: name.into(),
+        setup,
+        saturate,
+    };
+    let mut v = vec![
+        c("flowsec loss-free", setup(STUDY_ESP, f, f, None), true),
+        c(
+            "flowsec prefer-new",
+            setup(STUDY_ESP, f, f, Some("prefer-new")),
+            false,
+        ),
+        c(
+            "flowsec keep-old, skew 2 s",
+            setup(STUDY_ESP, f, f, Some("keep-old")),
+            false,
+        ),
+        c(
+            "flowsec loss-free, PFS off",
+            setup("3des-md5", f, f, None),
+            false,
+        ),
+        c(
+            "flowsec prefer-new, PFS off",
+            setup("3des-md5", f, f, Some("prefer-new")),
+            false,
+        ),
+    ];
+    if strongswan {
+        v.push(c("strongSwan", setup(STUDY_ESP, s, s, None), true));
+        v.push(c(
+            "flowsec ↔ strongSwan",
+            setup(STUDY_ESP, f, s, None),
+            true,
+        ));
+        if !quick {
+            v.push(c(
+                "strongSwan ↔ flowsec",
+                setup(STUDY_ESP, s, f, None),
+                true,
+            ));
+        }
+    }
+    if !quick {
+        for esp in ["aes128gcm16-ecp256", "aes128gcm16-x25519"] {
+            v.push(c(
+                &format!("flowsec loss-free, {esp}"),
+                setup(esp, f, f, None),
+                esp.ends_with("x25519"),
+            ));
+        }
+    }
+    v
+}
+
+/// `flowsec perf -t CBR` arguments for `secs` seconds at `bps`.
+fn cbr(bps: f64, payload: usize, secs: u32) -> String {
+    format!(
+        "-t CBR --rate {} -m {payload} -l {secs} -S 4194304",
+        bps.round() as u64
+    )
+}
+
+/// Run `streams` (reverse?, rate) at once on `bed` while polling gwA's
+/// Child SAs every 250 ms; each leg with the rekey instants (a new inbound
+/// SPI at gwA) from the streams' common start.
+fn measure(
+    bed: &Bed,
+    streams: &[(bool, f64)],
+    payload: usize,
+    secs: u32,
+) -> Result<Vec<Leg>, LabError> {
+    let watch: Watch = bed.watch("gwA").ok_or(LabError::NoChildSa)?;
+    let before = watch.spis()?;
+    let done = AtomicBool::new(false);
+    let rekeys = Mutex::new(Vec::new());
+    let t0 = Instant::now();
+    let outcomes = std::thread::scope(|s| {
+        let poller = s.spawn(|| {
+            let mut seen = before.clone();
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(250));
+                let Ok(now) = watch.spis() else { continue };
+                let new: Vec<_> = now.iter().filter(|x| !seen.contains(x)).cloned().collect();
+                if !new.is_empty() {
+                    // Half a poll interval: the mean delay of seeing it.
+                    let at = t0.elapsed().as_secs_f64() - 0.125;
+                    rekeys.lock().map(|mut r| r.push(at)).ok();
+                    seen.extend(new);
+                }
+            }
+        });
+        let clients: Vec<_> = streams
+            .iter()
+            .map(|&(reverse, bps)| {
+                s.spawn(move || bed.perf::<Outcome>(reverse, &cbr(bps, payload, secs)))
+            })
+            .collect();
+        let out: Vec<_> = clients
+            .into_iter()
+            .map(|c| c.join().unwrap_or(Err(LabError::NoChildSa)))
+            .collect();
+        done.store(true, Ordering::Relaxed);
+        let _ = poller.join();
+        out
+    });
+    let rekeys = rekeys.into_inner().unwrap_or_default();
+    streams
+        .iter()
+        .zip(outcomes)
+        .map(|(&(reverse, bps), o)| {
+            let o = o?;
+            Ok(Leg {
+                reverse,
+                rate_bps: bps,
+                lost: o.per_second.iter().map(|s| s.lost).collect(),
+                gaps: o.per_second.iter().map(|s| s.max_gap_ms).collect(),
+                sent: o.packets_sent,
+                rekeys: rekeys.clone(),
+            })
+        })
+        .collect()
+}
+
+/// 30 Mbit/s both ways at once for `secs`.
+fn study_load(c: &Config, work: &std::path::Path, secs: u32) -> Result<Run, LabError> {
+    let bed = Bed::up_ike(&c.setup, work)?;
+    let legs = measure(
+        &bed,
+        &[(false, STUDY_BPS), (true, STUDY_BPS)],
+        PAYLOAD,
+        secs,
+    )?;
+    Ok(Run {
+        config: c.name.clone(),
+        pair: c.setup.pair(),
+        esp: c.setup.esp.clone(),
+        saturation: None,
+        legs,
+    })
+}
+
+/// The highest loss-free rate each way (bit/s) through `setup` with
+/// rekeying off.
+fn max_rates(setup: &IkeSetup, work: &std::path::Path) -> Result<(f64, f64), LabError> {
+    let mut quiet = setup.clone();
+    for end in [&mut quiet.a, &mut quiet.b] {
+        (end.rekey_s, end.life_s, end.switch) = (0, 0, None);
+    }
+    let bed = Bed::up_ike(&quiet, work)?;
+    let args = format!("-t MAXRATE -l 2 -m {PAYLOAD} --step 5M --max-rate 4G");
+    let fwd: flowsec_perf::MaxRate = bed.perf(false, &args)?;
+    let rev: flowsec_perf::MaxRate = bed.perf(true, &args)?;
+    Ok((fwd.max_rate_bps as f64, rev.max_rate_bps as f64))
+}
+
+/// 95% of each way's highest loss-free rate, one way at a time.
+fn saturation(
+    c: &Config,
+    work: &std::path::Path,
+    secs: u32,
+    (fwd, rev): (f64, f64),
+) -> Result<Run, LabError> {
+    let bed = Bed::up_ike(&c.setup, work)?;
+    let mut legs = measure(&bed, &[(false, 0.95 * fwd)], PAYLOAD, secs)?;
+    legs.extend(measure(&bed, &[(true, 0.95 * rev)], PAYLOAD, secs)?);
+    Ok(Run {
+        config: c.name.clone(),
+        pair: c.setup.pair(),
+        esp: c.setup.esp.clone(),
+        saturation: Some((fwd, rev)),
+        legs,
+    })
+}
+
+/// The 10 ms probe both ways across rekeys every [`PROBE_REKEY_S`] with
+/// AES-GCM-16 and PFS `group`, `imp` at both ends.
+fn probe(
+    imp: Peer,
+    group: &'static str,
+    work: &std::path::Path,
+    secs: u32,
+) -> Result<Probe, LabError> {
+    let mut s = setup(&format!("aes128gcm16-{group}"), imp, imp, None);
+    (s.a.rekey_s, s.a.life_s, s.b.life_s) = (PROBE_REKEY_S, PROBE_REKEY_S + 1, PROBE_REKEY_S + 1);
+    let bed = Bed::up_ike(&s, work)?;
+    let legs = measure(
+        &bed,
+        &[(false, PROBE_BPS), (true, PROBE_BPS)],
+        PROBE_PAYLOAD,
+        secs,
+    )?;
+    let (at_rekey_ms, base_ms) = gap_stats(&legs);
+    Ok(Probe {
+        group,
+        imp,
+        at_rekey_ms,
+        base_ms,
+        rekeys: legs.first().map_or(0, |l| l.rekeys.len()),
+    })
+}
+
+/// The seconds of a stream that belong to rekey `k`: from the second
+/// before it up to the second before the next (the last one to the end).
+/// Loss before the first rekey's window belongs to none.
+fn windows(rekeys: &[f64], len: usize) -> Vec<std::ops::Range<usize>> {
+    let start = |r: f64| (r.floor().max(1.0) as usize - 1).min(len);
+    rekeys
+        .iter()
+        .enumerate()
+        .map(|(k, &r)| {
+            let end = rekeys.get(k + 1).map_or(len, |&n| start(n));
+            start(r)..end.max(start(r))
+        })
+        .collect()
+}
+
+/// Datagrams lost in each rekey's window.
+fn loss_per_rekey(leg: &Leg) -> Vec<u64> {
+    windows(&leg.rekeys, leg.lost.len())
+        .into_iter()
+        .map(|w| leg.lost[w].iter().sum())
+        .collect()
+}
+
+/// The largest share of a second's datagrams lost (0–1).
+fn worst_second(leg: &Leg, payload: usize) -> f64 {
+    let per_s = leg.rate_bps / (8.0 * payload as f64);
+    let worst = leg.lost.iter().copied().max().unwrap_or(0) as f64;
+    if per_s > 0.0 {
+        (worst / per_s).min(1.0)
+    } else {
+        0.0
+    }
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    xs.sort_by(f64::total_cmp);
+    let m = xs.len() / 2;
+    if xs.len() % 2 == 1 {
+        xs[m]
+    } else {
+        (xs[m - 1] + xs[m]) / 2.0
+    }
+}
+
+/// The probe's gaps: the median over rekeys of the longest gap in the two
+/// seconds from each rekey, and the median of the same two-second windows
+/// that touch no rekey (the first and the last, partial, second left out),
+/// over both directions.
+fn gap_stats(legs: &[Leg]) -> (f64, f64) {
+    let Some(first) = legs.first() else {
+        return (f64::NAN, f64::NAN);
+    };
+    let len = legs.iter().map(|l| l.gaps.len()).min().unwrap_or(0);
+    let gap = |i: usize| legs.iter().map(|l| l.gaps[i]).fold(0.0, f64::max);
+    let pair = |i: usize| gap(i).max(gap(i + 1));
+    let usable = 1..len.saturating_sub(2);
+    let near: Vec<usize> = first
+        .rekeys
+        .iter()
+        .map(|r| r.floor().max(0.0) as usize)
+        .filter(|i| usable.contains(i))
+        .collect();
+    let at = near.iter().map(|&i| pair(i)).collect();
+    let base = usable
+        .clone()
+        .filter(|i| !near.iter().any(|&n| n + 2 > *i && *i + 2 > n))
+        .map(pair)
+        .collect();
+    (median(at), median(base))
+}
+
+/// Totals of one leg: rekeys, lost, rekeys that lost something, worst
+/// second.
+struct LegSum {
+    rekeys: usize,
+    lost: u64,
+    lossy_rekeys: usize,
+    worst: f64,
+}
+
+fn sum(leg: &Leg) -> LegSum {
+    let per = loss_per_rekey(leg);
+    LegSum {
+        rekeys: per.len(),
+        lost: leg.lost.iter().sum(),
+        lossy_rekeys: per.iter().filter(|&&l| l > 0).count(),
+        worst: worst_second(leg, PAYLOAD),
+    }
+}
+
+fn report(runs: &[Run], probes: &[Probe], quick: bool, secs: u32) -> Report {
+    let mut plots: Vec<Plot> = runs.iter().flat_map(run_plots).collect();
+    if !probes.is_empty() {
+        plots.push(probe_plot(probes));
+    }
+    Report {
+        tables: vec![loss_table(runs), probe_table(probes)],
+        findings: findings(runs, probes, quick),
+        plots,
+        ..Report::new(
+            "s2-rekey",
+            "S2 E2c, packet loss during automatic rekeying (KAME/racoon, 2003–2004)",
+            quick,
+            format!(
+                "hostA–gwA–gwB–hostB in network namespaces; the gateways keyed by IKEv2 (PSK), flowsec (`flowsec up -c`) or strongSwan 5.9's charon with kernel-libipsec at each end, one tunnel-mode CHILD_SA hostA ↔ hostB. gwA rekeys it every {REKEY_S} s (`rekey_time = {REKEY_S}s`, `life_time = {LIFE_S}s`, `rand_time = 0`); gwB never does (`rekey_time = 0`), so gwA initiates every rekey, as in the study. The stream: `flowsec perf -t CBR -m {PAYLOAD}` for {secs} s, both directions at once at the study's 30 Mbit/s; at saturation (full runs), one direction at a time at 95% of the highest loss-free rate that `flowsec perf -t MAXRATE` (2 s probes, 5 Mbit/s steps) finds each way through the same tunnel with rekeying off. Lost datagrams are counted by the second they were sent in; a rekey owns the seconds from the one before it to the one before the next. Rekey instants: a new inbound SPI at gwA (polled every 250 ms). flowsec's `rekey_switch`: loss-free (default), prefer-new (both ends send on the new SA once installed, old SA removed at once), keep-old (both keep the old SA until it expires, gwB's living {SKEW_S} s longer: the study's lifetime skew). strongSwan has no such setting: it behaves as loss-free. The DH probe: 100-byte datagrams every 10 ms both ways, AES-GCM-16 with PFS in each group, a rekey every {PROBE_REKEY_S} s; the longest gap between arrivals in the two seconds from each rekey (median over rekeys) against the same windows away from rekeys. The study: iperf at 30 Mbit/s for 1200 s, SA lifetime 60 s, ESP 3DES + HMAC-MD5 with PFS MODP-1024."
+            ),
+        )
+    }
+}
+
+fn loss_table(runs: &[Run]) -> Table {
+    let mut rows = vec![
+        vec![
+            "study: prefer new SA".into(),
+            "KAME ↔ KAME".into(),
+            STUDY_ESP.into(),
+            "30".into(),
+            "20".into(),
+            "a few % at every rekey".into(),
+            "a few % at every rekey".into(),
+        ],
+        vec![
+            "study: keep old SA (lifetime skew)".into(),
+            "KAME ↔ KAME".into(),
+            STUDY_ESP.into(),
+            "30".into(),
+            "20".into(),
+            "0".into(),
+            "~30% for seconds after each rekey".into(),
+        ],
+        vec![
+            "study: PFS off".into(),
+            "KAME ↔ KAME".into(),
+            "3des-md5".into(),
+            "30".into(),
+            "20".into(),
+            "0".into(),
+            "0".into(),
+        ],
+    ];
+    for r in runs {
+        let side = |reverse: bool| -> (String, String) {
+            match r.legs.iter().find(|l| l.reverse == reverse) {
+                Some(l) => {
+                    let s = sum(l);
+                    (
+                        format!(
+                            "{} ({} of {} rekeys, worst second {:.1}%)",
+                            s.lost,
+                            s.lossy_rekeys,
+                            s.rekeys,
+                            100.0 * s.worst
+                        ),
+                        format!("{:.0}", l.rate_bps / 1e6),
+                    )
+                }
+                None => ("-".into(), "-".into()),
+            }
+        };
+        let ((fwd, rate_f), (rev, rate_r)) = (side(false), side(true));
+        let rekeys = r.legs.iter().map(|l| l.rekeys.len()).sum::<usize>();
+        rows.push(vec![
+            format!("today: {}", r.config),
+            r.pair.clone(),
+            r.esp.clone(),
+            if rate_f == rate_r {
+                rate_f
+            } else {
+                format!("{rate_f} → / {rate_r} ←")
+            },
+            rekeys.to_string(),
+            fwd,
+            rev,
+        ]);
+    }
+    Table {
+        title: "Datagrams lost at rekeys (gwA initiates every rekey)".into(),
+        columns: [
+            "configuration",
+            "gwA ↔ gwB",
+            "ESP",
+            "Mbit/s",
+            "rekeys",
+            "lost hostA → hostB (initiator → responder)",
+            "lost hostB → hostA (responder → initiator)",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    }
+}
+
+fn probe_table(probes: &[Probe]) -> Table {
+    let mut rows = vec![vec![
+        "study: MODP-768 and MODP-1024".into(),
+        "KAME".into(),
+        "send gaps during the DH computation, MODP-1024's longer".into(),
+        "-".into(),
+        "-".into(),
+    ]];
+    for p in probes {
+        rows.push(vec![
+            format!("today: {}", p.group),
+            p.imp.label().into(),
+            format!("{:.1}", p.at_rekey_ms),
+            format!("{:.1}", p.base_ms),
+            p.rekeys.to_string(),
+        ]);
+    }
+    Table {
+        title: "10 ms probe: longest gap between arrivals, ms (median over rekeys)".into(),
+        columns: [
+            "PFS group",
+            "implementation",
+            "at a rekey",
+            "away from rekeys",
+            "rekeys",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    }
+}
+
+/// Lost per second over time, both directions, the rekeys marked: one
+/// chart per run (at saturation one per direction: they ran one after
+/// the other).
+fn run_plots(r: &Run) -> Vec<Plot> {
+    let slug: String = format!(
+        "{}-{}",
+        r.config,
+        if r.saturation.is_some() { "sat" } else { "30" }
+    )
+    .chars()
+    .map(|c| {
+        if c.is_ascii_alphanumeric() {
+            c.to_ascii_lowercase()
+        } else {
+            '-'
+        }
+    })
+    .collect::<String>()
+    .split('-')
+    .filter(|s| !s.is_empty())
+    .collect::<Vec<_>>()
+    .join("-");
+    let series = |l: &Leg| {
+        let (label, colour) = if l.reverse {
+            ("hostB → hostA (responder → initiator)", 1)
+        } else {
+            ("hostA → hostB (initiator → responder)", 0)
+        };
+        Series::today(
+            label,
+            colour,
+            l.lost
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| (i as f64 + 0.5, n as f64)),
+        )
+    };
+    let groups: Vec<Vec<&Leg>> = if r.saturation.is_some() {
+        r.legs.iter().map(|l| vec![l]).collect()
+    } else {
+        vec![r.legs.iter().collect()]
+    };
+    groups
+        .into_iter()
+        .map(|legs| {
+            let rate = legs
+                .iter()
+                .map(|l| format!("{:.0}", l.rate_bps / 1e6))
+                .collect::<Vec<_>>()
+                .join("/");
+            let dir = match (r.saturation.is_some(), legs.first().map(|l| l.reverse)) {
+                (true, Some(false)) => "-fwd",
+                (true, Some(true)) => "-rev",
+                _ => "",
+            };
+            Plot {
+                file: format!("s2-rekey-{slug}{dir}"),
+                title: format!(
+                    "{} ({}, {}), {rate} Mbit/s: datagrams lost per second",
+                    r.config, r.pair, r.esp
+                ),
+                kind: PlotKind::Lines,
+                x_label: "time, s (by send second)".into(),
+                y_label: "datagrams lost".into(),
+                log_y: false,
+                log_x: false,
+                markers: legs.first().map(|l| l.rekeys.clone()).unwrap_or_default(),
+                series: legs.iter().map(|l| series(l)).collect(),
+                note: "Dashed verticals: rekeys (a new CHILD_SA at gwA). The study saw a few % lost at every rekey with \"prefer new\" and ~30% of responder → initiator for seconds with \"keep old\".".into(),
+            }
+        })
+        .collect()
+}
+
+fn probe_plot(probes: &[Probe]) -> Plot {
+    let mut imps: Vec<Peer> = Vec::new();
+    for p in probes {
+        if !imps.contains(&p.imp) {
+            imps.push(p.imp);
+        }
+    }
+    let cats: Vec<&str> = GROUPS
+        .iter()
+        .copied()
+        .filter(|g| probes.iter().any(|p| p.group == *g))
+        .collect();
+    let slot = |g: &str| {
+        cats.iter()
+            .position(|c| *c == g)
+            .map_or(f64::NAN, |i| i as f64)
+    };
+    let mut series = Vec::new();
+    for (k, imp) in imps.iter().enumerate() {
+        let mine = probes.iter().filter(|p| p.imp == *imp);
+        series.push(Series::today(
+            format!("{}: at a rekey", imp.label()),
+            2 * k,
+            mine.clone().map(|p| (slot(p.group), p.at_rekey_ms)),
+        ));
+        series.push(Series::today(
+            format!("{}: away from rekeys", imp.label()),
+            2 * k + 1,
+            mine.map(|p| (slot(p.group), p.base_ms)),
+        ));
+    }
+    Plot {
+        file: "s2-rekey-dh".into(),
+        title: "10 ms probe across PFS rekeys: longest gap between arrivals".into(),
+        kind: PlotKind::Bars {
+            categories: cats.iter().map(|c| c.to_string()).collect(),
+        },
+        x_label: "PFS group".into(),
+        y_label: "longest gap, ms (median over rekeys)".into(),
+        log_y: false,
+        log_x: false,
+        markers: Vec::new(),
+        series,
+        note: "Datagrams every 10 ms: a gap near 10 ms means nothing stalled. The study saw send gaps during the DH computation with MODP-768 and (longer) MODP-1024.".into(),
+    }
+}
+
+fn findings(runs: &[Run], probes: &[Probe], quick: bool) -> Vec<Finding> {
+    let at30 = |name: &str| {
+        runs.iter()
+            .find(|r| r.config == name && r.saturation.is_none())
+    };
+    let dir = |r: Option<&Run>, reverse: bool| {
+        r.and_then(|r| r.legs.iter().find(|l| l.reverse == reverse))
+            .map(sum)
+    };
+    let mut out = Vec::new();
+
+    let (pf, pr) = (
+        dir(at30("flowsec prefer-new"), false),
+        dir(at30("flowsec prefer-new"), true),
+    );
+    let every = |s: &Option<LegSum>| {
+        s.as_ref()
+            .is_some_and(|s| s.rekeys > 0 && s.lossy_rekeys * 5 >= s.rekeys * 4)
+    };
+    let show = |s: &Option<LegSum>| {
+        s.as_ref().map_or("not run".into(), |s| {
+            format!(
+                "{} lost, {} of {} rekeys lossy, worst second {:.2}%",
+                s.lost,
+                s.lossy_rekeys,
+                s.rekeys,
+                100.0 * s.worst
+            )
+        })
+    };
+    out.push(Finding {
+        claim: "prefer new SA: datagrams are lost at every rekey, in both directions".into(),
+        holds: every(&pf) && every(&pr),
+        evidence: format!(
+            "flowsec prefer-new: → {}; ← {} (holds if ≥ 80% of rekeys lose something each way)",
+            show(&pf),
+            show(&pr)
+        ),
+    });
+
+    let (kf, kr) = (
+        dir(at30("flowsec keep-old, skew 2 s"), false),
+        dir(at30("flowsec keep-old, skew 2 s"), true),
+    );
+    out.push(Finding {
+        claim: "keep old SA with skewed lifetimes: responder → initiator loses a large share for seconds after each rekey, the other way not".into(),
+        holds: match (&kf, &kr) {
+            (Some(f), Some(r)) => r.lost >= 10 * f.lost.max(1) && r.worst >= 0.2,
+            _ => false,
+        },
+        evidence: format!(
+            "flowsec keep-old, gwB's SAs {SKEW_S} s longer: → {}; ← {} (holds if ← loses ≥ 10× → and its worst second ≥ 20%)",
+            show(&kf),
+            show(&kr)
+        ),
+    });
+
+    let per_rekey = |s: &Option<LegSum>| {
+        s.as_ref()
+            .map_or(f64::NAN, |s| s.lost as f64 / s.rekeys.max(1) as f64)
+    };
+    let nf = dir(at30("flowsec prefer-new, PFS off"), false);
+    let nr = dir(at30("flowsec prefer-new, PFS off"), true);
+    let lf = dir(at30("flowsec loss-free, PFS off"), false);
+    let lr = dir(at30("flowsec loss-free, PFS off"), true);
+    let with_pfs = per_rekey(&pf) + per_rekey(&pr);
+    let without = per_rekey(&nf) + per_rekey(&nr);
+    let none_lost = [&lf, &lr]
+        .iter()
+        .all(|s| s.as_ref().is_some_and(|s| s.lost == 0));
+    out.push(Finding {
+        claim: "without PFS nothing is lost".into(),
+        holds: none_lost && without <= (0.5 * with_pfs).max(1.0),
+        evidence: format!(
+            "loss-free without PFS: → {}, ← {}; prefer-new: {without:.1} lost per rekey (both ways) without PFS vs {with_pfs:.1} with (holds if loss-free loses none and prefer-new without PFS at most half of with, or ≤ 1)",
+            show(&lf),
+            show(&lr)
+        ),
+    });
+
+    let excess = |imp: Peer, g: &str| {
+        probes
+            .iter()
+            .find(|p| p.imp == imp && p.group == g)
+            .map_or(f64::NAN, |p| p.at_rekey_ms - p.base_ms)
+    };
+    let dh_imp = if probes.iter().any(|p| p.imp == Peer::StrongSwan) {
+        Peer::StrongSwan
+    } else {
+        Peer::Flowsec
+    };
+    let big = if quick { "modp4096" } else { "modp8192" };
+    let (small_x, big_x) = (excess(dh_imp, "modp768"), excess(dh_imp, big));
+    out.push(Finding {
+        claim: "the DH computation stalls the data path, longer for a larger group".into(),
+        holds: big_x > small_x + 2.0 && big_x > 2.0,
+        evidence: format!(
+            "{}: the gap at a rekey exceeds the one away from rekeys by {small_x:.1} ms with modp768, {big_x:.1} ms with {big} (holds if the larger group's excess is > 2 ms and over 2 ms above the smaller's)",
+            dh_imp.label()
+        ),
+    });
+
+    // flowsec's own claim.
+    let lossless: Vec<&Run> = runs
+        .iter()
+        .filter(|r| r.config.contains("loss-free") || r.config.contains('↔'))
+        .filter(|r| r.saturation.is_some() || quick)
+        .filter(|r| {
+            r.esp == STUDY_ESP
+                || r.esp.contains("modp")
+                || r.esp.contains("ecp")
+                || r.esp.contains("x25519")
+        })
+        .collect();
+    let lost: u64 = lossless
+        .iter()
+        .flat_map(|r| &r.legs)
+        .map(|l| l.lost.iter().sum::<u64>())
+        .sum();
+    let min_rekeys = lossless
+        .iter()
+        .flat_map(|r| &r.legs)
+        .map(|l| l.rekeys.len())
+        .min()
+        .unwrap_or(0);
+    let with_strongswan = lossless.iter().any(|r| r.pair.contains("strongSwan"));
+    let where_ = if quick {
+        "at 30 Mbit/s (--quick runs no saturation)"
+    } else {
+        "at 95% of the highest loss-free rate"
+    };
+    out.push(Finding {
+        claim: "flowsec (loss-free): nothing lost across PFS rekeys, both directions, with flowsec or strongSwan at the other end".into(),
+        holds: !lossless.is_empty() && lost == 0 && (quick || min_rekeys >= 20),
+        evidence: format!(
+            "{where_}: {lost} lost over {} runs ({}), at least {min_rekeys} rekeys each way{} (holds if 0 lost{})",
+            lossless.len(),
+            lossless
+                .iter()
+                .map(|r| r.config.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if with_strongswan { "" } else { "; strongSwan not measured" },
+            if quick { "" } else { " and ≥ 20 rekeys each way" }
+        ),
+    });
+
+    let ours: Vec<&Probe> = probes.iter().filter(|p| p.imp == Peer::Flowsec).collect();
+    let worst = ours
+        .iter()
+        .map(|p| p.at_rekey_ms - p.base_ms)
+        .fold(f64::NEG_INFINITY, f64::max);
+    out.push(Finding {
+        claim: "flowsec: DH runs off the data path: the probe's gap at a rekey within 2 ms of its gap away from rekeys, every group".into(),
+        holds: !ours.is_empty() && worst <= 2.0,
+        evidence: format!(
+            "largest excess {worst:.1} ms over {} groups ({})",
+            ours.len(),
+            ours.iter()
+                .map(|p| format!("{} {:+.1}", p.group, p.at_rekey_ms - p.base_ms))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leg(reverse: bool, lost: &[u64], rekeys: &[f64]) -> Leg {
+        Leg {
+            reverse,
+            rate_bps: STUDY_BPS,
+            lost: lost.to_vec(),
+            gaps: vec![10.0; lost.len()],
+            sent: 1000,
+            rekeys: rekeys.to_vec(),
+        }
+    }
+
+    #[test]
+    fn loss_is_owned_by_the_rekey_before_it() {
+        // Rekeys at 2.3 s and 6.1 s: the first owns seconds 1..5, the
+        // second 5..end; second 0 is background.
+        let l = leg(false, &[7, 1, 2, 0, 0, 4, 5, 0], &[2.3, 6.1]);
+        assert_eq!(windows(&l.rekeys, 8), vec![1..5, 5..8]);
+        assert_eq!(loss_per_rekey(&l), vec![3, 9]);
+        let s = sum(&l);
+        assert_eq!((s.rekeys, s.lost, s.lossy_rekeys), (2, 19, 2));
+        // 30 Mbit/s of 1300 B: 2885 per second.
+        assert!((worst_second(&l, PAYLOAD) - 7.0 / 2884.6).abs() < 1e-4);
+        assert_eq!(windows(&[0.2], 3).first(), Some(&(0..3)));
+        assert!(loss_per_rekey(&leg(false, &[], &[1.0])) == vec![0]);
+    }
+
+    #[test]
+    fn gaps_at_rekeys_against_the_rest() {
+        let mut l = leg(false, &[0; 12], &[3.4, 8.2]);
+        l.gaps = vec![
+            50.0, 10.0, 11.0, 40.0, 10.0, 10.0, 12.0, 10.0, 30.0, 10.0, 11.0, 99.0,
+        ];
+        let (at, base) = gap_stats(&[l]);
+        assert_eq!(at, 35.0); // (40 + 30) / 2
+                              // The windows at 1, 5 and 6 touch no rekey's two seconds.
+        assert_eq!(base, 12.0);
+    }
+
+    fn run(config: &str, fwd: &[u64], rev: &[u64]) -> Run {
+        let rekeys = [2.5, 6.5, 10.5, 14.5, 18.5];
+        Run {
+            config: config.into(),
+            pair: "flowsec ↔ flowsec".into(),
+            esp: STUDY_ESP.into(),
+            saturation: None,
+            legs: vec![leg(false, fwd, &rekeys), leg(true, rev, &rekeys)],
+        }
+    }
+
+    fn probe(group: &'static str, at: f64) -> Probe {
+        Probe {
+            group,
+            imp: Peer::Flowsec,
+            at_rekey_ms: at,
+            base_ms: 10.5,
+            rekeys: 5,
+        }
+    }
+
+    #[test]
+    fn verdicts_follow_the_numbers() {
+        let every = [0, 0, 9, 0, 0, 0, 8, 0, 0, 0, 7, 0, 0, 0, 9, 0, 0, 0, 6, 0];
+        let none = [0; 20];
+        let skewed = [
+            0, 0, 0, 2800, 2800, 0, 0, 2800, 2800, 0, 0, 2800, 2800, 0, 0, 0, 0, 0, 0, 0,
+        ];
+        let runs = vec![
+            run("flowsec loss-free", &none, &none),
+            run("flowsec prefer-new", &every, &every),
+            run("flowsec keep-old, skew 2 s", &none, &skewed),
+            run("flowsec loss-free, PFS off", &none, &none),
+            run("flowsec prefer-new, PFS off", &none, &none),
+        ];
+        let probes = vec![
+            probe("modp768", 11.0),
+            probe("modp4096", 11.5),
+            probe("x25519", 10.6),
+        ];
+        let holds = |runs: &[Run], probes: &[Probe]| {
+            findings(runs, probes, true)
+                .iter()
+                .map(|f| f.holds)
+                .collect::<Vec<_>>()
+        };
+        // Today's shape: the study's losses reproduced on purpose, DH no
+        // stall, flowsec loss-free.
+        assert_eq!(holds(&runs, &probes), [true, true, true, false, true, true]);
+        // prefer-new losing nothing; keep-old losing both ways; a DH stall.
+        let mut other = runs.clone();
+        other[1] = run("flowsec prefer-new", &none, &every);
+        other[2] = run("flowsec keep-old, skew 2 s", &skewed, &skewed);
+        other[0] = run("flowsec loss-free", &every, &none);
+        let stalls = vec![probe("modp768", 11.0), probe("modp4096", 40.0)];
+        assert_eq!(
+            holds(&other, &stalls),
+            [false, false, true, true, false, false]
+        );
+        // Without runs nothing holds by default.
+        assert_eq!(holds(&[], &[]), [false; 6]);
+        let r = report(&runs, &probes, true, 16);
+        assert_eq!(r.plots.len(), 6);
+        assert!(r.plots[0].markers.len() == 5, "{:?}", r.plots[0].markers);
+        assert_eq!(r.tables[0].rows.len(), 3 + 5);
+    }
+}
