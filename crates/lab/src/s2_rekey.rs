@@ -37,7 +37,8 @@ const SKEW_S: u32 = 2;
 /// The 10 ms probe: 100-byte datagrams at 100 per second.
 const PROBE_BPS: f64 = 80_000.0;
 const PROBE_PAYLOAD: usize = 100;
-const PROBE_REKEY_S: u32 = 3;
+/// Every 4 s: two seconds around each rekey, two away from it.
+const PROBE_REKEY_S: u32 = 4;
 /// PFS groups of the probe (strongSwan's keywords).
 const GROUPS: [&str; 8] = [
     "modp768", "modp1024", "modp2048", "modp4096", "modp8192", "ecp256", "ecp384", "x25519",
@@ -138,18 +139,18 @@ impl Scenario for S2Rekey {
         for c in &configs {
             progress.step(&format!("{}, 30 Mbit/s", c.name));
             runs.push(study_load(c, &work, secs)?);
-        }
-        for c in configs.iter().filter(|c| c.saturate && !opts.quick) {
-            progress.step(&format!("{}: highest loss-free rate", c.name));
-            let max = max_rates(&c.setup, &work)?;
-            progress.step(&format!("{}, 95% of it", c.name));
-            runs.push(saturation(c, &work, secs, max)?);
+            if c.saturate && !opts.quick {
+                progress.step(&format!("{}: highest loss-free rate", c.name));
+                let max = max_rates(&c.setup, &work)?;
+                progress.step(&format!("{}, 95% of it", c.name));
+                runs.push(saturation(c, &work, secs, max)?);
+            }
         }
         let mut probes = Vec::new();
         for &imp in &probe_imps {
             for &group in groups {
                 progress.step(&format!("DH probe {} {group}", imp.label()));
-                probes.push(probe(imp, group, &work, if opts.quick { 10 } else { 20 })?);
+                probes.push(probe(imp, group, &work, if opts.quick { 14 } else { 30 })?);
             }
         }
         progress.finish();
@@ -434,10 +435,11 @@ fn median(mut xs: Vec<f64>) -> f64 {
     }
 }
 
-/// The probe's gaps: the median over rekeys of the longest gap in the two
-/// seconds from each rekey, and the median of the same two-second windows
-/// that touch no rekey (the first and the last, partial, second left out),
-/// over both directions.
+/// The probe's gaps, over both directions: the median over rekeys of the
+/// longest gap in the two seconds around each (from half a second before
+/// it: the initiator's key generation comes before the new SA is seen),
+/// and the median of the two-second windows that share no second with
+/// those (the first and the last, partial, second left out).
 fn gap_stats(legs: &[Leg]) -> (f64, f64) {
     let Some(first) = legs.first() else {
         return (f64::NAN, f64::NAN);
@@ -449,7 +451,7 @@ fn gap_stats(legs: &[Leg]) -> (f64, f64) {
     let near: Vec<usize> = first
         .rekeys
         .iter()
-        .map(|r| r.floor().max(0.0) as usize)
+        .map(|r| (r - 0.5).floor().max(0.0) as usize)
         .filter(|i| usable.contains(i))
         .collect();
     let at = near.iter().map(|&i| pair(i)).collect();
@@ -494,7 +496,7 @@ fn report(runs: &[Run], probes: &[Probe], quick: bool, secs: u32) -> Report {
             "S2 E2c, packet loss during automatic rekeying (KAME/racoon, 2003–2004)",
             quick,
             format!(
-                "hostA–gwA–gwB–hostB in network namespaces; the gateways keyed by IKEv2 (PSK), flowsec (`flowsec up -c`) or strongSwan 5.9's charon with kernel-libipsec at each end, one tunnel-mode CHILD_SA hostA ↔ hostB. gwA rekeys it every {REKEY_S} s (`rekey_time = {REKEY_S}s`, `life_time = {LIFE_S}s`, `rand_time = 0`); gwB never does (`rekey_time = 0`), so gwA initiates every rekey, as in the study. The stream: `flowsec perf -t CBR -m {PAYLOAD}` for {secs} s, both directions at once at the study's 30 Mbit/s; at saturation (full runs), one direction at a time at 95% of the highest loss-free rate that `flowsec perf -t MAXRATE` (2 s probes, 5 Mbit/s steps) finds each way through the same tunnel with rekeying off. Lost datagrams are counted by the second they were sent in; a rekey owns the seconds from the one before it to the one before the next. Rekey instants: a new inbound SPI at gwA (polled every 250 ms). flowsec's `rekey_switch`: loss-free (default), prefer-new (both ends send on the new SA once installed, old SA removed at once), keep-old (both keep the old SA until it expires, gwB's living {SKEW_S} s longer: the study's lifetime skew). strongSwan has no such setting: it behaves as loss-free. The DH probe: 100-byte datagrams every 10 ms both ways, AES-GCM-16 with PFS in each group, a rekey every {PROBE_REKEY_S} s; the longest gap between arrivals in the two seconds from each rekey (median over rekeys) against the same windows away from rekeys. The study: iperf at 30 Mbit/s for 1200 s, SA lifetime 60 s, ESP 3DES + HMAC-MD5 with PFS MODP-1024."
+                "hostA–gwA–gwB–hostB in network namespaces; the gateways keyed by IKEv2 (PSK), flowsec (`flowsec up -c`) or strongSwan 5.9's charon with kernel-libipsec at each end, one tunnel-mode CHILD_SA hostA ↔ hostB. gwA rekeys it every {REKEY_S} s (`rekey_time = {REKEY_S}s`, `life_time = {LIFE_S}s`, `rand_time = 0`); gwB never does (`rekey_time = 0`), so gwA initiates every rekey, as in the study. The stream: `flowsec perf -t CBR -m {PAYLOAD}` for {secs} s, both directions at once at the study's 30 Mbit/s; at saturation (full runs), one direction at a time at 95% of the highest loss-free rate that `flowsec perf -t MAXRATE` (2 s probes, 5 Mbit/s steps) finds each way through the same tunnel with rekeying off. Lost datagrams are counted by the second they were sent in; a rekey owns the seconds from the one before it to the one before the next. Rekey instants: a new inbound SPI at gwA (polled every 250 ms). flowsec's `rekey_switch`: loss-free (default), prefer-new (both ends send on the new SA once installed, old SA removed at once), keep-old (both keep the old SA until it expires, gwB's living {SKEW_S} s longer: the study's lifetime skew). strongSwan has no such setting: it behaves as loss-free. The DH probe: 100-byte datagrams every 10 ms both ways, AES-GCM-16 with PFS in each group, a rekey every {PROBE_REKEY_S} s; the longest gap between arrivals in the two seconds around each rekey (from half a second before it; median over rekeys) against two-second windows away from rekeys. The study: iperf at 30 Mbit/s for 1200 s, SA lifetime 60 s, ESP 3DES + HMAC-MD5 with PFS MODP-1024."
             ),
         )
     }
@@ -550,7 +552,13 @@ fn loss_table(runs: &[Run]) -> Table {
             }
         };
         let ((fwd, rate_f), (rev, rate_r)) = (side(false), side(true));
-        let rekeys = r.legs.iter().map(|l| l.rekeys.len()).sum::<usize>();
+        // Both ways at once share their rekeys; one after the other not.
+        let counts: Vec<String> = r.legs.iter().map(|l| l.rekeys.len().to_string()).collect();
+        let rekeys = if r.saturation.is_some() {
+            counts.join(" → / ") + " ←"
+        } else {
+            counts.first().cloned().unwrap_or_default()
+        };
         rows.push(vec![
             format!("today: {}", r.config),
             r.pair.clone(),
@@ -560,7 +568,7 @@ fn loss_table(runs: &[Run]) -> Table {
             } else {
                 format!("{rate_f} → / {rate_r} ←")
             },
-            rekeys.to_string(),
+            rekeys,
             fwd,
             rev,
         ]);
@@ -934,13 +942,16 @@ mod tests {
 
     #[test]
     fn gaps_at_rekeys_against_the_rest() {
-        let mut l = leg(false, &[0; 12], &[3.4, 8.2]);
+        // Rekeys seen at 3.4 s and 8.6 s: their windows are seconds 2–3
+        // and 8–9.
+        let mut l = leg(false, &[0; 12], &[3.4, 8.6]);
         l.gaps = vec![
             50.0, 10.0, 11.0, 40.0, 10.0, 10.0, 12.0, 10.0, 30.0, 10.0, 11.0, 99.0,
         ];
         let (at, base) = gap_stats(&[l]);
-        assert_eq!(at, 35.0); // (40 + 30) / 2
-                              // The windows at 1, 5 and 6 touch no rekey's two seconds.
+        // (40 + 30) / 2
+        assert_eq!(at, 35.0);
+        // The windows from 4, 5 and 6 share no second with those.
         assert_eq!(base, 12.0);
     }
 
