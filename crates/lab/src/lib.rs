@@ -7,7 +7,7 @@
 //! charts can be drawn again from its `results.json` ([`replot`]).
 //!
 //! Scenarios: `s1-dbs`, `s1-netperf`, `s1-stream` (study S1's E1a–c),
-//! `s2-maxrate`, `s2-rtt` (S2's E2a–b), `s3-matrix` (S3) on the namespace
+//! `s2-maxrate`, `s2-rtt`, `s2-rekey` (S2's E2a–c), `s3-matrix` (S3) on the namespace
 //! topology of [`topology`] with the gateways of [`bed`], and `s4-crypto`
 //! (S4, crypto-engine offload, in process).
 //!
