@@ -425,8 +425,9 @@ impl Bed {
                 .join(format!("{gw}.sock"))
                 .to_string_lossy()
                 .into_owned();
-            let mut cmd = vec![
-                bed.bin.as_str(),
+            let bin = bed.bin.clone();
+            let cmd = vec![
+                bin.as_str(),
                 "up",
                 "-c",
                 &file,
@@ -435,15 +436,7 @@ impl Bed {
                 "--socket",
                 &sock,
             ];
-            if !nft_present() {
-                cmd.push("--no-plaintext-filter");
-            }
-            bed.topo.spawn(
-                gw,
-                &cmd,
-                &work.join(format!("{gw}-up.log")),
-                Some("flowsec: up"),
-            )?;
+            bed.spawn_flowsec(gw, cmd, work)?;
         }
         if ike.a.imp == Peer::StrongSwan {
             crate::peers::swanctl_initiate(&bed.topo, work)?;
@@ -459,6 +452,22 @@ impl Bed {
         bed.wait_for_children()?;
         bed.perf_servers(work)?;
         Ok(bed)
+    }
+
+    /// Start `flowsec up` (`cmd`) in gateway `gw`, its log in `work`, and
+    /// wait for its ready line. flowsec up refuses to start without its
+    /// plaintext filter; where nftables is missing the lab measures without
+    /// it (and says so in the gateway's log).
+    fn spawn_flowsec(&mut self, gw: &str, mut cmd: Vec<&str>, work: &Path) -> Result<(), LabError> {
+        if !nft_present() {
+            cmd.push("--no-plaintext-filter");
+        }
+        self.topo.spawn(
+            gw,
+            &cmd,
+            &work.join(format!("{gw}-up.log")),
+            Some("flowsec: up"),
+        )
     }
 
     /// Wait until both gateways hold a Child SA.
@@ -503,8 +512,9 @@ impl Bed {
                     .to_string_lossy()
                     .into_owned(),
             );
+            let bin = self.bin.clone();
             let mut cmd = vec![
-                self.bin.as_str(),
+                bin.as_str(),
                 "up",
                 "--tun",
                 "flab0",
@@ -518,15 +528,7 @@ impl Bed {
             let state = work.join("state").to_string_lossy().into_owned();
             cmd.extend_from_slice(&["--state-dir", &state]);
             cmd.extend_from_slice(up_args);
-            if !nft_present() {
-                cmd.push("--no-plaintext-filter");
-            }
-            self.topo.spawn(
-                gw,
-                &cmd,
-                &work.join(format!("{gw}-up.log")),
-                Some("flowsec: up"),
-            )?;
+            self.spawn_flowsec(gw, cmd, work)?;
         }
         Ok(())
     }
@@ -595,9 +597,7 @@ impl Bed {
     }
 }
 
-/// Whether nftables is installed: flowsec up refuses to start without its
-/// plaintext filter; where nftables is missing the lab measures without it
-/// (and says so in the gateway's log).
+/// Whether nftables is installed.
 fn nft_present() -> bool {
     ["/usr/sbin/nft", "/sbin/nft"]
         .iter()
