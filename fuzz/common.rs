@@ -433,10 +433,10 @@ pub fn config(s: &SaSpec) -> SaConfig {
     c.esn = s.esn;
     c.replay_window = s.replay_window;
     if s.encap {
-        c.encap = Some(EncapPorts {
-            src_port: udp_encap::NAT_T_PORT,
-            dst_port: udp_encap::NAT_T_PORT,
-        });
+        c.encap = Some(EncapPorts::udp(
+            udp_encap::NAT_T_PORT,
+            udp_encap::NAT_T_PORT,
+        ));
     }
     c
 }

@@ -378,7 +378,9 @@ impl Host {
         {
             return Err(ChildError::SelectorsNotWithin);
         }
-        if chosen.protocol == ProtocolId::AH && (sa.nat_local || sa.nat_remote) {
+        if chosen.protocol == ProtocolId::AH
+            && (sa.nat_local || sa.nat_remote || sa.transport.is_stream())
+        {
             return Err(ChildError::AhAcrossNat);
         }
         let transport = has_notify(msg, NotifyType::USE_TRANSPORT_MODE);

@@ -97,7 +97,9 @@ impl Host {
             };
             let ke = self.child_ke(c.ke, &choice.chosen)?;
             let protocol = protocol_of(choice.chosen.protocol);
-            if protocol == Protocol::Ah && (sa.nat_local || sa.nat_remote) {
+            if protocol == Protocol::Ah
+                && (sa.nat_local || sa.nat_remote || sa.transport.is_stream())
+            {
                 // AH covers the outer addresses a NAT rewrites, and RFC
                 // 3948 carries only ESP in UDP.
                 refusal = NotifyType::NO_PROPOSAL_CHOSEN;

@@ -37,6 +37,8 @@ pub struct IkeSaInfo {
     pub remote_id: String,
     /// A NAT was detected (or faked by the peer): ESP in UDP.
     pub nat: bool,
+    /// UDP, TCP or TLS (RFC 9329).
+    pub transport: crate::transport::Transport,
     /// `AES_GCM_16-128/PRF_HMAC_SHA2_256/ECP_256` style.
     pub proposal: String,
     /// Seconds since it was established.
@@ -122,6 +124,7 @@ impl Ike {
                         .as_ref()
                         .map_or_else(|| "%any".into(), |i| i.to_string()),
                     nat: sa.nat_local || sa.nat_remote,
+                    transport: sa.transport,
                     proposal,
                     established_s: sa.established.map(|t| secs(now.saturating_sub(t))),
                     rekey_in_s: until(sa.rekey_at),

@@ -37,6 +37,7 @@ use crate::random::Random;
 use crate::sa::{IkeState, Todo};
 use crate::table::{SaMut, SaTable, Slot, Then};
 use crate::task::Task;
+use crate::transport::Transport;
 
 /// Tuning, with strongSwan's defaults (strongswan.conf(5)).
 #[derive(Debug, Clone)]
@@ -104,6 +105,8 @@ impl Default for Settings {
 /// RFC 3948 §2.3), which goes as it is (an IKE message is never that short).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Datagram {
+    /// UDP, or the TCP stream (plain or TLS) between the two addresses.
+    pub transport: crate::transport::Transport,
     /// Our address and port.
     pub local: SocketAddr,
     /// The peer's.
@@ -155,11 +158,19 @@ pub struct IkeStats {
     pub no_proposal: u64,
     /// Peers declared dead (no answer after all retransmissions).
     pub peers_dead: u64,
+    /// Dropped: a message for an IKE SA over UDP that came over TCP, or
+    /// the other way round (RFC 9329 §5).
+    pub wrong_transport: u64,
+    /// IKE_SA_INITs over UDP given up for TCP (`tcp_encap = fallback`).
+    pub tcp_fallbacks: u64,
+    /// TCP connections we originated, lost and opened again with their
+    /// IKE SAs kept (RFC 9329 §6.1).
+    pub reconnects: u64,
 }
 
 impl IkeStats {
     /// Every counter with its name, for `flowsec ctl stats`.
-    pub fn named(&self) -> [(&'static str, u64); 15] {
+    pub fn named(&self) -> [(&'static str, u64); 18] {
         [
             ("received", self.received),
             ("sent", self.sent),
@@ -176,6 +187,9 @@ impl IkeStats {
             ("invalid_ke_sent", self.invalid_ke_sent),
             ("no_proposal", self.no_proposal),
             ("peers_dead", self.peers_dead),
+            ("wrong_transport", self.wrong_transport),
+            ("tcp_fallbacks", self.tcp_fallbacks),
+            ("reconnects", self.reconnects),
         ]
     }
 }
@@ -190,6 +204,7 @@ pub struct Ike {
 /// A message as it arrived: where, from where, its header (parsed) and
 /// its bytes.
 pub(crate) struct Arrival<'a> {
+    pub transport: crate::transport::Transport,
     pub local: SocketAddr,
     pub remote: SocketAddr,
     pub header: &'a Header,
@@ -316,10 +331,25 @@ impl Ike {
     }
 
     /// Process one received IKE message (the non-ESP marker stripped),
-    /// which arrived at `local` from `remote`.
+    /// which arrived over UDP at `local` from `remote`.
     pub fn handle(
         &mut self,
         now: Duration,
+        local: SocketAddr,
+        remote: SocketAddr,
+        data: &[u8],
+        k: &mut dyn Kernel,
+    ) {
+        self.handle_on(now, Transport::Udp, local, remote, data, k)
+    }
+
+    /// [`Ike::handle`] for a message that arrived over `transport`: for a
+    /// stream, `local` and `remote` name the connection (the TCP
+    /// Originator's side with port 0).
+    pub fn handle_on(
+        &mut self,
+        now: Duration,
+        transport: Transport,
         local: SocketAddr,
         remote: SocketAddr,
         data: &[u8],
@@ -335,6 +365,7 @@ impl Ike {
             }
         };
         let arrival = Arrival {
+            transport,
             local,
             remote,
             header: &header,
@@ -404,11 +435,19 @@ impl Host {
         k: &mut dyn Kernel,
     ) -> Then {
         let Arrival {
+            transport,
             local,
             remote,
             header,
             data,
         } = arrival;
+        // RFC 9329 §5: once over a stream, every message of the IKE SA is;
+        // one that came another way is not ours to act on (nor the other
+        // way round).
+        if transport != sa.transport {
+            self.stats.wrong_transport += 1;
+            return Then::Stay;
+        }
         let Some(msg) = self.open(now, sa, header, data) else {
             return Then::Stay;
         };
@@ -463,7 +502,7 @@ impl Host {
                 Some(last) => {
                     self.stats.replayed += 1;
                     let last = last.to_vec();
-                    self.push(sa.local, sa.remote, last);
+                    self.push(sa.transport, sa.local, sa.remote, last);
                 }
                 None => self.stats.bad_message_id += 1,
             }

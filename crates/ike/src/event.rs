@@ -126,6 +126,12 @@ pub enum IkeEvent {
         /// The address now.
         to: SocketAddr,
     },
+    /// `tcp_encap = fallback`: IKE_SA_INIT over UDP got no answer; a new
+    /// one goes over TCP (RFC 9329 §5.1).
+    TcpFallback {
+        /// The connection.
+        name: String,
+    },
     /// No answer after every retransmission: the IKE SA is deleted.
     PeerDead {
         /// The connection.
@@ -376,6 +382,10 @@ impl fmt::Display for IkeEvent {
             E::PeerMoved { from, to } => write!(
                 f,
                 "the peer moved from {from} to {to}: its CHILD_SAs keep the old address (not supported yet)"
+            ),
+            E::TcpFallback { name } => write!(
+                f,
+                "{name}: no answer over UDP, trying again over TCP (tcp_encap = fallback)"
             ),
             E::PeerRebound { from, to } => write!(
                 f,

@@ -257,6 +257,11 @@ impl<T, P> Exchanges<T, P> {
         Ok(Some(p.data.clone()))
     }
 
+    /// Our request in flight, as sent.
+    pub fn outstanding(&self) -> Option<&[u8]> {
+        self.pending.as_ref().map(|p| p.data.as_slice())
+    }
+
     /// When [`Exchanges::poll`] next has something to do.
     pub fn deadline(&self) -> Option<Duration> {
         self.pending.as_ref().map(|p| p.deadline)

@@ -51,9 +51,16 @@ pub(crate) struct Host {
 
 impl Host {
     /// Queue a datagram.
-    pub(crate) fn push(&mut self, local: SocketAddr, remote: SocketAddr, data: Vec<u8>) {
+    pub(crate) fn push(
+        &mut self,
+        transport: crate::transport::Transport,
+        local: SocketAddr,
+        remote: SocketAddr,
+        data: Vec<u8>,
+    ) {
         self.stats.sent += 1;
         self.out.push_back(Datagram {
+            transport,
             local,
             remote,
             data,
@@ -105,7 +112,7 @@ impl Host {
         sa.exch
             .sent(exchange, data.clone(), task, now, &self.settings.retransmit);
         sa.last_sent = now;
-        self.push(sa.local, sa.remote, data);
+        self.push(sa.transport, sa.local, sa.remote, data);
     }
 
     /// Answer request `mid` of `sa`.
@@ -119,7 +126,7 @@ impl Host {
         let data = self.protect(sa, exchange, true, mid, &payloads);
         sa.exch.responded(mid, data.clone());
         sa.last_sent = self.clock;
-        self.push(sa.local, sa.remote, data);
+        self.push(sa.transport, sa.local, sa.remote, data);
     }
 
     /// Fresh random bytes.

@@ -20,7 +20,7 @@ use flowsec_wire::ike::{Header, Ke, Message, Payload, Proposal};
 use zeroize::Zeroizing;
 
 use crate::auth::InitMessages;
-use crate::config::{self, AddrSpec, IkeChosen};
+use crate::config::{self, AddrSpec, IkeChosen, TcpEncap};
 use crate::crypto::KeyExchange;
 use crate::crypto::{self, IkeKeys, SkCrypto};
 use crate::engine::Ike;
@@ -33,6 +33,7 @@ use crate::nat::{nat_detect, nat_hash};
 use crate::sa::{IkeKeyState, IkeSa, IkeState};
 use crate::table::{SaMut, Then};
 use crate::task::Task;
+use crate::transport::Transport;
 
 // The UDP port IKE starts on, and the one it floats to (§2.23).
 pub use flowsec_wire::udp_encap::{IKE_PORT, NAT_T_PORT};
@@ -126,18 +127,25 @@ impl Ike {
             }
             return Ok(());
         }
-        self.connect(now, ci, child, k)
+        self.connect_over(now, ci, child, None, k).map(|_| ())
     }
 
-    /// A new IKE SA of connection `ci` as initiator.
-    fn connect(
+    /// A new IKE SA of connection `ci` as initiator, over `transport` or
+    /// (`None`) what its `tcp_encap` says to start with; its SPI.
+    pub(crate) fn connect_over(
         &mut self,
         now: Duration,
         ci: usize,
         child: Option<usize>,
+        transport: Option<Transport>,
         k: &mut dyn Kernel,
-    ) -> Result<(), CommandError> {
+    ) -> Result<u64, CommandError> {
         let conn = &self.host.config.connections[ci];
+        let transport = transport.unwrap_or(match (conn.tcp.encap, conn.tcp.tls) {
+            (TcpEncap::Yes, false) => Transport::Tcp,
+            (TcpEncap::Yes, true) => Transport::Tls,
+            (TcpEncap::No | TcpEncap::Fallback, _) => Transport::Udp,
+        });
         let remote_ip = conn
             .remote_addrs
             .iter()
@@ -169,8 +177,19 @@ impl Ike {
             .ok_or_else(|| CommandError::NoGroup {
                 conn: conn.name.clone(),
             })?;
-        let local = SocketAddr::new(local_ip, conn.local_port);
-        let remote = SocketAddr::new(remote_ip, conn.remote_port);
+        // Over TCP the peer listens on `tcp_port`, and our side is any
+        // port (RFC 9329 §5); NAT detection hashes port 0 then, so the
+        // peer sees a NAT: it changes nothing over TCP (§6.5).
+        let (local, remote) = match transport.is_stream() {
+            false => (
+                SocketAddr::new(local_ip, conn.local_port),
+                SocketAddr::new(remote_ip, conn.remote_port),
+            ),
+            true => (
+                SocketAddr::new(local_ip, 0),
+                SocketAddr::new(remote_ip, conn.tcp.port),
+            ),
+        };
         let offer = config::ike_offer(&conn.proposals);
         let name = conn.name.clone();
         let ke = crypto::key_exchange(&self.host.provider, group, self.host.rng.as_mut()).map_err(
@@ -184,6 +203,8 @@ impl Ike {
         let uid = self.host.next_uid;
         self.host.next_uid += 1;
         let mut sa = new_sa(ci, uid, (spi_i, 0), true, (local, remote), now);
+        sa.transport = transport;
+        sa.stream_originator = transport.is_stream();
         let init = IkeInit {
             ke,
             ni,
@@ -199,7 +220,7 @@ impl Ike {
         });
         self.host.send_init(now, &mut sa, init);
         self.sas.insert(sa);
-        Ok(())
+        Ok(spi_i)
     }
 
     /// The initiator's side: the answer to our IKE_SA_INIT, for the SA
@@ -253,7 +274,7 @@ impl Host {
             now,
             &self.settings.retransmit,
         );
-        self.push(sa.local, sa.remote, data);
+        self.push(sa.transport, sa.local, sa.remote, data);
     }
 
     /// SKEYSEED and the seven keys (§2.14); the SK crypto of each
@@ -359,7 +380,8 @@ impl Host {
         sa.keys = Some(keys);
         let (nat_local, nat_remote) = nat_detect(&msg, sa.spi_i, sa.spi_r, sa.local, sa.remote);
         (sa.nat_local, sa.nat_remote) = (nat_local, nat_remote);
-        if nat_local || nat_remote {
+        // Over a stream nothing floats: the connection stays (RFC 9329 §6.5).
+        if (nat_local || nat_remote) && !sa.transport.is_stream() {
             // §2.23: from IKE_AUTH on, both use port 4500.
             sa.local.set_port(NAT_T_PORT);
             sa.remote.set_port(NAT_T_PORT);
@@ -469,6 +491,8 @@ pub(crate) fn new_sa(
         initiator,
         local,
         remote,
+        transport: crate::transport::Transport::Udp,
+        stream_originator: false,
         state: IkeState::Connecting,
         keys: None,
         nat_local: false,

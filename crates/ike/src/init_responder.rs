@@ -100,9 +100,9 @@ impl Ike {
             return false;
         };
         if let Some(w) = sa.exch.passive().filter(|w| w.init.request == arrival.data) {
-            let (l, r, d) = (sa.local, sa.remote, w.init.response.clone());
+            let (t, l, r, d) = (sa.transport, sa.local, sa.remote, w.init.response.clone());
             self.host.stats.replayed += 1;
-            self.host.push(l, r, d);
+            self.host.push(t, l, r, d);
         }
         true
     }
@@ -164,7 +164,7 @@ impl Host {
             header: init_header(to.header.spi_i, 0, false, true),
             payloads: vec![notify(ty, data)],
         };
-        self.push(to.local, to.remote, msg.emit());
+        self.push(to.transport, to.local, to.remote, msg.emit());
     }
 
     /// The IKE_SA_INIT request parsed and its payloads checked (§3,
@@ -254,6 +254,7 @@ impl Host {
             now,
         );
         sa.state = IkeState::HalfOpen;
+        sa.transport = arrival.transport;
         sa.keys = Some(keys);
         (sa.nat_local, sa.nat_remote) = nat_detect(offer.msg, spi_i, 0, local, remote);
         let mut answer = config::ike_answer(&choice.chosen);
@@ -288,7 +289,7 @@ impl Host {
                 nr,
             },
         });
-        self.push(local, remote, response);
+        self.push(sa.transport, local, remote, response);
         sa
     }
 }

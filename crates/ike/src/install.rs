@@ -268,8 +268,10 @@ impl Host {
             (r2i, i2r)
         };
         let protocol = crate::child::protocol_of(chosen.protocol);
-        // AH cannot be carried in UDP (RFC 3948 is for ESP).
-        let encap = (sa.nat_local || sa.nat_remote) && protocol == Protocol::Esp;
+        // AH cannot be carried in UDP (RFC 3948 is for ESP) nor in TCP
+        // (RFC 9329 §3); over a stream, ESP always goes in it (§5).
+        let stream = sa.transport.is_stream();
+        let encap = (sa.nat_local || sa.nat_remote || stream) && protocol == Protocol::Esp;
         let lifetime = child_lifetime(child, self.rng.next_u64(), self.rng.next_u64());
         let make = |spi: u32, src: SocketAddr, dst: SocketAddr, keys: &[u8]| {
             let (ek, ik) = keys.split_at(enc_len.min(keys.len()));
@@ -279,9 +281,9 @@ impl Host {
                     .with_encr(chosen.encr.map_or(EncrId::NULL, |e| e.id), ek),
             }
             .with_integ(chosen.integ, ik);
-            c.encap = encap.then_some(UdpEncap {
-                src_port: src.port(),
-                dst_port: dst.port(),
+            c.encap = encap.then(|| match stream {
+                true => UdpEncap::tcp(src.port(), dst.port()),
+                false => UdpEncap::udp(src.port(), dst.port()),
             });
             c.replay_window = child.replay_window;
             c.esn = chosen.esn;

@@ -60,6 +60,7 @@ pub mod sa;
 mod table;
 mod task;
 mod timers;
+pub mod transport;
 pub mod ts;
 
 pub use control::{ChildSaInfo, IkeSaInfo};
@@ -68,3 +69,4 @@ pub use error::{ChildError, CommandError, InitResponseError, NegotiationError};
 pub use event::IkeEvent;
 pub use init::{IKE_PORT, NAT_T_PORT};
 pub use kernel::{Kernel, RecordingKernel, SaUsage};
+pub use transport::Transport;

@@ -70,8 +70,17 @@ pub(crate) fn follow_peer(
     remote: SocketAddr,
     k: &mut dyn Kernel,
 ) -> Option<IkeEvent> {
-    let floated = local.port() == NAT_T_PORT && sa.local.port() != NAT_T_PORT;
-    if !(floated || (sa.nat_remote && !sa.nat_local)) || (sa.local, sa.remote) == (local, remote) {
+    // Over a stream the TCP Responder sends on the connection where it
+    // last received a valid message (RFC 9329 §6.1): the originator's
+    // new one after a reconnect.
+    let stream = sa.transport.is_stream();
+    if stream && sa.stream_originator {
+        return None;
+    }
+    let floated = !stream && local.port() == NAT_T_PORT && sa.local.port() != NAT_T_PORT;
+    if !(floated || stream || (sa.nat_remote && !sa.nat_local))
+        || (sa.local, sa.remote) == (local, remote)
+    {
         return None;
     }
     let before = sa.remote;
@@ -88,23 +97,18 @@ pub(crate) fn follow_peer(
             to: remote,
         });
     }
+    let encap = |src: u16, dst: u16| match stream {
+        true => flowsec_ipsec::UdpEncap::tcp(src, dst),
+        false => flowsec_ipsec::UdpEncap::udp(src, dst),
+    };
     for c in sa.children.iter_mut().filter(|c| c.encap && !c.sas_gone) {
         // The outbound SAs a rekey's responder holds back go out later:
         // with the new ports too.
         for d in c.deferred_out.iter_mut().filter(|d| d.encap.is_some()) {
-            d.encap = Some(flowsec_ipsec::UdpEncap {
-                src_port: local.port(),
-                dst_port: remote.port(),
-            });
+            d.encap = Some(encap(local.port(), remote.port()));
         }
-        let out = flowsec_ipsec::UdpEncap {
-            src_port: local.port(),
-            dst_port: remote.port(),
-        };
-        let inn = flowsec_ipsec::UdpEncap {
-            src_port: remote.port(),
-            dst_port: local.port(),
-        };
+        let out = encap(local.port(), remote.port());
+        let inn = encap(remote.port(), local.port());
         k.update_encap(c.sa_out, out);
         k.update_encap(c.sa_in, inn);
     }

@@ -129,6 +129,10 @@ impl Host {
         let mut sa = new_sa(old.conn, uid, spis, initiator, (old.local, old.remote), now);
         sa.keys = Some(keys);
         sa.nat_local = old.nat_local;
+        // The new IKE SA shares the old one's connection (RFC 9329 §5),
+        // whose originator stays the one who opened it (§6.1).
+        sa.transport = old.transport;
+        sa.stream_originator = old.stream_originator;
         sa.nat_remote = old.nat_remote;
         sa.peer_id = old.peer_id.clone();
         sa.local_id = old.local_id.clone();

@@ -164,6 +164,14 @@ pub(crate) struct IkeSa {
     pub initiator: bool,
     pub local: SocketAddr,
     pub remote: SocketAddr,
+    /// UDP, or the TCP stream (RFC 9329) its messages and its Child SAs'
+    /// ESP travel in; for a stream, `remote` names the connection (the
+    /// peer's port is its TCP port).
+    pub transport: crate::transport::Transport,
+    /// We opened that stream (the TCP Originator, RFC 9329 §6.1): only we
+    /// reconnect it, and our side of it is `local`'s address with port 0
+    /// (any port).
+    pub stream_originator: bool,
     pub state: IkeState,
     pub keys: Option<IkeKeyState>,
     /// A NAT is in front of us / of the peer (§2.23).

@@ -52,6 +52,7 @@ impl Ike {
         for (id, _) in gone {
             k.del_sa(id);
         }
+        self.fall_back_to_tcp(now, k);
         for spi in self.sas.spis() {
             let Some((at, mut sa)) = self.sas.find(spi) else {
                 continue;
@@ -77,7 +78,10 @@ impl Ike {
             match sa.state {
                 IkeState::HalfOpen => at(Some(sa.created + self.host.settings.half_open_timeout)),
                 IkeState::Established => {
-                    if sa.nat_local && !self.host.settings.keep_alive.is_zero() {
+                    if sa.nat_local
+                        && !sa.transport.is_stream()
+                        && !self.host.settings.keep_alive.is_zero()
+                    {
                         at(Some(sa.last_sent + self.host.settings.keep_alive));
                     }
                     at(sa.rekey_at);
@@ -92,6 +96,12 @@ impl Ike {
                     }
                 }
                 IkeState::Rekeyed | IkeState::Deleting => at(sa.expire_at),
+                IkeState::Connecting if sa.transport == crate::transport::Transport::Udp => {
+                    let tcp = &self.host.config.connections[sa.conn].tcp;
+                    if tcp.encap == crate::config::TcpEncap::Fallback {
+                        at(Some(sa.created + tcp.fallback_after));
+                    }
+                }
                 _ => {}
             }
             if sa.exch.idle() && can_start(sa) {
@@ -143,9 +153,14 @@ impl Host {
     /// One IKE SA's turn in [`Ike::poll`].
     fn poll_sa(&mut self, now: Duration, sa: &mut SaMut<'_>, k: &mut dyn Kernel) -> Then {
         match sa.exch.poll(now, &self.settings.retransmit) {
+            // RFC 9329 §6.2: over a stream the request is not sent again
+            // (TCP delivers it or the connection breaks, and a reconnect
+            // resends it); the timers run on, so an unanswered peer is
+            // declared dead at the same time as over UDP.
+            Ok(Some(_)) if sa.transport.is_stream() => {}
             Ok(Some(data)) => {
                 self.stats.retransmits += 1;
-                self.push(sa.local, sa.remote, data);
+                self.push(sa.transport, sa.local, sa.remote, data);
             }
             Ok(None) => {}
             Err(()) => {
@@ -186,13 +201,19 @@ impl Host {
             sa.queue.push_back(Todo::DeleteIke);
         }
         // RFC 3948 §2.3: behind a NAT, keep its mapping (the ESP in UDP
-        // would keep it too; the core does not see that traffic).
+        // would keep it too; the core does not see that traffic). Not over
+        // a stream (RFC 9329 §6.6: SHOULD NOT).
         let keep_alive = self.settings.keep_alive;
-        if sa.nat_local && !keep_alive.is_zero() && now >= sa.last_sent + keep_alive {
+        if sa.nat_local
+            && !sa.transport.is_stream()
+            && !keep_alive.is_zero()
+            && now >= sa.last_sent + keep_alive
+        {
             sa.last_sent = now;
             let ka = vec![flowsec_wire::udp_encap::NAT_KEEPALIVE];
             self.stats.sent += 1;
             self.out.push_back(crate::engine::Datagram {
+                transport: sa.transport,
                 local: sa.local,
                 remote: sa.remote,
                 data: ka,

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use flowsec_crypto::Provider;
 use flowsec_ike::random::SeededRandom;
-use flowsec_ike::{config, Datagram, Ike, RecordingKernel, Settings};
+use flowsec_ike::{config, Datagram, Ike, RecordingKernel, Settings, Transport};
+use flowsec_ipsec::EncapTransport;
+use flowsec_wire::iana::ExchangeType;
 
 const A: &str = "192.0.2.1";
 const B: &str = "192.0.2.2";
@@ -74,6 +76,10 @@ struct Pair {
     nat: Option<(std::net::IpAddr, u16)>,
     /// NAT-keepalives a sent.
     keepalives: usize,
+    /// Over TCP (RFC 9329): the source port of a's current connection (a
+    /// is the TCP Originator); what b sends to another port is lost with
+    /// the connection it was for.
+    tcp_port_a: u16,
 }
 
 fn ike(text: &str, seed: u64, settings: Settings) -> Ike {
@@ -108,6 +114,7 @@ impl Pair {
             ba: Vec::new(),
             nat: None,
             keepalives: 0,
+            tcp_port_a: 40000,
         }
     }
 
@@ -154,11 +161,12 @@ impl Pair {
         }
         // Through the NAT: a's source becomes the public address and port.
         let from = match self.nat {
+            _ if d.transport.is_stream() => SocketAddr::new(d.local.ip(), self.tcp_port_a),
             Some((ip, shift)) => SocketAddr::new(ip, d.local.port() + shift),
             None => d.local,
         };
         self.b
-            .handle(self.now, d.remote, from, &d.data, &mut self.kb);
+            .handle_on(self.now, d.transport, d.remote, from, &d.data, &mut self.kb);
         self.collect();
         d
     }
@@ -170,6 +178,13 @@ impl Pair {
         let d = self.ba.remove(0);
         // Back through the NAT, when it still maps that port.
         let to = match self.nat {
+            _ if d.transport.is_stream() => {
+                if d.remote.port() != self.tcp_port_a {
+                    self.collect();
+                    return d;
+                }
+                SocketAddr::new(d.remote.ip(), 0)
+            }
             Some((ip, shift)) if d.remote.ip() == ip => match d.remote.port().checked_sub(shift) {
                 Some(port) if port == 500 || port == 4500 => {
                     SocketAddr::new(A.parse().unwrap(), port)
@@ -181,7 +196,8 @@ impl Pair {
             },
             _ => d.remote,
         };
-        self.a.handle(self.now, to, d.local, &d.data, &mut self.ka);
+        self.a
+            .handle_on(self.now, d.transport, to, d.local, &d.data, &mut self.ka);
         self.collect();
         d
     }
@@ -1660,4 +1676,163 @@ fn rekey_switch_keep_old_switches_each_end_at_its_own_expiry_without_a_delete() 
     p.collect();
     assert!(p.ab.is_empty() && p.ba.is_empty(), "no DELETE");
     p.assert_up(1);
+}
+
+/// A pair whose initiator a runs its IKE SA over TCP (RFC 9329):
+/// `tcp_extra` are a's connection keys.
+fn tcp_pair(tcp_extra: &str) -> Pair {
+    Pair::new(
+        &conf(
+            A,
+            B,
+            "10.1.0.0/24",
+            "10.2.0.0/24",
+            tcp_extra,
+            "start_action = start",
+            "s3cret",
+        ),
+        &conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "", "s3cret"),
+    )
+}
+
+#[test]
+fn over_tcp_ike_and_esp_share_the_stream_and_nothing_is_retransmitted() {
+    let mut p = tcp_pair("tcp_encap = yes");
+    p.start();
+    // IKE_SA_INIT goes to the peer's TCP port 4500 from any port of ours.
+    let first = &p.ab[0];
+    assert_eq!(first.transport, Transport::Tcp);
+    assert_eq!((first.local.port(), first.remote.port()), (0, 4500));
+    p.settle();
+    p.assert_up(1);
+    let (la, lb) = (p.a.list(p.now), p.b.list(p.now));
+    assert_eq!(
+        (la[0].transport, lb[0].transport),
+        (Transport::Tcp, Transport::Tcp)
+    );
+    assert_eq!(lb[0].remote, SocketAddr::new(A.parse().unwrap(), 40000));
+    // ESP goes in the same stream (§5): a's SAs name port 0 (its side of
+    // the connection) and 4500, b's the connection's ports.
+    let out_a = p.ka.sa(la[0].children[0].sa_out.spi).unwrap();
+    let out_b = p.kb.sa(lb[0].children[0].sa_out.spi).unwrap();
+    let ports =
+        |c: &flowsec_ipsec::SaConfig| c.encap.map(|e| (e.transport, e.src_port, e.dst_port));
+    assert_eq!(ports(out_a), Some((EncapTransport::Tcp, 0, 4500)));
+    assert_eq!(ports(out_b), Some((EncapTransport::Tcp, 4500, 40000)));
+    // §6.2: a request lost with its connection is not sent again on a
+    // timer; no NAT-keepalives either (§6.6), though b saw a "NAT" (a's
+    // port 0 in its NAT detection hash).
+    p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.collect();
+    assert_eq!(p.ab.len(), 1);
+    p.ab.clear();
+    let retransmits = p.a.stats().retransmits;
+    for _ in 0..4 {
+        p.advance(Duration::from_secs(15));
+    }
+    assert!(p.ab.is_empty(), "nothing resent over TCP: {:?}", p.ab);
+    assert_eq!(p.a.stats().retransmits, retransmits);
+    // The timers still run: with no answer, the peer is declared dead.
+    for _ in 0..16 {
+        p.advance(Duration::from_secs(15));
+    }
+    assert_eq!(p.a.stats().peers_dead, 1);
+}
+
+#[test]
+fn after_a_reconnect_the_originator_speaks_first_and_the_responder_follows() {
+    let mut p = tcp_pair("tcp_encap = yes");
+    p.start();
+    p.settle();
+    p.assert_up(1);
+    let a_local = SocketAddr::new(A.parse().unwrap(), 0);
+    let b_remote = SocketAddr::new(B.parse().unwrap(), 4500);
+    // The connection breaks; a opens a new one from another port (§6.1).
+    // Until a speaks on it, b's answers would go to the old one.
+    p.tcp_port_a = 40001;
+    p.a.reconnected(p.now, a_local, b_remote, &mut p.ka);
+    p.collect();
+    assert_eq!(
+        p.ab.len(),
+        1,
+        "an empty INFORMATIONAL on the new connection"
+    );
+    assert_eq!(exchange_of(&p.ab[0]), ExchangeType::INFORMATIONAL);
+    p.settle();
+    p.assert_up(1);
+    let lb = p.b.list(p.now);
+    assert_eq!(
+        lb[0].remote.port(),
+        40001,
+        "b follows to the new connection"
+    );
+    let out_b = p.kb.sa(lb[0].children[0].sa_out.spi).unwrap();
+    assert_eq!(
+        out_b.encap.map(|e| (e.transport, e.dst_port)),
+        Some((EncapTransport::Tcp, 40001))
+    );
+    assert_eq!(p.a.stats().reconnects, 1);
+    // A request in flight when the connection broke is sent again on the
+    // new one (§6.2), and the rekey completes; the IKE SA is the same.
+    let uid = p.a.list(p.now)[0].uid;
+    p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.collect();
+    p.ab.clear();
+    p.tcp_port_a = 40002;
+    p.a.reconnected(p.now, a_local, b_remote, &mut p.ka);
+    p.collect();
+    assert_eq!(exchange_of(&p.ab[0]), ExchangeType::CREATE_CHILD_SA);
+    p.settle();
+    p.assert_up(1);
+    assert_eq!(p.a.list(p.now)[0].uid, uid);
+    assert_eq!(p.b.list(p.now)[0].remote.port(), 40002);
+    // A message for the IKE SA that comes over UDP instead is not acted on.
+    let before = p.b.stats().wrong_transport;
+    p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.collect();
+    let d = p.ab.remove(0);
+    let from = SocketAddr::new(A.parse().unwrap(), 4500);
+    p.b.handle(
+        p.now,
+        SocketAddr::new(B.parse().unwrap(), 4500),
+        from,
+        &d.data,
+        &mut p.kb,
+    );
+    assert_eq!(p.b.stats().wrong_transport, before + 1);
+}
+
+#[test]
+fn fallback_tries_udp_first_then_a_new_ike_sa_init_over_tcp() {
+    let mut p = tcp_pair("tcp_encap = fallback\n        tcp_fallback_time = 6s");
+    p.start();
+    assert_eq!(p.ab[0].transport, Transport::Udp);
+    let spi_udp = p.a.list(p.now)[0].spi_i;
+    // UDP is blocked: the request and its first retransmission are lost.
+    p.ab.clear();
+    p.advance(Duration::from_secs(5));
+    assert_eq!(p.ab.len(), 1, "one retransmission over UDP first");
+    assert_eq!(p.ab[0].transport, Transport::Udp);
+    p.ab.clear();
+    p.advance(Duration::from_secs(1));
+    assert_eq!(p.a.stats().tcp_fallbacks, 1);
+    assert_eq!(p.ab.len(), 1);
+    assert_eq!(p.ab[0].transport, Transport::Tcp);
+    p.settle();
+    p.assert_up(1);
+    let la = p.a.list(p.now);
+    assert_eq!(la.len(), 1, "the UDP attempt is gone: {la:#?}");
+    assert_ne!(la[0].spi_i, spi_udp, "a new SPIi (RFC 9329 §5.1)");
+    assert_eq!(la[0].transport, Transport::Tcp);
+}
+
+#[test]
+fn over_tls_the_port_is_443_by_default() {
+    let mut p = tcp_pair("tcp_encap = yes\n        tcp_tls = yes");
+    p.start();
+    assert_eq!(p.ab[0].transport, Transport::Tls);
+    assert_eq!(p.ab[0].remote.port(), 443);
+    p.settle();
+    p.assert_up(1);
+    assert_eq!(p.b.list(p.now)[0].transport, Transport::Tls);
 }

@@ -27,7 +27,7 @@ use flowsec_wire::udp_encap::{self, Datagram, UdpEncap, NON_ESP_MARKER};
 use crate::buf::PacketBuf;
 use crate::layout::{self, Layout};
 use crate::replay::ReplayError;
-use crate::sa::{Mode, Protocol, SaId};
+use crate::sa::{EncapTransport, Mode, Protocol, SaId};
 use crate::sad::{SaHandle, Sad, Sealer};
 use crate::spd::{Action, Flow, Level, Policy, SaTemplate};
 use crate::tunnel::InnerInfo;
@@ -130,6 +130,9 @@ pub enum Egress {
     /// ESP in UDP: the buffer holds the UDP payload (the ESP packet), to
     /// be sent by a UDP socket between these endpoints.
     Udp(UdpEndpoints),
+    /// ESP in a TCP stream (RFC 9329): the buffer holds the ESP packet, to
+    /// be framed into the stream between these endpoints.
+    Tcp(UdpEndpoints),
 }
 
 impl Egress {
@@ -143,6 +146,8 @@ impl Egress {
             Egress::Udp(e) => {
                 Datagram::build(e.local, e.remote, e.tos, sealed).map_err(|_| DropReason::TooBig)
             }
+            // A stream has no packet of its own: the frame's message.
+            Egress::Tcp(_) => Ok(sealed.to_vec()),
         }
     }
 }
@@ -206,7 +211,7 @@ pub fn outbound(
         if new_tunnel {
             outer = Some(endpoints);
         }
-        if sa.encap().is_some() {
+        if let Some(encap) = sa.encap() {
             if i + 1 != bundle.len() {
                 return Err(DropReason::EncapMismatch.into());
             }
@@ -214,12 +219,11 @@ pub fn outbound(
                 true => None,
                 false => Some(Layout::outbound(buf.as_slice())?),
             };
-            return Ok(Egress::Udp(esp::encapsulate_udp(
-                sa,
-                buf,
-                lay.as_ref(),
-                now,
-            )?));
+            let to = esp::encapsulate_udp(sa, buf, lay.as_ref(), now)?;
+            return Ok(match encap.transport {
+                EncapTransport::Udp => Egress::Udp(to),
+                EncapTransport::Tcp => Egress::Tcp(to),
+            });
         }
         apply_outbound(sa, buf, new_tunnel, now)?;
     }

@@ -67,13 +67,48 @@ impl fmt::Display for Mode {
     }
 }
 
-/// UDP encapsulation of ESP (RFC 3948): the ports of the outer UDP header.
+/// What carries an encapsulated ESP SA's packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum EncapTransport {
+    /// UDP datagrams (RFC 3948).
+    #[default]
+    Udp,
+    /// Frames of a TCP stream, plain or inside TLS (RFC 9329): the stream
+    /// between the SA's addresses and these ports.
+    Tcp,
+}
+
+/// Encapsulation of ESP outside IP: the ports of the outer UDP header
+/// (RFC 3948), or of the TCP connection that carries it (RFC 9329).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct UdpEncap {
-    /// Source port (ours), usually 4500.
+    /// Source port (ours), usually 4500 (0 for a TCP connection we
+    /// originate: any port of ours).
     pub src_port: u16,
     /// Destination port (the peer's), usually 4500.
     pub dst_port: u16,
+    /// UDP or a TCP stream.
+    pub transport: EncapTransport,
+}
+
+impl UdpEncap {
+    /// ESP in UDP between these ports.
+    pub fn udp(src_port: u16, dst_port: u16) -> Self {
+        UdpEncap {
+            src_port,
+            dst_port,
+            transport: EncapTransport::Udp,
+        }
+    }
+
+    /// ESP in a TCP stream between these ports.
+    pub fn tcp(src_port: u16, dst_port: u16) -> Self {
+        UdpEncap {
+            src_port,
+            dst_port,
+            transport: EncapTransport::Tcp,
+        }
+    }
 }
 
 /// The identity of an SA on receipt: (protocol, SPI, destination).

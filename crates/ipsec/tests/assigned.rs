@@ -38,10 +38,7 @@ fn config(encr: EncrId, integ: IntegId, udp: bool, esn: bool) -> SaConfig {
     c.replay_window = 64;
     c.esn = esn;
     if udp {
-        c.encap = Some(UdpEncap {
-            src_port: 4500,
-            dst_port: 4500,
-        });
+        c.encap = Some(UdpEncap::udp(4500, 4500));
     }
     c
 }
@@ -125,7 +122,7 @@ fn sealed_and_opened_elsewhere_as_the_owner_would() {
                 assert_eq!(buf.as_slice(), alone.as_slice(), "{encr:?}");
             }
             let from = match egress {
-                Egress::Udp(e) => Some(UdpEndpoints {
+                Egress::Udp(e) | Egress::Tcp(e) => Some(UdpEndpoints {
                     local: e.remote,
                     remote: e.local,
                     tos: e.tos,

@@ -255,10 +255,7 @@ fn esp_in_udp_is_a_payload_and_endpoints() {
         (Mode::Transport, "2001:db8::1", "2001:db8::2"),
     ] {
         let mut c = config(&SUITES[1], 0x3100, mode, src, dst);
-        c.encap = Some(UdpEncap {
-            src_port: 4500,
-            dst_port: 4501,
-        });
+        c.encap = Some(UdpEncap::udp(4500, 4501));
         let inner = match mode {
             Mode::Tunnel => udp_packet("10.1.0.1", "10.2.0.1", b"natted"),
             Mode::Transport => udp_packet(src, dst, b"natted"),
@@ -308,10 +305,7 @@ fn esp_in_udp_is_a_payload_and_endpoints() {
     // IPComp cannot go around a UDP payload.
     let (a, b) = ("192.0.2.1", "192.0.2.2");
     let mut esp = config(&SUITES[0], 0x3200, Mode::Tunnel, a, b);
-    esp.encap = Some(UdpEncap {
-        src_port: 4500,
-        dst_port: 4500,
-    });
+    esp.encap = Some(UdpEncap::udp(4500, 4500));
     let comp = SaConfig::ipcomp(0x3201, Mode::Tunnel, ip(a), ip(b));
     let (mut out, _, bundle) = pair(&[esp, comp]);
     let mut buf = PacketBuf::from_packet(&udp_packet("10.1.0.1", "10.2.0.1", b"x"));
@@ -332,10 +326,7 @@ fn bracket(addr: &str) -> String {
 fn udp_encapsulated_esp_v4_and_v6() {
     for (src, dst) in [("192.0.2.1", "192.0.2.2"), ("2001:db8::1", "2001:db8::2")] {
         let mut c = config(&SUITES[0], 0x3000, Mode::Tunnel, src, dst);
-        c.encap = Some(UdpEncap {
-            src_port: 4500,
-            dst_port: 4500,
-        });
+        c.encap = Some(UdpEncap::udp(4500, 4500));
         let wire = round_trip(&[c], &udp_packet("10.1.0.1", "10.2.0.1", b"natted"));
         let at = if src.contains(':') { 40 } else { 20 };
         assert_eq!(wire[if src.contains(':') { 6 } else { 9 }], 17);
@@ -966,10 +957,7 @@ fn ecn_congestion_survives_the_tunnel() {
 #[test]
 fn udp_encapsulation_must_match_the_sa() {
     let mut encap = config(&SUITES[0], 0x5_0000, Mode::Tunnel, "192.0.2.1", "192.0.2.2");
-    encap.encap = Some(UdpEncap {
-        src_port: 4500,
-        dst_port: 4500,
-    });
+    encap.encap = Some(UdpEncap::udp(4500, 4500));
     let raw = SaConfig {
         encap: None,
         ..encap.clone()

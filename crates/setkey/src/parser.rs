@@ -437,10 +437,7 @@ impl<'a> Parser<'a> {
                 Port::Num(n, _) => n,
                 Port::Absent | Port::Any => NAT_T_PORT,
             };
-            c.encap = Some(UdpEncap {
-                src_port: port(src.1),
-                dst_port: port(dst.1),
-            });
+            c.encap = Some(UdpEncap::udp(port(src.1), port(dst.1)));
         }
         let missing = |option| {
             self.err(

@@ -78,22 +78,13 @@ fn esp_udp_ports() {
     let c = add(one(&format!(
         "add 192.0.2.1[4501] 198.51.100.7[31000] esp-udp 0x2000 -m tunnel -E aes-gcm-16 {k};"
     )));
-    assert_eq!(
-        c.encap,
-        Some(UdpEncap {
-            src_port: 4501,
-            dst_port: 31000
-        })
-    );
+    assert_eq!(c.encap, Some(UdpEncap::udp(4501, 31000)));
     let c = add(one(&format!(
         "add 192.0.2.1 198.51.100.7[any] esp-udp 0x2000 -E aes-gcm-16 {k};"
     )));
     assert_eq!(
         c.encap,
-        Some(UdpEncap {
-            src_port: 4500,
-            dst_port: 4500
-        }),
+        Some(UdpEncap::udp(4500, 4500)),
         "default 4500 (RFC 3948)"
     );
 }

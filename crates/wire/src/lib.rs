@@ -33,6 +33,7 @@ pub mod ipcomp;
 pub mod ipv4;
 pub mod ipv6;
 pub mod ipv6ext;
+pub mod tcp_encap;
 pub mod udp;
 pub mod udp_encap;
 

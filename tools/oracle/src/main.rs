@@ -254,10 +254,7 @@ fn sa_config(spec: &SaSpec) -> Result<SaConfig, Failure> {
         ProtocolSpec::Esp => Protocol::Esp,
         ProtocolSpec::Ah => Protocol::Ah,
     };
-    config.encap = spec.encap.map(|e| UdpEncap {
-        src_port: e.sport,
-        dst_port: e.dport,
-    });
+    config.encap = spec.encap.map(|e| UdpEncap::udp(e.sport, e.dport));
     config.esn = spec.esn;
     config.replay_window = spec.replay_window;
     Ok(config)

@@ -88,10 +88,7 @@ fn sa(spi: u32, mode: Mode, src: &str, dst: &str, encap: bool) -> SaConfig {
     c.reqid = REQID;
     c.replay_window = 64;
     if encap {
-        c.encap = Some(UdpEncap {
-            src_port: 4500,
-            dst_port: 4500,
-        });
+        c.encap = Some(UdpEncap::udp(4500, 4500));
     }
     c
 }

@@ -145,6 +145,12 @@ pub enum ConfigErrorKind {
     KeepOldForever,
     /// `rekey_switch` other than `loss-free` with `per_cpu_sas = yes`.
     SwitchPerCpu,
+    /// `tcp_port`, `tcp_tls` or `tcp_fallback_time` with `tcp_encap = no`.
+    TcpKeyWithoutTcp,
+    /// `tcp_fallback_time` without `tcp_encap = fallback`, or zero.
+    TcpFallbackTime,
+    /// `encap = yes` (UDP) with `tcp_encap = yes`.
+    TcpForcedUdp,
     /// A strongSwan key flowsec accepts only at strongSwan's default.
     OnlyDefault {
         /// The value given.
@@ -260,6 +266,13 @@ impl fmt::Display for ConfigErrorKind {
                 "keep-old needs a life_time: the old SA is kept until its lifetime expires",
             ),
             K::SwitchPerCpu => f.write_str("only loss-free is supported with per_cpu_sas = yes"),
+            K::TcpKeyWithoutTcp => f.write_str("needs tcp_encap = yes or fallback"),
+            K::TcpFallbackTime => {
+                f.write_str("needs tcp_encap = fallback and a time above 0 (e.g. 5s)")
+            }
+            K::TcpForcedUdp => {
+                f.write_str("encap = yes forces UDP, tcp_encap = yes TCP: choose one")
+            }
             K::OnlyDefault { value, default } => write!(
                 f,
                 "'{value}' is not supported (only strongSwan's default '{default}')"

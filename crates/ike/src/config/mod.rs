@@ -184,7 +184,56 @@ pub struct Connection {
     pub keyingtries: u32,
     /// `unique` (default `no`).
     pub unique: Unique,
+    /// `tcp_encap`, `tcp_port`, `tcp_tls`, `tcp_fallback_time`: IKE and
+    /// ESP over TCP (RFC 9329; flowsec's keys, strongSwan has none).
+    pub tcp: TcpConfig,
 }
+
+/// Whether a connection's IKE SA runs over UDP or a TCP stream
+/// (RFC 9329), as initiator; as responder the peer's choice is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TcpEncap {
+    /// `no` (default): UDP only.
+    No,
+    /// `yes`: IKE_SA_INIT goes over TCP at once.
+    Yes,
+    /// `fallback`: UDP first; with no IKE_SA_INIT answer after
+    /// `tcp_fallback_time`, a new IKE_SA_INIT over TCP (RFC 9329 §5.1).
+    Fallback,
+}
+
+/// A connection's TCP encapsulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TcpConfig {
+    /// `tcp_encap` (default `no`).
+    pub encap: TcpEncap,
+    /// `tcp_port`: the peer's TCP port (default 4500, RFC 9329 §11; 443
+    /// with `tcp_tls = yes`).
+    pub port: u16,
+    /// `tcp_tls`: the stream inside TLS 1.3 (RFC 9329 Appendix A), for
+    /// middleboxes that pass only TLS; IKE still authenticates the peers.
+    pub tls: bool,
+    /// `tcp_fallback_time` (default 5 s: after the first UDP
+    /// retransmission, RFC 9329 §5.1 recommends at least one).
+    pub fallback_after: Duration,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            encap: TcpEncap::No,
+            port: TCP_PORT,
+            tls: false,
+            fallback_after: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The TCP port of RFC 9329 (§11: implementations MUST support it).
+pub const TCP_PORT: u16 = 4500;
+/// The TCP port with `tcp_tls = yes` (where TLS-only middleboxes let
+/// traffic through).
+pub const TLS_PORT: u16 = 443;
 
 /// The `unique` policy (swanctl.conf(5)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

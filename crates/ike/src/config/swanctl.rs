@@ -61,7 +61,8 @@ use super::value::{
 pub use super::value::{parse_bytes, parse_duration};
 use super::{
     AddrSpec, AuthConfig, AuthKind, ChildConfig, CloseAction, Config, ConfigError, Connection,
-    DpdAction, Identity, RekeySwitch, Secret, StartAction, TsSpec, Unique,
+    DpdAction, Identity, RekeySwitch, Secret, StartAction, TcpConfig, TcpEncap, TsSpec, Unique,
+    TLS_PORT,
 };
 
 /// strongSwan keys accepted with any valid value and then ignored: they
@@ -248,6 +249,7 @@ impl Cx<'_> {
                 .map_err(|e| self.err(s.line, join(path, &s.key), e))?;
         }
         times.apply(&mut c);
+        self.conn_tcp(sec, &mut c, path)?;
         let (local, remote) = self.conn_sections(sec, path, &mut c.children)?;
         c.local = local;
         c.remote = remote;
@@ -372,6 +374,35 @@ impl Cx<'_> {
         Ok(())
     }
 
+    /// The TCP keys (RFC 9329) only with `tcp_encap` on, and not beside a
+    /// forced UDP encapsulation; `tcp_port` defaults to 443 with TLS.
+    fn conn_tcp(&self, sec: &Section, c: &mut Connection, path: &str) -> Result<(), ConfigError> {
+        let line = |key: &str| values(sec).find(|(s, _)| s.key == key).map(|(s, _)| s.line);
+        let fail =
+            |key: &str, kind| Err(self.err(line(key).unwrap_or(sec.line), join(path, key), kind));
+        if c.tcp.encap == TcpEncap::No {
+            for key in ["tcp_port", "tcp_tls", "tcp_fallback_time"] {
+                if line(key).is_some() {
+                    return fail(key, ConfigErrorKind::TcpKeyWithoutTcp);
+                }
+            }
+            return Ok(());
+        }
+        if line("tcp_fallback_time").is_some() && c.tcp.encap != TcpEncap::Fallback {
+            return fail("tcp_fallback_time", ConfigErrorKind::TcpFallbackTime);
+        }
+        if c.tcp.encap == TcpEncap::Fallback && c.tcp.fallback_after.is_zero() {
+            return fail("tcp_fallback_time", ConfigErrorKind::TcpFallbackTime);
+        }
+        if c.encap && c.tcp.encap == TcpEncap::Yes {
+            return fail("encap", ConfigErrorKind::TcpForcedUdp);
+        }
+        if c.tcp.tls && line("tcp_port").is_none() {
+            c.tcp.port = TLS_PORT;
+        }
+        Ok(())
+    }
+
     /// `rekey_switch` other than `loss-free` is for reproducing study S2:
     /// `keep-old` removes an old SA at its hard lifetime, so it needs one;
     /// neither touches per-resource SAs (RFC 9611), whose handover stays
@@ -458,6 +489,7 @@ fn default_connection(name: &str) -> Connection {
         encap: false,
         keyingtries: 1,
         unique: Unique::No,
+        tcp: TcpConfig::default(),
     }
 }
 
@@ -514,6 +546,16 @@ fn conn_setting(
         "remote_port" => c.remote_port = parse_port(v)?,
         "proposals" => c.proposals = parse_ike_proposals(v)?,
         "encap" => c.encap = parse_bool(v)?,
+        "tcp_encap" => {
+            c.tcp.encap = match keyword(v, &["no", "yes", "fallback"])? {
+                0 => TcpEncap::No,
+                1 => TcpEncap::Yes,
+                _ => TcpEncap::Fallback,
+            }
+        }
+        "tcp_port" => c.tcp.port = parse_port(v)?,
+        "tcp_tls" => c.tcp.tls = parse_bool(v)?,
+        "tcp_fallback_time" => c.tcp.fallback_after = parse_duration(v)?,
         "dpd_delay" => c.dpd_delay = parse_duration(v)?,
         "dpd_timeout" => c.dpd_timeout = parse_duration(v)?,
         "keyingtries" => c.keyingtries = parse_num(v)?,

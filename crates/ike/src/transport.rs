@@ -1,0 +1,148 @@
+//! What carries an IKE SA: UDP, or a TCP stream, plain or inside TLS
+//! (RFC 9329), and the rules that differ over a stream: no
+//! retransmissions (§6.2), no NAT-keepalives (§6.6), ESP in the same
+//! stream (§5), the responder following the originator's newest
+//! connection (§6.1), the fallback from UDP (§5.1) and what the TCP
+//! Originator sends after reconnecting (§6.1, §6.2).
+
+use core::fmt;
+use core::time::Duration;
+use std::net::SocketAddr;
+
+use crate::config::TcpEncap;
+use crate::engine::Ike;
+use crate::event::IkeEvent;
+use crate::kernel::Kernel;
+use crate::sa::{IkeState, Todo};
+
+/// What an IKE SA's messages and its Child SAs' ESP travel in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Transport {
+    /// UDP ports 500 and 4500 (RFC 7296, RFC 3948).
+    #[default]
+    Udp,
+    /// One TCP connection (RFC 9329): "IKETCP", then length-framed IKE
+    /// and ESP.
+    Tcp,
+    /// The same stream inside TLS (RFC 9329 Appendix A).
+    Tls,
+}
+
+impl Transport {
+    /// A reliable stream: TCP or TLS.
+    pub fn is_stream(self) -> bool {
+        self != Transport::Udp
+    }
+
+    /// As `ctl sas` shows it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Udp => "UDP",
+            Transport::Tcp => "TCP",
+            Transport::Tls => "TLS",
+        }
+    }
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Ike {
+    /// The TCP connection from `local` to `remote` that this host
+    /// originated was lost and is open again (the daemon reconnects; RFC
+    /// 9329 §6.1: only the TCP Originator does). The IKE SAs over it
+    /// stay; each sends on the new connection at once, so that the peer
+    /// learns it: the request still unanswered if there is one (§6.2: "MUST
+    /// be retransmitted"), else an empty INFORMATIONAL (§6.1).
+    pub fn reconnected(
+        &mut self,
+        now: Duration,
+        local: SocketAddr,
+        remote: SocketAddr,
+        k: &mut dyn Kernel,
+    ) {
+        self.host.clock = now;
+        let spis: Vec<u64> = self
+            .sas
+            .values()
+            .filter(|sa| {
+                sa.transport.is_stream()
+                    && sa.stream_originator
+                    && sa.local.ip() == local.ip()
+                    && sa.remote == remote
+            })
+            .map(|sa| sa.our_spi())
+            .collect();
+        for spi in spis {
+            let Some((_, mut sa)) = self.sas.find(spi) else {
+                continue;
+            };
+            self.host.stats.reconnects += 1;
+            if let Some(data) = sa.exch.outstanding().map(<[u8]>::to_vec) {
+                self.host.stats.retransmits += 1;
+                let (t, l, r) = (sa.transport, sa.local, sa.remote);
+                self.host.push(t, l, r, data);
+            } else if sa.state == IkeState::Established && !sa.queue.contains(&Todo::Dpd) {
+                sa.queue.push_back(Todo::Dpd);
+                self.host.kick(now, &mut sa, k);
+            }
+        }
+    }
+
+    /// `tcp_encap = fallback` (RFC 9329 §5.1): an IKE_SA_INIT over UDP
+    /// unanswered for `tcp_fallback_time` is given up, and the connection
+    /// starts again over TCP with a new IKE_SA_INIT (new SPIi, NAT
+    /// detection recomputed: "MUST").
+    pub(crate) fn fall_back_to_tcp(&mut self, now: Duration, k: &mut dyn Kernel) {
+        let due: Vec<(u64, usize, Option<usize>)> = self
+            .sas
+            .values()
+            .filter(|sa| {
+                let tcp = &self.host.config.connections[sa.conn].tcp;
+                sa.state == IkeState::Connecting
+                    && sa.transport == Transport::Udp
+                    && tcp.encap == TcpEncap::Fallback
+                    && now >= sa.created + tcp.fallback_after
+            })
+            .map(|sa| {
+                (
+                    sa.our_spi(),
+                    sa.conn,
+                    sa.exch.task().and_then(|t| t.first_child()),
+                )
+            })
+            .collect();
+        for (spi, conn, child) in due {
+            let Some(mut old) = self.sas.slot(spi).and_then(|at| self.sas.remove(at)) else {
+                continue;
+            };
+            if let Some(t) = old.exch.take_task() {
+                t.release(k);
+            }
+            self.host.stats.tcp_fallbacks += 1;
+            let name = self.host.config.connections[conn].name.clone();
+            self.host.events.push(IkeEvent::TcpFallback { name });
+            let over = Some(stream_of(self, conn));
+            match self.connect_over(now, conn, child, over, k) {
+                // What waited for the first IKE SA waits for the new one.
+                Ok(new) => {
+                    if let Some((_, mut sa)) = self.sas.find(new) {
+                        sa.queue.extend(old.queue.drain(..));
+                    }
+                }
+                Err(e) => self.host.events.push(IkeEvent::CommandFailed(e)),
+            }
+        }
+    }
+}
+
+/// The stream a connection's `tcp_tls` asks for.
+fn stream_of(ike: &Ike, conn: usize) -> Transport {
+    match ike.host.config.connections[conn].tcp.tls {
+        true => Transport::Tls,
+        false => Transport::Tcp,
+    }
+}
