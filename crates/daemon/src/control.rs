@@ -506,6 +506,7 @@ pub fn ike_sa_json(
         "remote_port": sa.remote.port(),
         "remote_id": sa.remote_id,
         "nat": sa.nat,
+        "transport": sa.transport.name(),
         "proposal": sa.proposal,
         "established_s": sa.established_s,
         "rekey_in_s": sa.rekey_in_s,

@@ -169,6 +169,9 @@ pub enum RunError {
     },
     /// IKE could not be set up.
     Ike(IkeSetupError),
+    /// IKE and ESP over TCP (RFC 9329) could not be set up: a listening
+    /// port, the TLS certificate, or the thread.
+    Stream(String),
     /// A worker's sockets could not be set up.
     WorkerIo(WorkerError),
     /// A worker's mailbox (eventfd) could not be made.
@@ -204,6 +207,7 @@ impl fmt::Display for RunError {
             RunError::UnknownBackend { name } => write!(f, "--backend {name}: unknown"),
             RunError::Tun { name, error } => write!(f, "TUN device {name}: {error}"),
             RunError::Ike(e) => e.fmt(f),
+            RunError::Stream(e) => write!(f, "IKE over TCP: {e}"),
             RunError::WorkerIo(e) => e.fmt(f),
             RunError::Mailbox(e) => write!(f, "eventfd: {e}"),
             RunError::Routes(e) => e.fmt(f),

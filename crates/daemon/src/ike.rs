@@ -20,7 +20,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 
-use flowsec_ike::{Ike, Kernel, SaUsage, IKE_PORT, NAT_T_PORT};
+use flowsec_ike::{Ike, Kernel, SaUsage, Transport, IKE_PORT, NAT_T_PORT};
 use flowsec_ipsec::{Direction, Policy, Protocol, SaConfig, SaId, Selector, UdpEndpoints};
 use flowsec_wire::udp_encap::NON_ESP_MARKER;
 
@@ -75,12 +75,18 @@ impl std::error::Error for IkeSetupError {
 enum IkeIn {
     /// A received IKE message, the non-ESP marker stripped.
     Message {
+        transport: Transport,
         local: SocketAddr,
         remote: SocketAddr,
         data: Vec<u8>,
     },
     /// Traffic hit the (trap) policy of `reqid` and found no SA.
     Acquire { reqid: u32 },
+    /// A TCP connection we originated is open again (RFC 9329 §6.1).
+    Reconnected {
+        local: SocketAddr,
+        remote: SocketAddr,
+    },
 }
 
 /// The workers' end: hands IKE messages that arrived on port 4500, and
@@ -99,11 +105,33 @@ impl IkeSink {
         if ike.is_empty() || ike.len() > MAX_MESSAGE {
             return;
         }
+        self.message_on(Transport::Udp, from.local, from.remote, ike);
+    }
+
+    /// An IKE message that arrived over `transport`: over a stream,
+    /// `local` and `remote` name the connection (`crate::stream`).
+    pub fn message_on(
+        &self,
+        transport: Transport,
+        local: SocketAddr,
+        remote: SocketAddr,
+        ike: &[u8],
+    ) {
+        if ike.is_empty() || ike.len() > MAX_MESSAGE {
+            return;
+        }
         self.send(IkeIn::Message {
-            local: from.local,
-            remote: from.remote,
+            transport,
+            local,
+            remote,
             data: ike.to_vec(),
         });
+    }
+
+    /// The TCP connection from `local` (port 0: ours) to `remote` that
+    /// this host originated is open again after it broke.
+    pub fn reconnected(&self, local: SocketAddr, remote: SocketAddr) {
+        self.send(IkeIn::Reconnected { local, remote });
     }
 
     /// Traffic for the policy of `reqid` found no SA: ask IKE for one
@@ -130,6 +158,9 @@ pub struct IkePlane {
     send4500: [Option<OwnedFd>; 2],
     rx: Receiver<IkeIn>,
     wake: Arc<OwnedFd>,
+    /// IKE over TCP and TLS (RFC 9329), when a connection or
+    /// `--tcp-listen` asks for it.
+    pub stream: Option<crate::stream::StreamSink>,
     /// SPIs handed out and not yet installed or released.
     pub spis: BTreeSet<u32>,
     buf: Vec<u8>,
@@ -177,6 +208,7 @@ impl IkePlane {
                 send4500,
                 rx,
                 wake,
+                stream: None,
                 spis: BTreeSet::new(),
                 buf: vec![0; MAX_MESSAGE + 64],
             },
@@ -197,11 +229,13 @@ impl IkePlane {
         while let Ok(m) = self.rx.try_recv() {
             match m {
                 IkeIn::Message {
+                    transport,
                     local,
                     remote,
                     data,
-                } => self.ike.handle(now, local, remote, &data, k),
+                } => self.ike.handle_on(now, transport, local, remote, &data, k),
                 IkeIn::Acquire { reqid } => self.ike.acquire(now, reqid, k),
+                IkeIn::Reconnected { local, remote } => self.ike.reconnected(now, local, remote, k),
             }
         }
         for i in 0..self.sock500.len() {
@@ -222,6 +256,13 @@ impl IkePlane {
     /// non-ESP marker (RFC 3948 §2.2).
     pub fn transmit(&mut self) {
         while let Some(d) = self.ike.poll_transmit() {
+            if d.transport.is_stream() {
+                match &self.stream {
+                    Some(s) => s.ike(d.transport, d.local, d.remote, d.data),
+                    None => eprintln!("flowsec: ike: no TCP for {}: dropped", d.remote),
+                }
+                continue;
+            }
             let v6 = d.remote.is_ipv6();
             let sent = if d.local.port() == NAT_T_PORT {
                 let Some(fd) = &self.send4500[usize::from(v6)] else {

@@ -39,6 +39,7 @@ mod send;
 mod seqstate;
 mod stats;
 mod steer;
+mod stream;
 mod sys;
 mod tool;
 mod worker;

@@ -77,6 +77,9 @@ pub struct Options {
     /// Where the sequence numbers of manual counter-nonce SAs are recorded
     /// (`--state-dir`, `crate::seqstate`).
     pub state_dir: PathBuf,
+    /// TCP ports to accept IKE and ESP on (RFC 9329, `--tcp-listen`),
+    /// besides the `tcp_port` of every connection with `tcp_encap`.
+    pub tcp_listen: Vec<u16>,
 }
 
 /// Run until SIGINT or SIGTERM; returns the counters of all workers.
@@ -115,15 +118,34 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         ..
     } = setup;
     let sink = ike.as_ref().map(|(_, sink)| sink.clone());
+    let (mut ike, streams) = match ike {
+        Some((mut plane, sink)) => {
+            let streams = open_streams(opts, &plane)?;
+            plane.stream = streams.as_ref().map(|(s, _)| s.clone());
+            (Some((plane, sink)), streams)
+        }
+        None => (None, None),
+    };
     let spawn = Spawn {
         opts,
         boxes: &boxes,
         stop: &stop,
         spd_epoch: &spd_epoch,
-        ike: sink,
+        ike: sink.clone(),
+        stream: streams.as_ref().map(|(s, _)| s.clone()),
         start,
     };
-    let handles = spawn.workers(parts)?;
+    let mut handles = spawn.workers(parts)?;
+    let mut stream_thread = None;
+    if let (Some((_, parts)), Some(sink)) = (streams, sink) {
+        match parts.spawn(sink, boxes.clone(), Arc::clone(&stop), start) {
+            Ok(h) => stream_thread = Some(h),
+            Err(e) => {
+                stop_all(&stop, &boxes, std::mem::take(&mut handles));
+                return Err(RunError::Stream(format!("starting its thread: {e}")));
+            }
+        }
+    }
     let mut plane = Plane {
         tun: opts.tun.clone(),
         model: staged.model,
@@ -133,7 +155,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         provider,
         caps,
         start,
-        ike: ike.map(|(plane, _)| plane),
+        ike: ike.take().map(|(plane, _)| plane),
         volume_checked: None,
         ctl_refused: 0,
         seq: seq_state,
@@ -142,7 +164,52 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     };
     plane.ike_step(|ike, now, k| ike.ike.start(now, k));
     let failure = plane.serve(&mut control, shutdown, &handles);
-    plane.shut_down(&stop, handles, failure)
+    let tcp = plane.ike.as_ref().and_then(|i| i.stream.clone());
+    let result = plane.shut_down(&stop, handles, failure);
+    if let Some(s) = tcp {
+        let counts: Vec<String> = s
+            .counters()
+            .named()
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| format!("{k}={n}"))
+            .collect();
+        eprintln!("flowsec: tcp: {}", counts.join(" "));
+    }
+    if let Some(h) = stream_thread {
+        let _ = h.join();
+    }
+    result
+}
+
+/// The stream thread's listeners and channel (RFC 9329), when a
+/// connection has `tcp_encap` or `--tcp-listen` asks: listening on those
+/// ports, and on each such connection's `tcp_port`.
+fn open_streams(
+    opts: &Options,
+    ike: &IkePlane,
+) -> Result<Option<(crate::stream::StreamSink, crate::stream::StreamParts)>, RunError> {
+    let conns = &ike.ike.config().connections;
+    let mut ports = opts.tcp_listen.clone();
+    let wanted = conns
+        .iter()
+        .filter(|c| c.tcp.encap != flowsec_ike::config::TcpEncap::No);
+    let any = wanted.clone().count() > 0;
+    ports.extend(wanted.map(|c| c.tcp.port));
+    ports.sort_unstable();
+    ports.dedup();
+    if ports.is_empty() && !any {
+        return Ok(None);
+    }
+    let (sink, parts) = crate::stream::open(&ports).map_err(RunError::Stream)?;
+    if !ports.is_empty() {
+        let list: Vec<String> = ports.iter().map(u16::to_string).collect();
+        eprintln!(
+            "flowsec: IKE and ESP over TCP (RFC 9329, plain or TLS) on port {}",
+            list.join(", ")
+        );
+    }
+    Ok(Some((sink, parts)))
 }
 
 /// What `flowsec up` sets up before any worker runs: the configuration
@@ -334,6 +401,7 @@ struct Spawn<'a> {
     stop: &'a Arc<AtomicBool>,
     spd_epoch: &'a Arc<AtomicU64>,
     ike: Option<crate::ike::IkeSink>,
+    stream: Option<crate::stream::StreamSink>,
     start: Instant,
 }
 
@@ -348,6 +416,7 @@ impl Spawn<'_> {
             let w = Worker {
                 spd_epoch: Arc::clone(self.spd_epoch),
                 ike: self.ike.clone(),
+                stream: self.stream.clone(),
                 index,
                 workers,
                 io,
@@ -748,6 +817,15 @@ impl Plane {
                 .collect();
             v["ike"] = Value::Object(m);
             v["ike"]["ike_sas"] = json!(ike.ike.list(self.start.elapsed()).len());
+            if let Some(s) = &ike.stream {
+                let m: serde_json::Map<String, Value> = s
+                    .counters()
+                    .named()
+                    .into_iter()
+                    .map(|(k, n)| (k.to_string(), json!(n)))
+                    .collect();
+                v["tcp"] = Value::Object(m);
+            }
         }
         v
     }

@@ -39,6 +39,10 @@ pub struct Sender {
     out6: SendBatch<sys::Dest6>,
     gso4: UdpGso,
     gso6: UdpGso,
+    /// ESP for TCP streams (RFC 9329), handed to the stream thread once
+    /// per flush.
+    stream: Option<crate::stream::StreamSink>,
+    tcp: Vec<(UdpEndpoints, Vec<u8>)>,
 }
 
 impl Sender {
@@ -51,7 +55,15 @@ impl Sender {
             out6: SendBatch::new(),
             gso4: UdpGso::default(),
             gso6: UdpGso::default(),
+            stream: None,
+            tcp: Vec::new(),
         }
+    }
+
+    /// ESP over TCP goes to this stream thread.
+    pub fn with_stream(mut self, stream: Option<crate::stream::StreamSink>) -> Self {
+        self.stream = stream;
+        self
     }
 
     /// Queue a sealed packet where the core said it goes: ESP in UDP to
@@ -59,9 +71,19 @@ impl Sender {
     /// ESP in UDP over a family without the UDP socket is counted
     /// `unsupported_outer` (such SAs are refused at setup).
     pub fn sealed(&mut self, packet: &[u8], egress: Egress, stats: &mut Stats) {
-        let Egress::Udp(to) = egress else {
-            self.raw(packet, stats);
-            return;
+        let to = match egress {
+            Egress::Udp(to) => to,
+            Egress::Tcp(to) => {
+                match self.stream {
+                    Some(_) => self.tcp.push((to, packet.to_vec())),
+                    None => stats.unsupported_outer += 1,
+                }
+                return;
+            }
+            Egress::Ip => {
+                self.raw(packet, stats);
+                return;
+            }
         };
         let (gso, fd) = match to.remote {
             SocketAddr::V4(_) => (&mut self.gso4, self.fds.udp4),
@@ -141,6 +163,13 @@ impl Sender {
 
     /// Send everything queued.
     pub fn flush(&mut self, stats: &mut Stats) {
+        if let (Some(s), false) = (&self.stream, self.tcp.is_empty()) {
+            let batch = std::mem::take(&mut self.tcp);
+            match s.esp(batch) {
+                Ok(()) => {}
+                Err(n) => stats.stream_full += n as u64,
+            }
+        }
         if let Some(fd) = self.fds.udp4 {
             self.gso4.flush(fd, stats);
         }

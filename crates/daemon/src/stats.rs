@@ -97,6 +97,9 @@ counters! {
     /// request/response transaction, the wake-ups a lone packet costs
     /// (issue 17; `scripts/bench-tunnels.sh` divides them out).
     wakeups,
+    /// Sealed ESP for TCP streams dropped: the stream thread's queue was
+    /// full (RFC 9329; its own drops are under "tcp" in `ctl stats`).
+    stream_full,
 }
 
 impl fmt::Display for Stats {

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use flowsec_ipsec::buf::DEFAULT_HEADROOM;
-use flowsec_ipsec::PacketBuf;
+use flowsec_ipsec::{PacketBuf, UdpEndpoints};
 use flowsec_setkey::SaLive;
 use flowsec_wire::iana::IpProtocol;
 use flowsec_wire::ip::IpVersion;
@@ -108,6 +108,9 @@ pub enum Msg {
     Seal { buf: PacketBuf, job: SealJob },
     /// Pcrypt: open this packet for its SA's owner.
     Open { buf: PacketBuf, job: OpenJob },
+    /// ESP read from a TCP stream (RFC 9329) for SAs this worker owns
+    /// (SPI mod workers), with the stream's ends (`crate::stream`).
+    Stream(Vec<(UdpEndpoints, Vec<u8>)>),
 }
 
 /// The receiving ends of a worker's mailbox: messages, and the pcrypt
@@ -179,6 +182,14 @@ impl Mailbox {
                 }
             }
         }
+    }
+
+    /// Deliver `msg` if there is room, and wake the worker; false if the
+    /// mailbox is full (never waits: the stream thread's packets).
+    pub fn offer(&self, msg: Msg) -> bool {
+        let sent = self.tx.try_send(msg).is_ok();
+        self.wake();
+        sent
     }
 
     /// Make the worker look at its mailbox.
@@ -314,6 +325,8 @@ pub struct Worker {
     /// Where IKE messages arriving on UDP 4500 go (the kernel steers them
     /// to worker 0), and acquires for trap policies; `None` without IKE.
     pub ike: Option<crate::ike::IkeSink>,
+    /// ESP over TCP streams (RFC 9329) leaves through here.
+    pub stream: Option<crate::stream::StreamSink>,
     pub index: usize,
     pub workers: usize,
     pub io: Io,
@@ -420,7 +433,8 @@ impl Worker {
                     udp6: self.io.udp6.as_ref().map(|fd| fd.as_raw_fd()),
                 },
                 self.mtu,
-            ),
+            )
+            .with_stream(self.stream.clone()),
             stats: Stats::default(),
             pool: Vec::new(),
             to_wake: vec![false; self.workers],
@@ -544,6 +558,16 @@ impl Worker {
                         .dp
                         .seal_assigned(&mut buf, job.assigned, now, &mut st.stats);
                     self.returned(job.owner, Done::Sealed { job, buf, egress }, st);
+                }
+                Msg::Stream(frames) => {
+                    let now = self.start.elapsed();
+                    for (from, esp) in frames {
+                        let Some(mut b) = hands::owned_copy(&esp, self.mtu, st) else {
+                            continue;
+                        };
+                        self.hands().inbound(&mut b, Some(&from), now, st);
+                        st.recycle(b);
+                    }
                 }
                 Msg::Open { mut buf, job } => {
                     let now = self.start.elapsed();

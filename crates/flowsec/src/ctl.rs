@@ -386,10 +386,11 @@ fn print_ike_sa(o: &mut String, sa: &Value) {
         s("remote_id"),
         s("remote_host"),
         s("remote_port"),
-        if sa["nat"] == Value::Bool(true) {
-            " (NAT-T)"
-        } else {
-            ""
+        match sa["transport"].as_str() {
+            // RFC 9329: the IKE SA and its ESP in one TCP stream.
+            Some(t @ ("TCP" | "TLS")) => format!(" over {t}"),
+            _ if sa["nat"] == Value::Bool(true) => " (NAT-T)".to_string(),
+            _ => String::new(),
         }
     );
     let _ = writeln!(o, "  {}", s("proposal"));
@@ -399,14 +400,15 @@ fn print_ike_sa(o: &mut String, sa: &Value) {
         s("established_s"),
         s("rekey_in_s")
     );
+    let stream = matches!(sa["transport"].as_str(), Some("TCP" | "TLS"));
     for c in sa["child_sas"].as_array().into_iter().flatten() {
-        print_child_sa(o, c);
+        print_child_sa(o, c, stream);
     }
 }
 
 /// One CHILD_SA under its IKE SA: proposal, times, both SPIs' counters
 /// and the traffic selectors.
-fn print_child_sa(o: &mut String, c: &Value) {
+fn print_child_sa(o: &mut String, c: &Value, stream: bool) {
     let s = |k: &str| field(c, k);
     // A per-resource Child SA (RFC 9611): its worker, as swanctl shows
     // a per-CPU SA's CPU.
@@ -423,10 +425,10 @@ fn print_child_sa(o: &mut String, c: &Value) {
         s("state"),
         s("mode"),
         s("protocol"),
-        if c["encap"] == Value::Bool(true) {
-            " in UDP"
-        } else {
-            ""
+        match (c["encap"] == Value::Bool(true), stream) {
+            (true, true) => " in TCP",
+            (true, false) => " in UDP",
+            (false, _) => "",
         },
         resource
     );
@@ -525,8 +527,8 @@ mod tests {
                 "name": "other", "uniqueid": 4, "state": "CONNECTING",
                 "initiator_spi": "2021222324252627", "responder_spi": "0000000000000000",
                 "initiator": false, "local_id": null, "local_host": "192.0.2.1",
-                "local_port": 500, "remote_id": null, "remote_host": "192.0.2.3",
-                "remote_port": 500, "nat": false, "proposal": null,
+                "local_port": 4500, "remote_id": null, "remote_host": "192.0.2.3",
+                "remote_port": 40001, "nat": true, "transport": "TLS", "proposal": null,
                 "established_s": null, "rekey_in_s": null
             }],
             "sas": [
@@ -566,8 +568,8 @@ mod tests {
             "    local  ",
             "    remote 0.0.0.0/0",
             "other: #4, CONNECTING, IKEv2, 2021222324252627_i 0000000000000000_r*",
-            "  local  '-' @ 192.0.2.1[500]",
-            "  remote '-' @ 192.0.2.3[500]",
+            "  local  '-' @ 192.0.2.1[4500]",
+            "  remote '-' @ 192.0.2.3[40001] over TLS",
             "  -",
             "  established -s ago, rekeying in -s",
             "AH SPI 0x00001001 transport 192.0.2.1 -> 192.0.2.2 MATURE, NULL, UDP-encapsulated, reqid 7",

@@ -73,6 +73,13 @@ pub struct UpArgs {
     /// socket besides root (it is then mode 0660, that group's).
     #[arg(long, value_name = "GROUP")]
     pub ctl_group: Option<String>,
+    /// Accept IKE and ESP over TCP on this port (RFC 9329; 4500 if no port
+    /// is given; repeat for more, e.g. 443): as a responder, for peers
+    /// whose UDP is blocked. Plain TCP and TLS are told apart by their
+    /// first byte. Connections with `tcp_encap` listen on their
+    /// `tcp_port` without it.
+    #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "4500", action = clap::ArgAction::Append)]
+    pub tcp_listen: Vec<u16>,
     /// The control socket (`flowsec ctl` and `flowsec setkey` talk to it).
     #[arg(long, env = "FLOWSEC_SOCKET", default_value = flowsec_daemon::DEFAULT_SOCKET)]
     pub socket: PathBuf,
@@ -134,6 +141,7 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
         plaintext_filter: !args.no_plaintext_filter,
         ctl_group,
         state_dir: args.state_dir.clone(),
+        tcp_listen: args.tcp_listen.clone(),
         tun: args.tun.clone(),
         setkey: args.setkey.clone(),
         ike: args.conf.clone(),

@@ -15,6 +15,7 @@ use crate::steer::Insn;
 
 mod lock;
 pub mod privs;
+pub mod tcp;
 
 pub use lock::lock_exclusive;
 

@@ -1,0 +1,622 @@
+//! IKE and ESP over TCP and TLS (RFC 9329) on a thread of its own.
+//!
+//! ```text
+//! workers ─► Out::Esp (batched) ─┐                      ┌─► worker (SPI mod N): Msg::Stream
+//! control ─► Out::Ike ───────────┼─► stream thread ─────┤   (opened as ESP in UDP is)
+//!                                │   conns, listeners,  └─► control: IKE messages, reconnects
+//!                                │   TLS (rustls)
+//! ```
+//!
+//! The thread owns every connection: the ones it opens for IKE SAs that
+//! run over TCP (it is the TCP Originator, RFC 9329 §6.1, and reconnects
+//! them when they break) and the ones it accepts on `--tcp-listen` ports.
+//! A connection is named as IKE names its ends: (our address, port 0) and
+//! the peer's listening address for one we opened, the two sockets'
+//! addresses for one we accepted; ESP SAs over TCP carry the same pair
+//! (`flowsec_ipsec::EncapTransport::Tcp`), so a sealed packet finds its
+//! connection by its endpoints.
+//!
+//! Writes are batched: every frame queued since the last loop leaves with
+//! one write (or one TLS flush) per connection. Nothing here blocks: a
+//! worker whose batch finds the channel full drops it (`stream_full`), a
+//! connection whose queue is past [`OUT_LIMIT`] drops ESP (`backpressure`).
+//! Hostile input is bounded: at most [`MAX_QUIET`] accepted connections
+//! that have not sent a valid frame, each closed after [`QUIET_FOR`];
+//! every frame is at most 64 KiB (the length field), one held per
+//! connection.
+
+mod conn;
+pub mod tls;
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr, TcpListener};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use flowsec_ike::Transport;
+use flowsec_ipsec::UdpEndpoints;
+use flowsec_wire::tcp_encap::{length_field, StreamError};
+use flowsec_wire::udp_encap::{classify, UdpEncap, NON_ESP_MARKER};
+
+use crate::ike::IkeSink;
+use crate::routes::BYPASS_MARK;
+use crate::sys::{self, tcp};
+use crate::worker::{Mailbox, Msg};
+use conn::{Closed, Conn, Phase};
+use tls::TlsConfigs;
+
+/// Batches from the workers and messages from IKE waiting for the thread.
+const QUEUE: usize = 1024;
+/// Framed bytes a connection may hold unwritten; ESP beyond is dropped.
+const OUT_LIMIT: usize = 4 << 20;
+/// IKE messages are kept up to this (they are few and must not be lost
+/// to a burst of ESP).
+const OUT_LIMIT_IKE: usize = OUT_LIMIT + (1 << 20);
+/// Accepted connections that have not yet sent a valid frame.
+const MAX_QUIET: usize = 256;
+/// How long such a connection (or a connect in progress) may stay quiet.
+const QUIET_FOR: Duration = Duration::from_secs(10);
+/// Most bytes read from one connection per loop.
+const READ_BUDGET: usize = 1 << 20;
+/// A lost connection is opened again if it carried something this
+/// recently; else at the next thing to send.
+const REDIAL_IF_USED: Duration = Duration::from_secs(30);
+/// Between two connects to one peer.
+const REDIAL_EVERY: Duration = Duration::from_secs(1);
+
+/// The counters of the stream thread (`flowsec ctl stats`, "tcp").
+macro_rules! stream_counters {
+    ($($(#[$doc:meta])* $name:ident,)*) => {
+        /// What the stream thread counted.
+        #[derive(Debug, Default)]
+        pub struct StreamCounters {
+            $($(#[$doc])* pub $name: AtomicU64,)*
+        }
+
+        impl StreamCounters {
+            /// Every counter by name.
+            pub fn named(&self) -> Vec<(&'static str, u64)> {
+                vec![$((stringify!($name), self.$name.load(Ordering::Relaxed))),*]
+            }
+        }
+    };
+}
+
+stream_counters! {
+    /// Connections accepted on a `--tcp-listen` port.
+    accepted,
+    /// Connections we opened (first connects and reconnects).
+    connected,
+    /// Connects that failed or timed out.
+    connect_failed,
+    /// Connections closed: by the peer, broken, or by us.
+    closed,
+    /// Accepted connections closed at once: [`MAX_QUIET`] quiet ones
+    /// were open already.
+    refused,
+    /// Closed: quiet (no valid frame, or no connect) for [`QUIET_FOR`].
+    quiet_closed,
+    /// Closed: the stream did not begin with "IKETCP" (RFC 9329 §4).
+    bad_prefix,
+    /// Closed: a frame length of 0 or 1 (§3: fatal).
+    bad_length,
+    /// Closed: the TLS layer refused the peer's bytes.
+    tls_failed,
+    /// Frames that are neither IKE, ESP nor a keepalive (too short).
+    bad_frame,
+    /// Empty frames (length 2) and NAT-keepalives: ignored (§3, §6.6).
+    ignored,
+    /// IKE messages read (to the control thread) and written.
+    ike_in,
+    ike_out,
+    /// ESP packets read (to their worker) and written.
+    esp_in,
+    esp_out,
+    /// ESP to send with no connection to its peer (a responder waits for
+    /// the originator to reconnect): dropped.
+    no_stream,
+    /// ESP dropped: its connection's queue was full (the socket does not
+    /// keep up).
+    backpressure,
+    /// ESP read for a worker whose mailbox was full: dropped.
+    handoff_drops,
+    /// Frames that arrived over a connection we accepted, and the bytes.
+    bytes_in,
+    bytes_out,
+}
+
+/// What the workers and IKE hand the thread.
+enum Out {
+    /// Sealed ESP packets, each to the stream between its endpoints.
+    Esp(Vec<(UdpEndpoints, Vec<u8>)>),
+    /// An IKE message for the stream between `local` and `remote`.
+    Ike {
+        transport: Transport,
+        local: SocketAddr,
+        remote: SocketAddr,
+        data: Vec<u8>,
+    },
+}
+
+/// The way to the stream thread, for workers and the control thread.
+#[derive(Clone)]
+pub struct StreamSink {
+    tx: SyncSender<Out>,
+    wake: Arc<OwnedFd>,
+    counters: Arc<StreamCounters>,
+}
+
+impl StreamSink {
+    /// A worker's sealed ESP packets of one loop; `Err` with the batch's
+    /// size if the thread's queue is full (the packets are dropped).
+    pub fn esp(&self, batch: Vec<(UdpEndpoints, Vec<u8>)>) -> Result<(), usize> {
+        let n = batch.len();
+        match self.tx.try_send(Out::Esp(batch)) {
+            Ok(()) => {
+                sys::wake(self.wake.as_raw_fd());
+                Ok(())
+            }
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => Err(n),
+        }
+    }
+
+    /// An IKE message to send over the stream between `local` and
+    /// `remote` (opened first if it is ours to open).
+    pub fn ike(&self, transport: Transport, local: SocketAddr, remote: SocketAddr, data: Vec<u8>) {
+        let out = Out::Ike {
+            transport,
+            local,
+            remote,
+            data,
+        };
+        if self.tx.try_send(out).is_ok() {
+            sys::wake(self.wake.as_raw_fd());
+        }
+    }
+
+    /// The thread's counters.
+    pub fn counters(&self) -> &StreamCounters {
+        &self.counters
+    }
+}
+
+/// The thread's end, before it starts.
+pub struct StreamParts {
+    rx: Receiver<Out>,
+    wake: Arc<OwnedFd>,
+    counters: Arc<StreamCounters>,
+    listeners: Vec<(TcpListener, u16)>,
+    tls: TlsConfigs,
+}
+
+/// Open the listeners (`ports`, IPv4 and IPv6 where the host has it) and
+/// the channel; the thread starts with [`StreamParts::spawn`].
+pub fn open(ports: &[u16]) -> Result<(StreamSink, StreamParts), String> {
+    let mut listeners = Vec::new();
+    for &port in ports {
+        for v6 in [false, true] {
+            match tcp::tcp_listener(port, v6, BYPASS_MARK) {
+                Ok(l) => listeners.push((l, port)),
+                Err(e) if !v6 => return Err(format!("TCP port {port}: {e}")),
+                Err(e) => eprintln!("flowsec: warning: TCP port {port} over IPv6: {e}"),
+            }
+        }
+    }
+    let tls = tls::configs()?;
+    let (tx, rx) = mpsc::sync_channel(QUEUE);
+    let wake = Arc::new(sys::eventfd().map_err(|e| format!("eventfd: {e}"))?);
+    let counters = Arc::new(StreamCounters::default());
+    let sink = StreamSink {
+        tx,
+        wake: Arc::clone(&wake),
+        counters: Arc::clone(&counters),
+    };
+    Ok((
+        sink,
+        StreamParts {
+            rx,
+            wake,
+            counters,
+            listeners,
+            tls,
+        },
+    ))
+}
+
+impl StreamParts {
+    /// Start the thread: IKE messages go to `ike`, ESP to `workers` (by
+    /// SPI, as the kernel steers ESP in UDP).
+    pub fn spawn(
+        self,
+        ike: IkeSink,
+        workers: Vec<Mailbox>,
+        stop: Arc<AtomicBool>,
+        start: Instant,
+    ) -> std::io::Result<JoinHandle<()>> {
+        let mut t = Streams {
+            parts: self,
+            ike,
+            workers,
+            conns: HashMap::new(),
+            dialed: HashMap::new(),
+            start,
+            batches: Vec::new(),
+            scratch: vec![0; 64 << 10],
+            last_sweep: Duration::ZERO,
+        };
+        std::thread::Builder::new()
+            .name("flowsec-tcp".into())
+            .spawn(move || t.run(&stop))
+    }
+}
+
+/// A connection's name: our address, the peer's socket address.
+type Key = (IpAddr, SocketAddr);
+
+/// A peer we originate a stream to.
+struct Dialed {
+    transport: Transport,
+    /// Something was queued for it last at.
+    used: Duration,
+    /// Last connect started at.
+    tried: Duration,
+    /// A connection to it has been open before: the next one is a
+    /// reconnect, which IKE is told of.
+    was_open: bool,
+}
+
+struct Streams {
+    parts: StreamParts,
+    ike: IkeSink,
+    workers: Vec<Mailbox>,
+    conns: HashMap<Key, Conn>,
+    dialed: HashMap<Key, Dialed>,
+    start: Instant,
+    /// ESP read this loop, per worker.
+    batches: Vec<Vec<(UdpEndpoints, Vec<u8>)>>,
+    scratch: Vec<u8>,
+    last_sweep: Duration,
+}
+
+fn count(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Ordering::Relaxed);
+}
+
+impl Streams {
+    fn run(&mut self, stop: &AtomicBool) {
+        self.batches = vec![Vec::new(); self.workers.len().max(1)];
+        let mut ready = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            let mut fds: Vec<(i32, bool)> = vec![(self.parts.wake.as_raw_fd(), false)];
+            fds.extend(
+                self.parts
+                    .listeners
+                    .iter()
+                    .map(|(l, _)| (l.as_raw_fd(), false)),
+            );
+            let keys: Vec<Key> = self.conns.keys().copied().collect();
+            fds.extend(keys.iter().map(|k| {
+                let c = &self.conns[k];
+                (c.sock.as_raw_fd(), c.wants_write())
+            }));
+            if tcp::poll(&fds, 200, &mut ready).is_err() {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+            let now = self.start.elapsed();
+            if ready[0].read {
+                sys::clear_wake(self.parts.wake.as_raw_fd());
+            }
+            self.take_out(now);
+            let first = 1 + self.parts.listeners.len();
+            for i in 0..self.parts.listeners.len() {
+                if ready[1 + i].read {
+                    self.accept(i, now);
+                }
+            }
+            for (k, r) in keys.iter().zip(&ready[first..]) {
+                if r.read || r.write || r.hup {
+                    self.service(*k, *r, now);
+                }
+            }
+            // Optimistic: what was queued this loop leaves now.
+            let busy: Vec<Key> = self
+                .conns
+                .iter()
+                .filter(|(_, c)| c.phase == Phase::Open && !c.out.is_empty())
+                .map(|(k, _)| *k)
+                .collect();
+            for k in busy {
+                self.flush(k);
+            }
+            self.deliver();
+            if now >= self.last_sweep + Duration::from_secs(1) {
+                self.last_sweep = now;
+                self.sweep(now);
+            }
+        }
+    }
+
+    /// What the workers and IKE queued.
+    fn take_out(&mut self, now: Duration) {
+        while let Ok(out) = self.parts.rx.try_recv() {
+            match out {
+                Out::Ike {
+                    transport,
+                    local,
+                    remote,
+                    data,
+                } => {
+                    let key = (local.ip(), remote);
+                    if local.port() == 0 {
+                        self.dialed
+                            .entry(key)
+                            .and_modify(|d| d.used = now)
+                            .or_insert(Dialed {
+                                transport,
+                                used: now,
+                                tried: Duration::ZERO,
+                                was_open: false,
+                            });
+                    }
+                    let Some(c) = self.conn_for(key, now) else {
+                        continue;
+                    };
+                    let Some(len) = length_field(NON_ESP_MARKER.len() + data.len()) else {
+                        continue;
+                    };
+                    if c.out.len() > OUT_LIMIT_IKE {
+                        continue;
+                    }
+                    c.out.extend_from_slice(&len);
+                    c.out.extend_from_slice(&NON_ESP_MARKER);
+                    c.out.extend_from_slice(&data);
+                    count(&self.parts.counters.ike_out, 1);
+                }
+                Out::Esp(batch) => {
+                    for (ep, packet) in batch {
+                        let key = (ep.local.ip(), ep.remote);
+                        if let Some(d) = self.dialed.get_mut(&key) {
+                            d.used = now;
+                        }
+                        let counters = Arc::clone(&self.parts.counters);
+                        let Some(c) = self.conn_for(key, now) else {
+                            count(&counters.no_stream, 1);
+                            continue;
+                        };
+                        let Some(len) = length_field(packet.len()) else {
+                            continue;
+                        };
+                        if c.out.len() > OUT_LIMIT {
+                            count(&counters.backpressure, 1);
+                            continue;
+                        }
+                        c.out.extend_from_slice(&len);
+                        c.out.extend_from_slice(&packet);
+                        count(&counters.esp_out, 1);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The connection named `key`, opened now if it is ours to open
+    /// (RFC 9329 §6.1: only the TCP Originator does) and not tried within
+    /// [`REDIAL_EVERY`].
+    fn conn_for(&mut self, key: Key, now: Duration) -> Option<&mut Conn> {
+        if !self.conns.contains_key(&key) {
+            let d = self.dialed.get_mut(&key)?;
+            if d.tried != Duration::ZERO && now < d.tried + REDIAL_EVERY {
+                return None;
+            }
+            d.tried = now.max(Duration::from_nanos(1));
+            let transport = d.transport;
+            let opened = tcp::tcp_connect(key.0, key.1, BYPASS_MARK).and_then(|sock| {
+                Conn::originate(
+                    sock,
+                    SocketAddr::new(key.0, 0),
+                    key.1,
+                    transport,
+                    &self.parts.tls,
+                    now,
+                )
+            });
+            match opened {
+                Ok(c) => {
+                    self.conns.insert(key, c);
+                }
+                Err(e) => {
+                    count(&self.parts.counters.connect_failed, 1);
+                    eprintln!("flowsec: tcp: connecting to {}: {e}", key.1);
+                    return None;
+                }
+            }
+        }
+        self.conns.get_mut(&key)
+    }
+
+    fn accept(&mut self, i: usize, now: Duration) {
+        let (listener, port) = &self.parts.listeners[i];
+        let port = *port;
+        loop {
+            let (sock, peer) = match listener.accept() {
+                Ok(x) => x,
+                Err(_) => return,
+            };
+            let quiet = self
+                .conns
+                .values()
+                .filter(|c| !c.originated && !c.spoke)
+                .count();
+            if quiet >= MAX_QUIET || sock.set_nonblocking(true).is_err() {
+                count(&self.parts.counters.refused, 1);
+                continue;
+            }
+            let _ = sock.set_nodelay(true);
+            let local = sock
+                .local_addr()
+                .map(|a| SocketAddr::new(a.ip().to_canonical(), port));
+            let Ok(local) = local else { continue };
+            let remote = SocketAddr::new(peer.ip().to_canonical(), peer.port());
+            count(&self.parts.counters.accepted, 1);
+            let key = (local.ip(), remote);
+            self.conns
+                .insert(key, Conn::accepted(sock, local, remote, now));
+        }
+    }
+
+    /// A connection that poll(2) says is ready.
+    fn service(&mut self, key: Key, r: tcp::Ready, now: Duration) {
+        let Some(c) = self.conns.get_mut(&key) else {
+            return;
+        };
+        if c.phase == Phase::Connecting {
+            if !(r.write || r.hup) {
+                return;
+            }
+            if let Err(why) = c.connected() {
+                count(&self.parts.counters.connect_failed, 1);
+                return self.close(key, why);
+            }
+            count(&self.parts.counters.connected, 1);
+            if let Some(d) = self.dialed.get_mut(&key) {
+                if std::mem::replace(&mut d.was_open, true) {
+                    // RFC 9329 §6.1: IKE speaks first on the new one.
+                    self.ike.reconnected(c.local, c.remote);
+                }
+            }
+        }
+        if r.read || r.hup {
+            let scratch = &mut self.scratch;
+            if let Err(why) = c.read(scratch, READ_BUDGET, &self.parts.tls) {
+                // Frames read before the end still count.
+                self.frames(key, now);
+                return self.close(key, why);
+            }
+            self.frames(key, now);
+        }
+        if self.conns.contains_key(&key) {
+            self.flush(key);
+        }
+    }
+
+    /// Hand on the frames a connection has read.
+    fn frames(&mut self, key: Key, _now: Duration) {
+        let counters = Arc::clone(&self.parts.counters);
+        let Some(c) = self.conns.get_mut(&key) else {
+            return;
+        };
+        let workers = self.workers.len().max(1) as u32;
+        let ignored_before = c.rx.empty;
+        loop {
+            let frame = match c.rx.next() {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(e) => {
+                    let why = Closed::Framing(e);
+                    return self.close(key, why);
+                }
+            };
+            count(&counters.bytes_in, frame.len() as u64);
+            match classify(frame) {
+                Ok(UdpEncap::Ike(msg)) => {
+                    c.spoke = true;
+                    count(&counters.ike_in, 1);
+                    self.ike.message_on(c.transport, c.local, c.remote, msg);
+                }
+                Ok(UdpEncap::Esp(esp)) => {
+                    c.spoke = true;
+                    count(&counters.esp_in, 1);
+                    let spi = u32::from_be_bytes([esp[0], esp[1], esp[2], esp[3]]);
+                    let from = UdpEndpoints {
+                        local: c.local,
+                        remote: c.remote,
+                        tos: 0,
+                    };
+                    self.batches[(spi % workers) as usize].push((from, esp.to_vec()));
+                }
+                Ok(UdpEncap::NatKeepalive) => count(&counters.ignored, 1),
+                Err(_) => count(&counters.bad_frame, 1),
+            }
+        }
+        count(&counters.ignored, c.rx.empty - ignored_before);
+    }
+
+    /// The ESP read this loop, to the workers that own its SAs.
+    fn deliver(&mut self) {
+        for (k, batch) in self.batches.iter_mut().enumerate() {
+            if batch.is_empty() {
+                continue;
+            }
+            let batch = std::mem::take(batch);
+            let n = batch.len() as u64;
+            if !self.workers[k].offer(Msg::Stream(batch)) {
+                count(&self.parts.counters.handoff_drops, n);
+            }
+        }
+    }
+
+    fn flush(&mut self, key: Key) {
+        let Some(c) = self.conns.get_mut(&key) else {
+            return;
+        };
+        let before = c.out.len();
+        let result = c.flush();
+        let after = self.conns.get(&key).map_or(0, |c| c.out.len());
+        count(
+            &self.parts.counters.bytes_out,
+            before.saturating_sub(after) as u64,
+        );
+        if let Err(why) = result {
+            self.close(key, why);
+        }
+    }
+
+    fn close(&mut self, key: Key, why: Closed) {
+        let Some(c) = self.conns.remove(&key) else {
+            return;
+        };
+        let counters = &self.parts.counters;
+        count(&counters.closed, 1);
+        match why {
+            Closed::Broken => {}
+            Closed::Tls => count(&counters.tls_failed, 1),
+            Closed::Framing(StreamError::BadPrefix) => count(&counters.bad_prefix, 1),
+            Closed::Framing(StreamError::BadLength) => count(&counters.bad_length, 1),
+        }
+        if c.originated {
+            eprintln!("flowsec: tcp: connection to {} closed", c.remote);
+        }
+    }
+
+    /// Once a second: close quiet connections, and open again the ones
+    /// we originated that broke while in use.
+    fn sweep(&mut self, now: Duration) {
+        let quiet: Vec<Key> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| {
+                (c.phase == Phase::Connecting || (!c.originated && !c.spoke))
+                    && now >= c.since + QUIET_FOR
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        for k in quiet {
+            count(&self.parts.counters.quiet_closed, 1);
+            self.close(k, Closed::Broken);
+        }
+        let lost: Vec<Key> = self
+            .dialed
+            .iter()
+            .filter(|(k, d)| !self.conns.contains_key(k) && now < d.used + REDIAL_IF_USED)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in lost {
+            let _ = self.conn_for(k, now);
+        }
+    }
+}
