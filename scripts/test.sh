@@ -138,6 +138,9 @@ for right in flowsec strongswan; do
     FLOWSEC_IKE_RIGHT=$right FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_parallel.sh </dev/null
 done
 
+echo "-- ike and esp over TCP and TLS (RFC 9329), UDP and ESP dropped on the transit link: flowsec -> flowsec"
+FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_tcp.sh </dev/null
+
 step "flowsec lab run --quick all (every scenario writes its report; verdicts come from the data)"
 LAB_OUT="$(mktemp -d)"
 target/debug/flowsec lab run --quick all --out "$LAB_OUT"

@@ -171,6 +171,12 @@ start_daemon() {  # start_daemon GW: GW's daemon up, its swanctl.conf loaded; GW
     else
         local args=(up -c "$W/$gw-swanctl.conf" --tun "$TUN" --socket "$W/$gw.sock")
         [ -n "${FLOWSEC_IKE_WORKERS:-}" ] && args+=(--workers "$FLOWSEC_IKE_WORKERS")
+        # More options for GW: ${UP_ARGS[GW]} (words), when the sourcing
+        # script declares that associative array (ike_tcp.sh's --tcp-listen).
+        if declare -p UP_ARGS >/dev/null 2>&1; then
+            # shellcheck disable=SC2206
+            args+=(${UP_ARGS[$gw]:-})
+        fi
         # The same retransmission timers as the charons (for the DPD
         # check), where this flowsec has the options.
         if "$FLOWSEC_BIN" up --help 2>/dev/null | grep -q -- '--retransmit-timeout'; then

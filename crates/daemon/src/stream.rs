@@ -339,6 +339,12 @@ impl Streams {
                 self.sweep(now);
             }
         }
+        // Going down: what IKE queued last (its DELETEs) still leaves.
+        self.take_out(self.start.elapsed());
+        let open: Vec<Key> = self.conns.keys().copied().collect();
+        for k in open {
+            self.flush(k);
+        }
     }
 
     /// What the workers and IKE queued.
