@@ -200,6 +200,20 @@ for w in want:
 keep = [row for row in rows if "keep-old" in row[0]][0]
 assert int(keep[6].split()[0]) > 1000, f"s2-rekey: keep-old lost nothing responder -> initiator: {keep}"
 PY
+# s4-crypto's SSL-VPN row (issue 15, root only): a stream measured over
+# UDP, TCP and TLS (RFC 9329), and through the engine over TLS.
+if [ "$(id -u)" -eq 0 ]; then
+    python3 - "$LAB_OUT" <<'PY' || exit 1
+import json, re, sys
+r = json.load(open(f"{sys.argv[1]}/s4-crypto/results.json"))
+t = [t for t in r["tables"] if t["title"].startswith("SSL-VPN")]
+assert t, "s4-crypto: no SSL-VPN table"
+for w in ["ESP in UDP", "ESP in TCP", "ESP in TLS 1.3 (the SSL-VPN), inline", "crypto engine", "plain TCP between"]:
+    got = [row for row in t[0]["rows"] if w in row[0] and re.search(r"[1-9]", row[2])]
+    assert got, f"s4-crypto: SSL-VPN: no measured '{w}' row: {t[0]['rows']}"
+    print(f"PASS: s4-crypto: {' | '.join(got[0])}")
+PY
+fi
 for f in report.md report.html; do
     [ -s "$LAB_OUT/$f" ] || { echo "FAIL: lab report $f missing"; exit 1; }
 done

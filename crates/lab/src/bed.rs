@@ -412,8 +412,15 @@ impl Bed {
             ("gwA", &ike.a, ga, gb, na, nb),
             ("gwB", &ike.b, gb, ga, nb, na),
         ] {
-            let text =
+            let mut text =
                 crate::peers::swanctl_conf(local, remote, lnet, rnet, &ike.esp, &end.child_lines());
+            if !end.tcp.is_empty() {
+                text = text.replacen(
+                    "    proposals =",
+                    &format!("    {}\n    proposals =", end.tcp),
+                    1,
+                );
+            }
             if end.imp == Peer::StrongSwan {
                 crate::peers::charon_up(&mut bed.topo, gw, work, &text)?;
                 continue;
@@ -426,7 +433,7 @@ impl Bed {
                 .to_string_lossy()
                 .into_owned();
             let bin = bed.bin.clone();
-            let cmd = vec![
+            let mut cmd = vec![
                 bin.as_str(),
                 "up",
                 "-c",
@@ -436,6 +443,7 @@ impl Bed {
                 "--socket",
                 &sock,
             ];
+            cmd.extend(end.up_args.iter().copied());
             bed.spawn_flowsec(gw, cmd, work)?;
         }
         if ike.a.imp == Peer::StrongSwan {

@@ -22,6 +22,26 @@ pub struct IkeEnd {
     /// flowsec's `rekey_switch` (`None`: the default, loss-free; strongSwan
     /// has no such key).
     pub switch: Option<&'static str>,
+    /// flowsec's connection keys for IKE and ESP over TCP (RFC 9329):
+    /// `tcp_encap = yes` and `tcp_tls = yes` lines, or empty (UDP).
+    pub tcp: &'static str,
+    /// More `flowsec up` options (`--backend engine`, `--tcp-listen`).
+    pub up_args: Vec<&'static str>,
+}
+
+impl IkeEnd {
+    /// flowsec or strongSwan with these Child SA lifetimes, UDP, the
+    /// defaults otherwise.
+    pub fn new(imp: Peer, rekey_s: u32, life_s: u32) -> IkeEnd {
+        IkeEnd {
+            imp,
+            rekey_s,
+            life_s,
+            switch: None,
+            tcp: "",
+            up_args: Vec::new(),
+        }
+    }
 }
 
 impl IkeEnd {
@@ -141,10 +161,8 @@ mod tests {
     #[test]
     fn both_ends_read_the_file_and_strongswan_gets_no_flowsec_key() {
         let end = |imp, rekey_s, switch| IkeEnd {
-            imp,
-            rekey_s,
-            life_s: 5,
             switch,
+            ..IkeEnd::new(imp, rekey_s, 5)
         };
         let a = end(Peer::Flowsec, 4, Some("keep-old"));
         let text = crate::peers::swanctl_conf(

@@ -32,6 +32,7 @@ mod s2_rekey;
 mod s2_rtt;
 mod s3_matrix;
 mod s4;
+mod s4_sslvpn;
 mod s5_app;
 mod s5_micro;
 mod saved;

@@ -176,10 +176,8 @@ fn setup(esp: &str, a: Peer, b: Peer, switch: Option<&'static str>) -> IkeSetup 
         0
     };
     let end = |imp: Peer, rekey_s, life_s| IkeEnd {
-        imp,
-        rekey_s,
-        life_s,
         switch: if imp == Peer::Flowsec { switch } else { None },
+        ..IkeEnd::new(imp, rekey_s, life_s)
     };
     IkeSetup {
         esp: esp.into(),

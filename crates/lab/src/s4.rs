@@ -123,6 +123,8 @@ struct EndToEnd {
     peers: Vec<(String, f64)>,
     /// The implementations left out, and why.
     skipped: Vec<String>,
+    /// The SSL-VPN row: ESP over UDP, TCP and TLS (RFC 9329).
+    ssl: crate::s4_sslvpn::SslVpn,
 }
 
 /// One TCP stream hostA → hostB through plain forwarding, then through
@@ -143,7 +145,10 @@ fn end_to_end(opts: &RunOptions) -> Result<EndToEnd, LabError> {
     );
     let mut skipped = Vec::new();
     let others = opts.others(&suite, &mut skipped);
-    let mut progress = Progress::new("s4-crypto end to end", 3 + others.len());
+    let mut progress = Progress::new(
+        "s4-crypto end to end",
+        3 + others.len() + crate::s4_sslvpn::STEPS,
+    );
     let mut stream = |setup: &Setup, args: &[&str], what: &str| -> Result<f64, LabError> {
         progress.step(what);
         let bed = Bed::up_with(setup, &work, args)?;
@@ -157,11 +162,13 @@ fn end_to_end(opts: &RunOptions) -> Result<EndToEnd, LabError> {
         engine: stream(&suite, &["--backend", "engine"], "tunnel, crypto engine")?,
         peers: Vec::new(),
         skipped,
+        ssl: Default::default(),
     };
     for setup in &others {
         let label = setup.label();
         e.peers.push((label.clone(), stream(setup, &[], &label)?));
     }
+    e.ssl = crate::s4_sslvpn::measure(secs, &work, &mut progress)?;
     progress.finish();
     let _ = std::fs::remove_dir_all(&work);
     Ok(e)
@@ -227,12 +234,17 @@ fn ratio(a: f64, b: f64) -> String {
 fn report(m: &Measured, opts: &RunOptions, per: Duration) -> Report {
     let mut findings = crypto_findings(m);
     findings.extend(end_to_end_finding(m));
-    let tables = vec![
+    let mut tables = vec![
         cipher_table(m),
         hash_table(m),
         suite_table(m),
         end_to_end_table(m),
     ];
+    if let Some(e) = &m.end_to_end {
+        let ceiling = m.suite_inline[3];
+        tables.push(crate::s4_sslvpn::table(&e.ssl, ceiling, e.inline));
+        findings.extend(crate::s4_sslvpn::findings(&e.ssl, ceiling));
+    }
     let plots = vec![plot(&m.suite_inline, &m.suite_engine)];
     Report {
         tables,
@@ -247,7 +259,7 @@ fn report(m: &Measured, opts: &RunOptions, per: Duration) -> Report {
             "S4, SSL-VPN on a network processor with a crypto engine (IXP425, ~2007)",
             opts.quick,
             format!(
-            "One core seals ESP packets of each data size in a loop for {:.2} s per cell (mean time per packet), inline (aws-lc-rs first) and through flowsec's `engine` backend (the same transform on a thread of its own behind a bounded request queue: copy in, queue, seal, queue back, copy out). Raw AES-128-CBC and SHA-1 are called directly. End to end (root only): one TCP stream hostA → hostB for plain forwarding, two `flowsec up` gateways in tunnel mode with the suite inline and through the engine, and, where installed, strongSwan (charon, kernel-libipsec, the same suite) and wireguard-go. The study measured SSL records through OpenSSL and OCF on an IXP425.",
+            "One core seals ESP packets of each data size in a loop for {:.2} s per cell (mean time per packet), inline (aws-lc-rs first) and through flowsec's `engine` backend (the same transform on a thread of its own behind a bounded request queue: copy in, queue, seal, queue back, copy out). Raw AES-128-CBC and SHA-1 are called directly. End to end (root only): one TCP stream hostA → hostB for plain forwarding, two `flowsec up` gateways in tunnel mode with the suite inline and through the engine, and, where installed, strongSwan (charon, kernel-libipsec, the same suite) and wireguard-go; then the SSL-VPN row: the stream through two `flowsec up` gateways keyed by IKEv2 with the suite, ESP in UDP, in TCP and in TLS 1.3 (RFC 9329; gwB with `--tcp-listen`), inline and (TLS) through the engine at both gateways, beside plain TCP between the gateways. The study measured SSL records through OpenSSL and OCF on an IXP425.",
             per.as_secs_f64()
         ),
         )
