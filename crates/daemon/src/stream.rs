@@ -56,8 +56,12 @@ const OUT_LIMIT: usize = 4 << 20;
 /// IKE messages are kept up to this (they are few and must not be lost
 /// to a burst of ESP).
 const OUT_LIMIT_IKE: usize = OUT_LIMIT + (1 << 20);
-/// Accepted connections that have not yet sent a valid frame.
+/// Accepted connections that have not yet sent a well-formed frame.
 const MAX_QUIET: usize = 256;
+/// Accepted connections in all: a frame that looks like ESP is enough to
+/// leave the quiet ones (its ICV is checked by a worker, later), so this
+/// bounds the rest.
+const MAX_ACCEPTED: usize = 1024;
 /// How long such a connection (or a connect in progress) may stay quiet.
 const QUIET_FOR: Duration = Duration::from_secs(10);
 /// Most bytes read from one connection per loop.
@@ -95,8 +99,8 @@ stream_counters! {
     connect_failed,
     /// Connections closed: by the peer, broken, or by us.
     closed,
-    /// Accepted connections closed at once: [`MAX_QUIET`] quiet ones
-    /// were open already.
+    /// Accepted connections closed at once: [`MAX_QUIET`] quiet ones, or
+    /// [`MAX_ACCEPTED`] in all, were open already.
     refused,
     /// Closed: quiet (no valid frame, or no connect) for [`QUIET_FOR`].
     quiet_closed,
@@ -116,15 +120,16 @@ stream_counters! {
     /// ESP packets read (to their worker) and written.
     esp_in,
     esp_out,
-    /// ESP to send with no connection to its peer (a responder waits for
-    /// the originator to reconnect): dropped.
+    /// ESP or IKE to send with no connection to its peer (a responder
+    /// waits for the originator to reconnect): dropped.
     no_stream,
     /// ESP dropped: its connection's queue was full (the socket does not
     /// keep up).
     backpressure,
     /// ESP read for a worker whose mailbox was full: dropped.
     handoff_drops,
-    /// Frames that arrived over a connection we accepted, and the bytes.
+    /// Bytes read (the frames' messages), and written into the streams
+    /// (with their length fields; TLS records aside).
     bytes_in,
     bytes_out,
 }
@@ -370,6 +375,7 @@ impl Streams {
                             });
                     }
                     let Some(c) = self.conn_for(key, now) else {
+                        count(&self.parts.counters.no_stream, 1);
                         continue;
                     };
                     let Some(len) = length_field(NON_ESP_MARKER.len() + data.len()) else {
@@ -453,12 +459,10 @@ impl Streams {
                 Ok(x) => x,
                 Err(_) => return,
             };
-            let quiet = self
-                .conns
-                .values()
-                .filter(|c| !c.originated && !c.spoke)
-                .count();
-            if quiet >= MAX_QUIET || sock.set_nonblocking(true).is_err() {
+            let accepted = self.conns.values().filter(|c| !c.originated);
+            let (all, quiet) =
+                accepted.fold((0, 0), |(a, q), c| (a + 1, q + usize::from(!c.spoke)));
+            if quiet >= MAX_QUIET || all >= MAX_ACCEPTED || sock.set_nonblocking(true).is_err() {
                 count(&self.parts.counters.refused, 1);
                 continue;
             }

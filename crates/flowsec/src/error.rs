@@ -157,6 +157,8 @@ pub enum UsageError {
     Mtu(u16),
     /// `--workers 0`.
     NoWorkers,
+    /// `--tcp-listen 0`.
+    TcpPort,
     /// `--workers` above 256.
     TooManyWorkers(usize),
     /// `--ctl-group` names no group.
@@ -233,6 +235,7 @@ impl fmt::Display for UsageError {
             U::CtlNeedsName { cmd } => write!(f, "ctl {cmd}: name --ike NAME and/or --child NAME"),
             U::Mtu(mtu) => write!(f, "--mtu {mtu} out of range 576..=9000"),
             U::NoWorkers => f.write_str("--workers must be at least 1"),
+            U::TcpPort => f.write_str("--tcp-listen: a port from 1 to 65535"),
             U::TooManyWorkers(n) => write!(f, "--workers {n}: at most 256"),
             U::CtlGroup(e) => write!(f, "--ctl-group: {e}"),
             U::UpBackend(b) => write!(f, "--backend {b}: one of auto, aws-lc, rustcrypto, engine"),

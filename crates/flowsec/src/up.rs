@@ -108,6 +108,9 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
+    if args.tcp_listen.contains(&0) {
+        return Err(UsageError::TcpPort.into());
+    }
     let ctl_group = match &args.ctl_group {
         Some(g) => Some(flowsec_daemon::group_id(g).map_err(UsageError::CtlGroup)?),
         None => None,
