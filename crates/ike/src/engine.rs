@@ -469,6 +469,17 @@ impl Host {
                 sa.state != IkeState::HalfOpen || header.exchange == ExchangeType::IKE_AUTH;
             if let Some(e) = follows.then(|| follow_peer(sa, local, remote, k)).flatten() {
                 self.events.push(e);
+                // RFC 9329 §6.2: our request still unanswered was lost with
+                // the old connection; it goes again on the new one.
+                if let Some(data) = sa
+                    .transport
+                    .is_stream()
+                    .then(|| sa.exch.outstanding().map(<[u8]>::to_vec))
+                    .flatten()
+                {
+                    self.stats.retransmits += 1;
+                    self.push(sa.transport, sa.local, sa.remote, data);
+                }
             }
             self.on_request(now, sa, header.exchange, header.message_id, msg, k)
         } else {

@@ -1786,6 +1786,21 @@ fn after_a_reconnect_the_originator_speaks_first_and_the_responder_follows() {
     p.assert_up(1);
     assert_eq!(p.a.list(p.now)[0].uid, uid);
     assert_eq!(p.b.list(p.now)[0].remote.port(), 40002);
+    // The responder's own request, lost with the old connection, goes
+    // again once it follows the new one.
+    let spis_before = p.b.list(p.now)[0].children[0].sa_in.spi;
+    p.b.rekey(p.now, None, Some("net"), &mut p.kb).unwrap();
+    p.collect();
+    p.ba.clear();
+    p.tcp_port_a = 40003;
+    p.a.reconnected(p.now, a_local, b_remote, &mut p.ka);
+    p.settle();
+    p.assert_up(1);
+    assert_ne!(
+        p.b.list(p.now)[0].children[0].sa_in.spi,
+        spis_before,
+        "b's rekey completed"
+    );
     // A message for the IKE SA that comes over UDP instead is not acted on.
     let before = p.b.stats().wrong_transport;
     p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();

@@ -38,6 +38,9 @@ pub struct SslVpn {
     pub tls: f64,
     /// The same with `--backend engine` at both gateways.
     pub tls_engine: f64,
+    /// iperf3's view (a tool not ours) of the UDP, TCP and TLS streams,
+    /// where iperf3 is installed.
+    pub iperf3: [Option<f64>; 3],
 }
 
 /// How many steps [`measure`] reports to the progress line.
@@ -73,18 +76,22 @@ pub fn measure(secs: &str, work: &Path, progress: &mut Progress) -> Result<SslVp
     };
     let (udp, mut bed) = run("SSL-VPN: ESP in UDP", setup("", &[], false))?;
     let gateway_tcp = gateway_stream(&mut bed, secs, work)?;
+    let mut iperf3 = [None; 3];
+    iperf3[0] = iperf3_stream(&mut bed, secs, work);
     drop(bed);
-    let tcp = run(
+    let (tcp, mut bed) = run(
         "SSL-VPN: ESP in TCP",
         setup("tcp_encap = yes", &["--tcp-listen"], false),
-    )?
-    .0;
+    )?;
+    iperf3[1] = iperf3_stream(&mut bed, secs, work);
+    drop(bed);
     let tls_keys = "tcp_encap = yes\n    tcp_tls = yes";
-    let tls = run(
+    let (tls, mut bed) = run(
         "SSL-VPN: ESP in TLS",
         setup(tls_keys, &["--tcp-listen", "443"], false),
-    )?
-    .0;
+    )?;
+    iperf3[2] = iperf3_stream(&mut bed, secs, work);
+    drop(bed);
     let tls_engine = run(
         "SSL-VPN: ESP in TLS, crypto engine",
         setup(tls_keys, &["--tcp-listen", "443"], true),
@@ -96,7 +103,43 @@ pub fn measure(secs: &str, work: &Path, progress: &mut Progress) -> Result<SslVp
         tcp,
         tls,
         tls_engine,
+        iperf3,
     })
+}
+
+/// One iperf3 TCP stream hostA → hostB through the bed's tunnel, Mbit/s
+/// received; `None` without iperf3 or when it fails.
+fn iperf3_stream(bed: &mut Bed, secs: &str, work: &Path) -> Option<f64> {
+    which("iperf3")?;
+    let ((_, _), (server, addr)) = bed.setup_ends();
+    bed.spawn(
+        server,
+        &["iperf3", "-s", "-B", addr],
+        &work.join("iperf3-server.log"),
+        None,
+    )
+    .ok()?;
+    let (client, _) = bed.setup_ends().0;
+    for _ in 0..10 {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let Ok(out) = bed.output(client, &["iperf3", "-c", addr, "-t", secs, "-J"]) else {
+            continue;
+        };
+        let v: serde_json::Value = serde_json::from_str(&out).ok()?;
+        return v["end"]["sum_received"]["bits_per_second"]
+            .as_f64()
+            .map(|b| b / 1e6);
+    }
+    None
+}
+
+fn which(tool: &str) -> Option<()> {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| ())
 }
 
 /// One TCP stream gwA → gwB on the transit link (no tunnel: its SPD
@@ -144,6 +187,24 @@ fn ratio(a: f64, b: f64) -> String {
     format!("{:.2}×", a / b)
 }
 
+/// flowsec perf's figure, then iperf3's where it ran.
+fn with_iperf3(mbit: f64, iperf3: Option<f64>) -> String {
+    match iperf3 {
+        Some(i) => format!("{} (iperf3 {})", f1(mbit), f1(i)),
+        None => f1(mbit),
+    }
+}
+
+/// Over TLS (`i` = 2) or TCP (1) against over UDP: flowsec perf's ratio,
+/// then iperf3's.
+fn ratios(s: &SslVpn, i: usize) -> String {
+    let ours = if i == 2 { s.tls } else { s.tcp };
+    match (s.iperf3[i], s.iperf3[0]) {
+        (Some(a), Some(b)) => format!("{} (iperf3 {})", ratio(ours, s.udp), ratio(a, b)),
+        _ => ratio(ours, s.udp),
+    }
+}
+
 /// The SSL-VPN table: study and today; `ceiling` is today's suite inline
 /// at 1500 B, `raw_esp` the manual-key tunnel's stream (raw ESP) of the
 /// same run.
@@ -159,9 +220,13 @@ pub fn table(s: &SslVpn, ceiling: f64, raw_esp: f64) -> Table {
                 f1(s.gateway_tcp),
             ),
             row("raw ESP (manual keys), inline", "—".into(), f1(raw_esp)),
-            row("ESP in UDP (IKEv2), inline", "—".into(), f1(s.udp)),
-            row("ESP in TCP (RFC 9329), inline", "—".into(), f1(s.tcp)),
-            row("ESP in TLS 1.3 (the SSL-VPN), inline", "—".into(), f1(s.tls)),
+            row("ESP in UDP (IKEv2), inline", "—".into(), with_iperf3(s.udp, s.iperf3[0])),
+            row("ESP in TCP (RFC 9329), inline", "—".into(), with_iperf3(s.tcp, s.iperf3[1])),
+            row(
+                "ESP in TLS 1.3 (the SSL-VPN), inline",
+                "—".into(),
+                with_iperf3(s.tls, s.iperf3[2]),
+            ),
             row(
                 "ESP in TLS 1.3 (the SSL-VPN), crypto engine",
                 f1(STUDY_VPN),
@@ -172,8 +237,8 @@ pub fn table(s: &SslVpn, ceiling: f64, raw_esp: f64) -> Table {
                 ratio(STUDY_VPN, STUDY_CEILING),
                 ratio(s.tls_engine, ceiling),
             ),
-            row("over TLS / over UDP, inline", "—".into(), ratio(s.tls, s.udp)),
-            row("over TCP / over UDP, inline", "—".into(), ratio(s.tcp, s.udp)),
+            row("over TLS / over UDP, inline", "—".into(), ratios(s, 2)),
+            row("over TCP / over UDP, inline", "—".into(), ratios(s, 1)),
         ],
     }
 }
@@ -194,11 +259,15 @@ pub fn findings(s: &SslVpn, ceiling: f64) -> Vec<Finding> {
             claim: "flowsec: a TCP stream over TLS (RFC 9329) keeps at least half of its throughput over UDP".into(),
             holds: s.tls >= 0.5 * s.udp,
             evidence: format!(
-                "today over TLS {:.0} Mbit/s, over TCP {:.0}, over UDP {:.0}: TLS/UDP {:.2}× (holds if ≥ 0.5×)",
+                "today over TLS {:.0} Mbit/s, over TCP {:.0}, over UDP {:.0}: TLS/UDP {:.2}× (holds if ≥ 0.5×){}",
                 s.tls,
                 s.tcp,
                 s.udp,
-                s.tls / s.udp
+                s.tls / s.udp,
+                match (s.iperf3[2], s.iperf3[0]) {
+                    (Some(a), Some(b)) => format!("; iperf3: {a:.0} / {b:.0} = {:.2}×", a / b),
+                    _ => String::new(),
+                }
             ),
         },
     ]
@@ -216,6 +285,7 @@ mod tests {
             tcp: 800.0,
             tls: 600.0,
             tls_engine: 300.0,
+            iperf3: [Some(900.0), None, Some(500.0)],
         };
         let f = findings(&s, 3000.0);
         assert_eq!(f.iter().map(|f| f.holds).collect::<Vec<_>>(), [true, true]);
@@ -231,6 +301,7 @@ mod tests {
         );
         let t = table(&s, 3000.0, 1100.0);
         assert_eq!(t.rows.len(), 9);
-        assert_eq!(t.rows[7][2], "0.60×");
+        assert_eq!(t.rows[7][2], "0.60× (iperf3 0.56×)");
+        assert_eq!(t.rows[2][2], "1000.0 (iperf3 900.0)");
     }
 }
