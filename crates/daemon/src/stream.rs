@@ -62,8 +62,17 @@ const MAX_QUIET: usize = 256;
 /// leave the quiet ones (its ICV is checked by a worker, later), so this
 /// bounds the rest.
 const MAX_ACCEPTED: usize = 1024;
-/// How long such a connection (or a connect in progress) may stay quiet.
+/// How long such a connection (or a connect, or a TLS handshake, in
+/// progress) may stay quiet.
 const QUIET_FOR: Duration = Duration::from_secs(10);
+/// Accepted connections from one address.
+const MAX_PER_ADDRESS: usize = 32;
+/// An accepted connection that has read no frame for this long is closed
+/// (the originator opens a new one when it has something to send; DPD
+/// below this keeps an idle tunnel's connection).
+const IDLE_FOR: Duration = Duration::from_secs(300);
+/// How long the listeners rest after accept(2) failed (no descriptors).
+const ACCEPT_PAUSE: Duration = Duration::from_millis(200);
 /// Most bytes read from one connection per loop.
 const READ_BUDGET: usize = 1 << 20;
 /// A lost connection is opened again if it carried something this
@@ -102,7 +111,8 @@ stream_counters! {
     /// Accepted connections closed at once: [`MAX_QUIET`] quiet ones, or
     /// [`MAX_ACCEPTED`] in all, were open already.
     refused,
-    /// Closed: quiet (no valid frame, or no connect) for [`QUIET_FOR`].
+    /// Closed: quiet (no frame yet, or no connect, or no TLS handshake)
+    /// for [`QUIET_FOR`], or accepted and idle for [`IDLE_FOR`].
     quiet_closed,
     /// Closed: the stream did not begin with "IKETCP" (RFC 9329 §4).
     bad_prefix,
@@ -151,6 +161,9 @@ enum Out {
 #[derive(Clone)]
 pub struct StreamSink {
     tx: SyncSender<Out>,
+    /// IKE's own queue: a burst of ESP never crowds out its messages,
+    /// which nothing resends over TCP.
+    ike_tx: SyncSender<Out>,
     wake: Arc<OwnedFd>,
     counters: Arc<StreamCounters>,
 }
@@ -178,7 +191,7 @@ impl StreamSink {
             remote,
             data,
         };
-        if self.tx.try_send(out).is_ok() {
+        if self.ike_tx.try_send(out).is_ok() {
             sys::wake(self.wake.as_raw_fd());
         }
     }
@@ -192,6 +205,7 @@ impl StreamSink {
 /// The thread's end, before it starts.
 pub struct StreamParts {
     rx: Receiver<Out>,
+    ike_rx: Receiver<Out>,
     wake: Arc<OwnedFd>,
     counters: Arc<StreamCounters>,
     listeners: Vec<(TcpListener, u16)>,
@@ -213,10 +227,12 @@ pub fn open(ports: &[u16]) -> Result<(StreamSink, StreamParts), String> {
     }
     let tls = tls::configs()?;
     let (tx, rx) = mpsc::sync_channel(QUEUE);
+    let (ike_tx, ike_rx) = mpsc::sync_channel(QUEUE);
     let wake = Arc::new(sys::eventfd().map_err(|e| format!("eventfd: {e}"))?);
     let counters = Arc::new(StreamCounters::default());
     let sink = StreamSink {
         tx,
+        ike_tx,
         wake: Arc::clone(&wake),
         counters: Arc::clone(&counters),
     };
@@ -224,6 +240,7 @@ pub fn open(ports: &[u16]) -> Result<(StreamSink, StreamParts), String> {
         sink,
         StreamParts {
             rx,
+            ike_rx,
             wake,
             counters,
             listeners,
@@ -252,6 +269,7 @@ impl StreamParts {
             batches: Vec::new(),
             scratch: vec![0; 64 << 10],
             last_sweep: Duration::ZERO,
+            accept_paused_until: Duration::ZERO,
         };
         std::thread::Builder::new()
             .name("flowsec-tcp".into())
@@ -269,9 +287,10 @@ struct Dialed {
     used: Duration,
     /// Last connect started at.
     tried: Duration,
-    /// A connection to it has been open before: the next one is a
-    /// reconnect, which IKE is told of.
-    was_open: bool,
+    /// A connection to it broke, or a connect failed, since the last one
+    /// opened: what IKE queued meanwhile is lost, so the next one that
+    /// opens is a reconnect, which IKE is told of (it resends, §6.2).
+    lost: bool,
 }
 
 struct Streams {
@@ -285,6 +304,8 @@ struct Streams {
     batches: Vec<Vec<(UdpEndpoints, Vec<u8>)>>,
     scratch: Vec<u8>,
     last_sweep: Duration,
+    /// accept(2) failed for want of descriptors: listeners rest until then.
+    accept_paused_until: Duration,
 }
 
 fn count(c: &AtomicU64, n: u64) {
@@ -297,11 +318,15 @@ impl Streams {
         let mut ready = Vec::new();
         while !stop.load(Ordering::Relaxed) {
             let mut fds: Vec<(i32, bool)> = vec![(self.parts.wake.as_raw_fd(), false)];
+            let paused = self.start.elapsed() < self.accept_paused_until;
+            // A listener that could not accept (no descriptors left) is
+            // left out for a while: it would be readable, and poll would
+            // spin (-1: poll ignores it).
             fds.extend(
                 self.parts
                     .listeners
                     .iter()
-                    .map(|(l, _)| (l.as_raw_fd(), false)),
+                    .map(|(l, _)| (if paused { -1 } else { l.as_raw_fd() }, false)),
             );
             let keys: Vec<Key> = self.conns.keys().copied().collect();
             fds.extend(keys.iter().map(|k| {
@@ -354,7 +379,15 @@ impl Streams {
 
     /// What the workers and IKE queued.
     fn take_out(&mut self, now: Duration) {
-        while let Ok(out) = self.parts.rx.try_recv() {
+        // IKE's first: a message that opens a connection precedes the ESP
+        // for it.
+        while let Some(out) = self
+            .parts
+            .ike_rx
+            .try_recv()
+            .ok()
+            .or_else(|| self.parts.rx.try_recv().ok())
+        {
             match out {
                 Out::Ike {
                     transport,
@@ -371,7 +404,7 @@ impl Streams {
                                 transport,
                                 used: now,
                                 tried: Duration::ZERO,
-                                was_open: false,
+                                lost: false,
                             });
                     }
                     let Some(c) = self.conn_for(key, now) else {
@@ -444,6 +477,9 @@ impl Streams {
                 Err(e) => {
                     count(&self.parts.counters.connect_failed, 1);
                     eprintln!("flowsec: tcp: connecting to {}: {e}", key.1);
+                    if let Some(d) = self.dialed.get_mut(&key) {
+                        d.lost = true;
+                    }
                     return None;
                 }
             }
@@ -457,12 +493,25 @@ impl Streams {
         loop {
             let (sock, peer) = match listener.accept() {
                 Ok(x) => x,
-                Err(_) => return,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    // EMFILE, ENFILE, ENOBUFS: try again in a while.
+                    count(&self.parts.counters.refused, 1);
+                    self.accept_paused_until = now + ACCEPT_PAUSE;
+                    return;
+                }
             };
+            let peer_ip = peer.ip().to_canonical();
             let accepted = self.conns.values().filter(|c| !c.originated);
-            let (all, quiet) =
-                accepted.fold((0, 0), |(a, q), c| (a + 1, q + usize::from(!c.spoke)));
-            if quiet >= MAX_QUIET || all >= MAX_ACCEPTED || sock.set_nonblocking(true).is_err() {
+            let (all, quiet, same) = accepted.fold((0, 0, 0), |(a, q, s), c| {
+                let same = usize::from(c.remote.ip() == peer_ip);
+                (a + 1, q + usize::from(!c.spoke), s + same)
+            });
+            if quiet >= MAX_QUIET
+                || all >= MAX_ACCEPTED
+                || same >= MAX_PER_ADDRESS
+                || sock.set_nonblocking(true).is_err()
+            {
                 count(&self.parts.counters.refused, 1);
                 continue;
             }
@@ -471,9 +520,15 @@ impl Streams {
                 .local_addr()
                 .map(|a| SocketAddr::new(a.ip().to_canonical(), port));
             let Ok(local) = local else { continue };
-            let remote = SocketAddr::new(peer.ip().to_canonical(), peer.port());
-            count(&self.parts.counters.accepted, 1);
+            let remote = SocketAddr::new(peer_ip, peer.port());
             let key = (local.ip(), remote);
+            // One of ours to the same address and port (the peer connects
+            // from its listening port): refused, never replaced.
+            if self.conns.contains_key(&key) {
+                count(&self.parts.counters.refused, 1);
+                continue;
+            }
+            count(&self.parts.counters.accepted, 1);
             self.conns
                 .insert(key, Conn::accepted(sock, local, remote, now));
         }
@@ -494,7 +549,7 @@ impl Streams {
             }
             count(&self.parts.counters.connected, 1);
             if let Some(d) = self.dialed.get_mut(&key) {
-                if std::mem::replace(&mut d.was_open, true) {
+                if std::mem::take(&mut d.lost) {
                     // RFC 9329 §6.1: IKE speaks first on the new one.
                     self.ike.reconnected(c.local, c.remote);
                 }
@@ -502,7 +557,10 @@ impl Streams {
         }
         if r.read || r.hup {
             let scratch = &mut self.scratch;
-            if let Err(why) = c.read(scratch, READ_BUDGET, &self.parts.tls) {
+            // A connection that has sent no frame yet reads little: it
+            // holds at most one partial frame until it has.
+            let budget = if c.spoke { READ_BUDGET } else { 64 << 10 };
+            if let Err(why) = c.read(scratch, budget, &self.parts.tls) {
                 // Frames read before the end still count.
                 self.frames(key, now);
                 return self.close(key, why);
@@ -515,7 +573,7 @@ impl Streams {
     }
 
     /// Hand on the frames a connection has read.
-    fn frames(&mut self, key: Key, _now: Duration) {
+    fn frames(&mut self, key: Key, now: Duration) {
         let counters = Arc::clone(&self.parts.counters);
         let Some(c) = self.conns.get_mut(&key) else {
             return;
@@ -532,6 +590,7 @@ impl Streams {
                 }
             };
             count(&counters.bytes_in, frame.len() as u64);
+            c.last_frame = now;
             match classify(frame) {
                 Ok(UdpEncap::Ike(msg)) => {
                     c.spoke = true;
@@ -600,6 +659,9 @@ impl Streams {
         }
         if c.originated {
             eprintln!("flowsec: tcp: connection to {} closed", c.remote);
+            if let Some(d) = self.dialed.get_mut(&key) {
+                d.lost = true;
+            }
         }
     }
 
@@ -610,8 +672,10 @@ impl Streams {
             .conns
             .iter()
             .filter(|(_, c)| {
-                (c.phase == Phase::Connecting || (!c.originated && !c.spoke))
-                    && now >= c.since + QUIET_FOR
+                let starting =
+                    c.phase == Phase::Connecting || c.handshaking() || (!c.originated && !c.spoke);
+                (starting && now >= c.since + QUIET_FOR)
+                    || (!c.originated && now >= c.last_frame + IDLE_FOR)
             })
             .map(|(k, _)| *k)
             .collect();

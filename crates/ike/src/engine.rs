@@ -448,7 +448,7 @@ impl Host {
             self.stats.wrong_transport += 1;
             return Then::Stay;
         }
-        let Some(msg) = self.open(now, sa, header, data) else {
+        let Some(msg) = self.open(now, sa, (local, remote), header, data) else {
             return Then::Stay;
         };
         if header.response {
@@ -467,16 +467,14 @@ impl Host {
             // establishes or ends it.
             let follows =
                 sa.state != IkeState::HalfOpen || header.exchange == ExchangeType::IKE_AUTH;
+            let before = sa.remote;
             if let Some(e) = follows.then(|| follow_peer(sa, local, remote, k)).flatten() {
                 self.events.push(e);
-                // RFC 9329 §6.2: our request still unanswered was lost with
-                // the old connection; it goes again on the new one.
-                if let Some(data) = sa
-                    .transport
-                    .is_stream()
-                    .then(|| sa.exch.outstanding().map(<[u8]>::to_vec))
-                    .flatten()
-                {
+            }
+            // RFC 9329 §6.2: our request still unanswered was lost with
+            // the old connection; it goes again on the new one.
+            if sa.transport.is_stream() && sa.remote != before {
+                if let Some(data) = sa.exch.outstanding().map(<[u8]>::to_vec) {
                     self.stats.retransmits += 1;
                     self.push(sa.transport, sa.local, sa.remote, data);
                 }
@@ -496,6 +494,7 @@ impl Host {
         &mut self,
         now: Duration,
         sa: &mut SaMut<'_>,
+        (local, remote): (SocketAddr, SocketAddr),
         header: &Header,
         data: &[u8],
     ) -> Option<Message> {
@@ -513,7 +512,15 @@ impl Host {
                 Some(last) => {
                     self.stats.replayed += 1;
                     let last = last.to_vec();
-                    self.push(sa.transport, sa.local, sa.remote, last);
+                    // Over a stream the request came again because its
+                    // connection broke (RFC 9329 §6.2): the answer goes
+                    // back on the connection it came on. A retransmission
+                    // moves nothing else (§6.1: not a valid message).
+                    let (l, r) = match sa.transport.is_stream() {
+                        true => (local, remote),
+                        false => (sa.local, sa.remote),
+                    };
+                    self.push(sa.transport, l, r, last);
                 }
                 None => self.stats.bad_message_id += 1,
             }

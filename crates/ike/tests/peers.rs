@@ -1801,6 +1801,19 @@ fn after_a_reconnect_the_originator_speaks_first_and_the_responder_follows() {
         spis_before,
         "b's rekey completed"
     );
+    // b answered a's request, but the answer was lost with the connection:
+    // a sends the request again on its new one, and b's cached answer goes
+    // back there (not to the connection b knew).
+    let spis_before = p.a.list(p.now)[0].children[0].sa_in.spi;
+    p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.b_gets();
+    p.tcp_port_a = 40004;
+    p.a.reconnected(p.now, a_local, b_remote, &mut p.ka);
+    p.settle();
+    p.assert_up(1);
+    let after = p.a.list(p.now)[0].children[0].sa_in.spi;
+    assert_ne!(after, spis_before, "a's rekey completed");
+    assert!(p.b.stats().replayed >= 1);
     // A message for the IKE SA that comes over UDP instead is not acted on.
     let before = p.b.stats().wrong_transport;
     p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();

@@ -32,6 +32,9 @@ pub const LENGTH_LEN: usize = 2;
 /// The largest message one frame carries (§3: 65535 less the Length).
 pub const MAX_MESSAGE: usize = u16::MAX as usize - LENGTH_LEN;
 
+/// A deframer's buffer larger than this shrinks once it has been read.
+const SHRINK_ABOVE: usize = 256 << 10;
+
 /// Why a stream cannot be read on: each is fatal for the connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamError {
@@ -124,6 +127,10 @@ impl Deframer {
         if self.at > 0 {
             self.buf.drain(..self.at);
             self.at = 0;
+        }
+        // A burst read at once is not kept as the buffer's size for good.
+        if self.buf.capacity() > SHRINK_ABOVE && self.buf.len() + bytes.len() <= SHRINK_ABOVE / 2 {
+            self.buf.shrink_to(SHRINK_ABOVE / 2);
         }
         self.buf.extend_from_slice(bytes);
     }
@@ -250,6 +257,26 @@ mod tests {
             d.feed(&len);
             assert_eq!(d.next(), Err(StreamError::BadLength));
         }
+    }
+
+    #[test]
+    fn test_buffer_shrinks_after_a_burst() {
+        let mut burst = Vec::new();
+        for _ in 0..100 {
+            push_frame(&mut burst, &[9; 10_000]);
+        }
+        let mut d = Deframer::originator();
+        d.feed(&burst);
+        while d.next().unwrap().is_some() {}
+        d.feed(&[0, 5, 1]);
+        assert!(
+            d.buf.capacity() <= SHRINK_ABOVE / 2 + 64,
+            "{}",
+            d.buf.capacity()
+        );
+        assert_eq!(d.next(), Ok(None));
+        d.feed(&[2, 3]);
+        assert_eq!(d.next(), Ok(Some(&[1u8, 2, 3][..])));
     }
 
     #[test]

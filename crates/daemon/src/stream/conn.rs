@@ -51,8 +51,10 @@ pub struct Conn {
     pub out: Vec<u8>,
     /// When it was opened (`now` of the daemon's clock).
     pub since: Duration,
-    /// A valid frame has been read from it.
+    /// A well-formed frame has been read from it.
     pub spoke: bool,
+    /// When the last frame was read (or it opened).
+    pub last_frame: Duration,
 }
 
 impl Conn {
@@ -87,6 +89,7 @@ impl Conn {
             out: PREFIX.to_vec(),
             since: now,
             spoke: false,
+            last_frame: now,
         })
     }
 
@@ -104,14 +107,27 @@ impl Conn {
             out: Vec::new(),
             since: now,
             spoke: false,
+            last_frame: now,
         }
     }
 
-    /// Whether to poll it for writing.
+    /// Whether to poll it for writing: while connecting, or with bytes
+    /// the socket will take (during a TLS handshake only TLS's own: the
+    /// frames wait for it, and a stalled one must not spin the loop).
     pub fn wants_write(&self) -> bool {
-        self.phase == Phase::Connecting
-            || (self.phase == Phase::Open
-                && (!self.out.is_empty() || self.tls.as_ref().is_some_and(|t| t.wants_write())))
+        match (&self.tls, self.phase) {
+            (_, Phase::Connecting) => true,
+            (_, Phase::Sniffing) => false,
+            (None, Phase::Open) => !self.out.is_empty(),
+            (Some(t), Phase::Open) => {
+                t.wants_write() || (!t.is_handshaking() && !self.out.is_empty())
+            }
+        }
+    }
+
+    /// A TLS handshake is under way.
+    pub fn handshaking(&self) -> bool {
+        self.tls.as_ref().is_some_and(|t| t.is_handshaking())
     }
 
     /// connect(2) finished (writable): open, or why not.
