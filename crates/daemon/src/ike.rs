@@ -72,7 +72,7 @@ impl std::error::Error for IkeSetupError {
 }
 
 /// What the workers tell the control thread.
-enum IkeIn {
+pub(crate) enum IkeIn {
     /// A received IKE message, the non-ESP marker stripped.
     Message {
         transport: Transport,
@@ -98,6 +98,14 @@ pub struct IkeSink {
 }
 
 impl IkeSink {
+    /// A sink and the control thread's end of it, for tests.
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> (IkeSink, Receiver<IkeIn>) {
+        let (tx, rx) = mpsc::sync_channel(QUEUE);
+        let wake = Arc::new(sys::eventfd().expect("eventfd"));
+        (IkeSink { tx, wake }, rx)
+    }
+
     /// An IKE message that arrived on port 4500 behind the non-ESP marker
     /// (RFC 3948 §2.2; the core took the marker off): pass it on, unless it
     /// is empty or larger than any IKE message may be.

@@ -380,14 +380,21 @@ impl Streams {
     /// What the workers and IKE queued.
     fn take_out(&mut self, now: Duration) {
         // IKE's first: a message that opens a connection precedes the ESP
-        // for it.
-        while let Some(out) = self
-            .parts
-            .ike_rx
-            .try_recv()
-            .ok()
-            .or_else(|| self.parts.rx.try_recv().ok())
-        {
+        // for it. At most a queue's worth a loop: workers that keep
+        // filling it do not starve the reading side.
+        let counters = Arc::clone(&self.parts.counters);
+        let mut drained = false;
+        for _ in 0..2 * QUEUE {
+            let Some(out) = self
+                .parts
+                .ike_rx
+                .try_recv()
+                .ok()
+                .or_else(|| self.parts.rx.try_recv().ok())
+            else {
+                drained = true;
+                break;
+            };
             match out {
                 Out::Ike {
                     transport,
@@ -408,7 +415,7 @@ impl Streams {
                             });
                     }
                     let Some(c) = self.conn_for(key, now) else {
-                        count(&self.parts.counters.no_stream, 1);
+                        count(&counters.no_stream, 1);
                         continue;
                     };
                     let Some(len) = length_field(NON_ESP_MARKER.len() + data.len()) else {
@@ -420,7 +427,7 @@ impl Streams {
                     c.out.extend_from_slice(&len);
                     c.out.extend_from_slice(&NON_ESP_MARKER);
                     c.out.extend_from_slice(&data);
-                    count(&self.parts.counters.ike_out, 1);
+                    count(&counters.ike_out, 1);
                 }
                 Out::Esp(batch) => {
                     for (ep, packet) in batch {
@@ -428,7 +435,6 @@ impl Streams {
                         if let Some(d) = self.dialed.get_mut(&key) {
                             d.used = now;
                         }
-                        let counters = Arc::clone(&self.parts.counters);
                         let Some(c) = self.conn_for(key, now) else {
                             count(&counters.no_stream, 1);
                             continue;
@@ -446,6 +452,10 @@ impl Streams {
                     }
                 }
             }
+        }
+        if !drained {
+            // More waits: the next poll returns at once.
+            sys::wake(self.parts.wake.as_raw_fd());
         }
     }
 
@@ -692,5 +702,151 @@ impl Streams {
         for k in lost {
             let _ = self.conn_for(k, now);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::{Ipv4Addr, TcpStream};
+    use std::sync::mpsc::Receiver;
+
+    use super::*;
+    use crate::ike::IkeIn;
+    use crate::worker::Inbox;
+
+    /// A stream thread on a free loopback port, talking to itself: it
+    /// originates to its own listener. `None` (the test skips) where the
+    /// sockets cannot be marked (SO_MARK needs CAP_NET_ADMIN).
+    struct Rig {
+        sink: StreamSink,
+        ike: Receiver<IkeIn>,
+        worker: Inbox,
+        port: u16,
+        stop: Arc<AtomicBool>,
+        thread: Option<JoinHandle<()>>,
+    }
+
+    impl Rig {
+        fn new() -> Option<Rig> {
+            let port = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                .ok()?
+                .local_addr()
+                .ok()?
+                .port();
+            let (sink, parts) = match open(&[port]) {
+                Ok(x) => x,
+                Err(e) => {
+                    eprintln!("SKIP: stream thread test: {e} (needs CAP_NET_ADMIN for SO_MARK)");
+                    return None;
+                }
+            };
+            let (ike_sink, ike) = IkeSink::for_tests();
+            let (mailbox, worker, _wake) = Mailbox::new().ok()?;
+            let stop = Arc::new(AtomicBool::new(false));
+            let thread = parts
+                .spawn(ike_sink, vec![mailbox], Arc::clone(&stop), Instant::now())
+                .ok()?;
+            Some(Rig {
+                sink,
+                ike,
+                worker,
+                port,
+                stop,
+                thread: Some(thread),
+            })
+        }
+
+        fn ends(&self) -> (SocketAddr, SocketAddr) {
+            (
+                SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 0),
+                SocketAddr::new(Ipv4Addr::LOCALHOST.into(), self.port),
+            )
+        }
+
+        fn counter(&self, name: &str) -> u64 {
+            let named = self.sink.counters().named();
+            named
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(0, |(_, v)| *v)
+        }
+    }
+
+    impl Drop for Rig {
+        fn drop(&mut self) {
+            self.stop.store(true, Ordering::SeqCst);
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
+    /// IKE over the stream it opens, then ESP back to a worker by SPI.
+    fn round_trip(transport: Transport) {
+        let Some(rig) = Rig::new() else { return };
+        let (local, remote) = rig.ends();
+        let ike = b"an IKE message, not parsed here".to_vec();
+        rig.sink.ike(transport, local, remote, ike.clone());
+        let got = rig
+            .ike
+            .recv_timeout(Duration::from_secs(5))
+            .expect("IKE arrives");
+        let IkeIn::Message {
+            transport: t,
+            local: l,
+            data,
+            ..
+        } = got
+        else {
+            panic!("not a message");
+        };
+        // The accepting side reports its own listening port, and how the
+        // stream came (TLS sniffed from the first byte).
+        assert_eq!((t, l.port(), data), (transport, rig.port, ike));
+        let esp = [0x10, 0, 0, 1, 0, 0, 0, 7, 0xaa, 0xbb];
+        let to = UdpEndpoints {
+            local,
+            remote,
+            tos: 0,
+        };
+        rig.sink.esp(vec![(to, esp.to_vec())]).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match rig.worker.msgs.recv_timeout(Duration::from_millis(100)) {
+                Ok(Msg::Stream(frames)) => {
+                    assert_eq!(frames.len(), 1);
+                    assert_eq!(frames[0].1, esp);
+                    break;
+                }
+                Ok(_) => {}
+                Err(_) => assert!(Instant::now() < deadline, "ESP never reached the worker"),
+            }
+        }
+        assert_eq!((rig.counter("ike_out"), rig.counter("ike_in")), (1, 1));
+        assert_eq!((rig.counter("esp_out"), rig.counter("esp_in")), (1, 1));
+        assert_eq!(rig.counter("accepted"), 1);
+    }
+
+    #[test]
+    fn ike_and_esp_over_tcp() {
+        round_trip(Transport::Tcp);
+    }
+
+    #[test]
+    fn ike_and_esp_over_tls() {
+        round_trip(Transport::Tls);
+    }
+
+    #[test]
+    fn a_wrong_prefix_is_closed_and_counted() {
+        let Some(rig) = Rig::new() else { return };
+        let mut s = TcpStream::connect((Ipv4Addr::LOCALHOST, rig.port)).unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut b = [0u8; 1];
+        let n = s.read(&mut b).unwrap_or(0);
+        assert_eq!(n, 0, "closed by the thread");
+        assert_eq!(rig.counter("bad_prefix"), 1);
     }
 }
