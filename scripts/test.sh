@@ -24,6 +24,8 @@ install_system_deps() {
     # the lab's s5-app: Debian's nginx and ApacheBench (study S5's web benchmark)
     command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx)
     command -v ab >/dev/null || missing+=(apache2-utils)
+    # an independent parser of flowsec up --metrics (tests/e2e/ike_tcp.sh)
+    /usr/bin/python3 -c 'import prometheus_client' 2>/dev/null || missing+=(python3-prometheus-client)
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" -ne 0 ]; then
         echo "not root: cannot install ${missing[*]}; the oracle tests that need them will be skipped"

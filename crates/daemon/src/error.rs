@@ -172,6 +172,11 @@ pub enum RunError {
     /// IKE and ESP over TCP (RFC 9329) could not be set up: a listening
     /// port, the TLS certificate, or the thread.
     Stream(String),
+    /// The `--metrics` address could not be listened on.
+    Metrics {
+        addr: std::net::SocketAddr,
+        error: io::Error,
+    },
     /// A worker's sockets could not be set up.
     WorkerIo(WorkerError),
     /// A worker's mailbox (eventfd) could not be made.
@@ -208,6 +213,7 @@ impl fmt::Display for RunError {
             RunError::Tun { name, error } => write!(f, "TUN device {name}: {error}"),
             RunError::Ike(e) => e.fmt(f),
             RunError::Stream(e) => write!(f, "IKE over TCP: {e}"),
+            RunError::Metrics { addr, error } => write!(f, "--metrics {addr}: {error}"),
             RunError::WorkerIo(e) => e.fmt(f),
             RunError::Mailbox(e) => write!(f, "eventfd: {e}"),
             RunError::Routes(e) => e.fmt(f),

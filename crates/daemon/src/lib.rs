@@ -29,6 +29,7 @@ mod error;
 mod filter;
 mod fragid;
 mod ike;
+mod metrics;
 mod offload;
 mod pcrypt;
 mod plane;

@@ -80,6 +80,8 @@ pub struct Options {
     /// TCP ports to accept IKE and ESP on (RFC 9329, `--tcp-listen`),
     /// besides the `tcp_port` of every connection with `tcp_encap`.
     pub tcp_listen: Vec<u16>,
+    /// Serve Prometheus metrics here (`--metrics`).
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// Run until SIGINT or SIGTERM; returns the counters of all workers.
@@ -92,6 +94,13 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     // group, which takes CAP_CHOWN; then only the network capabilities
     // are kept, before any thread starts (threads inherit them).
     let mut control = Control::bind(&opts.socket, opts.ctl_group).map_err(RunError::Control)?;
+    let metrics = match opts.metrics {
+        Some(addr) => Some(
+            crate::metrics::Exporter::bind(addr)
+                .map_err(|error| RunError::Metrics { addr, error })?,
+        ),
+        None => None,
+    };
     drop_privileges()?;
     let provider = Provider::by_name(&opts.backend).ok_or_else(|| RunError::UnknownBackend {
         name: opts.backend.clone(),
@@ -117,6 +126,9 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         parts,
         ..
     } = setup;
+    if let Some(addr) = opts.metrics {
+        eprintln!("flowsec: metrics (Prometheus) on http://{addr}/metrics");
+    }
     let sink = ike.as_ref().map(|(_, sink)| sink.clone());
     let (mut ike, streams) = match ike {
         Some((mut plane, sink)) => {
@@ -161,6 +173,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         seq: seq_state,
         state_dir: opts.state_dir.clone(),
         seq_checked: None,
+        metrics,
     };
     plane.ike_step(|ike, now, k| ike.ike.start(now, k));
     let failure = plane.serve(&mut control, shutdown, &handles);
@@ -454,6 +467,8 @@ impl Plane {
         handles: &[WorkerHandle],
     ) -> Option<RunError> {
         let mut fds = vec![control.listener().as_raw_fd()];
+        // The metrics listener second (when there is one), then IKE's.
+        fds.extend(self.metrics.as_ref().map(crate::metrics::Exporter::fd));
         fds.extend(self.ike.as_ref().map(IkePlane::fds).unwrap_or_default());
         let mut ready = vec![false; fds.len()];
         while !shutdown.load(Ordering::SeqCst) {
@@ -464,6 +479,13 @@ impl Plane {
             if ready[0] {
                 control.serve(&mut |request| self.answer(request));
                 self.ctl_refused = control.refused;
+            }
+            if self.metrics.is_some() && ready[1] {
+                let exporter = self.metrics.take();
+                if let Some(e) = &exporter {
+                    e.serve(&mut || self.metrics_text());
+                }
+                self.metrics = exporter;
             }
             self.ike_step(|ike, now, k| {
                 ike.receive(now, k);
@@ -583,6 +605,8 @@ struct Plane {
     state_dir: PathBuf,
     /// When the manual SAs' sequence numbers were last looked at.
     seq_checked: Option<Duration>,
+    /// `--metrics`.
+    metrics: Option<crate::metrics::Exporter>,
 }
 
 impl Plane {
@@ -803,6 +827,113 @@ impl Plane {
             Some(Err(e)) => json!({"error": format!("{cmd}: {e}")}),
             Some(Ok(n)) => json!({"ok": n}),
         }
+    }
+
+    /// `--metrics`: every counter in Prometheus' text format
+    /// (`crate::metrics`).
+    fn metrics_text(&mut self) -> String {
+        use crate::metrics::{render, Family, Kind};
+        let seen = self.seen();
+        let mut events = Family::new(
+            "flowsec_worker_events_total",
+            "What each worker counted (flowsec ctl stats): packets sent and delivered, handoffs, offload, send errors.",
+            Kind::Counter,
+        );
+        let mut drops = Family::new(
+            "flowsec_drops_total",
+            "Packets the IPsec core refused, per worker and named reason.",
+            Kind::Counter,
+        );
+        for (w, st) in seen.stats.iter().enumerate() {
+            for (name, n) in st.named() {
+                events.push(vec![("worker", w.to_string()), ("event", name.into())], n);
+            }
+            for (reason, n) in st.drops.nonzero() {
+                drops.push(
+                    vec![("worker", w.to_string()), ("reason", reason.name().into())],
+                    n,
+                );
+            }
+        }
+        let mut bytes = Family::new(
+            "flowsec_sa_bytes_total",
+            "Bytes through each SA (an inbound SA's received, an outbound SA's sent).",
+            Kind::Counter,
+        );
+        let mut packets = Family::new(
+            "flowsec_sa_packets_total",
+            "Packets through each SA.",
+            Kind::Counter,
+        );
+        for (id, c) in &self.model.sas {
+            let r = seen.sa(*id, self.start);
+            let labels = vec![
+                ("protocol", id.protocol.to_string()),
+                ("spi", format!("{:#010x}", id.spi)),
+                ("src", c.src.to_string()),
+                ("dst", id.dst.to_string()),
+                ("reqid", c.reqid.to_string()),
+            ];
+            bytes.push(labels.clone(), r.live.bytes);
+            packets.push(labels, r.live.packets);
+        }
+        let mut families = vec![events, drops, bytes, packets];
+        if let Some(ike) = &self.ike {
+            let mut ev = Family::new(
+                "flowsec_ike_events_total",
+                "IKE's counters (flowsec ctl stats): messages, retransmits, cookies, dead peers, drops by reason, rekeys.",
+                Kind::Counter,
+            );
+            for (name, n) in ike.ike.stats().named() {
+                ev.push(vec![("event", name.into())], n);
+            }
+            let s = ike.ike.stats();
+            let mut rekeys = Family::new(
+                "flowsec_child_rekeys_total",
+                "CHILD_SA rekeys completed, either role, by handover (loss-free: the responder keeps the old SA until the DELETE).",
+                Kind::Counter,
+            );
+            rekeys.push(
+                vec![("handover", "loss-free".into())],
+                s.loss_free_handovers,
+            );
+            rekeys.push(
+                vec![("handover", "other".into())],
+                s.child_rekeys - s.loss_free_handovers,
+            );
+            let list = ike.ike.list(self.start.elapsed());
+            let mut by_state = std::collections::BTreeMap::<(&str, &str), u64>::new();
+            for sa in &list {
+                *by_state.entry(("ike", sa.state)).or_default() += 1;
+                for c in &sa.children {
+                    *by_state.entry(("child", c.state)).or_default() += 1;
+                }
+            }
+            let mut ike_sas = Family::new("flowsec_ike_sas", "IKE SAs by state.", Kind::Gauge);
+            let mut child_sas =
+                Family::new("flowsec_child_sas", "CHILD_SAs by state.", Kind::Gauge);
+            for ((what, state), n) in by_state {
+                let f = if what == "ike" {
+                    &mut ike_sas
+                } else {
+                    &mut child_sas
+                };
+                f.push(vec![("state", state.into())], n);
+            }
+            families.extend([ev, rekeys, ike_sas, child_sas]);
+            if let Some(stream) = &ike.stream {
+                let mut tcp = Family::new(
+                    "flowsec_tcp_events_total",
+                    "The RFC 9329 stream thread's counters (flowsec ctl stats, tcp).",
+                    Kind::Counter,
+                );
+                for (name, n) in stream.counters().named() {
+                    tcp.push(vec![("event", name.into())], n);
+                }
+                families.push(tcp);
+            }
+        }
+        render(&families)
     }
 
     /// `ctl stats`: the workers' counters summed, and IKE's.

@@ -80,6 +80,11 @@ pub struct UpArgs {
     /// `tcp_port` without it.
     #[arg(long, value_name = "PORT", num_args = 0..=1, default_missing_value = "4500", action = clap::ArgAction::Append)]
     pub tcp_listen: Vec<u16>,
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics: per-SA bytes
+    /// and packets, per-worker drops by reason, IKE's counters, SAs by
+    /// state, rekeys (e.g. 127.0.0.1:9469).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<std::net::SocketAddr>,
     /// The control socket (`flowsec ctl` and `flowsec setkey` talk to it).
     #[arg(long, env = "FLOWSEC_SOCKET", default_value = flowsec_daemon::DEFAULT_SOCKET)]
     pub socket: PathBuf,
@@ -145,6 +150,7 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
         ctl_group,
         state_dir: args.state_dir.clone(),
         tcp_listen: args.tcp_listen.clone(),
+        metrics: args.metrics,
         tun: args.tun.clone(),
         setkey: args.setkey.clone(),
         ike: args.conf.clone(),

@@ -491,7 +491,9 @@ impl Host {
         };
         c.state = ChildState::Rekeyed;
         c.rekey_at = None;
-        match self.switch_of(conn, c.cfg) {
+        let switch = self.switch_of(conn, c.cfg);
+        self.stats.count_rekey(switch);
+        match switch {
             RekeySwitch::LossFree => sa.queue.push_front(Todo::DeleteChild(old)),
             RekeySwitch::PreferNew => {
                 self.drop_replaced(sa, old, k);

@@ -349,6 +349,7 @@ impl Host {
             c.state = ChildState::Rekeyed;
             c.rekey_at = None;
             let switch = self.switch_of(conn, c.cfg);
+            self.stats.count_rekey(switch);
             if switch != RekeySwitch::KeepOld {
                 c.expire_at = Some(now + grace);
             }

@@ -163,6 +163,12 @@ pub struct IkeStats {
     pub wrong_transport: u64,
     /// IKE_SA_INITs over UDP given up for TCP (`tcp_encap = fallback`).
     pub tcp_fallbacks: u64,
+    /// CHILD_SA rekeys completed, either role.
+    pub child_rekeys: u64,
+    /// Of those, the ones handed over loss-free (`rekey_switch =
+    /// loss-free`: the responder keeps sending on the old SA until the
+    /// initiator's DELETE, the old inbound SA lingers).
+    pub loss_free_handovers: u64,
     /// TCP connections we originated, lost and opened again with their
     /// IKE SAs kept (RFC 9329 §6.1).
     pub reconnects: u64,
@@ -170,7 +176,7 @@ pub struct IkeStats {
 
 impl IkeStats {
     /// Every counter with its name, for `flowsec ctl stats`.
-    pub fn named(&self) -> [(&'static str, u64); 18] {
+    pub fn named(&self) -> [(&'static str, u64); 20] {
         [
             ("received", self.received),
             ("sent", self.sent),
@@ -190,7 +196,17 @@ impl IkeStats {
             ("wrong_transport", self.wrong_transport),
             ("tcp_fallbacks", self.tcp_fallbacks),
             ("reconnects", self.reconnects),
+            ("child_rekeys", self.child_rekeys),
+            ("loss_free_handovers", self.loss_free_handovers),
         ]
+    }
+
+    /// A CHILD_SA rekey completed with this handover.
+    pub(crate) fn count_rekey(&mut self, switch: crate::config::RekeySwitch) {
+        self.child_rekeys += 1;
+        if switch == crate::config::RekeySwitch::LossFree {
+            self.loss_free_handovers += 1;
+        }
     }
 }
 

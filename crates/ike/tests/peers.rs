@@ -1814,6 +1814,10 @@ fn after_a_reconnect_the_originator_speaks_first_and_the_responder_follows() {
     let after = p.a.list(p.now)[0].children[0].sa_in.spi;
     assert_ne!(after, spis_before, "a's rekey completed");
     assert!(p.b.stats().replayed >= 1);
+    // Three CHILD_SA rekeys, each counted at both ends, all loss-free.
+    for s in [p.a.stats(), p.b.stats()] {
+        assert_eq!((s.child_rekeys, s.loss_free_handovers), (3, 3));
+    }
     // A message for the IKE SA that comes over UDP instead is not acted on.
     let before = p.b.stats().wrong_transport;
     p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
