@@ -175,7 +175,7 @@ const LIBIPSEC_PLUGIN: &str = "/usr/lib/ipsec/plugins/libstrongswan-kernel-libip
 const OPENSSL_PLUGIN: &str = "/usr/lib/ipsec/plugins/libstrongswan-openssl.so";
 
 /// `name` on PATH.
-fn which(name: &str) -> Option<PathBuf> {
+pub(crate) fn which(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
             .map(|d| d.join(name))

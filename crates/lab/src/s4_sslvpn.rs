@@ -110,7 +110,7 @@ pub fn measure(secs: &str, work: &Path, progress: &mut Progress) -> Result<SslVp
 /// One iperf3 TCP stream hostA → hostB through the bed's tunnel, Mbit/s
 /// received; `None` without iperf3 or when it fails.
 fn iperf3_stream(bed: &mut Bed, secs: &str, work: &Path) -> Option<f64> {
-    which("iperf3")?;
+    crate::peers::which("iperf3")?;
     let ((_, _), (server, addr)) = bed.setup_ends();
     bed.spawn(
         server,
@@ -131,15 +131,6 @@ fn iperf3_stream(bed: &mut Bed, secs: &str, work: &Path) -> Option<f64> {
             .map(|b| b / 1e6);
     }
     None
-}
-
-fn which(tool: &str) -> Option<()> {
-    std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|_| ())
 }
 
 /// One TCP stream gwA → gwB on the transit link (no tunnel: its SPD

@@ -463,3 +463,5 @@ impl Connection {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_tcp;
