@@ -244,6 +244,7 @@ impl Ike {
             .collect();
         let cookies = crate::admit::CookieJar::new(rng.as_mut());
         let host = Host {
+            live: config.connections.len(),
             config,
             provider,
             rng,
@@ -263,11 +264,6 @@ impl Ike {
             host,
             sas: SaTable::default(),
         }
-    }
-
-    /// The configuration it runs.
-    pub fn config(&self) -> &Config {
-        &self.host.config
     }
 
     /// Counters.
@@ -290,29 +286,14 @@ impl Ike {
     /// the trap policies of those with `trap`.
     pub fn start(&mut self, now: Duration, k: &mut dyn Kernel) {
         self.host.clock = now;
-        let mut wanted = Vec::new();
-        let mut traps = Vec::new();
-        for (ci, conn) in self.host.config.connections.iter().enumerate() {
-            for (cj, child) in conn.children.iter().enumerate() {
-                match child.start_action {
-                    crate::config::StartAction::Start => {
-                        wanted.push((conn.name.clone(), child.name.clone()))
-                    }
-                    crate::config::StartAction::Trap => traps.push((ci, cj)),
-                    crate::config::StartAction::None => {}
-                }
-            }
-        }
-        for (ci, cj) in traps {
-            if let Err(e) = self.host.install_trap(ci, cj, k) {
-                self.host.events.push(IkeEvent::CommandFailed(e));
-            }
-        }
-        for (conn, child) in wanted {
-            if let Err(e) = self.initiate(now, Some(&conn), Some(&child), k) {
-                self.host.events.push(IkeEvent::CommandFailed(e));
-            }
-        }
+        let all: Vec<usize> = (0..self.host.live).collect();
+        self.start_connections(now, &all, k);
+    }
+
+    /// The connections it runs (not those a reload retired, whose IKE
+    /// SAs are being deleted).
+    pub fn connections(&self) -> &[crate::config::Connection] {
+        &self.host.config.connections[..self.host.live]
     }
 
     /// A packet matched the trap policy of `reqid` (the data plane found

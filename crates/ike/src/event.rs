@@ -311,6 +311,15 @@ pub enum IkeEvent {
         /// The peer's.
         remote_ts: Vec<TrafficSelector>,
     },
+    /// A trap policy is removed (its connection was reloaded away).
+    TrapRemoved {
+        /// The child config.
+        child: String,
+        /// Its reqid.
+        reqid: u32,
+    },
+    /// A new configuration runs ([`crate::Ike::reload`]).
+    Reloaded(crate::reload::Reloaded),
 }
 
 impl fmt::Display for IkeEvent {
@@ -522,6 +531,10 @@ impl fmt::Display for IkeEvent {
                 Selectors(local_ts),
                 Selectors(remote_ts)
             ),
+            E::TrapRemoved { child, reqid } => {
+                write!(f, "trap policy {child}{{{reqid}}} removed")
+            }
+            E::Reloaded(r) => write!(f, "configuration reloaded: {r}"),
         }
     }
 }

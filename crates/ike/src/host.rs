@@ -28,6 +28,10 @@ use crate::task::Task;
 /// on this.
 pub(crate) struct Host {
     pub(crate) config: Config,
+    /// The connections `config` runs: the first `live`; those after it
+    /// were retired by a reload and stay until their IKE SAs are gone
+    /// ([`crate::reload`]).
+    pub(crate) live: usize,
     pub(crate) provider: Provider,
     pub(crate) rng: Box<dyn Random>,
     pub(crate) settings: Settings,

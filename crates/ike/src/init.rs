@@ -74,10 +74,8 @@ impl Ike {
         k: &mut dyn Kernel,
     ) -> Result<(), CommandError> {
         self.host.clock = now;
-        let found = self
-            .host
-            .config
-            .connections
+        // Not a connection a reload retired.
+        let found = self.host.config.connections[..self.host.live]
             .iter()
             .enumerate()
             .find_map(|(i, c)| {

@@ -142,8 +142,8 @@ impl Host {
         offer: &[flowsec_wire::ike::Proposal],
         ke: DhGroup,
     ) -> Option<(usize, IkeChosen)> {
-        self.config
-            .connections
+        // Not a connection a reload retired.
+        self.config.connections[..self.live]
             .iter()
             .enumerate()
             .find_map(|(i, c)| {

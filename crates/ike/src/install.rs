@@ -379,6 +379,27 @@ impl Host {
         Ok(())
     }
 
+    /// Remove the trap of `reqid`; its policies go unless a Child SA in
+    /// `sas` still uses them (they go with it then).
+    pub(crate) fn remove_trap<'a>(
+        &mut self,
+        reqid: u32,
+        mut sas: impl Iterator<Item = &'a crate::sa::IkeSa>,
+        k: &mut dyn Kernel,
+    ) {
+        let Some((ci, cj)) = self.traps.remove(&reqid) else {
+            return;
+        };
+        let used = sas.any(|s| s.children.iter().any(|c| c.reqid == reqid));
+        if !used {
+            for (direction, selector) in self.policies.remove(&reqid).unwrap_or_default() {
+                k.del_policy(direction, selector);
+            }
+        }
+        let child = self.config.connections[ci].children[cj].name.clone();
+        self.events.push(IkeEvent::TrapRemoved { child, reqid });
+    }
+
     /// The out and fwd policies of a Child SA (RFC 4301 §4.4.1): traffic
     /// from our selectors to the peer's is protected with the SAs of
     /// `reqid`; what arrives from the peer's must have come through them.
@@ -415,6 +436,16 @@ impl Host {
             (Direction::Fwd, remote_ts, local_ts, bundle(remote, local)),
         ] {
             for selector in ts::selectors(from, to) {
+                // Another reqid's policy for the same traffic (the Child
+                // SA of a connection a reload replaced, still up until its
+                // DELETE is answered): ours takes its place now, and its
+                // removal later leaves ours alone.
+                for (_, owned) in self.policies.iter_mut().filter(|(r, _)| **r != reqid) {
+                    if let Some(at) = owned.iter().position(|o| *o == (direction, selector)) {
+                        owned.remove(at);
+                        k.del_policy(direction, selector);
+                    }
+                }
                 k.add_policy(Policy {
                     direction,
                     selector,

@@ -79,6 +79,11 @@ impl SaTable {
             .filter_map(|s| self.slots[s.0].as_ref())
     }
 
+    /// Every SA, to change in place (in no particular order).
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut IkeSa> {
+        self.slots.iter_mut().flatten()
+    }
+
     /// Our SPIs, in order: a snapshot to visit each SA that exists now.
     pub fn spis(&self) -> Vec<u64> {
         self.by_spi.keys().copied().collect()

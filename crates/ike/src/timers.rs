@@ -21,6 +21,10 @@ impl Ike {
     /// Carry out [`Host::after_death`]'s wishes.
     pub(crate) fn revive(&mut self, now: Duration, wishes: Vec<Wish>, k: &mut dyn Kernel) {
         for (ci, cj, action) in wishes {
+            // A connection a reload retired wishes nothing any more.
+            if ci >= self.host.live {
+                continue;
+            }
             let trapped = self.host.traps.values().any(|&t| t == (ci, cj));
             let (conn, child) = (
                 self.host.config.connections[ci].name.clone(),
@@ -53,6 +57,7 @@ impl Ike {
             k.del_sa(id);
         }
         self.fall_back_to_tcp(now, k);
+        self.retire(now, k);
         for spi in self.sas.spis() {
             let Some((at, mut sa)) = self.sas.find(spi) else {
                 continue;

@@ -12,7 +12,7 @@ pub(super) fn open_streams(
     opts: &Options,
     ike: &IkePlane,
 ) -> Result<Option<(crate::stream::StreamSink, crate::stream::StreamParts)>, RunError> {
-    let conns = &ike.ike.config().connections;
+    let conns = ike.ike.connections();
     let mut ports = opts.tcp_listen.clone();
     let wanted = conns
         .iter()

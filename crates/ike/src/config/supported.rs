@@ -221,7 +221,7 @@ mod tests {
             crate::Settings::default(),
         );
         assert_eq!(
-            ike.config().connections[0].proposals[0].to_string(),
+            ike.connections()[0].proposals[0].to_string(),
             "aes128-sha256-prfsha256-ecp256"
         );
         let events = ike.take_events();

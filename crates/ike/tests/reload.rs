@@ -1,0 +1,235 @@
+//! A new configuration while the IKE SAs run (`Ike::reload`, behind
+//! `flowsec ctl reload`): unchanged connections keep their SAs, changed
+//! ones are replaced, removed ones deleted at both ends, new ones started.
+
+mod pair;
+
+use std::time::Duration;
+
+use flowsec_ike::{config, IkeSaInfo, Reloaded};
+use pair::*;
+
+/// One connection between a and b for `net` (10.N.0.0/24 behind a,
+/// 10.N+100.0.0/24 behind b; a's view, or b's with `b`), told apart at
+/// IKE_SA_INIT by its IKE proposal (a responder picks the connection there).
+fn connection(name: &str, n: u8, ike: &str, esp: &str, start: &str, b: bool) -> String {
+    let (me, peer, mine, theirs) = match b {
+        false => (A, B, n, n + 100),
+        true => (B, A, n + 100, n),
+    };
+    format!(
+        r#"
+    {name} {{
+        local_addrs = {me}
+        remote_addrs = {peer}
+        proposals = {ike}
+        local {{
+            auth = psk
+            id = {me}
+        }}
+        remote {{
+            auth = psk
+            id = {peer}
+        }}
+        children {{
+            {name}-net {{
+                local_ts = 10.{mine}.0.0/24
+                remote_ts = 10.{theirs}.0.0/24
+                esp_proposals = {esp}
+                {start}
+            }}
+        }}
+    }}"#
+    )
+}
+
+fn file(conns: &[String]) -> String {
+    format!(
+        "connections {{{}\n}}\nsecrets {{\n    ike-all {{\n        id-a = {A}\n        id-b = {B}\n        secret = \"k\"\n    }}\n}}\n",
+        conns.concat()
+    )
+}
+
+const IKE1: &str = "aes128gcm16-prfsha256-ecp256";
+const IKE2: &str = "aes256gcm16-prfsha384-ecp384";
+const IKE3: &str = "aes128gcm16-prfsha256-x25519";
+const ESP: &str = "aes128gcm16";
+const ESP_NEW: &str = "aes256gcm16";
+const START: &str = "start_action = start";
+
+fn a_conf(two_esp: &str, three: bool) -> String {
+    let mut c = vec![
+        connection("one", 1, IKE1, ESP, START, false),
+        connection("two", 2, IKE2, two_esp, START, false),
+    ];
+    if three {
+        c.push(connection("three", 3, IKE3, ESP, START, false));
+    }
+    file(&c)
+}
+
+fn b_conf() -> String {
+    let both = format!("{ESP},{ESP_NEW}");
+    file(&[
+        connection("one", 1, IKE1, ESP, "", true),
+        connection("two", 2, IKE2, &both, "", true),
+        connection("three", 3, IKE3, ESP, "", true),
+    ])
+}
+
+fn by_name<'a>(l: &'a [IkeSaInfo], name: &str) -> Vec<&'a IkeSaInfo> {
+    l.iter()
+        .filter(|s| s.name == name && s.state == "ESTABLISHED")
+        .collect()
+}
+
+fn parse(text: &str) -> config::Config {
+    config::parse("reload.conf", text).expect("config")
+}
+
+#[test]
+fn unchanged_connections_keep_their_sas_changed_ones_are_replaced_new_ones_start() {
+    let mut p = Pair::new(&a_conf(ESP, false), &b_conf());
+    p.start();
+    p.settle();
+    let before = p.a.list(p.now);
+    let one = by_name(&before, "one")[0].clone();
+    let two = by_name(&before, "two")[0].clone();
+    assert_eq!(two.children[0].proposal, "AES-GCM-16-128");
+    let log_len = p.ka.log.len();
+
+    // two's ESP proposal changes, three is new.
+    let r = p.a.reload(p.now, parse(&a_conf(ESP_NEW, true)), &mut p.ka);
+    assert_eq!(
+        r,
+        Reloaded {
+            added: vec!["three".into()],
+            replaced: vec!["two".into()],
+            removed: vec![],
+            unchanged: vec!["one".into()],
+        }
+    );
+    p.settle();
+    let after = p.a.list(p.now);
+    // one: the same IKE SA and Child SA, nothing done to its SAs.
+    let one_after = by_name(&after, "one");
+    assert_eq!(one_after.len(), 1);
+    assert_eq!(
+        (one_after[0].uid, one_after[0].spi_i, one_after[0].spi_r),
+        (one.uid, one.spi_i, one.spi_r)
+    );
+    assert_eq!(one_after[0].children, {
+        let mut c = one.children.clone();
+        // Only the clocks moved.
+        c[0].installed_s = one_after[0].children[0].installed_s;
+        c[0].rekey_in_s = one_after[0].children[0].rekey_in_s;
+        c[0].expire_in_s = one_after[0].children[0].expire_in_s;
+        c
+    });
+    let touched_one = p.ka.log[log_len..].iter().any(|l| {
+        [one.children[0].sa_in.spi, one.children[0].sa_out.spi]
+            .iter()
+            .any(|spi| l.contains(&format!("{spi:08x}")))
+    });
+    assert!(!touched_one, "{:#?}", &p.ka.log[log_len..]);
+    // two: a new IKE SA with the new proposal, the old one gone at both ends.
+    let two_after = by_name(&after, "two");
+    assert_eq!(two_after.len(), 1, "{after:#?}");
+    assert_ne!(two_after[0].uid, two.uid);
+    assert_eq!(two_after[0].children[0].proposal, "AES-GCM-16-256");
+    assert!(p.b.list(p.now).iter().all(|s| s.spi_i != two.spi_i));
+    // three: up at both ends.
+    assert_eq!(by_name(&after, "three").len(), 1);
+    assert_eq!(by_name(&p.b.list(p.now), "three").len(), 1);
+    assert_eq!(p.a.connections().len(), 3, "the retired two is forgotten");
+    // One pair of SAs per Child SA, one out and fwd policy each.
+    assert_eq!((p.ka.sas.len(), p.ka.policies.len()), (6, 6));
+    assert_eq!((p.kb.sas.len(), p.kb.policies.len()), (6, 6));
+
+    // three removed: deleted at both ends, the others stay.
+    let r = p.a.reload(p.now, parse(&a_conf(ESP_NEW, false)), &mut p.ka);
+    assert_eq!(r.removed, vec!["three".to_string()]);
+    assert_eq!(r.unchanged, vec!["one".to_string(), "two".to_string()]);
+    p.settle();
+    assert!(by_name(&p.a.list(p.now), "three").is_empty());
+    assert!(by_name(&p.b.list(p.now), "three").is_empty());
+    assert_eq!(by_name(&p.a.list(p.now), "two")[0].uid, two_after[0].uid);
+    assert_eq!((p.ka.sas.len(), p.ka.policies.len()), (4, 4));
+    assert_eq!((p.kb.sas.len(), p.kb.policies.len()), (4, 4));
+    // A retired connection is found by nothing.
+    assert!(p.a.initiate(p.now, Some("three"), None, &mut p.ka).is_err());
+}
+
+#[test]
+fn a_replaced_connection_takes_its_policies_over_before_the_old_sa_goes() {
+    let mut p = Pair::new(&a_conf(ESP, false), &b_conf());
+    p.start();
+    p.settle();
+    p.a.reload(p.now, parse(&a_conf(ESP_NEW, false)), &mut p.ka);
+    // Deliver b's answers to the new IKE SA before b sees the DELETE
+    // of the old one: both Child SAs of two are up at a for a while.
+    p.collect();
+    let delete = p.ab.remove(0);
+    p.settle();
+    p.ab.push(delete);
+    p.settle();
+    assert_eq!(by_name(&p.a.list(p.now), "two").len(), 1);
+    // Each policy once, and the new Child SA's.
+    assert_eq!(p.ka.policies.len(), 4, "{:#?}", p.ka.log);
+    let reqid_two = by_name(&p.a.list(p.now), "two")[0].children[0].reqid;
+    let of_two = p
+        .ka
+        .policies
+        .iter()
+        .filter(|pol| match &pol.action {
+            flowsec_ipsec::Action::Protect(t) => t[0].reqid == reqid_two,
+            _ => false,
+        })
+        .count();
+    assert_eq!(of_two, 2);
+}
+
+#[test]
+fn a_replaced_trap_is_reinstalled_and_a_removed_one_goes() {
+    let trap = |esp: &str| {
+        file(&[
+            connection("one", 1, IKE1, ESP, START, false),
+            connection("two", 2, IKE2, esp, "start_action = trap", false),
+        ])
+    };
+    let mut p = Pair::new(&trap(ESP), &b_conf());
+    p.start();
+    p.settle();
+    assert_eq!(p.ka.policies.len(), 4);
+    let r = p.a.reload(p.now, parse(&trap(ESP_NEW)), &mut p.ka);
+    assert_eq!(r.replaced, vec!["two".to_string()]);
+    p.settle();
+    assert_eq!(p.ka.policies.len(), 4, "{:#?}", p.ka.log);
+    p.a.reload(
+        p.now,
+        parse(&file(&[connection("one", 1, IKE1, ESP, START, false)])),
+        &mut p.ka,
+    );
+    p.settle();
+    assert_eq!(p.ka.policies.len(), 2);
+    assert_eq!(by_name(&p.a.list(p.now), "one").len(), 1);
+}
+
+#[test]
+fn an_sa_still_connecting_of_a_removed_connection_is_dropped() {
+    let mut p = Pair::new(&a_conf(ESP, true), &b_conf());
+    p.start();
+    // IKE_SA_INITs in flight, never answered.
+    p.collect();
+    p.ab.clear();
+    p.a.reload(
+        p.now,
+        parse(&file(&[connection("one", 1, IKE1, ESP, START, false)])),
+        &mut p.ka,
+    );
+    assert_eq!(p.a.list(p.now).len(), 1, "{:#?}", p.a.list(p.now));
+    p.advance(Duration::from_secs(10));
+    p.settle();
+    assert_eq!(by_name(&p.a.list(p.now), "one").len(), 1);
+    assert_eq!(p.a.connections().len(), 1);
+}
