@@ -44,27 +44,45 @@ pub struct Model {
 }
 
 /// A tag of `config`'s encryption key (salt included) for comparing keys
-/// without keeping them: HMAC-SHA-256 under a secret drawn once per
-/// process, truncated to 128 bits. `None` where the IV is not the
+/// without keeping them ([`keyed_tag`]). `None` where the IV is not the
 /// sequence number.
 fn nonce_key_tag(config: &SaConfig) -> Option<[u8; 16]> {
-    static SECRET: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
     if config.protocol != Protocol::Esp || !flowsec_crypto::esp::nonce_is_counter(config.encr) {
         return None;
     }
+    Some(keyed_tag(&[&config.encr.0.to_be_bytes(), &config.encr_key]))
+}
+
+/// A tag of all of `config`, keys included, to tell whether a reloaded
+/// file gives an SA anew or as it was ([`keyed_tag`]; never the keys).
+pub(crate) fn fingerprint(config: &SaConfig) -> [u8; 16] {
+    // Debug writes every field but the keys; the keys with their lengths.
+    let fields = format!("{config:?}");
+    let (ek, ik) = (&config.encr_key, &config.integ_key);
+    keyed_tag(&[
+        fields.as_bytes(),
+        &(ek.len() as u32).to_be_bytes(),
+        ek,
+        &(ik.len() as u32).to_be_bytes(),
+        ik,
+    ])
+}
+
+/// HMAC-SHA-256 of `parts` under a secret drawn once per process,
+/// truncated to 128 bits: equal inputs give equal tags, and a tag says
+/// nothing of a key.
+fn keyed_tag(parts: &[&[u8]]) -> [u8; 16] {
+    static SECRET: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
     let secret = SECRET.get_or_init(|| {
         use flowsec_ike::random::{OsRandom, Random};
         let mut s = [0u8; 32];
         OsRandom.fill(&mut s);
         s
     });
-    let mac = flowsec_crypto::fixed::hmac_sha256(
-        secret,
-        &[&config.encr.0.to_be_bytes(), &config.encr_key],
-    );
+    let mac = flowsec_crypto::fixed::hmac_sha256(secret, parts);
     let mut tag = [0u8; 16];
     tag.copy_from_slice(&mac[..16]);
-    Some(tag)
+    tag
 }
 
 /// One step for the workers, in order.

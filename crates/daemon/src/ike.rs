@@ -169,6 +169,8 @@ pub struct IkePlane {
     /// IKE over TCP and TLS (RFC 9329), when a connection or
     /// `--tcp-listen` asks for it.
     pub stream: Option<crate::stream::StreamSink>,
+    /// The TCP ports the stream thread listens on.
+    pub tcp_ports: Vec<u16>,
     /// SPIs handed out and not yet installed or released.
     pub spis: BTreeSet<u32>,
     buf: Vec<u8>,
@@ -217,6 +219,7 @@ impl IkePlane {
                 rx,
                 wake,
                 stream: None,
+                tcp_ports: Vec::new(),
                 spis: BTreeSet::new(),
                 buf: vec![0; MAX_MESSAGE + 64],
             },

@@ -37,6 +37,7 @@ use crate::tool::ToolError;
 use crate::worker::{self, Io, Mailbox, Report, SaReport, Stats, Worker, WorkerError};
 
 mod metrics_page;
+mod reload;
 mod streams;
 use streams::open_streams;
 
@@ -128,6 +129,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         seq_state,
         boxes,
         parts,
+        manual,
         ..
     } = setup;
     if let Some(addr) = opts.metrics {
@@ -136,7 +138,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let sink = ike.as_ref().map(|(_, sink)| sink.clone());
     let (mut ike, streams) = match ike {
         Some((mut plane, sink)) => {
-            let streams = open_streams(opts, &plane)?;
+            let streams = open_streams(opts, &mut plane)?;
             plane.stream = streams.as_ref().map(|(s, _)| s.clone());
             (Some((plane, sink)), streams)
         }
@@ -178,6 +180,9 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         state_dir: opts.state_dir.clone(),
         seq_checked: None,
         metrics,
+        ike_path: opts.ike.clone(),
+        setkey_path: opts.setkey.clone(),
+        manual,
     };
     plane.ike_step(|ike, now, k| ike.ike.start(now, k));
     let failure = plane.serve(&mut control, shutdown, &handles);
@@ -210,6 +215,8 @@ struct Setup {
     seq_state: Option<SeqState>,
     boxes: Vec<Mailbox>,
     parts: Vec<WorkerParts>,
+    /// What the `--setkey` file put in place (for a reload).
+    manual: reload::Manual,
 }
 
 /// One worker's descriptors, databases, and the receiving end of its
@@ -282,6 +289,7 @@ impl Setup {
         let lists = apply::per_worker(&staged.changes, workers, provider, Duration::ZERO)
             .map_err(RunError::Config)?;
         let (boxes, parts) = worker_parts(lists, &tuns, sockets, opts.offload)?;
+        let manual = reload::Manual::of(&staged);
         Ok(Setup {
             staged,
             caps,
@@ -290,6 +298,7 @@ impl Setup {
             seq_state,
             boxes,
             parts,
+            manual,
         })
     }
 }
@@ -445,7 +454,11 @@ impl Plane {
         fds.extend(self.metrics.as_ref().map(crate::metrics::Exporter::fd));
         fds.extend(self.ike.as_ref().map(IkePlane::fds).unwrap_or_default());
         let mut ready = vec![false; fds.len()];
+        let hangup = sys::catch_reload_signal();
         while !shutdown.load(Ordering::SeqCst) {
+            if hangup.swap(false, Ordering::SeqCst) {
+                log_reload(&self.reload());
+            }
             let wait = self.ike_wait().map_or(POLL_MS, |ms| ms.min(POLL_MS));
             if let Err(e) = sys::poll_readable(&fds, wait, &mut ready) {
                 return Some(RunError::Poll(e));
@@ -520,6 +533,14 @@ impl Plane {
     }
 }
 
+/// A reload's outcome, for the log (`ctl reload` gets it as JSON).
+fn log_reload(answer: &Value) {
+    match answer.get("error").and_then(Value::as_str) {
+        Some(e) => eprintln!("flowsec: {e}"),
+        None => eprintln!("flowsec: reloaded: {answer}"),
+    }
+}
+
 /// The control thread's effective capabilities by name (`ctl status`).
 fn capability_names() -> Vec<String> {
     use sys::privs::{CAP_NET_ADMIN, CAP_NET_BIND_SERVICE, CAP_NET_RAW};
@@ -581,6 +602,11 @@ struct Plane {
     seq_checked: Option<Duration>,
     /// `--metrics`.
     metrics: Option<crate::metrics::Exporter>,
+    /// The files a reload reads again (`-c`, `--setkey`).
+    ike_path: Option<PathBuf>,
+    setkey_path: Option<PathBuf>,
+    /// What the `--setkey` file put in place.
+    manual: reload::Manual,
 }
 
 impl Plane {
@@ -729,6 +755,11 @@ impl Plane {
                 Value::Array(self.model.spd.iter().map(control::policy_json).collect())
             }
             Some("stats") => self.stats_json(),
+            Some("reload") => {
+                let answer = self.reload();
+                log_reload(&answer);
+                answer
+            }
             Some("setkey") => {
                 let name = request.get("name").and_then(Value::as_str).unwrap_or("-");
                 match request.get("text").and_then(Value::as_str) {
@@ -737,7 +768,7 @@ impl Plane {
                 }
             }
             Some(other) => json!({
-                "error": format!("unknown command '{other}' (status, sas, policies, stats, setkey, initiate, terminate, rekey)")
+                "error": format!("unknown command '{other}' (status, sas, policies, stats, setkey, reload, initiate, terminate, rekey)")
             }),
             None => json!({"error": "missing \"cmd\""}),
         }
@@ -842,14 +873,30 @@ impl Plane {
             Ok(s) => s,
             Err(e) => return json!({"error": e.to_string()}),
         };
-        let (changes, seq) = match apply::reserve_sequences(changes, &self.seq, &self.state_dir) {
-            Ok(reserved) => reserved,
-            Err(e) => return json!({"error": format!("{name}: {e}")}),
-        };
-        let lists = match apply::per_worker(&changes, self.workers.len(), &self.provider, now) {
-            Ok(lists) => lists,
-            Err(e) => return json!({"error": format!("{name}: {e}")}),
-        };
+        match self.commit(name, model, changes) {
+            Ok(applied) => {
+                let output = self.answer_queries(&queries);
+                json!({"applied": applied, "warnings": warnings, "output": output})
+            }
+            Err(e) => json!({ "error": e }),
+        }
+    }
+
+    /// Apply staged `changes` (from input named `name`) everywhere and
+    /// make `model` the model: the workers first, then routes and the
+    /// plaintext filter. Returns how many changes, or why they were
+    /// refused (nothing applied) or undone (the policy part).
+    fn commit(
+        &mut self,
+        name: &str,
+        model: Model,
+        changes: Vec<apply::Change>,
+    ) -> Result<usize, String> {
+        let now = self.start.elapsed();
+        let (changes, seq) = apply::reserve_sequences(changes, &self.seq, &self.state_dir)
+            .map_err(|e| format!("{name}: {e}"))?;
+        let lists = apply::per_worker(&changes, self.workers.len(), &self.provider, now)
+            .map_err(|e| format!("{name}: {e}"))?;
         // The batch goes to the workers: its SAs are the ones whose
         // sequence numbers are now held (not before: a refused batch
         // must leave the running SAs' reservations as they were).
@@ -884,15 +931,13 @@ impl Plane {
                 let mut kept = self.model.clone();
                 kept.sas = model.sas;
                 self.model = kept;
-                return json!({
-                    "error": format!("{name}: {e}: the policy changes were undone, the SA changes kept")
-                });
+                return Err(format!(
+                    "{name}: {e}: the policy changes were undone, the SA changes kept"
+                ));
             }
         }
-        let applied = changes.len();
         self.model = model;
-        let output = self.answer_queries(&queries);
-        json!({"applied": applied, "warnings": warnings, "output": output})
+        Ok(changes.len())
     }
 
     /// Give every worker its list of changes and wait (up to

@@ -112,6 +112,11 @@ pub enum What {
     Terminate,
     /// Rekey an IKE SA (`--ike`) or CHILD_SAs (`--child`).
     Rekey,
+    /// Read the `-c` and `--setkey` files again and apply what changed
+    /// (as SIGHUP; like `swanctl --load-all`): new connections start,
+    /// removed ones are deleted, changed ones replaced, the rest keep
+    /// their SAs. A file with an error changes nothing.
+    Reload,
 }
 
 pub fn run(args: &CtlArgs) -> Result<(), CliError> {
@@ -123,6 +128,7 @@ pub fn run(args: &CtlArgs) -> Result<(), CliError> {
         What::Initiate => "initiate",
         What::Terminate => "terminate",
         What::Rekey => "rekey",
+        What::Reload => "reload",
     };
     let acts = matches!(args.what, What::Initiate | What::Terminate | What::Rekey);
     if acts && args.ike.is_none() && args.child.is_none() {
@@ -155,6 +161,7 @@ pub fn run(args: &CtlArgs) -> Result<(), CliError> {
                 }
             }
             What::Stats => print_stats(&mut o, &reply),
+            What::Reload => print_reload(&mut o, &reply),
             What::Initiate | What::Terminate | What::Rekey => {
                 let _ = writeln!(
                     o,
@@ -166,6 +173,39 @@ pub fn run(args: &CtlArgs) -> Result<(), CliError> {
     }
     let _ = std::io::stdout().lock().write_all(o.as_bytes());
     Ok(())
+}
+
+/// `ctl reload`: what became of each connection, and of the setkey file.
+fn print_reload(o: &mut String, reply: &Value) {
+    if let Some(ike) = reply.get("ike") {
+        let names = |k: &str| -> Vec<String> {
+            ike[k]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|n| n.as_str().map(str::to_string))
+                .collect()
+        };
+        for what in ["added", "replaced", "removed", "unchanged"] {
+            let list = names(what);
+            let shown = if list.is_empty() { "-".to_string() } else { list.join(", ") };
+            let _ = writeln!(o, "connections {what}: {shown}");
+        }
+    }
+    if let Some(s) = reply.get("setkey") {
+        let n = |k: &str| s[k].as_u64().unwrap_or(0);
+        let _ = writeln!(
+            o,
+            "setkey: {} SAs kept, {} added, {} removed; policies {}",
+            n("kept"),
+            n("added"),
+            n("removed"),
+            if s["policies_changed"].as_bool() == Some(true) { "changed" } else { "as they were" }
+        );
+    }
+    for w in reply["warnings"].as_array().into_iter().flatten() {
+        let _ = writeln!(o, "warning: {}", w.as_str().unwrap_or_default());
+    }
 }
 
 /// Send one request to the daemon at `socket` and read its answer; an

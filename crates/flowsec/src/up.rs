@@ -9,17 +9,23 @@ use flowsec_daemon::Options;
 
 use crate::{CliError, UsageError};
 
+/// The IKE configuration `flowsec up` reads without `-c` and `--setkey`.
+pub const DEFAULT_CONF: &str = "/etc/flowsec/swanctl.conf";
+
 /// Arguments of `flowsec up`.
 #[derive(Args, Debug)]
 pub struct UpArgs {
     /// TUN device name.
     #[arg(long, default_value = "flowsec0")]
     pub tun: String,
-    /// Manual keys and policies in setkey syntax, loaded at start.
-    #[arg(long, value_name = "FILE", required_unless_present = "conf")]
+    /// Manual keys and policies in setkey syntax, loaded at start (and
+    /// again by `flowsec ctl reload`).
+    #[arg(long, value_name = "FILE")]
     pub setkey: Option<PathBuf>,
     /// IKEv2 connections and secrets in swanctl.conf style: strongSwan's
-    /// `connections { }` and `secrets { }` sections.
+    /// `connections { }` and `secrets { }` sections (read again by
+    /// `flowsec ctl reload` or SIGHUP). Without -c and --setkey:
+    /// /etc/flowsec/swanctl.conf.
     #[arg(short = 'c', long = "conf", value_name = "FILE")]
     pub conf: Option<PathBuf>,
     /// MTU of the TUN device (the path MTU less the IPsec overhead).
@@ -153,7 +159,11 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
         metrics: args.metrics,
         tun: args.tun.clone(),
         setkey: args.setkey.clone(),
-        ike: args.conf.clone(),
+        // What a service runs without options (contrib/flowsec.service).
+        ike: match (&args.conf, &args.setkey) {
+            (None, None) => Some(PathBuf::from(DEFAULT_CONF)),
+            (conf, _) => conf.clone(),
+        },
         mtu: args.mtu,
         socket: args.socket.clone(),
     };

@@ -1,26 +1,23 @@
 //! IKE and ESP over TCP (RFC 9329): whether `flowsec up` needs the stream
 //! thread, and on which ports it listens.
 
+use flowsec_ike::config::{Connection, TcpEncap};
+
 use super::Options;
 use crate::error::RunError;
 use crate::ike::IkePlane;
 
 /// The stream thread's listeners and channel (RFC 9329), when a
 /// connection has `tcp_encap` or `--tcp-listen` asks: listening on those
-/// ports, and on each such connection's `tcp_port`.
+/// ports, and on each such connection's `tcp_port`; the ports go to
+/// `ike.tcp_ports`.
 pub(super) fn open_streams(
     opts: &Options,
-    ike: &IkePlane,
+    ike: &mut IkePlane,
 ) -> Result<Option<(crate::stream::StreamSink, crate::stream::StreamParts)>, RunError> {
     let conns = ike.ike.connections();
-    let mut ports = opts.tcp_listen.clone();
-    let wanted = conns
-        .iter()
-        .filter(|c| c.tcp.encap != flowsec_ike::config::TcpEncap::No);
-    let any = wanted.clone().count() > 0;
-    ports.extend(wanted.map(|c| c.tcp.port));
-    ports.sort_unstable();
-    ports.dedup();
+    let any = conns.iter().any(|c| c.tcp.encap != TcpEncap::No);
+    let ports = listen_ports(&opts.tcp_listen, conns);
     if ports.is_empty() && !any {
         return Ok(None);
     }
@@ -32,5 +29,21 @@ pub(super) fn open_streams(
             list.join(", ")
         );
     }
+    ike.tcp_ports = ports;
     Ok(Some((sink, parts)))
+}
+
+/// `--tcp-listen`'s ports and the `tcp_port` of every connection with
+/// `tcp_encap`, sorted, once each.
+pub(super) fn listen_ports(listen: &[u16], conns: &[Connection]) -> Vec<u16> {
+    let mut ports = listen.to_vec();
+    ports.extend(
+        conns
+            .iter()
+            .filter(|c| c.tcp.encap != TcpEncap::No)
+            .map(|c| c.tcp.port),
+    );
+    ports.sort_unstable();
+    ports.dedup();
+    ports
 }

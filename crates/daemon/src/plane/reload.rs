@@ -1,0 +1,222 @@
+//! `flowsec ctl reload` and SIGHUP: read the `-c` and `--setkey` files
+//! again, check both whole as at start (an error names FILE:LINE and
+//! changes nothing), then apply the difference: IKE connections through
+//! [`flowsec_ike::Ike::reload`]; the file's manual SAs and policies
+//! against what the file gave last time, an SA given as before kept with
+//! its sequence number and replay window.
+
+use std::collections::BTreeMap;
+
+use flowsec_ike::Reloaded;
+use flowsec_ipsec::{Policy, SaConfig, SaId};
+use serde_json::{json, Value};
+
+use super::streams::listen_ports;
+use super::Plane;
+use crate::apply::{self, Change, ConfigError, Model, Staged};
+
+/// What the `--setkey` file put in place last: its SAs (by a
+/// fingerprint of everything, keys included, never the keys) and its
+/// policies. What IKE or `ctl setkey` added is not in here, and a reload
+/// leaves it alone.
+#[derive(Debug, Default)]
+pub(super) struct Manual {
+    sas: BTreeMap<SaId, [u8; 16]>,
+    policies: Vec<Policy>,
+}
+
+impl Manual {
+    /// What a file staged against an empty model puts in place.
+    pub(super) fn of(staged: &Staged) -> Manual {
+        Manual {
+            sas: added(&staged.changes)
+                .filter(|(id, _)| staged.model.sas.contains_key(id))
+                .map(|(id, c)| (id, apply::fingerprint(c)))
+                .collect(),
+            policies: staged.model.spd.iter().cloned().collect(),
+        }
+    }
+}
+
+/// The SAs `changes` add, the last one for each SA (a file may add,
+/// delete and add one again).
+fn added(changes: &[Change]) -> impl Iterator<Item = (SaId, &SaConfig)> {
+    let mut last: BTreeMap<SaId, &SaConfig> = BTreeMap::new();
+    for c in changes {
+        if let Change::AddSa(config) = c {
+            let id = SaId {
+                protocol: config.protocol,
+                spi: config.spi,
+                dst: config.dst,
+            };
+            last.insert(id, &**config);
+        }
+    }
+    last.into_iter()
+}
+
+/// The manual part of a reload, checked and ready to commit.
+struct SetkeyReload {
+    name: String,
+    model: Model,
+    changes: Vec<Change>,
+    manual: Manual,
+    counts: Value,
+    warnings: Vec<String>,
+}
+
+impl Plane {
+    /// Re-read the files and apply what changed; the answer says what
+    /// was done, or why nothing was.
+    pub(super) fn reload(&mut self) -> Value {
+        match self.try_reload() {
+            Ok(done) => done,
+            Err(e) => json!({ "error": format!("reload: {e}; nothing changed") }),
+        }
+    }
+
+    fn try_reload(&mut self) -> Result<Value, String> {
+        if self.ike_path.is_none() && self.setkey_path.is_none() {
+            return Err("this daemon was started without -c or --setkey".into());
+        }
+        // Both files checked before either is applied.
+        let ike = match &self.ike_path {
+            Some(path) => {
+                let config = flowsec_ike::config::load(path).map_err(|e| e.to_string())?;
+                self.check_streams(&config)?;
+                Some(config)
+            }
+            None => None,
+        };
+        let setkey = match self.setkey_path.clone() {
+            Some(path) => Some(self.stage_setkey(&path)?),
+            None => None,
+        };
+        let mut answer = json!({});
+        if let Some(s) = setkey {
+            self.commit(&s.name, s.model, s.changes)?;
+            self.manual = s.manual;
+            answer["setkey"] = s.counts;
+            answer["warnings"] = json!(s.warnings);
+        }
+        if let Some(config) = ike {
+            let r = self
+                .ike_step(|p, now, k| p.ike.reload(now, config, k))
+                .unwrap_or_default();
+            answer["ike"] = reloaded_json(&r);
+        }
+        Ok(answer)
+    }
+
+    /// A connection over TCP needs the stream thread, listening on its
+    /// port (`flowsec up` opened them before dropping privileges).
+    fn check_streams(&self, config: &flowsec_ike::config::Config) -> Result<(), String> {
+        let Some(ike) = &self.ike else {
+            return Ok(());
+        };
+        let wanted = listen_ports(&[], &config.connections);
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        if ike.stream.is_none() {
+            return Err(
+                "a connection has tcp_encap, and this daemon started without TCP: restart it"
+                    .into(),
+            );
+        }
+        match wanted.iter().find(|p| !ike.tcp_ports.contains(p)) {
+            Some(port) => Err(format!(
+                "a connection wants TCP port {port}, which this daemon does not listen on (restart it, or give --tcp-listen {port})"
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The `--setkey` file as a change of what it gave last time.
+    fn stage_setkey(&self, path: &std::path::Path) -> Result<SetkeyReload, String> {
+        let name = path.display().to_string();
+        let text = zeroize::Zeroizing::new(std::fs::read_to_string(path).map_err(|error| {
+            ConfigError::Read {
+                file: name.clone(),
+                error,
+            }
+            .to_string()
+        })?);
+        let now = self.start.elapsed();
+        let fresh = apply::stage(&Model::default(), &name, &text, &self.provider, self.caps, now)
+            .map_err(|e| e.to_string())?;
+        let want = Manual::of(&fresh);
+        // What the file gave last time and is still there (`ctl setkey`
+        // may have deleted some).
+        let had: BTreeMap<SaId, [u8; 16]> = self
+            .manual
+            .sas
+            .iter()
+            .filter(|(id, _)| self.model.sas.contains_key(id))
+            .map(|(id, f)| (*id, *f))
+            .collect();
+        let mut model = self.model.clone();
+        let mut changes = Vec::new();
+        let (mut kept, mut removed, mut added_n) = (0, 0, 0);
+        for (id, fp) in &had {
+            if want.sas.get(id) == Some(fp) {
+                kept += 1;
+            } else {
+                model.sas.remove(id);
+                changes.push(Change::RemoveSa(*id));
+                removed += 1;
+            }
+        }
+        for (id, config) in added(&fresh.changes) {
+            if !want.sas.contains_key(&id) || had.get(&id) == want.sas.get(&id) {
+                continue;
+            }
+            if model.sas.contains_key(&id) {
+                return Err(format!(
+                    "{name}: {id} exists already (installed by IKE or `ctl setkey`)"
+                ));
+            }
+            model.sas.insert(id, apply::without_keys(config));
+            if let Some(tag) = fresh.model.nonce_keys.get(&id) {
+                model.nonce_keys.insert(id, *tag);
+            }
+            changes.push(Change::AddSa(Box::new(config.clone())));
+            added_n += 1;
+        }
+        let mut spd = model.spd.clone();
+        for p in self.manual.policies.iter().filter(|p| !want.policies.contains(p)) {
+            let _ = spd.remove(p.direction, &p.selector);
+        }
+        for p in want.policies.iter().filter(|p| !self.manual.policies.contains(p)) {
+            spd.add(p.clone())
+                .map_err(|e| format!("{name}: policy {} {:?}: {e}", p.direction, p.selector))?;
+        }
+        let policies_changed = spd.iter().ne(model.spd.iter());
+        if policies_changed {
+            model.spd = spd.clone();
+            changes.push(Change::Spd(spd));
+        }
+        Ok(SetkeyReload {
+            name,
+            model,
+            changes,
+            manual: want,
+            counts: json!({
+                "kept": kept,
+                "added": added_n,
+                "removed": removed,
+                "policies_changed": policies_changed,
+            }),
+            warnings: fresh.warnings,
+        })
+    }
+}
+
+fn reloaded_json(r: &Reloaded) -> Value {
+    json!({
+        "added": r.added,
+        "replaced": r.replaced,
+        "removed": r.removed,
+        "unchanged": r.unchanged,
+    })
+}
