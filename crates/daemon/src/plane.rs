@@ -185,7 +185,9 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         manual,
     };
     plane.ike_step(|ike, now, k| ike.ike.start(now, k));
+    sys::notify::sd_notify("READY=1\nSTATUS=up");
     let failure = plane.serve(&mut control, shutdown, &handles);
+    sys::notify::sd_notify("STOPPING=1");
     let tcp = plane.ike.as_ref().and_then(|i| i.stream.clone());
     let result = plane.shut_down(&stop, handles, failure);
     if let Some(s) = tcp {

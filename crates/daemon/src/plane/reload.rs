@@ -69,27 +69,31 @@ impl Plane {
     /// Re-read the files and apply what changed; the answer says what
     /// was done, or why nothing was.
     pub(super) fn reload(&mut self) -> Value {
-        match self.try_reload() {
+        crate::sys::notify::sd_notify("RELOADING=1");
+        let answer = match self.try_reload() {
             Ok(done) => done,
-            Err(e) => json!({ "error": format!("reload: {e}; nothing changed") }),
-        }
+            Err(e) => json!({ "error": format!("reload: {e}") }),
+        };
+        crate::sys::notify::sd_notify("READY=1");
+        answer
     }
 
     fn try_reload(&mut self) -> Result<Value, String> {
+        let unchanged = |e: String| format!("{e}; nothing changed");
         if self.ike_path.is_none() && self.setkey_path.is_none() {
-            return Err("this daemon was started without -c or --setkey".into());
+            return Err(unchanged("this daemon was started without -c or --setkey".into()));
         }
         // Both files checked before either is applied.
         let ike = match &self.ike_path {
             Some(path) => {
-                let config = flowsec_ike::config::load(path).map_err(|e| e.to_string())?;
-                self.check_streams(&config)?;
+                let config = flowsec_ike::config::load(path).map_err(|e| unchanged(e.to_string()))?;
+                self.check_streams(&config).map_err(unchanged)?;
                 Some(config)
             }
             None => None,
         };
         let setkey = match self.setkey_path.clone() {
-            Some(path) => Some(self.stage_setkey(&path)?),
+            Some(path) => Some(self.stage_setkey(&path).map_err(unchanged)?),
             None => None,
         };
         let mut answer = json!({});

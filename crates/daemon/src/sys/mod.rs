@@ -14,6 +14,7 @@ use flowsec_ipsec::PacketBuf;
 use crate::steer::Insn;
 
 mod lock;
+pub mod notify;
 pub mod privs;
 pub mod tcp;
 

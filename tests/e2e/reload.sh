@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317  # functions called through check and poll
+# End-to-end: `flowsec ctl reload` and SIGHUP between two flowsec gateways
+# with several IKE connections (what `swanctl --load-all` does for
+# strongSwan's users).
+#
+#   hostA 10.1.0.2 -- gwA | 192.0.2.1 ==== 192.0.2.2 | gwB -- hostB 10.2.0.2 10.12.0.2
+#         2001:db8:1::2                                                  2001:db8:2::2
+#
+# Connections (gwA initiates each, start_action = start; gwB accepts both
+# ESP proposals of two, and three from the start):
+#   one    10.1.0.0/24 === 10.2.0.0/24          IKE AES-GCM/ECP-256
+#   two    2001:db8:1::/64 === 2001:db8:2::/64  IKE AES-GCM-256/ECP-384, ESP AES-GCM-128
+#   three  10.1.0.0/24 === 10.12.0.0/24         IKE AES-GCM/X25519 (added by the reload)
+# Checks:
+#   a. one and two up at both ends
+#   b. gwA's file: two's ESP proposal changed, three added; `ctl reload`
+#      under a paced UDP stream over one: nothing of the stream lost, one's
+#      IKE and Child SA SPIs as before, two back with AES-GCM-256, three up
+#      at both ends; traffic through each
+#   c. a file with a syntax error: `ctl reload` fails naming FILE:LINE,
+#      every SPI as before
+#   d. three removed, SIGHUP: deleted at both ends; one and two as before
+#   e. contrib/flowsec.service passes `systemd-analyze verify` (SKIP
+#      without systemd-analyze)
+#
+#   tests/e2e/reload.sh                 root; needs target/debug/flowsec
+#   FLOWSEC_E2E_KEEP=1                  keep the work directory
+#
+# Without root or ip netns it prints "SKIP: ..." and exits 0.
+set -eu -o pipefail
+
+E2E_PREFIX="${E2E_PREFIX:-rld$$-}"
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=tests/e2e/ike_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/ike_lib.sh"
+IKE_TAG="e2e reload"
+T0=$SECONDS
+
+e2e_require_root_netns
+
+FLOWSEC_BIN="${FLOWSEC_BIN:-$E2E_ROOT/target/debug/flowsec}"
+require_flowsec "$FLOWSEC_BIN" FLOWSEC_BIN
+
+e2e_outer v4
+UP_TIMEOUT=15 SA_TIMEOUT=20 TUN=fsrld0
+RETRANSMIT_TIMEOUT=1 RETRANSMIT_BASE=1.4 RETRANSMIT_TRIES=3
+declare -A IMPL=([gwA]=flowsec [gwB]=flowsec)
+PSK="flowsec-e2e-reload psk, not a secret"
+
+echo "$IKE_TAG: gwA flowsec (initiator), gwB flowsec; connections one, two (+ three)"
+e2e_init
+W="$E2E_WORK"
+
+# One connection as GW sees it: conn NAME GW IKE ESP LOCAL_TS REMOTE_TS
+conn() {
+    local name="$1" gw="$2" ike="$3" esp="$4" lts="$5" rts="$6" me peer start=""
+    if [ "$gw" = gwA ]; then me=$GW_A peer=$GW_B start="start_action = start"; else me=$GW_B peer=$GW_A; fi
+    cat <<EOF
+    $name {
+        local_addrs = $me
+        remote_addrs = $peer
+        proposals = $ike
+        local {
+            auth = psk
+            id = $me
+        }
+        remote {
+            auth = psk
+            id = $peer
+        }
+        children {
+            $name-net {
+                local_ts = $lts
+                remote_ts = $rts
+                esp_proposals = $esp
+                rekey_time = 1h
+                $start
+            }
+        }
+    }
+EOF
+}
+IKE1=aes128gcm16-prfsha256-ecp256 IKE2=aes256gcm16-prfsha384-ecp384 IKE3=aes128gcm16-prfsha256-x25519
+gwa_conf() {  # gwa_conf TWO_ESP [three]
+    echo "connections {"
+    conn one gwA $IKE1 aes128gcm16 10.1.0.0/24 10.2.0.0/24
+    conn two gwA $IKE2 "$1" 2001:db8:1::/64 2001:db8:2::/64
+    [ "${2:-}" = three ] && conn three gwA $IKE3 aes128gcm16 10.1.0.0/24 10.12.0.0/24
+    printf '}\nsecrets {\n    ike-all {\n        id = %s\n        secret = "%s"\n    }\n}\n' "$GW_B" "$PSK"
+}
+{
+    echo "connections {"
+    conn one gwB $IKE1 aes128gcm16 10.2.0.0/24 10.1.0.0/24
+    conn two gwB $IKE2 aes128gcm16,aes256gcm16 2001:db8:2::/64 2001:db8:1::/64
+    conn three gwB $IKE3 aes128gcm16 10.12.0.0/24 10.1.0.0/24
+    printf '}\nsecrets {\n    ike-all {\n        id = %s\n        secret = "%s"\n    }\n}\n' "$GW_A" "$PSK"
+} >"$W/gwB-swanctl.conf"
+gwa_conf aes128gcm16 >"$W/gwA-swanctl.conf"
+
+e2e_topology_gateway
+addr gwB eth0 10.12.0.1/24
+addr hostB eth0 10.12.0.2/24
+start_daemons
+
+# SAs by connection: "NAME UNIQUEID SPI_I SPI_R CHILD_SPI_IN CHILD_SPI_OUT CHILD_PROPOSAL", one line each.
+conns() {  # conns GW
+    fctl "$1" sas --json | python3 -c '
+import json, sys
+for s in json.load(sys.stdin)["ike_sas"]:
+    if s["state"] != "ESTABLISHED":
+        continue
+    for c in s["child_sas"] or [{"spi_in": "-", "spi_out": "-", "proposal": "-"}]:
+        print(s["name"], s["uniqueid"], s["initiator_spi"], s["responder_spi"], c["spi_in"], c["spi_out"], c["proposal"])'
+}
+names() { conns "$1" | awk '{print $1}' | sort | tr '\n' ' ' | sed 's/ $//'; }
+up_as() {  # up_as "NAMES": both gateways have exactly these connections established
+    [ "$(names gwA)" = "$1" ] && [ "$(names gwB)" = "$1" ]
+}
+agreed() {  # agreed NAME: gwA's Child SA of NAME is gwB's, SPIs crossed
+    local a b
+    a=$(conns gwA | awk -v n="$1" '$1 == n {print $5, $6}')
+    b=$(conns gwB | awk -v n="$1" '$1 == n {print $6, $5}')
+    [ -n "$a" ] && [ "$a" = "$b" ]
+}
+line_of() { conns gwA | awk -v n="$1" '$1 == n'; }
+
+both_up() {
+    poll "$SA_TIMEOUT" up_as "one two" >/dev/null || { echo "    gwA: $(names gwA); gwB: $(names gwB)"; return 1; }
+    agreed one && agreed two || return 1
+    ping_one hostA 10.2.0.2 && ping_one hostA 2001:db8:2::2
+}
+check "a. one and two up at both ends, traffic through each" both_up
+
+start_bg hostB "$W/perf-server.log" "$FLOWSEC_BIN" perf server --bind 10.2.0.2
+wait_for_log "$W/perf-server.log" 'listening' 5 "$E2E_LAST_PID" || show_log "$W/perf-server.log"
+
+reload_under_stream() {
+    local before_one before_two stream="$W/reload-stream.json" streamer loss out
+    before_one=$(line_of one) before_two=$(line_of two)
+    gwa_conf aes256gcm16 three >"$W/gwA-swanctl.conf"
+    ns_exec hostA "$FLOWSEC_BIN" perf client -H 10.2.0.2 -t CBR --rate 20M -m 1000 -l 4 --json >"$stream" 2>&1 &
+    streamer=$!
+    sleep 1
+    out=$(fctl gwA reload 2>&1) || { echo "    $out"; wait "$streamer"; return 1; }
+    sed 's/^/    ctl reload: /' <<<"$out"
+    wait "$streamer" || { show_log "$stream" 5; return 1; }
+    loss=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["lost"], r["packets_received"])' "$stream")
+    echo "    CBR 20 Mbit/s of 1000 B over one across the reload: lost/received $loss"
+    [ "${loss%% *}" -eq 0 ] || return 1
+    grep -q 'connections replaced: two' <<<"$out" && grep -q 'connections added: three' <<<"$out" &&
+        grep -q 'connections unchanged: one' <<<"$out" || return 1
+    poll "$SA_TIMEOUT" up_as "one three two" >/dev/null || { echo "    gwA: $(names gwA); gwB: $(names gwB)"; return 1; }
+    agreed one && agreed two && agreed three || return 1
+    echo "    one before: $before_one"
+    echo "    one after:  $(line_of one)"
+    echo "    two before: $before_two"
+    echo "    two after:  $(line_of two)"
+    [ "$(line_of one)" = "$before_one" ] || { echo "    one changed"; return 1; }
+    [ "$(line_of two | awk '{print $7}')" = AES-GCM-16-256 ] || return 1
+    [ "$(line_of two | awk '{print $2}')" != "$(awk '{print $2}' <<<"$before_two")" ] || return 1
+    ping_one hostA 2001:db8:2::2 && ping_one hostA 10.12.0.2
+}
+check "b. reload: two replaced (ESP AES-GCM-256), three added, one untouched under a CBR stream (0 lost)" reload_under_stream
+
+bad_file_changes_nothing() {
+    local before out
+    before=$(conns gwA | sort)
+    cp "$W/gwA-swanctl.conf" "$W/gwA-swanctl.good"
+    # Line 3 loses its '='.
+    sed -i '3s/=//' "$W/gwA-swanctl.conf"
+    if out=$(fctl gwA reload 2>&1); then
+        echo "    a broken file was accepted: $out"; return 1
+    fi
+    echo "    ctl reload: $out"
+    grep -q 'gwA-swanctl.conf:3:' <<<"$out" && grep -q 'nothing changed' <<<"$out" || return 1
+    sleep 1
+    [ "$(conns gwA | sort)" = "$before" ] || { echo "    the SAs changed"; return 1; }
+    mv "$W/gwA-swanctl.good" "$W/gwA-swanctl.conf"
+}
+check "c. reload of a file with a syntax error: refused with FILE:LINE, nothing changed" bad_file_changes_nothing
+
+sighup_removes() {
+    local before_one before_two
+    before_one=$(line_of one) before_two=$(line_of two)
+    gwa_conf aes256gcm16 >"$W/gwA-swanctl.conf"
+    kill -HUP "${GW_PID[gwA]}"
+    poll "$SA_TIMEOUT" up_as "one two" >/dev/null || { echo "    gwA: $(names gwA); gwB: $(names gwB)"; return 1; }
+    grep -E 'reloaded|IKE_SA three.*deleted' "$(log_of gwA)" | tail -n 2 | sed 's/^/    gwA: /'
+    [ "$(line_of one)" = "$before_one" ] && [ "$(line_of two)" = "$before_two" ] &&
+        grep -q 'IKE_SA three\[[0-9]*\] deleted by the peer' "$(log_of gwB)" &&
+        ping_one hostA 10.2.0.2
+}
+check "d. three removed, SIGHUP: deleted at both ends, one and two untouched" sighup_removes
+
+unit_verifies() {  # the unit as installed, ExecStart and ExecReload on this build's binary
+    local unit="$W/flowsec.service" out
+    sed "s#/usr/sbin/flowsec#$FLOWSEC_BIN#g" "$E2E_ROOT/contrib/flowsec.service" >"$unit"
+    out=$(systemd-analyze verify "$unit" 2>&1) || { echo "$out" | sed 's/^/    /'; return 1; }
+    [ -z "$out" ] || { echo "$out" | sed 's/^/    /'; return 1; }
+    grep -q '^Type=notify' "$unit" && grep -q "^ExecReload=$FLOWSEC_BIN ctl reload" "$unit"
+}
+if command -v systemd-analyze >/dev/null 2>&1; then
+    check "e. contrib/flowsec.service: systemd-analyze verify" unit_verifies
+else
+    skip "e. contrib/flowsec.service: no systemd-analyze on this machine"
+fi
+
+ike_finish
