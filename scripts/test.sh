@@ -143,6 +143,9 @@ done
 echo "-- ike and esp over TCP and TLS (RFC 9329), UDP and ESP dropped on the transit link: flowsec -> flowsec"
 FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_tcp.sh </dev/null
 
+echo "-- running as a service: ctl reload / SIGHUP with several connections and a setkey file, the systemd unit: flowsec -> flowsec"
+FLOWSEC_BIN=target/debug/flowsec tests/e2e/reload.sh </dev/null
+
 step "flowsec lab run --quick all (every scenario writes its report; verdicts come from the data)"
 LAB_OUT="$(mktemp -d)"
 target/debug/flowsec lab run --quick all --out "$LAB_OUT"

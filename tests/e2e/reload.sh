@@ -4,7 +4,7 @@
 # with several IKE connections (what `swanctl --load-all` does for
 # strongSwan's users).
 #
-#   hostA 10.1.0.2 -- gwA | 192.0.2.1 ==== 192.0.2.2 | gwB -- hostB 10.2.0.2 10.12.0.2
+#   hostA 10.1.0.2 -- gwA | 192.0.2.1 ==== 192.0.2.2 | gwB -- hostB 10.2.0.2 10.12.0.2 10.22.0.2 10.23.0.2
 #         2001:db8:1::2                                                  2001:db8:2::2
 #
 # Connections (gwA initiates each, start_action = start; gwB accepts both
@@ -21,7 +21,11 @@
 #   c. a file with a syntax error: `ctl reload` fails naming FILE:LINE,
 #      every SPI as before
 #   d. three removed, SIGHUP: deleted at both ends; one and two as before
-#   e. contrib/flowsec.service passes `systemd-analyze verify` (SKIP
+#   e. manual keys (--setkey, 10.1.0.0/24 === 10.22.0.0/24 at the start): a
+#      second pair of SAs and policies (=== 10.23.0.0/24) added to both
+#      files, `ctl reload`: the first pair kept (its sequence numbers go on),
+#      the second carries traffic; a file with an error changes nothing
+#   f. contrib/flowsec.service passes `systemd-analyze verify` (SKIP
 #      without systemd-analyze)
 #
 #   tests/e2e/reload.sh                 root; needs target/debug/flowsec
@@ -47,6 +51,7 @@ e2e_outer v4
 UP_TIMEOUT=15 SA_TIMEOUT=20 TUN=fsrld0
 RETRANSMIT_TIMEOUT=1 RETRANSMIT_BASE=1.4 RETRANSMIT_TRIES=3
 declare -A IMPL=([gwA]=flowsec [gwB]=flowsec)
+declare -A UP_ARGS
 PSK="flowsec-e2e-reload psk, not a secret"
 
 echo "$IKE_TAG: gwA flowsec (initiator), gwB flowsec; connections one, two (+ three)"
@@ -99,9 +104,31 @@ gwa_conf() {  # gwa_conf TWO_ESP [three]
 } >"$W/gwB-swanctl.conf"
 gwa_conf aes128gcm16 >"$W/gwA-swanctl.conf"
 
+# Manual keys beside IKE: SPIs 0x3N01 (gwA -> gwB) and 0x3N02 for each
+# network 10.2N.0.0/24 behind gwB, in GW's view; reqid 7N and `unique`
+# policies (with `require` the IKE SAs between the same gateways would do).
+setkey_file() {  # setkey_file GW N...
+    local gw="$1" n me peer here there; shift
+    if [ "$gw" = gwA ]; then me=$GW_A peer=$GW_B; else me=$GW_B peer=$GW_A; fi
+    echo "flush;"
+    echo "spdflush;"
+    for n in "$@"; do
+        printf 'add %s %s esp 0x3%s01 -m tunnel -u 7%s -r 64 -E aes-cbc 0x%s0102030405060708090a0b0c0d0e0f -A hmac-sha1 0x%s0102030405060708090a0b0c0d0e0f10111213;\n' "$GW_A" "$GW_B" "$n" "$n" "$n$n" "$n$n"
+        printf 'add %s %s esp 0x3%s02 -m tunnel -u 7%s -r 64 -E aes-cbc 0x%s0102030405060708090a0b0c0d0e0f -A hmac-sha1 0x%s0102030405060708090a0b0c0d0e0f10111213;\n' "$GW_B" "$GW_A" "$n" "$n" "$n$n" "$n$n"
+        if [ "$gw" = gwA ]; then here=10.1.0.0/24 there=10.2$n.0.0/24; else here=10.2$n.0.0/24 there=10.1.0.0/24; fi
+        echo "spdadd $here $there any -P out ipsec esp/tunnel/$me-$peer/unique:7$n;"
+        echo "spdadd $there $here any -P in ipsec esp/tunnel/$peer-$me/unique:7$n;"
+        echo "spdadd $there $here any -P fwd ipsec esp/tunnel/$peer-$me/unique:7$n;"
+    done
+}
+for gw in gwA gwB; do
+    setkey_file "$gw" 2 >"$W/$gw.setkey"
+    UP_ARGS[$gw]="--setkey $W/$gw.setkey"
+done
+
 e2e_topology_gateway
-addr gwB eth0 10.12.0.1/24
-addr hostB eth0 10.12.0.2/24
+addr gwB eth0 10.12.0.1/24 10.22.0.1/24 10.23.0.1/24
+addr hostB eth0 10.12.0.2/24 10.22.0.2/24 10.23.0.2/24
 start_daemons
 
 # SAs by connection: "NAME UNIQUEID SPI_I SPI_R CHILD_SPI_IN CHILD_SPI_OUT CHILD_PROPOSAL", one line each.
@@ -194,6 +221,34 @@ sighup_removes() {
 }
 check "d. three removed, SIGHUP: deleted at both ends, one and two untouched" sighup_removes
 
+manual_seq() {  # manual_seq GW SPI: the SA's sequence number (sent packets)
+    fctl "$1" sas --json | python3 -c '
+import json, sys
+print(sum(s["seq"] for s in json.load(sys.stdin)["sas"] if s["spi"] == sys.argv[1]))' "$2"
+}
+setkey_reload() {
+    local before after out gw
+    ping_one hostA 10.22.0.2 || return 1
+    before=$(manual_seq gwA 00003201)
+    for gw in gwA gwB; do
+        setkey_file "$gw" 2 3 >"$W/$gw.setkey"
+        out=$(fctl "$gw" reload 2>&1) || { echo "    $gw: $out"; return 1; }
+        sed "s/^/    $gw ctl reload: /" <<<"$out" | grep setkey
+        grep -q 'setkey: 2 SAs kept, 2 added, 0 removed; policies changed' <<<"$out" || return 1
+    done
+    ping_one hostA 10.23.0.2 && ping_one hostA 10.22.0.2 || return 1
+    after=$(manual_seq gwA 00003201)
+    echo "    gwA's SA 0x3201: sequence number $before before the reload, $after after"
+    [ "$before" -ge 3 ] && [ "$after" -ge $((before + 3)) ] || return 1
+    # An error anywhere: nothing changes (the first pair still there).
+    echo "add $GW_A $GW_B esp 0x3999 -E aes-cbc 0x00;" >>"$W/gwA.setkey"
+    if out=$(fctl gwA reload 2>&1); then echo "    accepted: $out"; return 1; fi
+    echo "    ctl reload: $out"
+    grep -q "gwA.setkey:$(wc -l <"$W/gwA.setkey"):" <<<"$out" || return 1
+    [ "$(manual_seq gwA 00003201)" -ge "$after" ] && ping_one hostA 10.23.0.2
+}
+check "e. setkey file reloaded: a second pair added, the first kept (its sequence numbers go on); an error changes nothing" setkey_reload
+
 unit_verifies() {  # the unit as installed, ExecStart and ExecReload on this build's binary
     local unit="$W/flowsec.service" out
     sed "s#/usr/sbin/flowsec#$FLOWSEC_BIN#g" "$E2E_ROOT/contrib/flowsec.service" >"$unit"
@@ -202,9 +257,9 @@ unit_verifies() {  # the unit as installed, ExecStart and ExecReload on this bui
     grep -q '^Type=notify' "$unit" && grep -q "^ExecReload=$FLOWSEC_BIN ctl reload" "$unit"
 }
 if command -v systemd-analyze >/dev/null 2>&1; then
-    check "e. contrib/flowsec.service: systemd-analyze verify" unit_verifies
+    check "f. contrib/flowsec.service: systemd-analyze verify" unit_verifies
 else
-    skip "e. contrib/flowsec.service: no systemd-analyze on this machine"
+    skip "f. contrib/flowsec.service: no systemd-analyze on this machine"
 fi
 
 ike_finish
