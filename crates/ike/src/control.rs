@@ -149,7 +149,7 @@ impl Ike {
         child: Option<&str>,
         k: &mut dyn Kernel,
     ) -> Result<usize, CommandError> {
-        self.host.clock = now;
+        self.host.enter(now);
         self.queue_for(now, ike, child, k, Todo::DeleteIke, Todo::DeleteChild)
     }
 
@@ -161,7 +161,7 @@ impl Ike {
         child: Option<&str>,
         k: &mut dyn Kernel,
     ) -> Result<usize, CommandError> {
-        self.host.clock = now;
+        self.host.enter(now);
         self.queue_for(now, ike, child, k, Todo::RekeyIke, Todo::RekeyChild)
     }
 
@@ -176,7 +176,7 @@ impl Ike {
     ) -> Result<usize, CommandError> {
         let mut n = 0;
         for spi in self.sas.spis() {
-            let Some((_, mut sa)) = self.sas.find(spi) else {
+            let Some((_, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, spi) else {
                 continue;
             };
             let conn = &self.host.config.connections[sa.conn];

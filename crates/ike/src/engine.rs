@@ -238,10 +238,10 @@ impl Ike {
         mut rng: Box<dyn Random>,
         settings: Settings,
     ) -> Ike {
-        let events = crate::config::restrict_to(&mut config, &provider)
-            .into_iter()
-            .map(IkeEvent::ConfigRestricted)
-            .collect();
+        let mut events = crate::event_log::Events::default();
+        for note in crate::config::restrict_to(&mut config, &provider) {
+            events.push(IkeEvent::ConfigRestricted(note));
+        }
         let cookies = crate::admit::CookieJar::new(rng.as_mut());
         let host = Host {
             live: config.connections.len(),
@@ -279,13 +279,19 @@ impl Ike {
     /// What happened since the last call, in order; each `Display`s as
     /// its log line (never a key).
     pub fn take_events(&mut self) -> Vec<IkeEvent> {
-        std::mem::take(&mut self.host.events)
+        self.host.events.take().into_iter().map(|l| l.event).collect()
+    }
+
+    /// [`Ike::take_events`] with the IKE SA each happened in (for a log
+    /// that prints strongSwan's `<name|id>`).
+    pub fn take_logged(&mut self) -> Vec<crate::event_log::Logged> {
+        self.host.events.take()
     }
 
     /// Bring up the children whose `start_action` is `start`, and install
     /// the trap policies of those with `trap`.
     pub fn start(&mut self, now: Duration, k: &mut dyn Kernel) {
-        self.host.clock = now;
+        self.host.enter(now);
         let all: Vec<usize> = (0..self.host.live).collect();
         self.start_connections(now, &all, k);
     }
@@ -299,7 +305,7 @@ impl Ike {
     /// A packet matched the trap policy of `reqid` (the data plane found
     /// no SA for it): negotiate its Child SA, unless that is under way.
     pub fn acquire(&mut self, now: Duration, reqid: u32, k: &mut dyn Kernel) {
-        self.host.clock = now;
+        self.host.enter(now);
         let Some(&(ci, cj)) = self.host.traps.get(&reqid) else {
             return;
         };
@@ -352,7 +358,7 @@ impl Ike {
         data: &[u8],
         k: &mut dyn Kernel,
     ) {
-        self.host.clock = now;
+        self.host.enter(now);
         self.host.stats.received += 1;
         let header = match Header::parse(data) {
             Ok(h) if h.major_version == 2 => h,
@@ -382,7 +388,7 @@ impl Ike {
         } else {
             header.spi_i
         };
-        let Some((at, mut sa)) = self.sas.find(ours) else {
+        let Some((at, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, ours) else {
             self.host.stats.unknown_spi += 1;
             return;
         };

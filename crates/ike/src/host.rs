@@ -36,7 +36,7 @@ pub(crate) struct Host {
     pub(crate) rng: Box<dyn Random>,
     pub(crate) settings: Settings,
     pub(crate) out: VecDeque<Datagram>,
-    pub(crate) events: Vec<IkeEvent>,
+    pub(crate) events: crate::event_log::Events,
     /// The COOKIE secrets (RFC 7296 §2.6), from `rng`.
     pub(crate) cookies: crate::admit::CookieJar,
     pub(crate) next_uid: u32,
@@ -54,6 +54,13 @@ pub(crate) struct Host {
 }
 
 impl Host {
+    /// A call of the caller's begins at `now`: nothing it reports is
+    /// about an IKE SA until one is found.
+    pub(crate) fn enter(&mut self, now: Duration) {
+        self.clock = now;
+        self.events.within(None);
+    }
+
     /// Queue a datagram.
     pub(crate) fn push(
         &mut self,

@@ -521,7 +521,7 @@ impl Ike {
     /// The data plane says SA `id` crossed its soft byte or packet limit
     /// (`rekey_bytes`, `rekey_packets`): rekey its Child SA.
     pub fn soft_expired(&mut self, now: Duration, id: SaId, k: &mut dyn Kernel) {
-        self.host.clock = now;
+        self.host.enter(now);
         let owner = self.sas.values().find_map(|sa| {
             sa.children
                 .iter()
@@ -531,7 +531,7 @@ impl Ike {
                 .map(|c| (sa.our_spi(), c.spi_in))
         });
         let Some((key, spi)) = owner else { return };
-        let Some((_, mut sa)) = self.sas.find(key) else {
+        let Some((_, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, key) else {
             return;
         };
         if !sa.queue.contains(&Todo::RekeyChild(spi)) {

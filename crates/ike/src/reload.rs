@@ -46,7 +46,7 @@ impl Ike {
     /// Run `config` from now on (checked and parsed by the caller, as at
     /// start): see the module documentation.
     pub fn reload(&mut self, now: Duration, mut config: Config, k: &mut dyn Kernel) -> Reloaded {
-        self.host.clock = now;
+        self.host.enter(now);
         for note in crate::config::restrict_to(&mut config, &self.host.provider) {
             self.host.events.push(IkeEvent::ConfigRestricted(note));
         }
@@ -126,7 +126,7 @@ impl Ike {
             self.host.remove_trap(reqid, self.sas.values(), k);
         }
         for spi in self.sas.spis() {
-            let Some((at, mut sa)) = self.sas.find(spi) else {
+            let Some((at, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, spi) else {
                 continue;
             };
             if sa.conn < live {

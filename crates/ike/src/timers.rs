@@ -49,7 +49,7 @@ impl Ike {
     /// Advance timers: retransmissions, lifetimes, rekeys, DPD, and start
     /// queued tasks.
     pub fn poll(&mut self, now: Duration, k: &mut dyn Kernel) {
-        self.host.clock = now;
+        self.host.enter(now);
         let (gone, kept): (Vec<_>, Vec<_>) =
             self.host.lingering.drain(..).partition(|(_, t)| now >= *t);
         self.host.lingering = kept;
@@ -59,7 +59,7 @@ impl Ike {
         self.fall_back_to_tcp(now, k);
         self.retire(now, k);
         for spi in self.sas.spis() {
-            let Some((at, mut sa)) = self.sas.find(spi) else {
+            let Some((at, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, spi) else {
                 continue;
             };
             let then = self.host.poll_sa(now, &mut sa, k);

@@ -64,7 +64,7 @@ impl Ike {
         remote: SocketAddr,
         k: &mut dyn Kernel,
     ) {
-        self.host.clock = now;
+        self.host.enter(now);
         let spis: Vec<u64> = self
             .sas
             .values()
@@ -77,7 +77,7 @@ impl Ike {
             .map(|sa| sa.our_spi())
             .collect();
         for spi in spis {
-            let Some((_, mut sa)) = self.sas.find(spi) else {
+            let Some((_, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, spi) else {
                 continue;
             };
             self.host.stats.reconnects += 1;
@@ -129,7 +129,7 @@ impl Ike {
             match self.connect_over(now, conn, child, over, k) {
                 // What waited for the first IKE SA waits for the new one.
                 Ok(new) => {
-                    if let Some((_, mut sa)) = self.sas.find(new) {
+                    if let Some((_, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, new) {
                         sa.queue.extend(old.queue.drain(..));
                     }
                 }

@@ -233,3 +233,31 @@ fn an_sa_still_connecting_of_a_removed_connection_is_dropped() {
     assert_eq!(by_name(&p.a.list(p.now), "one").len(), 1);
     assert_eq!(p.a.connections().len(), 1);
 }
+
+/// strongSwan's `<name|id>` on every line of an IKE SA: the Child SA's
+/// events carry the IKE SA that made them, at both ends.
+#[test]
+fn events_carry_the_ike_sa_they_happened_in() {
+    let mut p = Pair::new(&a_conf(ESP, false), &b_conf());
+    p.a.start(p.now, &mut p.ka);
+    let mut logged = (Vec::new(), Vec::new());
+    for _ in 0..10 {
+        while let Some(d) = p.a.poll_transmit() {
+            p.b.handle_on(p.now, d.transport, d.remote, d.local, &d.data, &mut p.kb);
+        }
+        while let Some(d) = p.b.poll_transmit() {
+            p.a.handle_on(p.now, d.transport, d.remote, d.local, &d.data, &mut p.ka);
+        }
+        logged.0.extend(p.a.take_logged());
+        logged.1.extend(p.b.take_logged());
+    }
+    for (who, log) in [("a", &logged.0), ("b", &logged.1)] {
+        let installed: Vec<String> = log
+            .iter()
+            .filter(|l| matches!(l.event, flowsec_ike::IkeEvent::ChildInstalled { .. }))
+            .map(|l| l.sa.as_ref().map_or("none".into(), |t| t.to_string()))
+            .collect();
+        assert_eq!(installed, ["one|1", "two|2"], "{who}: {log:#?}");
+        assert!(log.iter().all(|l| l.sa.is_some()), "{who}: {log:#?}");
+    }
+}
