@@ -433,7 +433,7 @@ run_flowsec() {  # run_flowsec PATH raw|udp [flowsec up options...]
     SUITE_CTL=()
     for gw in gwA gwB; do
         daemon_down "$gw" || true
-        say "$gw: $(grep -m1 'flowsec: down' "$W/$path-$gw.log" || echo "(no counters; exit status $E2E_LAST_RC)")"
+        say "$gw: $(grep -m1 -E 'flowsec: (\[CFG\] )?down' "$W/$path-$gw.log" || echo "(no counters; exit status $E2E_LAST_RC)")"
     done
 }
 run_flowsec flowsec-nooffload raw --no-offload

@@ -94,7 +94,7 @@ run_gateways() {
     say "stopping the gateways (SIGTERM): their counters"
     for gw in gwA gwB; do
         daemon_down "$gw" || true
-        line="$(grep -m1 'flowsec: down' "$W/$gw.log" || true)"
+        line="$(grep -m1 -E 'flowsec: (\[CFG\] )?down' "$W/$gw.log" || true)"
         [ -n "$line" ] || line="(no counters; exit status $E2E_LAST_RC)"
         say "$gw: $line"
     done

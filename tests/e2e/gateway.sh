@@ -203,7 +203,7 @@ no_nft_refused() {
     fi
     out=$(ns_exec gwA unshare -m sh -c 'mount --bind /dev/null /usr/sbin/nft && exec timeout -s INT 2 "$@"' - \
         "$FLOWSEC" up --tun "$TUN" --setkey "$W/gwA.setkey" --socket "$W/nonft.sock" --no-plaintext-filter 2>&1) || true
-    echo "$out" | grep -q 'flowsec: up (.*plaintext filter none' || { echo "    --no-plaintext-filter: not up: $out"; return 1; }
+    echo "$out" | grep -q 'up (.*plaintext filter none' || { echo "    --no-plaintext-filter: not up: $out"; return 1; }
 }
 if [ "$STANDIN" != 1 ]; then
     check "a bad setkey file: file:line:col error, exit 1, nothing installed" bad_config_refused
@@ -586,7 +586,7 @@ done
 
 drops_counted() {  # the counters flowsec printed on its way down
     local line
-    line=$(grep 'flowsec: down:' "$W/gwB.log") || { show_log "$W/gwB.log"; return 1; }
+    line=$(grep -E 'flowsec: (\[CFG\] )?down:' "$W/gwB.log") || { show_log "$W/gwB.log"; return 1; }
     echo "    gwB $line"
     for reason in unknown_spi truncated; do
         echo "$line" | grep -q "$reason=" || { echo "    no $reason counter"; return 1; }

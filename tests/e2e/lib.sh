@@ -25,7 +25,7 @@
 #   check NAME cmd...                 run a check, print "PASS: NAME" or "FAIL: NAME"
 #   check_needs TOOL NAME cmd...      check, or "SKIP: NAME (no TOOL)" without TOOL
 #   e2e_finish                        summary line; exit status 1 if any check failed
-#   daemon_up GW LOG cmd...           cmd in GW (PID in GW_PID[GW]) until it logs "flowsec: up"
+#   daemon_up GW LOG cmd...           cmd in GW (PID in GW_PID[GW]) until it logs "flowsec: [CFG] up ("
 #   daemon_down GW [TIMEOUT]          SIGTERM it; status 1 unless it exits 0
 #   ping_one FROM DST                 3 echoes FROM -> DST, one summary line
 #   ping_both [FAMILY...]             hostA <-> hostB, both ways, inner IPv4 (4) and/or IPv6 (6)
@@ -353,14 +353,14 @@ check_needs() {  # check_needs TOOL NAME cmd...: check NAME cmd..., or a SKIP li
 declare -A GW_PID=()
 
 # daemon_up GW LOG cmd...: cmd in GW's namespace (start_bg), its PID in
-# GW_PID[GW]; waits up to ${UP_TIMEOUT:-10} s for "flowsec: up" in LOG.
+# GW_PID[GW]; waits up to ${UP_TIMEOUT:-10} s for "flowsec: [CFG] up (" in LOG.
 # Status 1, the log's tail shown, when it does not come or cmd exits.
 daemon_up() {
     local gw="$1" log="$2"
     shift 2
     start_bg "$gw" "$log" "$@"
     GW_PID[$gw]=$E2E_LAST_PID
-    wait_for_log "$log" 'flowsec: up' "${UP_TIMEOUT:-10}" "${GW_PID[$gw]}" || { show_log "$log"; return 1; }
+    wait_for_log "$log" 'flowsec: (\[CFG\] )?up \(' "${UP_TIMEOUT:-10}" "${GW_PID[$gw]}" || { show_log "$log"; return 1; }
 }
 
 # daemon_down GW [TIMEOUT_S]: SIGTERM to GW's daemon (stop_bg; nothing

@@ -197,13 +197,14 @@ impl IkePlane {
                     sock500.push((fd, v6));
                 }
                 Err(e) if !v6 => return Err(IkeSetupError::Port(e)),
-                Err(e) => eprintln!(
-                    "flowsec: warning: UDP port {IKE_PORT} over IPv6: {e}: IKE over IPv4 only"
+                Err(e) => tracing::warn!(
+                    target: "net",
+                    "UDP port {IKE_PORT} over IPv6: {e}: IKE over IPv4 only"
                 ),
             }
         }
         if send4500[0].is_none() {
-            eprintln!("flowsec: warning: no UDP port {NAT_T_PORT}: IKE cannot float to it, no NAT traversal");
+            tracing::warn!(target: "net", "no UDP port {NAT_T_PORT}: IKE cannot float to it, no NAT traversal");
         }
         let (tx, rx) = mpsc::sync_channel(QUEUE);
         let wake = Arc::new(sys::eventfd().map_err(IkeSetupError::Eventfd)?);
@@ -270,7 +271,7 @@ impl IkePlane {
             if d.transport.is_stream() {
                 match &self.stream {
                     Some(s) => s.ike(d.transport, d.local, d.remote, d.data),
-                    None => eprintln!("flowsec: ike: no TCP for {}: dropped", d.remote),
+                    None => tracing::warn!(target: "net", "no TCP for {}: IKE message dropped", d.remote),
                 }
                 continue;
             }
@@ -294,12 +295,12 @@ impl IkePlane {
                 sys::send_udp(fd.as_raw_fd(), &d.data, 0, d.remote, d.local.ip(), 0)
             };
             if let Err(e) = sent {
-                eprintln!("flowsec: ike: sending to {}: {e}", d.remote);
+                tracing::warn!(target: "net", "sending IKE to {}: {e}", d.remote);
             }
         }
         // Each IkeEvent displays as its log line (the e2e tests read them).
-        for event in self.ike.take_events() {
-            eprintln!("flowsec: ike: {event}");
+        for logged in self.ike.take_logged() {
+            crate::log::ike_event(&logged);
         }
     }
 }
@@ -397,7 +398,7 @@ impl Kernel for PlaneKernel<'_> {
             dst: sa.dst,
         };
         if self.model.sas.contains_key(&id) {
-            eprintln!("flowsec: ike: SA {id} exists already: not replaced");
+            tracing::warn!(target: "esp", "SA {id} exists already: not replaced");
             return;
         }
         self.model.sas.insert(id, without_keys(&sa));
@@ -429,7 +430,7 @@ impl Kernel for PlaneKernel<'_> {
         );
         match self.model.spd.add(policy) {
             Ok(()) => self.spd_changed = true,
-            Err(e) => eprintln!("flowsec: ike: policy {what}: {e}"),
+            Err(e) => tracing::warn!(target: "esp", "policy {what}: {e}"),
         }
     }
 

@@ -29,6 +29,7 @@ mod error;
 mod filter;
 mod fragid;
 mod ike;
+pub mod log;
 mod metrics;
 mod offload;
 mod pcrypt;

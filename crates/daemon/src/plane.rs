@@ -116,7 +116,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let filter = if opts.plaintext_filter {
         Filter::install(&opts.tun, &setup.staged.model.spd).map_err(RunError::Filter)?
     } else {
-        eprintln!("flowsec: warning: --no-plaintext-filter: plaintext that an inbound policy covers is not dropped (RFC 4301 §5.2)");
+        tracing::warn!(target: "cfg", "--no-plaintext-filter: plaintext that an inbound policy covers is not dropped (RFC 4301 §5.2)");
         Filter::none(&opts.tun)
     };
     announce(opts, &setup, &routes, &filter);
@@ -133,7 +133,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         ..
     } = setup;
     if let Some(addr) = opts.metrics {
-        eprintln!("flowsec: metrics (Prometheus) on http://{addr}/metrics");
+        tracing::info!(target: "ctl", "metrics (Prometheus) on http://{addr}/metrics");
     }
     let sink = ike.as_ref().map(|(_, sink)| sink.clone());
     let (mut ike, streams) = match ike {
@@ -198,7 +198,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
             .filter(|(_, n)| *n > 0)
             .map(|(k, n)| format!("{k}={n}"))
             .collect();
-        eprintln!("flowsec: tcp: {}", counts.join(" "));
+        tracing::info!(target: "net", "tcp: {}", counts.join(" "));
     }
     if let Some(h) = stream_thread {
         let _ = h.join();
@@ -256,7 +256,7 @@ impl Setup {
         )
         .map_err(RunError::Config)?;
         for w in &staged.warnings {
-            eprintln!("flowsec: warning: {w}");
+            tracing::warn!(target: "cfg", "{w}");
         }
         let slots =
             |g: Option<Vec<OwnedFd>>| g.map(|g| g.into_iter().map(Some).collect::<Vec<_>>());
@@ -376,8 +376,9 @@ fn read_setkey(opts: &Options) -> Result<(String, zeroize::Zeroizing<String>), R
 /// The `flowsec: up (...)` line that says the daemon is ready.
 fn announce(opts: &Options, setup: &Setup, routes: &Routes, filter: &Filter) {
     let routed: Vec<String> = routes.prefixes().map(|p| p.to_string()).collect();
-    eprintln!(
-        "flowsec: up (tun {}, {} workers, offloads {}, plaintext filter {}, {} SAs, {} policies, routes via tun: {})",
+    tracing::info!(
+        target: "cfg",
+        "up (tun {}, {} workers, offloads {}, plaintext filter {}, {} SAs, {} policies, routes via tun: {})",
         opts.tun,
         setup.workers,
         if opts.offload { "on" } else { "off" },
@@ -535,11 +536,22 @@ impl Plane {
     }
 }
 
-/// A reload's outcome, for the log (`ctl reload` gets it as JSON).
+/// A reload's outcome, for the log (`ctl reload` gets it as JSON; IKE
+/// logs what became of each connection).
 fn log_reload(answer: &Value) {
-    match answer.get("error").and_then(Value::as_str) {
-        Some(e) => eprintln!("flowsec: {e}"),
-        None => eprintln!("flowsec: reloaded: {answer}"),
+    if let Some(e) = answer.get("error").and_then(Value::as_str) {
+        tracing::warn!(target: "cfg", "{e}");
+    }
+    if let Some(s) = answer.get("setkey") {
+        let n = |k: &str| s[k].as_u64().unwrap_or(0);
+        tracing::info!(
+            target: "cfg",
+            "setkey file reloaded: {} SAs kept, {} added, {} removed{}",
+            n("kept"),
+            n("added"),
+            n("removed"),
+            if s["policies_changed"].as_bool() == Some(true) { ", policies changed" } else { "" }
+        );
     }
 }
 
@@ -642,11 +654,11 @@ impl Plane {
     fn apply_ike_changes(&mut self, changes: &[apply::Change], now: Duration) {
         match apply::per_worker(changes, self.workers.len(), &self.provider, now) {
             Ok(lists) => self.apply_everywhere(lists),
-            Err(e) => eprintln!("flowsec: ike: could not install: {e}"),
+            Err(e) => tracing::error!(target: "esp", "could not install what IKE negotiated: {e}"),
         }
         if changes.iter().any(|c| matches!(c, apply::Change::Spd(_))) {
             if let Err(e) = self.routes.sync(&self.model.spd) {
-                eprintln!("flowsec: ike: routes: {e}");
+                tracing::error!(target: "net", "routes: {e}");
             }
             self.sync_filter();
         }
@@ -659,9 +671,9 @@ impl Plane {
         let was = self.filter.stale().is_some();
         match self.filter.sync(&self.model.spd) {
             Err(e) if !was => {
-                eprintln!("flowsec: error: plaintext filter out of date, retrying: {e}")
+                tracing::error!(target: "net", "plaintext filter out of date, retrying: {e}")
             }
-            Ok(()) if was => eprintln!("flowsec: plaintext filter in step again"),
+            Ok(()) if was => tracing::info!(target: "net", "plaintext filter in step again"),
             _ => {}
         }
     }
@@ -737,7 +749,7 @@ impl Plane {
                 }
             }
             Ok(_) => {}
-            Err(e) => eprintln!("flowsec: error: recording sequence numbers: {e}"),
+            Err(e) => tracing::error!(target: "esp", "recording sequence numbers: {e}"),
         }
     }
 

@@ -221,7 +221,7 @@ pub fn open(ports: &[u16]) -> Result<(StreamSink, StreamParts), String> {
             match tcp::tcp_listener(port, v6, BYPASS_MARK) {
                 Ok(l) => listeners.push((l, port)),
                 Err(e) if !v6 => return Err(format!("TCP port {port}: {e}")),
-                Err(e) => eprintln!("flowsec: warning: TCP port {port} over IPv6: {e}"),
+                Err(e) => tracing::warn!(target: "net", "TCP port {port} over IPv6: {e}"),
             }
         }
     }
@@ -486,7 +486,7 @@ impl Streams {
                 }
                 Err(e) => {
                     count(&self.parts.counters.connect_failed, 1);
-                    eprintln!("flowsec: tcp: connecting to {}: {e}", key.1);
+                    tracing::info!(target: "net", "tcp: connecting to {}: {e}", key.1);
                     if let Some(d) = self.dialed.get_mut(&key) {
                         d.lost = true;
                     }
@@ -668,7 +668,7 @@ impl Streams {
             Closed::Framing(StreamError::BadLength) => count(&counters.bad_length, 1),
         }
         if c.originated {
-            eprintln!("flowsec: tcp: connection to {} closed", c.remote);
+            tracing::info!(target: "net", "tcp: connection to {} closed", c.remote);
             if let Some(d) = self.dialed.get_mut(&key) {
                 d.lost = true;
             }

@@ -258,7 +258,7 @@ impl Io {
             }
             Err(e) => {
                 if index == 0 {
-                    eprintln!("flowsec: warning: no IPv6 ({e}): IPv4 outer headers only");
+                    tracing::warn!(target: "net", "no IPv6 ({e}): IPv4 outer headers only");
                 }
                 None
             }
@@ -314,7 +314,7 @@ pub fn open_udp_group(workers: usize, v6: bool) -> Option<Vec<OwnedFd>> {
         Ok(group) => Some(group),
         Err(e) => {
             let family = if v6 { "IPv6" } else { "IPv4" };
-            eprintln!("flowsec: warning: UDP port {NAT_T_PORT} ({family}): {e}: no ESP in UDP over {family}");
+            tracing::warn!(target: "net", "UDP port {NAT_T_PORT} ({family}): {e}: no ESP in UDP over {family}");
             None
         }
     }

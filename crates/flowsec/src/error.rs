@@ -159,6 +159,8 @@ pub enum UsageError {
     NoWorkers,
     /// `--tcp-listen 0`.
     TcpPort,
+    /// `--log-file` cannot be opened.
+    LogFile(flowsec_daemon::log::LogFileError),
     /// `--workers` above 256.
     TooManyWorkers(usize),
     /// `--ctl-group` names no group.
@@ -236,6 +238,7 @@ impl fmt::Display for UsageError {
             U::Mtu(mtu) => write!(f, "--mtu {mtu} out of range 576..=9000"),
             U::NoWorkers => f.write_str("--workers must be at least 1"),
             U::TcpPort => f.write_str("--tcp-listen: a port from 1 to 65535"),
+            U::LogFile(e) => write!(f, "--log-file {e}"),
             U::TooManyWorkers(n) => write!(f, "--workers {n}: at most 256"),
             U::CtlGroup(e) => write!(f, "--ctl-group: {e}"),
             U::UpBackend(b) => write!(f, "--backend {b}: one of auto, aws-lc, rustcrypto, engine"),
@@ -283,6 +286,7 @@ impl std::error::Error for UsageError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             UsageError::CtlGroup(e) => Some(e),
+            UsageError::LogFile(e) => Some(e),
             UsageError::Spec(e) => Some(e),
             _ => None,
         }

@@ -91,6 +91,18 @@ pub struct UpArgs {
     /// state, rekeys (e.g. 127.0.0.1:9469).
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<std::net::SocketAddr>,
+    /// Log levels per subsystem, as strongSwan's filelog: ike (IKE SAs),
+    /// chd (Child SAs), cfg (configuration), net (sockets, TCP, routes,
+    /// filter), esp (SAs in the data plane), ctl (control socket,
+    /// metrics), default; -1 nothing, 0 failures and warnings, 1 what
+    /// happens to SAs (the default), 2 and up more (never keys). E.g.
+    /// `ike=2,cfg=0` or `ike 2, cfg 0`.
+    #[arg(long, value_name = "LEVELS", env = "FLOWSEC_LOG", default_value = "default=1")]
+    pub log: flowsec_daemon::log::Levels,
+    /// Write the log to this file (appended, each line with the local
+    /// time) instead of standard error.
+    #[arg(long, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
     /// The control socket (`flowsec ctl` and `flowsec setkey` talk to it).
     #[arg(long, env = "FLOWSEC_SOCKET", default_value = flowsec_daemon::DEFAULT_SOCKET)]
     pub socket: PathBuf,
@@ -139,6 +151,11 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
         base: args.retransmit_base,
         tries: args.retransmit_tries,
     };
+    let sink = match &args.log_file {
+        Some(path) => flowsec_daemon::log::Sink::File(path.clone()),
+        None => flowsec_daemon::log::Sink::Stderr,
+    };
+    flowsec_daemon::log::init(&args.log, &sink).map_err(UsageError::LogFile)?;
     let opts = Options {
         ike_settings: flowsec_ike::Settings {
             retransmit,
@@ -169,7 +186,7 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
     };
     match flowsec_daemon::run(&opts) {
         Ok(stats) => {
-            eprintln!("flowsec: down: {stats}");
+            tracing::info!(target: "cfg", "down: {stats}");
             Ok(())
         }
         Err(e) => Err(CliError::Up(e)),

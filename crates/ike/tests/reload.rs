@@ -261,3 +261,19 @@ fn events_carry_the_ike_sa_they_happened_in() {
         assert!(log.iter().all(|l| l.sa.is_some()), "{who}: {log:#?}");
     }
 }
+
+#[test]
+fn the_reload_line_is_about_no_ike_sa() {
+    let mut p = Pair::new(&a_conf(ESP, true), &b_conf());
+    p.start();
+    p.settle();
+    p.a.take_logged();
+    p.a.reload(p.now, parse(&a_conf(ESP, false)), &mut p.ka);
+    let log = p.a.take_logged();
+    let line = log
+        .iter()
+        .find(|l| matches!(l.event, flowsec_ike::IkeEvent::Reloaded(_)))
+        .expect("a Reloaded event");
+    assert_eq!(line.sa, None, "{log:#?}");
+    assert_eq!(line.event.to_string(), "configuration reloaded: removed three; 2 unchanged");
+}

@@ -474,7 +474,7 @@ impl Bed {
             gw,
             &cmd,
             &work.join(format!("{gw}-up.log")),
-            Some("flowsec: up"),
+            Some("[CFG] up ("),
         )
     }
 

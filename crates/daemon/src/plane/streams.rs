@@ -24,8 +24,9 @@ pub(super) fn open_streams(
     let (sink, parts) = crate::stream::open(&ports).map_err(RunError::Stream)?;
     if !ports.is_empty() {
         let list: Vec<String> = ports.iter().map(u16::to_string).collect();
-        eprintln!(
-            "flowsec: IKE and ESP over TCP (RFC 9329, plain or TLS) on port {}",
+        tracing::info!(
+            target: "net",
+            "IKE and ESP over TCP (RFC 9329, plain or TLS) on port {}",
             list.join(", ")
         );
     }

@@ -828,6 +828,23 @@ extern "C" fn on_signal(_: libc::c_int) {
     SHUTDOWN.store(true, Ordering::SeqCst);
 }
 
+/// The local time as `Nov 27 17:40:05` (strongSwan's filelog with
+/// `time_format = %b %e %T`); empty if it cannot be had.
+pub fn local_time() -> String {
+    // SAFETY: time(2), localtime_r(3) and strftime(3) on values and
+    // buffers owned here; localtime_r is the thread-safe one.
+    unsafe {
+        let t = libc::time(core::ptr::null_mut());
+        let mut tm: libc::tm = core::mem::zeroed();
+        if libc::localtime_r(&t, &mut tm).is_null() {
+            return String::new();
+        }
+        let mut buf = [0u8; 32];
+        let n = libc::strftime(buf.as_mut_ptr().cast(), buf.len(), c"%b %e %T".as_ptr(), &tm);
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    }
+}
+
 static RELOAD: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_hangup(_: libc::c_int) {
