@@ -151,7 +151,7 @@ pub fn init(levels: &Levels, sink: &Sink) -> Result<(), LogFileError> {
     };
     let layer = tracing_subscriber::fmt::layer()
         .event_format(Shape { time })
-        .with_writer(move || writer());
+        .with_writer(writer);
     let subscriber = tracing_subscriber::registry()
         .with(layer)
         .with(levels.targets());

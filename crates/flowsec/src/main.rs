@@ -35,7 +35,7 @@ enum Command {
     /// Run the VPN daemon in the foreground (IKEv2 from a swanctl.conf-style
     /// file with -c, and/or manual keys in setkey syntax; tunnel and
     /// transport mode; IPv4 and IPv6).
-    Up(up::UpArgs),
+    Up(Box<up::UpArgs>),
     /// Ask a running daemon: status, sas, policies, stats (--json);
     /// initiate, terminate, rekey (--ike, --child).
     Ctl(ctl::CtlArgs),
