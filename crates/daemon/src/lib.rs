@@ -7,6 +7,8 @@
 //! outbound: TUN read → Flow → SPD(out) → resolve bundle → seal → raw send
 //! inbound:  raw recv (ESP/AH) → SAD → open → SPD(fwd|in) check → TUN write
 //! control:  socket → stage setkey input → changes → every worker's mailbox
+//!           reload (ctl, SIGHUP) → both files checked → setkey difference, Ike::reload
+//! logs:     tracing, per subsystem (`log`), strongSwan's line shape
 //! ```
 //!
 //! Several workers (one TUN queue each), the kernel steering inbound
