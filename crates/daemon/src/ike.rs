@@ -271,7 +271,9 @@ impl IkePlane {
             if d.transport.is_stream() {
                 match &self.stream {
                     Some(s) => s.ike(d.transport, d.local, d.remote, d.data),
-                    None => tracing::warn!(target: "net", "no TCP for {}: IKE message dropped", d.remote),
+                    None => {
+                        tracing::warn!(target: "net", "no TCP for {}: IKE message dropped", d.remote)
+                    }
                 }
                 continue;
             }

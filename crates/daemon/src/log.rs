@@ -114,10 +114,11 @@ impl Levels {
             2 => LevelFilter::DEBUG,
             _ => LevelFilter::TRACE,
         };
-        SUBSYSTEMS.iter().fold(
-            Targets::new().with_default(filter(self.default)),
-            |t, s| t.with_target(*s, filter(self.of(s))),
-        )
+        SUBSYSTEMS
+            .iter()
+            .fold(Targets::new().with_default(filter(self.default)), |t, s| {
+                t.with_target(*s, filter(self.of(s)))
+            })
     }
 }
 
@@ -146,7 +147,10 @@ pub fn init(levels: &Levels, sink: &Sink) -> Result<(), LogFileError> {
                     error,
                 })?;
             let file = std::sync::Arc::new(Mutex::new(file));
-            (Box::new(move || Box::new(Locked(std::sync::Arc::clone(&file)))), true)
+            (
+                Box::new(move || Box::new(Locked(std::sync::Arc::clone(&file)))),
+                true,
+            )
         }
     };
     let layer = tracing_subscriber::fmt::layer()
@@ -213,7 +217,16 @@ where
         let mut fields = Fields::default();
         event.record(&mut fields);
         let meta = event.metadata();
-        write!(w, "{}", line(meta.target(), *meta.level(), &fields, self.time.then(crate::sys::local_time)))
+        write!(
+            w,
+            "{}",
+            line(
+                meta.target(),
+                *meta.level(),
+                &fields,
+                self.time.then(crate::sys::local_time)
+            )
+        )
     }
 }
 
@@ -327,7 +340,10 @@ mod tests {
         tracing::error!(target: "net", "net error");
         tracing::info!(target: "esp", "esp info");
         let text = std::fs::read_to_string(&path).unwrap();
-        let lines: Vec<&str> = text.lines().map(|l| l.split_once(' ').map_or(l, |x| x.1)).collect();
+        let lines: Vec<&str> = text
+            .lines()
+            .map(|l| l.split_once(' ').map_or(l, |x| x.1))
+            .collect();
         let kept: Vec<&str> = lines
             .iter()
             .map(|l| l.trim_start_matches(|c: char| c != '['))

@@ -188,7 +188,11 @@ fn print_reload(o: &mut String, reply: &Value) {
         };
         for what in ["added", "replaced", "removed", "unchanged"] {
             let list = names(what);
-            let shown = if list.is_empty() { "-".to_string() } else { list.join(", ") };
+            let shown = if list.is_empty() {
+                "-".to_string()
+            } else {
+                list.join(", ")
+            };
             let _ = writeln!(o, "connections {what}: {shown}");
         }
     }
@@ -200,7 +204,11 @@ fn print_reload(o: &mut String, reply: &Value) {
             n("kept"),
             n("added"),
             n("removed"),
-            if s["policies_changed"].as_bool() == Some(true) { "changed" } else { "as they were" }
+            if s["policies_changed"].as_bool() == Some(true) {
+                "changed"
+            } else {
+                "as they were"
+            }
         );
     }
     for w in reply["warnings"].as_array().into_iter().flatten() {

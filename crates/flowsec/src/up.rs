@@ -97,7 +97,12 @@ pub struct UpArgs {
     /// metrics), default; -1 nothing, 0 failures and warnings, 1 what
     /// happens to SAs (the default), 2 and up more (never keys). E.g.
     /// `ike=2,cfg=0` or `ike 2, cfg 0`.
-    #[arg(long, value_name = "LEVELS", env = "FLOWSEC_LOG", default_value = "default=1")]
+    #[arg(
+        long,
+        value_name = "LEVELS",
+        env = "FLOWSEC_LOG",
+        default_value = "default=1"
+    )]
     pub log: flowsec_daemon::log::Levels,
     /// Write the log to this file (appended, each line with the local
     /// time) instead of standard error.

@@ -297,7 +297,10 @@ fn up_refuses_a_bad_ike_configuration_naming_file_line_and_key() {
         let out = flowsec(&["up", "--socket", dir.join("s").to_str().unwrap()]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{err}");
-        assert!(err.contains("/etc/flowsec/swanctl.conf: No such file"), "{err}");
+        assert!(
+            err.contains("/etc/flowsec/swanctl.conf: No such file"),
+            "{err}"
+        );
     }
     // ctl initiate names what to initiate.
     let out = flowsec(&[

@@ -176,7 +176,9 @@ impl Ike {
     ) -> Result<usize, CommandError> {
         let mut n = 0;
         for spi in self.sas.spis() {
-            let Some((_, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, spi) else {
+            let Some((_, mut sa)) =
+                crate::event_log::find_within(&mut self.sas, &mut self.host, spi)
+            else {
                 continue;
             };
             let conn = &self.host.config.connections[sa.conn];

@@ -279,7 +279,12 @@ impl Ike {
     /// What happened since the last call, in order; each `Display`s as
     /// its log line (never a key).
     pub fn take_events(&mut self) -> Vec<IkeEvent> {
-        self.host.events.take().into_iter().map(|l| l.event).collect()
+        self.host
+            .events
+            .take()
+            .into_iter()
+            .map(|l| l.event)
+            .collect()
     }
 
     /// [`Ike::take_events`] with the IKE SA each happened in (for a log
@@ -388,7 +393,8 @@ impl Ike {
         } else {
             header.spi_i
         };
-        let Some((at, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, ours) else {
+        let Some((at, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, ours)
+        else {
             self.host.stats.unknown_spi += 1;
             return;
         };

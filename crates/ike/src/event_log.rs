@@ -85,18 +85,42 @@ impl IkeEvent {
     pub fn names_sa(&self) -> Option<SaTag> {
         use IkeEvent as E;
         let (name, unique_id) = match self {
-            E::Deleted { name, unique_id, .. }
-            | E::Established { name, unique_id, .. }
-            | E::InitIgnored { name, unique_id, .. }
-            | E::InitRefused { name, unique_id, .. }
-            | E::InitialContact { name, unique_id, .. }
-            | E::Initiating { name, unique_id, .. }
-            | E::NegotiationFailed { name, unique_id, .. }
-            | E::PeerDead { name, unique_id, .. }
-            | E::PeerReports { name, unique_id, .. }
-            | E::RekeyCollisionLost { name, unique_id, .. }
-            | E::RekeyFailed { name, unique_id, .. }
-            | E::Rekeyed { name, unique_id, .. } => (name, *unique_id),
+            E::Deleted {
+                name, unique_id, ..
+            }
+            | E::Established {
+                name, unique_id, ..
+            }
+            | E::InitIgnored {
+                name, unique_id, ..
+            }
+            | E::InitRefused {
+                name, unique_id, ..
+            }
+            | E::InitialContact {
+                name, unique_id, ..
+            }
+            | E::Initiating {
+                name, unique_id, ..
+            }
+            | E::NegotiationFailed {
+                name, unique_id, ..
+            }
+            | E::PeerDead {
+                name, unique_id, ..
+            }
+            | E::PeerReports {
+                name, unique_id, ..
+            }
+            | E::RekeyCollisionLost {
+                name, unique_id, ..
+            }
+            | E::RekeyFailed {
+                name, unique_id, ..
+            }
+            | E::Rekeyed {
+                name, unique_id, ..
+            } => (name, *unique_id),
             _ => return None,
         };
         Some(SaTag {

@@ -113,7 +113,9 @@ impl Ike {
             .map(|s| s.our_spi());
         if let Some(spi) = existing {
             let Some(cfg) = child else { return Ok(()) };
-            let Some((_, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, spi) else {
+            let Some((_, mut sa)) =
+                crate::event_log::find_within(&mut self.sas, &mut self.host, spi)
+            else {
                 return Ok(());
             };
             if sa.state == IkeState::Established {
@@ -230,7 +232,9 @@ impl Ike {
         data: &[u8],
         k: &mut dyn Kernel,
     ) {
-        let Some((at, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, header.spi_i) else {
+        let Some((at, mut sa)) =
+            crate::event_log::find_within(&mut self.sas, &mut self.host, header.spi_i)
+        else {
             self.host.stats.unknown_spi += 1;
             return;
         };

@@ -531,7 +531,8 @@ impl Ike {
                 .map(|c| (sa.our_spi(), c.spi_in))
         });
         let Some((key, spi)) = owner else { return };
-        let Some((_, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, key) else {
+        let Some((_, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, key)
+        else {
             return;
         };
         if !sa.queue.contains(&Todo::RekeyChild(spi)) {

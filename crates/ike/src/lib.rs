@@ -71,6 +71,6 @@ pub use error::{ChildError, CommandError, InitResponseError, NegotiationError};
 pub use event::IkeEvent;
 pub use event_log::{Logged, SaTag, Severity, Subsystem};
 pub use init::{IKE_PORT, NAT_T_PORT};
-pub use reload::Reloaded;
 pub use kernel::{Kernel, RecordingKernel, SaUsage};
+pub use reload::Reloaded;
 pub use transport::Transport;

@@ -127,7 +127,9 @@ impl Ike {
             self.host.remove_trap(reqid, self.sas.values(), k);
         }
         for spi in self.sas.spis() {
-            let Some((at, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, spi) else {
+            let Some((at, mut sa)) =
+                crate::event_log::find_within(&mut self.sas, &mut self.host, spi)
+            else {
                 continue;
             };
             if sa.conn < live {

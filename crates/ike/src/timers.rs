@@ -59,7 +59,9 @@ impl Ike {
         self.fall_back_to_tcp(now, k);
         self.retire(now, k);
         for spi in self.sas.spis() {
-            let Some((at, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, spi) else {
+            let Some((at, mut sa)) =
+                crate::event_log::find_within(&mut self.sas, &mut self.host, spi)
+            else {
                 continue;
             };
             let then = self.host.poll_sa(now, &mut sa, k);

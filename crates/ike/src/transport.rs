@@ -77,7 +77,9 @@ impl Ike {
             .map(|sa| sa.our_spi())
             .collect();
         for spi in spis {
-            let Some((_, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, spi) else {
+            let Some((_, mut sa)) =
+                crate::event_log::find_within(&mut self.sas, &mut self.host, spi)
+            else {
                 continue;
             };
             self.host.stats.reconnects += 1;
@@ -129,7 +131,9 @@ impl Ike {
             match self.connect_over(now, conn, child, over, k) {
                 // What waited for the first IKE SA waits for the new one.
                 Ok(new) => {
-                    if let Some((_, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, new) {
+                    if let Some((_, mut sa)) =
+                        crate::event_log::find_within(&mut self.sas, &mut self.host, new)
+                    {
                         sa.queue.extend(old.queue.drain(..));
                     }
                 }

@@ -177,15 +177,14 @@ fn a_replaced_connection_takes_its_policies_over_before_the_old_sa_goes() {
     // Each policy once, and the new Child SA's.
     assert_eq!(p.ka.policies.len(), 4, "{:#?}", p.ka.log);
     let reqid_two = by_name(&p.a.list(p.now), "two")[0].children[0].reqid;
-    let of_two = p
-        .ka
-        .policies
-        .iter()
-        .filter(|pol| match &pol.action {
-            flowsec_ipsec::Action::Protect(t) => t[0].reqid == reqid_two,
-            _ => false,
-        })
-        .count();
+    let of_two =
+        p.ka.policies
+            .iter()
+            .filter(|pol| match &pol.action {
+                flowsec_ipsec::Action::Protect(t) => t[0].reqid == reqid_two,
+                _ => false,
+            })
+            .count();
     assert_eq!(of_two, 2);
 }
 
@@ -275,5 +274,8 @@ fn the_reload_line_is_about_no_ike_sa() {
         .find(|l| matches!(l.event, flowsec_ike::IkeEvent::Reloaded(_)))
         .expect("a Reloaded event");
     assert_eq!(line.sa, None, "{log:#?}");
-    assert_eq!(line.event.to_string(), "configuration reloaded: removed three; 2 unchanged");
+    assert_eq!(
+        line.event.to_string(),
+        "configuration reloaded: removed three; 2 unchanged"
+    );
 }

@@ -81,12 +81,15 @@ impl Plane {
     fn try_reload(&mut self) -> Result<Value, String> {
         let unchanged = |e: String| format!("{e}; nothing changed");
         if self.ike_path.is_none() && self.setkey_path.is_none() {
-            return Err(unchanged("this daemon was started without -c or --setkey".into()));
+            return Err(unchanged(
+                "this daemon was started without -c or --setkey".into(),
+            ));
         }
         // Both files checked before either is applied.
         let ike = match &self.ike_path {
             Some(path) => {
-                let config = flowsec_ike::config::load(path).map_err(|e| unchanged(e.to_string()))?;
+                let config =
+                    flowsec_ike::config::load(path).map_err(|e| unchanged(e.to_string()))?;
                 self.check_streams(&config).map_err(unchanged)?;
                 Some(config)
             }
@@ -147,8 +150,15 @@ impl Plane {
             .to_string()
         })?);
         let now = self.start.elapsed();
-        let fresh = apply::stage(&Model::default(), &name, &text, &self.provider, self.caps, now)
-            .map_err(|e| e.to_string())?;
+        let fresh = apply::stage(
+            &Model::default(),
+            &name,
+            &text,
+            &self.provider,
+            self.caps,
+            now,
+        )
+        .map_err(|e| e.to_string())?;
         let want = Manual::of(&fresh);
         // What the file gave last time and is still there (`ctl setkey`
         // may have deleted some).
@@ -188,10 +198,19 @@ impl Plane {
             added_n += 1;
         }
         let mut spd = model.spd.clone();
-        for p in self.manual.policies.iter().filter(|p| !want.policies.contains(p)) {
+        for p in self
+            .manual
+            .policies
+            .iter()
+            .filter(|p| !want.policies.contains(p))
+        {
             let _ = spd.remove(p.direction, &p.selector);
         }
-        for p in want.policies.iter().filter(|p| !self.manual.policies.contains(p)) {
+        for p in want
+            .policies
+            .iter()
+            .filter(|p| !self.manual.policies.contains(p))
+        {
             spd.add(p.clone())
                 .map_err(|e| format!("{name}: policy {} {:?}: {e}", p.direction, p.selector))?;
         }

@@ -840,7 +840,12 @@ pub fn local_time() -> String {
             return String::new();
         }
         let mut buf = [0u8; 32];
-        let n = libc::strftime(buf.as_mut_ptr().cast(), buf.len(), c"%b %e %T".as_ptr(), &tm);
+        let n = libc::strftime(
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            c"%b %e %T".as_ptr(),
+            &tm,
+        );
         String::from_utf8_lossy(&buf[..n]).into_owned()
     }
 }
