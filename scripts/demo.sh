@@ -86,7 +86,7 @@ run_gateways() {
     for gw in gwA gwB; do
         daemon_up "$gw" "$W/$gw.log" "$FLOWSEC" up --tun "$TUN" --setkey "$W/$gw.setkey" --socket "$W/$gw.sock" ||
             die "$gw: flowsec up failed"
-        say "$gw: $(grep -m1 'flowsec: up' "$W/$gw.log")  [route: $( (ns_exec "$gw" ip route show table 62956 dev "$TUN" 2>/dev/null || true) | head -n 1 | sed 's/ *$//')]"
+        say "$gw: $(grep -m1 -E 'flowsec: (\[CFG\] )?up \(' "$W/$gw.log")  [route: $( (ns_exec "$gw" ip route show table 62956 dev "$TUN" 2>/dev/null || true) | head -n 1 | sed 's/ *$//')]"
     done
     pings
     tcp_run "flowsec-$encap"

@@ -360,7 +360,7 @@ daemon_up() {
     shift 2
     start_bg "$gw" "$log" "$@"
     GW_PID[$gw]=$E2E_LAST_PID
-    wait_for_log "$log" 'flowsec: (\[CFG\] )?up \(' "${UP_TIMEOUT:-10}" "${GW_PID[$gw]}" || { show_log "$log"; return 1; }
+    wait_for_log "$log" 'flowsec: (\[CFG\] )?up( |$)' "${UP_TIMEOUT:-10}" "${GW_PID[$gw]}" || { show_log "$log"; return 1; }
 }
 
 # daemon_down GW [TIMEOUT_S]: SIGTERM to GW's daemon (stop_bg; nothing

@@ -192,8 +192,9 @@ reload_under_stream() {
 check "b. reload: two replaced (ESP AES-GCM-256), three added, one untouched under a CBR stream (0 lost)" reload_under_stream
 
 bad_file_changes_nothing() {
-    local before out
+    local before out policies
     before=$(conns gwA | sort)
+    policies=$(fctl gwA policies)
     cp "$W/gwA-swanctl.conf" "$W/gwA-swanctl.good"
     # Line 3 loses its '='.
     sed -i '3s/=//' "$W/gwA-swanctl.conf"
@@ -204,16 +205,26 @@ bad_file_changes_nothing() {
     grep -q 'gwA-swanctl.conf:3:' <<<"$out" && grep -q 'nothing changed' <<<"$out" || return 1
     sleep 1
     [ "$(conns gwA | sort)" = "$before" ] || { echo "    the SAs changed"; return 1; }
+    [ "$(fctl gwA policies)" = "$policies" ] || { echo "    the policies changed"; return 1; }
     mv "$W/gwA-swanctl.good" "$W/gwA-swanctl.conf"
 }
 check "c. reload of a file with a syntax error: refused with FILE:LINE, nothing changed" bad_file_changes_nothing
 
+gone() {  # gone NAME: no IKE SA of NAME in any state at either gateway
+    local gw
+    for gw in gwA gwB; do
+        fctl "$gw" sas --json | python3 -c '
+import json, sys
+sys.exit(any(s["name"] == sys.argv[1] for s in json.load(sys.stdin)["ike_sas"]))' "$1" || return 1
+    done
+}
 sighup_removes() {
     local before_one before_two
     before_one=$(line_of one) before_two=$(line_of two)
     gwa_conf aes256gcm16 >"$W/gwA-swanctl.conf"
     kill -HUP "${GW_PID[gwA]}"
-    poll "$SA_TIMEOUT" up_as "one two" >/dev/null || { echo "    gwA: $(names gwA); gwB: $(names gwB)"; return 1; }
+    poll "$SA_TIMEOUT" gone three >/dev/null || { echo "    three still listed"; show_ctl_sas gwA 30; return 1; }
+    up_as "one two" || { echo "    gwA: $(names gwA); gwB: $(names gwB)"; return 1; }
     grep -E 'reloaded|IKE_SA three.*deleted' "$(log_of gwA)" | tail -n 2 | sed 's/^/    gwA: /'
     [ "$(line_of one)" = "$before_one" ] && [ "$(line_of two)" = "$before_two" ] &&
         grep -q 'IKE_SA three\[[0-9]*\] deleted by the peer' "$(log_of gwB)" &&
@@ -250,11 +261,12 @@ setkey_reload() {
 check "e. setkey file reloaded: a second pair added, the first kept (its sequence numbers go on); an error changes nothing" setkey_reload
 
 unit_verifies() {  # the unit as installed, ExecStart and ExecReload on this build's binary
-    local unit="$W/flowsec.service" out
-    sed "s#/usr/sbin/flowsec#$FLOWSEC_BIN#g" "$E2E_ROOT/contrib/flowsec.service" >"$unit"
+    local unit="$W/flowsec.service" bin out
+    bin=$(realpath "$FLOWSEC_BIN")
+    sed "s#/usr/sbin/flowsec#$bin#g" "$E2E_ROOT/contrib/flowsec.service" >"$unit"
     out=$(systemd-analyze verify "$unit" 2>&1) || { echo "$out" | sed 's/^/    /'; return 1; }
     [ -z "$out" ] || { echo "$out" | sed 's/^/    /'; return 1; }
-    grep -q '^Type=notify' "$unit" && grep -q "^ExecReload=$FLOWSEC_BIN ctl reload" "$unit"
+    grep -q '^Type=notify' "$unit" && grep -q "^ExecReload=$bin ctl reload" "$unit"
 }
 if command -v systemd-analyze >/dev/null 2>&1; then
     check "f. contrib/flowsec.service: systemd-analyze verify" unit_verifies

@@ -56,9 +56,30 @@ fn nonce_key_tag(config: &SaConfig) -> Option<[u8; 16]> {
 /// A tag of all of `config`, keys included, to tell whether a reloaded
 /// file gives an SA anew or as it was ([`keyed_tag`]; never the keys).
 pub(crate) fn fingerprint(config: &SaConfig) -> [u8; 16] {
-    // Debug writes every field but the keys; the keys with their lengths.
-    let fields = format!("{config:?}");
-    let (ek, ik) = (&config.encr_key, &config.integ_key);
+    // Every field (SaConfig's Debug leaves some out), then the keys with
+    // their lengths. Destructured: a new field must be added here.
+    let SaConfig {
+        protocol,
+        spi,
+        mode,
+        src,
+        dst,
+        encap,
+        encr,
+        encr_key: ek,
+        integ,
+        integ_key: ik,
+        ipcomp,
+        replay_window,
+        esn,
+        lifetime,
+        tfc_pad_to,
+        reqid,
+        cpu,
+    } = config;
+    let fields = format!(
+        "{protocol:?}|{spi}|{mode:?}|{src}|{dst}|{encap:?}|{encr:?}|{integ:?}|{ipcomp:?}|{replay_window}|{esn}|{lifetime:?}|{tfc_pad_to}|{reqid}|{cpu:?}"
+    );
     keyed_tag(&[
         fields.as_bytes(),
         &(ek.len() as u32).to_be_bytes(),
@@ -489,6 +510,29 @@ spdadd 10.1.0.0/16 10.2.0.0/16 any -P out ipsec esp/tunnel/192.0.2.1-192.0.2.2/r
             format!("add 192.0.2.1 192.0.2.2 esp {spi:#x} -E aes-cbc 0x000102030405060708090a0b0c0d0e0f -A hmac-sha1 0x0001020304050607080910111213141516171819;\n")
         };
         stage_text(&Model::default(), &(cbc(0x2001) + &cbc(0x2002))).unwrap();
+    }
+
+    /// What a reload compares: the same SA gives the same fingerprint;
+    /// another key, reqid, lifetime or TFC padding another one.
+    #[test]
+    fn a_fingerprint_sees_every_field_and_the_keys() {
+        let sa = |text: &str| match &stage_text(&Model::default(), text).unwrap().changes[0] {
+            Change::AddSa(c) => fingerprint(c),
+            other => panic!("{other:?}"),
+        };
+        let head = "add 192.0.2.1 192.0.2.2 esp 0x1001 -m tunnel";
+        let algs = "-E aes-cbc 0x000102030405060708090a0b0c0d0e0f -A hmac-sha1 0x0001020304050607080910111213141516171819";
+        let fp = sa(&format!("{head} {algs};"));
+        assert_eq!(fp, sa(&format!("{head} {algs};")));
+        let other_key = algs.replace("1819", "1810");
+        for changed in [
+            format!("{head} {other_key};"),
+            format!("{head} -u 7 {algs};"),
+            format!("{head} -lh 100 {algs};"),
+            format!("{head} -r 64 {algs};"),
+        ] {
+            assert_ne!(sa(&changed), fp, "{changed}");
+        }
     }
 
     #[test]

@@ -138,9 +138,14 @@ pub fn init(levels: &Levels, sink: &Sink) -> Result<(), LogFileError> {
     let (writer, time): (Box<dyn Fn() -> Box<dyn Write> + Send + Sync>, bool) = match sink {
         Sink::Stderr => (Box::new(|| Box::new(std::io::stderr())), false),
         Sink::File(path) => {
+            use std::os::unix::fs::OpenOptionsExt;
+            // The daemon runs as root: its own file only (0600, not
+            // through a symlink someone left there).
             let file = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
                 .open(path)
                 .map_err(|error| LogFileError {
                     path: path.clone(),

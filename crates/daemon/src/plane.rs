@@ -94,6 +94,9 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     // First, so that a signal during set-up still ends in the clean-up
     // below (the flag is checked before the loop's first wait).
     let shutdown = sys::catch_shutdown_signals();
+    // SIGHUP from now on asks for a reload (served once the loop runs),
+    // instead of ending the process as it would by default.
+    let _ = sys::catch_reload_signal();
     let start = Instant::now();
     // The control socket first: with --ctl-group it is given to that
     // group, which takes CAP_CHOWN; then only the network capabilities

@@ -255,6 +255,7 @@ impl Ike {
             next_uid: 1,
             next_reqid: 1,
             policies: BTreeMap::new(),
+            shadowed: Vec::new(),
             traps: BTreeMap::new(),
             lingering: Vec::new(),
             clock: Duration::ZERO,
@@ -428,6 +429,8 @@ impl Ike {
     /// Start the queued tasks of the SA at `at`, if its window is free.
     pub(crate) fn kick_at(&mut self, now: Duration, at: Slot, k: &mut dyn Kernel) {
         if let Some(mut sa) = self.sas.borrow(at) {
+            let tag = crate::event_log::tag_of(&self.host, &sa);
+            self.host.events.within(Some(tag));
             self.host.kick(now, &mut sa, k);
         }
     }

@@ -155,16 +155,20 @@ pub(crate) fn find_within<'a>(
     spi: u64,
 ) -> Option<(crate::table::Slot, crate::table::SaMut<'a>)> {
     let found = sas.find(spi)?;
-    let tag = SaTag {
+    host.events.within(Some(tag_of(host, &found.1)));
+    Some(found)
+}
+
+/// `sa`'s `<name|id>`.
+pub(crate) fn tag_of(host: &crate::host::Host, sa: &crate::sa::IkeSa) -> SaTag {
+    SaTag {
         name: host
             .config
             .connections
-            .get(found.1.conn)
+            .get(sa.conn)
             .map_or_else(String::new, |c| c.name.clone()),
-        unique_id: found.1.uid,
-    };
-    host.events.within(Some(tag));
-    Some(found)
+        unique_id: sa.uid,
+    }
 }
 
 /// What the core reported and not yet taken, each with its context.

@@ -8,7 +8,6 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
 use flowsec_crypto::Provider;
-use flowsec_ipsec::{Direction, Selector};
 use flowsec_wire::iana::{ExchangeType, NotifyType, PayloadType};
 use flowsec_wire::ike::{emit_payloads, first_type, Header, Message, Notify, Payload};
 
@@ -42,7 +41,10 @@ pub(crate) struct Host {
     pub(crate) next_uid: u32,
     pub(crate) next_reqid: u32,
     /// The policies installed for each reqid.
-    pub(crate) policies: BTreeMap<u32, Vec<(Direction, Selector)>>,
+    pub(crate) policies: BTreeMap<u32, Vec<flowsec_ipsec::Policy>>,
+    /// Policies another reqid's took the place of (same direction and
+    /// selector), in that order: each comes back when the one on top goes.
+    pub(crate) shadowed: Vec<(u32, flowsec_ipsec::Policy)>,
     /// Trap policies (`start_action = trap`): reqid → (connection, child).
     pub(crate) traps: BTreeMap<u32, (usize, usize)>,
     /// Inbound SAs of replaced Child SAs, removed at their deadline.

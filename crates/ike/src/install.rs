@@ -392,9 +392,7 @@ impl Host {
         };
         let used = sas.any(|s| s.children.iter().any(|c| c.reqid == reqid));
         if !used {
-            for (direction, selector) in self.policies.remove(&reqid).unwrap_or_default() {
-                k.del_policy(direction, selector);
-            }
+            self.remove_policies(reqid, k);
         }
         let child = self.config.connections[ci].children[cj].name.clone();
         self.events.push(IkeEvent::TrapRemoved { child, reqid });
@@ -436,26 +434,53 @@ impl Host {
             (Direction::Fwd, remote_ts, local_ts, bundle(remote, local)),
         ] {
             for selector in ts::selectors(from, to) {
-                // Another reqid's policy for the same traffic (the Child
-                // SA of a connection a reload replaced, still up until its
-                // DELETE is answered): ours takes its place now, and its
-                // removal later leaves ours alone.
-                for (_, owned) in self.policies.iter_mut().filter(|(r, _)| **r != reqid) {
-                    if let Some(at) = owned.iter().position(|o| *o == (direction, selector)) {
-                        owned.remove(at);
-                        k.del_policy(direction, selector);
-                    }
-                }
-                k.add_policy(Policy {
+                let policy = Policy {
                     direction,
                     selector,
                     action: Action::Protect(b.clone()),
                     priority: 0,
-                });
-                installed.push((direction, selector));
+                };
+                self.take_over(reqid, &policy, k);
+                k.add_policy(policy.clone());
+                installed.push(policy);
             }
         }
         self.policies.insert(reqid, installed);
+    }
+
+    /// Another reqid's policy for the same traffic (the CHILD_SA of a
+    /// connection a reload replaced, still up until its DELETE is
+    /// answered; or two connections with the same selectors): `reqid`'s
+    /// takes its place now, and the displaced one waits in `shadowed`
+    /// until `reqid` lets go of it ([`Host::remove_policies`]), as the
+    /// kernel's policy history does in strongSwan.
+    fn take_over(&mut self, reqid: u32, policy: &Policy, k: &mut dyn Kernel) {
+        let same = |o: &Policy| (o.direction, o.selector) == (policy.direction, policy.selector);
+        for (r, owned) in self.policies.iter_mut().filter(|(r, _)| **r != reqid) {
+            if let Some(at) = owned.iter().position(same) {
+                let old = owned.remove(at);
+                k.del_policy(old.direction, old.selector);
+                self.shadowed.push((*r, old));
+            }
+        }
+    }
+
+    /// `reqid`'s policies leave the data plane; where one had displaced
+    /// another reqid's, the latest displaced one comes back.
+    pub(crate) fn remove_policies(&mut self, reqid: u32, k: &mut dyn Kernel) {
+        self.shadowed.retain(|(r, _)| *r != reqid);
+        for p in self.policies.remove(&reqid).unwrap_or_default() {
+            k.del_policy(p.direction, p.selector);
+            let back = self
+                .shadowed
+                .iter()
+                .rposition(|(_, q)| (q.direction, q.selector) == (p.direction, p.selector));
+            if let Some(at) = back {
+                let (owner, q) = self.shadowed.remove(at);
+                k.add_policy(q.clone());
+                self.policies.entry(owner).or_default().push(q);
+            }
+        }
     }
 
     /// Remove the Child SA with inbound SPI `spi` from `sa` and the data
@@ -504,9 +529,7 @@ impl Host {
             .any(|o| o.reqid == c.reqid);
         // A trap's policies stay: the next packet negotiates again.
         if !used && !self.traps.contains_key(&c.reqid) {
-            for (direction, selector) in self.policies.remove(&c.reqid).unwrap_or_default() {
-                k.del_policy(direction, selector);
-            }
+            self.remove_policies(c.reqid, k);
         }
         self.events.push(IkeEvent::ChildRemoved {
             child: self.child_name(sa, c.cfg),

@@ -126,15 +126,18 @@ impl Ike {
         for reqid in traps {
             self.host.remove_trap(reqid, self.sas.values(), k);
         }
-        for spi in self.sas.spis() {
+        let retired: Vec<u64> = self
+            .sas
+            .values()
+            .filter(|sa| sa.conn >= live)
+            .map(|sa| sa.our_spi())
+            .collect();
+        for spi in retired {
             let Some((at, mut sa)) =
                 crate::event_log::find_within(&mut self.sas, &mut self.host, spi)
             else {
                 continue;
             };
-            if sa.conn < live {
-                continue;
-            }
             match sa.state {
                 IkeState::Connecting | IkeState::HalfOpen | IkeState::Authenticating => {
                     let mut sa = self.sas.remove(at).expect("found above");
@@ -152,6 +155,7 @@ impl Ike {
         if self.sas.values().all(|sa| sa.conn < live) {
             self.host.config.connections.truncate(live);
         }
+        self.host.events.within(None);
     }
 
     /// `start_action` of the children of connections `which` (indexes):
@@ -183,7 +187,7 @@ impl Ike {
 }
 
 /// Its DELETE is queued or under way already.
-fn deleting(sa: &SaMut<'_>) -> bool {
+pub(crate) fn deleting(sa: &crate::sa::IkeSa) -> bool {
     sa.queue.contains(&Todo::DeleteIke)
         || matches!(sa.exch.task(), Some(Task::Delete(crate::info::Delete::Ike)))
 }

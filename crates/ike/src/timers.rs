@@ -85,6 +85,11 @@ impl Ike {
             match sa.state {
                 IkeState::HalfOpen => at(Some(sa.created + self.host.settings.half_open_timeout)),
                 IkeState::Established => {
+                    // A retired connection's IKE SA: its DELETE is due
+                    // (Ike::retire, on the next poll).
+                    if sa.conn >= self.host.live && !crate::reload::deleting(sa) {
+                        at(Some(Duration::ZERO));
+                    }
                     if sa.nat_local
                         && !sa.transport.is_stream()
                         && !self.host.settings.keep_alive.is_zero()

@@ -125,6 +125,7 @@ impl Ike {
                 t.release(k);
             }
             self.host.stats.tcp_fallbacks += 1;
+            self.host.events.within(None);
             let name = self.host.config.connections[conn].name.clone();
             self.host.events.push(IkeEvent::TcpFallback { name });
             let over = Some(stream_of(self, conn));

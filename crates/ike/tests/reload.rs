@@ -279,3 +279,47 @@ fn the_reload_line_is_about_no_ike_sa() {
         "configuration reloaded: removed three; 2 unchanged"
     );
 }
+
+/// Two connections for the same traffic: the newer CHILD_SA's policies
+/// take the older's place, and when it goes, the older's come back (at
+/// both ends), so the older CHILD_SA is never left without its policies.
+#[test]
+fn a_policy_taken_over_comes_back_when_the_newer_child_sa_goes() {
+    let reqids = |k: &flowsec_ike::RecordingKernel| -> Vec<u32> {
+        k.policies
+            .iter()
+            .map(|pol| match &pol.action {
+                flowsec_ipsec::Action::Protect(t) => t[0].reqid,
+                _ => 0,
+            })
+            .collect()
+    };
+    let a = file(&[
+        connection("one", 1, IKE1, ESP, START, false),
+        connection("dup", 1, IKE2, ESP, START, false),
+    ]);
+    let b = file(&[
+        connection("one", 1, IKE1, ESP, "", true),
+        connection("dup", 1, IKE2, ESP, "", true),
+    ]);
+    let mut p = Pair::new(&a, &b);
+    p.start();
+    p.settle();
+    let list = p.a.list(p.now);
+    let (one, dup) = (by_name(&list, "one")[0], by_name(&list, "dup")[0]);
+    let (r_one, r_dup) = (one.children[0].reqid, dup.children[0].reqid);
+    assert_ne!(r_one, r_dup);
+    // One policy per direction: whichever came last holds it.
+    assert_eq!(p.ka.policies.len(), 2, "{:#?}", p.ka.log);
+    let last = reqids(&p.ka)[0];
+    assert!(reqids(&p.ka).iter().all(|r| *r == last));
+    let (gone, stays) = if last == r_dup {
+        ("dup", r_one)
+    } else {
+        ("one", r_dup)
+    };
+    p.a.terminate(p.now, Some(gone), None, &mut p.ka).unwrap();
+    p.settle();
+    assert_eq!(reqids(&p.ka), [stays, stays], "{:#?}", p.ka.log);
+    assert_eq!(p.kb.policies.len(), 2, "{:#?}", p.kb.log);
+}

@@ -149,7 +149,7 @@ pub enum ErrorKind {
         encr: &'static str,
     },
     /// A key that is neither `0x` hex nor a quoted string.
-    BadKeySyntax(String),
+    BadKeySyntax,
     /// Malformed hex in a key.
     BadHex {
         /// Why.
@@ -264,9 +264,11 @@ impl fmt::Display for ErrorKind {
                 f,
                 "{encr} is a combined-mode cipher and takes no -A (RFC 4303 §3.2)"
             ),
-            BadKeySyntax(t) => write!(
+            // The text is not repeated: it may be a key, and errors reach
+            // the daemon's log (a reload).
+            BadKeySyntax => write!(
                 f,
-                "bad key '{t}': a key is 0x followed by hex digits, or a \"quoted string\""
+                "bad key: a key is 0x followed by hex digits, or a \"quoted string\""
             ),
             BadHex { why } => write!(f, "bad hex key: {why}"),
             KeyNotAllowed { algorithm } => write!(f, "{algorithm} takes no key"),

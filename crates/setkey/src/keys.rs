@@ -106,7 +106,7 @@ impl<'a> Parser<'a> {
                     .map_err(|(offset, why)| {
                         self.err(t.pos_at(offset + 2), ErrorKind::BadHex { why })
                     }),
-                None => Err(self.err(t.pos, ErrorKind::BadKeySyntax(t.text.to_string()))),
+                None => Err(self.err(t.pos, ErrorKind::BadKeySyntax)),
             },
         }
     }

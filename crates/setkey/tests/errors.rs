@@ -81,7 +81,7 @@ fn bad_hex_points_at_the_digit() {
     );
     assert_eq!(
         at("add 10.0.0.1 10.0.0.2 esp 4096 -E aes-cbc secret;"),
-        "1:43: bad key 'secret': a key is 0x followed by hex digits, or a \"quoted string\""
+        "1:43: bad key: a key is 0x followed by hex digits, or a \"quoted string\""
     );
 }
 

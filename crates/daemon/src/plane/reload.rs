@@ -101,7 +101,16 @@ impl Plane {
         };
         let mut answer = json!({});
         if let Some(s) = setkey {
-            self.commit(&s.name, s.model, s.changes)?;
+            if let Err(e) = self.commit(&s.name, s.model, s.changes) {
+                // The workers took the SA changes (the policy part was
+                // undone): remember those SAs as the file's.
+                self.manual.sas = s.manual.sas;
+                let ike = match self.ike_path.is_some() {
+                    true => "; the IKE configuration was not reloaded",
+                    false => "",
+                };
+                return Err(format!("{e}{ike}"));
+            }
             self.manual = s.manual;
             answer["setkey"] = s.counts;
             answer["warnings"] = json!(s.warnings);
@@ -190,10 +199,19 @@ impl Plane {
                     "{name}: {id} exists already (installed by IKE or `ctl setkey`)"
                 ));
             }
-            model.sas.insert(id, apply::without_keys(config));
             if let Some(tag) = fresh.model.nonce_keys.get(&id) {
+                // Under the key of an SA that stays (IKE's or `ctl
+                // setkey`'s), its nonces would repeat (RFC 4106 §8.1).
+                let reused = model
+                    .nonce_keys
+                    .iter()
+                    .find(|(other, t)| *t == tag && **other != id && model.sas.contains_key(other));
+                if let Some((other, _)) = reused {
+                    return Err(format!("{name}: {id} reuses the key of {other}"));
+                }
                 model.nonce_keys.insert(id, *tag);
             }
+            model.sas.insert(id, apply::without_keys(config));
             changes.push(Change::AddSa(Box::new(config.clone())));
             added_n += 1;
         }
@@ -204,7 +222,11 @@ impl Plane {
             .iter()
             .filter(|p| !want.policies.contains(p))
         {
-            let _ = spd.remove(p.direction, &p.selector);
+            // Only if it is still the file's (IKE or `ctl setkey` may have
+            // put another at that selector since).
+            if spd.iter().any(|q| q == p) {
+                let _ = spd.remove(p.direction, &p.selector);
+            }
         }
         for p in want
             .policies
