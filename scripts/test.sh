@@ -143,6 +143,11 @@ done
 echo "-- ike and esp over TCP and TLS (RFC 9329), UDP and ESP dropped on the transit link: flowsec -> flowsec"
 FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_tcp.sh </dev/null
 
+for left in flowsec strongswan; do
+    echo "-- ike fragmentation (RFC 7383), 300-byte fragments: $left initiates (flowsec <-> strongSwan)"
+    FLOWSEC_IKE_LEFT=$left FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_frag.sh </dev/null
+done
+
 echo "-- running as a service: ctl reload / SIGHUP with several connections and a setkey file, the systemd unit: flowsec -> flowsec"
 FLOWSEC_BIN=target/debug/flowsec tests/e2e/reload.sh </dev/null
 

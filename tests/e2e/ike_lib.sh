@@ -39,7 +39,8 @@ log_of() { echo "$W/$1-${IMPL[$1]}.log"; }
 # One gateway's swanctl.conf: the text both implementations read. From the
 # script: per gateway LOCAL_ADDR, REMOTE_ADDR, LOCAL_ID, REMOTE_ID, LOCAL_TS
 # and REMOTE_TS; IKE_PROPOSAL, ESP_PROPOSAL, DPD_DELAY, PSK; CHILD_EXTRA,
-# lines to end the child's section with; GWA_ROLE, gwA's role in the
+# lines to end the child's section with; CONN_EXTRA, lines for the
+# connection's section (both start with a newline); GWA_ROLE, gwA's role in the
 # header comment.
 gen_swanctl_conf() {  # gen_swanctl_conf GW
     local gw="$1"
@@ -51,7 +52,7 @@ connections {
         local_addrs = ${LOCAL_ADDR[$gw]}
         remote_addrs = ${REMOTE_ADDR[$gw]}
         proposals = $IKE_PROPOSAL
-        dpd_delay = $DPD_DELAY
+        dpd_delay = $DPD_DELAY${CONN_EXTRA:-}
         local {
             auth = psk
             id = ${LOCAL_ID[$gw]}
@@ -110,7 +111,7 @@ charon {
     # (the defaults take 165 s to declare a peer dead).
     retransmit_tries = $RETRANSMIT_TRIES
     retransmit_timeout = $RETRANSMIT_TIMEOUT
-    retransmit_base = $RETRANSMIT_BASE
+    retransmit_base = $RETRANSMIT_BASE${CHARON_EXTRA:-}
     filelog {
         stderr {
             default = 1

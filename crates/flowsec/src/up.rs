@@ -64,6 +64,12 @@ pub struct UpArgs {
     /// (`charon.retransmit_tries`).
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub retransmit_tries: u32,
+    /// IKE: the largest datagram of an IKE fragment, IP and UDP headers
+    /// included (strongswan.conf `charon.fragment_size`; RFC 7383): with
+    /// `fragmentation = yes` a protected message larger than this goes in
+    /// fragments (128 to 65535).
+    #[arg(long, default_value_t = 1280, value_name = "BYTES")]
+    pub fragment_size: usize,
     /// Run without the inbound plaintext filter (the nftables table that
     /// drops plaintext an inbound policy covers, RFC 4301 §5.2). Without
     /// this flag, flowsec up refuses to start when it cannot install it.
@@ -151,6 +157,9 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
     {
         return Err(UsageError::Retransmit.into());
     }
+    if !(128..=65535).contains(&args.fragment_size) {
+        return Err(UsageError::FragmentSize(args.fragment_size).into());
+    }
     let retransmit = flowsec_ike::exchange::Retransmit {
         timeout: std::time::Duration::from_secs_f64(args.retransmit_timeout),
         base: args.retransmit_base,
@@ -164,6 +173,7 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
     let opts = Options {
         ike_settings: flowsec_ike::Settings {
             retransmit,
+            fragment_size: args.fragment_size,
             ..flowsec_ike::Settings::default()
         },
         backend: backend.to_string(),

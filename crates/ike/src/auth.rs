@@ -261,7 +261,7 @@ impl Host {
             let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
             let mid = sa.exch.peek_mid();
             let data = self.protect(sa, ExchangeType::INFORMATIONAL, false, mid, &[n]);
-            self.push(sa.transport, sa.local, sa.remote, data);
+            self.push_all(sa.transport, sa.local, sa.remote, data);
             self.stats.auth_failed += 1;
             return self.fail(sa, NegotiationError::ResponderAuthBad);
         };

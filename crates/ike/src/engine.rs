@@ -24,7 +24,7 @@ use std::net::SocketAddr;
 
 use flowsec_crypto::Provider;
 use flowsec_wire::iana::{ExchangeType, NotifyType};
-use flowsec_wire::ike::{Header, IkeError, Message};
+use flowsec_wire::ike::{Header, IkeError, Message, PayloadType};
 
 use crate::config::Config;
 use crate::event::IkeEvent;
@@ -74,6 +74,11 @@ pub struct Settings {
     /// Behind a NAT, a NAT-keepalive after this long without sending
     /// (`charon.keep_alive`, 20 s; RFC 3948 §2.3).
     pub keep_alive: Duration,
+    /// The largest IP datagram of an IKE fragment, IP and UDP headers
+    /// included (`charon.fragment_size`, 1280; RFC 7383 §2.5.1): a
+    /// protected message larger than this is fragmented where the
+    /// connection's `fragmentation` says so.
+    pub fragment_size: usize,
     /// The data plane's resources (workers) for per-resource Child SAs
     /// (`per_cpu_sas`, RFC 9611): as initiator one is asked for per
     /// resource beside the fallback; as responder at most this many are
@@ -94,6 +99,7 @@ impl Default for Settings {
             max_half_open: 1_000,
             rekeyed_grace: Duration::from_secs(30),
             keep_alive: Duration::from_secs(20),
+            fragment_size: 1280,
             resources: 1,
         }
     }
@@ -172,11 +178,20 @@ pub struct IkeStats {
     /// TCP connections we originated, lost and opened again with their
     /// IKE SAs kept (RFC 9329 §6.1).
     pub reconnects: u64,
+    /// Messages we sent as fragments (RFC 7383).
+    pub fragmented: u64,
+    /// Fragments received that verified.
+    pub fragments_received: u64,
+    /// Fragments dropped: not announced (`fragmentation = no`), of a
+    /// message not expected, malformed, stale or past the bounds.
+    pub fragments_dropped: u64,
+    /// Messages put back together from fragments.
+    pub reassembled: u64,
 }
 
 impl IkeStats {
     /// Every counter with its name, for `flowsec ctl stats`.
-    pub fn named(&self) -> [(&'static str, u64); 20] {
+    pub fn named(&self) -> [(&'static str, u64); 24] {
         [
             ("received", self.received),
             ("sent", self.sent),
@@ -196,6 +211,10 @@ impl IkeStats {
             ("wrong_transport", self.wrong_transport),
             ("tcp_fallbacks", self.tcp_fallbacks),
             ("reconnects", self.reconnects),
+            ("fragmented", self.fragmented),
+            ("fragments_received", self.fragments_received),
+            ("fragments_dropped", self.fragments_dropped),
+            ("reassembled", self.reassembled),
             ("child_rekeys", self.child_rekeys),
             ("loss_free_handovers", self.loss_free_handovers),
         ]
@@ -460,7 +479,7 @@ impl Host {
             self.stats.wrong_transport += 1;
             return Then::Stay;
         }
-        let Some(msg) = self.open(now, sa, (local, remote), header, data) else {
+        let Some((msg, request_digest)) = self.open(now, sa, (local, remote), header, data) else {
             return Then::Stay;
         };
         if header.response {
@@ -473,7 +492,7 @@ impl Host {
             }
             self.on_response(now, sa, req.task, msg, k)
         } else if sa.exch.classify(header.message_id) == RequestVerdict::Process {
-            sa.exch.processing(digest(data));
+            sa.exch.processing(request_digest);
             // A half-open SA stays with the address its IKE_SA_INIT came
             // from (admit.rs counts it there) until IKE_AUTH, which
             // establishes or ends it.
@@ -486,9 +505,9 @@ impl Host {
             // RFC 9329 §6.2: our request still unanswered was lost with
             // the old connection; it goes again on the new one.
             if sa.transport.is_stream() && sa.remote != before {
-                if let Some(data) = sa.exch.outstanding().map(<[u8]>::to_vec) {
+                if let Some(data) = sa.exch.outstanding().map(<[Vec<u8>]>::to_vec) {
                     self.stats.retransmits += 1;
-                    self.push(sa.transport, sa.local, sa.remote, data);
+                    self.push_all(sa.transport, sa.local, sa.remote, data);
                 }
             }
             self.on_request(now, sa, header.exchange, header.message_id, msg, k)
@@ -500,8 +519,11 @@ impl Host {
 
     /// The checks before any task sees a message of `sa` (RFC 7296 §2.1,
     /// §2.5, §3.14): ours, not a retransmitted request (answered again
-    /// from the cache), integrity, the payload rules. `None`: dropped,
-    /// and counted.
+    /// from the cache), integrity, the payload rules; a fragment (RFC 7383)
+    /// is kept until its message is whole. `None`: dropped and counted, or
+    /// waiting for more fragments. With the message, what tells a
+    /// retransmission of it: the SHA-256 of its bytes (of its first
+    /// fragment, as strongSwan keeps it).
     fn open(
         &mut self,
         now: Duration,
@@ -509,7 +531,8 @@ impl Host {
         (local, remote): (SocketAddr, SocketAddr),
         header: &Header,
         data: &[u8],
-    ) -> Option<Message> {
+    ) -> Option<(Message, [u8; 32])> {
+        let fragment = header.next_payload == PayloadType::SKF;
         let mine = sa.spi_i == header.spi_i
             && sa.spi_r == header.spi_r
             && header.initiator != sa.initiator;
@@ -519,7 +542,12 @@ impl Host {
         }
         if !header.response && sa.exch.classify(header.message_id) == RequestVerdict::Replay {
             // The same request again (§2.1): the same answer. Anything else
-            // with its message ID is dropped.
+            // with its message ID is dropped. Of a fragmented request, its
+            // first fragment asks for the answer again (RFC 7383 §2.6.1);
+            // the others are the same retransmission.
+            if fragment && crate::crypto::sk::fragment_number(data) != Some(1) {
+                return None;
+            }
             match sa.exch.cached_response(&digest(data)) {
                 Some(last) => {
                     self.stats.replayed += 1;
@@ -532,11 +560,15 @@ impl Host {
                         true => (local, remote),
                         false => (sa.local, sa.remote),
                     };
-                    self.push(sa.transport, l, r, last);
+                    self.push_all(sa.transport, l, r, last);
                 }
                 None => self.stats.bad_message_id += 1,
             }
             return None;
+        }
+        if fragment {
+            let (msg, first) = self.defragment(now, sa, header, data)?;
+            return self.checked(sa, header, msg).map(|m| (m, first));
         }
         let opened = sa.keys.as_ref().map(|keys| keys.inn.open(data));
         let msg = match opened {
@@ -562,6 +594,12 @@ impl Host {
             }
         };
         sa.last_heard = now;
+        self.checked(sa, header, msg).map(|m| (m, digest(data)))
+    }
+
+    /// The payload rules (§3.14, rules.rs) for an authenticated message;
+    /// a request that breaks them is answered with the notify they name.
+    fn checked(&mut self, sa: &mut SaMut<'_>, header: &Header, msg: Message) -> Option<Message> {
         if let Err(n) = crate::rules::check(header.exchange, header.response, &msg.payloads) {
             self.stats.malformed += 1;
             if !header.response && sa.exch.classify(header.message_id) == RequestVerdict::Process {
@@ -575,6 +613,80 @@ impl Host {
             return None;
         }
         Some(msg)
+    }
+
+    /// A fragment (RFC 7383 §2.6) of a message `sa` expects (the peer's
+    /// next request, or the answer to ours): verified and decrypted, then
+    /// kept until its siblings are here; the whole message once they are,
+    /// with the SHA-256 of its first fragment. Fragments of connections
+    /// with `fragmentation = no`, of messages not expected, that do not
+    /// verify or do not fit the bounds are dropped and counted.
+    fn defragment(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        header: &Header,
+        data: &[u8],
+    ) -> Option<(Message, [u8; 32])> {
+        use crate::fragmentation::{Added, Reassembly};
+        let allowed = self
+            .config
+            .connections
+            .get(sa.conn)
+            .is_some_and(|c| c.fragmentation.announced());
+        let expected = match header.response {
+            true => sa
+                .exch
+                .waiting(header.message_id, header.exchange)
+                .is_some(),
+            false => sa.exch.classify(header.message_id) == RequestVerdict::Process,
+        };
+        if !allowed || !expected {
+            self.stats.fragments_dropped += 1;
+            return None;
+        }
+        let opened = sa.keys.as_ref().map(|keys| keys.inn.open_fragment(data));
+        let fragment = match opened {
+            Some(Ok(f)) => f,
+            Some(Err(crate::crypto::SkError::Integrity)) => {
+                self.stats.bad_integrity += 1;
+                return None;
+            }
+            _ => {
+                self.stats.fragments_dropped += 1;
+                return None;
+            }
+        };
+        self.stats.fragments_received += 1;
+        sa.last_heard = now;
+        let slot = &mut sa.reassembly[usize::from(header.response)];
+        match Reassembly::add(slot, header.message_id, fragment, digest(data)) {
+            Added::Incomplete | Added::Duplicate => None,
+            Added::Refused => {
+                self.stats.fragments_dropped += 1;
+                None
+            }
+            Added::Complete {
+                first,
+                inner,
+                digest,
+            } => {
+                self.stats.reassembled += 1;
+                match flowsec_wire::ike::parse_payloads(first, &inner) {
+                    Ok(payloads) => Some((
+                        Message {
+                            header: header.clone(),
+                            payloads,
+                        },
+                        digest,
+                    )),
+                    Err(_) => {
+                        self.stats.malformed += 1;
+                        None
+                    }
+                }
+            }
+        }
     }
 
     /// A response to our request, with the task that waited for it.

@@ -49,14 +49,17 @@ impl Retransmit {
     }
 }
 
+/// The datagrams of one message as sent: one, or its fragments (RFC 7383).
+pub(crate) type Wire = Vec<Vec<u8>>;
+
 /// A request of ours waiting for its response.
 pub(crate) struct Outstanding<T> {
     /// Its message ID.
     pub mid: u32,
     /// Its exchange type (a response must be of the same).
     pub exchange: ExchangeType,
-    /// The bytes as sent, for retransmission.
-    pub data: Vec<u8>,
+    /// The datagrams as sent, for retransmission.
+    pub data: Wire,
     /// Sends so far (1 after the first).
     pub sends: u32,
     /// When to retransmit, or give up.
@@ -94,7 +97,7 @@ pub(crate) struct Exchanges<T, P = ()> {
     /// The ID we expect on the peer's next request.
     peer_next: u32,
     /// Our response to the peer's last request, with its ID.
-    last_response: Option<(u32, Vec<u8>)>,
+    last_response: Option<(u32, Wire)>,
     /// SHA-256 of the peer's last request (a retransmission is the same
     /// bytes; anything else with its ID is not answered).
     request_digest: Option<[u8; 32]>,
@@ -120,7 +123,7 @@ impl<T, P> Exchanges<T, P> {
     pub fn restart(
         &mut self,
         exchange: ExchangeType,
-        data: Vec<u8>,
+        data: Wire,
         task: T,
         now: Duration,
         rt: &Retransmit,
@@ -171,7 +174,7 @@ impl<T, P> Exchanges<T, P> {
 
     /// Our response to the peer's last request, if a request with
     /// `digest` is that request again.
-    pub fn cached_response(&self, digest: &[u8; 32]) -> Option<&[u8]> {
+    pub fn cached_response(&self, digest: &[u8; 32]) -> Option<&[Vec<u8>]> {
         match &self.last_response {
             Some((_, last)) if self.request_digest.as_ref() == Some(digest) => Some(last),
             _ => None,
@@ -188,7 +191,7 @@ impl<T, P> Exchanges<T, P> {
     pub fn sent(
         &mut self,
         exchange: ExchangeType,
-        data: Vec<u8>,
+        data: Wire,
         task: T,
         now: Duration,
         rt: &Retransmit,
@@ -235,14 +238,14 @@ impl<T, P> Exchanges<T, P> {
     }
 
     /// Record our response to request `mid`.
-    pub fn responded(&mut self, mid: u32, data: Vec<u8>) {
+    pub fn responded(&mut self, mid: u32, data: Wire) {
         self.peer_next = mid.wrapping_add(1);
         self.last_response = Some((mid, data));
     }
 
     /// At `now`: `Some(bytes)` to retransmit, `Err(())` if the peer is
     /// past its last chance, `Ok(None)` if nothing is due.
-    pub fn poll(&mut self, now: Duration, rt: &Retransmit) -> Result<Option<Vec<u8>>, ()> {
+    pub fn poll(&mut self, now: Duration, rt: &Retransmit) -> Result<Option<Wire>, ()> {
         let Some(p) = &mut self.pending else {
             return Ok(None);
         };
@@ -258,7 +261,7 @@ impl<T, P> Exchanges<T, P> {
     }
 
     /// Our request in flight, as sent.
-    pub fn outstanding(&self) -> Option<&[u8]> {
+    pub fn outstanding(&self) -> Option<&[Vec<u8>]> {
         self.pending.as_ref().map(|p| p.data.as_slice())
     }
 
@@ -286,7 +289,10 @@ mod tests {
         let rt = Retransmit::default();
         let mut x: Exchanges<()> = Exchanges::new(0);
         let t0 = Duration::ZERO;
-        assert_eq!(x.sent(ExchangeType::INFORMATIONAL, vec![1], (), t0, &rt), 0);
+        assert_eq!(
+            x.sent(ExchangeType::INFORMATIONAL, vec![vec![1]], (), t0, &rt),
+            0
+        );
         let mut sends = vec![0.0];
         let mut now;
         loop {
@@ -310,12 +316,18 @@ mod tests {
         let mut x: Exchanges<()> = Exchanges::new(1);
         assert_eq!(x.classify(1), RequestVerdict::Process);
         assert_eq!(x.classify(2), RequestVerdict::Drop);
-        x.responded(1, vec![9]);
+        x.responded(1, vec![vec![9]]);
         assert_eq!(x.classify(1), RequestVerdict::Replay);
         assert_eq!(x.classify(0), RequestVerdict::Drop);
         assert_eq!(x.classify(2), RequestVerdict::Process);
         let rt = Retransmit::default();
-        x.sent(ExchangeType::INFORMATIONAL, vec![], (), Duration::ZERO, &rt);
+        x.sent(
+            ExchangeType::INFORMATIONAL,
+            vec![vec![]],
+            (),
+            Duration::ZERO,
+            &rt,
+        );
         assert!(x.answered(1, ExchangeType::CREATE_CHILD_SA).is_none());
         assert!(x.answered(2, ExchangeType::INFORMATIONAL).is_none());
         assert!(x.answered(1, ExchangeType::INFORMATIONAL).is_some());

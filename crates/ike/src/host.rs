@@ -80,7 +80,22 @@ impl Host {
         });
     }
 
-    /// Encrypt `payloads` into a message of `sa`.
+    /// Queue the datagrams of one message.
+    pub(crate) fn push_all(
+        &mut self,
+        transport: crate::transport::Transport,
+        local: SocketAddr,
+        remote: SocketAddr,
+        wire: crate::exchange::Wire,
+    ) {
+        for data in wire {
+            self.push(transport, local, remote, data);
+        }
+    }
+
+    /// Encrypt `payloads` into a message of `sa`: one datagram, or its
+    /// fragments (RFC 7383) when it is larger than the fragment size and
+    /// `sa` fragments ([`Host::fragments`]).
     pub(crate) fn protect(
         &mut self,
         sa: &IkeSa,
@@ -88,7 +103,7 @@ impl Host {
         response: bool,
         mid: u32,
         payloads: &[Payload],
-    ) -> Vec<u8> {
+    ) -> crate::exchange::Wire {
         let header = Header {
             spi_i: sa.spi_i,
             spi_r: sa.spi_r,
@@ -102,13 +117,52 @@ impl Host {
             length: 0,
         };
         let inner = emit_payloads(payloads);
-        match &sa.keys {
-            Some(keys) => keys
-                .out
-                .seal(&header, first_type(payloads), &inner, self.rng.as_mut()),
+        let Some(keys) = &sa.keys else {
             // Only IKE_SA_INIT is unprotected, and it never comes here.
-            None => Vec::new(),
+            return vec![Vec::new()];
+        };
+        let first = first_type(payloads);
+        let whole = flowsec_wire::ike::HEADER_LEN + keys.out.overhead(inner.len()) + inner.len();
+        match self.fragment_room(sa) {
+            Some(room) if whole > room => {
+                self.stats.fragmented += 1;
+                crate::fragmentation::split(
+                    &keys.out,
+                    &header,
+                    first,
+                    &inner,
+                    room,
+                    self.rng.as_mut(),
+                )
+            }
+            _ => vec![keys.out.seal(&header, first, &inner, self.rng.as_mut())],
         }
+    }
+
+    /// The most bytes an IKE message of `sa` may have before it is
+    /// fragmented (RFC 7383 §2.5.1: `fragment_size`, strongSwan's
+    /// `charon.fragment_size`, counts the whole IP datagram), when `sa`
+    /// fragments: the peer announced it (or `fragmentation = force`), ours
+    /// is not `accept` or `no`, and it runs over UDP (over TCP, RFC 9329
+    /// §7.5, never).
+    fn fragment_room(&self, sa: &IkeSa) -> Option<usize> {
+        use crate::config::Fragmentation as F;
+        let mode = self.config.connections.get(sa.conn)?.fragmentation;
+        let wanted = match mode {
+            F::Yes => sa.peer_fragments,
+            F::Force => true,
+            F::Accept | F::No => false,
+        };
+        if !wanted || sa.transport.is_stream() {
+            return None;
+        }
+        let ip = if sa.remote.is_ipv4() { 20 } else { 40 };
+        let marker = if sa.remote.port() == crate::init::NAT_T_PORT {
+            4
+        } else {
+            0
+        };
+        Some(self.settings.fragment_size.saturating_sub(ip + 8 + marker))
     }
 
     /// Send a request on `sa` for `task`.
@@ -125,7 +179,7 @@ impl Host {
         sa.exch
             .sent(exchange, data.clone(), task, now, &self.settings.retransmit);
         sa.last_sent = now;
-        self.push(sa.transport, sa.local, sa.remote, data);
+        self.push_all(sa.transport, sa.local, sa.remote, data);
     }
 
     /// Answer request `mid` of `sa`.
@@ -139,7 +193,7 @@ impl Host {
         let data = self.protect(sa, exchange, true, mid, &payloads);
         sa.exch.responded(mid, data.clone());
         sa.last_sent = self.clock;
-        self.push(sa.transport, sa.local, sa.remote, data);
+        self.push_all(sa.transport, sa.local, sa.remote, data);
     }
 
     /// Fresh random bytes.

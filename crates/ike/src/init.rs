@@ -27,7 +27,7 @@ use crate::engine::Ike;
 use crate::error::{CommandError, InitResponseError, NegotiationError};
 use crate::event::IkeEvent;
 use crate::exchange::Exchanges;
-use crate::host::{error_notify, notifies, notify, parts, Host};
+use crate::host::{error_notify, has_notify, notifies, notify, parts, Host};
 use crate::kernel::Kernel;
 use crate::nat::{nat_detect, nat_hash};
 use crate::sa::{IkeKeyState, IkeSa, IkeState};
@@ -244,6 +244,15 @@ impl Ike {
 }
 
 impl Host {
+    /// Connection `conn` says IKEV2_FRAGMENTATION_SUPPORTED (RFC 7383
+    /// §2.3: not with `fragmentation = no`).
+    pub(crate) fn announces_fragmentation(&self, conn: usize) -> bool {
+        self.config
+            .connections
+            .get(conn)
+            .is_some_and(|c| c.fragmentation.announced())
+    }
+
     /// (Re)send our IKE_SA_INIT request.
     fn send_init(&mut self, now: Duration, sa: &mut IkeSa, init: IkeInit) {
         let mut payloads = Vec::new();
@@ -264,6 +273,10 @@ impl Host {
             NotifyType::NAT_DETECTION_DESTINATION_IP,
             nat_hash(sa.spi_i, 0, sa.remote),
         ));
+        // RFC 7383 §2.3: fragmentation is announced in IKE_SA_INIT.
+        if self.announces_fragmentation(sa.conn) {
+            payloads.push(notify(NotifyType::IKEV2_FRAGMENTATION_SUPPORTED, vec![]));
+        }
         let data = Message {
             header: init_header(sa.spi_i, 0, true, false),
             payloads,
@@ -271,7 +284,7 @@ impl Host {
         .emit();
         sa.exch.restart(
             ExchangeType::IKE_SA_INIT,
-            data.clone(),
+            vec![data.clone()],
             Task::IkeInit(init),
             now,
             &self.settings.retransmit,
@@ -380,6 +393,8 @@ impl Host {
             return self.fail(sa, NegotiationError::KeyDerivation);
         };
         sa.keys = Some(keys);
+        sa.peer_fragments = self.announces_fragmentation(sa.conn)
+            && has_notify(&msg, NotifyType::IKEV2_FRAGMENTATION_SUPPORTED);
         let (nat_local, nat_remote) = nat_detect(&msg, sa.spi_i, sa.spi_r, sa.local, sa.remote);
         (sa.nat_local, sa.nat_remote) = (nat_local, nat_remote);
         // Over a stream nothing floats: the connection stays (RFC 9329 §6.5).
@@ -389,7 +404,8 @@ impl Host {
             sa.remote.set_port(NAT_T_PORT);
         }
         let messages = InitMessages {
-            request: sent.data,
+            // IKE_SA_INIT is never fragmented (RFC 7383 §2.5.3).
+            request: sent.data.concat(),
             response: data.to_vec(),
             ni: init.ni,
             nr: nr.clone(),
@@ -510,6 +526,8 @@ pub(crate) fn new_sa(
         expire_at: None,
         last_heard: now,
         last_sent: now,
+        peer_fragments: false,
+        reassembly: [None, None],
     }
 }
 

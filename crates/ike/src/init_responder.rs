@@ -24,7 +24,7 @@ use crate::config::{self, AddrSpec, IkeChosen};
 use crate::crypto::{self, KeyExchange};
 use crate::engine::{Arrival, Ike};
 use crate::event::IkeEvent;
-use crate::host::{notify, parts, Host};
+use crate::host::{has_notify, notify, parts, Host};
 use crate::init::{init_header, new_sa, promote_ike, NONCE_LEN};
 use crate::nat::{nat_detect, nat_hash};
 use crate::sa::{IkeKeyState, IkeSa, IkeState};
@@ -259,7 +259,10 @@ impl Host {
         (sa.nat_local, sa.nat_remote) = nat_detect(offer.msg, spi_i, 0, local, remote);
         let mut answer = config::ike_answer(&choice.chosen);
         answer.spi = Vec::new();
-        let payloads = vec![
+        // RFC 7383 §2.3: answered in kind when both ends fragment.
+        sa.peer_fragments = self.announces_fragmentation(choice.conn)
+            && has_notify(offer.msg, NotifyType::IKEV2_FRAGMENTATION_SUPPORTED);
+        let mut payloads = vec![
             Payload::Sa(vec![answer]),
             Payload::Ke(Ke {
                 group: choice.ke.group(),
@@ -275,12 +278,15 @@ impl Host {
                 nat_hash(spi_i, spi_r, remote),
             ),
         ];
+        if sa.peer_fragments {
+            payloads.push(notify(NotifyType::IKEV2_FRAGMENTATION_SUPPORTED, vec![]));
+        }
         let response = Message {
             header: init_header(spi_i, spi_r, false, true),
             payloads,
         }
         .emit();
-        sa.exch.responded(0, response.clone());
+        sa.exch.responded(0, vec![response.clone()]);
         sa.exch.await_request(AwaitingAuth {
             init: InitMessages {
                 request: arrival.data.to_vec(),

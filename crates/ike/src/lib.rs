@@ -47,6 +47,7 @@ mod error;
 mod event;
 mod event_log;
 pub mod exchange;
+pub mod fragmentation;
 mod host;
 mod info;
 mod init;

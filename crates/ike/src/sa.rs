@@ -192,6 +192,12 @@ pub(crate) struct IkeSa {
     /// Last time we sent on it (a NAT-keepalive is due after a quiet
     /// `keep_alive`, RFC 3948 §2.3).
     pub last_sent: Duration,
+    /// The peer announced IKEV2_FRAGMENTATION_SUPPORTED in IKE_SA_INIT
+    /// (and so did we).
+    pub peer_fragments: bool,
+    /// The peer's request [0] and response [1] being put back together
+    /// from fragments (RFC 7383).
+    pub reassembly: [Option<crate::fragmentation::Reassembly>; 2],
 }
 
 impl IkeSa {

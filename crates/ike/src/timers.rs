@@ -172,7 +172,7 @@ impl Host {
             Ok(Some(_)) if sa.transport.is_stream() => {}
             Ok(Some(data)) => {
                 self.stats.retransmits += 1;
-                self.push(sa.transport, sa.local, sa.remote, data);
+                self.push_all(sa.transport, sa.local, sa.remote, data);
             }
             Ok(None) => {}
             Err(()) => {

@@ -83,10 +83,10 @@ impl Ike {
                 continue;
             };
             self.host.stats.reconnects += 1;
-            if let Some(data) = sa.exch.outstanding().map(<[u8]>::to_vec) {
+            if let Some(data) = sa.exch.outstanding().map(<[Vec<u8>]>::to_vec) {
                 self.host.stats.retransmits += 1;
                 let (t, l, r) = (sa.transport, sa.local, sa.remote);
-                self.host.push(t, l, r, data);
+                self.host.push_all(t, l, r, data);
             } else if sa.state == IkeState::Established && !sa.queue.contains(&Todo::Dpd) {
                 sa.queue.push_back(Todo::Dpd);
                 self.host.kick(now, &mut sa, k);

@@ -50,7 +50,7 @@
 //! strongSwan warns and goes on, flowsec does not, so nothing is silently
 //! ignored. The exceptions are strongSwan keys accepted with any valid
 //! value that change nothing on the wire or only things flowsec does not
-//! do (listed with [`swanctl::IGNORED_KEYS`]): `mobike`, `fragmentation`,
+//! do (listed with [`swanctl::IGNORED_KEYS`]): `mobike`,
 //! `send_certreq`, `send_cert`, `pools`, `aggressive`, `pull`, `updown`,
 //! `hostaccess`, `revocation`, and some keys accepted only at their
 //! strongSwan default ([`swanctl::DEFAULT_ONLY_KEYS`]).
@@ -187,6 +187,31 @@ pub struct Connection {
     /// `tcp_encap`, `tcp_port`, `tcp_tls`, `tcp_fallback_time`: IKE and
     /// ESP over TCP (RFC 9329; flowsec's keys, strongSwan has none).
     pub tcp: TcpConfig,
+    /// `fragmentation` (default `yes`): IKE fragmentation (RFC 7383).
+    pub fragmentation: Fragmentation,
+}
+
+/// `fragmentation` (swanctl.conf(5)): IKE message fragmentation (RFC 7383).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fragmentation {
+    /// `yes` (default): announced (IKEV2_FRAGMENTATION_SUPPORTED), and
+    /// messages larger than the fragment size are fragmented when the
+    /// peer announced it too.
+    Yes,
+    /// `accept`: announced and received, never sent.
+    Accept,
+    /// `force`: as `yes`, and fragmented even when the peer did not
+    /// announce it.
+    Force,
+    /// `no`: not announced; received fragments are dropped.
+    No,
+}
+
+impl Fragmentation {
+    /// IKEV2_FRAGMENTATION_SUPPORTED goes in IKE_SA_INIT.
+    pub fn announced(self) -> bool {
+        self != Fragmentation::No
+    }
 }
 
 /// Whether a connection's IKE SA runs over UDP or a TCP stream

@@ -61,17 +61,16 @@ use super::value::{
 pub use super::value::{parse_bytes, parse_duration};
 use super::{
     AddrSpec, AuthConfig, AuthKind, ChildConfig, CloseAction, Config, ConfigError, Connection,
-    DpdAction, Identity, RekeySwitch, Secret, StartAction, TcpConfig, TcpEncap, TsSpec, Unique,
-    TLS_PORT,
+    DpdAction, Fragmentation, Identity, RekeySwitch, Secret, StartAction, TcpConfig, TcpEncap,
+    TsSpec, Unique, TLS_PORT,
 };
 
 /// strongSwan keys accepted with any valid value and then ignored: they
-/// only concern features flowsec does not have (MOBIKE, IKE fragmentation,
+/// only concern features flowsec does not have (MOBIKE,
 /// certificates, virtual IP pools, IKEv1 modes, updown scripts).
 /// (section, key); the section is `conn`, `auth` or `child`.
 pub const IGNORED_KEYS: &[(&str, &str)] = &[
     ("conn", "mobike"),
-    ("conn", "fragmentation"),
     ("conn", "send_certreq"),
     ("conn", "send_cert"),
     ("conn", "pools"),
@@ -211,7 +210,6 @@ impl Cx<'_> {
                 "mobike" | "send_certreq" | "aggressive" | "pull" | "hostaccess" => {
                     parse_bool(v).map(|_| ())
                 }
-                "fragmentation" => keyword(v, &["yes", "accept", "no", "force"]).map(|_| ()),
                 "send_cert" => keyword(v, &["ifasked", "always", "never"]).map(|_| ()),
                 "revocation" => keyword(v, &["strict", "ifuri", "relaxed"]).map(|_| ()),
                 _ => Ok(()),
@@ -490,6 +488,7 @@ fn default_connection(name: &str) -> Connection {
         keyingtries: 1,
         unique: Unique::No,
         tcp: TcpConfig::default(),
+        fragmentation: Fragmentation::Yes,
     }
 }
 
@@ -546,6 +545,14 @@ fn conn_setting(
         "remote_port" => c.remote_port = parse_port(v)?,
         "proposals" => c.proposals = parse_ike_proposals(v)?,
         "encap" => c.encap = parse_bool(v)?,
+        "fragmentation" => {
+            c.fragmentation = match keyword(v, &["yes", "accept", "force", "no"])? {
+                0 => Fragmentation::Yes,
+                1 => Fragmentation::Accept,
+                2 => Fragmentation::Force,
+                _ => Fragmentation::No,
+            }
+        }
         "tcp_encap" => {
             c.tcp.encap = match keyword(v, &["no", "yes", "fallback"])? {
                 0 => TcpEncap::No,

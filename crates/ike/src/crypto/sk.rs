@@ -253,11 +253,22 @@ impl SkCrypto {
         let iv_at = sk + GENERIC_HEADER_LEN;
         let pt_at = iv_at + iv_len;
         let icv_at = pt_at + pt_len;
-        rng.fill(&mut out[iv_at..pt_at]);
         out[pt_at..pt_at + inner.len()].copy_from_slice(inner);
         // Padding stays zero; pad_len < block length <= 255.
         out[icv_at - 1] = pad_len as u8;
+        self.seal_in_place(&mut out, iv_at, pt_len, rng);
+        out
+    }
 
+    /// Encrypt and protect `out` in place: everything before `iv_at` is
+    /// authenticated (AEAD: associated data), the IV is drawn, the
+    /// `pt_len` bytes after it (inner payloads, padding, pad length) are
+    /// encrypted, and the ICV fills the rest.
+    fn seal_in_place(&self, out: &mut [u8], iv_at: usize, pt_len: usize, rng: &mut dyn Random) {
+        let iv_len = self.iv_len();
+        let pt_at = iv_at + iv_len;
+        let icv_at = pt_at + pt_len;
+        rng.fill(&mut out[iv_at..pt_at]);
         match &self.mode {
             Mode::Aead(aead) => {
                 let (aad, rest) = out.split_at_mut(iv_at);
@@ -274,7 +285,6 @@ impl SkCrypto {
                 integ.sign(&[signed], icv);
             }
         }
-        out
     }
 
     /// Verify and decrypt a received message whose last payload is SK;
@@ -289,11 +299,27 @@ impl SkCrypto {
             _ => return Err(SkError::NoSk),
         };
         // Message::parse checked that the SK payload ends the message.
-        let sk_at = raw.len() - GENERIC_HEADER_LEN - body.len();
+        let iv_at = raw.len() - body.len();
+        let inner = self.open_in_place(raw, iv_at, PayloadType::SK)?;
+        let inner = parse_payloads(first, &inner).map_err(SkError::Inner)?;
+        msg.payloads.extend(inner);
+        Ok(msg)
+    }
+
+    /// Verify and decrypt `raw` whose IV starts at `iv_at` and whose ICV
+    /// ends it (everything before `iv_at` authenticated): the inner bytes,
+    /// padding and pad length taken off. `ty` names the payload in errors.
+    fn open_in_place(
+        &self,
+        raw: &[u8],
+        iv_at: usize,
+        ty: PayloadType,
+    ) -> Result<Zeroizing<Vec<u8>>, SkError> {
+        let mut body = Zeroizing::new(raw[iv_at..].to_vec());
         let iv_len = self.iv_len();
         let icv_len = self.icv_len();
         let block = self.block_len();
-        let too_short = IkeError::Malformed(PayloadType::SK, "shorter than IV, pad length and ICV");
+        let too_short = IkeError::Malformed(ty, "shorter than IV, pad length and ICV");
         let ct_len = body
             .len()
             .checked_sub(iv_len + icv_len)
@@ -301,16 +327,15 @@ impl SkCrypto {
             .ok_or(SkError::Malformed(too_short))?;
         if ct_len % block != 0 {
             return Err(SkError::Malformed(IkeError::Malformed(
-                PayloadType::SK,
+                ty,
                 "ciphertext is not whole cipher blocks",
             )));
         }
-        let mut body = body;
         let (iv, rest) = body.split_at_mut(iv_len);
         let (data, icv) = rest.split_at_mut(ct_len);
         match &self.mode {
             Mode::Aead(aead) => {
-                let aad = &raw[..sk_at + GENERIC_HEADER_LEN];
+                let aad = &raw[..iv_at];
                 let mut iv8 = [0u8; SHORT_IV_LEN];
                 iv8.copy_from_slice(iv);
                 aead.open(&iv8, aad, data, icv)
@@ -329,12 +354,13 @@ impl SkCrypto {
         if pad_len + 1 > ct_len {
             return Err(SkError::BadPadding);
         }
-        let inner = &data[..ct_len - 1 - pad_len];
-        let inner = parse_payloads(first, inner).map_err(SkError::Inner)?;
-        msg.payloads.extend(inner);
-        Ok(msg)
+        let inner_len = ct_len - 1 - pad_len;
+        Ok(Zeroizing::new(data[..inner_len].to_vec()))
     }
 }
+
+mod fragment;
+pub use fragment::{fragment_number, Fragment, SKF_HEADER_LEN};
 
 #[cfg(test)]
 mod tests;
