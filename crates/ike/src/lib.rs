@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! config ── swanctl.conf parser, strongSwan proposal syntax, selection
-//! crypto ── prf+, SKEYSEED, SK payload, PSK AUTH over the Provider's PRFs and groups
+//! crypto ── prf+, SKEYSEED, SK and SKF payloads, PSK AUTH over the Provider's PRFs and groups
 //! engine ── Ike: all IKE SAs; datagrams + now in, datagrams + Kernel calls,
 //!           IkeEvents (event.rs) out; the checks before any task, dispatch
 //!   host     ── Host: what every exchange shares (config, crypto, output,
@@ -26,6 +26,10 @@
 //!   admit    ── who may make a half-open IKE SA: COOKIE (§2.6), per-address
 //!               and global limits on half-open SAs
 //!   error    ── CommandError, ChildError, NegotiationError, InitResponseError
+//!   fragmentation ── cutting a message into SKF fragments, putting them
+//!               back together within bounds (RFC 7383)
+//!   reload   ── a new configuration, connection by connection
+//!   event_log ── each event with the IKE SA it happened in (`<name|id>`)
 //! kernel ── the interface to the IPsec data plane (add_sa, add_policy, …)
 //! ```
 //!

@@ -136,6 +136,9 @@ impl Host {
         sa.nat_remote = old.nat_remote;
         sa.peer_id = old.peer_id.clone();
         sa.local_id = old.local_id.clone();
+        // What IKE_SA_INIT negotiated holds for its successors
+        // (strongSwan's ike_sa inherits its extensions on a rekey).
+        sa.peer_fragments = old.peer_fragments;
         self.established(now, &mut sa);
         Some(sa)
     }

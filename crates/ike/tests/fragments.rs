@@ -76,10 +76,23 @@ fn ike_auth_goes_in_fragments_that_fit_and_the_sas_come_up() {
     p.assert_up(1);
     assert!(p.a.stats().fragmented >= 1 && p.b.stats().fragmented >= 1);
     assert!(p.a.stats().reassembled >= 1 && p.b.stats().reassembled >= 1);
-    // A CHILD_SA rekey is fragmented too, and works.
+    // A CHILD_SA rekey is fragmented too, and works; so after an IKE SA
+    // rekey (the new IKE SA inherits what IKE_SA_INIT negotiated).
+    let before = p.a.stats().fragmented;
     p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
     p.settle();
     p.assert_up(1);
+    assert!(p.a.stats().fragmented > before);
+    p.a.rekey(p.now, Some("gw"), None, &mut p.ka).unwrap();
+    p.settle();
+    let before = p.a.stats().fragmented;
+    p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
+    p.settle();
+    p.assert_up(1);
+    assert!(
+        p.a.stats().fragmented > before,
+        "the rekeyed IKE SA fragments"
+    );
 }
 
 #[test]
