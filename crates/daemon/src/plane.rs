@@ -10,7 +10,7 @@
 //! plane.
 
 use core::fmt;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -21,11 +21,9 @@ use flowsec_crypto::Provider;
 use flowsec_setkey::{format_policy, format_sa, SaLive};
 use serde_json::{json, Value};
 
-use crate::apply::{
-    self, Capabilities, ConfigError, Databases, Model, Query, Staged, WorkerChange,
-};
+use crate::apply::{self, Capabilities, Model, Query, Staged};
 use crate::control::{self, Control};
-use crate::datapath::{Datapath, Parallel};
+use crate::datapath::Parallel;
 use crate::error::RunError;
 use crate::filter::Filter;
 use crate::ike::{IkePlane, PlaneKernel};
@@ -34,11 +32,15 @@ use crate::routes::Routes;
 use crate::seqstate::{self, SeqRange, SeqState};
 use crate::sys;
 use crate::tool::ToolError;
-use crate::worker::{self, Io, Mailbox, Report, SaReport, Stats, Worker, WorkerError};
+use crate::worker::{Report, SaReport, Stats};
 
 mod metrics_page;
 mod reload;
+mod setup;
+mod spawn;
 mod streams;
+use setup::{announce, Setup};
+use spawn::{stop_all, Spawn, WorkerHandle};
 use streams::open_streams;
 
 /// How long a poll of the control socket waits before checking for
@@ -209,242 +211,6 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     result
 }
 
-/// What `flowsec up` sets up before any worker runs: the configuration
-/// checked whole and staged, the UDP 4500 groups, the TUN queues, IKE, and
-/// each worker's descriptors, mailbox and databases.
-struct Setup {
-    staged: Staged,
-    caps: Capabilities,
-    workers: usize,
-    ike: Option<(IkePlane, crate::ike::IkeSink)>,
-    seq_state: Option<SeqState>,
-    boxes: Vec<Mailbox>,
-    parts: Vec<WorkerParts>,
-    /// What the `--setkey` file put in place (for a reload).
-    manual: reload::Manual,
-}
-
-/// One worker's descriptors, databases, and the receiving end of its
-/// mailbox with its eventfd.
-type WorkerParts = (Io, Databases, worker::Inbox, Arc<OwnedFd>);
-
-impl Setup {
-    fn prepare(opts: &Options, provider: &Provider) -> Result<Setup, RunError> {
-        let workers = opts.workers.max(1);
-        let (name, text) = read_setkey(opts)?;
-        // The IKE configuration is checked whole before anything is set up.
-        let ike_config = match &opts.ike {
-            Some(path) => Some(
-                flowsec_ike::config::load(path)
-                    .map_err(|e| RunError::Config(ConfigError::Ike(e)))?,
-            ),
-            None => None,
-        };
-        // The UDP 4500 groups first: whether ESP in UDP is possible over
-        // each family is part of checking the file (they close again if it
-        // fails).
-        let udp = worker::open_udp_group(workers, false);
-        let udp6 = worker::open_udp_group(workers, true);
-        let caps = Capabilities {
-            udp4: udp.is_some(),
-            udp6: udp6.is_some(),
-        };
-        let mut staged = apply::stage(
-            &Model::default(),
-            &name,
-            &text,
-            provider,
-            caps,
-            Duration::ZERO,
-        )
-        .map_err(RunError::Config)?;
-        for w in &staged.warnings {
-            tracing::warn!(target: "cfg", "{w}");
-        }
-        let slots =
-            |g: Option<Vec<OwnedFd>>| g.map(|g| g.into_iter().map(Some).collect::<Vec<_>>());
-        let (mut udp, mut udp6) = (slots(udp), slots(udp6));
-        let tuns: std::io::Result<Vec<OwnedFd>> = (0..workers)
-            .map(|_| sys::open_tun(&opts.tun, workers > 1, opts.offload))
-            .collect();
-        let tuns = Arc::new(tuns.map_err(|error| RunError::Tun {
-            name: opts.tun.clone(),
-            error,
-        })?);
-        // The IKE thread sends from worker 0's sockets of the 4500 groups
-        // (the float to port 4500, RFC 7296 §2.23).
-        let dup = |g: &Option<Vec<Option<OwnedFd>>>| {
-            g.as_ref()
-                .and_then(|g| g.first())
-                .and_then(|fd| fd.as_ref())
-                .and_then(|fd| fd.try_clone().ok())
-        };
-        let send4500 = [dup(&udp), dup(&udp6)];
-        let ike = match ike_config {
-            Some(config) => Some(open_ike(config, provider, opts, send4500)?),
-            None => None,
-        };
-        let sockets = (udp.as_mut(), udp6.as_mut());
-        // Manual AES-GCM and the like start above every sequence number
-        // they may have used before (recorded before anything is installed).
-        let (changes, seq_state) =
-            apply::reserve_sequences(std::mem::take(&mut staged.changes), &None, &opts.state_dir)
-                .map_err(RunError::Config)?;
-        staged.changes = changes;
-        let lists = apply::per_worker(&staged.changes, workers, provider, Duration::ZERO)
-            .map_err(RunError::Config)?;
-        let (boxes, parts) = worker_parts(lists, &tuns, sockets, opts.offload)?;
-        let manual = reload::Manual::of(&staged);
-        Ok(Setup {
-            staged,
-            caps,
-            workers,
-            ike,
-            seq_state,
-            boxes,
-            parts,
-            manual,
-        })
-    }
-}
-
-/// The IKE core and the control thread's end of it: port 500, and
-/// duplicates of worker 0's UDP 4500 sockets to send from.
-fn open_ike(
-    config: flowsec_ike::config::Config,
-    provider: &Provider,
-    opts: &Options,
-    send4500: [Option<OwnedFd>; 2],
-) -> Result<(IkePlane, crate::ike::IkeSink), RunError> {
-    let core = flowsec_ike::Ike::new(
-        config,
-        provider.clone(),
-        Box::new(flowsec_ike::random::OsRandom),
-        flowsec_ike::Settings {
-            // One per-resource Child SA per worker, in the flow mode.
-            resources: match opts.parallel {
-                Parallel::Flow => opts.workers.max(1) as u32,
-                Parallel::Default | Parallel::Pcrypt => 1,
-            },
-            ..opts.ike_settings.clone()
-        },
-    );
-    IkePlane::open(core, send4500).map_err(RunError::Ike)
-}
-
-/// A UDP 4500 group's sockets, one per worker, each taken by its worker.
-type UdpGroup = Vec<Option<OwnedFd>>;
-
-/// Each worker's descriptors (its TUN queue, raw sockets, and its socket of
-/// each UDP 4500 group, taken from `udp`), mailbox and databases, the
-/// changes of `lists` applied.
-fn worker_parts(
-    lists: Vec<Vec<WorkerChange>>,
-    tuns: &Arc<Vec<OwnedFd>>,
-    udp: (Option<&mut UdpGroup>, Option<&mut UdpGroup>),
-    offload: bool,
-) -> Result<(Vec<Mailbox>, Vec<WorkerParts>), RunError> {
-    let (mut udp4, mut udp6) = udp;
-    let workers = lists.len();
-    let (mut boxes, mut parts) = (Vec::new(), Vec::new());
-    for (index, list) in lists.into_iter().enumerate() {
-        let sock = udp4.as_mut().and_then(|g| g[index].take());
-        let sock6 = udp6.as_mut().and_then(|g| g[index].take());
-        let io = Io::open(Arc::clone(tuns), index, workers, sock, sock6, offload)
-            .map_err(RunError::WorkerIo)?;
-        let (mailbox, rx, wake) = Mailbox::new().map_err(RunError::Mailbox)?;
-        let mut db = Databases::default();
-        apply::apply_to(&mut db, list);
-        boxes.push(mailbox);
-        parts.push((io, db, rx, wake));
-    }
-    Ok((boxes, parts))
-}
-
-/// The `--setkey` file's name and text (`-` and nothing without one).
-fn read_setkey(opts: &Options) -> Result<(String, zeroize::Zeroizing<String>), RunError> {
-    let Some(path) = &opts.setkey else {
-        return Ok(("-".to_string(), zeroize::Zeroizing::new(String::new())));
-    };
-    let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|error| {
-        RunError::Config(ConfigError::Read {
-            file: name.clone(),
-            error,
-        })
-    })?;
-    Ok((name, zeroize::Zeroizing::new(text)))
-}
-
-/// The `flowsec: up (...)` line that says the daemon is ready.
-fn announce(opts: &Options, setup: &Setup, routes: &Routes, filter: &Filter) {
-    let routed: Vec<String> = routes.prefixes().map(|p| p.to_string()).collect();
-    tracing::info!(
-        target: "cfg",
-        "up (tun {}, {} workers, offloads {}, plaintext filter {}, {} SAs, {} policies, routes via tun: {})",
-        opts.tun,
-        setup.workers,
-        if opts.offload { "on" } else { "off" },
-        filter.table().map_or("none".to_string(), |t| format!("nft inet {t}")),
-        setup.staged.model.sas.len(),
-        setup.staged.model.spd.len(),
-        if routed.is_empty() {
-            "none".to_string()
-        } else {
-            routed.join(" ")
-        }
-    );
-}
-
-/// What every worker thread is started with.
-struct Spawn<'a> {
-    opts: &'a Options,
-    boxes: &'a [Mailbox],
-    stop: &'a Arc<AtomicBool>,
-    spd_epoch: &'a Arc<AtomicU64>,
-    ike: Option<crate::ike::IkeSink>,
-    stream: Option<crate::stream::StreamSink>,
-    start: Instant,
-}
-
-type WorkerHandle = JoinHandle<Result<Stats, WorkerError>>;
-
-impl Spawn<'_> {
-    /// Start a thread per worker; if one cannot start, stop those started.
-    fn workers(&self, parts: Vec<WorkerParts>) -> Result<Vec<WorkerHandle>, RunError> {
-        let workers = parts.len();
-        let mut handles = Vec::new();
-        for (index, (io, db, rx, wake)) in parts.into_iter().enumerate() {
-            let w = Worker {
-                spd_epoch: Arc::clone(self.spd_epoch),
-                ike: self.ike.clone(),
-                stream: self.stream.clone(),
-                index,
-                workers,
-                io,
-                dp: Datapath::new(index, workers, db).with_parallel(self.opts.parallel),
-                rx,
-                wake,
-                peers: self.boxes.to_vec(),
-                mtu: usize::from(self.opts.mtu),
-                stop: Arc::clone(self.stop),
-                start: self.start,
-            };
-            let spawned = std::thread::Builder::new()
-                .name(format!("flowsec-w{index}"))
-                .spawn(move || w.run());
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    stop_all(self.stop, self.boxes, handles);
-                    return Err(RunError::Spawn { index, error: e });
-                }
-            }
-        }
-        Ok(handles)
-    }
-}
-
 impl Plane {
     /// The control loop: the control socket, IKE, the workers' pending
     /// changes and the periodic checks, until a shutdown signal or a worker
@@ -579,22 +345,6 @@ fn capability_names() -> Vec<String> {
 /// the ones started later inherit these).
 fn drop_privileges() -> Result<(), RunError> {
     sys::privs::keep_only_network_capabilities().map_err(RunError::Privileges)
-}
-
-/// Stop every worker and collect what each returned.
-fn stop_all(
-    stop: &AtomicBool,
-    boxes: &[Mailbox],
-    handles: Vec<WorkerHandle>,
-) -> Vec<Result<Stats, WorkerError>> {
-    stop.store(true, Ordering::SeqCst);
-    for b in boxes {
-        b.wake();
-    }
-    handles
-        .into_iter()
-        .map(|h| h.join().unwrap_or(Err(WorkerError::Panicked)))
-        .collect()
 }
 
 /// The control plane's state.

@@ -1,0 +1,209 @@
+//! What `flowsec up` sets up before any worker runs (`Setup::prepare`):
+//! the configuration checked whole and staged, the UDP 4500 groups, the
+//! TUN queues, IKE, and each worker's descriptors, mailbox and databases.
+
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use std::time::Duration;
+
+use flowsec_crypto::Provider;
+
+use super::{reload, Options};
+use crate::apply::{self, Capabilities, ConfigError, Databases, Model, Staged, WorkerChange};
+use crate::datapath::Parallel;
+use crate::error::RunError;
+use crate::filter::Filter;
+use crate::ike::IkePlane;
+use crate::routes::Routes;
+use crate::seqstate::SeqState;
+use crate::sys;
+use crate::worker::{self, Io, Mailbox};
+
+/// What `flowsec up` sets up before any worker runs: the configuration
+/// checked whole and staged, the UDP 4500 groups, the TUN queues, IKE, and
+/// each worker's descriptors, mailbox and databases.
+pub(super) struct Setup {
+    pub(super) staged: Staged,
+    pub(super) caps: Capabilities,
+    pub(super) workers: usize,
+    pub(super) ike: Option<(IkePlane, crate::ike::IkeSink)>,
+    pub(super) seq_state: Option<SeqState>,
+    pub(super) boxes: Vec<Mailbox>,
+    pub(super) parts: Vec<WorkerParts>,
+    /// What the `--setkey` file put in place (for a reload).
+    pub(super) manual: reload::Manual,
+}
+
+/// One worker's descriptors, databases, and the receiving end of its
+/// mailbox with its eventfd.
+pub(super) type WorkerParts = (Io, Databases, worker::Inbox, Arc<OwnedFd>);
+
+impl Setup {
+    pub(super) fn prepare(opts: &Options, provider: &Provider) -> Result<Setup, RunError> {
+        let workers = opts.workers.max(1);
+        let (name, text) = read_setkey(opts)?;
+        // The IKE configuration is checked whole before anything is set up.
+        let ike_config = match &opts.ike {
+            Some(path) => Some(
+                flowsec_ike::config::load(path)
+                    .map_err(|e| RunError::Config(ConfigError::Ike(e)))?,
+            ),
+            None => None,
+        };
+        // The UDP 4500 groups first: whether ESP in UDP is possible over
+        // each family is part of checking the file (they close again if it
+        // fails).
+        let udp = worker::open_udp_group(workers, false);
+        let udp6 = worker::open_udp_group(workers, true);
+        let caps = Capabilities {
+            udp4: udp.is_some(),
+            udp6: udp6.is_some(),
+        };
+        let mut staged = apply::stage(
+            &Model::default(),
+            &name,
+            &text,
+            provider,
+            caps,
+            Duration::ZERO,
+        )
+        .map_err(RunError::Config)?;
+        for w in &staged.warnings {
+            tracing::warn!(target: "cfg", "{w}");
+        }
+        let slots =
+            |g: Option<Vec<OwnedFd>>| g.map(|g| g.into_iter().map(Some).collect::<Vec<_>>());
+        let (mut udp, mut udp6) = (slots(udp), slots(udp6));
+        let tuns: std::io::Result<Vec<OwnedFd>> = (0..workers)
+            .map(|_| sys::open_tun(&opts.tun, workers > 1, opts.offload))
+            .collect();
+        let tuns = Arc::new(tuns.map_err(|error| RunError::Tun {
+            name: opts.tun.clone(),
+            error,
+        })?);
+        // The IKE thread sends from worker 0's sockets of the 4500 groups
+        // (the float to port 4500, RFC 7296 §2.23).
+        let dup = |g: &Option<Vec<Option<OwnedFd>>>| {
+            g.as_ref()
+                .and_then(|g| g.first())
+                .and_then(|fd| fd.as_ref())
+                .and_then(|fd| fd.try_clone().ok())
+        };
+        let send4500 = [dup(&udp), dup(&udp6)];
+        let ike = match ike_config {
+            Some(config) => Some(open_ike(config, provider, opts, send4500)?),
+            None => None,
+        };
+        let sockets = (udp.as_mut(), udp6.as_mut());
+        // Manual AES-GCM and the like start above every sequence number
+        // they may have used before (recorded before anything is installed).
+        let (changes, seq_state) =
+            apply::reserve_sequences(std::mem::take(&mut staged.changes), &None, &opts.state_dir)
+                .map_err(RunError::Config)?;
+        staged.changes = changes;
+        let lists = apply::per_worker(&staged.changes, workers, provider, Duration::ZERO)
+            .map_err(RunError::Config)?;
+        let (boxes, parts) = worker_parts(lists, &tuns, sockets, opts.offload)?;
+        let manual = reload::Manual::of(&staged);
+        Ok(Setup {
+            staged,
+            caps,
+            workers,
+            ike,
+            seq_state,
+            boxes,
+            parts,
+            manual,
+        })
+    }
+}
+
+/// The IKE core and the control thread's end of it: port 500, and
+/// duplicates of worker 0's UDP 4500 sockets to send from.
+pub(super) fn open_ike(
+    config: flowsec_ike::config::Config,
+    provider: &Provider,
+    opts: &Options,
+    send4500: [Option<OwnedFd>; 2],
+) -> Result<(IkePlane, crate::ike::IkeSink), RunError> {
+    let core = flowsec_ike::Ike::new(
+        config,
+        provider.clone(),
+        Box::new(flowsec_ike::random::OsRandom),
+        flowsec_ike::Settings {
+            // One per-resource Child SA per worker, in the flow mode.
+            resources: match opts.parallel {
+                Parallel::Flow => opts.workers.max(1) as u32,
+                Parallel::Default | Parallel::Pcrypt => 1,
+            },
+            ..opts.ike_settings.clone()
+        },
+    );
+    IkePlane::open(core, send4500).map_err(RunError::Ike)
+}
+
+/// A UDP 4500 group's sockets, one per worker, each taken by its worker.
+pub(super) type UdpGroup = Vec<Option<OwnedFd>>;
+
+/// Each worker's descriptors (its TUN queue, raw sockets, and its socket of
+/// each UDP 4500 group, taken from `udp`), mailbox and databases, the
+/// changes of `lists` applied.
+pub(super) fn worker_parts(
+    lists: Vec<Vec<WorkerChange>>,
+    tuns: &Arc<Vec<OwnedFd>>,
+    udp: (Option<&mut UdpGroup>, Option<&mut UdpGroup>),
+    offload: bool,
+) -> Result<(Vec<Mailbox>, Vec<WorkerParts>), RunError> {
+    let (mut udp4, mut udp6) = udp;
+    let workers = lists.len();
+    let (mut boxes, mut parts) = (Vec::new(), Vec::new());
+    for (index, list) in lists.into_iter().enumerate() {
+        let sock = udp4.as_mut().and_then(|g| g[index].take());
+        let sock6 = udp6.as_mut().and_then(|g| g[index].take());
+        let io = Io::open(Arc::clone(tuns), index, workers, sock, sock6, offload)
+            .map_err(RunError::WorkerIo)?;
+        let (mailbox, rx, wake) = Mailbox::new().map_err(RunError::Mailbox)?;
+        let mut db = Databases::default();
+        apply::apply_to(&mut db, list);
+        boxes.push(mailbox);
+        parts.push((io, db, rx, wake));
+    }
+    Ok((boxes, parts))
+}
+
+/// The `--setkey` file's name and text (`-` and nothing without one).
+pub(super) fn read_setkey(
+    opts: &Options,
+) -> Result<(String, zeroize::Zeroizing<String>), RunError> {
+    let Some(path) = &opts.setkey else {
+        return Ok(("-".to_string(), zeroize::Zeroizing::new(String::new())));
+    };
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        RunError::Config(ConfigError::Read {
+            file: name.clone(),
+            error,
+        })
+    })?;
+    Ok((name, zeroize::Zeroizing::new(text)))
+}
+
+/// The `flowsec: up (...)` line that says the daemon is ready.
+pub(super) fn announce(opts: &Options, setup: &Setup, routes: &Routes, filter: &Filter) {
+    let routed: Vec<String> = routes.prefixes().map(|p| p.to_string()).collect();
+    tracing::info!(
+        target: "cfg",
+        "up (tun {}, {} workers, offloads {}, plaintext filter {}, {} SAs, {} policies, routes via tun: {})",
+        opts.tun,
+        setup.workers,
+        if opts.offload { "on" } else { "off" },
+        filter.table().map_or("none".to_string(), |t| format!("nft inet {t}")),
+        setup.staged.model.sas.len(),
+        setup.staged.model.spd.len(),
+        if routed.is_empty() {
+            "none".to_string()
+        } else {
+            routed.join(" ")
+        }
+    );
+}
