@@ -93,7 +93,9 @@ import json, sys
 ike = json.load(sys.stdin)["ike"]
 print("    %s (flowsec): fragmented %d, fragments_received %d, reassembled %d, fragments_dropped %d" % (
     sys.argv[1], ike["fragmented"], ike["fragments_received"], ike["reassembled"], ike["fragments_dropped"]))
-sys.exit(0 if ike["fragmented"] >= 1 and ike["reassembled"] >= 1 and ike["fragments_dropped"] == 0 else 1)' "$flowsec"
+# fragments_dropped is shown, not checked: when an exchange is retransmitted,
+# the fragments that come after the message is whole are dropped and counted.
+sys.exit(0 if ike["fragmented"] >= 1 and ike["reassembled"] >= 1 else 1)' "$flowsec"
 }
 check "b. the capture: fragments from both gateways, none above $FRAG bytes; flowsec fragmented and reassembled" fragments_both_ways
 stop_bg "$TCPDUMP_PID" 2

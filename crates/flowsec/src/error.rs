@@ -159,7 +159,7 @@ pub enum UsageError {
     NoWorkers,
     /// `--tcp-listen 0`.
     TcpPort,
-    /// `--fragment-size` out of 128..=65535.
+    /// `--fragment-size` out of 256..=65535.
     FragmentSize(usize),
     /// `--log-file` cannot be opened.
     LogFile(flowsec_daemon::log::LogFileError),
@@ -241,7 +241,7 @@ impl fmt::Display for UsageError {
             U::NoWorkers => f.write_str("--workers must be at least 1"),
             U::TcpPort => f.write_str("--tcp-listen: a port from 1 to 65535"),
             U::LogFile(e) => write!(f, "--log-file {e}"),
-            U::FragmentSize(n) => write!(f, "--fragment-size {n}: from 128 to 65535 bytes"),
+            U::FragmentSize(n) => write!(f, "--fragment-size {n}: from 256 to 65535 bytes"),
             U::TooManyWorkers(n) => write!(f, "--workers {n}: at most 256"),
             U::CtlGroup(e) => write!(f, "--ctl-group: {e}"),
             U::UpBackend(b) => write!(f, "--backend {b}: one of auto, aws-lc, rustcrypto, engine"),

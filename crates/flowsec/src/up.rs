@@ -67,7 +67,7 @@ pub struct UpArgs {
     /// IKE: the largest datagram of an IKE fragment, IP and UDP headers
     /// included (strongswan.conf `charon.fragment_size`; RFC 7383): with
     /// `fragmentation = yes` a protected message larger than this goes in
-    /// fragments (128 to 65535).
+    /// fragments (256 to 65535).
     #[arg(long, default_value_t = 1280, value_name = "BYTES")]
     pub fragment_size: usize,
     /// Run without the inbound plaintext filter (the nftables table that
@@ -157,7 +157,7 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
     {
         return Err(UsageError::Retransmit.into());
     }
-    if !(128..=65535).contains(&args.fragment_size) {
+    if !(256..=65535).contains(&args.fragment_size) {
         return Err(UsageError::FragmentSize(args.fragment_size).into());
     }
     let retransmit = flowsec_ike::exchange::Retransmit {

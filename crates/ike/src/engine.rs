@@ -568,7 +568,7 @@ impl Host {
         }
         if fragment {
             let (msg, first) = self.defragment(now, sa, header, data)?;
-            return self.checked(sa, header, msg).map(|m| (m, first));
+            return self.checked(sa, header, msg, first).map(|m| (m, first));
         }
         let opened = sa.keys.as_ref().map(|keys| keys.inn.open(data));
         let msg = match opened {
@@ -581,10 +581,7 @@ impl Host {
                 if !header.response =>
             {
                 // §2.5: answer with the type that was not understood.
-                if sa.exch.classify(header.message_id) == RequestVerdict::Process {
-                    let n = notify(NotifyType::UNSUPPORTED_CRITICAL_PAYLOAD, vec![ty.0]);
-                    self.respond(sa, header.exchange, header.message_id, vec![n]);
-                }
+                self.refuse(sa, header, digest(data), critical(ty));
                 self.stats.malformed += 1;
                 return None;
             }
@@ -594,25 +591,42 @@ impl Host {
             }
         };
         sa.last_heard = now;
-        self.checked(sa, header, msg).map(|m| (m, digest(data)))
+        let request_digest = digest(data);
+        self.checked(sa, header, msg, request_digest)
+            .map(|m| (m, request_digest))
     }
 
     /// The payload rules (§3.14, rules.rs) for an authenticated message;
     /// a request that breaks them is answered with the notify they name.
-    fn checked(&mut self, sa: &mut SaMut<'_>, header: &Header, msg: Message) -> Option<Message> {
+    fn checked(
+        &mut self,
+        sa: &mut SaMut<'_>,
+        header: &Header,
+        msg: Message,
+        request_digest: [u8; 32],
+    ) -> Option<Message> {
         if let Err(n) = crate::rules::check(header.exchange, header.response, &msg.payloads) {
             self.stats.malformed += 1;
-            if !header.response && sa.exch.classify(header.message_id) == RequestVerdict::Process {
-                self.respond(
-                    sa,
-                    header.exchange,
-                    header.message_id,
-                    vec![notify(n, vec![])],
-                );
-            }
+            self.refuse(sa, header, request_digest, notify(n, vec![]));
             return None;
         }
         Some(msg)
+    }
+
+    /// Answer the peer's request in `header` (if it is the next one) with
+    /// the error notify `n`; a retransmission of the request (same
+    /// `request_digest`) gets the same answer again.
+    fn refuse(
+        &mut self,
+        sa: &mut SaMut<'_>,
+        header: &Header,
+        request_digest: [u8; 32],
+        n: flowsec_wire::ike::Payload,
+    ) {
+        if !header.response && sa.exch.classify(header.message_id) == RequestVerdict::Process {
+            sa.exch.processing(request_digest);
+            self.respond(sa, header.exchange, header.message_id, vec![n]);
+        }
     }
 
     /// A fragment (RFC 7383 §2.6) of a message `sa` expects (the peer's
@@ -641,7 +655,8 @@ impl Host {
                 .is_some(),
             false => sa.exch.classify(header.message_id) == RequestVerdict::Process,
         };
-        if !allowed || !expected {
+        // Never over a stream (we do not send them there either).
+        if !allowed || !expected || sa.transport.is_stream() {
             self.stats.fragments_dropped += 1;
             return None;
         }
@@ -680,6 +695,12 @@ impl Host {
                         },
                         digest,
                     )),
+                    // §2.5 (RFC 7296), as for a message in one piece.
+                    Err(IkeError::UnsupportedCritical(ty)) => {
+                        self.stats.malformed += 1;
+                        self.refuse(sa, header, digest, critical(ty));
+                        None
+                    }
                     Err(_) => {
                         self.stats.malformed += 1;
                         None
@@ -766,6 +787,11 @@ impl Host {
             }
         }
     }
+}
+
+/// UNSUPPORTED_CRITICAL_PAYLOAD naming `ty` (RFC 7296 §2.5).
+fn critical(ty: PayloadType) -> flowsec_wire::ike::Payload {
+    notify(NotifyType::UNSUPPORTED_CRITICAL_PAYLOAD, vec![ty.0])
 }
 
 /// SHA-256 of a message, to know a retransmitted request from another

@@ -10,7 +10,8 @@
 //! ```
 //!
 //! Bounds (§2.6: a receiver keeps what it can afford): at most
-//! [`MAX_FRAGMENTS`] fragments and [`MAX_REASSEMBLED`] bytes per message,
+//! [`MAX_FRAGMENTS`] fragments and [`MAX_REASSEMBLED`] bytes per message
+//! (with at most 1000 half-open IKE SAs: 10 MB),
 //! one message per direction at a time (a new message ID, or a larger
 //! Total Fragments after the sender made its fragments smaller, §2.5.2,
 //! starts again); what does not fit is dropped and counted.
@@ -24,10 +25,10 @@ use crate::random::Random;
 /// Most fragments of one message: 128 fragments of 576-byte datagrams
 /// still carry a chain of RSA certificates.
 pub const MAX_FRAGMENTS: u16 = 128;
-/// Most bytes of inner payloads one reassembled message may have
-/// (strongSwan's `charon.max_packet` is 10000 for a whole message; a
-/// chain of large RSA certificates needs more).
-pub const MAX_REASSEMBLED: usize = 64 * 1024;
+/// Most bytes of inner payloads one reassembled message may have:
+/// strongSwan's `charon.max_packet` (10000), which bounds what one
+/// half-open IKE SA can make us hold before anyone authenticated.
+pub const MAX_REASSEMBLED: usize = 10_000;
 
 /// Cut `inner` (the message's inner payload chain, first of type
 /// `first`) into fragments of at most `room` bytes each (IKE header

@@ -157,10 +157,14 @@ impl Host {
             return None;
         }
         let ip = if sa.remote.is_ipv4() { 20 } else { 40 };
-        let marker = if sa.remote.port() == crate::init::NAT_T_PORT {
-            4
-        } else {
-            0
+        // The non-ESP marker goes in front between port-4500 sockets (the
+        // daemon adds it when ours is 4500; behind a NAT the peer's port
+        // may be anything): strongSwan leaves room for it unless a port is
+        // 500.
+        let nat_t = crate::init::NAT_T_PORT;
+        let marker = match sa.local.port() == nat_t || sa.remote.port() == nat_t {
+            true => 4,
+            false => 0,
         };
         Some(self.settings.fragment_size.saturating_sub(ip + 8 + marker))
     }

@@ -169,3 +169,45 @@ fn who_fragments_follows_the_fragmentation_setting() {
     p.assert_up(1);
     assert_eq!((p.a.stats().fragmented, p.b.stats().fragmented), (0, 0));
 }
+
+/// Behind a NAT the responder sends from 4500 to the NAT's port (not
+/// 4500): its fragments still leave room for the non-ESP marker, so none
+/// is above the fragment size once the daemon puts it in front.
+#[test]
+fn behind_a_nat_the_responders_fragments_leave_room_for_the_marker() {
+    let public: std::net::IpAddr = "198.51.100.7".parse().unwrap();
+    let settings = Settings {
+        fragment_size: 200,
+        ..Settings::default()
+    };
+    let a = conf(
+        A,
+        B,
+        "10.1.0.0/24",
+        "10.2.0.0/24",
+        "fragmentation = yes",
+        "start_action = start",
+        "k",
+    );
+    let b = conf(B, "%any", "10.2.0.0/24", "10.1.0.0/24", "", "", "k")
+        .replace("id = %any", "id = 192.0.2.1");
+    let mut p = Pair::with(&a, &b, settings.clone(), settings);
+    p.nat = Some((public, 20000));
+    p.start();
+    p.settle();
+    p.assert_up(1);
+    assert_eq!(p.b.list(p.now)[0].remote.port(), 24500);
+    // b rekeys the CHILD_SA (a KE for PFS makes the request large): from
+    // 4500 to the NAT's 24500, every datagram at most 200 - 20 - 8 - 4.
+    let before = p.b.stats().fragmented;
+    p.b.rekey(p.now, None, Some("net"), &mut p.kb).unwrap();
+    p.collect();
+    assert!(p.ba.len() > 1, "{} datagrams", p.ba.len());
+    for d in &p.ba {
+        assert_eq!((d.local.port(), d.remote.port()), (4500, 24500));
+        assert!(d.data.len() <= 168, "{} bytes", d.data.len());
+    }
+    assert!(p.b.stats().fragmented > before);
+    p.settle();
+    p.assert_up(1);
+}
