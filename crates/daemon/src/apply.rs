@@ -358,12 +358,7 @@ pub fn reserve_sequences(
                     .transpose()
                     .map_err(ConfigError::Sequence)?
                     .flatten();
-                let id = SaId {
-                    protocol: config.protocol,
-                    spi: config.spi,
-                    dst: config.dst,
-                };
-                range.map(|r| Change::Seq(id, r))
+                range.map(|r| Change::Seq(config.id(), r))
             }
             Change::RemoveSa(id) => {
                 if let Some(s) = state.as_mut() {

@@ -394,11 +394,7 @@ impl Kernel for PlaneKernel<'_> {
 
     fn add_sa(&mut self, sa: SaConfig) {
         self.spis.remove(&sa.spi);
-        let id = SaId {
-            protocol: sa.protocol,
-            spi: sa.spi,
-            dst: sa.dst,
-        };
+        let id = sa.id();
         if self.model.sas.contains_key(&id) {
             tracing::warn!(target: "esp", "SA {id} exists already: not replaced");
             return;

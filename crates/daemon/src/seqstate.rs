@@ -191,11 +191,7 @@ impl SeqState {
         let Some(fingerprint) = fingerprint(config) else {
             return Ok(None);
         };
-        let id = SaId {
-            protocol: config.protocol,
-            spi: config.spi,
-            dst: config.dst,
-        };
+        let id = config.id();
         let (from, ceiling) = self.record(&fingerprint, |used| used + RESERVE)?;
         self.held.insert(
             id,

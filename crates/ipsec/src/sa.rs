@@ -197,6 +197,15 @@ impl fmt::Debug for SaConfig {
 }
 
 impl SaConfig {
+    /// (protocol, SPI, destination): what names the SA it makes.
+    pub fn id(&self) -> SaId {
+        SaId {
+            protocol: self.protocol,
+            spi: self.spi,
+            dst: self.dst,
+        }
+    }
+
     /// An ESP SA with no keys yet: fill in algorithms and keys.
     pub fn esp(spi: u32, mode: Mode, src: IpAddr, dst: IpAddr) -> Self {
         SaConfig {
@@ -485,11 +494,7 @@ impl SecurityAssociation {
             config.replay_window
         };
         Ok(SecurityAssociation {
-            id: SaId {
-                protocol: config.protocol,
-                spi: config.spi,
-                dst: config.dst,
-            },
+            id: config.id(),
             mode: config.mode,
             src: config.src,
             encap: config.encap,

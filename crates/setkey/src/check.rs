@@ -23,11 +23,7 @@ pub(crate) fn check(file: &str, statements: &[Statement]) -> Result<(), ParseErr
         let fail = |kind| Err(ParseError::new(file, s.pos, kind));
         match &s.command {
             Command::Add(c) => {
-                let id = SaId {
-                    protocol: c.protocol,
-                    spi: c.spi,
-                    dst: c.dst,
-                };
+                let id = c.id();
                 if sas.iter().any(|(_, known)| *known == id) {
                     return fail(ErrorKind::DuplicateSa);
                 }

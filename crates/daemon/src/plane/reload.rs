@@ -44,12 +44,7 @@ fn added(changes: &[Change]) -> impl Iterator<Item = (SaId, &SaConfig)> {
     let mut last: BTreeMap<SaId, &SaConfig> = BTreeMap::new();
     for c in changes {
         if let Change::AddSa(config) = c {
-            let id = SaId {
-                protocol: config.protocol,
-                spi: config.spi,
-                dst: config.dst,
-            };
-            last.insert(id, &**config);
+            last.insert(config.id(), &**config);
         }
     }
     last.into_iter()
