@@ -11,10 +11,10 @@
 //! | `@#0123abcd`                     | ID_KEY_ID (hex)                 |
 //! | `fqdn:`, `dns:`, `email:`, `rfc822:`, `userfqdn:`, `keyid:`, `ipv4:`, `ipv6:` prefixes, `{N}:` numeric type; `PREFIX:#hex` gives the bytes in hex |
 //!
-//! Distinguished names (anything with `=`), subnets and ranges as
-//! identities, and a `:` string that is no IPv6 address (strongSwan makes
-//! that a KEY_ID of the text) are refused: flowsec authenticates with
-//! pre-shared keys only so far.
+//! | `C=CH, O=strongSwan, CN=moon` (has `=`), `asn1dn:#hex` | ID_DER_ASN1_DN ([`super::dn`]) |
+//!
+//! Subnets and ranges as identities, and a `:` string that is no IPv6
+//! address (strongSwan makes that a KEY_ID of the text) are refused.
 //!
 //! Matching follows strongSwan's `matches_string`/`matches_binary`: `%any`
 //! matches every identity, FQDN and RFC 822 names compare without regard to
@@ -41,6 +41,8 @@ pub enum Identity {
     Email(String),
     /// ID_KEY_ID: opaque bytes.
     KeyId(Vec<u8>),
+    /// ID_DER_ASN1_DN: the DER encoding of an X.501 Name.
+    Dn(Vec<u8>),
     /// `%any`: matches every identity; never sent.
     Any,
 }
@@ -67,7 +69,12 @@ impl Identity {
             return Ok(id);
         }
         if s.contains('=') {
-            return Err(IdentityError::DistinguishedName { id: s.into() });
+            return super::dn::encode(s)
+                .map(Identity::Dn)
+                .map_err(|problem| IdentityError::DistinguishedName {
+                    id: s.into(),
+                    problem,
+                });
         }
         if let Some(rest) = s.strip_prefix('@') {
             if let Some(hex) = rest.strip_prefix('#') {
@@ -131,6 +138,11 @@ impl Identity {
             (Identity::Fqdn(a), Identity::Fqdn(p)) | (Identity::Email(a), Identity::Email(p)) => {
                 wildcard(a, p)
             }
+            (Identity::Dn(a), Identity::Dn(p)) => match super::dn::matches(a, p) {
+                Some(0) => IdMatch::Perfect,
+                Some(_) => IdMatch::OneWildcard,
+                None => IdMatch::None,
+            },
             (a, p) if a == p => IdMatch::Perfect,
             _ => IdMatch::None,
         }
@@ -161,13 +173,14 @@ impl Identity {
             Identity::Fqdn(n) => (IdType::FQDN, n.as_bytes().to_vec()),
             Identity::Email(n) => (IdType::RFC822_ADDR, n.as_bytes().to_vec()),
             Identity::KeyId(k) => (IdType::KEY_ID, k.clone()),
+            Identity::Dn(d) => (IdType::DER_ASN1_DN, d.clone()),
             Identity::Any => (IdType(0), Vec::new()),
         };
         Id { ty, data }
     }
 
     /// The identity a received Identification payload names; `None` for
-    /// types we do not handle (distinguished names, general names), an
+    /// types we do not handle (general names), a DN that does not decode, an
     /// address of the wrong length, or a name that is not UTF-8.
     pub fn from_wire(id: &Id) -> Option<Identity> {
         let text = || String::from_utf8(id.data.clone()).ok();
@@ -177,6 +190,7 @@ impl Identity {
             IdType::FQDN => Identity::Fqdn(text()?),
             IdType::RFC822_ADDR => Identity::Email(text()?),
             IdType::KEY_ID => Identity::KeyId(id.data.clone()),
+            IdType::DER_ASN1_DN if super::dn::is_valid(&id.data) => Identity::Dn(id.data.clone()),
             _ => return None,
         })
     }
@@ -204,6 +218,7 @@ impl fmt::Display for Identity {
                 f.write_str("@#")?;
                 k.iter().try_for_each(|b| write!(f, "{b:02x}"))
             }
+            Identity::Dn(d) => f.write_str(&super::dn::to_text(d)),
             Identity::Any => f.write_str("%any"),
         }
     }
@@ -241,7 +256,7 @@ fn parse_prefixed(s: &str) -> Result<Option<Identity>, IdentityError> {
         ("ipv6net:", 0),
         ("ipv4range:", 0),
         ("ipv6range:", 0),
-        ("asn1dn:", 0),
+        ("asn1dn:", 9),
         ("asn1gn:", 0),
         ("xmppaddr:", 0),
     ];
@@ -290,6 +305,8 @@ fn parse_prefixed(s: &str) -> Result<Option<Identity>, IdentityError> {
         2 => Identity::Fqdn(text()?),
         3 => Identity::Email(text()?),
         11 => Identity::KeyId(bytes),
+        9 if super::dn::is_valid(&bytes) => Identity::Dn(bytes),
+        9 => return Err(IdentityError::NotUtf8 { id: s.into() }),
         _ => return Err(IdentityError::UnsupportedType { id: s.into() }),
     };
     Ok(Some(id))
@@ -379,14 +396,14 @@ mod tests {
     #[test]
     fn refusals() {
         for bad in [
-            "C=CH, O=strongSwan, CN=moon",
+            "C=CH, O=strongSwan, XX=moon",
             "10.1.0.0/16",
             "10.1.0.1-10.1.0.9",
             "fe80:zz",
             "@#xyz",
             "@#abc",
             "@",
-            "asn1dn:#3000",
+            "asn1dn:#ff00",
             "ipv4:2001:db8::1",
             "{9}:x",
         ] {

@@ -61,6 +61,7 @@
 //! `0x10` and octal `010`); every connection needs `local` and `remote`
 //! sections with `auth = psk` (strongSwan's default is `pubkey`).
 
+pub mod dn;
 mod error;
 pub mod identity;
 pub mod lexer;

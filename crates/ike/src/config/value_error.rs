@@ -444,10 +444,12 @@ impl std::error::Error for ProtoPortError {}
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum IdentityError {
-    /// `C=CH, O=…`: a distinguished name.
+    /// `C=CH, O=…`: a distinguished name that does not encode.
     DistinguishedName {
         /// The identity.
         id: String,
+        /// Why.
+        problem: super::dn::DnError,
     },
     /// Bad hex after `#`.
     Hex {
@@ -499,11 +501,9 @@ impl fmt::Display for IdentityError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use IdentityError as E;
         match self {
-            E::DistinguishedName { id } => write!(
-                f,
-                "'{id}' looks like a distinguished name (asn1dn), which flowsec does not \
-                 support yet"
-            ),
+            E::DistinguishedName { id, problem } => {
+                write!(f, "'{id}' is no distinguished name: {problem}")
+            }
             E::Hex { id, problem } => write!(f, "'{id}': {problem}"),
             E::Empty { id } => write!(f, "'{id}' names no identity"),
             E::UnquotedKeyId { id } => write!(

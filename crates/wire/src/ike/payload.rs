@@ -18,7 +18,7 @@
 use super::header::{Header, HEADER_LEN};
 use super::notify::{Delete, Notify};
 use super::sa::{self, Proposal};
-use super::simple::{self, Auth, Id, Ke};
+use super::simple::{self, Auth, Cert, Id, Ke};
 use super::ts::{self, TrafficSelector};
 use super::{be16, patch_len16, IkeError, PayloadType, MAX_PAYLOADS};
 
@@ -62,7 +62,11 @@ pub enum Payload {
         /// Initialization Vector, encrypted payloads and padding, ICV.
         body: Vec<u8>,
     },
-    /// A payload we do not interpret (CERTREQ, CP, unknown non-critical types): kept, skipped.
+    /// Certificate (§3.6).
+    Cert(Cert),
+    /// Certificate Request (§3.7).
+    CertReq(Cert),
+    /// A payload we do not interpret (CP, unknown non-critical types): kept, skipped.
     Unknown {
         /// Its payload type.
         ty: PayloadType,
@@ -90,6 +94,8 @@ impl Payload {
             Payload::TsI(_) => PayloadType::TSI,
             Payload::TsR(_) => PayloadType::TSR,
             Payload::Encrypted { .. } => PayloadType::SK,
+            Payload::Cert(_) => PayloadType::CERT,
+            Payload::CertReq(_) => PayloadType::CERTREQ,
             Payload::Unknown { ty, .. } => *ty,
         }
     }
@@ -112,6 +118,8 @@ impl Payload {
             PayloadType::NOTIFY => Payload::Notify(Notify::parse(body)?),
             PayloadType::DELETE => Payload::Delete(Delete::parse(body)?),
             PayloadType::VENDOR => Payload::Vendor(body.to_vec()),
+            PayloadType::CERT => Payload::Cert(Cert::parse(ty, body)?),
+            PayloadType::CERTREQ => Payload::CertReq(Cert::parse(ty, body)?),
             PayloadType::TSI => Payload::TsI(ts::parse_ts(ty, body)?),
             PayloadType::TSR => Payload::TsR(ts::parse_ts(ty, body)?),
             PayloadType::SK => Payload::Encrypted {
@@ -119,7 +127,7 @@ impl Payload {
                 body: body.to_vec(),
             },
             // §2.5: the Critical bit matters only for types the receiver
-            // does not recognize; CERT, CERTREQ, CP, EAP and SKF are
+            // does not recognize; CP, EAP and SKF are
             // recognized (defined by RFC 7296 / RFC 7383), just not
             // interpreted here.
             _ if critical && ty.name().is_none() => return Err(IkeError::UnsupportedCritical(ty)),
@@ -138,6 +146,7 @@ impl Payload {
             Payload::Ke(ke) => ke.emit(out),
             Payload::IdI(id) | Payload::IdR(id) => id.emit(out),
             Payload::Auth(auth) => auth.emit(out),
+            Payload::Cert(c) | Payload::CertReq(c) => c.emit(out),
             Payload::Notify(n) => n.emit(out),
             Payload::Delete(d) => d.emit(out),
             Payload::TsI(t) | Payload::TsR(t) => ts::emit_ts(t, out),
@@ -300,11 +309,14 @@ mod tests {
                 spis: vec![1, 2],
             }),
             Payload::Vendor(b"strongSwan".to_vec()),
-            Payload::Unknown {
-                ty: PayloadType::CERTREQ,
-                critical: false,
-                body: vec![4, 1, 2, 3],
-            },
+            Payload::CertReq(Cert {
+                encoding: 4,
+                data: vec![0xab; 40],
+            }),
+            Payload::Cert(Cert {
+                encoding: 4,
+                data: vec![0x30, 0x00],
+            }),
             Payload::Unknown {
                 ty: PayloadType(200),
                 critical: false,

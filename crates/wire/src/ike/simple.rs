@@ -143,6 +143,44 @@ impl Auth {
     }
 }
 
+/// Certificate Encoding (RFC 7296 §3.6): X.509 Certificate - Signature,
+/// the only one flowsec sends or reads (the others are skipped).
+pub const CERT_X509_SIGNATURE: u8 = 4;
+
+/// A Certificate payload (§3.6) or a Certificate Request payload (§3.7):
+/// the encoding and its data (a DER certificate; for CERTREQ, SHA-1
+/// hashes of the acceptable CAs' SubjectPublicKeyInfo, 20 bytes each).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cert {
+    /// Cert Encoding.
+    pub encoding: u8,
+    /// Certificate Data / Certification Authority.
+    pub data: Vec<u8>,
+}
+
+impl Cert {
+    pub(crate) fn parse(ty: PayloadType, body: &[u8]) -> Result<Cert, IkeError> {
+        let (&encoding, data) = body
+            .split_first()
+            .ok_or(IkeError::Malformed(ty, "no Cert Encoding"))?;
+        Ok(Cert {
+            encoding,
+            data: data.to_vec(),
+        })
+    }
+
+    pub(crate) fn emit(&self, out: &mut Vec<u8>) {
+        out.push(self.encoding);
+        out.extend_from_slice(&self.data);
+    }
+
+    /// A CERTREQ's CA hashes (§3.7: 20-byte SHA-1 hashes, concatenated);
+    /// a trailing partial hash is left out.
+    pub fn authorities(&self) -> impl Iterator<Item = &[u8]> {
+        self.data.chunks_exact(20)
+    }
+}
+
 /// Reads a Nonce payload body: [`NONCE_MIN_LEN`] to [`NONCE_MAX_LEN`]
 /// bytes (§3.9).
 pub(crate) fn parse_nonce(body: &[u8]) -> Result<Vec<u8>, IkeError> {
