@@ -41,6 +41,7 @@
 
 mod admit;
 mod auth;
+pub mod cert;
 mod child;
 mod child_responder;
 pub mod config;

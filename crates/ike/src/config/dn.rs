@@ -110,7 +110,9 @@ pub fn encode(text: &str) -> Result<Vec<u8>, DnError> {
 /// The components of a written DN: split at `,` or `/` (strongSwan
 /// accepts both; a leading `/` as in OpenSSL's form is skipped).
 fn split(text: &str) -> impl Iterator<Item = &str> {
-    text.split([',', '/']).map(str::trim).filter(|p| !p.is_empty())
+    text.split([',', '/'])
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
 }
 
 /// PrintableString's characters (X.680 §41.4).
@@ -220,7 +222,10 @@ mod tests {
             .iter()
             .map(|r| der::Tagged::tag(&r.0.get(0).unwrap().value))
             .collect();
-        assert_eq!(tags, [Tag::PrintableString, Tag::Utf8String, Tag::Ia5String]);
+        assert_eq!(
+            tags,
+            [Tag::PrintableString, Tag::Utf8String, Tag::Ia5String]
+        );
     }
 
     #[test]

@@ -69,12 +69,12 @@ impl Identity {
             return Ok(id);
         }
         if s.contains('=') {
-            return super::dn::encode(s)
-                .map(Identity::Dn)
-                .map_err(|problem| IdentityError::DistinguishedName {
+            return super::dn::encode(s).map(Identity::Dn).map_err(|problem| {
+                IdentityError::DistinguishedName {
                     id: s.into(),
                     problem,
-                });
+                }
+            });
         }
         if let Some(rest) = s.strip_prefix('@') {
             if let Some(hex) = rest.strip_prefix('#') {

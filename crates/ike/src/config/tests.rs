@@ -806,7 +806,11 @@ fn error_kinds_are_matchable() {
         e.to_string(),
         "f:3: secrets.ike-1.secret: bad hex: an odd number of hex digits"
     );
-    let e = parse("f", "secrets {\n ike-1 {\n  secret = x\n  id = XX=CH\n }\n}").unwrap_err();
+    let e = parse(
+        "f",
+        "secrets {\n ike-1 {\n  secret = x\n  id = XX=CH\n }\n}",
+    )
+    .unwrap_err();
     assert!(
         matches!(&e.kind, K::Identity(IdentityError::DistinguishedName { id, .. }) if id == "XX=CH"),
         "{e:?}"
