@@ -1,16 +1,18 @@
-//! IKE_AUTH with pre-shared keys (RFC 7296 §1.2, §2.15) and the first
-//! Child SA, both roles.
+//! IKE_AUTH (RFC 7296 §1.2, §2.15) with pre-shared keys or certificates
+//! ([`crate::pubkey`]), each side by its own `auth`, and the first Child
+//! SA, both roles.
 //!
 //! ```text
 //! Initiator                               Responder
-//! HDR, SK {IDi, [IDr,] AUTH, [N(INITIAL_CONTACT),]
+//! HDR, SK {IDi, [CERT,] [CERTREQ,] [IDr,] AUTH, [N(INITIAL_CONTACT),]
 //!          [N(USE_TRANSPORT_MODE),] SAi2, TSi, TSr}  -->
-//!                               <--  HDR, SK {IDr, AUTH, [N(USE_TRANSPORT_MODE),]
+//!                               <--  HDR, SK {IDr, [CERT,] AUTH, [N(USE_TRANSPORT_MODE),]
 //!                                             SAr2, TSi, TSr}
 //!                               <--  HDR, SK {N(AUTHENTICATION_FAILED)}
 //! ```
-//! AUTH = prf(prf(Shared Secret, "Key Pad for IKEv2"), <real message 1 or
-//! 2> | peer's nonce | prf(SK_p, IDx')), compared in constant time.
+//! PSK: AUTH = prf(prf(Shared Secret, "Key Pad for IKEv2"), <real message
+//! 1 or 2> | peer's nonce | prf(SK_p, IDx')), compared in constant time;
+//! certificates: a signature over the same octets (RFC 7427).
 
 use core::time::Duration;
 
@@ -20,7 +22,7 @@ use subtle::ConstantTimeEq;
 
 use crate::child::{Answered, ChildRequest};
 use crate::child_responder::ChildAsked;
-use crate::config::Identity;
+use crate::config::{AuthKind, Identity};
 use crate::crypto;
 use crate::error::NegotiationError;
 use crate::event::IkeEvent;
@@ -75,13 +77,49 @@ fn id_and_auth(msg: &Message, from_initiator: bool) -> (Option<&Id>, Option<&Aut
 }
 
 impl Host {
-    /// Our identity on `sa`: configured, or our IP address.
+    /// Our identity on `sa`: configured, or our certificate's subject
+    /// when we sign, or our IP address (strongSwan's defaults).
     fn our_id(&self, sa: &IkeSa) -> Identity {
-        self.config.connections[sa.conn]
-            .local
-            .id
-            .clone()
-            .unwrap_or_else(|| Identity::from_ip(sa.local.ip()))
+        let local = &self.config.connections[sa.conn].local;
+        if let Some(id) = &local.id {
+            return id.clone();
+        }
+        match (local.auth, self.local_cert(sa)) {
+            (AuthKind::Pubkey(_), Some(cert)) => Identity::Dn(cert.subject.clone()),
+            _ => Identity::from_ip(sa.local.ip()),
+        }
+    }
+
+    /// Our AUTH on `sa` for ID payload `id`, with the CERT payloads to
+    /// send before it: a shared-key MAC or a signature, as `local.auth`
+    /// says (`peer_asked`: the peer sent CERTREQ).
+    fn our_auth(
+        &self,
+        sa: &IkeSa,
+        init: &InitMessages,
+        id: &Id,
+        (me, peer): (&Identity, &Identity),
+        peer_asked: bool,
+    ) -> Result<(Vec<Payload>, Auth), NegotiationError> {
+        match self.config.connections[sa.conn].local.auth {
+            AuthKind::Psk => {
+                let data = self
+                    .psk_auth_for(sa, init, true, id, me, peer)
+                    .ok_or_else(|| NegotiationError::NoSharedKey {
+                        me: me.clone(),
+                        peer: peer.clone(),
+                    })?;
+                let auth = Auth {
+                    method: AuthMethod::SHARED_KEY_MIC,
+                    data,
+                };
+                Ok((Vec::new(), auth))
+            }
+            AuthKind::Pubkey(_) => {
+                let signed = self.sign_auth(sa, init, id, peer_asked)?;
+                Ok((signed.certs, signed.auth))
+            }
+        }
     }
 
     /// AUTH for a shared key: the octets we (`ours`) or the peer signed.
@@ -129,17 +167,17 @@ impl Host {
         let me = self.our_id(sa);
         let peer = conn.remote.id.clone().unwrap_or(Identity::Any);
         let idi = me.to_wire();
-        let Some(auth) = self.psk_auth_for(sa, &init, true, &idi, &me, &peer) else {
-            return self.fail(sa, NegotiationError::NoSharedKey { me, peer });
+        let (certs, auth) = match self.our_auth(sa, &init, &idi, (&me, &peer), sa.peer_certreq) {
+            Ok(a) => a,
+            Err(e) => return self.fail(sa, e),
         };
         let mut payloads = vec![Payload::IdI(idi)];
+        payloads.extend(certs);
+        payloads.extend(self.certreq(sa.conn));
         if peer != Identity::Any {
             payloads.push(Payload::IdR(peer.to_wire()));
         }
-        payloads.push(Payload::Auth(Auth {
-            method: AuthMethod::SHARED_KEY_MIC,
-            data: auth,
-        }));
+        payloads.push(Payload::Auth(auth));
         // §2.4: only when we hold no other IKE SA with the peer (the
         // peer deletes those it has with us on seeing it), as strongSwan.
         let contact = !sa.others.values().any(|o| {
@@ -174,26 +212,36 @@ impl Host {
             self.stats.malformed += 1;
             return Then::Stay;
         };
-        let (idi, auth) = id_and_auth(&msg, true);
         let me = self.our_id(sa);
-        let Some(peer) = self.peer_authenticated(sa, &init, (idi, auth), &me) else {
-            self.events.push(IkeEvent::AuthFailed {
-                from: sa.remote.ip(),
-                id: idi.and_then(Identity::from_wire),
-            });
-            return self.refuse_auth(sa, mid);
+        let peer = match self.peer_authenticated(sa, &init, &msg, &me) {
+            Ok(peer) => peer,
+            Err(why) => {
+                let (idi, _) = id_and_auth(&msg, true);
+                self.events.push(IkeEvent::AuthFailed {
+                    from: sa.remote.ip(),
+                    id: idi.and_then(Identity::from_wire),
+                    why,
+                });
+                return self.refuse_auth(sa, mid);
+            }
         };
         let idr = me.to_wire();
-        let Some(auth) = self.psk_auth_for(sa, &init, true, &idr, &me, &peer) else {
-            return self.refuse_auth(sa, mid);
+        let asked = crate::pubkey::has_certreq(&msg);
+        let (certs, auth) = match self.our_auth(sa, &init, &idr, (&me, &peer), asked) {
+            Ok(a) => a,
+            Err(e) => {
+                self.events.push(IkeEvent::NegotiationFailed {
+                    name: self.conn_name(sa),
+                    unique_id: sa.uid,
+                    remote: sa.remote.ip(),
+                    reason: e,
+                });
+                return self.refuse_auth(sa, mid);
+            }
         };
-        let mut payloads = vec![
-            Payload::IdR(idr),
-            Payload::Auth(Auth {
-                method: AuthMethod::SHARED_KEY_MIC,
-                data: auth,
-            }),
-        ];
+        let mut payloads = vec![Payload::IdR(idr)];
+        payloads.extend(certs);
+        payloads.push(Payload::Auth(auth));
         sa.peer_id = Some(peer.clone());
         sa.local_id = Some(me.clone());
         self.established(now, sa);
@@ -251,10 +299,17 @@ impl Host {
             return self.fail(sa, NegotiationError::PeerAuthFailed);
         }
         let me = sa.local_id.clone().unwrap_or(Identity::Any);
-        let Some(peer) = self.peer_authenticated(sa, &init, id_and_auth(&msg, false), &me) else {
+        let checked = self.peer_authenticated(sa, &init, &msg, &me);
+        let Ok(peer) = checked else {
             if let Some(req) = &child {
                 req.reserved().release(k);
             }
+            let (idr, _) = id_and_auth(&msg, false);
+            self.events.push(IkeEvent::AuthFailed {
+                from: sa.remote.ip(),
+                id: idr.and_then(Identity::from_wire),
+                why: checked.err().flatten(),
+            });
             // §2.21.2: tell the responder in an INFORMATIONAL of its own
             // (the exception to not answering a response), sent once and
             // not waited for, and forget the SA at once (as strongSwan).
@@ -308,30 +363,50 @@ impl Host {
         }
     }
 
-    /// The peer's identity, if its ID and AUTH payloads (`id`, `auth`)
-    /// prove it: an identity the connection accepts, and a shared-key
-    /// AUTH of the octets it signs (§2.15), compared in constant time.
+    /// The peer's identity, if the ID and AUTH payloads of `msg` prove
+    /// it: an identity the connection accepts, and, as `remote.auth`
+    /// says, a shared-key AUTH of the octets it signs (§2.15, compared in
+    /// constant time) or a signature with a certificate we trust
+    /// ([`crate::pubkey`]). The error says why when a certificate or
+    /// signature was refused.
     fn peer_authenticated(
-        &self,
+        &mut self,
         sa: &IkeSa,
         init: &InitMessages,
-        (id, auth): (Option<&Id>, Option<&Auth>),
+        msg: &Message,
         me: &Identity,
-    ) -> Option<Identity> {
-        let (id, auth) = (id?, auth?);
-        let peer = Identity::from_wire(id)?;
+    ) -> Result<Identity, Option<crate::cert::Rejection>> {
+        let (id, auth) = id_and_auth(msg, !sa.initiator);
+        let (id, auth) = (id.ok_or(None)?, auth.ok_or(None)?);
+        let peer = Identity::from_wire(id).ok_or(None)?;
         let conn = &self.config.connections[sa.conn];
         if conn
             .remote
             .id
             .as_ref()
             .is_some_and(|want| !want.matches(&peer))
-            || auth.method != AuthMethod::SHARED_KEY_MIC
         {
-            return None;
+            return Err(None);
         }
-        let want = self.psk_auth_for(sa, init, false, id, me, &peer)?;
-        bool::from(want.ct_eq(&auth.data)).then_some(peer)
+        match conn.remote.auth {
+            AuthKind::Psk => {
+                if auth.method != AuthMethod::SHARED_KEY_MIC {
+                    return Err(None);
+                }
+                let want = self
+                    .psk_auth_for(sa, init, false, id, me, &peer)
+                    .ok_or(None)?;
+                if bool::from(want.ct_eq(&auth.data)) {
+                    Ok(peer)
+                } else {
+                    Err(None)
+                }
+            }
+            AuthKind::Pubkey(_) => self
+                .verify_pubkey(sa, init, msg, (id, auth), &peer)
+                .map(|()| peer)
+                .map_err(Some),
+        }
     }
 
     /// The IKE SA is authenticated: its timers start.

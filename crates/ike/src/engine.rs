@@ -187,11 +187,21 @@ pub struct IkeStats {
     pub fragments_dropped: u64,
     /// Messages put back together from fragments.
     pub reassembled: u64,
+    /// Peer certificates that did not parse (or were too large).
+    pub cert_malformed: u64,
+    /// Peer certificates whose path did not validate to a trusted CA,
+    /// or that did not hold the peer's identity.
+    pub cert_untrusted: u64,
+    /// Peer certificates revoked by a CRL we hold.
+    pub cert_revoked: u64,
+    /// Signatures (AUTH) that did not verify, or used a scheme we do not
+    /// accept.
+    pub bad_signature: u64,
 }
 
 impl IkeStats {
     /// Every counter with its name, for `flowsec ctl stats`.
-    pub fn named(&self) -> [(&'static str, u64); 24] {
+    pub fn named(&self) -> [(&'static str, u64); 28] {
         [
             ("received", self.received),
             ("sent", self.sent),
@@ -215,6 +225,10 @@ impl IkeStats {
             ("fragments_received", self.fragments_received),
             ("fragments_dropped", self.fragments_dropped),
             ("reassembled", self.reassembled),
+            ("cert_malformed", self.cert_malformed),
+            ("cert_untrusted", self.cert_untrusted),
+            ("cert_revoked", self.cert_revoked),
+            ("bad_signature", self.bad_signature),
             ("child_rekeys", self.child_rekeys),
             ("loss_free_handovers", self.loss_free_handovers),
         ]
@@ -278,12 +292,22 @@ impl Ike {
             traps: BTreeMap::new(),
             lingering: Vec::new(),
             clock: Duration::ZERO,
+            unix_at_zero: None,
             stats: IkeStats::default(),
         };
         Ike {
             host,
             sas: SaTable::default(),
         }
+    }
+
+    /// The wall clock: `unix` (since the Unix epoch) is the time at
+    /// `now`. Certificates are checked against it; without it a peer's
+    /// certificate is refused (the core never reads a clock itself). Call
+    /// it at start and now and then (the daemon does on every loop), so
+    /// that a clock step is followed.
+    pub fn set_wall_clock(&mut self, now: Duration, unix: Duration) {
+        self.host.unix_at_zero = unix.checked_sub(now);
     }
 
     /// Counters.

@@ -171,6 +171,12 @@ pub enum NegotiationError {
     PeerAuthFailed,
     /// The responder's AUTH payload did not verify (§2.15).
     ResponderAuthBad,
+    /// We sign, but have no certificate or key for it (the configuration
+    /// was checked at load; the credentials changed since).
+    NoLocalCert,
+    /// We sign, but the peer announced no hash (RFC 7427 §4) or none our
+    /// key and `auth` allow.
+    NoSignatureScheme,
 }
 
 impl fmt::Display for NegotiationError {
@@ -185,6 +191,13 @@ impl fmt::Display for NegotiationError {
             NegotiationError::ResponderAuthBad => {
                 f.write_str("the responder's AUTH did not verify")
             }
+            NegotiationError::NoLocalCert => {
+                f.write_str("no certificate with its private key to sign with")
+            }
+            NegotiationError::NoSignatureScheme => f.write_str(
+                "no signature scheme in common (the peer announced no SIGNATURE_HASH_ALGORITHMS \
+                 our key and auth allow)",
+            ),
         }
     }
 }

@@ -86,6 +86,9 @@ pub enum IkeEvent {
         from: IpAddr,
         /// The identity it claimed, if it was one.
         id: Option<Identity>,
+        /// Why, for a certificate or signature (`None`: a wrong PSK, a
+        /// missing payload or an identity the connection does not accept).
+        why: Option<crate::cert::Rejection>,
     },
     /// IKE_AUTH done: the IKE SA is established.
     Established {
@@ -365,13 +368,17 @@ impl fmt::Display for IkeEvent {
                 remote,
                 reason,
             } => write!(f, "IKE_SA {name}[{unique_id}] with {remote} failed: {reason}"),
-            E::AuthFailed { from, id } => {
+            E::AuthFailed { from, id, why } => {
                 write!(f, "IKE_AUTH from {from} (")?;
                 match id {
                     Some(id) => write!(f, "{id}")?,
                     None => f.write_str("?")?,
                 }
-                f.write_str("): authentication failed")
+                f.write_str("): authentication failed")?;
+                match why {
+                    Some(why) => write!(f, ": {why}"),
+                    None => Ok(()),
+                }
             }
             E::Established {
                 name,
@@ -600,6 +607,7 @@ mod tests {
                 IkeEvent::AuthFailed {
                     from: "192.0.2.2".parse().unwrap(),
                     id: None,
+                    why: None,
                 },
                 "IKE_AUTH from 192.0.2.2 (?): authentication failed",
             ),
@@ -725,8 +733,9 @@ mod tests {
                 IkeEvent::AuthFailed {
                     from: ip,
                     id: Some(Identity::from_ip(ip)),
+                    why: Some(crate::cert::Rejection::Revoked),
                 },
-                "IKE_AUTH from 192.0.2.2 (192.0.2.2): authentication failed",
+                "IKE_AUTH from 192.0.2.2 (192.0.2.2): authentication failed: certificate revoked (CRL)",
             ),
             (
                 IkeEvent::CommandFailed(CommandError::NoGroup { conn: gw() }),

@@ -52,6 +52,10 @@ pub(crate) struct Host {
     /// The `now` of the call being served (time stays an argument: this
     /// only saves passing it through every helper).
     pub(crate) clock: Duration,
+    /// The wall clock (since the Unix epoch) when `now` was zero, given
+    /// by the caller ([`crate::Ike::set_wall_clock`]): certificates are
+    /// valid between dates.
+    pub(crate) unix_at_zero: Option<Duration>,
     pub(crate) stats: IkeStats,
 }
 
@@ -61,6 +65,11 @@ impl Host {
     pub(crate) fn enter(&mut self, now: Duration) {
         self.clock = now;
         self.events.within(None);
+    }
+
+    /// The wall clock at `now`, if the caller gave it.
+    pub(crate) fn unix_time(&self, now: Duration) -> Option<Duration> {
+        self.unix_at_zero.map(|z| z + now)
     }
 
     /// Queue a datagram.

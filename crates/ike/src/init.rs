@@ -277,6 +277,12 @@ impl Host {
         if self.announces_fragmentation(sa.conn) {
             payloads.push(notify(NotifyType::IKEV2_FRAGMENTATION_SUPPORTED, vec![]));
         }
+        // RFC 7427 §4: the hashes we verify signatures with (as strongSwan,
+        // always: the peer may sign even if we use a PSK).
+        payloads.push(notify(
+            NotifyType::SIGNATURE_HASH_ALGORITHMS,
+            crate::cert::HashSet::ours(),
+        ));
         let data = Message {
             header: init_header(sa.spi_i, 0, true, false),
             payloads,
@@ -395,6 +401,11 @@ impl Host {
         sa.keys = Some(keys);
         sa.peer_fragments = self.announces_fragmentation(sa.conn)
             && has_notify(&msg, NotifyType::IKEV2_FRAGMENTATION_SUPPORTED);
+        sa.peer_hashes = crate::pubkey::announced_hashes(&msg);
+        sa.peer_certreq = msg
+            .payloads
+            .iter()
+            .any(|p| matches!(p, Payload::CertReq(_)));
         let (nat_local, nat_remote) = nat_detect(&msg, sa.spi_i, sa.spi_r, sa.local, sa.remote);
         (sa.nat_local, sa.nat_remote) = (nat_local, nat_remote);
         // Over a stream nothing floats: the connection stays (RFC 9329 §6.5).
@@ -527,6 +538,8 @@ pub(crate) fn new_sa(
         last_heard: now,
         last_sent: now,
         peer_fragments: false,
+        peer_hashes: Default::default(),
+        peer_certreq: false,
         reassembly: [None, None],
     }
 }

@@ -281,6 +281,17 @@ impl Host {
         if sa.peer_fragments {
             payloads.push(notify(NotifyType::IKEV2_FRAGMENTATION_SUPPORTED, vec![]));
         }
+        // RFC 7427 §4: answered when the initiator announced its hashes.
+        sa.peer_hashes = crate::pubkey::announced_hashes(offer.msg);
+        if !sa.peer_hashes.is_empty() {
+            payloads.push(notify(
+                NotifyType::SIGNATURE_HASH_ALGORITHMS,
+                crate::cert::HashSet::ours(),
+            ));
+        }
+        // §1.2: [CERTREQ] in the IKE_SA_INIT response, naming our CAs,
+        // when the initiator will sign.
+        payloads.extend(self.certreq(choice.conn));
         let response = Message {
             header: init_header(spi_i, spi_r, false, true),
             payloads,

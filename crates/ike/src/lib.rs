@@ -60,6 +60,7 @@ mod init_responder;
 mod install;
 pub mod kernel;
 mod nat;
+mod pubkey;
 pub mod random;
 mod rekey;
 mod reload;

@@ -198,6 +198,12 @@ pub(crate) struct IkeSa {
     /// The peer's request [0] and response [1] being put back together
     /// from fragments (RFC 7383).
     pub reassembly: [Option<crate::fragmentation::Reassembly>; 2],
+    /// The hashes the peer announced in SIGNATURE_HASH_ALGORITHMS in
+    /// IKE_SA_INIT (RFC 7427 §4); empty if it did not.
+    pub peer_hashes: crate::cert::HashSet,
+    /// The peer sent CERTREQ in its IKE_SA_INIT response (initiator;
+    /// `send_cert = ifasked` then sends our certificate).
+    pub peer_certreq: bool,
 }
 
 impl IkeSa {

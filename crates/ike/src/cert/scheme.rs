@@ -113,6 +113,11 @@ impl HashSet {
             .collect()
     }
 
+    /// Adds `h`.
+    pub fn insert(&mut self, h: Hash) {
+        self.0 |= h.bit();
+    }
+
     /// Whether `h` is in the set.
     pub fn has(self, h: Hash) -> bool {
         self.0 & h.bit() != 0

@@ -176,10 +176,42 @@ pub enum ConfigErrorKind {
     },
     /// A subsection of `local`/`remote` (certificates).
     Certificates,
-    /// Certificate and EAP keys in `local`/`remote`.
+    /// Keys of `local`/`remote` flowsec does not have yet (`pubkeys`,
+    /// `groups`, EAP and XAuth identities).
     PskOnly,
-    /// `local`/`remote` without `auth`.
-    MissingAuth,
+    /// A credential file that cannot be used (the error's file names it).
+    Credential(String),
+    /// `certs`/`cacerts` names a file not loaded from the directory.
+    UnknownCredential {
+        /// The name given.
+        file: String,
+        /// The directory looked in.
+        dir: String,
+    },
+    /// `auth = pubkey` locally, with no certificate for it.
+    NoLocalCert {
+        /// The local `id`, if set.
+        id: Option<String>,
+        /// The swanctl directory.
+        dir: String,
+    },
+    /// Our certificate's private key is not loaded.
+    NoPrivateKey {
+        /// The certificate's subject.
+        subject: String,
+    },
+    /// Our certificate does not validate to a CA we hold.
+    LocalCertInvalid {
+        /// The certificate's subject.
+        subject: String,
+        /// Why.
+        why: String,
+    },
+    /// `auth = pubkey` remotely with no CA certificate to trust.
+    NoCa {
+        /// The directory looked in.
+        dir: String,
+    },
     /// `replay_window` out of range.
     ReplayWindow {
         /// The value given.
@@ -287,13 +319,33 @@ impl fmt::Display for ConfigErrorKind {
                     "section missing: flowsec needs '{side} {{ auth = psk }}'"
                 )
             }
-            K::Certificates => f.write_str("certificates are not supported yet"),
-            K::PskOnly => {
-                f.write_str("not supported yet (flowsec authenticates with pre-shared keys only)")
+            K::Certificates => f.write_str(
+                "subsections of local/remote are not supported (certificates are files in x509/)",
+            ),
+            K::PskOnly => f.write_str(
+                "not supported yet (local/remote take auth, id, certs and cacerts)",
+            ),
+            K::Credential(why) => f.write_str(why),
+            K::UnknownCredential { file, dir } => write!(f, "'{file}' is not a file in {dir}"),
+            K::NoLocalCert { id: Some(id), dir } => write!(
+                f,
+                "no certificate for '{id}' with its private key under {dir} (x509/, and \
+                 private/, rsa/, ecdsa/ or pkcs8/); set certs = FILE"
+            ),
+            K::NoLocalCert { id: None, dir } => write!(
+                f,
+                "auth = pubkey needs certs = FILE (in {dir}/x509) or an id its certificate holds"
+            ),
+            K::NoPrivateKey { subject } => write!(
+                f,
+                "no private key for the certificate \"{subject}\" (private/, rsa/, ecdsa/, pkcs8/)"
+            ),
+            K::LocalCertInvalid { subject, why } => {
+                write!(f, "our certificate \"{subject}\" does not validate: {why}")
             }
-            K::MissingAuth => f.write_str(
-                "missing: strongSwan's default is pubkey, which flowsec does not support yet; \
-                 set auth = psk",
+            K::NoCa { dir } => write!(
+                f,
+                "auth = pubkey needs the CA certificates the peer's chains to, in {dir}"
             ),
             K::ReplayWindow { packets } => {
                 use flowsec_ipsec::replay::{MAX_WINDOW, MIN_WINDOW};

@@ -61,6 +61,8 @@
 //! `0x10` and octal `010`); every connection needs `local` and `remote`
 //! sections with `auth = psk` (strongSwan's default is `pubkey`).
 
+mod credentials;
+pub(crate) use credentials::local_cert;
 pub mod dn;
 mod error;
 pub mod identity;
@@ -108,8 +110,42 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
     swanctl::interpret(name, &root)
 }
 
-/// Read and parse a configuration file.
+/// Read and parse a configuration file, with the credentials of the
+/// swanctl directories next to it ([`load_with`]).
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    load_with(path, None)
+}
+
+/// Read and parse a configuration file and the credentials under
+/// `swanctl_dir` (default: the file's directory): `x509/`, `x509ca/`,
+/// `x509crl/`, `private/`, `rsa/`, `ecdsa/`, `pkcs8/` ([`crate::cert`]).
+/// A credential file that cannot be used, a `certs`/`cacerts` entry
+/// naming no loaded file, a connection authenticating with `pubkey` but no
+/// certificate and key for it, or our certificate not validating to a CA
+/// we hold, is an error naming the file (and line).
+pub fn load_with(path: &Path, swanctl_dir: Option<&Path>) -> Result<Config, ConfigError> {
+    let mut config = load_text(path)?;
+    let name = path.display().to_string();
+    let dir = match swanctl_dir {
+        Some(d) => d.to_path_buf(),
+        None => path.parent().unwrap_or(Path::new(".")).to_path_buf(),
+    };
+    config.credentials = crate::cert::Credentials::load(&dir).map_err(|e| {
+        ConfigError::new(
+            &e.file.display().to_string(),
+            0,
+            String::new(),
+            ConfigErrorKind::Credential(e.reason),
+        )
+    })?;
+    let unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    credentials::check(&config, &name, &dir, unix)?;
+    Ok(config)
+}
+
+fn load_text(path: &Path) -> Result<Config, ConfigError> {
     let name = path.display().to_string();
     let fail = |kind| ConfigError::new(&name, 0, String::new(), kind);
     let meta = std::fs::metadata(path).map_err(|e| fail(ConfigErrorKind::Read(e)))?;
@@ -139,6 +175,20 @@ pub struct Config {
     pub connections: Vec<Connection>,
     /// `secrets.ike*`.
     pub secrets: Vec<Secret>,
+    /// Certificates and keys from the swanctl directories
+    /// ([`load`]/[`load_with`]); none from [`parse`].
+    pub credentials: crate::cert::Credentials,
+    /// Where `certs`/`cacerts` name files, for errors naming the line.
+    pub(crate) cred_refs: Vec<CredRef>,
+}
+
+/// A file name in `certs` or `cacerts`, and where it was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CredRef {
+    pub line: usize,
+    pub key: String,
+    pub file: String,
+    pub ca: bool,
 }
 
 /// One `connections.NAME` section: an IKE SA's configuration.
@@ -190,6 +240,10 @@ pub struct Connection {
     pub tcp: TcpConfig,
     /// `fragmentation` (default `yes`): IKE fragmentation (RFC 7383).
     pub fragmentation: Fragmentation,
+    /// `send_cert` (default `ifasked`).
+    pub send_cert: SendCert,
+    /// `send_certreq` (default yes): CERTREQ payloads naming our CAs.
+    pub send_certreq: bool,
 }
 
 /// `fragmentation` (swanctl.conf(5)): IKE message fragmentation (RFC 7383).
@@ -280,16 +334,91 @@ pub enum Unique {
 pub enum AuthKind {
     /// `psk`: a pre-shared key (RFC 7296 §2.15).
     Psk,
+    /// `pubkey` (strongSwan's default), `rsa`, `ecdsa`, `ed25519`,
+    /// `rsa/pss`, each optionally with hashes (`ecdsa-sha384`,
+    /// `rsa/pss-sha256-sha512`): a signature with a certificate's key
+    /// (RFC 7296 §2.15, RFC 7427).
+    Pubkey(PubkeyAuth),
+}
+
+/// The key kinds and hashes `auth = …` allows for signatures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct PubkeyAuth {
+    /// `rsa`, `ecdsa`, `ed25519`; `None` for `pubkey` (any).
+    pub key: Option<KeyFamily>,
+    /// `rsa/pss`: RSASSA-PSS (locally: sign with it; remotely: require it).
+    pub pss: bool,
+    /// The hashes given (`-sha256` …); empty: any.
+    pub hashes: crate::cert::HashSet,
+}
+
+/// A public key's family in `auth = …`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KeyFamily {
+    /// `rsa`, `rsa/pss`.
+    Rsa,
+    /// `ecdsa`.
+    Ecdsa,
+    /// `ed25519`.
+    Ed25519,
+}
+
+impl PubkeyAuth {
+    /// Whether a signature by `scheme` with a key of `kind` meets it.
+    pub fn allows(&self, scheme: crate::cert::Scheme, kind: crate::cert::KeyKind) -> bool {
+        use crate::cert::{KeyKind as K, Scheme as S};
+        let family = match kind {
+            K::Rsa(_) => KeyFamily::Rsa,
+            K::Ecdsa(_) => KeyFamily::Ecdsa,
+            K::Ed25519 => KeyFamily::Ed25519,
+        };
+        #[allow(clippy::unnecessary_map_or)] // MSRV 1.80: no Option::is_none_or
+        let key_ok = self.key.map_or(true, |k| k == family);
+        key_ok
+            && (!self.pss || matches!(scheme, S::RsaPss(_)))
+            && (self.hashes.is_empty() || self.hashes.has(scheme.hash()))
+    }
 }
 
 /// A `local` or `remote` section.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuthConfig {
-    /// `auth`.
+    /// `auth` (default `pubkey`, as strongSwan).
     pub auth: AuthKind,
-    /// `id`. Unset: locally the IKE address is used as identity (strongSwan
-    /// does so for PSK); remotely any identity is accepted (`%any`).
+    /// `id`. Unset: locally the certificate's subject with `pubkey`, the
+    /// IKE address with `psk` (as strongSwan); remotely any identity is
+    /// accepted (`%any`).
     pub id: Option<Identity>,
+    /// `certs`: our certificates, file names in `x509/` (the first is
+    /// used); unset: the certificate in `x509/` that holds `id` and whose
+    /// key we have.
+    pub certs: Vec<String>,
+    /// `cacerts` (remote): the CAs, file names in `x509ca/`, that the
+    /// peer's certificate must chain to; unset: any in `x509ca/`.
+    pub cacerts: Vec<String>,
+}
+
+impl AuthConfig {
+    /// An `auth = psk` section with `id`.
+    pub fn psk(id: Option<Identity>) -> AuthConfig {
+        AuthConfig {
+            auth: AuthKind::Psk,
+            id,
+            certs: Vec::new(),
+            cacerts: Vec::new(),
+        }
+    }
+}
+
+/// `send_cert` (swanctl.conf(5)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SendCert {
+    /// `ifasked` (default): when the peer sent a CERTREQ.
+    IfAsked,
+    /// `always`.
+    Always,
+    /// `never`.
+    Never,
 }
 
 /// One `children.NAME` section: a Child SA's configuration.

@@ -50,6 +50,7 @@ use flowsec_ipsec::Mode;
 
 use super::error::ConfigErrorKind;
 use super::lexer::{join, Section, Setting};
+use super::proposal::split_list;
 use super::proposal::{
     default_esp_proposals, default_ike_proposals, parse_ah_proposals, parse_esp_proposals,
     parse_ike_proposals,
@@ -61,8 +62,8 @@ use super::value::{
 pub use super::value::{parse_bytes, parse_duration};
 use super::{
     AddrSpec, AuthConfig, AuthKind, ChildConfig, CloseAction, Config, ConfigError, Connection,
-    DpdAction, Fragmentation, Identity, RekeySwitch, Secret, StartAction, TcpConfig, TcpEncap,
-    TsSpec, Unique, TLS_PORT,
+    CredRef, DpdAction, Fragmentation, Identity, RekeySwitch, Secret, SendCert, StartAction,
+    TcpConfig, TcpEncap, TsSpec, Unique, TLS_PORT,
 };
 
 /// strongSwan keys accepted with any valid value and then ignored: they
@@ -71,8 +72,6 @@ use super::{
 /// (section, key); the section is `conn`, `auth` or `child`.
 pub const IGNORED_KEYS: &[(&str, &str)] = &[
     ("conn", "mobike"),
-    ("conn", "send_certreq"),
-    ("conn", "send_cert"),
     ("conn", "pools"),
     ("conn", "aggressive"),
     ("conn", "pull"),
@@ -125,7 +124,10 @@ pub const DEFAULT_REPLAY_WINDOW: u32 = 32;
 
 /// Turns the settings tree into a [`Config`].
 pub(crate) fn interpret(file: &str, root: &Section) -> Result<Config, ConfigError> {
-    let cx = Cx { file };
+    let cx = Cx {
+        file,
+        refs: Default::default(),
+    };
     let mut config = Config::default();
     if let Some(s) = root.settings.first() {
         return Err(cx.err(s.line, s.key.clone(), ConfigErrorKind::UnknownTopLevelKey));
@@ -155,11 +157,14 @@ pub(crate) fn interpret(file: &str, root: &Section) -> Result<Config, ConfigErro
             _ => return Err(cx.err(sec.line, sec.name.clone(), ConfigErrorKind::UnknownSection)),
         }
     }
+    config.cred_refs = cx.refs.into_inner();
     Ok(config)
 }
 
 struct Cx<'a> {
     file: &'a str,
+    /// The files `certs`/`cacerts` name, with their lines.
+    refs: std::cell::RefCell<Vec<CredRef>>,
 }
 
 /// The settings of one section with their values, empty values dropped.
@@ -207,10 +212,7 @@ impl Cx<'_> {
         let here = || join(path, &s.key);
         if IGNORED_KEYS.contains(&(kind, s.key.as_str())) {
             let ok = match s.key.as_str() {
-                "mobike" | "send_certreq" | "aggressive" | "pull" | "hostaccess" => {
-                    parse_bool(v).map(|_| ())
-                }
-                "send_cert" => keyword(v, &["ifasked", "always", "never"]).map(|_| ()),
+                "mobike" | "aggressive" | "pull" | "hostaccess" => parse_bool(v).map(|_| ()),
                 "revocation" => keyword(v, &["strict", "ifuri", "relaxed"]).map(|_| ()),
                 _ => Ok(()),
             };
@@ -296,23 +298,47 @@ impl Cx<'_> {
 
     fn auth(&self, sec: &Section, path: &str) -> Result<AuthConfig, ConfigError> {
         self.no_sections(sec, path, ConfigErrorKind::Certificates)?;
-        let (mut auth, mut id) = (None, None);
+        // strongSwan's default: pubkey.
+        let mut a = AuthConfig {
+            auth: AuthKind::Pubkey(Default::default()),
+            ..AuthConfig::psk(None)
+        };
         for (s, v) in values(sec) {
             if self.common("auth", s, v, path)? {
                 continue;
             }
+            let key = join(path, &s.key);
             let r: Result<(), ConfigErrorKind> = match s.key.as_str() {
-                "auth" => parse_auth(v).map(|a| auth = Some(a)).map_err(Into::into),
-                "id" => Identity::parse(v).map(|i| id = Some(i)).map_err(Into::into),
-                "certs" | "cacerts" | "pubkeys" | "ca_id" | "groups" | "cert_policy" | "eap_id"
-                | "aaa_id" | "xauth_id" => Err(ConfigErrorKind::PskOnly),
+                "auth" => parse_auth(v).map(|k| a.auth = k).map_err(Into::into),
+                "id" => Identity::parse(v)
+                    .map(|i| a.id = Some(i))
+                    .map_err(Into::into),
+                "certs" | "cacerts" => match split_list(v) {
+                    Err(e) => Err(ConfigErrorKind::List(e)),
+                    Ok(files) => {
+                        let ca = s.key == "cacerts";
+                        self.refs.borrow_mut().extend(files.iter().map(|f| CredRef {
+                            line: s.line,
+                            key: key.clone(),
+                            file: f.to_string(),
+                            ca,
+                        }));
+                        let files = files.iter().map(|f| f.to_string()).collect();
+                        if ca {
+                            a.cacerts = files;
+                        } else {
+                            a.certs = files;
+                        }
+                        Ok(())
+                    }
+                },
+                "pubkeys" | "ca_id" | "groups" | "cert_policy" | "eap_id" | "aaa_id"
+                | "xauth_id" => Err(ConfigErrorKind::PskOnly),
                 _ => Err(ConfigErrorKind::UnknownKey),
             };
-            r.map_err(|e| self.err(s.line, join(path, &s.key), e))?;
+            r.map_err(|e| self.err(s.line, key, e))?;
         }
-        let auth = auth
-            .ok_or_else(|| self.err(sec.line, join(path, "auth"), ConfigErrorKind::MissingAuth))?;
-        Ok(AuthConfig { auth, id })
+        Ok(a)
     }
 
     fn child(&self, sec: &Section, path: &str) -> Result<ChildConfig, ConfigError> {
@@ -469,14 +495,8 @@ fn default_connection(name: &str) -> Connection {
         local_port: DEFAULT_PORT,
         remote_port: DEFAULT_PORT,
         proposals: default_ike_proposals().to_vec(),
-        local: AuthConfig {
-            auth: AuthKind::Psk,
-            id: None,
-        },
-        remote: AuthConfig {
-            auth: AuthKind::Psk,
-            id: None,
-        },
+        local: AuthConfig::psk(None),
+        remote: AuthConfig::psk(None),
         children: Vec::new(),
         rekey_time: Duration::ZERO,
         reauth_time: Duration::ZERO,
@@ -489,6 +509,8 @@ fn default_connection(name: &str) -> Connection {
         unique: Unique::No,
         tcp: TcpConfig::default(),
         fragmentation: Fragmentation::Yes,
+        send_cert: SendCert::IfAsked,
+        send_certreq: true,
     }
 }
 
@@ -545,6 +567,14 @@ fn conn_setting(
         "remote_port" => c.remote_port = parse_port(v)?,
         "proposals" => c.proposals = parse_ike_proposals(v)?,
         "encap" => c.encap = parse_bool(v)?,
+        "send_cert" => {
+            c.send_cert = match keyword(v, &["ifasked", "always", "never"])? {
+                0 => SendCert::IfAsked,
+                1 => SendCert::Always,
+                _ => SendCert::Never,
+            }
+        }
+        "send_certreq" => c.send_certreq = parse_bool(v)?,
         "fragmentation" => {
             c.fragmentation = match keyword(v, &["yes", "accept", "force", "no"])? {
                 0 => Fragmentation::Yes,

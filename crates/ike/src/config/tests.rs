@@ -98,13 +98,7 @@ fn strongswan_net2net_psk() {
             dh: vec![DhGroup::CURVE25519],
         }]
     );
-    assert_eq!(
-        gw.local,
-        AuthConfig {
-            auth: AuthKind::Psk,
-            id: Some(fqdn("moon.strongswan.org"))
-        }
-    );
+    assert_eq!(gw.local, AuthConfig::psk(Some(fqdn("moon.strongswan.org"))));
     assert_eq!(gw.remote.id, Some(fqdn("sun.strongswan.org")));
     // reauth_time set, rekey_time not: rekeying off (strongSwan).
     assert_eq!(gw.reauth_time, secs(10800));
@@ -532,16 +526,10 @@ fn auth_and_structure_errors() {
             "section missing",
         ),
         (
-            "  local { id = moon }\n  remote { auth = psk }",
+            "  local { auth = rsa-md5 }\n  remote { auth = psk }",
             3,
             "connections.gw.local.auth",
-            "pubkey",
-        ),
-        (
-            "  local { auth = pubkey }\n  remote { auth = psk }",
-            3,
-            "connections.gw.local.auth",
-            "not supported yet",
+            "unknown authentication",
         ),
         (
             "  local { auth = eap-mschapv2 }\n  remote { auth = psk }",
@@ -562,10 +550,10 @@ fn auth_and_structure_errors() {
             "unknown authentication",
         ),
         (
-            "  local { auth = psk\n certs = moon.pem }\n  remote { auth = psk }",
+            "  local { auth = psk\n pubkeys = moon.pem }\n  remote { auth = psk }",
             4,
-            "connections.gw.local.certs",
-            "pre-shared keys only",
+            "connections.gw.local.pubkeys",
+            "not supported yet",
         ),
         (
             "  local { auth = psk }\n  remote { auth = psk\n id = C=CH, XX=sun }",

@@ -14,7 +14,8 @@ use super::error::ConfigErrorKind;
 use super::identity::decode_hex;
 use super::proposal::split_list;
 use super::value_error::{EmptyListItem, SecretError, SelectorError, ValueError};
-use super::{AddrSpec, AuthKind, TsSpec};
+use super::{AddrSpec, AuthKind, KeyFamily, PubkeyAuth, TsSpec};
+use crate::cert::Hash;
 
 /// `"string"` (already unquoted by the lexer), `0x` hex or `0s` base64,
 /// as `load_creds.c` reads them.
@@ -86,7 +87,39 @@ pub(super) fn parse_auth(v: &str) -> Result<AuthKind, ValueError> {
     if l == "psk" {
         return Ok(AuthKind::Psk);
     }
-    let known = ["pubkey", "rsa", "ecdsa", "bliss", "ike:", "eap", "xauth"];
+    // strongSwan's `auth = pubkey | rsa | ecdsa | ed25519 | rsa/pss`, each
+    // with optional `-HASH` constraints; `ike:` (IKE-only constraints)
+    // means the same here (flowsec checks no certificate signature
+    // schemes beyond webpki's).
+    let body = l.strip_prefix("ike:").unwrap_or(&l);
+    let mut parts = body.split('-');
+    let family = match parts.next() {
+        Some("pubkey") => Some((None, false)),
+        Some("rsa") => Some((Some(KeyFamily::Rsa), false)),
+        Some("rsa/pss") => Some((Some(KeyFamily::Rsa), true)),
+        Some("ecdsa") => Some((Some(KeyFamily::Ecdsa), false)),
+        Some("ed25519") => Some((Some(KeyFamily::Ed25519), false)),
+        _ => None,
+    };
+    if let Some((key, pss)) = family {
+        let mut auth = PubkeyAuth {
+            key,
+            pss,
+            ..PubkeyAuth::default()
+        };
+        for h in parts {
+            let hash = match h {
+                "sha256" | "sha2_256" => Hash::Sha256,
+                "sha384" | "sha2_384" => Hash::Sha384,
+                "sha512" | "sha2_512" => Hash::Sha512,
+                "identity" => Hash::Identity,
+                _ => return Err(ValueError::AuthUnknown(v.into())),
+            };
+            auth.hashes.insert(hash);
+        }
+        return Ok(AuthKind::Pubkey(auth));
+    }
+    let known = ["bliss", "eap", "xauth"];
     if known.iter().any(|k| l.starts_with(k)) {
         Err(ValueError::AuthNotSupported(v.into()))
     } else {

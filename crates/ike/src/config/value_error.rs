@@ -63,7 +63,9 @@ impl fmt::Display for ValueError {
             ValueError::CombinedActions(v) => {
                 write!(f, "combined actions ('{v}') are not supported")
             }
-            ValueError::AuthNotSupported(v) => write!(f, "'{v}' is not supported yet (psk is)"),
+            ValueError::AuthNotSupported(v) => {
+                write!(f, "'{v}' is not supported yet (psk and pubkey are)")
+            }
             ValueError::AuthUnknown(v) => write!(f, "unknown authentication method '{v}'"),
         }
     }

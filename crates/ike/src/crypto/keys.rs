@@ -206,10 +206,30 @@ pub fn psk_auth(
     /// §2.15: the pad string, 17 ASCII characters without a terminator.
     const KEY_PAD: &[u8] = b"Key Pad for IKEv2";
     let p = prf_of(provider, prf)?;
-    let maced_id = p.prf(sk_p, &[id_body]);
+    let octets = signed_octets(provider, prf, real_message, peer_nonce, sk_p, id_body)?;
     let key = p.prf(psk, &[KEY_PAD]);
-    let auth = p.prf(&key, &[real_message, peer_nonce, &maced_id]);
+    let auth = p.prf(&key, &[&octets]);
     Ok(auth.to_vec())
+}
+
+/// The octets an AUTH payload signs (RFC 7296 §2.15):
+/// `RealMessage | Nonce of the peer | prf(SK_p, ID')` — the
+/// InitiatorSignedOctets or ResponderSignedOctets, as for [`psk_auth`].
+pub fn signed_octets(
+    provider: &Provider,
+    prf: PrfId,
+    real_message: &[u8],
+    peer_nonce: &[u8],
+    sk_p: &[u8],
+    id_body: &[u8],
+) -> Result<Vec<u8>, CryptoError> {
+    let p = prf_of(provider, prf)?;
+    let maced_id = p.prf(sk_p, &[id_body]);
+    let mut out = Vec::with_capacity(real_message.len() + peer_nonce.len() + maced_id.len());
+    out.extend_from_slice(real_message);
+    out.extend_from_slice(peer_nonce);
+    out.extend_from_slice(&maced_id);
+    Ok(out)
 }
 
 /// The provider's PRF `id`, or `UnsupportedPrf`.

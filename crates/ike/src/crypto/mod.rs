@@ -28,7 +28,9 @@ use flowsec_crypto::{CryptoError, DhGroup, Provider};
 use crate::random::Random;
 
 pub use flowsec_crypto::KeyExchange;
-pub use keys::{child_keymat, ike_keys, psk_auth, rekey_skeyseed, skeyseed, IkeKeys, IkeSuite};
+pub use keys::{
+    child_keymat, ike_keys, psk_auth, rekey_skeyseed, signed_octets, skeyseed, IkeKeys, IkeSuite,
+};
 pub use prf::prf_plus;
 pub use sk::{SkCrypto, SkError};
 

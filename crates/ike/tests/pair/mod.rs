@@ -96,9 +96,14 @@ impl Pair {
     }
 
     pub fn with(a_conf: &str, b_conf: &str, sa: Settings, sb: Settings) -> Pair {
+        Pair::of(ike(a_conf, 1, sa), ike(b_conf, 2, sb))
+    }
+
+    /// Two cores made by the caller.
+    pub fn of(a: Ike, b: Ike) -> Pair {
         Pair {
-            a: ike(a_conf, 1, sa),
-            b: ike(b_conf, 2, sb),
+            a,
+            b,
             ka: RecordingKernel {
                 spi_base: 0x100,
                 ..Default::default()

@@ -1,0 +1,108 @@
+//! The checks a configuration's credentials get when it is loaded
+//! ([`super::load_with`]): every `certs`/`cacerts` file exists, every
+//! connection that signs has a certificate and its key, and that
+//! certificate validates to a CA we hold — so a mistake is an error naming
+//! the file at start (or at `flowsec ctl reload`), not an
+//! AUTHENTICATION_FAILED later.
+
+use core::time::Duration;
+use std::path::Path;
+
+use super::{AuthKind, Config, ConfigError, ConfigErrorKind, Identity};
+use crate::cert::{verify, Certificate};
+
+pub(super) fn check(
+    config: &Config,
+    file: &str,
+    dir: &Path,
+    unix: Duration,
+) -> Result<(), ConfigError> {
+    let creds = &config.credentials;
+    for r in &config.cred_refs {
+        let found = if r.ca {
+            creds.ca(&r.file).is_some()
+        } else {
+            creds.cert(&r.file).is_some()
+        };
+        if !found {
+            let sub = if r.ca { "x509ca" } else { "x509" };
+            return Err(ConfigError::new(
+                file,
+                r.line,
+                r.key.clone(),
+                ConfigErrorKind::UnknownCredential {
+                    file: r.file.clone(),
+                    dir: dir.join(sub).display().to_string(),
+                },
+            ));
+        }
+    }
+    for c in &config.connections {
+        if let AuthKind::Pubkey(_) = c.local.auth {
+            let key = format!("connections.{}.local", c.name);
+            let cert =
+                local_cert(config, &c.local.certs, c.local.id.as_ref()).ok_or_else(|| {
+                    ConfigError::new(
+                        file,
+                        0,
+                        key.clone(),
+                        ConfigErrorKind::NoLocalCert {
+                            id: c.local.id.as_ref().map(Identity::to_string),
+                            dir: dir.display().to_string(),
+                        },
+                    )
+                })?;
+            if creds.key_for(cert).is_none() {
+                return Err(ConfigError::new(
+                    file,
+                    0,
+                    key,
+                    ConfigErrorKind::NoPrivateKey {
+                        subject: cert.subject_text(),
+                    },
+                ));
+            }
+            let anchors: Vec<&Certificate> = creds.cas().collect();
+            let chain = creds.chain_of(cert);
+            if let Err(why) = verify::validate(cert, &chain, &anchors, &creds.crls(), unix) {
+                return Err(ConfigError::new(
+                    file,
+                    0,
+                    key,
+                    ConfigErrorKind::LocalCertInvalid {
+                        subject: cert.subject_text(),
+                        why: why.to_string(),
+                    },
+                ));
+            }
+        }
+        if let AuthKind::Pubkey(_) = c.remote.auth {
+            if creds.cas().next().is_none() {
+                return Err(ConfigError::new(
+                    file,
+                    0,
+                    format!("connections.{}.remote", c.name),
+                    ConfigErrorKind::NoCa {
+                        dir: dir.join("x509ca").display().to_string(),
+                    },
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Our certificate: the first of `certs`, or the one in `x509/` that
+/// holds `id` and whose key we have.
+pub(crate) fn local_cert<'a>(
+    config: &'a Config,
+    certs: &[String],
+    id: Option<&Identity>,
+) -> Option<&'a Certificate> {
+    let creds = &config.credentials;
+    match (certs.first(), id) {
+        (Some(name), _) => creds.cert(name),
+        (None, Some(id)) => creds.cert_for(id),
+        (None, None) => None,
+    }
+}
