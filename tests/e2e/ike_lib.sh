@@ -54,12 +54,10 @@ connections {
         proposals = $IKE_PROPOSAL
         dpd_delay = $DPD_DELAY${CONN_EXTRA:-}
         local {
-            auth = psk
-            id = ${LOCAL_ID[$gw]}
+$(auth_section "$gw" local)
         }
         remote {
-            auth = psk
-            id = ${REMOTE_ID[$gw]}
+$(auth_section "$gw" remote)
         }
         children {
             $CHILD {
@@ -83,6 +81,31 @@ secrets {
 EOF
 }
 
+# The lines of GW's local or remote section: ${AUTH_LOCAL[GW]} or
+# ${AUTH_REMOTE[GW]} (newline-separated key = value lines) when the
+# sourcing script declares those associative arrays (ike_cert.sh), else a
+# PSK with LOCAL_ID or REMOTE_ID.
+auth_section() {  # auth_section GW local|remote
+    local gw="$1" side="$2" lines="" id
+    if [ "$side" = local ] && declare -p AUTH_LOCAL >/dev/null 2>&1; then
+        lines="${AUTH_LOCAL[$gw]:-}"
+    elif [ "$side" = remote ] && declare -p AUTH_REMOTE >/dev/null 2>&1; then
+        lines="${AUTH_REMOTE[$gw]:-}"
+    fi
+    if [ -z "$lines" ]; then
+        if [ "$side" = local ]; then id="${LOCAL_ID[$gw]}"; else id="${REMOTE_ID[$gw]}"; fi
+        lines="auth = psk"$'\n'"id = $id"
+    fi
+    sed 's/^ */            /' <<<"$lines"
+}
+
+# The swanctl.conf of GW: $W/GW/swanctl.conf when that directory exists
+# (the swanctl layout with x509/ and the other credential directories next
+# to it, ike_cert.sh), else $W/GW-swanctl.conf.
+conf_of() {  # conf_of GW
+    if [ -d "$W/$1" ]; then echo "$W/$1/swanctl.conf"; else echo "$W/$1-swanctl.conf"; fi
+}
+
 # More connections for GW: ${EXTRA_CONN[GW]}, when the sourcing script
 # declares that associative array (tests/e2e/ike.sh's check j).
 extra_connections() {  # extra_connections GW
@@ -99,12 +122,13 @@ extra_connections() {  # extra_connections GW
 # chapoly for ChaCha20-Poly1305 (IKE and libipsec's ESP), kdf for the
 # IKE key derivation (prf+; without it: "KDF_PRF with PRF_HMAC_SHA2_256 not
 # supported", 5.9.8 moved prf+ into that plugin). FLOWSEC_IKE_CHARON_DEBUG
-# ("ike 4, enc 2") sets charon's log levels per subsystem.
+# ("ike 4, enc 2") sets charon's log levels per subsystem;
+# CHARON_PLUGINS_EXTRA (" x509 pem …") loads more plugins.
 gen_strongswan_conf() {  # gen_strongswan_conf GW [VICI_SOCKET]
     cat <<EOF
 # flowsec $IKE_TAG: $1
 charon {
-    load = random nonce aes sha1 sha2 md5 hmac xcbc cmac gcm chapoly openssl gmp curve25519 kdf kernel-libipsec kernel-netlink socket-default vici
+    load = random nonce aes sha1 sha2 md5 hmac xcbc cmac gcm chapoly openssl gmp curve25519 kdf kernel-libipsec kernel-netlink socket-default vici${CHARON_PLUGINS_EXTRA:-}
     install_routes = yes
     # No ids for PSK lookups beyond the file's; no vendor ID.
     # Retransmissions: 1 s, then 1.4 s, then give up after another 1.96 s
@@ -164,13 +188,13 @@ start_daemon() {  # start_daemon GW: GW's daemon up, its swanctl.conf loaded; GW
             sleep 0.1
         done
         [ -S "$W/$gw.vici" ] || { echo "    $gw: no vici socket after ${UP_TIMEOUT}s"; show_log "$log"; return 1; }
-        sw "$gw" --load-all --noprompt --file "$W/$gw-swanctl.conf" >"$W/$gw-load.log" 2>&1 ||
+        sw "$gw" --load-all --noprompt --file "$(conf_of "$gw")" >"$W/$gw-load.log" 2>&1 ||
             { show_log "$W/$gw-load.log"; show_log "$log"; return 1; }
         if [ "${IKE_SHOW_LOAD:-0}" = 1 ]; then
             sed 's/^/    /' "$W/$gw-load.log" | grep -v 'opening directory' | head -4
         fi
     else
-        local args=(up -c "$W/$gw-swanctl.conf" --tun "$TUN" --socket "$W/$gw.sock")
+        local args=(up -c "$(conf_of "$gw")" --tun "$TUN" --socket "$W/$gw.sock")
         [ -n "${FLOWSEC_IKE_WORKERS:-}" ] && args+=(--workers "$FLOWSEC_IKE_WORKERS")
         # More options for GW: ${UP_ARGS[GW]} (words), when the sourcing
         # script declares that associative array (ike_tcp.sh's --tcp-listen).

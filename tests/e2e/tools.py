@@ -476,8 +476,16 @@ def parse_vici_raw(text):
                     i = j + 1
                 elif "=" in t:
                     k, v = t.split("=", 1)
-                    d[k] = v
                     i += 1
+                    # A value with spaces (a DN identity, "C=CH, O=x,
+                    # CN=y") goes on in tokens that are no vici key
+                    # (those are lower case with dashes).
+                    while (i < len(toks) and toks[i] not in "{}[]"
+                           and not re.match(r"[a-z][a-z0-9-]*=", toks[i])
+                           and not (i + 1 < len(toks) and toks[i + 1] in ("{", "["))):
+                        v += " " + toks[i]
+                        i += 1
+                    d[k] = v
                 else:
                     i += 1
             return d, i
@@ -529,6 +537,7 @@ def sas_normalised(impl, text):
                 "remote_host": sa.get("remote-host"), "remote_port": num(sa.get("remote-port")),
                 "nat": nl or nr or sa.get("nat-any") == "yes" or sa.get("nat-fake") == "yes",
                 "nat_local": nl, "nat_remote": nr,
+                "local_id": sa.get("local-id"), "remote_id": sa.get("remote-id"),
                 "child_sas": [{
                     "name": c["name"], "state": c.get("state", "-").upper(),
                     "spi_in": hexspi(c.get("spi-in")), "spi_out": hexspi(c.get("spi-out")),
@@ -546,6 +555,8 @@ def sas_normalised(impl, text):
             "local_host": sa["local_host"], "local_port": sa["local_port"],
             "remote_host": sa["remote_host"], "remote_port": sa["remote_port"],
             "nat": sa["nat"] is True, "nat_local": sa.get("nat_local"), "nat_remote": sa.get("nat_remote"),
+            "local_id": (sa.get("local_id") or "").lstrip("@") or None,
+            "remote_id": (sa.get("remote_id") or "").lstrip("@") or None,
             "child_sas": [{
                 "name": c["name"], "state": str(c["state"]).upper(),
                 "spi_in": hexspi(c["spi_in"]), "spi_out": hexspi(c["spi_out"]),

@@ -59,6 +59,9 @@ pub struct Options {
     pub setkey: Option<PathBuf>,
     /// IKEv2 connections and secrets in swanctl.conf style (`-c`).
     pub ike: Option<PathBuf>,
+    /// The swanctl directory of the certificates and keys (default: the
+    /// directory of `ike`).
+    pub swanctl_dir: Option<PathBuf>,
     /// IKE tuning (strongswan.conf's retransmission settings).
     pub ike_settings: flowsec_ike::Settings,
     /// MTU of the TUN device: the path MTU less the IPsec overhead.
@@ -186,6 +189,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         seq_checked: None,
         metrics,
         ike_path: opts.ike.clone(),
+        swanctl_dir: opts.swanctl_dir.clone(),
         setkey_path: opts.setkey.clone(),
         manual,
     };
@@ -371,6 +375,7 @@ struct Plane {
     metrics: Option<crate::metrics::Exporter>,
     /// The files a reload reads again (`-c`, `--setkey`).
     ike_path: Option<PathBuf>,
+    swanctl_dir: Option<PathBuf>,
     setkey_path: Option<PathBuf>,
     /// What the `--setkey` file put in place.
     manual: reload::Manual,
@@ -385,6 +390,11 @@ impl Plane {
     ) -> Option<T> {
         let now = self.start.elapsed();
         let mut ike = self.ike.take()?;
+        // Certificates are valid between dates: the core is told the
+        // wall clock (and follows a step of it) on every call.
+        if let Ok(unix) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+            ike.ike.set_wall_clock(now, unix);
+        }
         let mut model = std::mem::take(&mut self.model);
         let mut spis = std::mem::take(&mut ike.spis);
         let (out, changes) = {

@@ -28,6 +28,11 @@ pub struct UpArgs {
     /// /etc/flowsec/swanctl.conf.
     #[arg(short = 'c', long = "conf", value_name = "FILE")]
     pub conf: Option<PathBuf>,
+    /// Where the certificates and keys are, in strongSwan's swanctl
+    /// layout (x509/, x509ca/, x509crl/, private/, rsa/, ecdsa/,
+    /// pkcs8/); default: the directory of the -c file.
+    #[arg(long, value_name = "DIR")]
+    pub swanctl_dir: Option<PathBuf>,
     /// MTU of the TUN device (the path MTU less the IPsec overhead).
     #[arg(long, default_value_t = 1400)]
     pub mtu: u16,
@@ -191,6 +196,7 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
         metrics: args.metrics,
         tun: args.tun.clone(),
         setkey: args.setkey.clone(),
+        swanctl_dir: args.swanctl_dir.clone(),
         // What a service runs without options (contrib/flowsec.service).
         ike: match (&args.conf, &args.setkey) {
             (None, None) => Some(PathBuf::from(DEFAULT_CONF)),
