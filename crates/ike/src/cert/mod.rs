@@ -286,8 +286,9 @@ fn read_dir(dir: &Path) -> Result<Vec<(PathBuf, Zeroizing<Vec<u8>>)>, CredError>
     Ok(out)
 }
 
-/// The DER of a PEM block labelled `label`, or the bytes themselves.
-fn pem_or_der(bytes: &[u8], label: &str) -> Vec<u8> {
+/// The DER of a PEM block labelled `label` (`CERTIFICATE`, `X509 CRL`),
+/// or the bytes themselves.
+pub fn pem_or_der(bytes: &[u8], label: &str) -> Vec<u8> {
     match pem_rfc7468::decode_vec(trim(bytes)) {
         Ok((l, der)) if l == label => der,
         _ => bytes.to_vec(),
