@@ -317,6 +317,8 @@ pub struct PlaneKernel<'a> {
     workers: u32,
     changes: Vec<Change>,
     spd_changed: bool,
+    /// Virtual IPs given to us (true) or gone (false), in order.
+    vips: Vec<(IpAddr, bool)>,
 }
 
 impl<'a> PlaneKernel<'a> {
@@ -330,15 +332,16 @@ impl<'a> PlaneKernel<'a> {
             workers: workers.max(1) as u32,
             changes: Vec::new(),
             spd_changed: false,
+            vips: Vec::new(),
         }
     }
 
     /// The changes for the workers, in order (the SPD last, whole).
-    pub fn finish(mut self) -> Vec<Change> {
+    pub fn finish(mut self) -> (Vec<Change>, Vec<(IpAddr, bool)>) {
         if self.spd_changed {
             self.changes.push(Change::Spd(self.model.spd.clone()));
         }
-        self.changes
+        (self.changes, self.vips)
     }
 }
 
@@ -408,6 +411,14 @@ impl Kernel for PlaneKernel<'_> {
         if self.model.sas.remove(&id).is_some() {
             self.changes.push(Change::RemoveSa(id));
         }
+    }
+
+    fn add_vip(&mut self, addr: IpAddr) {
+        self.vips.push((addr, true));
+    }
+
+    fn del_vip(&mut self, addr: IpAddr) {
+        self.vips.push((addr, false));
     }
 
     fn update_encap(&mut self, id: SaId, encap: flowsec_ipsec::UdpEncap) {

@@ -397,15 +397,25 @@ impl Plane {
         }
         let mut model = std::mem::take(&mut self.model);
         let mut spis = std::mem::take(&mut ike.spis);
-        let (out, changes) = {
+        let (out, (changes, vips)) = {
             let mut k = PlaneKernel::new(&mut model, &mut spis, self.workers.len());
             let out = f(&mut ike, now, &mut k);
             (out, k.finish())
         };
         ike.spis = spis;
         self.model = model;
-        if !changes.is_empty() {
+        // A virtual IP goes on the device before the routes that take it
+        // as their source, and leaves after them.
+        for (addr, _) in vips.iter().filter(|(_, add)| *add) {
+            if let Err(e) = self.routes.add_vip(*addr) {
+                tracing::error!(target: "net", "virtual IP {addr}: {e}");
+            }
+        }
+        if !changes.is_empty() || !vips.is_empty() {
             self.apply_ike_changes(&changes, now);
+        }
+        for (addr, _) in vips.iter().filter(|(_, add)| !*add) {
+            self.routes.del_vip(*addr);
         }
         ike.transmit();
         self.ike = Some(ike);
@@ -419,7 +429,7 @@ impl Plane {
             Ok(lists) => self.apply_everywhere(lists),
             Err(e) => tracing::error!(target: "esp", "could not install what IKE negotiated: {e}"),
         }
-        if changes.iter().any(|c| matches!(c, apply::Change::Spd(_))) {
+        if changes.is_empty() || changes.iter().any(|c| matches!(c, apply::Change::Spd(_))) {
             if let Err(e) = self.routes.sync(&self.model.spd) {
                 tracing::error!(target: "net", "routes: {e}");
             }

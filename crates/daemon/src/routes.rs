@@ -30,6 +30,9 @@ pub struct Routes {
     table: Vec<(IpPrefix, Option<IpAddr>)>,
     /// `-4` and/or `-6`: families for which the rule was added.
     rules: Vec<&'static str>,
+    /// Virtual IPs IKE got from road-warrior gateways (RFC 7296 §3.15),
+    /// on the device: routes whose policy comes from one take it as source.
+    vips: Vec<IpAddr>,
 }
 
 impl Routes {
@@ -45,6 +48,7 @@ impl Routes {
             dev: dev.to_string(),
             table: Vec::new(),
             rules: Vec::new(),
+            vips: Vec::new(),
         };
         routes.sync(spd)?;
         Ok(routes)
@@ -53,7 +57,7 @@ impl Routes {
     /// Make the routes match `spd`: add those of new PROTECT policies,
     /// remove those no policy needs any more.
     pub fn sync(&mut self, spd: &Spd) -> Result<(), ToolError> {
-        let wanted = wanted(spd);
+        let wanted = wanted(spd, &self.vips);
         let table = TABLE.to_string();
         // Only destinations no longer wanted at all: a changed source is
         // replaced in place below (`route replace`), with no moment
@@ -109,6 +113,38 @@ impl Routes {
         Ok(())
     }
 
+    /// Put a virtual IP on the device (`ip addr add ADDR/32`, /128 for
+    /// IPv6 without duplicate address detection); routes follow at the
+    /// next [`Routes::sync`].
+    pub fn add_vip(&mut self, addr: IpAddr) -> Result<(), ToolError> {
+        if self.vips.contains(&addr) {
+            return Ok(());
+        }
+        let a = match addr {
+            IpAddr::V4(a) => format!("{a}/32"),
+            IpAddr::V6(a) => format!("{a}/128"),
+        };
+        let mut args = vec!["addr", "replace", a.as_str(), "dev", self.dev.as_str()];
+        if addr.is_ipv6() {
+            args.push("nodad");
+        }
+        ip(&args)?;
+        self.vips.push(addr);
+        Ok(())
+    }
+
+    /// Take a virtual IP off the device (gone already is fine).
+    pub fn del_vip(&mut self, addr: IpAddr) {
+        if let Some(i) = self.vips.iter().position(|a| *a == addr) {
+            self.vips.remove(i);
+            let a = match addr {
+                IpAddr::V4(a) => format!("{a}/32"),
+                IpAddr::V6(a) => format!("{a}/128"),
+            };
+            let _ = ip(&["addr", "del", &a, "dev", &self.dev]);
+        }
+    }
+
     /// Prefixes routed into the device.
     pub fn prefixes(&self) -> impl Iterator<Item = &IpPrefix> {
         self.table.iter().map(|(dst, _)| dst)
@@ -119,7 +155,7 @@ impl Routes {
 /// DISCARD policy, the first policy for a destination deciding its source.
 /// (The daemon matches the whole selector: what such a route brings it
 /// that a BYPASS policy, or no policy, covers goes on in the clear.)
-fn wanted(spd: &Spd) -> Vec<(IpPrefix, Option<IpAddr>)> {
+fn wanted(spd: &Spd, vips: &[IpAddr]) -> Vec<(IpPrefix, Option<IpAddr>)> {
     let mut out: Vec<(IpPrefix, Option<IpAddr>)> = Vec::new();
     for p in spd.iter().filter(|p| p.direction == Direction::Out) {
         let templates = match &p.action {
@@ -132,10 +168,11 @@ fn wanted(spd: &Spd) -> Vec<(IpPrefix, Option<IpAddr>)> {
         }
         // In transport mode a host selector names the address the host's
         // traffic must come from (the TUN itself has none).
+        // A road warrior's traffic comes from its virtual IP.
         let src = match !templates.is_empty() && templates.iter().all(|t| t.mode == Mode::Transport)
         {
             true => host(&p.selector.src),
-            false => None,
+            false => host(&p.selector.src).filter(|a| vips.contains(a)),
         };
         out.push((p.selector.dst, src));
     }
@@ -168,6 +205,9 @@ impl Drop for Routes {
             let _ = ip(&[
                 family, "rule", "del", "not", "fwmark", &mark, "table", &table, "pref", &pref,
             ]);
+        }
+        for addr in self.vips.clone() {
+            self.del_vip(addr);
         }
     }
 }

@@ -421,19 +421,29 @@ fn print_ike_sa(o: &mut String, sa: &Value) {
             ""
         },
     );
+    // Virtual IPs as swanctl shows them: ` [10.3.0.1]` after the address.
+    let vips = |key: &str| match sa[key].as_array() {
+        Some(a) if !a.is_empty() => {
+            let list: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
+            format!(" [{}]", list.join(" "))
+        }
+        _ => String::new(),
+    };
     let _ = writeln!(
         o,
-        "  local  '{}' @ {}[{}]",
+        "  local  '{}' @ {}[{}]{}",
         s("local_id"),
         s("local_host"),
-        s("local_port")
+        s("local_port"),
+        vips("local_vips")
     );
     let _ = writeln!(
         o,
-        "  remote '{}' @ {}[{}]{}",
+        "  remote '{}' @ {}[{}]{}{}",
         s("remote_id"),
         s("remote_host"),
         s("remote_port"),
+        vips("remote_vips"),
         match sa["transport"].as_str() {
             // RFC 9329: the IKE SA and its ESP in one TCP stream.
             Some(t @ ("TCP" | "TLS")) => format!(" over {t}"),

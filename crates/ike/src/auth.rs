@@ -178,6 +178,8 @@ impl Host {
             payloads.push(Payload::IdR(peer.to_wire()));
         }
         payloads.push(Payload::Auth(auth));
+        // §3.15: a road warrior asks for its virtual IPs.
+        payloads.extend(crate::vip::request(&self.config, sa.conn));
         // §2.4: only when we hold no other IKE SA with the peer (the
         // peer deletes those it has with us on seeing it), as strongSwan.
         let contact = !sa.others.values().any(|o| {
@@ -242,6 +244,8 @@ impl Host {
         let mut payloads = vec![Payload::IdR(idr)];
         payloads.extend(certs);
         payloads.push(Payload::Auth(auth));
+        // §3.15: a virtual IP from our pools for a road warrior that asks.
+        payloads.extend(self.assign_vips(sa, &msg, &peer));
         sa.peer_id = Some(peer.clone());
         sa.local_id = Some(me.clone());
         self.established(now, sa);
@@ -321,6 +325,12 @@ impl Host {
             return self.fail(sa, NegotiationError::ResponderAuthBad);
         };
         sa.peer_id = Some(peer.clone());
+        if !self.take_vips(sa, &msg, k) {
+            if let Some(req) = &child {
+                req.reserved().release(k);
+            }
+            return self.fail(sa, NegotiationError::NoVirtualIp);
+        }
         self.established(now, sa);
         self.report_established(sa, me, peer);
         if let Some(req) = child {

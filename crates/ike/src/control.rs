@@ -35,6 +35,10 @@ pub struct IkeSaInfo {
     pub local_id: String,
     /// The peer's identity.
     pub remote_id: String,
+    /// Virtual IPs the peer gave us (`vips`).
+    pub local_vips: Vec<std::net::IpAddr>,
+    /// Virtual IPs we gave the peer (`pools`).
+    pub remote_vips: Vec<std::net::IpAddr>,
     /// A NAT was detected (or faked by the peer): ESP in UDP.
     pub nat: bool,
     /// UDP, TCP or TLS (RFC 9329).
@@ -123,6 +127,8 @@ impl Ike {
                         .peer_id
                         .as_ref()
                         .map_or_else(|| "%any".into(), |i| i.to_string()),
+                    local_vips: sa.vips_local.clone(),
+                    remote_vips: sa.vips_remote.iter().map(|(_, a)| *a).collect(),
                     nat: sa.nat_local || sa.nat_remote,
                     transport: sa.transport,
                     proposal,

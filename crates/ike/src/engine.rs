@@ -293,6 +293,7 @@ impl Ike {
             lingering: Vec::new(),
             clock: Duration::ZERO,
             unix_at_zero: None,
+            leases: Default::default(),
             stats: IkeStats::default(),
         };
         Ike {

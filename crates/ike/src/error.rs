@@ -174,6 +174,8 @@ pub enum NegotiationError {
     /// We sign, but have no certificate or key for it (the configuration
     /// was checked at load; the credentials changed since).
     NoLocalCert,
+    /// We asked for a virtual IP (`vips`) and the responder gave none.
+    NoVirtualIp,
     /// We sign, but the peer announced no hash (RFC 7427 §4) or none our
     /// key and `auth` allow.
     NoSignatureScheme,
@@ -190,6 +192,9 @@ impl fmt::Display for NegotiationError {
             NegotiationError::PeerAuthFailed => f.write_str("peer says AUTHENTICATION_FAILED"),
             NegotiationError::ResponderAuthBad => {
                 f.write_str("the responder's AUTH did not verify")
+            }
+            NegotiationError::NoVirtualIp => {
+                f.write_str("no virtual IP in the responder's answer (CFG_REPLY)")
             }
             NegotiationError::NoLocalCert => {
                 f.write_str("no certificate with its private key to sign with")

@@ -113,6 +113,31 @@ pub enum IkeEvent {
         /// The stale IKE SA's unique id.
         unique_id: u32,
     },
+    /// Responder: a virtual IP from a pool given to a peer (RFC 7296
+    /// §3.15).
+    VirtualIpAssigned {
+        /// The peer's identity.
+        peer: Identity,
+        /// The address.
+        addr: std::net::IpAddr,
+        /// The pool.
+        pool: String,
+    },
+    /// Responder: the peer asked for a virtual IP and no pool of the
+    /// connection had one (none configured, or exhausted).
+    NoVirtualIp {
+        /// The peer's identity.
+        peer: Identity,
+    },
+    /// Initiator: the responder gave us virtual IPs (now on the tunnel
+    /// device) and DNS servers.
+    VirtualIpInstalled {
+        /// The addresses.
+        addrs: Vec<std::net::IpAddr>,
+        /// The DNS servers (not installed: flowsec leaves resolv.conf
+        /// alone).
+        dns: Vec<std::net::IpAddr>,
+    },
     /// An authenticated message came from another address than the IKE
     /// SA's: the peer moved, which its Child SAs do not follow yet.
     PeerMoved {
@@ -391,6 +416,25 @@ impl fmt::Display for IkeEvent {
                 f,
                 "IKE_SA {name}[{unique_id}] established between {local}[{local_id}]...{remote}[{remote_id}]"
             ),
+            E::VirtualIpAssigned { peer, addr, pool } => {
+                write!(f, "assigning virtual IP {addr} to peer '{peer}' (pool {pool})")
+            }
+            E::NoVirtualIp { peer } => {
+                write!(f, "no virtual IP for peer '{peer}': no pool has one left")
+            }
+            E::VirtualIpInstalled { addrs, dns } => {
+                f.write_str("installing virtual IP")?;
+                for a in addrs {
+                    write!(f, " {a}")?;
+                }
+                if !dns.is_empty() {
+                    f.write_str(", DNS")?;
+                    for d in dns {
+                        write!(f, " {d}")?;
+                    }
+                }
+                Ok(())
+            }
             E::InitialContact { name, unique_id } => write!(
                 f,
                 "IKE_SA {name}[{unique_id}]: the peer made contact anew (INITIAL_CONTACT): deleting the stale SA"

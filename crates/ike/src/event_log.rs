@@ -59,7 +59,11 @@ impl IkeEvent {
     pub fn subsystem(&self) -> Subsystem {
         use IkeEvent as E;
         match self {
-            E::ConfigRestricted(_) | E::Reloaded(_) | E::CommandFailed(_) => Subsystem::Cfg,
+            E::ConfigRestricted(_)
+            | E::Reloaded(_)
+            | E::CommandFailed(_)
+            | E::VirtualIpAssigned { .. }
+            | E::NoVirtualIp { .. } => Subsystem::Cfg,
             E::Acquire { .. }
             | E::ChildInstalled { .. }
             | E::ChildNotEstablished { .. }
@@ -141,7 +145,8 @@ impl IkeEvent {
             | E::RekeyFailed { .. }
             | E::ChildNotEstablished { .. }
             | E::ChildFailed { .. }
-            | E::ChildRefused { .. } => Severity::Failure,
+            | E::ChildRefused { .. }
+            | E::NoVirtualIp { .. } => Severity::Failure,
             _ => Severity::Lifecycle,
         }
     }

@@ -56,6 +56,8 @@ pub(crate) struct Host {
     /// by the caller ([`crate::Ike::set_wall_clock`]): certificates are
     /// valid between dates.
     pub(crate) unix_at_zero: Option<Duration>,
+    /// Virtual IPs handed out from the configured pools.
+    pub(crate) leases: crate::pool::Leases,
     pub(crate) stats: IkeStats,
 }
 
@@ -271,6 +273,7 @@ impl Host {
         for spi in spis {
             self.remove_child(sa, spi, k);
         }
+        crate::vip::release(self, sa, k);
     }
 }
 

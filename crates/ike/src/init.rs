@@ -540,6 +540,9 @@ pub(crate) fn new_sa(
         peer_fragments: false,
         peer_hashes: Default::default(),
         peer_certreq: false,
+        vips_local: Vec::new(),
+        dns: Vec::new(),
+        vips_remote: Vec::new(),
         reassembly: [None, None],
     }
 }

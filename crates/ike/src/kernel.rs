@@ -53,6 +53,11 @@ pub trait Kernel {
     fn query_sa(&mut self, id: SaId) -> Option<SaUsage>;
     /// The address this host would send from to reach `dst`.
     fn source_for(&mut self, dst: IpAddr) -> Option<IpAddr>;
+    /// A virtual IP the peer gave us (RFC 7296 §3.15): on the tunnel
+    /// device, the source of what goes into the tunnel.
+    fn add_vip(&mut self, _addr: IpAddr) {}
+    /// That virtual IP is no longer ours.
+    fn del_vip(&mut self, _addr: IpAddr) {}
 }
 
 /// A [`Kernel`] that records what it was asked, for tests and `--dry-run`
@@ -72,6 +77,8 @@ pub struct RecordingKernel {
     pub usage: std::collections::BTreeMap<SaId, SaUsage>,
     /// Log of calls, in order, for assertions (`add_sa esp 0x..`).
     pub log: Vec<String>,
+    /// Virtual IPs given to us, in order.
+    pub vips: Vec<IpAddr>,
 }
 
 impl RecordingKernel {
@@ -151,5 +158,15 @@ impl Kernel for RecordingKernel {
 
     fn source_for(&mut self, _dst: IpAddr) -> Option<IpAddr> {
         None
+    }
+
+    fn add_vip(&mut self, addr: IpAddr) {
+        self.log.push(format!("add_vip {addr}"));
+        self.vips.push(addr);
+    }
+
+    fn del_vip(&mut self, addr: IpAddr) {
+        self.log.push(format!("del_vip {addr}"));
+        self.vips.retain(|a| *a != addr);
     }
 }

@@ -60,6 +60,7 @@ mod init_responder;
 mod install;
 pub mod kernel;
 mod nat;
+pub mod pool;
 mod pubkey;
 pub mod random;
 mod rekey;
@@ -69,6 +70,7 @@ pub mod sa;
 mod table;
 mod task;
 mod timers;
+mod vip;
 pub mod transport;
 pub mod ts;
 

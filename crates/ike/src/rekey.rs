@@ -139,6 +139,14 @@ impl Host {
         // What IKE_SA_INIT negotiated holds for its successors
         // (strongSwan's ike_sa inherits its extensions on a rekey).
         sa.peer_fragments = old.peer_fragments;
+        // The virtual IPs stay with the peer (RFC 7296 §2.19): held by the
+        // new SA too, let go when the last of them goes.
+        sa.vips_local = old.vips_local.clone();
+        sa.dns = old.dns.clone();
+        sa.vips_remote = old.vips_remote.clone();
+        for (pool, addr) in &sa.vips_remote {
+            self.leases.hold(pool, *addr);
+        }
         self.established(now, &mut sa);
         Some(sa)
     }

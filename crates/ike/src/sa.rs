@@ -204,6 +204,13 @@ pub(crate) struct IkeSa {
     /// The peer sent CERTREQ in its IKE_SA_INIT response (initiator;
     /// `send_cert = ifasked` then sends our certificate).
     pub peer_certreq: bool,
+    /// Virtual IPs the responder gave us (initiator, `vips`), on our TUN
+    /// while the IKE SA lives; and the DNS servers it sent.
+    pub vips_local: Vec<std::net::IpAddr>,
+    /// DNS servers the responder sent with them.
+    pub dns: Vec<std::net::IpAddr>,
+    /// Virtual IPs we gave the peer (responder), with their pools.
+    pub vips_remote: Vec<(String, std::net::IpAddr)>,
 }
 
 impl IkeSa {

@@ -17,34 +17,54 @@ pub const MAX_NARROWED: usize = 16;
 /// The configured selectors as sent, `dynamic` standing for `host` (the
 /// IKE endpoint address, RFC 7296 §2.9: "the address of the IKE SA").
 pub fn from_config(specs: &[TsSpec], host: IpAddr) -> Vec<TrafficSelector> {
-    let whole = |start: IpAddr, end: IpAddr| TrafficSelector {
+    from_config_dynamic(specs, &[whole(host, host)])
+}
+
+/// A selector of all ports and protocols from `start` to `end`.
+pub fn whole(start: IpAddr, end: IpAddr) -> TrafficSelector {
+    TrafficSelector {
         ip_protocol: 0,
         start_port: 0,
         end_port: 0xffff,
         start,
         end,
-    };
+    }
+}
+
+/// A family's whole address range (what an initiator asking for a
+/// virtual IP proposes for `dynamic` until it has one, as strongSwan).
+pub fn whole_family(v4: bool) -> TrafficSelector {
+    if v4 {
+        whole(Ipv4Addr::UNSPECIFIED.into(), Ipv4Addr::BROADCAST.into())
+    } else {
+        whole(Ipv6Addr::UNSPECIFIED.into(), Ipv6Addr::from(u128::MAX).into())
+    }
+}
+
+/// The configured selectors as sent, `dynamic` standing for `dynamic`
+/// (the IKE address, or the virtual IPs, RFC 7296 §2.9 and §3.15).
+pub fn from_config_dynamic(specs: &[TsSpec], dynamic: &[TrafficSelector]) -> Vec<TrafficSelector> {
     let mut out: Vec<TrafficSelector> = specs
         .iter()
-        .map(|s| match s {
-            TsSpec::Dynamic => whole(host, host),
+        .flat_map(|s| match s {
+            TsSpec::Dynamic => dynamic.to_vec(),
             TsSpec::Range {
                 start,
                 end,
                 protocol,
                 start_port,
                 end_port,
-            } => TrafficSelector {
+            } => vec![TrafficSelector {
                 ip_protocol: *protocol,
                 start_port: *start_port,
                 end_port: *end_port,
                 start: *start,
                 end: *end,
-            },
+            }],
         })
         .collect();
     if out.is_empty() {
-        out.push(whole(host, host));
+        out.extend_from_slice(dynamic);
     }
     out
 }

@@ -166,7 +166,14 @@ pub enum ConfigErrorKind {
         value: String,
     },
     /// `vips`.
-    VirtualIps,
+    /// `pools = NAME` naming no `pools { NAME { } }` section.
+    UnknownPool(String),
+    /// A `pools` attribute flowsec does not send.
+    PoolAttribute,
+    /// A pool without `addrs`.
+    PoolWithoutAddrs,
+    /// Not an IP address, range or subnet.
+    BadAddress(String),
     /// `local-N`/`remote-N` sections.
     AuthRounds,
     /// A connection without its `local` or `remote` section.
@@ -311,7 +318,10 @@ impl fmt::Display for ConfigErrorKind {
             ),
             K::Ikev1 => f.write_str("IKEv1 is not supported"),
             K::BadVersion { value } => write!(f, "bad version '{value}' (0 or 2)"),
-            K::VirtualIps => f.write_str("virtual IPs are not supported yet"),
+            K::UnknownPool(p) => write!(f, "no pool '{p}' in pools {{ }}"),
+            K::PoolAttribute => f.write_str("not supported yet (a pool takes addrs and dns)"),
+            K::PoolWithoutAddrs => f.write_str("missing: a pool needs addrs"),
+            K::BadAddress(a) => write!(f, "'{a}' is not an address, range or subnet"),
             K::AuthRounds => f.write_str("multiple authentication rounds are not supported"),
             K::MissingAuthSection { side } => {
                 write!(

@@ -180,6 +180,24 @@ pub struct Config {
     pub credentials: crate::cert::Credentials,
     /// Where `certs`/`cacerts` name files, for errors naming the line.
     pub(crate) cred_refs: Vec<CredRef>,
+    /// `pools.*`: virtual IP addresses for road warriors.
+    pub pools: Vec<Pool>,
+}
+
+/// One `pools.NAME` section (swanctl.conf(5)): addresses handed out to
+/// initiators that ask (RFC 7296 §3.15), and attributes sent with them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pool {
+    /// The section name.
+    pub name: String,
+    /// `addrs`: the first and last address handed out (a subnet without
+    /// its network and broadcast address, as strongSwan's; a range as
+    /// given; one address).
+    pub first: IpAddr,
+    /// Last address.
+    pub last: IpAddr,
+    /// `dns`: DNS servers sent with an address.
+    pub dns: Vec<IpAddr>,
 }
 
 /// A file name in `certs` or `cacerts`, and where it was given.
@@ -244,6 +262,12 @@ pub struct Connection {
     pub send_cert: SendCert,
     /// `send_certreq` (default yes): CERTREQ payloads naming our CAs.
     pub send_certreq: bool,
+    /// `vips`: virtual IPs to ask the responder for (RFC 7296 §3.15:
+    /// `0.0.0.0` or `::` for any of that family).
+    pub vips: Vec<IpAddr>,
+    /// `pools`: the pools (names in `pools { }`) a responder hands out
+    /// virtual IPs from.
+    pub pools: Vec<String>,
 }
 
 /// `fragmentation` (swanctl.conf(5)): IKE message fragmentation (RFC 7383).

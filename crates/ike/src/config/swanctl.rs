@@ -50,6 +50,8 @@ use flowsec_ipsec::Mode;
 
 use super::error::ConfigErrorKind;
 use super::lexer::{join, Section, Setting};
+use std::net::IpAddr;
+
 use super::proposal::split_list;
 use super::proposal::{
     default_esp_proposals, default_ike_proposals, parse_ah_proposals, parse_esp_proposals,
@@ -62,7 +64,7 @@ use super::value::{
 pub use super::value::{parse_bytes, parse_duration};
 use super::{
     AddrSpec, AuthConfig, AuthKind, ChildConfig, CloseAction, Config, ConfigError, Connection,
-    CredRef, DpdAction, Fragmentation, Identity, RekeySwitch, Secret, SendCert, StartAction,
+    CredRef, DpdAction, Pool, Fragmentation, Identity, RekeySwitch, Secret, SendCert, StartAction,
     TcpConfig, TcpEncap, TsSpec, Unique, TLS_PORT,
 };
 
@@ -72,7 +74,6 @@ use super::{
 /// (section, key); the section is `conn`, `auth` or `child`.
 pub const IGNORED_KEYS: &[(&str, &str)] = &[
     ("conn", "mobike"),
-    ("conn", "pools"),
     ("conn", "aggressive"),
     ("conn", "pull"),
     ("auth", "revocation"),
@@ -127,6 +128,7 @@ pub(crate) fn interpret(file: &str, root: &Section) -> Result<Config, ConfigErro
     let cx = Cx {
         file,
         refs: Default::default(),
+        pool_refs: Default::default(),
     };
     let mut config = Config::default();
     if let Some(s) = root.settings.first() {
@@ -147,7 +149,13 @@ pub(crate) fn interpret(file: &str, root: &Section) -> Result<Config, ConfigErro
                     config.secrets.push(cx.secret(s)?);
                 }
             }
-            "pools" | "authorities" => {
+            "pools" => {
+                cx.no_settings(sec, "pools")?;
+                for p in &sec.sections {
+                    config.pools.push(cx.pool(p)?);
+                }
+            }
+            "authorities" => {
                 return Err(cx.err(
                     sec.line,
                     sec.name.clone(),
@@ -157,7 +165,17 @@ pub(crate) fn interpret(file: &str, root: &Section) -> Result<Config, ConfigErro
             _ => return Err(cx.err(sec.line, sec.name.clone(), ConfigErrorKind::UnknownSection)),
         }
     }
-    config.cred_refs = cx.refs.into_inner();
+    config.cred_refs = cx.refs.take();
+    let pool_lines = cx.pool_refs.take();
+    for (c, line) in config.connections.iter().zip(pool_lines) {
+        if let Some(missing) = c.pools.iter().find(|n| !config.pools.iter().any(|p| &p.name == *n)) {
+            return Err(cx.err(
+                line,
+                format!("connections.{}.pools", c.name),
+                ConfigErrorKind::UnknownPool(missing.clone()),
+            ));
+        }
+    }
     Ok(config)
 }
 
@@ -165,6 +183,8 @@ struct Cx<'a> {
     file: &'a str,
     /// The files `certs`/`cacerts` name, with their lines.
     refs: std::cell::RefCell<Vec<CredRef>>,
+    /// Each connection's `pools` line (0: none), in order.
+    pool_refs: std::cell::RefCell<Vec<usize>>,
 }
 
 /// The settings of one section with their values, empty values dropped.
@@ -241,6 +261,8 @@ impl Cx<'_> {
     fn connection(&self, sec: &Section, path: &str) -> Result<Connection, ConfigError> {
         let mut c = default_connection(&sec.name);
         let mut times = IkeTimes::default();
+        let pools_line = values(sec).find(|(s, _)| s.key == "pools").map_or(0, |(s, _)| s.line);
+        self.pool_refs.borrow_mut().push(pools_line);
         for (s, v) in values(sec) {
             if self.common("conn", s, v, path)? {
                 continue;
@@ -445,6 +467,41 @@ impl Cx<'_> {
         Err(self.err(s.line, join(path, "rekey_switch"), kind))
     }
 
+    /// A `pools.NAME` section: `addrs` (required) and `dns`.
+    fn pool(&self, sec: &Section) -> Result<Pool, ConfigError> {
+        let path = join("pools", &sec.name);
+        self.no_sections(sec, &path, ConfigErrorKind::UnknownSection)?;
+        let (mut range, mut dns) = (None, Vec::new());
+        for (s, v) in values(sec) {
+            let here = join(&path, &s.key);
+            let r = match s.key.as_str() {
+                "addrs" => pool_range(v).map(|r| range = Some(r)),
+                "dns" => split_list(v).map_err(ConfigErrorKind::List).and_then(|l| {
+                    for a in l {
+                        dns.push(
+                            a.parse::<IpAddr>()
+                                .map_err(|_| ConfigErrorKind::BadAddress(a.to_string()))?,
+                        );
+                    }
+                    Ok(())
+                }),
+                "nbns" | "dhcp" | "netmask" | "server" | "subnet" | "split_include"
+                | "split_exclude" => Err(ConfigErrorKind::PoolAttribute),
+                _ => Err(ConfigErrorKind::UnknownKey),
+            };
+            r.map_err(|e| self.err(s.line, here, e))?;
+        }
+        let (first, last) = range.ok_or_else(|| {
+            self.err(sec.line, join(&path, "addrs"), ConfigErrorKind::PoolWithoutAddrs)
+        })?;
+        Ok(Pool {
+            name: sec.name.clone(),
+            first,
+            last,
+            dns,
+        })
+    }
+
     fn secret(&self, sec: &Section) -> Result<Secret, ConfigError> {
         let path = join("secrets", &sec.name);
         if !sec.name.starts_with("ike") {
@@ -511,6 +568,8 @@ fn default_connection(name: &str) -> Connection {
         fragmentation: Fragmentation::Yes,
         send_cert: SendCert::IfAsked,
         send_certreq: true,
+        vips: Vec::new(),
+        pools: Vec::new(),
     }
 }
 
@@ -608,7 +667,20 @@ fn conn_setting(
         "reauth_time" => times.reauth = Some(parse_duration(v)?),
         "over_time" => times.over = Some(parse_duration(v)?),
         "rand_time" => times.rand = Some(parse_duration(v)?),
-        "vips" => return Err(ConfigErrorKind::VirtualIps),
+        "vips" => {
+            c.vips = split_list(v)
+                .map_err(ConfigErrorKind::List)?
+                .iter()
+                .map(|a| a.parse::<IpAddr>().map_err(|_| ConfigErrorKind::BadAddress(a.to_string())))
+                .collect::<Result<_, _>>()?
+        }
+        "pools" => {
+            c.pools = split_list(v)
+                .map_err(ConfigErrorKind::List)?
+                .iter()
+                .map(|p| p.to_string())
+                .collect()
+        }
         "ppk_id" | "mediated_by" | "mediation_peer" => {
             return Err(ConfigErrorKind::KeyNotSupported)
         }
@@ -727,4 +799,48 @@ fn child_setting(
         _ => return Err(ConfigErrorKind::UnknownKey),
     }
     Ok(())
+}
+
+/// A pool's `addrs`: `10.3.0.0/24` (without the network and broadcast
+/// address, as strongSwan hands them out; an IPv6 prefix without its
+/// first), `10.3.0.1-10.3.0.100`, or one address.
+fn pool_range(v: &str) -> Result<(IpAddr, IpAddr), ConfigErrorKind> {
+    use crate::pool::{from_u128, to_u128};
+    let bad = || ConfigErrorKind::BadAddress(v.to_string());
+    if let Some((a, b)) = v.split_once('-') {
+        let (a, b): (IpAddr, IpAddr) = (
+            a.trim().parse().map_err(|_| bad())?,
+            b.trim().parse().map_err(|_| bad())?,
+        );
+        if a.is_ipv4() != b.is_ipv4() || to_u128(a) > to_u128(b) {
+            return Err(bad());
+        }
+        return Ok((a, b));
+    }
+    if let Some((a, len)) = v.split_once('/') {
+        let a: IpAddr = a.trim().parse().map_err(|_| bad())?;
+        let bits: u32 = if a.is_ipv4() { 32 } else { 128 };
+        let len: u32 = len.trim().parse().map_err(|_| bad())?;
+        if len > bits {
+            return Err(bad());
+        }
+        let host_bits = bits - len;
+        let mask: u128 = if host_bits == 128 {
+            u128::MAX
+        } else {
+            (1u128 << host_bits) - 1
+        };
+        let net = to_u128(a) & !mask;
+        let top = net | mask;
+        let (first, last) = match (a.is_ipv4(), host_bits) {
+            (_, 0) => (net, net),
+            (true, 1) => (net, top),
+            (true, _) => (net + 1, top - 1),
+            (false, _) => (net + 1, top),
+        };
+        let v4 = a.is_ipv4();
+        return Ok((from_u128(first, v4), from_u128(last, v4)));
+    }
+    let a: IpAddr = v.trim().parse().map_err(|_| bad())?;
+    Ok((a, a))
 }

@@ -432,7 +432,8 @@ fn errors_name_file_line_and_key() {
         ("  dpd_delay = -5", "dpd_delay", "not a number"),
         ("  keyingtries = many", "keyingtries", "not a number"),
         ("  unique = always", "unique", "never, no, keep, replace"),
-        ("  vips = 0.0.0.0", "vips", "virtual IPs"),
+        ("  vips = 0.0.0.0, vip", "vips", "not an address"),
+        ("  pools = nosuch", "pools", "no pool 'nosuch'"),
         ("  frobnicate = yes", "frobnicate", "unknown key"),
         ("  mobike = perhaps", "mobike", "boolean"),
         ("  dscp = 101000", "dscp", "only strongSwan's default"),
@@ -593,7 +594,10 @@ fn auth_and_structure_errors() {
     }
     let cases: &[(&str, usize, &str, &str)] = &[
         ("x = 1", 1, "x", "unknown top-level key"),
-        ("pools {\n}", 1, "pools", "not supported"),
+        ("authorities {\n}", 1, "authorities", "not supported"),
+        ("pools {\n p {\n dns = 1.1.1.1\n }\n}", 2, "pools.p.addrs", "needs addrs"),
+        ("pools {\n p {\n addrs = 10.0.0.0/33\n }\n}", 3, "pools.p.addrs", "not an address"),
+        ("pools {\n p {\n addrs = 10.0.0.0/24\n subnet = 10.0.0.0/8\n }\n}", 4, "pools.p.subnet", "addrs and dns"),
         ("foo {\n}", 1, "foo", "unknown section"),
         (
             "secrets {\n eap-carol { secret = x }\n}",
@@ -811,4 +815,22 @@ fn error_kinds_are_matchable() {
         "{e:?}"
     );
     assert!(std::error::Error::source(&e).is_some());
+}
+
+#[test]
+fn pools_and_virtual_ips() {
+    let text = "connections {\n rw {\n  pools = v4, v6\n  local { auth = psk }\n  remote { auth = psk }\n }\n home {\n  vips = 0.0.0.0, ::\n  local { auth = psk }\n  remote { auth = psk }\n }\n}\npools {\n v4 {\n  addrs = 10.3.0.0/24\n  dns = 10.2.0.53, 10.2.0.54\n }\n v6 {\n  addrs = fd00:3::/120\n }\n r {\n  addrs = 10.4.0.10-10.4.0.20\n }\n}\n";
+    let c = parse("f", text).unwrap();
+    let rw = c.connection("rw").unwrap();
+    assert_eq!(rw.pools, ["v4", "v6"]);
+    assert_eq!(
+        c.connection("home").unwrap().vips,
+        ["0.0.0.0".parse::<std::net::IpAddr>().unwrap(), "::".parse().unwrap()]
+    );
+    let p = |n: &str| c.pools.iter().find(|p| p.name == n).unwrap();
+    let s = |a: std::net::IpAddr| a.to_string();
+    assert_eq!((s(p("v4").first), s(p("v4").last)), ("10.3.0.1".into(), "10.3.0.254".into()));
+    assert_eq!(p("v4").dns.len(), 2);
+    assert_eq!((s(p("v6").first), s(p("v6").last)), ("fd00:3::1".into(), "fd00:3::ff".into()));
+    assert_eq!((s(p("r").first), s(p("r").last)), ("10.4.0.10".into(), "10.4.0.20".into()));
 }

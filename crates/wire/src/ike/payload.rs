@@ -18,7 +18,7 @@
 use super::header::{Header, HEADER_LEN};
 use super::notify::{Delete, Notify};
 use super::sa::{self, Proposal};
-use super::simple::{self, Auth, Cert, Id, Ke};
+use super::simple::{self, Auth, Cert, Cp, Id, Ke};
 use super::ts::{self, TrafficSelector};
 use super::{be16, patch_len16, IkeError, PayloadType, MAX_PAYLOADS};
 
@@ -66,6 +66,8 @@ pub enum Payload {
     Cert(Cert),
     /// Certificate Request (§3.7).
     CertReq(Cert),
+    /// Configuration (§3.15).
+    Cp(Cp),
     /// A payload we do not interpret (CP, unknown non-critical types): kept, skipped.
     Unknown {
         /// Its payload type.
@@ -96,6 +98,7 @@ impl Payload {
             Payload::Encrypted { .. } => PayloadType::SK,
             Payload::Cert(_) => PayloadType::CERT,
             Payload::CertReq(_) => PayloadType::CERTREQ,
+            Payload::Cp(_) => PayloadType::CP,
             Payload::Unknown { ty, .. } => *ty,
         }
     }
@@ -120,6 +123,7 @@ impl Payload {
             PayloadType::VENDOR => Payload::Vendor(body.to_vec()),
             PayloadType::CERT => Payload::Cert(Cert::parse(ty, body)?),
             PayloadType::CERTREQ => Payload::CertReq(Cert::parse(ty, body)?),
+            PayloadType::CP => Payload::Cp(Cp::parse(body)?),
             PayloadType::TSI => Payload::TsI(ts::parse_ts(ty, body)?),
             PayloadType::TSR => Payload::TsR(ts::parse_ts(ty, body)?),
             PayloadType::SK => Payload::Encrypted {
@@ -127,7 +131,7 @@ impl Payload {
                 body: body.to_vec(),
             },
             // §2.5: the Critical bit matters only for types the receiver
-            // does not recognize; CP, EAP and SKF are
+            // does not recognize; EAP and SKF are
             // recognized (defined by RFC 7296 / RFC 7383), just not
             // interpreted here.
             _ if critical && ty.name().is_none() => return Err(IkeError::UnsupportedCritical(ty)),
@@ -147,6 +151,7 @@ impl Payload {
             Payload::IdI(id) | Payload::IdR(id) => id.emit(out),
             Payload::Auth(auth) => auth.emit(out),
             Payload::Cert(c) | Payload::CertReq(c) => c.emit(out),
+            Payload::Cp(c) => c.emit(out),
             Payload::Notify(n) => n.emit(out),
             Payload::Delete(d) => d.emit(out),
             Payload::TsI(t) | Payload::TsR(t) => ts::emit_ts(t, out),
@@ -317,6 +322,10 @@ mod tests {
                 encoding: 4,
                 data: vec![0x30, 0x00],
             }),
+            Payload::Cp(Cp {
+                ty: 2,
+                attrs: vec![(1, vec![10, 3, 0, 1]), (3, vec![]), (8, vec![0xfd; 17])],
+            }),
             Payload::Unknown {
                 ty: PayloadType(200),
                 critical: false,
@@ -366,9 +375,9 @@ mod tests {
                 body: vec![0xaa],
             }]
         );
-        // A known type we do not interpret (CP), critical: kept, and the
+        // A known type we do not interpret (EAP), critical: kept, and the
         // bit round-trips.
-        let p = parse_payloads(PayloadType::CP, &b).unwrap();
+        let p = parse_payloads(PayloadType::EAP, &b).unwrap();
         assert_eq!(emit_payloads(&p), b);
         // The bit on a payload we interpret is ignored.
         let b = [

@@ -181,6 +181,70 @@ impl Cert {
     }
 }
 
+/// CFG Type of a Configuration payload (RFC 7296 §3.15).
+pub const CFG_REQUEST: u8 = 1;
+/// CFG_REPLY.
+pub const CFG_REPLY: u8 = 2;
+/// CFG_SET.
+pub const CFG_SET: u8 = 3;
+/// CFG_ACK.
+pub const CFG_ACK: u8 = 4;
+
+/// Configuration attribute types (RFC 7296 §3.15.1) flowsec uses.
+pub mod cfg_attr {
+    /// INTERNAL_IP4_ADDRESS: 0 or 4 octets.
+    pub const INTERNAL_IP4_ADDRESS: u16 = 1;
+    /// INTERNAL_IP4_NETMASK.
+    pub const INTERNAL_IP4_NETMASK: u16 = 2;
+    /// INTERNAL_IP4_DNS: 0 or 4 octets.
+    pub const INTERNAL_IP4_DNS: u16 = 3;
+    /// INTERNAL_IP6_ADDRESS: 0 or 17 octets (address, prefix length).
+    pub const INTERNAL_IP6_ADDRESS: u16 = 8;
+    /// INTERNAL_IP6_DNS: 0 or 16 octets.
+    pub const INTERNAL_IP6_DNS: u16 = 10;
+}
+
+/// A Configuration payload (§3.15): its CFG Type and attributes (type
+/// without the reserved high bit, value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cp {
+    /// CFG Type.
+    pub ty: u8,
+    /// The attributes, in order.
+    pub attrs: Vec<(u16, Vec<u8>)>,
+}
+
+impl Cp {
+    pub(crate) fn parse(body: &[u8]) -> Result<Cp, IkeError> {
+        let bad = |why| IkeError::Malformed(PayloadType::CP, why);
+        if body.len() < HEAD_LEN {
+            return Err(bad("shorter than 4 bytes"));
+        }
+        let mut attrs = Vec::new();
+        let mut rest = &body[HEAD_LEN..];
+        while !rest.is_empty() {
+            if rest.len() < 4 {
+                return Err(bad("attribute header cut"));
+            }
+            let ty = u16::from_be_bytes([rest[0], rest[1]]) & 0x7fff;
+            let len = usize::from(u16::from_be_bytes([rest[2], rest[3]]));
+            let value = rest.get(4..4 + len).ok_or(bad("attribute longer than the payload"))?;
+            attrs.push((ty, value.to_vec()));
+            rest = &rest[4 + len..];
+        }
+        Ok(Cp { ty: body[0], attrs })
+    }
+
+    pub(crate) fn emit(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&[self.ty, 0, 0, 0]);
+        for (ty, value) in &self.attrs {
+            out.extend_from_slice(&(ty & 0x7fff).to_be_bytes());
+            out.extend_from_slice(&(value.len() as u16).to_be_bytes());
+            out.extend_from_slice(value);
+        }
+    }
+}
+
 /// Reads a Nonce payload body: [`NONCE_MIN_LEN`] to [`NONCE_MAX_LEN`]
 /// bytes (§3.9).
 pub(crate) fn parse_nonce(body: &[u8]) -> Result<Vec<u8>, IkeError> {

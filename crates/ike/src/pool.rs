@@ -1,0 +1,191 @@
+//! Virtual IP pools (RFC 7296 §3.15): the addresses a responder hands out
+//! to road warriors that ask with a CFG_REQUEST, as strongSwan's
+//! `mem_pool.c` does: an identity that had an address gets it again, a
+//! requested address is given when it is free, then the next never-used
+//! one, then an address another identity left (offline); an address is
+//! online while an IKE SA holds it.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use crate::config::{Identity, Pool};
+
+/// Most leases one pool remembers (online and offline): a bound on state
+/// (an IPv6 /64 pool is never walked to its end).
+const MAX_LEASES: usize = 1 << 16;
+
+/// An address as a number (IPv4 in the low 32 bits).
+pub fn to_u128(a: IpAddr) -> u128 {
+    match a {
+        IpAddr::V4(a) => u128::from(u32::from(a)),
+        IpAddr::V6(a) => u128::from(a),
+    }
+}
+
+/// The address of number `n` in the family `v4` says.
+pub fn from_u128(n: u128, v4: bool) -> IpAddr {
+    if v4 {
+        IpAddr::V4(Ipv4Addr::from(n as u32))
+    } else {
+        IpAddr::V6(Ipv6Addr::from(n))
+    }
+}
+
+/// The leases of every pool, by pool name.
+#[derive(Default)]
+pub(crate) struct Leases {
+    pools: HashMap<String, PoolLeases>,
+}
+
+#[derive(Default)]
+struct PoolLeases {
+    /// How many addresses from the first were ever handed out.
+    used: u128,
+    /// Who had which address (online or not).
+    owner: HashMap<u128, Identity>,
+    /// Addresses held now, with how many IKE SAs hold them (an IKE SA and
+    /// the one that rekeyed it).
+    online: HashMap<u128, u32>,
+}
+
+impl Leases {
+    /// An address of `pool` for `id` (`requested`, if free and in the
+    /// pool); `None` when the pool is exhausted.
+    pub(crate) fn acquire(&mut self, pool: &Pool, id: &Identity, requested: Option<IpAddr>) -> Option<IpAddr> {
+        let v4 = pool.first.is_ipv4();
+        let (first, last) = (to_u128(pool.first), to_u128(pool.last));
+        let p = self.pools.entry(pool.name.clone()).or_default();
+        let in_pool = |n: u128| (first..=last).contains(&n);
+        // The identity's own address, online or not (strongSwan gives a
+        // reconnecting client its address back).
+        let mine = p
+            .owner
+            .iter()
+            .filter(|(n, o)| *o == id && in_pool(**n))
+            .map(|(n, _)| *n)
+            .min();
+        let wanted = requested
+            .filter(|a| a.is_ipv4() == v4)
+            .map(to_u128)
+            .filter(|n| in_pool(*n) && *n != 0)
+            .filter(|n| !p.online.contains_key(n) && p.owner.get(n).is_none_or_owner(id));
+        let size = last - first + 1;
+        let fresh = (p.used < size && p.owner.len() < MAX_LEASES).then(|| first + p.used);
+        let offline = || {
+            p.owner
+                .keys()
+                .filter(|n| in_pool(**n) && !p.online.contains_key(n))
+                .min()
+                .copied()
+        };
+        let n = mine.or(wanted).or(fresh).or_else(offline)?;
+        if Some(n) == fresh {
+            p.used += 1;
+        }
+        p.owner.insert(n, id.clone());
+        *p.online.entry(n).or_insert(0) += 1;
+        Some(from_u128(n, v4))
+    }
+
+    /// Another IKE SA holds `addr` of pool `name` (the successor of an
+    /// IKE SA rekey).
+    pub(crate) fn hold(&mut self, name: &str, addr: IpAddr) {
+        if let Some(p) = self.pools.get_mut(name) {
+            *p.online.entry(to_u128(addr)).or_insert(0) += 1;
+        }
+    }
+
+    /// An IKE SA that held `addr` of pool `name` is gone; the address goes
+    /// offline (kept for its identity) when none holds it.
+    pub(crate) fn release(&mut self, name: &str, addr: IpAddr) {
+        let Some(p) = self.pools.get_mut(name) else {
+            return;
+        };
+        let n = to_u128(addr);
+        if let Some(c) = p.online.get_mut(&n) {
+            *c -= 1;
+            if *c == 0 {
+                p.online.remove(&n);
+            }
+        }
+    }
+
+    /// Online addresses of pool `name`.
+    #[cfg(test)]
+    pub(crate) fn online(&self, name: &str) -> usize {
+        self.pools.get(name).map_or(0, |p| p.online.len())
+    }
+}
+
+trait OwnerIs {
+    fn is_none_or_owner(&self, id: &Identity) -> bool;
+}
+
+impl OwnerIs for Option<&Identity> {
+    fn is_none_or_owner(&self, id: &Identity) -> bool {
+        match self {
+            None => true,
+            Some(o) => *o == id,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pool(first: &str, last: &str) -> Pool {
+        Pool {
+            name: "p".into(),
+            first: first.parse().unwrap(),
+            last: last.parse().unwrap(),
+            dns: vec![],
+        }
+    }
+
+    fn id(s: &str) -> Identity {
+        Identity::parse(s).unwrap()
+    }
+
+    #[test]
+    fn addresses_in_order_back_to_their_owner_and_reused_when_offline() {
+        let p = pool("10.3.0.1", "10.3.0.2");
+        let mut l = Leases::default();
+        let a = l.acquire(&p, &id("carol"), None).unwrap();
+        let b = l.acquire(&p, &id("dave"), None).unwrap();
+        assert_eq!((a.to_string(), b.to_string()), ("10.3.0.1".into(), "10.3.0.2".into()));
+        assert_eq!(l.acquire(&p, &id("eve"), None), None, "exhausted");
+        l.release("p", a);
+        // carol comes back: the same address.
+        assert_eq!(l.acquire(&p, &id("carol"), None), Some(a));
+        l.release("p", a);
+        // eve takes carol's offline address.
+        assert_eq!(l.acquire(&p, &id("eve"), None), Some(a));
+        assert_eq!(l.online("p"), 2);
+    }
+
+    #[test]
+    fn a_requested_address_is_given_when_free() {
+        let p = pool("10.3.0.1", "10.3.0.254");
+        let mut l = Leases::default();
+        let want = "10.3.0.77".parse().unwrap();
+        assert_eq!(l.acquire(&p, &id("carol"), Some(want)), Some(want));
+        // Taken: dave gets the next fresh one; outside the pool: ignored.
+        assert_eq!(l.acquire(&p, &id("dave"), Some(want)).unwrap().to_string(), "10.3.0.1");
+        let out = "10.9.0.1".parse().unwrap();
+        assert_eq!(l.acquire(&p, &id("eve"), Some(out)).unwrap().to_string(), "10.3.0.2");
+    }
+
+    #[test]
+    fn ipv6_and_a_rekeyed_sa_holding_the_same_address() {
+        let p = pool("fd00:3::1", "fd00:3::ffff");
+        let mut l = Leases::default();
+        let a = l.acquire(&p, &id("carol"), None).unwrap();
+        assert_eq!(a.to_string(), "fd00:3::1");
+        l.hold("p", a);
+        l.release("p", a);
+        assert_eq!(l.online("p"), 1, "the rekeyed SA still holds it");
+        l.release("p", a);
+        assert_eq!(l.online("p"), 0);
+    }
+}

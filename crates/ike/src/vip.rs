@@ -1,0 +1,236 @@
+//! Virtual IPs for road warriors (RFC 7296 §3.15, §2.19): the
+//! initiator's CFG_REQUEST (`vips`), the responder's CFG_REPLY with an
+//! address from its `pools` and their DNS servers, what `dynamic`
+//! selectors stand for once an address is assigned, and the addresses'
+//! end with the IKE SA.
+//!
+//! ```text
+//! Initiator                                Responder
+//! HDR, SK {IDi, [CERT,] AUTH, CP(CFG_REQUEST), SAi2, TSi, TSr}  -->
+//!                   <--  HDR, SK {IDr, [CERT,] AUTH, CP(CFG_REPLY), SAr2, TSi, TSr}
+//! ```
+//! CFG_REQUEST asks for INTERNAL_IP4_ADDRESS / INTERNAL_IP6_ADDRESS
+//! (empty, or the address wanted) and the DNS servers of each family;
+//! TSi is then the whole family (0.0.0.0–255.255.255.255), which the
+//! responder narrows to the address it gives.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use flowsec_wire::ike::{cfg_attr, Cp, Message, Payload, TrafficSelector, CFG_REPLY, CFG_REQUEST};
+
+use crate::config::{Config, Identity};
+use crate::event::IkeEvent;
+use crate::host::Host;
+use crate::kernel::Kernel;
+use crate::sa::IkeSa;
+use crate::ts;
+
+/// Initiator: what `dynamic` in our selectors stands for: our virtual
+/// IPs once we have them, the whole family of each one asked for before,
+/// our IKE address without `vips`.
+pub(crate) fn local_dynamic(config: &Config, sa: &IkeSa) -> Vec<TrafficSelector> {
+    if !sa.vips_local.is_empty() {
+        return sa.vips_local.iter().map(|a| ts::whole(*a, *a)).collect();
+    }
+    let vips = &config.connections[sa.conn].vips;
+    if !vips.is_empty() {
+        let mut out: Vec<TrafficSelector> = Vec::new();
+        for v in vips {
+            let whole = ts::whole_family(v.is_ipv4());
+            if !out.contains(&whole) {
+                out.push(whole);
+            }
+        }
+        return out;
+    }
+    vec![ts::whole(sa.local.ip(), sa.local.ip())]
+}
+
+/// Responder: what `dynamic` in the peer's selectors stands for: the
+/// virtual IPs we gave it, or its IKE address.
+pub(crate) fn remote_dynamic(sa: &IkeSa) -> Vec<TrafficSelector> {
+    if sa.vips_remote.is_empty() {
+        return vec![ts::whole(sa.remote.ip(), sa.remote.ip())];
+    }
+    sa.vips_remote.iter().map(|(_, a)| ts::whole(*a, *a)).collect()
+}
+
+/// Initiator: the CFG_REQUEST for the connection's `vips`, if any.
+pub(crate) fn request(config: &Config, conn: usize) -> Option<Payload> {
+    let vips = &config.connections[conn].vips;
+    if vips.is_empty() {
+        return None;
+    }
+    let mut attrs = Vec::new();
+    for v in vips {
+        match v {
+            IpAddr::V4(a) => {
+                let value = if a.is_unspecified() { Vec::new() } else { a.octets().to_vec() };
+                attrs.push((cfg_attr::INTERNAL_IP4_ADDRESS, value));
+            }
+            IpAddr::V6(a) => {
+                let value = if a.is_unspecified() {
+                    Vec::new()
+                } else {
+                    let mut v = a.octets().to_vec();
+                    v.push(128);
+                    v
+                };
+                attrs.push((cfg_attr::INTERNAL_IP6_ADDRESS, value));
+            }
+        }
+    }
+    if vips.iter().any(IpAddr::is_ipv4) {
+        attrs.push((cfg_attr::INTERNAL_IP4_DNS, Vec::new()));
+    }
+    if vips.iter().any(IpAddr::is_ipv6) {
+        attrs.push((cfg_attr::INTERNAL_IP6_DNS, Vec::new()));
+    }
+    Some(Payload::Cp(Cp {
+        ty: CFG_REQUEST,
+        attrs,
+    }))
+}
+
+/// The addresses of `ty` in a CP payload's attributes (a requested
+/// address, or one given; IPv6 with its prefix length after it).
+fn addresses(cp: &Cp, v4_ty: u16, v6_ty: u16) -> Vec<IpAddr> {
+    cp.attrs
+        .iter()
+        .filter_map(|(ty, v)| match (*ty, v.len()) {
+            (t, 4) if t == v4_ty => <[u8; 4]>::try_from(&v[..]).ok().map(|b| Ipv4Addr::from(b).into()),
+            (t, 16 | 17) if t == v6_ty => {
+                <[u8; 16]>::try_from(&v[..16]).ok().map(|b| Ipv6Addr::from(b).into())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn cp_of(msg: &Message, ty: u8) -> Option<&Cp> {
+    msg.payloads.iter().find_map(|p| match p {
+        Payload::Cp(cp) if cp.ty == ty => Some(cp),
+        _ => None,
+    })
+}
+
+impl Host {
+    /// Responder: the CFG_REPLY for the initiator's CFG_REQUEST in `msg`:
+    /// an address of each family asked for from the connection's pools
+    /// (for identity `peer`; none when no pool of that family has one
+    /// left), with the DNS servers of those pools. `None` without a
+    /// request or pools (strongSwan answers nothing then either).
+    pub(crate) fn assign_vips(&mut self, sa: &mut IkeSa, msg: &Message, peer: &Identity) -> Option<Payload> {
+        let req = cp_of(msg, CFG_REQUEST)?;
+        let conn = &self.config.connections[sa.conn];
+        if conn.pools.is_empty() {
+            return None;
+        }
+        let asks = |ty: u16| req.attrs.iter().any(|(t, _)| *t == ty);
+        let wanted = addresses(req, cfg_attr::INTERNAL_IP4_ADDRESS, cfg_attr::INTERNAL_IP6_ADDRESS);
+        let mut attrs = Vec::new();
+        for (v4, ty) in [
+            (true, cfg_attr::INTERNAL_IP4_ADDRESS),
+            (false, cfg_attr::INTERNAL_IP6_ADDRESS),
+        ] {
+            if !asks(ty) {
+                continue;
+            }
+            let requested = wanted.iter().copied().find(|a| a.is_ipv4() == v4);
+            let pools: Vec<_> = conn
+                .pools
+                .iter()
+                .filter_map(|n| self.config.pools.iter().find(|p| &p.name == n))
+                .filter(|p| p.first.is_ipv4() == v4)
+                .cloned()
+                .collect();
+            for pool in pools {
+                let Some(addr) = self.leases.acquire(&pool, peer, requested) else {
+                    continue;
+                };
+                sa.vips_remote.push((pool.name.clone(), addr));
+                attrs.push(match addr {
+                    IpAddr::V4(a) => (ty, a.octets().to_vec()),
+                    IpAddr::V6(a) => {
+                        let mut v = a.octets().to_vec();
+                        v.push(128);
+                        (ty, v)
+                    }
+                });
+                for dns in pool.dns.iter().filter(|d| d.is_ipv4() == v4) {
+                    let (t, v) = match dns {
+                        IpAddr::V4(d) => (cfg_attr::INTERNAL_IP4_DNS, d.octets().to_vec()),
+                        IpAddr::V6(d) => (cfg_attr::INTERNAL_IP6_DNS, d.octets().to_vec()),
+                    };
+                    attrs.push((t, v));
+                }
+                self.events.push(IkeEvent::VirtualIpAssigned {
+                    peer: peer.clone(),
+                    addr,
+                    pool: pool.name.clone(),
+                });
+                break;
+            }
+        }
+        if attrs.is_empty() {
+            self.events.push(IkeEvent::NoVirtualIp { peer: peer.clone() });
+            return None;
+        }
+        Some(Payload::Cp(Cp {
+            ty: CFG_REPLY,
+            attrs,
+        }))
+    }
+
+    /// Initiator: the responder's CFG_REPLY in `msg`: our virtual IPs
+    /// (installed) and DNS servers. `false` when the connection asked
+    /// for virtual IPs and got none (strongSwan closes the IKE SA then).
+    pub(crate) fn take_vips(&mut self, sa: &mut IkeSa, msg: &Message, k: &mut dyn Kernel) -> bool {
+        let asked = !self.config.connections[sa.conn].vips.is_empty();
+        let Some(reply) = cp_of(msg, CFG_REPLY) else {
+            return !asked;
+        };
+        if !asked {
+            return true;
+        }
+        let addrs = addresses(reply, cfg_attr::INTERNAL_IP4_ADDRESS, cfg_attr::INTERNAL_IP6_ADDRESS);
+        // A hostile reply is bounded: one address of each family.
+        let mut mine: Vec<IpAddr> = Vec::new();
+        for a in addrs {
+            if !a.is_unspecified() && !mine.iter().any(|m| m.is_ipv4() == a.is_ipv4()) {
+                mine.push(a);
+            }
+        }
+        let mut dns = addresses(reply, cfg_attr::INTERNAL_IP4_DNS, cfg_attr::INTERNAL_IP6_DNS);
+        dns.truncate(8);
+        for a in &mine {
+            k.add_vip(*a);
+        }
+        if !mine.is_empty() {
+            self.events.push(IkeEvent::VirtualIpInstalled {
+                addrs: mine.clone(),
+                dns: dns.clone(),
+            });
+        }
+        sa.vips_local = mine;
+        sa.dns = dns;
+        !sa.vips_local.is_empty()
+    }
+}
+
+/// The IKE SA `sa` is going: our virtual IPs leave the device (unless an
+/// IKE SA that rekeyed it holds them), the peer's go back to their pools.
+pub(crate) fn release(host: &mut Host, sa: &mut crate::table::SaMut<'_>, k: &mut dyn Kernel) {
+    for (pool, addr) in std::mem::take(&mut sa.vips_remote) {
+        host.leases.release(&pool, addr);
+    }
+    for addr in std::mem::take(&mut sa.vips_local) {
+        let held = sa
+            .others
+            .values()
+            .any(|o| o.vips_local.contains(&addr));
+        if !held {
+            k.del_vip(addr);
+        }
+    }
+}
