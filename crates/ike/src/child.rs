@@ -194,7 +194,10 @@ impl Host {
         let (tsi, tsr) = match rekey.and_then(|old| sa.children.iter().find(|c| c.spi_in == old)) {
             Some(old) => (old.local_ts.clone(), old.remote_ts.clone()),
             None => (
-                ts::from_config_dynamic(&child.local_ts, &crate::vip::local_dynamic(&self.config, sa)),
+                ts::from_config_dynamic(
+                    &child.local_ts,
+                    &crate::vip::local_dynamic(&self.config, sa),
+                ),
                 ts::from_config(&child.remote_ts, sa.remote.ip()),
             ),
         };

@@ -130,7 +130,8 @@ impl Host {
             return Err(Some(NotifyType::INVALID_SYNTAX));
         };
         let child = &self.config.connections[sa.conn].children[cfg];
-        let ours_remote = ts::from_config_dynamic(&child.remote_ts, &crate::vip::remote_dynamic(sa));
+        let ours_remote =
+            ts::from_config_dynamic(&child.remote_ts, &crate::vip::remote_dynamic(sa));
         let ours_local = ts::from_config(&child.local_ts, sa.local.ip());
         let remote_ts = ts::narrow(tsi, &ours_remote);
         let local_ts = ts::narrow(tsr, &ours_local);

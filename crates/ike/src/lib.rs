@@ -70,9 +70,9 @@ pub mod sa;
 mod table;
 mod task;
 mod timers;
-mod vip;
 pub mod transport;
 pub mod ts;
+mod vip;
 
 pub use control::{ChildSaInfo, IkeSaInfo};
 pub use engine::{Datagram, Ike, IkeStats, Settings};

@@ -51,7 +51,12 @@ struct PoolLeases {
 impl Leases {
     /// An address of `pool` for `id` (`requested`, if free and in the
     /// pool); `None` when the pool is exhausted.
-    pub(crate) fn acquire(&mut self, pool: &Pool, id: &Identity, requested: Option<IpAddr>) -> Option<IpAddr> {
+    pub(crate) fn acquire(
+        &mut self,
+        pool: &Pool,
+        id: &Identity,
+        requested: Option<IpAddr>,
+    ) -> Option<IpAddr> {
         let v4 = pool.first.is_ipv4();
         let (first, last) = (to_u128(pool.first), to_u128(pool.last));
         let p = self.pools.entry(pool.name.clone()).or_default();
@@ -153,7 +158,10 @@ mod tests {
         let mut l = Leases::default();
         let a = l.acquire(&p, &id("carol"), None).unwrap();
         let b = l.acquire(&p, &id("dave"), None).unwrap();
-        assert_eq!((a.to_string(), b.to_string()), ("10.3.0.1".into(), "10.3.0.2".into()));
+        assert_eq!(
+            (a.to_string(), b.to_string()),
+            ("10.3.0.1".into(), "10.3.0.2".into())
+        );
         assert_eq!(l.acquire(&p, &id("eve"), None), None, "exhausted");
         l.release("p", a);
         // carol comes back: the same address.
@@ -171,9 +179,15 @@ mod tests {
         let want = "10.3.0.77".parse().unwrap();
         assert_eq!(l.acquire(&p, &id("carol"), Some(want)), Some(want));
         // Taken: dave gets the next fresh one; outside the pool: ignored.
-        assert_eq!(l.acquire(&p, &id("dave"), Some(want)).unwrap().to_string(), "10.3.0.1");
+        assert_eq!(
+            l.acquire(&p, &id("dave"), Some(want)).unwrap().to_string(),
+            "10.3.0.1"
+        );
         let out = "10.9.0.1".parse().unwrap();
-        assert_eq!(l.acquire(&p, &id("eve"), Some(out)).unwrap().to_string(), "10.3.0.2");
+        assert_eq!(
+            l.acquire(&p, &id("eve"), Some(out)).unwrap().to_string(),
+            "10.3.0.2"
+        );
     }
 
     #[test]

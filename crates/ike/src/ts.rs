@@ -37,7 +37,10 @@ pub fn whole_family(v4: bool) -> TrafficSelector {
     if v4 {
         whole(Ipv4Addr::UNSPECIFIED.into(), Ipv4Addr::BROADCAST.into())
     } else {
-        whole(Ipv6Addr::UNSPECIFIED.into(), Ipv6Addr::from(u128::MAX).into())
+        whole(
+            Ipv6Addr::UNSPECIFIED.into(),
+            Ipv6Addr::from(u128::MAX).into(),
+        )
     }
 }
 

@@ -52,7 +52,10 @@ pub(crate) fn remote_dynamic(sa: &IkeSa) -> Vec<TrafficSelector> {
     if sa.vips_remote.is_empty() {
         return vec![ts::whole(sa.remote.ip(), sa.remote.ip())];
     }
-    sa.vips_remote.iter().map(|(_, a)| ts::whole(*a, *a)).collect()
+    sa.vips_remote
+        .iter()
+        .map(|(_, a)| ts::whole(*a, *a))
+        .collect()
 }
 
 /// Initiator: the CFG_REQUEST for the connection's `vips`, if any.
@@ -65,7 +68,11 @@ pub(crate) fn request(config: &Config, conn: usize) -> Option<Payload> {
     for v in vips {
         match v {
             IpAddr::V4(a) => {
-                let value = if a.is_unspecified() { Vec::new() } else { a.octets().to_vec() };
+                let value = if a.is_unspecified() {
+                    Vec::new()
+                } else {
+                    a.octets().to_vec()
+                };
                 attrs.push((cfg_attr::INTERNAL_IP4_ADDRESS, value));
             }
             IpAddr::V6(a) => {
@@ -98,10 +105,12 @@ fn addresses(cp: &Cp, v4_ty: u16, v6_ty: u16) -> Vec<IpAddr> {
     cp.attrs
         .iter()
         .filter_map(|(ty, v)| match (*ty, v.len()) {
-            (t, 4) if t == v4_ty => <[u8; 4]>::try_from(&v[..]).ok().map(|b| Ipv4Addr::from(b).into()),
-            (t, 16 | 17) if t == v6_ty => {
-                <[u8; 16]>::try_from(&v[..16]).ok().map(|b| Ipv6Addr::from(b).into())
-            }
+            (t, 4) if t == v4_ty => <[u8; 4]>::try_from(&v[..])
+                .ok()
+                .map(|b| Ipv4Addr::from(b).into()),
+            (t, 16 | 17) if t == v6_ty => <[u8; 16]>::try_from(&v[..16])
+                .ok()
+                .map(|b| Ipv6Addr::from(b).into()),
             _ => None,
         })
         .collect()
@@ -120,14 +129,23 @@ impl Host {
     /// (for identity `peer`; none when no pool of that family has one
     /// left), with the DNS servers of those pools. `None` without a
     /// request or pools (strongSwan answers nothing then either).
-    pub(crate) fn assign_vips(&mut self, sa: &mut IkeSa, msg: &Message, peer: &Identity) -> Option<Payload> {
+    pub(crate) fn assign_vips(
+        &mut self,
+        sa: &mut IkeSa,
+        msg: &Message,
+        peer: &Identity,
+    ) -> Option<Payload> {
         let req = cp_of(msg, CFG_REQUEST)?;
         let conn = &self.config.connections[sa.conn];
         if conn.pools.is_empty() {
             return None;
         }
         let asks = |ty: u16| req.attrs.iter().any(|(t, _)| *t == ty);
-        let wanted = addresses(req, cfg_attr::INTERNAL_IP4_ADDRESS, cfg_attr::INTERNAL_IP6_ADDRESS);
+        let wanted = addresses(
+            req,
+            cfg_attr::INTERNAL_IP4_ADDRESS,
+            cfg_attr::INTERNAL_IP6_ADDRESS,
+        );
         let mut attrs = Vec::new();
         for (v4, ty) in [
             (true, cfg_attr::INTERNAL_IP4_ADDRESS),
@@ -173,7 +191,8 @@ impl Host {
             }
         }
         if attrs.is_empty() {
-            self.events.push(IkeEvent::NoVirtualIp { peer: peer.clone() });
+            self.events
+                .push(IkeEvent::NoVirtualIp { peer: peer.clone() });
             return None;
         }
         Some(Payload::Cp(Cp {
@@ -193,7 +212,11 @@ impl Host {
         if !asked {
             return true;
         }
-        let addrs = addresses(reply, cfg_attr::INTERNAL_IP4_ADDRESS, cfg_attr::INTERNAL_IP6_ADDRESS);
+        let addrs = addresses(
+            reply,
+            cfg_attr::INTERNAL_IP4_ADDRESS,
+            cfg_attr::INTERNAL_IP6_ADDRESS,
+        );
         // A hostile reply is bounded: one address of each family.
         let mut mine: Vec<IpAddr> = Vec::new();
         for a in addrs {
@@ -201,7 +224,11 @@ impl Host {
                 mine.push(a);
             }
         }
-        let mut dns = addresses(reply, cfg_attr::INTERNAL_IP4_DNS, cfg_attr::INTERNAL_IP6_DNS);
+        let mut dns = addresses(
+            reply,
+            cfg_attr::INTERNAL_IP4_DNS,
+            cfg_attr::INTERNAL_IP6_DNS,
+        );
         dns.truncate(8);
         for a in &mine {
             k.add_vip(*a);
@@ -225,10 +252,7 @@ pub(crate) fn release(host: &mut Host, sa: &mut crate::table::SaMut<'_>, k: &mut
         host.leases.release(&pool, addr);
     }
     for addr in std::mem::take(&mut sa.vips_local) {
-        let held = sa
-            .others
-            .values()
-            .any(|o| o.vips_local.contains(&addr));
+        let held = sa.others.values().any(|o| o.vips_local.contains(&addr));
         if !held {
             k.del_vip(addr);
         }

@@ -477,21 +477,44 @@ fn configuration_errors_name_the_file_and_line() {
 
 /// b's configuration with credentials made by hand (no load-time
 /// checks): what a hostile or broken peer sends.
-fn hostile_b(cert: flowsec_ike::cert::Certificate, cas: Vec<flowsec_ike::cert::Certificate>) -> Ike {
+fn hostile_b(
+    cert: flowsec_ike::cert::Certificate,
+    cas: Vec<flowsec_ike::cert::Certificate>,
+) -> Ike {
     use flowsec_ike::cert::{Credentials, PrivateKey};
-    let text = conf(B, A, "auth = pubkey\n certs = sunCert.pem", "auth = pubkey", ("10.2.0.0/24", "10.1.0.0/24"), false);
+    let text = conf(
+        B,
+        A,
+        "auth = pubkey\n certs = sunCert.pem",
+        "auth = pubkey",
+        ("10.2.0.0/24", "10.1.0.0/24"),
+        false,
+    );
     let mut config = config::parse("hostile.conf", &text).unwrap();
     let key_file = fixtures().join("sunKey.pem");
     let key = PrivateKey::parse(&std::fs::read(key_file).unwrap(), "sunKey.pem").unwrap();
-    let cas = cas.into_iter().enumerate().map(|(i, c)| (format!("ca{i}"), c)).collect();
-    config.credentials = Credentials::new(vec![("sunCert.pem".into(), cert)], cas, vec![key], vec![]);
-    let mut b = Ike::new(config, Provider::rustcrypto(), Box::new(SeededRandom::new(2)), Settings::default());
+    let cas = cas
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| (format!("ca{i}"), c))
+        .collect();
+    config.credentials =
+        Credentials::new(vec![("sunCert.pem".into(), cert)], cas, vec![key], vec![]);
+    let mut b = Ike::new(
+        config,
+        Provider::rustcrypto(),
+        Box::new(SeededRandom::new(2)),
+        Settings::default(),
+    );
     b.set_wall_clock(Duration::from_secs(1000), UNIX);
     b
 }
 
 fn fixture_cert(name: &str) -> flowsec_ike::cert::Certificate {
-    let der = flowsec_ike::cert::pem_or_der(&std::fs::read(fixtures().join(name)).unwrap(), "CERTIFICATE");
+    let der = flowsec_ike::cert::pem_or_der(
+        &std::fs::read(fixtures().join(name)).unwrap(),
+        "CERTIFICATE",
+    );
     flowsec_ike::cert::Certificate::parse(&der).unwrap()
 }
 
@@ -511,13 +534,34 @@ fn hostile_certificates_from_the_peer_are_counted_and_survived() {
         der: vec![0x30; 3000],
         ..sun.clone()
     };
-    let cases: Vec<(&str, flowsec_ike::cert::Certificate, Vec<flowsec_ike::cert::Certificate>, fn(&flowsec_ike::IkeStats) -> u64)> = vec![
-        ("truncated DER", truncated, vec![root.clone()], |s| s.cert_malformed),
-        ("garbage DER", garbage, vec![root.clone()], |s| s.cert_malformed),
-        ("a wrong signature on the certificate", forged, vec![root.clone()], |s| s.cert_untrusted),
+    let cases: Vec<(
+        &str,
+        flowsec_ike::cert::Certificate,
+        Vec<flowsec_ike::cert::Certificate>,
+        fn(&flowsec_ike::IkeStats) -> u64,
+    )> = vec![
+        ("truncated DER", truncated, vec![root.clone()], |s| {
+            s.cert_malformed
+        }),
+        ("garbage DER", garbage, vec![root.clone()], |s| {
+            s.cert_malformed
+        }),
+        (
+            "a wrong signature on the certificate",
+            forged,
+            vec![root.clone()],
+            |s| s.cert_untrusted,
+        ),
     ];
     for (what, cert, cas, counter) in cases {
-        let a_text = conf(A, B, "auth = pubkey\n certs = moonCert.pem", "auth = pubkey", ("10.1.0.0/24", "10.2.0.0/24"), true);
+        let a_text = conf(
+            A,
+            B,
+            "auth = pubkey\n certs = moonCert.pem",
+            "auth = pubkey",
+            ("10.1.0.0/24", "10.2.0.0/24"),
+            true,
+        );
         let files = [MOON[0], MOON[1], ("caCert.pem", "x509ca")];
         let a = peer("ha", &a_text, &files, 1);
         let mut p = Pair::of(a, hostile_b(cert, cas));
@@ -527,6 +571,9 @@ fn hostile_certificates_from_the_peer_are_counted_and_survived() {
         let s = p.a.stats();
         assert_eq!(counter(s), 1, "{what}: {s:?}");
         assert_eq!(s.auth_failed, 1, "{what}");
-        assert!(p.a.list(p.now).iter().all(|s| s.state != "ESTABLISHED"), "{what}");
+        assert!(
+            p.a.list(p.now).iter().all(|s| s.state != "ESTABLISHED"),
+            "{what}"
+        );
     }
 }

@@ -23,7 +23,11 @@ fn files(kind: &str) -> Vec<PathBuf> {
     let Ok(d) = fs::read_dir(dir(kind)) else {
         return Vec::new();
     };
-    let mut v: Vec<PathBuf> = d.flatten().map(|e| e.path()).filter(|p| p.is_file()).collect();
+    let mut v: Vec<PathBuf> = d
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
     v.sort();
     v
 }
@@ -31,7 +35,11 @@ fn files(kind: &str) -> Vec<PathBuf> {
 #[test]
 fn seeds_and_corpus_replay_without_panic() {
     let seeds = files("seeds");
-    assert!(seeds.len() >= 10, "no seeds under {}", dir("seeds").display());
+    assert!(
+        seeds.len() >= 10,
+        "no seeds under {}",
+        dir("seeds").display()
+    );
     for f in seeds.iter().chain(files("corpus").iter()) {
         common_cert::cert_parse(&fs::read(f).unwrap());
     }

@@ -12,7 +12,15 @@ use std::net::IpAddr;
 use pair::{conf, Pair, A, B};
 
 fn rw_pair(vips: &str, pools: &str) -> Pair {
-    let a = conf(A, B, "dynamic", "10.2.0.0/24", &format!("vips = {vips}"), "start_action = start", "s3cret");
+    let a = conf(
+        A,
+        B,
+        "dynamic",
+        "10.2.0.0/24",
+        &format!("vips = {vips}"),
+        "start_action = start",
+        "s3cret",
+    );
     let b = conf(B, A, "10.2.0.0/24", "dynamic", &format!("pools = {pools}"), "", "s3cret")
         + "pools {\n v4 {\n  addrs = 10.3.0.0/24\n  dns = 10.2.0.53\n }\n v6 {\n  addrs = fd00:3::/120\n  dns = fd00:2::53\n }\n empty {\n  addrs = 10.9.0.1-10.9.0.1\n }\n}\n";
     Pair::new(&a, &b)

@@ -332,9 +332,9 @@ impl fmt::Display for ConfigErrorKind {
             K::Certificates => f.write_str(
                 "subsections of local/remote are not supported (certificates are files in x509/)",
             ),
-            K::PskOnly => f.write_str(
-                "not supported yet (local/remote take auth, id, certs and cacerts)",
-            ),
+            K::PskOnly => {
+                f.write_str("not supported yet (local/remote take auth, id, certs and cacerts)")
+            }
             K::Credential(why) => f.write_str(why),
             K::UnknownCredential { file, dir } => write!(f, "'{file}' is not a file in {dir}"),
             K::NoLocalCert { id: Some(id), dir } => write!(

@@ -64,7 +64,7 @@ use super::value::{
 pub use super::value::{parse_bytes, parse_duration};
 use super::{
     AddrSpec, AuthConfig, AuthKind, ChildConfig, CloseAction, Config, ConfigError, Connection,
-    CredRef, DpdAction, Pool, Fragmentation, Identity, RekeySwitch, Secret, SendCert, StartAction,
+    CredRef, DpdAction, Fragmentation, Identity, Pool, RekeySwitch, Secret, SendCert, StartAction,
     TcpConfig, TcpEncap, TsSpec, Unique, TLS_PORT,
 };
 
@@ -168,7 +168,11 @@ pub(crate) fn interpret(file: &str, root: &Section) -> Result<Config, ConfigErro
     config.cred_refs = cx.refs.take();
     let pool_lines = cx.pool_refs.take();
     for (c, line) in config.connections.iter().zip(pool_lines) {
-        if let Some(missing) = c.pools.iter().find(|n| !config.pools.iter().any(|p| &p.name == *n)) {
+        if let Some(missing) = c
+            .pools
+            .iter()
+            .find(|n| !config.pools.iter().any(|p| &p.name == *n))
+        {
             return Err(cx.err(
                 line,
                 format!("connections.{}.pools", c.name),
@@ -261,7 +265,9 @@ impl Cx<'_> {
     fn connection(&self, sec: &Section, path: &str) -> Result<Connection, ConfigError> {
         let mut c = default_connection(&sec.name);
         let mut times = IkeTimes::default();
-        let pools_line = values(sec).find(|(s, _)| s.key == "pools").map_or(0, |(s, _)| s.line);
+        let pools_line = values(sec)
+            .find(|(s, _)| s.key == "pools")
+            .map_or(0, |(s, _)| s.line);
         self.pool_refs.borrow_mut().push(pools_line);
         for (s, v) in values(sec) {
             if self.common("conn", s, v, path)? {
@@ -492,7 +498,11 @@ impl Cx<'_> {
             r.map_err(|e| self.err(s.line, here, e))?;
         }
         let (first, last) = range.ok_or_else(|| {
-            self.err(sec.line, join(&path, "addrs"), ConfigErrorKind::PoolWithoutAddrs)
+            self.err(
+                sec.line,
+                join(&path, "addrs"),
+                ConfigErrorKind::PoolWithoutAddrs,
+            )
         })?;
         Ok(Pool {
             name: sec.name.clone(),
@@ -671,7 +681,10 @@ fn conn_setting(
             c.vips = split_list(v)
                 .map_err(ConfigErrorKind::List)?
                 .iter()
-                .map(|a| a.parse::<IpAddr>().map_err(|_| ConfigErrorKind::BadAddress(a.to_string())))
+                .map(|a| {
+                    a.parse::<IpAddr>()
+                        .map_err(|_| ConfigErrorKind::BadAddress(a.to_string()))
+                })
                 .collect::<Result<_, _>>()?
         }
         "pools" => {

@@ -595,9 +595,24 @@ fn auth_and_structure_errors() {
     let cases: &[(&str, usize, &str, &str)] = &[
         ("x = 1", 1, "x", "unknown top-level key"),
         ("authorities {\n}", 1, "authorities", "not supported"),
-        ("pools {\n p {\n dns = 1.1.1.1\n }\n}", 2, "pools.p.addrs", "needs addrs"),
-        ("pools {\n p {\n addrs = 10.0.0.0/33\n }\n}", 3, "pools.p.addrs", "not an address"),
-        ("pools {\n p {\n addrs = 10.0.0.0/24\n subnet = 10.0.0.0/8\n }\n}", 4, "pools.p.subnet", "addrs and dns"),
+        (
+            "pools {\n p {\n dns = 1.1.1.1\n }\n}",
+            2,
+            "pools.p.addrs",
+            "needs addrs",
+        ),
+        (
+            "pools {\n p {\n addrs = 10.0.0.0/33\n }\n}",
+            3,
+            "pools.p.addrs",
+            "not an address",
+        ),
+        (
+            "pools {\n p {\n addrs = 10.0.0.0/24\n subnet = 10.0.0.0/8\n }\n}",
+            4,
+            "pools.p.subnet",
+            "addrs and dns",
+        ),
         ("foo {\n}", 1, "foo", "unknown section"),
         (
             "secrets {\n eap-carol { secret = x }\n}",
@@ -825,12 +840,24 @@ fn pools_and_virtual_ips() {
     assert_eq!(rw.pools, ["v4", "v6"]);
     assert_eq!(
         c.connection("home").unwrap().vips,
-        ["0.0.0.0".parse::<std::net::IpAddr>().unwrap(), "::".parse().unwrap()]
+        [
+            "0.0.0.0".parse::<std::net::IpAddr>().unwrap(),
+            "::".parse().unwrap()
+        ]
     );
     let p = |n: &str| c.pools.iter().find(|p| p.name == n).unwrap();
     let s = |a: std::net::IpAddr| a.to_string();
-    assert_eq!((s(p("v4").first), s(p("v4").last)), ("10.3.0.1".into(), "10.3.0.254".into()));
+    assert_eq!(
+        (s(p("v4").first), s(p("v4").last)),
+        ("10.3.0.1".into(), "10.3.0.254".into())
+    );
     assert_eq!(p("v4").dns.len(), 2);
-    assert_eq!((s(p("v6").first), s(p("v6").last)), ("fd00:3::1".into(), "fd00:3::ff".into()));
-    assert_eq!((s(p("r").first), s(p("r").last)), ("10.4.0.10".into(), "10.4.0.20".into()));
+    assert_eq!(
+        (s(p("v6").first), s(p("v6").last)),
+        ("fd00:3::1".into(), "fd00:3::ff".into())
+    );
+    assert_eq!(
+        (s(p("r").first), s(p("r").last)),
+        ("10.4.0.10".into(), "10.4.0.20".into())
+    );
 }

@@ -54,8 +54,8 @@ pub use payload::{
 pub use sa::Proposal;
 pub use sa::Transform;
 pub use simple::{
-    cfg_attr, Auth, Cert, Cp, Id, Ke, CERT_X509_SIGNATURE, CFG_ACK, CFG_REPLY, CFG_REQUEST, CFG_SET,
-    NONCE_MAX_LEN, NONCE_MIN_LEN,
+    cfg_attr, Auth, Cert, Cp, Id, Ke, CERT_X509_SIGNATURE, CFG_ACK, CFG_REPLY, CFG_REQUEST,
+    CFG_SET, NONCE_MAX_LEN, NONCE_MIN_LEN,
 };
 pub use ts::TrafficSelector;
 

@@ -228,7 +228,9 @@ impl Cp {
             }
             let ty = u16::from_be_bytes([rest[0], rest[1]]) & 0x7fff;
             let len = usize::from(u16::from_be_bytes([rest[2], rest[3]]));
-            let value = rest.get(4..4 + len).ok_or(bad("attribute longer than the payload"))?;
+            let value = rest
+                .get(4..4 + len)
+                .ok_or(bad("attribute longer than the payload"))?;
             attrs.push((ty, value.to_vec()));
             rest = &rest[4 + len..];
         }
