@@ -47,6 +47,7 @@ mod child_responder;
 pub mod config;
 mod control;
 pub mod crypto;
+pub mod eap;
 mod engine;
 mod error;
 mod event;

@@ -68,6 +68,8 @@ pub enum Payload {
     CertReq(Cert),
     /// Configuration (§3.15).
     Cp(Cp),
+    /// Extensible Authentication (§3.16): one EAP message (RFC 3748).
+    Eap(Vec<u8>),
     /// A payload we do not interpret (CP, unknown non-critical types): kept, skipped.
     Unknown {
         /// Its payload type.
@@ -99,6 +101,7 @@ impl Payload {
             Payload::Cert(_) => PayloadType::CERT,
             Payload::CertReq(_) => PayloadType::CERTREQ,
             Payload::Cp(_) => PayloadType::CP,
+            Payload::Eap(_) => PayloadType::EAP,
             Payload::Unknown { ty, .. } => *ty,
         }
     }
@@ -124,6 +127,7 @@ impl Payload {
             PayloadType::CERT => Payload::Cert(Cert::parse(ty, body)?),
             PayloadType::CERTREQ => Payload::CertReq(Cert::parse(ty, body)?),
             PayloadType::CP => Payload::Cp(Cp::parse(body)?),
+            PayloadType::EAP => Payload::Eap(body.to_vec()),
             PayloadType::TSI => Payload::TsI(ts::parse_ts(ty, body)?),
             PayloadType::TSR => Payload::TsR(ts::parse_ts(ty, body)?),
             PayloadType::SK => Payload::Encrypted {
@@ -131,7 +135,7 @@ impl Payload {
                 body: body.to_vec(),
             },
             // §2.5: the Critical bit matters only for types the receiver
-            // does not recognize; EAP and SKF are
+            // does not recognize; SKF is
             // recognized (defined by RFC 7296 / RFC 7383), just not
             // interpreted here.
             _ if critical && ty.name().is_none() => return Err(IkeError::UnsupportedCritical(ty)),
@@ -155,7 +159,7 @@ impl Payload {
             Payload::Notify(n) => n.emit(out),
             Payload::Delete(d) => d.emit(out),
             Payload::TsI(t) | Payload::TsR(t) => ts::emit_ts(t, out),
-            Payload::Nonce(b) | Payload::Vendor(b) => out.extend_from_slice(b),
+            Payload::Nonce(b) | Payload::Vendor(b) | Payload::Eap(b) => out.extend_from_slice(b),
             Payload::Encrypted { body, .. } | Payload::Unknown { body, .. } => {
                 out.extend_from_slice(body)
             }
@@ -375,9 +379,9 @@ mod tests {
                 body: vec![0xaa],
             }]
         );
-        // A known type we do not interpret (EAP), critical: kept, and the
-        // bit round-trips.
-        let p = parse_payloads(PayloadType::EAP, &b).unwrap();
+        // A known type we do not interpret (SKF, outside reassembly),
+        // critical: kept, and the bit round-trips.
+        let p = parse_payloads(PayloadType::SKF, &b).unwrap();
         assert_eq!(emit_payloads(&p), b);
         // The bit on a payload we interpret is ignored.
         let b = [
