@@ -52,6 +52,8 @@ pub(crate) struct IkeAuth {
     pub init: InitMessages,
     /// The first Child SA, if one was asked (SAi2, TSi, TSr).
     pub child: Option<ChildRequest>,
+    /// We authenticate with EAP: the conversation so far.
+    pub eap: Option<Box<crate::auth_eap::EapPeerSide>>,
 }
 
 /// IKE_AUTH, responder: our IKE_SA_INIT answer went; waits for the
@@ -59,6 +61,8 @@ pub(crate) struct IkeAuth {
 pub(crate) struct AwaitingAuth {
     /// What both AUTH payloads sign.
     pub init: InitMessages,
+    /// The peer authenticates with EAP: the conversation so far.
+    pub eap: Option<Box<crate::auth_eap::EapServerSide>>,
 }
 
 /// The sender's ID (IDi from the initiator, IDr from the responder) and
@@ -79,7 +83,7 @@ fn id_and_auth(msg: &Message, from_initiator: bool) -> (Option<&Id>, Option<&Aut
 impl Host {
     /// Our identity on `sa`: configured, or our certificate's subject
     /// when we sign, or our IP address (strongSwan's defaults).
-    fn our_id(&self, sa: &IkeSa) -> Identity {
+    pub(crate) fn our_id(&self, sa: &IkeSa) -> Identity {
         let local = &self.config.connections[sa.conn].local;
         if let Some(id) = &local.id {
             return id.clone();
@@ -93,7 +97,7 @@ impl Host {
     /// Our AUTH on `sa` for ID payload `id`, with the CERT payloads to
     /// send before it: a shared-key MAC or a signature, as `local.auth`
     /// says (`peer_asked`: the peer sent CERTREQ).
-    fn our_auth(
+    pub(crate) fn our_auth(
         &self,
         sa: &IkeSa,
         init: &InitMessages,
@@ -119,6 +123,10 @@ impl Host {
                 let signed = self.sign_auth(sa, init, id, peer_asked)?;
                 Ok((signed.certs, signed.auth))
             }
+            // Only an initiator authenticates itself with EAP (§2.16).
+            AuthKind::Eap => Err(NegotiationError::EapFailed(
+                "EAP authenticates the initiator only: set local.auth = pubkey or psk",
+            )),
         }
     }
 
@@ -167,17 +175,37 @@ impl Host {
         let me = self.our_id(sa);
         let peer = conn.remote.id.clone().unwrap_or(Identity::Any);
         let idi = me.to_wire();
-        let (certs, auth) = match self.our_auth(sa, &init, &idi, (&me, &peer), sa.peer_certreq) {
-            Ok(a) => a,
-            Err(e) => return self.fail(sa, e),
+        // EAP (§2.16): no AUTH in the first request; the conversation
+        // follows the responder's answer.
+        let eap = if conn.local.auth == AuthKind::Eap {
+            match self.eap_peer(sa, &me, idi.clone()) {
+                Some(e) => Some(e),
+                None => {
+                    return self.fail(
+                        sa,
+                        NegotiationError::EapFailed("no eap- secret for our EAP identity"),
+                    )
+                }
+            }
+        } else {
+            None
         };
+        let (certs, auth) = if eap.is_some() {
+            (Vec::new(), None)
+        } else {
+            match self.our_auth(sa, &init, &idi, (&me, &peer), sa.peer_certreq) {
+                Ok((c, a)) => (c, Some(a)),
+                Err(e) => return self.fail(sa, e),
+            }
+        };
+        let conn = &self.config.connections[sa.conn];
         let mut payloads = vec![Payload::IdI(idi)];
         payloads.extend(certs);
         payloads.extend(self.certreq(sa.conn));
         if peer != Identity::Any {
             payloads.push(Payload::IdR(peer.to_wire()));
         }
-        payloads.push(Payload::Auth(auth));
+        payloads.extend(auth.map(Payload::Auth));
         // §3.15: a road warrior asks for its virtual IPs.
         payloads.extend(crate::vip::request(&self.config, sa.conn));
         // §2.4: only when we hold no other IKE SA with the peer (the
@@ -196,7 +224,7 @@ impl Host {
         });
         sa.local_id = Some(me);
         sa.state = IkeState::Authenticating;
-        let task = Task::IkeAuth(IkeAuth { init, child });
+        let task = Task::IkeAuth(IkeAuth { init, child, eap });
         self.request(now, sa, ExchangeType::IKE_AUTH, payloads, task);
         Then::Stay
     }
@@ -210,10 +238,17 @@ impl Host {
         msg: Message,
         k: &mut dyn Kernel,
     ) -> Then {
-        let Some(AwaitingAuth { init }) = sa.exch.take_passive() else {
+        let Some(AwaitingAuth { init, eap }) = sa.exch.take_passive() else {
             self.stats.malformed += 1;
             return Then::Stay;
         };
+        if let Some(st) = eap {
+            return self.eap_server_step(now, sa, mid, msg, (init, st), k);
+        }
+        let no_auth = !msg.payloads.iter().any(|p| matches!(p, Payload::Auth(_)));
+        if no_auth && self.config.connections[sa.conn].remote.auth == AuthKind::Eap {
+            return self.eap_server_start(sa, mid, msg, init);
+        }
         let me = self.our_id(sa);
         let peer = match self.peer_authenticated(sa, &init, &msg, &me) {
             Ok(peer) => peer,
@@ -294,14 +329,18 @@ impl Host {
         msg: Message,
         k: &mut dyn Kernel,
     ) -> Then {
-        let IkeAuth { init, child } = task;
         if has_notify(&msg, NotifyType::AUTHENTICATION_FAILED) {
-            if let Some(req) = &child {
+            if let Some(req) = &task.child {
                 req.reserved().release(k);
             }
             self.stats.auth_failed += 1;
             return self.fail(sa, NegotiationError::PeerAuthFailed);
         }
+        if let Some(st) = task.eap {
+            let task = IkeAuth { eap: None, ..task };
+            return self.eap_peer_response(now, sa, task, st, msg, k);
+        }
+        let IkeAuth { init, child, .. } = task;
         let me = sa.local_id.clone().unwrap_or(Identity::Any);
         let checked = self.peer_authenticated(sa, &init, &msg, &me);
         let Ok(peer) = checked else {
@@ -324,6 +363,21 @@ impl Host {
             self.stats.auth_failed += 1;
             return self.fail(sa, NegotiationError::ResponderAuthBad);
         };
+        self.finish_initiator(now, sa, (init, child), peer, msg, k)
+    }
+
+    /// Initiator: the responder is authenticated; its last IKE_AUTH
+    /// answer `msg` gives the virtual IPs and the first Child SA.
+    pub(crate) fn finish_initiator(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        (init, child): (InitMessages, Option<ChildRequest>),
+        peer: Identity,
+        msg: Message,
+        k: &mut dyn Kernel,
+    ) -> Then {
+        let me = sa.local_id.clone().unwrap_or(Identity::Any);
         sa.peer_id = Some(peer.clone());
         if !self.take_vips(sa, &msg, k) {
             if let Some(req) = &child {
@@ -379,7 +433,7 @@ impl Host {
     /// constant time) or a signature with a certificate we trust
     /// ([`crate::pubkey`]). The error says why when a certificate or
     /// signature was refused.
-    fn peer_authenticated(
+    pub(crate) fn peer_authenticated(
         &mut self,
         sa: &IkeSa,
         init: &InitMessages,
@@ -416,6 +470,8 @@ impl Host {
                 .verify_pubkey(sa, init, msg, (id, auth), &peer)
                 .map(|()| peer)
                 .map_err(Some),
+            // EAP comes in its own exchanges (crate::auth_eap).
+            AuthKind::Eap => Err(None),
         }
     }
 
@@ -442,7 +498,7 @@ impl Host {
     /// The peer says it has no other IKE SA with us (§2.4, INITIAL_CONTACT):
     /// those we still hold between the same identities are stale (it
     /// restarted); they go without a word to it, unless `unique = never`.
-    fn initial_contact(&mut self, sa: &mut SaMut<'_>, k: &mut dyn Kernel) {
+    pub(crate) fn initial_contact(&mut self, sa: &mut SaMut<'_>, k: &mut dyn Kernel) {
         if self.config.connections[sa.conn].unique == crate::config::Unique::Never {
             return;
         }

@@ -176,6 +176,8 @@ pub enum NegotiationError {
     NoLocalCert,
     /// We asked for a virtual IP (`vips`) and the responder gave none.
     NoVirtualIp,
+    /// EAP failed on our side (why).
+    EapFailed(&'static str),
     /// We sign, but the peer announced no hash (RFC 7427 §4) or none our
     /// key and `auth` allow.
     NoSignatureScheme,
@@ -193,6 +195,7 @@ impl fmt::Display for NegotiationError {
             NegotiationError::ResponderAuthBad => {
                 f.write_str("the responder's AUTH did not verify")
             }
+            NegotiationError::EapFailed(why) => write!(f, "EAP-MSCHAPv2: {why}"),
             NegotiationError::NoVirtualIp => {
                 f.write_str("no virtual IP in the responder's answer (CFG_REPLY)")
             }

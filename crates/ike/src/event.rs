@@ -113,6 +113,12 @@ pub enum IkeEvent {
         /// The stale IKE SA's unique id.
         unique_id: u32,
     },
+    /// Responder: EAP-MSCHAPv2 authenticated `user` (the IKE AUTH with
+    /// the MSK follows).
+    EapSucceeded {
+        /// The EAP identity.
+        user: String,
+    },
     /// Responder: a virtual IP from a pool given to a peer (RFC 7296
     /// §3.15).
     VirtualIpAssigned {
@@ -416,6 +422,9 @@ impl fmt::Display for IkeEvent {
                 f,
                 "IKE_SA {name}[{unique_id}] established between {local}[{local_id}]...{remote}[{remote_id}]"
             ),
+            E::EapSucceeded { user } => {
+                write!(f, "EAP-MSCHAPv2 authenticated '{}', MSK established", user.escape_debug())
+            }
             E::VirtualIpAssigned { peer, addr, pool } => {
                 write!(f, "assigning virtual IP {addr} to peer '{peer}' (pool {pool})")
             }

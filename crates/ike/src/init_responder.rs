@@ -299,6 +299,7 @@ impl Host {
         .emit();
         sa.exch.responded(0, vec![response.clone()]);
         sa.exch.await_request(AwaitingAuth {
+            eap: None,
             init: InitMessages {
                 request: arrival.data.to_vec(),
                 response: response.clone(),

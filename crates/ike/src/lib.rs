@@ -41,6 +41,7 @@
 
 mod admit;
 mod auth;
+mod auth_eap;
 pub mod cert;
 mod child;
 mod child_responder;

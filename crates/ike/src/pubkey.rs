@@ -175,6 +175,7 @@ impl Host {
                 Rejection::BadScheme | Rejection::SchemeNotAllowed(_) | Rejection::BadSignature => {
                     s.bad_signature += 1
                 }
+                Rejection::Eap(_) => {}
             }
         }
         r

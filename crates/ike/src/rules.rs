@@ -15,12 +15,15 @@ const INIT_REQUEST: &[Rule] = &[
     (PayloadType::KE, 1, 1),
     (PayloadType::NONCE, 1, 1),
 ];
-/// IKE_AUTH request: IDi and AUTH at least, at most one of each child
-/// payload (§1.2; EAP is not supported).
+/// IKE_AUTH request: at most one of each (§1.2): the first carries IDi
+/// (and AUTH unless EAP follows, §2.16), later ones EAP or AUTH alone;
+/// the task checks which its state expects.
 const AUTH_REQUEST: &[Rule] = &[
-    (PayloadType::IDI, 1, 1),
+    (PayloadType::IDI, 1, 0),
     (PayloadType::IDR, 1, 0),
-    (PayloadType::AUTH, 1, 1),
+    (PayloadType::AUTH, 1, 0),
+    (PayloadType::EAP, 1, 0),
+    (PayloadType::CP, 1, 0),
     (PayloadType::SA, 1, 0),
     (PayloadType::TSI, 1, 0),
     (PayloadType::TSR, 1, 0),
@@ -41,6 +44,8 @@ const RESPONSE: &[Rule] = &[
     (PayloadType::NONCE, 1, 0),
     (PayloadType::IDR, 1, 0),
     (PayloadType::AUTH, 1, 0),
+    (PayloadType::EAP, 1, 0),
+    (PayloadType::CP, 1, 0),
     (PayloadType::TSI, 1, 0),
     (PayloadType::TSR, 1, 0),
 ];
@@ -69,7 +74,7 @@ pub fn check(
     // Payloads no exchange of ours carries in these places.
     let misplaced = payloads.iter().any(|p| match p.ty() {
         PayloadType::IDI | PayloadType::AUTH => exchange != ExchangeType::IKE_AUTH,
-        PayloadType::EAP => true,
+        PayloadType::EAP => exchange != ExchangeType::IKE_AUTH,
         PayloadType::KE | PayloadType::NONCE | PayloadType::SA => {
             exchange == ExchangeType::INFORMATIONAL
                 || exchange == ExchangeType::IKE_AUTH && p.ty() != PayloadType::SA
@@ -89,6 +94,11 @@ pub fn check(
             count(PayloadType::TSR),
         );
         if sa != tsi || sa != tsr {
+            return Err(NotifyType::INVALID_SYNTAX);
+        }
+        // Something to authenticate with: IDi (a first message), EAP or
+        // AUTH (the later ones of EAP, §2.16).
+        if count(PayloadType::IDI) + count(PayloadType::EAP) + count(PayloadType::AUTH) == 0 {
             return Err(NotifyType::INVALID_SYNTAX);
         }
     }

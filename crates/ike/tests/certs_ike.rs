@@ -6,8 +6,6 @@
 
 mod pair;
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use flowsec_crypto::Provider;
@@ -20,33 +18,13 @@ use pair::{Pair, A, B};
 /// 2027-01-01 at the pair's `now`.
 const UNIX: Duration = Duration::from_secs(1_798_761_600);
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pki")
+fn fixtures() -> std::path::PathBuf {
+    pair::fixtures()
 }
 
-/// A swanctl directory for one peer: `files` (fixture, subdirectory)
-/// copied in and `conf` as swanctl.conf; returns the loaded core.
+/// A swanctl directory for one peer (pair::loaded).
 fn peer(tag: &str, conf: &str, files: &[(&str, &str)], seed: u64) -> Ike {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!(
-        "flowsec-certs-ike-{}-{tag}-{n}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    for (file, sub) in files {
-        std::fs::create_dir_all(dir.join(sub)).unwrap();
-        std::fs::copy(fixtures().join(file), dir.join(sub).join(file)).unwrap();
-    }
-    std::fs::write(dir.join("swanctl.conf"), conf).unwrap();
-    let config = config::load(&dir.join("swanctl.conf")).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::remove_dir_all(&dir).unwrap();
-    Ike::new(
-        config,
-        Provider::rustcrypto(),
-        Box::new(SeededRandom::new(seed)),
-        Settings::default(),
-    )
+    pair::loaded(tag, conf, files, seed)
 }
 
 fn conf(me: &str, peer: &str, local: &str, remote: &str, net: (&str, &str), start: bool) -> String {

@@ -46,6 +46,9 @@ pub enum Rejection {
     SchemeNotAllowed(Scheme),
     /// The signature does not verify.
     BadSignature,
+    /// EAP failed (why): a wrong password, an unknown user, a message out
+    /// of turn.
+    Eap(String),
 }
 
 impl fmt::Display for Rejection {
@@ -62,6 +65,7 @@ impl fmt::Display for Rejection {
             Rejection::BadScheme => f.write_str("signature scheme not supported"),
             Rejection::SchemeNotAllowed(s) => write!(f, "signature scheme {s} not allowed"),
             Rejection::BadSignature => f.write_str("signature does not verify"),
+            Rejection::Eap(why) => write!(f, "EAP-MSCHAPv2: {why}"),
         }
     }
 }

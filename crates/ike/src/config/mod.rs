@@ -182,6 +182,8 @@ pub struct Config {
     pub(crate) cred_refs: Vec<CredRef>,
     /// `pools.*`: virtual IP addresses for road warriors.
     pub pools: Vec<Pool>,
+    /// `secrets.eap*`: EAP passwords by user name.
+    pub eap_secrets: Vec<Secret>,
 }
 
 /// One `pools.NAME` section (swanctl.conf(5)): addresses handed out to
@@ -363,6 +365,10 @@ pub enum AuthKind {
     /// `rsa/pss-sha256-sha512`): a signature with a certificate's key
     /// (RFC 7296 §2.15, RFC 7427).
     Pubkey(PubkeyAuth),
+    /// `eap-mschapv2` (or `eap`): EAP-MSCHAPv2 (RFC 7296 §2.16) —
+    /// locally, we answer with a user name and password from an `eap-…`
+    /// secret; remotely, we (the gateway) ask the peer for them.
+    Eap,
 }
 
 /// The key kinds and hashes `auth = …` allows for signatures.
@@ -420,6 +426,10 @@ pub struct AuthConfig {
     /// `cacerts` (remote): the CAs, file names in `x509ca/`, that the
     /// peer's certificate must chain to; unset: any in `x509ca/`.
     pub cacerts: Vec<String>,
+    /// `eap_id`: the EAP identity (local: the user name we answer with,
+    /// default `id`; remote: the one the peer must give, `%any` or unset
+    /// for any).
+    pub eap_id: Option<Identity>,
 }
 
 impl AuthConfig {
@@ -430,6 +440,7 @@ impl AuthConfig {
             id,
             certs: Vec::new(),
             cacerts: Vec::new(),
+            eap_id: None,
         }
     }
 }
@@ -621,6 +632,24 @@ impl Config {
             }
         }
         best.map(|(s, _, _)| s.secret.as_slice())
+    }
+
+    /// The password of EAP user `user` (an `eap-…` secret with an `id`
+    /// matching it; one without ids matches anyone), as strongSwan looks
+    /// up SHARED_EAP keys.
+    pub fn find_eap(&self, user: &Identity) -> Option<&[u8]> {
+        self.eap_secrets
+            .iter()
+            .filter_map(|s| {
+                let q = if s.ids.is_empty() {
+                    IdMatch::Any
+                } else {
+                    s.ids.iter().map(|o| user.match_quality(o)).max().unwrap_or(IdMatch::None)
+                };
+                (q != IdMatch::None).then_some((q, s))
+            })
+            .max_by_key(|(q, _)| *q)
+            .map(|(_, s)| s.secret.as_slice())
     }
 
     /// The connection named `name`.

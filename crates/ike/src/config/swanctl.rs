@@ -146,7 +146,12 @@ pub(crate) fn interpret(file: &str, root: &Section) -> Result<Config, ConfigErro
             "secrets" => {
                 cx.no_settings(sec, "secrets")?;
                 for s in &sec.sections {
-                    config.secrets.push(cx.secret(s)?);
+                    let secret = cx.secret(s)?;
+                    if s.name.starts_with("eap") {
+                        config.eap_secrets.push(secret);
+                    } else {
+                        config.secrets.push(secret);
+                    }
                 }
             }
             "pools" => {
@@ -360,8 +365,10 @@ impl Cx<'_> {
                         Ok(())
                     }
                 },
-                "pubkeys" | "ca_id" | "groups" | "cert_policy" | "eap_id" | "aaa_id"
-                | "xauth_id" => Err(ConfigErrorKind::PskOnly),
+                "eap_id" => Identity::parse(v).map(|i| a.eap_id = Some(i)).map_err(Into::into),
+                "pubkeys" | "ca_id" | "groups" | "cert_policy" | "aaa_id" | "xauth_id" => {
+                    Err(ConfigErrorKind::PskOnly)
+                }
                 _ => Err(ConfigErrorKind::UnknownKey),
             };
             r.map_err(|e| self.err(s.line, key, e))?;
@@ -514,7 +521,7 @@ impl Cx<'_> {
 
     fn secret(&self, sec: &Section) -> Result<Secret, ConfigError> {
         let path = join("secrets", &sec.name);
-        if !sec.name.starts_with("ike") {
+        if !sec.name.starts_with("ike") && !sec.name.starts_with("eap") {
             let known = [
                 "eap", "xauth", "ntlm", "ppk", "private", "rsa", "ecdsa", "bliss", "pkcs8",
                 "pkcs12", "token",

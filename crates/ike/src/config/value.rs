@@ -119,6 +119,9 @@ pub(super) fn parse_auth(v: &str) -> Result<AuthKind, ValueError> {
         }
         return Ok(AuthKind::Pubkey(auth));
     }
+    if l == "eap" || l == "eap-mschapv2" {
+        return Ok(AuthKind::Eap);
+    }
     let known = ["bliss", "eap", "xauth"];
     if known.iter().any(|k| l.starts_with(k)) {
         Err(ValueError::AuthNotSupported(v.into()))

@@ -278,3 +278,26 @@ impl Pair {
         }
     }
 }
+
+/// The strongSwan-made test PKI (tests/data/pki).
+pub fn fixtures() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pki")
+}
+
+/// A core loaded from a swanctl directory made for it: `files`
+/// (fixture, subdirectory) copied in, `conf` as swanctl.conf.
+pub fn loaded(tag: &str, conf: &str, files: &[(&str, &str)], seed: u64) -> Ike {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("flowsec-ike-test-{}-{tag}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for (file, sub) in files {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        std::fs::copy(fixtures().join(file), dir.join(sub).join(file)).unwrap();
+    }
+    std::fs::write(dir.join("swanctl.conf"), conf).unwrap();
+    let config = config::load(&dir.join("swanctl.conf")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::remove_dir_all(&dir).unwrap();
+    Ike::new(config, Provider::rustcrypto(), Box::new(SeededRandom::new(seed)), Settings::default())
+}

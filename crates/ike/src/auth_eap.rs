@@ -1,0 +1,380 @@
+//! IKE_AUTH with EAP (RFC 7296 §2.16): the initiator leaves AUTH out of
+//! its first IKE_AUTH request; the responder answers with its own
+//! (certificate) AUTH and the first EAP request; EAP messages go back and
+//! forth, one IKE_AUTH exchange each, until EAP-Success; then each side
+//! sends an AUTH keyed with the MSK, and the responder's last answer
+//! carries the first Child SA (and the virtual IP) the first request
+//! asked for.
+//!
+//! ```text
+//! Initiator                                Responder
+//! HDR, SK {IDi, [CERTREQ,] [IDr,] SAi2, TSi, TSr, [CP]}  -->
+//!                          <--  HDR, SK {IDr, [CERT,] AUTH, EAP}
+//! HDR, SK {EAP}  -->
+//!                          <--  HDR, SK {EAP (success)}
+//! HDR, SK {AUTH}  -->
+//!                          <--  HDR, SK {AUTH, [CP,] SAr2, TSi, TSr}
+//! ```
+
+use core::time::Duration;
+
+use flowsec_wire::iana::{AuthMethod, ExchangeType, NotifyType};
+use flowsec_wire::ike::{Auth, Id, Message, Payload};
+use subtle::ConstantTimeEq;
+use zeroize::Zeroizing;
+
+use crate::auth::{AwaitingAuth, IkeAuth, InitMessages};
+use crate::cert::Rejection;
+use crate::child_responder::ChildAsked;
+use crate::config::Identity;
+use crate::crypto;
+use crate::eap::method::{Peer, PeerStep, Server, ServerStep};
+use crate::error::NegotiationError;
+use crate::event::IkeEvent;
+use crate::host::{has_notify, notify, Host};
+use crate::kernel::Kernel;
+use crate::sa::IkeSa;
+use crate::table::{SaMut, Then};
+use crate::task::Task;
+
+/// Responder: an EAP conversation in progress.
+pub(crate) struct EapServerSide {
+    server: Server,
+    /// The first IKE_AUTH request: its Child SA and CFG_REQUEST are
+    /// answered at the end.
+    first: Message,
+    /// IDi as the initiator sent it (its AUTH covers it).
+    idi: Id,
+    peer: Identity,
+    me: Identity,
+    idr: Id,
+    /// After EAP-Success.
+    msk: Option<Zeroizing<Vec<u8>>>,
+}
+
+/// Initiator: our side of EAP.
+pub(crate) struct EapPeerSide {
+    peer_side: Peer,
+    idi: Id,
+    /// The responder, once its first AUTH verified, and its ID payload.
+    responder: Option<(Identity, Id)>,
+    msk: Option<Zeroizing<Vec<u8>>>,
+}
+
+fn eap_of(msg: &Message) -> Option<&Vec<u8>> {
+    msg.payloads.iter().find_map(|p| match p {
+        Payload::Eap(e) => Some(e),
+        _ => None,
+    })
+}
+
+fn auth_of(msg: &Message) -> Option<&Auth> {
+    msg.payloads.iter().find_map(|p| match p {
+        Payload::Auth(a) => Some(a),
+        _ => None,
+    })
+}
+
+impl Host {
+    /// AUTH keyed with the MSK (§2.16: the MSK takes the shared key's
+    /// place) for the side that signs with `signer_is_initiator`.
+    fn msk_auth(&self, sa: &IkeSa, init: &InitMessages, signer_is_initiator: bool, id: &Id, msk: &[u8]) -> Option<Vec<u8>> {
+        let keys = sa.keys.as_ref()?;
+        let (msg, nonce, sk_p) = if signer_is_initiator {
+            (&init.request, &init.nr, &keys.sk_pi)
+        } else {
+            (&init.response, &init.ni, &keys.sk_pr)
+        };
+        crypto::psk_auth(&self.provider, keys.suite.prf, msk, msg, nonce, sk_p, &id.body()).ok()
+    }
+
+    fn random16(&mut self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&self.random(16));
+        b
+    }
+
+    /// Initiator: the EAP side for our identity `me` (IDi `idi`): the
+    /// user name is `eap_id` (default our identity), its password an
+    /// `eap-…` secret.
+    pub(crate) fn eap_peer(&self, sa: &IkeSa, me: &Identity, idi: Id) -> Option<Box<EapPeerSide>> {
+        let local = &self.config.connections[sa.conn].local;
+        let user = local.eap_id.clone().unwrap_or_else(|| me.clone());
+        let password = self.config.find_eap(&user)?;
+        let name = match &user {
+            Identity::Fqdn(n) | Identity::Email(n) => n.clone().into_bytes(),
+            other => other.to_string().into_bytes(),
+        };
+        Some(Box::new(EapPeerSide {
+            peer_side: Peer::new(name, Zeroizing::new(password.to_vec())),
+            idi,
+            responder: None,
+            msk: None,
+        }))
+    }
+
+    /// Responder: the first IKE_AUTH request without AUTH, the peer to
+    /// be authenticated by EAP: our AUTH and the EAP-Identity request.
+    pub(crate) fn eap_server_start(
+        &mut self,
+        sa: &mut SaMut<'_>,
+        mid: u32,
+        msg: Message,
+        init: InitMessages,
+    ) -> Then {
+        let conn = &self.config.connections[sa.conn];
+        let idi = msg.payloads.iter().find_map(|p| match p {
+            Payload::IdI(i) => Some(i.clone()),
+            _ => None,
+        });
+        let peer = idi.as_ref().and_then(Identity::from_wire);
+        let (Some(idi), Some(peer)) = (idi, peer) else {
+            self.stats.malformed += 1;
+            return self.refuse_eap(sa, mid, None, None);
+        };
+        if conn.remote.id.as_ref().is_some_and(|want| !want.matches(&peer)) {
+            return self.refuse_eap(sa, mid, Some(peer), None);
+        }
+        let me = self.our_id(sa);
+        let idr = me.to_wire();
+        let asked = crate::pubkey::has_certreq(&msg);
+        let (certs, auth) = match self.our_auth(sa, &init, &idr, (&me, &peer), asked) {
+            Ok(a) => a,
+            Err(e) => {
+                self.events.push(IkeEvent::NegotiationFailed {
+                    name: self.conn_name(sa),
+                    unique_id: sa.uid,
+                    remote: sa.remote.ip(),
+                    reason: e,
+                });
+                return self.refuse_eap(sa, mid, Some(peer), None);
+            }
+        };
+        let (server, request) = Server::start(self.random(1)[0]);
+        let mut payloads = vec![Payload::IdR(idr.clone())];
+        payloads.extend(certs);
+        payloads.push(Payload::Auth(auth));
+        payloads.push(Payload::Eap(request));
+        self.respond(sa, ExchangeType::IKE_AUTH, mid, payloads);
+        sa.exch.await_request(AwaitingAuth {
+            init,
+            eap: Some(Box::new(EapServerSide {
+                server,
+                first: msg,
+                idi,
+                peer,
+                me,
+                idr,
+                msk: None,
+            })),
+        });
+        Then::Stay
+    }
+
+    /// Responder: the next IKE_AUTH request of an EAP conversation.
+    pub(crate) fn eap_server_step(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        mid: u32,
+        msg: Message,
+        (init, mut st): (InitMessages, Box<EapServerSide>),
+        k: &mut dyn Kernel,
+    ) -> Then {
+        if let Some(msk) = st.msk.take() {
+            return self.eap_server_finish(now, sa, mid, msg, (init, st, msk), k);
+        }
+        let Some(eap) = eap_of(&msg) else {
+            self.stats.malformed += 1;
+            return self.refuse_eap(sa, mid, Some(st.peer), Some("no EAP payload".into()));
+        };
+        let challenge = self.random16();
+        let config = &self.config;
+        let password = |user: &[u8]| {
+            let id = Identity::parse(&String::from_utf8_lossy(user)).ok()?;
+            config.find_eap(&id).map(|p| Zeroizing::new(p.to_vec()))
+        };
+        match st.server.step(eap, challenge, &password) {
+            ServerStep::Send(p) => {
+                self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![Payload::Eap(p)]);
+                sa.exch.await_request(AwaitingAuth { init, eap: Some(st) });
+                Then::Stay
+            }
+            ServerStep::Success { packet, msk, user } => {
+                self.events.push(IkeEvent::EapSucceeded {
+                    user: String::from_utf8_lossy(&user).into_owned(),
+                });
+                self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![Payload::Eap(packet)]);
+                st.msk = Some(msk);
+                sa.exch.await_request(AwaitingAuth { init, eap: Some(st) });
+                Then::Stay
+            }
+            ServerStep::Failure { packet, why } => {
+                self.events.push(IkeEvent::AuthFailed {
+                    from: sa.remote.ip(),
+                    id: Some(st.peer.clone()),
+                    why: Some(Rejection::Eap(why.into())),
+                });
+                self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![Payload::Eap(packet)]);
+                self.stats.auth_failed += 1;
+                Then::Destroy(Vec::new())
+            }
+        }
+    }
+
+    /// Responder: EAP succeeded; the initiator's AUTH keyed with the MSK,
+    /// then ours, the virtual IP and the Child SA of the first request.
+    fn eap_server_finish(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        mid: u32,
+        msg: Message,
+        (init, st, msk): (InitMessages, Box<EapServerSide>, Zeroizing<Vec<u8>>),
+        k: &mut dyn Kernel,
+    ) -> Then {
+        let want = self.msk_auth(sa, &init, true, &st.idi, &msk);
+        let ok = match (auth_of(&msg), want) {
+            (Some(a), Some(w)) => {
+                a.method == AuthMethod::SHARED_KEY_MIC && bool::from(w.ct_eq(&a.data))
+            }
+            _ => false,
+        };
+        if !ok {
+            return self.refuse_eap(sa, mid, Some(st.peer), Some("AUTH with the MSK does not verify".into()));
+        }
+        let EapServerSide {
+            first, peer, me, idr, ..
+        } = *st;
+        let Some(data) = self.msk_auth(sa, &init, false, &idr, &msk) else {
+            return self.refuse_eap(sa, mid, Some(peer), None);
+        };
+        let mut payloads = vec![Payload::Auth(Auth {
+            method: AuthMethod::SHARED_KEY_MIC,
+            data,
+        })];
+        payloads.extend(self.assign_vips(sa, &first, &peer));
+        sa.peer_id = Some(peer.clone());
+        sa.local_id = Some(me.clone());
+        self.established(now, sa);
+        if has_notify(&first, NotifyType::INITIAL_CONTACT) {
+            self.initial_contact(sa, k);
+        }
+        if first.payloads.iter().any(|p| matches!(p, Payload::Sa(_))) {
+            let asked = ChildAsked {
+                msg: &first,
+                rekey: None,
+                ni: &init.ni,
+                nr: &init.nr,
+                create: false,
+            };
+            match self.answer_child(now, sa, asked, k) {
+                Ok(child) => payloads.extend(child),
+                Err(n) => payloads.push(n),
+            }
+        }
+        self.respond(sa, ExchangeType::IKE_AUTH, mid, payloads);
+        self.report_established(sa, me, peer);
+        self.kick(now, sa, k);
+        Then::Stay
+    }
+
+    /// Responder: EAP failed or broke off: AUTHENTICATION_FAILED (with
+    /// EAP-Failure already sent where EAP went wrong), the SA gone.
+    fn refuse_eap(&mut self, sa: &mut IkeSa, mid: u32, peer: Option<Identity>, why: Option<String>) -> Then {
+        self.events.push(IkeEvent::AuthFailed {
+            from: sa.remote.ip(),
+            id: peer,
+            why: why.map(Rejection::Eap),
+        });
+        let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
+        self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![n]);
+        self.stats.auth_failed += 1;
+        Then::Destroy(Vec::new())
+    }
+
+    /// Initiator: a response in an EAP conversation.
+    pub(crate) fn eap_peer_response(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        task: IkeAuth,
+        mut st: Box<EapPeerSide>,
+        msg: Message,
+        k: &mut dyn Kernel,
+    ) -> Then {
+        let IkeAuth { init, child, .. } = task;
+        let give_up = |host: &mut Host, sa: &mut SaMut<'_>, child: &Option<crate::child::ChildRequest>, k: &mut dyn Kernel, e| {
+            if let Some(req) = child {
+                req.reserved().release(k);
+            }
+            host.stats.auth_failed += 1;
+            host.fail(sa, e)
+        };
+        if st.responder.is_none() {
+            // The first answer: the responder's own AUTH (a certificate).
+            let me = sa.local_id.clone().unwrap_or(Identity::Any);
+            match self.peer_authenticated(sa, &init, &msg, &me) {
+                Ok(peer) => {
+                    let idr = msg.payloads.iter().find_map(|p| match p {
+                        Payload::IdR(i) => Some(i.clone()),
+                        _ => None,
+                    });
+                    st.responder = idr.map(|i| (peer, i));
+                }
+                Err(why) => {
+                    self.events.push(IkeEvent::AuthFailed {
+                        from: sa.remote.ip(),
+                        id: None,
+                        why,
+                    });
+                    return give_up(self, sa, &child, k, NegotiationError::ResponderAuthBad);
+                }
+            }
+        }
+        if let Some(eap) = eap_of(&msg) {
+            let challenge = self.random16();
+            match st.peer_side.step(eap, challenge) {
+                PeerStep::Send(r) => {
+                    let task = Task::IkeAuth(IkeAuth {
+                        init,
+                        child,
+                        eap: Some(st),
+                    });
+                    self.request(now, sa, ExchangeType::IKE_AUTH, vec![Payload::Eap(r)], task);
+                    return Then::Stay;
+                }
+                PeerStep::Done(msk) => {
+                    let Some(data) = self.msk_auth(sa, &init, true, &st.idi, &msk) else {
+                        return give_up(self, sa, &child, k, NegotiationError::KeyDerivation);
+                    };
+                    st.msk = Some(msk);
+                    let auth = Payload::Auth(Auth {
+                        method: AuthMethod::SHARED_KEY_MIC,
+                        data,
+                    });
+                    let task = Task::IkeAuth(IkeAuth {
+                        init,
+                        child,
+                        eap: Some(st),
+                    });
+                    self.request(now, sa, ExchangeType::IKE_AUTH, vec![auth], task);
+                    return Then::Stay;
+                }
+                PeerStep::Failed(why) => {
+                    return give_up(self, sa, &child, k, NegotiationError::EapFailed(why));
+                }
+            }
+        }
+        // The last answer: the responder's AUTH with the MSK, the Child SA.
+        let (Some(msk), Some((peer, idr))) = (st.msk.take(), st.responder.take()) else {
+            return give_up(self, sa, &child, k, NegotiationError::ResponderAuthBad);
+        };
+        let want = self.msk_auth(sa, &init, false, &idr, &msk);
+        let ok = matches!((auth_of(&msg), want), (Some(a), Some(w)) if bool::from(w.ct_eq(&a.data)));
+        if !ok {
+            return give_up(self, sa, &child, k, NegotiationError::ResponderAuthBad);
+        }
+        self.finish_initiator(now, sa, (init, child), peer, msg, k)
+    }
+}

@@ -1,0 +1,143 @@
+//! IKE_AUTH with EAP-MSCHAPv2 (RFC 7296 §2.16) between two flowsec
+//! cores: a road warrior with a user name and password, a gateway with a
+//! certificate; the virtual IP and the first Child SA come with the last
+//! answer; a wrong password or an unknown user is refused and counted.
+
+mod pair;
+
+use std::time::Duration;
+
+use flowsec_ike::IkeEvent;
+use pair::{Pair, A, B};
+
+/// 2027-01-01 at the pair's `now`.
+const UNIX: Duration = Duration::from_secs(1_798_761_600);
+
+fn confs(password: &str) -> (String, String) {
+    let a = format!(
+        r#"
+connections {{
+    home {{
+        local_addrs = {A}
+        remote_addrs = {B}
+        vips = 0.0.0.0
+        local {{
+            auth = eap-mschapv2
+            id = carol@flowsec.test
+            eap_id = carol
+        }}
+        remote {{
+            auth = pubkey
+            id = moon.flowsec.test
+        }}
+        children {{
+            home {{
+                remote_ts = 10.2.0.0/24
+                start_action = start
+            }}
+        }}
+    }}
+}}
+secrets {{
+    eap-carol {{
+        id = carol
+        secret = "{password}"
+    }}
+}}
+"#
+    );
+    let b = format!(
+        r#"
+connections {{
+    rw {{
+        local_addrs = {B}
+        remote_addrs = {A}
+        pools = rw4
+        local {{
+            auth = pubkey
+            certs = moonCert.pem
+            id = moon.flowsec.test
+        }}
+        remote {{
+            auth = eap-mschapv2
+        }}
+        children {{
+            rw {{
+                local_ts = 10.2.0.0/24
+            }}
+        }}
+    }}
+}}
+pools {{
+    rw4 {{
+        addrs = 10.3.0.0/24
+    }}
+}}
+secrets {{
+    eap-carol {{
+        id = carol
+        secret = "Ar3s.ajeNt"
+    }}
+    eap-dave {{
+        id = dave
+        secret = "other"
+    }}
+}}
+"#
+    );
+    (a, b)
+}
+
+fn pair(password: &str) -> Pair {
+    let (a, b) = confs(password);
+    let a = pair::loaded("eap-a", &a, &[("caCert.pem", "x509ca")], 1);
+    let files = [("moonCert.pem", "x509"), ("moonKey.pem", "ecdsa"), ("caCert.pem", "x509ca")];
+    let b = pair::loaded("eap-b", &b, &files, 2);
+    let mut p = Pair::of(a, b);
+    p.a.set_wall_clock(p.now, UNIX);
+    p.b.set_wall_clock(p.now, UNIX);
+    p
+}
+
+#[test]
+fn a_road_warrior_with_a_password_gets_its_address_and_child_sa() {
+    let mut p = pair("Ar3s.ajeNt");
+    p.start();
+    p.settle();
+    p.assert_up(1);
+    let (la, lb) = (p.a.list(p.now), p.b.list(p.now));
+    assert_eq!(lb[0].remote_id, "carol@flowsec.test");
+    assert_eq!(la[0].remote_id, "@moon.flowsec.test");
+    assert_eq!(la[0].local_vips, ["10.3.0.1".parse::<std::net::IpAddr>().unwrap()]);
+    assert_eq!(la[0].children[0].local_ts, ["10.3.0.1/32"]);
+    assert_eq!((p.a.stats().auth_failed, p.b.stats().auth_failed), (0, 0));
+}
+
+#[test]
+fn a_wrong_password_is_refused_and_counted() {
+    let mut p = pair("guess");
+    p.start();
+    let mut events = Vec::new();
+    for _ in 0..30 {
+        p.collect();
+        if p.ab.is_empty() && p.ba.is_empty() {
+            break;
+        }
+        if !p.ab.is_empty() {
+            let d = p.ab.remove(0);
+            p.b.handle_on(p.now, d.transport, d.remote, d.local, &d.data, &mut p.kb);
+            events.extend(p.b.take_events().iter().map(IkeEvent::to_string));
+        }
+        if !p.ba.is_empty() {
+            p.a_gets();
+        }
+    }
+    assert!(
+        events.iter().any(|e| e.contains("authentication failed: EAP-MSCHAPv2: wrong password")),
+        "{events:?}"
+    );
+    assert_eq!(p.b.stats().auth_failed, 1);
+    assert!(p.a.list(p.now).iter().all(|s| s.state != "ESTABLISHED"));
+    assert!(p.b.list(p.now).is_empty());
+    assert!(p.ka.vips.is_empty());
+}
