@@ -63,7 +63,8 @@ apt_install() {
 # kernel-libipsec plugin (user-space ESP over a TUN device), driven by
 # swanctl.
 STRONGSWAN_PKGS=(charon-systemd strongswan-swanctl libcharon-extra-plugins
-                 libstrongswan-standard-plugins libstrongswan-extra-plugins)
+                 libcharon-extauth-plugins libstrongswan-standard-plugins
+                 libstrongswan-extra-plugins strongswan-pki)
 have_strongswan() {
     [ -x /usr/sbin/charon-systemd ] && command -v swanctl >/dev/null 2>&1 &&
         [ -e /usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so ] &&

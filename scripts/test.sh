@@ -155,9 +155,11 @@ for certs in moon-sun venus-carol; do
     done
 done
 
-for gw in flowsec strongswan; do
-    echo "-- road warriors (virtual IPs and DNS from pools, certificates): $gw gateway, a flowsec and a strongSwan road warrior at once"
-    FLOWSEC_RW_GW=$gw FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_rw.sh </dev/null
+for auth in cert eap; do
+    for gw in flowsec strongswan; do
+        echo "-- road warriors (virtual IPs and DNS from pools; $auth): $gw gateway, a flowsec and a strongSwan road warrior at once"
+        FLOWSEC_RW_AUTH=$auth FLOWSEC_RW_GW=$gw FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_rw.sh </dev/null
+    done
 done
 
 echo "-- running as a service: ctl reload / SIGHUP with several connections and a setkey file, the systemd unit: flowsec -> flowsec"

@@ -23,6 +23,12 @@
 #      address, at the same time as the other's SAs are up
 #   d. a road warrior's IKE SA rekey keeps its address; after it leaves
 #      and comes back it gets the same address again
+#   e. (EAP) rw1's second connection, user dave with a wrong password:
+#      refused with EAP-Failure, the reason in the gateway's log
+#
+# FLOWSEC_RW_AUTH=eap: the road warriors authenticate with EAP-MSCHAPv2
+# (users carol and dave, the Windows/Android/iOS default) instead of
+# certificates; the gateway still signs with moon's certificate.
 #
 #   FLOWSEC_RW_GW=flowsec|strongswan   the gateway (default flowsec); rw1 is
 #                                      the other implementation, rw2 flowsec
@@ -49,16 +55,25 @@ case "$GW_IMPL" in
     strongswan) RW1=flowsec RW2=strongswan ;;
     *) echo "FAIL: FLOWSEC_RW_GW=$GW_IMPL (flowsec or strongswan)"; exit 1 ;;
 esac
+RW_AUTH="${FLOWSEC_RW_AUTH:-cert}"
+case "$RW_AUTH" in cert|eap) ;; *) echo "FAIL: FLOWSEC_RW_AUTH=$RW_AUTH (cert or eap)"; exit 1 ;; esac
 FLOWSEC_BIN="${FLOWSEC_BIN:-$E2E_ROOT/target/debug/flowsec}"
 require_flowsec "$FLOWSEC_BIN" FLOWSEC_BIN
 install_strongswan || { echo "FAIL: strongSwan is not installed (apt-get install ${STRONGSWAN_PKGS[*]})"; exit 1; }
 command -v pki >/dev/null 2>&1 || apt_install strongswan-pki || true
 command -v pki >/dev/null 2>&1 || { echo "FAIL: strongSwan's pki tool is not installed (apt-get install strongswan-pki)"; exit 1; }
+if [ "$RW_AUTH" = eap ] && [ ! -e /usr/lib/ipsec/plugins/libstrongswan-eap-mschapv2.so ]; then
+    apt_install libcharon-extauth-plugins || true
+    [ -e /usr/lib/ipsec/plugins/libstrongswan-eap-mschapv2.so ] ||
+        { echo "FAIL: strongSwan's eap-mschapv2 plugin is missing (apt-get install libcharon-extauth-plugins)"; exit 1; }
+fi
 
 IKE_PROPOSAL=aes128gcm16-prfsha256-ecp256 ESP_PROPOSAL=aes128gcm16
 UP_TIMEOUT=15 SA_TIMEOUT=20 TUN=fsikr0
 RETRANSMIT_TIMEOUT=1 RETRANSMIT_BASE=1.4 RETRANSMIT_TRIES=3
-CHARON_PLUGINS_EXTRA=" x509 pem pkcs1 pkcs8 pubkey revocation constraints attr resolve"
+CHARON_PLUGINS_EXTRA=" x509 pem pkcs1 pkcs8 pubkey revocation constraints attr resolve eap-identity eap-mschapv2"
+declare -A EAP_USER=([rw1]=carol [rw2]=dave)
+declare -A EAP_PASS=([rw1]="carol's Pass-word 1" [rw2]="dave's Pass-word 2")
 declare -A IMPL=([gw]="$GW_IMPL" [rw1]="$RW1" [rw2]="$RW2")
 declare -A ADDR=([rw1]=192.0.2.11 [rw2]=198.51.100.12)
 declare -A GW_ADDR=([rw1]=192.0.2.1 [rw2]=198.51.100.1)
@@ -66,7 +81,11 @@ declare -A CERT=([rw1]=venus [rw2]=carol)
 declare -A KEYDIR=([rw1]=ecdsa [rw2]=pkcs8)
 declare -A RW_ID=([rw1]=venus.flowsec.test [rw2]=carol@flowsec.test)
 
-echo "$IKE_TAG: gateway $GW_IMPL; rw1 $RW1 (${CERT[rw1]}), rw2 $RW2 (${CERT[rw2]})"
+if [ "$RW_AUTH" = eap ]; then
+    echo "$IKE_TAG: gateway $GW_IMPL; rw1 $RW1 and rw2 $RW2 with EAP-MSCHAPv2 (users carol and dave)"
+else
+    echo "$IKE_TAG: gateway $GW_IMPL; rw1 $RW1 (${CERT[rw1]}), rw2 $RW2 (${CERT[rw2]})"
+fi
 e2e_init
 W="$E2E_WORK"
 
@@ -115,8 +134,7 @@ connections {
             id = moon.flowsec.test
         }
         remote {
-            auth = pubkey
-            cacerts = caCert.pem
+$(if [ "$RW_AUTH" = eap ]; then printf '            auth = eap-mschapv2\n            eap_id = %%any'; else printf '            auth = pubkey\n            cacerts = caCert.pem'; fi)
         }
         children {
             rw {
@@ -136,7 +154,51 @@ pools {
         dns = fd00:2::53
     }
 }
+$(if [ "$RW_AUTH" = eap ]; then
+    echo "secrets {"
+    for rw in rw1 rw2; do printf '    eap-%s {\n        id = %s\n        secret = "%s"\n    }\n' "${EAP_USER[$rw]}" "${EAP_USER[$rw]}" "${EAP_PASS[$rw]}"; done
+    echo "}"
+fi)
 EOF
+local_auth() {  # local_auth RW [USER]: the road warrior's local section
+    local rw="$1" user="${2:-${EAP_USER[$1]}}"
+    if [ "$RW_AUTH" = eap ]; then
+        printf '            auth = eap-mschapv2\n            id = %s@flowsec.test\n            eap_id = %s' "$user" "$user"
+    else
+        printf '            auth = pubkey\n            certs = %sCert.pem\n            id = %s' "${CERT[$rw]}" "${RW_ID[$rw]}"
+    fi
+}
+# rw1's connection "bad" (EAP only): user dave with a wrong password.
+bad_conn() {
+    [ "$RW_AUTH" = eap ] || return 0
+    cat <<EOB
+    bad {
+        version = 2
+        remote_addrs = ${GW_ADDR[rw1]}
+        proposals = $IKE_PROPOSAL
+        vips = 0.0.0.0
+        local {
+$(local_auth rw1 dave)
+        }
+        remote {
+            auth = pubkey
+            id = moon.flowsec.test
+        }
+        children {
+            bad {
+                remote_ts = 10.2.0.0/24
+                esp_proposals = $ESP_PROPOSAL
+            }
+        }
+    }
+EOB
+}
+eap_secrets() {  # eap_secrets RW
+    [ "$RW_AUTH" = eap ] || return 0
+    printf 'secrets {\n    eap-%s {\n        id = %s\n        secret = "%s"\n    }\n' "${EAP_USER[$1]}" "${EAP_USER[$1]}" "${EAP_PASS[$1]}"
+    [ "$1" = rw1 ] && printf '    eap-dave {\n        id = dave\n        secret = "not dave'"'"'s password"\n    }\n'
+    printf '}\n'
+}
 for rw in rw1 rw2; do
     cat >"$W/$rw/swanctl.conf" <<EOF
 # flowsec $IKE_TAG: $rw (${IMPL[$rw]})
@@ -147,9 +209,7 @@ connections {
         proposals = $IKE_PROPOSAL
         vips = 0.0.0.0, ::
         local {
-            auth = pubkey
-            certs = ${CERT[$rw]}Cert.pem
-            id = ${RW_ID[$rw]}
+$(local_auth "$rw")
         }
         remote {
             auth = pubkey
@@ -162,7 +222,9 @@ connections {
             }
         }
     }
+$([ "$rw" = rw1 ] && bad_conn)
 }
+$(eap_secrets "$rw")
 EOF
 done
 for n in gw rw1 rw2; do
@@ -193,7 +255,7 @@ print(" ".join(sas[0]["local_vips"]) if sas else "")'
 # gw_vips: every virtual IP the gateway lists, one line an IKE SA.
 gw_vips() {
     if [ "$GW_IMPL" = strongswan ]; then
-        sw gw --list-sas 2>/dev/null | sed -nE "s/^ *remote .*\] \[([^]]*)\].*/\1/p"
+        sw gw --list-sas 2>/dev/null | sed -nE "s/^ *remote .* \[([^]]*)\] *$/\1/p"
     else
         fctl gw sas --json | python3 -c '
 import json, sys
@@ -281,6 +343,29 @@ again() {
     [ "${VIP4[rw1]}" = "$before" ] && ping_from rw1
 }
 check "d. rw1 leaves and comes back: the same address again" again
+
+wrong_password() {
+    local line pattern
+    if [ "${IMPL[rw1]}" = strongswan ]; then
+        sw rw1 --initiate --child bad --timeout "$SA_TIMEOUT" >"$W/rw1-bad.log" 2>&1 || true
+    else
+        fctl rw1 initiate --child bad >"$W/rw1-bad.log" 2>&1 || true
+    fi
+    if [ "$GW_IMPL" = flowsec ]; then
+        pattern="authentication failed: EAP-MSCHAPv2: wrong password"
+    else
+        pattern="EAP-MS-CHAPv2 verification failed|EAP method EAP_MSCHAPV2 failed"
+    fi
+    line=$(poll 10 grep -m1 -E "$pattern" "$(log_of gw)") || { echo "    the gateway's log does not say why"; show_log "$(log_of gw)" 20; return 1; }
+    echo "    gw: ${line:0:160}"
+    poll 5 grep -q -E "EAP.?FAILURE|EAP-Failure|AUTHENTICATION_FAILED" "$(log_of rw1)" "$W/rw1-bad.log" ||
+        { echo "    rw1 was not told"; show_log "$(log_of rw1)" 15; return 1; }
+    # The good road warriors are still up.
+    ping_from rw2
+}
+if [ "$RW_AUTH" = eap ]; then
+    check "e. user dave with a wrong password is refused; the others stay up" wrong_password
+fi
 
 echo "$IKE_TAG: $((SECONDS - T0)) s"
 if [ "$E2E_FAILED" -ne 0 ]; then

@@ -78,14 +78,30 @@ fn auth_of(msg: &Message) -> Option<&Auth> {
 impl Host {
     /// AUTH keyed with the MSK (§2.16: the MSK takes the shared key's
     /// place) for the side that signs with `signer_is_initiator`.
-    fn msk_auth(&self, sa: &IkeSa, init: &InitMessages, signer_is_initiator: bool, id: &Id, msk: &[u8]) -> Option<Vec<u8>> {
+    fn msk_auth(
+        &self,
+        sa: &IkeSa,
+        init: &InitMessages,
+        signer_is_initiator: bool,
+        id: &Id,
+        msk: &[u8],
+    ) -> Option<Vec<u8>> {
         let keys = sa.keys.as_ref()?;
         let (msg, nonce, sk_p) = if signer_is_initiator {
             (&init.request, &init.nr, &keys.sk_pi)
         } else {
             (&init.response, &init.ni, &keys.sk_pr)
         };
-        crypto::psk_auth(&self.provider, keys.suite.prf, msk, msg, nonce, sk_p, &id.body()).ok()
+        crypto::psk_auth(
+            &self.provider,
+            keys.suite.prf,
+            msk,
+            msg,
+            nonce,
+            sk_p,
+            &id.body(),
+        )
+        .ok()
     }
 
     fn random16(&mut self) -> [u8; 16] {
@@ -132,7 +148,12 @@ impl Host {
             self.stats.malformed += 1;
             return self.refuse_eap(sa, mid, None, None);
         };
-        if conn.remote.id.as_ref().is_some_and(|want| !want.matches(&peer)) {
+        if conn
+            .remote
+            .id
+            .as_ref()
+            .is_some_and(|want| !want.matches(&peer))
+        {
             return self.refuse_eap(sa, mid, Some(peer), None);
         }
         let me = self.our_id(sa);
@@ -197,7 +218,10 @@ impl Host {
         match st.server.step(eap, challenge, &password) {
             ServerStep::Send(p) => {
                 self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![Payload::Eap(p)]);
-                sa.exch.await_request(AwaitingAuth { init, eap: Some(st) });
+                sa.exch.await_request(AwaitingAuth {
+                    init,
+                    eap: Some(st),
+                });
                 Then::Stay
             }
             ServerStep::Success { packet, msk, user } => {
@@ -206,7 +230,10 @@ impl Host {
                 });
                 self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![Payload::Eap(packet)]);
                 st.msk = Some(msk);
-                sa.exch.await_request(AwaitingAuth { init, eap: Some(st) });
+                sa.exch.await_request(AwaitingAuth {
+                    init,
+                    eap: Some(st),
+                });
                 Then::Stay
             }
             ServerStep::Failure { packet, why } => {
@@ -241,10 +268,19 @@ impl Host {
             _ => false,
         };
         if !ok {
-            return self.refuse_eap(sa, mid, Some(st.peer), Some("AUTH with the MSK does not verify".into()));
+            return self.refuse_eap(
+                sa,
+                mid,
+                Some(st.peer),
+                Some("AUTH with the MSK does not verify".into()),
+            );
         }
         let EapServerSide {
-            first, peer, me, idr, ..
+            first,
+            peer,
+            me,
+            idr,
+            ..
         } = *st;
         let Some(data) = self.msk_auth(sa, &init, false, &idr, &msk) else {
             return self.refuse_eap(sa, mid, Some(peer), None);
@@ -281,7 +317,13 @@ impl Host {
 
     /// Responder: EAP failed or broke off: AUTHENTICATION_FAILED (with
     /// EAP-Failure already sent where EAP went wrong), the SA gone.
-    fn refuse_eap(&mut self, sa: &mut IkeSa, mid: u32, peer: Option<Identity>, why: Option<String>) -> Then {
+    fn refuse_eap(
+        &mut self,
+        sa: &mut IkeSa,
+        mid: u32,
+        peer: Option<Identity>,
+        why: Option<String>,
+    ) -> Then {
         self.events.push(IkeEvent::AuthFailed {
             from: sa.remote.ip(),
             id: peer,
@@ -304,7 +346,11 @@ impl Host {
         k: &mut dyn Kernel,
     ) -> Then {
         let IkeAuth { init, child, .. } = task;
-        let give_up = |host: &mut Host, sa: &mut SaMut<'_>, child: &Option<crate::child::ChildRequest>, k: &mut dyn Kernel, e| {
+        let give_up = |host: &mut Host,
+                       sa: &mut SaMut<'_>,
+                       child: &Option<crate::child::ChildRequest>,
+                       k: &mut dyn Kernel,
+                       e| {
             if let Some(req) = child {
                 req.reserved().release(k);
             }
@@ -371,7 +417,8 @@ impl Host {
             return give_up(self, sa, &child, k, NegotiationError::ResponderAuthBad);
         };
         let want = self.msk_auth(sa, &init, false, &idr, &msk);
-        let ok = matches!((auth_of(&msg), want), (Some(a), Some(w)) if bool::from(w.ct_eq(&a.data)));
+        let ok =
+            matches!((auth_of(&msg), want), (Some(a), Some(w)) if bool::from(w.ct_eq(&a.data)));
         if !ok {
             return give_up(self, sa, &child, k, NegotiationError::ResponderAuthBad);
         }

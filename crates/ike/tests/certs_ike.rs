@@ -512,12 +512,13 @@ fn hostile_certificates_from_the_peer_are_counted_and_survived() {
         der: vec![0x30; 3000],
         ..sun.clone()
     };
-    let cases: Vec<(
-        &str,
+    type Case = (
+        &'static str,
         flowsec_ike::cert::Certificate,
         Vec<flowsec_ike::cert::Certificate>,
         fn(&flowsec_ike::IkeStats) -> u64,
-    )> = vec![
+    );
+    let cases: Vec<Case> = vec![
         ("truncated DER", truncated, vec![root.clone()], |s| {
             s.cert_malformed
         }),

@@ -91,7 +91,11 @@ secrets {{
 fn pair(password: &str) -> Pair {
     let (a, b) = confs(password);
     let a = pair::loaded("eap-a", &a, &[("caCert.pem", "x509ca")], 1);
-    let files = [("moonCert.pem", "x509"), ("moonKey.pem", "ecdsa"), ("caCert.pem", "x509ca")];
+    let files = [
+        ("moonCert.pem", "x509"),
+        ("moonKey.pem", "ecdsa"),
+        ("caCert.pem", "x509ca"),
+    ];
     let b = pair::loaded("eap-b", &b, &files, 2);
     let mut p = Pair::of(a, b);
     p.a.set_wall_clock(p.now, UNIX);
@@ -108,7 +112,10 @@ fn a_road_warrior_with_a_password_gets_its_address_and_child_sa() {
     let (la, lb) = (p.a.list(p.now), p.b.list(p.now));
     assert_eq!(lb[0].remote_id, "carol@flowsec.test");
     assert_eq!(la[0].remote_id, "@moon.flowsec.test");
-    assert_eq!(la[0].local_vips, ["10.3.0.1".parse::<std::net::IpAddr>().unwrap()]);
+    assert_eq!(
+        la[0].local_vips,
+        ["10.3.0.1".parse::<std::net::IpAddr>().unwrap()]
+    );
     assert_eq!(la[0].children[0].local_ts, ["10.3.0.1/32"]);
     assert_eq!((p.a.stats().auth_failed, p.b.stats().auth_failed), (0, 0));
 }
@@ -133,11 +140,39 @@ fn a_wrong_password_is_refused_and_counted() {
         }
     }
     assert!(
-        events.iter().any(|e| e.contains("authentication failed: EAP-MSCHAPv2: wrong password")),
+        events
+            .iter()
+            .any(|e| e.contains("authentication failed: EAP-MSCHAPv2: wrong password")),
         "{events:?}"
     );
     assert_eq!(p.b.stats().auth_failed, 1);
     assert!(p.a.list(p.now).iter().all(|s| s.state != "ESTABLISHED"));
     assert!(p.b.list(p.now).is_empty());
     assert!(p.ka.vips.is_empty());
+}
+
+#[test]
+fn eap_configuration_errors() {
+    let dir = std::env::temp_dir().join(format!("flowsec-eap-conf-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("x509ca")).unwrap();
+    std::fs::copy(
+        pair::fixtures().join("caCert.pem"),
+        dir.join("x509ca/caCert.pem"),
+    )
+    .unwrap();
+    let path = dir.join("swanctl.conf");
+    let (a, _) = confs("pw");
+    std::fs::write(&path, a.replace("eap_id = carol", "eap_id = nobody")).unwrap();
+    let e = flowsec_ike::config::load(&path).unwrap_err().to_string();
+    assert!(
+        e.contains(
+            "connections.home.local: auth = eap-mschapv2 needs a secrets.eap-… with id = @nobody"
+        ),
+        "{e}"
+    );
+    std::fs::write(&path, a.replace("auth = pubkey", "auth = eap-mschapv2")).unwrap();
+    let e = flowsec_ike::config::load(&path).unwrap_err().to_string();
+    assert!(e.contains("EAP authenticates the initiator only"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

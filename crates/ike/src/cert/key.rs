@@ -143,7 +143,10 @@ pub(crate) fn curve_hash(c: Curve) -> Hash {
 
 /// The first PEM block whose label ends in PRIVATE KEY, decoded into
 /// memory that is cleared when dropped; `None` if the bytes are no PEM.
-fn pem_block(bytes: &[u8]) -> Result<Option<(String, Zeroizing<Vec<u8>>)>, KeyError> {
+/// A PEM block's label and its DER, cleared when dropped.
+type PemBlock = (String, Zeroizing<Vec<u8>>);
+
+fn pem_block(bytes: &[u8]) -> Result<Option<PemBlock>, KeyError> {
     const BEGIN: &[u8] = b"-----BEGIN ";
     let Some(start) = bytes.windows(BEGIN.len()).position(|w| w == BEGIN) else {
         return Ok(None);

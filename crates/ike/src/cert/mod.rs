@@ -262,7 +262,10 @@ fn name(file: &Path) -> String {
 
 /// The regular files of `dir`, sorted by name, with their contents
 /// (cleared from memory when dropped); nothing if `dir` does not exist.
-fn read_dir(dir: &Path) -> Result<Vec<(PathBuf, Zeroizing<Vec<u8>>)>, CredError> {
+/// A file and its contents, cleared when dropped.
+type FileBytes = (PathBuf, Zeroizing<Vec<u8>>);
+
+fn read_dir(dir: &Path) -> Result<Vec<FileBytes>, CredError> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

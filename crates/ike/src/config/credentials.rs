@@ -76,6 +76,28 @@ pub(super) fn check(
                 ));
             }
         }
+        if c.local.auth == AuthKind::Eap {
+            let key = format!("connections.{}.local", c.name);
+            if c.remote.auth == AuthKind::Eap {
+                return Err(ConfigError::new(
+                    file,
+                    0,
+                    key,
+                    ConfigErrorKind::EapBothSides,
+                ));
+            }
+            let user = c.local.eap_id.as_ref().or(c.local.id.as_ref());
+            if user.and_then(|u| config.find_eap(u)).is_none() {
+                return Err(ConfigError::new(
+                    file,
+                    0,
+                    key,
+                    ConfigErrorKind::NoEapSecret {
+                        user: user.map(Identity::to_string),
+                    },
+                ));
+            }
+        }
         if let AuthKind::Pubkey(_) = c.remote.auth {
             if creds.cas().next().is_none() {
                 return Err(ConfigError::new(

@@ -214,6 +214,14 @@ pub enum ConfigErrorKind {
         /// Why.
         why: String,
     },
+    /// `auth = eap-mschapv2` locally without an `eap-…` secret for the
+    /// EAP identity.
+    NoEapSecret {
+        /// `eap_id` (or `id`), if set.
+        user: Option<String>,
+    },
+    /// EAP on both sides.
+    EapBothSides,
     /// `auth = pubkey` remotely with no CA certificate to trust.
     NoCa {
         /// The directory looked in.
@@ -353,6 +361,15 @@ impl fmt::Display for ConfigErrorKind {
             K::LocalCertInvalid { subject, why } => {
                 write!(f, "our certificate \"{subject}\" does not validate: {why}")
             }
+            K::NoEapSecret { user: Some(u) } => {
+                write!(f, "auth = eap-mschapv2 needs a secrets.eap-… with id = {u}")
+            }
+            K::NoEapSecret { user: None } => {
+                f.write_str("auth = eap-mschapv2 needs eap_id (or id) and a secrets.eap-… for it")
+            }
+            K::EapBothSides => f.write_str(
+                "EAP authenticates the initiator only: the gateway needs auth = pubkey or psk",
+            ),
             K::NoCa { dir } => write!(
                 f,
                 "auth = pubkey needs the CA certificates the peer's chains to, in {dir}"
@@ -370,7 +387,7 @@ impl fmt::Display for ConfigErrorKind {
                  rekeyed"
             ),
             K::SecretType { known: true } => {
-                f.write_str("only IKE pre-shared keys (ikeSUFFIX sections) are supported yet")
+                f.write_str("only IKE pre-shared keys and EAP passwords (ike… and eap… sections) are supported yet")
             }
             K::SecretType { known: false } => {
                 f.write_str("unknown secret type (IKE pre-shared keys are ikeSUFFIX sections)")

@@ -644,7 +644,11 @@ impl Config {
                 let q = if s.ids.is_empty() {
                     IdMatch::Any
                 } else {
-                    s.ids.iter().map(|o| user.match_quality(o)).max().unwrap_or(IdMatch::None)
+                    s.ids
+                        .iter()
+                        .map(|o| user.match_quality(o))
+                        .max()
+                        .unwrap_or(IdMatch::None)
                 };
                 (q != IdMatch::None).then_some((q, s))
             })

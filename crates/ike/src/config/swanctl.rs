@@ -365,7 +365,9 @@ impl Cx<'_> {
                         Ok(())
                     }
                 },
-                "eap_id" => Identity::parse(v).map(|i| a.eap_id = Some(i)).map_err(Into::into),
+                "eap_id" => Identity::parse(v)
+                    .map(|i| a.eap_id = Some(i))
+                    .map_err(Into::into),
                 "pubkeys" | "ca_id" | "groups" | "cert_policy" | "aaa_id" | "xauth_id" => {
                     Err(ConfigErrorKind::PskOnly)
                 }

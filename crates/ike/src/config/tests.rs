@@ -533,7 +533,7 @@ fn auth_and_structure_errors() {
             "unknown authentication",
         ),
         (
-            "  local { auth = eap-mschapv2 }\n  remote { auth = psk }",
+            "  local { auth = eap-tls }\n  remote { auth = psk }",
             3,
             "connections.gw.local.auth",
             "not supported yet",
@@ -615,9 +615,9 @@ fn auth_and_structure_errors() {
         ),
         ("foo {\n}", 1, "foo", "unknown section"),
         (
-            "secrets {\n eap-carol { secret = x }\n}",
+            "secrets {\n xauth-carol { secret = x }\n}",
             2,
-            "secrets.eap-carol",
+            "secrets.xauth-carol",
             "only IKE",
         ),
         (

@@ -48,6 +48,9 @@ enum ServerState {
     Done,
 }
 
+/// Finds the password of a user name (cleared when dropped).
+pub type Passwords<'a> = dyn Fn(&[u8]) -> Option<Zeroizing<Vec<u8>>> + 'a;
+
 /// The EAP-MSCHAPv2 server side.
 pub struct Server {
     id: u8,
@@ -83,7 +86,7 @@ impl Server {
         &mut self,
         resp: &[u8],
         challenge: [u8; 16],
-        password: &dyn Fn(&[u8]) -> Option<Zeroizing<Vec<u8>>>,
+        password: &Passwords<'_>,
     ) -> ServerStep {
         let Some(p) = Packet::parse(resp) else {
             return self.fail("malformed EAP message");
@@ -257,7 +260,13 @@ impl Peer {
                     Packet::new(RESPONSE, p.id, MSCHAPV2, MsChap::short(OP_SUCCESS)).emit(),
                 )
             }
-            _ => PeerStep::Failed("MS-CHAPv2 Failure (wrong user or password)"),
+            // The server refused our response (E=691 …; it may offer a
+            // retry, which we do not take: the password would be the same):
+            // answer Failure, and EAP-Failure ends it (draft §2.4.4).
+            OP_FAILURE => PeerStep::Send(
+                Packet::new(RESPONSE, p.id, MSCHAPV2, MsChap::short(OP_FAILURE)).emit(),
+            ),
+            _ => PeerStep::Failed("unknown MS-CHAPv2 OpCode"),
         }
     }
 }

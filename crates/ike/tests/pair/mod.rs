@@ -290,7 +290,8 @@ pub fn loaded(tag: &str, conf: &str, files: &[(&str, &str)], seed: u64) -> Ike {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
     let n = N.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("flowsec-ike-test-{}-{tag}-{n}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("flowsec-ike-test-{}-{tag}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     for (file, sub) in files {
         std::fs::create_dir_all(dir.join(sub)).unwrap();
@@ -299,5 +300,10 @@ pub fn loaded(tag: &str, conf: &str, files: &[(&str, &str)], seed: u64) -> Ike {
     std::fs::write(dir.join("swanctl.conf"), conf).unwrap();
     let config = config::load(&dir.join("swanctl.conf")).unwrap_or_else(|e| panic!("{e}"));
     std::fs::remove_dir_all(&dir).unwrap();
-    Ike::new(config, Provider::rustcrypto(), Box::new(SeededRandom::new(seed)), Settings::default())
+    Ike::new(
+        config,
+        Provider::rustcrypto(),
+        Box::new(SeededRandom::new(seed)),
+        Settings::default(),
+    )
 }
