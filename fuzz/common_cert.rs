@@ -30,7 +30,11 @@ pub fn cert_parse(data: &[u8]) {
     let _ = cert.subject_text();
     let _ = cert.has_subject(&Identity::parse("moon.flowsec.test").expect("identity"));
     let _ = verify::validate(&cert, &[&cert], &[&root], &[], NOW);
-    for scheme in [Scheme::Ecdsa(Hash::Sha256), Scheme::RsaPss(Hash::Sha256), Scheme::Ed25519] {
+    for scheme in [
+        Scheme::Ecdsa(Hash::Sha256),
+        Scheme::RsaPss(Hash::Sha256),
+        Scheme::Ed25519,
+    ] {
         let _ = verify::verify_signature(&cert, scheme, b"octets", data);
     }
 }
