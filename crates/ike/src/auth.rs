@@ -245,6 +245,7 @@ impl Host {
         if let Some(st) = eap {
             return self.eap_server_step(now, sa, mid, msg, (init, st), k);
         }
+        sa.conn = self.reselect(sa, &msg);
         let no_auth = !msg.payloads.iter().any(|p| matches!(p, Payload::Auth(_)));
         if no_auth && self.config.connections[sa.conn].remote.auth == AuthKind::Eap {
             return self.eap_server_start(sa, mid, msg, init);
@@ -304,6 +305,49 @@ impl Host {
         self.report_established(sa, me, peer);
         self.kick(now, sa, k);
         Then::Stay
+    }
+
+    /// Responder: the connection for the initiator's first IKE_AUTH
+    /// request, chosen again now that its identity and its way of
+    /// authenticating are known (strongSwan switches peer config the same
+    /// way): of the live connections with the same addresses and IKE
+    /// proposals as the one IKE_SA_INIT chose, the first (that one first)
+    /// whose `remote.id` accepts IDi, whose `remote.auth` is the method
+    /// used (AUTH's method, or EAP without AUTH) and whose identity is
+    /// the IDr asked for, if any. No such one: the one chosen stays (and
+    /// refuses).
+    fn reselect(&self, sa: &IkeSa, msg: &Message) -> usize {
+        let (idi, auth) = id_and_auth(msg, true);
+        let Some(peer) = idi.and_then(Identity::from_wire) else {
+            return sa.conn;
+        };
+        let idr = msg.payloads.iter().find_map(|p| match p {
+            Payload::IdR(i) => Identity::from_wire(i),
+            _ => None,
+        });
+        let chosen = &self.config.connections[sa.conn];
+        let fits = |i: usize| {
+            let c = &self.config.connections[i];
+            let same_ike = c.proposals == chosen.proposals
+                && c.local_addrs == chosen.local_addrs
+                && c.remote_addrs == chosen.remote_addrs;
+            let method = match (c.remote.auth, auth.map(|a| a.method)) {
+                (AuthKind::Psk, Some(m)) => m == AuthMethod::SHARED_KEY_MIC,
+                (AuthKind::Pubkey(_), Some(m)) => m == AuthMethod::DIGITAL_SIGNATURE,
+                (AuthKind::Eap, None) => true,
+                _ => false,
+            };
+            let who = c.remote.id.as_ref().is_none_or_matches(&peer);
+            let me = match (&idr, &c.local.id) {
+                (Some(want), Some(ours)) => ours.matches(want) || want.matches(ours),
+                _ => true,
+            };
+            same_ike && method && who && me
+        };
+        std::iter::once(sa.conn)
+            .chain(0..self.live)
+            .find(|&i| fits(i))
+            .unwrap_or(sa.conn)
     }
 
     /// Responder: AUTHENTICATION_FAILED. §2.21.2: the IKE SA is not
@@ -529,5 +573,19 @@ impl Host {
             .children
             .get(cfg)
             .map_or_else(|| "?".into(), |c| c.name.clone())
+    }
+}
+
+trait IdentityOption {
+    fn is_none_or_matches(&self, peer: &Identity) -> bool;
+}
+
+impl IdentityOption for Option<&Identity> {
+    /// No identity configured (`%any`), or one that accepts `peer`.
+    fn is_none_or_matches(&self, peer: &Identity) -> bool {
+        match self {
+            None => true,
+            Some(want) => want.matches(peer),
+        }
     }
 }

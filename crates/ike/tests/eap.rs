@@ -176,3 +176,29 @@ fn eap_configuration_errors() {
     assert!(e.contains("EAP authenticates the initiator only"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_gateway_switches_to_the_connection_for_eap_at_ike_auth() {
+    // b's first connection takes certificates from anyone; the EAP one
+    // comes second, with the same addresses and proposals: IKE_SA_INIT
+    // picks the first, IKE_AUTH (no AUTH: EAP) the second.
+    let (a, b) = confs("Ar3s.ajeNt");
+    let cert_first = format!(
+        "connections {{\n    certs {{\n        local_addrs = {B}\n        remote_addrs = {A}\n        local {{\n            auth = pubkey\n            certs = moonCert.pem\n        }}\n        remote {{\n            auth = pubkey\n        }}\n    }}\n"
+    );
+    let b = b.replacen("connections {\n", &cert_first, 1);
+    let a = pair::loaded("eap-a2", &a, &[("caCert.pem", "x509ca")], 1);
+    let files = [
+        ("moonCert.pem", "x509"),
+        ("moonKey.pem", "ecdsa"),
+        ("caCert.pem", "x509ca"),
+    ];
+    let b = pair::loaded("eap-b2", &b, &files, 2);
+    let mut p = Pair::of(a, b);
+    p.a.set_wall_clock(p.now, UNIX);
+    p.b.set_wall_clock(p.now, UNIX);
+    p.start();
+    p.settle();
+    p.assert_up(1);
+    assert_eq!(p.b.list(p.now)[0].name, "rw");
+}
