@@ -258,3 +258,16 @@ fn hostile_certificates_are_errors_not_panics() {
     }
     assert!(Certificate::parse(&vec![0x30; 20_000]).is_err());
 }
+
+#[test]
+fn huge_chains_end_quickly() {
+    // 200 copies of the intermediate and of a CA nobody trusts: webpki's
+    // path building has a budget; the IKE core looks at 8 CERTs at most.
+    let root = cert("ca");
+    let inter = cert("inter");
+    let many: Vec<&Certificate> = std::iter::repeat(&inter).take(200).collect();
+    verify::validate(&cert("venus"), &many, &[&root], &crls(), NOW).unwrap();
+    let evil_ca = cert("evilCa");
+    let junk: Vec<&Certificate> = std::iter::repeat(&evil_ca).take(200).collect();
+    assert!(verify::validate(&cert("evil"), &junk, &[&root], &crls(), NOW).is_err());
+}
