@@ -18,7 +18,7 @@ const NOW: Duration = Duration::from_secs(1_798_761_600);
 
 pub fn cert_parse(data: &[u8]) {
     let _ = Scheme::split_auth_data(data);
-    if dn::decode(data).is_some() {
+    if dn::is_valid(data) {
         let id = Identity::Dn(data.to_vec());
         let _ = id.to_string();
         let _ = id.match_quality(&id);

@@ -281,14 +281,14 @@ impl Host {
         payloads.extend(certs);
         payloads.push(Payload::Auth(auth));
         // §3.15: a virtual IP from our pools for a road warrior that asks.
-        payloads.extend(self.assign_vips(sa, &msg, &peer));
+        let addressed = self.answer_cp(sa, &msg, &peer, &mut payloads);
         sa.peer_id = Some(peer.clone());
         sa.local_id = Some(me.clone());
         self.established(now, sa);
         if has_notify(&msg, NotifyType::INITIAL_CONTACT) {
             self.initial_contact(sa, k);
         }
-        if msg.payloads.iter().any(|p| matches!(p, Payload::Sa(_))) {
+        if addressed && msg.payloads.iter().any(|p| matches!(p, Payload::Sa(_))) {
             let asked = ChildAsked {
                 msg: &msg,
                 rekey: None,
@@ -427,6 +427,15 @@ impl Host {
             if let Some(req) = &child {
                 req.reserved().release(k);
             }
+            // The responder holds an established IKE SA: tell it to go
+            // (once, not waited for), as strongSwan deletes it.
+            let delete = Payload::Delete(flowsec_wire::ike::Delete {
+                protocol: flowsec_wire::iana::ProtocolId::IKE,
+                spis: vec![],
+            });
+            let mid = sa.exch.peek_mid();
+            let data = self.protect(sa, ExchangeType::INFORMATIONAL, false, mid, &[delete]);
+            self.push_all(sa.transport, sa.local, sa.remote, data);
             return self.fail(sa, NegotiationError::NoVirtualIp);
         }
         self.established(now, sa);

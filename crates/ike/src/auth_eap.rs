@@ -45,11 +45,32 @@ pub(crate) struct EapServerSide {
     first: Message,
     /// IDi as the initiator sent it (its AUTH covers it).
     idi: Id,
+    /// Who the peer is: its IKE identity until EAP says otherwise (with
+    /// an EAP-Identity round, the EAP identity it proved a password for).
     peer: Identity,
     me: Identity,
     idr: Id,
     /// After EAP-Success.
     msk: Option<Zeroizing<Vec<u8>>>,
+}
+
+/// The user name of an identity, as EAP carries it: the name of an FQDN
+/// or e-mail identity, else its text.
+fn eap_name(id: &Identity) -> Vec<u8> {
+    match id {
+        Identity::Fqdn(n) | Identity::Email(n) => n.clone().into_bytes(),
+        other => other.to_string().into_bytes(),
+    }
+}
+
+/// The identity of an EAP user name (strongSwan parses it as any
+/// identity); a name that is none becomes a KEY_ID of its octets.
+fn eap_identity(user: &[u8]) -> Identity {
+    std::str::from_utf8(user)
+        .ok()
+        .and_then(|s| Identity::parse(s).ok())
+        .filter(|i| *i != Identity::Any)
+        .unwrap_or_else(|| Identity::KeyId(user.to_vec()))
 }
 
 /// Initiator: our side of EAP.
@@ -117,10 +138,7 @@ impl Host {
         let local = &self.config.connections[sa.conn].local;
         let user = local.eap_id.clone().unwrap_or_else(|| me.clone());
         let password = self.config.find_eap(&user)?;
-        let name = match &user {
-            Identity::Fqdn(n) | Identity::Email(n) => n.clone().into_bytes(),
-            other => other.to_string().into_bytes(),
-        };
+        let name = eap_name(&user);
         Some(Box::new(EapPeerSide {
             peer_side: Peer::new(name, Zeroizing::new(password.to_vec())),
             idi,
@@ -171,7 +189,16 @@ impl Host {
                 return self.refuse_eap(sa, mid, Some(peer), None);
             }
         };
-        let (server, request) = Server::start(self.random(1)[0]);
+        // strongSwan's rule: without `eap_id` the EAP identity is the IKE
+        // one (no EAP-Identity round, the MS-CHAPv2 name must be it);
+        // with it (`%any` or a name) the peer is asked, and the identity
+        // it proves a password for is who it is from then on.
+        let known = match conn.remote.eap_id {
+            None => Some(eap_name(&peer)),
+            Some(_) => None,
+        };
+        let (id, challenge) = (self.random(1)[0], self.random16());
+        let (server, request) = Server::start(id, known, challenge);
         let mut payloads = vec![Payload::IdR(idr.clone())];
         payloads.extend(certs);
         payloads.push(Payload::Auth(auth));
@@ -225,6 +252,15 @@ impl Host {
                 Then::Stay
             }
             ServerStep::Success { packet, msk, user } => {
+                if let Some(want) = &self.config.connections[sa.conn].remote.eap_id {
+                    let who = eap_identity(&user);
+                    if !want.matches(&who) {
+                        let why = format!("EAP identity '{who}' is not the eap_id {want}");
+                        return self.refuse_eap(sa, mid, Some(who), Some(why));
+                    }
+                    // The identity it proved is who it is.
+                    st.peer = who;
+                }
                 self.events.push(IkeEvent::EapSucceeded {
                     user: String::from_utf8_lossy(&user).into_owned(),
                 });
@@ -289,14 +325,14 @@ impl Host {
             method: AuthMethod::SHARED_KEY_MIC,
             data,
         })];
-        payloads.extend(self.assign_vips(sa, &first, &peer));
+        let addressed = self.answer_cp(sa, &first, &peer, &mut payloads);
         sa.peer_id = Some(peer.clone());
         sa.local_id = Some(me.clone());
         self.established(now, sa);
         if has_notify(&first, NotifyType::INITIAL_CONTACT) {
             self.initial_contact(sa, k);
         }
-        if first.payloads.iter().any(|p| matches!(p, Payload::Sa(_))) {
+        if addressed && first.payloads.iter().any(|p| matches!(p, Payload::Sa(_))) {
             let asked = ChildAsked {
                 msg: &first,
                 rekey: None,

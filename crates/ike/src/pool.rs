@@ -1,9 +1,12 @@
 //! Virtual IP pools (RFC 7296 §3.15): the addresses a responder hands out
 //! to road warriors that ask with a CFG_REQUEST, as strongSwan's
-//! `mem_pool.c` does: an identity that had an address gets it again, a
-//! requested address is given when it is free, then the next never-used
-//! one, then an address another identity left (offline); an address is
-//! online while an IKE SA holds it.
+//! `mem_pool.c` does: an identity gets back the address it left
+//! (offline), or the one it holds from the same IKE address when it asks
+//! for it again (a reconnect before the old SA is gone); otherwise the
+//! next never-used address, then one another identity left. An address
+//! asked for that is not the identity's own is not given (two clients
+//! could end up with one address); an address is online while an IKE SA
+//! holds it, and never given to a second client meanwhile.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -41,40 +44,42 @@ pub(crate) struct Leases {
 struct PoolLeases {
     /// How many addresses from the first were ever handed out.
     used: u128,
-    /// Who had which address (online or not).
-    owner: HashMap<u128, Identity>,
+    /// Who had which address (online or not), and from which IKE
+    /// address it last took it.
+    owner: HashMap<u128, (Identity, IpAddr)>,
     /// Addresses held now, with how many IKE SAs hold them (an IKE SA and
     /// the one that rekeyed it).
     online: HashMap<u128, u32>,
 }
 
 impl Leases {
-    /// An address of `pool` for `id` (`requested`, if free and in the
-    /// pool); `None` when the pool is exhausted.
+    /// An address of `pool` for `id`, asking from IKE address `from`
+    /// (`requested`: the address its CFG_REQUEST named, if any); `None`
+    /// when the pool is exhausted.
     pub(crate) fn acquire(
         &mut self,
         pool: &Pool,
         id: &Identity,
+        from: IpAddr,
         requested: Option<IpAddr>,
     ) -> Option<IpAddr> {
         let v4 = pool.first.is_ipv4();
         let (first, last) = (to_u128(pool.first), to_u128(pool.last));
         let p = self.pools.entry(pool.name.clone()).or_default();
         let in_pool = |n: u128| (first..=last).contains(&n);
-        // The identity's own address, online or not (strongSwan gives a
-        // reconnecting client its address back).
+        let requested = requested.filter(|a| a.is_ipv4() == v4).map(to_u128);
+        // The identity's own address: one it left, or the one it holds
+        // from the same IKE address and asks for again.
         let mine = p
             .owner
             .iter()
-            .filter(|(n, o)| *o == id && in_pool(**n))
+            .filter(|(n, (o, _))| o == id && in_pool(**n))
+            .filter(|(n, (_, host))| {
+                !p.online.contains_key(n) || (requested == Some(**n) && *host == from)
+            })
             .map(|(n, _)| *n)
             .min();
-        let wanted = requested
-            .filter(|a| a.is_ipv4() == v4)
-            .map(to_u128)
-            .filter(|n| in_pool(*n) && *n != 0)
-            .filter(|n| !p.online.contains_key(n) && p.owner.get(n).is_none_or_owner(id));
-        let size = last - first + 1;
+        let size = (last - first).saturating_add(1);
         let fresh = (p.used < size && p.owner.len() < MAX_LEASES).then(|| first + p.used);
         let offline = || {
             p.owner
@@ -83,11 +88,11 @@ impl Leases {
                 .min()
                 .copied()
         };
-        let n = mine.or(wanted).or(fresh).or_else(offline)?;
+        let n = mine.or(fresh).or_else(offline)?;
         if Some(n) == fresh {
             p.used += 1;
         }
-        p.owner.insert(n, id.clone());
+        p.owner.insert(n, (id.clone(), from));
         *p.online.entry(n).or_insert(0) += 1;
         Some(from_u128(n, v4))
     }
@@ -122,19 +127,6 @@ impl Leases {
     }
 }
 
-trait OwnerIs {
-    fn is_none_or_owner(&self, id: &Identity) -> bool;
-}
-
-impl OwnerIs for Option<&Identity> {
-    fn is_none_or_owner(&self, id: &Identity) -> bool {
-        match self {
-            None => true,
-            Some(o) => *o == id,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,49 +144,64 @@ mod tests {
         Identity::parse(s).unwrap()
     }
 
+    fn host(n: u8) -> IpAddr {
+        IpAddr::from([192, 0, 2, n])
+    }
+
     #[test]
     fn addresses_in_order_back_to_their_owner_and_reused_when_offline() {
         let p = pool("10.3.0.1", "10.3.0.2");
         let mut l = Leases::default();
-        let a = l.acquire(&p, &id("carol"), None).unwrap();
-        let b = l.acquire(&p, &id("dave"), None).unwrap();
+        let a = l.acquire(&p, &id("carol"), host(1), None).unwrap();
+        let b = l.acquire(&p, &id("dave"), host(2), None).unwrap();
         assert_eq!(
             (a.to_string(), b.to_string()),
             ("10.3.0.1".into(), "10.3.0.2".into())
         );
-        assert_eq!(l.acquire(&p, &id("eve"), None), None, "exhausted");
+        assert_eq!(l.acquire(&p, &id("eve"), host(3), None), None, "exhausted");
         l.release("p", a);
-        // carol comes back: the same address.
-        assert_eq!(l.acquire(&p, &id("carol"), None), Some(a));
+        // carol comes back, from anywhere: the same address.
+        assert_eq!(l.acquire(&p, &id("carol"), host(9), None), Some(a));
         l.release("p", a);
         // eve takes carol's offline address.
-        assert_eq!(l.acquire(&p, &id("eve"), None), Some(a));
+        assert_eq!(l.acquire(&p, &id("eve"), host(3), None), Some(a));
         assert_eq!(l.online("p"), 2);
     }
 
     #[test]
-    fn a_requested_address_is_given_when_free() {
+    fn an_address_is_never_given_twice() {
         let p = pool("10.3.0.1", "10.3.0.254");
         let mut l = Leases::default();
-        let want = "10.3.0.77".parse().unwrap();
-        assert_eq!(l.acquire(&p, &id("carol"), Some(want)), Some(want));
-        // Taken: dave gets the next fresh one; outside the pool: ignored.
+        // Asking for an address that is not one's own gets a fresh one.
+        let want = "10.3.0.2".parse().unwrap();
+        let c = l.acquire(&p, &id("carol"), host(1), Some(want)).unwrap();
+        let d = l.acquire(&p, &id("dave"), host(2), None).unwrap();
+        let e = l.acquire(&p, &id("eve"), host(3), None).unwrap();
         assert_eq!(
-            l.acquire(&p, &id("dave"), Some(want)).unwrap().to_string(),
-            "10.3.0.1"
+            [c, d, e].map(|a| a.to_string()),
+            ["10.3.0.1", "10.3.0.2", "10.3.0.3"]
         );
-        let out = "10.9.0.1".parse().unwrap();
-        assert_eq!(
-            l.acquire(&p, &id("eve"), Some(out)).unwrap().to_string(),
-            "10.3.0.2"
-        );
+        // carol's address is online: carol from another device gets
+        // another one, even asking for it.
+        let c2 = l.acquire(&p, &id("carol"), host(7), Some(c)).unwrap();
+        assert_ne!(c2, c);
+        // From the same IKE address, asking for it: the same (a reconnect
+        // before the old IKE SA is gone).
+        assert_eq!(l.acquire(&p, &id("carol"), host(1), Some(c)), Some(c));
+    }
+
+    #[test]
+    fn a_pool_of_the_whole_address_space_does_not_overflow() {
+        let p = pool("::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff");
+        let mut l = Leases::default();
+        assert!(l.acquire(&p, &id("carol"), host(1), None).is_some());
     }
 
     #[test]
     fn ipv6_and_a_rekeyed_sa_holding_the_same_address() {
         let p = pool("fd00:3::1", "fd00:3::ffff");
         let mut l = Leases::default();
-        let a = l.acquire(&p, &id("carol"), None).unwrap();
+        let a = l.acquire(&p, &id("carol"), host(1), None).unwrap();
         assert_eq!(a.to_string(), "fd00:3::1");
         l.hold("p", a);
         l.release("p", a);

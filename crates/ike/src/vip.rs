@@ -16,7 +16,18 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use flowsec_wire::iana::NotifyType;
 use flowsec_wire::ike::{cfg_attr, Cp, Message, Payload, TrafficSelector, CFG_REPLY, CFG_REQUEST};
+
+/// What a CFG_REQUEST gets.
+pub(crate) enum VipAnswer {
+    /// No request, or no pools: nothing.
+    Nothing,
+    /// CFG_REPLY.
+    Reply(Payload),
+    /// No address left.
+    Failed,
+}
 
 use crate::config::{Config, Identity};
 use crate::event::IkeEvent;
@@ -124,21 +135,24 @@ fn cp_of(msg: &Message, ty: u8) -> Option<&Cp> {
 }
 
 impl Host {
-    /// Responder: the CFG_REPLY for the initiator's CFG_REQUEST in `msg`:
-    /// an address of each family asked for from the connection's pools
-    /// (for identity `peer`; none when no pool of that family has one
-    /// left), with the DNS servers of those pools. `None` without a
-    /// request or pools (strongSwan answers nothing then either).
+    /// Responder: the answer to the initiator's CFG_REQUEST in `msg`:
+    /// a CFG_REPLY with an address of each family asked for from the
+    /// connection's pools (for identity `peer`, leased by identity), with
+    /// the DNS servers of those pools; `Failed` when no pool had one;
+    /// nothing without a request or pools (strongSwan answers nothing then
+    /// either).
     pub(crate) fn assign_vips(
         &mut self,
         sa: &mut IkeSa,
         msg: &Message,
         peer: &Identity,
-    ) -> Option<Payload> {
-        let req = cp_of(msg, CFG_REQUEST)?;
+    ) -> VipAnswer {
+        let Some(req) = cp_of(msg, CFG_REQUEST) else {
+            return VipAnswer::Nothing;
+        };
         let conn = &self.config.connections[sa.conn];
         if conn.pools.is_empty() {
-            return None;
+            return VipAnswer::Nothing;
         }
         let asks = |ty: u16| req.attrs.iter().any(|(t, _)| *t == ty);
         let wanted = addresses(
@@ -163,7 +177,8 @@ impl Host {
                 .cloned()
                 .collect();
             for pool in pools {
-                let Some(addr) = self.leases.acquire(&pool, peer, requested) else {
+                let from = sa.remote.ip();
+                let Some(addr) = self.leases.acquire(&pool, peer, from, requested) else {
                     continue;
                 };
                 sa.vips_remote.push((pool.name.clone(), addr));
@@ -193,12 +208,36 @@ impl Host {
         if attrs.is_empty() {
             self.events
                 .push(IkeEvent::NoVirtualIp { peer: peer.clone() });
-            return None;
+            return VipAnswer::Failed;
         }
-        Some(Payload::Cp(Cp {
+        VipAnswer::Reply(Payload::Cp(Cp {
             ty: CFG_REPLY,
             attrs,
         }))
+    }
+
+    /// Responder: `payloads` get the answer to a CFG_REQUEST; `false`
+    /// when none could be met: INTERNAL_ADDRESS_FAILURE (§3.15.4) went in,
+    /// and no Child SA is made (as strongSwan).
+    pub(crate) fn answer_cp(
+        &mut self,
+        sa: &mut IkeSa,
+        first: &Message,
+        peer: &Identity,
+        payloads: &mut Vec<Payload>,
+    ) -> bool {
+        match self.assign_vips(sa, first, peer) {
+            VipAnswer::Nothing => true,
+            VipAnswer::Reply(p) => {
+                payloads.push(p);
+                true
+            }
+            VipAnswer::Failed => {
+                let n = crate::host::notify(NotifyType::INTERNAL_ADDRESS_FAILURE, vec![]);
+                payloads.push(n);
+                false
+            }
+        }
     }
 
     /// Initiator: the responder's CFG_REPLY in `msg`: our virtual IPs

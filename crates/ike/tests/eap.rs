@@ -60,6 +60,7 @@ connections {{
         }}
         remote {{
             auth = eap-mschapv2
+            eap_id = %any
         }}
         children {{
             rw {{
@@ -110,7 +111,8 @@ fn a_road_warrior_with_a_password_gets_its_address_and_child_sa() {
     p.settle();
     p.assert_up(1);
     let (la, lb) = (p.a.list(p.now), p.b.list(p.now));
-    assert_eq!(lb[0].remote_id, "carol@flowsec.test");
+    // Who the gateway knows: the identity EAP proved (IDi was a claim).
+    assert_eq!(lb[0].remote_id, "@carol");
     assert_eq!(la[0].remote_id, "@moon.flowsec.test");
     assert_eq!(
         la[0].local_vips,
@@ -201,4 +203,68 @@ fn the_gateway_switches_to_the_connection_for_eap_at_ike_auth() {
     p.settle();
     p.assert_up(1);
     assert_eq!(p.b.list(p.now)[0].name, "rw");
+}
+
+/// a's conf (made by `confs(password)`) as another EAP user, IDi
+/// unchanged.
+fn as_user(a: &str, user: &str) -> String {
+    a.replace("eap_id = carol", &format!("eap_id = {user}"))
+        .replace(
+            "eap-carol {\n        id = carol",
+            &format!("eap-x {{\n        id = {user}"),
+        )
+}
+
+fn run(a: &str, b: &str) -> Pair {
+    let a = pair::loaded("eap-a3", a, &[("caCert.pem", "x509ca")], 1);
+    let files = [
+        ("moonCert.pem", "x509"),
+        ("moonKey.pem", "ecdsa"),
+        ("caCert.pem", "x509ca"),
+    ];
+    let b = pair::loaded("eap-b3", b, &files, 2);
+    let mut p = Pair::of(a, b);
+    p.a.set_wall_clock(p.now, UNIX);
+    p.b.set_wall_clock(p.now, UNIX);
+    p.start();
+    p.settle();
+    p
+}
+
+#[test]
+fn the_identity_proved_by_eap_is_the_peer_not_the_claimed_idi() {
+    // dave, with dave's password, claims IDi carol@flowsec.test: the
+    // gateway (eap_id = %any) knows him as dave.
+    let (a, b) = confs("other");
+    let a = as_user(&a, "dave");
+    let p = run(&a, &b);
+    p.assert_up(1);
+    assert_eq!(p.b.list(p.now)[0].remote_id, "@dave");
+}
+
+#[test]
+fn without_eap_id_the_eap_user_must_be_the_ike_identity() {
+    // The gateway has no eap_id: the EAP user is IDi (carol@flowsec.test),
+    // asked at once; a answers as "carol": refused.
+    let (a, b) = confs("Ar3s.ajeNt");
+    let b = b.replace("            eap_id = %any\n", "");
+    let p = run(&a, &b);
+    assert_eq!(p.b.stats().auth_failed, 1);
+    assert!(p.a.list(p.now).iter().all(|s| s.state != "ESTABLISHED"));
+    // With the IKE identity as user name (and its password): up.
+    let (a2, _) = confs("full");
+    let a2 = as_user(&a2, "carol@flowsec.test");
+    let b2 = b.replace("    eap-dave {", "    eap-full {\n        id = carol@flowsec.test\n        secret = \"full\"\n    }\n    eap-dave {");
+    let p = run(&a2, &b2);
+    p.assert_up(1);
+}
+
+#[test]
+fn an_eap_id_on_the_gateway_admits_that_user_only() {
+    let (a, b) = confs("other");
+    let b = b.replace("eap_id = %any", "eap_id = carol");
+    let a = as_user(&a, "dave");
+    let p = run(&a, &b);
+    assert_eq!(p.b.stats().auth_failed, 1);
+    assert!(p.b.list(p.now).is_empty());
 }

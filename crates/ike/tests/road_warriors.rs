@@ -77,4 +77,8 @@ fn without_an_address_the_road_warrior_gives_up() {
     p.settle();
     assert!(p.ka.vips.is_empty());
     assert!(p.a.list(p.now).iter().all(|s| s.state != "ESTABLISHED"));
+    // b answered INTERNAL_ADDRESS_FAILURE without a Child SA, and a's
+    // DELETE took b's IKE SA away.
+    assert!(p.kb.sas.is_empty(), "{:?}", p.kb.log);
+    assert!(p.b.list(p.now).is_empty(), "{:#?}", p.b.list(p.now));
 }

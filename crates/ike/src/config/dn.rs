@@ -120,18 +120,39 @@ fn printable(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b" '()+,-./:=?".contains(&b)
 }
 
-/// A decoded DN: (attribute type, value as text) per attribute, in order.
-/// `None` if `der` is no Name, or has more than [`MAX_RDNS`] RDNs.
-pub fn decode(der: &[u8]) -> Option<Vec<(ObjectIdentifier, String)>> {
+/// One attribute of a decoded DN: the index of its RDN, its type, and
+/// its value's tag and octets.
+struct Attr {
+    rdn: usize,
+    oid: ObjectIdentifier,
+    tag: Tag,
+    value: Vec<u8>,
+}
+
+/// The string types whose values compare without regard to ASCII case.
+fn is_string(tag: Tag) -> bool {
+    matches!(
+        tag,
+        Tag::PrintableString | Tag::Utf8String | Tag::Ia5String | Tag::TeletexString
+    )
+}
+
+/// A decoded DN, attribute by attribute in order. `None` if `der` is no
+/// Name, or has more than [`MAX_RDNS`] RDNs.
+fn decode(der: &[u8]) -> Option<Vec<Attr>> {
     let name = RdnSequence::from_der(der).ok()?;
     if name.0.len() > MAX_RDNS {
         return None;
     }
     let mut out = Vec::new();
-    for rdn in name.0.iter() {
-        for atv in rdn.0.iter() {
-            let text = String::from_utf8_lossy(atv.value.value()).into_owned();
-            out.push((atv.oid, text));
+    for (rdn, set) in name.0.iter().enumerate() {
+        for atv in set.0.iter() {
+            out.push(Attr {
+                rdn,
+                oid: atv.oid,
+                tag: der::Tagged::tag(&atv.value),
+                value: atv.value.value().to_vec(),
+            });
         }
     }
     Some(out)
@@ -149,36 +170,43 @@ pub fn to_text(der: &[u8]) -> String {
         return "(bad DN)".into();
     };
     let mut s = String::new();
-    for (i, (oid, value)) in attrs.iter().enumerate() {
+    for (i, a) in attrs.iter().enumerate() {
         if i > 0 {
             s.push_str(", ");
         }
-        let oid_text = oid.to_string();
+        let oid_text = a.oid.to_string();
         match ATTRIBUTES.iter().find(|(_, o)| *o == oid_text) {
             Some((name, _)) => s.push_str(name),
             None => s.push_str(&oid_text),
         }
         s.push('=');
-        s.extend(value.chars().map(|c| if c.is_control() { '?' } else { c }));
+        let text = String::from_utf8_lossy(&a.value);
+        s.extend(text.chars().map(|c| if c.is_control() { '?' } else { c }));
     }
     s
 }
 
 /// How `id` matches the configured `pattern`: `None` if it does not,
-/// otherwise the number of `*` values the match needed (0: equal).
+/// otherwise the number of `*` values the match needed (0: equal). The
+/// RDNs and attribute types must be the same, in order; string values
+/// compare without regard to ASCII case, others octet by octet.
 pub fn matches(id: &[u8], pattern: &[u8]) -> Option<usize> {
     let (a, p) = (decode(id)?, decode(pattern)?);
     if a.len() != p.len() {
         return None;
     }
     let mut wildcards = 0;
-    for ((oa, va), (op, vp)) in a.iter().zip(&p) {
-        if oa != op {
+    for (x, y) in a.iter().zip(&p) {
+        if x.rdn != y.rdn || x.oid != y.oid {
             return None;
         }
-        if vp == "*" {
+        if is_string(y.tag) && y.value == b"*" {
             wildcards += 1;
-        } else if !va.eq_ignore_ascii_case(vp) {
+        } else if is_string(x.tag) && is_string(y.tag) {
+            if !x.value.eq_ignore_ascii_case(&y.value) {
+                return None;
+            }
+        } else if x.tag != y.tag || x.value != y.value {
             return None;
         }
     }
@@ -229,11 +257,29 @@ mod tests {
     }
 
     #[test]
+    fn values_that_are_not_strings_compare_octet_by_octet() {
+        // Two OCTET STRING values that are different bytes but the same
+        // "text" after a lossy decoding must not match.
+        let name = |v: &[u8]| {
+            let value = Any::new(Tag::OctetString, v).unwrap();
+            let atv = AttributeTypeAndValue {
+                oid: ObjectIdentifier::new_unwrap("2.5.4.3"),
+                value,
+            };
+            let rdn = RelativeDistinguishedName(SetOfVec::try_from(vec![atv]).unwrap());
+            RdnSequence(vec![rdn]).to_der().unwrap()
+        };
+        let (a, b) = (name(&[0xff, 0x41]), name(&[0xfe, 0x41]));
+        assert_eq!(matches(&a, &b), None);
+        assert_eq!(matches(&a, &a), Some(0));
+    }
+
+    #[test]
     fn bad_names_are_refused() {
         assert!(matches!(encode("CN=x, junk"), Err(DnError::NoEquals(_))));
         assert!(matches!(encode("XX=x"), Err(DnError::UnknownAttribute(_))));
         assert!(matches!(encode("CN="), Err(DnError::EmptyValue(_))));
-        assert!(decode(b"\x30\x03\x02\x01\x00").is_none());
-        assert!(decode(&[0xff; 3]).is_none());
+        assert!(!is_valid(b"\x30\x03\x02\x01\x00"));
+        assert!(!is_valid(&[0xff; 3]));
     }
 }

@@ -61,15 +61,44 @@ pub struct Server {
 const HOST_NAME: &[u8] = b"flowsec";
 
 impl Server {
-    /// A new conversation, and its first request: EAP-Identity (`id`:
-    /// the first identifier, random).
-    pub fn start(id: u8) -> (Server, Vec<u8>) {
-        let s = Server {
-            id,
-            state: ServerState::Identity,
+    /// A new conversation and its first request (`id`: the first
+    /// identifier, random): EAP-Identity, or, when the user is known
+    /// already (`user`: the IKE identity, strongSwan's default when
+    /// `eap_id` is not set), the MS-CHAPv2 Challenge with `challenge`.
+    pub fn start(id: u8, user: Option<Vec<u8>>, challenge: [u8; 16]) -> (Server, Vec<u8>) {
+        match user {
+            None => {
+                let s = Server {
+                    id,
+                    state: ServerState::Identity,
+                };
+                (s, Packet::new(REQUEST, id, IDENTITY, Vec::new()).emit())
+            }
+            Some(user) => {
+                let mut s = Server {
+                    id: id.wrapping_sub(1),
+                    state: ServerState::Done,
+                };
+                let req = s.challenge(user, challenge);
+                (s, req)
+            }
+        }
+    }
+
+    /// The MS-CHAPv2 Challenge for `user`, with the next identifier.
+    fn challenge(&mut self, mut user: Vec<u8>, challenge: [u8; 16]) -> Vec<u8> {
+        user.truncate(MAX_NAME);
+        self.id = self.id.wrapping_add(1);
+        let mut rest = vec![16];
+        rest.extend_from_slice(&challenge);
+        rest.extend_from_slice(HOST_NAME);
+        let m = MsChap {
+            op: OP_CHALLENGE,
+            ms_id: self.id,
+            rest,
         };
-        let req = Packet::new(REQUEST, id, IDENTITY, Vec::new()).emit();
-        (s, req)
+        self.state = ServerState::Challenge { user, challenge };
+        Packet::new(REQUEST, self.id, MSCHAPV2, m.emit()).emit()
     }
 
     fn fail(&mut self, why: &'static str) -> ServerStep {
@@ -97,19 +126,7 @@ impl Server {
         let state = std::mem::replace(&mut self.state, ServerState::Done);
         match (state, p.ty) {
             (ServerState::Identity, Some(IDENTITY)) => {
-                let mut user = p.data.clone();
-                user.truncate(MAX_NAME);
-                self.id = self.id.wrapping_add(1);
-                let mut rest = vec![16];
-                rest.extend_from_slice(&challenge);
-                rest.extend_from_slice(HOST_NAME);
-                let m = MsChap {
-                    op: OP_CHALLENGE,
-                    ms_id: self.id,
-                    rest,
-                };
-                self.state = ServerState::Challenge { user, challenge };
-                ServerStep::Send(Packet::new(REQUEST, self.id, MSCHAPV2, m.emit()).emit())
+                ServerStep::Send(self.challenge(p.data.clone(), challenge))
             }
             (ServerState::Challenge { user, challenge }, Some(MSCHAPV2)) => {
                 let Some(m) = MsChap::parse(&p.data).filter(|m| m.op == OP_RESPONSE) else {
@@ -276,7 +293,7 @@ mod tests {
     use super::*;
 
     fn run(server_pw: &[u8], peer_pw: &[u8]) -> Result<(Vec<u8>, Vec<u8>), &'static str> {
-        let (mut s, mut req) = Server::start(42);
+        let (mut s, mut req) = Server::start(42, None, [0x5a; 16]);
         let mut p = Peer::new(b"carol".to_vec(), Zeroizing::new(peer_pw.to_vec()));
         let pw = |u: &[u8]| (u == b"carol").then(|| Zeroizing::new(server_pw.to_vec()));
         for round in 0u8..5 {
@@ -315,8 +332,32 @@ mod tests {
     }
 
     #[test]
+    fn a_known_user_gets_the_challenge_at_once() {
+        let (mut s, req) = Server::start(7, Some(b"carol".to_vec()), [0x5a; 16]);
+        let mut p = Peer::new(b"carol".to_vec(), Zeroizing::new(b"pw".to_vec()));
+        let pw = |u: &[u8]| (u == b"carol").then(|| Zeroizing::new(b"pw".to_vec()));
+        let PeerStep::Send(resp) = p.step(&req, [1; 16]) else {
+            panic!("no response to the challenge");
+        };
+        assert!(matches!(s.step(&resp, [0; 16], &pw), ServerStep::Send(_)));
+        // Another name in the response than the user: refused.
+        let (mut s, req) = Server::start(7, Some(b"carol".to_vec()), [0x5a; 16]);
+        let mut p = Peer::new(b"mallory".to_vec(), Zeroizing::new(b"pw".to_vec()));
+        let PeerStep::Send(resp) = p.step(&req, [1; 16]) else {
+            panic!("no response to the challenge");
+        };
+        assert!(matches!(
+            s.step(&resp, [0; 16], &pw),
+            ServerStep::Failure {
+                why: "MS-CHAPv2 name is not the EAP identity",
+                ..
+            }
+        ));
+    }
+
+    #[test]
     fn out_of_turn_and_malformed_messages_end_it() {
-        let (mut s, _) = Server::start(1);
+        let (mut s, _) = Server::start(1, None, [0; 16]);
         let pw = |_: &[u8]| None;
         let r = s.step(&[2, 9, 0, 5, 1], [0; 16], &pw);
         assert!(matches!(
@@ -326,7 +367,7 @@ mod tests {
                 ..
             }
         ));
-        let (mut s, _) = Server::start(1);
+        let (mut s, _) = Server::start(1, None, [0; 16]);
         assert!(matches!(
             s.step(&[2, 1, 0], [0; 16], &pw),
             ServerStep::Failure { .. }
