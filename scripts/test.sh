@@ -148,7 +148,7 @@ for left in flowsec strongswan; do
     FLOWSEC_IKE_LEFT=$left FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_frag.sh </dev/null
 done
 
-for certs in moon-sun venus-carol; do
+for certs in moon-sun venus-carol mars-sunpss; do
     for left in flowsec strongswan; do
         echo "-- ike with certificates from strongSwan's pki ($certs; revoked and wrong-CA refused), IKE_AUTH fragmented: $left initiates (flowsec <-> strongSwan)"
         FLOWSEC_CERTS=$certs FLOWSEC_IKE_LEFT=$left FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_cert.sh </dev/null

@@ -15,6 +15,8 @@
 #                carol@flowsec.test), both issued by the intermediate CA:
 #                each peer trusts only the root (cacerts), so the
 #                intermediate must travel in CERT
+#   mars-sunpss  gwA mars (ECDSA P-521), gwB sunPss (RSA-2048) signing
+#                with RSASSA-PSS (`auth = ike:rsa/pss-sha256`), which gwA requires
 # gwB holds the root's CRL, which revokes "revoked.flowsec.test". Checks:
 #   a. the SAs come up with certificates; each end sees the other's
 #      identity
@@ -30,7 +32,7 @@
 #      when it is gwB
 #
 #   FLOWSEC_IKE_LEFT=flowsec|strongswan    gwA (default flowsec); gwB is the other
-#   FLOWSEC_CERTS=moon-sun|venus-carol     (default moon-sun)
+#   FLOWSEC_CERTS=moon-sun|venus-carol|mars-sunpss   (default moon-sun)
 #   tests/e2e/ike_cert.sh                  root; needs target/debug/flowsec
 #
 # Without root or ip netns it prints "SKIP: ..." and exits 0.
@@ -88,14 +90,17 @@ case "$CERTS" in
     venus-carol)
         A_CERT=venus A_KEY=ecdsa A_ID=venus.flowsec.test
         B_CERT=carol B_KEY=pkcs8 B_ID=carol@flowsec.test CAS="caCert.pem interCert.pem" ;;
-    *) echo "FAIL: FLOWSEC_CERTS=$CERTS (moon-sun or venus-carol)"; exit 1 ;;
+    mars-sunpss)
+        A_CERT=mars A_KEY=ecdsa A_ID=mars.flowsec.test
+        B_CERT=sunPss B_KEY=rsa B_ID=sunpss.flowsec.test CAS="caCert.pem" B_AUTH=ike:rsa/pss-sha256 ;;
+    *) echo "FAIL: FLOWSEC_CERTS=$CERTS (moon-sun, venus-carol or mars-sunpss)"; exit 1 ;;
 esac
 declare -A AUTH_LOCAL=(
     [gwA]=$'auth = pubkey\ncerts = '"${A_CERT}Cert.pem"$'\nid = "'"$A_ID"'"'
-    [gwB]=$'auth = pubkey\ncerts = '"${B_CERT}Cert.pem"$'\nid = '"$B_ID")
+    [gwB]="auth = ${B_AUTH:-pubkey}"$'\ncerts = '"${B_CERT}Cert.pem"$'\nid = '"$B_ID")
 # Each trusts the root only: an intermediate must come in CERT.
 declare -A AUTH_REMOTE=(
-    [gwA]=$'auth = pubkey\nid = '"$B_ID"$'\ncacerts = caCert.pem'
+    [gwA]="auth = ${B_AUTH:-pubkey}"$'\nid = '"$B_ID"$'\ncacerts = caCert.pem'
     [gwB]=$'auth = pubkey\ncacerts = caCert.pem')
 # gwA's two connections gwB must refuse (different selectors, never up).
 bad_conn() {  # bad_conn NAME CERT ID

@@ -6,6 +6,7 @@
 #   ├── moon.flowsec.test     ECDSA P-384  (gateway)
 #   ├── sun.flowsec.test      RSA-3072     (gateway)
 #   ├── revoked.flowsec.test  ECDSA P-256  (revoked in the root's CRL)
+#   ├── mars.flowsec.test     ECDSA P-521
 #   └── flowsec Intermediate CA (ECDSA P-256)
 #       ├── venus.flowsec.test  ECDSA P-256 (needs the intermediate)
 #       └── carol@flowsec.test  Ed25519
@@ -13,7 +14,7 @@
 #   └── sun.flowsec.test      ECDSA P-256  (the wrong CA's "sun")
 #
 # DIR gets caCert.pem, interCert.pem, evilCaCert.pem, NAMECert.pem and
-# NAMEKey.pem for moon, sun, revoked, venus, carol and evil, rootCrl.pem
+# NAMEKey.pem for moon, sun, revoked, mars, venus, carol and evil, rootCrl.pem
 # (revoking revoked), and RSA-2048 "sunPss" for PSS. DAYS: validity of the
 # leaves (default 3650).
 set -euo pipefail
@@ -43,6 +44,7 @@ leaf moon ecdsa 384 ca moon.flowsec.test
 leaf sun rsa 3072 ca sun.flowsec.test
 leaf sunPss rsa 2048 ca sunpss.flowsec.test
 leaf revoked ecdsa 256 ca revoked.flowsec.test
+leaf mars ecdsa 521 ca mars.flowsec.test
 leaf venus ecdsa 256 inter venus.flowsec.test
 leaf carol ed25519 "" inter carol@flowsec.test
 leaf evil ecdsa 256 evilCa sun.flowsec.test

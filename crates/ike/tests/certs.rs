@@ -45,6 +45,7 @@ fn key_kinds_and_pairs() {
         ("sun", KeyKind::Rsa(3072)),
         ("venus", KeyKind::Ecdsa(Curve::P256)),
         ("carol", KeyKind::Ed25519),
+        ("mars", KeyKind::Ecdsa(Curve::P521)),
     ] {
         let (c, k) = (cert(name), key(name));
         assert_eq!(c.key, kind, "{name}");
@@ -139,6 +140,7 @@ fn signatures_with_every_key_kind() {
         ("sun", Scheme::RsaPss(Hash::Sha256)),
         ("sunPss", Scheme::RsaPss(Hash::Sha384)),
         ("carol", Scheme::Ed25519),
+        ("mars", Scheme::Ecdsa(Hash::Sha512)),
     ] {
         let (c, k) = (cert(name), key(name));
         let sig = k

@@ -201,6 +201,11 @@ fn every_key_kind_signs_and_an_intermediate_travels_in_cert() {
             "rsa",
             vec![("sunPssCert.pem", "x509"), ("sunPssKey.pem", "rsa")],
         ),
+        (
+            "mars",
+            "ecdsa",
+            vec![("marsCert.pem", "x509"), ("marsKey.pem", "ecdsa")],
+        ),
     ] {
         let _ = key_dir;
         let cert = format!("auth = pubkey\n certs = {name}Cert.pem");
