@@ -14,14 +14,21 @@ use zeroize::Zeroizing;
 mod common_eap;
 
 fn dir(kind: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz").join(kind).join("eap")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz")
+        .join(kind)
+        .join("eap")
 }
 
 fn files(kind: &str) -> Vec<PathBuf> {
     let Ok(d) = fs::read_dir(dir(kind)) else {
         return Vec::new();
     };
-    let mut v: Vec<PathBuf> = d.flatten().map(|e| e.path()).filter(|p| p.is_file()).collect();
+    let mut v: Vec<PathBuf> = d
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
     v.sort();
     v
 }
@@ -29,7 +36,11 @@ fn files(kind: &str) -> Vec<PathBuf> {
 #[test]
 fn seeds_and_corpus_replay_without_panic() {
     let seeds = files("seeds");
-    assert!(seeds.len() >= 5, "no seeds under {}", dir("seeds").display());
+    assert!(
+        seeds.len() >= 5,
+        "no seeds under {}",
+        dir("seeds").display()
+    );
     for f in seeds.iter().chain(files("corpus").iter()) {
         common_eap::eap(&fs::read(f).unwrap());
     }
@@ -45,7 +56,9 @@ fn generate_eap_seeds() {
     let mut p = Peer::new(b"carol".to_vec(), Zeroizing::new(b"pw".to_vec()));
     for n in 0..5 {
         fs::write(out.join(format!("request-{n}.bin")), &req).unwrap();
-        let PeerStep::Send(resp) = p.step(&req, [3; 16]) else { break };
+        let PeerStep::Send(resp) = p.step(&req, [3; 16]) else {
+            break;
+        };
         fs::write(out.join(format!("response-{n}.bin")), &resp).unwrap();
         match s.step(&resp, [7; 16], &pw) {
             ServerStep::Send(r) => req = r,
