@@ -301,6 +301,7 @@ dns_seen() {
             line=$(grep -m1 "installing virtual IP" "$(log_of "$rw")") || return 1
             echo "    $rw: ${line#*] }"
             grep -q "DNS 10.2.0.53 fd00:2::53" <<<"$line" || return 1
+            fctl "$rw" sas | grep -q "DNS 10.2.0.53 fd00:2::53" || { echo "    not in $rw's ctl sas"; return 1; }
         fi
     done
 }

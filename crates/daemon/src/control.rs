@@ -507,6 +507,7 @@ pub fn ike_sa_json(
         "remote_id": sa.remote_id,
         "local_vips": sa.local_vips.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
         "remote_vips": sa.remote_vips.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+        "dns": sa.dns.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
         "nat": sa.nat,
         "transport": sa.transport.name(),
         "proposal": sa.proposal,

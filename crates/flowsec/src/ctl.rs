@@ -451,6 +451,10 @@ fn print_ike_sa(o: &mut String, sa: &Value) {
             _ => String::new(),
         }
     );
+    if let Some(dns) = sa["dns"].as_array().filter(|d| !d.is_empty()) {
+        let list: Vec<&str> = dns.iter().filter_map(Value::as_str).collect();
+        let _ = writeln!(o, "  DNS {}", list.join(" "));
+    }
     let _ = writeln!(o, "  {}", s("proposal"));
     let _ = writeln!(
         o,

@@ -39,6 +39,8 @@ pub struct IkeSaInfo {
     pub local_vips: Vec<std::net::IpAddr>,
     /// Virtual IPs we gave the peer (`pools`).
     pub remote_vips: Vec<std::net::IpAddr>,
+    /// DNS servers the peer sent with our virtual IPs.
+    pub dns: Vec<std::net::IpAddr>,
     /// A NAT was detected (or faked by the peer): ESP in UDP.
     pub nat: bool,
     /// UDP, TCP or TLS (RFC 9329).
@@ -129,6 +131,7 @@ impl Ike {
                         .map_or_else(|| "%any".into(), |i| i.to_string()),
                     local_vips: sa.vips_local.clone(),
                     remote_vips: sa.vips_remote.iter().map(|(_, a)| *a).collect(),
+                    dns: sa.dns.clone(),
                     nat: sa.nat_local || sa.nat_remote,
                     transport: sa.transport,
                     proposal,

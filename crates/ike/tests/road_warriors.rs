@@ -39,6 +39,7 @@ fn a_road_warrior_gets_an_address_of_each_family_and_its_selectors_follow() {
     assert_eq!(p.ka.vips, [ip("10.3.0.1"), ip("fd00:3::1")]);
     let (la, lb) = (p.a.list(p.now), p.b.list(p.now));
     assert_eq!(la[0].local_vips, [ip("10.3.0.1"), ip("fd00:3::1")]);
+    assert_eq!(la[0].dns, [ip("10.2.0.53"), ip("fd00:2::53")]);
     assert_eq!(lb[0].remote_vips, [ip("10.3.0.1"), ip("fd00:3::1")]);
     // The Child SA carries the virtual IPs, not the outer address.
     let child = &la[0].children[0];
