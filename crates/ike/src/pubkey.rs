@@ -217,7 +217,9 @@ impl Host {
         let now = self.unix_time(self.clock).ok_or(Rejection::NoClock)?;
         let inter: Vec<&Certificate> = intermediates.iter().collect();
         let anchors = self.trusted_cas(sa.conn);
-        verify::validate(&ee, &inter, &anchors, &self.config.credentials.crls(), now)?;
+        let strict = self.config.connections[sa.conn].remote.revocation_strict;
+        let crls = self.config.credentials.crls();
+        verify::validate_with(&ee, &inter, &anchors, &crls, now, strict)?;
         if !allowed.allows(scheme, ee.key) {
             return Err(Rejection::SchemeNotAllowed(scheme));
         }

@@ -102,8 +102,25 @@ fn revoked_wrong_ca_expired_and_not_yet_valid_are_refused() {
         verify::validate(&cert("revoked"), &[], &[&root], &crls(), NOW),
         Err(Rejection::Revoked)
     );
-    // Without the CRL the status is unknown: accepted (revocation = relaxed).
+    // Without the CRL the status is unknown: accepted (revocation = relaxed),
+    // refused with revocation = strict.
     verify::validate(&cert("revoked"), &[], &[&root], &[], NOW).unwrap();
+    assert!(verify::validate_with(&cert("moon"), &[], &[&root], &[], NOW, true).is_err());
+    // Strict: moon is covered by the root's CRL (not revoked); venus's
+    // issuer (the intermediate) has no CRL here.
+    verify::validate_with(&cert("moon"), &[], &[&root], &crls(), NOW, true).unwrap();
+    let e = verify::validate_with(
+        &cert("venus"),
+        &[&cert("inter")],
+        &[&root],
+        &crls(),
+        NOW,
+        true,
+    );
+    assert_eq!(
+        e.unwrap_err().to_string(),
+        "certificate not trusted: no CRL covers it (revocation = strict)"
+    );
     let evil = cert("evil");
     let e = verify::validate(&evil, &[], &[&root], &crls(), NOW).unwrap_err();
     assert_eq!(

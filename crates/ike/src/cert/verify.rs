@@ -89,7 +89,8 @@ impl webpki::ExtendedKeyUsageValidator for AnyEku {
 }
 
 /// Validates `ee` through `intermediates` to one of `anchors` at `now`
-/// (since the Unix epoch), with `crls`.
+/// (since the Unix epoch), with `crls`; a certificate no CRL covers
+/// passes (`revocation = relaxed`).
 pub fn validate(
     ee: &Certificate,
     intermediates: &[&Certificate],
@@ -97,6 +98,24 @@ pub fn validate(
     crls: &[OwnedCertRevocationList],
     now: Duration,
 ) -> Result<(), Rejection> {
+    validate_with(ee, intermediates, anchors, crls, now, false)
+}
+
+/// [`validate`]; with `strict` (`revocation = strict`) every certificate
+/// on the path below the anchor must be covered by a CRL we hold.
+pub fn validate_with(
+    ee: &Certificate,
+    intermediates: &[&Certificate],
+    anchors: &[&Certificate],
+    crls: &[OwnedCertRevocationList],
+    now: Duration,
+    strict: bool,
+) -> Result<(), Rejection> {
+    if strict && crls.is_empty() {
+        return Err(Rejection::Untrusted(
+            "no CRL to check it against (revocation = strict)".into(),
+        ));
+    }
     let ee_der = CertificateDer::from(ee.der.as_slice());
     let end = EndEntityCert::try_from(&ee_der).map_err(|e| Rejection::BadCertificate(why(&e)))?;
     let anchor_ders: Vec<CertificateDer<'_>> = anchors
@@ -116,7 +135,11 @@ pub fn validate(
     let crl_refs: Vec<&webpki::CertRevocationList<'_>> = crl_refs.iter().collect();
     let revocation = RevocationOptionsBuilder::new(&crl_refs).ok().map(|b| {
         b.with_depth(RevocationCheckDepth::Chain)
-            .with_status_policy(UnknownStatusPolicy::Allow)
+            .with_status_policy(if strict {
+                UnknownStatusPolicy::Deny
+            } else {
+                UnknownStatusPolicy::Allow
+            })
             .with_expiration_policy(ExpirationPolicy::Ignore)
             .build()
     });
@@ -132,6 +155,9 @@ pub fn validate(
     .map(|_| ())
     .map_err(|e| match e {
         webpki::Error::CertRevoked => Rejection::Revoked,
+        webpki::Error::UnknownRevocationStatus => {
+            Rejection::Untrusted("no CRL covers it (revocation = strict)".into())
+        }
         e => Rejection::Untrusted(why(&e)),
     })
 }

@@ -426,6 +426,10 @@ pub struct AuthConfig {
     /// `cacerts` (remote): the CAs, file names in `x509ca/`, that the
     /// peer's certificate must chain to; unset: any in `x509ca/`.
     pub cacerts: Vec<String>,
+    /// `revocation` (remote): `strict` refuses a peer certificate no CRL
+    /// we hold covers; `relaxed` (default) and `ifuri` (flowsec fetches no
+    /// CRLs) accept it unless a CRL revokes it.
+    pub revocation_strict: bool,
     /// `eap_id`: the EAP identity (local: the user name we answer with,
     /// default `id`; remote: the one the peer must give, `%any` or unset
     /// for any).
@@ -440,6 +444,7 @@ impl AuthConfig {
             id,
             certs: Vec::new(),
             cacerts: Vec::new(),
+            revocation_strict: false,
             eap_id: None,
         }
     }

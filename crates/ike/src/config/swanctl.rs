@@ -76,7 +76,6 @@ pub const IGNORED_KEYS: &[(&str, &str)] = &[
     ("conn", "mobike"),
     ("conn", "aggressive"),
     ("conn", "pull"),
-    ("auth", "revocation"),
     ("child", "updown"),
     ("child", "hostaccess"),
 ];
@@ -242,7 +241,6 @@ impl Cx<'_> {
         if IGNORED_KEYS.contains(&(kind, s.key.as_str())) {
             let ok = match s.key.as_str() {
                 "mobike" | "aggressive" | "pull" | "hostaccess" => parse_bool(v).map(|_| ()),
-                "revocation" => keyword(v, &["strict", "ifuri", "relaxed"]).map(|_| ()),
                 _ => Ok(()),
             };
             ok.map_err(|e| self.err(s.line, here(), e))?;
@@ -367,6 +365,9 @@ impl Cx<'_> {
                 },
                 "eap_id" => Identity::parse(v)
                     .map(|i| a.eap_id = Some(i))
+                    .map_err(Into::into),
+                "revocation" => keyword(v, &["strict", "ifuri", "relaxed"])
+                    .map(|k| a.revocation_strict = k == 0)
                     .map_err(Into::into),
                 "pubkeys" | "ca_id" | "groups" | "cert_policy" | "aaa_id" | "xauth_id" => {
                     Err(ConfigErrorKind::PskOnly)
