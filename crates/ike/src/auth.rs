@@ -65,6 +65,21 @@ pub(crate) struct AwaitingAuth {
     pub eap: Option<Box<crate::auth_eap::EapServerSide>>,
 }
 
+/// Responder: what the last IKE_AUTH answer is made of once the
+/// initiator is authenticated.
+pub(crate) struct Authenticated<'a> {
+    /// The first IKE_AUTH request (its CFG_REQUEST and Child SA).
+    pub first: &'a Message,
+    /// What the AUTH payloads signed (its nonces key the Child SA).
+    pub init: &'a InitMessages,
+    /// Our identity.
+    pub me: Identity,
+    /// The peer's, as authenticated.
+    pub peer: Identity,
+    /// The answer's payloads so far.
+    pub payloads: Vec<Payload>,
+}
+
 /// The sender's ID (IDi from the initiator, IDr from the responder) and
 /// AUTH payloads of an IKE_AUTH message.
 fn id_and_auth(msg: &Message, from_initiator: bool) -> (Option<&Id>, Option<&Auth>) {
@@ -268,29 +283,53 @@ impl Host {
         let (certs, auth) = match self.our_auth(sa, &init, &idr, (&me, &peer), asked) {
             Ok(a) => a,
             Err(e) => {
-                self.events.push(IkeEvent::NegotiationFailed {
-                    name: self.conn_name(sa),
-                    unique_id: sa.uid,
-                    remote: sa.remote.ip(),
-                    reason: e,
-                });
+                self.report_failed(sa, e);
                 return self.refuse_auth(sa, mid);
             }
         };
         let mut payloads = vec![Payload::IdR(idr)];
         payloads.extend(certs);
         payloads.push(Payload::Auth(auth));
+        let answer = Authenticated {
+            first: &msg,
+            init: &init,
+            me,
+            peer,
+            payloads,
+        };
+        self.answer_authenticated(now, sa, mid, answer, k)
+    }
+
+    /// Responder: the initiator is authenticated (with AUTH, or at the end
+    /// of EAP): the last IKE_AUTH answer — what `answer.payloads` hold
+    /// already (our ID, CERT, AUTH), then the CFG_REPLY and the Child SA
+    /// the first request asked for — and the IKE SA established.
+    pub(crate) fn answer_authenticated(
+        &mut self,
+        now: Duration,
+        sa: &mut SaMut<'_>,
+        mid: u32,
+        answer: Authenticated<'_>,
+        k: &mut dyn Kernel,
+    ) -> Then {
+        let Authenticated {
+            first,
+            init,
+            me,
+            peer,
+            mut payloads,
+        } = answer;
         // §3.15: a virtual IP from our pools for a road warrior that asks.
-        let addressed = self.answer_cp(sa, &msg, &peer, &mut payloads);
+        let addressed = self.answer_cp(sa, first, &peer, &mut payloads);
         sa.peer_id = Some(peer.clone());
         sa.local_id = Some(me.clone());
         self.established(now, sa);
-        if has_notify(&msg, NotifyType::INITIAL_CONTACT) {
+        if has_notify(first, NotifyType::INITIAL_CONTACT) {
             self.initial_contact(sa, k);
         }
-        if addressed && msg.payloads.iter().any(|p| matches!(p, Payload::Sa(_))) {
+        if addressed && first.payloads.iter().any(|p| matches!(p, Payload::Sa(_))) {
             let asked = ChildAsked {
-                msg: &msg,
+                msg: first,
                 rekey: None,
                 ni: &init.ni,
                 nr: &init.nr,
@@ -357,7 +396,7 @@ impl Host {
     /// (unknown_spi); the initiator gives up after its retransmissions.
     /// Only a message that passed the SK integrity check comes here: a
     /// forged or undecryptable one was dropped before (§2.21.2 too).
-    fn refuse_auth(&mut self, sa: &mut IkeSa, mid: u32) -> Then {
+    pub(crate) fn refuse_auth(&mut self, sa: &mut IkeSa, mid: u32) -> Then {
         let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
         self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![n]);
         self.stats.auth_failed += 1;

@@ -18,20 +18,19 @@
 
 use core::time::Duration;
 
-use flowsec_wire::iana::{AuthMethod, ExchangeType, NotifyType};
+use flowsec_wire::iana::{AuthMethod, ExchangeType};
 use flowsec_wire::ike::{Auth, Id, Message, Payload};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
-use crate::auth::{AwaitingAuth, IkeAuth, InitMessages};
+use crate::auth::{Authenticated, AwaitingAuth, IkeAuth, InitMessages};
 use crate::cert::Rejection;
-use crate::child_responder::ChildAsked;
 use crate::config::Identity;
 use crate::crypto;
 use crate::eap::method::{Peer, PeerStep, Server, ServerStep};
 use crate::error::NegotiationError;
 use crate::event::IkeEvent;
-use crate::host::{has_notify, notify, Host};
+use crate::host::Host;
 use crate::kernel::Kernel;
 use crate::sa::IkeSa;
 use crate::table::{SaMut, Then};
@@ -180,12 +179,7 @@ impl Host {
         let (certs, auth) = match self.our_auth(sa, &init, &idr, (&me, &peer), asked) {
             Ok(a) => a,
             Err(e) => {
-                self.events.push(IkeEvent::NegotiationFailed {
-                    name: self.conn_name(sa),
-                    unique_id: sa.uid,
-                    remote: sa.remote.ip(),
-                    reason: e,
-                });
+                self.report_failed(sa, e);
                 return self.refuse_eap(sa, mid, Some(peer), None);
             }
         };
@@ -321,34 +315,17 @@ impl Host {
         let Some(data) = self.msk_auth(sa, &init, false, &idr, &msk) else {
             return self.refuse_eap(sa, mid, Some(peer), None);
         };
-        let mut payloads = vec![Payload::Auth(Auth {
-            method: AuthMethod::SHARED_KEY_MIC,
-            data,
-        })];
-        let addressed = self.answer_cp(sa, &first, &peer, &mut payloads);
-        sa.peer_id = Some(peer.clone());
-        sa.local_id = Some(me.clone());
-        self.established(now, sa);
-        if has_notify(&first, NotifyType::INITIAL_CONTACT) {
-            self.initial_contact(sa, k);
-        }
-        if addressed && first.payloads.iter().any(|p| matches!(p, Payload::Sa(_))) {
-            let asked = ChildAsked {
-                msg: &first,
-                rekey: None,
-                ni: &init.ni,
-                nr: &init.nr,
-                create: false,
-            };
-            match self.answer_child(now, sa, asked, k) {
-                Ok(child) => payloads.extend(child),
-                Err(n) => payloads.push(n),
-            }
-        }
-        self.respond(sa, ExchangeType::IKE_AUTH, mid, payloads);
-        self.report_established(sa, me, peer);
-        self.kick(now, sa, k);
-        Then::Stay
+        let answer = Authenticated {
+            first: &first,
+            init: &init,
+            me,
+            peer,
+            payloads: vec![Payload::Auth(Auth {
+                method: AuthMethod::SHARED_KEY_MIC,
+                data,
+            })],
+        };
+        self.answer_authenticated(now, sa, mid, answer, k)
     }
 
     /// Responder: EAP failed or broke off: AUTHENTICATION_FAILED (with
@@ -365,10 +342,7 @@ impl Host {
             id: peer,
             why: why.map(Rejection::Eap),
         });
-        let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
-        self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![n]);
-        self.stats.auth_failed += 1;
-        Then::Destroy(Vec::new())
+        self.refuse_auth(sa, mid)
     }
 
     /// Initiator: a response in an EAP conversation.

@@ -493,13 +493,18 @@ impl Host {
     /// Give up on an IKE SA that is not established yet: it goes when
     /// its borrow ends.
     pub(crate) fn fail(&mut self, sa: &IkeSa, reason: NegotiationError) -> Then {
+        self.report_failed(sa, reason);
+        Then::Destroy(Vec::new())
+    }
+
+    /// Report that negotiating `sa` failed (the caller ends it).
+    pub(crate) fn report_failed(&mut self, sa: &IkeSa, reason: NegotiationError) {
         self.events.push(IkeEvent::NegotiationFailed {
             name: self.conn_name(sa),
             unique_id: sa.uid,
             remote: sa.remote.ip(),
             reason,
         });
-        Then::Destroy(Vec::new())
     }
 }
 

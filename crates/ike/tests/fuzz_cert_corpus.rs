@@ -5,50 +5,24 @@
 //! written by the ignored test `generate_cert_seeds`.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use flowsec_ike::cert::{pem_or_der, Scheme};
+
+mod corpus;
 
 #[path = "../../../fuzz/common_cert.rs"]
 mod common_cert;
 
-fn dir(kind: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fuzz")
-        .join(kind)
-        .join("cert_parse")
-}
-
-fn files(kind: &str) -> Vec<PathBuf> {
-    let Ok(d) = fs::read_dir(dir(kind)) else {
-        return Vec::new();
-    };
-    let mut v: Vec<PathBuf> = d
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_file())
-        .collect();
-    v.sort();
-    v
-}
-
 #[test]
 fn seeds_and_corpus_replay_without_panic() {
-    let seeds = files("seeds");
-    assert!(
-        seeds.len() >= 10,
-        "no seeds under {}",
-        dir("seeds").display()
-    );
-    for f in seeds.iter().chain(files("corpus").iter()) {
-        common_cert::cert_parse(&fs::read(f).unwrap());
-    }
+    corpus::replay("cert_parse", 10, common_cert::cert_parse);
 }
 
 #[test]
 #[ignore = "writes fuzz/seeds/cert_parse"]
 fn generate_cert_seeds() {
-    let out = dir("seeds");
+    let out = corpus::dir("cert_parse", "seeds");
     fs::create_dir_all(&out).unwrap();
     let pki = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pki");
     for e in fs::read_dir(&pki).unwrap().flatten() {

@@ -8,46 +8,19 @@
 //! sealed with the target's keys, so that mutations start past the ICV.
 
 use std::fs;
-use std::path::{Path, PathBuf};
 
 use flowsec_ike::random::SeededRandom;
 use flowsec_wire::iana::{ExchangeType, PayloadType};
 use flowsec_wire::ike::Header;
 
+mod corpus;
+
 #[path = "../../../fuzz/common_ike.rs"]
 mod common_ike;
 
-fn fuzz_dir(kind: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fuzz")
-        .join(kind)
-        .join("ike_fragments")
-}
-
-fn files(kind: &str) -> Vec<PathBuf> {
-    let Ok(dir) = fs::read_dir(fuzz_dir(kind)) else {
-        return Vec::new();
-    };
-    let mut v: Vec<PathBuf> = dir
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_file())
-        .collect();
-    v.sort();
-    v
-}
-
 #[test]
 fn seeds_and_corpus_replay_without_panic() {
-    let seeds = files("seeds");
-    assert!(
-        !seeds.is_empty(),
-        "no seeds under {}",
-        fuzz_dir("seeds").display()
-    );
-    for f in seeds.iter().chain(files("corpus").iter()) {
-        common_ike::ike_fragments(&fs::read(f).unwrap());
-    }
+    corpus::replay("ike_fragments", 1, common_ike::ike_fragments);
 }
 
 /// One message of `len` inner bytes cut into fragments of `piece` bytes,
@@ -112,7 +85,7 @@ fn valid_seeds_reassemble() {
 #[test]
 #[ignore = "writes fuzz/seeds/ike_fragments (run by hand)"]
 fn generate_ike_fragment_seeds() {
-    let dir = fuzz_dir("seeds");
+    let dir = corpus::dir("ike_fragments", "seeds");
     fs::create_dir_all(&dir).unwrap();
     let cases: [(&str, u8, usize, usize, &[usize]); 6] = [
         ("valid-gcm-3-in-order", 0, 300, 100, &[0, 1, 2]),

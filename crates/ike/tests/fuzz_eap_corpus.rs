@@ -5,51 +5,24 @@
 //! `generate_eap_seeds`.
 
 use std::fs;
-use std::path::{Path, PathBuf};
 
 use flowsec_ike::eap::method::{Peer, PeerStep, Server, ServerStep};
 use zeroize::Zeroizing;
 
+mod corpus;
+
 #[path = "../../../fuzz/common_eap.rs"]
 mod common_eap;
 
-fn dir(kind: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fuzz")
-        .join(kind)
-        .join("eap")
-}
-
-fn files(kind: &str) -> Vec<PathBuf> {
-    let Ok(d) = fs::read_dir(dir(kind)) else {
-        return Vec::new();
-    };
-    let mut v: Vec<PathBuf> = d
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_file())
-        .collect();
-    v.sort();
-    v
-}
-
 #[test]
 fn seeds_and_corpus_replay_without_panic() {
-    let seeds = files("seeds");
-    assert!(
-        seeds.len() >= 5,
-        "no seeds under {}",
-        dir("seeds").display()
-    );
-    for f in seeds.iter().chain(files("corpus").iter()) {
-        common_eap::eap(&fs::read(f).unwrap());
-    }
+    corpus::replay("eap", 5, common_eap::eap);
 }
 
 #[test]
 #[ignore = "writes fuzz/seeds/eap"]
 fn generate_eap_seeds() {
-    let out = dir("seeds");
+    let out = corpus::dir("eap", "seeds");
     fs::create_dir_all(&out).unwrap();
     let pw = |u: &[u8]| (u == b"carol").then(|| Zeroizing::new(b"pw".to_vec()));
     let (mut s, mut req) = Server::start(1, None, [7; 16]);

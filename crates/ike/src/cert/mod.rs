@@ -171,12 +171,6 @@ impl Credentials {
         }
     }
 
-    /// Whether there are none at all.
-    pub fn is_empty(&self) -> bool {
-        let i = &self.inner;
-        i.certs.is_empty() && i.cas.is_empty() && i.keys.is_empty()
-    }
-
     /// The certificate `x509/NAME`.
     pub fn cert(&self, name: &str) -> Option<&Certificate> {
         self.inner

@@ -681,4 +681,6 @@ impl Connection {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_errors;
+#[cfg(test)]
 mod tests_tcp;
