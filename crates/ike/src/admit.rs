@@ -7,6 +7,7 @@
 //!   ├─ half-open (all) ≥ cookie_threshold, or from its address ≥ cookie_threshold_ip,
 //!   │  and no valid COOKIE first? ─────────────────────► N(COOKIE), no state (§2.6)
 //!   ├─ half-open from its address ≥ block_threshold ───► dropped (blocked_source)
+//!   │   (an address: IPv4, or an IPv6 /64)
 //!   ├─ half-open (all) ≥ max_half_open, or SAs ≥ max_ike_sas ► dropped (refused_limit)
 //!   └─ admitted: proposals, DH, a half-open IKE SA
 //! ```
@@ -224,15 +225,29 @@ impl Ike {
     }
 
     /// Half-open IKE SAs (responder, waiting for IKE_AUTH): all, and
-    /// those with `ip`. A half-open SA keeps the address its IKE_SA_INIT
-    /// came from (engine.rs follows a peer only once it is past that).
+    /// those from `ip`'s [`source`]. A half-open SA keeps the address its
+    /// IKE_SA_INIT came from (engine.rs never moves it to another).
     fn half_open_from(&self, ip: IpAddr) -> (usize, usize) {
+        let from = source(ip);
         self.sas
             .values()
             .filter(|s| s.state == IkeState::HalfOpen)
             .fold((0, 0), |(all, mine), s| {
-                (all + 1, mine + usize::from(s.remote.ip() == ip))
+                (all + 1, mine + usize::from(source(s.remote.ip()) == from))
             })
+    }
+}
+
+/// What the per-address limits count as one source: an IPv4 address, or
+/// an IPv6 /64 (one host or one LAN is given a /64, and picks any address
+/// in it at will; RFC 7421).
+pub(crate) fn source(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(a) => {
+            let net = u128::from(a) & !((1u128 << 64) - 1);
+            IpAddr::V6(net.into())
+        }
     }
 }
 
@@ -255,6 +270,14 @@ mod tests {
             IP.parse().unwrap(),
             0x1234,
         )
+    }
+
+    #[test]
+    fn an_ipv6_64_is_one_source() {
+        let a = |s: &str| source(s.parse().unwrap());
+        assert_eq!(a("2001:db8:1:2::1"), a("2001:db8:1:2:ffff::9"));
+        assert_ne!(a("2001:db8:1:2::1"), a("2001:db8:1:3::1"));
+        assert_ne!(a("192.0.2.1"), a("192.0.2.2"));
     }
 
     #[test]

@@ -140,6 +140,9 @@ pub struct IkeStats {
     pub retransmits: u64,
     /// Responses replayed for a retransmitted request.
     pub replayed: u64,
+    /// Retransmitted requests not answered again: the same answer went
+    /// out less than a second before, or eight times already.
+    pub resend_limited: u64,
     /// Dropped: not an IKE message, bad lengths, bad payloads.
     pub malformed: u64,
     /// Dropped: no IKE SA with that SPI.
@@ -201,12 +204,13 @@ pub struct IkeStats {
 
 impl IkeStats {
     /// Every counter with its name, for `flowsec ctl stats`.
-    pub fn named(&self) -> [(&'static str, u64); 28] {
+    pub fn named(&self) -> [(&'static str, u64); 29] {
         [
             ("received", self.received),
             ("sent", self.sent),
             ("retransmits", self.retransmits),
             ("replayed", self.replayed),
+            ("resend_limited", self.resend_limited),
             ("malformed", self.malformed),
             ("unknown_spi", self.unknown_spi),
             ("bad_integrity", self.bad_integrity),
@@ -518,11 +522,13 @@ impl Host {
             self.on_response(now, sa, req.task, msg, k)
         } else if sa.exch.classify(header.message_id) == RequestVerdict::Process {
             sa.exch.processing(request_digest);
-            // A half-open SA stays with the address its IKE_SA_INIT came
-            // from (admit.rs counts it there) until IKE_AUTH, which
-            // establishes or ends it.
-            let follows =
-                sa.state != IkeState::HalfOpen || header.exchange == ExchangeType::IKE_AUTH;
+            // A half-open SA never moves to another address: admit.rs
+            // counts it at the address its IKE_SA_INIT came from, and its
+            // peer has proved nothing yet (an EAP SA stays half-open over
+            // several rounds). Only the NAT-T float to port 4500 (§2.23)
+            // or a NAT's new port is followed; a peer moves once
+            // established, as strongSwan's.
+            let follows = sa.state != IkeState::HalfOpen || remote.ip() == sa.remote.ip();
             let before = sa.remote;
             if let Some(e) = follows.then(|| follow_peer(sa, local, remote, k)).flatten() {
                 self.events.push(e);
@@ -573,21 +579,20 @@ impl Host {
             if fragment && crate::crypto::sk::fragment_number(data) != Some(1) {
                 return None;
             }
-            match sa.exch.cached_response(&digest(data)) {
-                Some(last) => {
-                    self.stats.replayed += 1;
-                    let last = last.to_vec();
-                    // Over a stream the request came again because its
-                    // connection broke (RFC 9329 §6.2): the answer goes
-                    // back on the connection it came on. A retransmission
-                    // moves nothing else (§6.1: not a valid message).
-                    let (l, r) = match sa.transport.is_stream() {
-                        true => (local, remote),
-                        false => (sa.local, sa.remote),
-                    };
-                    self.push_all(sa.transport, l, r, last);
-                }
-                None => self.stats.bad_message_id += 1,
+            let Some(last) = sa.exch.cached_response(&digest(data)).map(<[_]>::to_vec) else {
+                self.stats.bad_message_id += 1;
+                return None;
+            };
+            // The answer goes back where the copy came from (strongSwan
+            // does the same), and moves nothing (RFC 9329 §6.1: not a
+            // valid message); over a stream the request came again because
+            // its connection broke (§6.2). Anyone can replay a request from
+            // any source: rate-limited, so that we reflect little.
+            if sa.exch.may_resend(now) {
+                self.stats.replayed += 1;
+                self.push_all(sa.transport, local, remote, last);
+            } else {
+                self.stats.resend_limited += 1;
             }
             return None;
         }

@@ -49,6 +49,15 @@ impl Retransmit {
     }
 }
 
+/// A retransmitted request of the peer is answered again at most once in
+/// this long (our tuning): an honest initiator waits 4 s or more between
+/// sends (strongSwan's `retransmit_timeout`), and a replayed request from
+/// a forged source must not make us a reflector of our cached answer.
+pub(crate) const RESEND_INTERVAL: Duration = Duration::from_secs(1);
+/// ... and at most this many times per request (our tuning: above the
+/// 5 retransmissions of strongSwan's `retransmit_tries`).
+pub(crate) const RESEND_MAX: u8 = 8;
+
 /// The datagrams of one message as sent: one, or its fragments (RFC 7383).
 pub(crate) type Wire = Vec<Vec<u8>>;
 
@@ -101,6 +110,8 @@ pub(crate) struct Exchanges<T, P = ()> {
     /// SHA-256 of the peer's last request (a retransmission is the same
     /// bytes; anything else with its ID is not answered).
     request_digest: Option<[u8; 32]>,
+    /// Our last response sent again: how often, and when last.
+    resent: (u8, Option<Duration>),
     /// The task that waits for the peer's next request, if one does.
     passive: Option<P>,
 }
@@ -114,6 +125,7 @@ impl<T, P> Exchanges<T, P> {
             peer_next: first,
             last_response: None,
             request_digest: None,
+            resent: (0, None),
             passive: None,
         }
     }
@@ -181,6 +193,19 @@ impl<T, P> Exchanges<T, P> {
         }
     }
 
+    /// Whether our last answer may go out again at `now` for a
+    /// retransmission of the request it answered: at most [`RESEND_MAX`]
+    /// times, [`RESEND_INTERVAL`] apart. Counts the send if so.
+    pub fn may_resend(&mut self, now: Duration) -> bool {
+        let (count, last) = self.resent;
+        let due = last.map_or(true, |t| now >= t + RESEND_INTERVAL);
+        if count >= RESEND_MAX || !due {
+            return false;
+        }
+        self.resent = (count + 1, Some(now));
+        true
+    }
+
     /// Whether a new request may be sent now.
     pub fn idle(&self) -> bool {
         self.pending.is_none()
@@ -241,6 +266,7 @@ impl<T, P> Exchanges<T, P> {
     pub fn responded(&mut self, mid: u32, data: Wire) {
         self.peer_next = mid.wrapping_add(1);
         self.last_response = Some((mid, data));
+        self.resent = (0, None);
     }
 
     /// At `now`: `Some(bytes)` to retransmit, `Err(())` if the peer is
@@ -332,5 +358,20 @@ mod tests {
         assert!(x.answered(2, ExchangeType::INFORMATIONAL).is_none());
         assert!(x.answered(1, ExchangeType::INFORMATIONAL).is_some());
         assert!(x.idle());
+    }
+
+    #[test]
+    fn a_cached_answer_goes_again_at_most_once_a_second_and_eight_times() {
+        let mut x: Exchanges<()> = Exchanges::new(1);
+        x.responded(1, vec![vec![9]]);
+        let s = Duration::from_secs;
+        assert!(x.may_resend(s(10)));
+        assert!(!x.may_resend(s(10)), "a burst of copies gets one answer");
+        assert!(!x.may_resend(Duration::from_millis(10_999)));
+        let sent = (1..=20).filter(|i| x.may_resend(s(10 + i))).count();
+        assert_eq!(sent, usize::from(RESEND_MAX) - 1);
+        // The next request's answer starts afresh.
+        x.responded(2, vec![vec![8]]);
+        assert!(x.may_resend(s(40)));
     }
 }

@@ -56,7 +56,7 @@ impl Ike {
             self.host.stats.malformed += 1;
             return;
         }
-        if self.init_replayed(&arrival) {
+        if self.init_replayed(now, &arrival) {
             return;
         }
         let Some(msg) = self.host.init_request_message(&arrival) else {
@@ -91,18 +91,25 @@ impl Ike {
     /// A retransmission of an IKE_SA_INIT request we answered gets the
     /// same answer (§2.1); whether it was one (anything else from that
     /// SPIi and address is dropped).
-    fn init_replayed(&mut self, arrival: &Arrival<'_>) -> bool {
-        let Some(sa) = self.sas.values().find(|s| {
+    /// Rate-limited as every cached answer (exchange.rs): a flood of
+    /// copies gets one answer a second.
+    fn init_replayed(&mut self, now: Duration, arrival: &Arrival<'_>) -> bool {
+        let Some(sa) = self.sas.values_mut().find(|s| {
             s.state == IkeState::HalfOpen
                 && s.spi_i == arrival.header.spi_i
                 && s.remote == arrival.remote
         }) else {
             return false;
         };
-        if let Some(w) = sa.exch.passive().filter(|w| w.init.request == arrival.data) {
-            let (t, l, r, d) = (sa.transport, sa.local, sa.remote, w.init.response.clone());
+        let again = sa.exch.passive().filter(|w| w.init.request == arrival.data);
+        let Some(response) = again.map(|w| w.init.response.clone()) else {
+            return true;
+        };
+        if sa.exch.may_resend(now) {
             self.host.stats.replayed += 1;
-            self.host.push(t, l, r, d);
+            self.host.push(sa.transport, sa.local, sa.remote, response);
+        } else {
+            self.host.stats.resend_limited += 1;
         }
         true
     }

@@ -268,3 +268,64 @@ fn an_eap_id_on_the_gateway_admits_that_user_only() {
     assert_eq!(p.b.stats().auth_failed, 1);
     assert!(p.b.list(p.now).is_empty());
 }
+
+#[test]
+fn a_half_open_eap_sa_stays_where_its_ike_sa_init_came_from() {
+    // Issue 29, 1: an unauthenticated initiator sends its IKE_AUTH (EAP:
+    // the SA stays half-open) from a forged source. The SA stays with the
+    // address IKE_SA_INIT came from, so it is counted there (the victim's
+    // own IKE_SA_INIT is not blocked by it), and answers go there; a copy
+    // of the request gets the cached answer where it came from, but only
+    // once a second (no reflector).
+    let (a, b) = confs("Ar3s.ajeNt");
+    let b = b.replace(&format!("remote_addrs = {A}"), "remote_addrs = %any");
+    let a = pair::loaded("eap-a4", &a, &[("caCert.pem", "x509ca")], 1);
+    let files = [
+        ("moonCert.pem", "x509"),
+        ("moonKey.pem", "ecdsa"),
+        ("caCert.pem", "x509ca"),
+    ];
+    let b = pair::loaded("eap-b4", &b, &files, 2);
+    let mut p = Pair::of(a, b);
+    p.a.set_wall_clock(p.now, UNIX);
+    p.b.set_wall_clock(p.now, UNIX);
+    // a behind a NAT (b then follows an established peer's new port).
+    let public: std::net::IpAddr = "198.51.100.1".parse().unwrap();
+    p.nat = Some((public, 20000));
+    // Where a's IKE_SA_INIT came from, and its port 4500 (RFC 7296 §2.23).
+    let from_a = std::net::SocketAddr::new(public, 20500);
+    let nat_t = std::net::SocketAddr::new(public, 24500);
+    let victim: std::net::SocketAddr = "203.0.113.9:4500".parse().unwrap();
+    p.start();
+    // HDR, SAi1, KEi, Ni -->  <-- HDR, SAr1, KEr, Nr
+    p.b_gets();
+    p.a_gets();
+    // HDR, SK {IDi, IDr, SAi2, TSi, TSr} -->   (from the victim's address)
+    p.collect();
+    let auth = p.ab.remove(0);
+    p.b.handle(p.now, auth.remote, victim, &auth.data, &mut p.kb);
+    p.collect();
+    //  <-- HDR, SK {IDr, CERT, AUTH, EAP}   (to a, where IKE_SA_INIT came from)
+    assert_eq!(p.ba.len(), 1);
+    assert_eq!(p.ba[0].remote, from_a);
+    let sa = &p.b.list(p.now)[0];
+    assert_eq!((sa.state, sa.remote, sa.nat), ("CONNECTING", from_a, true));
+    // The request again, from a's port 4500: answered there. At once from
+    // the victim's address: not answered; a second later: answered there
+    // (strongSwan answers a retransmission where it came from).
+    p.ba.clear();
+    p.b.handle(p.now, auth.remote, nat_t, &auth.data, &mut p.kb);
+    p.b.handle(p.now, auth.remote, victim, &auth.data, &mut p.kb);
+    p.collect();
+    assert_eq!(p.ba.iter().map(|d| d.remote).collect::<Vec<_>>(), [nat_t]);
+    assert_eq!((p.b.stats().replayed, p.b.stats().resend_limited), (1, 1));
+    p.now += Duration::from_secs(1);
+    p.b.handle(p.now, auth.remote, victim, &auth.data, &mut p.kb);
+    p.collect();
+    assert_eq!(p.ba.last().map(|d| d.remote), Some(victim));
+    assert_eq!(p.b.list(p.now)[0].remote, from_a);
+    // The honest exchange goes on.
+    p.ba.truncate(1);
+    p.settle();
+    p.assert_up(1);
+}
