@@ -198,7 +198,7 @@ impl<T, P> Exchanges<T, P> {
     /// times, [`RESEND_INTERVAL`] apart. Counts the send if so.
     pub fn may_resend(&mut self, now: Duration) -> bool {
         let (count, last) = self.resent;
-        let due = !last.is_some_and(|t| now < t + RESEND_INTERVAL);
+        let due = last.is_none_or(|t| now >= t + RESEND_INTERVAL);
         if count >= RESEND_MAX || !due {
             return false;
         }
