@@ -15,7 +15,7 @@
 #
 # DIR gets caCert.pem, interCert.pem, evilCaCert.pem, NAMECert.pem and
 # NAMEKey.pem for moon, sun, revoked, mars, venus, carol and evil, rootCrl.pem
-# (revoking revoked), and RSA-2048 "sunPss" for PSS. DAYS: validity of the
+# (revoking revoked), staleCrl.pem (expired), and RSA-2048 "sunPss" for PSS. DAYS: validity of the
 # leaves (default 3650).
 set -euo pipefail
 dir="$1"; days="${2:-3650}"
@@ -50,3 +50,14 @@ leaf carol ed25519 "" inter carol@flowsec.test
 leaf evil ecdsa 256 evilCa sun.flowsec.test
 p --signcrl --cacert caCert.pem --cakey caKey.pem --lifetime "$days" \
     --cert revokedCert.pem --reason key-compromise --outform pem > rootCrl.pem
+# staleCrl.pem: the root's CRL for one week before the leaves were made,
+# long past (revocation = strict refuses it). pki sets thisUpdate to now;
+# openssl's `ca -gencrl` takes both dates.
+stale=$(mktemp -d)
+touch "$stale/index.txt"; echo 01 > "$stale/crlnumber"
+printf '[ca]\ndefault_ca=c\n[c]\ndatabase=%s/index.txt\ncrlnumber=%s/crlnumber\ndefault_md=sha384\ncrl_extensions=e\n[e]\nauthorityKeyIdentifier=keyid:always\n' \
+    "$stale" "$stale" > "$stale/ca.cnf"
+openssl ca -config "$stale/ca.cnf" -gencrl -cert caCert.pem -keyfile caKey.pem \
+    -crl_lastupdate "$(date -u -d '-4 weeks' +%Y%m%d%H%M%SZ)" \
+    -crl_nextupdate "$(date -u -d '-3 weeks' +%Y%m%d%H%M%SZ)" -out staleCrl.pem 2>/dev/null
+rm -r "$stale"

@@ -104,6 +104,7 @@ impl Host {
             return id.clone();
         }
         match (local.auth, self.local_cert(sa)) {
+            // An empty subject is refused at load (credentials.rs).
             (AuthKind::Pubkey(_), Some(cert)) => Identity::Dn(cert.subject.clone()),
             _ => Identity::from_ip(sa.local.ip()),
         }
@@ -599,8 +600,8 @@ impl Host {
             .values()
             .filter(|o| {
                 o.conn == sa.conn
-                    && o.peer_id == sa.peer_id
-                    && o.local_id == sa.local_id
+                    && same(&o.peer_id, &sa.peer_id)
+                    && same(&o.local_id, &sa.local_id)
                     && o.state != IkeState::HalfOpen
             })
             .map(|o| o.our_spi())
@@ -621,6 +622,14 @@ impl Host {
             .children
             .get(cfg)
             .map_or_else(|| "?".into(), |c| c.name.clone())
+    }
+}
+
+/// Both unknown, or the same peer ([`Identity::same_as`]).
+fn same(a: &Option<Identity>, b: &Option<Identity>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a.same_as(b),
+        (a, b) => a.is_none() && b.is_none(),
     }
 }
 

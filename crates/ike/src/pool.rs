@@ -42,7 +42,11 @@ pub(crate) struct Leases {
 
 #[derive(Default)]
 struct PoolLeases {
-    /// How many addresses from the first were ever handed out.
+    /// The pool's first and last address when `used` was counted (a
+    /// reload may move the pool).
+    range: (u128, u128),
+    /// How many addresses from the first were looked at for a fresh one
+    /// (handed out, or skipped as another's).
     used: u128,
     /// Who had which address (online or not), and from which IKE
     /// address it last took it.
@@ -50,6 +54,29 @@ struct PoolLeases {
     /// Addresses held now, with how many IKE SAs hold them (an IKE SA and
     /// the one that rekeyed it).
     online: HashMap<u128, u32>,
+}
+
+impl PoolLeases {
+    /// The next never-used address of the pool `first..=last`, if any:
+    /// one nobody owns or holds (a reload may have moved the pool over
+    /// addresses leased before: those are skipped, and the count starts
+    /// again at the new first address).
+    fn fresh(&mut self, first: u128, last: u128) -> Option<u128> {
+        if self.range != (first, last) {
+            self.range = (first, last);
+            self.used = 0;
+        }
+        let size = (last - first).saturating_add(1);
+        // Each address skipped is an owned one: bounded by MAX_LEASES.
+        while self.used < size && self.owner.len() < MAX_LEASES {
+            let n = first + self.used;
+            if !self.owner.contains_key(&n) && !self.online.contains_key(&n) {
+                return Some(n);
+            }
+            self.used += 1;
+        }
+        None
+    }
 }
 
 impl Leases {
@@ -73,14 +100,13 @@ impl Leases {
         let mine = p
             .owner
             .iter()
-            .filter(|(n, (o, _))| o == id && in_pool(**n))
+            .filter(|(n, (o, _))| o.same_as(id) && in_pool(**n))
             .filter(|(n, (_, host))| {
                 !p.online.contains_key(n) || (requested == Some(**n) && *host == from)
             })
             .map(|(n, _)| *n)
             .min();
-        let size = (last - first).saturating_add(1);
-        let fresh = (p.used < size && p.owner.len() < MAX_LEASES).then(|| first + p.used);
+        let fresh = p.fresh(first, last);
         let offline = || {
             p.owner
                 .keys()
@@ -208,5 +234,38 @@ mod tests {
         assert_eq!(l.online("p"), 1, "the rekeyed SA still holds it");
         l.release("p", a);
         assert_eq!(l.online("p"), 0);
+    }
+
+    #[test]
+    fn one_identity_in_any_case_holds_one_lease() {
+        // Names match without regard to case (the credential is one).
+        let p = pool("10.3.0.1", "10.3.0.254");
+        let mut l = Leases::default();
+        let a = l.acquire(&p, &id("carol@flowsec.test"), host(1), None);
+        l.release("p", a.unwrap());
+        let b = l.acquire(&p, &id("CAROL@Flowsec.Test"), host(1), None);
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn a_moved_pool_skips_the_addresses_leased_before() {
+        // 10.3.0.1-2 leased (one online); a reload moves the pool to start
+        // at 10.3.0.2: the next fresh address is not 10.3.0.2 again.
+        let mut l = Leases::default();
+        let old = pool("10.3.0.1", "10.3.0.10");
+        let c = l.acquire(&old, &id("carol"), host(1), None).unwrap();
+        let d = l.acquire(&old, &id("dave"), host(2), None).unwrap();
+        l.release("p", c);
+        let moved = pool("10.3.0.2", "10.3.0.20");
+        let e = l.acquire(&moved, &id("eve"), host(3), None).unwrap();
+        assert_eq!(e.to_string(), "10.3.0.3");
+        assert_ne!(e, d);
+        // Moved again, to the start: counted afresh, the old ones skipped.
+        let back = pool("10.3.0.1", "10.3.0.20");
+        let f = l.acquire(&back, &id("frank"), host(4), None).unwrap();
+        assert_eq!(f.to_string(), "10.3.0.4");
+        assert!(![c, d, e].contains(&f), "never one address twice");
+        // carol still gets hers back.
+        assert_eq!(l.acquire(&back, &id("carol"), host(1), None), Some(c));
     }
 }

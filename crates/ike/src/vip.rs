@@ -127,6 +127,19 @@ fn addresses(cp: &Cp, v4_ty: u16, v6_ty: u16) -> Vec<IpAddr> {
         .collect()
 }
 
+/// Whether a gateway's address is one a client may put on its device: a
+/// unicast address, not the unspecified one, loopback, multicast,
+/// broadcast or link-local (each would hijack local traffic or make no
+/// sense as a tunnel's source).
+fn usable(a: IpAddr) -> bool {
+    let common = !a.is_unspecified() && !a.is_loopback() && !a.is_multicast();
+    common
+        && match a {
+            IpAddr::V4(v4) => !v4.is_broadcast() && !v4.is_link_local(),
+            IpAddr::V6(v6) => (v6.segments()[0] & 0xffc0) != 0xfe80,
+        }
+}
+
 fn cp_of(msg: &Message, ty: u8) -> Option<&Cp> {
     msg.payloads.iter().find_map(|p| match p {
         Payload::Cp(cp) if cp.ty == ty => Some(cp),
@@ -258,8 +271,8 @@ impl Host {
         );
         // A hostile reply is bounded: one address of each family.
         let mut mine: Vec<IpAddr> = Vec::new();
-        for a in addrs {
-            if !a.is_unspecified() && !mine.iter().any(|m| m.is_ipv4() == a.is_ipv4()) {
+        for a in addrs.into_iter().filter(|a| usable(*a)) {
+            if !mine.iter().any(|m| m.is_ipv4() == a.is_ipv4()) {
                 mine.push(a);
             }
         }
@@ -294,6 +307,31 @@ pub(crate) fn release(host: &mut Host, sa: &mut crate::table::SaMut<'_>, k: &mut
         let held = sa.others.values().any(|o| o.vips_local.contains(&addr));
         if !held {
             k.del_vip(addr);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_refuses_addresses_it_must_not_put_on_its_device() {
+        for bad in [
+            "0.0.0.0",
+            "127.0.0.1",
+            "224.0.0.1",
+            "255.255.255.255",
+            "169.254.1.1",
+            "::",
+            "::1",
+            "ff02::1",
+            "fe80::1",
+        ] {
+            assert!(!usable(bad.parse().unwrap()), "{bad}");
+        }
+        for good in ["10.3.0.1", "198.51.100.7", "fd00:3::1", "2001:db8::1"] {
+            assert!(usable(good.parse().unwrap()), "{good}");
         }
     }
 }

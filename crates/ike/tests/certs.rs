@@ -96,6 +96,23 @@ fn paths_validate_to_the_root_through_the_intermediate() {
 }
 
 #[test]
+fn strict_revocation_refuses_an_expired_crl_relaxed_does_not() {
+    // staleCrl.pem: the root's CRL for 2026-11-01 .. 2026-11-08 (made with
+    // `openssl ca -gencrl -crl_lastupdate/-crl_nextupdate`), long past at
+    // NOW: it proves nothing about today.
+    let root = cert("ca");
+    let stale = vec![webpki::OwnedCertRevocationList::from_der(&pem_der("staleCrl.pem")).unwrap()];
+    let e = verify::validate_with(&cert("moon"), &[], &[&root], &stale, NOW, true).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "certificate not trusted: the CRL is past its next update (revocation = strict)"
+    );
+    verify::validate(&cert("moon"), &[], &[&root], &stale, NOW).unwrap();
+    // A current CRL still passes strict.
+    verify::validate_with(&cert("moon"), &[], &[&root], &crls(), NOW, true).unwrap();
+}
+
+#[test]
 fn revoked_wrong_ca_expired_and_not_yet_valid_are_refused() {
     let root = cert("ca");
     assert_eq!(

@@ -140,7 +140,13 @@ pub fn validate_with(
             } else {
                 UnknownStatusPolicy::Allow
             })
-            .with_expiration_policy(ExpirationPolicy::Ignore)
+            // strongSwan's strict fails on a stale CRL as on none; relaxed
+            // uses what it has.
+            .with_expiration_policy(if strict {
+                ExpirationPolicy::Enforce
+            } else {
+                ExpirationPolicy::Ignore
+            })
             .build()
     });
     end.verify_for_usage(
@@ -157,6 +163,9 @@ pub fn validate_with(
         webpki::Error::CertRevoked => Rejection::Revoked,
         webpki::Error::UnknownRevocationStatus => {
             Rejection::Untrusted("no CRL covers it (revocation = strict)".into())
+        }
+        webpki::Error::CrlExpired { .. } => {
+            Rejection::Untrusted("the CRL is past its next update (revocation = strict)".into())
         }
         e => Rejection::Untrusted(why(&e)),
     })

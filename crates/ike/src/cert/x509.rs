@@ -164,9 +164,13 @@ impl Certificate {
     /// How well the certificate holds `id` (strongSwan's
     /// `x509_cert.has_subject()`): a DN against the subject (or a
     /// directoryName), any other identity against the subjectAltNames.
+    /// An empty subject holds no identity (its names are its
+    /// subjectAltNames).
     pub fn has_subject(&self, id: &Identity) -> IdMatch {
-        let subject = Identity::Dn(self.subject.clone());
-        std::iter::once(&subject)
+        let subject =
+            crate::config::dn::is_named(&self.subject).then(|| Identity::Dn(self.subject.clone()));
+        subject
+            .iter()
             .chain(&self.alt_names)
             .map(|name| name.match_quality(id))
             .max()

@@ -52,6 +52,14 @@ pub(super) fn check(
                         },
                     )
                 })?;
+            if c.local.id.is_none() && !super::dn::is_named(&cert.subject) {
+                return Err(ConfigError::new(
+                    file,
+                    0,
+                    key,
+                    ConfigErrorKind::EmptySubject,
+                ));
+            }
             if creds.key_for(cert).is_none() {
                 return Err(ConfigError::new(
                     file,

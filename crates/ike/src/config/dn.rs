@@ -163,6 +163,13 @@ pub fn is_valid(der: &[u8]) -> bool {
     decode(der).is_some()
 }
 
+/// Whether `der` is a DN that names something: valid, with at least one
+/// attribute. The empty DN (a certificate may have one, with its names in
+/// subjectAltName) is nobody's identity: every such peer would be one.
+pub fn is_named(der: &[u8]) -> bool {
+    decode(der).is_some_and(|a| !a.is_empty())
+}
+
 /// The DN as strongSwan writes it: `C=CH, O=strongSwan, CN=moon`
 /// (unknown attribute types by their OID).
 pub fn to_text(der: &[u8]) -> String {

@@ -222,6 +222,18 @@ pub enum ConfigErrorKind {
     },
     /// EAP on both sides.
     EapBothSides,
+    /// Our certificate's subject is empty and no `id` is set.
+    EmptySubject,
+    /// EAP clients (`remote.auth = eap-…`) with `local.auth = psk`: the
+    /// responder must authenticate with a signature (RFC 7296 §2.16).
+    EapWithPsk,
+    /// An `eap-…` secret without `id`: it would be every user's password.
+    EapSecretWithoutId,
+    /// A pool whose addresses overlap another's.
+    PoolOverlap {
+        /// The other pool.
+        other: String,
+    },
     /// `auth = pubkey` remotely with no CA certificate to trust.
     NoCa {
         /// The directory looked in.
@@ -368,7 +380,21 @@ impl fmt::Display for ConfigErrorKind {
                 f.write_str("auth = eap-mschapv2 needs eap_id (or id) and a secrets.eap-… for it")
             }
             K::EapBothSides => f.write_str(
-                "EAP authenticates the initiator only: the gateway needs auth = pubkey or psk",
+                "EAP authenticates the initiator only: the gateway needs auth = pubkey",
+            ),
+            K::EmptySubject => f.write_str(
+                "our certificate's subject is empty: set id = one of its subjectAltNames",
+            ),
+            K::EapWithPsk => f.write_str(
+                "a gateway for EAP clients authenticates with a certificate (auth = pubkey, \
+                 RFC 7296 §2.16): with psk any client could guess the key offline",
+            ),
+            K::EapSecretWithoutId => f.write_str(
+                "an eap secret needs id = USER: without it, it would be every user's password",
+            ),
+            K::PoolOverlap { other } => write!(
+                f,
+                "overlaps pool '{other}': one address could go to two clients"
             ),
             K::NoCa { dir } => write!(
                 f,

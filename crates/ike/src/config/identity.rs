@@ -148,6 +148,16 @@ impl Identity {
         }
     }
 
+    /// Whether `self` and `other` name the same peer, as matching sees it
+    /// (names without regard to ASCII case, DN string values likewise):
+    /// what one credential proves is one peer, for leases and
+    /// INITIAL_CONTACT alike.
+    pub fn same_as(&self, other: &Identity) -> bool {
+        self == other
+            || (self.match_quality(other) == IdMatch::Perfect
+                && other.match_quality(self) == IdMatch::Perfect)
+    }
+
     /// Whether the configured identity `self` accepts the peer's `other`:
     /// `%any` accepts every identity, a `*` prefix any name with that
     /// ending, otherwise they must be equal (names ignoring ASCII case).
@@ -180,9 +190,13 @@ impl Identity {
     }
 
     /// The identity a received Identification payload names; `None` for
-    /// types we do not handle (general names), a DN that does not decode, an
-    /// address of the wrong length, or a name that is not UTF-8.
+    /// types we do not handle (general names), a DN that does not decode or
+    /// is empty, an empty name, an address of the wrong length, or a name
+    /// that is not UTF-8.
     pub fn from_wire(id: &Id) -> Option<Identity> {
+        if id.data.is_empty() {
+            return None;
+        }
         let text = || String::from_utf8(id.data.clone()).ok();
         Some(match id.ty {
             IdType::IPV4_ADDR => Identity::Ipv4(<[u8; 4]>::try_from(&id.data[..]).ok()?.into()),
@@ -190,7 +204,7 @@ impl Identity {
             IdType::FQDN => Identity::Fqdn(text()?),
             IdType::RFC822_ADDR => Identity::Email(text()?),
             IdType::KEY_ID => Identity::KeyId(id.data.clone()),
-            IdType::DER_ASN1_DN if super::dn::is_valid(&id.data) => Identity::Dn(id.data.clone()),
+            IdType::DER_ASN1_DN if super::dn::is_named(&id.data) => Identity::Dn(id.data.clone()),
             _ => return None,
         })
     }
@@ -206,14 +220,17 @@ impl From<IpAddr> for Identity {
 }
 
 impl fmt::Display for Identity {
-    /// strongSwan's way of writing it, so that it parses back.
+    /// strongSwan's way of writing it, so that it parses back. A name from
+    /// the network may hold anything: control characters (a newline
+    /// would forge a log line) are written as `?`, as strongSwan's
+    /// `chunk_printable` does.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Identity::Ipv4(a) => write!(f, "{a}"),
             Identity::Ipv6(a) => write!(f, "{a}"),
-            Identity::Fqdn(n) => write!(f, "@{n}"),
-            Identity::Email(n) if n.contains('@') => f.write_str(n),
-            Identity::Email(n) => write!(f, "@@{n}"),
+            Identity::Fqdn(n) => write!(f, "@{}", Printable(n)),
+            Identity::Email(n) if n.contains('@') => write!(f, "{}", Printable(n)),
+            Identity::Email(n) => write!(f, "@@{}", Printable(n)),
             Identity::KeyId(k) => {
                 f.write_str("@#")?;
                 k.iter().try_for_each(|b| write!(f, "{b:02x}"))
@@ -221,6 +238,21 @@ impl fmt::Display for Identity {
             Identity::Dn(d) => f.write_str(&super::dn::to_text(d)),
             Identity::Any => f.write_str("%any"),
         }
+    }
+}
+
+/// Text with every control character (C0, DEL, C1, and the Unicode
+/// format controls that reorder a line) written as `?`.
+struct Printable<'a>(&'a str);
+
+impl fmt::Display for Printable<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use fmt::Write;
+        for c in self.0.chars() {
+            let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+            f.write_char(if c.is_control() || bidi { '?' } else { c })?;
+        }
+        Ok(())
     }
 }
 
@@ -391,6 +423,39 @@ mod tests {
             Identity::Ipv4(Ipv4Addr::new(192, 0, 2, 1))
         );
         assert_eq!(id("{2}:gw"), Identity::Fqdn("gw".into()));
+    }
+
+    #[test]
+    fn an_empty_dn_or_name_from_the_network_is_nobody() {
+        let none = |ty, data: &[u8]| {
+            Identity::from_wire(&Id {
+                ty,
+                data: data.to_vec(),
+            })
+        };
+        assert_eq!(none(IdType::DER_ASN1_DN, &[0x30, 0x00]), None);
+        assert_eq!(none(IdType::FQDN, b""), None);
+        assert_eq!(none(IdType::RFC822_ADDR, b""), None);
+        assert_eq!(none(IdType::KEY_ID, b""), None);
+        let dn = id("CN=moon").to_wire();
+        assert_eq!(Identity::from_wire(&dn), Some(id("CN=moon")));
+    }
+
+    #[test]
+    fn names_from_the_network_print_on_one_line() {
+        let evil = "x\n00[IKE] <gw|1> IKE_SA gw[1] established\r\u{1b}[2J\u{202e}";
+        for i in [
+            Identity::Fqdn(evil.into()),
+            Identity::Email(format!("u@{evil}")),
+        ] {
+            let text = i.to_string();
+            assert!(!text.chars().any(char::is_control), "{text:?}");
+            assert!(text.ends_with("established??[2J?"), "{text:?}");
+        }
+        assert_eq!(
+            Identity::Fqdn("moon.flowsec.test".into()).to_string(),
+            "@moon.flowsec.test"
+        );
     }
 
     #[test]

@@ -156,7 +156,9 @@ pub(crate) fn interpret(file: &str, root: &Section) -> Result<Config, ConfigErro
             "pools" => {
                 cx.no_settings(sec, "pools")?;
                 for p in &sec.sections {
-                    config.pools.push(cx.pool(p)?);
+                    let pool = cx.pool(p)?;
+                    cx.no_overlap(p, &pool, &config.pools)?;
+                    config.pools.push(pool);
                 }
             }
             "authorities" => {
@@ -321,10 +323,29 @@ impl Cx<'_> {
                 ConfigErrorKind::MissingAuthSection { side },
             )
         };
-        Ok((
+        let (local, remote) = (
             local.ok_or_else(|| missing("local"))?,
             remote.ok_or_else(|| missing("remote"))?,
-        ))
+        );
+        // RFC 7296 §2.16: EAP needs a responder authenticated by a
+        // signature; a PSK-keyed AUTH sent to an unauthenticated initiator
+        // lets it guess the key offline.
+        if remote.auth == AuthKind::Eap && local.auth == AuthKind::Psk {
+            let (line, key) = self.auth_line(sec, path, "local");
+            return Err(self.err(line, key, ConfigErrorKind::EapWithPsk));
+        }
+        Ok((local, remote))
+    }
+
+    /// Where `side.auth` of a connection is set (its section if not), and
+    /// its dotted key.
+    fn auth_line(&self, sec: &Section, path: &str, side: &str) -> (usize, String) {
+        let key = join(&join(path, side), "auth");
+        let Some(sub) = sec.sections.iter().find(|s| s.name == side) else {
+            return (sec.line, key);
+        };
+        let line = values(sub).find(|(s, _)| s.key == "auth");
+        (line.map_or(sub.line, |(s, _)| s.line), key)
     }
 
     fn auth(&self, sec: &Section, path: &str) -> Result<AuthConfig, ConfigError> {
@@ -522,6 +543,29 @@ impl Cx<'_> {
         })
     }
 
+    /// Two pools with a common address would hand it out twice (their
+    /// leases are kept apart).
+    fn no_overlap(&self, sec: &Section, pool: &Pool, pools: &[Pool]) -> Result<(), ConfigError> {
+        use crate::pool::to_u128;
+        let (first, last) = (to_u128(pool.first), to_u128(pool.last));
+        let v4 = pool.first.is_ipv4();
+        let Some(other) = pools.iter().find(|p| {
+            p.first.is_ipv4() == v4 && to_u128(p.first) <= last && first <= to_u128(p.last)
+        }) else {
+            return Ok(());
+        };
+        let line = values(sec)
+            .find(|(s, _)| s.key == "addrs")
+            .map_or(sec.line, |(s, _)| s.line);
+        Err(self.err(
+            line,
+            join(&join("pools", &sec.name), "addrs"),
+            ConfigErrorKind::PoolOverlap {
+                other: other.name.clone(),
+            },
+        ))
+    }
+
     fn secret(&self, sec: &Section) -> Result<Secret, ConfigError> {
         let path = join("secrets", &sec.name);
         if !sec.name.starts_with("ike") && !sec.name.starts_with("eap") {
@@ -552,6 +596,11 @@ impl Cx<'_> {
                 ConfigErrorKind::MissingSecret,
             )
         })?;
+        // strongSwan lets an EAP secret without ids match every user: one
+        // password for all, or a test secret left behind; refused here.
+        if sec.name.starts_with("eap") && ids.is_empty() {
+            return Err(self.err(sec.line, path, ConfigErrorKind::EapSecretWithoutId));
+        }
         Ok(Secret {
             name: sec.name.clone(),
             ids,

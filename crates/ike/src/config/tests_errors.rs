@@ -391,3 +391,39 @@ fn error_kinds_are_matchable() {
     );
     assert!(std::error::Error::source(&e).is_some());
 }
+
+#[test]
+fn a_gateway_for_eap_clients_with_a_psk_is_refused() {
+    // RFC 7296 §2.16: the responder of an EAP exchange authenticates with
+    // a signature; a PSK-keyed AUTH lets an unauthenticated client guess
+    // the key offline.
+    let text = "connections {\n gw {\n  local {\n   auth = psk\n  }\n  remote { auth = eap-mschapv2 }\n }\n}\n";
+    let e = parse("swanctl.conf", text).unwrap_err();
+    assert_eq!((e.line, e.key.as_str()), (4, "connections.gw.local.auth"));
+    assert!(matches!(e.kind, ConfigErrorKind::EapWithPsk), "{e}");
+    assert!(e.to_string().contains("RFC 7296 §2.16"), "{e}");
+}
+
+#[test]
+fn an_eap_secret_without_id_and_overlapping_pools_are_refused() {
+    let e = parse(
+        "swanctl.conf",
+        "secrets {\n eap-all {\n  secret = x\n }\n}\n",
+    )
+    .unwrap_err();
+    assert_eq!((e.line, e.key.as_str()), (2, "secrets.eap-all"));
+    assert!(matches!(e.kind, ConfigErrorKind::EapSecretWithoutId), "{e}");
+    let e = parse(
+        "swanctl.conf",
+        "pools {\n a { addrs = 10.3.0.0/24 }\n b {\n  addrs = 10.3.0.128-10.3.1.5\n }\n}\n",
+    )
+    .unwrap_err();
+    assert_eq!((e.line, e.key.as_str()), (4, "pools.b.addrs"));
+    assert!(e.to_string().contains("overlaps pool 'a'"), "{e}");
+    // Apart, or of another family: fine.
+    parse(
+        "swanctl.conf",
+        "pools {\n a { addrs = 10.3.0.0/24 }\n b { addrs = 10.3.1.0/24 }\n c { addrs = fd00::/120 }\n}\n",
+    )
+    .unwrap();
+}
