@@ -225,9 +225,13 @@ impl Host {
         // §3.15: a road warrior asks for its virtual IPs.
         payloads.extend(crate::vip::request(&self.config, sa.conn));
         // §2.4: only when we hold no other IKE SA with the peer (the
-        // peer deletes those it has with us on seeing it), as strongSwan.
+        // peer deletes those it has with us on seeing it), as strongSwan;
+        // a replaced connection's old one (reload.rs, make before break)
+        // is one: it goes after this one is up.
         let contact = !sa.others.values().any(|o| {
-            o.conn == sa.conn && o.remote.ip() == sa.remote.ip() && o.state == IkeState::Established
+            self.config.connections[o.conn].name == conn.name
+                && o.remote.ip() == sa.remote.ip()
+                && o.state == IkeState::Established
         });
         if contact && conn.unique != crate::config::Unique::Never {
             payloads.push(notify(NotifyType::INITIAL_CONTACT, vec![]));

@@ -294,6 +294,8 @@ impl Ike {
             policies: BTreeMap::new(),
             shadowed: Vec::new(),
             traps: BTreeMap::new(),
+            holds: BTreeMap::new(),
+            replacing: BTreeMap::new(),
             lingering: Vec::new(),
             clock: Duration::ZERO,
             unix_at_zero: None,

@@ -352,6 +352,14 @@ pub enum IkeEvent {
         /// Its reqid.
         reqid: u32,
     },
+    /// A replaced connection's Child SA is gone before its successor is
+    /// up: its policies drop the traffic meanwhile ([`crate::reload`]).
+    PoliciesHeld {
+        /// The child config.
+        child: String,
+        /// Its reqid.
+        reqid: u32,
+    },
     /// A new configuration runs ([`crate::Ike::reload`]).
     Reloaded(crate::reload::Reloaded),
 }
@@ -594,6 +602,10 @@ impl fmt::Display for IkeEvent {
             E::TrapRemoved { child, reqid } => {
                 write!(f, "trap policy {child}{{{reqid}}} removed")
             }
+            E::PoliciesHeld { child, reqid } => write!(
+                f,
+                "CHILD_SA {child}{{{reqid}}} replaced: its traffic is dropped until the new one is up"
+            ),
             E::Reloaded(r) => write!(f, "configuration reloaded: {r}"),
         }
     }

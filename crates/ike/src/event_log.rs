@@ -80,7 +80,8 @@ impl IkeEvent {
             | E::ChildRemoved { .. }
             | E::Restarting { .. }
             | E::TrapInstalled { .. }
-            | E::TrapRemoved { .. } => Subsystem::Chd,
+            | E::TrapRemoved { .. }
+            | E::PoliciesHeld { .. } => Subsystem::Chd,
             _ => Subsystem::Ike,
         }
     }

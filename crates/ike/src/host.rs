@@ -47,6 +47,13 @@ pub(crate) struct Host {
     pub(crate) shadowed: Vec<(u32, flowsec_ipsec::Policy)>,
     /// Trap policies (`start_action = trap`): reqid → (connection, child).
     pub(crate) traps: BTreeMap<u32, (usize, usize)>,
+    /// Policies of a replaced connection's Child SAs held as DISCARD once
+    /// their SAs are gone, until the replacement's Child SA of the same
+    /// name is up: reqid → (connection, child) by name ([`crate::reload`]).
+    pub(crate) holds: BTreeMap<u32, (String, String)>,
+    /// Replaced connections whose old IKE SAs wait for the new one (make
+    /// before break), by name: until when at most.
+    pub(crate) replacing: BTreeMap<String, Duration>,
     /// Inbound SAs of replaced Child SAs, removed at their deadline.
     pub(crate) lingering: Vec<(flowsec_ipsec::SaId, Duration)>,
     /// The `now` of the call being served (time stays an argument: this

@@ -147,6 +147,8 @@ impl Host {
                 k,
             );
         }
+        let conn_name = self.config.connections[sa.conn].name.clone();
+        self.release_holds(&conn_name, &name, k);
         let rekey_at = (!rekey_time.is_zero()).then(|| now + self.jittered(rekey_time, rand_time));
         let chosen = i.chosen;
         self.events.push(IkeEvent::ChildInstalled {
@@ -527,8 +529,12 @@ impl Host {
             .iter()
             .chain(sa.others.values().flat_map(|s| s.children.iter()))
             .any(|o| o.reqid == c.reqid);
-        // A trap's policies stay: the next packet negotiates again.
-        if !used && !self.traps.contains_key(&c.reqid) {
+        // A trap's policies stay: the next packet negotiates again. A
+        // replaced connection's become DISCARD until its successor's
+        // Child SA is up (reload.rs): never a moment in the clear.
+        if !used && self.holds.contains_key(&c.reqid) {
+            self.hold_policies(c.reqid, k);
+        } else if !used && !self.traps.contains_key(&c.reqid) {
             self.remove_policies(c.reqid, k);
         }
         self.events.push(IkeEvent::ChildRemoved {

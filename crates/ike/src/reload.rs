@@ -12,6 +12,14 @@
 //!  last IKE SA is gone, found by no lookup (initiate, IKE_SA_INIT, acquire)
 //! ```
 //!
+//! A replaced connection is made before it is broken: its old IKE SAs
+//! stay until the new connection has an IKE SA with a Child SA (or
+//! [`REPLACE_WAIT`] has passed, or the new one starts nothing itself), so
+//! the peer's new Child SA takes the old one's policies over at both ends.
+//! Should the old Child SAs go first (the peer deleted them, the new one
+//! is late), their policies stay as DISCARD until the new Child SA of the
+//! same name is up: the traffic is dropped, never sent in the clear.
+//!
 //! A connection is replaced whole when anything in it differs, its
 //! children included (strongSwan 5.9 replaces only the changed children
 //! when the IKE part is equal: `vici_config.c` `merge_config`); secrets
@@ -22,10 +30,16 @@ use core::time::Duration;
 use crate::config::{Config, Connection, StartAction};
 use crate::engine::Ike;
 use crate::event::IkeEvent;
+use crate::host::Host;
 use crate::kernel::Kernel;
 use crate::sa::{IkeState, Todo};
 use crate::table::SaMut;
 use crate::task::Task;
+
+/// How long a replaced connection's IKE SAs wait for the new one (our
+/// tuning: IKE_SA_INIT and IKE_AUTH with their retransmissions are done
+/// well before, unless the peer does not answer at all).
+pub const REPLACE_WAIT: Duration = Duration::from_secs(30);
 
 /// What a reload did to each connection, by name, in the new file's
 /// order (removed ones in the old file's).
@@ -88,9 +102,22 @@ impl Ike {
                 report.added.push(c.name.clone());
             }
         }
+        // Make before break where we start the new one ourselves.
+        for c in config.connections.iter() {
+            let starts = c
+                .children
+                .iter()
+                .any(|ch| ch.start_action == StartAction::Start);
+            if starts && report.replaced.contains(&c.name) {
+                self.host
+                    .replacing
+                    .insert(c.name.clone(), now + REPLACE_WAIT);
+            }
+        }
         config.connections.extend(retired);
         self.host.config = config;
         self.host.live = live;
+        self.host.release_stale_holds(k);
         for sa in self.sas.values_mut() {
             sa.conn = moved_to[sa.conn];
         }
@@ -126,6 +153,7 @@ impl Ike {
         for reqid in traps {
             self.host.remove_trap(reqid, self.sas.values(), k);
         }
+        self.replaced_in_time(now);
         let retired: Vec<u64> = self
             .sas
             .values()
@@ -138,6 +166,8 @@ impl Ike {
             else {
                 continue;
             };
+            // Whoever deletes it first, its policies are held.
+            self.host.hold_children(&sa);
             match sa.state {
                 IkeState::Connecting | IkeState::HalfOpen | IkeState::Authenticating => {
                     let mut sa = self.sas.remove(at).expect("found above");
@@ -145,6 +175,10 @@ impl Ike {
                     self.host.destroy(&mut sa, k);
                 }
                 IkeState::Established if !deleting(&sa) => {
+                    let name = &self.host.config.connections[sa.conn].name;
+                    if self.host.replacing.contains_key(name) {
+                        continue;
+                    }
                     sa.queue.clear();
                     sa.queue.push_back(Todo::DeleteIke);
                     self.host.kick(now, &mut sa, k);
@@ -154,8 +188,48 @@ impl Ike {
         }
         if self.sas.values().all(|sa| sa.conn < live) {
             self.host.config.connections.truncate(live);
+            self.host.replacing.clear();
         }
         self.host.events.within(None);
+    }
+
+    /// Forget the replaced connections whose new IKE SA is up with a Child
+    /// SA, or that waited [`REPLACE_WAIT`]: their old IKE SAs go now.
+    fn replaced_in_time(&mut self, now: Duration) {
+        let (host, sas) = (&mut self.host, &self.sas);
+        let live = host.live;
+        let conns = &host.config.connections;
+        host.replacing.retain(|name, until| {
+            let up = sas.values().any(|s| {
+                s.conn < live
+                    && conns[s.conn].name == *name
+                    && s.state == IkeState::Established
+                    && !s.children.is_empty()
+            });
+            now < *until && !up
+        });
+    }
+
+    /// When the retired IKE SA `sa` is to be deleted, if it is not yet
+    /// being deleted: at once, or when its successor is up (the daemon
+    /// polls at once then) or at the end of [`REPLACE_WAIT`].
+    pub(crate) fn retired_due(&self, sa: &crate::sa::IkeSa) -> Option<Duration> {
+        if sa.conn < self.host.live || deleting(sa) {
+            return None;
+        }
+        let name = &self.host.config.connections[sa.conn].name;
+        let Some(&until) = self.host.replacing.get(name) else {
+            return Some(Duration::ZERO);
+        };
+        let live = self.host.live;
+        let conns = &self.host.config.connections;
+        let up = self.sas.values().any(|s| {
+            s.conn < live
+                && conns[s.conn].name == *name
+                && s.state == IkeState::Established
+                && !s.children.is_empty()
+        });
+        Some(if up { Duration::ZERO } else { until })
     }
 
     /// `start_action` of the children of connections `which` (indexes):
@@ -182,6 +256,93 @@ impl Ike {
             if let Err(e) = self.initiate(now, Some(&conn), Some(&child), k) {
                 self.host.events.push(IkeEvent::CommandFailed(e));
             }
+        }
+    }
+}
+
+impl Host {
+    /// The Child SAs of `sa`, a replaced connection's IKE SA about to be
+    /// deleted: their policies will be held when their SAs go.
+    fn hold_children(&mut self, sa: &crate::sa::IkeSa) {
+        let conn = &self.config.connections[sa.conn];
+        if !self.config.connections[..self.live]
+            .iter()
+            .any(|c| c.name == conn.name)
+        {
+            return;
+        }
+        for c in &sa.children {
+            let child = conn.children.get(c.cfg).map_or("?", |ch| ch.name.as_str());
+            self.holds
+                .insert(c.reqid, (conn.name.clone(), child.to_string()));
+        }
+    }
+
+    /// `reqid`'s Child SAs are gone and it is held: its policies become
+    /// DISCARD (the route into the TUN stays, the packets are dropped
+    /// there); what it had displaced is forgotten.
+    pub(crate) fn hold_policies(&mut self, reqid: u32, k: &mut dyn Kernel) {
+        self.shadowed.retain(|(r, _)| *r != reqid);
+        let Some(owned) = self.policies.get_mut(&reqid).filter(|o| !o.is_empty()) else {
+            // Taken over already by the successor: nothing to hold.
+            self.policies.remove(&reqid);
+            self.holds.remove(&reqid);
+            return;
+        };
+        for p in owned.iter_mut() {
+            k.del_policy(p.direction, p.selector);
+            p.action = flowsec_ipsec::Action::Discard;
+            k.add_policy(p.clone());
+        }
+        let child = self
+            .holds
+            .get(&reqid)
+            .map_or_else(String::new, |h| h.1.clone());
+        self.events.push(IkeEvent::PoliciesHeld { child, reqid });
+    }
+
+    /// The Child SA `child` of connection `conn` is up: the policies held
+    /// for its predecessors go (those it took over are gone already).
+    pub(crate) fn release_holds(&mut self, conn: &str, child: &str, k: &mut dyn Kernel) {
+        let done: Vec<u32> = self
+            .holds
+            .iter()
+            .filter(|(_, (c, ch))| c == conn && ch == child)
+            .map(|(r, _)| *r)
+            .collect();
+        for reqid in done {
+            self.release_hold(reqid, k);
+        }
+    }
+
+    /// Holds whose connection or child a reload removed go.
+    fn release_stale_holds(&mut self, k: &mut dyn Kernel) {
+        let live = &self.config.connections[..self.live];
+        let stale: Vec<u32> = self
+            .holds
+            .iter()
+            .filter(|(_, (c, ch))| {
+                !live
+                    .iter()
+                    .any(|x| x.name == *c && x.children.iter().any(|y| y.name == *ch))
+            })
+            .map(|(r, _)| *r)
+            .collect();
+        for reqid in stale {
+            self.release_hold(reqid, k);
+        }
+    }
+
+    fn release_hold(&mut self, reqid: u32, k: &mut dyn Kernel) {
+        self.holds.remove(&reqid);
+        // Still in use by an old Child SA (not yet gone): its policies go
+        // with it, as any Child SA's.
+        let held = self
+            .policies
+            .get(&reqid)
+            .is_some_and(|o| o.iter().all(|p| p.action == flowsec_ipsec::Action::Discard));
+        if held {
+            self.remove_policies(reqid, k);
         }
     }
 }

@@ -87,9 +87,7 @@ impl Ike {
                 IkeState::Established => {
                     // A retired connection's IKE SA: its DELETE is due
                     // (Ike::retire, on the next poll).
-                    if sa.conn >= self.host.live && !crate::reload::deleting(sa) {
-                        at(Some(Duration::ZERO));
-                    }
+                    at(self.retired_due(sa));
                     if sa.nat_local
                         && !sa.transport.is_stream()
                         && !self.host.settings.keep_alive.is_zero()

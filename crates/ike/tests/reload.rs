@@ -323,3 +323,131 @@ fn a_policy_taken_over_comes_back_when_the_newer_child_sa_goes() {
     assert_eq!(reqids(&p.ka), [stays, stays], "{:#?}", p.ka.log);
     assert_eq!(p.kb.policies.len(), 2, "{:#?}", p.kb.log);
 }
+
+/// The action of `k`'s outbound policy from 10.`from`.0.0/24 to
+/// 10.`to`.0.0/24: `Some("protect")`, `Some("discard")`, or `None` (the
+/// traffic would leave in the clear).
+fn out_policy(k: &flowsec_ike::RecordingKernel, from: u8, to: u8) -> Option<&'static str> {
+    let (src, dst) = (format!("10.{from}.0.0/24"), format!("10.{to}.0.0/24"));
+    k.policies
+        .iter()
+        .find(|pol| {
+            pol.direction == flowsec_ipsec::spd::Direction::Out
+                && pol.selector.src.to_string() == src
+                && pol.selector.dst.to_string() == dst
+        })
+        .map(|pol| match pol.action {
+            flowsec_ipsec::Action::Protect(_) => "protect",
+            flowsec_ipsec::Action::Discard => "discard",
+            flowsec_ipsec::Action::Bypass => "bypass",
+        })
+}
+
+#[test]
+fn a_replaced_connection_is_made_before_it_is_broken() {
+    // Issue 29, 9: two's ESP proposal changes. The new IKE SA comes up
+    // beside the old one, and the old one is deleted only then: at no
+    // step of the exchanges is two's traffic without a PROTECT policy, at
+    // either end.
+    let mut p = Pair::new(&a_conf(ESP, false), &b_conf());
+    p.start();
+    p.settle();
+    let old = by_name(&p.a.list(p.now), "two")[0].uid;
+    p.a.reload(p.now, parse(&a_conf(ESP_NEW, false)), &mut p.ka);
+    let mut steps = 0;
+    loop {
+        assert_eq!(out_policy(&p.ka, 2, 102), Some("protect"), "step {steps}");
+        assert_eq!(out_policy(&p.kb, 102, 2), Some("protect"), "step {steps}");
+        p.collect();
+        if p.ab.is_empty() && p.ba.is_empty() {
+            break;
+        }
+        // Not a word about the old IKE SA before the new one is up.
+        let new_up = by_name(&p.a.list(p.now), "two")
+            .iter()
+            .any(|s| s.uid != old && !s.children.is_empty());
+        let old_alive = p.b.list(p.now).iter().any(|s| s.uid == old);
+        assert!(new_up || old_alive, "step {steps}: b lost the old SA early");
+        if !p.ab.is_empty() {
+            p.b_gets();
+        }
+        if !p.ba.is_empty() {
+            p.a_gets();
+        }
+        steps += 1;
+        p.advance(Duration::ZERO);
+    }
+    p.settle();
+    let list = p.a.list(p.now);
+    let two = by_name(&list, "two");
+    assert_eq!(two.len(), 1);
+    assert_ne!(two[0].uid, old);
+    assert_eq!(two[0].children[0].proposal, "AES-GCM-16-256");
+    assert_eq!((p.ka.policies.len(), p.kb.policies.len()), (4, 4));
+    assert!(p
+        .ka
+        .policies
+        .iter()
+        .chain(&p.kb.policies)
+        .all(|pol| matches!(pol.action, flowsec_ipsec::Action::Protect(_))));
+}
+
+#[test]
+fn a_replaced_responder_drops_the_traffic_until_the_new_child_sa_is_up() {
+    // Issue 29, 9: a answers for two (b starts it and starts it again
+    // when it is closed); a reload at a changes two: a cannot start the
+    // new one itself, so the old IKE SA goes at once. Between the old
+    // Child SA's end and the new one's, a's policies for two are DISCARD,
+    // never gone.
+    let both = format!("{ESP},{ESP_NEW}");
+    let a = |esp: &str| {
+        file(&[
+            connection("one", 1, IKE1, ESP, START, false),
+            connection("two", 2, IKE2, esp, "", false),
+        ])
+    };
+    let b = file(&[
+        connection("one", 1, IKE1, ESP, "", true),
+        connection(
+            "two",
+            2,
+            IKE2,
+            &both,
+            "start_action = start\n                close_action = start",
+            true,
+        ),
+    ]);
+    let mut p = Pair::new(&a(ESP), &b);
+    p.start();
+    p.b.start(p.now, &mut p.kb);
+    p.settle();
+    assert_eq!(by_name(&p.a.list(p.now), "two").len(), 1);
+    p.a.reload(p.now, parse(&a(ESP_NEW)), &mut p.ka);
+    // INFORMATIONAL { D } -->   <-- INFORMATIONAL { }
+    p.b_gets();
+    p.a_gets();
+    assert!(by_name(&p.a.list(p.now), "two").is_empty());
+    assert_eq!(
+        out_policy(&p.ka, 2, 102),
+        Some("discard"),
+        "{:#?}",
+        p.ka.log
+    );
+    // b starts two again (close_action = start): a's new Child SA takes
+    // the held policies over; nothing is left of the hold.
+    p.settle();
+    let list = p.a.list(p.now);
+    let two = by_name(&list, "two");
+    assert_eq!(two.len(), 1, "{:#?}", p.a.list(p.now));
+    assert_eq!(two[0].children[0].proposal, "AES-GCM-16-256");
+    assert_eq!(out_policy(&p.ka, 2, 102), Some("protect"));
+    assert_eq!(p.ka.policies.len(), 4, "{:#?}", p.ka.policies);
+    // Removed by the next reload: a hold would not outlive its connection.
+    p.a.reload(
+        p.now,
+        parse(&file(&[connection("one", 1, IKE1, ESP, START, false)])),
+        &mut p.ka,
+    );
+    p.settle();
+    assert_eq!(out_policy(&p.ka, 2, 102), None);
+}
