@@ -328,6 +328,7 @@ impl Host {
         let addressed = self.answer_cp(sa, first, &peer, &mut payloads);
         sa.peer_id = Some(peer.clone());
         sa.local_id = Some(me.clone());
+        self.peer_authenticated_at(now, sa, first);
         self.established(now, sa);
         if has_notify(first, NotifyType::INITIAL_CONTACT) {
             self.initial_contact(sa, k);
@@ -482,6 +483,7 @@ impl Host {
             self.push_all(sa.transport, sa.local, sa.remote, data);
             return self.fail(sa, NegotiationError::NoVirtualIp);
         }
+        self.peer_authenticated_at(now, sa, &msg);
         self.established(now, sa);
         self.report_established(sa, me, peer);
         if let Some(req) = child {
@@ -586,10 +588,13 @@ impl Host {
         if !rekey.is_zero() {
             sa.rekey_at = Some(now + self.jittered(rekey, rand));
         }
-        // Reauthentication is not supported yet: its time (with over_time)
-        // bounds the SA's life as strongSwan's does.
-        let life = [rekey, reauth].into_iter().filter(|d| !d.is_zero()).max();
-        sa.expire_at = life.map(|l| now + l + over);
+        // The hard limit (`over_time` past a rekey or a reauthentication
+        // that did not happen): a rekey's from now, the reauthentication's
+        // from when the peer authenticated, which IKE rekeys carry over
+        // (RFC 7296 §2.8.3; crate::reauth).
+        let by_rekey = (!rekey.is_zero()).then(|| now + rekey + over);
+        let by_auth = (!reauth.is_zero()).then(|| sa.auth.at + reauth + over);
+        sa.expire_at = [by_rekey, by_auth].into_iter().flatten().min();
     }
 
     /// The peer says it has no other IKE SA with us (§2.4, INITIAL_CONTACT):

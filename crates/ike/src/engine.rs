@@ -200,11 +200,16 @@ pub struct IkeStats {
     /// Signatures (AUTH) that did not verify, or used a scheme we do not
     /// accept.
     pub bad_signature: u64,
+    /// Established peers deleted because a reload's credentials no longer
+    /// let them in (a CRL, a CA removed, an EAP user deleted).
+    pub peers_revoked: u64,
+    /// IKE SAs authenticated again in an old one's place (`reauth_time`).
+    pub reauthentications: u64,
 }
 
 impl IkeStats {
     /// Every counter with its name, for `flowsec ctl stats`.
-    pub fn named(&self) -> [(&'static str, u64); 29] {
+    pub fn named(&self) -> [(&'static str, u64); 31] {
         [
             ("received", self.received),
             ("sent", self.sent),
@@ -233,6 +238,8 @@ impl IkeStats {
             ("cert_untrusted", self.cert_untrusted),
             ("cert_revoked", self.cert_revoked),
             ("bad_signature", self.bad_signature),
+            ("peers_revoked", self.peers_revoked),
+            ("reauthentications", self.reauthentications),
             ("child_rekeys", self.child_rekeys),
             ("loss_free_handovers", self.loss_free_handovers),
         ]
@@ -296,6 +303,7 @@ impl Ike {
             traps: BTreeMap::new(),
             holds: BTreeMap::new(),
             replacing: BTreeMap::new(),
+            reauth_due: Vec::new(),
             lingering: Vec::new(),
             clock: Duration::ZERO,
             unix_at_zero: None,

@@ -352,6 +352,24 @@ pub enum IkeEvent {
         /// Its reqid.
         reqid: u32,
     },
+    /// `reauth_time`: a new IKE SA authenticates again in this one's
+    /// place (RFC 7296 §2.8.3).
+    Reauthenticating {
+        /// Its connection.
+        name: String,
+        /// The IKE SA reauthenticated.
+        unique_id: u32,
+    },
+    /// A reload's credentials no longer let the peer in: its IKE SA is
+    /// deleted.
+    PeerRevoked {
+        /// Its connection.
+        name: String,
+        /// The IKE SA.
+        unique_id: u32,
+        /// Why.
+        why: String,
+    },
     /// A replaced connection's Child SA is gone before its successor is
     /// up: its policies drop the traffic meanwhile ([`crate::reload`]).
     PoliciesHeld {
@@ -602,6 +620,17 @@ impl fmt::Display for IkeEvent {
             E::TrapRemoved { child, reqid } => {
                 write!(f, "trap policy {child}{{{reqid}}} removed")
             }
+            E::Reauthenticating { name, unique_id } => {
+                write!(f, "IKE_SA {name}[{unique_id}]: reauthenticating (reauth_time)")
+            }
+            E::PeerRevoked {
+                name,
+                unique_id,
+                why,
+            } => write!(
+                f,
+                "IKE_SA {name}[{unique_id}]: the peer's credentials no longer hold ({why}): deleting"
+            ),
             E::PoliciesHeld { child, reqid } => write!(
                 f,
                 "CHILD_SA {child}{{{reqid}}} replaced: its traffic is dropped until the new one is up"

@@ -51,6 +51,9 @@ pub(crate) struct Host {
     /// their SAs are gone, until the replacement's Child SA of the same
     /// name is up: reqid → (connection, child) by name ([`crate::reload`]).
     pub(crate) holds: BTreeMap<u32, (String, String)>,
+    /// IKE SAs (our SPIs) whose `reauth_time` came, to authenticate again
+    /// at the end of this poll ([`crate::reauth`]).
+    pub(crate) reauth_due: Vec<u64>,
     /// Replaced connections whose old IKE SAs wait for the new one (make
     /// before break), by name: until when at most.
     pub(crate) replacing: BTreeMap<String, Duration>,

@@ -548,6 +548,7 @@ pub(crate) fn new_sa(
         vips_local: Vec::new(),
         dns: Vec::new(),
         vips_remote: Vec::new(),
+        auth: Default::default(),
         reassembly: [None, None],
     }
 }

@@ -65,6 +65,7 @@ mod nat;
 pub mod pool;
 mod pubkey;
 pub mod random;
+mod reauth;
 mod rekey;
 mod reload;
 mod rules;

@@ -25,7 +25,7 @@ use crate::sa::IkeSa;
 
 /// The most CERT payloads of one message looked at (the end entity and
 /// its intermediates; strongSwan's chains are 2–4 deep).
-const MAX_CERTS: usize = 8;
+pub(crate) const MAX_CERTS: usize = 8;
 
 /// The hashes a message's SIGNATURE_HASH_ALGORITHMS announces.
 pub(crate) fn announced_hashes(msg: &Message) -> HashSet {
@@ -56,7 +56,7 @@ pub(crate) struct Signed {
 impl Host {
     /// The CAs the peer of connection `conn` must chain to: `cacerts`, or
     /// every CA we hold.
-    fn trusted_cas(&self, conn: usize) -> Vec<&Certificate> {
+    pub(crate) fn trusted_cas(&self, conn: usize) -> Vec<&Certificate> {
         let creds = &self.config.credentials;
         let names = &self.config.connections[conn].remote.cacerts;
         if names.is_empty() {

@@ -136,6 +136,8 @@ impl Host {
         sa.nat_remote = old.nat_remote;
         sa.peer_id = old.peer_id.clone();
         sa.local_id = old.local_id.clone();
+        // A rekey is no new authentication (RFC 7296 §2.8.3).
+        sa.auth = old.auth.clone();
         // What IKE_SA_INIT negotiated holds for its successors
         // (strongSwan's ike_sa inherits its extensions on a rekey).
         sa.peer_fragments = old.peer_fragments;

@@ -128,6 +128,7 @@ impl Ike {
         // The new and the changed ones start as at `flowsec up`.
         let fresh: Vec<usize> = (0..live).filter(|&j| !kept[j]).collect();
         self.start_connections(now, &fresh, k);
+        self.recheck_peers(now, k);
         self.host.events.within(None);
         self.host.events.push(IkeEvent::Reloaded(report.clone()));
         report

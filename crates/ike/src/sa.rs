@@ -211,6 +211,8 @@ pub(crate) struct IkeSa {
     pub dns: Vec<std::net::IpAddr>,
     /// Virtual IPs we gave the peer (responder), with their pools.
     pub vips_remote: Vec<(String, std::net::IpAddr)>,
+    /// How and when the peer authenticated (kept across IKE rekeys).
+    pub auth: crate::reauth::PeerAuth,
 }
 
 impl IkeSa {

@@ -58,6 +58,7 @@ impl Ike {
         }
         self.fall_back_to_tcp(now, k);
         self.retire(now, k);
+        self.reauth_handover(now, k);
         for spi in self.sas.spis() {
             let Some((at, mut sa)) =
                 crate::event_log::find_within(&mut self.sas, &mut self.host, spi)
@@ -67,6 +68,7 @@ impl Ike {
             let then = self.host.poll_sa(now, &mut sa, k);
             self.then(now, at, then, k);
         }
+        self.reauthenticate(now, k);
     }
 
     /// When [`Ike::poll`] should next be called.
@@ -96,6 +98,10 @@ impl Ike {
                     }
                     at(sa.rekey_at);
                     at(sa.expire_at);
+                    at(sa.auth.reauth_at);
+                    if self.reauth_due_now(sa) {
+                        at(Some(Duration::ZERO));
+                    }
                     let dpd = self.host.config.connections[sa.conn].dpd_delay;
                     if !dpd.is_zero() && sa.exch.idle() {
                         at(Some(sa.last_heard + dpd));
@@ -209,6 +215,10 @@ impl Host {
         if sa.expire_at.is_some_and(|t| now >= t) {
             sa.expire_at = None;
             sa.queue.push_back(Todo::DeleteIke);
+        }
+        if sa.auth.reauth_at.is_some_and(|t| now >= t) {
+            sa.auth.reauth_at = None;
+            self.reauth_due.push(sa.our_spi());
         }
         // RFC 3948 §2.3: behind a NAT, keep its mapping (the ESP in UDP
         // would keep it too; the core does not see that traffic). Not over

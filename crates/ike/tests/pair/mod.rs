@@ -287,6 +287,16 @@ pub fn fixtures() -> std::path::PathBuf {
 /// A core loaded from a swanctl directory made for it: `files`
 /// (fixture, subdirectory) copied in, `conf` as swanctl.conf.
 pub fn loaded(tag: &str, conf: &str, files: &[(&str, &str)], seed: u64) -> Ike {
+    Ike::new(
+        loaded_config(tag, conf, files),
+        Provider::rustcrypto(),
+        Box::new(SeededRandom::new(seed)),
+        Settings::default(),
+    )
+}
+
+/// The configuration [`loaded`] runs (for a reload).
+pub fn loaded_config(tag: &str, conf: &str, files: &[(&str, &str)]) -> config::Config {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
     let n = N.fetch_add(1, Ordering::Relaxed);
@@ -300,10 +310,5 @@ pub fn loaded(tag: &str, conf: &str, files: &[(&str, &str)], seed: u64) -> Ike {
     std::fs::write(dir.join("swanctl.conf"), conf).unwrap();
     let config = config::load(&dir.join("swanctl.conf")).unwrap_or_else(|e| panic!("{e}"));
     std::fs::remove_dir_all(&dir).unwrap();
-    Ike::new(
-        config,
-        Provider::rustcrypto(),
-        Box::new(SeededRandom::new(seed)),
-        Settings::default(),
-    )
+    config
 }

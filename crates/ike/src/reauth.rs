@@ -1,0 +1,220 @@
+//! Sessions end with their credentials (RFC 7296 §2.8.3; strongSwan's
+//! `reauth_time`): when the peer last authenticated is kept across IKE
+//! rekeys, so a rekey never extends a session past `reauth_time` (+
+//! `over_time`, the hard limit). At `reauth_time` the side that can reach
+//! the peer authenticates again, make before break: a new IKE SA with the
+//! same Child SAs (they share the old ones' policies), then the old IKE
+//! SA is deleted. A responder that cannot initiate (a road-warrior
+//! gateway) lets the SA end at the hard limit; the client comes back.
+//!
+//! A reload that changes the credentials (a CRL revoking a certificate, a
+//! CA removed, an EAP user deleted) checks every established peer again;
+//! those that no longer pass are deleted.
+
+use core::time::Duration;
+
+use crate::cert::{verify, Certificate};
+use crate::config::AuthKind;
+use crate::engine::Ike;
+use crate::event::IkeEvent;
+use crate::host::Host;
+use crate::kernel::Kernel;
+use crate::sa::{IkeSa, IkeState, Todo};
+use flowsec_wire::ike::{Message, Payload, CERT_X509_SIGNATURE};
+
+/// How a peer authenticated, for as long as the IKE SA and its
+/// successors (IKE rekeys) live.
+#[derive(Clone, Default)]
+pub(crate) struct PeerAuth {
+    /// When it authenticated (IKE_AUTH, or the end of EAP).
+    pub at: Duration,
+    /// When we authenticate again (`reauth_time`, jittered by
+    /// `rand_time`), if we do.
+    pub reauth_at: Option<Duration>,
+    /// The IKE SA (our SPI) authenticating again in this one's place.
+    pub reauth_by: Option<u64>,
+    /// The certificates it sent (end entity first), to check again when
+    /// the credentials change.
+    pub certs: Vec<Vec<u8>>,
+}
+
+/// The X.509 certificates of CERT payloads in `msg`, as the peer sent them.
+fn cert_ders(msg: &Message) -> Vec<Vec<u8>> {
+    msg.payloads
+        .iter()
+        .filter_map(|p| match p {
+            Payload::Cert(c) if c.encoding == CERT_X509_SIGNATURE => Some(c.data.clone()),
+            _ => None,
+        })
+        .take(crate::pubkey::MAX_CERTS)
+        .collect()
+}
+
+impl Host {
+    /// The peer of `sa` authenticated at `now` with `msg` (the IKE_AUTH
+    /// message that carried its certificates, if any).
+    pub(crate) fn peer_authenticated_at(&mut self, now: Duration, sa: &mut IkeSa, msg: &Message) {
+        let conn = &self.config.connections[sa.conn];
+        let (reauth, rand) = (conn.reauth_time, conn.rand_time);
+        let pubkey = matches!(conn.remote.auth, AuthKind::Pubkey(_));
+        sa.auth = PeerAuth {
+            at: now,
+            reauth_at: (!reauth.is_zero()).then(|| now + self.jittered(reauth, rand)),
+            reauth_by: None,
+            certs: if pubkey { cert_ders(msg) } else { Vec::new() },
+        };
+    }
+
+    /// Whether the peer of `sa` would still be let in with the
+    /// credentials we hold now (`unix`: the wall clock); why not.
+    fn still_trusted(&self, sa: &IkeSa, unix: Option<Duration>) -> Result<(), String> {
+        let conn = &self.config.connections[sa.conn];
+        match conn.remote.auth {
+            AuthKind::Pubkey(_) => {
+                let (Some(unix), Some(ee)) = (unix, sa.auth.certs.first()) else {
+                    return Ok(());
+                };
+                let parse = |d: &Vec<u8>| Certificate::parse(d).map_err(|e| e.to_string());
+                let ee = parse(ee)?;
+                let inter = sa.auth.certs[1..]
+                    .iter()
+                    .map(parse)
+                    .collect::<Result<Vec<_>, _>>()?;
+                let inter: Vec<&Certificate> = inter.iter().collect();
+                let crls = self.config.credentials.crls();
+                let strict = conn.remote.revocation_strict;
+                let anchors = self.trusted_cas(sa.conn);
+                verify::validate_with(&ee, &inter, &anchors, &crls, unix, strict)
+                    .map_err(|r| r.to_string())
+            }
+            AuthKind::Eap => match &sa.peer_id {
+                Some(user) if self.config.find_eap(user).is_none() => {
+                    Err(format!("EAP user {user} has no secret any more"))
+                }
+                _ => Ok(()),
+            },
+            AuthKind::Psk => Ok(()),
+        }
+    }
+}
+
+impl Ike {
+    /// After a reload: every established peer checked again with the new
+    /// credentials; those that fail are deleted (DELETE sent).
+    pub(crate) fn recheck_peers(&mut self, now: Duration, k: &mut dyn Kernel) {
+        let unix = self.host.unix_time(now);
+        let failed: Vec<(u64, String)> = self
+            .sas
+            .values()
+            .filter(|s| s.conn < self.host.live && s.state == IkeState::Established)
+            .filter_map(|s| {
+                let why = self.host.still_trusted(s, unix).err()?;
+                Some((s.our_spi(), why))
+            })
+            .collect();
+        for (spi, why) in failed {
+            let Some((_, mut sa)) =
+                crate::event_log::find_within(&mut self.sas, &mut self.host, spi)
+            else {
+                continue;
+            };
+            self.host.stats.peers_revoked += 1;
+            self.host.events.push(IkeEvent::PeerRevoked {
+                name: self.host.conn_name(&sa),
+                unique_id: sa.uid,
+                why,
+            });
+            sa.queue.clear();
+            sa.queue.push_back(Todo::DeleteIke);
+            self.host.kick(now, &mut sa, k);
+        }
+        self.host.events.within(None);
+    }
+
+    /// The IKE SAs whose `reauth_time` came (timers.rs): each
+    /// authenticates again on a new IKE SA, if we can reach the peer.
+    pub(crate) fn reauthenticate(&mut self, now: Duration, k: &mut dyn Kernel) {
+        for spi in std::mem::take(&mut self.host.reauth_due) {
+            let Some(old) = self.sas.values().find(|s| s.our_spi() == spi) else {
+                continue;
+            };
+            if old.state != IkeState::Established || old.conn >= self.host.live {
+                continue;
+            }
+            let (ci, uid) = (old.conn, old.uid);
+            let mut cfgs: Vec<usize> = old.children.iter().map(|c| c.cfg).collect();
+            cfgs.dedup();
+            let name = self.host.config.connections[ci].name.clone();
+            match self.connect_over(now, ci, cfgs.first().copied(), None, k) {
+                Ok(new) => {
+                    if let Some(n) = self.sas.values_mut().find(|s| s.our_spi() == new) {
+                        n.queue
+                            .extend(cfgs.iter().skip(1).map(|&c| Todo::CreateChild(c)));
+                    }
+                    if let Some(o) = self.sas.values_mut().find(|s| s.our_spi() == spi) {
+                        o.auth.reauth_by = Some(new);
+                    }
+                    self.host.stats.reauthentications += 1;
+                    self.host.events.push(IkeEvent::Reauthenticating {
+                        name,
+                        unique_id: uid,
+                    });
+                }
+                // A responder that cannot reach its peer: the SA ends at
+                // its hard limit.
+                Err(e) => self.host.events.push(IkeEvent::CommandFailed(e)),
+            }
+        }
+    }
+
+    /// The reauthenticated IKE SAs whose successor is up (with its Child
+    /// SAs, if they had any) are deleted; those whose successor failed
+    /// wait for their hard limit.
+    pub(crate) fn reauth_handover(&mut self, now: Duration, k: &mut dyn Kernel) {
+        let mut done = Vec::new();
+        let mut failed = Vec::new();
+        for s in self.sas.values() {
+            let Some(by) = s.auth.reauth_by else { continue };
+            match self.sas.values().find(|n| n.our_spi() == by) {
+                Some(n) if successor_up(s, n) => done.push(s.our_spi()),
+                Some(_) => {}
+                None => failed.push(s.our_spi()),
+            }
+        }
+        for spi in failed {
+            if let Some(s) = self.sas.values_mut().find(|s| s.our_spi() == spi) {
+                s.auth.reauth_by = None;
+            }
+        }
+        for spi in done {
+            let Some((_, mut sa)) =
+                crate::event_log::find_within(&mut self.sas, &mut self.host, spi)
+            else {
+                continue;
+            };
+            sa.auth.reauth_by = None;
+            if sa.state == IkeState::Established && !crate::reload::deleting(&sa) {
+                sa.queue.clear();
+                sa.queue.push_back(Todo::DeleteIke);
+                self.host.kick(now, &mut sa, k);
+            }
+        }
+        self.host.events.within(None);
+    }
+
+    /// Whether a reauthenticated IKE SA may go now (the daemon polls at
+    /// once then).
+    pub(crate) fn reauth_due_now(&self, sa: &IkeSa) -> bool {
+        sa.auth.reauth_by.is_some_and(|by| {
+            self.sas
+                .values()
+                .find(|n| n.our_spi() == by)
+                .is_none_or(|n| successor_up(sa, n))
+        })
+    }
+}
+
+/// `new` took `old`'s place: established, with Child SAs if `old` had any.
+fn successor_up(old: &IkeSa, new: &IkeSa) -> bool {
+    new.state == IkeState::Established && (old.children.is_empty() || !new.children.is_empty())
+}
