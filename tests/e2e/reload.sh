@@ -15,9 +15,12 @@
 # Checks:
 #   a. one and two up at both ends
 #   b. gwA's file: two's ESP proposal changed, three added; `ctl reload`
-#      under a paced UDP stream over one: nothing of the stream lost, one's
-#      IKE and Child SA SPIs as before, two back with AES-GCM-256, three up
-#      at both ends; traffic through each
+#      under a paced UDP stream over one and another over two: nothing of
+#      one's stream lost, one's IKE and Child SA SPIs as before, two back
+#      with AES-GCM-256 (made before the old one is broken), three up at
+#      both ends; traffic through each. The gateways have default routes
+#      to each other (as to the Internet): a transit capture during the
+#      reload holds no packet of two's inner addresses in the clear
 #   c. a file with a syntax error: `ctl reload` fails naming FILE:LINE,
 #      every SPI as before
 #   d. three removed, SIGHUP: deleted at both ends; one and two as before
@@ -162,19 +165,38 @@ check "a. one and two up at both ends, traffic through each" both_up
 
 start_bg hostB "$W/perf-server.log" "$FLOWSEC_BIN" perf server --bind 10.2.0.2
 wait_for_log "$W/perf-server.log" 'listening' 5 "$E2E_LAST_PID" || show_log "$W/perf-server.log"
+start_bg hostB "$W/perf-server6.log" "$FLOWSEC_BIN" perf server --bind 2001:db8:2::2
+wait_for_log "$W/perf-server6.log" 'listening' 5 "$E2E_LAST_PID" || show_log "$W/perf-server6.log"
+# A way out in the clear, as a gateway's default route to the Internet: a
+# moment without two's policies would show on the transit link.
+ns_exec gwA ip -6 route add default via 2001:db8::2
+ns_exec gwB ip -6 route add default via 2001:db8::1
 
 reload_under_stream() {
-    local before_one before_two stream="$W/reload-stream.json" streamer loss out
+    local before_one before_two stream="$W/reload-stream.json" stream6="$W/reload-stream6.json"
+    local streamer streamer6 loss loss6 out pcap="$W/reload-transit.pcap" clear esp
     before_one=$(line_of one) before_two=$(line_of two)
     gwa_conf aes256gcm16 three >"$W/gwA-swanctl.conf"
+    start_capture gwA eth1 "$pcap" || return 1
     ns_exec hostA "$FLOWSEC_BIN" perf client -H 10.2.0.2 -t CBR --rate 20M -m 1000 -l 4 --json >"$stream" 2>&1 &
     streamer=$!
+    ns_exec hostA "$FLOWSEC_BIN" perf client -H 2001:db8:2::2 -t CBR --rate 5M -m 500 -l 4 --json >"$stream6" 2>&1 &
+    streamer6=$!
     sleep 1
-    out=$(fctl gwA reload 2>&1) || { echo "    $out"; wait "$streamer"; return 1; }
+    out=$(fctl gwA reload 2>&1) || { echo "    $out"; wait "$streamer" "$streamer6"; return 1; }
     sed 's/^/    ctl reload: /' <<<"$out"
     wait "$streamer" || { show_log "$stream" 5; return 1; }
+    wait "$streamer6" || { show_log "$stream6" 5; return 1; }
+    stop_bg "$TCPDUMP_PID" 2
     loss=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["lost"], r["packets_received"])' "$stream")
+    loss6=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["lost"], r["packets_received"])' "$stream6")
     echo "    CBR 20 Mbit/s of 1000 B over one across the reload: lost/received $loss"
+    echo "    CBR 5 Mbit/s of 500 B over two (replaced) across the reload: lost/received $loss6"
+    # Independent of flowsec: tcpdump reads the transit capture.
+    clear=$(tcpdump -r "$pcap" -n 'ip6 and (net 2001:db8:1::/64 or net 2001:db8:2::/64)' 2>/dev/null | wc -l)
+    esp=$(tcpdump -r "$pcap" -n 'esp' 2>/dev/null | wc -l)
+    echo "    transit during the reload (tcpdump): $esp ESP packets, $clear of two's inner addresses in the clear"
+    [ "$clear" -eq 0 ] && [ "$esp" -gt 0 ] || return 1
     [ "${loss%% *}" -eq 0 ] || return 1
     grep -q 'connections replaced: two' <<<"$out" && grep -q 'connections added: three' <<<"$out" &&
         grep -q 'connections unchanged: one' <<<"$out" || return 1
