@@ -112,25 +112,7 @@ impl Host {
         for inbound in sas.inbound {
             k.add_sa(inbound);
         }
-        // ARCHITECTURE.md "Rekeying without loss": the responder of a rekey
-        // keeps sending on the old SA until the initiator deletes it (the
-        // initiator installs the new inbound SA only when our answer
-        // arrives); the new outbound SA waits in the Child SA till then.
-        // `prefer-new` sends on it at once; `keep-old` waits, at both
-        // ends, until the old SA expires.
-        let defer = match self.switch_of(sa.conn, i.cfg) {
-            RekeySwitch::LossFree => !i.we_initiated,
-            RekeySwitch::PreferNew => false,
-            RekeySwitch::KeepOld => true,
-        };
-        let deferred_out = if i.reqid.is_some() && defer {
-            sas.outbound
-        } else {
-            for out in sas.outbound {
-                k.add_sa(out);
-            }
-            Vec::new()
-        };
+        let deferred_out = self.send_or_defer(sa.conn, &i, sas.outbound, k);
         let child = &self.config.connections[sa.conn].children[i.cfg];
         let (rekey_time, rand_time, life_time) =
             (child.rekey_time, child.rand_time, child.life_time);
@@ -191,6 +173,34 @@ impl Host {
             cpu: i.cpu,
             sas_gone: false,
         });
+    }
+
+    /// The new outbound SAs of a Child SA: installed, or (returned) held
+    /// back in it. ARCHITECTURE.md "Rekeying without loss": the responder
+    /// of a rekey keeps sending on the old SA until the initiator deletes
+    /// it (the initiator installs the new inbound SA only when our answer
+    /// arrives); the new outbound SA waits in the Child SA till then.
+    /// `prefer-new` sends on it at once; `keep-old` waits, at both ends,
+    /// until the old SA expires.
+    fn send_or_defer(
+        &self,
+        conn: usize,
+        i: &Install<'_>,
+        outbound: Vec<flowsec_ipsec::SaConfig>,
+        k: &mut dyn Kernel,
+    ) -> Vec<flowsec_ipsec::SaConfig> {
+        let defer = match self.switch_of(conn, i.cfg) {
+            RekeySwitch::LossFree => !i.we_initiated,
+            RekeySwitch::PreferNew => false,
+            RekeySwitch::KeepOld => true,
+        };
+        if i.reqid.is_some() && defer {
+            return outbound;
+        }
+        for out in outbound {
+            k.add_sa(out);
+        }
+        Vec::new()
     }
 
     /// The `rekey_switch` of child config `cfg` of connection `conn` (each

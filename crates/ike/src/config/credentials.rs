@@ -39,50 +39,7 @@ pub(super) fn check(
     }
     for c in &config.connections {
         if let AuthKind::Pubkey(_) = c.local.auth {
-            let key = format!("connections.{}.local", c.name);
-            let cert =
-                local_cert(config, &c.local.certs, c.local.id.as_ref()).ok_or_else(|| {
-                    ConfigError::new(
-                        file,
-                        0,
-                        key.clone(),
-                        ConfigErrorKind::NoLocalCert {
-                            id: c.local.id.as_ref().map(Identity::to_string),
-                            dir: dir.display().to_string(),
-                        },
-                    )
-                })?;
-            if c.local.id.is_none() && !super::dn::is_named(&cert.subject) {
-                return Err(ConfigError::new(
-                    file,
-                    0,
-                    key,
-                    ConfigErrorKind::EmptySubject,
-                ));
-            }
-            if creds.key_for(cert).is_none() {
-                return Err(ConfigError::new(
-                    file,
-                    0,
-                    key,
-                    ConfigErrorKind::NoPrivateKey {
-                        subject: cert.subject_text(),
-                    },
-                ));
-            }
-            let anchors: Vec<&Certificate> = creds.cas().collect();
-            let chain = creds.chain_of(cert);
-            if let Err(why) = verify::validate(cert, &chain, &anchors, &creds.crls(), unix) {
-                return Err(ConfigError::new(
-                    file,
-                    0,
-                    key,
-                    ConfigErrorKind::LocalCertInvalid {
-                        subject: cert.subject_text(),
-                        why: why.to_string(),
-                    },
-                ));
-            }
+            check_signer(config, c, file, dir, unix)?;
         }
         if c.local.auth == AuthKind::Eap {
             let key = format!("connections.{}.local", c.name);
@@ -118,6 +75,63 @@ pub(super) fn check(
                 ));
             }
         }
+    }
+    Ok(())
+}
+
+/// A connection that signs: its certificate (by `certs` or `id`), a
+/// subject or `id` to name it, its private key, and a chain to a CA we
+/// hold.
+fn check_signer(
+    config: &Config,
+    c: &super::Connection,
+    file: &str,
+    dir: &Path,
+    unix: Duration,
+) -> Result<(), ConfigError> {
+    let creds = &config.credentials;
+    let key = format!("connections.{}.local", c.name);
+    let cert = local_cert(config, &c.local.certs, c.local.id.as_ref()).ok_or_else(|| {
+        ConfigError::new(
+            file,
+            0,
+            key.clone(),
+            ConfigErrorKind::NoLocalCert {
+                id: c.local.id.as_ref().map(Identity::to_string),
+                dir: dir.display().to_string(),
+            },
+        )
+    })?;
+    if c.local.id.is_none() && !super::dn::is_named(&cert.subject) {
+        return Err(ConfigError::new(
+            file,
+            0,
+            key,
+            ConfigErrorKind::EmptySubject,
+        ));
+    }
+    if creds.key_for(cert).is_none() {
+        return Err(ConfigError::new(
+            file,
+            0,
+            key,
+            ConfigErrorKind::NoPrivateKey {
+                subject: cert.subject_text(),
+            },
+        ));
+    }
+    let anchors: Vec<&Certificate> = creds.cas().collect();
+    let chain = creds.chain_of(cert);
+    if let Err(why) = verify::validate(cert, &chain, &anchors, &creds.crls(), unix) {
+        return Err(ConfigError::new(
+            file,
+            0,
+            key,
+            ConfigErrorKind::LocalCertInvalid {
+                subject: cert.subject_text(),
+                why: why.to_string(),
+            },
+        ));
     }
     Ok(())
 }
