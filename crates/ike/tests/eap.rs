@@ -91,13 +91,19 @@ secrets {{
 
 fn pair(password: &str) -> Pair {
     let (a, b) = confs(password);
-    let a = pair::loaded("eap-a", &a, &[("caCert.pem", "x509ca")], 1);
+    pair_of(&a, &b)
+}
+
+/// The road warrior `a` and the gateway `b` (moon's certificate), with a
+/// wall clock.
+fn pair_of(a: &str, b: &str) -> Pair {
+    let a = pair::loaded("eap-a", a, &[("caCert.pem", "x509ca")], 1);
     let files = [
         ("moonCert.pem", "x509"),
         ("moonKey.pem", "ecdsa"),
         ("caCert.pem", "x509ca"),
     ];
-    let b = pair::loaded("eap-b", &b, &files, 2);
+    let b = pair::loaded("eap-b", b, &files, 2);
     let mut p = Pair::of(a, b);
     p.a.set_wall_clock(p.now, UNIX);
     p.b.set_wall_clock(p.now, UNIX);
@@ -216,16 +222,7 @@ fn as_user(a: &str, user: &str) -> String {
 }
 
 fn run(a: &str, b: &str) -> Pair {
-    let a = pair::loaded("eap-a3", a, &[("caCert.pem", "x509ca")], 1);
-    let files = [
-        ("moonCert.pem", "x509"),
-        ("moonKey.pem", "ecdsa"),
-        ("caCert.pem", "x509ca"),
-    ];
-    let b = pair::loaded("eap-b3", b, &files, 2);
-    let mut p = Pair::of(a, b);
-    p.a.set_wall_clock(p.now, UNIX);
-    p.b.set_wall_clock(p.now, UNIX);
+    let mut p = pair_of(a, b);
     p.start();
     p.settle();
     p
@@ -279,16 +276,7 @@ fn a_half_open_eap_sa_stays_where_its_ike_sa_init_came_from() {
     // once a second (no reflector).
     let (a, b) = confs("Ar3s.ajeNt");
     let b = b.replace(&format!("remote_addrs = {A}"), "remote_addrs = %any");
-    let a = pair::loaded("eap-a4", &a, &[("caCert.pem", "x509ca")], 1);
-    let files = [
-        ("moonCert.pem", "x509"),
-        ("moonKey.pem", "ecdsa"),
-        ("caCert.pem", "x509ca"),
-    ];
-    let b = pair::loaded("eap-b4", &b, &files, 2);
-    let mut p = Pair::of(a, b);
-    p.a.set_wall_clock(p.now, UNIX);
-    p.b.set_wall_clock(p.now, UNIX);
+    let mut p = pair_of(&a, &b);
     // a behind a NAT (b then follows an established peer's new port).
     let public: std::net::IpAddr = "198.51.100.1".parse().unwrap();
     p.nat = Some((public, 20000));

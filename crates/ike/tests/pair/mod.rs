@@ -205,6 +205,23 @@ impl Pair {
         d
     }
 
+    /// Deliver the oldest datagram each way, if any; `false` when nothing
+    /// was in flight (for tests that check something between messages).
+    pub fn step(&mut self) -> bool {
+        self.collect();
+        if self.ab.is_empty() && self.ba.is_empty() {
+            return false;
+        }
+        if !self.ab.is_empty() {
+            self.b_gets();
+        }
+        if !self.ba.is_empty() {
+            self.a_gets();
+        }
+        self.advance(Duration::ZERO);
+        true
+    }
+
     /// Deliver everything in flight, both ways, until quiet; then let the
     /// inbound SAs of replaced Child SAs (kept 5 s for late packets) go.
     pub fn settle(&mut self) {
