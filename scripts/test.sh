@@ -165,6 +165,9 @@ done
 echo "-- running as a service: ctl reload / SIGHUP with several connections and a setkey file, the systemd unit: flowsec -> flowsec"
 FLOWSEC_BIN=target/debug/flowsec tests/e2e/reload.sh </dev/null
 
+echo "-- ike: a captured IKE_AUTH replayed 50 times from a forged address (no reflector, the SA stays with its peer): flowsec -> flowsec"
+FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_replay.sh </dev/null
+
 step "flowsec lab run --quick all (every scenario writes its report; verdicts come from the data)"
 LAB_OUT="$(mktemp -d)"
 target/debug/flowsec lab run --quick all --out "$LAB_OUT"
