@@ -100,6 +100,8 @@ for mode in tunnel transport; do
     echo "-- e2e: fragments under a port policy (RFC 4301 §7), $mode mode: arrive whole, none in the clear"
     FLOWSEC_E2E_MODE=$mode tests/e2e/fragments.sh </dev/null
 done
+echo "-- e2e: a manual AES-GCM SA moved to a new SPI with the same key, restarted: its sequence numbers (GCM nonces) go on, not again from 1"
+tests/e2e/manual_nonce.sh </dev/null
 echo "-- e2e: per-resource SAs (RFC 9611, setkey -cpu): --parallel flow spreads one tunnel over 2 workers, --parallel default keeps one SA"
 tests/e2e/parallel.sh </dev/null
 echo "-- e2e: the daemon's privileges (capabilities, no_new_privs) and its control socket (mode, SO_PEERCRED, --ctl-group)"

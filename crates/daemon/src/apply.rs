@@ -14,7 +14,7 @@ use flowsec_wire::udp_encap::NAT_T_PORT;
 use zeroize::Zeroizing;
 
 pub use crate::error::{ConfigError, StatementError};
-use crate::seqstate::{SeqRange, SeqState};
+use crate::seqstate::{NonceKey, SeqRange, SeqState};
 
 /// The databases one worker runs with.
 #[derive(Debug, Default)]
@@ -46,14 +46,11 @@ pub struct Model {
     pub nonce_keys: BTreeMap<SaId, [u8; 16]>,
 }
 
-/// A tag of `config`'s encryption key (salt included) for comparing keys
-/// without keeping them ([`keyed_tag`]). `None` where the IV is not the
-/// sequence number.
+/// A tag of what makes `config`'s nonces ([`NonceKey`]: protocol,
+/// algorithm, key with its salt) for comparing keys without keeping them
+/// ([`keyed_tag`]). `None` where the IV is not the sequence number.
 fn nonce_key_tag(config: &SaConfig) -> Option<[u8; 16]> {
-    if config.protocol != Protocol::Esp || !flowsec_crypto::esp::nonce_is_counter(config.encr) {
-        return None;
-    }
-    Some(keyed_tag(&[&config.encr.0.to_be_bytes(), &config.encr_key]))
+    NonceKey::of(config).map(|key| keyed_tag(&key.parts()))
 }
 
 /// A tag of all of `config`, keys included, to tell whether a reloaded

@@ -83,7 +83,7 @@ pub struct UpArgs {
     /// Where flowsec records the sequence numbers of manual (setkey) SAs
     /// with AES-GCM, AES-CCM, ChaCha20-Poly1305, AES-GMAC or AES-CTR, so
     /// that a restart never repeats a nonce under the same key (one small
-    /// file per SA, named by a hash; never the keys).
+    /// file per key, named by a hash; never the keys).
     #[arg(long, value_name = "DIR", env = "FLOWSEC_STATE_DIR", default_value = flowsec_daemon::DEFAULT_STATE_DIR)]
     pub state_dir: PathBuf,
     /// Members of this group (a name or a number) may use the control
