@@ -164,6 +164,9 @@ for auth in cert eap; do
     done
 done
 
+echo "-- --metrics: a client trickling its request holds neither ctl nor IKE (own thread, 2 s per client); a Host that is not an IP address gets 421 (DNS rebinding)"
+FLOWSEC_BIN=target/debug/flowsec tests/e2e/metrics.sh </dev/null
+
 echo "-- running as a service: ctl reload / SIGHUP with several connections and a setkey file, the systemd unit: flowsec -> flowsec"
 FLOWSEC_BIN=target/debug/flowsec tests/e2e/reload.sh </dev/null
 

@@ -99,7 +99,9 @@ pub struct UpArgs {
     pub tcp_listen: Vec<u16>,
     /// Serve Prometheus metrics at http://ADDR:PORT/metrics: per-SA bytes
     /// and packets, per-worker drops by reason, IKE's counters, SAs by
-    /// state, rekeys (e.g. 127.0.0.1:9469).
+    /// state, rekeys (e.g. 127.0.0.1:9469). Unauthenticated: bind it to
+    /// loopback or firewall it; scrape it by IP address (a host name in
+    /// Host gets 421, against DNS rebinding).
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<std::net::SocketAddr>,
     /// Log levels per subsystem, as strongSwan's filelog: ike (IKE SAs),
