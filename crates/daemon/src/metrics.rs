@@ -213,11 +213,12 @@ mod tests {
         let got = next.join().unwrap();
         assert!(got.ends_with("flowsec_up 1\n"), "{got}");
         assert!(
-            started.elapsed() < REQUEST_TIME + Duration::from_secs(1),
+            started.elapsed() < REQUEST_TIME + Duration::from_secs(2),
             "{:?}",
             started.elapsed()
         );
-        assert!(longest < Duration::from_millis(100), "{longest:?}");
+        // The old exporter held this side for the whole REQUEST_TIME.
+        assert!(longest < Duration::from_millis(500), "{longest:?}");
         let held = slow.join().unwrap();
         assert!(held < REQUEST_TIME + Duration::from_secs(2), "{held:?}");
         assert_eq!(p.counters().too_slow.load(Ordering::Relaxed), 1);
