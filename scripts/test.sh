@@ -100,6 +100,8 @@ for mode in tunnel transport; do
     echo "-- e2e: fragments under a port policy (RFC 4301 §7), $mode mode: arrive whole, none in the clear"
     FLOWSEC_E2E_MODE=$mode tests/e2e/fragments.sh </dev/null
 done
+echo "-- e2e: a manual AES-GCM SA moved to a new SPI with the same key, restarted: its sequence numbers (GCM nonces) go on, not again from 1"
+tests/e2e/manual_nonce.sh </dev/null
 echo "-- e2e: per-resource SAs (RFC 9611, setkey -cpu): --parallel flow spreads one tunnel over 2 workers, --parallel default keeps one SA"
 tests/e2e/parallel.sh </dev/null
 echo "-- e2e: the daemon's privileges (capabilities, no_new_privs) and its control socket (mode, SO_PEERCRED, --ctl-group)"
@@ -161,6 +163,9 @@ for auth in cert eap; do
         FLOWSEC_RW_AUTH=$auth FLOWSEC_RW_GW=$gw FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_rw.sh </dev/null
     done
 done
+
+echo "-- --metrics: a client trickling its request holds neither ctl nor IKE (own thread, 2 s per client); a Host that is not an IP address gets 421 (DNS rebinding)"
+FLOWSEC_BIN=target/debug/flowsec tests/e2e/metrics.sh </dev/null
 
 echo "-- running as a service: ctl reload / SIGHUP with several connections and a setkey file, the systemd unit: flowsec -> flowsec"
 FLOWSEC_BIN=target/debug/flowsec tests/e2e/reload.sh </dev/null

@@ -26,6 +26,12 @@ inside a namespace with `ip netns exec`. Subcommands:
   standin
       Print "flowsec: up" on stderr and sleep until SIGTERM/SIGINT (exit 0):
       the daemon's place in FLOWSEC_E2E_STANDIN=1 runs.
+  trickle --to ADDR --port P [--every S] [--seconds S] [--reconnect]
+      A slow client: connect and send a request head that never ends, one
+      byte every S (0.15) seconds, until the server hangs up (then connect
+      again, with --reconnect) or --seconds (30) pass; a JSON line per
+      connection: {"connection", "bytes", "hung_up_after"} (seconds; null
+      if it did not). "trickle: connected" on stderr at each connect.
   sas strongswan|flowsec [EXPR] [--conn NAME] [--child NAME] [--gw GW] [--show]
       One gateway's IKE SAs, from `swanctl --list-sas --raw` or `flowsec
       ctl sas --json` on stdin, in one form (flowsec's names); printed, or
@@ -394,6 +400,40 @@ def cmd_udp_count(a) -> int:
     return 0
 
 
+def cmd_trickle(a) -> int:
+    """A slow client: one byte of a never-ending request head every
+    --every seconds, until the server hangs up (then again, with
+    --reconnect) or --seconds pass; a JSON line per connection."""
+    import select
+    head = b"GET /metrics HTTP/1.1\r\nHost: " + a.to.encode() + b"\r\nX-Slow: "
+    start, k = time.monotonic(), 0
+    while time.monotonic() - start < a.seconds:
+        k += 1
+        s = socket.create_connection((a.to, a.port), timeout=5)
+        print("trickle: connected", file=sys.stderr, flush=True)
+        t, sent, hung_up = time.monotonic(), 0, None
+        while time.monotonic() - start < a.seconds:
+            try:
+                s.send(head[sent:sent + 1] or b"a")
+            except OSError:
+                hung_up = time.monotonic() - t
+                break
+            sent += 1
+            readable, _, _ = select.select([s], [], [], a.every)
+            if readable:
+                try:
+                    s.recv(4096)
+                except OSError:
+                    pass
+                hung_up = time.monotonic() - t
+                break
+        s.close()
+        print(json.dumps({"connection": k, "bytes": sent, "hung_up_after": hung_up}), flush=True)
+        if hung_up is None or not a.reconnect:
+            break
+    return 0
+
+
 def datagram(i: int, size: int) -> bytes:
     """Datagram i of a numbered stream: its number, then a pattern that
     depends on it, so a datagram put together wrongly does not pass."""
@@ -666,6 +706,12 @@ def main() -> int:
     q.add_argument("--size", type=int, default=4000)
     q.add_argument("--count", type=int, default=100)
     q.add_argument("--seconds", type=float, default=10.0)
+    q = sub.add_parser("trickle")
+    q.add_argument("--to", required=True)
+    q.add_argument("--port", type=int, required=True)
+    q.add_argument("--every", type=float, default=0.15)
+    q.add_argument("--seconds", type=float, default=30.0)
+    q.add_argument("--reconnect", action="store_true")
     sub.add_parser("standin")
     q = sub.add_parser("sas")
     q.add_argument("impl", choices=["strongswan", "flowsec"])
@@ -679,7 +725,7 @@ def main() -> int:
             "sniff": cmd_sniff, "hostile": cmd_hostile, "inject": cmd_inject,
             "udp-count": cmd_udp_count, "standin": cmd_standin,
             "dgram-send": cmd_dgram_send, "dgram-recv": cmd_dgram_recv,
-            "sas": cmd_sas}[a.cmd](a)
+            "trickle": cmd_trickle, "sas": cmd_sas}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@
 //! list of [`Change`]s, which every worker applies between two batches.
 
 use core::time::Duration;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use flowsec_crypto::Provider;
 use flowsec_ipsec::{Protocol, SaConfig, SaId, Sad, SecurityAssociation, Spd};
@@ -14,7 +14,7 @@ use flowsec_wire::udp_encap::NAT_T_PORT;
 use zeroize::Zeroizing;
 
 pub use crate::error::{ConfigError, StatementError};
-use crate::seqstate::{SeqRange, SeqState};
+use crate::seqstate::{NonceKey, SeqRange, SeqState};
 
 /// The databases one worker runs with.
 #[derive(Debug, Default)]
@@ -25,6 +25,9 @@ pub struct Databases {
     pub spd: Spd,
     /// Which of the control plane's SPD changes `spd` is (`WorkerChange::Spd`).
     pub spd_epoch: u64,
+    /// The generation of each SA's installation (`WorkerChange::AddSa`):
+    /// pcrypt jobs numbered on another one are dropped (`crate::pcrypt`).
+    pub generations: HashMap<SaId, u64>,
 }
 
 /// What the control plane knows of the configuration: each SA as it was
@@ -43,14 +46,11 @@ pub struct Model {
     pub nonce_keys: BTreeMap<SaId, [u8; 16]>,
 }
 
-/// A tag of `config`'s encryption key (salt included) for comparing keys
-/// without keeping them ([`keyed_tag`]). `None` where the IV is not the
-/// sequence number.
+/// A tag of what makes `config`'s nonces ([`NonceKey`]: protocol,
+/// algorithm, key with its salt) for comparing keys without keeping them
+/// ([`keyed_tag`]). `None` where the IV is not the sequence number.
 fn nonce_key_tag(config: &SaConfig) -> Option<[u8; 16]> {
-    if config.protocol != Protocol::Esp || !flowsec_crypto::esp::nonce_is_counter(config.encr) {
-        return None;
-    }
-    Some(keyed_tag(&[&config.encr.0.to_be_bytes(), &config.encr_key]))
+    NonceKey::of(config).map(|key| keyed_tag(&key.parts()))
 }
 
 /// A tag of all of `config`, keys included, to tell whether a reloaded
@@ -387,11 +387,13 @@ pub(crate) fn without_keys(config: &SaConfig) -> SaConfig {
 pub fn apply_to(db: &mut Databases, changes: Vec<WorkerChange>) {
     for change in changes {
         match change {
-            WorkerChange::AddSa(sa) => {
+            WorkerChange::AddSa(sa, generation) => {
+                db.generations.insert(sa.id(), generation);
                 // Staging refused duplicates.
                 let _ = db.sad.add(*sa);
             }
             WorkerChange::RemoveSa(id) => {
+                db.generations.remove(&id);
                 db.sad.remove(&id);
             }
             WorkerChange::Spd(spd, epoch) => {
@@ -417,8 +419,10 @@ pub fn apply_to(db: &mut Databases, changes: Vec<WorkerChange>) {
 /// A [`Change`] made concrete for one worker.
 #[derive(Debug)]
 pub enum WorkerChange {
-    /// The worker's own copy of a new SA.
-    AddSa(Box<SecurityAssociation>),
+    /// The worker's own copy of a new SA, and the generation of this
+    /// installation of it, the same on every worker (set when it is sent,
+    /// [`crate::reach::Workers::apply`]; 0 for those of the start).
+    AddSa(Box<SecurityAssociation>, u64),
     /// Remove an SA.
     RemoveSa(SaId),
     /// Replace the SPD; the number is the change's epoch, set when it is
@@ -443,9 +447,12 @@ pub fn per_worker(
     for change in changes {
         for list in out.iter_mut() {
             list.push(match change {
-                Change::AddSa(config) => WorkerChange::AddSa(Box::new(
-                    SecurityAssociation::new(config, provider, now).map_err(ConfigError::Sa)?,
-                )),
+                Change::AddSa(config) => WorkerChange::AddSa(
+                    Box::new(
+                        SecurityAssociation::new(config, provider, now).map_err(ConfigError::Sa)?,
+                    ),
+                    0,
+                ),
                 Change::RemoveSa(id) => WorkerChange::RemoveSa(*id),
                 Change::Spd(spd) => WorkerChange::Spd(spd.clone(), 0),
                 Change::Encap(id, encap) => WorkerChange::Encap(*id, *encap),

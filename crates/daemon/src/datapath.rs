@@ -43,6 +43,7 @@ use flowsec_ipsec::{
 
 use crate::apply::Databases;
 use crate::offload::VNET_HDR_LEN;
+use crate::pcrypt::Numbered;
 use crate::stats::Stats;
 
 /// Datagrams a worker reassembles at once, at most (64 KiB each), in each
@@ -117,7 +118,7 @@ pub enum Outbound {
     HandOff { to: usize, whole: bool },
     /// Pcrypt: numbered here, to be sealed by whichever worker's turn it
     /// is ([`Datapath::seal_assigned`]) and sent in order.
-    Crypto { assigned: Assigned, whole: bool },
+    Crypto { numbered: Numbered, whole: bool },
     /// No SA for its policy yet: dropped; ask IKE for policy `reqid` (at
     /// most once a second per reqid).
     Acquire(u32),
@@ -139,7 +140,7 @@ pub enum Inbound {
     /// Pcrypt: its number passed this worker's replay window; to be opened
     /// by whichever worker's turn it is ([`Datapath::open_assigned`]) and
     /// finished here in order ([`Datapath::finish_inbound`]).
-    Crypto(Assigned),
+    Crypto(Numbered),
     /// Nothing more: a keepalive, a fragment held for reassembly, or a
     /// drop (counted).
     Done,
@@ -314,7 +315,7 @@ impl Datapath {
                 whole: from.whole,
             }),
             Ok(Err(assigned)) => Step::Decided(Outbound::Crypto {
-                assigned,
+                numbered: self.numbered(assigned),
                 whole: from.whole,
             }),
             // A fragment refused by a transport-mode step, untouched: put
@@ -331,16 +332,40 @@ impl Datapath {
         }
     }
 
+    /// Pcrypt, owner: `a` with the generation of this worker's copy of
+    /// its SA.
+    fn numbered(&self, a: Assigned) -> Numbered {
+        Numbered {
+            assigned: a,
+            generation: self.db.generations.get(&a.id).copied().unwrap_or(0),
+        }
+    }
+
+    /// Pcrypt: whether this worker's copy of the SA of `n` is the
+    /// installation that numbered it; if not, the packet is dropped and
+    /// counted (`crypto_stale_sa`, `crate::pcrypt`).
+    fn same_generation(&self, n: &Numbered, stats: &mut Stats) -> bool {
+        let ours = self.db.generations.get(&n.assigned.id).copied();
+        let same = ours.unwrap_or(0) == n.generation;
+        if !same {
+            stats.crypto_stale_sa += 1;
+        }
+        same
+    }
+
     /// Pcrypt, any worker: seal the packet in `buf` under the number its
     /// SA's owner assigned; where it goes, or `None` (a drop, counted).
     pub fn seal_assigned(
         &mut self,
         buf: &mut PacketBuf,
-        a: Assigned,
+        n: Numbered,
         now: Duration,
         stats: &mut Stats,
     ) -> Option<Egress> {
-        match assigned::seal_assigned(&mut self.db.sad, a, buf, now) {
+        if !self.same_generation(&n, stats) {
+            return None;
+        }
+        match assigned::seal_assigned(&mut self.db.sad, n.assigned, buf, now) {
             Ok(egress) => Some(egress),
             Err(SealError::Drop(reason)) => {
                 stats.drops.count(reason);
@@ -361,11 +386,14 @@ impl Datapath {
         &mut self,
         buf: &mut PacketBuf,
         from: Option<&UdpEndpoints>,
-        a: Assigned,
+        n: Numbered,
         now: Duration,
         stats: &mut Stats,
     ) -> Option<Opened> {
-        match assigned::open_assigned(&mut self.db.sad, buf, from, a, now) {
+        if !self.same_generation(&n, stats) {
+            return None;
+        }
+        match assigned::open_assigned(&mut self.db.sad, buf, from, n.assigned, now) {
             Ok(opened) => Some(opened),
             Err(reason) => {
                 stats.drops.count(reason);
@@ -380,13 +408,17 @@ impl Datapath {
     pub fn finish_inbound(
         &mut self,
         buf: &mut PacketBuf,
-        a: Assigned,
+        n: Numbered,
         opened: Opened,
         now: Duration,
         stats: &mut Stats,
     ) -> Inbound {
+        // The SA replaced meanwhile: its window is another's.
+        if !self.same_generation(&n, stats) {
+            return Inbound::Done;
+        }
         let sad = &mut self.db.sad;
-        let first = match assigned::commit_inbound(sad, a, buf.len(), now) {
+        let first = match assigned::commit_inbound(sad, n.assigned, buf.len(), now) {
             Ok(h) => h,
             Err(reason) => return dropped_in(stats, reason),
         };
@@ -475,7 +507,7 @@ impl Datapath {
     ) -> Inbound {
         if self.parallel == Parallel::Pcrypt {
             match assigned::check_inbound(&mut self.db.sad, buf, from, now) {
-                Ok(Some(a)) => return Inbound::Crypto(a),
+                Ok(Some(a)) => return Inbound::Crypto(self.numbered(a)),
                 Ok(None) => {}
                 Err(reason) => return dropped_in(stats, reason),
             }

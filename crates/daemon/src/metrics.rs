@@ -1,17 +1,20 @@
 //! `flowsec up --metrics ADDR:PORT`: the counters in Prometheus' text
-//! exposition format (version 0.0.4), served over HTTP/1.0 by the control
-//! thread. A scrape reads what the control plane already asks the
-//! workers for (`ctl stats`), through their mailboxes with a deadline:
-//! no worker ever waits for it.
+//! exposition format (version 0.0.4), served over HTTP/1.0 by a thread of
+//! its own from a page the control thread renders when a scrape asks. The
+//! page holds what the control plane already asks the workers for (`ctl
+//! stats`), through their mailboxes with a deadline: no worker ever waits
+//! for it, and the control thread never waits on a client.
 //!
-//! [`Family`] and [`render`] are the format, sans-I/O; [`Exporter`] is
-//! the listening socket and one request at a time.
+//! [`Family`] and [`render`] are the format, sans-I/O; `request` judges a
+//! request (the `Host` check against DNS rebinding), sans-I/O;
+//! [`Exporter`] is the listening socket and its thread.
 
 use std::fmt::Write as _;
-use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, RawFd};
-use std::time::Duration;
+
+mod exporter;
+mod request;
+
+pub use exporter::{Exporter, ExporterCounters, Publisher};
 
 /// Counter (only goes up) or gauge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,75 +86,14 @@ pub fn render(families: &[Family]) -> String {
     out
 }
 
-/// The listening socket of `--metrics`.
-pub struct Exporter {
-    listener: TcpListener,
-}
-
-/// The most of a request read (its first line is all that matters).
-const REQUEST_MAX: usize = 4096;
-/// How long one client may take to send its request or take the answer:
-/// the control thread serves it, so it is short.
-const CLIENT_TIME: Duration = Duration::from_millis(200);
-
-impl Exporter {
-    /// Listen on `addr` (non-blocking), marked like flowsec's own sockets
-    /// so that answers never enter the tunnel.
-    pub fn bind(addr: SocketAddr) -> io::Result<Exporter> {
-        let listener = TcpListener::bind(addr)?;
-        listener.set_nonblocking(true)?;
-        let _ = crate::sys::set_mark(listener.as_raw_fd(), crate::routes::BYPASS_MARK);
-        Ok(Exporter { listener })
-    }
-
-    /// The descriptor to poll for readability.
-    pub fn fd(&self) -> RawFd {
-        self.listener.as_raw_fd()
-    }
-
-    /// Answer the clients waiting: `GET /metrics` with `body()`, anything
-    /// else 404. At most a few per call.
-    pub fn serve(&self, body: &mut dyn FnMut() -> String) {
-        for _ in 0..8 {
-            let Ok((stream, _)) = self.listener.accept() else {
-                return;
-            };
-            let _ = answer(stream, body);
-        }
-    }
-}
-
-/// One request and its answer (HTTP/1.0: the connection closes).
-fn answer(mut s: TcpStream, body: &mut dyn FnMut() -> String) -> io::Result<()> {
-    s.set_nonblocking(false)?;
-    s.set_read_timeout(Some(CLIENT_TIME))?;
-    s.set_write_timeout(Some(CLIENT_TIME))?;
-    let mut req = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < REQUEST_MAX {
-        let n = s.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        req.extend_from_slice(&buf[..n]);
-    }
-    let first = req.split(|&b| b == b'\n').next().unwrap_or_default();
-    let ok = first.starts_with(b"GET /metrics ") || first.starts_with(b"GET / ");
-    let (status, ctype, text) = match ok {
-        true => ("200 OK", "text/plain; version=0.0.4; charset=utf-8", body()),
-        false => ("404 Not Found", "text/plain", "try /metrics\n".to_string()),
-    };
-    let head = format!(
-        "HTTP/1.0 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        text.len()
-    );
-    s.write_all(head.as_bytes())?;
-    s.write_all(text.as_bytes())
-}
-
 #[cfg(test)]
 mod tests {
+    use super::exporter::REQUEST_TIME;
     use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
 
     #[test]
     fn exposition_text() {
@@ -183,32 +125,102 @@ mod tests {
         );
     }
 
-    #[test]
-    fn one_scrape_over_loopback() {
-        let e = Exporter::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        let addr = e.listener.local_addr().unwrap();
-        let client = std::thread::spawn(move || {
+    /// `request` as a client, the answer in full.
+    fn scrape(
+        addr: std::net::SocketAddr,
+        request: &'static str,
+    ) -> std::thread::JoinHandle<String> {
+        std::thread::spawn(move || {
             let mut s = TcpStream::connect(addr).unwrap();
-            s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-                .unwrap();
+            s.write_all(request.as_bytes()).unwrap();
             let mut got = String::new();
             s.read_to_string(&mut got).unwrap();
             got
-        });
-        let mut served = false;
-        for _ in 0..100 {
-            let mut body = || {
-                served = true;
-                "flowsec_up 1\n".to_string()
-            };
-            e.serve(&mut body);
-            if served {
-                break;
+        })
+    }
+
+    /// The control thread's part, played here until `done`: publish a
+    /// page whenever a scrape waits for one; how many were published.
+    fn publish_until(p: &Publisher, done: impl Fn() -> bool) -> u64 {
+        let mut ready = [false];
+        let mut n = 0;
+        let start = Instant::now();
+        while !done() && start.elapsed() < Duration::from_secs(20) {
+            crate::sys::poll_readable(&[p.fd()], 10, &mut ready).unwrap();
+            if ready[0] {
+                n += 1;
+                p.publish(|| format!("flowsec_up {n}\n"));
             }
-            std::thread::sleep(Duration::from_millis(10));
         }
+        n
+    }
+
+    #[test]
+    fn one_scrape_over_loopback() {
+        let e = Exporter::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = e.local_addr().unwrap();
+        let p = e.spawn().unwrap();
+        let client = scrape(addr, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+        assert_eq!(publish_until(&p, || client.is_finished()), 1);
         let got = client.join().unwrap();
         assert!(got.starts_with("HTTP/1.0 200 OK\r\n"), "{got}");
         assert!(got.ends_with("\r\n\r\nflowsec_up 1\n"), "{got}");
+        let rebound = scrape(
+            addr,
+            "GET /metrics HTTP/1.1\r\nHost: rebind.example:9100\r\n\r\n",
+        );
+        let got = rebound.join().unwrap();
+        assert!(
+            got.starts_with("HTTP/1.0 421 Misdirected Request\r\n"),
+            "{got}"
+        );
+        assert_eq!(p.counters().served.load(Ordering::Relaxed), 1);
+        assert_eq!(p.counters().refused_host.load(Ordering::Relaxed), 1);
+    }
+
+    /// A client that trickles its request is cut off after
+    /// [`REQUEST_TIME`] (counted), the control side never waits for it,
+    /// and a scrape behind it is answered as soon as it is gone.
+    #[test]
+    fn a_slow_client_is_cut_off_and_never_waited_for() {
+        let e = Exporter::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = e.local_addr().unwrap();
+        let p = e.spawn().unwrap();
+        let slow = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(addr).unwrap();
+            let start = Instant::now();
+            // One byte every 150 ms (each read well within a per-read
+            // timeout), until the exporter hangs up.
+            while s.write_all(b"G").is_ok() && start.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(150));
+            }
+            start.elapsed()
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        let started = Instant::now();
+        let next = scrape(addr, "GET /metrics HTTP/1.0\r\n\r\n");
+        // The control side: each turn returns at once, the slow client or not.
+        let mut longest = Duration::ZERO;
+        let mut ready = [false];
+        while !next.is_finished() && started.elapsed() < Duration::from_secs(10) {
+            let turn = Instant::now();
+            crate::sys::poll_readable(&[p.fd()], 10, &mut ready).unwrap();
+            if ready[0] {
+                p.publish(|| "flowsec_up 1\n".to_string());
+            }
+            longest = longest.max(turn.elapsed());
+        }
+        let got = next.join().unwrap();
+        assert!(got.ends_with("flowsec_up 1\n"), "{got}");
+        assert!(
+            started.elapsed() < REQUEST_TIME + Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        // The old exporter held this side for the whole REQUEST_TIME.
+        assert!(longest < Duration::from_millis(500), "{longest:?}");
+        let held = slow.join().unwrap();
+        assert!(held < REQUEST_TIME + Duration::from_secs(2), "{held:?}");
+        assert_eq!(p.counters().too_slow.load(Ordering::Relaxed), 1);
     }
 }

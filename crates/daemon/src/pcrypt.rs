@@ -16,6 +16,19 @@
 //! thread gone), the owner's order stalls at that job: it then drops
 //! what would wait behind more than [`RETURNS`] jobs (`crypto_backlog`)
 //! instead of queueing it forever.
+//!
+//! A job names its SA by (protocol, SPI, destination), which a key change
+//! keeps: a manual SA deleted and added again under the same SPI with a
+//! new key, while jobs numbered on the old one are still in a mailbox. A
+//! copy of the new SA must not seal a number the old counter gave (its
+//! own counter gives that number again later: one nonce twice under the
+//! new key, RFC 4106 §8.1), nor an old copy a number of the new counter.
+//! So every installation of an SA has a generation, the same on every
+//! worker's copy ([`crate::reach::Workers::apply`] stamps it), a job
+//! carries the generation its number came from ([`Numbered`]), and a
+//! worker whose copy is of another generation drops the job
+//! (`crypto_stale_sa`); so does the owner when it finishes an inbound
+//! packet whose SA changed meanwhile.
 
 use std::collections::VecDeque;
 
@@ -27,6 +40,17 @@ pub const WINDOW: usize = 512;
 /// Results a worker's return channel holds: both directions' windows.
 pub const RETURNS: usize = 2 * WINDOW;
 
+/// A packet's number on an SA, and the generation of the SA's
+/// installation that gave it: only a copy of that generation may seal or
+/// open it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Numbered {
+    /// The SA and the sequence number.
+    pub assigned: Assigned,
+    /// The generation of the owner's copy when it numbered the packet.
+    pub generation: u64,
+}
+
 /// A packet to seal for its SA's owner.
 #[derive(Debug, Clone, Copy)]
 pub struct SealJob {
@@ -34,7 +58,7 @@ pub struct SealJob {
     pub owner: usize,
     /// Its place in the owner's outbound order.
     pub order: u64,
-    pub assigned: Assigned,
+    pub numbered: Numbered,
     /// A reassembled datagram (fragmented after sealing where it must be).
     pub whole: bool,
 }
@@ -46,7 +70,7 @@ pub struct OpenJob {
     pub owner: usize,
     /// Its place in the owner's inbound order.
     pub order: u64,
-    pub assigned: Assigned,
+    pub numbered: Numbered,
     /// ESP in UDP: the endpoints its socket reported; `None`: raw ESP.
     pub from: Option<UdpEndpoints>,
 }

@@ -115,6 +115,18 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         None => None,
     };
     drop_privileges()?;
+    // Its thread after the privileges are dropped (a thread inherits them).
+    let metrics = match (metrics, opts.metrics) {
+        (Some(e), Some(addr)) => {
+            let bound = e.local_addr().unwrap_or(addr);
+            tracing::info!(target: "ctl", "metrics (Prometheus) on http://{bound}/metrics");
+            Some(
+                e.spawn()
+                    .map_err(|error| RunError::Metrics { addr, error })?,
+            )
+        }
+        _ => None,
+    };
     let provider = Provider::by_name(&opts.backend).ok_or_else(|| RunError::UnknownBackend {
         name: opts.backend.clone(),
     })?;
@@ -140,9 +152,6 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         manual,
         ..
     } = setup;
-    if let Some(addr) = opts.metrics {
-        tracing::info!(target: "ctl", "metrics (Prometheus) on http://{addr}/metrics");
-    }
     let sink = ike.as_ref().map(|(_, sink)| sink.clone());
     let (mut ike, streams) = match ike {
         Some((mut plane, sink)) => {
@@ -226,8 +235,9 @@ impl Plane {
         handles: &[WorkerHandle],
     ) -> Option<RunError> {
         let mut fds = vec![control.listener().as_raw_fd()];
-        // The metrics listener second (when there is one), then IKE's.
-        fds.extend(self.metrics.as_ref().map(crate::metrics::Exporter::fd));
+        // The metrics thread's "a scrape waits" second (when there is
+        // one), then IKE's.
+        fds.extend(self.metrics.as_ref().map(crate::metrics::Publisher::fd));
         fds.extend(self.ike.as_ref().map(IkePlane::fds).unwrap_or_default());
         let mut ready = vec![false; fds.len()];
         let hangup = sys::catch_reload_signal();
@@ -244,11 +254,12 @@ impl Plane {
                 self.ctl_refused = control.refused;
             }
             if self.metrics.is_some() && ready[1] {
-                let exporter = self.metrics.take();
-                if let Some(e) = &exporter {
-                    e.serve(&mut || self.metrics_text());
+                // The page, rendered here and served by the metrics
+                // thread: no client is waited for.
+                if let Some(p) = self.metrics.take() {
+                    p.publish(|| self.metrics_text(Some(p.counters())));
+                    self.metrics = Some(p);
                 }
-                self.metrics = exporter;
             }
             self.ike_step(|ike, now, k| {
                 ike.receive(now, k);
@@ -371,8 +382,8 @@ struct Plane {
     state_dir: PathBuf,
     /// When the manual SAs' sequence numbers were last looked at.
     seq_checked: Option<Duration>,
-    /// `--metrics`.
-    metrics: Option<crate::metrics::Exporter>,
+    /// `--metrics`: the metrics thread's end.
+    metrics: Option<crate::metrics::Publisher>,
     /// The files a reload reads again (`-c`, `--setkey`).
     ike_path: Option<PathBuf>,
     swanctl_dir: Option<PathBuf>,
@@ -642,6 +653,9 @@ impl Plane {
                     .collect();
                 v["tcp"] = Value::Object(m);
             }
+        }
+        if let Some(m) = self.metrics_stats() {
+            v["metrics"] = m;
         }
         v
     }

@@ -36,6 +36,9 @@ pub struct Workers {
     /// what it would send in the clear (`policy_stale`), so a change a
     /// worker has not taken never lets traffic leave unprotected.
     spd_epoch: Arc<AtomicU64>,
+    /// The generation of the latest SA installation sent (0: those of the
+    /// start): every worker's copy of one gets the same (`crate::pcrypt`).
+    sa_generation: std::cell::Cell<u64>,
 }
 
 /// What the control plane knows of one worker's responsiveness.
@@ -57,6 +60,7 @@ impl Workers {
             boxes,
             health: RefCell::new(health),
             spd_epoch,
+            sa_generation: std::cell::Cell::new(0),
         }
     }
 
@@ -87,6 +91,7 @@ impl Workers {
                 }
             }
         }
+        self.stamp_generations(&mut lists);
         self.flush_pending();
         let (tx, rx) = mpsc::channel();
         let mut asked = Vec::new();
@@ -114,6 +119,28 @@ impl Workers {
         let answered = collect(&rx, asked.len(), wait_for(&health, &asked));
         for k in asked {
             mark(&mut health[k], answered.contains(&k));
+        }
+    }
+
+    /// Give each SA installation in `lists` a new generation, the same in
+    /// every worker's list: the n-th addition of one SA in a list is the
+    /// same installation in all of them.
+    fn stamp_generations(&self, lists: &mut [Vec<WorkerChange>]) {
+        use std::collections::HashMap;
+        let mut given = HashMap::new();
+        for list in lists.iter_mut() {
+            let mut nth = HashMap::new();
+            for c in list.iter_mut() {
+                if let WorkerChange::AddSa(sa, generation) = c {
+                    let n = nth.entry(sa.id()).or_insert(0u32);
+                    *n += 1;
+                    *generation = *given.entry((sa.id(), *n)).or_insert_with(|| {
+                        let next = self.sa_generation.get() + 1;
+                        self.sa_generation.set(next);
+                        next
+                    });
+                }
+            }
         }
     }
 
@@ -276,5 +303,47 @@ mod tests {
         assert_eq!(spis, (0..round).collect::<Vec<_>>());
         assert!(spd);
         assert_eq!(w.status()[0]["pending_changes"], 0);
+    }
+
+    /// Every worker's copy of one installation gets the same generation;
+    /// an SA removed and added again in the same batch, and every later
+    /// batch, a new one (`crate::pcrypt`).
+    #[test]
+    fn each_installation_gets_one_generation_on_every_worker() {
+        use flowsec_ipsec::{Mode, SaConfig, SecurityAssociation};
+        let (mailbox, _rx, _wake) = Mailbox::with_capacity(8).unwrap();
+        let w = Workers::new(vec![mailbox], Arc::new(AtomicU64::new(0)));
+        let config = SaConfig::esp(
+            0x1001,
+            Mode::Tunnel,
+            "192.0.2.1".parse().unwrap(),
+            "192.0.2.2".parse().unwrap(),
+        )
+        .with_encr(flowsec_crypto::EncrId::AES_GCM_16, &[7; 20]);
+        let provider = flowsec_crypto::Provider::rustcrypto();
+        let add = || {
+            let sa = SecurityAssociation::new(&config, &provider, Duration::ZERO).unwrap();
+            WorkerChange::AddSa(Box::new(sa), 0)
+        };
+        let batch = || vec![add(), WorkerChange::RemoveSa(config.id()), add()];
+        let generations = |lists: &[Vec<WorkerChange>]| -> Vec<Vec<u64>> {
+            lists
+                .iter()
+                .map(|l| {
+                    l.iter()
+                        .filter_map(|c| match c {
+                            WorkerChange::AddSa(_, g) => Some(*g),
+                            _ => None,
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        let mut lists = vec![batch(), batch(), batch()];
+        w.stamp_generations(&mut lists);
+        assert_eq!(generations(&lists), vec![vec![1, 2]; 3]);
+        let mut later = vec![batch(), batch()];
+        w.stamp_generations(&mut later);
+        assert_eq!(generations(&later), vec![vec![3, 4]; 2]);
     }
 }

@@ -7,9 +7,12 @@
 //!
 //! So a manual SA whose nonce is its counter may only use sequence numbers
 //! already written down: under the state directory (`--state-dir`, default
-//! `/var/lib/flowsec`) each such SA has a file named by a fingerprint of
-//! its SPI, destination, algorithms and keys (a SHA-256 of them; never the
-//! keys themselves) holding the highest sequence number it may have used.
+//! `/var/lib/flowsec`) each such key has a file named by a fingerprint of
+//! what makes the nonces ([`NonceKey`]: protocol, algorithm, key with its
+//! salt; a SHA-256 of them, never the key itself) holding the highest
+//! sequence number any SA under that key may have used. Not the SPI nor
+//! the destination: they are not in the nonce, so an SA moved to a new
+//! SPI or peer with the same key goes on above its predecessor's numbers.
 //! An SA starts above that number, and the workers may go [`RESERVE`]
 //! past it; the control plane writes a higher number (a new file, fsync,
 //! rename over the old one, fsync of the directory: a crash leaves the old
@@ -17,10 +20,17 @@
 //! further. A restart, or `delete` and `add` with the same key, therefore
 //! never goes back. A lock file beside each (flock) is held while the
 //! number is read and rewritten, and the number only ever grows, so two
-//! daemons that hold the same SA (the sender and the receiver on one host)
-//! cannot lower it. The directory must be owned by the daemon's user and
+//! daemons that hold the same key (the sender and the receiver on one
+//! host) cannot lower it. The directory must be owned by the daemon's user and
 //! closed to group and others (whoever could remove a file could reset an
 //! SA's numbers), and no file is followed through a symbolic link.
+//!
+//! Files of the first format (named by a SHA-256 of SPI, destination,
+//! algorithms and keys: 32 hex digits, no prefix) cannot be traced back to
+//! a key, so they are migrated conservatively: a key without a file of its
+//! own starts above the highest number any of them holds. They are never
+//! written again; once every key in use has a file of its own they may be
+//! removed.
 
 use core::fmt;
 use std::collections::BTreeMap;
@@ -29,7 +39,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use flowsec_ipsec::{SaConfig, SaId};
+use flowsec_ipsec::{Protocol, SaConfig, SaId};
 use sha2::{Digest, Sha256};
 
 use crate::sys;
@@ -44,6 +54,40 @@ pub const DEFAULT_STATE_DIR: &str = "/var/lib/flowsec";
 pub const RESERVE: u64 = 1 << 20;
 /// How often the control plane looks at how far the SAs have got.
 pub const CHECK_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+/// The prefix of a key's file name (the first format had none).
+const FILE_PREFIX: &str = "nonce-";
+
+/// What makes the nonces of an SA whose IV is its sequence number: its
+/// protocol, its algorithm and its key, salt included (RFC 4106 §3.1,
+/// RFC 3686 §4, RFC 7634 §2). Not its SPI nor its destination: two SAs
+/// with one `NonceKey` draw from one (key, nonce) space, so they may not
+/// run at once (`crate::apply` refuses the second) and one goes on above
+/// the other's numbers ([`SeqState`]).
+pub(crate) struct NonceKey<'a> {
+    protocol: [u8; 1],
+    encr: [u8; 2],
+    key: &'a [u8],
+}
+
+impl NonceKey<'_> {
+    /// `config`'s; `None` where the IV is not the sequence number (CBC's
+    /// is random) or the SA is not ESP.
+    pub(crate) fn of(config: &SaConfig) -> Option<NonceKey<'_>> {
+        if config.protocol != Protocol::Esp || !flowsec_crypto::esp::nonce_is_counter(config.encr) {
+            return None;
+        }
+        Some(NonceKey {
+            protocol: [config.protocol.ip_protocol().0],
+            encr: config.encr.0.to_be_bytes(),
+            key: &config.encr_key,
+        })
+    }
+
+    /// Its parts, fixed sizes first, for a hash or a tag.
+    pub(crate) fn parts(&self) -> [&[u8]; 3] {
+        [&self.protocol, &self.encr, self.key]
+    }
+}
 
 /// Why the sequence numbers could not be read or recorded. Displays as
 /// `PATH: WHY`.
@@ -148,6 +192,9 @@ pub struct SeqState {
     /// The SAs of this daemon that have a file: their fingerprint and the
     /// number the workers may go up to.
     held: BTreeMap<SaId, Held>,
+    /// The highest number of the first format's files (0: none): where a
+    /// key without a file of its own starts.
+    legacy: u64,
 }
 
 /// One SA this daemon has reserved sequence numbers for.
@@ -178,15 +225,18 @@ impl SeqState {
             .map_err(in_file(&seq))?;
         private_dir(dir)?;
         private_dir(&seq)?;
+        let legacy = legacy_floor(&seq)?;
         Ok(SeqState {
             dir: seq,
             held: BTreeMap::new(),
+            legacy,
         })
     }
 
-    /// The range of a new SA: it starts above everything recorded for the
-    /// same SA and key, and [`RESERVE`] more are recorded before it is
-    /// installed. `None` for an SA whose nonce is not its counter.
+    /// The range of a new SA: it starts above everything recorded for its
+    /// key (whatever the SPI or destination that used it), and [`RESERVE`]
+    /// more are recorded before it is installed. `None` for an SA whose
+    /// nonce is not its counter.
     pub fn reserve(&mut self, config: &SaConfig) -> Result<Option<SeqRange>, SeqStateError> {
         let Some(fingerprint) = fingerprint(config) else {
             return Ok(None);
@@ -263,8 +313,8 @@ impl SeqState {
             .open(&path)
         {
             Ok(mut file) => read_number(&mut file, &path)?,
-            // Never recorded: a new SA, or a new key.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+            // Never recorded: a new key (above the first format's files).
+            Err(e) if e.kind() == io::ErrorKind::NotFound => self.legacy,
             Err(e) => return Err(in_file(&path)(e)),
         };
         let new = next(used).max(used);
@@ -297,23 +347,44 @@ fn private_dir(dir: &Path) -> Result<(), SeqStateError> {
 }
 
 /// The file name of an SA whose nonce is its counter: a SHA-256 of what
-/// makes its (key, nonce) pairs, cut to 128 bits, in hex.
+/// makes its nonces ([`NonceKey`]), cut to 128 bits, in hex, after
+/// [`FILE_PREFIX`].
 pub fn fingerprint(config: &SaConfig) -> Option<String> {
-    if !flowsec_crypto::esp::nonce_is_counter(config.encr) {
-        return None;
-    }
+    let key = NonceKey::of(config)?;
     let mut h = Sha256::new();
-    h.update(b"flowsec manual SA sequence v1\0");
-    h.update([config.protocol.ip_protocol().0]);
-    h.update(config.spi.to_be_bytes());
-    h.update(config.dst.to_string().as_bytes());
-    h.update(config.encr.0.to_be_bytes());
-    h.update((config.encr_key.len() as u32).to_be_bytes());
-    h.update(&config.encr_key[..]);
-    h.update(config.integ.0.to_be_bytes());
-    h.update(&config.integ_key[..]);
+    h.update(b"flowsec manual SA sequence v2\0");
+    for part in key.parts() {
+        h.update((part.len() as u32).to_be_bytes());
+        h.update(part);
+    }
     let digest = h.finalize();
-    Some(digest[..16].iter().map(|b| format!("{b:02x}")).collect())
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    Some(format!("{FILE_PREFIX}{hex}"))
+}
+
+/// The highest number held by a file of the first format under `seq`
+/// (named by 32 hex digits alone; 0 without any): they cannot be traced to
+/// their key, so every key without a file of its own starts above them.
+fn legacy_floor(seq: &Path) -> Result<u64, SeqStateError> {
+    let mut floor = 0;
+    for entry in std::fs::read_dir(seq).map_err(in_file(seq))? {
+        let entry = entry.map_err(in_file(seq))?;
+        let name = entry.file_name();
+        let legacy = name
+            .to_str()
+            .is_some_and(|n| n.len() == 32 && n.bytes().all(|b| b.is_ascii_hexdigit()));
+        if !legacy {
+            continue;
+        }
+        let path = entry.path();
+        let mut file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(in_file(&path))?;
+        floor = floor.max(read_number(&mut file, &path)?);
+    }
+    Ok(floor)
 }
 
 /// The number a state file holds. An empty file is damage (numbers are
@@ -398,9 +469,75 @@ mod tests {
         let again = st.reserve(&gcm(0x1001, 7)).unwrap().unwrap();
         assert_eq!(again.from, 2 * RESERVE);
         assert!(again.ceiling > again.from);
-        // Another key (or SPI) is another SA: its own numbers.
+        // Another key is another nonce space: its own numbers.
         assert_eq!(st.reserve(&gcm(0x1001, 8)).unwrap().unwrap().from, 0);
-        assert_eq!(st.reserve(&gcm(0x1002, 7)).unwrap().unwrap().from, 0);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// The nonce is salt and sequence number under the key: an SA moved to
+    /// another SPI or destination with the same key, after a restart,
+    /// goes on above every number its predecessor may have used (issue
+    /// 29: it started again at 1).
+    #[test]
+    fn the_same_key_under_another_spi_or_destination_goes_on() {
+        let d = dir("moved");
+        let mut st = SeqState::open(&d).unwrap();
+        assert_eq!(st.reserve(&gcm(0x1001, 7)).unwrap().unwrap().from, 0);
+        drop(st);
+        let mut st = SeqState::open(&d).unwrap();
+        let moved = st.reserve(&gcm(0x1002, 7)).unwrap().unwrap();
+        assert_eq!(moved.from, RESERVE);
+        st.forget(&gcm(0x1002, 7).id());
+        let mut elsewhere = gcm(0x1002, 7);
+        elsewhere.dst = "198.51.100.9".parse().unwrap();
+        assert_eq!(st.reserve(&elsewhere).unwrap().unwrap().from, 2 * RESERVE);
+        // ChaCha20-Poly1305 under the same bytes is another nonce space.
+        let chacha = SaConfig::esp(
+            0x1002,
+            Mode::Tunnel,
+            "192.0.2.1".parse().unwrap(),
+            "192.0.2.2".parse().unwrap(),
+        )
+        .with_encr(EncrId::CHACHA20_POLY1305, &[7; 36]);
+        assert_ne!(fingerprint(&chacha), fingerprint(&gcm(0x1002, 7)));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// A file of the first format (SPI, destination and key; 32 hex
+    /// digits) cannot be traced to its key: a key without a file of its
+    /// own starts above all of them; one with a file, by its own.
+    #[test]
+    fn first_format_files_are_a_floor_for_new_keys() {
+        let d = dir("legacy");
+        SeqState::open(&d).unwrap();
+        let old = d.join("seq").join("0123456789abcdef0123456789abcdef");
+        std::fs::write(&old, "5000000\n").unwrap();
+        std::fs::write(
+            d.join("seq").join("fedcba9876543210fedcba9876543210"),
+            "7\n",
+        )
+        .unwrap();
+        let mut st = SeqState::open(&d).unwrap();
+        assert_eq!(
+            st.reserve(&gcm(0x1001, 7)).unwrap().unwrap().from,
+            5_000_000
+        );
+        assert_eq!(
+            st.reserve(&gcm(0x1001, 8)).unwrap().unwrap().from,
+            5_000_000
+        );
+        // Its own file from now on; the old one is never written.
+        std::fs::write(&old, "9000000\n").unwrap();
+        let mut st = SeqState::open(&d).unwrap();
+        let again = st.reserve(&gcm(0x1001, 7)).unwrap().unwrap();
+        assert_eq!(again.from, 5_000_000 + RESERVE);
+        assert_eq!(std::fs::read_to_string(&old).unwrap(), "9000000\n");
+        // A damaged one is damage, not a fresh start.
+        std::fs::write(&old, "x").unwrap();
+        assert!(matches!(
+            SeqState::open(&d).err().unwrap(),
+            SeqStateError::NotANumber { .. }
+        ));
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -426,7 +563,8 @@ mod tests {
             assert!(!name.contains("abab"), "{name}");
             // The number, and the lock file beside it.
             let base = name.strip_suffix(".lock").unwrap_or(&name);
-            assert_eq!(base.len(), 32, "{name}");
+            let hex = base.strip_prefix(FILE_PREFIX).unwrap();
+            assert_eq!(hex.len(), 32, "{name}");
         }
         std::fs::remove_dir_all(&d).unwrap();
     }

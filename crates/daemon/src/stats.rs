@@ -93,6 +93,12 @@ counters! {
     /// Pcrypt: packets dropped because this worker already awaited 1024
     /// results in that direction (a worker stopped answering).
     crypto_backlog,
+    /// Pcrypt: jobs dropped because the SA they were numbered on had been
+    /// replaced (same protocol, SPI and destination, another installation,
+    /// perhaps another key) by the time a worker sealed or opened them, or
+    /// its owner finished them: sealing one would use a sequence number
+    /// of one key's counter under another key (`crate::pcrypt`).
+    crypto_stale_sa,
     /// Times the worker woke from poll(2) with something to read: per
     /// request/response transaction, the wake-ups a lone packet costs
     /// (issue 17; `scripts/bench-tunnels.sh` divides them out).
@@ -164,7 +170,7 @@ mod tests {
         total.add(&one);
         total.add(&one);
         let named = total.named();
-        assert_eq!(named.len(), 23);
+        assert_eq!(named.len(), 24);
         assert_eq!(named[0], ("sent", 2));
         assert!(named.contains(&("io_errors", 4)));
         assert!(named.contains(&("gro_out", 6)));

@@ -556,7 +556,7 @@ impl Worker {
                     let now = self.start.elapsed();
                     let egress = self
                         .dp
-                        .seal_assigned(&mut buf, job.assigned, now, &mut st.stats);
+                        .seal_assigned(&mut buf, job.numbered, now, &mut st.stats);
                     self.returned(job.owner, Done::Sealed { job, buf, egress }, st);
                 }
                 Msg::Stream(frames) => {
@@ -571,7 +571,7 @@ impl Worker {
                 }
                 Msg::Open { mut buf, job } => {
                     let now = self.start.elapsed();
-                    let (from, a) = (job.from, job.assigned);
+                    let (from, a) = (job.from, job.numbered);
                     let opened =
                         self.dp
                             .open_assigned(&mut buf, from.as_ref(), a, now, &mut st.stats);
@@ -693,8 +693,8 @@ impl Worker {
             datapath::Outbound::HandOff { to, whole } => {
                 self.hand_off(to, buf.as_slice(), whole, st)
             }
-            datapath::Outbound::Crypto { assigned, whole } => {
-                self.hands().dispatch_seal(buf, assigned, whole, now, st)
+            datapath::Outbound::Crypto { numbered, whole } => {
+                self.hands().dispatch_seal(buf, numbered, whole, now, st)
             }
             datapath::Outbound::Acquire(reqid) => {
                 if let Some(sink) = &self.ike {

@@ -313,6 +313,9 @@ fn print_stats(o: &mut String, v: &Value) {
     if v["ike"].is_object() {
         line("ike".into(), &v["ike"]);
     }
+    if v["metrics"].is_object() {
+        line("metrics".into(), &v["metrics"]);
+    }
 }
 
 /// Like `swanctl --list-sas`: the IKE SAs with their CHILD_SAs, then the

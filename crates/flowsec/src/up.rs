@@ -83,7 +83,7 @@ pub struct UpArgs {
     /// Where flowsec records the sequence numbers of manual (setkey) SAs
     /// with AES-GCM, AES-CCM, ChaCha20-Poly1305, AES-GMAC or AES-CTR, so
     /// that a restart never repeats a nonce under the same key (one small
-    /// file per SA, named by a hash; never the keys).
+    /// file per key, named by a hash; never the keys).
     #[arg(long, value_name = "DIR", env = "FLOWSEC_STATE_DIR", default_value = flowsec_daemon::DEFAULT_STATE_DIR)]
     pub state_dir: PathBuf,
     /// Members of this group (a name or a number) may use the control
@@ -99,7 +99,9 @@ pub struct UpArgs {
     pub tcp_listen: Vec<u16>,
     /// Serve Prometheus metrics at http://ADDR:PORT/metrics: per-SA bytes
     /// and packets, per-worker drops by reason, IKE's counters, SAs by
-    /// state, rekeys (e.g. 127.0.0.1:9469).
+    /// state, rekeys (e.g. 127.0.0.1:9469). Unauthenticated: bind it to
+    /// loopback or firewall it; scrape it by IP address (a host name in
+    /// Host gets 421, against DNS rebinding).
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<std::net::SocketAddr>,
     /// Log levels per subsystem, as strongSwan's filelog: ike (IKE SAs),

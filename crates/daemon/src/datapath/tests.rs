@@ -151,6 +151,7 @@ fn gateways(sas: bool, encap: bool) -> (Datapath, Datapath) {
                 sad,
                 spd,
                 spd_epoch: 0,
+                generations: Default::default(),
             },
         )
     };
@@ -396,6 +397,7 @@ fn transport_mode_reassembles_fragments_first() {
                 sad,
                 spd,
                 spd_epoch: 0,
+                generations: Default::default(),
             },
         )
     };
@@ -507,6 +509,7 @@ fn an_ipv6_tunnel() {
             sad,
             spd,
             spd_epoch: 0,
+            generations: Default::default(),
         };
         Datapath::new(0, 1, db)
     };
@@ -563,6 +566,7 @@ fn flow_gateway(
         sad,
         spd,
         spd_epoch: 0,
+        generations: Default::default(),
     };
     Datapath::new(index, workers, db).with_parallel(parallel)
 }
@@ -698,78 +702,4 @@ fn replies_go_to_the_worker_that_seals_them() {
     );
 }
 
-/// Pcrypt: the owner numbers the packet and another worker's copy seals
-/// it; at the far end the SA's owner checks the number, another worker
-/// opens it, and the owner commits and delivers. A replay passes the
-/// owner's check while the first copy is still being opened, and is
-/// refused when the owner commits it.
-#[test]
-fn pcrypt_numbers_on_the_owner_and_seals_and_opens_anywhere() {
-    let pcrypt =
-        |dp: Datapath, index: usize| Datapath::new(index, 2, dp.db).with_parallel(Parallel::Pcrypt);
-    let owner = owner_of_endpoints(ip(GW_A), ip(GW_B), 2);
-    let (a, _) = gateways(true, false);
-    let (a2, _) = gateways(true, false);
-    let (mut a, mut a_other) = (pcrypt(a, owner), pcrypt(a2, 1 - owner));
-    let (_, b) = gateways(true, false);
-    let (_, b2) = gateways(true, false);
-    // B's inbound SA 0x1001 is worker 1's (SPI mod 2); its copy on worker 0.
-    let (mut b_owner, mut b_other) = (pcrypt(b, 1), pcrypt(b2, 0));
-    let mut stats = Stats::default();
-    let inner = udp("10.1.0.1", "10.2.0.1", 9, b"parallel");
-    let mut buf = PacketBuf::from_packet(&inner);
-    let Outbound::Crypto { assigned, whole } =
-        a.outbound(&mut buf, Source::TUN, NOW, 0, &mut stats)
-    else {
-        panic!("the owner numbers it for another worker")
-    };
-    assert_eq!((assigned.seq, whole), (1, false));
-    assert_eq!(buf.as_slice(), &inner[..], "untouched until sealed");
-    let egress = a_other.seal_assigned(&mut buf, assigned, NOW, &mut stats);
-    assert_eq!(egress, Some(Egress::Ip));
-    assert_eq!(esp_spi(&buf), 0x1001);
-    let wire = buf.as_slice().to_vec();
-    let Inbound::Crypto(checked) = b_owner.inbound(&mut buf, None, NOW, &mut stats) else {
-        panic!("the SA's owner checks the number for another worker")
-    };
-    assert_eq!(checked.seq, 1);
-    let opened = b_other.open_assigned(&mut buf, None, checked, NOW, &mut stats);
-    let replay_opened = {
-        let mut again = PacketBuf::from_packet(&wire);
-        let Inbound::Crypto(c) = b_owner.inbound(&mut again, None, NOW, &mut stats) else {
-            panic!("not committed yet: passes the check")
-        };
-        (
-            again,
-            c,
-            b_other.open_assigned(&mut PacketBuf::from_packet(&wire), None, c, NOW, &mut stats),
-        )
-    };
-    let verdict = b_owner.finish_inbound(&mut buf, checked, opened.unwrap(), NOW, &mut stats);
-    let replies = owner_of_endpoints(ip(GW_B), ip(GW_A), 2);
-    assert_eq!(
-        verdict,
-        Inbound::Deliver(replies),
-        "the queue of the replies' owner"
-    );
-    assert_eq!(buf.as_slice(), &inner[..]);
-    let (_, c, opened) = replay_opened;
-    let mut again = PacketBuf::from_packet(&inner);
-    assert_eq!(
-        b_owner.finish_inbound(&mut again, c, opened.unwrap(), NOW, &mut stats),
-        Inbound::Done
-    );
-    assert_eq!(stats.drops.get(DropReason::Replayed), 1);
-    // The copies' own counters never moved: only the owners'.
-    let seq = |dp: &Datapath, spi| {
-        dp.db
-            .sad
-            .iter()
-            .find(|s| s.id().spi == spi)
-            .map(|s| (s.seq(), s.usage().packets))
-    };
-    assert_eq!(seq(&a, 0x1001), Some((1, 1)));
-    assert_eq!(seq(&a_other, 0x1001), Some((0, 0)));
-    assert_eq!(seq(&b_other, 0x1001).map(|s| s.1), Some(0));
-    assert_eq!(seq(&b_owner, 0x1001).map(|s| s.1), Some(1));
-}
+mod pcrypt;

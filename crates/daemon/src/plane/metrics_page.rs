@@ -1,12 +1,30 @@
 //! `flowsec up --metrics`: the page a scrape gets, from what `ctl stats`
 //! and `ctl sas` read (the format is `crate::metrics`).
 
+use serde_json::{json, Value};
+
 use super::Plane;
 
 impl Plane {
+    /// `ctl stats`' "metrics": the metrics thread's counters, with
+    /// `--metrics`.
+    pub(super) fn metrics_stats(&self) -> Option<Value> {
+        let p = self.metrics.as_ref()?;
+        let m: serde_json::Map<String, Value> = p
+            .counters()
+            .named()
+            .into_iter()
+            .map(|(k, n)| (k.to_string(), json!(n)))
+            .collect();
+        Some(Value::Object(m))
+    }
+
     /// `--metrics`: every counter in Prometheus' text format
-    /// (`crate::metrics`).
-    pub(super) fn metrics_text(&mut self) -> String {
+    /// (`crate::metrics`), the metrics thread's own (`exporter`) included.
+    pub(super) fn metrics_text(
+        &mut self,
+        exporter: Option<&crate::metrics::ExporterCounters>,
+    ) -> String {
         use crate::metrics::{render, Family, Kind};
         let seen = self.seen();
         let mut events = Family::new(
@@ -53,6 +71,17 @@ impl Plane {
             packets.push(labels, r.live.packets);
         }
         let mut families = vec![events, drops, bytes, packets];
+        if let Some(c) = exporter {
+            let mut scrapes = Family::new(
+                "flowsec_metrics_events_total",
+                "This page's own counters (flowsec ctl stats, metrics): pages served, stale pages, requests refused (421 for a Host that is not an IP address, 400, 404), clients cut off for taking too long.",
+                Kind::Counter,
+            );
+            for (name, n) in c.named() {
+                scrapes.push(vec![("event", name.into())], n);
+            }
+            families.push(scrapes);
+        }
         if let Some(ike) = &self.ike {
             let mut ev = Family::new(
                 "flowsec_ike_events_total",

@@ -84,7 +84,7 @@ impl Hands<'_> {
         &mut self,
         b: &mut PacketBuf,
         from: Option<&UdpEndpoints>,
-        a: flowsec_ipsec::assigned::Assigned,
+        a: pcrypt::Numbered,
         now: Duration,
         st: &mut State,
     ) {
@@ -107,7 +107,7 @@ impl Hands<'_> {
         let job = OpenJob {
             owner: self.index,
             order,
-            assigned: a,
+            numbered: a,
             from: from.copied(),
         };
         let Some(mut buf) = owned_copy(b.as_slice(), self.mtu, st) else {
@@ -150,7 +150,7 @@ impl Hands<'_> {
     pub(super) fn dispatch_seal(
         &mut self,
         b: &mut PacketBuf,
-        a: flowsec_ipsec::assigned::Assigned,
+        a: pcrypt::Numbered,
         whole: bool,
         now: Duration,
         st: &mut State,
@@ -170,7 +170,7 @@ impl Hands<'_> {
         let job = SealJob {
             owner: self.index,
             order,
-            assigned: a,
+            numbered: a,
             whole,
         };
         let Some(mut buf) = owned_copy(b.as_slice(), self.mtu, st) else {
@@ -229,7 +229,7 @@ impl Hands<'_> {
                     let stats = &mut st.stats;
                     let verdict =
                         self.dp
-                            .finish_inbound(&mut buf, job.assigned, opened, now, stats);
+                            .finish_inbound(&mut buf, job.numbered, opened, now, stats);
                     self.deliver(&buf, verdict, job.from.as_ref(), st);
                 }
                 st.recycle(buf);
