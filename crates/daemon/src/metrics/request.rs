@@ -6,9 +6,10 @@
 //! name the attacker re-points to the gateway's address (DNS rebinding):
 //! the browser then sends that name as `Host`. So the page is served only
 //! to a request whose `Host` is a literal IP address (the bound address
-//! always is one: `--metrics` takes ADDR:PORT), with or without a port;
-//! any name, `localhost` included, gets 421 Misdirected Request (RFC 9110
-//! §15.5.20). A request without `Host` is served only in HTTP/1.0 (a
+//! always is one: `--metrics` takes ADDR:PORT) or `localhost` (a name no
+//! attacker's page can carry: the browser sends the page's own name), with
+//! or without a port; any other name gets 421 Misdirected Request (RFC
+//! 9110 §15.5.20). A request without `Host` is served only in HTTP/1.0 (a
 //! browser always sends one; HTTP/1.1 requires exactly one, RFC 9112
 //! §3.2).
 
@@ -54,13 +55,23 @@ pub fn judge(head: &[u8]) -> Verdict {
     match (hosts.next(), hosts.next()) {
         (Some(_), Some(_)) | (None, _) if !http10 => return Verdict::Malformed,
         (Some(_), Some(_)) => return Verdict::Malformed,
-        (Some(host), None) if !host_is_literal_ip(host) => return Verdict::ForeignHost,
+        (Some(host), None) if !host_names_us(host) => return Verdict::ForeignHost,
         _ => {}
     }
     match (method, target) {
         ("GET", "/metrics" | "/") => Verdict::Page,
         _ => Verdict::NotFound,
     }
+}
+
+/// Whether a `Host` value names us beyond doubt: a literal IP address
+/// ([`host_is_literal_ip`]) or `localhost`, each with or without a port
+/// (Prometheus' own examples scrape `localhost:PORT`).
+pub fn host_names_us(host: &str) -> bool {
+    let name = host.rsplit_once(':').map_or(host, |(n, _)| n);
+    host_is_literal_ip(host)
+        || (name.eq_ignore_ascii_case("localhost")
+            && host_is_literal_ip(&host.replacen(name, "127.0.0.1", 1)))
 }
 
 /// Whether a `Host` value names a literal IP address: `192.0.2.1`,
@@ -106,10 +117,19 @@ mod tests {
         ] {
             assert!(host_is_literal_ip(ok), "{ok}");
         }
+        for name in ["localhost", "localhost:9100", "LocalHost"] {
+            assert!(host_names_us(name) && !host_is_literal_ip(name), "{name}");
+        }
+        for refused in [
+            "localhost:",
+            "localhost:x",
+            "localhost.evil.example",
+            "evil.localhost",
+        ] {
+            assert!(!host_names_us(refused), "{refused}");
+        }
         for refused in [
             "",
-            "localhost",
-            "localhost:9100",
             "evil.example",
             "evil.example:9100",
             "127.0.0.1.nip.io",
@@ -147,8 +167,8 @@ mod tests {
             Verdict::ForeignHost
         );
         assert_eq!(
-            j("GET /x HTTP/1.1\r\nHost: localhost\r\n\r\n"),
-            Verdict::ForeignHost
+            j("GET /metrics HTTP/1.1\r\nHost: localhost:9469\r\n\r\n"),
+            Verdict::Page
         );
         assert_eq!(
             j("GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
