@@ -197,11 +197,18 @@ pub struct IkeStats {
     /// Signatures (AUTH) that did not verify, or used a scheme we do not
     /// accept.
     pub bad_signature: u64,
+    /// Protected messages (or fragments) that verified under an IKE SA's
+    /// keys: the daemon tells a stream's authenticated messages by it
+    /// (`Ike::stream_authenticated`).
+    pub verified: u64,
+    /// Retransmitted IKE_SA_INIT requests not answered again: the last
+    /// answer left less than `INIT_REPLAY_EVERY` ago (init_responder.rs).
+    pub init_replay_limited: u64,
 }
 
 impl IkeStats {
     /// Every counter with its name, for `flowsec ctl stats`.
-    pub fn named(&self) -> [(&'static str, u64); 28] {
+    pub fn named(&self) -> [(&'static str, u64); 30] {
         [
             ("received", self.received),
             ("sent", self.sent),
@@ -231,6 +238,8 @@ impl IkeStats {
             ("bad_signature", self.bad_signature),
             ("child_rekeys", self.child_rekeys),
             ("loss_free_handovers", self.loss_free_handovers),
+            ("verified", self.verified),
+            ("init_replay_limited", self.init_replay_limited),
         ]
     }
 
@@ -616,6 +625,7 @@ impl Host {
             }
         };
         sa.last_heard = now;
+        self.stats.verified += 1;
         let request_digest = digest(data);
         self.checked(sa, header, msg, request_digest)
             .map(|m| (m, request_digest))
@@ -698,6 +708,7 @@ impl Host {
             }
         };
         self.stats.fragments_received += 1;
+        self.stats.verified += 1;
         sa.last_heard = now;
         let slot = &mut sa.reassembly[usize::from(header.response)];
         match Reassembly::add(slot, header.message_id, fragment, digest(data)) {

@@ -29,6 +29,11 @@ use crate::init::{init_header, new_sa, promote_ike, NONCE_LEN};
 use crate::nat::{nat_detect, nat_hash};
 use crate::sa::{IkeKeyState, IkeSa, IkeState};
 
+/// The least time between two answers to copies of one IKE_SA_INIT
+/// request (our tuning: an initiator waits longer before it retransmits,
+/// strongSwan 4 s; over a stream it does not retransmit, RFC 9329 §6.2).
+pub(crate) const INIT_REPLAY_EVERY: Duration = Duration::from_millis(500);
+
 /// Responder: an IKE_SA_INIT request (for its NAT_DETECTION notifies)
 /// and its Ni.
 struct Offered<'a> {
@@ -56,7 +61,7 @@ impl Ike {
             self.host.stats.malformed += 1;
             return;
         }
-        if self.init_replayed(&arrival) {
+        if self.init_replayed(now, &arrival) {
             return;
         }
         let Some(msg) = self.host.init_request_message(&arrival) else {
@@ -89,21 +94,30 @@ impl Ike {
     }
 
     /// A retransmission of an IKE_SA_INIT request we answered gets the
-    /// same answer (§2.1); whether it was one (anything else from that
-    /// SPIi and address is dropped).
-    fn init_replayed(&mut self, arrival: &Arrival<'_>) -> bool {
-        let Some(sa) = self.sas.values().find(|s| {
+    /// same answer (§2.1), at most once per [`INIT_REPLAY_EVERY`]; whether
+    /// it was one (anything else from that SPIi and address is dropped).
+    fn init_replayed(&mut self, now: Duration, arrival: &Arrival<'_>) -> bool {
+        let Some(sa) = self.sas.values_mut().find(|s| {
             s.state == IkeState::HalfOpen
                 && s.spi_i == arrival.header.spi_i
                 && s.remote == arrival.remote
         }) else {
             return false;
         };
-        if let Some(w) = sa.exch.passive().filter(|w| w.init.request == arrival.data) {
-            let (t, l, r, d) = (sa.transport, sa.local, sa.remote, w.init.response.clone());
-            self.host.stats.replayed += 1;
-            self.host.push(t, l, r, d);
+        let Some(w) = sa.exch.passive().filter(|w| w.init.request == arrival.data) else {
+            return true;
+        };
+        // The peer is not verified yet: an answer to every copy would
+        // let it make us queue (over a stream) or send (over UDP) a
+        // response per request it writes (issue 29 item 2).
+        if now < sa.last_sent + INIT_REPLAY_EVERY {
+            self.host.stats.init_replay_limited += 1;
+            return true;
         }
+        let (t, l, r, d) = (sa.transport, sa.local, sa.remote, w.init.response.clone());
+        sa.last_sent = now;
+        self.host.stats.replayed += 1;
+        self.host.push(t, l, r, d);
         true
     }
 
