@@ -637,6 +637,13 @@ impl Plane {
                 .collect();
             v["ike"] = Value::Object(m);
             v["ike"]["ike_sas"] = json!(ike.ike.list(self.start.elapsed()).len());
+            let m: serde_json::Map<String, Value> = ike
+                .queue_counters()
+                .named()
+                .into_iter()
+                .map(|(k, n)| (k.to_string(), json!(n)))
+                .collect();
+            v["ike_queue"] = Value::Object(m);
             if let Some(s) = &ike.stream {
                 let m: serde_json::Map<String, Value> = s
                     .counters()
