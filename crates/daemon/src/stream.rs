@@ -94,7 +94,7 @@ const ACCEPT_PAUSE: Duration = Duration::from_millis(200);
 /// Most bytes read from one connection per loop; from an unauthenticated
 /// one, the second.
 const READ_BUDGET: usize = 1 << 20;
-const READ_BUDGET_UNPROVEN: usize = 64 << 10;
+const READ_BUDGET_UNPROVEN: usize = 16 << 10;
 /// A lost connection is opened again if it carried something this
 /// recently; else at the next thing to send.
 const REDIAL_IF_USED: Duration = Duration::from_secs(30);

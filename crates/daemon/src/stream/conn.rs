@@ -211,7 +211,10 @@ impl Conn {
     ) -> Result<(), Closed> {
         let mut taken = 0;
         while taken < budget {
-            let n = match self.sock.read(scratch) {
+            // No more than the budget: what is read stays in the
+            // deframer (its buffer keeps its size) until its frames go.
+            let want = (budget - taken).min(scratch.len());
+            let n = match self.sock.read(&mut scratch[..want]) {
                 Ok(0) => return Err(Closed::Broken),
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
