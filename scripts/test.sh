@@ -145,6 +145,9 @@ done
 echo "-- ike and esp over TCP and TLS (RFC 9329), UDP and ESP dropped on the transit link: flowsec -> flowsec"
 FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_tcp.sh </dev/null
 
+echo "-- ike over TCP (RFC 9329) flooded: 1000 connections write IKE_SA_INIT and never read; the responder's RSS stays below 256 MiB"
+FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_tcp_flood.sh </dev/null
+
 for left in flowsec strongswan; do
     echo "-- ike fragmentation (RFC 7383), 300-byte fragments: $left initiates (flowsec <-> strongSwan)"
     FLOWSEC_IKE_LEFT=$left FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_frag.sh </dev/null

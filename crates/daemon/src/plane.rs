@@ -133,8 +133,12 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let setup = Setup::prepare(opts, &provider)?;
     let routes =
         Routes::install(&opts.tun, opts.mtu, &setup.staged.model.spd).map_err(RunError::Routes)?;
+    // The RFC 9329 streams' ports pass the filter (issue 29 item 13).
+    let tcp_ports = setup.ike.as_ref().map_or_else(Vec::new, |(plane, _)| {
+        streams::listen_ports(&opts.tcp_listen, plane.ike.connections())
+    });
     let filter = if opts.plaintext_filter {
-        Filter::install(&opts.tun, &setup.staged.model.spd).map_err(RunError::Filter)?
+        Filter::install(&opts.tun, &tcp_ports, &setup.staged.model.spd).map_err(RunError::Filter)?
     } else {
         tracing::warn!(target: "cfg", "--no-plaintext-filter: plaintext that an inbound policy covers is not dropped (RFC 4301 §5.2)");
         Filter::none(&opts.tun)
@@ -644,6 +648,13 @@ impl Plane {
                 .collect();
             v["ike"] = Value::Object(m);
             v["ike"]["ike_sas"] = json!(ike.ike.list(self.start.elapsed()).len());
+            let m: serde_json::Map<String, Value> = ike
+                .queue_counters()
+                .named()
+                .into_iter()
+                .map(|(k, n)| (k.to_string(), json!(n)))
+                .collect();
+            v["ike_queue"] = Value::Object(m);
             if let Some(s) = &ike.stream {
                 let m: serde_json::Map<String, Value> = s
                     .counters()

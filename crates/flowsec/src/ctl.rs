@@ -310,8 +310,11 @@ fn print_stats(o: &mut String, v: &Value) {
         line(format!("worker {k}"), w);
     }
     line("total".into(), &v["total"]);
-    if v["ike"].is_object() {
-        line("ike".into(), &v["ike"]);
+    // IKE's, its queues' drops, and the RFC 9329 stream thread's.
+    for k in ["ike", "ike_queue", "tcp"] {
+        if v[k].is_object() {
+            line(k.into(), &v[k]);
+        }
     }
     if v["metrics"].is_object() {
         line("metrics".into(), &v["metrics"]);

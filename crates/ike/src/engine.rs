@@ -205,11 +205,15 @@ pub struct IkeStats {
     pub peers_revoked: u64,
     /// IKE SAs authenticated again in an old one's place (`reauth_time`).
     pub reauthentications: u64,
+    /// Protected messages (or fragments) that verified under an IKE SA's
+    /// keys: the daemon tells a stream's authenticated messages by it
+    /// (`Ike::stream_authenticated`).
+    pub verified: u64,
 }
 
 impl IkeStats {
     /// Every counter with its name, for `flowsec ctl stats`.
-    pub fn named(&self) -> [(&'static str, u64); 31] {
+    pub fn named(&self) -> [(&'static str, u64); 32] {
         [
             ("received", self.received),
             ("sent", self.sent),
@@ -242,6 +246,7 @@ impl IkeStats {
             ("reauthentications", self.reauthentications),
             ("child_rekeys", self.child_rekeys),
             ("loss_free_handovers", self.loss_free_handovers),
+            ("verified", self.verified),
         ]
     }
 
@@ -631,6 +636,7 @@ impl Host {
             }
         };
         sa.last_heard = now;
+        self.stats.verified += 1;
         let request_digest = digest(data);
         self.checked(sa, header, msg, request_digest)
             .map(|m| (m, request_digest))
@@ -713,6 +719,7 @@ impl Host {
             }
         };
         self.stats.fragments_received += 1;
+        self.stats.verified += 1;
         sa.last_heard = now;
         let slot = &mut sa.reassembly[usize::from(header.response)];
         match Reassembly::add(slot, header.message_id, fragment, digest(data)) {

@@ -90,9 +90,10 @@ impl Ike {
 
     /// A retransmission of an IKE_SA_INIT request we answered gets the
     /// same answer (§2.1); whether it was one (anything else from that
-    /// SPIi and address is dropped).
-    /// Rate-limited as every cached answer (exchange.rs): a flood of
-    /// copies gets one answer a second.
+    /// SPIi and address is dropped). Rate-limited as every cached answer
+    /// (exchange.rs): the peer is not verified yet, and an answer to every
+    /// copy would let it make us queue (over a stream) or send (over UDP)
+    /// a response per request it writes (issue 29 items 1, 2).
     fn init_replayed(&mut self, now: Duration, arrival: &Arrival<'_>) -> bool {
         let Some(sa) = self.sas.values_mut().find(|s| {
             s.state == IkeState::HalfOpen

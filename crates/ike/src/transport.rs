@@ -94,6 +94,25 @@ impl Ike {
         }
     }
 
+    /// Whether `data`, the message [`Ike::handle_on`] took last over a
+    /// stream, proved its sender: it verified under an IKE SA's keys
+    /// (the caller sees [`crate::IkeStats::verified`] rise) and that SA,
+    /// carried by a stream, is established now (its peer authenticated,
+    /// RFC 7296 §2.15). The daemon then counts the connection it came on
+    /// as established and sends the SA's traffic on it (RFC 9329 §6.1:
+    /// the newest connection a valid message came on); a message that
+    /// only opened a half-open SA, or an EAP round, does not.
+    pub fn stream_authenticated(&self, data: &[u8]) -> bool {
+        let Ok(h) = flowsec_wire::ike::Header::parse(data) else {
+            return false;
+        };
+        // The SPI the sender's role says is ours (§3.1: the I flag).
+        let ours = if h.initiator { h.spi_r } else { h.spi_i };
+        self.sas.values().any(|sa| {
+            sa.our_spi() == ours && sa.state == IkeState::Established && sa.transport.is_stream()
+        })
+    }
+
     /// `tcp_encap = fallback` (RFC 9329 §5.1): an IKE_SA_INIT over UDP
     /// unanswered for `tcp_fallback_time` is given up, and the connection
     /// starts again over TCP with a new IKE_SA_INIT (new SPIi, NAT

@@ -124,7 +124,15 @@ impl Plane {
                 };
                 f.push(vec![("state", state.into())], n);
             }
-            families.extend([ev, rekeys, ike_sas, child_sas]);
+            let mut queues = Family::new(
+                "flowsec_ike_queue_drops_total",
+                "IKE messages and notices dropped on their way to the control thread, by queue (flowsec ctl stats, ike_queue).",
+                Kind::Counter,
+            );
+            for (name, n) in ike.queue_counters().named() {
+                queues.push(vec![("queue", name.trim_end_matches("_full").into())], n);
+            }
+            families.extend([ev, rekeys, ike_sas, child_sas, queues]);
             if let Some(stream) = &ike.stream {
                 let mut tcp = Family::new(
                     "flowsec_tcp_events_total",

@@ -1,6 +1,7 @@
 //! One TCP connection of RFC 9329: its socket, its TLS session if any, the
 //! frames read out of it and the bytes waiting to be written.
 
+use std::cell::Cell;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
@@ -10,6 +11,38 @@ use flowsec_ike::Transport;
 use flowsec_wire::tcp_encap::{Deframer, PREFIX};
 
 use super::tls::TlsConfigs;
+
+/// What rustls may hold of a connection's output before its peer has
+/// authenticated (issue 29 item 2), and after; the rest waits in
+/// [`Conn::out`], which the stream thread bounds.
+const TLS_LIMIT_UNPROVEN: usize = 16 << 10;
+const TLS_LIMIT: usize = 256 << 10;
+/// An emptied output buffer larger than this is given back: a burst does
+/// not stay a connection's size for good.
+const OUT_KEEP: usize = 64 << 10;
+
+/// A connection's name for its whole life, never reused (issue 29 item
+/// 12: a new connection from the same address and port is another
+/// connection). Answers to a message go back on the connection it came
+/// on, by this name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnId(u64);
+
+impl ConnId {
+    /// The first; each next one with [`ConnId::next`].
+    pub const FIRST: ConnId = ConnId(1);
+
+    /// The id after this one.
+    pub fn next(self) -> ConnId {
+        ConnId(self.0 + 1)
+    }
+
+    /// Any id (tests).
+    #[cfg(test)]
+    pub fn for_tests(n: u64) -> ConnId {
+        ConnId(n)
+    }
+}
 
 /// Where a connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +68,7 @@ pub enum Closed {
 }
 
 pub struct Conn {
+    pub id: ConnId,
     pub sock: TcpStream,
     /// What IKE calls its two ends: (our address, port 0) and the peer's
     /// listening address on a connection we opened; (our address and
@@ -49,18 +83,21 @@ pub struct Conn {
     pub rx: Deframer,
     /// Framed bytes not yet taken by the socket (or by TLS).
     pub out: Vec<u8>,
+    /// TLS records rustls holds, not yet written (as of the last read or
+    /// flush).
+    tls_held: usize,
+    /// Left unread last loop: its output backed up (counted once per
+    /// pause).
+    pub read_paused: Cell<bool>,
     /// When it was opened (`now` of the daemon's clock).
     pub since: Duration,
-    /// A well-formed frame has been read from it.
-    pub spoke: bool,
-    /// When the last frame was read (or it opened).
-    pub last_frame: Duration,
 }
 
 impl Conn {
     /// A connection we open: the prefix is its first bytes (inside TLS
     /// with `tls`, RFC 9329 §4).
     pub fn originate(
+        id: ConnId,
         sock: TcpStream,
         local: SocketAddr,
         remote: SocketAddr,
@@ -73,11 +110,13 @@ impl Conn {
                 let name = rustls::pki_types::ServerName::IpAddress(remote.ip().into());
                 let c = rustls::ClientConnection::new(Arc::clone(&tls.client), name)
                     .map_err(io::Error::other)?;
-                Some(limited(c.into()))
+                // Ours: its peer is the one we chose to talk to.
+                Some(limited(c.into(), TLS_LIMIT))
             }
             _ => None,
         };
         Ok(Conn {
+            id,
             sock,
             local,
             remote,
@@ -87,15 +126,21 @@ impl Conn {
             tls,
             rx: Deframer::originator(),
             out: PREFIX.to_vec(),
+            tls_held: 0,
+            read_paused: Cell::new(false),
             since: now,
-            spoke: false,
-            last_frame: now,
         })
     }
 
     /// A connection we accepted: the prefix must come first.
-    pub fn accepted(sock: TcpStream, local: SocketAddr, remote: SocketAddr, now: Duration) -> Conn {
+    pub fn accepted(
+        id: ConnId,
+        sock: TcpStream,
+        (local, remote): (SocketAddr, SocketAddr),
+        now: Duration,
+    ) -> Conn {
         Conn {
+            id,
             sock,
             local,
             remote,
@@ -105,9 +150,23 @@ impl Conn {
             tls: None,
             rx: Deframer::responder(),
             out: Vec::new(),
+            tls_held: 0,
+            read_paused: Cell::new(false),
             since: now,
-            spoke: false,
-            last_frame: now,
+        }
+    }
+
+    /// The output it holds: framed bytes waiting, and TLS records rustls
+    /// has not written yet (issue 29 item 2: what a peer that does not
+    /// read makes us keep).
+    pub fn queued(&self) -> usize {
+        self.out.len() + self.tls_held
+    }
+
+    /// Its peer authenticated (IKE): rustls may hold more of its output.
+    pub fn proven(&mut self) {
+        if let Some(t) = &mut self.tls {
+            t.set_buffer_limit(Some(TLS_LIMIT));
         }
     }
 
@@ -152,7 +211,10 @@ impl Conn {
     ) -> Result<(), Closed> {
         let mut taken = 0;
         while taken < budget {
-            let n = match self.sock.read(scratch) {
+            // No more than the budget: what is read stays in the
+            // deframer (its buffer keeps its size) until its frames go.
+            let want = (budget - taken).min(scratch.len());
+            let n = match self.sock.read(&mut scratch[..want]) {
                 Ok(0) => return Err(Closed::Broken),
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
@@ -167,7 +229,7 @@ impl Conn {
                 if scratch[0] == 0x16 {
                     let s = rustls::ServerConnection::new(Arc::clone(&tls.server))
                         .map_err(|_| Closed::Tls)?;
-                    self.tls = Some(limited(s.into()));
+                    self.tls = Some(limited(s.into(), TLS_LIMIT_UNPROVEN));
                     self.transport = Transport::Tls;
                 }
             }
@@ -179,7 +241,8 @@ impl Conn {
                         if t.read_tls(&mut wire).map_err(|_| Closed::Tls)? == 0 {
                             return Err(Closed::Tls);
                         }
-                        t.process_new_packets().map_err(|_| Closed::Tls)?;
+                        let io = t.process_new_packets().map_err(|_| Closed::Tls)?;
+                        self.tls_held = io.tls_bytes_to_write();
                         plain_into(t, &mut self.rx)?;
                     }
                 }
@@ -225,16 +288,22 @@ impl Conn {
                         Err(_) => return Err(Closed::Broken),
                     }
                 }
+                // No new records: this only says what rustls holds.
+                let io = t.process_new_packets().map_err(|_| Closed::Tls)?;
+                self.tls_held = io.tls_bytes_to_write();
             }
+        }
+        if self.out.is_empty() && self.out.capacity() > OUT_KEEP {
+            self.out = Vec::new();
         }
         Ok(())
     }
 }
 
-/// A TLS session whose buffers hold at most 1 MiB each way: what does
-/// not fit waits in [`Conn::out`], which is bounded.
-fn limited(mut c: rustls::Connection) -> rustls::Connection {
-    c.set_buffer_limit(Some(1 << 20));
+/// A TLS session whose output buffer holds at most `limit` bytes: what
+/// does not fit waits in [`Conn::out`], which is bounded.
+fn limited(mut c: rustls::Connection, limit: usize) -> rustls::Connection {
+    c.set_buffer_limit(Some(limit));
     c
 }
 

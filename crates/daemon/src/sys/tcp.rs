@@ -104,6 +104,44 @@ pub fn tcp_connect(local: IpAddr, remote: SocketAddr, mark: u32) -> io::Result<T
     Ok(unsafe { TcpStream::from_raw_fd(fd.into_raw_fd()) })
 }
 
+/// A blocking connection from `local`, its port included (a port another
+/// connection used before), to `remote`: for tests of a reused port.
+#[cfg(test)]
+pub fn connect_from(local: SocketAddr, remote: SocketAddr) -> io::Result<TcpStream> {
+    let fd = socket(family(remote.is_ipv6()), libc::SOCK_STREAM, 0)?;
+    let raw = fd.as_raw_fd();
+    set_int_option(raw, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
+    let (ss, len) = sockaddr(local);
+    // SAFETY: `ss` holds a sockaddr of `len` bytes.
+    check(unsafe { libc::bind(raw, (&ss as *const libc::sockaddr_storage).cast(), len) })?;
+    let (ss, len) = sockaddr(remote);
+    // SAFETY: `ss` holds a sockaddr of `len` bytes.
+    check(unsafe { libc::connect(raw, (&ss as *const libc::sockaddr_storage).cast(), len) })?;
+    // SAFETY: the descriptor is a TCP socket we own.
+    Ok(unsafe { TcpStream::from_raw_fd(fd.into_raw_fd()) })
+}
+
+/// Close `s` with a reset (SO_LINGER 0): no TIME_WAIT keeps its port.
+#[cfg(test)]
+pub fn reset(s: TcpStream) -> io::Result<()> {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: `linger` is a valid struct linger of the size passed.
+    check(unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    })?;
+    drop(s);
+    Ok(())
+}
+
 /// Readiness of one descriptor after [`poll`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Ready {
@@ -113,14 +151,24 @@ pub struct Ready {
     pub hup: bool,
 }
 
-/// poll(2) over `fds`, each with whether it waits to write too; the
-/// readiness of each in `ready`.
-pub fn poll(fds: &[(RawFd, bool)], timeout_ms: i32, ready: &mut Vec<Ready>) -> io::Result<()> {
+/// What to poll a descriptor for.
+#[derive(Debug, Clone, Copy)]
+pub struct Interest {
+    pub fd: RawFd,
+    /// Readable (a connection whose output backs up is not read: what it
+    /// sends waits in the kernel, under TCP's flow control).
+    pub read: bool,
+    pub write: bool,
+}
+
+/// poll(2) over `fds`; the readiness of each in `ready` (an error or a
+/// hang-up is reported whatever the interest).
+pub fn poll(fds: &[Interest], timeout_ms: i32, ready: &mut Vec<Ready>) -> io::Result<()> {
     let mut pollfds: Vec<libc::pollfd> = fds
         .iter()
-        .map(|&(fd, write)| libc::pollfd {
-            fd,
-            events: libc::POLLIN | if write { libc::POLLOUT } else { 0 },
+        .map(|i| libc::pollfd {
+            fd: i.fd,
+            events: if i.read { libc::POLLIN } else { 0 } | if i.write { libc::POLLOUT } else { 0 },
             revents: 0,
         })
         .collect();
