@@ -20,6 +20,9 @@ install_system_deps() {
     command -v nft >/dev/null || missing+=(nftables)
     # an independent view of the transit link (tests/e2e/fragments.sh)
     command -v tcpdump >/dev/null || missing+=(tcpdump)
+    # the e2e veths without offloads (lib.sh disable_offloads): with TSO
+    # on, a capture sees a few large segments (ike_tcp.sh counts them)
+    command -v ethtool >/dev/null || [ -x /usr/sbin/ethtool ] || missing+=(ethtool)
     python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
     # the lab's s5-app: Debian's nginx and ApacheBench (study S5's web benchmark)
     command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx)
