@@ -107,26 +107,10 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     // group, which takes CAP_CHOWN; then only the network capabilities
     // are kept, before any thread starts (threads inherit them).
     let mut control = Control::bind(&opts.socket, opts.ctl_group).map_err(RunError::Control)?;
-    let metrics = match opts.metrics {
-        Some(addr) => Some(
-            crate::metrics::Exporter::bind(addr)
-                .map_err(|error| RunError::Metrics { addr, error })?,
-        ),
-        None => None,
-    };
+    let metrics = opts.metrics.map(bind_metrics).transpose()?;
     drop_privileges()?;
     // Its thread after the privileges are dropped (a thread inherits them).
-    let metrics = match (metrics, opts.metrics) {
-        (Some(e), Some(addr)) => {
-            let bound = e.local_addr().unwrap_or(addr);
-            tracing::info!(target: "ctl", "metrics (Prometheus) on http://{bound}/metrics");
-            Some(
-                e.spawn()
-                    .map_err(|error| RunError::Metrics { addr, error })?,
-            )
-        }
-        _ => None,
-    };
+    let metrics = metrics.map(spawn_metrics).transpose()?;
     let provider = Provider::by_name(&opts.backend).ok_or_else(|| RunError::UnknownBackend {
         name: opts.backend.clone(),
     })?;
@@ -213,19 +197,42 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let tcp = plane.ike.as_ref().and_then(|i| i.stream.clone());
     let result = plane.shut_down(&stop, handles, failure);
     if let Some(s) = tcp {
-        let counts: Vec<String> = s
-            .counters()
-            .named()
-            .into_iter()
-            .filter(|(_, n)| *n > 0)
-            .map(|(k, n)| format!("{k}={n}"))
-            .collect();
-        tracing::info!(target: "net", "tcp: {}", counts.join(" "));
+        log_stream_counters(&s);
     }
     if let Some(h) = stream_thread {
         let _ = h.join();
     }
     result
+}
+
+/// `--metrics ADDR`: its socket, bound before the privileges go.
+fn bind_metrics(
+    addr: std::net::SocketAddr,
+) -> Result<(crate::metrics::Exporter, std::net::SocketAddr), RunError> {
+    crate::metrics::Exporter::bind(addr)
+        .map(|e| (e, addr))
+        .map_err(|error| RunError::Metrics { addr, error })
+}
+
+/// The metrics thread, serving on the socket [`bind_metrics`] bound.
+fn spawn_metrics(
+    (e, addr): (crate::metrics::Exporter, std::net::SocketAddr),
+) -> Result<crate::metrics::Publisher, RunError> {
+    let bound = e.local_addr().unwrap_or(addr);
+    tracing::info!(target: "ctl", "metrics (Prometheus) on http://{bound}/metrics");
+    e.spawn().map_err(|error| RunError::Metrics { addr, error })
+}
+
+/// The stream thread's counters, once, at the end.
+fn log_stream_counters(s: &crate::stream::StreamSink) {
+    let counts: Vec<String> = s
+        .counters()
+        .named()
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{k}={n}"))
+        .collect();
+    tracing::info!(target: "net", "tcp: {}", counts.join(" "));
 }
 
 impl Plane {

@@ -83,68 +83,75 @@ impl Plane {
             families.push(scrapes);
         }
         if let Some(ike) = &self.ike {
-            let mut ev = Family::new(
-                "flowsec_ike_events_total",
-                "IKE's counters (flowsec ctl stats): messages, retransmits, cookies, dead peers, drops by reason, rekeys.",
-                Kind::Counter,
-            );
-            for (name, n) in ike.ike.stats().named() {
-                ev.push(vec![("event", name.into())], n);
-            }
-            let s = ike.ike.stats();
-            let mut rekeys = Family::new(
-                "flowsec_child_rekeys_total",
-                "CHILD_SA rekeys completed, either role, by handover (loss-free: the responder keeps the old SA until the DELETE).",
-                Kind::Counter,
-            );
-            rekeys.push(
-                vec![("handover", "loss-free".into())],
-                s.loss_free_handovers,
-            );
-            rekeys.push(
-                vec![("handover", "other".into())],
-                s.child_rekeys - s.loss_free_handovers,
-            );
-            let list = ike.ike.list(self.start.elapsed());
-            let mut by_state = std::collections::BTreeMap::<(&str, &str), u64>::new();
-            for sa in &list {
-                *by_state.entry(("ike", sa.state)).or_default() += 1;
-                for c in &sa.children {
-                    *by_state.entry(("child", c.state)).or_default() += 1;
-                }
-            }
-            let mut ike_sas = Family::new("flowsec_ike_sas", "IKE SAs by state.", Kind::Gauge);
-            let mut child_sas =
-                Family::new("flowsec_child_sas", "CHILD_SAs by state.", Kind::Gauge);
-            for ((what, state), n) in by_state {
-                let f = if what == "ike" {
-                    &mut ike_sas
-                } else {
-                    &mut child_sas
-                };
-                f.push(vec![("state", state.into())], n);
-            }
-            let mut queues = Family::new(
-                "flowsec_ike_queue_drops_total",
-                "IKE messages and notices dropped on their way to the control thread, by queue (flowsec ctl stats, ike_queue).",
-                Kind::Counter,
-            );
-            for (name, n) in ike.queue_counters().named() {
-                queues.push(vec![("queue", name.trim_end_matches("_full").into())], n);
-            }
-            families.extend([ev, rekeys, ike_sas, child_sas, queues]);
-            if let Some(stream) = &ike.stream {
-                let mut tcp = Family::new(
-                    "flowsec_tcp_events_total",
-                    "The RFC 9329 stream thread's counters (flowsec ctl stats, tcp).",
-                    Kind::Counter,
-                );
-                for (name, n) in stream.counters().named() {
-                    tcp.push(vec![("event", name.into())], n);
-                }
-                families.push(tcp);
-            }
+            families.extend(self.ike_families(ike));
         }
         render(&families)
+    }
+
+    /// IKE's part of the page: its counters, rekeys, SAs by state, the
+    /// queues to the control thread, and the stream thread's counters.
+    fn ike_families(&self, ike: &super::IkePlane) -> Vec<crate::metrics::Family> {
+        use crate::metrics::{Family, Kind};
+        let mut ev = Family::new(
+            "flowsec_ike_events_total",
+            "IKE's counters (flowsec ctl stats): messages, retransmits, cookies, dead peers, drops by reason, rekeys.",
+            Kind::Counter,
+        );
+        for (name, n) in ike.ike.stats().named() {
+            ev.push(vec![("event", name.into())], n);
+        }
+        let s = ike.ike.stats();
+        let mut rekeys = Family::new(
+            "flowsec_child_rekeys_total",
+            "CHILD_SA rekeys completed, either role, by handover (loss-free: the responder keeps the old SA until the DELETE).",
+            Kind::Counter,
+        );
+        rekeys.push(
+            vec![("handover", "loss-free".into())],
+            s.loss_free_handovers,
+        );
+        rekeys.push(
+            vec![("handover", "other".into())],
+            s.child_rekeys - s.loss_free_handovers,
+        );
+        let list = ike.ike.list(self.start.elapsed());
+        let mut by_state = std::collections::BTreeMap::<(&str, &str), u64>::new();
+        for sa in &list {
+            *by_state.entry(("ike", sa.state)).or_default() += 1;
+            for c in &sa.children {
+                *by_state.entry(("child", c.state)).or_default() += 1;
+            }
+        }
+        let mut ike_sas = Family::new("flowsec_ike_sas", "IKE SAs by state.", Kind::Gauge);
+        let mut child_sas = Family::new("flowsec_child_sas", "CHILD_SAs by state.", Kind::Gauge);
+        for ((what, state), n) in by_state {
+            let f = if what == "ike" {
+                &mut ike_sas
+            } else {
+                &mut child_sas
+            };
+            f.push(vec![("state", state.into())], n);
+        }
+        let mut queues = Family::new(
+            "flowsec_ike_queue_drops_total",
+            "IKE messages and notices dropped on their way to the control thread, by queue (flowsec ctl stats, ike_queue).",
+            Kind::Counter,
+        );
+        for (name, n) in ike.queue_counters().named() {
+            queues.push(vec![("queue", name.trim_end_matches("_full").into())], n);
+        }
+        let mut families = vec![ev, rekeys, ike_sas, child_sas, queues];
+        if let Some(stream) = &ike.stream {
+            let mut tcp = Family::new(
+                "flowsec_tcp_events_total",
+                "The RFC 9329 stream thread's counters (flowsec ctl stats, tcp).",
+                Kind::Counter,
+            );
+            for (name, n) in stream.counters().named() {
+                tcp.push(vec![("event", name.into())], n);
+            }
+            families.push(tcp);
+        }
+        families
     }
 }
