@@ -182,6 +182,8 @@ metrics_parse_and_rise() {
     py=$(prom_python) || { echo "    SKIP: no python3 with prometheus_client (apt install python3-prometheus-client)"; return 0; }
     before=$(scrape "$py") || return 1
     tcp_transfer hostA hostB 10.2.0.2 5000000 >/dev/null || return 1
+    # A page rendered less than 1 s ago is served again (metrics REUSE_FOR).
+    sleep 1.1
     after=$(scrape "$py") || return 1
     echo "    gwB's metrics parse (prometheus_client): SA bytes ${before%% *} -> ${after%% *}; ${after##* } samples"
     [ "${after%% *}" -gt "$((${before%% *} + 5000000))" ]

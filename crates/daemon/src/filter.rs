@@ -31,6 +31,7 @@ use std::process::Stdio;
 
 use flowsec_ipsec::spd::{Action, Direction, IpPrefix, PortRange, Selector, Spd};
 
+use crate::routes::BYPASS_MARK;
 use crate::tool::{self, ToolError};
 use flowsec_wire::udp_encap::NAT_T_PORT;
 
@@ -174,11 +175,15 @@ pub fn ruleset(table: &str, tun: &str, tcp_ports: &[u16], spd: &Spd) -> String {
             // too; an inbound policy that covers the peer's outer address
             // must not drop the stream that carries it. Accepted streams
             // come to our listening ports; on one we opened, the peer
-            // answers from its port, on a connection conntrack saw us
-            // open (a SYN from that port is not let through).
+            // answers from its port, on a connection conntrack saw us open
+            // with flowsec's mark (the output chain below copies it): not
+            // any other program's connection to such a port, nor a SYN.
             if let Some(set) = port_set(tcp_ports) {
                 let _ = writeln!(s, "    tcp dport {set} accept");
-                let _ = writeln!(s, "    tcp sport {set} ct state established accept");
+                let _ = writeln!(
+                    s,
+                    "    tcp sport {set} ct mark {BYPASS_MARK:#x} ct state established accept"
+                );
             }
             // A datagram to the gateway is judged by its first fragment:
             // the later ones reach no socket unless the kernel reassembles
@@ -212,6 +217,14 @@ pub fn ruleset(table: &str, tun: &str, tcp_ports: &[u16], spd: &Spd) -> String {
             }
         }
         let _ = writeln!(s, "  }}");
+    }
+    if !tcp_ports.is_empty() {
+        // The connections flowsec opens carry its socket mark: their
+        // conntrack entries remember it for the answers (input above).
+        let _ = writeln!(
+            s,
+            "  chain output {{\n    type filter hook output priority filter; policy accept;\n    meta mark {BYPASS_MARK:#x} ct mark set {BYPASS_MARK:#x}\n  }}"
+        );
     }
     let _ = writeln!(s, "}}");
     s
@@ -384,7 +397,7 @@ mod tests {
             .unwrap();
         let listen = input.find("tcp dport { 443, 4500 } accept").unwrap();
         let answers = input
-            .find("tcp sport { 443, 4500 } ct state established accept")
+            .find("tcp sport { 443, 4500 } ct mark 0xf5ec ct state established accept")
             .unwrap();
         assert!(listen < drop && answers < drop, "{input}");
         // Only to the gateway itself: a forwarded stream is plaintext.

@@ -58,15 +58,31 @@ pub const CHECK_EVERY: std::time::Duration = std::time::Duration::from_millis(25
 const FILE_PREFIX: &str = "nonce-";
 
 /// What makes the nonces of an SA whose IV is its sequence number: its
-/// protocol, its algorithm and its key, salt included (RFC 4106 §3.1,
-/// RFC 3686 §4, RFC 7634 §2). Not its SPI nor its destination: two SAs
-/// with one `NonceKey` draw from one (key, nonce) space, so they may not
-/// run at once (`crate::apply` refuses the second) and one goes on above
-/// the other's numbers ([`SeqState`]).
+/// protocol, its algorithm's keystream and its key, salt included (RFC
+/// 4106 §3.1, RFC 3686 §4, RFC 7634 §2). Not its SPI nor its destination:
+/// two SAs with one `NonceKey` draw from one (key, nonce) space, so they
+/// may not run at once (`crate::apply` refuses the second) and one goes on
+/// above the other's numbers ([`SeqState`]).
 pub(crate) struct NonceKey<'a> {
     protocol: [u8; 1],
-    encr: [u8; 2],
+    family: [u8; 2],
     key: &'a [u8],
+}
+
+/// The keystream an algorithm draws from a (key, salt, IV): AES-CTR,
+/// AES-GCM of any ICV length and AES-GMAC all run AES in counter mode on
+/// salt | IV | counter (RFC 3686 §4, RFC 4106 §3.1, RFC 4543 §3.1), so the
+/// same key and salt under any of them is one nonce space; AES-CCM of any
+/// ICV length is another (RFC 4309 §4); others are their own.
+fn nonce_family(encr: flowsec_wire::iana::EncrId) -> u16 {
+    use flowsec_wire::iana::EncrId as E;
+    match encr {
+        E::AES_CTR | E::AES_GCM_8 | E::AES_GCM_12 | E::AES_GCM_16 | E::NULL_AUTH_AES_GMAC => {
+            E::AES_GCM_16.0
+        }
+        E::AES_CCM_8 | E::AES_CCM_12 | E::AES_CCM_16 => E::AES_CCM_16.0,
+        other => other.0,
+    }
 }
 
 impl NonceKey<'_> {
@@ -78,14 +94,14 @@ impl NonceKey<'_> {
         }
         Some(NonceKey {
             protocol: [config.protocol.ip_protocol().0],
-            encr: config.encr.0.to_be_bytes(),
+            family: nonce_family(config.encr).to_be_bytes(),
             key: &config.encr_key,
         })
     }
 
     /// Its parts, fixed sizes first, for a hash or a tag.
     pub(crate) fn parts(&self) -> [&[u8]; 3] {
-        [&self.protocol, &self.encr, self.key]
+        [&self.protocol, &self.family, self.key]
     }
 }
 
@@ -500,6 +516,17 @@ mod tests {
         )
         .with_encr(EncrId::CHACHA20_POLY1305, &[7; 36]);
         assert_ne!(fingerprint(&chacha), fingerprint(&gcm(0x1002, 7)));
+        // GCM with another ICV length, GMAC and CTR under the same key and
+        // salt run the same counter-mode keystream: one nonce space.
+        for encr in [
+            EncrId::AES_GCM_8,
+            EncrId::NULL_AUTH_AES_GMAC,
+            EncrId::AES_CTR,
+        ] {
+            let mut other = gcm(0x1002, 7);
+            other.encr = encr;
+            assert_eq!(fingerprint(&other), fingerprint(&gcm(0x1002, 7)), "{encr}");
+        }
         std::fs::remove_dir_all(&d).unwrap();
     }
 

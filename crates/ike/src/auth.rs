@@ -223,7 +223,7 @@ impl Host {
         }
         payloads.extend(auth.map(Payload::Auth));
         // §3.15: a road warrior asks for its virtual IPs.
-        payloads.extend(crate::vip::request(&self.config, sa.conn));
+        payloads.extend(crate::vip::request(&self.config, sa));
         // §2.4: only when we hold no other IKE SA with the peer (the
         // peer deletes those it has with us on seeing it), as strongSwan;
         // a replaced connection's old one (reload.rs, make before break)

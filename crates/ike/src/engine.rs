@@ -603,7 +603,8 @@ impl Host {
             // valid message); over a stream the request came again because
             // its connection broke (§6.2). Anyone can replay a request from
             // any source: rate-limited, so that we reflect little.
-            if sa.exch.may_resend(now) {
+            let to_peer = remote == sa.remote;
+            if sa.exch.may_resend(now, to_peer) {
                 self.stats.replayed += 1;
                 self.push_all(sa.transport, local, remote, last);
             } else {

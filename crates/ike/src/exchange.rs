@@ -110,8 +110,10 @@ pub(crate) struct Exchanges<T, P = ()> {
     /// SHA-256 of the peer's last request (a retransmission is the same
     /// bytes; anything else with its ID is not answered).
     request_digest: Option<[u8; 32]>,
-    /// Our last response sent again: how often, and when last.
-    resent: (u8, Option<Duration>),
+    /// Our last response sent again: how often, and when last; to the
+    /// IKE SA's own peer address [0] and to any other [1] (a forged copy
+    /// must not use up the peer's retransmissions).
+    resent: [(u8, Option<Duration>); 2],
     /// The task that waits for the peer's next request, if one does.
     passive: Option<P>,
 }
@@ -125,7 +127,7 @@ impl<T, P> Exchanges<T, P> {
             peer_next: first,
             last_response: None,
             request_digest: None,
-            resent: (0, None),
+            resent: [(0, None); 2],
             passive: None,
         }
     }
@@ -194,15 +196,18 @@ impl<T, P> Exchanges<T, P> {
     }
 
     /// Whether our last answer may go out again at `now` for a
-    /// retransmission of the request it answered: at most [`RESEND_MAX`]
-    /// times, [`RESEND_INTERVAL`] apart. Counts the send if so.
-    pub fn may_resend(&mut self, now: Duration) -> bool {
-        let (count, last) = self.resent;
+    /// retransmission of the request it answered, to the SA's own peer
+    /// (`to_peer`) or elsewhere: at most [`RESEND_MAX`] times,
+    /// [`RESEND_INTERVAL`] apart, each on its own count. Counts the send
+    /// if so.
+    pub fn may_resend(&mut self, now: Duration, to_peer: bool) -> bool {
+        let slot = &mut self.resent[usize::from(!to_peer)];
+        let (count, last) = *slot;
         let due = last.is_none_or(|t| now >= t + RESEND_INTERVAL);
         if count >= RESEND_MAX || !due {
             return false;
         }
-        self.resent = (count + 1, Some(now));
+        *slot = (count + 1, Some(now));
         true
     }
 
@@ -266,7 +271,7 @@ impl<T, P> Exchanges<T, P> {
     pub fn responded(&mut self, mid: u32, data: Wire) {
         self.peer_next = mid.wrapping_add(1);
         self.last_response = Some((mid, data));
-        self.resent = (0, None);
+        self.resent = [(0, None); 2];
     }
 
     /// At `now`: `Some(bytes)` to retransmit, `Err(())` if the peer is
@@ -365,13 +370,18 @@ mod tests {
         let mut x: Exchanges<()> = Exchanges::new(1);
         x.responded(1, vec![vec![9]]);
         let s = Duration::from_secs;
-        assert!(x.may_resend(s(10)));
-        assert!(!x.may_resend(s(10)), "a burst of copies gets one answer");
-        assert!(!x.may_resend(Duration::from_millis(10_999)));
-        let sent = (1..=20).filter(|i| x.may_resend(s(10 + i))).count();
+        assert!(x.may_resend(s(10), false));
+        assert!(
+            !x.may_resend(s(10), false),
+            "a burst of copies gets one answer"
+        );
+        assert!(!x.may_resend(Duration::from_millis(10_999), false));
+        let sent = (1..=20).filter(|i| x.may_resend(s(10 + i), false)).count();
         assert_eq!(sent, usize::from(RESEND_MAX) - 1);
+        // Forged copies from elsewhere did not use up the peer's.
+        assert!(x.may_resend(s(40), true));
         // The next request's answer starts afresh.
         x.responded(2, vec![vec![8]]);
-        assert!(x.may_resend(s(40)));
+        assert!(x.may_resend(s(40), false));
     }
 }

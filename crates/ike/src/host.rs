@@ -50,7 +50,7 @@ pub(crate) struct Host {
     /// Policies of a replaced connection's Child SAs held as DISCARD once
     /// their SAs are gone, until the replacement's Child SA of the same
     /// name is up: reqid → (connection, child) by name ([`crate::reload`]).
-    pub(crate) holds: BTreeMap<u32, (String, String)>,
+    pub(crate) holds: BTreeMap<u32, crate::reload::Hold>,
     /// IKE SAs (our SPIs) whose `reauth_time` came, to authenticate again
     /// at the end of this poll ([`crate::reauth`]).
     pub(crate) reauth_due: Vec<u64>,

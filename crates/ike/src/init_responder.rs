@@ -106,7 +106,8 @@ impl Ike {
         let Some(response) = again.map(|w| w.init.response.clone()) else {
             return true;
         };
-        if sa.exch.may_resend(now) {
+        // Found by its address: the peer's own.
+        if sa.exch.may_resend(now, true) {
             self.host.stats.replayed += 1;
             self.host.push(sa.transport, sa.local, sa.remote, response);
         } else {

@@ -129,8 +129,7 @@ impl Host {
                 k,
             );
         }
-        let conn_name = self.config.connections[sa.conn].name.clone();
-        self.release_holds(&conn_name, &name, k);
+        self.release_holds(sa, i.cfg, k);
         let rekey_at = (!rekey_time.is_zero()).then(|| now + self.jittered(rekey_time, rand_time));
         let chosen = i.chosen;
         self.events.push(IkeEvent::ChildInstalled {

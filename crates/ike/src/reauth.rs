@@ -29,13 +29,19 @@ pub(crate) struct PeerAuth {
     /// When it authenticated (IKE_AUTH, or the end of EAP).
     pub at: Duration,
     /// When we authenticate again (`reauth_time`, jittered by
-    /// `rand_time`), if we do.
+    /// `rand_time`), if we do: only the side that initiated the IKE SA
+    /// (both would double the SAs at every `reauth_time`, neither deleting
+    /// the other's); the other waits for the hard limit, as strongSwan's
+    /// responder does.
     pub reauth_at: Option<Duration>,
     /// The IKE SA (our SPI) authenticating again in this one's place.
     pub reauth_by: Option<u64>,
     /// The certificates it sent (end entity first), to check again when
     /// the credentials change.
     pub certs: Vec<Vec<u8>>,
+    /// A reload's credentials no longer let it in: this IKE SA and any
+    /// successor a rekey in flight makes are deleted.
+    pub revoked: bool,
 }
 
 /// The X.509 certificates of CERT payloads in `msg`, as the peer sent them.
@@ -59,9 +65,11 @@ impl Host {
         let pubkey = matches!(conn.remote.auth, AuthKind::Pubkey(_));
         sa.auth = PeerAuth {
             at: now,
-            reauth_at: (!reauth.is_zero()).then(|| now + self.jittered(reauth, rand)),
+            reauth_at: (sa.initiator && !reauth.is_zero())
+                .then(|| now + self.jittered(reauth, rand)),
             reauth_by: None,
             certs: if pubkey { cert_ders(msg) } else { Vec::new() },
+            revoked: false,
         };
     }
 
@@ -99,14 +107,15 @@ impl Host {
 }
 
 impl Ike {
-    /// After a reload: every established peer checked again with the new
-    /// credentials; those that fail are deleted (DELETE sent).
+    /// After a reload: every authenticated peer checked again with the
+    /// new credentials; those that fail are deleted (DELETE sent), and
+    /// so is what an IKE rekey in flight makes of them (`revoked`).
     pub(crate) fn recheck_peers(&mut self, now: Duration, k: &mut dyn Kernel) {
         let unix = self.host.unix_time(now);
         let failed: Vec<(u64, String)> = self
             .sas
             .values()
-            .filter(|s| s.conn < self.host.live && s.state == IkeState::Established)
+            .filter(|s| s.conn < self.host.live && s.established.is_some())
             .filter_map(|s| {
                 let why = self.host.still_trusted(s, unix).err()?;
                 Some((s.our_spi(), why))
@@ -124,9 +133,12 @@ impl Ike {
                 unique_id: sa.uid,
                 why,
             });
-            sa.queue.clear();
-            sa.queue.push_back(Todo::DeleteIke);
-            self.host.kick(now, &mut sa, k);
+            sa.auth.revoked = true;
+            if sa.state == IkeState::Established && !crate::reload::deleting(&sa) {
+                sa.queue.clear();
+                sa.queue.push_back(Todo::DeleteIke);
+                self.host.kick(now, &mut sa, k);
+            }
         }
         self.host.events.within(None);
     }
@@ -141,15 +153,16 @@ impl Ike {
             if old.state != IkeState::Established || old.conn >= self.host.live {
                 continue;
             }
-            let (ci, uid) = (old.conn, old.uid);
-            let mut cfgs: Vec<usize> = old.children.iter().map(|c| c.cfg).collect();
-            cfgs.dedup();
+            let (ci, uid, vips) = (old.conn, old.uid, old.vips_local.clone());
+            let cfgs = child_configs(old);
             let name = self.host.config.connections[ci].name.clone();
             match self.connect_over(now, ci, cfgs.first().copied(), None, k) {
                 Ok(new) => {
                     if let Some(n) = self.sas.values_mut().find(|s| s.our_spi() == new) {
                         n.queue
                             .extend(cfgs.iter().skip(1).map(|&c| Todo::CreateChild(c)));
+                        // Ask for the same virtual IPs (vip.rs `request`).
+                        n.vips_local = vips;
                     }
                     if let Some(o) = self.sas.values_mut().find(|s| s.our_spi() == spi) {
                         o.auth.reauth_by = Some(new);
@@ -214,7 +227,24 @@ impl Ike {
     }
 }
 
-/// `new` took `old`'s place: established, with Child SAs if `old` had any.
+/// `new` took `old`'s place: established, with a Child SA of each config
+/// `old` had (a Child SA whose successor is not up yet would lose its
+/// policies with `old`), and the same peer.
 fn successor_up(old: &IkeSa, new: &IkeSa) -> bool {
-    new.state == IkeState::Established && (old.children.is_empty() || !new.children.is_empty())
+    new.state == IkeState::Established
+        && new.peer_id == old.peer_id
+        && child_configs(old)
+            .iter()
+            .all(|cfg| new.children.iter().any(|c| c.cfg == *cfg))
+}
+
+/// The child configs of `sa`'s Child SAs, each once, in order.
+fn child_configs(sa: &IkeSa) -> Vec<usize> {
+    let mut cfgs: Vec<usize> = Vec::new();
+    for c in &sa.children {
+        if !cfgs.contains(&c.cfg) {
+            cfgs.push(c.cfg);
+        }
+    }
+    cfgs
 }

@@ -261,21 +261,52 @@ impl Ike {
     }
 }
 
+/// A replaced Child SA whose policies are held: its connection and child
+/// by name, and its peer (a gateway's connection serves many).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Hold {
+    pub conn: String,
+    pub child: String,
+    pub peer: Option<crate::config::Identity>,
+}
+
 impl Host {
     /// The Child SAs of `sa`, a replaced connection's IKE SA about to be
-    /// deleted: their policies will be held when their SAs go.
-    fn hold_children(&mut self, sa: &crate::sa::IkeSa) {
-        let conn = &self.config.connections[sa.conn];
-        if !self.config.connections[..self.live]
-            .iter()
-            .any(|c| c.name == conn.name)
-        {
+    /// deleted: their policies will be held when their SAs go — those the
+    /// new connection still has (by child name), and that no Child SA of
+    /// it with the same peer has taken over yet.
+    fn hold_children(&mut self, sa: &SaMut<'_>) {
+        let conns = &self.config.connections;
+        let conn = &conns[sa.conn];
+        let Some(new) = conns[..self.live].iter().find(|c| c.name == conn.name) else {
             return;
-        }
+        };
+        let taken_over = |child: &str| {
+            sa.others.values().any(|o| {
+                o.conn < self.live
+                    && conns[o.conn].name == conn.name
+                    && o.peer_id == sa.peer_id
+                    && o.children
+                        .iter()
+                        .any(|c| conns[o.conn].children[c.cfg].name == child)
+            })
+        };
+        let mut held = Vec::new();
         for c in &sa.children {
-            let child = conn.children.get(c.cfg).map_or("?", |ch| ch.name.as_str());
-            self.holds
-                .insert(c.reqid, (conn.name.clone(), child.to_string()));
+            let Some(child) = conn.children.get(c.cfg).map(|ch| ch.name.as_str()) else {
+                continue;
+            };
+            if new.children.iter().any(|ch| ch.name == child) && !taken_over(child) {
+                held.push((c.reqid, child.to_string()));
+            }
+        }
+        for (reqid, child) in held {
+            let hold = Hold {
+                conn: conn.name.clone(),
+                child,
+                peer: sa.peer_id.clone(),
+            };
+            self.holds.insert(reqid, hold);
         }
     }
 
@@ -298,17 +329,25 @@ impl Host {
         let child = self
             .holds
             .get(&reqid)
-            .map_or_else(String::new, |h| h.1.clone());
+            .map_or_else(String::new, |h| h.child.clone());
         self.events.push(IkeEvent::PoliciesHeld { child, reqid });
     }
 
-    /// The Child SA `child` of connection `conn` is up: the policies held
-    /// for its predecessors go (those it took over are gone already).
-    pub(crate) fn release_holds(&mut self, conn: &str, child: &str, k: &mut dyn Kernel) {
+    /// A Child SA of `sa` (a live connection's) with config `cfg` is up:
+    /// the policies held for its predecessors with the same peer go (those
+    /// it took over are gone already).
+    pub(crate) fn release_holds(&mut self, sa: &crate::sa::IkeSa, cfg: usize, k: &mut dyn Kernel) {
+        if sa.conn >= self.live || self.holds.is_empty() {
+            return;
+        }
+        let conn = &self.config.connections[sa.conn];
+        let Some(child) = conn.children.get(cfg) else {
+            return;
+        };
         let done: Vec<u32> = self
             .holds
             .iter()
-            .filter(|(_, (c, ch))| c == conn && ch == child)
+            .filter(|(_, h)| h.conn == conn.name && h.child == child.name && h.peer == sa.peer_id)
             .map(|(r, _)| *r)
             .collect();
         for reqid in done {
@@ -322,10 +361,10 @@ impl Host {
         let stale: Vec<u32> = self
             .holds
             .iter()
-            .filter(|(_, (c, ch))| {
+            .filter(|(_, h)| {
                 !live
                     .iter()
-                    .any(|x| x.name == *c && x.children.iter().any(|y| y.name == *ch))
+                    .any(|x| x.name == h.conn && x.children.iter().any(|y| y.name == h.child))
             })
             .map(|(r, _)| *r)
             .collect();

@@ -99,7 +99,8 @@ impl Ike {
                     at(sa.rekey_at);
                     at(sa.expire_at);
                     at(sa.auth.reauth_at);
-                    if self.reauth_due_now(sa) {
+                    if self.reauth_due_now(sa) || (sa.auth.revoked && !crate::reload::deleting(sa))
+                    {
                         at(Some(Duration::ZERO));
                     }
                     let dpd = self.host.config.connections[sa.conn].dpd_delay;
@@ -214,6 +215,10 @@ impl Host {
         }
         if sa.expire_at.is_some_and(|t| now >= t) {
             sa.expire_at = None;
+            sa.queue.push_back(Todo::DeleteIke);
+        }
+        if sa.auth.revoked && !crate::reload::deleting(sa) {
+            sa.queue.clear();
             sa.queue.push_back(Todo::DeleteIke);
         }
         if sa.auth.reauth_at.is_some_and(|t| now >= t) {

@@ -70,13 +70,17 @@ pub(crate) fn remote_dynamic(sa: &IkeSa) -> Vec<TrafficSelector> {
 }
 
 /// Initiator: the CFG_REQUEST for the connection's `vips`, if any.
-pub(crate) fn request(config: &Config, conn: usize) -> Option<Payload> {
-    let vips = &config.connections[conn].vips;
+/// An IKE SA that authenticates in another's place (crate::reauth) holds
+/// its addresses already, and asks for them (the gateway gives an address
+/// back to its owner from the same IKE address).
+pub(crate) fn request(config: &Config, sa: &IkeSa) -> Option<Payload> {
+    let vips = &config.connections[sa.conn].vips;
     if vips.is_empty() {
         return None;
     }
+    let held = |v: &IpAddr| sa.vips_local.iter().find(|h| h.is_ipv4() == v.is_ipv4());
     let mut attrs = Vec::new();
-    for v in vips {
+    for v in vips.iter().map(|v| held(v).unwrap_or(v)) {
         match v {
             IpAddr::V4(a) => {
                 let value = if a.is_unspecified() {

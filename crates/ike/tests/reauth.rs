@@ -56,9 +56,14 @@ fn reauth_time_counts_from_the_authentication_not_the_last_ike_rekey() {
     let mut p = Pair::new(&a, &b);
     p.start();
     p.settle();
+    let first = p.b.list(p.now)[0].spi_i;
     run_for(&mut p, 3 * 60 + 8);
     assert_eq!(established(&p.b, p.now), 1);
-    assert!(p.a.stats().sent > 10, "a rekeyed the IKE SA meanwhile");
+    assert_ne!(
+        p.b.list(p.now)[0].spi_i,
+        first,
+        "a rekeyed the IKE SA meanwhile"
+    );
     run_for(&mut p, 3);
     assert_eq!(established(&p.b, p.now), 0, "{:#?}", p.b.list(p.now));
     assert_eq!(established(&p.a, p.now), 0, "b's DELETE reached a");
@@ -247,4 +252,92 @@ fn a_reload_without_the_eap_user_ends_its_session_and_keeps_the_others() {
     p.settle();
     assert_eq!(p.b.stats().peers_revoked, 1);
     assert_eq!((established(&p.a, p.now), established(&p.b, p.now)), (0, 0));
+}
+
+/// A site-to-site pair with two Child SAs (10.1/10.2 and 10.11/10.12),
+/// `extra` in both connections.
+fn two_children(me: &str, peer: &str, extra: &str, start: &str) -> String {
+    let (mine, theirs) = if me == A { (1, 2) } else { (2, 1) };
+    format!(
+        r#"
+connections {{
+    gw {{
+        local_addrs = {me}
+        remote_addrs = {peer}
+        {extra}
+        local {{
+            auth = psk
+            id = {me}
+        }}
+        remote {{
+            auth = psk
+            id = {peer}
+        }}
+        children {{
+            one {{
+                local_ts = 10.{mine}.0.0/24
+                remote_ts = 10.{theirs}.0.0/24
+                {start}
+            }}
+            two {{
+                local_ts = 10.1{mine}.0.0/24
+                remote_ts = 10.1{theirs}.0.0/24
+                {start}
+            }}
+        }}
+    }}
+}}
+secrets {{
+    ike-gw {{
+        id-a = {A}
+        id-b = {B}
+        secret = "k"
+    }}
+}}
+"#
+    )
+}
+
+/// Whether `k` protects the traffic to 10.`to`.0.0/24.
+fn protects(k: &flowsec_ike::RecordingKernel, to: &str) -> bool {
+    k.policies.iter().any(|pol| {
+        pol.direction == flowsec_ipsec::spd::Direction::Out
+            && pol.selector.dst.to_string() == to
+            && matches!(pol.action, flowsec_ipsec::Action::Protect(_))
+    })
+}
+
+#[test]
+fn with_reauth_time_at_both_ends_one_side_reauthenticates_every_child_sa() {
+    // Both ends want 2 h; only a (the initiator) authenticates again, so
+    // the IKE SAs do not double; the old IKE SA goes only once both Child
+    // SAs have their successors (no moment without a policy for either).
+    let extra = "reauth_time = 2h\n        over_time = 10m\n        rand_time = 0s";
+    let a = two_children(A, B, extra, "start_action = start");
+    let b = two_children(B, A, extra, "");
+    let mut p = Pair::new(&a, &b);
+    p.start();
+    p.settle();
+    assert_eq!(p.a.list(p.now)[0].children.len(), 2);
+    for period in 1..=3 {
+        run_for(&mut p, 119);
+        p.advance(2 * MIN);
+        loop {
+            for (k, to) in [(&p.ka, "10.2.0.0/24"), (&p.ka, "10.12.0.0/24")] {
+                assert!(protects(k, to), "period {period}: a to {to}");
+            }
+            for (k, to) in [(&p.kb, "10.1.0.0/24"), (&p.kb, "10.11.0.0/24")] {
+                assert!(protects(k, to), "period {period}: b to {to}");
+            }
+            if !p.step() {
+                break;
+            }
+        }
+        p.settle();
+        let (la, lb) = (p.a.list(p.now), p.b.list(p.now));
+        assert_eq!((la.len(), lb.len()), (1, 1), "period {period}: {la:#?}");
+        assert_eq!(la[0].children.len(), 2);
+        assert_eq!(p.a.stats().reauthentications, period);
+        assert_eq!(p.b.stats().reauthentications, 0);
+    }
 }

@@ -76,18 +76,28 @@ fn a_stream_message_authenticates_only_once_its_ike_sa_is_established() {
     assert!(p.b.stream_authenticated(&auth.data));
     p.settle();
     p.assert_up(1);
-    // A copy of it with its ICV changed does not verify: the caller sees
-    // `verified` stay (the bytes alone name an established SA).
-    let mut forged = auth.data.clone();
+    // a's next request (CREATE_CHILD_SA, a message ID b has not seen) with
+    // its ICV changed does not verify: the caller sees `verified` stay
+    // (the bytes alone name an established SA).
+    p.a.initiate(p.now, Some("gw"), Some("net"), &mut p.ka)
+        .unwrap();
+    p.collect();
+    let next = p.ab.remove(0);
+    assert_eq!(
+        Header::parse(&next.data).unwrap().exchange,
+        ExchangeType::CREATE_CHILD_SA
+    );
+    let mut forged = next.data.clone();
     *forged.last_mut().unwrap() ^= 1;
-    let verified = p.b.stats().verified;
+    let (verified, bad) = (p.b.stats().verified, p.b.stats().bad_integrity);
     p.b.handle_on(
         p.now,
-        auth.transport,
-        auth.remote,
-        auth.local,
+        next.transport,
+        next.remote,
+        next.local,
         &forged,
         &mut p.kb,
     );
     assert_eq!(p.b.stats().verified, verified);
+    assert_eq!(p.b.stats().bad_integrity, bad + 1, "its ICV was checked");
 }

@@ -35,6 +35,10 @@ pub const REQUEST_TIME: Duration = Duration::from_secs(2);
 /// before it gets the last one (the loop turns at least every 200 ms,
 /// unless a reload or a Diffie-Hellman holds it).
 pub const FRESH_WAIT: Duration = Duration::from_secs(1);
+/// A page rendered less than this long ago is served again without
+/// asking the control thread (our tuning: Prometheus scrapes every 15 s or
+/// more; the counters of one second ago are fresh).
+pub const REUSE_FOR: Duration = Duration::from_secs(1);
 /// The most of a request read (its head is all that matters).
 const REQUEST_MAX: usize = 4096;
 /// How often the thread looks at its stop flag while no client comes.
@@ -143,6 +147,7 @@ impl Publisher {
             let mut page = self.shared.lock();
             page.text = Some(text);
             page.generation += 1;
+            page.at = Some(Instant::now());
         }
         self.shared.published.notify_all();
     }
@@ -178,6 +183,8 @@ struct Shared {
 struct Page {
     text: Option<Arc<str>>,
     generation: u64,
+    /// When it was rendered.
+    at: Option<Instant>,
 }
 
 impl Shared {
@@ -189,8 +196,17 @@ impl Shared {
 
     /// Ask the control thread for a page and wait up to [`FRESH_WAIT`]
     /// for it; the page (the last one if none came) and whether it is new.
+    /// A page rendered less than [`REUSE_FOR`] ago is served as it is: a
+    /// client scraping in a loop cannot keep the control thread (and the
+    /// workers it asks) rendering.
     fn fresh_page(&self) -> (Option<Arc<str>>, bool) {
-        let asked = self.lock().generation;
+        let asked = {
+            let p = self.lock();
+            if p.at.is_some_and(|t| t.elapsed() < REUSE_FOR) {
+                return (p.text.clone(), true);
+            }
+            p.generation
+        };
         sys::wake(self.wake.as_raw_fd());
         let (page, waited) = self
             .published
