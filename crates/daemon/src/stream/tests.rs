@@ -187,7 +187,9 @@ fn read_frame(s: &mut TcpStream, wait: Duration) -> Option<Vec<u8>> {
 fn a_new_connection_on_a_closed_ones_address_and_port_gets_none_of_its_traffic() {
     let Some(rig) = Rig::new() else { return };
     let listener = SocketAddr::new(Ipv4Addr::LOCALHOST.into(), rig.port);
-    let mut a = TcpStream::connect(listener).unwrap();
+    // SO_REUSEADDR on both ends of the port's two lives, as a NAT's.
+    let any_port = SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 0);
+    let mut a = tcp::connect_from(any_port, listener).unwrap();
     let from = a.local_addr().unwrap();
     a.write_all(b"IKETCP").unwrap();
     a.write_all(&ike_frame(b"IKE_AUTH of the first peer"))
