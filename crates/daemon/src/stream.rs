@@ -403,12 +403,17 @@ impl Streams {
     }
 
     /// What to poll connection `id` for: read unless its output backs up
-    /// (past its watermark, or the unauthenticated ones' budget spent).
+    /// (past its watermark, or the unauthenticated ones' budget spent by
+    /// it among others: one with nothing queued is read, so a flood that
+    /// spends the budget does not lock out a newcomer).
     fn interest(&self, id: ConnId) -> tcp::Interest {
         let c = &self.conns[&id];
         let read = match self.trusted(c) {
             true => c.queued() <= WATERMARK,
-            false => c.queued() <= WATERMARK_UNPROVEN && self.queued_unproven <= UNPROVEN_BUDGET,
+            false => {
+                c.queued() == 0
+                    || (c.queued() <= WATERMARK_UNPROVEN && self.queued_unproven <= UNPROVEN_BUDGET)
+            }
         };
         if !read && !c.read_paused.replace(true) {
             count(&self.parts.counters.read_paused, 1);
@@ -553,7 +558,9 @@ impl Streams {
         if c.queued() > limit {
             return count(&counters.ike_backpressure, 1);
         }
-        if !trusted && self.queued_unproven > UNPROVEN_BUDGET {
+        // Over the budget, a connection with nothing queued still gets its
+        // answer (one message each: bounded by the slots).
+        if !trusted && self.queued_unproven > UNPROVEN_BUDGET && c.queued() > 0 {
             return count(&counters.over_budget, 1);
         }
         let n = len.len() + NON_ESP_MARKER.len() + data.len();
