@@ -5,6 +5,20 @@
 use super::*;
 use crate::apply::{apply_to, WorkerChange};
 
+/// Worker `index` of 2 in pcrypt mode, with `dp`'s databases.
+fn pcrypt(dp: Datapath, index: usize) -> Datapath {
+    Datapath::new(index, 2, dp.db).with_parallel(Parallel::Pcrypt)
+}
+
+/// Gateway A's two workers in pcrypt mode: the owner of its outbound SA
+/// (by endpoints) and the other.
+fn sending_pair() -> (Datapath, Datapath) {
+    let owner = owner_of_endpoints(ip(GW_A), ip(GW_B), 2);
+    let (a, _) = gateways(true, false);
+    let (a2, _) = gateways(true, false);
+    (pcrypt(a, owner), pcrypt(a2, 1 - owner))
+}
+
 /// Pcrypt: the owner numbers the packet and another worker's copy seals
 /// it; at the far end the SA's owner checks the number, another worker
 /// opens it, and the owner commits and delivers. A replay passes the
@@ -12,12 +26,7 @@ use crate::apply::{apply_to, WorkerChange};
 /// refused when the owner commits it.
 #[test]
 fn pcrypt_numbers_on_the_owner_and_seals_and_opens_anywhere() {
-    let pcrypt =
-        |dp: Datapath, index: usize| Datapath::new(index, 2, dp.db).with_parallel(Parallel::Pcrypt);
-    let owner = owner_of_endpoints(ip(GW_A), ip(GW_B), 2);
-    let (a, _) = gateways(true, false);
-    let (a2, _) = gateways(true, false);
-    let (mut a, mut a_other) = (pcrypt(a, owner), pcrypt(a2, 1 - owner));
+    let (mut a, mut a_other) = sending_pair();
     let (_, b) = gateways(true, false);
     let (_, b2) = gateways(true, false);
     // B's inbound SA 0x1001 is worker 1's (SPI mod 2); its copy on worker 0.
@@ -101,12 +110,7 @@ fn replaced(key: u8, generation: u64) -> Vec<WorkerChange> {
 /// the old SA to the new one's window. Each is counted.
 #[test]
 fn a_job_numbered_on_a_replaced_sa_is_dropped() {
-    let pcrypt =
-        |dp: Datapath, index: usize| Datapath::new(index, 2, dp.db).with_parallel(Parallel::Pcrypt);
-    let owner = owner_of_endpoints(ip(GW_A), ip(GW_B), 2);
-    let (a, _) = gateways(true, false);
-    let (a2, _) = gateways(true, false);
-    let (mut a, mut a_other) = (pcrypt(a, owner), pcrypt(a2, 1 - owner));
+    let (mut a, mut a_other) = sending_pair();
     let mut stats = Stats::default();
     let inner = udp("10.1.0.1", "10.2.0.1", 9, b"rekeyed");
     let number = |dp: &mut Datapath, stats: &mut Stats| {
