@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use flowsec_ipsec::{Mode, SaId};
 
-use crate::child::ts_string;
+use crate::exchange::child::ts_string;
 use crate::engine::Ike;
 use crate::error::CommandError;
 use crate::kernel::Kernel;

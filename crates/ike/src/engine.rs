@@ -30,13 +30,13 @@ use crate::config::Config;
 use crate::event::IkeEvent;
 use crate::exchange::{RequestVerdict, Retransmit};
 use crate::host::{notify, Host};
-use crate::info::Delete;
+use crate::exchange::info::Delete;
 use crate::kernel::Kernel;
 use crate::nat::follow_peer;
 use crate::random::Random;
 use crate::sa::{IkeState, Todo};
 use crate::table::{SaMut, SaTable, Slot, Then};
-use crate::task::Task;
+use crate::exchange::Task;
 use crate::transport::Transport;
 
 /// Tuning, with strongSwan's defaults (strongswan.conf(5)).

@@ -649,7 +649,7 @@ impl fmt::Display for Selectors<'_> {
             if i > 0 {
                 f.write_str(" ")?;
             }
-            f.write_str(&crate::child::ts_string(t))?;
+            f.write_str(&crate::exchange::child::ts_string(t))?;
         }
         Ok(())
     }

@@ -18,7 +18,7 @@ use crate::kernel::Kernel;
 use crate::random::Random;
 use crate::sa::IkeSa;
 use crate::table::SaMut;
-use crate::task::Task;
+use crate::exchange::Task;
 
 /// This host's state beside its IKE SAs: configuration, crypto and
 /// randomness, what goes out (datagrams, events), counters, and the
@@ -182,7 +182,7 @@ impl Host {
         // daemon adds it when ours is 4500; behind a NAT the peer's port
         // may be anything): strongSwan leaves room for it unless a port is
         // 500.
-        let nat_t = crate::init::NAT_T_PORT;
+        let nat_t = crate::exchange::init::NAT_T_PORT;
         let marker = match sa.local.port() == nat_t || sa.remote.port() == nat_t {
             true => 4,
             false => 0,

@@ -118,7 +118,7 @@ impl Host {
             (child.rekey_time, child.rand_time, child.life_time);
         let (name, comp) = (child.name.clone(), child.ipcomp);
         let (local, remote) = (sa.local, sa.remote);
-        let protocol = crate::child::protocol_of(i.chosen.protocol);
+        let protocol = crate::exchange::child::protocol_of(i.chosen.protocol);
         if fresh {
             self.install_policies(
                 reqid,
@@ -278,7 +278,7 @@ impl Host {
         } else {
             (r2i, i2r)
         };
-        let protocol = crate::child::protocol_of(chosen.protocol);
+        let protocol = crate::exchange::child::protocol_of(chosen.protocol);
         // AH cannot be carried in UDP (RFC 3948 is for ESP) nor in TCP
         // (RFC 9329 §3); over a stream, ESP always goes in it (§5).
         let stream = sa.transport.is_stream();
@@ -371,7 +371,7 @@ impl Host {
         let reqid = self.next_reqid;
         self.next_reqid += 1;
         let comp = child.ipcomp;
-        let protocol = crate::child::suites(child).1;
+        let protocol = crate::exchange::child::suites(child).1;
         self.install_policies(
             reqid,
             (mode, protocol, comp),

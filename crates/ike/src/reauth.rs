@@ -52,7 +52,7 @@ fn cert_ders(msg: &Message) -> Vec<Vec<u8>> {
             Payload::Cert(c) if c.encoding == CERT_X509_SIGNATURE => Some(c.data.clone()),
             _ => None,
         })
-        .take(crate::pubkey::MAX_CERTS)
+        .take(crate::auth::pubkey::MAX_CERTS)
         .collect()
 }
 

@@ -34,7 +34,7 @@ use crate::host::Host;
 use crate::kernel::Kernel;
 use crate::sa::{IkeState, Todo};
 use crate::table::SaMut;
-use crate::task::Task;
+use crate::exchange::Task;
 
 /// How long a replaced connection's IKE SAs wait for the new one (our
 /// tuning: IKE_SA_INIT and IKE_AUTH with their retransmissions are done
@@ -390,7 +390,7 @@ impl Host {
 /// Its DELETE is queued or under way already.
 pub(crate) fn deleting(sa: &crate::sa::IkeSa) -> bool {
     sa.queue.contains(&Todo::DeleteIke)
-        || matches!(sa.exch.task(), Some(Task::Delete(crate::info::Delete::Ike)))
+        || matches!(sa.exch.task(), Some(Task::Delete(crate::exchange::info::Delete::Ike)))
 }
 
 impl core::fmt::Display for Reloaded {

@@ -14,7 +14,7 @@ use zeroize::Zeroizing;
 
 use crate::config::Identity;
 use crate::crypto::{IkeSuite, SkCrypto};
-use crate::task::Manager;
+use crate::exchange::Manager;
 
 /// Where an IKE SA stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

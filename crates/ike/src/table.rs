@@ -265,7 +265,7 @@ mod tests {
 
     fn sa(spi: u64) -> IkeSa {
         let addr = "192.0.2.1:500".parse().unwrap();
-        crate::init::new_sa(0, spi as u32, (spi, 0), true, (addr, addr), Duration::ZERO)
+        crate::exchange::init::new_sa(0, spi as u32, (spi, 0), true, (addr, addr), Duration::ZERO)
     }
 
     fn spis<'a>(it: impl Iterator<Item = &'a IkeSa>) -> Vec<u64> {

@@ -15,7 +15,7 @@ use crate::host::Host;
 use crate::kernel::Kernel;
 use crate::sa::{ChildState, IkeSa, IkeState, Todo};
 use crate::table::{SaMut, Then, Wish};
-use crate::task::Task;
+use crate::exchange::Task;
 
 impl Ike {
     /// Carry out [`Host::after_death`]'s wishes.

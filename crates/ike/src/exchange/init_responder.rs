@@ -19,13 +19,13 @@ use flowsec_wire::ike::{Ke, Message, Payload, Proposal};
 use zeroize::Zeroizing;
 
 use crate::admit::Refusal;
-use crate::auth::{AwaitingAuth, InitMessages};
+use crate::exchange::auth::{AwaitingAuth, InitMessages};
 use crate::config::{self, AddrSpec, IkeChosen};
 use crate::crypto::{self, KeyExchange};
 use crate::engine::{Arrival, Ike};
 use crate::event::IkeEvent;
 use crate::host::{has_notify, notify, parts, Host};
-use crate::init::{init_header, new_sa, promote_ike, NONCE_LEN};
+use crate::exchange::init::{init_header, new_sa, promote_ike, NONCE_LEN};
 use crate::nat::{nat_detect, nat_hash};
 use crate::sa::{IkeKeyState, IkeSa, IkeState};
 
@@ -291,7 +291,7 @@ impl Host {
             payloads.push(notify(NotifyType::IKEV2_FRAGMENTATION_SUPPORTED, vec![]));
         }
         // RFC 7427 §4: answered when the initiator announced its hashes.
-        sa.peer_hashes = crate::pubkey::announced_hashes(offer.msg);
+        sa.peer_hashes = crate::auth::pubkey::announced_hashes(offer.msg);
         if !sa.peer_hashes.is_empty() {
             payloads.push(notify(
                 NotifyType::SIGNATURE_HASH_ALGORITHMS,

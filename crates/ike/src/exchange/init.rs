@@ -19,7 +19,7 @@ use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, PayloadType};
 use flowsec_wire::ike::{Header, Ke, Message, Payload, Proposal};
 use zeroize::Zeroizing;
 
-use crate::auth::InitMessages;
+use crate::exchange::auth::InitMessages;
 use crate::config::{self, AddrSpec, IkeChosen, TcpEncap};
 use crate::crypto::KeyExchange;
 use crate::crypto::{self, IkeKeys, SkCrypto};
@@ -32,7 +32,7 @@ use crate::kernel::Kernel;
 use crate::nat::{nat_detect, nat_hash};
 use crate::sa::{IkeKeyState, IkeSa, IkeState};
 use crate::table::{SaMut, Then};
-use crate::task::Task;
+use crate::exchange::Task;
 use crate::transport::Transport;
 
 // The UDP port IKE starts on, and the one it floats to (§2.23).
@@ -401,7 +401,7 @@ impl Host {
         sa.keys = Some(keys);
         sa.peer_fragments = self.announces_fragmentation(sa.conn)
             && has_notify(&msg, NotifyType::IKEV2_FRAGMENTATION_SUPPORTED);
-        sa.peer_hashes = crate::pubkey::announced_hashes(&msg);
+        sa.peer_hashes = crate::auth::pubkey::announced_hashes(&msg);
         sa.peer_certreq = msg
             .payloads
             .iter()

@@ -23,7 +23,7 @@ use flowsec_wire::ike::{Auth, Id, Message, Payload};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
-use crate::auth::{Authenticated, AwaitingAuth, IkeAuth, InitMessages};
+use crate::exchange::auth::{Authenticated, AwaitingAuth, IkeAuth, InitMessages};
 use crate::cert::Rejection;
 use crate::config::Identity;
 use crate::crypto;
@@ -34,7 +34,7 @@ use crate::host::Host;
 use crate::kernel::Kernel;
 use crate::sa::IkeSa;
 use crate::table::{SaMut, Then};
-use crate::task::Task;
+use crate::exchange::Task;
 
 /// Responder: an EAP conversation in progress.
 pub(crate) struct EapServerSide {
@@ -175,7 +175,7 @@ impl Host {
         }
         let me = self.our_id(sa);
         let idr = me.to_wire();
-        let asked = crate::pubkey::has_certreq(&msg);
+        let asked = crate::auth::pubkey::has_certreq(&msg);
         let (certs, auth) = match self.our_auth(sa, &init, &idr, (&me, &peer), asked) {
             Ok(a) => a,
             Err(e) => {
@@ -358,7 +358,7 @@ impl Host {
         let IkeAuth { init, child, .. } = task;
         let give_up = |host: &mut Host,
                        sa: &mut SaMut<'_>,
-                       child: &Option<crate::child::ChildRequest>,
+                       child: &Option<crate::exchange::child::ChildRequest>,
                        k: &mut dyn Kernel,
                        e| {
             if let Some(req) = child {

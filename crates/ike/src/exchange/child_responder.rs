@@ -18,7 +18,7 @@ use flowsec_ipsec::{Mode, Protocol};
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, ProtocolId};
 use flowsec_wire::ike::{Ke, Message, Notify, Payload, TrafficSelector};
 
-use crate::child::{
+use crate::exchange::child::{
     cpi, ipcomp_supported, min_nonce, peer_cpi, protocol_of, suites, Resource, NONCE_LEN,
 };
 use crate::config::{self, ChildChosen, RekeySwitch};
@@ -29,7 +29,7 @@ use crate::install::Install;
 use crate::kernel::Kernel;
 use crate::sa::{ChildState, IkeSa};
 use crate::table::{SaMut, Then};
-use crate::task::Collision;
+use crate::exchange::Collision;
 use crate::ts;
 
 /// Most Child SAs one IKE SA may hold (implementation limit; a peer
@@ -146,7 +146,7 @@ impl Host {
             return Err(Some(NotifyType::NO_PROPOSAL_CHOSEN));
         }
         let group = c.ke.map_or(DhGroup::NONE, |k| k.group);
-        let ours = crate::init::promote_child(suites(child).0, group);
+        let ours = crate::exchange::init::promote_child(suites(child).0, group);
         let chosen = config::select_child(&ours, sai, c.ke.is_some())
             .ok_or(Some(NotifyType::NO_PROPOSAL_CHOSEN))?;
         let mode = if transport && child.mode == Mode::Transport {

@@ -30,7 +30,7 @@ use crate::install::Install;
 use crate::kernel::Kernel;
 use crate::sa::{ChildState, IkeSa, Todo};
 use crate::table::{SaMut, Then};
-use crate::task::Task;
+use crate::exchange::Task;
 use crate::ts;
 
 /// Bytes of our nonces in CREATE_CHILD_SA.

@@ -1,5 +1,5 @@
 //! IKE_AUTH (RFC 7296 §1.2, §2.15) with pre-shared keys or certificates
-//! ([`crate::pubkey`]), each side by its own `auth`, and the first Child
+//! ([`crate::auth::pubkey`]), each side by its own `auth`, and the first Child
 //! SA, both roles.
 //!
 //! ```text
@@ -20,8 +20,8 @@ use flowsec_wire::iana::{AuthMethod, ExchangeType, NotifyType};
 use flowsec_wire::ike::{Auth, Id, Message, Payload};
 use subtle::ConstantTimeEq;
 
-use crate::child::{Answered, ChildRequest};
-use crate::child_responder::ChildAsked;
+use crate::exchange::child::{Answered, ChildRequest};
+use crate::exchange::child_responder::ChildAsked;
 use crate::config::{AuthKind, Identity};
 use crate::crypto;
 use crate::error::NegotiationError;
@@ -30,7 +30,7 @@ use crate::host::{error_notify, has_notify, notify, Host};
 use crate::kernel::Kernel;
 use crate::sa::{IkeSa, IkeState};
 use crate::table::{SaMut, Then};
-use crate::task::Task;
+use crate::exchange::Task;
 
 /// What AUTH signs and is checked against (RFC 7296 §2.15): both
 /// IKE_SA_INIT messages as they went and their nonces. The nonces also go
@@ -53,7 +53,7 @@ pub(crate) struct IkeAuth {
     /// The first Child SA, if one was asked (SAi2, TSi, TSr).
     pub child: Option<ChildRequest>,
     /// We authenticate with EAP: the conversation so far.
-    pub eap: Option<Box<crate::auth_eap::EapPeerSide>>,
+    pub eap: Option<Box<crate::auth::eap::EapPeerSide>>,
 }
 
 /// IKE_AUTH, responder: our IKE_SA_INIT answer went; waits for the
@@ -62,7 +62,7 @@ pub(crate) struct AwaitingAuth {
     /// What both AUTH payloads sign.
     pub init: InitMessages,
     /// The peer authenticates with EAP: the conversation so far.
-    pub eap: Option<Box<crate::auth_eap::EapServerSide>>,
+    pub eap: Option<Box<crate::auth::eap::EapServerSide>>,
 }
 
 /// Responder: what the last IKE_AUTH answer is made of once the
@@ -284,7 +284,7 @@ impl Host {
             }
         };
         let idr = me.to_wire();
-        let asked = crate::pubkey::has_certreq(&msg);
+        let asked = crate::auth::pubkey::has_certreq(&msg);
         let (certs, auth) = match self.our_auth(sa, &init, &idr, (&me, &peer), asked) {
             Ok(a) => a,
             Err(e) => {
@@ -530,7 +530,7 @@ impl Host {
     /// it: an identity the connection accepts, and, as `remote.auth`
     /// says, a shared-key AUTH of the octets it signs (§2.15, compared in
     /// constant time) or a signature with a certificate we trust
-    /// ([`crate::pubkey`]). The error says why when a certificate or
+    /// ([`crate::auth::pubkey`]). The error says why when a certificate or
     /// signature was refused.
     pub(crate) fn peer_authenticated(
         &mut self,
@@ -569,7 +569,7 @@ impl Host {
                 .verify_pubkey(sa, init, msg, (id, auth), &peer)
                 .map(|()| peer)
                 .map_err(Some),
-            // EAP comes in its own exchanges (crate::auth_eap).
+            // EAP comes in its own exchanges (crate::auth::eap).
             AuthKind::Eap => Err(None),
         }
     }

@@ -21,7 +21,7 @@ use crate::host::{error_notify, Host};
 use crate::kernel::Kernel;
 use crate::sa::{ChildState, IkeSa, IkeState};
 use crate::table::{SaMut, Then};
-use crate::task::Task;
+use crate::exchange::Task;
 
 /// The Child SAs a peer's DELETE payloads name, by our inbound SPI (the
 /// peer names its inbound SPI: our outbound one): those whose halves our
@@ -33,7 +33,7 @@ fn deleted_children(sa: &IkeSa, deletes: &[&DeletePayload]) -> (Vec<(ProtocolId,
         .iter()
         .filter(|d| d.protocol == ProtocolId::ESP || d.protocol == ProtocolId::AH)
     {
-        let want = crate::child::protocol_of(d.protocol);
+        let want = crate::exchange::child::protocol_of(d.protocol);
         for spi in &d.spis {
             match sa
                 .children
@@ -41,7 +41,7 @@ fn deleted_children(sa: &IkeSa, deletes: &[&DeletePayload]) -> (Vec<(ProtocolId,
                 .find(|c| c.spi_out == *spi && c.sa_out.protocol == want)
             {
                 Some(c) if c.state == ChildState::Deleting => crossed.push(c.spi_in),
-                Some(c) => ours.push((crate::child::protocol_id(c.sa_in.protocol), c.spi_in)),
+                Some(c) => ours.push((crate::exchange::child::protocol_id(c.sa_in.protocol), c.spi_in)),
                 None => {}
             }
         }
@@ -139,7 +139,7 @@ impl Host {
         };
         c.state = ChildState::Deleting;
         let d = Payload::Delete(DeletePayload {
-            protocol: crate::child::protocol_id(c.sa_in.protocol),
+            protocol: crate::exchange::child::protocol_id(c.sa_in.protocol),
             spis: vec![spi],
         });
         self.request(

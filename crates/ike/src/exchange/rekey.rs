@@ -20,11 +20,11 @@ use crate::crypto;
 use crate::crypto::KeyExchange;
 use crate::event::IkeEvent;
 use crate::host::{error_notify, notify, Host};
-use crate::init::new_sa;
+use crate::exchange::init::new_sa;
 use crate::kernel::Kernel;
 use crate::sa::{IkeSa, IkeState, Todo};
 use crate::table::{SaMut, Then};
-use crate::task::{Collision, Task};
+use crate::exchange::{Collision, Task};
 use crate::timers::hand_over;
 
 /// Bytes of our nonces.
@@ -222,7 +222,7 @@ impl Host {
             return refuse(NotifyType::INVALID_SYNTAX);
         };
         let conn = &self.config.connections[sa.conn];
-        let ours = crate::init::promote_ike(&conn.proposals, kei.group);
+        let ours = crate::exchange::init::promote_ike(&conn.proposals, kei.group);
         let Some(chosen) = config::select_ike(&ours, sai) else {
             return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
         };

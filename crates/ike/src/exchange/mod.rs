@@ -16,13 +16,24 @@
 //! Handling the response consumes the task; it may start the next one
 //! (IkeInit → IkeAuth, or IkeInit again with a COOKIE or another group).
 
-use crate::auth::{AwaitingAuth, IkeAuth};
-use crate::child::{ChildCreate, ChildRekey, ChildRequest};
-use crate::exchange::{Collide, Exchanges};
-use crate::info::Delete;
-use crate::init::IkeInit;
+pub(crate) mod auth;
+pub(crate) mod child;
+pub(crate) mod child_responder;
+pub(crate) mod info;
+pub(crate) mod init;
+pub(crate) mod init_responder;
+mod manager;
+pub(crate) mod rekey;
+
+pub use manager::Retransmit;
+pub(crate) use manager::{Collide, Exchanges, RequestVerdict, Wire};
+
+use crate::exchange::auth::{AwaitingAuth, IkeAuth};
+use crate::exchange::child::{ChildCreate, ChildRekey, ChildRequest};
+use crate::exchange::info::Delete;
+use crate::exchange::init::IkeInit;
 use crate::kernel::Kernel;
-use crate::rekey::IkeRekey;
+use crate::exchange::rekey::IkeRekey;
 
 /// The exchange manager of an IKE SA, with its tasks.
 pub(crate) type Manager = Exchanges<Task, AwaitingAuth>;

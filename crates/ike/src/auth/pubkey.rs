@@ -15,7 +15,7 @@
 use flowsec_wire::iana::{AuthMethod, NotifyType};
 use flowsec_wire::ike::{Auth, Cert, Id, Message, Payload, CERT_X509_SIGNATURE};
 
-use crate::auth::InitMessages;
+use crate::exchange::auth::InitMessages;
 use crate::cert::{verify, Certificate, Hash, HashSet, Rejection, Scheme};
 use crate::config::{AuthKind, IdMatch, Identity, SendCert};
 use crate::crypto;
