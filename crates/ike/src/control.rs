@@ -6,9 +6,10 @@ use std::net::SocketAddr;
 
 use flowsec_ipsec::{Mode, SaId};
 
-use crate::exchange::child::ts_string;
+use crate::context::Cx;
 use crate::engine::Ike;
 use crate::error::CommandError;
+use crate::exchange::child::ts_string;
 use crate::kernel::Kernel;
 use crate::sa::{ChildSa, IkeState, Todo};
 
@@ -158,7 +159,7 @@ impl Ike {
         child: Option<&str>,
         k: &mut dyn Kernel,
     ) -> Result<usize, CommandError> {
-        self.host.enter(now);
+        self.host.enter();
         self.queue_for(now, ike, child, k, Todo::DeleteIke, Todo::DeleteChild)
     }
 
@@ -170,7 +171,7 @@ impl Ike {
         child: Option<&str>,
         k: &mut dyn Kernel,
     ) -> Result<usize, CommandError> {
-        self.host.enter(now);
+        self.host.enter();
         self.queue_for(now, ike, child, k, Todo::RekeyIke, Todo::RekeyChild)
     }
 
@@ -212,7 +213,7 @@ impl Ike {
             }
             n += todos.len();
             sa.queue.extend(todos);
-            self.host.kick(now, &mut sa, k);
+            Cx::new(&mut self.host, now, k).kick(&mut sa);
         }
         if n == 0 {
             return Err(match (ike, child) {

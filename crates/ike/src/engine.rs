@@ -27,16 +27,17 @@ use flowsec_wire::iana::{ExchangeType, NotifyType};
 use flowsec_wire::ike::{Header, IkeError, Message, PayloadType};
 
 use crate::config::Config;
+use crate::context::Cx;
 use crate::event::IkeEvent;
+use crate::exchange::info::Delete;
+use crate::exchange::Task;
 use crate::exchange::{RequestVerdict, Retransmit};
 use crate::host::{notify, Host};
-use crate::exchange::info::Delete;
 use crate::kernel::Kernel;
 use crate::nat::follow_peer;
 use crate::random::Random;
 use crate::sa::{IkeState, Todo};
 use crate::table::{SaMut, SaTable, Slot, Then};
-use crate::exchange::Task;
 use crate::transport::Transport;
 
 /// Tuning, with strongSwan's defaults (strongswan.conf(5)).
@@ -310,7 +311,6 @@ impl Ike {
             replacing: BTreeMap::new(),
             reauth_due: Vec::new(),
             lingering: Vec::new(),
-            clock: Duration::ZERO,
             unix_at_zero: None,
             leases: Default::default(),
             stats: IkeStats::default(),
@@ -360,7 +360,7 @@ impl Ike {
     /// Bring up the children whose `start_action` is `start`, and install
     /// the trap policies of those with `trap`.
     pub fn start(&mut self, now: Duration, k: &mut dyn Kernel) {
-        self.host.enter(now);
+        self.host.enter();
         let all: Vec<usize> = (0..self.host.live).collect();
         self.start_connections(now, &all, k);
     }
@@ -374,7 +374,7 @@ impl Ike {
     /// A packet matched the trap policy of `reqid` (the data plane found
     /// no SA for it): negotiate its Child SA, unless that is under way.
     pub fn acquire(&mut self, now: Duration, reqid: u32, k: &mut dyn Kernel) {
-        self.host.enter(now);
+        self.host.enter();
         let Some(&(ci, cj)) = self.host.traps.get(&reqid) else {
             return;
         };
@@ -427,7 +427,7 @@ impl Ike {
         data: &[u8],
         k: &mut dyn Kernel,
     ) {
-        self.host.enter(now);
+        self.host.enter();
         self.host.stats.received += 1;
         let header = match Header::parse(data) {
             Ok(h) if h.major_version == 2 => h,
@@ -462,7 +462,7 @@ impl Ike {
             self.host.stats.unknown_spi += 1;
             return;
         };
-        let then = self.host.receive(now, &mut sa, arrival, k);
+        let then = Cx::new(&mut self.host, now, k).receive(&mut sa, arrival);
         self.then(now, at, then, k);
     }
 
@@ -474,7 +474,7 @@ impl Ike {
             Then::Destroy(wishes) => {
                 if let Some(mut sa) = self.sas.remove(at) {
                     let mut sa = SaMut::detached(&mut sa, self.sas.all());
-                    self.host.destroy(&mut sa, k);
+                    Cx::new(&mut self.host, now, k).destroy(&mut sa);
                 }
                 self.revive(now, wishes, k);
             }
@@ -494,21 +494,15 @@ impl Ike {
         if let Some(mut sa) = self.sas.borrow(at) {
             let tag = crate::event_log::tag_of(&self.host, &sa);
             self.host.events.within(Some(tag));
-            self.host.kick(now, &mut sa, k);
+            Cx::new(&mut self.host, now, k).kick(&mut sa);
         }
     }
 }
 
-impl Host {
+impl Cx<'_> {
     /// A protected message for `sa` (its SPIs matched ours): checked,
     /// opened and dispatched to the task it is for.
-    fn receive(
-        &mut self,
-        now: Duration,
-        sa: &mut SaMut<'_>,
-        arrival: Arrival<'_>,
-        k: &mut dyn Kernel,
-    ) -> Then {
+    fn receive(&mut self, sa: &mut SaMut<'_>, arrival: Arrival<'_>) -> Then {
         let Arrival {
             transport,
             local,
@@ -520,21 +514,21 @@ impl Host {
         // one that came another way is not ours to act on (nor the other
         // way round).
         if transport != sa.transport {
-            self.stats.wrong_transport += 1;
+            self.host.stats.wrong_transport += 1;
             return Then::Stay;
         }
-        let Some((msg, request_digest)) = self.open(now, sa, (local, remote), header, data) else {
+        let Some((msg, request_digest)) = self.open(sa, (local, remote), header, data) else {
             return Then::Stay;
         };
         if header.response {
             let Some(req) = sa.exch.answered(header.message_id, header.exchange) else {
-                self.stats.bad_message_id += 1;
+                self.host.stats.bad_message_id += 1;
                 return Then::Stay;
             };
-            if let Some(e) = follow_peer(sa, local, remote, k) {
-                self.events.push(e);
+            if let Some(e) = follow_peer(sa, local, remote, self.k) {
+                self.host.events.push(e);
             }
-            self.on_response(now, sa, req.task, msg, k)
+            self.on_response(sa, req.task, msg)
         } else if sa.exch.classify(header.message_id) == RequestVerdict::Process {
             sa.exch.processing(request_digest);
             // A half-open SA never moves to another address: admit.rs
@@ -545,20 +539,23 @@ impl Host {
             // established, as strongSwan's.
             let follows = sa.state != IkeState::HalfOpen || remote.ip() == sa.remote.ip();
             let before = sa.remote;
-            if let Some(e) = follows.then(|| follow_peer(sa, local, remote, k)).flatten() {
-                self.events.push(e);
+            if let Some(e) = follows
+                .then(|| follow_peer(sa, local, remote, self.k))
+                .flatten()
+            {
+                self.host.events.push(e);
             }
             // RFC 9329 §6.2: our request still unanswered was lost with
             // the old connection; it goes again on the new one.
             if sa.transport.is_stream() && sa.remote != before {
                 if let Some(data) = sa.exch.outstanding().map(<[Vec<u8>]>::to_vec) {
-                    self.stats.retransmits += 1;
-                    self.push_all(sa.transport, sa.local, sa.remote, data);
+                    self.host.stats.retransmits += 1;
+                    self.host.push_all(sa.transport, sa.local, sa.remote, data);
                 }
             }
-            self.on_request(now, sa, header.exchange, header.message_id, msg, k)
+            self.on_request(sa, header.exchange, header.message_id, msg)
         } else {
-            self.stats.bad_message_id += 1;
+            self.host.stats.bad_message_id += 1;
             Then::Stay
         }
     }
@@ -572,7 +569,6 @@ impl Host {
     /// fragment, as strongSwan keeps it).
     fn open(
         &mut self,
-        now: Duration,
         sa: &mut SaMut<'_>,
         (local, remote): (SocketAddr, SocketAddr),
         header: &Header,
@@ -583,7 +579,7 @@ impl Host {
             && sa.spi_r == header.spi_r
             && header.initiator != sa.initiator;
         if !mine || sa.keys.is_none() {
-            self.stats.unknown_spi += 1;
+            self.host.stats.unknown_spi += 1;
             return None;
         }
         if !header.response && sa.exch.classify(header.message_id) == RequestVerdict::Replay {
@@ -595,7 +591,7 @@ impl Host {
                 return None;
             }
             let Some(last) = sa.exch.cached_response(&digest(data)).map(<[_]>::to_vec) else {
-                self.stats.bad_message_id += 1;
+                self.host.stats.bad_message_id += 1;
                 return None;
             };
             // The answer goes back where the copy came from (strongSwan
@@ -604,23 +600,23 @@ impl Host {
             // its connection broke (§6.2). Anyone can replay a request from
             // any source: rate-limited, so that we reflect little.
             let to_peer = remote == sa.remote;
-            if sa.exch.may_resend(now, to_peer) {
-                self.stats.replayed += 1;
-                self.push_all(sa.transport, local, remote, last);
+            if sa.exch.may_resend(self.now, to_peer) {
+                self.host.stats.replayed += 1;
+                self.host.push_all(sa.transport, local, remote, last);
             } else {
-                self.stats.resend_limited += 1;
+                self.host.stats.resend_limited += 1;
             }
             return None;
         }
         if fragment {
-            let (msg, first) = self.defragment(now, sa, header, data)?;
+            let (msg, first) = self.defragment(sa, header, data)?;
             return self.checked(sa, header, msg, first).map(|m| (m, first));
         }
         let opened = sa.keys.as_ref().map(|keys| keys.inn.open(data));
         let msg = match opened {
             Some(Ok(m)) => m,
             Some(Err(crate::crypto::SkError::Integrity)) => {
-                self.stats.bad_integrity += 1;
+                self.host.stats.bad_integrity += 1;
                 return None;
             }
             Some(Err(crate::crypto::SkError::Inner(IkeError::UnsupportedCritical(ty))))
@@ -628,16 +624,16 @@ impl Host {
             {
                 // §2.5: answer with the type that was not understood.
                 self.refuse(sa, header, digest(data), critical(ty));
-                self.stats.malformed += 1;
+                self.host.stats.malformed += 1;
                 return None;
             }
             _ => {
-                self.stats.malformed += 1;
+                self.host.stats.malformed += 1;
                 return None;
             }
         };
-        sa.last_heard = now;
-        self.stats.verified += 1;
+        sa.last_heard = self.now;
+        self.host.stats.verified += 1;
         let request_digest = digest(data);
         self.checked(sa, header, msg, request_digest)
             .map(|m| (m, request_digest))
@@ -653,7 +649,7 @@ impl Host {
         request_digest: [u8; 32],
     ) -> Option<Message> {
         if let Err(n) = crate::rules::check(header.exchange, header.response, &msg.payloads) {
-            self.stats.malformed += 1;
+            self.host.stats.malformed += 1;
             self.refuse(sa, header, request_digest, notify(n, vec![]));
             return None;
         }
@@ -684,7 +680,6 @@ impl Host {
     /// verify or do not fit the bounds are dropped and counted.
     fn defragment(
         &mut self,
-        now: Duration,
         sa: &mut SaMut<'_>,
         header: &Header,
         data: &[u8],
@@ -704,29 +699,29 @@ impl Host {
         };
         // Never over a stream (we do not send them there either).
         if !allowed || !expected || sa.transport.is_stream() {
-            self.stats.fragments_dropped += 1;
+            self.host.stats.fragments_dropped += 1;
             return None;
         }
         let opened = sa.keys.as_ref().map(|keys| keys.inn.open_fragment(data));
         let fragment = match opened {
             Some(Ok(f)) => f,
             Some(Err(crate::crypto::SkError::Integrity)) => {
-                self.stats.bad_integrity += 1;
+                self.host.stats.bad_integrity += 1;
                 return None;
             }
             _ => {
-                self.stats.fragments_dropped += 1;
+                self.host.stats.fragments_dropped += 1;
                 return None;
             }
         };
-        self.stats.fragments_received += 1;
-        self.stats.verified += 1;
-        sa.last_heard = now;
+        self.host.stats.fragments_received += 1;
+        self.host.stats.verified += 1;
+        sa.last_heard = self.now;
         let slot = &mut sa.reassembly[usize::from(header.response)];
         match Reassembly::add(slot, header.message_id, fragment, digest(data)) {
             Added::Incomplete | Added::Duplicate => None,
             Added::Refused => {
-                self.stats.fragments_dropped += 1;
+                self.host.stats.fragments_dropped += 1;
                 None
             }
             Added::Complete {
@@ -734,7 +729,7 @@ impl Host {
                 inner,
                 digest,
             } => {
-                self.stats.reassembled += 1;
+                self.host.stats.reassembled += 1;
                 match flowsec_wire::ike::parse_payloads(first, &inner) {
                     Ok(payloads) => Some((
                         Message {
@@ -745,12 +740,12 @@ impl Host {
                     )),
                     // §2.5 (RFC 7296), as for a message in one piece.
                     Err(IkeError::UnsupportedCritical(ty)) => {
-                        self.stats.malformed += 1;
+                        self.host.stats.malformed += 1;
                         self.refuse(sa, header, digest, critical(ty));
                         None
                     }
                     Err(_) => {
-                        self.stats.malformed += 1;
+                        self.host.stats.malformed += 1;
                         None
                     }
                 }
@@ -759,41 +754,34 @@ impl Host {
     }
 
     /// A response to our request, with the task that waited for it.
-    fn on_response(
-        &mut self,
-        now: Duration,
-        sa: &mut SaMut<'_>,
-        task: Task,
-        msg: Message,
-        k: &mut dyn Kernel,
-    ) -> Then {
+    fn on_response(&mut self, sa: &mut SaMut<'_>, task: Task, msg: Message) -> Then {
         match task {
             // IKE_SA_INIT is handled before decryption.
             Task::IkeInit(_) => Then::Stay,
-            Task::IkeAuth(t) => self.auth_response(now, sa, t, msg, k),
-            Task::ChildCreate(t) => self.child_response(now, sa, t.req, None, msg, k),
+            Task::IkeAuth(t) => self.auth_response(sa, t, msg),
+            Task::ChildCreate(t) => self.child_response(sa, t.req, None, msg),
             Task::ChildRekey(t) => {
                 let rekey = Some((t.old, t.collision));
-                self.child_response(now, sa, t.req, rekey, msg, k)
+                self.child_response(sa, t.req, rekey, msg)
             }
-            Task::IkeRekey(t) => self.ike_rekey_response(now, sa, t, msg, k),
+            Task::IkeRekey(t) => self.ike_rekey_response(sa, t, msg),
             Task::Delete(Delete::Children(spis)) => {
                 for spi in spis {
-                    self.remove_child(sa, spi, k);
+                    self.remove_child(sa, spi);
                 }
-                self.kick(now, sa, k);
+                self.kick(sa);
                 Then::Stay
             }
             Task::Delete(Delete::Ike) => {
-                self.events.push(IkeEvent::Deleted {
-                    name: self.conn_name(sa),
+                self.host.events.push(IkeEvent::Deleted {
+                    name: self.host.conn_name(sa),
                     unique_id: sa.uid,
                     by_peer: false,
                 });
                 Then::Destroy(Vec::new())
             }
             Task::Dpd => {
-                self.kick(now, sa, k);
+                self.kick(sa);
                 Then::Stay
             }
         }
@@ -802,19 +790,17 @@ impl Host {
     /// A request of the peer, in order.
     fn on_request(
         &mut self,
-        now: Duration,
         sa: &mut SaMut<'_>,
         exchange: ExchangeType,
         mid: u32,
         msg: Message,
-        k: &mut dyn Kernel,
     ) -> Then {
         match exchange {
             ExchangeType::IKE_AUTH if sa.state == IkeState::HalfOpen => {
-                self.auth_request(now, sa, mid, msg, k)
+                self.auth_request(sa, mid, msg)
             }
             ExchangeType::CREATE_CHILD_SA if sa.state == IkeState::Established => {
-                self.child_request(now, sa, mid, msg, k)
+                self.child_request(sa, mid, msg)
             }
             ExchangeType::CREATE_CHILD_SA => {
                 // §2.25: rekeyed or being deleted: not now.
@@ -827,10 +813,10 @@ impl Host {
                 Then::Stay
             }
             ExchangeType::INFORMATIONAL if sa.state != IkeState::HalfOpen => {
-                self.informational_request(now, sa, mid, msg, k)
+                self.informational_request(sa, mid, msg)
             }
             _ => {
-                self.stats.malformed += 1;
+                self.host.stats.malformed += 1;
                 Then::Stay
             }
         }

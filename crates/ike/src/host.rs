@@ -12,13 +12,13 @@ use flowsec_wire::iana::{ExchangeType, NotifyType, PayloadType};
 use flowsec_wire::ike::{emit_payloads, first_type, Header, Message, Notify, Payload};
 
 use crate::config::Config;
+use crate::context::Cx;
 use crate::engine::{Datagram, IkeStats, Settings};
 use crate::event::IkeEvent;
-use crate::kernel::Kernel;
+use crate::exchange::Task;
 use crate::random::Random;
 use crate::sa::IkeSa;
 use crate::table::SaMut;
-use crate::exchange::Task;
 
 /// This host's state beside its IKE SAs: configuration, crypto and
 /// randomness, what goes out (datagrams, events), counters, and the
@@ -59,9 +59,6 @@ pub(crate) struct Host {
     pub(crate) replacing: BTreeMap<String, Duration>,
     /// Inbound SAs of replaced Child SAs, removed at their deadline.
     pub(crate) lingering: Vec<(flowsec_ipsec::SaId, Duration)>,
-    /// The `now` of the call being served (time stays an argument: this
-    /// only saves passing it through every helper).
-    pub(crate) clock: Duration,
     /// The wall clock (since the Unix epoch) when `now` was zero, given
     /// by the caller ([`crate::Ike::set_wall_clock`]): certificates are
     /// valid between dates.
@@ -72,10 +69,9 @@ pub(crate) struct Host {
 }
 
 impl Host {
-    /// A call of the caller's begins at `now`: nothing it reports is
-    /// about an IKE SA until one is found.
-    pub(crate) fn enter(&mut self, now: Duration) {
-        self.clock = now;
+    /// A call of the caller's begins: nothing it reports is about an IKE
+    /// SA until one is found.
+    pub(crate) fn enter(&mut self) {
         self.events.within(None);
     }
 
@@ -190,37 +186,6 @@ impl Host {
         Some(self.settings.fragment_size.saturating_sub(ip + 8 + marker))
     }
 
-    /// Send a request on `sa` for `task`.
-    pub(crate) fn request(
-        &mut self,
-        now: Duration,
-        sa: &mut IkeSa,
-        exchange: ExchangeType,
-        payloads: Vec<Payload>,
-        task: Task,
-    ) {
-        let mid = sa.exch.peek_mid();
-        let data = self.protect(sa, exchange, false, mid, &payloads);
-        sa.exch
-            .sent(exchange, data.clone(), task, now, &self.settings.retransmit);
-        sa.last_sent = now;
-        self.push_all(sa.transport, sa.local, sa.remote, data);
-    }
-
-    /// Answer request `mid` of `sa`.
-    pub(crate) fn respond(
-        &mut self,
-        sa: &mut IkeSa,
-        exchange: ExchangeType,
-        mid: u32,
-        payloads: Vec<Payload>,
-    ) {
-        let data = self.protect(sa, exchange, true, mid, &payloads);
-        sa.exch.responded(mid, data.clone());
-        sa.last_sent = self.clock;
-        self.push_all(sa.transport, sa.local, sa.remote, data);
-    }
-
     /// Fresh random bytes.
     pub(crate) fn random(&mut self, n: usize) -> Vec<u8> {
         let mut v = vec![0; n];
@@ -272,18 +237,55 @@ impl Host {
             .get(sa.conn)
             .map_or_else(|| "?".into(), |c| c.name.clone())
     }
+}
+
+impl Cx<'_> {
+    /// Send a request on `sa` for `task`.
+    pub(crate) fn request(
+        &mut self,
+        sa: &mut IkeSa,
+        exchange: ExchangeType,
+        payloads: Vec<Payload>,
+        task: Task,
+    ) {
+        let mid = sa.exch.peek_mid();
+        let data = self.host.protect(sa, exchange, false, mid, &payloads);
+        sa.exch.sent(
+            exchange,
+            data.clone(),
+            task,
+            self.now,
+            &self.host.settings.retransmit,
+        );
+        sa.last_sent = self.now;
+        self.host.push_all(sa.transport, sa.local, sa.remote, data);
+    }
+
+    /// Answer request `mid` of `sa`.
+    pub(crate) fn respond(
+        &mut self,
+        sa: &mut IkeSa,
+        exchange: ExchangeType,
+        mid: u32,
+        payloads: Vec<Payload>,
+    ) {
+        let data = self.host.protect(sa, exchange, true, mid, &payloads);
+        sa.exch.responded(mid, data.clone());
+        sa.last_sent = self.now;
+        self.host.push_all(sa.transport, sa.local, sa.remote, data);
+    }
 
     /// Remove everything `sa` installed; it has left the table, or is
     /// about to (its handler says [`crate::table::Then::Destroy`]).
-    pub(crate) fn destroy(&mut self, sa: &mut SaMut<'_>, k: &mut dyn Kernel) {
+    pub(crate) fn destroy(&mut self, sa: &mut SaMut<'_>) {
         if let Some(task) = sa.exch.take_task() {
-            task.release(k);
+            task.release(self.k);
         }
         let spis: Vec<u32> = sa.children.iter().map(|c| c.spi_in).collect();
         for spi in spis {
-            self.remove_child(sa, spi, k);
+            self.remove_child(sa, spi);
         }
-        crate::vip::release(self, sa, k);
+        crate::vip::release(self, sa);
     }
 }
 

@@ -16,6 +16,7 @@ use flowsec_ipsec::{
 use flowsec_wire::ike::TrafficSelector;
 
 use crate::config::{ChildChosen, ChildConfig, RekeySwitch};
+use crate::context::Cx;
 use crate::engine::Ike;
 use crate::error::CommandError;
 use crate::event::IkeEvent;
@@ -96,24 +97,17 @@ pub(crate) struct Install<'a> {
     pub cpu: Option<u32>,
 }
 
-impl Host {
+impl Cx<'_> {
     /// Install a Child SA's pair of SAs (and, for a new reqid, its
     /// policies), and record it in `sa`.
-    pub(crate) fn install_child(
-        &mut self,
-        now: Duration,
-        sa: &mut SaMut<'_>,
-        i: Install<'_>,
-        keymat: &[u8],
-        k: &mut dyn Kernel,
-    ) {
+    pub(crate) fn install_child(&mut self, sa: &mut SaMut<'_>, i: Install<'_>, keymat: &[u8]) {
         let (reqid, fresh) = self.child_reqid(sa, &i);
         let sas = self.child_sas(sa, &i, keymat, reqid);
         for inbound in sas.inbound {
-            k.add_sa(inbound);
+            self.k.add_sa(inbound);
         }
-        let deferred_out = self.send_or_defer(sa.conn, &i, sas.outbound, k);
-        let child = &self.config.connections[sa.conn].children[i.cfg];
+        let deferred_out = self.send_or_defer(sa.conn, &i, sas.outbound);
+        let child = &self.host.config.connections[sa.conn].children[i.cfg];
         let (rekey_time, rand_time, life_time) =
             (child.rekey_time, child.rand_time, child.life_time);
         let (name, comp) = (child.name.clone(), child.ipcomp);
@@ -126,13 +120,13 @@ impl Host {
                 (local.ip(), remote.ip()),
                 &i.local_ts,
                 &i.remote_ts,
-                k,
             );
         }
-        self.release_holds(sa, i.cfg, k);
-        let rekey_at = (!rekey_time.is_zero()).then(|| now + self.jittered(rekey_time, rand_time));
+        self.release_holds(sa, i.cfg);
+        let rekey_at =
+            (!rekey_time.is_zero()).then(|| self.now + self.host.jittered(rekey_time, rand_time));
         let chosen = i.chosen;
-        self.events.push(IkeEvent::ChildInstalled {
+        self.host.events.push(IkeEvent::ChildInstalled {
             child: name,
             reqid,
             spi_in: i.spi_in,
@@ -160,9 +154,9 @@ impl Host {
             local_ts: i.local_ts,
             remote_ts: i.remote_ts,
             state: ChildState::Installed,
-            installed: now,
+            installed: self.now,
             rekey_at,
-            expire_at: (!life_time.is_zero()).then_some(now + life_time),
+            expire_at: (!life_time.is_zero()).then_some(self.now + life_time),
             min_nonce: i.min_nonce,
             sa_in: id(i.spi_in, local),
             sa_out: id(chosen.spi, remote),
@@ -182,11 +176,10 @@ impl Host {
     /// `prefer-new` sends on it at once; `keep-old` waits, at both ends,
     /// until the old SA expires.
     fn send_or_defer(
-        &self,
+        &mut self,
         conn: usize,
         i: &Install<'_>,
         outbound: Vec<flowsec_ipsec::SaConfig>,
-        k: &mut dyn Kernel,
     ) -> Vec<flowsec_ipsec::SaConfig> {
         let defer = match self.switch_of(conn, i.cfg) {
             RekeySwitch::LossFree => !i.we_initiated,
@@ -197,20 +190,14 @@ impl Host {
             return outbound;
         }
         for out in outbound {
-            k.add_sa(out);
+            self.k.add_sa(out);
         }
         Vec::new()
     }
 
-    /// The `rekey_switch` of child config `cfg` of connection `conn` (each
-    /// end follows its own).
-    pub(crate) fn switch_of(&self, conn: usize, cfg: usize) -> RekeySwitch {
-        self.config.connections[conn].children[cfg].rekey_switch
-    }
-
     /// `prefer-new`: a replaced Child SA's SAs leave the data plane now,
     /// its record stays for the DELETE exchange ([`ChildSa::sas_gone`]).
-    pub(crate) fn drop_replaced(&mut self, sa: &mut IkeSa, spi: u32, k: &mut dyn Kernel) {
+    pub(crate) fn drop_replaced(&mut self, sa: &mut IkeSa, spi: u32) {
         let Some(c) = sa
             .children
             .iter_mut()
@@ -219,14 +206,278 @@ impl Host {
             return;
         };
         c.sas_gone = true;
-        k.del_sa(c.sa_out);
-        k.del_sa(c.sa_in);
+        self.k.del_sa(c.sa_out);
+        self.k.del_sa(c.sa_in);
         if let Some((inn, out)) = c.ipcomp {
-            k.del_sa(out);
-            k.del_sa(inn);
+            self.k.del_sa(out);
+            self.k.del_sa(inn);
         }
     }
 
+    /// Install the trap policies of child `cj` of connection `ci`: what
+    /// matches them and finds no SA makes the data plane ask for one
+    /// ([`Ike::acquire`]).
+    pub(crate) fn install_trap(&mut self, ci: usize, cj: usize) -> Result<(), CommandError> {
+        let conn = &self.host.config.connections[ci];
+        let child = &conn.children[cj];
+        let remote = conn
+            .remote_addrs
+            .iter()
+            .find_map(|a| match a {
+                crate::config::AddrSpec::Addr(ip) => Some(*ip),
+                _ => None,
+            })
+            .ok_or_else(|| CommandError::TrapWithoutAddress {
+                child: child.name.clone(),
+            })?;
+        let local = conn
+            .local_addrs
+            .iter()
+            .find_map(|a| match a {
+                crate::config::AddrSpec::Addr(ip) if ip.is_ipv4() == remote.is_ipv4() => Some(*ip),
+                _ => None,
+            })
+            .or_else(|| self.k.source_for(remote))
+            .ok_or_else(|| CommandError::NoLocalAddress {
+                name: child.name.clone(),
+                remote,
+            })?;
+        let (local_ts, remote_ts) = (
+            ts::from_config(&child.local_ts, local),
+            ts::from_config(&child.remote_ts, remote),
+        );
+        let mode = child.mode;
+        let name = child.name.clone();
+        let reqid = self.host.next_reqid;
+        self.host.next_reqid += 1;
+        let comp = child.ipcomp;
+        let protocol = crate::exchange::child::suites(child).1;
+        self.install_policies(
+            reqid,
+            (mode, protocol, comp),
+            (local, remote),
+            &local_ts,
+            &remote_ts,
+        );
+        self.host.traps.insert(reqid, (ci, cj));
+        self.host.events.push(IkeEvent::TrapInstalled {
+            child: name,
+            reqid,
+            local_ts,
+            remote_ts,
+        });
+        Ok(())
+    }
+
+    /// Remove the trap of `reqid`; its policies go unless a Child SA in
+    /// `sas` still uses them (they go with it then).
+    pub(crate) fn remove_trap<'a>(
+        &mut self,
+        reqid: u32,
+        mut sas: impl Iterator<Item = &'a crate::sa::IkeSa>,
+    ) {
+        let Some((ci, cj)) = self.host.traps.remove(&reqid) else {
+            return;
+        };
+        let used = sas.any(|s| s.children.iter().any(|c| c.reqid == reqid));
+        if !used {
+            self.remove_policies(reqid);
+        }
+        let child = self.host.config.connections[ci].children[cj].name.clone();
+        self.host
+            .events
+            .push(IkeEvent::TrapRemoved { child, reqid });
+    }
+
+    /// The out and fwd policies of a Child SA (RFC 4301 §4.4.1): traffic
+    /// from our selectors to the peer's is protected with the SAs of
+    /// `reqid`; what arrives from the peer's must have come through them.
+    /// With `ipcomp`, IPComp comes first in the bundle (setkey's order
+    /// `ipcomp esp`) at level `use`: small packets go uncompressed (RFC
+    /// 3173 §2.2), and a rekey may come without it.
+    pub(crate) fn install_policies(
+        &mut self,
+        reqid: u32,
+        (mode, protocol, ipcomp): (Mode, Protocol, bool),
+        (local, remote): (std::net::IpAddr, std::net::IpAddr),
+        local_ts: &[TrafficSelector],
+        remote_ts: &[TrafficSelector],
+    ) {
+        let bundle = |src, dst| {
+            let t = |protocol, level| SaTemplate {
+                protocol,
+                mode,
+                tunnel: (mode == Mode::Tunnel).then_some((src, dst)),
+                level,
+                reqid,
+            };
+            let mut b = Vec::new();
+            if ipcomp {
+                b.push(t(Protocol::IpComp, Level::Use));
+            }
+            b.push(t(protocol, Level::Require));
+            b
+        };
+        let mut installed = Vec::new();
+        for (direction, from, to, b) in [
+            (Direction::Out, local_ts, remote_ts, bundle(local, remote)),
+            (Direction::Fwd, remote_ts, local_ts, bundle(remote, local)),
+        ] {
+            for selector in ts::selectors(from, to) {
+                let policy = Policy {
+                    direction,
+                    selector,
+                    action: Action::Protect(b.clone()),
+                    priority: 0,
+                };
+                self.take_over(reqid, &policy);
+                self.k.add_policy(policy.clone());
+                installed.push(policy);
+            }
+        }
+        self.host.policies.insert(reqid, installed);
+    }
+
+    /// Another reqid's policy for the same traffic (the CHILD_SA of a
+    /// connection a reload replaced, still up until its DELETE is
+    /// answered; or two connections with the same selectors): `reqid`'s
+    /// takes its place now, and the displaced one waits in `shadowed`
+    /// until `reqid` lets go of it ([`Host::remove_policies`]), as the
+    /// kernel's policy history does in strongSwan.
+    fn take_over(&mut self, reqid: u32, policy: &Policy) {
+        let same = |o: &Policy| (o.direction, o.selector) == (policy.direction, policy.selector);
+        for (r, owned) in self.host.policies.iter_mut().filter(|(r, _)| **r != reqid) {
+            if let Some(at) = owned.iter().position(same) {
+                let old = owned.remove(at);
+                self.k.del_policy(old.direction, old.selector);
+                self.host.shadowed.push((*r, old));
+            }
+        }
+    }
+
+    /// `reqid`'s policies leave the data plane; where one had displaced
+    /// another reqid's, the latest displaced one comes back.
+    pub(crate) fn remove_policies(&mut self, reqid: u32) {
+        self.host.shadowed.retain(|(r, _)| *r != reqid);
+        for p in self.host.policies.remove(&reqid).unwrap_or_default() {
+            self.k.del_policy(p.direction, p.selector);
+            let back = self
+                .shadowed
+                .iter()
+                .rposition(|(_, q)| (q.direction, q.selector) == (p.direction, p.selector));
+            if let Some(at) = back {
+                let (owner, q) = self.host.shadowed.remove(at);
+                self.k.add_policy(q.clone());
+                self.host.policies.entry(owner).or_default().push(q);
+            }
+        }
+    }
+
+    /// Remove the Child SA with inbound SPI `spi` from `sa` and the data
+    /// plane; its policies go with the last SA of its reqid.
+    pub(crate) fn remove_child(&mut self, sa: &mut SaMut<'_>, spi: u32) {
+        let Some(at) = sa.children.iter().position(|c| c.spi_in == spi) else {
+            return;
+        };
+        let c = sa.children.remove(at);
+        // Its successor starts sending now, before the old SAs go (a
+        // per-resource SA's successor is its resource's).
+        for s in sa
+            .children
+            .iter_mut()
+            .filter(|s| s.reqid == c.reqid && s.cpu == c.cpu)
+        {
+            for out in std::mem::take(&mut s.deferred_out) {
+                self.k.add_sa(out);
+            }
+        }
+        let inbound = core::iter::once(c.sa_in).chain(c.ipcomp.map(|(i, _)| i));
+        // A replaced SA's inbound half stays a while: packets the peer
+        // sealed before it switched may still be on their way (ARCHITECTURE.md
+        // "Rekeying without loss"); the other switches do not wait.
+        let linger = sa.children.iter().any(|s| s.reqid == c.reqid)
+            && self.switch_of(sa.conn, c.cfg) == RekeySwitch::LossFree;
+        // drop_replaced may have taken them already.
+        if !c.sas_gone {
+            self.k.del_sa(c.sa_out);
+            if let Some((_, out)) = c.ipcomp {
+                self.k.del_sa(out);
+            }
+            if linger {
+                let until = self.now + INBOUND_GRACE;
+                self.host.lingering.extend(inbound.map(|id| (id, until)));
+            } else {
+                for id in inbound {
+                    self.k.del_sa(id);
+                }
+            }
+        }
+        let used = sa
+            .children
+            .iter()
+            .chain(sa.others.values().flat_map(|s| s.children.iter()))
+            .any(|o| o.reqid == c.reqid);
+        // A trap's policies stay: the next packet negotiates again. A
+        // replaced connection's become DISCARD until its successor's
+        // Child SA is up (reload.rs): never a moment in the clear.
+        if !used && self.host.holds.contains_key(&c.reqid) {
+            self.hold_policies(c.reqid);
+        } else if !used && !self.host.traps.contains_key(&c.reqid) {
+            self.remove_policies(c.reqid);
+        }
+        self.host.events.push(IkeEvent::ChildRemoved {
+            child: self.child_name(sa, c.cfg),
+            reqid: c.reqid,
+            spi_in: c.spi_in,
+            spi_out: c.spi_out,
+        });
+    }
+}
+
+impl Ike {
+    /// The data plane says SA `id` crossed its soft byte or packet limit
+    /// (`rekey_bytes`, `rekey_packets`): rekey its Child SA.
+    pub fn soft_expired(&mut self, now: Duration, id: SaId, k: &mut dyn Kernel) {
+        self.host.enter();
+        let owner = self.sas.values().find_map(|sa| {
+            sa.children
+                .iter()
+                .find(|c| {
+                    c.state == ChildState::Installed && (c.spi_in == id.spi || c.spi_out == id.spi)
+                })
+                .map(|c| (sa.our_spi(), c.spi_in))
+        });
+        let Some((key, spi)) = owner else { return };
+        let Some((_, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, key)
+        else {
+            return;
+        };
+        if !sa.queue.contains(&Todo::RekeyChild(spi)) {
+            self.host
+                .events
+                .push(IkeEvent::ChildVolumeReached { spi_in: spi });
+            sa.queue.push_back(Todo::RekeyChild(spi));
+        }
+        Cx::new(&mut self.host, now, k).kick(&mut sa);
+    }
+
+    /// Whether some child has a volume limit (the daemon then watches the
+    /// SAs' soft state for [`Ike::soft_expired`]).
+    pub fn volume_limited(&self) -> bool {
+        self.host.config.connections.iter().any(|c| {
+            c.children
+                .iter()
+                .any(|ch| ch.rekey_bytes > 0 || ch.rekey_packets > 0)
+        })
+    }
+}
+
+impl Host {
+    /// The `rekey_switch` of child config `cfg` of connection `conn` (each
+    /// end follows its own).
+    pub(crate) fn switch_of(&self, conn: usize, cfg: usize) -> RekeySwitch {
+        self.config.connections[conn].children[cfg].rekey_switch
+    }
     /// The reqid of a new Child SA, and whether it is fresh (its policies
     /// are still to be installed): a rekey's is the old SA's; a trapped
     /// child takes the trap's (its policies are there); another Child SA
@@ -262,7 +513,6 @@ impl Host {
             }
         }
     }
-
     /// The SAs of a Child SA with `reqid`, keyed from `keymat` (§2.17:
     /// initiator-to-responder keys first): ESP or AH, with IPComp when
     /// negotiated, in UDP across a NAT (RFC 3948, ESP only).
@@ -327,268 +577,5 @@ impl Host {
             sas.ipcomp = Some((id(ours, local), id(theirs, remote)));
         }
         sas
-    }
-
-    /// Install the trap policies of child `cj` of connection `ci`: what
-    /// matches them and finds no SA makes the data plane ask for one
-    /// ([`Ike::acquire`]).
-    pub(crate) fn install_trap(
-        &mut self,
-        ci: usize,
-        cj: usize,
-        k: &mut dyn Kernel,
-    ) -> Result<(), CommandError> {
-        let conn = &self.config.connections[ci];
-        let child = &conn.children[cj];
-        let remote = conn
-            .remote_addrs
-            .iter()
-            .find_map(|a| match a {
-                crate::config::AddrSpec::Addr(ip) => Some(*ip),
-                _ => None,
-            })
-            .ok_or_else(|| CommandError::TrapWithoutAddress {
-                child: child.name.clone(),
-            })?;
-        let local = conn
-            .local_addrs
-            .iter()
-            .find_map(|a| match a {
-                crate::config::AddrSpec::Addr(ip) if ip.is_ipv4() == remote.is_ipv4() => Some(*ip),
-                _ => None,
-            })
-            .or_else(|| k.source_for(remote))
-            .ok_or_else(|| CommandError::NoLocalAddress {
-                name: child.name.clone(),
-                remote,
-            })?;
-        let (local_ts, remote_ts) = (
-            ts::from_config(&child.local_ts, local),
-            ts::from_config(&child.remote_ts, remote),
-        );
-        let mode = child.mode;
-        let name = child.name.clone();
-        let reqid = self.next_reqid;
-        self.next_reqid += 1;
-        let comp = child.ipcomp;
-        let protocol = crate::exchange::child::suites(child).1;
-        self.install_policies(
-            reqid,
-            (mode, protocol, comp),
-            (local, remote),
-            &local_ts,
-            &remote_ts,
-            k,
-        );
-        self.traps.insert(reqid, (ci, cj));
-        self.events.push(IkeEvent::TrapInstalled {
-            child: name,
-            reqid,
-            local_ts,
-            remote_ts,
-        });
-        Ok(())
-    }
-
-    /// Remove the trap of `reqid`; its policies go unless a Child SA in
-    /// `sas` still uses them (they go with it then).
-    pub(crate) fn remove_trap<'a>(
-        &mut self,
-        reqid: u32,
-        mut sas: impl Iterator<Item = &'a crate::sa::IkeSa>,
-        k: &mut dyn Kernel,
-    ) {
-        let Some((ci, cj)) = self.traps.remove(&reqid) else {
-            return;
-        };
-        let used = sas.any(|s| s.children.iter().any(|c| c.reqid == reqid));
-        if !used {
-            self.remove_policies(reqid, k);
-        }
-        let child = self.config.connections[ci].children[cj].name.clone();
-        self.events.push(IkeEvent::TrapRemoved { child, reqid });
-    }
-
-    /// The out and fwd policies of a Child SA (RFC 4301 §4.4.1): traffic
-    /// from our selectors to the peer's is protected with the SAs of
-    /// `reqid`; what arrives from the peer's must have come through them.
-    /// With `ipcomp`, IPComp comes first in the bundle (setkey's order
-    /// `ipcomp esp`) at level `use`: small packets go uncompressed (RFC
-    /// 3173 §2.2), and a rekey may come without it.
-    pub(crate) fn install_policies(
-        &mut self,
-        reqid: u32,
-        (mode, protocol, ipcomp): (Mode, Protocol, bool),
-        (local, remote): (std::net::IpAddr, std::net::IpAddr),
-        local_ts: &[TrafficSelector],
-        remote_ts: &[TrafficSelector],
-        k: &mut dyn Kernel,
-    ) {
-        let bundle = |src, dst| {
-            let t = |protocol, level| SaTemplate {
-                protocol,
-                mode,
-                tunnel: (mode == Mode::Tunnel).then_some((src, dst)),
-                level,
-                reqid,
-            };
-            let mut b = Vec::new();
-            if ipcomp {
-                b.push(t(Protocol::IpComp, Level::Use));
-            }
-            b.push(t(protocol, Level::Require));
-            b
-        };
-        let mut installed = Vec::new();
-        for (direction, from, to, b) in [
-            (Direction::Out, local_ts, remote_ts, bundle(local, remote)),
-            (Direction::Fwd, remote_ts, local_ts, bundle(remote, local)),
-        ] {
-            for selector in ts::selectors(from, to) {
-                let policy = Policy {
-                    direction,
-                    selector,
-                    action: Action::Protect(b.clone()),
-                    priority: 0,
-                };
-                self.take_over(reqid, &policy, k);
-                k.add_policy(policy.clone());
-                installed.push(policy);
-            }
-        }
-        self.policies.insert(reqid, installed);
-    }
-
-    /// Another reqid's policy for the same traffic (the CHILD_SA of a
-    /// connection a reload replaced, still up until its DELETE is
-    /// answered; or two connections with the same selectors): `reqid`'s
-    /// takes its place now, and the displaced one waits in `shadowed`
-    /// until `reqid` lets go of it ([`Host::remove_policies`]), as the
-    /// kernel's policy history does in strongSwan.
-    fn take_over(&mut self, reqid: u32, policy: &Policy, k: &mut dyn Kernel) {
-        let same = |o: &Policy| (o.direction, o.selector) == (policy.direction, policy.selector);
-        for (r, owned) in self.policies.iter_mut().filter(|(r, _)| **r != reqid) {
-            if let Some(at) = owned.iter().position(same) {
-                let old = owned.remove(at);
-                k.del_policy(old.direction, old.selector);
-                self.shadowed.push((*r, old));
-            }
-        }
-    }
-
-    /// `reqid`'s policies leave the data plane; where one had displaced
-    /// another reqid's, the latest displaced one comes back.
-    pub(crate) fn remove_policies(&mut self, reqid: u32, k: &mut dyn Kernel) {
-        self.shadowed.retain(|(r, _)| *r != reqid);
-        for p in self.policies.remove(&reqid).unwrap_or_default() {
-            k.del_policy(p.direction, p.selector);
-            let back = self
-                .shadowed
-                .iter()
-                .rposition(|(_, q)| (q.direction, q.selector) == (p.direction, p.selector));
-            if let Some(at) = back {
-                let (owner, q) = self.shadowed.remove(at);
-                k.add_policy(q.clone());
-                self.policies.entry(owner).or_default().push(q);
-            }
-        }
-    }
-
-    /// Remove the Child SA with inbound SPI `spi` from `sa` and the data
-    /// plane; its policies go with the last SA of its reqid.
-    pub(crate) fn remove_child(&mut self, sa: &mut SaMut<'_>, spi: u32, k: &mut dyn Kernel) {
-        let Some(at) = sa.children.iter().position(|c| c.spi_in == spi) else {
-            return;
-        };
-        let c = sa.children.remove(at);
-        // Its successor starts sending now, before the old SAs go (a
-        // per-resource SA's successor is its resource's).
-        for s in sa
-            .children
-            .iter_mut()
-            .filter(|s| s.reqid == c.reqid && s.cpu == c.cpu)
-        {
-            for out in std::mem::take(&mut s.deferred_out) {
-                k.add_sa(out);
-            }
-        }
-        let inbound = core::iter::once(c.sa_in).chain(c.ipcomp.map(|(i, _)| i));
-        // A replaced SA's inbound half stays a while: packets the peer
-        // sealed before it switched may still be on their way (ARCHITECTURE.md
-        // "Rekeying without loss"); the other switches do not wait.
-        let linger = sa.children.iter().any(|s| s.reqid == c.reqid)
-            && self.switch_of(sa.conn, c.cfg) == RekeySwitch::LossFree;
-        // drop_replaced may have taken them already.
-        if !c.sas_gone {
-            k.del_sa(c.sa_out);
-            if let Some((_, out)) = c.ipcomp {
-                k.del_sa(out);
-            }
-            if linger {
-                let until = self.clock + INBOUND_GRACE;
-                self.lingering.extend(inbound.map(|id| (id, until)));
-            } else {
-                for id in inbound {
-                    k.del_sa(id);
-                }
-            }
-        }
-        let used = sa
-            .children
-            .iter()
-            .chain(sa.others.values().flat_map(|s| s.children.iter()))
-            .any(|o| o.reqid == c.reqid);
-        // A trap's policies stay: the next packet negotiates again. A
-        // replaced connection's become DISCARD until its successor's
-        // Child SA is up (reload.rs): never a moment in the clear.
-        if !used && self.holds.contains_key(&c.reqid) {
-            self.hold_policies(c.reqid, k);
-        } else if !used && !self.traps.contains_key(&c.reqid) {
-            self.remove_policies(c.reqid, k);
-        }
-        self.events.push(IkeEvent::ChildRemoved {
-            child: self.child_name(sa, c.cfg),
-            reqid: c.reqid,
-            spi_in: c.spi_in,
-            spi_out: c.spi_out,
-        });
-    }
-}
-
-impl Ike {
-    /// The data plane says SA `id` crossed its soft byte or packet limit
-    /// (`rekey_bytes`, `rekey_packets`): rekey its Child SA.
-    pub fn soft_expired(&mut self, now: Duration, id: SaId, k: &mut dyn Kernel) {
-        self.host.enter(now);
-        let owner = self.sas.values().find_map(|sa| {
-            sa.children
-                .iter()
-                .find(|c| {
-                    c.state == ChildState::Installed && (c.spi_in == id.spi || c.spi_out == id.spi)
-                })
-                .map(|c| (sa.our_spi(), c.spi_in))
-        });
-        let Some((key, spi)) = owner else { return };
-        let Some((_, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, key)
-        else {
-            return;
-        };
-        if !sa.queue.contains(&Todo::RekeyChild(spi)) {
-            self.host
-                .events
-                .push(IkeEvent::ChildVolumeReached { spi_in: spi });
-            sa.queue.push_back(Todo::RekeyChild(spi));
-        }
-        self.host.kick(now, &mut sa, k);
-    }
-
-    /// Whether some child has a volume limit (the daemon then watches the
-    /// SAs' soft state for [`Ike::soft_expired`]).
-    pub fn volume_limited(&self) -> bool {
-        self.host.config.connections.iter().any(|c| {
-            c.children
-                .iter()
-                .any(|ch| ch.rekey_bytes > 0 || ch.rekey_packets > 0)
-        })
     }
 }

@@ -43,6 +43,7 @@ mod admit;
 mod auth;
 pub mod cert;
 pub mod config;
+mod context;
 mod control;
 pub mod crypto;
 pub mod eap;

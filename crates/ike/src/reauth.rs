@@ -15,6 +15,7 @@ use core::time::Duration;
 
 use crate::cert::{verify, Certificate};
 use crate::config::AuthKind;
+use crate::context::Cx;
 use crate::engine::Ike;
 use crate::event::IkeEvent;
 use crate::host::Host;
@@ -56,23 +57,25 @@ fn cert_ders(msg: &Message) -> Vec<Vec<u8>> {
         .collect()
 }
 
-impl Host {
+impl Cx<'_> {
     /// The peer of `sa` authenticated at `now` with `msg` (the IKE_AUTH
     /// message that carried its certificates, if any).
-    pub(crate) fn peer_authenticated_at(&mut self, now: Duration, sa: &mut IkeSa, msg: &Message) {
-        let conn = &self.config.connections[sa.conn];
+    pub(crate) fn peer_authenticated_at(&mut self, sa: &mut IkeSa, msg: &Message) {
+        let conn = &self.host.config.connections[sa.conn];
         let (reauth, rand) = (conn.reauth_time, conn.rand_time);
         let pubkey = matches!(conn.remote.auth, AuthKind::Pubkey(_));
         sa.auth = PeerAuth {
-            at: now,
+            at: self.now,
             reauth_at: (sa.initiator && !reauth.is_zero())
-                .then(|| now + self.jittered(reauth, rand)),
+                .then(|| self.now + self.host.jittered(reauth, rand)),
             reauth_by: None,
             certs: if pubkey { cert_ders(msg) } else { Vec::new() },
             revoked: false,
         };
     }
+}
 
+impl Host {
     /// Whether the peer of `sa` would still be let in with the
     /// credentials we hold now (`unix`: the wall clock); why not.
     fn still_trusted(&self, sa: &IkeSa, unix: Option<Duration>) -> Result<(), String> {
@@ -137,7 +140,7 @@ impl Ike {
             if sa.state == IkeState::Established && !crate::reload::deleting(&sa) {
                 sa.queue.clear();
                 sa.queue.push_back(Todo::DeleteIke);
-                self.host.kick(now, &mut sa, k);
+                Cx::new(&mut self.host, now, k).kick(&mut sa);
             }
         }
         self.host.events.within(None);
@@ -209,7 +212,7 @@ impl Ike {
             if sa.state == IkeState::Established && !crate::reload::deleting(&sa) {
                 sa.queue.clear();
                 sa.queue.push_back(Todo::DeleteIke);
-                self.host.kick(now, &mut sa, k);
+                Cx::new(&mut self.host, now, k).kick(&mut sa);
             }
         }
         self.host.events.within(None);

@@ -28,13 +28,14 @@
 use core::time::Duration;
 
 use crate::config::{Config, Connection, StartAction};
+use crate::context::Cx;
 use crate::engine::Ike;
 use crate::event::IkeEvent;
+use crate::exchange::Task;
 use crate::host::Host;
 use crate::kernel::Kernel;
 use crate::sa::{IkeState, Todo};
 use crate::table::SaMut;
-use crate::exchange::Task;
 
 /// How long a replaced connection's IKE SAs wait for the new one (our
 /// tuning: IKE_SA_INIT and IKE_AUTH with their retransmissions are done
@@ -60,7 +61,7 @@ impl Ike {
     /// Run `config` from now on (checked and parsed by the caller, as at
     /// start): see the module documentation.
     pub fn reload(&mut self, now: Duration, mut config: Config, k: &mut dyn Kernel) -> Reloaded {
-        self.host.enter(now);
+        self.host.enter();
         for note in crate::config::restrict_to(&mut config, &self.host.provider) {
             self.host.events.push(IkeEvent::ConfigRestricted(note));
         }
@@ -117,7 +118,7 @@ impl Ike {
         config.connections.extend(retired);
         self.host.config = config;
         self.host.live = live;
-        self.host.release_stale_holds(k);
+        Cx::new(&mut self.host, now, k).release_stale_holds();
         for sa in self.sas.values_mut() {
             sa.conn = moved_to[sa.conn];
         }
@@ -152,7 +153,7 @@ impl Ike {
             .map(|(reqid, _)| *reqid)
             .collect();
         for reqid in traps {
-            self.host.remove_trap(reqid, self.sas.values(), k);
+            Cx::new(&mut self.host, now, k).remove_trap(reqid, self.sas.values());
         }
         self.replaced_in_time(now);
         let retired: Vec<u64> = self
@@ -168,12 +169,12 @@ impl Ike {
                 continue;
             };
             // Whoever deletes it first, its policies are held.
-            self.host.hold_children(&sa);
+            Cx::new(&mut self.host, now, k).hold_children(&sa);
             match sa.state {
                 IkeState::Connecting | IkeState::HalfOpen | IkeState::Authenticating => {
                     let mut sa = self.sas.remove(at).expect("found above");
                     let mut sa = SaMut::detached(&mut sa, self.sas.all());
-                    self.host.destroy(&mut sa, k);
+                    Cx::new(&mut self.host, now, k).destroy(&mut sa);
                 }
                 IkeState::Established if !deleting(&sa) => {
                     let name = &self.host.config.connections[sa.conn].name;
@@ -182,7 +183,7 @@ impl Ike {
                     }
                     sa.queue.clear();
                     sa.queue.push_back(Todo::DeleteIke);
-                    self.host.kick(now, &mut sa, k);
+                    Cx::new(&mut self.host, now, k).kick(&mut sa);
                 }
                 _ => {}
             }
@@ -249,7 +250,7 @@ impl Ike {
             }
         }
         for (ci, cj) in traps {
-            if let Err(e) = self.host.install_trap(ci, cj, k) {
+            if let Err(e) = Cx::new(&mut self.host, now, k).install_trap(ci, cj) {
                 self.host.events.push(IkeEvent::CommandFailed(e));
             }
         }
@@ -268,6 +269,112 @@ pub(crate) struct Hold {
     pub conn: String,
     pub child: String,
     pub peer: Option<crate::config::Identity>,
+}
+
+impl Cx<'_> {
+    /// `reqid`'s Child SAs are gone and it is held: its policies become
+    /// DISCARD (the route into the TUN stays, the packets are dropped
+    /// there); what it had displaced is forgotten.
+    pub(crate) fn hold_policies(&mut self, reqid: u32) {
+        self.host.shadowed.retain(|(r, _)| *r != reqid);
+        let Some(owned) = self.host.policies.get_mut(&reqid).filter(|o| !o.is_empty()) else {
+            // Taken over already by the successor: nothing to hold.
+            self.host.policies.remove(&reqid);
+            self.host.holds.remove(&reqid);
+            return;
+        };
+        for p in owned.iter_mut() {
+            self.k.del_policy(p.direction, p.selector);
+            p.action = flowsec_ipsec::Action::Discard;
+            self.k.add_policy(p.clone());
+        }
+        let child = self
+            .holds
+            .get(&reqid)
+            .map_or_else(String::new, |h| h.child.clone());
+        self.host
+            .events
+            .push(IkeEvent::PoliciesHeld { child, reqid });
+    }
+
+    /// A Child SA of `sa` (a live connection's) with config `cfg` is up:
+    /// the policies held for its predecessors with the same peer go (those
+    /// it took over are gone already).
+    pub(crate) fn release_holds(&mut self, sa: &crate::sa::IkeSa, cfg: usize) {
+        if sa.conn >= self.host.live || self.host.holds.is_empty() {
+            return;
+        }
+        let conn = &self.host.config.connections[sa.conn];
+        let Some(child) = conn.children.get(cfg) else {
+            return;
+        };
+        let done: Vec<u32> = self
+            .holds
+            .iter()
+            .filter(|(_, h)| h.conn == conn.name && h.child == child.name && h.peer == sa.peer_id)
+            .map(|(r, _)| *r)
+            .collect();
+        for reqid in done {
+            self.release_hold(reqid);
+        }
+    }
+
+    /// Holds whose connection or child a reload removed go.
+    fn release_stale_holds(&mut self) {
+        let live = &self.host.config.connections[..self.host.live];
+        let stale: Vec<u32> = self
+            .holds
+            .iter()
+            .filter(|(_, h)| {
+                !live
+                    .iter()
+                    .any(|x| x.name == h.conn && x.children.iter().any(|y| y.name == h.child))
+            })
+            .map(|(r, _)| *r)
+            .collect();
+        for reqid in stale {
+            self.release_hold(reqid);
+        }
+    }
+
+    fn release_hold(&mut self, reqid: u32) {
+        self.host.holds.remove(&reqid);
+        // Still in use by an old Child SA (not yet gone): its policies go
+        // with it, as any Child SA's.
+        let held = self
+            .policies
+            .get(&reqid)
+            .is_some_and(|o| o.iter().all(|p| p.action == flowsec_ipsec::Action::Discard));
+        if held {
+            self.remove_policies(reqid);
+        }
+    }
+}
+
+/// Its DELETE is queued or under way already.
+pub(crate) fn deleting(sa: &crate::sa::IkeSa) -> bool {
+    sa.queue.contains(&Todo::DeleteIke)
+        || matches!(
+            sa.exch.task(),
+            Some(Task::Delete(crate::exchange::info::Delete::Ike))
+        )
+}
+
+impl core::fmt::Display for Reloaded {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let mut parts = Vec::new();
+        for (what, names) in [
+            ("added", &self.added),
+            ("replaced", &self.replaced),
+            ("removed", &self.removed),
+        ] {
+            if !names.is_empty() {
+                parts.push(format!("{what} {}", names.join(", ")));
+            }
+        }
+        parts.push(format!("{} unchanged", self.unchanged.len()));
+        f.write_str(&parts.join("; "))
+    }
 }
 
 impl Host {
@@ -308,104 +415,5 @@ impl Host {
             };
             self.holds.insert(reqid, hold);
         }
-    }
-
-    /// `reqid`'s Child SAs are gone and it is held: its policies become
-    /// DISCARD (the route into the TUN stays, the packets are dropped
-    /// there); what it had displaced is forgotten.
-    pub(crate) fn hold_policies(&mut self, reqid: u32, k: &mut dyn Kernel) {
-        self.shadowed.retain(|(r, _)| *r != reqid);
-        let Some(owned) = self.policies.get_mut(&reqid).filter(|o| !o.is_empty()) else {
-            // Taken over already by the successor: nothing to hold.
-            self.policies.remove(&reqid);
-            self.holds.remove(&reqid);
-            return;
-        };
-        for p in owned.iter_mut() {
-            k.del_policy(p.direction, p.selector);
-            p.action = flowsec_ipsec::Action::Discard;
-            k.add_policy(p.clone());
-        }
-        let child = self
-            .holds
-            .get(&reqid)
-            .map_or_else(String::new, |h| h.child.clone());
-        self.events.push(IkeEvent::PoliciesHeld { child, reqid });
-    }
-
-    /// A Child SA of `sa` (a live connection's) with config `cfg` is up:
-    /// the policies held for its predecessors with the same peer go (those
-    /// it took over are gone already).
-    pub(crate) fn release_holds(&mut self, sa: &crate::sa::IkeSa, cfg: usize, k: &mut dyn Kernel) {
-        if sa.conn >= self.live || self.holds.is_empty() {
-            return;
-        }
-        let conn = &self.config.connections[sa.conn];
-        let Some(child) = conn.children.get(cfg) else {
-            return;
-        };
-        let done: Vec<u32> = self
-            .holds
-            .iter()
-            .filter(|(_, h)| h.conn == conn.name && h.child == child.name && h.peer == sa.peer_id)
-            .map(|(r, _)| *r)
-            .collect();
-        for reqid in done {
-            self.release_hold(reqid, k);
-        }
-    }
-
-    /// Holds whose connection or child a reload removed go.
-    fn release_stale_holds(&mut self, k: &mut dyn Kernel) {
-        let live = &self.config.connections[..self.live];
-        let stale: Vec<u32> = self
-            .holds
-            .iter()
-            .filter(|(_, h)| {
-                !live
-                    .iter()
-                    .any(|x| x.name == h.conn && x.children.iter().any(|y| y.name == h.child))
-            })
-            .map(|(r, _)| *r)
-            .collect();
-        for reqid in stale {
-            self.release_hold(reqid, k);
-        }
-    }
-
-    fn release_hold(&mut self, reqid: u32, k: &mut dyn Kernel) {
-        self.holds.remove(&reqid);
-        // Still in use by an old Child SA (not yet gone): its policies go
-        // with it, as any Child SA's.
-        let held = self
-            .policies
-            .get(&reqid)
-            .is_some_and(|o| o.iter().all(|p| p.action == flowsec_ipsec::Action::Discard));
-        if held {
-            self.remove_policies(reqid, k);
-        }
-    }
-}
-
-/// Its DELETE is queued or under way already.
-pub(crate) fn deleting(sa: &crate::sa::IkeSa) -> bool {
-    sa.queue.contains(&Todo::DeleteIke)
-        || matches!(sa.exch.task(), Some(Task::Delete(crate::exchange::info::Delete::Ike)))
-}
-
-impl core::fmt::Display for Reloaded {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let mut parts = Vec::new();
-        for (what, names) in [
-            ("added", &self.added),
-            ("replaced", &self.replaced),
-            ("removed", &self.removed),
-        ] {
-            if !names.is_empty() {
-                parts.push(format!("{what} {}", names.join(", ")));
-            }
-        }
-        parts.push(format!("{} unchanged", self.unchanged.len()));
-        f.write_str(&parts.join("; "))
     }
 }

@@ -9,13 +9,14 @@ use core::time::Duration;
 use flowsec_wire::iana::ExchangeType;
 
 use crate::config::RekeySwitch;
+use crate::context::Cx;
 use crate::engine::Ike;
 use crate::event::IkeEvent;
+use crate::exchange::Task;
 use crate::host::Host;
 use crate::kernel::Kernel;
 use crate::sa::{ChildState, IkeSa, IkeState, Todo};
 use crate::table::{SaMut, Then, Wish};
-use crate::exchange::Task;
 
 impl Ike {
     /// Carry out [`Host::after_death`]'s wishes.
@@ -37,7 +38,9 @@ impl Ike {
                     });
                     self.initiate(now, Some(&conn), Some(&child), k)
                 }
-                crate::config::DpdAction::Trap if !trapped => self.host.install_trap(ci, cj, k),
+                crate::config::DpdAction::Trap if !trapped => {
+                    Cx::new(&mut self.host, now, k).install_trap(ci, cj)
+                }
                 _ => Ok(()),
             };
             if let Err(e) = done {
@@ -49,7 +52,7 @@ impl Ike {
     /// Advance timers: retransmissions, lifetimes, rekeys, DPD, and start
     /// queued tasks.
     pub fn poll(&mut self, now: Duration, k: &mut dyn Kernel) {
-        self.host.enter(now);
+        self.host.enter();
         let (gone, kept): (Vec<_>, Vec<_>) =
             self.host.lingering.drain(..).partition(|(_, t)| now >= *t);
         self.host.lingering = kept;
@@ -65,7 +68,7 @@ impl Ike {
             else {
                 continue;
             };
-            let then = self.host.poll_sa(now, &mut sa, k);
+            let then = Cx::new(&mut self.host, now, k).poll_sa(&mut sa);
             self.then(now, at, then, k);
         }
         self.reauthenticate(now, k);
@@ -129,91 +132,56 @@ impl Ike {
     }
 }
 
-impl Host {
-    /// What the children of a dead IKE SA want (`dpd_action`): restart
-    /// (negotiate anew) or trap (policies wait for traffic).
-    fn after_death(&self, sa: &IkeSa) -> Vec<Wish> {
-        let conn = &self.config.connections[sa.conn];
-        let mut out: Vec<Wish> = Vec::new();
-        for c in &sa.children {
-            let action = conn.children[c.cfg].dpd_action;
-            if action != crate::config::DpdAction::Clear && !out.iter().any(|o| o.1 == c.cfg) {
-                out.push((sa.conn, c.cfg, action));
-            }
-        }
-        out
-    }
-
-    /// What children closed by the peer want (`close_action`), in
-    /// [`Host::after_death`]'s terms; `spis` selects them (all if `None`).
-    pub(crate) fn after_close(&self, sa: &IkeSa, spis: Option<&[u32]>) -> Vec<Wish> {
-        use crate::config::{CloseAction, DpdAction};
-        let conn = &self.config.connections[sa.conn];
-        let mut out: Vec<Wish> = Vec::new();
-        for c in sa
-            .children
-            .iter()
-            .filter(|c| spis.is_none_or(|s| s.contains(&c.spi_in)))
-        {
-            let action = match conn.children[c.cfg].close_action {
-                CloseAction::None => continue,
-                CloseAction::Trap => DpdAction::Trap,
-                CloseAction::Start => DpdAction::Restart,
-            };
-            if !out.iter().any(|o| o.1 == c.cfg) {
-                out.push((sa.conn, c.cfg, action));
-            }
-        }
-        out
-    }
-
+impl Cx<'_> {
     /// One IKE SA's turn in [`Ike::poll`].
-    fn poll_sa(&mut self, now: Duration, sa: &mut SaMut<'_>, k: &mut dyn Kernel) -> Then {
-        match sa.exch.poll(now, &self.settings.retransmit) {
+    fn poll_sa(&mut self, sa: &mut SaMut<'_>) -> Then {
+        match sa.exch.poll(self.now, &self.host.settings.retransmit) {
             // RFC 9329 §6.2: over a stream the request is not sent again
             // (TCP delivers it or the connection breaks, and a reconnect
             // resends it); the timers run on, so an unanswered peer is
             // declared dead at the same time as over UDP.
             Ok(Some(_)) if sa.transport.is_stream() => {}
             Ok(Some(data)) => {
-                self.stats.retransmits += 1;
-                self.push_all(sa.transport, sa.local, sa.remote, data);
+                self.host.stats.retransmits += 1;
+                self.host.push_all(sa.transport, sa.local, sa.remote, data);
             }
             Ok(None) => {}
             Err(()) => {
-                self.stats.peers_dead += 1;
+                self.host.stats.peers_dead += 1;
                 let after = self.after_death(sa);
-                self.events.push(IkeEvent::PeerDead {
-                    name: self.conn_name(sa),
+                self.host.events.push(IkeEvent::PeerDead {
+                    name: self.host.conn_name(sa),
                     unique_id: sa.uid,
                     remote: sa.remote,
-                    retransmits: self.settings.retransmit.tries,
+                    retransmits: self.host.settings.retransmit.tries,
                 });
                 return Then::Destroy(after);
             }
         }
         match sa.state {
             // A half-open SA holds nothing yet: it is forgotten.
-            IkeState::HalfOpen if now >= sa.created + self.settings.half_open_timeout => {
+            IkeState::HalfOpen if self.now >= sa.created + self.host.settings.half_open_timeout => {
                 return Then::Destroy(Vec::new())
             }
-            IkeState::Rekeyed | IkeState::Deleting if sa.expire_at.is_some_and(|t| now >= t) => {
+            IkeState::Rekeyed | IkeState::Deleting
+                if sa.expire_at.is_some_and(|t| self.now >= t) =>
+            {
                 return Then::Destroy(Vec::new())
             }
-            IkeState::Established => self.timers(now, sa, k),
+            IkeState::Established => self.timers(sa),
             _ => {}
         }
-        self.kick(now, sa, k);
+        self.kick(sa);
         Then::Stay
     }
 
     /// The Established SA's own timers.
-    fn timers(&mut self, now: Duration, sa: &mut SaMut<'_>, k: &mut dyn Kernel) {
-        if sa.rekey_at.is_some_and(|t| now >= t) {
+    fn timers(&mut self, sa: &mut SaMut<'_>) {
+        if sa.rekey_at.is_some_and(|t| self.now >= t) {
             sa.rekey_at = None;
             sa.queue.push_back(Todo::RekeyIke);
         }
-        if sa.expire_at.is_some_and(|t| now >= t) {
+        if sa.expire_at.is_some_and(|t| self.now >= t) {
             sa.expire_at = None;
             sa.queue.push_back(Todo::DeleteIke);
         }
@@ -221,42 +189,46 @@ impl Host {
             sa.queue.clear();
             sa.queue.push_back(Todo::DeleteIke);
         }
-        if sa.auth.reauth_at.is_some_and(|t| now >= t) {
+        if sa.auth.reauth_at.is_some_and(|t| self.now >= t) {
             sa.auth.reauth_at = None;
-            self.reauth_due.push(sa.our_spi());
+            self.host.reauth_due.push(sa.our_spi());
         }
         // RFC 3948 §2.3: behind a NAT, keep its mapping (the ESP in UDP
         // would keep it too; the core does not see that traffic). Not over
         // a stream (RFC 9329 §6.6: SHOULD NOT).
-        let keep_alive = self.settings.keep_alive;
+        let keep_alive = self.host.settings.keep_alive;
         if sa.nat_local
             && !sa.transport.is_stream()
             && !keep_alive.is_zero()
-            && now >= sa.last_sent + keep_alive
+            && self.now >= sa.last_sent + keep_alive
         {
-            sa.last_sent = now;
+            sa.last_sent = self.now;
             let ka = vec![flowsec_wire::udp_encap::NAT_KEEPALIVE];
-            self.stats.sent += 1;
-            self.out.push_back(crate::engine::Datagram {
+            self.host.stats.sent += 1;
+            self.host.out.push_back(crate::engine::Datagram {
                 transport: sa.transport,
                 local: sa.local,
                 remote: sa.remote,
                 data: ka,
             });
         }
-        let conn = &self.config.connections[sa.conn];
+        let conn = &self.host.config.connections[sa.conn];
         let dpd = conn.dpd_delay;
-        if !dpd.is_zero() && sa.exch.idle() && sa.queue.is_empty() && now >= sa.last_heard + dpd {
+        if !dpd.is_zero()
+            && sa.exch.idle()
+            && sa.queue.is_empty()
+            && self.now >= sa.last_heard + dpd
+        {
             sa.queue.push_back(Todo::Dpd);
         }
         let mut expired = Vec::new();
         let ike: &mut IkeSa = sa;
         for c in &mut ike.children {
-            if c.rekey_at.is_some_and(|t| now >= t) {
+            if c.rekey_at.is_some_and(|t| self.now >= t) {
                 c.rekey_at = None;
                 ike.queue.push_back(Todo::RekeyChild(c.spi_in));
             }
-            if c.expire_at.is_some_and(|t| now >= t) {
+            if c.expire_at.is_some_and(|t| self.now >= t) {
                 expired.push(c.spi_in);
             }
         }
@@ -272,19 +244,23 @@ impl Host {
                 // `keep-old` (study S2's behaviour): the end whose old SA
                 // expires switches to the successor and drops the old one,
                 // telling nobody; the peer does the same at its own expiry.
-                self.events.push(IkeEvent::ChildSwitched { spi_in: spi });
-                self.remove_child(sa, spi, k);
+                self.host
+                    .events
+                    .push(IkeEvent::ChildSwitched { spi_in: spi });
+                self.remove_child(sa, spi);
             } else {
                 // The hard lifetime (RFC 4301 §4.4.2.1): the SA goes now;
                 // the peer is told.
-                self.events.push(IkeEvent::ChildExpired { spi_in: spi });
+                self.host
+                    .events
+                    .push(IkeEvent::ChildExpired { spi_in: spi });
                 sa.queue.push_back(Todo::DeleteChild(spi));
             }
         }
     }
 
     /// If the window is free, start the next queued task of `sa`.
-    pub(crate) fn kick(&mut self, now: Duration, sa: &mut SaMut<'_>, k: &mut dyn Kernel) {
+    pub(crate) fn kick(&mut self, sa: &mut SaMut<'_>) {
         while sa.exch.idle() {
             if !can_start(sa) {
                 break;
@@ -293,8 +269,8 @@ impl Host {
                 break;
             };
             match todo {
-                Todo::CreateChild(cfg) => self.start_child(now, sa, cfg, None, k),
-                Todo::CreateResource(cfg, cpu) => self.start_resource_child(now, sa, cfg, cpu, k),
+                Todo::CreateChild(cfg) => self.start_child(sa, cfg, None),
+                Todo::CreateResource(cfg, cpu) => self.start_resource_child(sa, cfg, cpu),
                 Todo::RekeyChild(spi) => {
                     if let Some(cfg) = sa
                         .children
@@ -302,13 +278,13 @@ impl Host {
                         .find(|c| c.spi_in == spi && c.state == crate::sa::ChildState::Installed)
                         .map(|c| c.cfg)
                     {
-                        self.start_child(now, sa, cfg, Some(spi), k);
+                        self.start_child(sa, cfg, Some(spi));
                     }
                 }
-                Todo::RekeyIke => self.start_ike_rekey(now, sa),
-                Todo::DeleteChild(spi) => self.start_delete_child(now, sa, spi),
-                Todo::DeleteIke => self.start_delete_ike(now, sa),
-                Todo::Dpd => self.request(now, sa, ExchangeType::INFORMATIONAL, vec![], Task::Dpd),
+                Todo::RekeyIke => self.start_ike_rekey(sa),
+                Todo::DeleteChild(spi) => self.start_delete_child(sa, spi),
+                Todo::DeleteIke => self.start_delete_ike(sa),
+                Todo::Dpd => self.request(sa, ExchangeType::INFORMATIONAL, vec![], Task::Dpd),
             }
         }
     }
@@ -334,4 +310,42 @@ pub(crate) fn hand_over(from: &mut IkeSa, to: &mut IkeSa) {
             .drain(..)
             .filter(|t| !matches!(t, Todo::DeleteIke | Todo::RekeyIke)),
     );
+}
+
+impl Host {
+    /// What the children of a dead IKE SA want (`dpd_action`): restart
+    /// (negotiate anew) or trap (policies wait for traffic).
+    fn after_death(&self, sa: &IkeSa) -> Vec<Wish> {
+        let conn = &self.config.connections[sa.conn];
+        let mut out: Vec<Wish> = Vec::new();
+        for c in &sa.children {
+            let action = conn.children[c.cfg].dpd_action;
+            if action != crate::config::DpdAction::Clear && !out.iter().any(|o| o.1 == c.cfg) {
+                out.push((sa.conn, c.cfg, action));
+            }
+        }
+        out
+    }
+    /// What children closed by the peer want (`close_action`), in
+    /// [`Host::after_death`]'s terms; `spis` selects them (all if `None`).
+    pub(crate) fn after_close(&self, sa: &IkeSa, spis: Option<&[u32]>) -> Vec<Wish> {
+        use crate::config::{CloseAction, DpdAction};
+        let conn = &self.config.connections[sa.conn];
+        let mut out: Vec<Wish> = Vec::new();
+        for c in sa
+            .children
+            .iter()
+            .filter(|c| spis.is_none_or(|s| s.contains(&c.spi_in)))
+        {
+            let action = match conn.children[c.cfg].close_action {
+                CloseAction::None => continue,
+                CloseAction::Trap => DpdAction::Trap,
+                CloseAction::Start => DpdAction::Restart,
+            };
+            if !out.iter().any(|o| o.1 == c.cfg) {
+                out.push((sa.conn, c.cfg, action));
+            }
+        }
+        out
+    }
 }

@@ -10,6 +10,7 @@ use core::time::Duration;
 use std::net::SocketAddr;
 
 use crate::config::TcpEncap;
+use crate::context::Cx;
 use crate::engine::Ike;
 use crate::event::IkeEvent;
 use crate::kernel::Kernel;
@@ -64,7 +65,7 @@ impl Ike {
         remote: SocketAddr,
         k: &mut dyn Kernel,
     ) {
-        self.host.enter(now);
+        self.host.enter();
         let spis: Vec<u64> = self
             .sas
             .values()
@@ -89,7 +90,7 @@ impl Ike {
                 self.host.push_all(t, l, r, data);
             } else if sa.state == IkeState::Established && !sa.queue.contains(&Todo::Dpd) {
                 sa.queue.push_back(Todo::Dpd);
-                self.host.kick(now, &mut sa, k);
+                Cx::new(&mut self.host, now, k).kick(&mut sa);
             }
         }
     }

@@ -30,9 +30,9 @@ pub(crate) enum VipAnswer {
 }
 
 use crate::config::{Config, Identity};
+use crate::context::Cx;
 use crate::event::IkeEvent;
 use crate::host::Host;
-use crate::kernel::Kernel;
 use crate::sa::IkeSa;
 use crate::ts;
 
@@ -151,6 +151,65 @@ fn cp_of(msg: &Message, ty: u8) -> Option<&Cp> {
     })
 }
 
+impl Cx<'_> {
+    /// Initiator: the responder's CFG_REPLY in `msg`: our virtual IPs
+    /// (installed) and DNS servers. `false` when the connection asked
+    /// for virtual IPs and got none (strongSwan closes the IKE SA then).
+    pub(crate) fn take_vips(&mut self, sa: &mut IkeSa, msg: &Message) -> bool {
+        let asked = !self.host.config.connections[sa.conn].vips.is_empty();
+        let Some(reply) = cp_of(msg, CFG_REPLY) else {
+            return !asked;
+        };
+        if !asked {
+            return true;
+        }
+        let addrs = addresses(
+            reply,
+            cfg_attr::INTERNAL_IP4_ADDRESS,
+            cfg_attr::INTERNAL_IP6_ADDRESS,
+        );
+        // A hostile reply is bounded: one address of each family.
+        let mut mine: Vec<IpAddr> = Vec::new();
+        for a in addrs.into_iter().filter(|a| usable(*a)) {
+            if !mine.iter().any(|m| m.is_ipv4() == a.is_ipv4()) {
+                mine.push(a);
+            }
+        }
+        let mut dns = addresses(
+            reply,
+            cfg_attr::INTERNAL_IP4_DNS,
+            cfg_attr::INTERNAL_IP6_DNS,
+        );
+        dns.truncate(8);
+        for a in &mine {
+            self.k.add_vip(*a);
+        }
+        if !mine.is_empty() {
+            self.host.events.push(IkeEvent::VirtualIpInstalled {
+                addrs: mine.clone(),
+                dns: dns.clone(),
+            });
+        }
+        sa.vips_local = mine;
+        sa.dns = dns;
+        !sa.vips_local.is_empty()
+    }
+}
+
+/// The IKE SA `sa` is going: our virtual IPs leave the device (unless an
+/// IKE SA that rekeyed it holds them), the peer's go back to their pools.
+pub(crate) fn release(cx: &mut Cx<'_>, sa: &mut crate::table::SaMut<'_>) {
+    for (pool, addr) in std::mem::take(&mut sa.vips_remote) {
+        cx.leases.release(&pool, addr);
+    }
+    for addr in std::mem::take(&mut sa.vips_local) {
+        let held = sa.others.values().any(|o| o.vips_local.contains(&addr));
+        if !held {
+            cx.k.del_vip(addr);
+        }
+    }
+}
+
 impl Host {
     /// Responder: the answer to the initiator's CFG_REQUEST in `msg`:
     /// a CFG_REPLY with an address of each family asked for from the
@@ -232,7 +291,6 @@ impl Host {
             attrs,
         }))
     }
-
     /// Responder: `payloads` get the answer to a CFG_REQUEST; `false`
     /// when none could be met: INTERNAL_ADDRESS_FAILURE (§3.15.4) went in,
     /// and no Child SA is made (as strongSwan).
@@ -254,63 +312,6 @@ impl Host {
                 payloads.push(n);
                 false
             }
-        }
-    }
-
-    /// Initiator: the responder's CFG_REPLY in `msg`: our virtual IPs
-    /// (installed) and DNS servers. `false` when the connection asked
-    /// for virtual IPs and got none (strongSwan closes the IKE SA then).
-    pub(crate) fn take_vips(&mut self, sa: &mut IkeSa, msg: &Message, k: &mut dyn Kernel) -> bool {
-        let asked = !self.config.connections[sa.conn].vips.is_empty();
-        let Some(reply) = cp_of(msg, CFG_REPLY) else {
-            return !asked;
-        };
-        if !asked {
-            return true;
-        }
-        let addrs = addresses(
-            reply,
-            cfg_attr::INTERNAL_IP4_ADDRESS,
-            cfg_attr::INTERNAL_IP6_ADDRESS,
-        );
-        // A hostile reply is bounded: one address of each family.
-        let mut mine: Vec<IpAddr> = Vec::new();
-        for a in addrs.into_iter().filter(|a| usable(*a)) {
-            if !mine.iter().any(|m| m.is_ipv4() == a.is_ipv4()) {
-                mine.push(a);
-            }
-        }
-        let mut dns = addresses(
-            reply,
-            cfg_attr::INTERNAL_IP4_DNS,
-            cfg_attr::INTERNAL_IP6_DNS,
-        );
-        dns.truncate(8);
-        for a in &mine {
-            k.add_vip(*a);
-        }
-        if !mine.is_empty() {
-            self.events.push(IkeEvent::VirtualIpInstalled {
-                addrs: mine.clone(),
-                dns: dns.clone(),
-            });
-        }
-        sa.vips_local = mine;
-        sa.dns = dns;
-        !sa.vips_local.is_empty()
-    }
-}
-
-/// The IKE SA `sa` is going: our virtual IPs leave the device (unless an
-/// IKE SA that rekeyed it holds them), the peer's go back to their pools.
-pub(crate) fn release(host: &mut Host, sa: &mut crate::table::SaMut<'_>, k: &mut dyn Kernel) {
-    for (pool, addr) in std::mem::take(&mut sa.vips_remote) {
-        host.leases.release(&pool, addr);
-    }
-    for addr in std::mem::take(&mut sa.vips_local) {
-        let held = sa.others.values().any(|o| o.vips_local.contains(&addr));
-        if !held {
-            k.del_vip(addr);
         }
     }
 }

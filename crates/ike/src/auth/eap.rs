@@ -16,25 +16,23 @@
 //!                          <--  HDR, SK {AUTH, [CP,] SAr2, TSi, TSr}
 //! ```
 
-use core::time::Duration;
-
 use flowsec_wire::iana::{AuthMethod, ExchangeType};
 use flowsec_wire::ike::{Auth, Id, Message, Payload};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
-use crate::exchange::auth::{Authenticated, AwaitingAuth, IkeAuth, InitMessages};
 use crate::cert::Rejection;
 use crate::config::Identity;
+use crate::context::Cx;
 use crate::crypto;
 use crate::eap::method::{Peer, PeerStep, Server, ServerStep};
 use crate::error::NegotiationError;
 use crate::event::IkeEvent;
+use crate::exchange::auth::{Authenticated, AwaitingAuth, IkeAuth, InitMessages};
+use crate::exchange::Task;
 use crate::host::Host;
-use crate::kernel::Kernel;
 use crate::sa::IkeSa;
 use crate::table::{SaMut, Then};
-use crate::exchange::Task;
 
 /// Responder: an EAP conversation in progress.
 pub(crate) struct EapServerSide {
@@ -95,55 +93,11 @@ fn auth_of(msg: &Message) -> Option<&Auth> {
     })
 }
 
-impl Host {
-    /// AUTH keyed with the MSK (§2.16: the MSK takes the shared key's
-    /// place) for the side that signs with `signer_is_initiator`.
-    fn msk_auth(
-        &self,
-        sa: &IkeSa,
-        init: &InitMessages,
-        signer_is_initiator: bool,
-        id: &Id,
-        msk: &[u8],
-    ) -> Option<Vec<u8>> {
-        let keys = sa.keys.as_ref()?;
-        let (msg, nonce, sk_p) = if signer_is_initiator {
-            (&init.request, &init.nr, &keys.sk_pi)
-        } else {
-            (&init.response, &init.ni, &keys.sk_pr)
-        };
-        crypto::psk_auth(
-            &self.provider,
-            keys.suite.prf,
-            msk,
-            msg,
-            nonce,
-            sk_p,
-            &id.body(),
-        )
-        .ok()
-    }
-
+impl Cx<'_> {
     fn random16(&mut self) -> [u8; 16] {
         let mut b = [0u8; 16];
-        b.copy_from_slice(&self.random(16));
+        b.copy_from_slice(&self.host.random(16));
         b
-    }
-
-    /// Initiator: the EAP side for our identity `me` (IDi `idi`): the
-    /// user name is `eap_id` (default our identity), its password an
-    /// `eap-…` secret.
-    pub(crate) fn eap_peer(&self, sa: &IkeSa, me: &Identity, idi: Id) -> Option<Box<EapPeerSide>> {
-        let local = &self.config.connections[sa.conn].local;
-        let user = local.eap_id.clone().unwrap_or_else(|| me.clone());
-        let password = self.config.find_eap(&user)?;
-        let name = eap_name(&user);
-        Some(Box::new(EapPeerSide {
-            peer_side: Peer::new(name, Zeroizing::new(password.to_vec())),
-            idi,
-            responder: None,
-            msk: None,
-        }))
     }
 
     /// Responder: the first IKE_AUTH request without AUTH, the peer to
@@ -155,14 +109,14 @@ impl Host {
         msg: Message,
         init: InitMessages,
     ) -> Then {
-        let conn = &self.config.connections[sa.conn];
+        let conn = &self.host.config.connections[sa.conn];
         let idi = msg.payloads.iter().find_map(|p| match p {
             Payload::IdI(i) => Some(i.clone()),
             _ => None,
         });
         let peer = idi.as_ref().and_then(Identity::from_wire);
         let (Some(idi), Some(peer)) = (idi, peer) else {
-            self.stats.malformed += 1;
+            self.host.stats.malformed += 1;
             return self.refuse_eap(sa, mid, None, None);
         };
         if conn
@@ -191,7 +145,7 @@ impl Host {
             None => Some(eap_name(&peer)),
             Some(_) => None,
         };
-        let (id, challenge) = (self.random(1)[0], self.random16());
+        let (id, challenge) = (self.host.random(1)[0], self.random16());
         let (server, request) = Server::start(id, known, challenge);
         let mut payloads = vec![Payload::IdR(idr.clone())];
         payloads.extend(certs);
@@ -216,22 +170,20 @@ impl Host {
     /// Responder: the next IKE_AUTH request of an EAP conversation.
     pub(crate) fn eap_server_step(
         &mut self,
-        now: Duration,
         sa: &mut SaMut<'_>,
         mid: u32,
         msg: Message,
         (init, mut st): (InitMessages, Box<EapServerSide>),
-        k: &mut dyn Kernel,
     ) -> Then {
         if let Some(msk) = st.msk.take() {
-            return self.eap_server_finish(now, sa, mid, msg, (init, st, msk), k);
+            return self.eap_server_finish(sa, mid, msg, (init, st, msk));
         }
         let Some(eap) = eap_of(&msg) else {
-            self.stats.malformed += 1;
+            self.host.stats.malformed += 1;
             return self.refuse_eap(sa, mid, Some(st.peer), Some("no EAP payload".into()));
         };
         let challenge = self.random16();
-        let config = &self.config;
+        let config = &self.host.config;
         let password = |user: &[u8]| {
             let id = Identity::parse(&String::from_utf8_lossy(user)).ok()?;
             config.find_eap(&id).map(|p| Zeroizing::new(p.to_vec()))
@@ -246,7 +198,7 @@ impl Host {
                 Then::Stay
             }
             ServerStep::Success { packet, msk, user } => {
-                if let Some(want) = &self.config.connections[sa.conn].remote.eap_id {
+                if let Some(want) = &self.host.config.connections[sa.conn].remote.eap_id {
                     let who = eap_identity(&user);
                     if !want.matches(&who) {
                         let why = format!("EAP identity '{who}' is not the eap_id {want}");
@@ -255,7 +207,7 @@ impl Host {
                     // The identity it proved is who it is.
                     st.peer = who;
                 }
-                self.events.push(IkeEvent::EapSucceeded {
+                self.host.events.push(IkeEvent::EapSucceeded {
                     user: String::from_utf8_lossy(&user).into_owned(),
                 });
                 self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![Payload::Eap(packet)]);
@@ -267,13 +219,13 @@ impl Host {
                 Then::Stay
             }
             ServerStep::Failure { packet, why } => {
-                self.events.push(IkeEvent::AuthFailed {
+                self.host.events.push(IkeEvent::AuthFailed {
                     from: sa.remote.ip(),
                     id: Some(st.peer.clone()),
                     why: Some(Rejection::Eap(why.into())),
                 });
                 self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![Payload::Eap(packet)]);
-                self.stats.auth_failed += 1;
+                self.host.stats.auth_failed += 1;
                 Then::Destroy(Vec::new())
             }
         }
@@ -283,12 +235,10 @@ impl Host {
     /// then ours, the virtual IP and the Child SA of the first request.
     fn eap_server_finish(
         &mut self,
-        now: Duration,
         sa: &mut SaMut<'_>,
         mid: u32,
         msg: Message,
         (init, st, msk): (InitMessages, Box<EapServerSide>, Zeroizing<Vec<u8>>),
-        k: &mut dyn Kernel,
     ) -> Then {
         let want = self.msk_auth(sa, &init, true, &st.idi, &msk);
         let ok = match (auth_of(&msg), want) {
@@ -325,7 +275,7 @@ impl Host {
                 data,
             })],
         };
-        self.answer_authenticated(now, sa, mid, answer, k)
+        self.answer_authenticated(sa, mid, answer)
     }
 
     /// Responder: EAP failed or broke off: AUTHENTICATION_FAILED (with
@@ -337,7 +287,7 @@ impl Host {
         peer: Option<Identity>,
         why: Option<String>,
     ) -> Then {
-        self.events.push(IkeEvent::AuthFailed {
+        self.host.events.push(IkeEvent::AuthFailed {
             from: sa.remote.ip(),
             id: peer,
             why: why.map(Rejection::Eap),
@@ -348,24 +298,21 @@ impl Host {
     /// Initiator: a response in an EAP conversation.
     pub(crate) fn eap_peer_response(
         &mut self,
-        now: Duration,
         sa: &mut SaMut<'_>,
         task: IkeAuth,
         mut st: Box<EapPeerSide>,
         msg: Message,
-        k: &mut dyn Kernel,
     ) -> Then {
         let IkeAuth { init, child, .. } = task;
-        let give_up = |host: &mut Host,
+        let give_up = |cx: &mut Cx<'_>,
                        sa: &mut SaMut<'_>,
                        child: &Option<crate::exchange::child::ChildRequest>,
-                       k: &mut dyn Kernel,
                        e| {
             if let Some(req) = child {
-                req.reserved().release(k);
+                req.reserved().release(cx.k);
             }
-            host.stats.auth_failed += 1;
-            host.fail(sa, e)
+            cx.stats.auth_failed += 1;
+            cx.fail(sa, e)
         };
         if st.responder.is_none() {
             // The first answer: the responder's own AUTH (a certificate).
@@ -379,12 +326,12 @@ impl Host {
                     st.responder = idr.map(|i| (peer, i));
                 }
                 Err(why) => {
-                    self.events.push(IkeEvent::AuthFailed {
+                    self.host.events.push(IkeEvent::AuthFailed {
                         from: sa.remote.ip(),
                         id: None,
                         why,
                     });
-                    return give_up(self, sa, &child, k, NegotiationError::ResponderAuthBad);
+                    return give_up(self, sa, &child, NegotiationError::ResponderAuthBad);
                 }
             }
         }
@@ -397,12 +344,12 @@ impl Host {
                         child,
                         eap: Some(st),
                     });
-                    self.request(now, sa, ExchangeType::IKE_AUTH, vec![Payload::Eap(r)], task);
+                    self.request(sa, ExchangeType::IKE_AUTH, vec![Payload::Eap(r)], task);
                     return Then::Stay;
                 }
                 PeerStep::Done(msk) => {
                     let Some(data) = self.msk_auth(sa, &init, true, &st.idi, &msk) else {
-                        return give_up(self, sa, &child, k, NegotiationError::KeyDerivation);
+                        return give_up(self, sa, &child, NegotiationError::KeyDerivation);
                     };
                     st.msk = Some(msk);
                     let auth = Payload::Auth(Auth {
@@ -414,24 +361,69 @@ impl Host {
                         child,
                         eap: Some(st),
                     });
-                    self.request(now, sa, ExchangeType::IKE_AUTH, vec![auth], task);
+                    self.request(sa, ExchangeType::IKE_AUTH, vec![auth], task);
                     return Then::Stay;
                 }
                 PeerStep::Failed(why) => {
-                    return give_up(self, sa, &child, k, NegotiationError::EapFailed(why));
+                    return give_up(self, sa, &child, NegotiationError::EapFailed(why));
                 }
             }
         }
         // The last answer: the responder's AUTH with the MSK, the Child SA.
         let (Some(msk), Some((peer, idr))) = (st.msk.take(), st.responder.take()) else {
-            return give_up(self, sa, &child, k, NegotiationError::ResponderAuthBad);
+            return give_up(self, sa, &child, NegotiationError::ResponderAuthBad);
         };
         let want = self.msk_auth(sa, &init, false, &idr, &msk);
         let ok =
             matches!((auth_of(&msg), want), (Some(a), Some(w)) if bool::from(w.ct_eq(&a.data)));
         if !ok {
-            return give_up(self, sa, &child, k, NegotiationError::ResponderAuthBad);
+            return give_up(self, sa, &child, NegotiationError::ResponderAuthBad);
         }
-        self.finish_initiator(now, sa, (init, child), peer, msg, k)
+        self.finish_initiator(sa, (init, child), peer, msg)
+    }
+}
+
+impl Host {
+    /// AUTH keyed with the MSK (§2.16: the MSK takes the shared key's
+    /// place) for the side that signs with `signer_is_initiator`.
+    fn msk_auth(
+        &self,
+        sa: &IkeSa,
+        init: &InitMessages,
+        signer_is_initiator: bool,
+        id: &Id,
+        msk: &[u8],
+    ) -> Option<Vec<u8>> {
+        let keys = sa.keys.as_ref()?;
+        let (msg, nonce, sk_p) = if signer_is_initiator {
+            (&init.request, &init.nr, &keys.sk_pi)
+        } else {
+            (&init.response, &init.ni, &keys.sk_pr)
+        };
+        crypto::psk_auth(
+            &self.provider,
+            keys.suite.prf,
+            msk,
+            msg,
+            nonce,
+            sk_p,
+            &id.body(),
+        )
+        .ok()
+    }
+    /// Initiator: the EAP side for our identity `me` (IDi `idi`): the
+    /// user name is `eap_id` (default our identity), its password an
+    /// `eap-…` secret.
+    pub(crate) fn eap_peer(&self, sa: &IkeSa, me: &Identity, idi: Id) -> Option<Box<EapPeerSide>> {
+        let local = &self.config.connections[sa.conn].local;
+        let user = local.eap_id.clone().unwrap_or_else(|| me.clone());
+        let password = self.config.find_eap(&user)?;
+        let name = eap_name(&user);
+        Some(Box::new(EapPeerSide {
+            peer_side: Peer::new(name, Zeroizing::new(password.to_vec())),
+            idi,
+            responder: None,
+            msk: None,
+        }))
     }
 }

@@ -15,11 +15,12 @@
 use flowsec_wire::iana::{AuthMethod, NotifyType};
 use flowsec_wire::ike::{Auth, Cert, Id, Message, Payload, CERT_X509_SIGNATURE};
 
-use crate::exchange::auth::InitMessages;
 use crate::cert::{verify, Certificate, Hash, HashSet, Rejection, Scheme};
 use crate::config::{AuthKind, IdMatch, Identity, SendCert};
+use crate::context::Cx;
 use crate::crypto;
 use crate::error::NegotiationError;
+use crate::exchange::auth::InitMessages;
 use crate::host::Host;
 use crate::sa::IkeSa;
 
@@ -53,6 +54,116 @@ pub(crate) struct Signed {
     pub auth: Auth,
 }
 
+impl Cx<'_> {
+    /// Check the peer's signature AUTH in `msg` for identity `peer` (its
+    /// ID payload `id`) against connection policy; counted by reason.
+    pub(crate) fn verify_pubkey(
+        &mut self,
+        sa: &IkeSa,
+        init: &InitMessages,
+        msg: &Message,
+        (id, auth): (&Id, &Auth),
+        peer: &Identity,
+    ) -> Result<(), Rejection> {
+        let r = self.check_pubkey(sa, init, msg, (id, auth), peer);
+        if let Err(why) = &r {
+            let s = &mut self.host.stats;
+            match why {
+                Rejection::BadCertificate(_) | Rejection::NoCertificate => s.cert_malformed += 1,
+                Rejection::Untrusted(_) | Rejection::IdMismatch { .. } | Rejection::NoClock => {
+                    s.cert_untrusted += 1
+                }
+                Rejection::Revoked => s.cert_revoked += 1,
+                Rejection::BadScheme | Rejection::SchemeNotAllowed(_) | Rejection::BadSignature => {
+                    s.bad_signature += 1
+                }
+                Rejection::Eap(_) => {}
+            }
+        }
+        r
+    }
+
+    fn check_pubkey(
+        &self,
+        sa: &IkeSa,
+        init: &InitMessages,
+        msg: &Message,
+        (id, auth): (&Id, &Auth),
+        peer: &Identity,
+    ) -> Result<(), Rejection> {
+        let AuthKind::Pubkey(allowed) = self.host.config.connections[sa.conn].remote.auth else {
+            return Err(Rejection::BadScheme);
+        };
+        if auth.method != AuthMethod::DIGITAL_SIGNATURE {
+            return Err(Rejection::BadScheme);
+        }
+        let (scheme, sig) = Scheme::split_auth_data(&auth.data).ok_or(Rejection::BadScheme)?;
+        let mut certs = msg
+            .payloads
+            .iter()
+            .filter_map(|p| match p {
+                Payload::Cert(c) if c.encoding == CERT_X509_SIGNATURE => Some(&c.data),
+                _ => None,
+            })
+            .take(MAX_CERTS)
+            .map(|der| {
+                Certificate::parse(der).map_err(|e| Rejection::BadCertificate(e.to_string()))
+            });
+        let ee = certs.next().ok_or(Rejection::NoCertificate)??;
+        let intermediates = certs.collect::<Result<Vec<_>, _>>()?;
+        if ee.has_subject(peer) != IdMatch::Perfect {
+            return Err(Rejection::IdMismatch {
+                subject: ee.subject_text(),
+            });
+        }
+        let unix = self.host.unix_time(self.now).ok_or(Rejection::NoClock)?;
+        let inter: Vec<&Certificate> = intermediates.iter().collect();
+        let anchors = self.trusted_cas(sa.conn);
+        let strict = self.host.config.connections[sa.conn]
+            .remote
+            .revocation_strict;
+        let crls = self.host.config.credentials.crls();
+        verify::validate_with(&ee, &inter, &anchors, &crls, unix, strict)?;
+        if !allowed.allows(scheme, ee.key) {
+            return Err(Rejection::SchemeNotAllowed(scheme));
+        }
+        let octets = self
+            .octets(sa, init, false, id)
+            .ok_or(Rejection::BadSignature)?;
+        verify::verify_signature(&ee, scheme, &octets, sig)
+    }
+}
+
+/// The scheme we sign with: strongSwan's default for the key (or what
+/// `auth` asks), among the hashes the peer announced (RFC 7427 §4: without
+/// an announcement there is no RFC 7427 signature; flowsec has no
+/// fallback to the older RSA/ECDSA methods).
+fn choose_scheme(
+    cert: &Certificate,
+    allowed: &crate::config::PubkeyAuth,
+    peer: HashSet,
+) -> Option<Scheme> {
+    let preferred = Scheme::default_for(cert.key, allowed.pss, None);
+    let hashes = [Hash::Sha256, Hash::Sha384, Hash::Sha512];
+    std::iter::once(preferred)
+        .chain(
+            hashes
+                .into_iter()
+                .map(|h| Scheme::default_for(cert.key, allowed.pss, Some(h))),
+        )
+        .find(|s| {
+            peer.has(s.hash())
+                && allowed.allows(*s, cert.key)
+                && match (cert.key, s) {
+                    // aws-lc-rs binds an ECDSA key to its curve's hash.
+                    (crate::cert::KeyKind::Ecdsa(c), Scheme::Ecdsa(h)) => {
+                        crate::cert::key::curve_hash(c) == *h
+                    }
+                    _ => true,
+                }
+        })
+}
+
 impl Host {
     /// The CAs the peer of connection `conn` must chain to: `cacerts`, or
     /// every CA we hold.
@@ -65,7 +176,6 @@ impl Host {
             names.iter().filter_map(|n| creds.ca(n)).collect()
         }
     }
-
     /// CERTREQ naming our trusted CAs (§3.7), when the peer of `conn`
     /// authenticates with a certificate and `send_certreq` is on.
     pub(crate) fn certreq(&self, conn: usize) -> Option<Payload> {
@@ -83,13 +193,11 @@ impl Host {
             data,
         }))
     }
-
     /// Our certificate on `sa`, if its connection signs.
     pub(crate) fn local_cert(&self, sa: &IkeSa) -> Option<&Certificate> {
         let c = &self.config.connections[sa.conn];
         crate::config::local_cert(&self.config, &c.local.certs, c.local.id.as_ref())
     }
-
     /// The octets the AUTH of `ours` (or the peer's) covers (§2.15).
     fn octets(&self, sa: &IkeSa, init: &InitMessages, ours: bool, id: &Id) -> Option<Vec<u8>> {
         let keys = sa.keys.as_ref()?;
@@ -101,7 +209,6 @@ impl Host {
         };
         crypto::signed_octets(&self.provider, keys.suite.prf, msg, nonce, sk_p, &id.body()).ok()
     }
-
     /// Sign our AUTH for `id` (§2.15, RFC 7427) and add the CERT payloads
     /// `send_cert` asks for (`peer_asked`: the peer sent CERTREQ).
     pub(crate) fn sign_auth(
@@ -152,110 +259,4 @@ impl Host {
             },
         })
     }
-
-    /// Check the peer's signature AUTH in `msg` for identity `peer` (its
-    /// ID payload `id`) against connection policy; counted by reason.
-    pub(crate) fn verify_pubkey(
-        &mut self,
-        sa: &IkeSa,
-        init: &InitMessages,
-        msg: &Message,
-        (id, auth): (&Id, &Auth),
-        peer: &Identity,
-    ) -> Result<(), Rejection> {
-        let r = self.check_pubkey(sa, init, msg, (id, auth), peer);
-        if let Err(why) = &r {
-            let s = &mut self.stats;
-            match why {
-                Rejection::BadCertificate(_) | Rejection::NoCertificate => s.cert_malformed += 1,
-                Rejection::Untrusted(_) | Rejection::IdMismatch { .. } | Rejection::NoClock => {
-                    s.cert_untrusted += 1
-                }
-                Rejection::Revoked => s.cert_revoked += 1,
-                Rejection::BadScheme | Rejection::SchemeNotAllowed(_) | Rejection::BadSignature => {
-                    s.bad_signature += 1
-                }
-                Rejection::Eap(_) => {}
-            }
-        }
-        r
-    }
-
-    fn check_pubkey(
-        &self,
-        sa: &IkeSa,
-        init: &InitMessages,
-        msg: &Message,
-        (id, auth): (&Id, &Auth),
-        peer: &Identity,
-    ) -> Result<(), Rejection> {
-        let AuthKind::Pubkey(allowed) = self.config.connections[sa.conn].remote.auth else {
-            return Err(Rejection::BadScheme);
-        };
-        if auth.method != AuthMethod::DIGITAL_SIGNATURE {
-            return Err(Rejection::BadScheme);
-        }
-        let (scheme, sig) = Scheme::split_auth_data(&auth.data).ok_or(Rejection::BadScheme)?;
-        let mut certs = msg
-            .payloads
-            .iter()
-            .filter_map(|p| match p {
-                Payload::Cert(c) if c.encoding == CERT_X509_SIGNATURE => Some(&c.data),
-                _ => None,
-            })
-            .take(MAX_CERTS)
-            .map(|der| {
-                Certificate::parse(der).map_err(|e| Rejection::BadCertificate(e.to_string()))
-            });
-        let ee = certs.next().ok_or(Rejection::NoCertificate)??;
-        let intermediates = certs.collect::<Result<Vec<_>, _>>()?;
-        if ee.has_subject(peer) != IdMatch::Perfect {
-            return Err(Rejection::IdMismatch {
-                subject: ee.subject_text(),
-            });
-        }
-        let now = self.unix_time(self.clock).ok_or(Rejection::NoClock)?;
-        let inter: Vec<&Certificate> = intermediates.iter().collect();
-        let anchors = self.trusted_cas(sa.conn);
-        let strict = self.config.connections[sa.conn].remote.revocation_strict;
-        let crls = self.config.credentials.crls();
-        verify::validate_with(&ee, &inter, &anchors, &crls, now, strict)?;
-        if !allowed.allows(scheme, ee.key) {
-            return Err(Rejection::SchemeNotAllowed(scheme));
-        }
-        let octets = self
-            .octets(sa, init, false, id)
-            .ok_or(Rejection::BadSignature)?;
-        verify::verify_signature(&ee, scheme, &octets, sig)
-    }
-}
-
-/// The scheme we sign with: strongSwan's default for the key (or what
-/// `auth` asks), among the hashes the peer announced (RFC 7427 §4: without
-/// an announcement there is no RFC 7427 signature; flowsec has no
-/// fallback to the older RSA/ECDSA methods).
-fn choose_scheme(
-    cert: &Certificate,
-    allowed: &crate::config::PubkeyAuth,
-    peer: HashSet,
-) -> Option<Scheme> {
-    let preferred = Scheme::default_for(cert.key, allowed.pss, None);
-    let hashes = [Hash::Sha256, Hash::Sha384, Hash::Sha512];
-    std::iter::once(preferred)
-        .chain(
-            hashes
-                .into_iter()
-                .map(|h| Scheme::default_for(cert.key, allowed.pss, Some(h))),
-        )
-        .find(|s| {
-            peer.has(s.hash())
-                && allowed.allows(*s, cert.key)
-                && match (cert.key, s) {
-                    // aws-lc-rs binds an ECDSA key to its curve's hash.
-                    (crate::cert::KeyKind::Ecdsa(c), Scheme::Ecdsa(h)) => {
-                        crate::cert::key::curve_hash(c) == *h
-                    }
-                    _ => true,
-                }
-        })
 }

@@ -14,23 +14,21 @@
 //! 1 or 2> | peer's nonce | prf(SK_p, IDx')), compared in constant time;
 //! certificates: a signature over the same octets (RFC 7427).
 
-use core::time::Duration;
-
 use flowsec_wire::iana::{AuthMethod, ExchangeType, NotifyType};
 use flowsec_wire::ike::{Auth, Id, Message, Payload};
 use subtle::ConstantTimeEq;
 
-use crate::exchange::child::{Answered, ChildRequest};
-use crate::exchange::child_responder::ChildAsked;
 use crate::config::{AuthKind, Identity};
+use crate::context::Cx;
 use crate::crypto;
 use crate::error::NegotiationError;
 use crate::event::IkeEvent;
+use crate::exchange::child::{Answered, ChildRequest};
+use crate::exchange::child_responder::ChildAsked;
+use crate::exchange::Task;
 use crate::host::{error_notify, has_notify, notify, Host};
-use crate::kernel::Kernel;
 use crate::sa::{IkeSa, IkeState};
 use crate::table::{SaMut, Then};
-use crate::exchange::Task;
 
 /// What AUTH signs and is checked against (RFC 7296 §2.15): both
 /// IKE_SA_INIT messages as they went and their nonces. The nonces also go
@@ -95,437 +93,7 @@ fn id_and_auth(msg: &Message, from_initiator: bool) -> (Option<&Id>, Option<&Aut
     (id, auth)
 }
 
-impl Host {
-    /// Our identity on `sa`: configured, or our certificate's subject
-    /// when we sign, or our IP address (strongSwan's defaults).
-    pub(crate) fn our_id(&self, sa: &IkeSa) -> Identity {
-        let local = &self.config.connections[sa.conn].local;
-        if let Some(id) = &local.id {
-            return id.clone();
-        }
-        match (local.auth, self.local_cert(sa)) {
-            // An empty subject is refused at load (credentials.rs).
-            (AuthKind::Pubkey(_), Some(cert)) => Identity::Dn(cert.subject.clone()),
-            _ => Identity::from_ip(sa.local.ip()),
-        }
-    }
-
-    /// Our AUTH on `sa` for ID payload `id`, with the CERT payloads to
-    /// send before it: a shared-key MAC or a signature, as `local.auth`
-    /// says (`peer_asked`: the peer sent CERTREQ).
-    pub(crate) fn our_auth(
-        &self,
-        sa: &IkeSa,
-        init: &InitMessages,
-        id: &Id,
-        (me, peer): (&Identity, &Identity),
-        peer_asked: bool,
-    ) -> Result<(Vec<Payload>, Auth), NegotiationError> {
-        match self.config.connections[sa.conn].local.auth {
-            AuthKind::Psk => {
-                let data = self
-                    .psk_auth_for(sa, init, true, id, me, peer)
-                    .ok_or_else(|| NegotiationError::NoSharedKey {
-                        me: me.clone(),
-                        peer: peer.clone(),
-                    })?;
-                let auth = Auth {
-                    method: AuthMethod::SHARED_KEY_MIC,
-                    data,
-                };
-                Ok((Vec::new(), auth))
-            }
-            AuthKind::Pubkey(_) => {
-                let signed = self.sign_auth(sa, init, id, peer_asked)?;
-                Ok((signed.certs, signed.auth))
-            }
-            // Only an initiator authenticates itself with EAP (§2.16).
-            AuthKind::Eap => Err(NegotiationError::EapFailed(
-                "EAP authenticates the initiator only: set local.auth = pubkey or psk",
-            )),
-        }
-    }
-
-    /// AUTH for a shared key: the octets we (`ours`) or the peer signed.
-    fn psk_auth_for(
-        &self,
-        sa: &IkeSa,
-        init: &InitMessages,
-        ours: bool,
-        id: &Id,
-        me: &Identity,
-        peer: &Identity,
-    ) -> Option<Vec<u8>> {
-        let keys = sa.keys.as_ref()?;
-        let psk = self.config.find_psk(me, peer)?;
-        // The initiator signs message 1 and Nr with SK_pi; the responder
-        // message 2 and Ni with SK_pr (§2.15).
-        let signer_is_initiator = ours == sa.initiator;
-        let (msg, nonce, sk_p) = if signer_is_initiator {
-            (&init.request, &init.nr, &keys.sk_pi)
-        } else {
-            (&init.response, &init.ni, &keys.sk_pr)
-        };
-        crypto::psk_auth(
-            &self.provider,
-            keys.suite.prf,
-            psk,
-            msg,
-            nonce,
-            sk_p,
-            &id.body(),
-        )
-        .ok()
-    }
-
-    /// Initiator: send IKE_AUTH, with the first Child SA if one was asked.
-    pub(crate) fn send_auth(
-        &mut self,
-        now: Duration,
-        sa: &mut SaMut<'_>,
-        init: InitMessages,
-        first_child: Option<usize>,
-        k: &mut dyn Kernel,
-    ) -> Then {
-        let conn = &self.config.connections[sa.conn];
-        let me = self.our_id(sa);
-        let peer = conn.remote.id.clone().unwrap_or(Identity::Any);
-        let idi = me.to_wire();
-        // EAP (§2.16): no AUTH in the first request; the conversation
-        // follows the responder's answer.
-        let eap = if conn.local.auth == AuthKind::Eap {
-            match self.eap_peer(sa, &me, idi.clone()) {
-                Some(e) => Some(e),
-                None => {
-                    return self.fail(
-                        sa,
-                        NegotiationError::EapFailed("no eap- secret for our EAP identity"),
-                    )
-                }
-            }
-        } else {
-            None
-        };
-        let (certs, auth) = if eap.is_some() {
-            (Vec::new(), None)
-        } else {
-            match self.our_auth(sa, &init, &idi, (&me, &peer), sa.peer_certreq) {
-                Ok((c, a)) => (c, Some(a)),
-                Err(e) => return self.fail(sa, e),
-            }
-        };
-        let conn = &self.config.connections[sa.conn];
-        let mut payloads = vec![Payload::IdI(idi)];
-        payloads.extend(certs);
-        payloads.extend(self.certreq(sa.conn));
-        if peer != Identity::Any {
-            payloads.push(Payload::IdR(peer.to_wire()));
-        }
-        payloads.extend(auth.map(Payload::Auth));
-        // §3.15: a road warrior asks for its virtual IPs.
-        payloads.extend(crate::vip::request(&self.config, sa));
-        // §2.4: only when we hold no other IKE SA with the peer (the
-        // peer deletes those it has with us on seeing it), as strongSwan;
-        // a replaced connection's old one (reload.rs, make before break)
-        // is one: it goes after this one is up.
-        let contact = !sa.others.values().any(|o| {
-            self.config.connections[o.conn].name == conn.name
-                && o.remote.ip() == sa.remote.ip()
-                && o.state == IkeState::Established
-        });
-        if contact && conn.unique != crate::config::Unique::Never {
-            payloads.push(notify(NotifyType::INITIAL_CONTACT, vec![]));
-        }
-        let child = first_child.map(|cfg| {
-            let resource = self.first_resource(sa, cfg, None);
-            let req = self.child_request_for(sa, cfg, None, false, None, resource, k);
-            payloads.extend(self.child_payloads(&req, None, false));
-            req
-        });
-        sa.local_id = Some(me);
-        sa.state = IkeState::Authenticating;
-        let task = Task::IkeAuth(IkeAuth { init, child, eap });
-        self.request(now, sa, ExchangeType::IKE_AUTH, payloads, task);
-        Then::Stay
-    }
-
-    /// Responder: check the initiator's AUTH and answer.
-    pub(crate) fn auth_request(
-        &mut self,
-        now: Duration,
-        sa: &mut SaMut<'_>,
-        mid: u32,
-        msg: Message,
-        k: &mut dyn Kernel,
-    ) -> Then {
-        let Some(AwaitingAuth { init, eap }) = sa.exch.take_passive() else {
-            self.stats.malformed += 1;
-            return Then::Stay;
-        };
-        if let Some(st) = eap {
-            return self.eap_server_step(now, sa, mid, msg, (init, st), k);
-        }
-        sa.conn = self.reselect(sa, &msg);
-        let no_auth = !msg.payloads.iter().any(|p| matches!(p, Payload::Auth(_)));
-        if no_auth && self.config.connections[sa.conn].remote.auth == AuthKind::Eap {
-            return self.eap_server_start(sa, mid, msg, init);
-        }
-        let me = self.our_id(sa);
-        let peer = match self.peer_authenticated(sa, &init, &msg, &me) {
-            Ok(peer) => peer,
-            Err(why) => {
-                let (idi, _) = id_and_auth(&msg, true);
-                self.events.push(IkeEvent::AuthFailed {
-                    from: sa.remote.ip(),
-                    id: idi.and_then(Identity::from_wire),
-                    why,
-                });
-                return self.refuse_auth(sa, mid);
-            }
-        };
-        let idr = me.to_wire();
-        let asked = crate::auth::pubkey::has_certreq(&msg);
-        let (certs, auth) = match self.our_auth(sa, &init, &idr, (&me, &peer), asked) {
-            Ok(a) => a,
-            Err(e) => {
-                self.report_failed(sa, e);
-                return self.refuse_auth(sa, mid);
-            }
-        };
-        let mut payloads = vec![Payload::IdR(idr)];
-        payloads.extend(certs);
-        payloads.push(Payload::Auth(auth));
-        let answer = Authenticated {
-            first: &msg,
-            init: &init,
-            me,
-            peer,
-            payloads,
-        };
-        self.answer_authenticated(now, sa, mid, answer, k)
-    }
-
-    /// Responder: the initiator is authenticated (with AUTH, or at the end
-    /// of EAP): the last IKE_AUTH answer — what `answer.payloads` hold
-    /// already (our ID, CERT, AUTH), then the CFG_REPLY and the Child SA
-    /// the first request asked for — and the IKE SA established.
-    pub(crate) fn answer_authenticated(
-        &mut self,
-        now: Duration,
-        sa: &mut SaMut<'_>,
-        mid: u32,
-        answer: Authenticated<'_>,
-        k: &mut dyn Kernel,
-    ) -> Then {
-        let Authenticated {
-            first,
-            init,
-            me,
-            peer,
-            mut payloads,
-        } = answer;
-        // §3.15: a virtual IP from our pools for a road warrior that asks.
-        let addressed = self.answer_cp(sa, first, &peer, &mut payloads);
-        sa.peer_id = Some(peer.clone());
-        sa.local_id = Some(me.clone());
-        self.peer_authenticated_at(now, sa, first);
-        self.established(now, sa);
-        if has_notify(first, NotifyType::INITIAL_CONTACT) {
-            self.initial_contact(sa, k);
-        }
-        if addressed && first.payloads.iter().any(|p| matches!(p, Payload::Sa(_))) {
-            let asked = ChildAsked {
-                msg: first,
-                rekey: None,
-                ni: &init.ni,
-                nr: &init.nr,
-                create: false,
-            };
-            match self.answer_child(now, sa, asked, k) {
-                Ok(child) => payloads.extend(child),
-                Err(n) => payloads.push(n),
-            }
-        }
-        self.respond(sa, ExchangeType::IKE_AUTH, mid, payloads);
-        self.report_established(sa, me, peer);
-        self.kick(now, sa, k);
-        Then::Stay
-    }
-
-    /// Responder: the connection for the initiator's first IKE_AUTH
-    /// request, chosen again now that its identity and its way of
-    /// authenticating are known (strongSwan switches peer config the same
-    /// way): of the live connections with the same addresses and IKE
-    /// proposals as the one IKE_SA_INIT chose, the first (that one first)
-    /// whose `remote.id` accepts IDi, whose `remote.auth` is the method
-    /// used (AUTH's method, or EAP without AUTH) and whose identity is
-    /// the IDr asked for, if any. No such one: the one chosen stays (and
-    /// refuses).
-    fn reselect(&self, sa: &IkeSa, msg: &Message) -> usize {
-        let (idi, auth) = id_and_auth(msg, true);
-        let Some(peer) = idi.and_then(Identity::from_wire) else {
-            return sa.conn;
-        };
-        let idr = msg.payloads.iter().find_map(|p| match p {
-            Payload::IdR(i) => Identity::from_wire(i),
-            _ => None,
-        });
-        let chosen = &self.config.connections[sa.conn];
-        let fits = |i: usize| {
-            let c = &self.config.connections[i];
-            let same_ike = c.proposals == chosen.proposals
-                && c.local_addrs == chosen.local_addrs
-                && c.remote_addrs == chosen.remote_addrs;
-            let method = match (c.remote.auth, auth.map(|a| a.method)) {
-                (AuthKind::Psk, Some(m)) => m == AuthMethod::SHARED_KEY_MIC,
-                (AuthKind::Pubkey(_), Some(m)) => m == AuthMethod::DIGITAL_SIGNATURE,
-                (AuthKind::Eap, None) => true,
-                _ => false,
-            };
-            let who = c.remote.id.as_ref().is_none_or_matches(&peer);
-            let me = match (&idr, &c.local.id) {
-                (Some(want), Some(ours)) => ours.matches(want) || want.matches(ours),
-                _ => true,
-            };
-            same_ike && method && who && me
-        };
-        std::iter::once(sa.conn)
-            .chain(0..self.live)
-            .find(|&i| fits(i))
-            .unwrap_or(sa.conn)
-    }
-
-    /// Responder: AUTHENTICATION_FAILED. §2.21.2: the IKE SA is not
-    /// created; the answer goes, and the half-open SA with it at once (as
-    /// strongSwan): kept, it would let one address open SA after SA with
-    /// garbage IKE_AUTHs. A retransmitted IKE_AUTH then meets no SA
-    /// (unknown_spi); the initiator gives up after its retransmissions.
-    /// Only a message that passed the SK integrity check comes here: a
-    /// forged or undecryptable one was dropped before (§2.21.2 too).
-    pub(crate) fn refuse_auth(&mut self, sa: &mut IkeSa, mid: u32) -> Then {
-        let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
-        self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![n]);
-        self.stats.auth_failed += 1;
-        Then::Destroy(Vec::new())
-    }
-
-    /// Initiator: the answer to IKE_AUTH.
-    pub(crate) fn auth_response(
-        &mut self,
-        now: Duration,
-        sa: &mut SaMut<'_>,
-        task: IkeAuth,
-        msg: Message,
-        k: &mut dyn Kernel,
-    ) -> Then {
-        if has_notify(&msg, NotifyType::AUTHENTICATION_FAILED) {
-            if let Some(req) = &task.child {
-                req.reserved().release(k);
-            }
-            self.stats.auth_failed += 1;
-            return self.fail(sa, NegotiationError::PeerAuthFailed);
-        }
-        if let Some(st) = task.eap {
-            let task = IkeAuth { eap: None, ..task };
-            return self.eap_peer_response(now, sa, task, st, msg, k);
-        }
-        let IkeAuth { init, child, .. } = task;
-        let me = sa.local_id.clone().unwrap_or(Identity::Any);
-        let checked = self.peer_authenticated(sa, &init, &msg, &me);
-        let Ok(peer) = checked else {
-            if let Some(req) = &child {
-                req.reserved().release(k);
-            }
-            let (idr, _) = id_and_auth(&msg, false);
-            self.events.push(IkeEvent::AuthFailed {
-                from: sa.remote.ip(),
-                id: idr.and_then(Identity::from_wire),
-                why: checked.err().flatten(),
-            });
-            // §2.21.2: tell the responder in an INFORMATIONAL of its own
-            // (the exception to not answering a response), sent once and
-            // not waited for, and forget the SA at once (as strongSwan).
-            let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
-            let mid = sa.exch.peek_mid();
-            let data = self.protect(sa, ExchangeType::INFORMATIONAL, false, mid, &[n]);
-            self.push_all(sa.transport, sa.local, sa.remote, data);
-            self.stats.auth_failed += 1;
-            return self.fail(sa, NegotiationError::ResponderAuthBad);
-        };
-        self.finish_initiator(now, sa, (init, child), peer, msg, k)
-    }
-
-    /// Initiator: the responder is authenticated; its last IKE_AUTH
-    /// answer `msg` gives the virtual IPs and the first Child SA.
-    pub(crate) fn finish_initiator(
-        &mut self,
-        now: Duration,
-        sa: &mut SaMut<'_>,
-        (init, child): (InitMessages, Option<ChildRequest>),
-        peer: Identity,
-        msg: Message,
-        k: &mut dyn Kernel,
-    ) -> Then {
-        let me = sa.local_id.clone().unwrap_or(Identity::Any);
-        sa.peer_id = Some(peer.clone());
-        if !self.take_vips(sa, &msg, k) {
-            if let Some(req) = &child {
-                req.reserved().release(k);
-            }
-            // The responder holds an established IKE SA: tell it to go
-            // (once, not waited for), as strongSwan deletes it.
-            let delete = Payload::Delete(flowsec_wire::ike::Delete {
-                protocol: flowsec_wire::iana::ProtocolId::IKE,
-                spis: vec![],
-            });
-            let mid = sa.exch.peek_mid();
-            let data = self.protect(sa, ExchangeType::INFORMATIONAL, false, mid, &[delete]);
-            self.push_all(sa.transport, sa.local, sa.remote, data);
-            return self.fail(sa, NegotiationError::NoVirtualIp);
-        }
-        self.peer_authenticated_at(now, sa, &msg);
-        self.established(now, sa);
-        self.report_established(sa, me, peer);
-        if let Some(req) = child {
-            // KEYMAT from the nonces of IKE_SA_INIT (§2.17).
-            let answer = Answered {
-                msg: &msg,
-                ni: &init.ni,
-                nr: &init.nr,
-                g_ir: None,
-            };
-            self.first_child(now, sa, req, answer, k);
-        }
-        self.kick(now, sa, k);
-        Then::Stay
-    }
-
-    /// Initiator: the Child SA IKE_AUTH asked for, as answered: installed,
-    /// or refused (an error notify; the IKE SA stays, §1.2), or unusable.
-    fn first_child(
-        &mut self,
-        now: Duration,
-        sa: &mut SaMut<'_>,
-        req: ChildRequest,
-        answer: Answered<'_>,
-        k: &mut dyn Kernel,
-    ) {
-        let (cfg, reserved) = (req.cfg, req.reserved());
-        if let Some(n) = error_notify(answer.msg) {
-            self.events.push(IkeEvent::ChildNotEstablished {
-                child: self.child_name(sa, cfg),
-                notify: n.ty,
-            });
-            reserved.release(k);
-        } else if let Err(why) = self.complete_child(now, sa, req, None, answer, k) {
-            self.events.push(IkeEvent::ChildFailed {
-                child: self.child_name(sa, cfg),
-                reason: why,
-            });
-            reserved.release(k);
-        }
-    }
-
+impl Cx<'_> {
     /// The peer's identity, if the ID and AUTH payloads of `msg` prove
     /// it: an identity the connection accepts, and, as `remote.auth`
     /// says, a shared-key AUTH of the octets it signs (§2.15, compared in
@@ -574,9 +142,296 @@ impl Host {
         }
     }
 
+    /// Initiator: send IKE_AUTH, with the first Child SA if one was asked.
+    pub(crate) fn send_auth(
+        &mut self,
+        sa: &mut SaMut<'_>,
+        init: InitMessages,
+        first_child: Option<usize>,
+    ) -> Then {
+        let conn = &self.host.config.connections[sa.conn];
+        let me = self.our_id(sa);
+        let peer = conn.remote.id.clone().unwrap_or(Identity::Any);
+        let idi = me.to_wire();
+        // EAP (§2.16): no AUTH in the first request; the conversation
+        // follows the responder's answer.
+        let eap = if conn.local.auth == AuthKind::Eap {
+            match self.eap_peer(sa, &me, idi.clone()) {
+                Some(e) => Some(e),
+                None => {
+                    return self.fail(
+                        sa,
+                        NegotiationError::EapFailed("no eap- secret for our EAP identity"),
+                    )
+                }
+            }
+        } else {
+            None
+        };
+        let (certs, auth) = if eap.is_some() {
+            (Vec::new(), None)
+        } else {
+            match self.our_auth(sa, &init, &idi, (&me, &peer), sa.peer_certreq) {
+                Ok((c, a)) => (c, Some(a)),
+                Err(e) => return self.fail(sa, e),
+            }
+        };
+        let conn = &self.host.config.connections[sa.conn];
+        let mut payloads = vec![Payload::IdI(idi)];
+        payloads.extend(certs);
+        payloads.extend(self.certreq(sa.conn));
+        if peer != Identity::Any {
+            payloads.push(Payload::IdR(peer.to_wire()));
+        }
+        payloads.extend(auth.map(Payload::Auth));
+        // §3.15: a road warrior asks for its virtual IPs.
+        payloads.extend(crate::vip::request(&self.host.config, sa));
+        // §2.4: only when we hold no other IKE SA with the peer (the
+        // peer deletes those it has with us on seeing it), as strongSwan;
+        // a replaced connection's old one (reload.rs, make before break)
+        // is one: it goes after this one is up.
+        let contact = !sa.others.values().any(|o| {
+            self.host.config.connections[o.conn].name == conn.name
+                && o.remote.ip() == sa.remote.ip()
+                && o.state == IkeState::Established
+        });
+        if contact && conn.unique != crate::config::Unique::Never {
+            payloads.push(notify(NotifyType::INITIAL_CONTACT, vec![]));
+        }
+        let child = first_child.map(|cfg| {
+            let resource = self.first_resource(sa, cfg, None);
+            let req = self.child_request_for(sa, cfg, None, false, None, resource);
+            payloads.extend(self.child_payloads(&req, None, false));
+            req
+        });
+        sa.local_id = Some(me);
+        sa.state = IkeState::Authenticating;
+        let task = Task::IkeAuth(IkeAuth { init, child, eap });
+        self.request(sa, ExchangeType::IKE_AUTH, payloads, task);
+        Then::Stay
+    }
+
+    /// Responder: check the initiator's AUTH and answer.
+    pub(crate) fn auth_request(&mut self, sa: &mut SaMut<'_>, mid: u32, msg: Message) -> Then {
+        let Some(AwaitingAuth { init, eap }) = sa.exch.take_passive() else {
+            self.host.stats.malformed += 1;
+            return Then::Stay;
+        };
+        if let Some(st) = eap {
+            return self.eap_server_step(sa, mid, msg, (init, st));
+        }
+        sa.conn = self.reselect(sa, &msg);
+        let no_auth = !msg.payloads.iter().any(|p| matches!(p, Payload::Auth(_)));
+        if no_auth && self.host.config.connections[sa.conn].remote.auth == AuthKind::Eap {
+            return self.eap_server_start(sa, mid, msg, init);
+        }
+        let me = self.our_id(sa);
+        let peer = match self.peer_authenticated(sa, &init, &msg, &me) {
+            Ok(peer) => peer,
+            Err(why) => {
+                let (idi, _) = id_and_auth(&msg, true);
+                self.host.events.push(IkeEvent::AuthFailed {
+                    from: sa.remote.ip(),
+                    id: idi.and_then(Identity::from_wire),
+                    why,
+                });
+                return self.refuse_auth(sa, mid);
+            }
+        };
+        let idr = me.to_wire();
+        let asked = crate::auth::pubkey::has_certreq(&msg);
+        let (certs, auth) = match self.our_auth(sa, &init, &idr, (&me, &peer), asked) {
+            Ok(a) => a,
+            Err(e) => {
+                self.report_failed(sa, e);
+                return self.refuse_auth(sa, mid);
+            }
+        };
+        let mut payloads = vec![Payload::IdR(idr)];
+        payloads.extend(certs);
+        payloads.push(Payload::Auth(auth));
+        let answer = Authenticated {
+            first: &msg,
+            init: &init,
+            me,
+            peer,
+            payloads,
+        };
+        self.answer_authenticated(sa, mid, answer)
+    }
+
+    /// Responder: the initiator is authenticated (with AUTH, or at the end
+    /// of EAP): the last IKE_AUTH answer — what `answer.payloads` hold
+    /// already (our ID, CERT, AUTH), then the CFG_REPLY and the Child SA
+    /// the first request asked for — and the IKE SA established.
+    pub(crate) fn answer_authenticated(
+        &mut self,
+        sa: &mut SaMut<'_>,
+        mid: u32,
+        answer: Authenticated<'_>,
+    ) -> Then {
+        let Authenticated {
+            first,
+            init,
+            me,
+            peer,
+            mut payloads,
+        } = answer;
+        // §3.15: a virtual IP from our pools for a road warrior that asks.
+        let addressed = self.answer_cp(sa, first, &peer, &mut payloads);
+        sa.peer_id = Some(peer.clone());
+        sa.local_id = Some(me.clone());
+        self.peer_authenticated_at(sa, first);
+        self.established(sa);
+        if has_notify(first, NotifyType::INITIAL_CONTACT) {
+            self.initial_contact(sa);
+        }
+        if addressed && first.payloads.iter().any(|p| matches!(p, Payload::Sa(_))) {
+            let asked = ChildAsked {
+                msg: first,
+                rekey: None,
+                ni: &init.ni,
+                nr: &init.nr,
+                create: false,
+            };
+            match self.answer_child(sa, asked) {
+                Ok(child) => payloads.extend(child),
+                Err(n) => payloads.push(n),
+            }
+        }
+        self.respond(sa, ExchangeType::IKE_AUTH, mid, payloads);
+        self.host.report_established(sa, me, peer);
+        self.kick(sa);
+        Then::Stay
+    }
+
+    /// Responder: AUTHENTICATION_FAILED. §2.21.2: the IKE SA is not
+    /// created; the answer goes, and the half-open SA with it at once (as
+    /// strongSwan): kept, it would let one address open SA after SA with
+    /// garbage IKE_AUTHs. A retransmitted IKE_AUTH then meets no SA
+    /// (unknown_spi); the initiator gives up after its retransmissions.
+    /// Only a message that passed the SK integrity check comes here: a
+    /// forged or undecryptable one was dropped before (§2.21.2 too).
+    pub(crate) fn refuse_auth(&mut self, sa: &mut IkeSa, mid: u32) -> Then {
+        let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
+        self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![n]);
+        self.host.stats.auth_failed += 1;
+        Then::Destroy(Vec::new())
+    }
+
+    /// Initiator: the answer to IKE_AUTH.
+    pub(crate) fn auth_response(
+        &mut self,
+        sa: &mut SaMut<'_>,
+        task: IkeAuth,
+        msg: Message,
+    ) -> Then {
+        if has_notify(&msg, NotifyType::AUTHENTICATION_FAILED) {
+            if let Some(req) = &task.child {
+                req.reserved().release(self.k);
+            }
+            self.host.stats.auth_failed += 1;
+            return self.fail(sa, NegotiationError::PeerAuthFailed);
+        }
+        if let Some(st) = task.eap {
+            let task = IkeAuth { eap: None, ..task };
+            return self.eap_peer_response(sa, task, st, msg);
+        }
+        let IkeAuth { init, child, .. } = task;
+        let me = sa.local_id.clone().unwrap_or(Identity::Any);
+        let checked = self.peer_authenticated(sa, &init, &msg, &me);
+        let Ok(peer) = checked else {
+            if let Some(req) = &child {
+                req.reserved().release(self.k);
+            }
+            let (idr, _) = id_and_auth(&msg, false);
+            self.host.events.push(IkeEvent::AuthFailed {
+                from: sa.remote.ip(),
+                id: idr.and_then(Identity::from_wire),
+                why: checked.err().flatten(),
+            });
+            // §2.21.2: tell the responder in an INFORMATIONAL of its own
+            // (the exception to not answering a response), sent once and
+            // not waited for, and forget the SA at once (as strongSwan).
+            let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
+            let mid = sa.exch.peek_mid();
+            let data = self
+                .host
+                .protect(sa, ExchangeType::INFORMATIONAL, false, mid, &[n]);
+            self.host.push_all(sa.transport, sa.local, sa.remote, data);
+            self.host.stats.auth_failed += 1;
+            return self.fail(sa, NegotiationError::ResponderAuthBad);
+        };
+        self.finish_initiator(sa, (init, child), peer, msg)
+    }
+
+    /// Initiator: the responder is authenticated; its last IKE_AUTH
+    /// answer `msg` gives the virtual IPs and the first Child SA.
+    pub(crate) fn finish_initiator(
+        &mut self,
+        sa: &mut SaMut<'_>,
+        (init, child): (InitMessages, Option<ChildRequest>),
+        peer: Identity,
+        msg: Message,
+    ) -> Then {
+        let me = sa.local_id.clone().unwrap_or(Identity::Any);
+        sa.peer_id = Some(peer.clone());
+        if !self.take_vips(sa, &msg) {
+            if let Some(req) = &child {
+                req.reserved().release(self.k);
+            }
+            // The responder holds an established IKE SA: tell it to go
+            // (once, not waited for), as strongSwan deletes it.
+            let delete = Payload::Delete(flowsec_wire::ike::Delete {
+                protocol: flowsec_wire::iana::ProtocolId::IKE,
+                spis: vec![],
+            });
+            let mid = sa.exch.peek_mid();
+            let data = self
+                .host
+                .protect(sa, ExchangeType::INFORMATIONAL, false, mid, &[delete]);
+            self.host.push_all(sa.transport, sa.local, sa.remote, data);
+            return self.fail(sa, NegotiationError::NoVirtualIp);
+        }
+        self.peer_authenticated_at(sa, &msg);
+        self.established(sa);
+        self.host.report_established(sa, me, peer);
+        if let Some(req) = child {
+            // KEYMAT from the nonces of IKE_SA_INIT (§2.17).
+            let answer = Answered {
+                msg: &msg,
+                ni: &init.ni,
+                nr: &init.nr,
+                g_ir: None,
+            };
+            self.first_child(sa, req, answer);
+        }
+        self.kick(sa);
+        Then::Stay
+    }
+
+    /// Initiator: the Child SA IKE_AUTH asked for, as answered: installed,
+    /// or refused (an error notify; the IKE SA stays, §1.2), or unusable.
+    fn first_child(&mut self, sa: &mut SaMut<'_>, req: ChildRequest, answer: Answered<'_>) {
+        let (cfg, reserved) = (req.cfg, req.reserved());
+        if let Some(n) = error_notify(answer.msg) {
+            self.host.events.push(IkeEvent::ChildNotEstablished {
+                child: self.child_name(sa, cfg),
+                notify: n.ty,
+            });
+            reserved.release(self.k);
+        } else if let Err(why) = self.complete_child(sa, req, None, answer) {
+            self.host.events.push(IkeEvent::ChildFailed {
+                child: self.child_name(sa, cfg),
+                reason: why,
+            });
+            reserved.release(self.k);
+        }
+    }
+
     /// The IKE SA is authenticated: its timers start.
-    pub(crate) fn established(&mut self, now: Duration, sa: &mut IkeSa) {
-        let conn = &self.config.connections[sa.conn];
+    pub(crate) fn established(&mut self, sa: &mut IkeSa) {
+        let conn = &self.host.config.connections[sa.conn];
         let (rekey, rand, over, reauth) = (
             conn.rekey_time,
             conn.rand_time,
@@ -584,15 +439,15 @@ impl Host {
             conn.reauth_time,
         );
         sa.state = IkeState::Established;
-        sa.established = Some(now);
+        sa.established = Some(self.now);
         if !rekey.is_zero() {
-            sa.rekey_at = Some(now + self.jittered(rekey, rand));
+            sa.rekey_at = Some(self.now + self.host.jittered(rekey, rand));
         }
         // The hard limit (`over_time` past a rekey or a reauthentication
         // that did not happen): a rekey's from now, the reauthentication's
         // from when the peer authenticated, which IKE rekeys carry over
         // (RFC 7296 §2.8.3; crate::reauth).
-        let by_rekey = (!rekey.is_zero()).then(|| now + rekey + over);
+        let by_rekey = (!rekey.is_zero()).then(|| self.now + rekey + over);
         let by_auth = (!reauth.is_zero()).then(|| sa.auth.at + reauth + over);
         sa.expire_at = [by_rekey, by_auth].into_iter().flatten().min();
     }
@@ -600,8 +455,8 @@ impl Host {
     /// The peer says it has no other IKE SA with us (§2.4, INITIAL_CONTACT):
     /// those we still hold between the same identities are stale (it
     /// restarted); they go without a word to it, unless `unique = never`.
-    pub(crate) fn initial_contact(&mut self, sa: &mut SaMut<'_>, k: &mut dyn Kernel) {
-        if self.config.connections[sa.conn].unique == crate::config::Unique::Never {
+    pub(crate) fn initial_contact(&mut self, sa: &mut SaMut<'_>) {
+        if self.host.config.connections[sa.conn].unique == crate::config::Unique::Never {
             return;
         }
         let stale: Vec<u64> = sa
@@ -617,20 +472,13 @@ impl Host {
             .collect();
         for spi in stale {
             if let Some(mut old) = sa.others.take(spi) {
-                self.events.push(IkeEvent::InitialContact {
-                    name: self.conn_name(&old),
+                self.host.events.push(IkeEvent::InitialContact {
+                    name: self.host.conn_name(&old),
                     unique_id: old.uid,
                 });
-                self.destroy(&mut SaMut::detached(&mut old, sa.others.reborrow()), k);
+                self.destroy(&mut SaMut::detached(&mut old, sa.others.reborrow()));
             }
         }
-    }
-
-    pub(crate) fn child_name(&self, sa: &IkeSa, cfg: usize) -> String {
-        self.config.connections[sa.conn]
-            .children
-            .get(cfg)
-            .map_or_else(|| "?".into(), |c| c.name.clone())
     }
 }
 
@@ -653,5 +501,135 @@ impl IdentityOption for Option<&Identity> {
             None => true,
             Some(want) => want.matches(peer),
         }
+    }
+}
+
+impl Host {
+    /// Our identity on `sa`: configured, or our certificate's subject
+    /// when we sign, or our IP address (strongSwan's defaults).
+    pub(crate) fn our_id(&self, sa: &IkeSa) -> Identity {
+        let local = &self.config.connections[sa.conn].local;
+        if let Some(id) = &local.id {
+            return id.clone();
+        }
+        match (local.auth, self.local_cert(sa)) {
+            // An empty subject is refused at load (credentials.rs).
+            (AuthKind::Pubkey(_), Some(cert)) => Identity::Dn(cert.subject.clone()),
+            _ => Identity::from_ip(sa.local.ip()),
+        }
+    }
+    /// Our AUTH on `sa` for ID payload `id`, with the CERT payloads to
+    /// send before it: a shared-key MAC or a signature, as `local.auth`
+    /// says (`peer_asked`: the peer sent CERTREQ).
+    pub(crate) fn our_auth(
+        &self,
+        sa: &IkeSa,
+        init: &InitMessages,
+        id: &Id,
+        (me, peer): (&Identity, &Identity),
+        peer_asked: bool,
+    ) -> Result<(Vec<Payload>, Auth), NegotiationError> {
+        match self.config.connections[sa.conn].local.auth {
+            AuthKind::Psk => {
+                let data = self
+                    .psk_auth_for(sa, init, true, id, me, peer)
+                    .ok_or_else(|| NegotiationError::NoSharedKey {
+                        me: me.clone(),
+                        peer: peer.clone(),
+                    })?;
+                let auth = Auth {
+                    method: AuthMethod::SHARED_KEY_MIC,
+                    data,
+                };
+                Ok((Vec::new(), auth))
+            }
+            AuthKind::Pubkey(_) => {
+                let signed = self.sign_auth(sa, init, id, peer_asked)?;
+                Ok((signed.certs, signed.auth))
+            }
+            // Only an initiator authenticates itself with EAP (§2.16).
+            AuthKind::Eap => Err(NegotiationError::EapFailed(
+                "EAP authenticates the initiator only: set local.auth = pubkey or psk",
+            )),
+        }
+    }
+    /// AUTH for a shared key: the octets we (`ours`) or the peer signed.
+    fn psk_auth_for(
+        &self,
+        sa: &IkeSa,
+        init: &InitMessages,
+        ours: bool,
+        id: &Id,
+        me: &Identity,
+        peer: &Identity,
+    ) -> Option<Vec<u8>> {
+        let keys = sa.keys.as_ref()?;
+        let psk = self.config.find_psk(me, peer)?;
+        // The initiator signs message 1 and Nr with SK_pi; the responder
+        // message 2 and Ni with SK_pr (§2.15).
+        let signer_is_initiator = ours == sa.initiator;
+        let (msg, nonce, sk_p) = if signer_is_initiator {
+            (&init.request, &init.nr, &keys.sk_pi)
+        } else {
+            (&init.response, &init.ni, &keys.sk_pr)
+        };
+        crypto::psk_auth(
+            &self.provider,
+            keys.suite.prf,
+            psk,
+            msg,
+            nonce,
+            sk_p,
+            &id.body(),
+        )
+        .ok()
+    }
+    /// Responder: the connection for the initiator's first IKE_AUTH
+    /// request, chosen again now that its identity and its way of
+    /// authenticating are known (strongSwan switches peer config the same
+    /// way): of the live connections with the same addresses and IKE
+    /// proposals as the one IKE_SA_INIT chose, the first (that one first)
+    /// whose `remote.id` accepts IDi, whose `remote.auth` is the method
+    /// used (AUTH's method, or EAP without AUTH) and whose identity is
+    /// the IDr asked for, if any. No such one: the one chosen stays (and
+    /// refuses).
+    fn reselect(&self, sa: &IkeSa, msg: &Message) -> usize {
+        let (idi, auth) = id_and_auth(msg, true);
+        let Some(peer) = idi.and_then(Identity::from_wire) else {
+            return sa.conn;
+        };
+        let idr = msg.payloads.iter().find_map(|p| match p {
+            Payload::IdR(i) => Identity::from_wire(i),
+            _ => None,
+        });
+        let chosen = &self.config.connections[sa.conn];
+        let fits = |i: usize| {
+            let c = &self.config.connections[i];
+            let same_ike = c.proposals == chosen.proposals
+                && c.local_addrs == chosen.local_addrs
+                && c.remote_addrs == chosen.remote_addrs;
+            let method = match (c.remote.auth, auth.map(|a| a.method)) {
+                (AuthKind::Psk, Some(m)) => m == AuthMethod::SHARED_KEY_MIC,
+                (AuthKind::Pubkey(_), Some(m)) => m == AuthMethod::DIGITAL_SIGNATURE,
+                (AuthKind::Eap, None) => true,
+                _ => false,
+            };
+            let who = c.remote.id.as_ref().is_none_or_matches(&peer);
+            let me = match (&idr, &c.local.id) {
+                (Some(want), Some(ours)) => ours.matches(want) || want.matches(ours),
+                _ => true,
+            };
+            same_ike && method && who && me
+        };
+        std::iter::once(sa.conn)
+            .chain(0..self.live)
+            .find(|&i| fits(i))
+            .unwrap_or(sa.conn)
+    }
+    pub(crate) fn child_name(&self, sa: &IkeSa, cfg: usize) -> String {
+        self.config.connections[sa.conn]
+            .children
+            .get(cfg)
+            .map_or_else(|| "?".into(), |c| c.name.clone())
     }
 }

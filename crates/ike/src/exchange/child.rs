@@ -21,16 +21,17 @@ use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, ProtocolId};
 use flowsec_wire::ike::{Ke, Message, Notify, Payload, Proposal, TrafficSelector};
 
 use crate::config::{self, ChildChosen, RekeySwitch};
+use crate::context::Cx;
 use crate::crypto;
 use crate::crypto::KeyExchange;
 use crate::error::ChildError;
 use crate::event::IkeEvent;
+use crate::exchange::Task;
 use crate::host::{error_notify, has_notify, notifies, notify, Host};
 use crate::install::Install;
 use crate::kernel::Kernel;
 use crate::sa::{ChildState, IkeSa, Todo};
 use crate::table::{SaMut, Then};
-use crate::exchange::Task;
 use crate::ts;
 
 /// Bytes of our nonces in CREATE_CHILD_SA.
@@ -153,7 +154,7 @@ pub(crate) fn min_nonce(a: &[u8], b: &[u8]) -> Vec<u8> {
     a.min(b).to_vec()
 }
 
-impl Host {
+impl Cx<'_> {
     /// A request for a Child SA of `cfg` (rekeying `rekey` if given);
     /// `create` for CREATE_CHILD_SA (a nonce, and a KE for PFS with the
     /// first group of the proposals or `group`); `resource`: what it asks
@@ -167,9 +168,8 @@ impl Host {
         create: bool,
         group: Option<DhGroup>,
         resource: Resource,
-        k: &mut dyn Kernel,
     ) -> ChildRequest {
-        let child = &self.config.connections[sa.conn].children[cfg];
+        let child = &self.host.config.connections[sa.conn].children[cfg];
         let (proposals, protocol) = suites(child);
         // A per-resource SA's inbound SPI is one the data plane steers to
         // its resource; a rekey's, to the old SA's.
@@ -179,7 +179,7 @@ impl Host {
                 .and_then(|old| sa.children.iter().find(|c| c.spi_in == old))
                 .and_then(|c| c.cpu),
         };
-        let spi_in = k.alloc_spi_on(protocol, cpu);
+        let spi_in = self.k.alloc_spi_on(protocol, cpu);
         let dh = if create {
             group.or_else(|| {
                 proposals
@@ -196,7 +196,7 @@ impl Host {
             None => (
                 ts::from_config_dynamic(
                     &child.local_ts,
-                    &crate::vip::local_dynamic(&self.config, sa),
+                    &crate::vip::local_dynamic(&self.host.config, sa),
                 ),
                 ts::from_config(&child.remote_ts, sa.remote.ip()),
             ),
@@ -204,10 +204,12 @@ impl Host {
         let offer = config::child_offer(proposals, protocol_id(protocol), spi_in, dh.is_some());
         let mode = child.mode;
         // Without a CPI left, no IPComp (strongSwan does the same).
-        let cpi_in = if child.ipcomp { cpi(k) } else { None };
-        let ke = dh.and_then(|g| crypto::key_exchange(&self.provider, g, self.rng.as_mut()).ok());
+        let cpi_in = if child.ipcomp { cpi(self.k) } else { None };
+        let ke = dh.and_then(|g| {
+            crypto::key_exchange(&self.host.provider, g, self.host.rng.as_mut()).ok()
+        });
         let ni = if create {
-            self.random(NONCE_LEN)
+            self.host.random(NONCE_LEN)
         } else {
             Vec::new()
         };
@@ -226,100 +228,34 @@ impl Host {
         }
     }
 
-    /// The payloads of a Child SA request (rekeying the Child SA with our
-    /// inbound SPI `rekey`, if given); with `create` its nonce and KE.
-    pub(crate) fn child_payloads(
-        &self,
-        req: &ChildRequest,
-        rekey: Option<u32>,
-        create: bool,
-    ) -> Vec<Payload> {
-        let mut p = Vec::new();
-        if let Some(old) = rekey {
-            p.push(Payload::Notify(Notify {
-                protocol: protocol_id(req.protocol).0,
-                spi: old.to_be_bytes().to_vec(),
-                ty: NotifyType::REKEY_SA,
-                data: Vec::new(),
-            }));
-        }
-        if req.mode == Mode::Transport {
-            p.push(notify(NotifyType::USE_TRANSPORT_MODE, vec![]));
-        }
-        p.extend(req.resource.notify());
-        if let Some(cpi) = req.cpi_in {
-            p.push(ipcomp_supported(cpi));
-        }
-        p.push(Payload::Sa(req.offer.clone()));
-        if create {
-            p.push(Payload::Nonce(req.ni.clone()));
-            if let Some(ke) = &req.ke {
-                p.push(Payload::Ke(Ke {
-                    group: ke.group(),
-                    data: ke.public_value().to_vec(),
-                }));
-            }
-        }
-        p.push(Payload::TsI(req.tsi.clone()));
-        p.push(Payload::TsR(req.tsr.clone()));
-        p
-    }
-
     /// Start a CREATE_CHILD_SA exchange for a new Child SA of `cfg`, or a
     /// rekey of the one with inbound SPI `rekey`.
-    pub(crate) fn start_child(
-        &mut self,
-        now: Duration,
-        sa: &mut IkeSa,
-        cfg: usize,
-        rekey: Option<u32>,
-        k: &mut dyn Kernel,
-    ) {
+    pub(crate) fn start_child(&mut self, sa: &mut IkeSa, cfg: usize, rekey: Option<u32>) {
         let resource = self.first_resource(sa, cfg, rekey);
-        self.start_child_with(now, sa, cfg, rekey, None, resource, k);
+        self.start_child_with(sa, cfg, rekey, None, resource);
     }
 
     /// Start a CREATE_CHILD_SA exchange for resource `cpu`'s Child SA of
     /// `cfg` (RFC 9611), unless the group has one for it already.
-    pub(crate) fn start_resource_child(
-        &mut self,
-        now: Duration,
-        sa: &mut IkeSa,
-        cfg: usize,
-        cpu: u32,
-        k: &mut dyn Kernel,
-    ) {
+    pub(crate) fn start_resource_child(&mut self, sa: &mut IkeSa, cfg: usize, cpu: u32) {
         let has = sa.children.iter().any(|c| {
             c.cfg == cfg && c.per_cpu && c.cpu == Some(cpu) && c.state != ChildState::Deleting
         });
         if !has {
-            self.start_child_with(now, sa, cfg, None, None, Resource::Cpu(cpu), k);
-        }
-    }
-
-    /// What a new Child SA of `cfg` (not a rekey) asks of per-resource
-    /// SAs: the fallback of a `per_cpu_sas` child, else nothing.
-    pub(crate) fn first_resource(&self, sa: &IkeSa, cfg: usize, rekey: Option<u32>) -> Resource {
-        let child = &self.config.connections[sa.conn].children[cfg];
-        if child.per_cpu_sas && rekey.is_none() {
-            Resource::Fallback
-        } else {
-            Resource::Plain
+            self.start_child_with(sa, cfg, None, None, Resource::Cpu(cpu));
         }
     }
 
     #[allow(clippy::too_many_arguments)]
     fn start_child_with(
         &mut self,
-        now: Duration,
         sa: &mut IkeSa,
         cfg: usize,
         rekey: Option<u32>,
         group: Option<DhGroup>,
         resource: Resource,
-        k: &mut dyn Kernel,
     ) {
-        let req = self.child_request_for(sa, cfg, rekey, true, group, resource, k);
+        let req = self.child_request_for(sa, cfg, rekey, true, group, resource);
         let payloads = self.child_payloads(&req, rekey, true);
         if let Some(old) = sa.children.iter_mut().find(|c| Some(c.spi_in) == rekey) {
             old.state = ChildState::Rekeying;
@@ -332,42 +268,17 @@ impl Host {
             }),
             None => Task::ChildCreate(ChildCreate { req }),
         };
-        self.request(now, sa, ExchangeType::CREATE_CHILD_SA, payloads, task);
-    }
-
-    /// The KEYMAT for a Child SA (§2.17).
-    pub(crate) fn keymat(
-        &self,
-        sa: &IkeSa,
-        chosen: &ChildChosen,
-        g_ir: Option<&[u8]>,
-        ni: &[u8],
-        nr: &[u8],
-    ) -> Option<zeroize::Zeroizing<Vec<u8>>> {
-        let keys = sa.keys.as_ref()?;
-        let len = 2 * (chosen.encr.map_or(0, |e| e.keymat_len()) + integ_key_len(chosen.integ));
-        crypto::child_keymat(
-            &self.provider,
-            keys.suite.prf,
-            &keys.sk_d,
-            g_ir,
-            ni,
-            nr,
-            len,
-        )
-        .ok()
+        self.request(sa, ExchangeType::CREATE_CHILD_SA, payloads, task);
     }
 
     /// Initiator: install the Child SA `answer` describes, for our
     /// request `req` (rekeying `rekey`, if given); its inbound SPI.
     pub(crate) fn complete_child(
         &mut self,
-        now: Duration,
         sa: &mut SaMut<'_>,
         req: ChildRequest,
         rekey: Option<u32>,
         answer: Answered<'_>,
-        k: &mut dyn Kernel,
     ) -> Result<u32, ChildError> {
         let Answered { msg, ni, nr, g_ir } = answer;
         let c = crate::host::parts(msg);
@@ -403,7 +314,7 @@ impl Host {
             // RFC 9611: a peer that answers without SA_RESOURCE_INFO does
             // not take part; the SA is an ordinary one, and we ask no more.
             (None, _) if !has_notify(msg, NotifyType::SA_RESOURCE_INFO) => {
-                self.events.push(IkeEvent::ChildNoResources {
+                self.host.events.push(IkeEvent::ChildNoResources {
                     child: self.child_name(sa, req.cfg),
                 });
                 sa.queue
@@ -417,7 +328,7 @@ impl Host {
         let ipcomp = match (req.cpi_in, peer_cpi(msg)) {
             (Some(ours), Some(theirs)) => Some((ours, theirs)),
             (Some(ours), None) => {
-                k.release_spi(Protocol::IpComp, u32::from(ours));
+                self.k.release_spi(Protocol::IpComp, u32::from(ours));
                 None
             }
             _ => None,
@@ -436,7 +347,7 @@ impl Host {
             per_cpu,
             cpu,
         };
-        self.install_child(now, sa, install, &keymat, k);
+        self.install_child(sa, install, &keymat);
         if per_cpu && cpu.is_none() && rekey.is_none() {
             self.ask_for_resources(sa, req.cfg);
         }
@@ -448,38 +359,36 @@ impl Host {
     /// rekey of the peer, §2.8.1).
     pub(crate) fn child_response(
         &mut self,
-        now: Duration,
         sa: &mut SaMut<'_>,
         req: ChildRequest,
         rekey: Option<(u32, Option<u32>)>,
         msg: Message,
-        k: &mut dyn Kernel,
     ) -> Then {
         let (cfg, old, reserved) = (req.cfg, rekey.map(|(old, _)| old), req.reserved());
         let name = self.child_name(sa, cfg);
         if let Some(n) = error_notify(&msg) {
             let (ty, data) = (n.ty, n.data.clone());
-            self.child_refused(now, sa, req, old, (ty, &data), k);
-            self.kick(now, sa, k);
+            self.child_refused(sa, req, old, (ty, &data));
+            self.kick(sa);
             return Then::Stay;
         }
-        let (new, ours) = match self.child_answered(now, sa, req, old, &msg, k) {
+        let (new, ours) = match self.child_answered(sa, req, old, &msg) {
             Ok(made) => made,
             Err(why) => {
-                self.events.push(IkeEvent::ChildFailed {
+                self.host.events.push(IkeEvent::ChildFailed {
                     child: name,
                     reason: why,
                 });
-                self.give_up(now, sa, old, reserved, k);
+                self.give_up(sa, old, reserved);
                 return Then::Stay;
             }
         };
         match rekey {
             Some((old, Some(theirs))) => self.rekey_collided(sa, name, (old, theirs), (new, ours)),
-            Some((old, None)) => self.replaced_by_us(sa, old, k),
+            Some((old, None)) => self.replaced_by_us(sa, old),
             None => {}
         }
-        self.kick(now, sa, k);
+        self.kick(sa);
         Then::Stay
     }
 
@@ -487,7 +396,7 @@ impl Host {
     /// initiator of a rekey deletes the old SA). `prefer-new` takes its SAs
     /// out of the data plane at once; `keep-old` sends no DELETE: each end
     /// removes its old SA when its own lifetime ends (timers.rs).
-    fn replaced_by_us(&mut self, sa: &mut IkeSa, old: u32, k: &mut dyn Kernel) {
+    fn replaced_by_us(&mut self, sa: &mut IkeSa, old: u32) {
         let conn = sa.conn;
         let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) else {
             return;
@@ -495,11 +404,11 @@ impl Host {
         c.state = ChildState::Rekeyed;
         c.rekey_at = None;
         let switch = self.switch_of(conn, c.cfg);
-        self.stats.count_rekey(switch);
+        self.host.stats.count_rekey(switch);
         match switch {
             RekeySwitch::LossFree => sa.queue.push_front(Todo::DeleteChild(old)),
             RekeySwitch::PreferNew => {
-                self.drop_replaced(sa, old, k);
+                self.drop_replaced(sa, old);
                 sa.queue.push_front(Todo::DeleteChild(old));
             }
             RekeySwitch::KeepOld => {}
@@ -511,12 +420,10 @@ impl Host {
     /// the lowest nonce of the exchange.
     fn child_answered(
         &mut self,
-        now: Duration,
         sa: &mut SaMut<'_>,
         req: ChildRequest,
         rekey: Option<u32>,
         msg: &Message,
-        k: &mut dyn Kernel,
     ) -> Result<(u32, Vec<u8>), ChildError> {
         let c = crate::host::parts(msg);
         let nr = c.nonce.cloned().ok_or(ChildError::NoNonce)?;
@@ -535,68 +442,36 @@ impl Host {
             nr: &nr,
             g_ir: g_ir.as_deref().map(|v| v.as_slice()),
         };
-        let new = self.complete_child(now, sa, req, rekey, answer, k)?;
+        let new = self.complete_child(sa, req, rekey, answer)?;
         Ok((new, min_nonce(&ni, &nr)))
-    }
-
-    /// §2.8.1: both ends rekeyed `old`; ours made `new` (with the lowest
-    /// nonce `ours`), the peer's `theirs`. The SA made with the lowest of
-    /// the four nonces is closed by the end that made it.
-    fn rekey_collided(
-        &mut self,
-        sa: &mut IkeSa,
-        name: String,
-        (old, theirs): (u32, u32),
-        (new, ours): (u32, Vec<u8>),
-    ) {
-        let their_min = sa
-            .children
-            .iter()
-            .find(|c| c.spi_in == theirs)
-            .map(|c| c.min_nonce.clone());
-        let ours_won = their_min.as_ref().is_none_or(|t| ours >= *t);
-        if ours_won && their_min.is_some() {
-            // Theirs is redundant and the peer will delete it; it must
-            // not start carrying traffic when the old SA goes.
-            if let Some(t) = sa.children.iter_mut().find(|c| c.spi_in == theirs) {
-                t.deferred_out.clear();
-            }
-        }
-        self.events.push(IkeEvent::ChildRekeyCollision {
-            child: name,
-            ours_won,
-        });
-        let redundant = if ours_won { old } else { new };
-        sa.queue.push_front(Todo::DeleteChild(redundant));
     }
 
     /// The peer refused our CREATE_CHILD_SA (a rekey of `rekey`, if
     /// given) with an error notify (its type and data).
     fn child_refused(
         &mut self,
-        now: Duration,
         sa: &mut SaMut<'_>,
         req: ChildRequest,
         rekey: Option<u32>,
         (ty, data): (NotifyType, &[u8]),
-        k: &mut dyn Kernel,
     ) {
         let name = self.child_name(sa, req.cfg);
-        req.reserved().release(k);
+        req.reserved().release(self.k);
         if ty == NotifyType::INVALID_KE_PAYLOAD && data.len() == 2 && req.ke.is_some() {
             let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
-            let ours = suites(&self.config.connections[sa.conn].children[req.cfg])
+            let ours = suites(&self.host.config.connections[sa.conn].children[req.cfg])
                 .0
                 .iter()
                 .any(|p| p.dh.contains(&group));
             if ours && req.ke.as_ref().map(|k| k.group()) != Some(group) {
-                self.events
+                self.host
+                    .events
                     .push(IkeEvent::ChildRetry { child: name, group });
-                self.start_child_with(now, sa, req.cfg, rekey, Some(group), req.resource, k);
+                self.start_child_with(sa, req.cfg, rekey, Some(group), req.resource);
                 return;
             }
         }
-        self.events.push(IkeEvent::ChildRefused {
+        self.host.events.push(IkeEvent::ChildRefused {
             child: name,
             notify: ty,
         });
@@ -606,64 +481,25 @@ impl Host {
             (NotifyType::TS_MAX_QUEUE, None) => sa
                 .queue
                 .retain(|t| !matches!(t, Todo::CreateResource(c, _) if *c == req.cfg)),
-            (NotifyType::CHILD_SA_NOT_FOUND, Some(old)) => self.remove_child(sa, old, k),
+            (NotifyType::CHILD_SA_NOT_FOUND, Some(old)) => self.remove_child(sa, old),
             (NotifyType::TEMPORARY_FAILURE, Some(old)) => {
                 // §2.25: try again a little later.
-                let wait = Duration::from_millis(1000 + u64::from(self.rng.next_u32() % 4000));
+                let wait = Duration::from_millis(1000 + u64::from(self.host.rng.next_u32() % 4000));
                 self.restore(sa, Some(old));
                 if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) {
-                    c.rekey_at = Some(now + wait);
+                    c.rekey_at = Some(self.now + wait);
                 }
             }
             (_, rekey) => self.restore(sa, rekey),
         }
     }
 
-    /// The fallback of a `per_cpu_sas` child is up (we initiated it and
-    /// the peer takes part): ask for one SA per resource of ours, RFC
-    /// 9611 §3 (all at once; strongSwan waits for the kernel to ask per
-    /// CPU). With one resource the fallback serves it.
-    fn ask_for_resources(&mut self, sa: &mut IkeSa, cfg: usize) {
-        let n = self.settings.resources;
-        if n <= 1 {
-            return;
-        }
-        for cpu in 0..n {
-            let todo = Todo::CreateResource(cfg, cpu);
-            if !sa.queue.contains(&todo) {
-                sa.queue.push_back(todo);
-            }
-        }
-        self.events.push(IkeEvent::ChildResources {
-            child: self.child_name(sa, cfg),
-            resources: n,
-        });
-    }
-
     /// Our request for a Child SA came to nothing: its SPI goes back, and
     /// a rekeyed one goes on.
-    fn give_up(
-        &mut self,
-        now: Duration,
-        sa: &mut SaMut<'_>,
-        rekey: Option<u32>,
-        reserved: Reserved,
-        k: &mut dyn Kernel,
-    ) {
-        reserved.release(k);
+    fn give_up(&mut self, sa: &mut SaMut<'_>, rekey: Option<u32>, reserved: Reserved) {
+        reserved.release(self.k);
         self.restore(sa, rekey);
-        self.kick(now, sa, k);
-    }
-
-    /// A rekey that did not happen: the old Child SA goes on.
-    fn restore(&mut self, sa: &mut IkeSa, rekey: Option<u32>) {
-        if let Some(c) = sa
-            .children
-            .iter_mut()
-            .find(|c| Some(c.spi_in) == rekey && c.state == ChildState::Rekeying)
-        {
-            c.state = ChildState::Installed;
-        }
+        self.kick(sa);
     }
 }
 
@@ -742,5 +578,138 @@ pub(crate) fn protocol_of(p: ProtocolId) -> Protocol {
         Protocol::Ah
     } else {
         Protocol::Esp
+    }
+}
+
+impl Host {
+    /// The payloads of a Child SA request (rekeying the Child SA with our
+    /// inbound SPI `rekey`, if given); with `create` its nonce and KE.
+    pub(crate) fn child_payloads(
+        &self,
+        req: &ChildRequest,
+        rekey: Option<u32>,
+        create: bool,
+    ) -> Vec<Payload> {
+        let mut p = Vec::new();
+        if let Some(old) = rekey {
+            p.push(Payload::Notify(Notify {
+                protocol: protocol_id(req.protocol).0,
+                spi: old.to_be_bytes().to_vec(),
+                ty: NotifyType::REKEY_SA,
+                data: Vec::new(),
+            }));
+        }
+        if req.mode == Mode::Transport {
+            p.push(notify(NotifyType::USE_TRANSPORT_MODE, vec![]));
+        }
+        p.extend(req.resource.notify());
+        if let Some(cpi) = req.cpi_in {
+            p.push(ipcomp_supported(cpi));
+        }
+        p.push(Payload::Sa(req.offer.clone()));
+        if create {
+            p.push(Payload::Nonce(req.ni.clone()));
+            if let Some(ke) = &req.ke {
+                p.push(Payload::Ke(Ke {
+                    group: ke.group(),
+                    data: ke.public_value().to_vec(),
+                }));
+            }
+        }
+        p.push(Payload::TsI(req.tsi.clone()));
+        p.push(Payload::TsR(req.tsr.clone()));
+        p
+    }
+    /// What a new Child SA of `cfg` (not a rekey) asks of per-resource
+    /// SAs: the fallback of a `per_cpu_sas` child, else nothing.
+    pub(crate) fn first_resource(&self, sa: &IkeSa, cfg: usize, rekey: Option<u32>) -> Resource {
+        let child = &self.config.connections[sa.conn].children[cfg];
+        if child.per_cpu_sas && rekey.is_none() {
+            Resource::Fallback
+        } else {
+            Resource::Plain
+        }
+    }
+    /// The KEYMAT for a Child SA (§2.17).
+    pub(crate) fn keymat(
+        &self,
+        sa: &IkeSa,
+        chosen: &ChildChosen,
+        g_ir: Option<&[u8]>,
+        ni: &[u8],
+        nr: &[u8],
+    ) -> Option<zeroize::Zeroizing<Vec<u8>>> {
+        let keys = sa.keys.as_ref()?;
+        let len = 2 * (chosen.encr.map_or(0, |e| e.keymat_len()) + integ_key_len(chosen.integ));
+        crypto::child_keymat(
+            &self.provider,
+            keys.suite.prf,
+            &keys.sk_d,
+            g_ir,
+            ni,
+            nr,
+            len,
+        )
+        .ok()
+    }
+    /// §2.8.1: both ends rekeyed `old`; ours made `new` (with the lowest
+    /// nonce `ours`), the peer's `theirs`. The SA made with the lowest of
+    /// the four nonces is closed by the end that made it.
+    fn rekey_collided(
+        &mut self,
+        sa: &mut IkeSa,
+        name: String,
+        (old, theirs): (u32, u32),
+        (new, ours): (u32, Vec<u8>),
+    ) {
+        let their_min = sa
+            .children
+            .iter()
+            .find(|c| c.spi_in == theirs)
+            .map(|c| c.min_nonce.clone());
+        let ours_won = their_min.as_ref().is_none_or(|t| ours >= *t);
+        if ours_won && their_min.is_some() {
+            // Theirs is redundant and the peer will delete it; it must
+            // not start carrying traffic when the old SA goes.
+            if let Some(t) = sa.children.iter_mut().find(|c| c.spi_in == theirs) {
+                t.deferred_out.clear();
+            }
+        }
+        self.events.push(IkeEvent::ChildRekeyCollision {
+            child: name,
+            ours_won,
+        });
+        let redundant = if ours_won { old } else { new };
+        sa.queue.push_front(Todo::DeleteChild(redundant));
+    }
+    /// The fallback of a `per_cpu_sas` child is up (we initiated it and
+    /// the peer takes part): ask for one SA per resource of ours, RFC
+    /// 9611 §3 (all at once; strongSwan waits for the kernel to ask per
+    /// CPU). With one resource the fallback serves it.
+    fn ask_for_resources(&mut self, sa: &mut IkeSa, cfg: usize) {
+        let n = self.settings.resources;
+        if n <= 1 {
+            return;
+        }
+        for cpu in 0..n {
+            let todo = Todo::CreateResource(cfg, cpu);
+            if !sa.queue.contains(&todo) {
+                sa.queue.push_back(todo);
+            }
+        }
+        self.events.push(IkeEvent::ChildResources {
+            child: self.child_name(sa, cfg),
+            resources: n,
+        });
+    }
+    /// A rekey that did not happen: the old Child SA goes on.
+    fn restore(&mut self, sa: &mut IkeSa, rekey: Option<u32>) {
+        if let Some(c) = sa
+            .children
+            .iter_mut()
+            .find(|c| Some(c.spi_in) == rekey && c.state == ChildState::Rekeying)
+        {
+            c.state = ChildState::Installed;
+        }
     }
 }

@@ -12,24 +12,22 @@
 //!                       <-- HDR, SK {SA, Nr, [KEr,] TSi, TSr}   (installed)
 //! ```
 
-use core::time::Duration;
-
 use flowsec_ipsec::{Mode, Protocol};
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, ProtocolId};
 use flowsec_wire::ike::{Ke, Message, Notify, Payload, TrafficSelector};
 
+use crate::config::{self, ChildChosen, RekeySwitch};
+use crate::context::Cx;
+use crate::crypto;
+use crate::event::IkeEvent;
 use crate::exchange::child::{
     cpi, ipcomp_supported, min_nonce, peer_cpi, protocol_of, suites, Resource, NONCE_LEN,
 };
-use crate::config::{self, ChildChosen, RekeySwitch};
-use crate::crypto;
-use crate::event::IkeEvent;
+use crate::exchange::Collision;
 use crate::host::{has_notify, notifies, notify, Host};
 use crate::install::Install;
-use crate::kernel::Kernel;
 use crate::sa::{ChildState, IkeSa};
 use crate::table::{SaMut, Then};
-use crate::exchange::Collision;
 use crate::ts;
 
 /// Most Child SAs one IKE SA may hold (implementation limit; a peer
@@ -64,16 +62,14 @@ struct ChildChoice {
 /// The responder's KE payload and g^ir, with PFS.
 type ChildKe = (Option<Ke>, Option<zeroize::Zeroizing<Vec<u8>>>);
 
-impl Host {
+impl Cx<'_> {
     /// Responder: choose, narrow and install a Child SA for the request
     /// `asked`, and return the payloads of the answer, or the notify that
     /// refuses it (§1.3.1, §2.9).
     pub(crate) fn answer_child(
         &mut self,
-        now: Duration,
         sa: &mut SaMut<'_>,
         asked: ChildAsked<'_>,
-        k: &mut dyn Kernel,
     ) -> Result<Vec<Payload>, Payload> {
         let c = crate::host::parts(asked.msg);
         if c.sa.is_none() || c.tsi.is_none() || c.tsr.is_none() {
@@ -84,7 +80,7 @@ impl Host {
             .and_then(|spi| sa.children.iter().find(|c| c.spi_in == spi));
         let candidates: Vec<usize> = match old {
             Some(old) => vec![old.cfg],
-            None => (0..self.config.connections[sa.conn].children.len()).collect(),
+            None => (0..self.host.config.connections[sa.conn].children.len()).collect(),
         };
         let mut refusal = NotifyType::TS_UNACCEPTABLE;
         for cfg in candidates {
@@ -105,15 +101,204 @@ impl Host {
                 refusal = NotifyType::NO_PROPOSAL_CHOSEN;
                 continue;
             }
-            return self.accept_child(now, sa, &asked, choice, ke, k);
+            return self.accept_child(sa, &asked, choice, ke);
         }
-        self.events.push(IkeEvent::ChildRequestRefused {
+        self.host.events.push(IkeEvent::ChildRequestRefused {
             from: sa.remote.ip(),
             notify: refusal,
         });
         Err(notify(refusal, vec![]))
     }
 
+    /// Responder: install the Child SA `choice` describes (our SPI, and
+    /// CPI if both want IPComp, §2.22), and the payloads of the answer.
+    fn accept_child(
+        &mut self,
+        sa: &mut SaMut<'_>,
+        asked: &ChildAsked<'_>,
+        choice: ChildChoice,
+        (ker, g_ir): ChildKe,
+    ) -> Result<Vec<Payload>, Payload> {
+        let ChildChoice {
+            cfg,
+            chosen,
+            mode,
+            local_ts,
+            remote_ts,
+        } = choice;
+        let protocol = protocol_of(chosen.protocol);
+        let (per_cpu, cpu) = match self.resource_for(sa, asked, cfg, (&local_ts, &remote_ts)) {
+            Ok(place) => place,
+            Err(refusal) => {
+                self.host.events.push(IkeEvent::ChildRequestRefused {
+                    from: sa.remote.ip(),
+                    notify: NotifyType::TS_MAX_QUEUE,
+                });
+                return Err(refusal);
+            }
+        };
+        let spi_in = self.k.alloc_spi_on(protocol, cpu);
+        // IPComp if both want it (§2.22): our CPI in the answer.
+        let ipcomp = match peer_cpi(asked.msg) {
+            Some(theirs) if self.host.config.connections[sa.conn].children[cfg].ipcomp => {
+                cpi(self.k).map(|ours| (ours, theirs))
+            }
+            _ => None,
+        };
+        let g_ir = g_ir.as_deref().map(|v| v.as_slice());
+        let Some(keymat) = self.keymat(sa, &chosen, g_ir, asked.ni, asked.nr) else {
+            self.k.release_spi(protocol, spi_in);
+            if let Some((ours, _)) = ipcomp {
+                self.k.release_spi(Protocol::IpComp, u32::from(ours));
+            }
+            return Err(notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]));
+        };
+        let reqid = asked
+            .rekey
+            .and_then(|spi| sa.children.iter().find(|c| c.spi_in == spi))
+            .map(|o| o.reqid);
+        let install = Install {
+            cfg,
+            chosen: &chosen,
+            spi_in,
+            mode,
+            local_ts: local_ts.clone(),
+            remote_ts: remote_ts.clone(),
+            we_initiated: false,
+            reqid,
+            min_nonce: min_nonce(asked.ni, asked.nr),
+            ipcomp,
+            per_cpu,
+            cpu,
+        };
+        self.install_child(sa, install, &keymat);
+        if let Some(old) = asked.rekey {
+            self.replaced_by_peer(sa, old, spi_in);
+        }
+        let mut out = Vec::new();
+        if mode == Mode::Transport {
+            out.push(notify(NotifyType::USE_TRANSPORT_MODE, vec![]));
+        }
+        if let Some((ours, _)) = ipcomp {
+            out.push(ipcomp_supported(ours));
+        }
+        // RFC 9611 §3: we take part, and this SA is ours for `cpu`.
+        if per_cpu && asked.rekey.is_none() {
+            out.extend(cpu.map_or(Resource::Fallback, Resource::Cpu).notify());
+        }
+        out.push(Payload::Sa(vec![config::child_answer(&chosen, spi_in)]));
+        if asked.create {
+            out.push(Payload::Nonce(asked.nr.to_vec()));
+        }
+        if let Some(ke) = ker {
+            out.push(Payload::Ke(ke));
+        }
+        out.push(Payload::TsI(remote_ts));
+        out.push(Payload::TsR(local_ts));
+        Ok(out)
+    }
+
+    /// Responder: the peer's rekey replaced Child SA `old` by `new` (our
+    /// inbound SPIs). The rekey's initiator deletes the old one; if it
+    /// never does, we do after the grace time. If we were rekeying it
+    /// too, our request in flight learns of the collision (§2.8.1: our
+    /// response decides).
+    /// `prefer-new` takes the old SAs out of the data plane at once;
+    /// `keep-old` keeps them (and its lifetime) until it expires.
+    fn replaced_by_peer(&mut self, sa: &mut SaMut<'_>, old: u32, new: u32) {
+        let grace = self.host.settings.rekeyed_grace;
+        let mut collided = false;
+        let mut drop = false;
+        let conn = sa.conn;
+        if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) {
+            collided = c.state == ChildState::Rekeying;
+            c.state = ChildState::Rekeyed;
+            c.rekey_at = None;
+            let switch = self.switch_of(conn, c.cfg);
+            self.host.stats.count_rekey(switch);
+            if switch != RekeySwitch::KeepOld {
+                c.expire_at = Some(self.now + grace);
+            }
+            drop = switch == RekeySwitch::PreferNew;
+        }
+        if drop {
+            self.drop_replaced(sa, old);
+        }
+        if collided {
+            sa.exch.collided(Collision::Child { old, theirs: new });
+        }
+    }
+
+    /// Responder: a CREATE_CHILD_SA request (§1.3): for the IKE SA (a
+    /// rekey, rekey.rs), or for a Child SA, new or a rekey of one.
+    pub(crate) fn child_request(&mut self, sa: &mut SaMut<'_>, mid: u32, msg: Message) -> Then {
+        let is_ike = msg.payloads.iter().any(|p| matches!(p, Payload::Sa(s) if s.first().is_some_and(|p| p.protocol == ProtocolId::IKE)));
+        if is_ike {
+            return self.ike_rekey_request(sa, mid, msg);
+        }
+        let payloads = match rekeyed_child(sa, &msg) {
+            Err(refusal) => vec![refusal],
+            Ok(None) if sa.children.len() >= MAX_CHILDREN => {
+                // A bound on what one peer can make us hold (RFC 7296 §3.10.1).
+                vec![notify(NotifyType::NO_ADDITIONAL_SAS, vec![])]
+            }
+            Ok(old) => {
+                let ni = crate::host::parts(&msg).nonce.cloned().unwrap_or_default();
+                let nr = self.host.random(NONCE_LEN);
+                let asked = ChildAsked {
+                    msg: &msg,
+                    rekey: old,
+                    ni: &ni,
+                    nr: &nr,
+                    create: true,
+                };
+                self.answer_child(sa, asked).unwrap_or_else(|n| vec![n])
+            }
+        };
+        self.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
+        self.kick(sa);
+        Then::Stay
+    }
+}
+
+/// The Child SA a CREATE_CHILD_SA request rekeys (REKEY_SA, §1.3.3), by
+/// our inbound SPI; `None` for a new one. Else the notify that refuses
+/// it: TEMPORARY_FAILURE while we delete it (§2.25.1), CHILD_SA_NOT_FOUND
+/// for one we do not have, INVALID_SYNTAX for a REKEY_SA of no ESP or AH
+/// SPI.
+fn rekeyed_child(sa: &IkeSa, msg: &Message) -> Result<Option<u32>, Payload> {
+    let Some(n) = notifies(msg).find(|n| n.ty == NotifyType::REKEY_SA) else {
+        return Ok(None);
+    };
+    let (proto, spi) = (n.protocol, n.spi.as_slice());
+    let (Ok(spi), true) = (
+        <[u8; 4]>::try_from(spi),
+        proto == ProtocolId::ESP.0 || proto == ProtocolId::AH.0,
+    ) else {
+        return Err(notify(NotifyType::INVALID_SYNTAX, vec![]));
+    };
+    let spi = u32::from_be_bytes(spi);
+    // The peer names it by its inbound SPI: our outbound one.
+    let want = protocol_of(ProtocolId(proto));
+    match sa
+        .children
+        .iter()
+        .find(|c| c.spi_out == spi && c.sa_out.protocol == want)
+    {
+        Some(c) if c.state == ChildState::Deleting => {
+            Err(notify(NotifyType::TEMPORARY_FAILURE, vec![]))
+        }
+        Some(c) => Ok(Some(c.spi_in)),
+        None => Err(Payload::Notify(Notify {
+            protocol: proto,
+            spi: spi.to_be_bytes().to_vec(),
+            ty: NotifyType::CHILD_SA_NOT_FOUND,
+            data: Vec::new(),
+        })),
+    }
+}
+
+impl Host {
     /// Whether child config `cfg` fits the request: the selectors narrowed
     /// to ours (§2.9), the mode, a proposal (§2.7, the group of the
     /// peer's KE payload first). Else why not: the refusal to answer, or
@@ -162,7 +347,6 @@ impl Host {
             remote_ts,
         })
     }
-
     /// Responder, PFS (§1.3.1): our KE payload and g^ir for the peer's
     /// `kei`, which must be of the group chosen (else INVALID_KE_PAYLOAD
     /// with ours, §1.3); nothing without one.
@@ -185,97 +369,6 @@ impl Host {
         };
         Ok((Some(ker), Some(g_ir)))
     }
-
-    /// Responder: install the Child SA `choice` describes (our SPI, and
-    /// CPI if both want IPComp, §2.22), and the payloads of the answer.
-    fn accept_child(
-        &mut self,
-        now: Duration,
-        sa: &mut SaMut<'_>,
-        asked: &ChildAsked<'_>,
-        choice: ChildChoice,
-        (ker, g_ir): ChildKe,
-        k: &mut dyn Kernel,
-    ) -> Result<Vec<Payload>, Payload> {
-        let ChildChoice {
-            cfg,
-            chosen,
-            mode,
-            local_ts,
-            remote_ts,
-        } = choice;
-        let protocol = protocol_of(chosen.protocol);
-        let (per_cpu, cpu) = match self.resource_for(sa, asked, cfg, (&local_ts, &remote_ts)) {
-            Ok(place) => place,
-            Err(refusal) => {
-                self.events.push(IkeEvent::ChildRequestRefused {
-                    from: sa.remote.ip(),
-                    notify: NotifyType::TS_MAX_QUEUE,
-                });
-                return Err(refusal);
-            }
-        };
-        let spi_in = k.alloc_spi_on(protocol, cpu);
-        // IPComp if both want it (§2.22): our CPI in the answer.
-        let ipcomp = match peer_cpi(asked.msg) {
-            Some(theirs) if self.config.connections[sa.conn].children[cfg].ipcomp => {
-                cpi(k).map(|ours| (ours, theirs))
-            }
-            _ => None,
-        };
-        let g_ir = g_ir.as_deref().map(|v| v.as_slice());
-        let Some(keymat) = self.keymat(sa, &chosen, g_ir, asked.ni, asked.nr) else {
-            k.release_spi(protocol, spi_in);
-            if let Some((ours, _)) = ipcomp {
-                k.release_spi(Protocol::IpComp, u32::from(ours));
-            }
-            return Err(notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]));
-        };
-        let reqid = asked
-            .rekey
-            .and_then(|spi| sa.children.iter().find(|c| c.spi_in == spi))
-            .map(|o| o.reqid);
-        let install = Install {
-            cfg,
-            chosen: &chosen,
-            spi_in,
-            mode,
-            local_ts: local_ts.clone(),
-            remote_ts: remote_ts.clone(),
-            we_initiated: false,
-            reqid,
-            min_nonce: min_nonce(asked.ni, asked.nr),
-            ipcomp,
-            per_cpu,
-            cpu,
-        };
-        self.install_child(now, sa, install, &keymat, k);
-        if let Some(old) = asked.rekey {
-            self.replaced_by_peer(now, sa, old, spi_in, k);
-        }
-        let mut out = Vec::new();
-        if mode == Mode::Transport {
-            out.push(notify(NotifyType::USE_TRANSPORT_MODE, vec![]));
-        }
-        if let Some((ours, _)) = ipcomp {
-            out.push(ipcomp_supported(ours));
-        }
-        // RFC 9611 §3: we take part, and this SA is ours for `cpu`.
-        if per_cpu && asked.rekey.is_none() {
-            out.extend(cpu.map_or(Resource::Fallback, Resource::Cpu).notify());
-        }
-        out.push(Payload::Sa(vec![config::child_answer(&chosen, spi_in)]));
-        if asked.create {
-            out.push(Payload::Nonce(asked.nr.to_vec()));
-        }
-        if let Some(ke) = ker {
-            out.push(Payload::Ke(ke));
-        }
-        out.push(Payload::TsI(remote_ts));
-        out.push(Payload::TsR(local_ts));
-        Ok(out)
-    }
-
     /// Responder, RFC 9611: whether the Child SA asked for joins a group
     /// of per-resource SAs and as whose. A rekey keeps the old SA's
     /// place. A request with SA_RESOURCE_INFO for a `per_cpu_sas` child
@@ -324,119 +417,5 @@ impl Host {
             Some(cpu) => Ok((true, Some(cpu))),
             None => Err(notify(NotifyType::TS_MAX_QUEUE, vec![])),
         }
-    }
-
-    /// Responder: the peer's rekey replaced Child SA `old` by `new` (our
-    /// inbound SPIs). The rekey's initiator deletes the old one; if it
-    /// never does, we do after the grace time. If we were rekeying it
-    /// too, our request in flight learns of the collision (§2.8.1: our
-    /// response decides).
-    /// `prefer-new` takes the old SAs out of the data plane at once;
-    /// `keep-old` keeps them (and its lifetime) until it expires.
-    fn replaced_by_peer(
-        &mut self,
-        now: Duration,
-        sa: &mut SaMut<'_>,
-        old: u32,
-        new: u32,
-        k: &mut dyn Kernel,
-    ) {
-        let grace = self.settings.rekeyed_grace;
-        let mut collided = false;
-        let mut drop = false;
-        let conn = sa.conn;
-        if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) {
-            collided = c.state == ChildState::Rekeying;
-            c.state = ChildState::Rekeyed;
-            c.rekey_at = None;
-            let switch = self.switch_of(conn, c.cfg);
-            self.stats.count_rekey(switch);
-            if switch != RekeySwitch::KeepOld {
-                c.expire_at = Some(now + grace);
-            }
-            drop = switch == RekeySwitch::PreferNew;
-        }
-        if drop {
-            self.drop_replaced(sa, old, k);
-        }
-        if collided {
-            sa.exch.collided(Collision::Child { old, theirs: new });
-        }
-    }
-
-    /// Responder: a CREATE_CHILD_SA request (§1.3): for the IKE SA (a
-    /// rekey, rekey.rs), or for a Child SA, new or a rekey of one.
-    pub(crate) fn child_request(
-        &mut self,
-        now: Duration,
-        sa: &mut SaMut<'_>,
-        mid: u32,
-        msg: Message,
-        k: &mut dyn Kernel,
-    ) -> Then {
-        let is_ike = msg.payloads.iter().any(|p| matches!(p, Payload::Sa(s) if s.first().is_some_and(|p| p.protocol == ProtocolId::IKE)));
-        if is_ike {
-            return self.ike_rekey_request(now, sa, mid, msg, k);
-        }
-        let payloads = match rekeyed_child(sa, &msg) {
-            Err(refusal) => vec![refusal],
-            Ok(None) if sa.children.len() >= MAX_CHILDREN => {
-                // A bound on what one peer can make us hold (RFC 7296 §3.10.1).
-                vec![notify(NotifyType::NO_ADDITIONAL_SAS, vec![])]
-            }
-            Ok(old) => {
-                let ni = crate::host::parts(&msg).nonce.cloned().unwrap_or_default();
-                let nr = self.random(NONCE_LEN);
-                let asked = ChildAsked {
-                    msg: &msg,
-                    rekey: old,
-                    ni: &ni,
-                    nr: &nr,
-                    create: true,
-                };
-                self.answer_child(now, sa, asked, k)
-                    .unwrap_or_else(|n| vec![n])
-            }
-        };
-        self.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
-        self.kick(now, sa, k);
-        Then::Stay
-    }
-}
-
-/// The Child SA a CREATE_CHILD_SA request rekeys (REKEY_SA, §1.3.3), by
-/// our inbound SPI; `None` for a new one. Else the notify that refuses
-/// it: TEMPORARY_FAILURE while we delete it (§2.25.1), CHILD_SA_NOT_FOUND
-/// for one we do not have, INVALID_SYNTAX for a REKEY_SA of no ESP or AH
-/// SPI.
-fn rekeyed_child(sa: &IkeSa, msg: &Message) -> Result<Option<u32>, Payload> {
-    let Some(n) = notifies(msg).find(|n| n.ty == NotifyType::REKEY_SA) else {
-        return Ok(None);
-    };
-    let (proto, spi) = (n.protocol, n.spi.as_slice());
-    let (Ok(spi), true) = (
-        <[u8; 4]>::try_from(spi),
-        proto == ProtocolId::ESP.0 || proto == ProtocolId::AH.0,
-    ) else {
-        return Err(notify(NotifyType::INVALID_SYNTAX, vec![]));
-    };
-    let spi = u32::from_be_bytes(spi);
-    // The peer names it by its inbound SPI: our outbound one.
-    let want = protocol_of(ProtocolId(proto));
-    match sa
-        .children
-        .iter()
-        .find(|c| c.spi_out == spi && c.sa_out.protocol == want)
-    {
-        Some(c) if c.state == ChildState::Deleting => {
-            Err(notify(NotifyType::TEMPORARY_FAILURE, vec![]))
-        }
-        Some(c) => Ok(Some(c.spi_in)),
-        None => Err(Payload::Notify(Notify {
-            protocol: proto,
-            spi: spi.to_be_bytes().to_vec(),
-            ty: NotifyType::CHILD_SA_NOT_FOUND,
-            data: Vec::new(),
-        })),
     }
 }

@@ -11,17 +11,15 @@
 //!                               <--  HDR, SK {}
 //! ```
 
-use core::time::Duration;
-
 use flowsec_wire::iana::{ExchangeType, NotifyType, ProtocolId};
 use flowsec_wire::ike::{Delete as DeletePayload, Message, Payload};
 
+use crate::context::Cx;
 use crate::event::IkeEvent;
-use crate::host::{error_notify, Host};
-use crate::kernel::Kernel;
+use crate::exchange::Task;
+use crate::host::error_notify;
 use crate::sa::{ChildState, IkeSa, IkeState};
 use crate::table::{SaMut, Then};
-use crate::exchange::Task;
 
 /// The Child SAs a peer's DELETE payloads name, by our inbound SPI (the
 /// peer names its inbound SPI: our outbound one): those whose halves our
@@ -41,7 +39,10 @@ fn deleted_children(sa: &IkeSa, deletes: &[&DeletePayload]) -> (Vec<(ProtocolId,
                 .find(|c| c.spi_out == *spi && c.sa_out.protocol == want)
             {
                 Some(c) if c.state == ChildState::Deleting => crossed.push(c.spi_in),
-                Some(c) => ours.push((crate::exchange::child::protocol_id(c.sa_in.protocol), c.spi_in)),
+                Some(c) => ours.push((
+                    crate::exchange::child::protocol_id(c.sa_in.protocol),
+                    c.spi_in,
+                )),
                 None => {}
             }
         }
@@ -58,15 +59,13 @@ pub(crate) enum Delete {
     Ike,
 }
 
-impl Host {
+impl Cx<'_> {
     /// Responder: an INFORMATIONAL request.
     pub(crate) fn informational_request(
         &mut self,
-        now: Duration,
         sa: &mut SaMut<'_>,
         mid: u32,
         msg: Message,
-        k: &mut dyn Kernel,
     ) -> Then {
         let deletes: Vec<&DeletePayload> = msg
             .payloads
@@ -78,8 +77,8 @@ impl Host {
             .collect();
         if deletes.iter().any(|d| d.protocol == ProtocolId::IKE) {
             self.respond(sa, ExchangeType::INFORMATIONAL, mid, vec![]);
-            self.events.push(IkeEvent::Deleted {
-                name: self.conn_name(sa),
+            self.host.events.push(IkeEvent::Deleted {
+                name: self.host.conn_name(sa),
                 unique_id: sa.uid,
                 by_peer: true,
             });
@@ -88,8 +87,8 @@ impl Host {
         if let Some(n) = error_notify(&msg) {
             // E.g. AUTHENTICATION_FAILED after IKE_AUTH (§2.21.2).
             let ty = n.ty;
-            self.events.push(IkeEvent::PeerReports {
-                name: self.conn_name(sa),
+            self.host.events.push(IkeEvent::PeerReports {
+                name: self.host.conn_name(sa),
                 unique_id: sa.uid,
                 notify: ty,
             });
@@ -100,7 +99,7 @@ impl Host {
         }
         let (ours, crossed) = deleted_children(sa, &deletes);
         for spi in &crossed {
-            self.remove_child(sa, *spi, k);
+            self.remove_child(sa, *spi);
         }
         // Those the peer closes on its own (not the old half of a rekey).
         let closed: Vec<u32> = sa
@@ -113,7 +112,7 @@ impl Host {
             .collect();
         let after = self.after_close(sa, Some(&closed));
         for (_, spi) in &ours {
-            self.remove_child(sa, *spi, k);
+            self.remove_child(sa, *spi);
         }
         // One Delete payload per protocol (§3.11).
         let payloads = [ProtocolId::ESP, ProtocolId::AH]
@@ -128,12 +127,12 @@ impl Host {
             })
             .collect();
         self.respond(sa, ExchangeType::INFORMATIONAL, mid, payloads);
-        self.kick(now, sa, k);
+        self.kick(sa);
         Then::Revive(after)
     }
 
     /// Start deleting the Child SA with inbound SPI `spi`.
-    pub(crate) fn start_delete_child(&mut self, now: Duration, sa: &mut IkeSa, spi: u32) {
+    pub(crate) fn start_delete_child(&mut self, sa: &mut IkeSa, spi: u32) {
         let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == spi) else {
             return;
         };
@@ -143,7 +142,6 @@ impl Host {
             spis: vec![spi],
         });
         self.request(
-            now,
             sa,
             ExchangeType::INFORMATIONAL,
             vec![d],
@@ -152,7 +150,7 @@ impl Host {
     }
 
     /// Start deleting the IKE SA (and with it its Child SAs).
-    pub(crate) fn start_delete_ike(&mut self, now: Duration, sa: &mut IkeSa) {
+    pub(crate) fn start_delete_ike(&mut self, sa: &mut IkeSa) {
         sa.state = IkeState::Deleting;
         sa.expire_at = None;
         let d = Payload::Delete(DeletePayload {
@@ -160,7 +158,6 @@ impl Host {
             spis: vec![],
         });
         self.request(
-            now,
             sa,
             ExchangeType::INFORMATIONAL,
             vec![d],

@@ -19,20 +19,21 @@ use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, PayloadType};
 use flowsec_wire::ike::{Header, Ke, Message, Payload, Proposal};
 use zeroize::Zeroizing;
 
-use crate::exchange::auth::InitMessages;
 use crate::config::{self, AddrSpec, IkeChosen, TcpEncap};
+use crate::context::Cx;
 use crate::crypto::KeyExchange;
 use crate::crypto::{self, IkeKeys, SkCrypto};
 use crate::engine::Ike;
 use crate::error::{CommandError, InitResponseError, NegotiationError};
 use crate::event::IkeEvent;
+use crate::exchange::auth::InitMessages;
 use crate::exchange::Exchanges;
+use crate::exchange::Task;
 use crate::host::{error_notify, has_notify, notifies, notify, parts, Host};
 use crate::kernel::Kernel;
 use crate::nat::{nat_detect, nat_hash};
 use crate::sa::{IkeKeyState, IkeSa, IkeState};
 use crate::table::{SaMut, Then};
-use crate::exchange::Task;
 use crate::transport::Transport;
 
 // The UDP port IKE starts on, and the one it floats to (§2.23).
@@ -73,7 +74,7 @@ impl Ike {
         child: Option<&str>,
         k: &mut dyn Kernel,
     ) -> Result<(), CommandError> {
-        self.host.enter(now);
+        self.host.enter();
         // Not a connection a reload retired.
         let found = self.host.config.connections[..self.host.live]
             .iter()
@@ -120,7 +121,7 @@ impl Ike {
             };
             if sa.state == IkeState::Established {
                 sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
-                self.host.kick(now, &mut sa, k);
+                Cx::new(&mut self.host, now, k).kick(&mut sa);
             } else if sa.exch.task().and_then(Task::first_child) != Some(cfg) {
                 // IKE_AUTH will carry the first child; the rest follow.
                 sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
@@ -218,7 +219,7 @@ impl Ike {
             unique_id: uid,
             remote: remote.ip(),
         });
-        self.host.send_init(now, &mut sa, init);
+        Cx::new(&mut self.host, now, k).send_init(&mut sa, init);
         self.sas.insert(sa);
         Ok(spi_i)
     }
@@ -238,23 +239,14 @@ impl Ike {
             self.host.stats.unknown_spi += 1;
             return;
         };
-        let then = self.host.init_response(now, &mut sa, header, data, k);
+        let then = Cx::new(&mut self.host, now, k).init_response(&mut sa, header, data);
         self.then(now, at, then, k);
     }
 }
 
-impl Host {
-    /// Connection `conn` says IKEV2_FRAGMENTATION_SUPPORTED (RFC 7383
-    /// §2.3: not with `fragmentation = no`).
-    pub(crate) fn announces_fragmentation(&self, conn: usize) -> bool {
-        self.config
-            .connections
-            .get(conn)
-            .is_some_and(|c| c.fragmentation.announced())
-    }
-
+impl Cx<'_> {
     /// (Re)send our IKE_SA_INIT request.
-    fn send_init(&mut self, now: Duration, sa: &mut IkeSa, init: IkeInit) {
+    fn send_init(&mut self, sa: &mut IkeSa, init: IkeInit) {
         let mut payloads = Vec::new();
         if let Some(c) = &init.cookie {
             payloads.push(notify(NotifyType::COOKIE, c.clone()));
@@ -292,61 +284,18 @@ impl Host {
             ExchangeType::IKE_SA_INIT,
             vec![data.clone()],
             Task::IkeInit(init),
-            now,
-            &self.settings.retransmit,
+            self.now,
+            &self.host.settings.retransmit,
         );
-        self.push(sa.transport, sa.local, sa.remote, data);
-    }
-
-    /// SKEYSEED and the seven keys (§2.14); the SK crypto of each
-    /// direction as seen by us.
-    /// `nonces` are (Ni, Nr), `spis` (SPIi, SPIr).
-    pub(crate) fn derive(
-        &self,
-        chosen: &IkeChosen,
-        g_ir: &[u8],
-        nonces: (&[u8], &[u8]),
-        spis: (u64, u64),
-        initiator: bool,
-    ) -> Option<IkeKeyState> {
-        let seed =
-            crypto::skeyseed(&self.provider, chosen.suite.prf, nonces.0, nonces.1, g_ir).ok()?;
-        self.keys_from_seed(chosen, &seed, nonces, spis, initiator)
-    }
-
-    /// The keys from a SKEYSEED (also after an IKE SA rekey, §2.18).
-    pub(crate) fn keys_from_seed(
-        &self,
-        chosen: &IkeChosen,
-        seed: &[u8],
-        (ni, nr): (&[u8], &[u8]),
-        (spi_i, spi_r): (u64, u64),
-        initiator: bool,
-    ) -> Option<IkeKeyState> {
-        let k: IkeKeys =
-            crypto::ike_keys(&self.provider, &chosen.suite, seed, ni, nr, spi_i, spi_r).ok()?;
-        let s = &chosen.suite;
-        let i2r = SkCrypto::new(&self.provider, s.encr, s.integ, &k.sk_ei, &k.sk_ai).ok()?;
-        let r2i = SkCrypto::new(&self.provider, s.encr, s.integ, &k.sk_er, &k.sk_ar).ok()?;
-        let (out, inn) = if initiator { (i2r, r2i) } else { (r2i, i2r) };
-        Some(IkeKeyState {
-            suite: chosen.suite,
-            sk_d: Zeroizing::new(k.sk_d.to_vec()),
-            sk_pi: Zeroizing::new(k.sk_pi.to_vec()),
-            sk_pr: Zeroizing::new(k.sk_pr.to_vec()),
-            out,
-            inn,
-        })
+        self.host.push(sa.transport, sa.local, sa.remote, data);
     }
 
     /// The initiator's side: the answer to our IKE_SA_INIT.
     pub(crate) fn init_response(
         &mut self,
-        now: Duration,
         sa: &mut SaMut<'_>,
         header: &Header,
         data: &[u8],
-        k: &mut dyn Kernel,
     ) -> Then {
         // Unauthenticated (§2.21.1): what does not move the exchange on
         // leaves our request and its retransmissions as they were, so a
@@ -356,17 +305,17 @@ impl Host {
             || sa.state != IkeState::Connecting
             || !sa.initiator
         {
-            self.stats.bad_message_id += 1;
+            self.host.stats.bad_message_id += 1;
             return Then::Stay;
         }
         let msg = match Message::parse(data) {
             Ok(m) if crate::rules::check(ExchangeType::IKE_SA_INIT, true, &m.payloads).is_ok() => m,
             _ => {
-                self.stats.malformed += 1;
+                self.host.stats.malformed += 1;
                 return Then::Stay;
             }
         };
-        if let Some(then) = self.init_notified(now, sa, &msg) {
+        if let Some(then) = self.init_notified(sa, &msg) {
             return then;
         }
         let Some(Task::IkeInit(init)) = sa.exch.task() else {
@@ -421,7 +370,7 @@ impl Host {
             ni: init.ni,
             nr: nr.clone(),
         };
-        self.send_auth(now, sa, messages, init.first_child, k)
+        self.send_auth(sa, messages, init.first_child)
     }
 
     /// The notifies of an IKE_SA_INIT answer that do not complete it:
@@ -429,7 +378,7 @@ impl Host {
     /// to [`MAX_INIT_RETRIES`] times; another error notify, as
     /// unauthenticated, is noted and waited past (§2.21.1). `None`: none
     /// of them.
-    fn init_notified(&mut self, now: Duration, sa: &mut SaMut<'_>, msg: &Message) -> Option<Then> {
+    fn init_notified(&mut self, sa: &mut SaMut<'_>, msg: &Message) -> Option<Then> {
         let Some(Task::IkeInit(init)) = sa.exch.task() else {
             return Some(Then::Stay);
         };
@@ -438,7 +387,7 @@ impl Host {
             // §2.6: the same request again, the cookie first.
             if retries < MAX_INIT_RETRIES && n.data.len() <= 64 && !n.data.is_empty() {
                 let cookie = n.data.clone();
-                self.init_again(now, sa, |init| init.cookie = Some(cookie));
+                self.init_again(sa, |init| init.cookie = Some(cookie));
                 return Some(Then::Stay);
             }
             return Some(self.fail(sa, NegotiationError::TooManyCookies));
@@ -447,22 +396,24 @@ impl Host {
         if n.ty == NotifyType::INVALID_KE_PAYLOAD && n.data.len() == 2 && retries < MAX_INIT_RETRIES
         {
             let wanted = DhGroup(u16::from_be_bytes([n.data[0], n.data[1]]));
-            let offered = self.config.connections[sa.conn]
+            let offered = self.host.config.connections[sa.conn]
                 .proposals
                 .iter()
                 .any(|p| p.dh.contains(&wanted));
             if offered && group != wanted {
-                if let Ok(ke) = crypto::key_exchange(&self.provider, wanted, self.rng.as_mut()) {
-                    self.events.push(IkeEvent::InitRetry { group: wanted });
-                    self.init_again(now, sa, |init| init.ke = ke);
+                if let Ok(ke) =
+                    crypto::key_exchange(&self.host.provider, wanted, self.host.rng.as_mut())
+                {
+                    self.host.events.push(IkeEvent::InitRetry { group: wanted });
+                    self.init_again(sa, |init| init.ke = ke);
                     return Some(Then::Stay);
                 }
             }
         }
         // Not acted on at once: a valid answer may still come; if none
         // does, the retransmissions run out (§2.21.1).
-        self.events.push(IkeEvent::InitRefused {
-            name: self.conn_name(sa),
+        self.host.events.push(IkeEvent::InitRefused {
+            name: self.host.conn_name(sa),
             unique_id: sa.uid,
             notify: n.ty,
         });
@@ -470,41 +421,12 @@ impl Host {
     }
 
     /// Our IKE_SA_INIT again, changed by `change` (one retry more).
-    fn init_again(&mut self, now: Duration, sa: &mut IkeSa, change: impl FnOnce(&mut IkeInit)) {
+    fn init_again(&mut self, sa: &mut IkeSa, change: impl FnOnce(&mut IkeInit)) {
         if let Some(Task::IkeInit(mut init)) = sa.exch.take_task() {
             init.retries += 1;
             change(&mut init);
-            self.send_init(now, sa, init);
+            self.send_init(sa, init);
         }
-    }
-
-    /// An IKE_SA_INIT answer we cannot use: unauthenticated, so it ends
-    /// nothing (§2.21.1); the request stays in flight.
-    fn bogus_init(&mut self, sa: &IkeSa, why: InitResponseError) -> Then {
-        self.stats.malformed += 1;
-        self.events.push(IkeEvent::InitIgnored {
-            name: self.conn_name(sa),
-            unique_id: sa.uid,
-            why,
-        });
-        Then::Stay
-    }
-
-    /// Give up on an IKE SA that is not established yet: it goes when
-    /// its borrow ends.
-    pub(crate) fn fail(&mut self, sa: &IkeSa, reason: NegotiationError) -> Then {
-        self.report_failed(sa, reason);
-        Then::Destroy(Vec::new())
-    }
-
-    /// Report that negotiating `sa` failed (the caller ends it).
-    pub(crate) fn report_failed(&mut self, sa: &IkeSa, reason: NegotiationError) {
-        self.events.push(IkeEvent::NegotiationFailed {
-            name: self.conn_name(sa),
-            unique_id: sa.uid,
-            remote: sa.remote.ip(),
-            reason,
-        });
     }
 }
 
@@ -603,4 +525,80 @@ fn promoted<P: Clone>(
             p
         })
         .collect()
+}
+
+impl Host {
+    /// Connection `conn` says IKEV2_FRAGMENTATION_SUPPORTED (RFC 7383
+    /// §2.3: not with `fragmentation = no`).
+    pub(crate) fn announces_fragmentation(&self, conn: usize) -> bool {
+        self.config
+            .connections
+            .get(conn)
+            .is_some_and(|c| c.fragmentation.announced())
+    }
+    /// SKEYSEED and the seven keys (§2.14); the SK crypto of each
+    /// direction as seen by us.
+    /// `nonces` are (Ni, Nr), `spis` (SPIi, SPIr).
+    pub(crate) fn derive(
+        &self,
+        chosen: &IkeChosen,
+        g_ir: &[u8],
+        nonces: (&[u8], &[u8]),
+        spis: (u64, u64),
+        initiator: bool,
+    ) -> Option<IkeKeyState> {
+        let seed =
+            crypto::skeyseed(&self.provider, chosen.suite.prf, nonces.0, nonces.1, g_ir).ok()?;
+        self.keys_from_seed(chosen, &seed, nonces, spis, initiator)
+    }
+    /// The keys from a SKEYSEED (also after an IKE SA rekey, §2.18).
+    pub(crate) fn keys_from_seed(
+        &self,
+        chosen: &IkeChosen,
+        seed: &[u8],
+        (ni, nr): (&[u8], &[u8]),
+        (spi_i, spi_r): (u64, u64),
+        initiator: bool,
+    ) -> Option<IkeKeyState> {
+        let k: IkeKeys =
+            crypto::ike_keys(&self.provider, &chosen.suite, seed, ni, nr, spi_i, spi_r).ok()?;
+        let s = &chosen.suite;
+        let i2r = SkCrypto::new(&self.provider, s.encr, s.integ, &k.sk_ei, &k.sk_ai).ok()?;
+        let r2i = SkCrypto::new(&self.provider, s.encr, s.integ, &k.sk_er, &k.sk_ar).ok()?;
+        let (out, inn) = if initiator { (i2r, r2i) } else { (r2i, i2r) };
+        Some(IkeKeyState {
+            suite: chosen.suite,
+            sk_d: Zeroizing::new(k.sk_d.to_vec()),
+            sk_pi: Zeroizing::new(k.sk_pi.to_vec()),
+            sk_pr: Zeroizing::new(k.sk_pr.to_vec()),
+            out,
+            inn,
+        })
+    }
+    /// An IKE_SA_INIT answer we cannot use: unauthenticated, so it ends
+    /// nothing (§2.21.1); the request stays in flight.
+    fn bogus_init(&mut self, sa: &IkeSa, why: InitResponseError) -> Then {
+        self.stats.malformed += 1;
+        self.events.push(IkeEvent::InitIgnored {
+            name: self.conn_name(sa),
+            unique_id: sa.uid,
+            why,
+        });
+        Then::Stay
+    }
+    /// Give up on an IKE SA that is not established yet: it goes when
+    /// its borrow ends.
+    pub(crate) fn fail(&mut self, sa: &IkeSa, reason: NegotiationError) -> Then {
+        self.report_failed(sa, reason);
+        Then::Destroy(Vec::new())
+    }
+    /// Report that negotiating `sa` failed (the caller ends it).
+    pub(crate) fn report_failed(&mut self, sa: &IkeSa, reason: NegotiationError) {
+        self.events.push(IkeEvent::NegotiationFailed {
+            name: self.conn_name(sa),
+            unique_id: sa.uid,
+            remote: sa.remote.ip(),
+            reason,
+        });
+    }
 }

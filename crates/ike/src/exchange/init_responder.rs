@@ -19,13 +19,13 @@ use flowsec_wire::ike::{Ke, Message, Payload, Proposal};
 use zeroize::Zeroizing;
 
 use crate::admit::Refusal;
-use crate::exchange::auth::{AwaitingAuth, InitMessages};
 use crate::config::{self, AddrSpec, IkeChosen};
 use crate::crypto::{self, KeyExchange};
 use crate::engine::{Arrival, Ike};
 use crate::event::IkeEvent;
-use crate::host::{has_notify, notify, parts, Host};
+use crate::exchange::auth::{AwaitingAuth, InitMessages};
 use crate::exchange::init::{init_header, new_sa, promote_ike, NONCE_LEN};
+use crate::host::{has_notify, notify, parts, Host};
 use crate::nat::{nat_detect, nat_hash};
 use crate::sa::{IkeKeyState, IkeSa, IkeState};
 

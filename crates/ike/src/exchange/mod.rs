@@ -32,8 +32,8 @@ use crate::exchange::auth::{AwaitingAuth, IkeAuth};
 use crate::exchange::child::{ChildCreate, ChildRekey, ChildRequest};
 use crate::exchange::info::Delete;
 use crate::exchange::init::IkeInit;
-use crate::kernel::Kernel;
 use crate::exchange::rekey::IkeRekey;
+use crate::kernel::Kernel;
 
 /// The exchange manager of an IKE SA, with its tasks.
 pub(crate) type Manager = Exchanges<Task, AwaitingAuth>;

@@ -16,15 +16,15 @@ use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType};
 use flowsec_wire::ike::{Ke, Message, Payload, Proposal};
 
 use crate::config::{self, IkeChosen};
+use crate::context::Cx;
 use crate::crypto;
 use crate::crypto::KeyExchange;
 use crate::event::IkeEvent;
-use crate::host::{error_notify, notify, Host};
 use crate::exchange::init::new_sa;
-use crate::kernel::Kernel;
+use crate::exchange::{Collision, Task};
+use crate::host::{error_notify, notify};
 use crate::sa::{IkeSa, IkeState, Todo};
 use crate::table::{SaMut, Then};
-use crate::exchange::{Collision, Task};
 use crate::timers::hand_over;
 
 /// Bytes of our nonces.
@@ -64,21 +64,22 @@ pub(crate) struct IkeRekey {
     pub collision: Option<(u64, Vec<u8>)>,
 }
 
-impl Host {
+impl Cx<'_> {
     /// Start rekeying `sa`, with its current group or `group`.
-    pub(crate) fn start_ike_rekey(&mut self, now: Duration, sa: &mut SaMut<'_>) {
-        self.start_ike_rekey_with(now, sa, None);
+    pub(crate) fn start_ike_rekey(&mut self, sa: &mut SaMut<'_>) {
+        self.start_ike_rekey_with(sa, None);
     }
 
-    fn start_ike_rekey_with(&mut self, now: Duration, sa: &mut SaMut<'_>, group: Option<DhGroup>) {
+    fn start_ike_rekey_with(&mut self, sa: &mut SaMut<'_>, group: Option<DhGroup>) {
         let Some(keys) = &sa.keys else { return };
         let group = group.unwrap_or(keys.suite.dh);
-        let Ok(ke) = crypto::key_exchange(&self.provider, group, self.rng.as_mut()) else {
+        let Ok(ke) = crypto::key_exchange(&self.host.provider, group, self.host.rng.as_mut())
+        else {
             return;
         };
-        let spi = self.new_spi(|s| sa.others.contains_spi(s));
-        let ni = self.random(NONCE_LEN);
-        let mut offer = config::ike_offer(&self.config.connections[sa.conn].proposals);
+        let spi = self.host.new_spi(|s| sa.others.contains_spi(s));
+        let ni = self.host.random(NONCE_LEN);
+        let mut offer = config::ike_offer(&self.host.config.connections[sa.conn].proposals);
         for p in &mut offer {
             p.spi = spi.to_be_bytes().to_vec();
         }
@@ -91,7 +92,6 @@ impl Host {
             }),
         ];
         self.request(
-            now,
             sa,
             ExchangeType::CREATE_CHILD_SA,
             payloads,
@@ -107,13 +107,7 @@ impl Host {
 
     /// The new IKE SA of a rekey, its keys from the old SA's SK_d
     /// (§2.18); we are its original initiator if we started the rekey.
-    fn rekeyed_sa(
-        &mut self,
-        now: Duration,
-        old: &IkeSa,
-        agreed: Agreed<'_>,
-        initiator: bool,
-    ) -> Option<IkeSa> {
+    fn rekeyed_sa(&mut self, old: &IkeSa, agreed: Agreed<'_>, initiator: bool) -> Option<IkeSa> {
         let Agreed {
             chosen,
             g_ir,
@@ -121,12 +115,26 @@ impl Host {
             spis,
         } = agreed;
         let keys = old.keys.as_ref()?;
-        let seed = crypto::rekey_skeyseed(&self.provider, keys.suite.prf, &keys.sk_d, g_ir, ni, nr)
-            .ok()?;
+        let seed = crypto::rekey_skeyseed(
+            &self.host.provider,
+            keys.suite.prf,
+            &keys.sk_d,
+            g_ir,
+            ni,
+            nr,
+        )
+        .ok()?;
         let keys = self.keys_from_seed(chosen, &seed, (ni, nr), spis, initiator)?;
-        let uid = self.next_uid;
-        self.next_uid += 1;
-        let mut sa = new_sa(old.conn, uid, spis, initiator, (old.local, old.remote), now);
+        let uid = self.host.next_uid;
+        self.host.next_uid += 1;
+        let mut sa = new_sa(
+            old.conn,
+            uid,
+            spis,
+            initiator,
+            (old.local, old.remote),
+            self.now,
+        );
         sa.keys = Some(keys);
         sa.nat_local = old.nat_local;
         // The new IKE SA shares the old one's connection (RFC 9329 §5),
@@ -147,27 +155,20 @@ impl Host {
         sa.dns = old.dns.clone();
         sa.vips_remote = old.vips_remote.clone();
         for (pool, addr) in &sa.vips_remote {
-            self.leases.hold(pool, *addr);
+            self.host.leases.hold(pool, *addr);
         }
-        self.established(now, &mut sa);
+        self.established(&mut sa);
         Some(sa)
     }
 
     /// Responder: the peer rekeys the IKE SA.
-    pub(crate) fn ike_rekey_request(
-        &mut self,
-        now: Duration,
-        sa: &mut SaMut<'_>,
-        mid: u32,
-        msg: Message,
-        k: &mut dyn Kernel,
-    ) -> Then {
-        let answer = match self.ike_rekey_answer(now, sa, &msg) {
+    pub(crate) fn ike_rekey_request(&mut self, sa: &mut SaMut<'_>, mid: u32, msg: Message) -> Then {
+        let answer = match self.ike_rekey_answer(sa, &msg) {
             Ok(answer) => answer,
             Err((ty, data)) => {
                 let n = notify(ty, data);
                 self.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, vec![n]);
-                self.kick(now, sa, k);
+                self.kick(sa);
                 return Then::Stay;
             }
         };
@@ -186,10 +187,10 @@ impl Host {
             new.children = std::mem::take(&mut sa.children);
             hand_over(sa, &mut new);
             sa.state = IkeState::Rekeyed;
-            sa.expire_at = Some(now + self.settings.rekeyed_grace);
+            sa.expire_at = Some(self.now + self.host.settings.rekeyed_grace);
         }
-        self.events.push(IkeEvent::Rekeyed {
-            name: self.conn_name(sa),
+        self.host.events.push(IkeEvent::Rekeyed {
+            name: self.host.conn_name(sa),
             unique_id: sa.uid,
             new_unique_id: new.uid,
             by_peer: true,
@@ -205,7 +206,6 @@ impl Host {
     /// refuses it.
     fn ike_rekey_answer(
         &mut self,
-        now: Duration,
         sa: &mut SaMut<'_>,
         msg: &Message,
     ) -> Result<RekeyAnswer, (NotifyType, Vec<u8>)> {
@@ -221,7 +221,7 @@ impl Host {
         let (Some(sai), Some(kei), Some(ni)) = (p.sa, p.ke, p.nonce.cloned()) else {
             return refuse(NotifyType::INVALID_SYNTAX);
         };
-        let conn = &self.config.connections[sa.conn];
+        let conn = &self.host.config.connections[sa.conn];
         let ours = crate::exchange::init::promote_ike(&conn.proposals, kei.group);
         let Some(chosen) = config::select_ike(&ours, sai) else {
             return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
@@ -238,7 +238,8 @@ impl Host {
             let group = chosen.suite.dh.0.to_be_bytes().to_vec();
             return Err((NotifyType::INVALID_KE_PAYLOAD, group));
         }
-        let ours = crypto::key_exchange(&self.provider, chosen.suite.dh, self.rng.as_mut());
+        let ours =
+            crypto::key_exchange(&self.host.provider, chosen.suite.dh, self.host.rng.as_mut());
         let g_ir = ours
             .as_ref()
             .ok()
@@ -246,15 +247,15 @@ impl Host {
         let (Ok(ours), Some(g_ir)) = (ours, g_ir) else {
             return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
         };
-        let spi_r = self.new_spi(|s| sa.others.contains_spi(s));
-        let nr = self.random(NONCE_LEN);
+        let spi_r = self.host.new_spi(|s| sa.others.contains_spi(s));
+        let nr = self.host.random(NONCE_LEN);
         let agreed = Agreed {
             chosen: &chosen,
             g_ir: &g_ir,
             nonces: (&ni, &nr),
             spis: (peer_spi, spi_r),
         };
-        let Some(new) = self.rekeyed_sa(now, sa, agreed, false) else {
+        let Some(new) = self.rekeyed_sa(sa, agreed, false) else {
             return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
         };
         let mut answer = config::ike_answer(&chosen);
@@ -277,17 +278,15 @@ impl Host {
     /// Initiator: the answer to our IKE SA rekey.
     pub(crate) fn ike_rekey_response(
         &mut self,
-        now: Duration,
         sa: &mut SaMut<'_>,
         mut req: IkeRekey,
         msg: Message,
-        k: &mut dyn Kernel,
     ) -> Then {
-        let name = self.conn_name(sa);
-        let outcome = self.ike_rekey_outcome(now, sa, &req, &msg);
+        let name = self.host.conn_name(sa);
+        let outcome = self.ike_rekey_outcome(sa, &req, &msg);
         let (mut new, nr) = match outcome {
             Ok(made) => made,
-            Err(refused) => return self.ike_rekey_refused(now, sa, req, refused, k),
+            Err(refused) => return self.ike_rekey_refused(sa, req, refused),
         };
         match req.collision.take() {
             Some((theirs, their_min))
@@ -295,7 +294,7 @@ impl Host {
             {
                 // §2.8.2: ours has the lowest nonce: ours is redundant
                 // and we close it; the peer deletes the old SA.
-                self.events.push(IkeEvent::RekeyCollisionLost {
+                self.host.events.push(IkeEvent::RekeyCollisionLost {
                     name: name.clone(),
                     unique_id: sa.uid,
                 });
@@ -306,7 +305,7 @@ impl Host {
                 }
                 new.queue.push_back(Todo::DeleteIke);
                 sa.state = IkeState::Rekeyed;
-                sa.expire_at = Some(now + self.settings.rekeyed_grace);
+                sa.expire_at = Some(self.now + self.host.settings.rekeyed_grace);
             }
             _ => {
                 new.children = std::mem::take(&mut sa.children);
@@ -317,7 +316,7 @@ impl Host {
                 sa.queue.push_back(Todo::DeleteIke);
             }
         }
-        self.events.push(IkeEvent::Rekeyed {
+        self.host.events.push(IkeEvent::Rekeyed {
             name,
             unique_id: sa.uid,
             new_unique_id: new.uid,
@@ -335,45 +334,38 @@ impl Host {
     /// (§2.25). If the peer's rekey crossed ours, its SA takes over.
     fn ike_rekey_refused(
         &mut self,
-        now: Duration,
         sa: &mut SaMut<'_>,
         req: IkeRekey,
         (ty, data): (NotifyType, Vec<u8>),
-        k: &mut dyn Kernel,
     ) -> Then {
         if ty == NotifyType::INVALID_KE_PAYLOAD && data.len() == 2 && req.collision.is_none() {
             let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
             if group != req.ke.group()
-                && self.config.connections[sa.conn]
+                && self.host.config.connections[sa.conn]
                     .proposals
                     .iter()
                     .any(|p| p.dh.contains(&group))
             {
-                self.start_ike_rekey_with(now, sa, Some(group));
+                self.start_ike_rekey_with(sa, Some(group));
                 return Then::Stay;
             }
         }
-        self.events.push(IkeEvent::RekeyFailed {
-            name: self.conn_name(sa),
+        self.host.events.push(IkeEvent::RekeyFailed {
+            name: self.host.conn_name(sa),
             unique_id: sa.uid,
             notify: ty,
         });
         if ty == NotifyType::TEMPORARY_FAILURE {
-            let wait = Duration::from_millis(1000 + u64::from(self.rng.next_u32() % 4000));
-            sa.rekey_at = Some(now + wait);
+            let wait = Duration::from_millis(1000 + u64::from(self.host.rng.next_u32() % 4000));
+            sa.rekey_at = Some(self.now + wait);
         }
-        self.settle_collision(now, sa, req.collision);
-        self.kick(now, sa, k);
+        self.settle_collision(sa, req.collision);
+        self.kick(sa);
         Then::Stay
     }
 
     /// Our rekey did not happen but the peer's did: its SA takes over.
-    fn settle_collision(
-        &mut self,
-        now: Duration,
-        sa: &mut SaMut<'_>,
-        collision: Option<(u64, Vec<u8>)>,
-    ) {
+    fn settle_collision(&mut self, sa: &mut SaMut<'_>, collision: Option<(u64, Vec<u8>)>) {
         if let Some((theirs, _)) = collision {
             let (old, others) = sa.parts();
             if let Some(t) = others.get_mut(theirs) {
@@ -381,7 +373,7 @@ impl Host {
                 hand_over(old, t);
             }
             sa.state = IkeState::Rekeyed;
-            sa.expire_at = Some(now + self.settings.rekeyed_grace);
+            sa.expire_at = Some(self.now + self.host.settings.rekeyed_grace);
         }
     }
 
@@ -389,7 +381,6 @@ impl Host {
     /// notify that refused it.
     fn ike_rekey_outcome(
         &mut self,
-        now: Duration,
         sa: &IkeSa,
         req: &IkeRekey,
         msg: &Message,
@@ -419,7 +410,7 @@ impl Host {
             nonces: (&req.ni, &nr),
             spis: (req.spi, spi_r),
         };
-        let new = self.rekeyed_sa(now, sa, agreed, true);
+        let new = self.rekeyed_sa(sa, agreed, true);
         new.map(|new| (new, nr)).ok_or_else(syntax)
     }
 }
