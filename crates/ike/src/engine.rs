@@ -29,7 +29,6 @@ use flowsec_wire::ike::{Header, IkeError, Message, PayloadType};
 use crate::config::Config;
 use crate::context::Cx;
 use crate::event::IkeEvent;
-use crate::exchange::info::Delete;
 use crate::exchange::Task;
 use crate::exchange::{RequestVerdict, Retransmit};
 use crate::host::{notify, Host};
@@ -528,7 +527,7 @@ impl Cx<'_> {
             if let Some(e) = follow_peer(sa, local, remote, self.k) {
                 self.host.events.push(e);
             }
-            self.on_response(sa, req.task, msg)
+            req.task.process(self, sa, msg)
         } else if sa.exch.classify(header.message_id) == RequestVerdict::Process {
             sa.exch.processing(request_digest);
             // A half-open SA never moves to another address: admit.rs
@@ -553,7 +552,7 @@ impl Cx<'_> {
                     self.host.push_all(sa.transport, sa.local, sa.remote, data);
                 }
             }
-            self.on_request(sa, header.exchange, header.message_id, msg)
+            crate::exchange::answer(self, sa, header.exchange, header.message_id, msg)
         } else {
             self.host.stats.bad_message_id += 1;
             Then::Stay
@@ -749,75 +748,6 @@ impl Cx<'_> {
                         None
                     }
                 }
-            }
-        }
-    }
-
-    /// A response to our request, with the task that waited for it.
-    fn on_response(&mut self, sa: &mut SaMut<'_>, task: Task, msg: Message) -> Then {
-        match task {
-            // IKE_SA_INIT is handled before decryption.
-            Task::IkeInit(_) => Then::Stay,
-            Task::IkeAuth(t) => self.auth_response(sa, t, msg),
-            Task::ChildCreate(t) => self.child_response(sa, t.req, None, msg),
-            Task::ChildRekey(t) => {
-                let rekey = Some((t.old, t.collision));
-                self.child_response(sa, t.req, rekey, msg)
-            }
-            Task::IkeRekey(t) => self.ike_rekey_response(sa, t, msg),
-            Task::Delete(Delete::Children(spis)) => {
-                for spi in spis {
-                    self.remove_child(sa, spi);
-                }
-                self.kick(sa);
-                Then::Stay
-            }
-            Task::Delete(Delete::Ike) => {
-                self.host.events.push(IkeEvent::Deleted {
-                    name: self.host.conn_name(sa),
-                    unique_id: sa.uid,
-                    by_peer: false,
-                });
-                Then::Destroy(Vec::new())
-            }
-            Task::Dpd => {
-                self.kick(sa);
-                Then::Stay
-            }
-        }
-    }
-
-    /// A request of the peer, in order.
-    fn on_request(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        exchange: ExchangeType,
-        mid: u32,
-        msg: Message,
-    ) -> Then {
-        match exchange {
-            ExchangeType::IKE_AUTH if sa.state == IkeState::HalfOpen => {
-                self.auth_request(sa, mid, msg)
-            }
-            ExchangeType::CREATE_CHILD_SA if sa.state == IkeState::Established => {
-                self.child_request(sa, mid, msg)
-            }
-            ExchangeType::CREATE_CHILD_SA => {
-                // §2.25: rekeyed or being deleted: not now.
-                self.respond(
-                    sa,
-                    exchange,
-                    mid,
-                    vec![notify(NotifyType::TEMPORARY_FAILURE, vec![])],
-                );
-                Then::Stay
-            }
-            ExchangeType::INFORMATIONAL if sa.state != IkeState::HalfOpen => {
-                self.informational_request(sa, mid, msg)
-            }
-            _ => {
-                self.host.stats.malformed += 1;
-                Then::Stay
             }
         }
     }

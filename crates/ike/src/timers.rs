@@ -284,7 +284,12 @@ impl Cx<'_> {
                 Todo::RekeyIke => self.start_ike_rekey(sa),
                 Todo::DeleteChild(spi) => self.start_delete_child(sa, spi),
                 Todo::DeleteIke => self.start_delete_ike(sa),
-                Todo::Dpd => self.request(sa, ExchangeType::INFORMATIONAL, vec![], Task::Dpd),
+                Todo::Dpd => self.request(
+                    sa,
+                    ExchangeType::INFORMATIONAL,
+                    vec![],
+                    Task::Dpd(crate::exchange::info::Dpd),
+                ),
             }
         }
     }

@@ -25,6 +25,7 @@ use crate::error::NegotiationError;
 use crate::event::IkeEvent;
 use crate::exchange::child::{Answered, ChildRequest};
 use crate::exchange::child_responder::ChildAsked;
+use crate::exchange::Exchange;
 use crate::exchange::Task;
 use crate::host::{error_notify, has_notify, notify, Host};
 use crate::sa::{IkeSa, IkeState};
@@ -319,52 +320,6 @@ impl Cx<'_> {
         Then::Destroy(Vec::new())
     }
 
-    /// Initiator: the answer to IKE_AUTH.
-    pub(crate) fn auth_response(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        task: IkeAuth,
-        msg: Message,
-    ) -> Then {
-        if has_notify(&msg, NotifyType::AUTHENTICATION_FAILED) {
-            if let Some(req) = &task.child {
-                req.reserved().release(self.k);
-            }
-            self.host.stats.auth_failed += 1;
-            return self.fail(sa, NegotiationError::PeerAuthFailed);
-        }
-        if let Some(st) = task.eap {
-            let task = IkeAuth { eap: None, ..task };
-            return self.eap_peer_response(sa, task, st, msg);
-        }
-        let IkeAuth { init, child, .. } = task;
-        let me = sa.local_id.clone().unwrap_or(Identity::Any);
-        let checked = self.peer_authenticated(sa, &init, &msg, &me);
-        let Ok(peer) = checked else {
-            if let Some(req) = &child {
-                req.reserved().release(self.k);
-            }
-            let (idr, _) = id_and_auth(&msg, false);
-            self.host.events.push(IkeEvent::AuthFailed {
-                from: sa.remote.ip(),
-                id: idr.and_then(Identity::from_wire),
-                why: checked.err().flatten(),
-            });
-            // §2.21.2: tell the responder in an INFORMATIONAL of its own
-            // (the exception to not answering a response), sent once and
-            // not waited for, and forget the SA at once (as strongSwan).
-            let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
-            let mid = sa.exch.peek_mid();
-            let data = self
-                .host
-                .protect(sa, ExchangeType::INFORMATIONAL, false, mid, &[n]);
-            self.host.push_all(sa.transport, sa.local, sa.remote, data);
-            self.host.stats.auth_failed += 1;
-            return self.fail(sa, NegotiationError::ResponderAuthBad);
-        };
-        self.finish_initiator(sa, (init, child), peer, msg)
-    }
-
     /// Initiator: the responder is authenticated; its last IKE_AUTH
     /// answer `msg` gives the virtual IPs and the first Child SA.
     pub(crate) fn finish_initiator(
@@ -631,5 +586,49 @@ impl Host {
             .children
             .get(cfg)
             .map_or_else(|| "?".into(), |c| c.name.clone())
+    }
+}
+
+impl Exchange for IkeAuth {
+    /// Initiator: the answer to IKE_AUTH.
+    fn process(self, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
+        let task = self;
+        if has_notify(&msg, NotifyType::AUTHENTICATION_FAILED) {
+            if let Some(req) = &task.child {
+                req.reserved().release(cx.k);
+            }
+            cx.host.stats.auth_failed += 1;
+            return cx.fail(sa, NegotiationError::PeerAuthFailed);
+        }
+        if let Some(st) = task.eap {
+            let task = IkeAuth { eap: None, ..task };
+            return cx.eap_peer_response(sa, task, st, msg);
+        }
+        let IkeAuth { init, child, .. } = task;
+        let me = sa.local_id.clone().unwrap_or(Identity::Any);
+        let checked = cx.peer_authenticated(sa, &init, &msg, &me);
+        let Ok(peer) = checked else {
+            if let Some(req) = &child {
+                req.reserved().release(cx.k);
+            }
+            let (idr, _) = id_and_auth(&msg, false);
+            cx.host.events.push(IkeEvent::AuthFailed {
+                from: sa.remote.ip(),
+                id: idr.and_then(Identity::from_wire),
+                why: checked.err().flatten(),
+            });
+            // §2.21.2: tell the responder in an INFORMATIONAL of its own
+            // (the exception to not answering a response), sent once and
+            // not waited for, and forget the SA at once (as strongSwan).
+            let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
+            let mid = sa.exch.peek_mid();
+            let data = cx
+                .host
+                .protect(sa, ExchangeType::INFORMATIONAL, false, mid, &[n]);
+            cx.host.push_all(sa.transport, sa.local, sa.remote, data);
+            cx.host.stats.auth_failed += 1;
+            return cx.fail(sa, NegotiationError::ResponderAuthBad);
+        };
+        cx.finish_initiator(sa, (init, child), peer, msg)
     }
 }

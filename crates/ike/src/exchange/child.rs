@@ -26,6 +26,7 @@ use crate::crypto;
 use crate::crypto::KeyExchange;
 use crate::error::ChildError;
 use crate::event::IkeEvent;
+use crate::exchange::Exchange;
 use crate::exchange::Task;
 use crate::host::{error_notify, has_notify, notifies, notify, Host};
 use crate::install::Install;
@@ -711,5 +712,18 @@ impl Host {
         {
             c.state = ChildState::Installed;
         }
+    }
+}
+
+impl Exchange for ChildCreate {
+    fn process(self, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
+        cx.child_response(sa, self.req, None, msg)
+    }
+}
+
+impl Exchange for ChildRekey {
+    fn process(self, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
+        let rekey = Some((self.old, self.collision));
+        cx.child_response(sa, self.req, rekey, msg)
     }
 }

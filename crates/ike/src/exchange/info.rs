@@ -16,6 +16,7 @@ use flowsec_wire::ike::{Delete as DeletePayload, Message, Payload};
 
 use crate::context::Cx;
 use crate::event::IkeEvent;
+use crate::exchange::Exchange;
 use crate::exchange::Task;
 use crate::host::error_notify;
 use crate::sa::{ChildState, IkeSa, IkeState};
@@ -57,6 +58,40 @@ pub(crate) enum Delete {
     Children(Vec<u32>),
     /// Of the IKE SA, and with it of its Child SAs.
     Ike,
+}
+
+/// An empty INFORMATIONAL (§1.4, dead-peer detection), initiator: any
+/// answer proves the peer alive.
+pub(crate) struct Dpd;
+
+impl Exchange for Delete {
+    fn process(self, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, _: Message) -> Then {
+        match self {
+            Delete::Children(spis) => {
+                for spi in spis {
+                    cx.remove_child(sa, spi);
+                }
+                cx.kick(sa);
+                Then::Stay
+            }
+            Delete::Ike => {
+                let name = cx.conn_name(sa);
+                cx.events.push(IkeEvent::Deleted {
+                    name,
+                    unique_id: sa.uid,
+                    by_peer: false,
+                });
+                Then::Destroy(Vec::new())
+            }
+        }
+    }
+}
+
+impl Exchange for Dpd {
+    fn process(self, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, _: Message) -> Then {
+        cx.kick(sa);
+        Then::Stay
+    }
 }
 
 impl Cx<'_> {

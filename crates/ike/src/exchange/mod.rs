@@ -30,10 +30,28 @@ pub(crate) use manager::{Collide, Exchanges, RequestVerdict, Wire};
 
 use crate::exchange::auth::{AwaitingAuth, IkeAuth};
 use crate::exchange::child::{ChildCreate, ChildRekey, ChildRequest};
-use crate::exchange::info::Delete;
+use flowsec_wire::iana::{ExchangeType, NotifyType};
+use flowsec_wire::ike::Message;
+
+use crate::host::notify;
+use crate::sa::IkeState;
+
+use crate::context::Cx;
+use crate::exchange::info::{Delete, Dpd};
 use crate::exchange::init::IkeInit;
 use crate::exchange::rekey::IkeRekey;
 use crate::kernel::Kernel;
+use crate::table::{SaMut, Then};
+
+/// An exchange of ours in flight (strongSwan's task, initiator side): it
+/// built and sent its request, it holds what it needs until the answer
+/// comes, and it owns what the answer does. The engine only routes the
+/// response here (it is verified, in order, and passed the payload
+/// rules) and applies the [`Then`] it returns.
+pub(crate) trait Exchange {
+    /// The answer `msg` to our request arrived on `sa`.
+    fn process(self, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then;
+}
 
 /// The exchange manager of an IKE SA, with its tasks.
 pub(crate) type Manager = Exchanges<Task, AwaitingAuth>;
@@ -54,7 +72,7 @@ pub(crate) enum Task {
     /// INFORMATIONAL with DELETE (§1.4.1).
     Delete(Delete),
     /// An empty INFORMATIONAL: dead-peer detection (§1.4).
-    Dpd,
+    Dpd(Dpd),
 }
 
 /// A rekey of the peer that we answered while ours was in flight.
@@ -96,6 +114,21 @@ impl Collide for Task {
 }
 
 impl Task {
+    /// The answer to its request: the task's own [`Exchange::process`].
+    pub fn process(self, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
+        match self {
+            // IKE_SA_INIT is answered in the clear, before any SA has keys
+            // (init.rs handles it before decryption).
+            Task::IkeInit(_) => Then::Stay,
+            Task::IkeAuth(t) => t.process(cx, sa, msg),
+            Task::ChildCreate(t) => t.process(cx, sa, msg),
+            Task::ChildRekey(t) => t.process(cx, sa, msg),
+            Task::IkeRekey(t) => t.process(cx, sa, msg),
+            Task::Delete(t) => t.process(cx, sa, msg),
+            Task::Dpd(t) => t.process(cx, sa, msg),
+        }
+    }
+
     /// The Child SA config the task is bringing up first, while the IKE
     /// SA is being made (IKE_AUTH carries it).
     pub fn first_child(&self) -> Option<usize> {
@@ -130,6 +163,40 @@ impl Task {
     pub fn release(&self, k: &mut dyn Kernel) {
         if let Some(req) = self.child_request() {
             req.reserved().release(k);
+        }
+    }
+}
+
+/// A request of the peer, in order (the responder's side): routed to the
+/// exchange that answers it.
+pub(crate) fn answer(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    exchange: ExchangeType,
+    mid: u32,
+    msg: Message,
+) -> Then {
+    match exchange {
+        ExchangeType::IKE_AUTH if sa.state == IkeState::HalfOpen => cx.auth_request(sa, mid, msg),
+        ExchangeType::CREATE_CHILD_SA if sa.state == IkeState::Established => {
+            cx.child_request(sa, mid, msg)
+        }
+        ExchangeType::CREATE_CHILD_SA => {
+            // §2.25: rekeyed or being deleted: not now.
+            cx.respond(
+                sa,
+                exchange,
+                mid,
+                vec![notify(NotifyType::TEMPORARY_FAILURE, vec![])],
+            );
+            Then::Stay
+        }
+        ExchangeType::INFORMATIONAL if sa.state != IkeState::HalfOpen => {
+            cx.informational_request(sa, mid, msg)
+        }
+        _ => {
+            cx.host.stats.malformed += 1;
+            Then::Stay
         }
     }
 }

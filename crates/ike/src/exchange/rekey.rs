@@ -21,6 +21,7 @@ use crate::crypto;
 use crate::crypto::KeyExchange;
 use crate::event::IkeEvent;
 use crate::exchange::init::new_sa;
+use crate::exchange::Exchange;
 use crate::exchange::{Collision, Task};
 use crate::host::{error_notify, notify};
 use crate::sa::{IkeSa, IkeState, Todo};
@@ -275,59 +276,6 @@ impl Cx<'_> {
         })
     }
 
-    /// Initiator: the answer to our IKE SA rekey.
-    pub(crate) fn ike_rekey_response(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        mut req: IkeRekey,
-        msg: Message,
-    ) -> Then {
-        let name = self.host.conn_name(sa);
-        let outcome = self.ike_rekey_outcome(sa, &req, &msg);
-        let (mut new, nr) = match outcome {
-            Ok(made) => made,
-            Err(refused) => return self.ike_rekey_refused(sa, req, refused),
-        };
-        match req.collision.take() {
-            Some((theirs, their_min))
-                if req.ni.as_slice().min(nr.as_slice()) < their_min.as_slice() =>
-            {
-                // §2.8.2: ours has the lowest nonce: ours is redundant
-                // and we close it; the peer deletes the old SA.
-                self.host.events.push(IkeEvent::RekeyCollisionLost {
-                    name: name.clone(),
-                    unique_id: sa.uid,
-                });
-                let (old, others) = sa.parts();
-                if let Some(t) = others.get_mut(theirs) {
-                    t.children = std::mem::take(&mut old.children);
-                    hand_over(old, t);
-                }
-                new.queue.push_back(Todo::DeleteIke);
-                sa.state = IkeState::Rekeyed;
-                sa.expire_at = Some(self.now + self.host.settings.rekeyed_grace);
-            }
-            _ => {
-                new.children = std::mem::take(&mut sa.children);
-                hand_over(sa, &mut new);
-                sa.state = IkeState::Rekeyed;
-                sa.expire_at = None;
-                sa.queue.clear();
-                sa.queue.push_back(Todo::DeleteIke);
-            }
-        }
-        self.host.events.push(IkeEvent::Rekeyed {
-            name,
-            unique_id: sa.uid,
-            new_unique_id: new.uid,
-            by_peer: false,
-        });
-        Then::Rekeyed {
-            new: Box::new(new),
-            start: true,
-        }
-    }
-
     /// Initiator: our IKE SA rekey came to nothing (the peer's notify, or
     /// ours for an answer we cannot use). INVALID_KE_PAYLOAD with a group
     /// of ours makes us ask again with it (§1.3); TEMPORARY_FAILURE, later
@@ -412,5 +360,56 @@ impl Cx<'_> {
         };
         let new = self.rekeyed_sa(sa, agreed, true);
         new.map(|new| (new, nr)).ok_or_else(syntax)
+    }
+}
+
+impl Exchange for IkeRekey {
+    /// Initiator: the answer to our IKE SA rekey.
+    fn process(self, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
+        let mut req = self;
+        let name = cx.host.conn_name(sa);
+        let outcome = cx.ike_rekey_outcome(sa, &req, &msg);
+        let (mut new, nr) = match outcome {
+            Ok(made) => made,
+            Err(refused) => return cx.ike_rekey_refused(sa, req, refused),
+        };
+        match req.collision.take() {
+            Some((theirs, their_min))
+                if req.ni.as_slice().min(nr.as_slice()) < their_min.as_slice() =>
+            {
+                // §2.8.2: ours has the lowest nonce: ours is redundant
+                // and we close it; the peer deletes the old SA.
+                cx.host.events.push(IkeEvent::RekeyCollisionLost {
+                    name: name.clone(),
+                    unique_id: sa.uid,
+                });
+                let (old, others) = sa.parts();
+                if let Some(t) = others.get_mut(theirs) {
+                    t.children = std::mem::take(&mut old.children);
+                    hand_over(old, t);
+                }
+                new.queue.push_back(Todo::DeleteIke);
+                sa.state = IkeState::Rekeyed;
+                sa.expire_at = Some(cx.now + cx.host.settings.rekeyed_grace);
+            }
+            _ => {
+                new.children = std::mem::take(&mut sa.children);
+                hand_over(sa, &mut new);
+                sa.state = IkeState::Rekeyed;
+                sa.expire_at = None;
+                sa.queue.clear();
+                sa.queue.push_back(Todo::DeleteIke);
+            }
+        }
+        cx.host.events.push(IkeEvent::Rekeyed {
+            name,
+            unique_id: sa.uid,
+            new_unique_id: new.uid,
+            by_peer: false,
+        });
+        Then::Rekeyed {
+            new: Box::new(new),
+            start: true,
+        }
     }
 }
