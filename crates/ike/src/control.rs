@@ -159,7 +159,6 @@ impl Ike {
         child: Option<&str>,
         k: &mut dyn Kernel,
     ) -> Result<usize, CommandError> {
-        self.host.enter();
         self.queue_for(now, ike, child, k, Todo::DeleteIke, Todo::DeleteChild)
     }
 
@@ -171,7 +170,6 @@ impl Ike {
         child: Option<&str>,
         k: &mut dyn Kernel,
     ) -> Result<usize, CommandError> {
-        self.host.enter();
         self.queue_for(now, ike, child, k, Todo::RekeyIke, Todo::RekeyChild)
     }
 
@@ -186,9 +184,7 @@ impl Ike {
     ) -> Result<usize, CommandError> {
         let mut n = 0;
         for spi in self.sas.spis() {
-            let Some((_, mut sa)) =
-                crate::event_log::find_within(&mut self.sas, &mut self.host, spi)
-            else {
+            let Some((_, mut sa)) = self.sas.find(spi) else {
                 continue;
             };
             let conn = &self.host.config.connections[sa.conn];

@@ -359,7 +359,6 @@ impl Ike {
     /// Bring up the children whose `start_action` is `start`, and install
     /// the trap policies of those with `trap`.
     pub fn start(&mut self, now: Duration, k: &mut dyn Kernel) {
-        self.host.enter();
         let all: Vec<usize> = (0..self.host.live).collect();
         self.start_connections(now, &all, k);
     }
@@ -373,7 +372,6 @@ impl Ike {
     /// A packet matched the trap policy of `reqid` (the data plane found
     /// no SA for it): negotiate its Child SA, unless that is under way.
     pub fn acquire(&mut self, now: Duration, reqid: u32, k: &mut dyn Kernel) {
-        self.host.enter();
         let Some(&(ci, cj)) = self.host.traps.get(&reqid) else {
             return;
         };
@@ -426,7 +424,6 @@ impl Ike {
         data: &[u8],
         k: &mut dyn Kernel,
     ) {
-        self.host.enter();
         self.host.stats.received += 1;
         let header = match Header::parse(data) {
             Ok(h) if h.major_version == 2 => h,
@@ -456,8 +453,7 @@ impl Ike {
         } else {
             header.spi_i
         };
-        let Some((at, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, ours)
-        else {
+        let Some((at, mut sa)) = self.sas.find(ours) else {
             self.host.stats.unknown_spi += 1;
             return;
         };
@@ -491,8 +487,6 @@ impl Ike {
     /// Start the queued tasks of the SA at `at`, if its window is free.
     pub(crate) fn kick_at(&mut self, now: Duration, at: Slot, k: &mut dyn Kernel) {
         if let Some(mut sa) = self.sas.borrow(at) {
-            let tag = crate::event_log::tag_of(&self.host, &sa);
-            self.host.events.within(Some(tag));
             Cx::new(&mut self.host, now, k).kick(&mut sa);
         }
     }
@@ -525,7 +519,7 @@ impl Cx<'_> {
                 return Then::Stay;
             };
             if let Some(e) = follow_peer(sa, local, remote, self.k) {
-                self.host.events.push(e);
+                self.host.report(sa, e);
             }
             req.task.process(self, sa, msg)
         } else if sa.exch.classify(header.message_id) == RequestVerdict::Process {
@@ -542,7 +536,7 @@ impl Cx<'_> {
                 .then(|| follow_peer(sa, local, remote, self.k))
                 .flatten()
             {
-                self.host.events.push(e);
+                self.host.report(sa, e);
             }
             // RFC 9329 §6.2: our request still unanswered was lost with
             // the old connection; it goes again on the new one.

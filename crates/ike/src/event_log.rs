@@ -1,9 +1,9 @@
 //! Events with the IKE SA they happened in, and how a log ranks them:
 //! strongSwan prints `<gw|3>` before every line of an IKE SA's context,
 //! Child SA lines included, and files each line under a subsystem (IKE,
-//! CHD, CFG) at a level. The core keeps the SA it is working on as the
-//! context of what it reports ([`Events::within`]); nothing here reads a
-//! clock or writes a line.
+//! CHD, CFG) at a level. Whoever reports an event names the IKE SA it is
+//! about ([`Events::about`], `Host::report`): no context is kept between
+//! reports. Nothing here reads a clock or writes a line.
 
 use core::fmt;
 
@@ -153,18 +153,6 @@ impl IkeEvent {
     }
 }
 
-/// Find the IKE SA with our SPI `spi` and make it the context of what is
-/// reported from now on (until the next, or [`Events::within`]`(None)`).
-pub(crate) fn find_within<'a>(
-    sas: &'a mut crate::table::SaTable,
-    host: &mut crate::host::Host,
-    spi: u64,
-) -> Option<(crate::table::Slot, crate::table::SaMut<'a>)> {
-    let found = sas.find(spi)?;
-    host.events.within(Some(tag_of(host, &found.1)));
-    Some(found)
-}
-
 /// `sa`'s `<name|id>`.
 pub(crate) fn tag_of(host: &crate::host::Host, sa: &crate::sa::IkeSa) -> SaTag {
     SaTag {
@@ -177,24 +165,25 @@ pub(crate) fn tag_of(host: &crate::host::Host, sa: &crate::sa::IkeSa) -> SaTag {
     }
 }
 
-/// What the core reported and not yet taken, each with its context.
+/// What the core reported and not yet taken, each tagged with the IKE SA
+/// it is about: the one its reporter named ([`Events::about`]), or the one
+/// the event names itself, or none. No context is kept between calls.
 #[derive(Debug, Default)]
 pub(crate) struct Events {
     list: Vec<Logged>,
-    /// The IKE SA being handled (set by [`Events::within`]).
-    current: Option<SaTag>,
 }
 
 impl Events {
-    /// Report `event` in the current context (the SA it names, if any).
+    /// Report `event`, about the IKE SA it names, if any.
     pub(crate) fn push(&mut self, event: IkeEvent) {
-        let sa = event.names_sa().or_else(|| self.current.clone());
+        let sa = event.names_sa();
         self.list.push(Logged { sa, event });
     }
 
-    /// From now on, events are about `sa` (`None`: about no IKE SA).
-    pub(crate) fn within(&mut self, sa: Option<SaTag>) {
-        self.current = sa;
+    /// Report `event` about the IKE SA `sa` (unless it names one itself).
+    pub(crate) fn about(&mut self, sa: SaTag, event: IkeEvent) {
+        let sa = event.names_sa().or(Some(sa));
+        self.list.push(Logged { sa, event });
     }
 
     /// Everything reported, in order.

@@ -69,10 +69,10 @@ pub(crate) struct Host {
 }
 
 impl Host {
-    /// A call of the caller's begins: nothing it reports is about an IKE
-    /// SA until one is found.
-    pub(crate) fn enter(&mut self) {
-        self.events.within(None);
+    /// Report `event` about the IKE SA `sa` (its `<name|id>`).
+    pub(crate) fn report(&mut self, sa: &IkeSa, event: IkeEvent) {
+        let tag = crate::event_log::tag_of(self, sa);
+        self.events.about(tag, event);
     }
 
     /// The wall clock at `now`, if the caller gave it.
@@ -221,14 +221,17 @@ impl Host {
         me: crate::config::Identity,
         peer: crate::config::Identity,
     ) {
-        self.events.push(IkeEvent::Established {
-            name: self.conn_name(sa),
-            unique_id: sa.uid,
-            local: sa.local.ip(),
-            local_id: me,
-            remote: sa.remote.ip(),
-            remote_id: peer,
-        });
+        self.report(
+            sa,
+            IkeEvent::Established {
+                name: self.conn_name(sa),
+                unique_id: sa.uid,
+                local: sa.local.ip(),
+                local_id: me,
+                remote: sa.remote.ip(),
+                remote_id: peer,
+            },
+        );
     }
 
     pub(crate) fn conn_name(&self, sa: &IkeSa) -> String {

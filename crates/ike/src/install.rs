@@ -126,15 +126,18 @@ impl Cx<'_> {
         let rekey_at =
             (!rekey_time.is_zero()).then(|| self.now + self.host.jittered(rekey_time, rand_time));
         let chosen = i.chosen;
-        self.host.events.push(IkeEvent::ChildInstalled {
-            child: name,
-            reqid,
-            spi_in: i.spi_in,
-            spi_out: chosen.spi,
-            local_ts: i.local_ts.clone(),
-            remote_ts: i.remote_ts.clone(),
-            resource: i.per_cpu.then_some(i.cpu),
-        });
+        self.host.report(
+            sa,
+            IkeEvent::ChildInstalled {
+                child: name,
+                reqid,
+                spi_in: i.spi_in,
+                spi_out: chosen.spi,
+                local_ts: i.local_ts.clone(),
+                remote_ts: i.remote_ts.clone(),
+                resource: i.per_cpu.then_some(i.cpu),
+            },
+        );
         let id = |spi, dst: SocketAddr| SaId {
             protocol,
             spi,
@@ -425,12 +428,15 @@ impl Cx<'_> {
         } else if !used && !self.host.traps.contains_key(&c.reqid) {
             self.remove_policies(c.reqid);
         }
-        self.host.events.push(IkeEvent::ChildRemoved {
-            child: self.child_name(sa, c.cfg),
-            reqid: c.reqid,
-            spi_in: c.spi_in,
-            spi_out: c.spi_out,
-        });
+        self.host.report(
+            sa,
+            IkeEvent::ChildRemoved {
+                child: self.child_name(sa, c.cfg),
+                reqid: c.reqid,
+                spi_in: c.spi_in,
+                spi_out: c.spi_out,
+            },
+        );
     }
 }
 
@@ -438,7 +444,6 @@ impl Ike {
     /// The data plane says SA `id` crossed its soft byte or packet limit
     /// (`rekey_bytes`, `rekey_packets`): rekey its Child SA.
     pub fn soft_expired(&mut self, now: Duration, id: SaId, k: &mut dyn Kernel) {
-        self.host.enter();
         let owner = self.sas.values().find_map(|sa| {
             sa.children
                 .iter()
@@ -448,8 +453,7 @@ impl Ike {
                 .map(|c| (sa.our_spi(), c.spi_in))
         });
         let Some((key, spi)) = owner else { return };
-        let Some((_, mut sa)) = crate::event_log::find_within(&mut self.sas, &mut self.host, key)
-        else {
+        let Some((_, mut sa)) = self.sas.find(key) else {
             return;
         };
         if !sa.queue.contains(&Todo::RekeyChild(spi)) {

@@ -125,9 +125,7 @@ impl Ike {
             })
             .collect();
         for (spi, why) in failed {
-            let Some((_, mut sa)) =
-                crate::event_log::find_within(&mut self.sas, &mut self.host, spi)
-            else {
+            let Some((_, mut sa)) = self.sas.find(spi) else {
                 continue;
             };
             self.host.stats.peers_revoked += 1;
@@ -143,7 +141,6 @@ impl Ike {
                 Cx::new(&mut self.host, now, k).kick(&mut sa);
             }
         }
-        self.host.events.within(None);
     }
 
     /// The IKE SAs whose `reauth_time` came (timers.rs): each
@@ -203,9 +200,7 @@ impl Ike {
             }
         }
         for spi in done {
-            let Some((_, mut sa)) =
-                crate::event_log::find_within(&mut self.sas, &mut self.host, spi)
-            else {
+            let Some((_, mut sa)) = self.sas.find(spi) else {
                 continue;
             };
             sa.auth.reauth_by = None;
@@ -215,7 +210,6 @@ impl Ike {
                 Cx::new(&mut self.host, now, k).kick(&mut sa);
             }
         }
-        self.host.events.within(None);
     }
 
     /// Whether a reauthenticated IKE SA may go now (the daemon polls at

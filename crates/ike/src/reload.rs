@@ -61,7 +61,6 @@ impl Ike {
     /// Run `config` from now on (checked and parsed by the caller, as at
     /// start): see the module documentation.
     pub fn reload(&mut self, now: Duration, mut config: Config, k: &mut dyn Kernel) -> Reloaded {
-        self.host.enter();
         for note in crate::config::restrict_to(&mut config, &self.host.provider) {
             self.host.events.push(IkeEvent::ConfigRestricted(note));
         }
@@ -130,7 +129,6 @@ impl Ike {
         let fresh: Vec<usize> = (0..live).filter(|&j| !kept[j]).collect();
         self.start_connections(now, &fresh, k);
         self.recheck_peers(now, k);
-        self.host.events.within(None);
         self.host.events.push(IkeEvent::Reloaded(report.clone()));
         report
     }
@@ -163,9 +161,7 @@ impl Ike {
             .map(|sa| sa.our_spi())
             .collect();
         for spi in retired {
-            let Some((at, mut sa)) =
-                crate::event_log::find_within(&mut self.sas, &mut self.host, spi)
-            else {
+            let Some((at, mut sa)) = self.sas.find(spi) else {
                 continue;
             };
             // Whoever deletes it first, its policies are held.
@@ -192,7 +188,6 @@ impl Ike {
             self.host.config.connections.truncate(live);
             self.host.replacing.clear();
         }
-        self.host.events.within(None);
     }
 
     /// Forget the replaced connections whose new IKE SA is up with a Child

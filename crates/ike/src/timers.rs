@@ -52,7 +52,6 @@ impl Ike {
     /// Advance timers: retransmissions, lifetimes, rekeys, DPD, and start
     /// queued tasks.
     pub fn poll(&mut self, now: Duration, k: &mut dyn Kernel) {
-        self.host.enter();
         let (gone, kept): (Vec<_>, Vec<_>) =
             self.host.lingering.drain(..).partition(|(_, t)| now >= *t);
         self.host.lingering = kept;
@@ -63,9 +62,7 @@ impl Ike {
         self.retire(now, k);
         self.reauth_handover(now, k);
         for spi in self.sas.spis() {
-            let Some((at, mut sa)) =
-                crate::event_log::find_within(&mut self.sas, &mut self.host, spi)
-            else {
+            let Some((at, mut sa)) = self.sas.find(spi) else {
                 continue;
             };
             let then = Cx::new(&mut self.host, now, k).poll_sa(&mut sa);
@@ -149,12 +146,15 @@ impl Cx<'_> {
             Err(()) => {
                 self.host.stats.peers_dead += 1;
                 let after = self.after_death(sa);
-                self.host.events.push(IkeEvent::PeerDead {
-                    name: self.host.conn_name(sa),
-                    unique_id: sa.uid,
-                    remote: sa.remote,
-                    retransmits: self.host.settings.retransmit.tries,
-                });
+                self.host.report(
+                    sa,
+                    IkeEvent::PeerDead {
+                        name: self.host.conn_name(sa),
+                        unique_id: sa.uid,
+                        remote: sa.remote,
+                        retransmits: self.host.settings.retransmit.tries,
+                    },
+                );
                 return Then::Destroy(after);
             }
         }

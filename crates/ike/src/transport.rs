@@ -65,7 +65,6 @@ impl Ike {
         remote: SocketAddr,
         k: &mut dyn Kernel,
     ) {
-        self.host.enter();
         let spis: Vec<u64> = self
             .sas
             .values()
@@ -78,9 +77,7 @@ impl Ike {
             .map(|sa| sa.our_spi())
             .collect();
         for spi in spis {
-            let Some((_, mut sa)) =
-                crate::event_log::find_within(&mut self.sas, &mut self.host, spi)
-            else {
+            let Some((_, mut sa)) = self.sas.find(spi) else {
                 continue;
             };
             self.host.stats.reconnects += 1;
@@ -145,16 +142,13 @@ impl Ike {
                 t.release(k);
             }
             self.host.stats.tcp_fallbacks += 1;
-            self.host.events.within(None);
             let name = self.host.config.connections[conn].name.clone();
             self.host.events.push(IkeEvent::TcpFallback { name });
             let over = Some(stream_of(self, conn));
             match self.connect_over(now, conn, child, over, k) {
                 // What waited for the first IKE SA waits for the new one.
                 Ok(new) => {
-                    if let Some((_, mut sa)) =
-                        crate::event_log::find_within(&mut self.sas, &mut self.host, new)
-                    {
+                    if let Some((_, mut sa)) = self.sas.find(new) {
                         sa.queue.extend(old.queue.drain(..));
                     }
                 }

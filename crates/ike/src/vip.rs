@@ -185,10 +185,13 @@ impl Cx<'_> {
             self.k.add_vip(*a);
         }
         if !mine.is_empty() {
-            self.host.events.push(IkeEvent::VirtualIpInstalled {
-                addrs: mine.clone(),
-                dns: dns.clone(),
-            });
+            self.host.report(
+                sa,
+                IkeEvent::VirtualIpInstalled {
+                    addrs: mine.clone(),
+                    dns: dns.clone(),
+                },
+            );
         }
         sa.vips_local = mine;
         sa.dns = dns;
@@ -273,11 +276,15 @@ impl Host {
                     };
                     attrs.push((t, v));
                 }
-                self.events.push(IkeEvent::VirtualIpAssigned {
-                    peer: peer.clone(),
-                    addr,
-                    pool: pool.name.clone(),
-                });
+                let tag = crate::event_log::tag_of(self, sa);
+                self.events.about(
+                    tag,
+                    IkeEvent::VirtualIpAssigned {
+                        peer: peer.clone(),
+                        addr,
+                        pool: pool.name.clone(),
+                    },
+                );
                 break;
             }
         }

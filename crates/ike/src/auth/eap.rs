@@ -207,9 +207,12 @@ impl Cx<'_> {
                     // The identity it proved is who it is.
                     st.peer = who;
                 }
-                self.host.events.push(IkeEvent::EapSucceeded {
-                    user: String::from_utf8_lossy(&user).into_owned(),
-                });
+                self.host.report(
+                    sa,
+                    IkeEvent::EapSucceeded {
+                        user: String::from_utf8_lossy(&user).into_owned(),
+                    },
+                );
                 self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![Payload::Eap(packet)]);
                 st.msk = Some(msk);
                 sa.exch.await_request(AwaitingAuth {
@@ -219,11 +222,14 @@ impl Cx<'_> {
                 Then::Stay
             }
             ServerStep::Failure { packet, why } => {
-                self.host.events.push(IkeEvent::AuthFailed {
-                    from: sa.remote.ip(),
-                    id: Some(st.peer.clone()),
-                    why: Some(Rejection::Eap(why.into())),
-                });
+                self.host.report(
+                    sa,
+                    IkeEvent::AuthFailed {
+                        from: sa.remote.ip(),
+                        id: Some(st.peer.clone()),
+                        why: Some(Rejection::Eap(why.into())),
+                    },
+                );
                 self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![Payload::Eap(packet)]);
                 self.host.stats.auth_failed += 1;
                 Then::Destroy(Vec::new())
@@ -287,11 +293,14 @@ impl Cx<'_> {
         peer: Option<Identity>,
         why: Option<String>,
     ) -> Then {
-        self.host.events.push(IkeEvent::AuthFailed {
-            from: sa.remote.ip(),
-            id: peer,
-            why: why.map(Rejection::Eap),
-        });
+        self.host.report(
+            sa,
+            IkeEvent::AuthFailed {
+                from: sa.remote.ip(),
+                id: peer,
+                why: why.map(Rejection::Eap),
+            },
+        );
         self.refuse_auth(sa, mid)
     }
 
@@ -326,11 +335,14 @@ impl Cx<'_> {
                     st.responder = idr.map(|i| (peer, i));
                 }
                 Err(why) => {
-                    self.host.events.push(IkeEvent::AuthFailed {
-                        from: sa.remote.ip(),
-                        id: None,
-                        why,
-                    });
+                    self.host.report(
+                        sa,
+                        IkeEvent::AuthFailed {
+                            from: sa.remote.ip(),
+                            id: None,
+                            why,
+                        },
+                    );
                     return give_up(self, sa, &child, NegotiationError::ResponderAuthBad);
                 }
             }

@@ -231,11 +231,14 @@ impl Cx<'_> {
             Ok(peer) => peer,
             Err(why) => {
                 let (idi, _) = id_and_auth(&msg, true);
-                self.host.events.push(IkeEvent::AuthFailed {
-                    from: sa.remote.ip(),
-                    id: idi.and_then(Identity::from_wire),
-                    why,
-                });
+                self.host.report(
+                    sa,
+                    IkeEvent::AuthFailed {
+                        from: sa.remote.ip(),
+                        id: idi.and_then(Identity::from_wire),
+                        why,
+                    },
+                );
                 return self.refuse_auth(sa, mid);
             }
         };
@@ -370,16 +373,22 @@ impl Cx<'_> {
     fn first_child(&mut self, sa: &mut SaMut<'_>, req: ChildRequest, answer: Answered<'_>) {
         let (cfg, reserved) = (req.cfg, req.reserved());
         if let Some(n) = error_notify(answer.msg) {
-            self.host.events.push(IkeEvent::ChildNotEstablished {
-                child: self.child_name(sa, cfg),
-                notify: n.ty,
-            });
+            self.host.report(
+                sa,
+                IkeEvent::ChildNotEstablished {
+                    child: self.child_name(sa, cfg),
+                    notify: n.ty,
+                },
+            );
             reserved.release(self.k);
         } else if let Err(why) = self.complete_child(sa, req, None, answer) {
-            self.host.events.push(IkeEvent::ChildFailed {
-                child: self.child_name(sa, cfg),
-                reason: why,
-            });
+            self.host.report(
+                sa,
+                IkeEvent::ChildFailed {
+                    child: self.child_name(sa, cfg),
+                    reason: why,
+                },
+            );
             reserved.release(self.k);
         }
     }
@@ -427,10 +436,13 @@ impl Cx<'_> {
             .collect();
         for spi in stale {
             if let Some(mut old) = sa.others.take(spi) {
-                self.host.events.push(IkeEvent::InitialContact {
-                    name: self.host.conn_name(&old),
-                    unique_id: old.uid,
-                });
+                self.host.report(
+                    sa,
+                    IkeEvent::InitialContact {
+                        name: self.host.conn_name(&old),
+                        unique_id: old.uid,
+                    },
+                );
                 self.destroy(&mut SaMut::detached(&mut old, sa.others.reborrow()));
             }
         }
@@ -612,11 +624,14 @@ impl Exchange for IkeAuth {
                 req.reserved().release(cx.k);
             }
             let (idr, _) = id_and_auth(&msg, false);
-            cx.host.events.push(IkeEvent::AuthFailed {
-                from: sa.remote.ip(),
-                id: idr.and_then(Identity::from_wire),
-                why: checked.err().flatten(),
-            });
+            cx.host.report(
+                sa,
+                IkeEvent::AuthFailed {
+                    from: sa.remote.ip(),
+                    id: idr.and_then(Identity::from_wire),
+                    why: checked.err().flatten(),
+                },
+            );
             // §2.21.2: tell the responder in an INFORMATIONAL of its own
             // (the exception to not answering a response), sent once and
             // not waited for, and forget the SA at once (as strongSwan).

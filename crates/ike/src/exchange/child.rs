@@ -315,9 +315,12 @@ impl Cx<'_> {
             // RFC 9611: a peer that answers without SA_RESOURCE_INFO does
             // not take part; the SA is an ordinary one, and we ask no more.
             (None, _) if !has_notify(msg, NotifyType::SA_RESOURCE_INFO) => {
-                self.host.events.push(IkeEvent::ChildNoResources {
-                    child: self.child_name(sa, req.cfg),
-                });
+                self.host.report(
+                    sa,
+                    IkeEvent::ChildNoResources {
+                        child: self.child_name(sa, req.cfg),
+                    },
+                );
                 sa.queue
                     .retain(|t| !matches!(t, Todo::CreateResource(c, _) if *c == req.cfg));
                 (false, None)
@@ -376,10 +379,13 @@ impl Cx<'_> {
         let (new, ours) = match self.child_answered(sa, req, old, &msg) {
             Ok(made) => made,
             Err(why) => {
-                self.host.events.push(IkeEvent::ChildFailed {
-                    child: name,
-                    reason: why,
-                });
+                self.host.report(
+                    sa,
+                    IkeEvent::ChildFailed {
+                        child: name,
+                        reason: why,
+                    },
+                );
                 self.give_up(sa, old, reserved);
                 return Then::Stay;
             }
@@ -472,10 +478,13 @@ impl Cx<'_> {
                 return;
             }
         }
-        self.host.events.push(IkeEvent::ChildRefused {
-            child: name,
-            notify: ty,
-        });
+        self.host.report(
+            sa,
+            IkeEvent::ChildRefused {
+                child: name,
+                notify: ty,
+            },
+        );
         match (ty, rekey) {
             // RFC 9611 §5.2: the peer takes no more SAs for these
             // selectors; the resources without one use the fallback.
@@ -676,10 +685,13 @@ impl Host {
                 t.deferred_out.clear();
             }
         }
-        self.events.push(IkeEvent::ChildRekeyCollision {
-            child: name,
-            ours_won,
-        });
+        self.report(
+            sa,
+            IkeEvent::ChildRekeyCollision {
+                child: name,
+                ours_won,
+            },
+        );
         let redundant = if ours_won { old } else { new };
         sa.queue.push_front(Todo::DeleteChild(redundant));
     }
@@ -698,10 +710,13 @@ impl Host {
                 sa.queue.push_back(todo);
             }
         }
-        self.events.push(IkeEvent::ChildResources {
-            child: self.child_name(sa, cfg),
-            resources: n,
-        });
+        self.report(
+            sa,
+            IkeEvent::ChildResources {
+                child: self.child_name(sa, cfg),
+                resources: n,
+            },
+        );
     }
     /// A rekey that did not happen: the old Child SA goes on.
     fn restore(&mut self, sa: &mut IkeSa, rekey: Option<u32>) {

@@ -103,10 +103,13 @@ impl Cx<'_> {
             }
             return self.accept_child(sa, &asked, choice, ke);
         }
-        self.host.events.push(IkeEvent::ChildRequestRefused {
-            from: sa.remote.ip(),
-            notify: refusal,
-        });
+        self.host.report(
+            sa,
+            IkeEvent::ChildRequestRefused {
+                from: sa.remote.ip(),
+                notify: refusal,
+            },
+        );
         Err(notify(refusal, vec![]))
     }
 
@@ -130,10 +133,13 @@ impl Cx<'_> {
         let (per_cpu, cpu) = match self.resource_for(sa, asked, cfg, (&local_ts, &remote_ts)) {
             Ok(place) => place,
             Err(refusal) => {
-                self.host.events.push(IkeEvent::ChildRequestRefused {
-                    from: sa.remote.ip(),
-                    notify: NotifyType::TS_MAX_QUEUE,
-                });
+                self.host.report(
+                    sa,
+                    IkeEvent::ChildRequestRefused {
+                        from: sa.remote.ip(),
+                        notify: NotifyType::TS_MAX_QUEUE,
+                    },
+                );
                 return Err(refusal);
             }
         };

@@ -76,11 +76,14 @@ impl Exchange for Delete {
             }
             Delete::Ike => {
                 let name = cx.conn_name(sa);
-                cx.events.push(IkeEvent::Deleted {
-                    name,
-                    unique_id: sa.uid,
-                    by_peer: false,
-                });
+                cx.report(
+                    sa,
+                    IkeEvent::Deleted {
+                        name,
+                        unique_id: sa.uid,
+                        by_peer: false,
+                    },
+                );
                 Then::Destroy(Vec::new())
             }
         }
@@ -112,21 +115,27 @@ impl Cx<'_> {
             .collect();
         if deletes.iter().any(|d| d.protocol == ProtocolId::IKE) {
             self.respond(sa, ExchangeType::INFORMATIONAL, mid, vec![]);
-            self.host.events.push(IkeEvent::Deleted {
-                name: self.host.conn_name(sa),
-                unique_id: sa.uid,
-                by_peer: true,
-            });
+            self.host.report(
+                sa,
+                IkeEvent::Deleted {
+                    name: self.host.conn_name(sa),
+                    unique_id: sa.uid,
+                    by_peer: true,
+                },
+            );
             return Then::Destroy(self.after_close(sa, None));
         }
         if let Some(n) = error_notify(&msg) {
             // E.g. AUTHENTICATION_FAILED after IKE_AUTH (§2.21.2).
             let ty = n.ty;
-            self.host.events.push(IkeEvent::PeerReports {
-                name: self.host.conn_name(sa),
-                unique_id: sa.uid,
-                notify: ty,
-            });
+            self.host.report(
+                sa,
+                IkeEvent::PeerReports {
+                    name: self.host.conn_name(sa),
+                    unique_id: sa.uid,
+                    notify: ty,
+                },
+            );
             if ty == NotifyType::AUTHENTICATION_FAILED {
                 self.respond(sa, ExchangeType::INFORMATIONAL, mid, vec![]);
                 return Then::Destroy(Vec::new());

@@ -74,7 +74,6 @@ impl Ike {
         child: Option<&str>,
         k: &mut dyn Kernel,
     ) -> Result<(), CommandError> {
-        self.host.enter();
         // Not a connection a reload retired.
         let found = self.host.config.connections[..self.host.live]
             .iter()
@@ -114,9 +113,7 @@ impl Ike {
             .map(|s| s.our_spi());
         if let Some(spi) = existing {
             let Some(cfg) = child else { return Ok(()) };
-            let Some((_, mut sa)) =
-                crate::event_log::find_within(&mut self.sas, &mut self.host, spi)
-            else {
+            let Some((_, mut sa)) = self.sas.find(spi) else {
                 return Ok(());
             };
             if sa.state == IkeState::Established {
@@ -233,9 +230,7 @@ impl Ike {
         data: &[u8],
         k: &mut dyn Kernel,
     ) {
-        let Some((at, mut sa)) =
-            crate::event_log::find_within(&mut self.sas, &mut self.host, header.spi_i)
-        else {
+        let Some((at, mut sa)) = self.sas.find(header.spi_i) else {
             self.host.stats.unknown_spi += 1;
             return;
         };
@@ -404,7 +399,7 @@ impl Cx<'_> {
                 if let Ok(ke) =
                     crypto::key_exchange(&self.host.provider, wanted, self.host.rng.as_mut())
                 {
-                    self.host.events.push(IkeEvent::InitRetry { group: wanted });
+                    self.host.report(sa, IkeEvent::InitRetry { group: wanted });
                     self.init_again(sa, |init| init.ke = ke);
                     return Some(Then::Stay);
                 }
@@ -412,11 +407,14 @@ impl Cx<'_> {
         }
         // Not acted on at once: a valid answer may still come; if none
         // does, the retransmissions run out (§2.21.1).
-        self.host.events.push(IkeEvent::InitRefused {
-            name: self.host.conn_name(sa),
-            unique_id: sa.uid,
-            notify: n.ty,
-        });
+        self.host.report(
+            sa,
+            IkeEvent::InitRefused {
+                name: self.host.conn_name(sa),
+                unique_id: sa.uid,
+                notify: n.ty,
+            },
+        );
         Some(Then::Stay)
     }
 
@@ -579,11 +577,14 @@ impl Host {
     /// nothing (§2.21.1); the request stays in flight.
     fn bogus_init(&mut self, sa: &IkeSa, why: InitResponseError) -> Then {
         self.stats.malformed += 1;
-        self.events.push(IkeEvent::InitIgnored {
-            name: self.conn_name(sa),
-            unique_id: sa.uid,
-            why,
-        });
+        self.report(
+            sa,
+            IkeEvent::InitIgnored {
+                name: self.conn_name(sa),
+                unique_id: sa.uid,
+                why,
+            },
+        );
         Then::Stay
     }
     /// Give up on an IKE SA that is not established yet: it goes when
@@ -594,11 +595,14 @@ impl Host {
     }
     /// Report that negotiating `sa` failed (the caller ends it).
     pub(crate) fn report_failed(&mut self, sa: &IkeSa, reason: NegotiationError) {
-        self.events.push(IkeEvent::NegotiationFailed {
-            name: self.conn_name(sa),
-            unique_id: sa.uid,
-            remote: sa.remote.ip(),
-            reason,
-        });
+        self.report(
+            sa,
+            IkeEvent::NegotiationFailed {
+                name: self.conn_name(sa),
+                unique_id: sa.uid,
+                remote: sa.remote.ip(),
+                reason,
+            },
+        );
     }
 }

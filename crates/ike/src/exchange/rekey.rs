@@ -190,12 +190,15 @@ impl Cx<'_> {
             sa.state = IkeState::Rekeyed;
             sa.expire_at = Some(self.now + self.host.settings.rekeyed_grace);
         }
-        self.host.events.push(IkeEvent::Rekeyed {
-            name: self.host.conn_name(sa),
-            unique_id: sa.uid,
-            new_unique_id: new.uid,
-            by_peer: true,
-        });
+        self.host.report(
+            sa,
+            IkeEvent::Rekeyed {
+                name: self.host.conn_name(sa),
+                unique_id: sa.uid,
+                new_unique_id: new.uid,
+                by_peer: true,
+            },
+        );
         Then::Rekeyed {
             new: Box::new(new),
             start: false,
@@ -298,11 +301,14 @@ impl Cx<'_> {
                 return Then::Stay;
             }
         }
-        self.host.events.push(IkeEvent::RekeyFailed {
-            name: self.host.conn_name(sa),
-            unique_id: sa.uid,
-            notify: ty,
-        });
+        self.host.report(
+            sa,
+            IkeEvent::RekeyFailed {
+                name: self.host.conn_name(sa),
+                unique_id: sa.uid,
+                notify: ty,
+            },
+        );
         if ty == NotifyType::TEMPORARY_FAILURE {
             let wait = Duration::from_millis(1000 + u64::from(self.host.rng.next_u32() % 4000));
             sa.rekey_at = Some(self.now + wait);
@@ -379,10 +385,13 @@ impl Exchange for IkeRekey {
             {
                 // §2.8.2: ours has the lowest nonce: ours is redundant
                 // and we close it; the peer deletes the old SA.
-                cx.host.events.push(IkeEvent::RekeyCollisionLost {
-                    name: name.clone(),
-                    unique_id: sa.uid,
-                });
+                cx.host.report(
+                    sa,
+                    IkeEvent::RekeyCollisionLost {
+                        name: name.clone(),
+                        unique_id: sa.uid,
+                    },
+                );
                 let (old, others) = sa.parts();
                 if let Some(t) = others.get_mut(theirs) {
                     t.children = std::mem::take(&mut old.children);
@@ -401,12 +410,15 @@ impl Exchange for IkeRekey {
                 sa.queue.push_back(Todo::DeleteIke);
             }
         }
-        cx.host.events.push(IkeEvent::Rekeyed {
-            name,
-            unique_id: sa.uid,
-            new_unique_id: new.uid,
-            by_peer: false,
-        });
+        cx.host.report(
+            sa,
+            IkeEvent::Rekeyed {
+                name,
+                unique_id: sa.uid,
+                new_unique_id: new.uid,
+                by_peer: false,
+            },
+        );
         Then::Rekeyed {
             new: Box::new(new),
             start: true,
