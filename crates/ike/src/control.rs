@@ -104,7 +104,7 @@ impl Ike {
             .sas
             .values()
             .map(|sa| {
-                let conn = &self.host.config.connections[sa.conn];
+                let conn = &sa.conn;
                 let proposal = sa.keys.as_ref().map_or(String::new(), |k| {
                     let s = &k.suite;
                     let mut p = format!("{}-{}", s.encr.id, s.encr.key_bits);
@@ -187,7 +187,7 @@ impl Ike {
             let Some((_, mut sa)) = self.sas.find(spi) else {
                 continue;
             };
-            let conn = &self.host.config.connections[sa.conn];
+            let conn = &sa.conn;
             let ike_match = ike.is_some_and(|name| {
                 name == conn.name || name.trim_start_matches('#') == sa.uid.to_string()
             });

@@ -21,6 +21,7 @@
 use core::time::Duration;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use flowsec_crypto::Provider;
 use flowsec_wire::iana::{ExchangeType, NotifyType};
@@ -293,7 +294,10 @@ impl Ike {
         }
         let cookies = crate::admit::CookieJar::new(rng.as_mut());
         let host = Host {
-            live: config.connections.len(),
+            conns: std::mem::take(&mut config.connections)
+                .into_iter()
+                .map(std::sync::Arc::new)
+                .collect(),
             config,
             provider,
             rng,
@@ -359,24 +363,24 @@ impl Ike {
     /// Bring up the children whose `start_action` is `start`, and install
     /// the trap policies of those with `trap`.
     pub fn start(&mut self, now: Duration, k: &mut dyn Kernel) {
-        let all: Vec<usize> = (0..self.host.live).collect();
+        let all = self.host.conns.clone();
         self.start_connections(now, &all, k);
     }
 
     /// The connections it runs (not those a reload retired, whose IKE
     /// SAs are being deleted).
-    pub fn connections(&self) -> &[crate::config::Connection] {
-        &self.host.config.connections[..self.host.live]
+    pub fn connections(&self) -> &[crate::config::ConnRef] {
+        &self.host.conns
     }
 
     /// A packet matched the trap policy of `reqid` (the data plane found
     /// no SA for it): negotiate its Child SA, unless that is under way.
     pub fn acquire(&mut self, now: Duration, reqid: u32, k: &mut dyn Kernel) {
-        let Some(&(ci, cj)) = self.host.traps.get(&reqid) else {
+        let Some((conn, cj)) = self.host.traps.get(&reqid).cloned() else {
             return;
         };
         let busy = self.sas.values().any(|sa| {
-            sa.conn == ci
+            Arc::ptr_eq(&sa.conn, &conn)
                 && (matches!(sa.state, IkeState::Connecting | IkeState::Authenticating)
                     && sa.exch.task().and_then(Task::first_child) == Some(cj)
                     // A per-resource SA serves only its worker: with no
@@ -388,7 +392,6 @@ impl Ike {
         if busy {
             return;
         }
-        let conn = &self.host.config.connections[ci];
         let (conn, child) = (conn.name.clone(), conn.children[cj].name.clone());
         self.host.events.push(IkeEvent::Acquire {
             child: child.clone(),
@@ -678,11 +681,7 @@ impl Cx<'_> {
         data: &[u8],
     ) -> Option<(Message, [u8; 32])> {
         use crate::fragmentation::{Added, Reassembly};
-        let allowed = self
-            .config
-            .connections
-            .get(sa.conn)
-            .is_some_and(|c| c.fragmentation.announced());
+        let allowed = sa.conn.fragmentation.announced();
         let expected = match header.response {
             true => sa
                 .exch

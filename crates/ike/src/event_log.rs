@@ -154,13 +154,9 @@ impl IkeEvent {
 }
 
 /// `sa`'s `<name|id>`.
-pub(crate) fn tag_of(host: &crate::host::Host, sa: &crate::sa::IkeSa) -> SaTag {
+pub(crate) fn tag_of(sa: &crate::sa::IkeSa) -> SaTag {
     SaTag {
-        name: host
-            .config
-            .connections
-            .get(sa.conn)
-            .map_or_else(String::new, |c| c.name.clone()),
+        name: sa.conn.name.clone(),
         unique_id: sa.uid,
     }
 }

@@ -11,7 +11,7 @@ use flowsec_crypto::Provider;
 use flowsec_wire::iana::{ExchangeType, NotifyType, PayloadType};
 use flowsec_wire::ike::{emit_payloads, first_type, Header, Message, Notify, Payload};
 
-use crate::config::Config;
+use crate::config::{Config, ConnRef};
 use crate::context::Cx;
 use crate::engine::{Datagram, IkeStats, Settings};
 use crate::event::IkeEvent;
@@ -26,11 +26,13 @@ use crate::table::SaMut;
 /// handler works on one IKE SA borrowed from the table ([`SaMut`]) and
 /// on this.
 pub(crate) struct Host {
+    /// Secrets, credentials and pools; its `connections` are empty: they
+    /// live in `conns`, shared with the IKE SAs made with them.
     pub(crate) config: Config,
-    /// The connections `config` runs: the first `live`; those after it
-    /// were retired by a reload and stay until their IKE SAs are gone
-    /// ([`crate::reload`]).
-    pub(crate) live: usize,
+    /// The connections it runs, in the configuration's order. A reload
+    /// swaps them; an IKE SA keeps the one it was made with, so one that
+    /// is no longer here is retired ([`crate::reload`]).
+    pub(crate) conns: Vec<ConnRef>,
     pub(crate) provider: Provider,
     pub(crate) rng: Box<dyn Random>,
     pub(crate) settings: Settings,
@@ -46,7 +48,7 @@ pub(crate) struct Host {
     /// selector), in that order: each comes back when the one on top goes.
     pub(crate) shadowed: Vec<(u32, flowsec_ipsec::Policy)>,
     /// Trap policies (`start_action = trap`): reqid → (connection, child).
-    pub(crate) traps: BTreeMap<u32, (usize, usize)>,
+    pub(crate) traps: BTreeMap<u32, (ConnRef, usize)>,
     /// Policies of a replaced connection's Child SAs held as DISCARD once
     /// their SAs are gone, until the replacement's Child SA of the same
     /// name is up: reqid → (connection, child) by name ([`crate::reload`]).
@@ -69,9 +71,15 @@ pub(crate) struct Host {
 }
 
 impl Host {
+    /// Whether `conn` is one of the connections it runs (not one a reload
+    /// retired, which only its last IKE SAs still hold).
+    pub(crate) fn is_live(&self, conn: &ConnRef) -> bool {
+        self.conns.iter().any(|c| std::sync::Arc::ptr_eq(c, conn))
+    }
+
     /// Report `event` about the IKE SA `sa` (its `<name|id>`).
     pub(crate) fn report(&mut self, sa: &IkeSa, event: IkeEvent) {
-        let tag = crate::event_log::tag_of(self, sa);
+        let tag = crate::event_log::tag_of(sa);
         self.events.about(tag, event);
     }
 
@@ -164,7 +172,7 @@ impl Host {
     /// §7.5, never).
     fn fragment_room(&self, sa: &IkeSa) -> Option<usize> {
         use crate::config::Fragmentation as F;
-        let mode = self.config.connections.get(sa.conn)?.fragmentation;
+        let mode = Some(&sa.conn)?.fragmentation;
         let wanted = match mode {
             F::Yes => sa.peer_fragments,
             F::Force => true,
@@ -235,10 +243,7 @@ impl Host {
     }
 
     pub(crate) fn conn_name(&self, sa: &IkeSa) -> String {
-        self.config
-            .connections
-            .get(sa.conn)
-            .map_or_else(|| "?".into(), |c| c.name.clone())
+        sa.conn.name.clone()
     }
 }
 

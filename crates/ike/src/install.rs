@@ -15,7 +15,7 @@ use flowsec_ipsec::{
 };
 use flowsec_wire::ike::TrafficSelector;
 
-use crate::config::{ChildChosen, ChildConfig, RekeySwitch};
+use crate::config::{ChildChosen, ChildConfig, ConnRef, Connection, RekeySwitch};
 use crate::context::Cx;
 use crate::engine::Ike;
 use crate::error::CommandError;
@@ -106,8 +106,8 @@ impl Cx<'_> {
         for inbound in sas.inbound {
             self.k.add_sa(inbound);
         }
-        let deferred_out = self.send_or_defer(sa.conn, &i, sas.outbound);
-        let child = &self.host.config.connections[sa.conn].children[i.cfg];
+        let deferred_out = self.send_or_defer(&sa.conn, &i, sas.outbound);
+        let child = &sa.conn.children[i.cfg];
         let (rekey_time, rand_time, life_time) =
             (child.rekey_time, child.rand_time, child.life_time);
         let (name, comp) = (child.name.clone(), child.ipcomp);
@@ -180,7 +180,7 @@ impl Cx<'_> {
     /// until the old SA expires.
     fn send_or_defer(
         &mut self,
-        conn: usize,
+        conn: &Connection,
         i: &Install<'_>,
         outbound: Vec<flowsec_ipsec::SaConfig>,
     ) -> Vec<flowsec_ipsec::SaConfig> {
@@ -220,8 +220,8 @@ impl Cx<'_> {
     /// Install the trap policies of child `cj` of connection `ci`: what
     /// matches them and finds no SA makes the data plane ask for one
     /// ([`Ike::acquire`]).
-    pub(crate) fn install_trap(&mut self, ci: usize, cj: usize) -> Result<(), CommandError> {
-        let conn = &self.host.config.connections[ci];
+    pub(crate) fn install_trap(&mut self, ci: &ConnRef, cj: usize) -> Result<(), CommandError> {
+        let conn = &**ci;
         let child = &conn.children[cj];
         let remote = conn
             .remote_addrs
@@ -262,7 +262,7 @@ impl Cx<'_> {
             &local_ts,
             &remote_ts,
         );
-        self.host.traps.insert(reqid, (ci, cj));
+        self.host.traps.insert(reqid, (ci.clone(), cj));
         self.host.events.push(IkeEvent::TrapInstalled {
             child: name,
             reqid,
@@ -286,7 +286,7 @@ impl Cx<'_> {
         if !used {
             self.remove_policies(reqid);
         }
-        let child = self.host.config.connections[ci].children[cj].name.clone();
+        let child = ci.children[cj].name.clone();
         self.host
             .events
             .push(IkeEvent::TrapRemoved { child, reqid });
@@ -399,7 +399,7 @@ impl Cx<'_> {
         // sealed before it switched may still be on their way (ARCHITECTURE.md
         // "Rekeying without loss"); the other switches do not wait.
         let linger = sa.children.iter().any(|s| s.reqid == c.reqid)
-            && self.switch_of(sa.conn, c.cfg) == RekeySwitch::LossFree;
+            && self.switch_of(&sa.conn, c.cfg) == RekeySwitch::LossFree;
         // drop_replaced may have taken them already.
         if !c.sas_gone {
             self.k.del_sa(c.sa_out);
@@ -468,7 +468,7 @@ impl Ike {
     /// Whether some child has a volume limit (the daemon then watches the
     /// SAs' soft state for [`Ike::soft_expired`]).
     pub fn volume_limited(&self) -> bool {
-        self.host.config.connections.iter().any(|c| {
+        self.host.conns.iter().any(|c| {
             c.children
                 .iter()
                 .any(|ch| ch.rekey_bytes > 0 || ch.rekey_packets > 0)
@@ -479,8 +479,8 @@ impl Ike {
 impl Host {
     /// The `rekey_switch` of child config `cfg` of connection `conn` (each
     /// end follows its own).
-    pub(crate) fn switch_of(&self, conn: usize, cfg: usize) -> RekeySwitch {
-        self.config.connections[conn].children[cfg].rekey_switch
+    pub(crate) fn switch_of(&self, conn: &Connection, cfg: usize) -> RekeySwitch {
+        conn.children[cfg].rekey_switch
     }
     /// The reqid of a new Child SA, and whether it is fresh (its policies
     /// are still to be installed): a rekey's is the old SA's; a trapped
@@ -492,13 +492,13 @@ impl Host {
         let trap = self
             .traps
             .iter()
-            .find(|(_, &(ci, cj))| ci == sa.conn && cj == i.cfg)
+            .find(|(_, (ci, cj))| std::sync::Arc::ptr_eq(ci, &sa.conn) && *cj == i.cfg)
             .map(|(r, _)| *r);
         let twin = sa
             .others
             .values()
             .chain(core::iter::once(&**sa))
-            .filter(|s| s.conn == sa.conn)
+            .filter(|s| std::sync::Arc::ptr_eq(&s.conn, &sa.conn))
             .flat_map(|s| s.children.iter())
             .find(|c| {
                 c.cfg == i.cfg
@@ -521,7 +521,7 @@ impl Host {
     /// initiator-to-responder keys first): ESP or AH, with IPComp when
     /// negotiated, in UDP across a NAT (RFC 3948, ESP only).
     fn child_sas(&mut self, sa: &IkeSa, i: &Install<'_>, keymat: &[u8], reqid: u32) -> ChildSas {
-        let child = &self.config.connections[sa.conn].children[i.cfg];
+        let child = &sa.conn.children[i.cfg];
         let chosen = i.chosen;
         let enc_len = chosen.encr.map_or(0, |e| e.keymat_len());
         let dir_len = enc_len + integ_key_len(chosen.integ);

@@ -61,7 +61,7 @@ impl Cx<'_> {
     /// The peer of `sa` authenticated at `now` with `msg` (the IKE_AUTH
     /// message that carried its certificates, if any).
     pub(crate) fn peer_authenticated_at(&mut self, sa: &mut IkeSa, msg: &Message) {
-        let conn = &self.host.config.connections[sa.conn];
+        let conn = &sa.conn;
         let (reauth, rand) = (conn.reauth_time, conn.rand_time);
         let pubkey = matches!(conn.remote.auth, AuthKind::Pubkey(_));
         sa.auth = PeerAuth {
@@ -79,7 +79,7 @@ impl Host {
     /// Whether the peer of `sa` would still be let in with the
     /// credentials we hold now (`unix`: the wall clock); why not.
     fn still_trusted(&self, sa: &IkeSa, unix: Option<Duration>) -> Result<(), String> {
-        let conn = &self.config.connections[sa.conn];
+        let conn = &sa.conn;
         match conn.remote.auth {
             AuthKind::Pubkey(_) => {
                 let (Some(unix), Some(ee)) = (unix, sa.auth.certs.first()) else {
@@ -94,7 +94,7 @@ impl Host {
                 let inter: Vec<&Certificate> = inter.iter().collect();
                 let crls = self.config.credentials.crls();
                 let strict = conn.remote.revocation_strict;
-                let anchors = self.trusted_cas(sa.conn);
+                let anchors = self.trusted_cas(&sa.conn);
                 verify::validate_with(&ee, &inter, &anchors, &crls, unix, strict)
                     .map_err(|r| r.to_string())
             }
@@ -118,7 +118,7 @@ impl Ike {
         let failed: Vec<(u64, String)> = self
             .sas
             .values()
-            .filter(|s| s.conn < self.host.live && s.established.is_some())
+            .filter(|s| self.host.is_live(&s.conn) && s.established.is_some())
             .filter_map(|s| {
                 let why = self.host.still_trusted(s, unix).err()?;
                 Some((s.our_spi(), why))
@@ -150,12 +150,12 @@ impl Ike {
             let Some(old) = self.sas.values().find(|s| s.our_spi() == spi) else {
                 continue;
             };
-            if old.state != IkeState::Established || old.conn >= self.host.live {
+            if old.state != IkeState::Established || !self.host.is_live(&old.conn) {
                 continue;
             }
-            let (ci, uid, vips) = (old.conn, old.uid, old.vips_local.clone());
+            let (ci, uid, vips) = (old.conn.clone(), old.uid, old.vips_local.clone());
             let cfgs = child_configs(old);
-            let name = self.host.config.connections[ci].name.clone();
+            let name = ci.name.clone();
             match self.connect_over(now, ci, cfgs.first().copied(), None, k) {
                 Ok(new) => {
                     if let Some(n) = self.sas.values_mut().find(|s| s.our_spi() == new) {

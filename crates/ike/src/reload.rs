@@ -8,8 +8,10 @@
 //!                    └─ gone ───────────────► retired
 //!  new connections ──── not there before ───► added: start_action (start / trap)
 //!  retired: its traps removed, its IKE SAs deleted (DELETE sent; one not
-//!  yet established is dropped), kept at the end of the list until its
-//!  last IKE SA is gone, found by no lookup (initiate, IKE_SA_INIT, acquire)
+//!  yet established is dropped); no longer among the host's connections,
+//!  so found by no lookup (initiate, IKE_SA_INIT, acquire), it lives on in
+//!  its last IKE SAs (each holds the connection it was made with, a
+//!  `ConnRef`) and goes with them
 //! ```
 //!
 //! A replaced connection is made before it is broken: its old IKE SAs
@@ -26,8 +28,9 @@
 //! are read at the next authentication, so a new one takes effect there.
 
 use core::time::Duration;
+use std::sync::Arc;
 
-use crate::config::{Config, Connection, StartAction};
+use crate::config::{Config, ConnRef, StartAction};
 use crate::context::Cx;
 use crate::engine::Ike;
 use crate::event::IkeEvent;
@@ -65,45 +68,35 @@ impl Ike {
             self.host.events.push(IkeEvent::ConfigRestricted(note));
         }
         let mut report = Reloaded::default();
-        let old = std::mem::take(&mut self.host.config.connections);
-        let old_live = self.host.live;
-        let live = config.connections.len();
-        // Where each old connection goes: its place in the new list, or
-        // after it (retired).
-        let mut moved_to = Vec::with_capacity(old.len());
-        let mut retired: Vec<Connection> = Vec::new();
-        let mut kept = vec![false; live];
-        for (i, conn) in old.into_iter().enumerate() {
-            let same = (i < old_live)
-                .then(|| config.connections.iter().position(|c| c.name == conn.name))
-                .flatten();
-            match same {
-                Some(j) if config.connections[j] == conn => {
-                    kept[j] = true;
-                    moved_to.push(j);
+        let old = std::mem::take(&mut self.host.conns);
+        let mut conns: Vec<ConnRef> = Vec::with_capacity(config.connections.len());
+        // Each new connection: the old one itself where it is equal (its
+        // IKE SAs keep running), else the new one (added or replacing).
+        let mut fresh = Vec::new();
+        for c in std::mem::take(&mut config.connections) {
+            match old.iter().find(|o| o.name == c.name) {
+                Some(o) if **o == c => {
+                    report.unchanged.push(c.name.clone());
+                    conns.push(o.clone());
                 }
-                _ => {
-                    if i < old_live {
-                        if same.is_some() {
-                            report.replaced.push(conn.name.clone());
-                        } else {
-                            report.removed.push(conn.name.clone());
-                        }
+                was => {
+                    let c = ConnRef::new(c);
+                    match was {
+                        Some(_) => report.replaced.push(c.name.clone()),
+                        None => report.added.push(c.name.clone()),
                     }
-                    moved_to.push(live + retired.len());
-                    retired.push(conn);
+                    fresh.push(c.clone());
+                    conns.push(c);
                 }
             }
         }
-        for (j, c) in config.connections.iter().enumerate() {
-            if kept[j] {
-                report.unchanged.push(c.name.clone());
-            } else if !report.replaced.contains(&c.name) {
-                report.added.push(c.name.clone());
+        for o in &old {
+            if !conns.iter().any(|c| c.name == o.name) {
+                report.removed.push(o.name.clone());
             }
         }
         // Make before break where we start the new one ourselves.
-        for c in config.connections.iter() {
+        for c in &fresh {
             let starts = c
                 .children
                 .iter()
@@ -114,40 +107,28 @@ impl Ike {
                     .insert(c.name.clone(), now + REPLACE_WAIT);
             }
         }
-        config.connections.extend(retired);
         self.host.config = config;
-        self.host.live = live;
+        self.host.conns = conns;
         Cx::new(&mut self.host, now, k).release_stale_holds();
-        for sa in self.sas.values_mut() {
-            sa.conn = moved_to[sa.conn];
-        }
-        for (ci, _) in self.host.traps.values_mut() {
-            *ci = moved_to[*ci];
-        }
         self.retire(now, k);
         // The new and the changed ones start as at `flowsec up`.
-        let fresh: Vec<usize> = (0..live).filter(|&j| !kept[j]).collect();
         self.start_connections(now, &fresh, k);
         self.recheck_peers(now, k);
         self.host.events.push(IkeEvent::Reloaded(report.clone()));
         report
     }
 
-    /// The connections at or past `live` are retired: their traps go,
-    /// their IKE SAs are deleted (or dropped before they are
-    /// established), and once none is left they are forgotten. Called by
-    /// [`Ike::reload`] and on every poll while any is left (an IKE SA of
-    /// one may have been rekeying, or be the result of a rekey).
+    /// Connections no longer among the host's are retired: their traps
+    /// go, their IKE SAs are deleted (or dropped before they are
+    /// established); the last of those takes the connection with it.
+    /// Called by [`Ike::reload`] and on every poll while any is left (an
+    /// IKE SA of one may have been rekeying, or be the result of a rekey).
     pub(crate) fn retire(&mut self, now: Duration, k: &mut dyn Kernel) {
-        let live = self.host.live;
-        if self.host.config.connections.len() == live {
-            return;
-        }
         let traps: Vec<u32> = self
             .host
             .traps
             .iter()
-            .filter(|(_, (ci, _))| *ci >= live)
+            .filter(|(_, (ci, _))| !self.host.is_live(ci))
             .map(|(reqid, _)| *reqid)
             .collect();
         for reqid in traps {
@@ -157,7 +138,7 @@ impl Ike {
         let retired: Vec<u64> = self
             .sas
             .values()
-            .filter(|sa| sa.conn >= live)
+            .filter(|sa| !self.host.is_live(&sa.conn))
             .map(|sa| sa.our_spi())
             .collect();
         for spi in retired {
@@ -173,7 +154,7 @@ impl Ike {
                     Cx::new(&mut self.host, now, k).destroy(&mut sa);
                 }
                 IkeState::Established if !deleting(&sa) => {
-                    let name = &self.host.config.connections[sa.conn].name;
+                    let name = &sa.conn.name;
                     if self.host.replacing.contains_key(name) {
                         continue;
                     }
@@ -184,8 +165,7 @@ impl Ike {
                 _ => {}
             }
         }
-        if self.sas.values().all(|sa| sa.conn < live) {
-            self.host.config.connections.truncate(live);
+        if self.sas.values().all(|sa| self.host.is_live(&sa.conn)) {
             self.host.replacing.clear();
         }
     }
@@ -194,12 +174,11 @@ impl Ike {
     /// SA, or that waited [`REPLACE_WAIT`]: their old IKE SAs go now.
     fn replaced_in_time(&mut self, now: Duration) {
         let (host, sas) = (&mut self.host, &self.sas);
-        let live = host.live;
-        let conns = &host.config.connections;
+        let conns = &host.conns;
         host.replacing.retain(|name, until| {
             let up = sas.values().any(|s| {
-                s.conn < live
-                    && conns[s.conn].name == *name
+                conns.iter().any(|c| Arc::ptr_eq(c, &s.conn))
+                    && s.conn.name == *name
                     && s.state == IkeState::Established
                     && !s.children.is_empty()
             });
@@ -211,41 +190,43 @@ impl Ike {
     /// being deleted: at once, or when its successor is up (the daemon
     /// polls at once then) or at the end of [`REPLACE_WAIT`].
     pub(crate) fn retired_due(&self, sa: &crate::sa::IkeSa) -> Option<Duration> {
-        if sa.conn < self.host.live || deleting(sa) {
+        if self.host.is_live(&sa.conn) || deleting(sa) {
             return None;
         }
-        let name = &self.host.config.connections[sa.conn].name;
+        let name = &sa.conn.name;
         let Some(&until) = self.host.replacing.get(name) else {
             return Some(Duration::ZERO);
         };
-        let live = self.host.live;
-        let conns = &self.host.config.connections;
         let up = self.sas.values().any(|s| {
-            s.conn < live
-                && conns[s.conn].name == *name
+            self.host.is_live(&s.conn)
+                && s.conn.name == *name
                 && s.state == IkeState::Established
                 && !s.children.is_empty()
         });
         Some(if up { Duration::ZERO } else { until })
     }
 
-    /// `start_action` of the children of connections `which` (indexes):
-    /// `start` initiates, `trap` installs the trap policies.
-    pub(crate) fn start_connections(&mut self, now: Duration, which: &[usize], k: &mut dyn Kernel) {
+    /// `start_action` of the children of connections `which`: `start`
+    /// initiates, `trap` installs the trap policies.
+    pub(crate) fn start_connections(
+        &mut self,
+        now: Duration,
+        which: &[ConnRef],
+        k: &mut dyn Kernel,
+    ) {
         let mut wanted = Vec::new();
         let mut traps = Vec::new();
-        for &ci in which {
-            let conn = &self.host.config.connections[ci];
+        for conn in which {
             for (cj, child) in conn.children.iter().enumerate() {
                 match child.start_action {
                     StartAction::Start => wanted.push((conn.name.clone(), child.name.clone())),
-                    StartAction::Trap => traps.push((ci, cj)),
+                    StartAction::Trap => traps.push((conn.clone(), cj)),
                     StartAction::None => {}
                 }
             }
         }
         for (ci, cj) in traps {
-            if let Err(e) = Cx::new(&mut self.host, now, k).install_trap(ci, cj) {
+            if let Err(e) = Cx::new(&mut self.host, now, k).install_trap(&ci, cj) {
                 self.host.events.push(IkeEvent::CommandFailed(e));
             }
         }
@@ -296,10 +277,10 @@ impl Cx<'_> {
     /// the policies held for its predecessors with the same peer go (those
     /// it took over are gone already).
     pub(crate) fn release_holds(&mut self, sa: &crate::sa::IkeSa, cfg: usize) {
-        if sa.conn >= self.host.live || self.host.holds.is_empty() {
+        if !self.host.is_live(&sa.conn) || self.host.holds.is_empty() {
             return;
         }
-        let conn = &self.host.config.connections[sa.conn];
+        let conn = &sa.conn;
         let Some(child) = conn.children.get(cfg) else {
             return;
         };
@@ -316,7 +297,7 @@ impl Cx<'_> {
 
     /// Holds whose connection or child a reload removed go.
     fn release_stale_holds(&mut self) {
-        let live = &self.host.config.connections[..self.host.live];
+        let live = &self.host.conns;
         let stale: Vec<u32> = self
             .holds
             .iter()
@@ -378,19 +359,18 @@ impl Host {
     /// new connection still has (by child name), and that no Child SA of
     /// it with the same peer has taken over yet.
     fn hold_children(&mut self, sa: &SaMut<'_>) {
-        let conns = &self.config.connections;
-        let conn = &conns[sa.conn];
-        let Some(new) = conns[..self.live].iter().find(|c| c.name == conn.name) else {
+        let conn = &sa.conn;
+        let Some(new) = self.conns.iter().find(|c| c.name == conn.name) else {
             return;
         };
         let taken_over = |child: &str| {
             sa.others.values().any(|o| {
-                o.conn < self.live
-                    && conns[o.conn].name == conn.name
+                self.is_live(&o.conn)
+                    && o.conn.name == conn.name
                     && o.peer_id == sa.peer_id
                     && o.children
                         .iter()
-                        .any(|c| conns[o.conn].children[c.cfg].name == child)
+                        .any(|c| o.conn.children[c.cfg].name == child)
             })
         };
         let mut held = Vec::new();

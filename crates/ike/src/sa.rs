@@ -12,7 +12,7 @@ use flowsec_wire::iana::{DhGroup, IntegId};
 use flowsec_wire::ike::TrafficSelector;
 use zeroize::Zeroizing;
 
-use crate::config::Identity;
+use crate::config::{ConnRef, Identity};
 use crate::crypto::{IkeSuite, SkCrypto};
 use crate::exchange::Manager;
 
@@ -154,8 +154,10 @@ pub(crate) enum Todo {
 
 /// One IKE SA.
 pub(crate) struct IkeSa {
-    /// Index of its connection in the configuration.
-    pub conn: usize,
+    /// The connection it was made with: a reload that changes or removes
+    /// it gives the host another, and this SA keeps its own
+    /// ([`crate::reload`]).
+    pub conn: ConnRef,
     /// Its unique id, for `flowsec ctl` (strongSwan's `#N`).
     pub uid: u32,
     pub spi_i: u64,

@@ -22,7 +22,7 @@ pub(crate) struct Slot(usize);
 
 /// A child's wish once its IKE SA is gone or closed (`dpd_action`,
 /// `close_action`): (connection, child, what to do).
-pub(crate) type Wish = (usize, usize, DpdAction);
+pub(crate) type Wish = (crate::config::ConnRef, usize, DpdAction);
 
 /// What becomes of a borrowed IKE SA once its borrow has ended: the one
 /// place where a handler changes the table.
@@ -265,7 +265,20 @@ mod tests {
 
     fn sa(spi: u64) -> IkeSa {
         let addr = "192.0.2.1:500".parse().unwrap();
-        crate::exchange::init::new_sa(0, spi as u32, (spi, 0), true, (addr, addr), Duration::ZERO)
+        let conf = crate::config::parse(
+            "t",
+            "connections { c { local { auth = psk } remote { auth = psk } } }",
+        )
+        .unwrap();
+        let conn = crate::config::ConnRef::new(conf.connections[0].clone());
+        crate::exchange::init::new_sa(
+            conn,
+            spi as u32,
+            (spi, 0),
+            true,
+            (addr, addr),
+            Duration::ZERO,
+        )
     }
 
     fn spis<'a>(it: impl Iterator<Item = &'a IkeSa>) -> Vec<u64> {

@@ -5,6 +5,7 @@
 //! starting queued tasks when the window is free.
 
 use core::time::Duration;
+use std::sync::Arc;
 
 use flowsec_wire::iana::ExchangeType;
 
@@ -23,14 +24,11 @@ impl Ike {
     pub(crate) fn revive(&mut self, now: Duration, wishes: Vec<Wish>, k: &mut dyn Kernel) {
         for (ci, cj, action) in wishes {
             // A connection a reload retired wishes nothing any more.
-            if ci >= self.host.live {
+            if !self.host.is_live(&ci) {
                 continue;
             }
-            let trapped = self.host.traps.values().any(|&t| t == (ci, cj));
-            let (conn, child) = (
-                self.host.config.connections[ci].name.clone(),
-                self.host.config.connections[ci].children[cj].name.clone(),
-            );
+            let trapped = (self.host.traps.values()).any(|(c, j)| Arc::ptr_eq(c, &ci) && *j == cj);
+            let (conn, child) = (ci.name.clone(), ci.children[cj].name.clone());
             let done = match action {
                 crate::config::DpdAction::Restart => {
                     self.host.events.push(IkeEvent::Restarting {
@@ -39,7 +37,7 @@ impl Ike {
                     self.initiate(now, Some(&conn), Some(&child), k)
                 }
                 crate::config::DpdAction::Trap if !trapped => {
-                    Cx::new(&mut self.host, now, k).install_trap(ci, cj)
+                    Cx::new(&mut self.host, now, k).install_trap(&ci, cj)
                 }
                 _ => Ok(()),
             };
@@ -103,7 +101,7 @@ impl Ike {
                     {
                         at(Some(Duration::ZERO));
                     }
-                    let dpd = self.host.config.connections[sa.conn].dpd_delay;
+                    let dpd = sa.conn.dpd_delay;
                     if !dpd.is_zero() && sa.exch.idle() {
                         at(Some(sa.last_heard + dpd));
                     }
@@ -114,7 +112,7 @@ impl Ike {
                 }
                 IkeState::Rekeyed | IkeState::Deleting => at(sa.expire_at),
                 IkeState::Connecting if sa.transport == crate::transport::Transport::Udp => {
-                    let tcp = &self.host.config.connections[sa.conn].tcp;
+                    let tcp = &sa.conn.tcp;
                     if tcp.encap == crate::config::TcpEncap::Fallback {
                         at(Some(sa.created + tcp.fallback_after));
                     }
@@ -212,7 +210,7 @@ impl Cx<'_> {
                 data: ka,
             });
         }
-        let conn = &self.host.config.connections[sa.conn];
+        let conn = &sa.conn;
         let dpd = conn.dpd_delay;
         if !dpd.is_zero()
             && sa.exch.idle()
@@ -233,13 +231,13 @@ impl Cx<'_> {
             }
         }
         for spi in expired {
-            let conn = sa.conn;
+            let conn = sa.conn.clone();
             let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == spi) else {
                 continue;
             };
             c.expire_at = None;
             let keep_old = c.state == ChildState::Rekeyed
-                && self.switch_of(conn, c.cfg) == RekeySwitch::KeepOld;
+                && self.switch_of(&conn, c.cfg) == RekeySwitch::KeepOld;
             if keep_old {
                 // `keep-old` (study S2's behaviour): the end whose old SA
                 // expires switches to the successor and drops the old one,
@@ -321,12 +319,12 @@ impl Host {
     /// What the children of a dead IKE SA want (`dpd_action`): restart
     /// (negotiate anew) or trap (policies wait for traffic).
     fn after_death(&self, sa: &IkeSa) -> Vec<Wish> {
-        let conn = &self.config.connections[sa.conn];
+        let conn = &sa.conn;
         let mut out: Vec<Wish> = Vec::new();
         for c in &sa.children {
             let action = conn.children[c.cfg].dpd_action;
             if action != crate::config::DpdAction::Clear && !out.iter().any(|o| o.1 == c.cfg) {
-                out.push((sa.conn, c.cfg, action));
+                out.push((sa.conn.clone(), c.cfg, action));
             }
         }
         out
@@ -335,7 +333,7 @@ impl Host {
     /// [`Host::after_death`]'s terms; `spis` selects them (all if `None`).
     pub(crate) fn after_close(&self, sa: &IkeSa, spis: Option<&[u32]>) -> Vec<Wish> {
         use crate::config::{CloseAction, DpdAction};
-        let conn = &self.config.connections[sa.conn];
+        let conn = &sa.conn;
         let mut out: Vec<Wish> = Vec::new();
         for c in sa
             .children
@@ -348,7 +346,7 @@ impl Host {
                 CloseAction::Start => DpdAction::Restart,
             };
             if !out.iter().any(|o| o.1 == c.cfg) {
-                out.push((sa.conn, c.cfg, action));
+                out.push((sa.conn.clone(), c.cfg, action));
             }
         }
         out

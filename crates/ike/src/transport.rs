@@ -9,6 +9,7 @@ use core::fmt;
 use core::time::Duration;
 use std::net::SocketAddr;
 
+use crate::config::ConnRef;
 use crate::config::TcpEncap;
 use crate::context::Cx;
 use crate::engine::Ike;
@@ -116,11 +117,11 @@ impl Ike {
     /// starts again over TCP with a new IKE_SA_INIT (new SPIi, NAT
     /// detection recomputed: "MUST").
     pub(crate) fn fall_back_to_tcp(&mut self, now: Duration, k: &mut dyn Kernel) {
-        let due: Vec<(u64, usize, Option<usize>)> = self
+        let due: Vec<(u64, ConnRef, Option<usize>)> = self
             .sas
             .values()
             .filter(|sa| {
-                let tcp = &self.host.config.connections[sa.conn].tcp;
+                let tcp = &sa.conn.tcp;
                 sa.state == IkeState::Connecting
                     && sa.transport == Transport::Udp
                     && tcp.encap == TcpEncap::Fallback
@@ -129,7 +130,7 @@ impl Ike {
             .map(|sa| {
                 (
                     sa.our_spi(),
-                    sa.conn,
+                    sa.conn.clone(),
                     sa.exch.task().and_then(|t| t.first_child()),
                 )
             })
@@ -142,9 +143,9 @@ impl Ike {
                 t.release(k);
             }
             self.host.stats.tcp_fallbacks += 1;
-            let name = self.host.config.connections[conn].name.clone();
+            let name = conn.name.clone();
             self.host.events.push(IkeEvent::TcpFallback { name });
-            let over = Some(stream_of(self, conn));
+            let over = Some(stream_of(&conn));
             match self.connect_over(now, conn, child, over, k) {
                 // What waited for the first IKE SA waits for the new one.
                 Ok(new) => {
@@ -159,8 +160,8 @@ impl Ike {
 }
 
 /// The stream a connection's `tcp_tls` asks for.
-fn stream_of(ike: &Ike, conn: usize) -> Transport {
-    match ike.host.config.connections[conn].tcp.tls {
+fn stream_of(conn: &crate::config::Connection) -> Transport {
+    match conn.tcp.tls {
         true => Transport::Tls,
         false => Transport::Tcp,
     }

@@ -29,7 +29,7 @@ pub(crate) enum VipAnswer {
     Failed,
 }
 
-use crate::config::{Config, Identity};
+use crate::config::Identity;
 use crate::context::Cx;
 use crate::event::IkeEvent;
 use crate::host::Host;
@@ -39,11 +39,11 @@ use crate::ts;
 /// Initiator: what `dynamic` in our selectors stands for: our virtual
 /// IPs once we have them, the whole family of each one asked for before,
 /// our IKE address without `vips`.
-pub(crate) fn local_dynamic(config: &Config, sa: &IkeSa) -> Vec<TrafficSelector> {
+pub(crate) fn local_dynamic(sa: &IkeSa) -> Vec<TrafficSelector> {
     if !sa.vips_local.is_empty() {
         return sa.vips_local.iter().map(|a| ts::whole(*a, *a)).collect();
     }
-    let vips = &config.connections[sa.conn].vips;
+    let vips = &sa.conn.vips;
     if !vips.is_empty() {
         let mut out: Vec<TrafficSelector> = Vec::new();
         for v in vips {
@@ -73,8 +73,8 @@ pub(crate) fn remote_dynamic(sa: &IkeSa) -> Vec<TrafficSelector> {
 /// An IKE SA that authenticates in another's place (crate::reauth) holds
 /// its addresses already, and asks for them (the gateway gives an address
 /// back to its owner from the same IKE address).
-pub(crate) fn request(config: &Config, sa: &IkeSa) -> Option<Payload> {
-    let vips = &config.connections[sa.conn].vips;
+pub(crate) fn request(sa: &IkeSa) -> Option<Payload> {
+    let vips = &sa.conn.vips;
     if vips.is_empty() {
         return None;
     }
@@ -156,7 +156,7 @@ impl Cx<'_> {
     /// (installed) and DNS servers. `false` when the connection asked
     /// for virtual IPs and got none (strongSwan closes the IKE SA then).
     pub(crate) fn take_vips(&mut self, sa: &mut IkeSa, msg: &Message) -> bool {
-        let asked = !self.host.config.connections[sa.conn].vips.is_empty();
+        let asked = !sa.conn.vips.is_empty();
         let Some(reply) = cp_of(msg, CFG_REPLY) else {
             return !asked;
         };
@@ -229,7 +229,7 @@ impl Host {
         let Some(req) = cp_of(msg, CFG_REQUEST) else {
             return VipAnswer::Nothing;
         };
-        let conn = &self.config.connections[sa.conn];
+        let conn = &sa.conn;
         if conn.pools.is_empty() {
             return VipAnswer::Nothing;
         }
@@ -276,7 +276,7 @@ impl Host {
                     };
                     attrs.push((t, v));
                 }
-                let tag = crate::event_log::tag_of(self, sa);
+                let tag = crate::event_log::tag_of(sa);
                 self.events.about(
                     tag,
                     IkeEvent::VirtualIpAssigned {

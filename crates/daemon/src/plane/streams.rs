@@ -2,6 +2,7 @@
 //! thread, and on which ports it listens.
 
 use flowsec_ike::config::{Connection, TcpEncap};
+use std::borrow::Borrow;
 
 use super::Options;
 use crate::error::RunError;
@@ -36,11 +37,12 @@ pub(super) fn open_streams(
 
 /// `--tcp-listen`'s ports and the `tcp_port` of every connection with
 /// `tcp_encap`, sorted, once each.
-pub(super) fn listen_ports(listen: &[u16], conns: &[Connection]) -> Vec<u16> {
+pub(super) fn listen_ports<C: Borrow<Connection>>(listen: &[u16], conns: &[C]) -> Vec<u16> {
     let mut ports = listen.to_vec();
     ports.extend(
         conns
             .iter()
+            .map(Borrow::borrow)
             .filter(|c| c.tcp.encap != TcpEncap::No)
             .map(|c| c.tcp.port),
     );

@@ -109,7 +109,7 @@ impl Cx<'_> {
         msg: Message,
         init: InitMessages,
     ) -> Then {
-        let conn = &self.host.config.connections[sa.conn];
+        let conn = &sa.conn;
         let idi = msg.payloads.iter().find_map(|p| match p {
             Payload::IdI(i) => Some(i.clone()),
             _ => None,
@@ -198,7 +198,7 @@ impl Cx<'_> {
                 Then::Stay
             }
             ServerStep::Success { packet, msk, user } => {
-                if let Some(want) = &self.host.config.connections[sa.conn].remote.eap_id {
+                if let Some(want) = &sa.conn.remote.eap_id {
                     let who = eap_identity(&user);
                     if !want.matches(&who) {
                         let why = format!("EAP identity '{who}' is not the eap_id {want}");
@@ -427,7 +427,7 @@ impl Host {
     /// user name is `eap_id` (default our identity), its password an
     /// `eap-…` secret.
     pub(crate) fn eap_peer(&self, sa: &IkeSa, me: &Identity, idi: Id) -> Option<Box<EapPeerSide>> {
-        let local = &self.config.connections[sa.conn].local;
+        let local = &sa.conn.local;
         let user = local.eap_id.clone().unwrap_or_else(|| me.clone());
         let password = self.config.find_eap(&user)?;
         let name = eap_name(&user);

@@ -16,6 +16,7 @@ use flowsec_wire::iana::{AuthMethod, NotifyType};
 use flowsec_wire::ike::{Auth, Cert, Id, Message, Payload, CERT_X509_SIGNATURE};
 
 use crate::cert::{verify, Certificate, Hash, HashSet, Rejection, Scheme};
+use crate::config::Connection;
 use crate::config::{AuthKind, IdMatch, Identity, SendCert};
 use crate::context::Cx;
 use crate::crypto;
@@ -91,7 +92,7 @@ impl Cx<'_> {
         (id, auth): (&Id, &Auth),
         peer: &Identity,
     ) -> Result<(), Rejection> {
-        let AuthKind::Pubkey(allowed) = self.host.config.connections[sa.conn].remote.auth else {
+        let AuthKind::Pubkey(allowed) = sa.conn.remote.auth else {
             return Err(Rejection::BadScheme);
         };
         if auth.method != AuthMethod::DIGITAL_SIGNATURE {
@@ -118,10 +119,8 @@ impl Cx<'_> {
         }
         let unix = self.host.unix_time(self.now).ok_or(Rejection::NoClock)?;
         let inter: Vec<&Certificate> = intermediates.iter().collect();
-        let anchors = self.trusted_cas(sa.conn);
-        let strict = self.host.config.connections[sa.conn]
-            .remote
-            .revocation_strict;
+        let anchors = self.trusted_cas(&sa.conn);
+        let strict = sa.conn.remote.revocation_strict;
         let crls = self.host.config.credentials.crls();
         verify::validate_with(&ee, &inter, &anchors, &crls, unix, strict)?;
         if !allowed.allows(scheme, ee.key) {
@@ -167,9 +166,9 @@ fn choose_scheme(
 impl Host {
     /// The CAs the peer of connection `conn` must chain to: `cacerts`, or
     /// every CA we hold.
-    pub(crate) fn trusted_cas(&self, conn: usize) -> Vec<&Certificate> {
+    pub(crate) fn trusted_cas(&self, conn: &Connection) -> Vec<&Certificate> {
         let creds = &self.config.credentials;
-        let names = &self.config.connections[conn].remote.cacerts;
+        let names = &conn.remote.cacerts;
         if names.is_empty() {
             creds.cas().collect()
         } else {
@@ -178,12 +177,11 @@ impl Host {
     }
     /// CERTREQ naming our trusted CAs (§3.7), when the peer of `conn`
     /// authenticates with a certificate and `send_certreq` is on.
-    pub(crate) fn certreq(&self, conn: usize) -> Option<Payload> {
-        let c = self.config.connections.get(conn)?;
+    pub(crate) fn certreq(&self, c: &Connection) -> Option<Payload> {
         if !c.send_certreq || !matches!(c.remote.auth, AuthKind::Pubkey(_)) {
             return None;
         }
-        let cas = self.trusted_cas(conn);
+        let cas = self.trusted_cas(c);
         if cas.is_empty() {
             return None;
         }
@@ -195,7 +193,7 @@ impl Host {
     }
     /// Our certificate on `sa`, if its connection signs.
     pub(crate) fn local_cert(&self, sa: &IkeSa) -> Option<&Certificate> {
-        let c = &self.config.connections[sa.conn];
+        let c = &sa.conn;
         crate::config::local_cert(&self.config, &c.local.certs, c.local.id.as_ref())
     }
     /// The octets the AUTH of `ours` (or the peer's) covers (§2.15).
@@ -218,7 +216,7 @@ impl Host {
         id: &Id,
         peer_asked: bool,
     ) -> Result<Signed, NegotiationError> {
-        let conn = &self.config.connections[sa.conn];
+        let conn = &sa.conn;
         let AuthKind::Pubkey(allowed) = conn.local.auth else {
             return Err(NegotiationError::NoLocalCert);
         };

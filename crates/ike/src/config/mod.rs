@@ -168,6 +168,10 @@ fn load_text(path: &Path) -> Result<Config, ConfigError> {
     parse(&name, &text)
 }
 
+/// A connection as the IKE SAs made with it share it: a reload replaces
+/// the host's, never an SA's.
+pub type ConnRef = std::sync::Arc<Connection>;
+
 /// A whole configuration: connections and pre-shared keys, in file order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Config {

@@ -18,7 +18,7 @@ use flowsec_wire::iana::{AuthMethod, ExchangeType, NotifyType};
 use flowsec_wire::ike::{Auth, Id, Message, Payload};
 use subtle::ConstantTimeEq;
 
-use crate::config::{AuthKind, Identity};
+use crate::config::{AuthKind, ConnRef, Identity};
 use crate::context::Cx;
 use crate::crypto;
 use crate::error::NegotiationError;
@@ -111,7 +111,7 @@ impl Cx<'_> {
         let (id, auth) = id_and_auth(msg, !sa.initiator);
         let (id, auth) = (id.ok_or(None)?, auth.ok_or(None)?);
         let peer = Identity::from_wire(id).ok_or(None)?;
-        let conn = &self.config.connections[sa.conn];
+        let conn = &sa.conn;
         if conn
             .remote
             .id
@@ -150,7 +150,7 @@ impl Cx<'_> {
         init: InitMessages,
         first_child: Option<usize>,
     ) -> Then {
-        let conn = &self.host.config.connections[sa.conn];
+        let conn = &sa.conn;
         let me = self.our_id(sa);
         let peer = conn.remote.id.clone().unwrap_or(Identity::Any);
         let idi = me.to_wire();
@@ -177,22 +177,22 @@ impl Cx<'_> {
                 Err(e) => return self.fail(sa, e),
             }
         };
-        let conn = &self.host.config.connections[sa.conn];
+        let conn = &sa.conn;
         let mut payloads = vec![Payload::IdI(idi)];
         payloads.extend(certs);
-        payloads.extend(self.certreq(sa.conn));
+        payloads.extend(self.certreq(&sa.conn));
         if peer != Identity::Any {
             payloads.push(Payload::IdR(peer.to_wire()));
         }
         payloads.extend(auth.map(Payload::Auth));
         // §3.15: a road warrior asks for its virtual IPs.
-        payloads.extend(crate::vip::request(&self.host.config, sa));
+        payloads.extend(crate::vip::request(sa));
         // §2.4: only when we hold no other IKE SA with the peer (the
         // peer deletes those it has with us on seeing it), as strongSwan;
         // a replaced connection's old one (reload.rs, make before break)
         // is one: it goes after this one is up.
         let contact = !sa.others.values().any(|o| {
-            self.host.config.connections[o.conn].name == conn.name
+            o.conn.name == conn.name
                 && o.remote.ip() == sa.remote.ip()
                 && o.state == IkeState::Established
         });
@@ -223,7 +223,7 @@ impl Cx<'_> {
         }
         sa.conn = self.reselect(sa, &msg);
         let no_auth = !msg.payloads.iter().any(|p| matches!(p, Payload::Auth(_)));
-        if no_auth && self.host.config.connections[sa.conn].remote.auth == AuthKind::Eap {
+        if no_auth && sa.conn.remote.auth == AuthKind::Eap {
             return self.eap_server_start(sa, mid, msg, init);
         }
         let me = self.our_id(sa);
@@ -395,7 +395,7 @@ impl Cx<'_> {
 
     /// The IKE SA is authenticated: its timers start.
     pub(crate) fn established(&mut self, sa: &mut IkeSa) {
-        let conn = &self.host.config.connections[sa.conn];
+        let conn = &sa.conn;
         let (rekey, rand, over, reauth) = (
             conn.rekey_time,
             conn.rand_time,
@@ -420,14 +420,14 @@ impl Cx<'_> {
     /// those we still hold between the same identities are stale (it
     /// restarted); they go without a word to it, unless `unique = never`.
     pub(crate) fn initial_contact(&mut self, sa: &mut SaMut<'_>) {
-        if self.host.config.connections[sa.conn].unique == crate::config::Unique::Never {
+        if sa.conn.unique == crate::config::Unique::Never {
             return;
         }
         let stale: Vec<u64> = sa
             .others
             .values()
             .filter(|o| {
-                o.conn == sa.conn
+                std::sync::Arc::ptr_eq(&o.conn, &sa.conn)
                     && same(&o.peer_id, &sa.peer_id)
                     && same(&o.local_id, &sa.local_id)
                     && o.state != IkeState::HalfOpen
@@ -475,7 +475,7 @@ impl Host {
     /// Our identity on `sa`: configured, or our certificate's subject
     /// when we sign, or our IP address (strongSwan's defaults).
     pub(crate) fn our_id(&self, sa: &IkeSa) -> Identity {
-        let local = &self.config.connections[sa.conn].local;
+        let local = &sa.conn.local;
         if let Some(id) = &local.id {
             return id.clone();
         }
@@ -496,7 +496,7 @@ impl Host {
         (me, peer): (&Identity, &Identity),
         peer_asked: bool,
     ) -> Result<(Vec<Payload>, Auth), NegotiationError> {
-        match self.config.connections[sa.conn].local.auth {
+        match sa.conn.local.auth {
             AuthKind::Psk => {
                 let data = self
                     .psk_auth_for(sa, init, true, id, me, peer)
@@ -560,18 +560,17 @@ impl Host {
     /// used (AUTH's method, or EAP without AUTH) and whose identity is
     /// the IDr asked for, if any. No such one: the one chosen stays (and
     /// refuses).
-    fn reselect(&self, sa: &IkeSa, msg: &Message) -> usize {
+    fn reselect(&self, sa: &IkeSa, msg: &Message) -> ConnRef {
         let (idi, auth) = id_and_auth(msg, true);
         let Some(peer) = idi.and_then(Identity::from_wire) else {
-            return sa.conn;
+            return sa.conn.clone();
         };
         let idr = msg.payloads.iter().find_map(|p| match p {
             Payload::IdR(i) => Identity::from_wire(i),
             _ => None,
         });
-        let chosen = &self.config.connections[sa.conn];
-        let fits = |i: usize| {
-            let c = &self.config.connections[i];
+        let chosen = &sa.conn;
+        let fits = |c: &&ConnRef| {
             let same_ike = c.proposals == chosen.proposals
                 && c.local_addrs == chosen.local_addrs
                 && c.remote_addrs == chosen.remote_addrs;
@@ -588,13 +587,14 @@ impl Host {
             };
             same_ike && method && who && me
         };
-        std::iter::once(sa.conn)
-            .chain(0..self.live)
-            .find(|&i| fits(i))
-            .unwrap_or(sa.conn)
+        std::iter::once(&sa.conn)
+            .chain(&self.conns)
+            .find(fits)
+            .unwrap_or(&sa.conn)
+            .clone()
     }
     pub(crate) fn child_name(&self, sa: &IkeSa, cfg: usize) -> String {
-        self.config.connections[sa.conn]
+        sa.conn
             .children
             .get(cfg)
             .map_or_else(|| "?".into(), |c| c.name.clone())

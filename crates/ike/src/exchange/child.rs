@@ -170,7 +170,7 @@ impl Cx<'_> {
         group: Option<DhGroup>,
         resource: Resource,
     ) -> ChildRequest {
-        let child = &self.host.config.connections[sa.conn].children[cfg];
+        let child = &sa.conn.children[cfg];
         let (proposals, protocol) = suites(child);
         // A per-resource SA's inbound SPI is one the data plane steers to
         // its resource; a rekey's, to the old SA's.
@@ -195,10 +195,7 @@ impl Cx<'_> {
         let (tsi, tsr) = match rekey.and_then(|old| sa.children.iter().find(|c| c.spi_in == old)) {
             Some(old) => (old.local_ts.clone(), old.remote_ts.clone()),
             None => (
-                ts::from_config_dynamic(
-                    &child.local_ts,
-                    &crate::vip::local_dynamic(&self.host.config, sa),
-                ),
+                ts::from_config_dynamic(&child.local_ts, &crate::vip::local_dynamic(sa)),
                 ts::from_config(&child.remote_ts, sa.remote.ip()),
             ),
         };
@@ -404,13 +401,13 @@ impl Cx<'_> {
     /// out of the data plane at once; `keep-old` sends no DELETE: each end
     /// removes its old SA when its own lifetime ends (timers.rs).
     fn replaced_by_us(&mut self, sa: &mut IkeSa, old: u32) {
-        let conn = sa.conn;
+        let conn = sa.conn.clone();
         let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) else {
             return;
         };
         c.state = ChildState::Rekeyed;
         c.rekey_at = None;
-        let switch = self.switch_of(conn, c.cfg);
+        let switch = self.switch_of(&conn, c.cfg);
         self.host.stats.count_rekey(switch);
         match switch {
             RekeySwitch::LossFree => sa.queue.push_front(Todo::DeleteChild(old)),
@@ -466,7 +463,7 @@ impl Cx<'_> {
         req.reserved().release(self.k);
         if ty == NotifyType::INVALID_KE_PAYLOAD && data.len() == 2 && req.ke.is_some() {
             let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
-            let ours = suites(&self.host.config.connections[sa.conn].children[req.cfg])
+            let ours = suites(&sa.conn.children[req.cfg])
                 .0
                 .iter()
                 .any(|p| p.dh.contains(&group));
@@ -633,7 +630,7 @@ impl Host {
     /// What a new Child SA of `cfg` (not a rekey) asks of per-resource
     /// SAs: the fallback of a `per_cpu_sas` child, else nothing.
     pub(crate) fn first_resource(&self, sa: &IkeSa, cfg: usize, rekey: Option<u32>) -> Resource {
-        let child = &self.config.connections[sa.conn].children[cfg];
+        let child = &sa.conn.children[cfg];
         if child.per_cpu_sas && rekey.is_none() {
             Resource::Fallback
         } else {

@@ -80,7 +80,7 @@ impl Cx<'_> {
             .and_then(|spi| sa.children.iter().find(|c| c.spi_in == spi));
         let candidates: Vec<usize> = match old {
             Some(old) => vec![old.cfg],
-            None => (0..self.host.config.connections[sa.conn].children.len()).collect(),
+            None => (0..sa.conn.children.len()).collect(),
         };
         let mut refusal = NotifyType::TS_UNACCEPTABLE;
         for cfg in candidates {
@@ -146,9 +146,7 @@ impl Cx<'_> {
         let spi_in = self.k.alloc_spi_on(protocol, cpu);
         // IPComp if both want it (§2.22): our CPI in the answer.
         let ipcomp = match peer_cpi(asked.msg) {
-            Some(theirs) if self.host.config.connections[sa.conn].children[cfg].ipcomp => {
-                cpi(self.k).map(|ours| (ours, theirs))
-            }
+            Some(theirs) if sa.conn.children[cfg].ipcomp => cpi(self.k).map(|ours| (ours, theirs)),
             _ => None,
         };
         let g_ir = g_ir.as_deref().map(|v| v.as_slice());
@@ -215,12 +213,12 @@ impl Cx<'_> {
         let grace = self.host.settings.rekeyed_grace;
         let mut collided = false;
         let mut drop = false;
-        let conn = sa.conn;
+        let conn = sa.conn.clone();
         if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) {
             collided = c.state == ChildState::Rekeying;
             c.state = ChildState::Rekeyed;
             c.rekey_at = None;
-            let switch = self.switch_of(conn, c.cfg);
+            let switch = self.switch_of(&conn, c.cfg);
             self.host.stats.count_rekey(switch);
             if switch != RekeySwitch::KeepOld {
                 c.expire_at = Some(self.now + grace);
@@ -320,7 +318,7 @@ impl Host {
         let (Some(sai), Some(tsi), Some(tsr)) = (c.sa, c.tsi, c.tsr) else {
             return Err(Some(NotifyType::INVALID_SYNTAX));
         };
-        let child = &self.config.connections[sa.conn].children[cfg];
+        let child = &sa.conn.children[cfg];
         let ours_remote =
             ts::from_config_dynamic(&child.remote_ts, &crate::vip::remote_dynamic(sa));
         let ours_local = ts::from_config(&child.local_ts, sa.local.ip());
@@ -399,8 +397,7 @@ impl Host {
         }
         // With one resource (one worker, or a mode without per-resource
         // SAs) we take no part: an ordinary Child SA, no notify back.
-        let wanted = self.config.connections[sa.conn].children[cfg].per_cpu_sas
-            && self.settings.resources > 1;
+        let wanted = sa.conn.children[cfg].per_cpu_sas && self.settings.resources > 1;
         if !wanted || !has_notify(asked.msg, NotifyType::SA_RESOURCE_INFO) {
             return Ok((false, None));
         }

@@ -14,12 +14,13 @@
 use core::time::Duration;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, PayloadType};
 use flowsec_wire::ike::{Header, Ke, Message, Payload, Proposal};
 use zeroize::Zeroizing;
 
-use crate::config::{self, AddrSpec, IkeChosen, TcpEncap};
+use crate::config::{self, AddrSpec, ConnRef, Connection, IkeChosen, TcpEncap};
 use crate::context::Cx;
 use crate::crypto::KeyExchange;
 use crate::crypto::{self, IkeKeys, SkCrypto};
@@ -75,36 +76,32 @@ impl Ike {
         k: &mut dyn Kernel,
     ) -> Result<(), CommandError> {
         // Not a connection a reload retired.
-        let found = self.host.config.connections[..self.host.live]
-            .iter()
-            .enumerate()
-            .find_map(|(i, c)| {
-                if conn.is_some_and(|n| n != c.name) {
-                    return None;
-                }
-                match child {
-                    Some(name) => c
-                        .children
-                        .iter()
-                        .position(|ch| ch.name == name)
-                        .map(|j| (i, Some(j))),
-                    None => Some((i, None)),
-                }
-            });
+        let found = self.host.conns.iter().find_map(|c| {
+            if conn.is_some_and(|n| n != c.name) {
+                return None;
+            }
+            match child {
+                Some(name) => c
+                    .children
+                    .iter()
+                    .position(|ch| ch.name == name)
+                    .map(|j| (c.clone(), Some(j))),
+                None => Some((c.clone(), None)),
+            }
+        });
         let Some((ci, child)) = found else {
             return Err(CommandError::NoConnection {
                 conn: conn.map(str::to_string),
                 child: child.map(str::to_string),
             });
         };
-        let child =
-            child.or_else(|| (!self.host.config.connections[ci].children.is_empty()).then_some(0));
+        let child = child.or_else(|| (!ci.children.is_empty()).then_some(0));
         // An IKE SA of the connection we can reuse?
         let existing = self
             .sas
             .values()
             .find(|s| {
-                s.conn == ci
+                Arc::ptr_eq(&s.conn, &ci)
                     && matches!(
                         s.state,
                         IkeState::Established | IkeState::Connecting | IkeState::Authenticating
@@ -133,12 +130,12 @@ impl Ike {
     pub(crate) fn connect_over(
         &mut self,
         now: Duration,
-        ci: usize,
+        ci: ConnRef,
         child: Option<usize>,
         transport: Option<Transport>,
         k: &mut dyn Kernel,
     ) -> Result<u64, CommandError> {
-        let conn = &self.host.config.connections[ci];
+        let conn = &*ci;
         let transport = transport.unwrap_or(match (conn.tcp.encap, conn.tcp.tls) {
             (TcpEncap::Yes, false) => Transport::Tcp,
             (TcpEncap::Yes, true) => Transport::Tls,
@@ -261,7 +258,7 @@ impl Cx<'_> {
             nat_hash(sa.spi_i, 0, sa.remote),
         ));
         // RFC 7383 §2.3: fragmentation is announced in IKE_SA_INIT.
-        if self.announces_fragmentation(sa.conn) {
+        if self.announces_fragmentation(&sa.conn) {
             payloads.push(notify(NotifyType::IKEV2_FRAGMENTATION_SUPPORTED, vec![]));
         }
         // RFC 7427 §4: the hashes we verify signatures with (as strongSwan,
@@ -343,7 +340,7 @@ impl Cx<'_> {
             return self.fail(sa, NegotiationError::KeyDerivation);
         };
         sa.keys = Some(keys);
-        sa.peer_fragments = self.announces_fragmentation(sa.conn)
+        sa.peer_fragments = self.announces_fragmentation(&sa.conn)
             && has_notify(&msg, NotifyType::IKEV2_FRAGMENTATION_SUPPORTED);
         sa.peer_hashes = crate::auth::pubkey::announced_hashes(&msg);
         sa.peer_certreq = msg
@@ -391,10 +388,7 @@ impl Cx<'_> {
         if n.ty == NotifyType::INVALID_KE_PAYLOAD && n.data.len() == 2 && retries < MAX_INIT_RETRIES
         {
             let wanted = DhGroup(u16::from_be_bytes([n.data[0], n.data[1]]));
-            let offered = self.host.config.connections[sa.conn]
-                .proposals
-                .iter()
-                .any(|p| p.dh.contains(&wanted));
+            let offered = sa.conn.proposals.iter().any(|p| p.dh.contains(&wanted));
             if offered && group != wanted {
                 if let Ok(ke) =
                     crypto::key_exchange(&self.host.provider, wanted, self.host.rng.as_mut())
@@ -430,7 +424,7 @@ impl Cx<'_> {
 
 /// A fresh IKE SA record.
 pub(crate) fn new_sa(
-    conn: usize,
+    conn: ConnRef,
     uid: u32,
     (spi_i, spi_r): (u64, u64),
     initiator: bool,
@@ -528,11 +522,8 @@ fn promoted<P: Clone>(
 impl Host {
     /// Connection `conn` says IKEV2_FRAGMENTATION_SUPPORTED (RFC 7383
     /// §2.3: not with `fragmentation = no`).
-    pub(crate) fn announces_fragmentation(&self, conn: usize) -> bool {
-        self.config
-            .connections
-            .get(conn)
-            .is_some_and(|c| c.fragmentation.announced())
+    pub(crate) fn announces_fragmentation(&self, conn: &Connection) -> bool {
+        conn.fragmentation.announced()
     }
     /// SKEYSEED and the seven keys (§2.14); the SK crypto of each
     /// direction as seen by us.

@@ -19,7 +19,7 @@ use flowsec_wire::ike::{Ke, Message, Payload, Proposal};
 use zeroize::Zeroizing;
 
 use crate::admit::Refusal;
-use crate::config::{self, AddrSpec, IkeChosen};
+use crate::config::{self, AddrSpec, ConnRef, IkeChosen};
 use crate::crypto::{self, KeyExchange};
 use crate::engine::{Arrival, Ike};
 use crate::event::IkeEvent;
@@ -39,7 +39,7 @@ struct Offered<'a> {
 /// Responder: how an IKE_SA_INIT request is answered: the connection,
 /// the proposal chosen, our key exchange and the shared secret (§1.2).
 struct InitChoice {
-    conn: usize,
+    conn: ConnRef,
     chosen: IkeChosen,
     ke: Box<dyn KeyExchange>,
     g_ir: Zeroizing<Vec<u8>>,
@@ -150,21 +150,18 @@ impl Host {
         remote: IpAddr,
         offer: &[flowsec_wire::ike::Proposal],
         ke: DhGroup,
-    ) -> Option<(usize, IkeChosen)> {
+    ) -> Option<(ConnRef, IkeChosen)> {
         // Not a connection a reload retired.
-        self.config.connections[..self.live]
-            .iter()
-            .enumerate()
-            .find_map(|(i, c)| {
-                let here = c.local_addrs.is_empty()
-                    || c.local_addrs.iter().any(|a| addr_matches(a, local));
-                let there = c.remote_addrs.is_empty()
-                    || c.remote_addrs.iter().any(|a| addr_matches(a, remote));
-                if !(here && there) {
-                    return None;
-                }
-                config::select_ike(&promote_ike(&c.proposals, ke), offer).map(|ch| (i, ch))
-            })
+        self.conns.iter().find_map(|c| {
+            let here =
+                c.local_addrs.is_empty() || c.local_addrs.iter().any(|a| addr_matches(a, local));
+            let there =
+                c.remote_addrs.is_empty() || c.remote_addrs.iter().any(|a| addr_matches(a, remote));
+            if !(here && there) {
+                return None;
+            }
+            config::select_ike(&promote_ike(&c.proposals, ke), offer).map(|ch| (c.clone(), ch))
+        })
     }
 
     /// An unprotected IKE_SA_INIT answer carrying one notify (SPIr 0).
@@ -255,7 +252,7 @@ impl Host {
         let uid = self.next_uid;
         self.next_uid += 1;
         let mut sa = new_sa(
-            choice.conn,
+            choice.conn.clone(),
             uid,
             (spi_i, spi_r),
             false,
@@ -269,7 +266,7 @@ impl Host {
         let mut answer = config::ike_answer(&choice.chosen);
         answer.spi = Vec::new();
         // RFC 7383 §2.3: answered in kind when both ends fragment.
-        sa.peer_fragments = self.announces_fragmentation(choice.conn)
+        sa.peer_fragments = self.announces_fragmentation(&choice.conn)
             && has_notify(offer.msg, NotifyType::IKEV2_FRAGMENTATION_SUPPORTED);
         let mut payloads = vec![
             Payload::Sa(vec![answer]),
@@ -300,7 +297,7 @@ impl Host {
         }
         // §1.2: [CERTREQ] in the IKE_SA_INIT response, naming our CAs,
         // when the initiator will sign.
-        payloads.extend(self.certreq(choice.conn));
+        payloads.extend(self.certreq(&choice.conn));
         let response = Message {
             header: init_header(spi_i, spi_r, false, true),
             payloads,

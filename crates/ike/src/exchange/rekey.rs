@@ -80,7 +80,7 @@ impl Cx<'_> {
         };
         let spi = self.host.new_spi(|s| sa.others.contains_spi(s));
         let ni = self.host.random(NONCE_LEN);
-        let mut offer = config::ike_offer(&self.host.config.connections[sa.conn].proposals);
+        let mut offer = config::ike_offer(&sa.conn.proposals);
         for p in &mut offer {
             p.spi = spi.to_be_bytes().to_vec();
         }
@@ -129,7 +129,7 @@ impl Cx<'_> {
         let uid = self.host.next_uid;
         self.host.next_uid += 1;
         let mut sa = new_sa(
-            old.conn,
+            old.conn.clone(),
             uid,
             spis,
             initiator,
@@ -225,7 +225,7 @@ impl Cx<'_> {
         let (Some(sai), Some(kei), Some(ni)) = (p.sa, p.ke, p.nonce.cloned()) else {
             return refuse(NotifyType::INVALID_SYNTAX);
         };
-        let conn = &self.host.config.connections[sa.conn];
+        let conn = &sa.conn;
         let ours = crate::exchange::init::promote_ike(&conn.proposals, kei.group);
         let Some(chosen) = config::select_ike(&ours, sai) else {
             return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
@@ -291,12 +291,7 @@ impl Cx<'_> {
     ) -> Then {
         if ty == NotifyType::INVALID_KE_PAYLOAD && data.len() == 2 && req.collision.is_none() {
             let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
-            if group != req.ke.group()
-                && self.host.config.connections[sa.conn]
-                    .proposals
-                    .iter()
-                    .any(|p| p.dh.contains(&group))
-            {
+            if group != req.ke.group() && sa.conn.proposals.iter().any(|p| p.dh.contains(&group)) {
                 self.start_ike_rekey_with(sa, Some(group));
                 return Then::Stay;
             }
