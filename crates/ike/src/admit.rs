@@ -233,7 +233,10 @@ impl Ike {
             .values()
             .filter(|s| s.state == IkeState::HalfOpen)
             .fold((0, 0), |(all, mine), s| {
-                (all + 1, mine + usize::from(source(s.remote.ip()) == from))
+                (
+                    all + 1,
+                    mine + usize::from(source(s.path.remote.ip()) == from),
+                )
             })
     }
 }

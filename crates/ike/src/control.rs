@@ -120,24 +120,26 @@ impl Ike {
                     initiator: sa.initiator,
                     spi_i: sa.spi_i,
                     spi_r: sa.spi_r,
-                    local: sa.local,
-                    remote: sa.remote,
+                    local: sa.path.local,
+                    remote: sa.path.remote,
                     local_id: sa
-                        .local_id
+                        .ids
+                        .local
                         .as_ref()
-                        .map_or_else(|| sa.local.ip().to_string(), |i| i.to_string()),
+                        .map_or_else(|| sa.path.local.ip().to_string(), |i| i.to_string()),
                     remote_id: sa
-                        .peer_id
+                        .ids
+                        .peer
                         .as_ref()
                         .map_or_else(|| "%any".into(), |i| i.to_string()),
-                    local_vips: sa.vips_local.clone(),
-                    remote_vips: sa.vips_remote.iter().map(|(_, a)| *a).collect(),
-                    dns: sa.dns.clone(),
-                    nat: sa.nat_local || sa.nat_remote,
-                    transport: sa.transport,
+                    local_vips: sa.vips.local.clone(),
+                    remote_vips: sa.vips.remote.iter().map(|(_, a)| *a).collect(),
+                    dns: sa.vips.dns.clone(),
+                    nat: sa.path.nat_local || sa.path.nat_remote,
+                    transport: sa.path.transport,
                     proposal,
-                    established_s: sa.established.map(|t| secs(now.saturating_sub(t))),
-                    rekey_in_s: until(sa.rekey_at),
+                    established_s: sa.times.established.map(|t| secs(now.saturating_sub(t))),
+                    rekey_in_s: until(sa.times.rekey_at),
                     children: sa
                         .children
                         .iter()

@@ -509,7 +509,7 @@ impl Cx<'_> {
         // RFC 9329 §5: once over a stream, every message of the IKE SA is;
         // one that came another way is not ours to act on (nor the other
         // way round).
-        if transport != sa.transport {
+        if transport != sa.path.transport {
             self.host.stats.wrong_transport += 1;
             return Then::Stay;
         }
@@ -533,8 +533,8 @@ impl Cx<'_> {
             // several rounds). Only the NAT-T float to port 4500 (§2.23)
             // or a NAT's new port is followed; a peer moves once
             // established, as strongSwan's.
-            let follows = sa.state != IkeState::HalfOpen || remote.ip() == sa.remote.ip();
-            let before = sa.remote;
+            let follows = sa.state != IkeState::HalfOpen || remote.ip() == sa.path.remote.ip();
+            let before = sa.path.remote;
             if let Some(e) = follows
                 .then(|| follow_peer(sa, local, remote, self.k))
                 .flatten()
@@ -543,10 +543,11 @@ impl Cx<'_> {
             }
             // RFC 9329 §6.2: our request still unanswered was lost with
             // the old connection; it goes again on the new one.
-            if sa.transport.is_stream() && sa.remote != before {
+            if sa.path.transport.is_stream() && sa.path.remote != before {
                 if let Some(data) = sa.exch.outstanding().map(<[Vec<u8>]>::to_vec) {
                     self.host.stats.retransmits += 1;
-                    self.host.push_all(sa.transport, sa.local, sa.remote, data);
+                    self.host
+                        .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
                 }
             }
             crate::exchange::answer(self, sa, header.exchange, header.message_id, msg)
@@ -595,10 +596,10 @@ impl Cx<'_> {
             // valid message); over a stream the request came again because
             // its connection broke (§6.2). Anyone can replay a request from
             // any source: rate-limited, so that we reflect little.
-            let to_peer = remote == sa.remote;
+            let to_peer = remote == sa.path.remote;
             if sa.exch.may_resend(self.now, to_peer) {
                 self.host.stats.replayed += 1;
-                self.host.push_all(sa.transport, local, remote, last);
+                self.host.push_all(sa.path.transport, local, remote, last);
             } else {
                 self.host.stats.resend_limited += 1;
             }
@@ -628,7 +629,7 @@ impl Cx<'_> {
                 return None;
             }
         };
-        sa.last_heard = self.now;
+        sa.times.last_heard = self.now;
         self.host.stats.verified += 1;
         let request_digest = digest(data);
         self.checked(sa, header, msg, request_digest)
@@ -690,7 +691,7 @@ impl Cx<'_> {
             false => sa.exch.classify(header.message_id) == RequestVerdict::Process,
         };
         // Never over a stream (we do not send them there either).
-        if !allowed || !expected || sa.transport.is_stream() {
+        if !allowed || !expected || sa.path.transport.is_stream() {
             self.host.stats.fragments_dropped += 1;
             return None;
         }
@@ -708,7 +709,7 @@ impl Cx<'_> {
         };
         self.host.stats.fragments_received += 1;
         self.host.stats.verified += 1;
-        sa.last_heard = self.now;
+        sa.times.last_heard = self.now;
         let slot = &mut sa.reassembly[usize::from(header.response)];
         match Reassembly::add(slot, header.message_id, fragment, digest(data)) {
             Added::Incomplete | Added::Duplicate => None,

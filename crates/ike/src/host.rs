@@ -174,20 +174,20 @@ impl Host {
         use crate::config::Fragmentation as F;
         let mode = Some(&sa.conn)?.fragmentation;
         let wanted = match mode {
-            F::Yes => sa.peer_fragments,
+            F::Yes => sa.announced.fragments,
             F::Force => true,
             F::Accept | F::No => false,
         };
-        if !wanted || sa.transport.is_stream() {
+        if !wanted || sa.path.transport.is_stream() {
             return None;
         }
-        let ip = if sa.remote.is_ipv4() { 20 } else { 40 };
+        let ip = if sa.path.remote.is_ipv4() { 20 } else { 40 };
         // The non-ESP marker goes in front between port-4500 sockets (the
         // daemon adds it when ours is 4500; behind a NAT the peer's port
         // may be anything): strongSwan leaves room for it unless a port is
         // 500.
         let nat_t = crate::exchange::init::NAT_T_PORT;
-        let marker = match sa.local.port() == nat_t || sa.remote.port() == nat_t {
+        let marker = match sa.path.local.port() == nat_t || sa.path.remote.port() == nat_t {
             true => 4,
             false => 0,
         };
@@ -234,9 +234,9 @@ impl Host {
             IkeEvent::Established {
                 name: self.conn_name(sa),
                 unique_id: sa.uid,
-                local: sa.local.ip(),
+                local: sa.path.local.ip(),
                 local_id: me,
-                remote: sa.remote.ip(),
+                remote: sa.path.remote.ip(),
                 remote_id: peer,
             },
         );
@@ -265,8 +265,9 @@ impl Cx<'_> {
             self.now,
             &self.host.settings.retransmit,
         );
-        sa.last_sent = self.now;
-        self.host.push_all(sa.transport, sa.local, sa.remote, data);
+        sa.times.last_sent = self.now;
+        self.host
+            .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
     }
 
     /// Answer request `mid` of `sa`.
@@ -279,8 +280,9 @@ impl Cx<'_> {
     ) {
         let data = self.host.protect(sa, exchange, true, mid, &payloads);
         sa.exch.responded(mid, data.clone());
-        sa.last_sent = self.now;
-        self.host.push_all(sa.transport, sa.local, sa.remote, data);
+        sa.times.last_sent = self.now;
+        self.host
+            .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
     }
 
     /// Remove everything `sa` installed; it has left the table, or is

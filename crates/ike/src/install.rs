@@ -111,7 +111,7 @@ impl Cx<'_> {
         let (rekey_time, rand_time, life_time) =
             (child.rekey_time, child.rand_time, child.life_time);
         let (name, comp) = (child.name.clone(), child.ipcomp);
-        let (local, remote) = (sa.local, sa.remote);
+        let (local, remote) = (sa.path.local, sa.path.remote);
         let protocol = crate::exchange::child::protocol_of(i.chosen.protocol);
         if fresh {
             self.install_policies(
@@ -505,7 +505,7 @@ impl Host {
                     && c.local_ts == i.local_ts
                     && c.remote_ts == i.remote_ts
                     && c.mode == i.mode
-                    && (c.sa_in.dst, c.sa_out.dst) == (sa.local.ip(), sa.remote.ip())
+                    && (c.sa_in.dst, c.sa_out.dst) == (sa.path.local.ip(), sa.path.remote.ip())
             })
             .map(|c| c.reqid);
         let shared = trap.or(twin);
@@ -535,8 +535,9 @@ impl Host {
         let protocol = crate::exchange::child::protocol_of(chosen.protocol);
         // AH cannot be carried in UDP (RFC 3948 is for ESP) nor in TCP
         // (RFC 9329 §3); over a stream, ESP always goes in it (§5).
-        let stream = sa.transport.is_stream();
-        let encap = (sa.nat_local || sa.nat_remote || stream) && protocol == Protocol::Esp;
+        let stream = sa.path.transport.is_stream();
+        let encap =
+            (sa.path.nat_local || sa.path.nat_remote || stream) && protocol == Protocol::Esp;
         let lifetime = child_lifetime(child, self.rng.next_u64(), self.rng.next_u64());
         let make = |spi: u32, src: SocketAddr, dst: SocketAddr, keys: &[u8]| {
             let (ek, ik) = keys.split_at(enc_len.min(keys.len()));
@@ -557,7 +558,7 @@ impl Host {
             c.cpu = i.cpu;
             c
         };
-        let (local, remote) = (sa.local, sa.remote);
+        let (local, remote) = (sa.path.local, sa.path.remote);
         let mut sas = ChildSas {
             inbound: vec![make(i.spi_in, remote, local, in_keys)],
             outbound: vec![make(chosen.spi, local, remote, out_keys)],

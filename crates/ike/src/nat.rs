@@ -73,19 +73,19 @@ pub(crate) fn follow_peer(
     // Over a stream the TCP Responder sends on the connection where it
     // last received a valid message (RFC 9329 §6.1): the originator's
     // new one after a reconnect.
-    let stream = sa.transport.is_stream();
-    if stream && sa.stream_originator {
+    let stream = sa.path.transport.is_stream();
+    if stream && sa.path.stream_originator {
         return None;
     }
-    let floated = !stream && local.port() == NAT_T_PORT && sa.local.port() != NAT_T_PORT;
-    if !(floated || stream || (sa.nat_remote && !sa.nat_local))
-        || (sa.local, sa.remote) == (local, remote)
+    let floated = !stream && local.port() == NAT_T_PORT && sa.path.local.port() != NAT_T_PORT;
+    if !(floated || stream || (sa.path.nat_remote && !sa.path.nat_local))
+        || (sa.path.local, sa.path.remote) == (local, remote)
     {
         return None;
     }
-    let before = sa.remote;
-    sa.local = local;
-    sa.remote = remote;
+    let before = sa.path.remote;
+    sa.path.local = local;
+    sa.path.remote = remote;
     if floated || sa.children.is_empty() {
         return None;
     }

@@ -98,7 +98,7 @@ impl Host {
                 verify::validate_with(&ee, &inter, &anchors, &crls, unix, strict)
                     .map_err(|r| r.to_string())
             }
-            AuthKind::Eap => match &sa.peer_id {
+            AuthKind::Eap => match &sa.ids.peer {
                 Some(user) if self.config.find_eap(user).is_none() => {
                     Err(format!("EAP user {user} has no secret any more"))
                 }
@@ -118,7 +118,7 @@ impl Ike {
         let failed: Vec<(u64, String)> = self
             .sas
             .values()
-            .filter(|s| self.host.is_live(&s.conn) && s.established.is_some())
+            .filter(|s| self.host.is_live(&s.conn) && s.times.established.is_some())
             .filter_map(|s| {
                 let why = self.host.still_trusted(s, unix).err()?;
                 Some((s.our_spi(), why))
@@ -153,7 +153,7 @@ impl Ike {
             if old.state != IkeState::Established || !self.host.is_live(&old.conn) {
                 continue;
             }
-            let (ci, uid, vips) = (old.conn.clone(), old.uid, old.vips_local.clone());
+            let (ci, uid, vips) = (old.conn.clone(), old.uid, old.vips.local.clone());
             let cfgs = child_configs(old);
             let name = ci.name.clone();
             match self.connect_over(now, ci, cfgs.first().copied(), None, k) {
@@ -162,7 +162,7 @@ impl Ike {
                         n.queue
                             .extend(cfgs.iter().skip(1).map(|&c| Todo::CreateChild(c)));
                         // Ask for the same virtual IPs (vip.rs `request`).
-                        n.vips_local = vips;
+                        n.vips.local = vips;
                     }
                     if let Some(o) = self.sas.values_mut().find(|s| s.our_spi() == spi) {
                         o.auth.reauth_by = Some(new);
@@ -229,7 +229,7 @@ impl Ike {
 /// policies with `old`), and the same peer.
 fn successor_up(old: &IkeSa, new: &IkeSa) -> bool {
     new.state == IkeState::Established
-        && new.peer_id == old.peer_id
+        && new.ids.peer == old.ids.peer
         && child_configs(old)
             .iter()
             .all(|cfg| new.children.iter().any(|c| c.cfg == *cfg))

@@ -287,7 +287,7 @@ impl Cx<'_> {
         let done: Vec<u32> = self
             .holds
             .iter()
-            .filter(|(_, h)| h.conn == conn.name && h.child == child.name && h.peer == sa.peer_id)
+            .filter(|(_, h)| h.conn == conn.name && h.child == child.name && h.peer == sa.ids.peer)
             .map(|(r, _)| *r)
             .collect();
         for reqid in done {
@@ -367,7 +367,7 @@ impl Host {
             sa.others.values().any(|o| {
                 self.is_live(&o.conn)
                     && o.conn.name == conn.name
-                    && o.peer_id == sa.peer_id
+                    && o.ids.peer == sa.ids.peer
                     && o.children
                         .iter()
                         .any(|c| o.conn.children[c.cfg].name == child)
@@ -386,7 +386,7 @@ impl Host {
             let hold = Hold {
                 conn: conn.name.clone(),
                 child,
-                peer: sa.peer_id.clone(),
+                peer: sa.ids.peer.clone(),
             };
             self.holds.insert(reqid, hold);
         }

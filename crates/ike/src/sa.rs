@@ -152,7 +152,72 @@ pub(crate) enum Todo {
     Dpd,
 }
 
-/// One IKE SA.
+/// Where an IKE SA's messages and its Child SAs' ESP travel: the
+/// addresses (which follow a NAT's rebinding, RFC 7296 §2.23, and will
+/// follow a MOBIKE move), the transport and what NAT detection found.
+pub(crate) struct Path {
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    /// UDP, or the TCP stream (RFC 9329) its messages and its Child SAs'
+    /// ESP travel in; for a stream, `remote` names the connection (the
+    /// peer's port is its TCP port).
+    pub transport: crate::transport::Transport,
+    /// We opened that stream (the TCP Originator, RFC 9329 §6.1): only we
+    /// reconnect it, and our side of it is `local`'s address with port 0
+    /// (any port).
+    pub stream_originator: bool,
+    /// A NAT is in front of us / of the peer (§2.23).
+    pub nat_local: bool,
+    pub nat_remote: bool,
+}
+
+/// An IKE SA's times: when it began, what is due when.
+pub(crate) struct Times {
+    pub created: Duration,
+    pub established: Option<Duration>,
+    pub rekey_at: Option<Duration>,
+    pub expire_at: Option<Duration>,
+    /// Last time a valid message of the peer arrived.
+    pub last_heard: Duration,
+    /// Last time we sent on it (a NAT-keepalive is due after a quiet
+    /// `keep_alive`, RFC 3948 §2.3).
+    pub last_sent: Duration,
+}
+
+/// The identities IKE_AUTH established (ours as we sent it).
+#[derive(Default)]
+pub(crate) struct Ids {
+    pub local: Option<Identity>,
+    pub peer: Option<Identity>,
+}
+
+/// What the peer announced in IKE_SA_INIT.
+#[derive(Default)]
+pub(crate) struct Announced {
+    /// IKEV2_FRAGMENTATION_SUPPORTED (and so did we, RFC 7383).
+    pub fragments: bool,
+    /// The hashes of SIGNATURE_HASH_ALGORITHMS (RFC 7427 §4); empty if it
+    /// sent none.
+    pub hashes: crate::cert::HashSet,
+    /// CERTREQ in its IKE_SA_INIT response (initiator; `send_cert =
+    /// ifasked` then sends our certificate).
+    pub certreq: bool,
+}
+
+/// Virtual IPs (RFC 7296 §3.15) of an IKE SA, either role.
+#[derive(Default)]
+pub(crate) struct Vips {
+    /// Those the responder gave us (initiator, `vips`), on our TUN while
+    /// the IKE SA lives.
+    pub local: Vec<std::net::IpAddr>,
+    /// DNS servers the responder sent with them.
+    pub dns: Vec<std::net::IpAddr>,
+    /// Those we gave the peer (responder), with their pools.
+    pub remote: Vec<(String, std::net::IpAddr)>,
+}
+
+/// One IKE SA: who it is (SPIs, role, connection), its keys, its
+/// exchanges and queue, its Child SAs, and its state in parts.
 pub(crate) struct IkeSa {
     /// The connection it was made with: a reload that changes or removes
     /// it gives the host another, and this SA keeps its own
@@ -164,55 +229,20 @@ pub(crate) struct IkeSa {
     pub spi_r: u64,
     /// We are its original initiator (§2.2: the I flag).
     pub initiator: bool,
-    pub local: SocketAddr,
-    pub remote: SocketAddr,
-    /// UDP, or the TCP stream (RFC 9329) its messages and its Child SAs'
-    /// ESP travel in; for a stream, `remote` names the connection (the
-    /// peer's port is its TCP port).
-    pub transport: crate::transport::Transport,
-    /// We opened that stream (the TCP Originator, RFC 9329 §6.1): only we
-    /// reconnect it, and our side of it is `local`'s address with port 0
-    /// (any port).
-    pub stream_originator: bool,
     pub state: IkeState,
     pub keys: Option<IkeKeyState>,
-    /// A NAT is in front of us / of the peer (§2.23).
-    pub nat_local: bool,
-    pub nat_remote: bool,
-    pub peer_id: Option<Identity>,
-    pub local_id: Option<Identity>,
+    pub path: Path,
+    pub times: Times,
+    pub ids: Ids,
+    pub announced: Announced,
+    pub vips: Vips,
     /// Message IDs, retransmission and the tasks of its exchanges.
     pub exch: Manager,
     pub queue: VecDeque<Todo>,
     pub children: Vec<ChildSa>,
-    pub created: Duration,
-    pub established: Option<Duration>,
-    pub rekey_at: Option<Duration>,
-    pub expire_at: Option<Duration>,
-    /// Last time a valid message of the peer arrived.
-    pub last_heard: Duration,
-    /// Last time we sent on it (a NAT-keepalive is due after a quiet
-    /// `keep_alive`, RFC 3948 §2.3).
-    pub last_sent: Duration,
-    /// The peer announced IKEV2_FRAGMENTATION_SUPPORTED in IKE_SA_INIT
-    /// (and so did we).
-    pub peer_fragments: bool,
     /// The peer's request [0] and response [1] being put back together
     /// from fragments (RFC 7383).
     pub reassembly: [Option<crate::fragmentation::Reassembly>; 2],
-    /// The hashes the peer announced in SIGNATURE_HASH_ALGORITHMS in
-    /// IKE_SA_INIT (RFC 7427 §4); empty if it did not.
-    pub peer_hashes: crate::cert::HashSet,
-    /// The peer sent CERTREQ in its IKE_SA_INIT response (initiator;
-    /// `send_cert = ifasked` then sends our certificate).
-    pub peer_certreq: bool,
-    /// Virtual IPs the responder gave us (initiator, `vips`), on our TUN
-    /// while the IKE SA lives; and the DNS servers it sent.
-    pub vips_local: Vec<std::net::IpAddr>,
-    /// DNS servers the responder sent with them.
-    pub dns: Vec<std::net::IpAddr>,
-    /// Virtual IPs we gave the peer (responder), with their pools.
-    pub vips_remote: Vec<(String, std::net::IpAddr)>,
     /// How and when the peer authenticated (kept across IKE rekeys).
     pub auth: crate::reauth::PeerAuth,
 }

@@ -83,19 +83,21 @@ impl Ike {
         for sa in self.sas.values() {
             at(sa.exch.deadline());
             match sa.state {
-                IkeState::HalfOpen => at(Some(sa.created + self.host.settings.half_open_timeout)),
+                IkeState::HalfOpen => at(Some(
+                    sa.times.created + self.host.settings.half_open_timeout,
+                )),
                 IkeState::Established => {
                     // A retired connection's IKE SA: its DELETE is due
                     // (Ike::retire, on the next poll).
                     at(self.retired_due(sa));
-                    if sa.nat_local
-                        && !sa.transport.is_stream()
+                    if sa.path.nat_local
+                        && !sa.path.transport.is_stream()
                         && !self.host.settings.keep_alive.is_zero()
                     {
-                        at(Some(sa.last_sent + self.host.settings.keep_alive));
+                        at(Some(sa.times.last_sent + self.host.settings.keep_alive));
                     }
-                    at(sa.rekey_at);
-                    at(sa.expire_at);
+                    at(sa.times.rekey_at);
+                    at(sa.times.expire_at);
                     at(sa.auth.reauth_at);
                     if self.reauth_due_now(sa) || (sa.auth.revoked && !crate::reload::deleting(sa))
                     {
@@ -103,18 +105,18 @@ impl Ike {
                     }
                     let dpd = sa.conn.dpd_delay;
                     if !dpd.is_zero() && sa.exch.idle() {
-                        at(Some(sa.last_heard + dpd));
+                        at(Some(sa.times.last_heard + dpd));
                     }
                     for c in &sa.children {
                         at(c.rekey_at);
                         at(c.expire_at);
                     }
                 }
-                IkeState::Rekeyed | IkeState::Deleting => at(sa.expire_at),
-                IkeState::Connecting if sa.transport == crate::transport::Transport::Udp => {
+                IkeState::Rekeyed | IkeState::Deleting => at(sa.times.expire_at),
+                IkeState::Connecting if sa.path.transport == crate::transport::Transport::Udp => {
                     let tcp = &sa.conn.tcp;
                     if tcp.encap == crate::config::TcpEncap::Fallback {
-                        at(Some(sa.created + tcp.fallback_after));
+                        at(Some(sa.times.created + tcp.fallback_after));
                     }
                 }
                 _ => {}
@@ -135,10 +137,11 @@ impl Cx<'_> {
             // (TCP delivers it or the connection breaks, and a reconnect
             // resends it); the timers run on, so an unanswered peer is
             // declared dead at the same time as over UDP.
-            Ok(Some(_)) if sa.transport.is_stream() => {}
+            Ok(Some(_)) if sa.path.transport.is_stream() => {}
             Ok(Some(data)) => {
                 self.host.stats.retransmits += 1;
-                self.host.push_all(sa.transport, sa.local, sa.remote, data);
+                self.host
+                    .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
             }
             Ok(None) => {}
             Err(()) => {
@@ -149,7 +152,7 @@ impl Cx<'_> {
                     IkeEvent::PeerDead {
                         name: self.host.conn_name(sa),
                         unique_id: sa.uid,
-                        remote: sa.remote,
+                        remote: sa.path.remote,
                         retransmits: self.host.settings.retransmit.tries,
                     },
                 );
@@ -158,11 +161,13 @@ impl Cx<'_> {
         }
         match sa.state {
             // A half-open SA holds nothing yet: it is forgotten.
-            IkeState::HalfOpen if self.now >= sa.created + self.host.settings.half_open_timeout => {
+            IkeState::HalfOpen
+                if self.now >= sa.times.created + self.host.settings.half_open_timeout =>
+            {
                 return Then::Destroy(Vec::new())
             }
             IkeState::Rekeyed | IkeState::Deleting
-                if sa.expire_at.is_some_and(|t| self.now >= t) =>
+                if sa.times.expire_at.is_some_and(|t| self.now >= t) =>
             {
                 return Then::Destroy(Vec::new())
             }
@@ -175,12 +180,12 @@ impl Cx<'_> {
 
     /// The Established SA's own timers.
     fn timers(&mut self, sa: &mut SaMut<'_>) {
-        if sa.rekey_at.is_some_and(|t| self.now >= t) {
-            sa.rekey_at = None;
+        if sa.times.rekey_at.is_some_and(|t| self.now >= t) {
+            sa.times.rekey_at = None;
             sa.queue.push_back(Todo::RekeyIke);
         }
-        if sa.expire_at.is_some_and(|t| self.now >= t) {
-            sa.expire_at = None;
+        if sa.times.expire_at.is_some_and(|t| self.now >= t) {
+            sa.times.expire_at = None;
             sa.queue.push_back(Todo::DeleteIke);
         }
         if sa.auth.revoked && !crate::reload::deleting(sa) {
@@ -195,18 +200,18 @@ impl Cx<'_> {
         // would keep it too; the core does not see that traffic). Not over
         // a stream (RFC 9329 §6.6: SHOULD NOT).
         let keep_alive = self.host.settings.keep_alive;
-        if sa.nat_local
-            && !sa.transport.is_stream()
+        if sa.path.nat_local
+            && !sa.path.transport.is_stream()
             && !keep_alive.is_zero()
-            && self.now >= sa.last_sent + keep_alive
+            && self.now >= sa.times.last_sent + keep_alive
         {
-            sa.last_sent = self.now;
+            sa.times.last_sent = self.now;
             let ka = vec![flowsec_wire::udp_encap::NAT_KEEPALIVE];
             self.host.stats.sent += 1;
             self.host.out.push_back(crate::engine::Datagram {
-                transport: sa.transport,
-                local: sa.local,
-                remote: sa.remote,
+                transport: sa.path.transport,
+                local: sa.path.local,
+                remote: sa.path.remote,
                 data: ka,
             });
         }
@@ -215,7 +220,7 @@ impl Cx<'_> {
         if !dpd.is_zero()
             && sa.exch.idle()
             && sa.queue.is_empty()
-            && self.now >= sa.last_heard + dpd
+            && self.now >= sa.times.last_heard + dpd
         {
             sa.queue.push_back(Todo::Dpd);
         }

@@ -70,10 +70,10 @@ impl Ike {
             .sas
             .values()
             .filter(|sa| {
-                sa.transport.is_stream()
-                    && sa.stream_originator
-                    && sa.local.ip() == local.ip()
-                    && sa.remote == remote
+                sa.path.transport.is_stream()
+                    && sa.path.stream_originator
+                    && sa.path.local.ip() == local.ip()
+                    && sa.path.remote == remote
             })
             .map(|sa| sa.our_spi())
             .collect();
@@ -84,7 +84,7 @@ impl Ike {
             self.host.stats.reconnects += 1;
             if let Some(data) = sa.exch.outstanding().map(<[Vec<u8>]>::to_vec) {
                 self.host.stats.retransmits += 1;
-                let (t, l, r) = (sa.transport, sa.local, sa.remote);
+                let (t, l, r) = (sa.path.transport, sa.path.local, sa.path.remote);
                 self.host.push_all(t, l, r, data);
             } else if sa.state == IkeState::Established && !sa.queue.contains(&Todo::Dpd) {
                 sa.queue.push_back(Todo::Dpd);
@@ -108,7 +108,9 @@ impl Ike {
         // The SPI the sender's role says is ours (§3.1: the I flag).
         let ours = if h.initiator { h.spi_r } else { h.spi_i };
         self.sas.values().any(|sa| {
-            sa.our_spi() == ours && sa.state == IkeState::Established && sa.transport.is_stream()
+            sa.our_spi() == ours
+                && sa.state == IkeState::Established
+                && sa.path.transport.is_stream()
         })
     }
 
@@ -123,9 +125,9 @@ impl Ike {
             .filter(|sa| {
                 let tcp = &sa.conn.tcp;
                 sa.state == IkeState::Connecting
-                    && sa.transport == Transport::Udp
+                    && sa.path.transport == Transport::Udp
                     && tcp.encap == TcpEncap::Fallback
-                    && now >= sa.created + tcp.fallback_after
+                    && now >= sa.times.created + tcp.fallback_after
             })
             .map(|sa| {
                 (

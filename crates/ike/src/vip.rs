@@ -40,8 +40,8 @@ use crate::ts;
 /// IPs once we have them, the whole family of each one asked for before,
 /// our IKE address without `vips`.
 pub(crate) fn local_dynamic(sa: &IkeSa) -> Vec<TrafficSelector> {
-    if !sa.vips_local.is_empty() {
-        return sa.vips_local.iter().map(|a| ts::whole(*a, *a)).collect();
+    if !sa.vips.local.is_empty() {
+        return sa.vips.local.iter().map(|a| ts::whole(*a, *a)).collect();
     }
     let vips = &sa.conn.vips;
     if !vips.is_empty() {
@@ -54,16 +54,17 @@ pub(crate) fn local_dynamic(sa: &IkeSa) -> Vec<TrafficSelector> {
         }
         return out;
     }
-    vec![ts::whole(sa.local.ip(), sa.local.ip())]
+    vec![ts::whole(sa.path.local.ip(), sa.path.local.ip())]
 }
 
 /// Responder: what `dynamic` in the peer's selectors stands for: the
 /// virtual IPs we gave it, or its IKE address.
 pub(crate) fn remote_dynamic(sa: &IkeSa) -> Vec<TrafficSelector> {
-    if sa.vips_remote.is_empty() {
-        return vec![ts::whole(sa.remote.ip(), sa.remote.ip())];
+    if sa.vips.remote.is_empty() {
+        return vec![ts::whole(sa.path.remote.ip(), sa.path.remote.ip())];
     }
-    sa.vips_remote
+    sa.vips
+        .remote
         .iter()
         .map(|(_, a)| ts::whole(*a, *a))
         .collect()
@@ -78,7 +79,7 @@ pub(crate) fn request(sa: &IkeSa) -> Option<Payload> {
     if vips.is_empty() {
         return None;
     }
-    let held = |v: &IpAddr| sa.vips_local.iter().find(|h| h.is_ipv4() == v.is_ipv4());
+    let held = |v: &IpAddr| sa.vips.local.iter().find(|h| h.is_ipv4() == v.is_ipv4());
     let mut attrs = Vec::new();
     for v in vips.iter().map(|v| held(v).unwrap_or(v)) {
         match v {
@@ -193,20 +194,20 @@ impl Cx<'_> {
                 },
             );
         }
-        sa.vips_local = mine;
-        sa.dns = dns;
-        !sa.vips_local.is_empty()
+        sa.vips.local = mine;
+        sa.vips.dns = dns;
+        !sa.vips.local.is_empty()
     }
 }
 
 /// The IKE SA `sa` is going: our virtual IPs leave the device (unless an
 /// IKE SA that rekeyed it holds them), the peer's go back to their pools.
 pub(crate) fn release(cx: &mut Cx<'_>, sa: &mut crate::table::SaMut<'_>) {
-    for (pool, addr) in std::mem::take(&mut sa.vips_remote) {
+    for (pool, addr) in std::mem::take(&mut sa.vips.remote) {
         cx.leases.release(&pool, addr);
     }
-    for addr in std::mem::take(&mut sa.vips_local) {
-        let held = sa.others.values().any(|o| o.vips_local.contains(&addr));
+    for addr in std::mem::take(&mut sa.vips.local) {
+        let held = sa.others.values().any(|o| o.vips.local.contains(&addr));
         if !held {
             cx.k.del_vip(addr);
         }
@@ -256,11 +257,11 @@ impl Host {
                 .cloned()
                 .collect();
             for pool in pools {
-                let from = sa.remote.ip();
+                let from = sa.path.remote.ip();
                 let Some(addr) = self.leases.acquire(&pool, peer, from, requested) else {
                     continue;
                 };
-                sa.vips_remote.push((pool.name.clone(), addr));
+                sa.vips.remote.push((pool.name.clone(), addr));
                 attrs.push(match addr {
                     IpAddr::V4(a) => (ty, a.octets().to_vec()),
                     IpAddr::V6(a) => {

@@ -225,7 +225,7 @@ impl Cx<'_> {
                 self.host.report(
                     sa,
                     IkeEvent::AuthFailed {
-                        from: sa.remote.ip(),
+                        from: sa.path.remote.ip(),
                         id: Some(st.peer.clone()),
                         why: Some(Rejection::Eap(why.into())),
                     },
@@ -296,7 +296,7 @@ impl Cx<'_> {
         self.host.report(
             sa,
             IkeEvent::AuthFailed {
-                from: sa.remote.ip(),
+                from: sa.path.remote.ip(),
                 id: peer,
                 why: why.map(Rejection::Eap),
             },
@@ -325,7 +325,7 @@ impl Cx<'_> {
         };
         if st.responder.is_none() {
             // The first answer: the responder's own AUTH (a certificate).
-            let me = sa.local_id.clone().unwrap_or(Identity::Any);
+            let me = sa.ids.local.clone().unwrap_or(Identity::Any);
             match self.peer_authenticated(sa, &init, &msg, &me) {
                 Ok(peer) => {
                     let idr = msg.payloads.iter().find_map(|p| match p {
@@ -338,7 +338,7 @@ impl Cx<'_> {
                     self.host.report(
                         sa,
                         IkeEvent::AuthFailed {
-                            from: sa.remote.ip(),
+                            from: sa.path.remote.ip(),
                             id: None,
                             why,
                         },

@@ -226,7 +226,7 @@ impl Host {
             .credentials
             .key_for(cert)
             .ok_or(NegotiationError::NoLocalCert)?;
-        let scheme = choose_scheme(cert, &allowed, sa.peer_hashes)
+        let scheme = choose_scheme(cert, &allowed, sa.announced.hashes)
             .ok_or(NegotiationError::NoSignatureScheme)?;
         let octets = self
             .octets(sa, init, true, id)

@@ -172,7 +172,7 @@ impl Cx<'_> {
         let (certs, auth) = if eap.is_some() {
             (Vec::new(), None)
         } else {
-            match self.our_auth(sa, &init, &idi, (&me, &peer), sa.peer_certreq) {
+            match self.our_auth(sa, &init, &idi, (&me, &peer), sa.announced.certreq) {
                 Ok((c, a)) => (c, Some(a)),
                 Err(e) => return self.fail(sa, e),
             }
@@ -193,7 +193,7 @@ impl Cx<'_> {
         // is one: it goes after this one is up.
         let contact = !sa.others.values().any(|o| {
             o.conn.name == conn.name
-                && o.remote.ip() == sa.remote.ip()
+                && o.path.remote.ip() == sa.path.remote.ip()
                 && o.state == IkeState::Established
         });
         if contact && conn.unique != crate::config::Unique::Never {
@@ -205,7 +205,7 @@ impl Cx<'_> {
             payloads.extend(self.child_payloads(&req, None, false));
             req
         });
-        sa.local_id = Some(me);
+        sa.ids.local = Some(me);
         sa.state = IkeState::Authenticating;
         let task = Task::IkeAuth(IkeAuth { init, child, eap });
         self.request(sa, ExchangeType::IKE_AUTH, payloads, task);
@@ -234,7 +234,7 @@ impl Cx<'_> {
                 self.host.report(
                     sa,
                     IkeEvent::AuthFailed {
-                        from: sa.remote.ip(),
+                        from: sa.path.remote.ip(),
                         id: idi.and_then(Identity::from_wire),
                         why,
                     },
@@ -283,8 +283,8 @@ impl Cx<'_> {
         } = answer;
         // §3.15: a virtual IP from our pools for a road warrior that asks.
         let addressed = self.answer_cp(sa, first, &peer, &mut payloads);
-        sa.peer_id = Some(peer.clone());
-        sa.local_id = Some(me.clone());
+        sa.ids.peer = Some(peer.clone());
+        sa.ids.local = Some(me.clone());
         self.peer_authenticated_at(sa, first);
         self.established(sa);
         if has_notify(first, NotifyType::INITIAL_CONTACT) {
@@ -332,8 +332,8 @@ impl Cx<'_> {
         peer: Identity,
         msg: Message,
     ) -> Then {
-        let me = sa.local_id.clone().unwrap_or(Identity::Any);
-        sa.peer_id = Some(peer.clone());
+        let me = sa.ids.local.clone().unwrap_or(Identity::Any);
+        sa.ids.peer = Some(peer.clone());
         if !self.take_vips(sa, &msg) {
             if let Some(req) = &child {
                 req.reserved().release(self.k);
@@ -348,7 +348,8 @@ impl Cx<'_> {
             let data = self
                 .host
                 .protect(sa, ExchangeType::INFORMATIONAL, false, mid, &[delete]);
-            self.host.push_all(sa.transport, sa.local, sa.remote, data);
+            self.host
+                .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
             return self.fail(sa, NegotiationError::NoVirtualIp);
         }
         self.peer_authenticated_at(sa, &msg);
@@ -403,9 +404,9 @@ impl Cx<'_> {
             conn.reauth_time,
         );
         sa.state = IkeState::Established;
-        sa.established = Some(self.now);
+        sa.times.established = Some(self.now);
         if !rekey.is_zero() {
-            sa.rekey_at = Some(self.now + self.host.jittered(rekey, rand));
+            sa.times.rekey_at = Some(self.now + self.host.jittered(rekey, rand));
         }
         // The hard limit (`over_time` past a rekey or a reauthentication
         // that did not happen): a rekey's from now, the reauthentication's
@@ -413,7 +414,7 @@ impl Cx<'_> {
         // (RFC 7296 §2.8.3; crate::reauth).
         let by_rekey = (!rekey.is_zero()).then(|| self.now + rekey + over);
         let by_auth = (!reauth.is_zero()).then(|| sa.auth.at + reauth + over);
-        sa.expire_at = [by_rekey, by_auth].into_iter().flatten().min();
+        sa.times.expire_at = [by_rekey, by_auth].into_iter().flatten().min();
     }
 
     /// The peer says it has no other IKE SA with us (§2.4, INITIAL_CONTACT):
@@ -428,8 +429,8 @@ impl Cx<'_> {
             .values()
             .filter(|o| {
                 std::sync::Arc::ptr_eq(&o.conn, &sa.conn)
-                    && same(&o.peer_id, &sa.peer_id)
-                    && same(&o.local_id, &sa.local_id)
+                    && same(&o.ids.peer, &sa.ids.peer)
+                    && same(&o.ids.local, &sa.ids.local)
                     && o.state != IkeState::HalfOpen
             })
             .map(|o| o.our_spi())
@@ -482,7 +483,7 @@ impl Host {
         match (local.auth, self.local_cert(sa)) {
             // An empty subject is refused at load (credentials.rs).
             (AuthKind::Pubkey(_), Some(cert)) => Identity::Dn(cert.subject.clone()),
-            _ => Identity::from_ip(sa.local.ip()),
+            _ => Identity::from_ip(sa.path.local.ip()),
         }
     }
     /// Our AUTH on `sa` for ID payload `id`, with the CERT payloads to
@@ -617,7 +618,7 @@ impl Exchange for IkeAuth {
             return cx.eap_peer_response(sa, task, st, msg);
         }
         let IkeAuth { init, child, .. } = task;
-        let me = sa.local_id.clone().unwrap_or(Identity::Any);
+        let me = sa.ids.local.clone().unwrap_or(Identity::Any);
         let checked = cx.peer_authenticated(sa, &init, &msg, &me);
         let Ok(peer) = checked else {
             if let Some(req) = &child {
@@ -627,7 +628,7 @@ impl Exchange for IkeAuth {
             cx.host.report(
                 sa,
                 IkeEvent::AuthFailed {
-                    from: sa.remote.ip(),
+                    from: sa.path.remote.ip(),
                     id: idr.and_then(Identity::from_wire),
                     why: checked.err().flatten(),
                 },
@@ -640,7 +641,8 @@ impl Exchange for IkeAuth {
             let data = cx
                 .host
                 .protect(sa, ExchangeType::INFORMATIONAL, false, mid, &[n]);
-            cx.host.push_all(sa.transport, sa.local, sa.remote, data);
+            cx.host
+                .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
             cx.host.stats.auth_failed += 1;
             return cx.fail(sa, NegotiationError::ResponderAuthBad);
         };

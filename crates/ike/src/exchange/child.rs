@@ -196,7 +196,7 @@ impl Cx<'_> {
             Some(old) => (old.local_ts.clone(), old.remote_ts.clone()),
             None => (
                 ts::from_config_dynamic(&child.local_ts, &crate::vip::local_dynamic(sa)),
-                ts::from_config(&child.remote_ts, sa.remote.ip()),
+                ts::from_config(&child.remote_ts, sa.path.remote.ip()),
             ),
         };
         let offer = config::child_offer(proposals, protocol_id(protocol), spi_in, dh.is_some());
@@ -291,7 +291,7 @@ impl Cx<'_> {
             return Err(ChildError::SelectorsNotWithin);
         }
         if chosen.protocol == ProtocolId::AH
-            && (sa.nat_local || sa.nat_remote || sa.transport.is_stream())
+            && (sa.path.nat_local || sa.path.nat_remote || sa.path.transport.is_stream())
         {
             return Err(ChildError::AhAcrossNat);
         }

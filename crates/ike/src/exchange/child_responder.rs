@@ -94,7 +94,7 @@ impl Cx<'_> {
             let ke = self.child_ke(c.ke, &choice.chosen)?;
             let protocol = protocol_of(choice.chosen.protocol);
             if protocol == Protocol::Ah
-                && (sa.nat_local || sa.nat_remote || sa.transport.is_stream())
+                && (sa.path.nat_local || sa.path.nat_remote || sa.path.transport.is_stream())
             {
                 // AH covers the outer addresses a NAT rewrites, and RFC
                 // 3948 carries only ESP in UDP.
@@ -106,7 +106,7 @@ impl Cx<'_> {
         self.host.report(
             sa,
             IkeEvent::ChildRequestRefused {
-                from: sa.remote.ip(),
+                from: sa.path.remote.ip(),
                 notify: refusal,
             },
         );
@@ -136,7 +136,7 @@ impl Cx<'_> {
                 self.host.report(
                     sa,
                     IkeEvent::ChildRequestRefused {
-                        from: sa.remote.ip(),
+                        from: sa.path.remote.ip(),
                         notify: NotifyType::TS_MAX_QUEUE,
                     },
                 );
@@ -321,7 +321,7 @@ impl Host {
         let child = &sa.conn.children[cfg];
         let ours_remote =
             ts::from_config_dynamic(&child.remote_ts, &crate::vip::remote_dynamic(sa));
-        let ours_local = ts::from_config(&child.local_ts, sa.local.ip());
+        let ours_local = ts::from_config(&child.local_ts, sa.path.local.ip());
         let remote_ts = ts::narrow(tsi, &ours_remote);
         let local_ts = ts::narrow(tsr, &ours_local);
         if remote_ts.is_empty()

@@ -196,7 +196,7 @@ impl Cx<'_> {
     /// Start deleting the IKE SA (and with it its Child SAs).
     pub(crate) fn start_delete_ike(&mut self, sa: &mut IkeSa) {
         sa.state = IkeState::Deleting;
-        sa.expire_at = None;
+        sa.times.expire_at = None;
         let d = Payload::Delete(DeletePayload {
             protocol: ProtocolId::IKE,
             spis: vec![],

@@ -33,6 +33,7 @@ use crate::exchange::Task;
 use crate::host::{error_notify, has_notify, notifies, notify, parts, Host};
 use crate::kernel::Kernel;
 use crate::nat::{nat_detect, nat_hash};
+use crate::sa::{Announced, Ids, Path, Times, Vips};
 use crate::sa::{IkeKeyState, IkeSa, IkeState};
 use crate::table::{SaMut, Then};
 use crate::transport::Transport;
@@ -198,8 +199,8 @@ impl Ike {
         let uid = self.host.next_uid;
         self.host.next_uid += 1;
         let mut sa = new_sa(ci, uid, (spi_i, 0), true, (local, remote), now);
-        sa.transport = transport;
-        sa.stream_originator = transport.is_stream();
+        sa.path.transport = transport;
+        sa.path.stream_originator = transport.is_stream();
         let init = IkeInit {
             ke,
             ni,
@@ -251,11 +252,11 @@ impl Cx<'_> {
         payloads.push(Payload::Nonce(init.ni.clone()));
         payloads.push(notify(
             NotifyType::NAT_DETECTION_SOURCE_IP,
-            nat_hash(sa.spi_i, 0, sa.local),
+            nat_hash(sa.spi_i, 0, sa.path.local),
         ));
         payloads.push(notify(
             NotifyType::NAT_DETECTION_DESTINATION_IP,
-            nat_hash(sa.spi_i, 0, sa.remote),
+            nat_hash(sa.spi_i, 0, sa.path.remote),
         ));
         // RFC 7383 §2.3: fragmentation is announced in IKE_SA_INIT.
         if self.announces_fragmentation(&sa.conn) {
@@ -279,7 +280,8 @@ impl Cx<'_> {
             self.now,
             &self.host.settings.retransmit,
         );
-        self.host.push(sa.transport, sa.local, sa.remote, data);
+        self.host
+            .push(sa.path.transport, sa.path.local, sa.path.remote, data);
     }
 
     /// The initiator's side: the answer to our IKE_SA_INIT.
@@ -340,20 +342,21 @@ impl Cx<'_> {
             return self.fail(sa, NegotiationError::KeyDerivation);
         };
         sa.keys = Some(keys);
-        sa.peer_fragments = self.announces_fragmentation(&sa.conn)
+        sa.announced.fragments = self.announces_fragmentation(&sa.conn)
             && has_notify(&msg, NotifyType::IKEV2_FRAGMENTATION_SUPPORTED);
-        sa.peer_hashes = crate::auth::pubkey::announced_hashes(&msg);
-        sa.peer_certreq = msg
+        sa.announced.hashes = crate::auth::pubkey::announced_hashes(&msg);
+        sa.announced.certreq = msg
             .payloads
             .iter()
             .any(|p| matches!(p, Payload::CertReq(_)));
-        let (nat_local, nat_remote) = nat_detect(&msg, sa.spi_i, sa.spi_r, sa.local, sa.remote);
-        (sa.nat_local, sa.nat_remote) = (nat_local, nat_remote);
+        let (nat_local, nat_remote) =
+            nat_detect(&msg, sa.spi_i, sa.spi_r, sa.path.local, sa.path.remote);
+        (sa.path.nat_local, sa.path.nat_remote) = (nat_local, nat_remote);
         // Over a stream nothing floats: the connection stays (RFC 9329 §6.5).
-        if (nat_local || nat_remote) && !sa.transport.is_stream() {
+        if (nat_local || nat_remote) && !sa.path.transport.is_stream() {
             // §2.23: from IKE_AUTH on, both use port 4500.
-            sa.local.set_port(NAT_T_PORT);
-            sa.remote.set_port(NAT_T_PORT);
+            sa.path.local.set_port(NAT_T_PORT);
+            sa.path.remote.set_port(NAT_T_PORT);
         }
         let messages = InitMessages {
             // IKE_SA_INIT is never fragmented (RFC 7383 §2.5.3).
@@ -437,31 +440,30 @@ pub(crate) fn new_sa(
         spi_i,
         spi_r,
         initiator,
-        local,
-        remote,
-        transport: crate::transport::Transport::Udp,
-        stream_originator: false,
         state: IkeState::Connecting,
         keys: None,
-        nat_local: false,
-        nat_remote: false,
-        peer_id: None,
-        local_id: None,
+        path: Path {
+            local,
+            remote,
+            transport: crate::transport::Transport::Udp,
+            stream_originator: false,
+            nat_local: false,
+            nat_remote: false,
+        },
+        times: Times {
+            created: now,
+            established: None,
+            rekey_at: None,
+            expire_at: None,
+            last_heard: now,
+            last_sent: now,
+        },
+        ids: Ids::default(),
+        announced: Announced::default(),
+        vips: Vips::default(),
         exch: Exchanges::new(0),
         queue: VecDeque::new(),
         children: Vec::new(),
-        created: now,
-        established: None,
-        rekey_at: None,
-        expire_at: None,
-        last_heard: now,
-        last_sent: now,
-        peer_fragments: false,
-        peer_hashes: Default::default(),
-        peer_certreq: false,
-        vips_local: Vec::new(),
-        dns: Vec::new(),
-        vips_remote: Vec::new(),
         auth: Default::default(),
         reassembly: [None, None],
     }
@@ -591,7 +593,7 @@ impl Host {
             IkeEvent::NegotiationFailed {
                 name: self.conn_name(sa),
                 unique_id: sa.uid,
-                remote: sa.remote.ip(),
+                remote: sa.path.remote.ip(),
                 reason,
             },
         );

@@ -98,7 +98,7 @@ impl Ike {
         let Some(sa) = self.sas.values_mut().find(|s| {
             s.state == IkeState::HalfOpen
                 && s.spi_i == arrival.header.spi_i
-                && s.remote == arrival.remote
+                && s.path.remote == arrival.remote
         }) else {
             return false;
         };
@@ -109,7 +109,8 @@ impl Ike {
         // Found by its address: the peer's own.
         if sa.exch.may_resend(now, true) {
             self.host.stats.replayed += 1;
-            self.host.push(sa.transport, sa.local, sa.remote, response);
+            self.host
+                .push(sa.path.transport, sa.path.local, sa.path.remote, response);
         } else {
             self.host.stats.resend_limited += 1;
         }
@@ -260,13 +261,13 @@ impl Host {
             now,
         );
         sa.state = IkeState::HalfOpen;
-        sa.transport = arrival.transport;
+        sa.path.transport = arrival.transport;
         sa.keys = Some(keys);
-        (sa.nat_local, sa.nat_remote) = nat_detect(offer.msg, spi_i, 0, local, remote);
+        (sa.path.nat_local, sa.path.nat_remote) = nat_detect(offer.msg, spi_i, 0, local, remote);
         let mut answer = config::ike_answer(&choice.chosen);
         answer.spi = Vec::new();
         // RFC 7383 §2.3: answered in kind when both ends fragment.
-        sa.peer_fragments = self.announces_fragmentation(&choice.conn)
+        sa.announced.fragments = self.announces_fragmentation(&choice.conn)
             && has_notify(offer.msg, NotifyType::IKEV2_FRAGMENTATION_SUPPORTED);
         let mut payloads = vec![
             Payload::Sa(vec![answer]),
@@ -284,12 +285,12 @@ impl Host {
                 nat_hash(spi_i, spi_r, remote),
             ),
         ];
-        if sa.peer_fragments {
+        if sa.announced.fragments {
             payloads.push(notify(NotifyType::IKEV2_FRAGMENTATION_SUPPORTED, vec![]));
         }
         // RFC 7427 §4: answered when the initiator announced its hashes.
-        sa.peer_hashes = crate::auth::pubkey::announced_hashes(offer.msg);
-        if !sa.peer_hashes.is_empty() {
+        sa.announced.hashes = crate::auth::pubkey::announced_hashes(offer.msg);
+        if !sa.announced.hashes.is_empty() {
             payloads.push(notify(
                 NotifyType::SIGNATURE_HASH_ALGORITHMS,
                 crate::cert::HashSet::ours(),
@@ -313,7 +314,7 @@ impl Host {
                 nr,
             },
         });
-        self.push(sa.transport, local, remote, response);
+        self.push(sa.path.transport, local, remote, response);
         sa
     }
 }

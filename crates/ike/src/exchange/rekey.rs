@@ -133,29 +133,29 @@ impl Cx<'_> {
             uid,
             spis,
             initiator,
-            (old.local, old.remote),
+            (old.path.local, old.path.remote),
             self.now,
         );
         sa.keys = Some(keys);
-        sa.nat_local = old.nat_local;
+        sa.path.nat_local = old.path.nat_local;
         // The new IKE SA shares the old one's connection (RFC 9329 §5),
         // whose originator stays the one who opened it (§6.1).
-        sa.transport = old.transport;
-        sa.stream_originator = old.stream_originator;
-        sa.nat_remote = old.nat_remote;
-        sa.peer_id = old.peer_id.clone();
-        sa.local_id = old.local_id.clone();
+        sa.path.transport = old.path.transport;
+        sa.path.stream_originator = old.path.stream_originator;
+        sa.path.nat_remote = old.path.nat_remote;
+        sa.ids.peer = old.ids.peer.clone();
+        sa.ids.local = old.ids.local.clone();
         // A rekey is no new authentication (RFC 7296 §2.8.3).
         sa.auth = old.auth.clone();
         // What IKE_SA_INIT negotiated holds for its successors
         // (strongSwan's ike_sa inherits its extensions on a rekey).
-        sa.peer_fragments = old.peer_fragments;
+        sa.announced.fragments = old.announced.fragments;
         // The virtual IPs stay with the peer (RFC 7296 §2.19): held by the
         // new SA too, let go when the last of them goes.
-        sa.vips_local = old.vips_local.clone();
-        sa.dns = old.dns.clone();
-        sa.vips_remote = old.vips_remote.clone();
-        for (pool, addr) in &sa.vips_remote {
+        sa.vips.local = old.vips.local.clone();
+        sa.vips.dns = old.vips.dns.clone();
+        sa.vips.remote = old.vips.remote.clone();
+        for (pool, addr) in &sa.vips.remote {
             self.host.leases.hold(pool, *addr);
         }
         self.established(&mut sa);
@@ -188,7 +188,7 @@ impl Cx<'_> {
             new.children = std::mem::take(&mut sa.children);
             hand_over(sa, &mut new);
             sa.state = IkeState::Rekeyed;
-            sa.expire_at = Some(self.now + self.host.settings.rekeyed_grace);
+            sa.times.expire_at = Some(self.now + self.host.settings.rekeyed_grace);
         }
         self.host.report(
             sa,
@@ -306,7 +306,7 @@ impl Cx<'_> {
         );
         if ty == NotifyType::TEMPORARY_FAILURE {
             let wait = Duration::from_millis(1000 + u64::from(self.host.rng.next_u32() % 4000));
-            sa.rekey_at = Some(self.now + wait);
+            sa.times.rekey_at = Some(self.now + wait);
         }
         self.settle_collision(sa, req.collision);
         self.kick(sa);
@@ -322,7 +322,7 @@ impl Cx<'_> {
                 hand_over(old, t);
             }
             sa.state = IkeState::Rekeyed;
-            sa.expire_at = Some(self.now + self.host.settings.rekeyed_grace);
+            sa.times.expire_at = Some(self.now + self.host.settings.rekeyed_grace);
         }
     }
 
@@ -394,13 +394,13 @@ impl Exchange for IkeRekey {
                 }
                 new.queue.push_back(Todo::DeleteIke);
                 sa.state = IkeState::Rekeyed;
-                sa.expire_at = Some(cx.now + cx.host.settings.rekeyed_grace);
+                sa.times.expire_at = Some(cx.now + cx.host.settings.rekeyed_grace);
             }
             _ => {
                 new.children = std::mem::take(&mut sa.children);
                 hand_over(sa, &mut new);
                 sa.state = IkeState::Rekeyed;
-                sa.expire_at = None;
+                sa.times.expire_at = None;
                 sa.queue.clear();
                 sa.queue.push_back(Todo::DeleteIke);
             }
