@@ -230,17 +230,18 @@ impl Ike {
 fn child_info(conn: &crate::config::Connection, c: &ChildSa, now: Duration) -> ChildSaInfo {
     let until = |t: Option<Duration>| t.map(|t| t.saturating_sub(now).as_secs());
     let mut parts: Vec<String> = c
+        .suite
         .encr
         .map(|e| format!("{}-{}", e.id, e.key_bits))
         .into_iter()
         .collect();
-    if c.integ != flowsec_wire::iana::IntegId::NONE {
-        parts.push(c.integ.to_string());
+    if c.suite.integ != flowsec_wire::iana::IntegId::NONE {
+        parts.push(c.suite.integ.to_string());
     }
-    if c.dh != flowsec_wire::iana::DhGroup::NONE {
-        parts.push(c.dh.to_string());
+    if c.suite.dh != flowsec_wire::iana::DhGroup::NONE {
+        parts.push(c.suite.dh.to_string());
     }
-    if c.esn {
+    if c.suite.esn {
         parts.push("ESN".into());
     }
     ChildSaInfo {
@@ -250,20 +251,20 @@ fn child_info(conn: &crate::config::Connection, c: &ChildSa, now: Duration) -> C
             .map_or_else(|| "?".into(), |ch| ch.name.clone()),
         reqid: c.reqid,
         state: c.state.name(),
-        mode: if c.mode == Mode::Tunnel {
+        mode: if c.suite.mode == Mode::Tunnel {
             "TUNNEL"
         } else {
             "TRANSPORT"
         },
-        encap: c.encap,
-        sa_in: c.sa_in,
-        sa_out: c.sa_out,
+        encap: c.suite.encap,
+        sa_in: c.plane.sa_in,
+        sa_out: c.plane.sa_out,
         proposal: parts.join("/"),
-        dh_group: (c.dh != flowsec_wire::iana::DhGroup::NONE).then(|| c.dh.to_string()),
-        cpis: c.ipcomp.map(|(i, o)| (i.spi as u16, o.spi as u16)),
-        installed_s: now.saturating_sub(c.installed).as_secs(),
-        rekey_in_s: until(c.rekey_at),
-        expire_in_s: until(c.expire_at),
+        dh_group: (c.suite.dh != flowsec_wire::iana::DhGroup::NONE).then(|| c.suite.dh.to_string()),
+        cpis: c.plane.ipcomp.map(|(i, o)| (i.spi as u16, o.spi as u16)),
+        installed_s: now.saturating_sub(c.times.installed).as_secs(),
+        rekey_in_s: until(c.times.rekey_at),
+        expire_in_s: until(c.times.expire_at),
         per_cpu: c.per_cpu,
         cpu: c.cpu,
         local_ts: c.local_ts.iter().map(ts_string).collect(),

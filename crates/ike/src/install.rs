@@ -23,6 +23,7 @@ use crate::event::IkeEvent;
 use crate::host::Host;
 use crate::kernel::Kernel;
 use crate::sa::{ChildSa, ChildState, IkeSa, Todo};
+use crate::sa::{ChildSuite, ChildTimes, InPlane};
 use crate::table::SaMut;
 use crate::ts;
 
@@ -146,28 +147,34 @@ impl Cx<'_> {
         sa.children.push(ChildSa {
             cfg: i.cfg,
             reqid,
-            mode: i.mode,
             spi_in: i.spi_in,
             spi_out: chosen.spi,
-            encr: chosen.encr,
-            integ: chosen.integ,
-            dh: chosen.dh,
-            esn: chosen.esn,
-            encap: sas.encap,
+            state: ChildState::Installed,
+            suite: ChildSuite {
+                mode: i.mode,
+                encr: chosen.encr,
+                integ: chosen.integ,
+                dh: chosen.dh,
+                esn: chosen.esn,
+                encap: sas.encap,
+            },
             local_ts: i.local_ts,
             remote_ts: i.remote_ts,
-            state: ChildState::Installed,
-            installed: self.now,
-            rekey_at,
-            expire_at: (!life_time.is_zero()).then_some(self.now + life_time),
+            times: ChildTimes {
+                installed: self.now,
+                rekey_at,
+                expire_at: (!life_time.is_zero()).then_some(self.now + life_time),
+            },
+            plane: InPlane {
+                sa_in: id(i.spi_in, local),
+                sa_out: id(chosen.spi, remote),
+                ipcomp: sas.ipcomp,
+                deferred_out,
+                gone: false,
+            },
             min_nonce: i.min_nonce,
-            sa_in: id(i.spi_in, local),
-            sa_out: id(chosen.spi, remote),
-            ipcomp: sas.ipcomp,
-            deferred_out,
             per_cpu: i.per_cpu,
             cpu: i.cpu,
-            sas_gone: false,
         });
     }
 
@@ -204,14 +211,14 @@ impl Cx<'_> {
         let Some(c) = sa
             .children
             .iter_mut()
-            .find(|c| c.spi_in == spi && !c.sas_gone)
+            .find(|c| c.spi_in == spi && !c.plane.gone)
         else {
             return;
         };
-        c.sas_gone = true;
-        self.k.del_sa(c.sa_out);
-        self.k.del_sa(c.sa_in);
-        if let Some((inn, out)) = c.ipcomp {
+        c.plane.gone = true;
+        self.k.del_sa(c.plane.sa_out);
+        self.k.del_sa(c.plane.sa_in);
+        if let Some((inn, out)) = c.plane.ipcomp {
             self.k.del_sa(out);
             self.k.del_sa(inn);
         }
@@ -390,20 +397,20 @@ impl Cx<'_> {
             .iter_mut()
             .filter(|s| s.reqid == c.reqid && s.cpu == c.cpu)
         {
-            for out in std::mem::take(&mut s.deferred_out) {
+            for out in std::mem::take(&mut s.plane.deferred_out) {
                 self.k.add_sa(out);
             }
         }
-        let inbound = core::iter::once(c.sa_in).chain(c.ipcomp.map(|(i, _)| i));
+        let inbound = core::iter::once(c.plane.sa_in).chain(c.plane.ipcomp.map(|(i, _)| i));
         // A replaced SA's inbound half stays a while: packets the peer
         // sealed before it switched may still be on their way (ARCHITECTURE.md
         // "Rekeying without loss"); the other switches do not wait.
         let linger = sa.children.iter().any(|s| s.reqid == c.reqid)
             && self.switch_of(&sa.conn, c.cfg) == RekeySwitch::LossFree;
         // drop_replaced may have taken them already.
-        if !c.sas_gone {
-            self.k.del_sa(c.sa_out);
-            if let Some((_, out)) = c.ipcomp {
+        if !c.plane.gone {
+            self.k.del_sa(c.plane.sa_out);
+            if let Some((_, out)) = c.plane.ipcomp {
                 self.k.del_sa(out);
             }
             if linger {
@@ -504,8 +511,9 @@ impl Host {
                 c.cfg == i.cfg
                     && c.local_ts == i.local_ts
                     && c.remote_ts == i.remote_ts
-                    && c.mode == i.mode
-                    && (c.sa_in.dst, c.sa_out.dst) == (sa.path.local.ip(), sa.path.remote.ip())
+                    && c.suite.mode == i.mode
+                    && (c.plane.sa_in.dst, c.plane.sa_out.dst)
+                        == (sa.path.local.ip(), sa.path.remote.ip())
             })
             .map(|c| c.reqid);
         let shared = trap.or(twin);

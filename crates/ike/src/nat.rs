@@ -101,16 +101,25 @@ pub(crate) fn follow_peer(
         true => flowsec_ipsec::UdpEncap::tcp(src, dst),
         false => flowsec_ipsec::UdpEncap::udp(src, dst),
     };
-    for c in sa.children.iter_mut().filter(|c| c.encap && !c.sas_gone) {
+    for c in sa
+        .children
+        .iter_mut()
+        .filter(|c| c.suite.encap && !c.plane.gone)
+    {
         // The outbound SAs a rekey's responder holds back go out later:
         // with the new ports too.
-        for d in c.deferred_out.iter_mut().filter(|d| d.encap.is_some()) {
+        for d in c
+            .plane
+            .deferred_out
+            .iter_mut()
+            .filter(|d| d.encap.is_some())
+        {
             d.encap = Some(encap(local.port(), remote.port()));
         }
         let out = encap(local.port(), remote.port());
         let inn = encap(remote.port(), local.port());
-        k.update_encap(c.sa_out, out);
-        k.update_encap(c.sa_in, inn);
+        k.update_encap(c.plane.sa_out, out);
+        k.update_encap(c.plane.sa_in, inn);
     }
     Some(IkeEvent::PeerRebound {
         from: before,

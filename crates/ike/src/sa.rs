@@ -84,32 +84,26 @@ pub(crate) struct IkeKeyState {
     pub inn: SkCrypto,
 }
 
-/// One Child SA: a pair of SAs (inbound and outbound) and their selectors.
-pub(crate) struct ChildSa {
-    /// Index of its `children` entry in the connection.
-    pub cfg: usize,
-    /// Ties the SAs to their policies.
-    pub reqid: u32,
+/// What a Child SA's exchange negotiated.
+pub(crate) struct ChildSuite {
     pub mode: Mode,
-    /// Our inbound SPI (the peer sends with it).
-    pub spi_in: u32,
-    /// The peer's inbound SPI (we send with it).
-    pub spi_out: u32,
     pub encr: Option<Encr>,
     pub integ: IntegId,
     pub dh: DhGroup,
     pub esn: bool,
     /// ESP in UDP (a NAT was detected).
     pub encap: bool,
-    pub local_ts: Vec<TrafficSelector>,
-    pub remote_ts: Vec<TrafficSelector>,
-    pub state: ChildState,
+}
+
+/// A Child SA's times.
+pub(crate) struct ChildTimes {
     pub installed: Duration,
     pub rekey_at: Option<Duration>,
     pub expire_at: Option<Duration>,
-    /// The smallest nonce of the exchange that made it (RFC 7296
-    /// §2.8.1: a rekey collision is resolved by the lowest nonce).
-    pub min_nonce: Vec<u8>,
+}
+
+/// What a Child SA put in the data plane.
+pub(crate) struct InPlane {
     /// The inbound and outbound SA as installed (their destinations are
     /// the IKE SA's addresses then, which may change later, §2.23).
     pub sa_in: flowsec_ipsec::SaId,
@@ -119,17 +113,38 @@ pub(crate) struct ChildSa {
     /// Responder of a rekey: the outbound SAs, installed when the SA they
     /// replace goes (ARCHITECTURE.md "Rekeying without loss").
     pub deferred_out: Vec<flowsec_ipsec::SaConfig>,
+    /// Its SAs have left the data plane already (`rekey_switch =
+    /// prefer-new` removes a replaced SA's at once); removing the record
+    /// must not delete them again: their SPIs may be someone else's by
+    /// then.
+    pub gone: bool,
+}
+
+/// One Child SA: a pair of SAs (inbound and outbound) and their selectors.
+pub(crate) struct ChildSa {
+    /// Index of its `children` entry in the connection.
+    pub cfg: usize,
+    /// Ties the SAs to their policies.
+    pub reqid: u32,
+    /// Our inbound SPI (the peer sends with it).
+    pub spi_in: u32,
+    /// The peer's inbound SPI (we send with it).
+    pub spi_out: u32,
+    pub state: ChildState,
+    pub suite: ChildSuite,
+    pub local_ts: Vec<TrafficSelector>,
+    pub remote_ts: Vec<TrafficSelector>,
+    pub times: ChildTimes,
+    pub plane: InPlane,
+    /// The smallest nonce of the exchange that made it (RFC 7296
+    /// §2.8.1: a rekey collision is resolved by the lowest nonce).
+    pub min_nonce: Vec<u8>,
     /// Negotiated with SA_RESOURCE_INFO (RFC 9611): one of a group of
     /// Child SAs with the same selectors.
     pub per_cpu: bool,
     /// In that group, the resource (worker) whose SA this is; `None` for
     /// the group's fallback (and for every other Child SA).
     pub cpu: Option<u32>,
-    /// Its SAs have left the data plane already (`rekey_switch =
-    /// prefer-new` removes a replaced SA's at once); removing the record
-    /// must not delete them again: their SPIs may be someone else's by
-    /// then.
-    pub sas_gone: bool,
 }
 
 /// Something queued to start once the window is free.

@@ -108,8 +108,8 @@ impl Ike {
                         at(Some(sa.times.last_heard + dpd));
                     }
                     for c in &sa.children {
-                        at(c.rekey_at);
-                        at(c.expire_at);
+                        at(c.times.rekey_at);
+                        at(c.times.expire_at);
                     }
                 }
                 IkeState::Rekeyed | IkeState::Deleting => at(sa.times.expire_at),
@@ -227,11 +227,11 @@ impl Cx<'_> {
         let mut expired = Vec::new();
         let ike: &mut IkeSa = sa;
         for c in &mut ike.children {
-            if c.rekey_at.is_some_and(|t| self.now >= t) {
-                c.rekey_at = None;
+            if c.times.rekey_at.is_some_and(|t| self.now >= t) {
+                c.times.rekey_at = None;
                 ike.queue.push_back(Todo::RekeyChild(c.spi_in));
             }
-            if c.expire_at.is_some_and(|t| self.now >= t) {
+            if c.times.expire_at.is_some_and(|t| self.now >= t) {
                 expired.push(c.spi_in);
             }
         }
@@ -240,7 +240,7 @@ impl Cx<'_> {
             let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == spi) else {
                 continue;
             };
-            c.expire_at = None;
+            c.times.expire_at = None;
             let keep_old = c.state == ChildState::Rekeyed
                 && self.switch_of(&conn, c.cfg) == RekeySwitch::KeepOld;
             if keep_old {

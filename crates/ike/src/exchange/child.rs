@@ -406,7 +406,7 @@ impl Cx<'_> {
             return;
         };
         c.state = ChildState::Rekeyed;
-        c.rekey_at = None;
+        c.times.rekey_at = None;
         let switch = self.switch_of(&conn, c.cfg);
         self.host.stats.count_rekey(switch);
         match switch {
@@ -494,7 +494,7 @@ impl Cx<'_> {
                 let wait = Duration::from_millis(1000 + u64::from(self.host.rng.next_u32() % 4000));
                 self.restore(sa, Some(old));
                 if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) {
-                    c.rekey_at = Some(self.now + wait);
+                    c.times.rekey_at = Some(self.now + wait);
                 }
             }
             (_, rekey) => self.restore(sa, rekey),
@@ -679,7 +679,7 @@ impl Host {
             // Theirs is redundant and the peer will delete it; it must
             // not start carrying traffic when the old SA goes.
             if let Some(t) = sa.children.iter_mut().find(|c| c.spi_in == theirs) {
-                t.deferred_out.clear();
+                t.plane.deferred_out.clear();
             }
         }
         self.report(

@@ -217,11 +217,11 @@ impl Cx<'_> {
         if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) {
             collided = c.state == ChildState::Rekeying;
             c.state = ChildState::Rekeyed;
-            c.rekey_at = None;
+            c.times.rekey_at = None;
             let switch = self.switch_of(&conn, c.cfg);
             self.host.stats.count_rekey(switch);
             if switch != RekeySwitch::KeepOld {
-                c.expire_at = Some(self.now + grace);
+                c.times.expire_at = Some(self.now + grace);
             }
             drop = switch == RekeySwitch::PreferNew;
         }
@@ -287,7 +287,7 @@ fn rekeyed_child(sa: &IkeSa, msg: &Message) -> Result<Option<u32>, Payload> {
     match sa
         .children
         .iter()
-        .find(|c| c.spi_out == spi && c.sa_out.protocol == want)
+        .find(|c| c.spi_out == spi && c.plane.sa_out.protocol == want)
     {
         Some(c) if c.state == ChildState::Deleting => {
             Err(notify(NotifyType::TEMPORARY_FAILURE, vec![]))

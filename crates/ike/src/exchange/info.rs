@@ -37,11 +37,11 @@ fn deleted_children(sa: &IkeSa, deletes: &[&DeletePayload]) -> (Vec<(ProtocolId,
             match sa
                 .children
                 .iter()
-                .find(|c| c.spi_out == *spi && c.sa_out.protocol == want)
+                .find(|c| c.spi_out == *spi && c.plane.sa_out.protocol == want)
             {
                 Some(c) if c.state == ChildState::Deleting => crossed.push(c.spi_in),
                 Some(c) => ours.push((
-                    crate::exchange::child::protocol_id(c.sa_in.protocol),
+                    crate::exchange::child::protocol_id(c.plane.sa_in.protocol),
                     c.spi_in,
                 )),
                 None => {}
@@ -182,7 +182,7 @@ impl Cx<'_> {
         };
         c.state = ChildState::Deleting;
         let d = Payload::Delete(DeletePayload {
-            protocol: crate::exchange::child::protocol_id(c.sa_in.protocol),
+            protocol: crate::exchange::child::protocol_id(c.plane.sa_in.protocol),
             spis: vec![spi],
         });
         self.request(
