@@ -94,7 +94,7 @@ impl Host {
                 let inter: Vec<&Certificate> = inter.iter().collect();
                 let crls = self.config.credentials.crls();
                 let strict = conn.remote.revocation_strict;
-                let anchors = self.trusted_cas(&sa.conn);
+                let anchors = crate::auth::pubkey::trusted_cas(self, &sa.conn);
                 verify::validate_with(&ee, &inter, &anchors, &crls, unix, strict)
                     .map_err(|r| r.to_string())
             }

@@ -16,15 +16,15 @@
 //!                          <--  HDR, SK {AUTH, [CP,] SAr2, TSi, TSr}
 //! ```
 
-use flowsec_wire::iana::{AuthMethod, ExchangeType};
+use flowsec_wire::iana::ExchangeType;
 use flowsec_wire::ike::{Auth, Id, Message, Payload};
-use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
+use super::psk::{check_mic, mic};
+use super::{Authenticator, Claim, Octets};
 use crate::cert::Rejection;
 use crate::config::Identity;
 use crate::context::Cx;
-use crate::crypto;
 use crate::eap::method::{Peer, PeerStep, Server, ServerStep};
 use crate::error::NegotiationError;
 use crate::event::IkeEvent;
@@ -33,6 +33,66 @@ use crate::exchange::Task;
 use crate::host::Host;
 use crate::sa::IkeSa;
 use crate::table::{SaMut, Then};
+
+/// The EAP method before its conversation ended: the initiator proves
+/// itself in IKE_AUTH exchanges of their own (this module), never with a
+/// first AUTH; and only an initiator authenticates itself with EAP.
+pub(crate) struct Conversation;
+
+impl Authenticator for Conversation {
+    fn build(
+        &self,
+        _: &Cx<'_>,
+        _: &Octets<'_>,
+        _: Claim<'_>,
+        _: bool,
+    ) -> Result<(Vec<Payload>, Auth), NegotiationError> {
+        Err(NegotiationError::EapFailed(
+            "EAP authenticates the initiator only: set local.auth = pubkey or psk",
+        ))
+    }
+
+    fn verify(
+        &self,
+        _: &mut Cx<'_>,
+        _: &Octets<'_>,
+        _: Claim<'_>,
+        _: &Message,
+        _: &Auth,
+    ) -> Result<(), Option<Rejection>> {
+        Err(None)
+    }
+}
+
+/// The AUTHs that end an EAP conversation (§2.16): the PSK MAC with the
+/// MSK in the shared key's place, both ways.
+pub(crate) struct Msk<'a>(pub &'a [u8]);
+
+impl Authenticator for Msk<'_> {
+    fn build(
+        &self,
+        cx: &Cx<'_>,
+        octets: &Octets<'_>,
+        _: Claim<'_>,
+        _: bool,
+    ) -> Result<(Vec<Payload>, Auth), NegotiationError> {
+        let data = octets
+            .keyed(&cx.provider, self.0)
+            .ok_or(NegotiationError::KeyDerivation)?;
+        Ok((Vec::new(), mic(data)))
+    }
+
+    fn verify(
+        &self,
+        cx: &mut Cx<'_>,
+        octets: &Octets<'_>,
+        _: Claim<'_>,
+        _: &Message,
+        auth: &Auth,
+    ) -> Result<(), Option<Rejection>> {
+        check_mic(&octets.keyed(&cx.provider, self.0), auth)
+    }
+}
 
 /// Responder: an EAP conversation in progress.
 pub(crate) struct EapServerSide {
@@ -130,7 +190,16 @@ impl Cx<'_> {
         let me = self.our_id(sa);
         let idr = me.to_wire();
         let asked = crate::auth::pubkey::has_certreq(&msg);
-        let (certs, auth) = match self.our_auth(sa, &init, &idr, (&me, &peer), asked) {
+        let (certs, auth) = match self.our_auth(
+            sa,
+            &init,
+            &idr,
+            Claim {
+                me: &me,
+                peer: &peer,
+            },
+            asked,
+        ) {
             Ok(a) => a,
             Err(e) => {
                 self.report_failed(sa, e);
@@ -246,13 +315,20 @@ impl Cx<'_> {
         msg: Message,
         (init, st, msk): (InitMessages, Box<EapServerSide>, Zeroizing<Vec<u8>>),
     ) -> Then {
-        let want = self.msk_auth(sa, &init, true, &st.idi, &msk);
-        let ok = match (auth_of(&msg), want) {
-            (Some(a), Some(w)) => {
-                a.method == AuthMethod::SHARED_KEY_MIC && bool::from(w.ct_eq(&a.data))
-            }
-            _ => false,
+        let theirs = Octets {
+            sa,
+            init: &init,
+            ours: false,
+            id: &st.idi,
         };
+        let claim = Claim {
+            me: &st.me,
+            peer: &st.peer,
+        };
+        let ok = auth_of(&msg).is_some_and(|a| {
+            let msk = Msk(&msk);
+            msk.verify(self, &theirs, claim, &msg, a).is_ok()
+        });
         if !ok {
             return self.refuse_eap(
                 sa,
@@ -268,7 +344,17 @@ impl Cx<'_> {
             idr,
             ..
         } = *st;
-        let Some(data) = self.msk_auth(sa, &init, false, &idr, &msk) else {
+        let ours = Octets {
+            sa,
+            init: &init,
+            ours: true,
+            id: &idr,
+        };
+        let claim = Claim {
+            me: &me,
+            peer: &peer,
+        };
+        let Ok((_, auth)) = Msk(&msk).build(self, &ours, claim, false) else {
             return self.refuse_eap(sa, mid, Some(peer), None);
         };
         let answer = Authenticated {
@@ -276,10 +362,7 @@ impl Cx<'_> {
             init: &init,
             me,
             peer,
-            payloads: vec![Payload::Auth(Auth {
-                method: AuthMethod::SHARED_KEY_MIC,
-                data,
-            })],
+            payloads: vec![Payload::Auth(auth)],
         };
         self.answer_authenticated(sa, mid, answer)
     }
@@ -360,14 +443,23 @@ impl Cx<'_> {
                     return Then::Stay;
                 }
                 PeerStep::Done(msk) => {
-                    let Some(data) = self.msk_auth(sa, &init, true, &st.idi, &msk) else {
+                    let ours = Octets {
+                        sa,
+                        init: &init,
+                        ours: true,
+                        id: &st.idi,
+                    };
+                    let me = sa.ids.local.clone().unwrap_or(Identity::Any);
+                    let claim = Claim {
+                        me: &me,
+                        peer: st.responder.as_ref().map_or(&Identity::Any, |(p, _)| p),
+                    };
+                    let built = Msk(&msk).build(self, &ours, claim, false);
+                    let Ok((_, auth)) = built else {
                         return give_up(self, sa, &child, NegotiationError::KeyDerivation);
                     };
                     st.msk = Some(msk);
-                    let auth = Payload::Auth(Auth {
-                        method: AuthMethod::SHARED_KEY_MIC,
-                        data,
-                    });
+                    let auth = Payload::Auth(auth);
                     let task = Task::IkeAuth(IkeAuth {
                         init,
                         child,
@@ -385,9 +477,21 @@ impl Cx<'_> {
         let (Some(msk), Some((peer, idr))) = (st.msk.take(), st.responder.take()) else {
             return give_up(self, sa, &child, NegotiationError::ResponderAuthBad);
         };
-        let want = self.msk_auth(sa, &init, false, &idr, &msk);
-        let ok =
-            matches!((auth_of(&msg), want), (Some(a), Some(w)) if bool::from(w.ct_eq(&a.data)));
+        let theirs = Octets {
+            sa,
+            init: &init,
+            ours: false,
+            id: &idr,
+        };
+        let me = sa.ids.local.clone().unwrap_or(Identity::Any);
+        let claim = Claim {
+            me: &me,
+            peer: &peer,
+        };
+        let ok = auth_of(&msg).is_some_and(|a| {
+            let msk = Msk(&msk);
+            msk.verify(self, &theirs, claim, &msg, a).is_ok()
+        });
         if !ok {
             return give_up(self, sa, &child, NegotiationError::ResponderAuthBad);
         }
@@ -396,33 +500,6 @@ impl Cx<'_> {
 }
 
 impl Host {
-    /// AUTH keyed with the MSK (§2.16: the MSK takes the shared key's
-    /// place) for the side that signs with `signer_is_initiator`.
-    fn msk_auth(
-        &self,
-        sa: &IkeSa,
-        init: &InitMessages,
-        signer_is_initiator: bool,
-        id: &Id,
-        msk: &[u8],
-    ) -> Option<Vec<u8>> {
-        let keys = sa.keys.as_ref()?;
-        let (msg, nonce, sk_p) = if signer_is_initiator {
-            (&init.request, &init.nr, &keys.sk_pi)
-        } else {
-            (&init.response, &init.ni, &keys.sk_pr)
-        };
-        crypto::psk_auth(
-            &self.provider,
-            keys.suite.prf,
-            msk,
-            msg,
-            nonce,
-            sk_p,
-            &id.body(),
-        )
-        .ok()
-    }
     /// Initiator: the EAP side for our identity `me` (IDi `idi`): the
     /// user name is `eap_id` (default our identity), its password an
     /// `eap-…` secret.

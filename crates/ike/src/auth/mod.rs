@@ -1,5 +1,124 @@
 //! Authenticating the peer and ourselves in IKE_AUTH (RFC 7296 §2.15,
-//! §2.16): with a shared key, a signature ([`pubkey`]) or EAP ([`eap`]).
+//! §2.16), as strongSwan's `authenticator_t`: one [`Authenticator`] per
+//! method builds our AUTH payload and verifies the peer's, both over the
+//! octets §2.15 defines ([`Octets`], the one place that says what an AUTH
+//! covers).
+//!
+//! ```text
+//!  local.auth / remote.auth ──► of(kind) ──► Psk      (psk.rs: prf(prf(key, pad), octets))
+//!                                       ├──► Pubkey   (pubkey.rs: RFC 7427 signature + CERTs)
+//!                                       └──► Eap      (eap.rs: the conversation first,
+//!                                                       then Msk: the PSK MAC keyed by the MSK)
+//! ```
 
 pub(crate) mod eap;
+pub(crate) mod psk;
 pub(crate) mod pubkey;
+
+use flowsec_wire::iana::PrfId;
+use flowsec_wire::ike::{Auth, Id, Message, Payload};
+
+use crate::cert::Rejection;
+use crate::config::{AuthKind, Identity};
+use crate::context::Cx;
+use crate::error::NegotiationError;
+use crate::exchange::auth::InitMessages;
+use crate::sa::IkeSa;
+
+/// What one AUTH payload covers (§2.15): the signer's IKE_SA_INIT message
+/// as it went, the other side's nonce and `prf(SK_px, ID')` of the
+/// signer's ID payload. `RealMessage | Nonce | MACedIDFor…`.
+pub(crate) struct Octets<'a> {
+    pub sa: &'a IkeSa,
+    pub init: &'a InitMessages,
+    /// Our AUTH (`true`) or the peer's.
+    pub ours: bool,
+    /// The signer's ID payload.
+    pub id: &'a Id,
+}
+
+/// The signer's side of [`Octets`]: its PRF, real message, the other
+/// side's nonce and its SK_p.
+struct Signer<'a> {
+    prf: PrfId,
+    message: &'a [u8],
+    nonce: &'a [u8],
+    sk_p: &'a [u8],
+}
+
+impl Octets<'_> {
+    /// The initiator signs message 1 and Nr with SK_pi, the responder
+    /// message 2 and Ni with SK_pr. `None` before the SA has keys.
+    fn signer(&self) -> Option<Signer<'_>> {
+        let keys = self.sa.keys.as_ref()?;
+        let init = self.init;
+        let (message, nonce, sk_p) = match self.ours == self.sa.initiator {
+            true => (&init.request, &init.nr, &keys.sk_pi),
+            false => (&init.response, &init.ni, &keys.sk_pr),
+        };
+        Some(Signer {
+            prf: keys.suite.prf,
+            message,
+            nonce,
+            sk_p,
+        })
+    }
+
+    /// The octets themselves (what a signature covers).
+    pub fn bytes(&self, provider: &flowsec_crypto::Provider) -> Option<Vec<u8>> {
+        let s = self.signer()?;
+        let id = self.id.body();
+        crate::crypto::signed_octets(provider, s.prf, s.message, s.nonce, s.sk_p, &id).ok()
+    }
+
+    /// A shared key's AUTH over them: `prf(prf(key, "Key Pad for
+    /// IKEv2"), octets)` (§2.15; §2.16 with the MSK as the key).
+    pub fn keyed(&self, provider: &flowsec_crypto::Provider, key: &[u8]) -> Option<Vec<u8>> {
+        let s = self.signer()?;
+        let id = self.id.body();
+        crate::crypto::psk_auth(provider, s.prf, key, s.message, s.nonce, s.sk_p, &id).ok()
+    }
+}
+
+/// The identities an AUTH is between: ours and the peer's.
+#[derive(Clone, Copy)]
+pub(crate) struct Claim<'a> {
+    pub me: &'a Identity,
+    pub peer: &'a Identity,
+}
+
+/// One way of authenticating in IKE_AUTH.
+pub(crate) trait Authenticator {
+    /// Our AUTH over `octets`, with the CERT payloads that go before it
+    /// (`peer_asked`: the peer sent CERTREQ).
+    fn build(
+        &self,
+        cx: &Cx<'_>,
+        octets: &Octets<'_>,
+        claim: Claim<'_>,
+        peer_asked: bool,
+    ) -> Result<(Vec<Payload>, Auth), NegotiationError>;
+
+    /// Whether the peer's `auth` (in `msg`, with the CERTs it carries)
+    /// proves `claim.peer`; why not, when a certificate or signature was
+    /// refused.
+    fn verify(
+        &self,
+        cx: &mut Cx<'_>,
+        octets: &Octets<'_>,
+        claim: Claim<'_>,
+        msg: &Message,
+        auth: &Auth,
+    ) -> Result<(), Option<Rejection>>;
+}
+
+/// The authenticator for a connection's `local.auth` or `remote.auth`.
+/// EAP's conversation comes first in exchanges of its own ([`eap`]); this
+/// one refuses, and [`eap::Msk`] checks the AUTHs that end it.
+pub(crate) fn of(kind: AuthKind) -> &'static dyn Authenticator {
+    match kind {
+        AuthKind::Psk => &psk::Psk,
+        AuthKind::Pubkey(_) => &pubkey::Pubkey,
+        AuthKind::Eap => &eap::Conversation,
+    }
+}

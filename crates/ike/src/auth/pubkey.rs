@@ -13,15 +13,14 @@
 //! ```
 
 use flowsec_wire::iana::{AuthMethod, NotifyType};
-use flowsec_wire::ike::{Auth, Cert, Id, Message, Payload, CERT_X509_SIGNATURE};
+use flowsec_wire::ike::{Auth, Cert, Message, Payload, CERT_X509_SIGNATURE};
 
+use super::{Authenticator, Claim, Octets};
 use crate::cert::{verify, Certificate, Hash, HashSet, Rejection, Scheme};
 use crate::config::Connection;
 use crate::config::{AuthKind, IdMatch, Identity, SendCert};
 use crate::context::Cx;
-use crate::crypto;
 use crate::error::NegotiationError;
-use crate::exchange::auth::InitMessages;
 use crate::host::Host;
 use crate::sa::IkeSa;
 
@@ -55,20 +54,33 @@ pub(crate) struct Signed {
     pub auth: Auth,
 }
 
-impl Cx<'_> {
-    /// Check the peer's signature AUTH in `msg` for identity `peer` (its
-    /// ID payload `id`) against connection policy; counted by reason.
-    pub(crate) fn verify_pubkey(
-        &mut self,
-        sa: &IkeSa,
-        init: &InitMessages,
+/// A signature with a certificate (RFC 7427, method 14).
+pub(crate) struct Pubkey;
+
+impl Authenticator for Pubkey {
+    fn build(
+        &self,
+        cx: &Cx<'_>,
+        octets: &Octets<'_>,
+        _: Claim<'_>,
+        peer_asked: bool,
+    ) -> Result<(Vec<Payload>, Auth), NegotiationError> {
+        let signed = sign(cx, octets, peer_asked)?;
+        Ok((signed.certs, signed.auth))
+    }
+
+    /// Counted by reason.
+    fn verify(
+        &self,
+        cx: &mut Cx<'_>,
+        octets: &Octets<'_>,
+        claim: Claim<'_>,
         msg: &Message,
-        (id, auth): (&Id, &Auth),
-        peer: &Identity,
-    ) -> Result<(), Rejection> {
-        let r = self.check_pubkey(sa, init, msg, (id, auth), peer);
+        auth: &Auth,
+    ) -> Result<(), Option<Rejection>> {
+        let r = check(cx, octets, msg, auth, claim.peer);
         if let Err(why) = &r {
-            let s = &mut self.host.stats;
+            let s = &mut cx.stats;
             match why {
                 Rejection::BadCertificate(_) | Rejection::NoCertificate => s.cert_malformed += 1,
                 Rejection::Untrusted(_) | Rejection::IdMismatch { .. } | Rejection::NoClock => {
@@ -81,56 +93,54 @@ impl Cx<'_> {
                 Rejection::Eap(_) => {}
             }
         }
-        r
+        r.map_err(Some)
     }
+}
 
-    fn check_pubkey(
-        &self,
-        sa: &IkeSa,
-        init: &InitMessages,
-        msg: &Message,
-        (id, auth): (&Id, &Auth),
-        peer: &Identity,
-    ) -> Result<(), Rejection> {
-        let AuthKind::Pubkey(allowed) = sa.conn.remote.auth else {
-            return Err(Rejection::BadScheme);
-        };
-        if auth.method != AuthMethod::DIGITAL_SIGNATURE {
-            return Err(Rejection::BadScheme);
-        }
-        let (scheme, sig) = Scheme::split_auth_data(&auth.data).ok_or(Rejection::BadScheme)?;
-        let mut certs = msg
-            .payloads
-            .iter()
-            .filter_map(|p| match p {
-                Payload::Cert(c) if c.encoding == CERT_X509_SIGNATURE => Some(&c.data),
-                _ => None,
-            })
-            .take(MAX_CERTS)
-            .map(|der| {
-                Certificate::parse(der).map_err(|e| Rejection::BadCertificate(e.to_string()))
-            });
-        let ee = certs.next().ok_or(Rejection::NoCertificate)??;
-        let intermediates = certs.collect::<Result<Vec<_>, _>>()?;
-        if ee.has_subject(peer) != IdMatch::Perfect {
-            return Err(Rejection::IdMismatch {
-                subject: ee.subject_text(),
-            });
-        }
-        let unix = self.host.unix_time(self.now).ok_or(Rejection::NoClock)?;
-        let inter: Vec<&Certificate> = intermediates.iter().collect();
-        let anchors = self.trusted_cas(&sa.conn);
-        let strict = sa.conn.remote.revocation_strict;
-        let crls = self.host.config.credentials.crls();
-        verify::validate_with(&ee, &inter, &anchors, &crls, unix, strict)?;
-        if !allowed.allows(scheme, ee.key) {
-            return Err(Rejection::SchemeNotAllowed(scheme));
-        }
-        let octets = self
-            .octets(sa, init, false, id)
-            .ok_or(Rejection::BadSignature)?;
-        verify::verify_signature(&ee, scheme, &octets, sig)
+/// The peer's signature AUTH `auth` (in `msg`, with its CERTs) for
+/// identity `peer`, against the connection's policy.
+fn check(
+    cx: &Cx<'_>,
+    octets: &Octets<'_>,
+    msg: &Message,
+    auth: &Auth,
+    peer: &Identity,
+) -> Result<(), Rejection> {
+    let sa = octets.sa;
+    let AuthKind::Pubkey(allowed) = sa.conn.remote.auth else {
+        return Err(Rejection::BadScheme);
+    };
+    if auth.method != AuthMethod::DIGITAL_SIGNATURE {
+        return Err(Rejection::BadScheme);
     }
+    let (scheme, sig) = Scheme::split_auth_data(&auth.data).ok_or(Rejection::BadScheme)?;
+    let mut certs = msg
+        .payloads
+        .iter()
+        .filter_map(|p| match p {
+            Payload::Cert(c) if c.encoding == CERT_X509_SIGNATURE => Some(&c.data),
+            _ => None,
+        })
+        .take(MAX_CERTS)
+        .map(|der| Certificate::parse(der).map_err(|e| Rejection::BadCertificate(e.to_string())));
+    let ee = certs.next().ok_or(Rejection::NoCertificate)??;
+    let intermediates = certs.collect::<Result<Vec<_>, _>>()?;
+    if ee.has_subject(peer) != IdMatch::Perfect {
+        return Err(Rejection::IdMismatch {
+            subject: ee.subject_text(),
+        });
+    }
+    let unix = cx.unix_time(cx.now).ok_or(Rejection::NoClock)?;
+    let inter: Vec<&Certificate> = intermediates.iter().collect();
+    let anchors = trusted_cas(cx, &sa.conn);
+    let strict = sa.conn.remote.revocation_strict;
+    let crls = cx.config.credentials.crls();
+    verify::validate_with(&ee, &inter, &anchors, &crls, unix, strict)?;
+    if !allowed.allows(scheme, ee.key) {
+        return Err(Rejection::SchemeNotAllowed(scheme));
+    }
+    let bytes = octets.bytes(&cx.provider).ok_or(Rejection::BadSignature)?;
+    verify::verify_signature(&ee, scheme, &bytes, sig)
 }
 
 /// The scheme we sign with: strongSwan's default for the key (or what
@@ -163,98 +173,83 @@ fn choose_scheme(
         })
 }
 
-impl Host {
-    /// The CAs the peer of connection `conn` must chain to: `cacerts`, or
-    /// every CA we hold.
-    pub(crate) fn trusted_cas(&self, conn: &Connection) -> Vec<&Certificate> {
-        let creds = &self.config.credentials;
-        let names = &conn.remote.cacerts;
-        if names.is_empty() {
-            creds.cas().collect()
-        } else {
-            names.iter().filter_map(|n| creds.ca(n)).collect()
-        }
+/// The CAs the peer of connection `conn` must chain to: `cacerts`, or
+/// every CA we hold.
+pub(crate) fn trusted_cas<'h>(host: &'h Host, conn: &Connection) -> Vec<&'h Certificate> {
+    let creds = &host.config.credentials;
+    let names = &conn.remote.cacerts;
+    if names.is_empty() {
+        creds.cas().collect()
+    } else {
+        names.iter().filter_map(|n| creds.ca(n)).collect()
     }
-    /// CERTREQ naming our trusted CAs (§3.7), when the peer of `conn`
-    /// authenticates with a certificate and `send_certreq` is on.
-    pub(crate) fn certreq(&self, c: &Connection) -> Option<Payload> {
-        if !c.send_certreq || !matches!(c.remote.auth, AuthKind::Pubkey(_)) {
-            return None;
-        }
-        let cas = self.trusted_cas(c);
-        if cas.is_empty() {
-            return None;
-        }
-        let data = cas.iter().flat_map(|ca| ca.spki_sha1).collect();
-        Some(Payload::CertReq(Cert {
-            encoding: CERT_X509_SIGNATURE,
-            data,
-        }))
+}
+
+/// CERTREQ naming our trusted CAs (§3.7), when the peer of `c`
+/// authenticates with a certificate and `send_certreq` is on.
+pub(crate) fn certreq(host: &Host, c: &Connection) -> Option<Payload> {
+    if !c.send_certreq || !matches!(c.remote.auth, AuthKind::Pubkey(_)) {
+        return None;
     }
-    /// Our certificate on `sa`, if its connection signs.
-    pub(crate) fn local_cert(&self, sa: &IkeSa) -> Option<&Certificate> {
-        let c = &sa.conn;
-        crate::config::local_cert(&self.config, &c.local.certs, c.local.id.as_ref())
+    let cas = trusted_cas(host, c);
+    if cas.is_empty() {
+        return None;
     }
-    /// The octets the AUTH of `ours` (or the peer's) covers (§2.15).
-    fn octets(&self, sa: &IkeSa, init: &InitMessages, ours: bool, id: &Id) -> Option<Vec<u8>> {
-        let keys = sa.keys.as_ref()?;
-        let signer_is_initiator = ours == sa.initiator;
-        let (msg, nonce, sk_p) = if signer_is_initiator {
-            (&init.request, &init.nr, &keys.sk_pi)
-        } else {
-            (&init.response, &init.ni, &keys.sk_pr)
-        };
-        crypto::signed_octets(&self.provider, keys.suite.prf, msg, nonce, sk_p, &id.body()).ok()
+    let data = cas.iter().flat_map(|ca| ca.spki_sha1).collect();
+    Some(Payload::CertReq(Cert {
+        encoding: CERT_X509_SIGNATURE,
+        data,
+    }))
+}
+
+/// Our certificate on `sa`, if its connection signs.
+pub(crate) fn local_cert<'h>(host: &'h Host, sa: &IkeSa) -> Option<&'h Certificate> {
+    let c = &sa.conn;
+    crate::config::local_cert(&host.config, &c.local.certs, c.local.id.as_ref())
+}
+
+/// Sign our AUTH over `octets` (§2.15, RFC 7427) and add the CERT payloads
+/// `send_cert` asks for (`peer_asked`: the peer sent CERTREQ).
+fn sign(host: &Host, octets: &Octets<'_>, peer_asked: bool) -> Result<Signed, NegotiationError> {
+    let sa = octets.sa;
+    let conn = &sa.conn;
+    let AuthKind::Pubkey(allowed) = conn.local.auth else {
+        return Err(NegotiationError::NoLocalCert);
+    };
+    let cert = local_cert(host, sa).ok_or(NegotiationError::NoLocalCert)?;
+    let key = host
+        .config
+        .credentials
+        .key_for(cert)
+        .ok_or(NegotiationError::NoLocalCert)?;
+    let scheme = choose_scheme(cert, &allowed, sa.announced.hashes)
+        .ok_or(NegotiationError::NoSignatureScheme)?;
+    let bytes = octets
+        .bytes(&host.provider)
+        .ok_or(NegotiationError::KeyDerivation)?;
+    let sig = key
+        .sign(scheme, &bytes)
+        .ok_or(NegotiationError::NoSignatureScheme)?;
+    let send = match conn.send_cert {
+        SendCert::Always => true,
+        SendCert::IfAsked => peer_asked,
+        SendCert::Never => false,
+    };
+    let mut certs = Vec::new();
+    if send {
+        let chain = std::iter::once(cert).chain(host.config.credentials.chain_of(cert));
+        certs.extend(chain.map(|c| {
+            Payload::Cert(Cert {
+                encoding: CERT_X509_SIGNATURE,
+                data: c.der.clone(),
+            })
+        }));
     }
-    /// Sign our AUTH for `id` (§2.15, RFC 7427) and add the CERT payloads
-    /// `send_cert` asks for (`peer_asked`: the peer sent CERTREQ).
-    pub(crate) fn sign_auth(
-        &self,
-        sa: &IkeSa,
-        init: &InitMessages,
-        id: &Id,
-        peer_asked: bool,
-    ) -> Result<Signed, NegotiationError> {
-        let conn = &sa.conn;
-        let AuthKind::Pubkey(allowed) = conn.local.auth else {
-            return Err(NegotiationError::NoLocalCert);
-        };
-        let cert = self.local_cert(sa).ok_or(NegotiationError::NoLocalCert)?;
-        let key = self
-            .config
-            .credentials
-            .key_for(cert)
-            .ok_or(NegotiationError::NoLocalCert)?;
-        let scheme = choose_scheme(cert, &allowed, sa.announced.hashes)
-            .ok_or(NegotiationError::NoSignatureScheme)?;
-        let octets = self
-            .octets(sa, init, true, id)
-            .ok_or(NegotiationError::KeyDerivation)?;
-        let sig = key
-            .sign(scheme, &octets)
-            .ok_or(NegotiationError::NoSignatureScheme)?;
-        let send = match conn.send_cert {
-            SendCert::Always => true,
-            SendCert::IfAsked => peer_asked,
-            SendCert::Never => false,
-        };
-        let mut certs = Vec::new();
-        if send {
-            let chain = std::iter::once(cert).chain(self.config.credentials.chain_of(cert));
-            certs.extend(chain.map(|c| {
-                Payload::Cert(Cert {
-                    encoding: CERT_X509_SIGNATURE,
-                    data: c.der.clone(),
-                })
-            }));
-        }
-        Ok(Signed {
-            certs,
-            auth: Auth {
-                method: AuthMethod::DIGITAL_SIGNATURE,
-                data: scheme.auth_data(&sig),
-            },
-        })
-    }
+    Ok(Signed {
+        certs,
+        auth: Auth {
+            method: AuthMethod::DIGITAL_SIGNATURE,
+            data: scheme.auth_data(&sig),
+        },
+    })
 }

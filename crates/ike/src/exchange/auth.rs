@@ -16,11 +16,10 @@
 
 use flowsec_wire::iana::{AuthMethod, ExchangeType, NotifyType};
 use flowsec_wire::ike::{Auth, Id, Message, Payload};
-use subtle::ConstantTimeEq;
 
+use crate::auth::{Claim, Octets};
 use crate::config::{AuthKind, ConnRef, Identity};
 use crate::context::Cx;
-use crate::crypto;
 use crate::error::NegotiationError;
 use crate::event::IkeEvent;
 use crate::exchange::child::{Answered, ChildRequest};
@@ -95,6 +94,26 @@ fn id_and_auth(msg: &Message, from_initiator: bool) -> (Option<&Id>, Option<&Aut
 }
 
 impl Cx<'_> {
+    /// Our AUTH on `sa` for ID payload `id`, with the CERT payloads to
+    /// send before it, as `local.auth` says (`peer_asked`: the peer sent
+    /// CERTREQ).
+    pub(crate) fn our_auth(
+        &self,
+        sa: &IkeSa,
+        init: &InitMessages,
+        id: &Id,
+        claim: Claim<'_>,
+        peer_asked: bool,
+    ) -> Result<(Vec<Payload>, Auth), NegotiationError> {
+        let ours = Octets {
+            sa,
+            init,
+            ours: true,
+            id,
+        };
+        crate::auth::of(sa.conn.local.auth).build(self, &ours, claim, peer_asked)
+    }
+
     /// The peer's identity, if the ID and AUTH payloads of `msg` prove
     /// it: an identity the connection accepts, and, as `remote.auth`
     /// says, a shared-key AUTH of the octets it signs (§2.15, compared in
@@ -120,27 +139,15 @@ impl Cx<'_> {
         {
             return Err(None);
         }
-        match conn.remote.auth {
-            AuthKind::Psk => {
-                if auth.method != AuthMethod::SHARED_KEY_MIC {
-                    return Err(None);
-                }
-                let want = self
-                    .psk_auth_for(sa, init, false, id, me, &peer)
-                    .ok_or(None)?;
-                if bool::from(want.ct_eq(&auth.data)) {
-                    Ok(peer)
-                } else {
-                    Err(None)
-                }
-            }
-            AuthKind::Pubkey(_) => self
-                .verify_pubkey(sa, init, msg, (id, auth), &peer)
-                .map(|()| peer)
-                .map_err(Some),
-            // EAP comes in its own exchanges (crate::auth::eap).
-            AuthKind::Eap => Err(None),
-        }
+        let theirs = Octets {
+            sa,
+            init,
+            ours: false,
+            id,
+        };
+        let claim = Claim { me, peer: &peer };
+        crate::auth::of(conn.remote.auth).verify(self, &theirs, claim, msg, auth)?;
+        Ok(peer)
     }
 
     /// Initiator: send IKE_AUTH, with the first Child SA if one was asked.
@@ -172,7 +179,16 @@ impl Cx<'_> {
         let (certs, auth) = if eap.is_some() {
             (Vec::new(), None)
         } else {
-            match self.our_auth(sa, &init, &idi, (&me, &peer), sa.announced.certreq) {
+            match self.our_auth(
+                sa,
+                &init,
+                &idi,
+                Claim {
+                    me: &me,
+                    peer: &peer,
+                },
+                sa.announced.certreq,
+            ) {
                 Ok((c, a)) => (c, Some(a)),
                 Err(e) => return self.fail(sa, e),
             }
@@ -180,7 +196,7 @@ impl Cx<'_> {
         let conn = &sa.conn;
         let mut payloads = vec![Payload::IdI(idi)];
         payloads.extend(certs);
-        payloads.extend(self.certreq(&sa.conn));
+        payloads.extend(crate::auth::pubkey::certreq(self, &sa.conn));
         if peer != Identity::Any {
             payloads.push(Payload::IdR(peer.to_wire()));
         }
@@ -244,7 +260,16 @@ impl Cx<'_> {
         };
         let idr = me.to_wire();
         let asked = crate::auth::pubkey::has_certreq(&msg);
-        let (certs, auth) = match self.our_auth(sa, &init, &idr, (&me, &peer), asked) {
+        let (certs, auth) = match self.our_auth(
+            sa,
+            &init,
+            &idr,
+            Claim {
+                me: &me,
+                peer: &peer,
+            },
+            asked,
+        ) {
             Ok(a) => a,
             Err(e) => {
                 self.report_failed(sa, e);
@@ -480,77 +505,11 @@ impl Host {
         if let Some(id) = &local.id {
             return id.clone();
         }
-        match (local.auth, self.local_cert(sa)) {
+        match (local.auth, crate::auth::pubkey::local_cert(self, sa)) {
             // An empty subject is refused at load (credentials.rs).
             (AuthKind::Pubkey(_), Some(cert)) => Identity::Dn(cert.subject.clone()),
             _ => Identity::from_ip(sa.path.local.ip()),
         }
-    }
-    /// Our AUTH on `sa` for ID payload `id`, with the CERT payloads to
-    /// send before it: a shared-key MAC or a signature, as `local.auth`
-    /// says (`peer_asked`: the peer sent CERTREQ).
-    pub(crate) fn our_auth(
-        &self,
-        sa: &IkeSa,
-        init: &InitMessages,
-        id: &Id,
-        (me, peer): (&Identity, &Identity),
-        peer_asked: bool,
-    ) -> Result<(Vec<Payload>, Auth), NegotiationError> {
-        match sa.conn.local.auth {
-            AuthKind::Psk => {
-                let data = self
-                    .psk_auth_for(sa, init, true, id, me, peer)
-                    .ok_or_else(|| NegotiationError::NoSharedKey {
-                        me: me.clone(),
-                        peer: peer.clone(),
-                    })?;
-                let auth = Auth {
-                    method: AuthMethod::SHARED_KEY_MIC,
-                    data,
-                };
-                Ok((Vec::new(), auth))
-            }
-            AuthKind::Pubkey(_) => {
-                let signed = self.sign_auth(sa, init, id, peer_asked)?;
-                Ok((signed.certs, signed.auth))
-            }
-            // Only an initiator authenticates itself with EAP (§2.16).
-            AuthKind::Eap => Err(NegotiationError::EapFailed(
-                "EAP authenticates the initiator only: set local.auth = pubkey or psk",
-            )),
-        }
-    }
-    /// AUTH for a shared key: the octets we (`ours`) or the peer signed.
-    fn psk_auth_for(
-        &self,
-        sa: &IkeSa,
-        init: &InitMessages,
-        ours: bool,
-        id: &Id,
-        me: &Identity,
-        peer: &Identity,
-    ) -> Option<Vec<u8>> {
-        let keys = sa.keys.as_ref()?;
-        let psk = self.config.find_psk(me, peer)?;
-        // The initiator signs message 1 and Nr with SK_pi; the responder
-        // message 2 and Ni with SK_pr (§2.15).
-        let signer_is_initiator = ours == sa.initiator;
-        let (msg, nonce, sk_p) = if signer_is_initiator {
-            (&init.request, &init.nr, &keys.sk_pi)
-        } else {
-            (&init.response, &init.ni, &keys.sk_pr)
-        };
-        crypto::psk_auth(
-            &self.provider,
-            keys.suite.prf,
-            psk,
-            msg,
-            nonce,
-            sk_p,
-            &id.body(),
-        )
-        .ok()
     }
     /// Responder: the connection for the initiator's first IKE_AUTH
     /// request, chosen again now that its identity and its way of

@@ -298,7 +298,7 @@ impl Host {
         }
         // §1.2: [CERTREQ] in the IKE_SA_INIT response, naming our CAs,
         // when the initiator will sign.
-        payloads.extend(self.certreq(&choice.conn));
+        payloads.extend(crate::auth::pubkey::certreq(self, &choice.conn));
         let response = Message {
             header: init_header(spi_i, spi_r, false, true),
             payloads,
