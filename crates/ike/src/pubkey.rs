@@ -219,14 +219,14 @@ impl Host {
         let anchors = self.trusted_cas(sa.conn);
         let strict = self.config.connections[sa.conn].remote.revocation_strict;
         let crls = self.config.credentials.crls();
-        verify::validate_with(&ee, &inter, &anchors, &crls, now, strict)?;
+        verify::validate_with(&self.provider, &ee, &inter, &anchors, &crls, now, strict)?;
         if !allowed.allows(scheme, ee.key) {
             return Err(Rejection::SchemeNotAllowed(scheme));
         }
         let octets = self
             .octets(sa, init, false, id)
             .ok_or(Rejection::BadSignature)?;
-        verify::verify_signature(&ee, scheme, &octets, sig)
+        verify::verify_signature(&self.provider, &ee, scheme, &octets, sig)
     }
 }
 

@@ -92,7 +92,7 @@ impl Host {
                 let crls = self.config.credentials.crls();
                 let strict = conn.remote.revocation_strict;
                 let anchors = self.trusted_cas(sa.conn);
-                verify::validate_with(&ee, &inter, &anchors, &crls, unix, strict)
+                verify::validate_with(&self.provider, &ee, &inter, &anchors, &crls, unix, strict)
                     .map_err(|r| r.to_string())
             }
             AuthKind::Eap => match &sa.peer_id {
