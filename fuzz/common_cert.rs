@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use flowsec_crypto::Provider;
 use flowsec_ike::cert::{pem_or_der, verify, Certificate, Hash, Scheme};
 use flowsec_ike::config::{dn, Identity};
 
@@ -27,14 +28,15 @@ pub fn cert_parse(data: &[u8]) {
         return;
     };
     let root = Certificate::parse(&pem_or_der(ROOT_PEM, "CERTIFICATE")).expect("the root parses");
+    let provider = Provider::fastest();
     let _ = cert.subject_text();
     let _ = cert.has_subject(&Identity::parse("moon.flowsec.test").expect("identity"));
-    let _ = verify::validate(&cert, &[&cert], &[&root], &[], NOW);
+    let _ = verify::validate(&provider, &cert, &[&cert], &[&root], &[], NOW);
     for scheme in [
         Scheme::Ecdsa(Hash::Sha256),
         Scheme::RsaPss(Hash::Sha256),
         Scheme::Ed25519,
     ] {
-        let _ = verify::verify_signature(&cert, scheme, b"octets", data);
+        let _ = verify::verify_signature(&provider, &cert, scheme, b"octets", data);
     }
 }

@@ -40,6 +40,22 @@ pub enum CryptoError {
     AuthFailed,
     /// The `engine` backend's thread is gone.
     EngineGone,
+    /// A private key the key provider does not load: not a key in the
+    /// encoding given, a kind it does not sign with, or one the backend
+    /// refuses (why, in the backend's words).
+    KeyRejected(&'static str),
+    /// The signature scheme is not for this key (an RSA scheme with an
+    /// EC key, ECDSA with another hash than the curve's).
+    SchemeMismatch,
+    /// The backend failed to sign.
+    SigningFailed,
+    /// Not a DER SubjectPublicKeyInfo.
+    BadPublicKey,
+    /// The provider has no verification algorithm for this signature
+    /// scheme with this kind of public key.
+    UnsupportedSignature,
+    /// The signature does not verify.
+    BadSignature,
 }
 
 impl fmt::Display for CryptoError {
@@ -72,6 +88,14 @@ impl fmt::Display for CryptoError {
             CryptoError::WeakKey => f.write_str("weak key refused"),
             CryptoError::BadLength => f.write_str("length not valid for this transform"),
             CryptoError::AuthFailed => f.write_str("integrity check failed"),
+            CryptoError::KeyRejected(why) => write!(f, "private key refused: {why}"),
+            CryptoError::SchemeMismatch => f.write_str("signature scheme does not fit the key"),
+            CryptoError::SigningFailed => f.write_str("signing failed"),
+            CryptoError::BadPublicKey => f.write_str("not a SubjectPublicKeyInfo"),
+            CryptoError::UnsupportedSignature => {
+                f.write_str("signature scheme not supported for this public key")
+            }
+            CryptoError::BadSignature => f.write_str("signature does not verify"),
         }
     }
 }

@@ -1,7 +1,9 @@
 //! The [`Provider`]: an ordered list of backends asked in turn for each
-//! ESP/AH algorithm, and IKE's PRFs and key exchange groups keyed by their
-//! transform ids, in the manner of rustls' `CryptoProvider` — a value
-//! passed explicitly, never a process-wide default.
+//! ESP/AH algorithm, IKE's PRFs and key exchange groups keyed by their
+//! transform ids, and IKE's key provider, signature verification
+//! algorithms and EAP-MSCHAPv2 primitives, in the manner of rustls'
+//! `CryptoProvider` — a value passed explicitly, never a process-wide
+//! default.
 
 use std::sync::Arc;
 
@@ -9,7 +11,10 @@ use flowsec_wire::iana::{DhGroup, EncrId, IntegId, PrfId};
 
 use crate::backend::{self, HashAlg};
 use crate::esp::{self, EspTransform};
-use crate::traits::{Aead, Cipher, Hash, Integrity, KeyExchangeGroup, Prf};
+use crate::sign::{
+    KeyProvider, PrivateKeyDer, SignatureScheme, SignatureVerificationAlgorithms, SigningKey,
+};
+use crate::traits::{Aead, Cipher, Hash, Integrity, KeyExchangeGroup, MsChapV2, Prf};
 use crate::CryptoError;
 
 /// One implementation of some algorithms. Each method returns `None` when
@@ -33,15 +38,17 @@ pub trait Backend: Send + Sync {
 
 /// Maps IANA transform ids to algorithms: ESP/AH transforms by asking its
 /// backends in order; IKE's PRFs (transform type 2) and key exchange
-/// groups (type 4) from its own lists, one entry per id.
+/// groups (type 4) from its own lists, one entry per id; and IKE's
+/// signatures (a key provider and signature verification algorithms, as
+/// rustls' `CryptoProvider` has them) and EAP-MSCHAPv2's MD4 and DES.
 ///
 /// The backend choice (`--backend`) is a data path knob, measured by the
-/// studies; IKE's PRFs and key exchanges run a few times per SA on the
-/// control thread and do not depend on it: every constructor starts with
-/// the complete lists, [`backend::IKE_PRFS`] and
-/// [`backend::IKE_KEY_EXCHANGES`] (so the `rustcrypto` provider's ECDH is
-/// still aws-lc's). [`with_prfs`](Self::with_prfs) and
-/// [`with_key_exchanges`](Self::with_key_exchanges) replace them.
+/// studies; IKE's algorithms run a few times per SA on the control thread
+/// and do not depend on it: every constructor starts with the complete
+/// sets, [`backend::IKE_PRFS`], [`backend::IKE_KEY_EXCHANGES`],
+/// [`backend::KEY_PROVIDER`], [`backend::SIGNATURE_VERIFICATION`] and
+/// [`backend::MSCHAPV2`] (so the `rustcrypto` provider's ECDH and
+/// signatures are still aws-lc's). The `with_…` methods replace them.
 #[derive(Clone)]
 pub struct Provider {
     backends: Vec<Arc<dyn Backend>>,
@@ -51,6 +58,12 @@ pub struct Provider {
     prfs: Vec<&'static dyn Prf>,
     /// IKE's key exchange groups, at most one per id.
     key_exchanges: Vec<&'static dyn KeyExchangeGroup>,
+    /// Loads IKE's private keys.
+    key_provider: &'static dyn KeyProvider,
+    /// Verifies certificate paths and AUTH signatures.
+    signature_verification: SignatureVerificationAlgorithms,
+    /// MD4 and DES for EAP-MSCHAPv2, if this provider has them.
+    mschapv2: Option<&'static dyn MsChapV2>,
 }
 
 impl Provider {
@@ -62,7 +75,33 @@ impl Provider {
             engine: None,
             prfs: backend::IKE_PRFS.to_vec(),
             key_exchanges: backend::IKE_KEY_EXCHANGES.to_vec(),
+            key_provider: backend::KEY_PROVIDER,
+            signature_verification: backend::SIGNATURE_VERIFICATION,
+            mschapv2: Some(backend::MSCHAPV2),
         }
+    }
+
+    /// This provider with `keys` loading IKE's private keys.
+    pub fn with_key_provider(self, keys: &'static dyn KeyProvider) -> Self {
+        Provider {
+            key_provider: keys,
+            ..self
+        }
+    }
+
+    /// This provider with `algs` verifying certificate paths and AUTH
+    /// signatures.
+    pub fn with_signature_verification(self, algs: SignatureVerificationAlgorithms) -> Self {
+        Provider {
+            signature_verification: algs,
+            ..self
+        }
+    }
+
+    /// This provider with `mschapv2` for EAP-MSCHAPv2 (`None`: without
+    /// it, as a provider without MD4 and single DES is).
+    pub fn with_mschapv2(self, mschapv2: Option<&'static dyn MsChapV2>) -> Self {
+        Provider { mschapv2, ..self }
     }
 
     /// This provider with only `prfs` for IKE (the first of an id wins).
@@ -99,6 +138,49 @@ impl Provider {
     /// The ids of the key exchange groups this provider has, in its order.
     pub fn key_exchange_ids(&self) -> Vec<DhGroup> {
         self.key_exchanges.iter().map(|g| g.group()).collect()
+    }
+
+    /// The key provider that loads IKE's private keys.
+    pub fn key_provider(&self) -> &'static dyn KeyProvider {
+        self.key_provider
+    }
+
+    /// The private key in `der`, by this provider's key provider.
+    ///
+    /// # Errors
+    /// `KeyRejected` when it does not load (see [`KeyProvider`]).
+    pub fn load_private_key(
+        &self,
+        der: PrivateKeyDer<'_>,
+    ) -> Result<Box<dyn SigningKey>, CryptoError> {
+        self.key_provider.load_private_key(der)
+    }
+
+    /// The signature verification algorithms, for certificate paths
+    /// (`.all`, as webpki takes them) and AUTH payloads.
+    pub fn signature_verification(&self) -> &SignatureVerificationAlgorithms {
+        &self.signature_verification
+    }
+
+    /// Verifies `signature` over `message` by `scheme` with the key of
+    /// `spki`, a DER SubjectPublicKeyInfo (IKE's AUTH check, RFC 7427).
+    ///
+    /// # Errors
+    /// See [`SignatureVerificationAlgorithms::verify`].
+    pub fn verify_signature(
+        &self,
+        scheme: SignatureScheme,
+        spki: &[u8],
+        message: &[u8],
+        signature: &[u8],
+    ) -> Result<(), CryptoError> {
+        self.signature_verification
+            .verify(scheme, spki, message, signature)
+    }
+
+    /// MD4 and DES for EAP-MSCHAPv2, or `None` if this provider has none.
+    pub fn mschapv2(&self) -> Option<&'static dyn MsChapV2> {
+        self.mschapv2
     }
 
     /// `inner`'s algorithms, with every ESP transform run on a crypto
@@ -237,6 +319,8 @@ impl core::fmt::Debug for Provider {
             .field("backends", &self.backend_names())
             .field("prfs", &self.prfs)
             .field("key_exchanges", &self.key_exchanges)
+            .field("signature_verification", &self.signature_verification)
+            .field("mschapv2", &self.mschapv2.is_some())
             .finish()
     }
 }

@@ -2,7 +2,8 @@
 //! first four directly; they use [`crate::EspTransform`] and [`Integrity`].
 //! IKE uses [`Prf`] and [`KeyExchangeGroup`] / [`KeyExchange`] as they are
 //! (RFC 7296 transform types 2 and 4), besides the ESP shapes for its SK
-//! payload.
+//! payload, and [`MsChapV2`] for EAP-MSCHAPv2. Signatures are in
+//! [`crate::sign`].
 //!
 //! All implementations must zeroize key material on drop.
 
@@ -117,6 +118,30 @@ pub trait KeyExchange: Send {
     /// # Errors
     /// `BadPublicValue` when the check fails.
     fn shared_secret(&self, peer: &[u8]) -> Result<Zeroizing<Vec<u8>>, CryptoError>;
+}
+
+/// The legacy primitives MS-CHAPv2 (RFC 2759) is built on, for
+/// EAP-MSCHAPv2 in IKE (RFC 7296 §2.16): MD4 and the DES-based
+/// ChallengeResponse. The rest of MS-CHAPv2 (UTF-16 passwords, SHA-1 of
+/// the challenges, the MPPE keys) is the protocol's, over
+/// [`crate::fixed::sha1`].
+pub trait MsChapV2: Send + Sync {
+    /// MD4 (RFC 1320) of `data`: NtPasswordHash is MD4 of the UTF-16LE
+    /// password (RFC 2759 §8.3), HashNtPasswordHash MD4 of that (§8.4).
+    /// Zeroized when dropped: both are password equivalents.
+    fn md4(&self, data: &[u8]) -> Zeroizing<[u8; 16]>;
+    /// ChallengeResponse (§8.5): `challenge` encrypted with single DES
+    /// under each of the three 7-octet thirds of the zero-padded
+    /// 21-octet `password_hash`, each spread over a DES key with parity
+    /// bits (§8.6). Any password hash is taken: a third may make a weak
+    /// DES key (the last one does for a hash ending in two zero octets).
+    fn challenge_response(&self, challenge: &[u8; 8], password_hash: &[u8; 16]) -> [u8; 24];
+}
+
+impl core::fmt::Debug for dyn MsChapV2 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("MsChapV2")
+    }
 }
 
 impl core::fmt::Debug for dyn Prf {

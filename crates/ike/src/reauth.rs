@@ -95,7 +95,7 @@ impl Host {
                 let crls = self.config.credentials.crls();
                 let strict = conn.remote.revocation_strict;
                 let anchors = crate::auth::pubkey::trusted_cas(self, &sa.conn);
-                verify::validate_with(&ee, &inter, &anchors, &crls, unix, strict)
+                verify::validate_with(&self.provider, &ee, &inter, &anchors, &crls, unix, strict)
                     .map_err(|r| r.to_string())
             }
             AuthKind::Eap => match &sa.ids.peer {

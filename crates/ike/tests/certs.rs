@@ -7,11 +7,17 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use flowsec_crypto::Provider;
 use flowsec_ike::cert::x509::Curve;
 use flowsec_ike::cert::{
     verify, Certificate, Credentials, Hash, KeyKind, PrivateKey, Rejection, Scheme,
 };
 use flowsec_ike::config::{IdMatch, Identity};
+
+/// The crypto provider every key and signature here goes through.
+fn provider() -> Provider {
+    Provider::fastest()
+}
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pki")
@@ -28,7 +34,7 @@ fn cert(name: &str) -> Certificate {
 
 fn key(name: &str) -> PrivateKey {
     let f = format!("{name}Key.pem");
-    PrivateKey::parse(&std::fs::read(dir().join(&f)).unwrap(), &f).unwrap()
+    PrivateKey::parse(&provider(), &std::fs::read(dir().join(&f)).unwrap(), &f).unwrap()
 }
 
 /// 2027-01-01, inside every fixture's validity.
@@ -84,15 +90,31 @@ fn identities_a_certificate_holds() {
 #[test]
 fn paths_validate_to_the_root_through_the_intermediate() {
     let (root, inter) = (cert("ca"), cert("inter"));
-    verify::validate(&cert("moon"), &[], &[&root], &crls(), NOW).unwrap();
-    verify::validate(&cert("sun"), &[], &[&root], &[], NOW).unwrap();
+    verify::validate(&provider(), &cert("moon"), &[], &[&root], &crls(), NOW).unwrap();
+    verify::validate(&provider(), &cert("sun"), &[], &[&root], &[], NOW).unwrap();
     // venus and carol need the intermediate, sent by the peer.
     assert!(matches!(
-        verify::validate(&cert("venus"), &[], &[&root], &crls(), NOW),
+        verify::validate(&provider(), &cert("venus"), &[], &[&root], &crls(), NOW),
         Err(Rejection::Untrusted(_))
     ));
-    verify::validate(&cert("venus"), &[&inter], &[&root], &crls(), NOW).unwrap();
-    verify::validate(&cert("carol"), &[&inter], &[&root], &crls(), NOW).unwrap();
+    verify::validate(
+        &provider(),
+        &cert("venus"),
+        &[&inter],
+        &[&root],
+        &crls(),
+        NOW,
+    )
+    .unwrap();
+    verify::validate(
+        &provider(),
+        &cert("carol"),
+        &[&inter],
+        &[&root],
+        &crls(),
+        NOW,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -102,31 +124,53 @@ fn strict_revocation_refuses_an_expired_crl_relaxed_does_not() {
     // NOW: it proves nothing about today.
     let root = cert("ca");
     let stale = vec![webpki::OwnedCertRevocationList::from_der(&pem_der("staleCrl.pem")).unwrap()];
-    let e = verify::validate_with(&cert("moon"), &[], &[&root], &stale, NOW, true).unwrap_err();
+    let e = verify::validate_with(&provider(), &cert("moon"), &[], &[&root], &stale, NOW, true)
+        .unwrap_err();
     assert_eq!(
         e.to_string(),
         "certificate not trusted: the CRL is past its next update (revocation = strict)"
     );
-    verify::validate(&cert("moon"), &[], &[&root], &stale, NOW).unwrap();
+    verify::validate(&provider(), &cert("moon"), &[], &[&root], &stale, NOW).unwrap();
     // A current CRL still passes strict.
-    verify::validate_with(&cert("moon"), &[], &[&root], &crls(), NOW, true).unwrap();
+    verify::validate_with(
+        &provider(),
+        &cert("moon"),
+        &[],
+        &[&root],
+        &crls(),
+        NOW,
+        true,
+    )
+    .unwrap();
 }
 
 #[test]
 fn revoked_wrong_ca_expired_and_not_yet_valid_are_refused() {
     let root = cert("ca");
     assert_eq!(
-        verify::validate(&cert("revoked"), &[], &[&root], &crls(), NOW),
+        verify::validate(&provider(), &cert("revoked"), &[], &[&root], &crls(), NOW),
         Err(Rejection::Revoked)
     );
     // Without the CRL the status is unknown: accepted (revocation = relaxed),
     // refused with revocation = strict.
-    verify::validate(&cert("revoked"), &[], &[&root], &[], NOW).unwrap();
-    assert!(verify::validate_with(&cert("moon"), &[], &[&root], &[], NOW, true).is_err());
+    verify::validate(&provider(), &cert("revoked"), &[], &[&root], &[], NOW).unwrap();
+    assert!(
+        verify::validate_with(&provider(), &cert("moon"), &[], &[&root], &[], NOW, true).is_err()
+    );
     // Strict: moon is covered by the root's CRL (not revoked); venus's
     // issuer (the intermediate) has no CRL here.
-    verify::validate_with(&cert("moon"), &[], &[&root], &crls(), NOW, true).unwrap();
+    verify::validate_with(
+        &provider(),
+        &cert("moon"),
+        &[],
+        &[&root],
+        &crls(),
+        NOW,
+        true,
+    )
+    .unwrap();
     let e = verify::validate_with(
+        &provider(),
         &cert("venus"),
         &[&cert("inter")],
         &[&root],
@@ -139,18 +183,19 @@ fn revoked_wrong_ca_expired_and_not_yet_valid_are_refused() {
         "certificate not trusted: no CRL covers it (revocation = strict)"
     );
     let evil = cert("evil");
-    let e = verify::validate(&evil, &[], &[&root], &crls(), NOW).unwrap_err();
+    let e = verify::validate(&provider(), &evil, &[], &[&root], &crls(), NOW).unwrap_err();
     assert_eq!(
         e.to_string(),
         "certificate not trusted: issuer not among the trusted CAs"
     );
     // Even with its CA sent along as an "intermediate".
     let evil_ca = cert("evilCa");
-    assert!(verify::validate(&evil, &[&evil_ca], &[&root], &[], NOW).is_err());
+    assert!(verify::validate(&provider(), &evil, &[&evil_ca], &[&root], &[], NOW).is_err());
     let later = NOW + Duration::from_secs(40 * 365 * 86400);
-    let e = verify::validate(&cert("moon"), &[], &[&root], &[], later).unwrap_err();
+    let e = verify::validate(&provider(), &cert("moon"), &[], &[&root], &[], later).unwrap_err();
     assert_eq!(e.to_string(), "certificate not trusted: expired");
     let e = verify::validate(
+        &provider(),
         &cert("moon"),
         &[],
         &[&root],
@@ -160,7 +205,7 @@ fn revoked_wrong_ca_expired_and_not_yet_valid_are_refused() {
     .unwrap_err();
     assert_eq!(e.to_string(), "certificate not trusted: not yet valid");
     // A CA as end entity.
-    assert!(verify::validate(&cert("inter"), &[], &[&root], &[], NOW).is_err());
+    assert!(verify::validate(&provider(), &cert("inter"), &[], &[&root], &[], NOW).is_err());
 }
 
 #[test]
@@ -180,16 +225,16 @@ fn signatures_with_every_key_kind() {
         let sig = k
             .sign(scheme, data)
             .unwrap_or_else(|| panic!("{name} {scheme}"));
-        verify::verify_signature(&c, scheme, data, &sig).unwrap();
+        verify::verify_signature(&provider(), &c, scheme, data, &sig).unwrap();
         assert_eq!(
-            verify::verify_signature(&c, scheme, b"other octets", &sig),
+            verify::verify_signature(&provider(), &c, scheme, b"other octets", &sig),
             Err(Rejection::BadSignature),
             "{name} {scheme}"
         );
         let mut bad = sig.clone();
         let last = bad.len() - 1;
         bad[last] ^= 1;
-        assert!(verify::verify_signature(&c, scheme, data, &bad).is_err());
+        assert!(verify::verify_signature(&provider(), &c, scheme, data, &bad).is_err());
         // The AUTH data round trip.
         let auth = scheme.auth_data(&sig);
         assert_eq!(Scheme::split_auth_data(&auth), Some((scheme, &sig[..])));
@@ -197,7 +242,13 @@ fn signatures_with_every_key_kind() {
     // A scheme that does not fit the key.
     let sig = key("moon").sign(Scheme::Ecdsa(Hash::Sha384), data).unwrap();
     assert_eq!(
-        verify::verify_signature(&cert("sun"), Scheme::Ecdsa(Hash::Sha384), data, &sig),
+        verify::verify_signature(
+            &provider(),
+            &cert("sun"),
+            Scheme::Ecdsa(Hash::Sha384),
+            data,
+            &sig
+        ),
         Err(Rejection::BadScheme)
     );
     assert!(key("moon")
@@ -223,7 +274,7 @@ fn swanctl_directories_load_and_bad_files_are_named() {
     cp("moonKey.pem", "ecdsa/moonKey.pem");
     cp("sunKey.pem", "rsa/sunKey.pem");
     cp("carolKey.pem", "pkcs8/carolKey.pem");
-    let creds = Credentials::load(&tmp).unwrap();
+    let creds = Credentials::load(&provider(), &tmp).unwrap();
     let moon = creds.cert("moonCert.pem").unwrap();
     assert!(creds.key_for(moon).is_some());
     assert!(creds
@@ -245,17 +296,17 @@ fn swanctl_directories_load_and_bad_files_are_named() {
     assert_eq!(chain, ["C=CH, O=flowsec, CN=flowsec Intermediate CA"]);
     assert!(creds.chain_of(moon).is_empty());
     assert_eq!(creds.crls().len(), 1);
-    assert_eq!(creds, Credentials::load(&tmp).unwrap());
+    assert_eq!(creds, Credentials::load(&provider(), &tmp).unwrap());
 
     // A truncated certificate, a leaf in x509ca/, a garbage key: each named.
     let der = pem_der("sunCert.pem");
     std::fs::write(tmp.join("x509/cut.der"), &der[..der.len() / 2]).unwrap();
-    let e = Credentials::load(&tmp).unwrap_err();
+    let e = Credentials::load(&provider(), &tmp).unwrap_err();
     assert!(e.file.ends_with("x509/cut.der"), "{e}");
     assert!(e.reason.starts_with("not an X.509 certificate"), "{e}");
     std::fs::remove_file(tmp.join("x509/cut.der")).unwrap();
     cp("sunCert.pem", "x509ca/sunCert.pem");
-    let e = Credentials::load(&tmp).unwrap_err();
+    let e = Credentials::load(&provider(), &tmp).unwrap_err();
     assert!(
         e.to_string()
             .contains("x509ca/sunCert.pem: not a CA certificate"),
@@ -267,14 +318,14 @@ fn swanctl_directories_load_and_bad_files_are_named() {
         b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
     )
     .unwrap();
-    let e = Credentials::load(&tmp).unwrap_err();
+    let e = Credentials::load(&provider(), &tmp).unwrap_err();
     assert!(e.file.ends_with("private/junk.pem"), "{e}");
     std::fs::write(
         tmp.join("private/junk.pem"),
         b"-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n",
     )
     .unwrap();
-    let e = Credentials::load(&tmp).unwrap_err();
+    let e = Credentials::load(&provider(), &tmp).unwrap_err();
     assert!(e.reason.contains("encrypted"), "{e}");
     std::fs::remove_dir_all(&tmp).unwrap();
 }
@@ -289,7 +340,7 @@ fn hostile_certificates_are_errors_not_panics() {
         let mut d = der.clone();
         d[i] ^= 0x55;
         if let Ok(c) = Certificate::parse(&d) {
-            let _ = verify::validate(&c, &[], &[&cert("ca")], &crls(), NOW);
+            let _ = verify::validate(&provider(), &c, &[], &[&cert("ca")], &crls(), NOW);
         }
     }
     assert!(Certificate::parse(&vec![0x30; 20_000]).is_err());
@@ -302,8 +353,8 @@ fn huge_chains_end_quickly() {
     let root = cert("ca");
     let inter = cert("inter");
     let many: Vec<&Certificate> = vec![&inter; 200];
-    verify::validate(&cert("venus"), &many, &[&root], &crls(), NOW).unwrap();
+    verify::validate(&provider(), &cert("venus"), &many, &[&root], &crls(), NOW).unwrap();
     let evil_ca = cert("evilCa");
     let junk: Vec<&Certificate> = vec![&evil_ca; 200];
-    assert!(verify::validate(&cert("evil"), &junk, &[&root], &crls(), NOW).is_err());
+    assert!(verify::validate(&provider(), &cert("evil"), &junk, &[&root], &crls(), NOW).is_err());
 }

@@ -408,13 +408,17 @@ fn configuration_errors_name_the_file_and_line() {
         .unwrap()
     };
     write("auth = pubkey\n certs = nosuch.pem");
-    let e = config::load(&path).unwrap_err().to_string();
+    let e = config::load(&Provider::fastest(), &path)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("swanctl.conf:9: connections.gw.local.certs: 'nosuch.pem' is not a file in"),
         "{e}"
     );
     write("auth = pubkey\n id = moon.flowsec.test");
-    let e = config::load(&path).unwrap_err().to_string();
+    let e = config::load(&Provider::fastest(), &path)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("connections.gw.local: no certificate for '@moon.flowsec.test'"),
         "{e}"
@@ -427,7 +431,9 @@ fn configuration_errors_name_the_file_and_line() {
     )
     .unwrap();
     write("auth = pubkey\n certs = moonCert.pem");
-    let e = config::load(&path).unwrap_err().to_string();
+    let e = config::load(&Provider::fastest(), &path)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("no private key for the certificate"), "{e}");
     // A certificate of a CA we do not hold.
     std::fs::create_dir_all(dir.join("ecdsa")).unwrap();
@@ -442,7 +448,9 @@ fn configuration_errors_name_the_file_and_line() {
     )
     .unwrap();
     write("auth = pubkey\n certs = evilCert.pem");
-    let e = config::load(&path).unwrap_err().to_string();
+    let e = config::load(&Provider::fastest(), &path)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("does not validate: certificate not trusted"),
         "{e}"
@@ -453,7 +461,9 @@ fn configuration_errors_name_the_file_and_line() {
         "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
     )
     .unwrap();
-    let e = config::load(&path).unwrap_err().to_string();
+    let e = config::load(&Provider::fastest(), &path)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("x509/cut.pem: not an X.509 certificate"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -475,7 +485,12 @@ fn hostile_b(
     );
     let mut config = config::parse("hostile.conf", &text).unwrap();
     let key_file = fixtures().join("sunKey.pem");
-    let key = PrivateKey::parse(&std::fs::read(key_file).unwrap(), "sunKey.pem").unwrap();
+    let key = PrivateKey::parse(
+        &Provider::fastest(),
+        &std::fs::read(key_file).unwrap(),
+        "sunKey.pem",
+    )
+    .unwrap();
     let cas = cas
         .into_iter()
         .enumerate()

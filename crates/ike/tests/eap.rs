@@ -172,7 +172,9 @@ fn eap_configuration_errors() {
     let path = dir.join("swanctl.conf");
     let (a, _) = confs("pw");
     std::fs::write(&path, a.replace("eap_id = carol", "eap_id = nobody")).unwrap();
-    let e = flowsec_ike::config::load(&path).unwrap_err().to_string();
+    let e = flowsec_ike::config::load(&flowsec_crypto::Provider::fastest(), &path)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains(
             "connections.home.local: auth = eap-mschapv2 needs a secrets.eap-… with id = @nobody"
@@ -180,7 +182,9 @@ fn eap_configuration_errors() {
         "{e}"
     );
     std::fs::write(&path, a.replace("auth = pubkey", "auth = eap-mschapv2")).unwrap();
-    let e = flowsec_ike::config::load(&path).unwrap_err().to_string();
+    let e = flowsec_ike::config::load(&flowsec_crypto::Provider::fastest(), &path)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("EAP authenticates the initiator only"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -25,8 +25,9 @@ fn generate_eap_seeds() {
     let out = corpus::dir("eap", "seeds");
     fs::create_dir_all(&out).unwrap();
     let pw = |u: &[u8]| (u == b"carol").then(|| Zeroizing::new(b"pw".to_vec()));
-    let (mut s, mut req) = Server::start(1, None, [7; 16]);
-    let mut p = Peer::new(b"carol".to_vec(), Zeroizing::new(b"pw".to_vec()));
+    let provider = flowsec_crypto::Provider::fastest();
+    let (mut s, mut req) = Server::start(&provider, 1, None, [7; 16]);
+    let mut p = Peer::new(&provider, b"carol".to_vec(), Zeroizing::new(b"pw".to_vec()));
     for n in 0..5 {
         fs::write(out.join(format!("request-{n}.bin")), &req).unwrap();
         let PeerStep::Send(resp) = p.step(&req, [3; 16]) else {

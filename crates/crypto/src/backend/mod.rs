@@ -1,14 +1,17 @@
 //! The backends: [`AwsLc`] (aws-lc-rs, fastest where it has the algorithm)
 //! and [`RustCrypto`] (pure Rust, every ESP/AH algorithm), and IKE's PRFs
-//! and key exchange groups, [`IKE_PRFS`] and [`IKE_KEY_EXCHANGES`].
+//! and key exchange groups, [`IKE_PRFS`] and [`IKE_KEY_EXCHANGES`], its
+//! signatures, [`KEY_PROVIDER`] and [`SIGNATURE_VERIFICATION`], and
+//! EAP-MSCHAPv2's primitives, [`MSCHAPV2`].
 
 mod awslc;
 mod rustcrypto;
 
-pub use awslc::AwsLc;
-pub use rustcrypto::RustCrypto;
+pub use awslc::{AwsLc, AwsLcKeys};
+pub use rustcrypto::{RustCrypto, RustCryptoMsChapV2};
 
-use crate::traits::{KeyExchangeGroup, Prf};
+use crate::sign::{KeyProvider, SignatureVerificationAlgorithms};
+use crate::traits::{KeyExchangeGroup, MsChapV2, Prf};
 
 /// Every IKE PRF flowsec implements (RFC 7296 §3.3.2 transform type 2),
 /// all RustCrypto: HMAC-MD5, HMAC-SHA1 (RFC 2104), HMAC-SHA2-256/384/512
@@ -48,6 +51,25 @@ pub static IKE_KEY_EXCHANGES: &[&dyn KeyExchangeGroup] = &[
     &awslc::ecdh::ECP_521,
     &awslc::ecdh::CURVE25519,
 ];
+
+/// The key provider for IKE's private keys: aws-lc's (RSA, ECDSA
+/// P-256/P-384/P-521, Ed25519). A [`Provider`] starts with it.
+///
+/// [`Provider`]: crate::Provider
+pub static KEY_PROVIDER: &dyn KeyProvider = &AwsLcKeys;
+
+/// The signature verification algorithms for certificate paths and AUTH
+/// payloads, all aws-lc's (RSA PKCS#1 v1.5 and PSS, ECDSA, Ed25519). A
+/// [`Provider`] starts with them.
+///
+/// [`Provider`]: crate::Provider
+pub static SIGNATURE_VERIFICATION: SignatureVerificationAlgorithms = awslc::sign::VERIFICATION;
+
+/// MD4 and DES for EAP-MSCHAPv2, RustCrypto's. A [`Provider`] starts
+/// with them.
+///
+/// [`Provider`]: crate::Provider
+pub static MSCHAPV2: &dyn MsChapV2 = &RustCryptoMsChapV2;
 
 /// Unkeyed hashes, for `flowsec speed`'s raw rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -83,8 +83,12 @@ impl Plane {
         // Both files checked before either is applied.
         let ike = match &self.ike_path {
             Some(path) => {
-                let config = flowsec_ike::config::load_with(path, self.swanctl_dir.as_deref())
-                    .map_err(|e| unchanged(e.to_string()))?;
+                let config = flowsec_ike::config::load_with(
+                    &self.provider,
+                    path,
+                    self.swanctl_dir.as_deref(),
+                )
+                .map_err(|e| unchanged(e.to_string()))?;
                 self.check_streams(&config).map_err(unchanged)?;
                 Some(config)
             }

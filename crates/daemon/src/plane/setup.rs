@@ -45,7 +45,7 @@ impl Setup {
         // The IKE configuration is checked whole before anything is set up.
         let ike_config = match &opts.ike {
             Some(path) => Some(
-                flowsec_ike::config::load_with(path, opts.swanctl_dir.as_deref())
+                flowsec_ike::config::load_with(provider, path, opts.swanctl_dir.as_deref())
                     .map_err(|e| RunError::Config(ConfigError::Ike(e)))?,
             ),
             None => None,

@@ -215,7 +215,7 @@ impl Cx<'_> {
             Some(_) => None,
         };
         let (id, challenge) = (self.host.random(1)[0], self.random16());
-        let (server, request) = Server::start(id, known, challenge);
+        let (server, request) = Server::start(&self.host.provider, id, known, challenge);
         let mut payloads = vec![Payload::IdR(idr.clone())];
         payloads.extend(certs);
         payloads.push(Payload::Auth(auth));
@@ -509,7 +509,7 @@ impl Host {
         let password = self.config.find_eap(&user)?;
         let name = eap_name(&user);
         Some(Box::new(EapPeerSide {
-            peer_side: Peer::new(name, Zeroizing::new(password.to_vec())),
+            peer_side: Peer::new(&self.provider, name, Zeroizing::new(password.to_vec())),
             idi,
             responder: None,
             msk: None,

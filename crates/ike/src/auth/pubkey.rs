@@ -135,12 +135,12 @@ fn check(
     let anchors = trusted_cas(cx, &sa.conn);
     let strict = sa.conn.remote.revocation_strict;
     let crls = cx.config.credentials.crls();
-    verify::validate_with(&ee, &inter, &anchors, &crls, unix, strict)?;
+    verify::validate_with(&cx.provider, &ee, &inter, &anchors, &crls, unix, strict)?;
     if !allowed.allows(scheme, ee.key) {
         return Err(Rejection::SchemeNotAllowed(scheme));
     }
     let bytes = octets.bytes(&cx.provider).ok_or(Rejection::BadSignature)?;
-    verify::verify_signature(&ee, scheme, &bytes, sig)
+    verify::verify_signature(&cx.provider, &ee, scheme, &bytes, sig)
 }
 
 /// The scheme we sign with: strongSwan's default for the key (or what

@@ -22,6 +22,8 @@ use core::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use flowsec_crypto::fixed::sha256;
+use flowsec_crypto::Provider;
 use webpki::OwnedCertRevocationList;
 use zeroize::Zeroizing;
 
@@ -48,7 +50,8 @@ struct Inner {
     cas: Vec<(String, Certificate)>,
     crls: Vec<(String, OwnedCertRevocationList)>,
     keys: Vec<PrivateKey>,
-    /// SHA-256 over every file read, for equality.
+    /// SHA-256 over every file read, for equality (a hash IKE fixes, as
+    /// [`flowsec_crypto::fixed`] has them).
     digest: Vec<u8>,
 }
 
@@ -95,9 +98,10 @@ const KEY_DIRS: [&str; 4] = ["private", "rsa", "ecdsa", "pkcs8"];
 
 impl Credentials {
     /// Reads every credential under `dir` (the directories of the table
-    /// above; a missing one holds nothing). A file that cannot be read or
-    /// used is an error naming it.
-    pub fn load(dir: &Path) -> Result<Credentials, CredError> {
+    /// above; a missing one holds nothing), the private keys loaded by
+    /// `provider`'s key provider. A file that cannot be read or used is an
+    /// error naming it.
+    pub fn load(provider: &Provider, dir: &Path) -> Result<Credentials, CredError> {
         let mut inner = Inner::default();
         let mut all = Vec::new();
         for (file, bytes) in read_dir(&dir.join("x509"))? {
@@ -125,15 +129,13 @@ impl Credentials {
         }
         for sub in KEY_DIRS {
             for (file, bytes) in read_dir(&dir.join(sub))? {
-                let key = PrivateKey::parse(&bytes, &format!("{sub}/{}", name(&file)))
+                let key = PrivateKey::parse(provider, &bytes, &format!("{sub}/{}", name(&file)))
                     .map_err(|e| err(&file, &e.to_string()))?;
                 all.extend_from_slice(&key.public_key());
                 inner.keys.push(key);
             }
         }
-        inner.digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, &all)
-            .as_ref()
-            .to_vec();
+        inner.digest = sha256(&[&all]).to_vec();
         Ok(Credentials {
             inner: Arc::new(inner),
         })
@@ -157,9 +159,7 @@ impl Credentials {
         for (n, _) in &crls {
             all.extend_from_slice(n.as_bytes());
         }
-        let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, &all)
-            .as_ref()
-            .to_vec();
+        let digest = sha256(&[&all]).to_vec();
         Credentials {
             inner: Arc::new(Inner {
                 certs,

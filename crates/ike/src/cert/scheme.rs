@@ -13,9 +13,9 @@ use core::fmt;
 use der::asn1::AnyRef;
 use der::oid::ObjectIdentifier;
 use der::{Decode, Encode};
+use flowsec_crypto::sign::SignatureScheme;
 use pkcs1::{RsaPssParams, TrailerField};
 use spki::{AlgorithmIdentifier, AlgorithmIdentifierOwned, AlgorithmIdentifierRef};
-use webpki::aws_lc_rs as algs;
 
 use super::x509::{Curve, KeyKind};
 
@@ -300,34 +300,25 @@ impl Scheme {
         Some((Scheme::from_algorithm_identifier(alg)?, sig))
     }
 
-    /// webpki's verification algorithms for it (one per curve for ECDSA:
-    /// the key's curve picks).
-    pub(crate) fn verifiers(self) -> Vec<&'static dyn pki_types::SignatureVerificationAlgorithm> {
-        match self {
-            Scheme::RsaPkcs1(Hash::Sha256) => vec![algs::RSA_PKCS1_2048_8192_SHA256],
-            Scheme::RsaPkcs1(Hash::Sha384) => vec![algs::RSA_PKCS1_2048_8192_SHA384],
-            Scheme::RsaPkcs1(Hash::Sha512) => vec![algs::RSA_PKCS1_2048_8192_SHA512],
-            Scheme::RsaPss(Hash::Sha256) => vec![algs::RSA_PSS_2048_8192_SHA256_LEGACY_KEY],
-            Scheme::RsaPss(Hash::Sha384) => vec![algs::RSA_PSS_2048_8192_SHA384_LEGACY_KEY],
-            Scheme::RsaPss(Hash::Sha512) => vec![algs::RSA_PSS_2048_8192_SHA512_LEGACY_KEY],
-            Scheme::Ecdsa(Hash::Sha256) => vec![
-                algs::ECDSA_P256_SHA256,
-                algs::ECDSA_P384_SHA256,
-                algs::ECDSA_P521_SHA256,
-            ],
-            Scheme::Ecdsa(Hash::Sha384) => vec![
-                algs::ECDSA_P256_SHA384,
-                algs::ECDSA_P384_SHA384,
-                algs::ECDSA_P521_SHA384,
-            ],
-            Scheme::Ecdsa(Hash::Sha512) => vec![
-                algs::ECDSA_P256_SHA512,
-                algs::ECDSA_P384_SHA512,
-                algs::ECDSA_P521_SHA512,
-            ],
-            Scheme::Ed25519 => vec![algs::ED25519],
-            _ => vec![],
-        }
+    /// The crypto provider's name for it; `None` for a hash that does
+    /// not go with it (Identity is Ed25519's only).
+    pub fn signature_scheme(self) -> Option<SignatureScheme> {
+        use SignatureScheme as S;
+        Some(match self {
+            Scheme::RsaPkcs1(Hash::Sha256) => S::RsaPkcs1Sha256,
+            Scheme::RsaPkcs1(Hash::Sha384) => S::RsaPkcs1Sha384,
+            Scheme::RsaPkcs1(Hash::Sha512) => S::RsaPkcs1Sha512,
+            Scheme::RsaPss(Hash::Sha256) => S::RsaPssSha256,
+            Scheme::RsaPss(Hash::Sha384) => S::RsaPssSha384,
+            Scheme::RsaPss(Hash::Sha512) => S::RsaPssSha512,
+            Scheme::Ecdsa(Hash::Sha256) => S::EcdsaSha256,
+            Scheme::Ecdsa(Hash::Sha384) => S::EcdsaSha384,
+            Scheme::Ecdsa(Hash::Sha512) => S::EcdsaSha512,
+            Scheme::Ed25519 => S::Ed25519,
+            Scheme::RsaPkcs1(Hash::Identity)
+            | Scheme::RsaPss(Hash::Identity)
+            | Scheme::Ecdsa(Hash::Identity) => return None,
+        })
     }
 
     /// The scheme strongSwan signs with by default for a key of `kind`
@@ -387,7 +378,7 @@ mod tests {
                 Some((s, &[1u8, 2, 3][..])),
                 "{s}"
             );
-            assert!(!s.verifiers().is_empty());
+            assert!(s.signature_scheme().is_some());
         }
     }
 

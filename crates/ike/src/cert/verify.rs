@@ -1,4 +1,5 @@
-//! Certificate path validation (RFC 5280 §6) with `webpki`: from the
+//! Certificate path validation (RFC 5280 §6) with `webpki`, on the crypto
+//! provider's signature verification algorithms: from the
 //! peer's end-entity certificate through the intermediates it sent to one
 //! of the trusted CAs, each certificate within its validity at `now`,
 //! basic constraints and path length respected, signatures checked, and
@@ -11,7 +12,8 @@
 use core::fmt;
 use core::time::Duration;
 
-use pki_types::{CertificateDer, SignatureVerificationAlgorithm, UnixTime};
+use flowsec_crypto::{CryptoError, Provider};
+use pki_types::{CertificateDer, UnixTime};
 use webpki::{
     EndEntityCert, ExpirationPolicy, KeyPurposeIdIter, OwnedCertRevocationList,
     RevocationCheckDepth, RevocationOptionsBuilder, UnknownStatusPolicy,
@@ -70,11 +72,6 @@ impl fmt::Display for Rejection {
     }
 }
 
-/// Every algorithm a certificate on a path may be signed with.
-fn path_algorithms() -> &'static [&'static dyn SignatureVerificationAlgorithm] {
-    webpki::ALL_VERIFICATION_ALGS
-}
-
 /// strongSwan's extended key usage policy: any (a malformed extension
 /// fails).
 struct AnyEku;
@@ -89,21 +86,24 @@ impl webpki::ExtendedKeyUsageValidator for AnyEku {
 }
 
 /// Validates `ee` through `intermediates` to one of `anchors` at `now`
-/// (since the Unix epoch), with `crls`; a certificate no CRL covers
-/// passes (`revocation = relaxed`).
+/// (since the Unix epoch), with `crls`, checking signatures with
+/// `provider`'s algorithms; a certificate no CRL covers passes
+/// (`revocation = relaxed`).
 pub fn validate(
+    provider: &Provider,
     ee: &Certificate,
     intermediates: &[&Certificate],
     anchors: &[&Certificate],
     crls: &[OwnedCertRevocationList],
     now: Duration,
 ) -> Result<(), Rejection> {
-    validate_with(ee, intermediates, anchors, crls, now, false)
+    validate_with(provider, ee, intermediates, anchors, crls, now, false)
 }
 
 /// [`validate`]; with `strict` (`revocation = strict`) every certificate
 /// on the path below the anchor must be covered by a CRL we hold.
 pub fn validate_with(
+    provider: &Provider,
     ee: &Certificate,
     intermediates: &[&Certificate],
     anchors: &[&Certificate],
@@ -150,7 +150,7 @@ pub fn validate_with(
             .build()
     });
     end.verify_for_usage(
-        path_algorithms(),
+        provider.signature_verification().all,
         &anchors,
         &inter,
         UnixTime::since_unix_epoch(now),
@@ -171,8 +171,10 @@ pub fn validate_with(
     })
 }
 
-/// Verifies `signature` over `data` with `cert`'s key by `scheme`.
+/// Verifies `signature` over `data` with `cert`'s key by `scheme`, with
+/// `provider`'s algorithms.
 pub fn verify_signature(
+    provider: &Provider,
     cert: &Certificate,
     scheme: Scheme,
     data: &[u8],
@@ -181,16 +183,11 @@ pub fn verify_signature(
     if !scheme.fits(cert.key) {
         return Err(Rejection::BadScheme);
     }
-    let der = CertificateDer::from(cert.der.as_slice());
-    let end = EndEntityCert::try_from(&der).map_err(|e| Rejection::BadCertificate(why(&e)))?;
-    let ok = scheme
-        .verifiers()
-        .iter()
-        .any(|alg| end.verify_signature(*alg, data, signature).is_ok());
-    if ok {
-        Ok(())
-    } else {
-        Err(Rejection::BadSignature)
+    let scheme = scheme.signature_scheme().ok_or(Rejection::BadScheme)?;
+    match provider.verify_signature(scheme, &cert.spki, data, signature) {
+        Ok(()) => Ok(()),
+        Err(CryptoError::UnsupportedSignature) => Err(Rejection::BadScheme),
+        Err(_) => Err(Rejection::BadSignature),
     }
 }
 

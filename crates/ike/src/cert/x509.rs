@@ -2,7 +2,8 @@
 //! what IKE needs of it: subject and alternative names (to match an IKE
 //! identity, RFC 4945 §3.1), the public key's kind, whether it is a CA, and
 //! the SHA-1 of its SubjectPublicKeyInfo (what CERTREQ names, RFC 7296
-//! §3.7). Signatures and path validation are `webpki`'s ([`super::verify`]).
+//! §3.7). Path validation is `webpki`'s, signatures the crypto
+//! provider's ([`super::verify`]).
 
 use core::fmt;
 use std::net::IpAddr;
@@ -18,39 +19,7 @@ use crate::config::{IdMatch, Identity};
 /// certificates with many names stay well below).
 pub const MAX_CERT_LEN: usize = 16 * 1024;
 
-/// A public key's kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum KeyKind {
-    /// RSA, with the modulus size in bits.
-    Rsa(u32),
-    /// ECDSA on a NIST curve.
-    Ecdsa(Curve),
-    /// Ed25519 (RFC 8410).
-    Ed25519,
-}
-
-/// The NIST curves flowsec signs and verifies with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Curve {
-    /// P-256 (secp256r1).
-    P256,
-    /// P-384 (secp384r1).
-    P384,
-    /// P-521 (secp521r1).
-    P521,
-}
-
-impl fmt::Display for KeyKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            KeyKind::Rsa(bits) => write!(f, "RSA {bits} bits"),
-            KeyKind::Ecdsa(Curve::P256) => f.write_str("ECDSA P-256"),
-            KeyKind::Ecdsa(Curve::P384) => f.write_str("ECDSA P-384"),
-            KeyKind::Ecdsa(Curve::P521) => f.write_str("ECDSA P-521"),
-            KeyKind::Ed25519 => f.write_str("Ed25519"),
-        }
-    }
-}
+pub use flowsec_crypto::sign::{Curve, KeyKind};
 
 /// Why a certificate could not be used at all.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,6 +59,8 @@ pub struct Certificate {
     /// subjectPublicKey's bits (RSAPublicKey DER, an EC point, or the
     /// Ed25519 key), to pair a private key with the certificate.
     pub public_key: Vec<u8>,
+    /// The DER SubjectPublicKeyInfo, that signatures are verified with.
+    pub spki: Vec<u8>,
     /// SHA-1 of the DER SubjectPublicKeyInfo: a CA's name in CERTREQ
     /// (RFC 7296 §3.7).
     pub spki_sha1: [u8; 20],
@@ -146,6 +117,7 @@ impl Certificate {
             key,
             public_key,
             spki_sha1: sha1(&spki_der),
+            spki: spki_der,
             ca,
         })
     }
@@ -229,8 +201,5 @@ fn general_name(n: &GeneralName) -> Option<Identity> {
 
 /// SHA-1 (for CERTREQ's CA hashes only, as RFC 7296 §3.7 prescribes).
 pub(crate) fn sha1(data: &[u8]) -> [u8; 20] {
-    let d = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA1_FOR_LEGACY_USE_ONLY, data);
-    let mut out = [0; 20];
-    out.copy_from_slice(d.as_ref());
-    out
+    flowsec_crypto::fixed::sha1(&[data])
 }

@@ -8,10 +8,13 @@
 use core::time::Duration;
 use std::path::Path;
 
+use flowsec_crypto::Provider;
+
 use super::{AuthKind, Config, ConfigError, ConfigErrorKind, Identity};
 use crate::cert::{verify, Certificate};
 
 pub(super) fn check(
+    provider: &Provider,
     config: &Config,
     file: &str,
     dir: &Path,
@@ -39,7 +42,7 @@ pub(super) fn check(
     }
     for c in &config.connections {
         if let AuthKind::Pubkey(_) = c.local.auth {
-            check_signer(config, c, file, dir, unix)?;
+            check_signer(provider, config, c, file, dir, unix)?;
         }
         if c.local.auth == AuthKind::Eap {
             let key = format!("connections.{}.local", c.name);
@@ -83,6 +86,7 @@ pub(super) fn check(
 /// subject or `id` to name it, its private key, and a chain to a CA we
 /// hold.
 fn check_signer(
+    provider: &Provider,
     config: &Config,
     c: &super::Connection,
     file: &str,
@@ -122,7 +126,7 @@ fn check_signer(
     }
     let anchors: Vec<&Certificate> = creds.cas().collect();
     let chain = creds.chain_of(cert);
-    if let Err(why) = verify::validate(cert, &chain, &anchors, &creds.crls(), unix) {
+    if let Err(why) = verify::validate(provider, cert, &chain, &anchors, &creds.crls(), unix) {
         return Err(ConfigError::new(
             file,
             0,

@@ -80,6 +80,7 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use flowsec_crypto::Provider;
 use zeroize::Zeroizing;
 
 pub use error::{ConfigError, ConfigErrorKind, Found};
@@ -112,8 +113,8 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
 
 /// Read and parse a configuration file, with the credentials of the
 /// swanctl directories next to it ([`load_with`]).
-pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    load_with(path, None)
+pub fn load(provider: &Provider, path: &Path) -> Result<Config, ConfigError> {
+    load_with(provider, path, None)
 }
 
 /// Read and parse a configuration file and the credentials under
@@ -122,15 +123,20 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 /// A credential file that cannot be used, a `certs`/`cacerts` entry
 /// naming no loaded file, a connection authenticating with `pubkey` but no
 /// certificate and key for it, or our certificate not validating to a CA
-/// we hold, is an error naming the file (and line).
-pub fn load_with(path: &Path, swanctl_dir: Option<&Path>) -> Result<Config, ConfigError> {
+/// we hold, is an error naming the file (and line). Keys are loaded and
+/// certificates checked with `provider`'s algorithms.
+pub fn load_with(
+    provider: &Provider,
+    path: &Path,
+    swanctl_dir: Option<&Path>,
+) -> Result<Config, ConfigError> {
     let mut config = load_text(path)?;
     let name = path.display().to_string();
     let dir = match swanctl_dir {
         Some(d) => d.to_path_buf(),
         None => path.parent().unwrap_or(Path::new(".")).to_path_buf(),
     };
-    config.credentials = crate::cert::Credentials::load(&dir).map_err(|e| {
+    config.credentials = crate::cert::Credentials::load(provider, &dir).map_err(|e| {
         ConfigError::new(
             &e.file.display().to_string(),
             0,
@@ -141,7 +147,7 @@ pub fn load_with(path: &Path, swanctl_dir: Option<&Path>) -> Result<Config, Conf
     let unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    credentials::check(&config, &name, &dir, unix)?;
+    credentials::check(provider, &config, &name, &dir, unix)?;
     Ok(config)
 }
 

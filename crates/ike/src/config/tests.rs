@@ -390,14 +390,14 @@ fn load_reads_files_and_reports_io_errors() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("swanctl.conf");
     std::fs::write(&path, MOON).unwrap();
-    let c = load(&path).unwrap();
+    let c = load(&Provider::fastest(), &path).unwrap();
     assert_eq!(c.connections[0].name, "gw-gw");
     std::fs::write(&path, b"connections {\n\xff\n}").unwrap();
-    let e = load(&path).unwrap_err();
+    let e = load(&Provider::fastest(), &path).unwrap_err();
     assert_eq!(e.line, 2);
     assert!(e.kind.to_string().contains("UTF-8"));
     let missing = dir.join("nope.conf");
-    let e = load(&missing).unwrap_err();
+    let e = load(&Provider::fastest(), &missing).unwrap_err();
     assert_eq!(e.line, 0);
     assert!(
         e.to_string()

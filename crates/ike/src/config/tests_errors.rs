@@ -384,7 +384,7 @@ fn error_kinds_are_matchable() {
     );
 
     let missing = std::env::temp_dir().join(format!("flowsec-no-such-{}.conf", std::process::id()));
-    let e = load(&missing).unwrap_err();
+    let e = load(&Provider::fastest(), &missing).unwrap_err();
     assert!(
         matches!(&e.kind, K::Read(io) if io.kind() == std::io::ErrorKind::NotFound),
         "{e:?}"

@@ -6,6 +6,7 @@
 //! (RFC 7296 §2.16). A message out of turn or malformed ends the
 //! conversation (EAP-Failure from the server).
 
+use flowsec_crypto::{MsChapV2, Provider};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
@@ -55,7 +56,12 @@ pub type Passwords<'a> = dyn Fn(&[u8]) -> Option<Zeroizing<Vec<u8>>> + 'a;
 pub struct Server {
     id: u8,
     state: ServerState,
+    /// MD4 and DES, `None` if the crypto provider has none.
+    mschap: Option<&'static dyn MsChapV2>,
 }
+
+/// Why a conversation ends when the crypto provider has no MD4 and DES.
+const NO_MSCHAPV2: &str = "MS-CHAPv2 is not in the crypto provider";
 
 /// The authenticator name in the Challenge.
 const HOST_NAME: &[u8] = b"flowsec";
@@ -65,12 +71,20 @@ impl Server {
     /// identifier, random): EAP-Identity, or, when the user is known
     /// already (`user`: the IKE identity, strongSwan's default when
     /// `eap_id` is not set), the MS-CHAPv2 Challenge with `challenge`.
-    pub fn start(id: u8, user: Option<Vec<u8>>, challenge: [u8; 16]) -> (Server, Vec<u8>) {
+    /// MD4 and DES are `provider`'s.
+    pub fn start(
+        provider: &Provider,
+        id: u8,
+        user: Option<Vec<u8>>,
+        challenge: [u8; 16],
+    ) -> (Server, Vec<u8>) {
+        let mschap = provider.mschapv2();
         match user {
             None => {
                 let s = Server {
                     id,
                     state: ServerState::Identity,
+                    mschap,
                 };
                 (s, Packet::new(REQUEST, id, IDENTITY, Vec::new()).emit())
             }
@@ -78,6 +92,7 @@ impl Server {
                 let mut s = Server {
                     id: id.wrapping_sub(1),
                     state: ServerState::Done,
+                    mschap,
                 };
                 let req = s.challenge(user, challenge);
                 (s, req)
@@ -143,11 +158,14 @@ impl Server {
                 let Some(pw) = password(&user) else {
                     return self.fail("no EAP secret for that user");
                 };
-                let want = ms::nt_response(&challenge, &peer, name, &pw);
+                let Some(mschap) = self.mschap else {
+                    return self.fail(NO_MSCHAPV2);
+                };
+                let want = ms::nt_response(mschap, &challenge, &peer, name, &pw);
                 if !bool::from(want.ct_eq(&nt)) {
                     return self.fail("wrong password (NT-Response)");
                 }
-                let auth = ms::authenticator_response(&pw, &nt, &peer, &challenge, name);
+                let auth = ms::authenticator_response(mschap, &pw, &nt, &peer, &challenge, name);
                 let mut msg = ms::authenticator_string(&auth).into_bytes();
                 msg.extend_from_slice(b" M=Welcome");
                 self.id = self.id.wrapping_add(1);
@@ -157,7 +175,7 @@ impl Server {
                     rest: msg,
                 };
                 self.state = ServerState::Confirm {
-                    msk: ms::msk(&pw, &nt),
+                    msk: ms::msk(mschap, &pw, &nt),
                     user,
                 };
                 ServerStep::Send(Packet::new(REQUEST, self.id, MSCHAPV2, m.emit()).emit())
@@ -188,6 +206,8 @@ pub enum PeerStep {
 
 /// The EAP-MSCHAPv2 peer side.
 pub struct Peer {
+    /// MD4 and DES, `None` if the crypto provider has none.
+    mschap: Option<&'static dyn MsChapV2>,
     identity: Vec<u8>,
     password: Zeroizing<Vec<u8>>,
     /// After our Response: what the server's `S=` must be, and the MSK.
@@ -196,9 +216,11 @@ pub struct Peer {
 }
 
 impl Peer {
-    /// A peer with its EAP identity and password.
-    pub fn new(identity: Vec<u8>, password: Zeroizing<Vec<u8>>) -> Peer {
+    /// A peer with its EAP identity and password; MD4 and DES are
+    /// `provider`'s.
+    pub fn new(provider: &Provider, identity: Vec<u8>, password: Zeroizing<Vec<u8>>) -> Peer {
         Peer {
+            mschap: provider.mschapv2(),
             identity,
             password,
             expect: None,
@@ -238,9 +260,13 @@ impl Peer {
                 let Some((challenge, _name)) = challenge_of(&m) else {
                     return PeerStep::Failed("malformed MS-CHAPv2 Challenge");
                 };
-                let nt =
-                    ms::nt_response(&challenge, &peer_challenge, &self.identity, &self.password);
+                let Some(mschap) = self.mschap else {
+                    return PeerStep::Failed(NO_MSCHAPV2);
+                };
+                let (identity, password) = (&self.identity, &self.password);
+                let nt = ms::nt_response(mschap, &challenge, &peer_challenge, identity, password);
                 let auth = ms::authenticator_response(
+                    mschap,
                     &self.password,
                     &nt,
                     &peer_challenge,
@@ -249,7 +275,7 @@ impl Peer {
                 );
                 self.expect = Some((
                     ms::authenticator_string(&auth),
-                    ms::msk(&self.password, &nt),
+                    ms::msk(mschap, &self.password, &nt),
                 ));
                 let mut rest = vec![49];
                 rest.extend_from_slice(&peer_challenge);
@@ -292,9 +318,17 @@ impl Peer {
 mod tests {
     use super::*;
 
+    fn provider() -> Provider {
+        Provider::fastest()
+    }
+
     fn run(server_pw: &[u8], peer_pw: &[u8]) -> Result<(Vec<u8>, Vec<u8>), &'static str> {
-        let (mut s, mut req) = Server::start(42, None, [0x5a; 16]);
-        let mut p = Peer::new(b"carol".to_vec(), Zeroizing::new(peer_pw.to_vec()));
+        let (mut s, mut req) = Server::start(&provider(), 42, None, [0x5a; 16]);
+        let mut p = Peer::new(
+            &provider(),
+            b"carol".to_vec(),
+            Zeroizing::new(peer_pw.to_vec()),
+        );
         let pw = |u: &[u8]| (u == b"carol").then(|| Zeroizing::new(server_pw.to_vec()));
         for round in 0u8..5 {
             let resp = match p.step(&req, [round; 16]) {
@@ -333,16 +367,24 @@ mod tests {
 
     #[test]
     fn a_known_user_gets_the_challenge_at_once() {
-        let (mut s, req) = Server::start(7, Some(b"carol".to_vec()), [0x5a; 16]);
-        let mut p = Peer::new(b"carol".to_vec(), Zeroizing::new(b"pw".to_vec()));
+        let (mut s, req) = Server::start(&provider(), 7, Some(b"carol".to_vec()), [0x5a; 16]);
+        let mut p = Peer::new(
+            &provider(),
+            b"carol".to_vec(),
+            Zeroizing::new(b"pw".to_vec()),
+        );
         let pw = |u: &[u8]| (u == b"carol").then(|| Zeroizing::new(b"pw".to_vec()));
         let PeerStep::Send(resp) = p.step(&req, [1; 16]) else {
             panic!("no response to the challenge");
         };
         assert!(matches!(s.step(&resp, [0; 16], &pw), ServerStep::Send(_)));
         // Another name in the response than the user: refused.
-        let (mut s, req) = Server::start(7, Some(b"carol".to_vec()), [0x5a; 16]);
-        let mut p = Peer::new(b"mallory".to_vec(), Zeroizing::new(b"pw".to_vec()));
+        let (mut s, req) = Server::start(&provider(), 7, Some(b"carol".to_vec()), [0x5a; 16]);
+        let mut p = Peer::new(
+            &provider(),
+            b"mallory".to_vec(),
+            Zeroizing::new(b"pw".to_vec()),
+        );
         let PeerStep::Send(resp) = p.step(&req, [1; 16]) else {
             panic!("no response to the challenge");
         };
@@ -356,8 +398,36 @@ mod tests {
     }
 
     #[test]
+    fn without_md4_and_des_in_the_provider_both_ends_fail() {
+        let none = Provider::fastest().with_mschapv2(None);
+        let pw = |_: &[u8]| Some(Zeroizing::new(b"pw".to_vec()));
+        let (_, req) = Server::start(&provider(), 7, Some(b"carol".to_vec()), [0x5a; 16]);
+        let mut p = Peer::new(&none, b"carol".to_vec(), Zeroizing::new(b"pw".to_vec()));
+        assert!(matches!(
+            p.step(&req, [1; 16]),
+            PeerStep::Failed(NO_MSCHAPV2)
+        ));
+        let (mut s, req) = Server::start(&none, 7, Some(b"carol".to_vec()), [0x5a; 16]);
+        let mut p = Peer::new(
+            &provider(),
+            b"carol".to_vec(),
+            Zeroizing::new(b"pw".to_vec()),
+        );
+        let PeerStep::Send(resp) = p.step(&req, [1; 16]) else {
+            panic!("no response to the challenge");
+        };
+        assert!(matches!(
+            s.step(&resp, [0; 16], &pw),
+            ServerStep::Failure {
+                why: NO_MSCHAPV2,
+                ..
+            }
+        ));
+    }
+
+    #[test]
     fn out_of_turn_and_malformed_messages_end_it() {
-        let (mut s, _) = Server::start(1, None, [0; 16]);
+        let (mut s, _) = Server::start(&provider(), 1, None, [0; 16]);
         let pw = |_: &[u8]| None;
         let r = s.step(&[2, 9, 0, 5, 1], [0; 16], &pw);
         assert!(matches!(
@@ -367,12 +437,12 @@ mod tests {
                 ..
             }
         ));
-        let (mut s, _) = Server::start(1, None, [0; 16]);
+        let (mut s, _) = Server::start(&provider(), 1, None, [0; 16]);
         assert!(matches!(
             s.step(&[2, 1, 0], [0; 16], &pw),
             ServerStep::Failure { .. }
         ));
-        let mut p = Peer::new(b"x".to_vec(), Zeroizing::new(b"y".to_vec()));
+        let mut p = Peer::new(&provider(), b"x".to_vec(), Zeroizing::new(b"y".to_vec()));
         assert!(matches!(
             p.step(&[3, 1, 0, 4], [0; 16]),
             PeerStep::Failed(_)

@@ -3,37 +3,19 @@
 //! (MD4 of the UTF-16LE password), the challenge hash, the 24-octet
 //! NT-Response (three single-DES encryptions), the authenticator response
 //! `S=…` and the 64-octet MSK that keys the IKE AUTH payloads (RFC 7296
-//! §2.16). Pure functions; MD4 and DES from RustCrypto, SHA-1 from
-//! aws-lc-rs.
+//! §2.16). Pure functions; MD4 and DES from the crypto provider
+//! ([`MsChapV2`]), SHA-1 from [`flowsec_crypto::fixed`].
 
-use des::cipher::{BlockEncrypt, KeyInit};
-use md4::{Digest, Md4};
+use flowsec_crypto::fixed::sha1;
+use flowsec_crypto::MsChapV2;
 use zeroize::Zeroizing;
 
 /// The 16-octet NT password hash: MD4(UTF-16LE(password)) (§8.3).
-pub fn nt_password_hash(password: &[u8]) -> Zeroizing<[u8; 16]> {
+pub fn nt_password_hash(ms: &dyn MsChapV2, password: &[u8]) -> Zeroizing<[u8; 16]> {
     let text = String::from_utf8_lossy(password);
     let utf16: Zeroizing<Vec<u8>> =
         Zeroizing::new(text.encode_utf16().flat_map(u16::to_le_bytes).collect());
-    let mut out = Zeroizing::new([0u8; 16]);
-    out.copy_from_slice(&Md4::digest(&utf16[..]));
-    out
-}
-
-fn md4(data: &[u8]) -> Zeroizing<[u8; 16]> {
-    let mut out = Zeroizing::new([0u8; 16]);
-    out.copy_from_slice(&Md4::digest(data));
-    out
-}
-
-fn sha1(parts: &[&[u8]]) -> [u8; 20] {
-    let mut c = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA1_FOR_LEGACY_USE_ONLY);
-    for p in parts {
-        c.update(p);
-    }
-    let mut out = [0u8; 20];
-    out.copy_from_slice(c.finish().as_ref());
-    out
+    ms.md4(&utf16[..])
 }
 
 /// The user name as it goes into the challenge hash: without a leading
@@ -54,38 +36,18 @@ pub fn challenge_hash(peer: &[u8; 16], server: &[u8; 16], user: &[u8]) -> [u8; 8
     out
 }
 
-/// A 7-octet key part as a DES key with parity bits (§8.6).
-fn des_key(seven: &[u8]) -> [u8; 8] {
-    let mut k = [0u8; 8];
-    let bits = seven.iter().fold(0u64, |acc, &b| acc << 8 | u64::from(b));
-    for (i, byte) in k.iter_mut().enumerate() {
-        let v = ((bits >> (49 - 7 * i)) & 0x7f) as u8;
-        *byte = (v << 1) | ((v.count_ones() as u8 + 1) & 1);
-    }
-    k
-}
-
-/// ChallengeResponse (§8.5): the challenge hash encrypted with the three
-/// DES keys of the zero-padded 21-octet password hash.
-pub fn challenge_response(hash: &[u8; 8], password_hash: &[u8; 16]) -> [u8; 24] {
-    let mut z = Zeroizing::new([0u8; 21]);
-    z[..16].copy_from_slice(password_hash);
-    let mut out = [0u8; 24];
-    for i in 0..3 {
-        let key = Zeroizing::new(des_key(&z[7 * i..7 * i + 7]));
-        let cipher = des::Des::new_from_slice(&key[..]).expect("8-octet key");
-        let mut block = des::cipher::generic_array::GenericArray::clone_from_slice(hash);
-        cipher.encrypt_block(&mut block);
-        out[8 * i..8 * i + 8].copy_from_slice(&block);
-    }
-    out
-}
-
-/// GenerateNTResponse (§8.1).
-pub fn nt_response(server: &[u8; 16], peer: &[u8; 16], user: &[u8], password: &[u8]) -> [u8; 24] {
-    challenge_response(
+/// GenerateNTResponse (§8.1): ChallengeResponse (§8.5, the provider's)
+/// of the challenge hash with the password hash.
+pub fn nt_response(
+    ms: &dyn MsChapV2,
+    server: &[u8; 16],
+    peer: &[u8; 16],
+    user: &[u8],
+    password: &[u8],
+) -> [u8; 24] {
+    ms.challenge_response(
         &challenge_hash(peer, server, user),
-        &nt_password_hash(password),
+        &nt_password_hash(ms, password),
     )
 }
 
@@ -94,13 +56,14 @@ const MAGIC2: &[u8] = b"Pad to make it do more than one iteration";
 
 /// GenerateAuthenticatorResponse (§8.7): the 20 octets of `S=<hex>`.
 pub fn authenticator_response(
+    ms: &dyn MsChapV2,
     password: &[u8],
     nt_response: &[u8; 24],
     peer: &[u8; 16],
     server: &[u8; 16],
     user: &[u8],
 ) -> [u8; 20] {
-    let hash_hash = md4(&nt_password_hash(password)[..]);
+    let hash_hash = ms.md4(&nt_password_hash(ms, password)[..]);
     let digest = sha1(&[&hash_hash[..], nt_response, MAGIC1]);
     sha1(&[&digest, &challenge_hash(peer, server, user), MAGIC2])
 }
@@ -116,13 +79,13 @@ pub fn authenticator_string(resp: &[u8; 20]) -> String {
 
 /// The MSK (RFC 3079 §3.4 keys, as strongSwan and Windows build it):
 /// MasterReceiveKey | MasterSendKey | 32 zero octets.
-pub fn msk(password: &[u8], nt_response: &[u8; 24]) -> Zeroizing<Vec<u8>> {
+pub fn msk(ms: &dyn MsChapV2, password: &[u8], nt_response: &[u8; 24]) -> Zeroizing<Vec<u8>> {
     const M1: &[u8] = b"This is the MPPE Master Key";
     const M2: &[u8] =
         b"On the client side, this is the send key; on the server side, it is the receive key.";
     const M3: &[u8] =
         b"On the client side, this is the receive key; on the server side, it is the send key.";
-    let hash_hash = md4(&nt_password_hash(password)[..]);
+    let hash_hash = ms.md4(&nt_password_hash(ms, password)[..]);
     let master = Zeroizing::new(sha1(&[&hash_hash[..], nt_response, M1]));
     let (pad1, pad2) = ([0u8; 40], [0xf2u8; 40]);
     let recv = Zeroizing::new(sha1(&[&master[..16], &pad1, M2, &pad2]));
@@ -142,6 +105,10 @@ mod tests {
         hex::decode(s).unwrap().try_into().unwrap()
     }
 
+    fn ms() -> &'static dyn MsChapV2 {
+        flowsec_crypto::Provider::fastest().mschapv2().unwrap()
+    }
+
     /// RFC 2759 §9.2.
     #[test]
     fn rfc_2759_test_vectors() {
@@ -153,15 +120,15 @@ mod tests {
             h::<8>("D02E4386BCE91226")
         );
         assert_eq!(
-            *nt_password_hash(password),
+            *nt_password_hash(ms(), password),
             h::<16>("44EBBA8D5312B8D611474411F56989AE")
         );
-        let nt = nt_response(&server, &peer, user, password);
+        let nt = nt_response(ms(), &server, &peer, user, password);
         assert_eq!(
             nt,
             h::<24>("82309ECD8D708B5EA08FAA3981CD83544233114A3D85D6DF")
         );
-        let auth = authenticator_response(password, &nt, &peer, &server, user);
+        let auth = authenticator_response(ms(), password, &nt, &peer, &server, user);
         assert_eq!(
             authenticator_string(&auth),
             "S=407A5589115FD0D6209F510FE9C04566932CDA56"
@@ -181,7 +148,7 @@ mod tests {
     #[test]
     fn rfc_3079_keys() {
         let nt: [u8; 24] = h("82309ECD8D708B5EA08FAA3981CD83544233114A3D85D6DF");
-        let k = msk(b"clientPass", &nt);
+        let k = msk(ms(), b"clientPass", &nt);
         assert_eq!(k.len(), 64);
         assert_eq!(&k[..16], &h::<16>("d5f0e9521e3ea9589645e86051c82226"));
         // Magic3's half is the RFC's own SendStartKey128.

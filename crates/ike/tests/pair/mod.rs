@@ -325,7 +325,8 @@ pub fn loaded_config(tag: &str, conf: &str, files: &[(&str, &str)]) -> config::C
         std::fs::copy(fixtures().join(file), dir.join(sub).join(file)).unwrap();
     }
     std::fs::write(dir.join("swanctl.conf"), conf).unwrap();
-    let config = config::load(&dir.join("swanctl.conf")).unwrap_or_else(|e| panic!("{e}"));
+    let config = config::load(&Provider::rustcrypto(), &dir.join("swanctl.conf"))
+        .unwrap_or_else(|e| panic!("{e}"));
     std::fs::remove_dir_all(&dir).unwrap();
     config
 }

@@ -1,17 +1,21 @@
 //! The aws-lc backend. Each algorithm family lives in its own file; each file's
 //! `build` returns `None` for ids it does not implement. `ecdh` holds IKE's
-//! elliptic-curve groups, listed in [`super::IKE_KEY_EXCHANGES`].
+//! elliptic-curve groups, listed in [`super::IKE_KEY_EXCHANGES`]; `sign`
+//! its key provider and signature verification algorithms.
 
 mod aead;
 mod cipher;
 pub(super) mod ecdh;
 mod mac;
+pub(super) mod sign;
 
 use flowsec_wire::iana::{EncrId, IntegId};
 
 use super::HashAlg;
 use crate::traits::{Aead, Cipher, Hash, Integrity};
 use crate::{Backend, CryptoError};
+
+pub use sign::AwsLcKeys;
 
 /// The aws-lc backend.
 #[derive(Debug, Clone, Copy, Default)]

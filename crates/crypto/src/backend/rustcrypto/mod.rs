@@ -1,7 +1,7 @@
 //! The rustcrypto backend. Each algorithm family lives in its own file; each file's
 //! `build` returns `None` for ids it does not implement. `prf` and `modp`
 //! hold IKE's PRFs and MODP groups, listed in [`super::IKE_PRFS`] and
-//! [`super::IKE_KEY_EXCHANGES`].
+//! [`super::IKE_KEY_EXCHANGES`]; `mschapv2` EAP-MSCHAPv2's MD4 and DES.
 
 mod aead;
 mod cipher;
@@ -9,6 +9,7 @@ mod ivgen;
 mod mac;
 pub(super) mod modp;
 mod modp_primes;
+mod mschapv2;
 pub(super) mod prf;
 mod twofish;
 mod xcbc;
@@ -18,6 +19,8 @@ use flowsec_wire::iana::{EncrId, IntegId};
 use super::HashAlg;
 use crate::traits::{Aead, Cipher, Hash, Integrity};
 use crate::{Backend, CryptoError};
+
+pub use mschapv2::RustCryptoMsChapV2;
 
 /// The rustcrypto backend.
 #[derive(Debug, Clone, Copy, Default)]
