@@ -128,7 +128,7 @@ def main():
                 strings.append(f"{os.path.relpath(f, ROOT)}:{i}")
     readme = sum(1 for _ in open(os.path.join(ROOT, "README.md"), encoding="utf-8"))
     hosts = sorted({os.path.relpath(f, ROOT) for f in prod_files("crates/ike/src")
-                    if re.search(r"^impl(<[^>]*>)?\s+(Host|Ike)\b", open(f, encoding="utf-8").read(), re.M)})
+                    if re.search(r"^impl(<[^>]*>)?\s+(Host|Ike|Cx)\b", open(f, encoding="utf-8").read(), re.M)})
     print(f"functions over 80 lines: {len(fns80)}"
           f" (ike {sum('crates/ike' in f for f in fns80)}, daemon {sum('crates/daemon' in f for f in fns80)})")
     for f in fns80:

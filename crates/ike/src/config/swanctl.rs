@@ -124,7 +124,7 @@ pub const DEFAULT_REPLAY_WINDOW: u32 = 32;
 
 /// Turns the settings tree into a [`Config`].
 pub(crate) fn interpret(file: &str, root: &Section) -> Result<Config, ConfigError> {
-    let cx = Cx {
+    let cx = Reader {
         file,
         refs: Default::default(),
         pool_refs: Default::default(),
@@ -189,7 +189,9 @@ pub(crate) fn interpret(file: &str, root: &Section) -> Result<Config, ConfigErro
     Ok(config)
 }
 
-struct Cx<'a> {
+/// Reading one file: its name (errors name it) and what is checked once
+/// the whole file is read.
+struct Reader<'a> {
     file: &'a str,
     /// The files `certs`/`cacerts` name, with their lines.
     refs: std::cell::RefCell<Vec<CredRef>>,
@@ -204,7 +206,7 @@ fn values(sec: &Section) -> impl Iterator<Item = (&Setting, &str)> {
         .filter_map(|s| s.value.as_deref().map(|v| (s, v)))
 }
 
-impl Cx<'_> {
+impl Reader<'_> {
     fn err(&self, line: usize, key: String, kind: impl Into<ConfigErrorKind>) -> ConfigError {
         ConfigError::new(self.file, line, key, kind.into())
     }
@@ -762,7 +764,7 @@ fn conn_setting(
 }
 
 /// A CHILD_SA named `name` with strongSwan's defaults (its life and rand
-/// limits are set by [`Cx::child_lifetimes`]).
+/// limits are set by [`Reader::child_lifetimes`]).
 fn default_child(name: &str) -> ChildConfig {
     ChildConfig {
         name: name.to_string(),
