@@ -9,9 +9,9 @@ use flowsec_ipsec::{Mode, SaId};
 use crate::context::Cx;
 use crate::engine::Ike;
 use crate::error::CommandError;
-use crate::exchange::child::ts_string;
 use crate::kernel::Kernel;
 use crate::sa::{ChildSa, IkeState, Todo};
+use crate::ts::ts_string;
 
 /// One IKE SA, for listing.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -379,7 +379,7 @@ pub enum IkeEvent {
         reqid: u32,
     },
     /// A new configuration runs ([`crate::Ike::reload`]).
-    Reloaded(crate::reload::Reloaded),
+    Reloaded(Reloaded),
 }
 
 impl fmt::Display for IkeEvent {
@@ -649,7 +649,7 @@ impl fmt::Display for Selectors<'_> {
             if i > 0 {
                 f.write_str(" ")?;
             }
-            f.write_str(&crate::exchange::child::ts_string(t))?;
+            f.write_str(&crate::ts::ts_string(t))?;
         }
         Ok(())
     }
@@ -843,5 +843,37 @@ mod tests {
         for (event, line) in cases {
             assert_eq!(event.to_string(), line);
         }
+    }
+}
+
+/// What a reload did to each connection, by name, in the new file's
+/// order (removed ones in the old file's).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reloaded {
+    /// New connections, started as their `start_action` says.
+    pub added: Vec<String>,
+    /// Changed connections: the old one's IKE SAs deleted, the new one
+    /// started.
+    pub replaced: Vec<String>,
+    /// Connections no longer in the file: their IKE SAs deleted.
+    pub removed: Vec<String>,
+    /// Connections that stayed as they were, with their SAs.
+    pub unchanged: Vec<String>,
+}
+
+impl core::fmt::Display for Reloaded {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let mut parts = Vec::new();
+        for (what, names) in [
+            ("added", &self.added),
+            ("replaced", &self.replaced),
+            ("removed", &self.removed),
+        ] {
+            if !names.is_empty() {
+                parts.push(format!("{what} {}", names.join(", ")));
+            }
+        }
+        parts.push(format!("{} unchanged", self.unchanged.len()));
+        f.write_str(&parts.join("; "))
     }
 }

@@ -13,12 +13,14 @@ use flowsec_wire::ike::{emit_payloads, first_type, Header, Message, Notify, Payl
 
 use crate::config::{Config, ConnRef};
 use crate::context::Cx;
-use crate::engine::{Datagram, IkeStats, Settings};
 use crate::event::IkeEvent;
 use crate::exchange::Task;
 use crate::random::Random;
 use crate::sa::IkeSa;
+use crate::settings::Settings;
+use crate::stats::IkeStats;
 use crate::table::SaMut;
+use crate::transport::Datagram;
 
 /// This host's state beside its IKE SAs: configuration, crypto and
 /// randomness, what goes out (datagrams, events), counters, and the
@@ -52,7 +54,7 @@ pub(crate) struct Host {
     /// Policies of a replaced connection's Child SAs held as DISCARD once
     /// their SAs are gone, until the replacement's Child SA of the same
     /// name is up: reqid → (connection, child) by name ([`crate::reload`]).
-    pub(crate) holds: BTreeMap<u32, crate::reload::Hold>,
+    pub(crate) holds: BTreeMap<u32, Hold>,
     /// IKE SAs (our SPIs) whose `reauth_time` came, to authenticate again
     /// at the end of this poll ([`crate::reauth`]).
     pub(crate) reauth_due: Vec<u64>,
@@ -356,4 +358,13 @@ pub(crate) fn error_notify(msg: &Message) -> Option<&Notify> {
 /// Whether the message carries a notify of this type.
 pub(crate) fn has_notify(msg: &Message, ty: NotifyType) -> bool {
     notifies(msg).any(|n| n.ty == ty)
+}
+
+/// A replaced Child SA whose policies are held: its connection and child
+/// by name, and its peer (a gateway's connection serves many).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Hold {
+    pub conn: String,
+    pub child: String,
+    pub peer: Option<crate::config::Identity>,
 }

@@ -20,30 +20,9 @@ use crate::engine::Ike;
 use crate::event::IkeEvent;
 use crate::host::Host;
 use crate::kernel::Kernel;
+use crate::sa::PeerAuth;
 use crate::sa::{IkeSa, IkeState, Todo};
 use flowsec_wire::ike::{Message, Payload, CERT_X509_SIGNATURE};
-
-/// How a peer authenticated, for as long as the IKE SA and its
-/// successors (IKE rekeys) live.
-#[derive(Clone, Default)]
-pub(crate) struct PeerAuth {
-    /// When it authenticated (IKE_AUTH, or the end of EAP).
-    pub at: Duration,
-    /// When we authenticate again (`reauth_time`, jittered by
-    /// `rand_time`), if we do: only the side that initiated the IKE SA
-    /// (both would double the SAs at every `reauth_time`, neither deleting
-    /// the other's); the other waits for the hard limit, as strongSwan's
-    /// responder does.
-    pub reauth_at: Option<Duration>,
-    /// The IKE SA (our SPI) authenticating again in this one's place.
-    pub reauth_by: Option<u64>,
-    /// The certificates it sent (end entity first), to check again when
-    /// the credentials change.
-    pub certs: Vec<Vec<u8>>,
-    /// A reload's credentials no longer let it in: this IKE SA and any
-    /// successor a rekey in flight makes are deleted.
-    pub revoked: bool,
-}
 
 /// The X.509 certificates of CERT payloads in `msg`, as the peer sent them.
 fn cert_ders(msg: &Message) -> Vec<Vec<u8>> {

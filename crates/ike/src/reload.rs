@@ -34,7 +34,9 @@ use crate::config::{Config, ConnRef, StartAction};
 use crate::context::Cx;
 use crate::engine::Ike;
 use crate::event::IkeEvent;
+use crate::event::Reloaded;
 use crate::exchange::Task;
+use crate::host::Hold;
 use crate::host::Host;
 use crate::kernel::Kernel;
 use crate::sa::{IkeState, Todo};
@@ -44,21 +46,6 @@ use crate::table::SaMut;
 /// tuning: IKE_SA_INIT and IKE_AUTH with their retransmissions are done
 /// well before, unless the peer does not answer at all).
 pub const REPLACE_WAIT: Duration = Duration::from_secs(30);
-
-/// What a reload did to each connection, by name, in the new file's
-/// order (removed ones in the old file's).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Reloaded {
-    /// New connections, started as their `start_action` says.
-    pub added: Vec<String>,
-    /// Changed connections: the old one's IKE SAs deleted, the new one
-    /// started.
-    pub replaced: Vec<String>,
-    /// Connections no longer in the file: their IKE SAs deleted.
-    pub removed: Vec<String>,
-    /// Connections that stayed as they were, with their SAs.
-    pub unchanged: Vec<String>,
-}
 
 impl Ike {
     /// Run `config` from now on (checked and parsed by the caller, as at
@@ -238,15 +225,6 @@ impl Ike {
     }
 }
 
-/// A replaced Child SA whose policies are held: its connection and child
-/// by name, and its peer (a gateway's connection serves many).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Hold {
-    pub conn: String,
-    pub child: String,
-    pub peer: Option<crate::config::Identity>,
-}
-
 impl Cx<'_> {
     /// `reqid`'s Child SAs are gone and it is held: its policies become
     /// DISCARD (the route into the TUN stays, the packets are dropped
@@ -334,23 +312,6 @@ pub(crate) fn deleting(sa: &crate::sa::IkeSa) -> bool {
             sa.exch.task(),
             Some(Task::Delete(crate::exchange::info::Delete::Ike))
         )
-}
-
-impl core::fmt::Display for Reloaded {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let mut parts = Vec::new();
-        for (what, names) in [
-            ("added", &self.added),
-            ("replaced", &self.replaced),
-            ("removed", &self.removed),
-        ] {
-            if !names.is_empty() {
-                parts.push(format!("{what} {}", names.join(", ")));
-            }
-        }
-        parts.push(format!("{} unchanged", self.unchanged.len()));
-        f.write_str(&parts.join("; "))
-    }
 }
 
 impl Host {

@@ -208,7 +208,7 @@ impl Cx<'_> {
             sa.times.last_sent = self.now;
             let ka = vec![flowsec_wire::udp_encap::NAT_KEEPALIVE];
             self.host.stats.sent += 1;
-            self.host.out.push_back(crate::engine::Datagram {
+            self.host.out.push_back(crate::transport::Datagram {
                 transport: sa.path.transport,
                 local: sa.path.local,
                 remote: sa.path.remote,

@@ -243,6 +243,27 @@ fn ports(t: &TrafficSelector) -> PortRange {
     }
 }
 
+/// `10.1.0.0/24` or `10.1.0.1-10.1.0.9`, with `[proto/port]` if narrowed.
+pub(crate) fn ts_string(t: &TrafficSelector) -> String {
+    let prefixes = range_to_prefixes(t.start, t.end);
+    let mut s = if prefixes.len() == 1 {
+        format!("{}/{}", prefixes[0].addr(), prefixes[0].prefix_len())
+    } else {
+        format!("{}-{}", t.start, t.end)
+    };
+    if t.ip_protocol != 0 || t.start_port != 0 || t.end_port != 0xffff {
+        let ports = if t.start_port == 0 && t.end_port == 0xffff {
+            String::new()
+        } else if t.start_port == t.end_port {
+            format!("/{}", t.start_port)
+        } else {
+            format!("/{}-{}", t.start_port, t.end_port)
+        };
+        s += &format!("[{}{ports}]", t.ip_protocol);
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

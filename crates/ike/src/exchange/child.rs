@@ -510,27 +510,6 @@ impl Cx<'_> {
     }
 }
 
-/// `10.1.0.0/24` or `10.1.0.1-10.1.0.9`, with `[proto/port]` if narrowed.
-pub(crate) fn ts_string(t: &TrafficSelector) -> String {
-    let prefixes = ts::range_to_prefixes(t.start, t.end);
-    let mut s = if prefixes.len() == 1 {
-        format!("{}/{}", prefixes[0].addr(), prefixes[0].prefix_len())
-    } else {
-        format!("{}-{}", t.start, t.end)
-    };
-    if t.ip_protocol != 0 || t.start_port != 0 || t.end_port != 0xffff {
-        let ports = if t.start_port == 0 && t.end_port == 0xffff {
-            String::new()
-        } else if t.start_port == t.end_port {
-            format!("/{}", t.start_port)
-        } else {
-            format!("/{}-{}", t.start_port, t.end_port)
-        };
-        s += &format!("[{}{ports}]", t.ip_protocol);
-    }
-    s
-}
-
 /// A fresh CPI (RFC 3173 §3.3: 256 and up; the kernel interface hands out
 /// one that fits 16 bits for IPComp).
 pub(crate) fn cpi(k: &mut dyn Kernel) -> Option<u16> {

@@ -16,38 +16,7 @@ use core::time::Duration;
 
 use flowsec_wire::iana::ExchangeType;
 
-/// Retransmission as strongSwan does it by default (strongswan.conf
-/// `charon.retransmit_timeout` 4.0 s, `retransmit_base` 1.8,
-/// `retransmit_tries` 5): sends at 0, 4, 11.2, 24.2, 47.5 and 89.5 s, and
-/// gives up 165.5 s after the first send.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Retransmit {
-    /// Wait before the first retransmission.
-    pub timeout: Duration,
-    /// Each wait is this many times the one before.
-    pub base: f64,
-    /// Retransmissions before the peer is declared dead.
-    pub tries: u32,
-}
-
-impl Default for Retransmit {
-    fn default() -> Self {
-        Retransmit {
-            timeout: Duration::from_secs(4),
-            base: 1.8,
-            tries: 5,
-        }
-    }
-}
-
-impl Retransmit {
-    /// How long to wait after send number `n` (0 = the first send).
-    pub fn wait(&self, n: u32) -> Duration {
-        // Capped at a day: large settings must not overflow a Duration.
-        let secs = self.timeout.as_secs_f64() * self.base.powi(n.min(64) as i32);
-        Duration::try_from_secs_f64(secs.min(86_400.0)).unwrap_or(Duration::from_secs(86_400))
-    }
-}
+use crate::settings::Retransmit;
 
 /// A retransmitted request of the peer is answered again at most once in
 /// this long (our tuning): an honest initiator waits 4 s or more between
@@ -59,7 +28,7 @@ pub(crate) const RESEND_INTERVAL: Duration = Duration::from_secs(1);
 pub(crate) const RESEND_MAX: u8 = 8;
 
 /// The datagrams of one message as sent: one, or its fragments (RFC 7383).
-pub(crate) type Wire = Vec<Vec<u8>>;
+pub(crate) use crate::transport::Wire;
 
 /// A request of ours waiting for its response.
 pub(crate) struct Outstanding<T> {

@@ -25,7 +25,7 @@ pub(crate) mod init_responder;
 mod manager;
 pub(crate) mod rekey;
 
-pub use manager::Retransmit;
+pub use crate::settings::Retransmit;
 pub(crate) use manager::{Collide, Exchanges, RequestVerdict, Wire};
 
 use crate::exchange::auth::{AwaitingAuth, IkeAuth};
