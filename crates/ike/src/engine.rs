@@ -31,7 +31,6 @@ use crate::config::Config;
 use crate::context::Cx;
 use crate::event::IkeEvent;
 use crate::exchange::RequestVerdict;
-use crate::exchange::Task;
 use crate::host::{notify, Host};
 use crate::kernel::Kernel;
 use crate::nat::follow_peer;
@@ -164,12 +163,12 @@ impl Ike {
         let busy = self.sas.values().any(|sa| {
             Arc::ptr_eq(&sa.conn, &conn)
                 && (matches!(sa.state, IkeState::Connecting | IkeState::Authenticating)
-                    && sa.exch.task().and_then(Task::first_child) == Some(cj)
+                    && sa.exch.task().and_then(|t| t.first_child()) == Some(cj)
                     // A per-resource SA serves only its worker: with no
                     // fallback left, the others' traffic asks for one.
                     || sa.children.iter().any(|c| c.cfg == cj && c.cpu.is_none())
                     || sa.queue.contains(&Todo::CreateChild(cj))
-                    || sa.exch.task().and_then(Task::child_cfg) == Some(cj))
+                    || sa.exch.task().and_then(|t| t.child_cfg()) == Some(cj))
         });
         if busy {
             return;
@@ -332,7 +331,7 @@ impl Cx<'_> {
                         .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
                 }
             }
-            crate::exchange::answer(self, sa, header.exchange, header.message_id, msg)
+            answer(self, sa, header.exchange, header.message_id, msg)
         } else {
             self.host.stats.bad_message_id += 1;
             Then::Stay
@@ -525,6 +524,43 @@ impl Cx<'_> {
                     }
                 }
             }
+        }
+    }
+}
+
+/// A request of the peer, in order (the responder's side): routed to what
+/// answers it — the responder's wait of a half-open SA (IKE_AUTH), or the
+/// exchange the request opens.
+fn answer(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    exchange: ExchangeType,
+    mid: u32,
+    msg: Message,
+) -> Then {
+    match exchange {
+        ExchangeType::IKE_AUTH if sa.state == IkeState::HalfOpen => match sa.exch.take_passive() {
+            Some(awaiting) => awaiting.answer(cx, sa, mid, msg),
+            None => {
+                cx.stats.malformed += 1;
+                Then::Stay
+            }
+        },
+        ExchangeType::CREATE_CHILD_SA if sa.state == IkeState::Established => {
+            cx.child_request(sa, mid, msg)
+        }
+        ExchangeType::CREATE_CHILD_SA => {
+            // §2.25: rekeyed or being deleted: not now.
+            let n = notify(NotifyType::TEMPORARY_FAILURE, vec![]);
+            cx.respond(sa, exchange, mid, vec![n]);
+            Then::Stay
+        }
+        ExchangeType::INFORMATIONAL if sa.state != IkeState::HalfOpen => {
+            cx.informational_request(sa, mid, msg)
+        }
+        _ => {
+            cx.stats.malformed += 1;
+            Then::Stay
         }
     }
 }

@@ -35,7 +35,6 @@ use crate::context::Cx;
 use crate::engine::Ike;
 use crate::event::IkeEvent;
 use crate::event::Reloaded;
-use crate::exchange::Task;
 use crate::host::Hold;
 use crate::host::Host;
 use crate::kernel::Kernel;
@@ -308,10 +307,10 @@ impl Cx<'_> {
 /// Its DELETE is queued or under way already.
 pub(crate) fn deleting(sa: &crate::sa::IkeSa) -> bool {
     sa.queue.contains(&Todo::DeleteIke)
-        || matches!(
-            sa.exch.task(),
-            Some(Task::Delete(crate::exchange::info::Delete::Ike))
-        )
+        || sa
+            .exch
+            .task()
+            .is_some_and(|t| t.kind() == crate::exchange::Kind::DeleteIke)
 }
 
 impl Host {

@@ -13,7 +13,6 @@ use crate::config::RekeySwitch;
 use crate::context::Cx;
 use crate::engine::Ike;
 use crate::event::IkeEvent;
-use crate::exchange::Task;
 use crate::host::Host;
 use crate::kernel::Kernel;
 use crate::sa::{ChildState, IkeSa, IkeState, Todo};
@@ -291,7 +290,7 @@ impl Cx<'_> {
                     sa,
                     ExchangeType::INFORMATIONAL,
                     vec![],
-                    Task::Dpd(crate::exchange::info::Dpd),
+                    Box::new(crate::exchange::info::Dpd),
                 ),
             }
         }

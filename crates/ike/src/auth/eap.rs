@@ -28,8 +28,8 @@ use crate::context::Cx;
 use crate::eap::method::{Peer, PeerStep, Server, ServerStep};
 use crate::error::NegotiationError;
 use crate::event::IkeEvent;
-use crate::exchange::auth::{Authenticated, AwaitingAuth, IkeAuth, InitMessages};
-use crate::exchange::Task;
+use crate::exchange::auth::{Authenticated, AwaitingAuth, IkeAuth};
+use crate::exchange::InitMessages;
 use crate::host::Host;
 use crate::sa::IkeSa;
 use crate::table::{SaMut, Then};
@@ -221,7 +221,7 @@ impl Cx<'_> {
         payloads.push(Payload::Auth(auth));
         payloads.push(Payload::Eap(request));
         self.respond(sa, ExchangeType::IKE_AUTH, mid, payloads);
-        sa.exch.await_request(AwaitingAuth {
+        sa.exch.await_request(Box::new(AwaitingAuth {
             init,
             eap: Some(Box::new(EapServerSide {
                 server,
@@ -232,7 +232,7 @@ impl Cx<'_> {
                 idr,
                 msk: None,
             })),
-        });
+        }));
         Then::Stay
     }
 
@@ -260,10 +260,10 @@ impl Cx<'_> {
         match st.server.step(eap, challenge, &password) {
             ServerStep::Send(p) => {
                 self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![Payload::Eap(p)]);
-                sa.exch.await_request(AwaitingAuth {
+                sa.exch.await_request(Box::new(AwaitingAuth {
                     init,
                     eap: Some(st),
-                });
+                }));
                 Then::Stay
             }
             ServerStep::Success { packet, msk, user } => {
@@ -284,10 +284,10 @@ impl Cx<'_> {
                 );
                 self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![Payload::Eap(packet)]);
                 st.msk = Some(msk);
-                sa.exch.await_request(AwaitingAuth {
+                sa.exch.await_request(Box::new(AwaitingAuth {
                     init,
                     eap: Some(st),
-                });
+                }));
                 Then::Stay
             }
             ServerStep::Failure { packet, why } => {
@@ -434,7 +434,7 @@ impl Cx<'_> {
             let challenge = self.random16();
             match st.peer_side.step(eap, challenge) {
                 PeerStep::Send(r) => {
-                    let task = Task::IkeAuth(IkeAuth {
+                    let task = Box::new(IkeAuth {
                         init,
                         child,
                         eap: Some(st),
@@ -460,7 +460,7 @@ impl Cx<'_> {
                     };
                     st.msk = Some(msk);
                     let auth = Payload::Auth(auth);
-                    let task = Task::IkeAuth(IkeAuth {
+                    let task = Box::new(IkeAuth {
                         init,
                         child,
                         eap: Some(st),

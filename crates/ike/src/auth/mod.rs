@@ -22,7 +22,7 @@ use crate::cert::Rejection;
 use crate::config::{AuthKind, Identity};
 use crate::context::Cx;
 use crate::error::NegotiationError;
-use crate::exchange::auth::InitMessages;
+use crate::exchange::InitMessages;
 use crate::sa::IkeSa;
 
 /// What one AUTH payload covers (§2.15): the signer's IKE_SA_INIT message

@@ -24,25 +24,11 @@ use crate::error::NegotiationError;
 use crate::event::IkeEvent;
 use crate::exchange::child::{Answered, ChildRequest};
 use crate::exchange::child_responder::ChildAsked;
-use crate::exchange::Exchange;
-use crate::exchange::Task;
+use crate::exchange::{Awaiting, Exchange, InitMessages, Kind};
 use crate::host::{error_notify, has_notify, notify, Host};
+use crate::kernel::Kernel;
 use crate::sa::{IkeSa, IkeState};
 use crate::table::{SaMut, Then};
-
-/// What AUTH signs and is checked against (RFC 7296 §2.15): both
-/// IKE_SA_INIT messages as they went and their nonces. The nonces also go
-/// into the KEYMAT of the Child SA that IKE_AUTH makes (§2.17).
-pub(crate) struct InitMessages {
-    /// RealMessage1: the IKE_SA_INIT request.
-    pub request: Vec<u8>,
-    /// RealMessage2: the IKE_SA_INIT response.
-    pub response: Vec<u8>,
-    /// Ni.
-    pub ni: Vec<u8>,
-    /// Nr.
-    pub nr: Vec<u8>,
-}
 
 /// IKE_AUTH, initiator (§1.2): waits for the response.
 pub(crate) struct IkeAuth {
@@ -223,70 +209,9 @@ impl Cx<'_> {
         });
         sa.ids.local = Some(me);
         sa.state = IkeState::Authenticating;
-        let task = Task::IkeAuth(IkeAuth { init, child, eap });
+        let task = Box::new(IkeAuth { init, child, eap });
         self.request(sa, ExchangeType::IKE_AUTH, payloads, task);
         Then::Stay
-    }
-
-    /// Responder: check the initiator's AUTH and answer.
-    pub(crate) fn auth_request(&mut self, sa: &mut SaMut<'_>, mid: u32, msg: Message) -> Then {
-        let Some(AwaitingAuth { init, eap }) = sa.exch.take_passive() else {
-            self.host.stats.malformed += 1;
-            return Then::Stay;
-        };
-        if let Some(st) = eap {
-            return self.eap_server_step(sa, mid, msg, (init, st));
-        }
-        sa.conn = self.reselect(sa, &msg);
-        let no_auth = !msg.payloads.iter().any(|p| matches!(p, Payload::Auth(_)));
-        if no_auth && sa.conn.remote.auth == AuthKind::Eap {
-            return self.eap_server_start(sa, mid, msg, init);
-        }
-        let me = self.our_id(sa);
-        let peer = match self.peer_authenticated(sa, &init, &msg, &me) {
-            Ok(peer) => peer,
-            Err(why) => {
-                let (idi, _) = id_and_auth(&msg, true);
-                self.host.report(
-                    sa,
-                    IkeEvent::AuthFailed {
-                        from: sa.path.remote.ip(),
-                        id: idi.and_then(Identity::from_wire),
-                        why,
-                    },
-                );
-                return self.refuse_auth(sa, mid);
-            }
-        };
-        let idr = me.to_wire();
-        let asked = crate::auth::pubkey::has_certreq(&msg);
-        let (certs, auth) = match self.our_auth(
-            sa,
-            &init,
-            &idr,
-            Claim {
-                me: &me,
-                peer: &peer,
-            },
-            asked,
-        ) {
-            Ok(a) => a,
-            Err(e) => {
-                self.report_failed(sa, e);
-                return self.refuse_auth(sa, mid);
-            }
-        };
-        let mut payloads = vec![Payload::IdR(idr)];
-        payloads.extend(certs);
-        payloads.push(Payload::Auth(auth));
-        let answer = Authenticated {
-            first: &msg,
-            init: &init,
-            me,
-            peer,
-            payloads,
-        };
-        self.answer_authenticated(sa, mid, answer)
     }
 
     /// Responder: the initiator is authenticated (with AUTH, or at the end
@@ -562,9 +487,23 @@ impl Host {
 }
 
 impl Exchange for IkeAuth {
+    fn kind(&self) -> Kind {
+        Kind::IkeAuth
+    }
+
+    fn release(&self, k: &mut dyn Kernel) {
+        if let Some(req) = &self.child {
+            req.reserved().release(k);
+        }
+    }
+
+    fn first_child(&self) -> Option<usize> {
+        self.child.as_ref().map(|c| c.cfg)
+    }
+
     /// Initiator: the answer to IKE_AUTH.
-    fn process(self, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
-        let task = self;
+    fn process(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
+        let task = *self;
         if has_notify(&msg, NotifyType::AUTHENTICATION_FAILED) {
             if let Some(req) = &task.child {
                 req.reserved().release(cx.k);
@@ -606,5 +545,75 @@ impl Exchange for IkeAuth {
             return cx.fail(sa, NegotiationError::ResponderAuthBad);
         };
         cx.finish_initiator(sa, (init, child), peer, msg)
+    }
+}
+
+impl Awaiting for AwaitingAuth {
+    fn init(&self) -> &InitMessages {
+        &self.init
+    }
+
+    /// Responder: check the initiator's AUTH and answer.
+    fn answer(
+        self: Box<Self>,
+        cx: &mut Cx<'_>,
+        sa: &mut SaMut<'_>,
+        mid: u32,
+        msg: Message,
+    ) -> Then {
+        let AwaitingAuth { init, eap } = *self;
+        if let Some(st) = eap {
+            return cx.eap_server_step(sa, mid, msg, (init, st));
+        }
+        sa.conn = cx.reselect(sa, &msg);
+        let no_auth = !msg.payloads.iter().any(|p| matches!(p, Payload::Auth(_)));
+        if no_auth && sa.conn.remote.auth == AuthKind::Eap {
+            return cx.eap_server_start(sa, mid, msg, init);
+        }
+        let me = cx.our_id(sa);
+        let peer = match cx.peer_authenticated(sa, &init, &msg, &me) {
+            Ok(peer) => peer,
+            Err(why) => {
+                let (idi, _) = id_and_auth(&msg, true);
+                cx.host.report(
+                    sa,
+                    IkeEvent::AuthFailed {
+                        from: sa.path.remote.ip(),
+                        id: idi.and_then(Identity::from_wire),
+                        why,
+                    },
+                );
+                return cx.refuse_auth(sa, mid);
+            }
+        };
+        let idr = me.to_wire();
+        let asked = crate::auth::pubkey::has_certreq(&msg);
+        let (certs, auth) = match cx.our_auth(
+            sa,
+            &init,
+            &idr,
+            Claim {
+                me: &me,
+                peer: &peer,
+            },
+            asked,
+        ) {
+            Ok(a) => a,
+            Err(e) => {
+                cx.report_failed(sa, e);
+                return cx.refuse_auth(sa, mid);
+            }
+        };
+        let mut payloads = vec![Payload::IdR(idr)];
+        payloads.extend(certs);
+        payloads.push(Payload::Auth(auth));
+        let answer = Authenticated {
+            first: &msg,
+            init: &init,
+            me,
+            peer,
+            payloads,
+        };
+        cx.answer_authenticated(sa, mid, answer)
     }
 }

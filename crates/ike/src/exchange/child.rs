@@ -27,7 +27,7 @@ use crate::crypto::KeyExchange;
 use crate::error::ChildError;
 use crate::event::IkeEvent;
 use crate::exchange::Exchange;
-use crate::exchange::Task;
+use crate::exchange::{Collision, Kind};
 use crate::host::{error_notify, has_notify, notifies, notify, Host};
 use crate::install::Install;
 use crate::kernel::Kernel;
@@ -258,13 +258,13 @@ impl Cx<'_> {
         if let Some(old) = sa.children.iter_mut().find(|c| Some(c.spi_in) == rekey) {
             old.state = ChildState::Rekeying;
         }
-        let task = match rekey {
-            Some(old) => Task::ChildRekey(ChildRekey {
+        let task: crate::exchange::Task = match rekey {
+            Some(old) => Box::new(ChildRekey {
                 old,
                 req,
                 collision: None,
             }),
-            None => Task::ChildCreate(ChildCreate { req }),
+            None => Box::new(ChildCreate { req }),
         };
         self.request(sa, ExchangeType::CREATE_CHILD_SA, payloads, task);
     }
@@ -707,14 +707,48 @@ impl Host {
 }
 
 impl Exchange for ChildCreate {
-    fn process(self, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
+    fn kind(&self) -> Kind {
+        Kind::ChildCreate
+    }
+
+    fn process(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
         cx.child_response(sa, self.req, None, msg)
+    }
+
+    fn release(&self, k: &mut dyn Kernel) {
+        self.req.reserved().release(k);
+    }
+
+    fn child_cfg(&self) -> Option<usize> {
+        Some(self.req.cfg)
     }
 }
 
 impl Exchange for ChildRekey {
-    fn process(self, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
+    fn kind(&self) -> Kind {
+        Kind::ChildRekey
+    }
+
+    fn process(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
         let rekey = Some((self.old, self.collision));
         cx.child_response(sa, self.req, rekey, msg)
+    }
+
+    fn release(&self, k: &mut dyn Kernel) {
+        self.req.reserved().release(k);
+    }
+
+    fn child_cfg(&self) -> Option<usize> {
+        Some(self.req.cfg)
+    }
+
+    fn collide(&mut self, c: &Collision) -> bool {
+        match *c {
+            Collision::Child { old, theirs } if old == self.old => {
+                self.collision = Some(theirs);
+                true
+            }
+            _ => false,
+        }
     }
 }

@@ -17,7 +17,7 @@ use flowsec_wire::ike::{Delete as DeletePayload, Message, Payload};
 use crate::context::Cx;
 use crate::event::IkeEvent;
 use crate::exchange::Exchange;
-use crate::exchange::Task;
+use crate::exchange::Kind;
 use crate::host::error_notify;
 use crate::sa::{ChildState, IkeSa, IkeState};
 use crate::table::{SaMut, Then};
@@ -65,8 +65,15 @@ pub(crate) enum Delete {
 pub(crate) struct Dpd;
 
 impl Exchange for Delete {
-    fn process(self, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, _: Message) -> Then {
+    fn kind(&self) -> Kind {
         match self {
+            Delete::Children(_) => Kind::DeleteChildren,
+            Delete::Ike => Kind::DeleteIke,
+        }
+    }
+
+    fn process(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, _: Message) -> Then {
+        match *self {
             Delete::Children(spis) => {
                 for spi in spis {
                     cx.remove_child(sa, spi);
@@ -91,7 +98,11 @@ impl Exchange for Delete {
 }
 
 impl Exchange for Dpd {
-    fn process(self, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, _: Message) -> Then {
+    fn kind(&self) -> Kind {
+        Kind::Dpd
+    }
+
+    fn process(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, _: Message) -> Then {
         cx.kick(sa);
         Then::Stay
     }
@@ -189,7 +200,7 @@ impl Cx<'_> {
             sa,
             ExchangeType::INFORMATIONAL,
             vec![d],
-            Task::Delete(Delete::Children(vec![spi])),
+            Box::new(Delete::Children(vec![spi])),
         );
     }
 
@@ -205,7 +216,7 @@ impl Cx<'_> {
             sa,
             ExchangeType::INFORMATIONAL,
             vec![d],
-            Task::Delete(Delete::Ike),
+            Box::new(Delete::Ike),
         );
     }
 }

@@ -27,9 +27,9 @@ use crate::crypto::{self, IkeKeys, SkCrypto};
 use crate::engine::Ike;
 use crate::error::{CommandError, InitResponseError, NegotiationError};
 use crate::event::IkeEvent;
-use crate::exchange::auth::InitMessages;
 use crate::exchange::Exchanges;
-use crate::exchange::Task;
+use crate::exchange::InitMessages;
+use crate::exchange::{take_as, task_as, Exchange, Kind};
 use crate::host::{error_notify, has_notify, notifies, notify, parts, Host};
 use crate::kernel::Kernel;
 use crate::nat::{nat_detect, nat_hash};
@@ -117,7 +117,7 @@ impl Ike {
             if sa.state == IkeState::Established {
                 sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
                 Cx::new(&mut self.host, now, k).kick(&mut sa);
-            } else if sa.exch.task().and_then(Task::first_child) != Some(cfg) {
+            } else if sa.exch.task().and_then(|t| t.first_child()) != Some(cfg) {
                 // IKE_AUTH will carry the first child; the rest follow.
                 sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
             }
@@ -276,7 +276,7 @@ impl Cx<'_> {
         sa.exch.restart(
             ExchangeType::IKE_SA_INIT,
             vec![data.clone()],
-            Task::IkeInit(init),
+            Box::new(init),
             self.now,
             &self.host.settings.retransmit,
         );
@@ -295,7 +295,7 @@ impl Cx<'_> {
         // leaves our request and its retransmissions as they were, so a
         // forged answer cannot end or stall the attempt.
         let waiting = sa.exch.waiting(0, ExchangeType::IKE_SA_INIT);
-        if !matches!(waiting, Some(Task::IkeInit(_)))
+        if task_as::<IkeInit>(waiting).is_none()
             || sa.state != IkeState::Connecting
             || !sa.initiator
         {
@@ -312,7 +312,7 @@ impl Cx<'_> {
         if let Some(then) = self.init_notified(sa, &msg) {
             return then;
         }
-        let Some(Task::IkeInit(init)) = sa.exch.task() else {
+        let Some(init) = task_as::<IkeInit>(sa.exch.task()) else {
             return Then::Stay;
         };
         let p = parts(&msg);
@@ -333,7 +333,7 @@ impl Cx<'_> {
         let Some(sent) = sa.exch.answered(0, ExchangeType::IKE_SA_INIT) else {
             return Then::Stay;
         };
-        let Task::IkeInit(init) = sent.task else {
+        let Some(init) = take_as::<IkeInit>(sent.task) else {
             return Then::Stay;
         };
         sa.spi_r = header.spi_r;
@@ -374,7 +374,7 @@ impl Cx<'_> {
     /// unauthenticated, is noted and waited past (§2.21.1). `None`: none
     /// of them.
     fn init_notified(&mut self, sa: &mut SaMut<'_>, msg: &Message) -> Option<Then> {
-        let Some(Task::IkeInit(init)) = sa.exch.task() else {
+        let Some(init) = task_as::<IkeInit>(sa.exch.task()) else {
             return Some(Then::Stay);
         };
         let (retries, group) = (init.retries, init.ke.group());
@@ -417,7 +417,7 @@ impl Cx<'_> {
 
     /// Our IKE_SA_INIT again, changed by `change` (one retry more).
     fn init_again(&mut self, sa: &mut IkeSa, change: impl FnOnce(&mut IkeInit)) {
-        if let Some(Task::IkeInit(mut init)) = sa.exch.take_task() {
+        if let Some(mut init) = sa.exch.take_task().and_then(take_as::<IkeInit>) {
             init.retries += 1;
             change(&mut init);
             self.send_init(sa, init);
@@ -597,5 +597,21 @@ impl Host {
                 reason,
             },
         );
+    }
+}
+
+impl Exchange for IkeInit {
+    fn kind(&self) -> Kind {
+        Kind::IkeInit
+    }
+
+    /// Answered in the clear, before the SA has keys: [`Ike::handle_on`]
+    /// hands the answer to `init_response` before any decryption.
+    fn process(self: Box<Self>, _: &mut Cx<'_>, _: &mut SaMut<'_>, _: Message) -> Then {
+        Then::Stay
+    }
+
+    fn first_child(&self) -> Option<usize> {
+        self.first_child
     }
 }

@@ -23,8 +23,9 @@ use crate::config::{self, AddrSpec, ConnRef, IkeChosen};
 use crate::crypto::{self, KeyExchange};
 use crate::engine::{Arrival, Ike};
 use crate::event::IkeEvent;
-use crate::exchange::auth::{AwaitingAuth, InitMessages};
+use crate::exchange::auth::AwaitingAuth;
 use crate::exchange::init::{init_header, new_sa, promote_ike, NONCE_LEN};
+use crate::exchange::InitMessages;
 use crate::host::{has_notify, notify, parts, Host};
 use crate::nat::{nat_detect, nat_hash};
 use crate::sa::{IkeKeyState, IkeSa, IkeState};
@@ -102,8 +103,11 @@ impl Ike {
         }) else {
             return false;
         };
-        let again = sa.exch.passive().filter(|w| w.init.request == arrival.data);
-        let Some(response) = again.map(|w| w.init.response.clone()) else {
+        let again = sa
+            .exch
+            .passive()
+            .filter(|w| w.init().request == arrival.data);
+        let Some(response) = again.map(|w| w.init().response.clone()) else {
             return true;
         };
         // Found by its address: the peer's own.
@@ -305,7 +309,7 @@ impl Host {
         }
         .emit();
         sa.exch.responded(0, vec![response.clone()]);
-        sa.exch.await_request(AwaitingAuth {
+        sa.exch.await_request(Box::new(AwaitingAuth {
             eap: None,
             init: InitMessages {
                 request: arrival.data.to_vec(),
@@ -313,7 +317,7 @@ impl Host {
                 ni: offer.ni.to_vec(),
                 nr,
             },
-        });
+        }));
         self.push(sa.path.transport, local, remote, response);
         sa
     }

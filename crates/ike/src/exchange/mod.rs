@@ -1,9 +1,9 @@
-//! The tasks of an IKE SA: one type per exchange, each owning the state it
-//! needs until its exchange is done (strongSwan's tasks, without their
-//! vtables). The exchange manager ([`crate::exchange::Exchanges`]) holds
-//! them: the active task, whose request is in flight and which waits for
-//! its response, and the passive one, which waits for the peer's next
-//! request.
+//! The exchanges of an IKE SA, as strongSwan's tasks: each a type that
+//! owns the state it needs until its exchange is done and what the answer
+//! does ([`Exchange`]); the responder's wait for the peer's next request
+//! is one too ([`Awaiting`]). The exchange manager ([`Exchanges`]) holds
+//! them, boxed: this module names no exchange, so that one more (an
+//! IKE_INTERMEDIATE, a MOBIKE update) is a file of its own.
 //!
 //! ```text
 //!  initiator                                       responder
@@ -28,51 +28,120 @@ pub(crate) mod rekey;
 pub use crate::settings::Retransmit;
 pub(crate) use manager::{Collide, Exchanges, RequestVerdict, Wire};
 
-use crate::exchange::auth::{AwaitingAuth, IkeAuth};
-use crate::exchange::child::{ChildCreate, ChildRekey, ChildRequest};
-use flowsec_wire::iana::{ExchangeType, NotifyType};
+use core::any::Any;
+
 use flowsec_wire::ike::Message;
 
-use crate::host::notify;
-use crate::sa::IkeState;
-
 use crate::context::Cx;
-use crate::exchange::info::{Delete, Dpd};
-use crate::exchange::init::IkeInit;
-use crate::exchange::rekey::IkeRekey;
 use crate::kernel::Kernel;
 use crate::table::{SaMut, Then};
+
+/// The exchange manager of an IKE SA, with its tasks.
+pub(crate) type Manager = Exchanges<Task, Box<dyn Awaiting>>;
+
+/// What a request of ours in flight is for: the task that waits for its
+/// response.
+pub(crate) type Task = Box<dyn Exchange>;
+
+/// Which exchange a task is, for the few places that ask (a collision, a
+/// DELETE under way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// IKE_SA_INIT (RFC 7296 §1.2).
+    IkeInit,
+    /// IKE_AUTH, with the first Child SA if any (§1.2).
+    IkeAuth,
+    /// CREATE_CHILD_SA for a new Child SA (§1.3.1).
+    ChildCreate,
+    /// CREATE_CHILD_SA rekeying a Child SA (§1.3.3).
+    ChildRekey,
+    /// CREATE_CHILD_SA rekeying the IKE SA (§1.3.2).
+    IkeRekey,
+    /// INFORMATIONAL with DELETE of Child SAs (§1.4.1).
+    DeleteChildren,
+    /// INFORMATIONAL with DELETE of the IKE SA (§1.4.1).
+    DeleteIke,
+    /// An empty INFORMATIONAL: dead-peer detection (§1.4).
+    Dpd,
+}
 
 /// An exchange of ours in flight (strongSwan's task, initiator side): it
 /// built and sent its request, it holds what it needs until the answer
 /// comes, and it owns what the answer does. The engine only routes the
 /// response here (it is verified, in order, and passed the payload
 /// rules) and applies the [`Then`] it returns.
-pub(crate) trait Exchange {
+pub(crate) trait Exchange: AsAny {
+    /// Which exchange it is.
+    fn kind(&self) -> Kind;
+
     /// The answer `msg` to our request arrived on `sa`.
-    fn process(self, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then;
+    fn process(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then;
+
+    /// The task will not complete: give back what it reserved (the SPI
+    /// and CPI of a Child SA).
+    fn release(&self, _: &mut dyn Kernel) {}
+
+    /// The Child SA config it brings up first, while the IKE SA is being
+    /// made (IKE_AUTH carries it).
+    fn first_child(&self) -> Option<usize> {
+        None
+    }
+
+    /// The Child SA config a CREATE_CHILD_SA of ours is for.
+    fn child_cfg(&self) -> Option<usize> {
+        None
+    }
+
+    /// The peer rekeyed what this task rekeys, and we answered it (§2.8.1,
+    /// §2.8.2): take note; whether it was about this task.
+    fn collide(&mut self, _: &Collision) -> bool {
+        false
+    }
 }
 
-/// The exchange manager of an IKE SA, with its tasks.
-pub(crate) type Manager = Exchanges<Task, AwaitingAuth>;
+/// A task as its own type again (IKE_SA_INIT's, which its unencrypted
+/// answer finds before any SA has keys).
+pub(crate) trait AsAny: Any {
+    /// Itself, to be looked at as its own type.
+    fn as_any(&self) -> &dyn Any;
+    /// Itself, to be taken back as its own type.
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+}
 
-/// What a request of ours in flight is for: the task that waits for its
-/// response.
-pub(crate) enum Task {
-    /// IKE_SA_INIT (RFC 7296 §1.2).
-    IkeInit(IkeInit),
-    /// IKE_AUTH, with the first Child SA if any (§1.2).
-    IkeAuth(IkeAuth),
-    /// CREATE_CHILD_SA for a new Child SA (§1.3.1).
-    ChildCreate(ChildCreate),
-    /// CREATE_CHILD_SA rekeying a Child SA (§1.3.3).
-    ChildRekey(ChildRekey),
-    /// CREATE_CHILD_SA rekeying the IKE SA (§1.3.2).
-    IkeRekey(IkeRekey),
-    /// INFORMATIONAL with DELETE (§1.4.1).
-    Delete(Delete),
-    /// An empty INFORMATIONAL: dead-peer detection (§1.4).
-    Dpd(Dpd),
+impl<T: Any> AsAny for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+/// The responder's side between two requests of the peer: what the next
+/// one (IKE_AUTH after our IKE_SA_INIT answer, an EAP round) is checked
+/// against, and what answers it.
+pub(crate) trait Awaiting {
+    /// The IKE_SA_INIT messages and nonces AUTH covers (RFC 7296 §2.15).
+    fn init(&self) -> &InitMessages;
+
+    /// The peer's request `msg` (message ID `mid`) arrived on `sa`.
+    fn answer(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, mid: u32, msg: Message)
+        -> Then;
+}
+
+/// What AUTH signs and is checked against (RFC 7296 §2.15): both
+/// IKE_SA_INIT messages as they went and their nonces. The nonces also go
+/// into the KEYMAT of the Child SA that IKE_AUTH makes (§2.17).
+pub(crate) struct InitMessages {
+    /// RealMessage1: the IKE_SA_INIT request.
+    pub request: Vec<u8>,
+    /// RealMessage2: the IKE_SA_INIT response.
+    pub response: Vec<u8>,
+    /// Ni.
+    pub ni: Vec<u8>,
+    /// Nr.
+    pub nr: Vec<u8>,
 }
 
 /// A rekey of the peer that we answered while ours was in flight.
@@ -99,104 +168,34 @@ impl Collide for Task {
     type Collision = Collision;
 
     fn collide(&mut self, c: Collision) -> bool {
-        match (self, c) {
-            (Task::ChildRekey(t), Collision::Child { old, theirs }) if t.old == old => {
-                t.collision = Some(theirs);
-                true
-            }
-            (Task::IkeRekey(t), Collision::Ike { theirs, min_nonce }) => {
-                t.collision = Some((theirs, min_nonce));
-                true
-            }
-            _ => false,
-        }
+        (**self).collide(&c)
     }
 }
 
-impl Task {
-    /// The answer to its request: the task's own [`Exchange::process`].
-    pub fn process(self, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
-        match self {
-            // IKE_SA_INIT is answered in the clear, before any SA has keys
-            // (init.rs handles it before decryption).
-            Task::IkeInit(_) => Then::Stay,
-            Task::IkeAuth(t) => t.process(cx, sa, msg),
-            Task::ChildCreate(t) => t.process(cx, sa, msg),
-            Task::ChildRekey(t) => t.process(cx, sa, msg),
-            Task::IkeRekey(t) => t.process(cx, sa, msg),
-            Task::Delete(t) => t.process(cx, sa, msg),
-            Task::Dpd(t) => t.process(cx, sa, msg),
-        }
-    }
-
-    /// The Child SA config the task is bringing up first, while the IKE
-    /// SA is being made (IKE_AUTH carries it).
-    pub fn first_child(&self) -> Option<usize> {
-        match self {
-            Task::IkeInit(t) => t.first_child,
-            Task::IkeAuth(t) => t.child.as_ref().map(|c| c.cfg),
-            _ => None,
-        }
-    }
-
-    /// The Child SA config a CREATE_CHILD_SA of ours in flight is for.
-    pub fn child_cfg(&self) -> Option<usize> {
-        match self {
-            Task::ChildCreate(t) => Some(t.req.cfg),
-            Task::ChildRekey(t) => Some(t.req.cfg),
-            _ => None,
-        }
-    }
-
-    /// Its request for a Child SA, if it makes one.
-    fn child_request(&self) -> Option<&ChildRequest> {
-        match self {
-            Task::IkeAuth(t) => t.child.as_ref(),
-            Task::ChildCreate(t) => Some(&t.req),
-            Task::ChildRekey(t) => Some(&t.req),
-            _ => None,
-        }
-    }
-
-    /// The task will not complete: give back what it reserved (the SPI
-    /// and CPI of a Child SA).
-    pub fn release(&self, k: &mut dyn Kernel) {
-        if let Some(req) = self.child_request() {
-            req.reserved().release(k);
-        }
-    }
+/// The task in flight, if it is a `T`.
+pub(crate) fn task_as<T: Exchange>(task: Option<&Task>) -> Option<&T> {
+    // `(**t)`: the task itself, not its box (which is `Any` too).
+    task.and_then(|t| (**t).as_any().downcast_ref::<T>())
 }
 
-/// A request of the peer, in order (the responder's side): routed to the
-/// exchange that answers it.
-pub(crate) fn answer(
-    cx: &mut Cx<'_>,
-    sa: &mut SaMut<'_>,
-    exchange: ExchangeType,
-    mid: u32,
-    msg: Message,
-) -> Then {
-    match exchange {
-        ExchangeType::IKE_AUTH if sa.state == IkeState::HalfOpen => cx.auth_request(sa, mid, msg),
-        ExchangeType::CREATE_CHILD_SA if sa.state == IkeState::Established => {
-            cx.child_request(sa, mid, msg)
-        }
-        ExchangeType::CREATE_CHILD_SA => {
-            // §2.25: rekeyed or being deleted: not now.
-            cx.respond(
-                sa,
-                exchange,
-                mid,
-                vec![notify(NotifyType::TEMPORARY_FAILURE, vec![])],
-            );
-            Then::Stay
-        }
-        ExchangeType::INFORMATIONAL if sa.state != IkeState::HalfOpen => {
-            cx.informational_request(sa, mid, msg)
-        }
-        _ => {
-            cx.host.stats.malformed += 1;
-            Then::Stay
-        }
+/// A task taken out of the manager, if it is a `T`.
+pub(crate) fn take_as<T: Exchange>(task: Task) -> Option<T> {
+    AsAny::into_any(task).downcast::<T>().ok().map(|b| *b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::info::{Delete, Dpd};
+    use super::*;
+
+    /// The task inside the box, not the box (which is `Any` too).
+    #[test]
+    fn a_task_is_found_as_its_own_type() {
+        let t: Task = Box::new(Dpd);
+        assert!(task_as::<Dpd>(Some(&t)).is_some());
+        assert!(task_as::<Delete>(Some(&t)).is_none());
+        assert_eq!(t.kind(), Kind::Dpd);
+        assert!(take_as::<Delete>(Box::new(Delete::Ike)).is_some());
+        assert!(take_as::<Dpd>(t).is_some());
     }
 }

@@ -22,7 +22,7 @@ use crate::crypto::KeyExchange;
 use crate::event::IkeEvent;
 use crate::exchange::init::new_sa;
 use crate::exchange::Exchange;
-use crate::exchange::{Collision, Task};
+use crate::exchange::{Collision, Kind};
 use crate::host::{error_notify, notify};
 use crate::sa::{IkeSa, IkeState, Todo};
 use crate::table::{SaMut, Then};
@@ -96,7 +96,7 @@ impl Cx<'_> {
             sa,
             ExchangeType::CREATE_CHILD_SA,
             payloads,
-            Task::IkeRekey(IkeRekey {
+            Box::new(IkeRekey {
                 spi,
                 ni,
                 ke,
@@ -215,10 +215,13 @@ impl Cx<'_> {
     ) -> Result<RekeyAnswer, (NotifyType, Vec<u8>)> {
         let refuse = |ty| Err((ty, Vec::new()));
         // §2.25.2: not while a Child SA of ours is being made or deleted.
-        if matches!(
-            sa.exch.task(),
-            Some(Task::ChildCreate(_) | Task::ChildRekey(_) | Task::Delete(_))
-        ) {
+        let busy = [
+            Kind::ChildCreate,
+            Kind::ChildRekey,
+            Kind::DeleteChildren,
+            Kind::DeleteIke,
+        ];
+        if sa.exch.task().is_some_and(|t| busy.contains(&t.kind())) {
             return refuse(NotifyType::TEMPORARY_FAILURE);
         }
         let p = crate::host::parts(msg);
@@ -365,9 +368,23 @@ impl Cx<'_> {
 }
 
 impl Exchange for IkeRekey {
+    fn kind(&self) -> Kind {
+        Kind::IkeRekey
+    }
+
+    fn collide(&mut self, c: &Collision) -> bool {
+        match c {
+            Collision::Ike { theirs, min_nonce } => {
+                self.collision = Some((*theirs, min_nonce.clone()));
+                true
+            }
+            Collision::Child { .. } => false,
+        }
+    }
+
     /// Initiator: the answer to our IKE SA rekey.
-    fn process(self, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
-        let mut req = self;
+    fn process(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
+        let mut req = *self;
         let name = cx.host.conn_name(sa);
         let outcome = cx.ike_rekey_outcome(sa, &req, &msg);
         let (mut new, nr) = match outcome {
