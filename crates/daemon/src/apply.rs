@@ -5,30 +5,18 @@
 //! list of [`Change`]s, which every worker applies between two batches.
 
 use core::time::Duration;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use flowsec_crypto::Provider;
-use flowsec_ipsec::{Protocol, SaConfig, SaId, Sad, SecurityAssociation, Spd};
+use flowsec_ipsec::{Protocol, SaConfig, SaId, SecurityAssociation, Spd};
 use flowsec_setkey::Command;
 use flowsec_wire::udp_encap::NAT_T_PORT;
 use zeroize::Zeroizing;
 
-pub use crate::error::{ConfigError, StatementError};
 use crate::seqstate::{NonceKey, SeqRange, SeqState};
 
-/// The databases one worker runs with.
-#[derive(Debug, Default)]
-pub struct Databases {
-    /// Security associations.
-    pub sad: Sad,
-    /// Security policies.
-    pub spd: Spd,
-    /// Which of the control plane's SPD changes `spd` is (`WorkerChange::Spd`).
-    pub spd_epoch: u64,
-    /// The generation of each SA's installation (`WorkerChange::AddSa`):
-    /// pcrypt jobs numbered on another one are dropped (`crate::pcrypt`).
-    pub generations: HashMap<SaId, u64>,
-}
+mod error;
+pub use error::{ConfigError, StatementError};
 
 /// What the control plane knows of the configuration: each SA as it was
 /// added, without its keys (those live only in the workers' SAs), and the
@@ -382,40 +370,6 @@ pub(crate) fn without_keys(config: &SaConfig) -> SaConfig {
     c
 }
 
-/// Apply `changes` to one worker's databases. Staging checked them all
-/// (no duplicate SA, no missing one), so nothing here can fail.
-pub fn apply_to(db: &mut Databases, changes: Vec<WorkerChange>) {
-    for change in changes {
-        match change {
-            WorkerChange::AddSa(sa, generation) => {
-                db.generations.insert(sa.id(), generation);
-                // Staging refused duplicates.
-                let _ = db.sad.add(*sa);
-            }
-            WorkerChange::RemoveSa(id) => {
-                db.generations.remove(&id);
-                db.sad.remove(&id);
-            }
-            WorkerChange::Spd(spd, epoch) => {
-                db.spd = spd;
-                db.spd_epoch = epoch;
-            }
-            WorkerChange::Encap(id, encap) => {
-                if let Some(sa) = db.sad.lookup(&id).and_then(|h| db.sad.get_mut(h)) {
-                    sa.set_encap_ports(encap);
-                }
-            }
-            WorkerChange::Seq(id, range) => {
-                if let Some(sa) = db.sad.lookup(&id).and_then(|h| db.sad.get_mut(h)) {
-                    // Forward only (a raised ceiling leaves it where it is).
-                    let _ = sa.skip_seq_to(range.from.max(sa.seq()));
-                    sa.set_seq_ceiling(range.ceiling);
-                }
-            }
-        }
-    }
-}
-
 /// A [`Change`] made concrete for one worker.
 #[derive(Debug)]
 pub enum WorkerChange {
@@ -466,6 +420,7 @@ pub fn per_worker(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::datapath::Databases;
 
     const CAPS: Capabilities = Capabilities {
         udp4: true,
@@ -551,7 +506,7 @@ spdadd 10.1.0.0/16 10.2.0.0/16 any -P out ipsec esp/tunnel/192.0.2.1-192.0.2.2/r
             per_worker(&staged.changes, 3, &Provider::rustcrypto(), Duration::ZERO).unwrap();
         assert_eq!(lists.len(), 3);
         let mut db = Databases::default();
-        apply_to(&mut db, lists.into_iter().next().unwrap());
+        db.apply(lists.into_iter().next().unwrap());
         assert_eq!((db.sad.len(), db.spd.len()), (2, 1));
     }
 
@@ -663,7 +618,7 @@ spdadd 10.1.0.0/16 10.2.0.0/16 any -P out ipsec esp/tunnel/192.0.2.1-192.0.2.2/r
         ));
         let lists = per_worker(&changes, 1, &Provider::rustcrypto(), Duration::ZERO).unwrap();
         let mut db = Databases::default();
-        apply_to(&mut db, lists.into_iter().next().unwrap());
+        db.apply(lists.into_iter().next().unwrap());
         let gcm = db.sad.iter().find(|sa| sa.id().spi == 0x1001).unwrap();
         assert_eq!(gcm.seq_ceiling(), crate::seqstate::RESERVE);
         // No state directory to be had: refused, naming why.

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use zeroize::{Zeroize, Zeroizing};
 
 use crate::sys::privs::{self, PeerCred};
-use crate::worker::{SaReport, Stats};
+use crate::stats::{SaReport, Stats};
 
 /// Where `flowsec up` listens unless told otherwise.
 pub const DEFAULT_SOCKET: &str = "/run/flowsec/flowsec.sock";

@@ -41,10 +41,12 @@ use flowsec_ipsec::{
     SealError, Spd, SpdCache, UdpEndpoints,
 };
 
-use crate::apply::Databases;
 use crate::offload::VNET_HDR_LEN;
 use crate::pcrypt::Numbered;
 use crate::stats::Stats;
+
+mod db;
+pub use db::Databases;
 
 /// Datagrams a worker reassembles at once, at most (64 KiB each), in each
 /// direction.

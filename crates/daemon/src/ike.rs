@@ -13,8 +13,6 @@
 //!                                                   └► datagrams ─► UDP 500 / 4500 (+ non-ESP marker)
 //! ```
 
-mod queue;
-
 use core::fmt;
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
@@ -26,12 +24,10 @@ use flowsec_ipsec::{Direction, Policy, Protocol, SaConfig, SaId, Selector};
 use flowsec_wire::udp_encap::NON_ESP_MARKER;
 
 use crate::apply::{without_keys, Change, Model};
-use crate::stream::ConnId;
+use crate::channels::{
+    ike_channel, ConnId, IkeIn, IkeQueueCounters, IkeQueues, IkeSink, StreamSink, MAX_MESSAGE,
+};
 use crate::sys;
-pub(crate) use queue::IkeIn;
-pub(crate) use queue::IkeQueues;
-use queue::MAX_MESSAGE;
-pub use queue::{IkeQueueCounters, IkeSink};
 
 /// Receive buffer of the port-500 sockets.
 const RECV_BUFFER: usize = 4 << 20;
@@ -92,7 +88,7 @@ pub struct IkePlane {
     pending: Vec<Datagram>,
     /// IKE over TCP and TLS (RFC 9329), when a connection or
     /// `--tcp-listen` asks for it.
-    pub stream: Option<crate::stream::StreamSink>,
+    pub stream: Option<StreamSink>,
     /// The TCP ports the stream thread listens on.
     pub tcp_ports: Vec<u16>,
     /// SPIs handed out and not yet installed or released.
@@ -131,7 +127,7 @@ impl IkePlane {
             tracing::warn!(target: "net", "no UDP port {NAT_T_PORT}: IKE cannot float to it, no NAT traversal");
         }
         let wake = Arc::new(sys::eventfd().map_err(IkeSetupError::Eventfd)?);
-        let (sink, rx) = queue::channel(Arc::clone(&wake));
+        let (sink, rx) = ike_channel(Arc::clone(&wake));
         Ok((
             IkePlane {
                 ike,

@@ -24,7 +24,6 @@ use serde_json::{json, Value};
 use crate::apply::{self, Capabilities, Model, Query, Staged};
 use crate::control::{self, Control};
 use crate::datapath::Parallel;
-use crate::error::RunError;
 use crate::filter::Filter;
 use crate::ike::{IkePlane, PlaneKernel};
 use crate::reach::Workers;
@@ -32,13 +31,16 @@ use crate::routes::Routes;
 use crate::seqstate::{self, SeqRange, SeqState};
 use crate::sys;
 use crate::tool::ToolError;
-use crate::worker::{Report, SaReport, Stats};
+use crate::stats::{Report, SaReport, Stats};
+use crate::stream::StreamSetupError;
 
+mod error;
 mod metrics_page;
 mod reload;
 mod setup;
 mod spawn;
 mod streams;
+pub use error::RunError;
 use setup::{announce, Setup};
 use spawn::{stop_all, Spawn, WorkerHandle};
 use streams::open_streams;
@@ -165,7 +167,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
             Ok(h) => stream_thread = Some(h),
             Err(e) => {
                 stop_all(&stop, &boxes, std::mem::take(&mut handles));
-                return Err(RunError::Stream(format!("starting its thread: {e}")));
+                return Err(RunError::Stream(StreamSetupError::Spawn(e)));
             }
         }
     }
@@ -224,7 +226,7 @@ fn spawn_metrics(
 }
 
 /// The stream thread's counters, once, at the end.
-fn log_stream_counters(s: &crate::stream::StreamSink) {
+fn log_stream_counters(s: &crate::channels::StreamSink) {
     let counts: Vec<String> = s
         .counters()
         .named()
