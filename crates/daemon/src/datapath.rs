@@ -1,6 +1,6 @@
 //! The data path's decisions, without I/O: a worker reads a packet and
 //! asks [`Datapath`] what to do with it; the answer is an action the worker
-//! carries out with its sockets and TUN queues ([`crate::worker`]). Nothing
+//! carries out with its sockets and TUN queues. Nothing
 //! here reads the clock (`now` is an argument) or touches a descriptor, so
 //! every decision is unit-tested directly (the tests at the bottom).
 //!

@@ -49,13 +49,13 @@ mod tool;
 mod worker;
 
 pub use apply::{stage, Capabilities, Model, Staged};
+pub use apply::{ConfigError, StatementError};
 pub use control::DEFAULT_SOCKET;
 pub use control::{group_id, wipe_json, ControlError, GroupError};
 pub use datapath::{Databases, Parallel};
-pub use apply::{ConfigError, StatementError};
-pub use plane::RunError;
 pub use ike::IkeSetupError;
+pub use plane::RunError;
 pub use plane::{run, Options};
 pub use seqstate::{EntryKind, SeqStateError, DEFAULT_STATE_DIR};
-pub use tool::ToolError;
 pub use stats::Stats;
+pub use tool::ToolError;

@@ -29,10 +29,10 @@ use crate::ike::{IkePlane, PlaneKernel};
 use crate::reach::Workers;
 use crate::routes::Routes;
 use crate::seqstate::{self, SeqRange, SeqState};
-use crate::sys;
-use crate::tool::ToolError;
 use crate::stats::{Report, SaReport, Stats};
 use crate::stream::StreamSetupError;
+use crate::sys;
+use crate::tool::ToolError;
 
 mod error;
 mod metrics_page;

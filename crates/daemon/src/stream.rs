@@ -131,9 +131,9 @@ impl fmt::Display for StreamSetupError {
 impl std::error::Error for StreamSetupError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            StreamSetupError::Listen { error: e, .. } | StreamSetupError::Eventfd(e) | StreamSetupError::Spawn(e) => {
-                Some(e)
-            }
+            StreamSetupError::Listen { error: e, .. }
+            | StreamSetupError::Eventfd(e)
+            | StreamSetupError::Spawn(e) => Some(e),
             StreamSetupError::Tls(e) => Some(e),
         }
     }

@@ -22,4 +22,3 @@ pub use ike::{IkeQueueCounters, IkeSink};
 pub use mailbox::{Delivery, Inbox, Mailbox, Msg};
 pub(crate) use stream::{channel as stream_channel, Out, StreamQueues, QUEUE as STREAM_QUEUE};
 pub use stream::{count, ConnId, StreamSink};
-

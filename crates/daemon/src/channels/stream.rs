@@ -4,8 +4,8 @@
 //! counters; and [`ConnId`], the name IKE and the thread give a
 //! connection.
 
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use flowsec_ipsec::{Sad, SaId, Spd};
+use flowsec_ipsec::{SaId, Sad, Spd};
 
 use crate::apply::WorkerChange;
 

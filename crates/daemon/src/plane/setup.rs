@@ -8,16 +8,16 @@ use std::time::Duration;
 
 use flowsec_crypto::Provider;
 
+use super::RunError;
 use super::{reload, Options};
 use crate::apply::{self, Capabilities, ConfigError, Model, Staged, WorkerChange};
+use crate::channels::{Inbox, Mailbox};
 use crate::datapath::{Databases, Parallel};
-use super::RunError;
 use crate::filter::Filter;
 use crate::ike::IkePlane;
 use crate::routes::Routes;
 use crate::seqstate::SeqState;
 use crate::sys;
-use crate::channels::{Inbox, Mailbox};
 use crate::worker::{self, Io};
 
 /// What `flowsec up` sets up before any worker runs: the configuration

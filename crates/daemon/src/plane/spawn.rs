@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use super::setup::WorkerParts;
 use super::Options;
-use crate::datapath::Datapath;
 use super::RunError;
 use crate::channels::Mailbox;
+use crate::datapath::Datapath;
 use crate::stats::Stats;
 use crate::worker::{Worker, WorkerError};
 
