@@ -16,7 +16,7 @@
 use core::fmt;
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 use flowsec_ike::{Datagram, Ike, Kernel, SaUsage, IKE_PORT, NAT_T_PORT};
@@ -109,11 +109,11 @@ impl IkePlane {
             // coalesced past the message buffer and cut off.
             match sys::udp_encap_socket(IKE_PORT, false, v6, false) {
                 Ok(fd) => {
-                    sys::set_mark(fd.as_raw_fd(), crate::routes::BYPASS_MARK)
+                    sys::set_mark(fd.as_fd(), crate::routes::BYPASS_MARK)
                         .map_err(IkeSetupError::Mark)?;
                     // Room for a burst of IKE_SA_INIT (a flood is met with
                     // cookies, not with a full buffer).
-                    let _ = sys::set_recv_buffer(fd.as_raw_fd(), RECV_BUFFER);
+                    let _ = sys::set_recv_buffer(fd.as_fd(), RECV_BUFFER);
                     sock500.push((fd, v6));
                 }
                 Err(e) if !v6 => return Err(IkeSetupError::Port(e)),
@@ -161,11 +161,11 @@ impl IkePlane {
 
     /// Everything that arrived, through the core.
     pub fn receive(&mut self, now: std::time::Duration, k: &mut PlaneKernel<'_>) {
-        sys::clear_wake(self.wake.as_raw_fd());
+        sys::clear_wake(self.wake.as_fd());
         let (arrived, more) = self.rx.take();
         if more {
             // The rest on the next loop, after port 500 and the timers.
-            sys::wake(self.wake.as_raw_fd());
+            sys::wake(self.wake.as_fd());
         }
         for m in arrived {
             match m {
@@ -196,7 +196,7 @@ impl IkePlane {
             }
         }
         for i in 0..self.sock500.len() {
-            let fd = self.sock500[i].0.as_raw_fd();
+            let fd = self.sock500[i].0.as_fd();
             for _ in 0..64 {
                 let Ok(Some(d)) = sys::recv_datagram(fd, &mut self.buf) else {
                     break;

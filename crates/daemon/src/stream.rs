@@ -46,7 +46,7 @@ use core::fmt;
 use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpListener};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -275,7 +275,7 @@ impl Streams {
             }
             let now = self.start.elapsed();
             if ready[0].read {
-                sys::clear_wake(wake);
+                sys::clear_wake(self.parts.queues.wake.as_fd());
             }
             self.take_out(now);
             let first = 1 + self.parts.listeners.len();
@@ -399,7 +399,7 @@ impl Streams {
         }
         if !drained {
             // More waits: the next poll returns at once.
-            sys::wake(self.parts.queues.wake.as_raw_fd());
+            sys::wake(self.parts.queues.wake.as_fd());
         }
     }
 

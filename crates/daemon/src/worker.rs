@@ -12,7 +12,7 @@
 //! Workers never wait on the control plane: configuration changes and
 //! requests for counters arrive as messages, taken between batches.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -126,7 +126,7 @@ impl Io {
             }
             .map_err(|e| setup("raw receive socket", e))?;
             if workers > 1 {
-                sys::attach_filter(fd.as_raw_fd(), &steer::raw_filter(kind, workers, index))
+                sys::attach_filter(fd.as_fd(), &steer::raw_filter(kind, workers, index))
                     .map_err(|e| setup("SO_ATTACH_FILTER", e))?;
             }
             raw.push((fd, version, protocol));
@@ -155,7 +155,7 @@ impl Io {
             .chain(udp.as_ref())
             .chain(udp6.as_ref())
         {
-            sys::set_recv_buffer(fd.as_raw_fd(), RECV_BUFFER)
+            sys::set_recv_buffer(fd.as_fd(), RECV_BUFFER)
                 .map_err(|e| setup("receive buffer", e))?;
         }
         let send4 = sys::raw_sender_v4().map_err(|e| setup("raw send socket", e))?;
@@ -164,7 +164,7 @@ impl Io {
             .into_iter()
             .flatten()
         {
-            sys::set_mark(fd.as_raw_fd(), crate::routes::BYPASS_MARK)
+            sys::set_mark(fd.as_fd(), crate::routes::BYPASS_MARK)
                 .map_err(|e| setup("SO_MARK", e))?;
         }
         Ok(Io {
@@ -189,10 +189,7 @@ pub fn open_udp_group(workers: usize, v6: bool) -> Option<Vec<OwnedFd>> {
         .collect();
     let group = group.and_then(|group| {
         if workers > 1 {
-            sys::attach_reuseport_program(
-                group[0].as_raw_fd(),
-                &steer::reuseport_program(workers),
-            )?;
+            sys::attach_reuseport_program(group[0].as_fd(), &steer::reuseport_program(workers))?;
         }
         Ok(group)
     });
@@ -341,7 +338,7 @@ impl Worker {
                 st.stats.wakeups += 1;
             }
             if poll.ready[poll.mailbox_at] {
-                sys::clear_wake(self.wake.as_raw_fd());
+                sys::clear_wake(self.wake.as_fd());
             }
             // Also when not woken: recycled buffers arrive without a wake.
             self.take_mail(&mut st);
@@ -375,19 +372,16 @@ impl Worker {
             if poll.ready[1 + k] {
                 let mut f = |b: &mut PacketBuf| hands.inbound(b, None, now, st);
                 match version {
-                    IpVersion::V4 => drain_many(fd.as_raw_fd(), &mut bufs.many, &mut f),
-                    IpVersion::V6 => drain_raw_v6(fd.as_raw_fd(), *protocol, &mut bufs.buf, &mut f),
+                    IpVersion::V4 => drain_many(fd.as_fd(), &mut bufs.many, &mut f),
+                    IpVersion::V6 => drain_raw_v6(fd.as_fd(), *protocol, &mut bufs.buf, &mut f),
                 }
             }
         }
         for (socket, at) in [(&self.io.udp, poll.udp_at), (&self.io.udp6, poll.udp6_at)] {
             if let (Some(udp), true) = (socket, poll.ready[at]) {
-                drain_udp(
-                    udp.as_raw_fd(),
-                    &mut bufs.buf,
-                    &mut bufs.seg,
-                    &mut |b, from| hands.inbound(b, Some(from), now, st),
-                );
+                drain_udp(udp.as_fd(), &mut bufs.buf, &mut bufs.seg, &mut |b, from| {
+                    hands.inbound(b, Some(from), now, st)
+                });
             }
         }
     }

@@ -13,7 +13,7 @@
 //! ```
 
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
@@ -181,7 +181,7 @@ impl IkeSink {
 
     fn send(&self, queue: &SyncSender<IkeIn>, msg: IkeIn, full: &AtomicU64) {
         match queue.try_send(msg) {
-            Ok(()) => sys::wake(self.wake.as_raw_fd()),
+            Ok(()) => sys::wake(self.wake.as_fd()),
             Err(TrySendError::Full(_)) => {
                 full.fetch_add(1, Ordering::Relaxed);
             }

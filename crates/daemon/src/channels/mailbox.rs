@@ -3,7 +3,7 @@
 //! return channel of its pcrypt jobs. A worker never waits on it: a
 //! handoff to a full mailbox is dropped (and counted by the sender).
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -142,6 +142,6 @@ impl Mailbox {
 
     /// Make the worker look at its mailbox.
     pub fn wake(&self) {
-        sys::wake(self.wake.as_raw_fd());
+        sys::wake(self.wake.as_fd());
     }
 }

@@ -5,7 +5,7 @@
 //! connection.
 
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 
@@ -79,7 +79,7 @@ impl StreamSink {
         let n = batch.len();
         match self.tx.try_send(Out::Esp(batch)) {
             Ok(()) => {
-                sys::wake(self.wake.as_raw_fd());
+                sys::wake(self.wake.as_fd());
                 Ok(())
             }
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => Err(n),
@@ -126,7 +126,7 @@ impl StreamSink {
 
     fn to_ike_queue(&self, out: Out) {
         match self.ike_tx.try_send(out) {
-            Ok(()) => sys::wake(self.wake.as_raw_fd()),
+            Ok(()) => sys::wake(self.wake.as_fd()),
             Err(TrySendError::Full(_)) => count(&self.counters.ike_queue_full, 1),
             Err(TrySendError::Disconnected(_)) => {}
         }
