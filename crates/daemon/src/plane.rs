@@ -604,7 +604,7 @@ impl Plane {
         let now = self.start.elapsed();
         let refused = |error| CommitError::Refused {
             name: name.to_string(),
-            error,
+            error: Box::new(error),
         };
         let (changes, seq) =
             apply::reserve_sequences(changes, &self.seq, &self.state_dir).map_err(refused)?;
@@ -685,7 +685,10 @@ impl fmt::Display for PolicySyncError {
 enum CommitError {
     /// Refused before any worker had them (sequence numbers could not be
     /// recorded, an SA could not be copied): nothing changed.
-    Refused { name: String, error: ConfigError },
+    Refused {
+        name: String,
+        error: Box<ConfigError>,
+    },
     /// The routes or the filter could not follow the new policies: those
     /// were undone, the SA changes kept.
     PoliciesUndone {

@@ -127,6 +127,9 @@ impl Mailbox {
     /// Deliver `msg` if there is room, without waking the worker (a
     /// worker handing packets to another wakes it once, after its batch);
     /// the message back if the mailbox is full or the worker gone.
+    // The message comes back by value, as `try_send` gives it: boxing it
+    // would cost an allocation per refused handoff on the data path.
+    #[allow(clippy::result_large_err)]
     pub fn hand(&self, msg: Msg) -> Result<(), Msg> {
         self.tx.try_send(msg).map_err(|e| match e {
             TrySendError::Full(back) | TrySendError::Disconnected(back) => back,

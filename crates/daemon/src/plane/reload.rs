@@ -72,12 +72,12 @@ enum ReloadError {
     /// A connection wants TCP that this daemon does not serve.
     Tcp(TcpNeeded),
     /// The `--setkey` file was refused.
-    Setkey(SetkeyRefused),
+    Setkey(Box<SetkeyRefused>),
     /// The `--setkey` file's changes were refused or only partly applied
     /// ([`CommitError`]); with `ike_skipped`, the IKE configuration was
     /// then not reloaded.
     Commit {
-        error: CommitError,
+        error: Box<CommitError>,
         ike_skipped: bool,
     },
 }
@@ -195,7 +195,10 @@ impl Plane {
             None => None,
         };
         let setkey = match self.setkey_path.clone() {
-            Some(path) => Some(self.stage_setkey(&path).map_err(ReloadError::Setkey)?),
+            Some(path) => Some(
+                self.stage_setkey(&path)
+                    .map_err(|e| ReloadError::Setkey(Box::new(e)))?,
+            ),
             None => None,
         };
         let mut answer = json!({});
@@ -205,7 +208,7 @@ impl Plane {
                 // undone): remember those SAs as the file's.
                 self.manual.sas = s.manual.sas;
                 return Err(ReloadError::Commit {
-                    error,
+                    error: Box::new(error),
                     ike_skipped: self.ike_path.is_some(),
                 });
             }
@@ -377,7 +380,7 @@ impl Plane {
             spd.add(p.clone()).map_err(|error| SetkeyRefused::Policy {
                 name: name.to_string(),
                 direction: p.direction,
-                selector: p.selector.clone(),
+                selector: p.selector,
                 error,
             })?;
         }
