@@ -1,7 +1,7 @@
 //! The control socket (`/run/flowsec/flowsec.sock`, mode 0600): one JSON
-//! request line in, one JSON document out, then close. The control plane
-//! answers ([`crate::plane`]); this module is the socket and the shape of
-//! the answers.
+//! request line in, one JSON document out, then close. The control plane,
+//! which owns the socket, answers; this module is the socket and the
+//! shape of the answers.
 //!
 //! Requests: `{"cmd":"status"}`, `{"cmd":"sas"}`, `{"cmd":"policies"}`,
 //! `{"cmd":"stats"}`, `{"cmd":"setkey","name":N,"text":T}`, and with IKE
@@ -19,8 +19,8 @@ use flowsec_ipsec::{SaConfig, SaState};
 use serde_json::{json, Value};
 use zeroize::{Zeroize, Zeroizing};
 
+use crate::stats::{SaReport, Stats};
 use crate::sys::privs::{self, PeerCred};
-use crate::worker::{SaReport, Stats};
 
 /// Where `flowsec up` listens unless told otherwise.
 pub const DEFAULT_SOCKET: &str = "/run/flowsec/flowsec.sock";

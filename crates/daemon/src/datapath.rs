@@ -1,6 +1,6 @@
 //! The data path's decisions, without I/O: a worker reads a packet and
 //! asks [`Datapath`] what to do with it; the answer is an action the worker
-//! carries out with its sockets and TUN queues ([`crate::worker`]). Nothing
+//! carries out with its sockets and TUN queues. Nothing
 //! here reads the clock (`now` is an argument) or touches a descriptor, so
 //! every decision is unit-tested directly (the tests at the bottom).
 //!
@@ -41,10 +41,12 @@ use flowsec_ipsec::{
     SealError, Spd, SpdCache, UdpEndpoints,
 };
 
-use crate::apply::Databases;
 use crate::offload::VNET_HDR_LEN;
 use crate::pcrypt::Numbered;
 use crate::stats::Stats;
+
+mod db;
+pub use db::Databases;
 
 /// Datagrams a worker reassembles at once, at most (64 KiB each), in each
 /// direction.
@@ -246,6 +248,8 @@ impl Datapath {
         }
     }
 
+    /// One pass of a packet through the outbound path: its policy, what
+    /// the policy says, and (to protect it) its SAs and the seal.
     fn outbound_step(
         &mut self,
         buf: &mut PacketBuf,
@@ -261,34 +265,15 @@ impl Datapath {
         let policy = if flow.fragment {
             match self.db.spd.lookup_opaque(Direction::Out, &flow) {
                 OpaqueLookup::Decided(policy) => policy,
-                // Its ports decide, and a later fragment has none: never
-                // sent by a guess (RFC 4301 §7), but gathered on one worker
-                // and looked up whole.
-                OpaqueLookup::NeedsPorts => {
-                    let owner = owner_of_endpoints(flow.src, flow.dst, self.workers);
-                    if owner != self.index {
-                        return Step::Decided(hand_off(owner, from, stats));
-                    }
-                    stats.fragments_held += 1;
-                    return Step::Reassemble;
-                }
+                OpaqueLookup::NeedsPorts => return self.gather_fragment(&flow, from, stats),
             }
         } else {
             self.spd_cache.lookup(&self.db.spd, Direction::Out, &flow)
         };
-        let templates = match policy.map(|p| &p.action) {
-            Some(Action::Protect(templates)) => templates,
-            Some(Action::Discard) => return dropped(stats, DropReason::PolicyDiscard),
-            None if link_scope(&flow) => {
-                stats.no_policy += 1;
-                return Step::Decided(Outbound::Done);
-            }
-            // In the clear only by the latest policies: a worker that has
-            // not taken a change yet cannot know that it still allows this.
-            Some(Action::Bypass) | None if self.db.spd_epoch < latest_spd => {
-                return dropped(stats, DropReason::PolicyStale)
-            }
-            Some(Action::Bypass) | None => return Step::Decided(Outbound::Clear),
+        let spd_epoch = self.db.spd_epoch;
+        let templates = match protect_with(policy, &flow, spd_epoch, latest_spd, stats) {
+            Ok(templates) => templates,
+            Err(step) => return step,
         };
         // Flow-parallel: a worker with its own SAs for the policy seals
         // here; everyone else hands the packet to the owner of the
@@ -330,6 +315,18 @@ impl Datapath {
             }
             Err(SealError::Drop(reason)) => dropped(stats, reason),
         }
+    }
+
+    /// A fragment whose policy its ports decide, which only the first
+    /// fragment has: never sent by a guess (RFC 4301 §7), but gathered on
+    /// one worker (the endpoint pair's owner) and looked up whole.
+    fn gather_fragment(&self, flow: &Flow, from: Source, stats: &mut Stats) -> Step {
+        let owner = owner_of_endpoints(flow.src, flow.dst, self.workers);
+        if owner != self.index {
+            return Step::Decided(hand_off(owner, from, stats));
+        }
+        stats.fragments_held += 1;
+        Step::Reassemble
     }
 
     /// Pcrypt, owner: `a` with the generation of this worker's copy of
@@ -642,6 +639,33 @@ enum Step {
     /// Take the fragment in the buffer into the reassembly table, and go
     /// again with the datagram if it completed one.
     Reassemble,
+}
+
+/// What outbound `policy` (none: `None`) says of `flow`: the templates of
+/// the SAs to protect it with, or the verdict without them (`Err`). A
+/// worker whose SPD (`spd_epoch`) is older than the latest change sent
+/// (`latest_spd`) sends nothing in the clear.
+fn protect_with<'p>(
+    policy: Option<&'p Policy>,
+    flow: &Flow,
+    spd_epoch: u64,
+    latest_spd: u64,
+    stats: &mut Stats,
+) -> Result<&'p [SaTemplate], Step> {
+    match policy.map(|p| &p.action) {
+        Some(Action::Protect(templates)) => Ok(templates.as_slice()),
+        Some(Action::Discard) => Err(dropped(stats, DropReason::PolicyDiscard)),
+        None if link_scope(flow) => {
+            stats.no_policy += 1;
+            Err(Step::Decided(Outbound::Done))
+        }
+        // In the clear only by the latest policies: a worker that has
+        // not taken a change yet cannot know that it still allows this.
+        Some(Action::Bypass) | None if spd_epoch < latest_spd => {
+            Err(dropped(stats, DropReason::PolicyStale))
+        }
+        Some(Action::Bypass) | None => Err(Step::Decided(Outbound::Clear)),
+    }
 }
 
 fn dropped(stats: &mut Stats, reason: DropReason) -> Step {

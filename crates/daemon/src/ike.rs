@@ -13,12 +13,10 @@
 //!                                                   └► datagrams ─► UDP 500 / 4500 (+ non-ESP marker)
 //! ```
 
-mod queue;
-
 use core::fmt;
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 use flowsec_ike::{Datagram, Ike, Kernel, SaUsage, IKE_PORT, NAT_T_PORT};
@@ -26,12 +24,10 @@ use flowsec_ipsec::{Direction, Policy, Protocol, SaConfig, SaId, Selector};
 use flowsec_wire::udp_encap::NON_ESP_MARKER;
 
 use crate::apply::{without_keys, Change, Model};
-use crate::stream::ConnId;
+use crate::channels::{
+    ike_channel, ConnId, IkeIn, IkeQueueCounters, IkeQueues, IkeSink, StreamSink, MAX_MESSAGE,
+};
 use crate::sys;
-pub(crate) use queue::IkeIn;
-pub(crate) use queue::IkeQueues;
-use queue::MAX_MESSAGE;
-pub use queue::{IkeQueueCounters, IkeSink};
 
 /// Receive buffer of the port-500 sockets.
 const RECV_BUFFER: usize = 4 << 20;
@@ -92,7 +88,7 @@ pub struct IkePlane {
     pending: Vec<Datagram>,
     /// IKE over TCP and TLS (RFC 9329), when a connection or
     /// `--tcp-listen` asks for it.
-    pub stream: Option<crate::stream::StreamSink>,
+    pub stream: Option<StreamSink>,
     /// The TCP ports the stream thread listens on.
     pub tcp_ports: Vec<u16>,
     /// SPIs handed out and not yet installed or released.
@@ -113,11 +109,11 @@ impl IkePlane {
             // coalesced past the message buffer and cut off.
             match sys::udp_encap_socket(IKE_PORT, false, v6, false) {
                 Ok(fd) => {
-                    sys::set_mark(fd.as_raw_fd(), crate::routes::BYPASS_MARK)
+                    sys::set_mark(fd.as_fd(), crate::routes::BYPASS_MARK)
                         .map_err(IkeSetupError::Mark)?;
                     // Room for a burst of IKE_SA_INIT (a flood is met with
                     // cookies, not with a full buffer).
-                    let _ = sys::set_recv_buffer(fd.as_raw_fd(), RECV_BUFFER);
+                    let _ = sys::set_recv_buffer(fd.as_fd(), RECV_BUFFER);
                     sock500.push((fd, v6));
                 }
                 Err(e) if !v6 => return Err(IkeSetupError::Port(e)),
@@ -131,7 +127,7 @@ impl IkePlane {
             tracing::warn!(target: "net", "no UDP port {NAT_T_PORT}: IKE cannot float to it, no NAT traversal");
         }
         let wake = Arc::new(sys::eventfd().map_err(IkeSetupError::Eventfd)?);
-        let (sink, rx) = queue::channel(Arc::clone(&wake));
+        let (sink, rx) = ike_channel(Arc::clone(&wake));
         Ok((
             IkePlane {
                 ike,
@@ -165,11 +161,11 @@ impl IkePlane {
 
     /// Everything that arrived, through the core.
     pub fn receive(&mut self, now: std::time::Duration, k: &mut PlaneKernel<'_>) {
-        sys::clear_wake(self.wake.as_raw_fd());
+        sys::clear_wake(self.wake.as_fd());
         let (arrived, more) = self.rx.take();
         if more {
             // The rest on the next loop, after port 500 and the timers.
-            sys::wake(self.wake.as_raw_fd());
+            sys::wake(self.wake.as_fd());
         }
         for m in arrived {
             match m {
@@ -200,7 +196,7 @@ impl IkePlane {
             }
         }
         for i in 0..self.sock500.len() {
-            let fd = self.sock500[i].0.as_raw_fd();
+            let fd = self.sock500[i].0.as_fd();
             for _ in 0..64 {
                 let Ok(Some(d)) = sys::recv_datagram(fd, &mut self.buf) else {
                     break;

@@ -25,9 +25,9 @@
 #![deny(unsafe_code)]
 
 mod apply;
+mod channels;
 mod control;
 mod datapath;
-mod error;
 mod filter;
 mod fragid;
 mod ike;
@@ -48,13 +48,14 @@ mod sys;
 mod tool;
 mod worker;
 
-pub use apply::{stage, Capabilities, Databases, Model, Staged};
+pub use apply::{stage, Capabilities, Model, Staged};
+pub use apply::{ConfigError, StatementError};
 pub use control::DEFAULT_SOCKET;
 pub use control::{group_id, wipe_json, ControlError, GroupError};
-pub use datapath::Parallel;
-pub use error::{ConfigError, RunError, StatementError};
+pub use datapath::{Databases, Parallel};
 pub use ike::IkeSetupError;
+pub use plane::RunError;
 pub use plane::{run, Options};
 pub use seqstate::{EntryKind, SeqStateError, DEFAULT_STATE_DIR};
+pub use stats::Stats;
 pub use tool::ToolError;
-pub use worker::Stats;

@@ -24,7 +24,7 @@
 //! own counter gives that number again later: one nonce twice under the
 //! new key, RFC 4106 §8.1), nor an old copy a number of the new counter.
 //! So every installation of an SA has a generation, the same on every
-//! worker's copy ([`crate::reach::Workers::apply`] stamps it), a job
+//! worker's copy (the control plane stamps it as it sends the SA), a job
 //! carries the generation its number came from ([`Numbered`]), and a
 //! worker whose copy is of another generation drops the job
 //! (`crypto_stale_sa`); so does the owner when it finishes an inbound

@@ -18,28 +18,31 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use flowsec_crypto::Provider;
-use flowsec_setkey::{format_policy, format_sa, SaLive};
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::apply::{self, Capabilities, Model, Query, Staged};
-use crate::control::{self, Control};
+use crate::apply::{self, Capabilities, ConfigError, Model};
+use crate::channels::IkeSink;
+use crate::control::Control;
 use crate::datapath::Parallel;
-use crate::error::RunError;
 use crate::filter::Filter;
 use crate::ike::{IkePlane, PlaneKernel};
 use crate::reach::Workers;
 use crate::routes::Routes;
 use crate::seqstate::{self, SeqRange, SeqState};
+use crate::stats::{SaReport, Stats};
+use crate::stream::StreamSetupError;
 use crate::sys;
 use crate::tool::ToolError;
-use crate::worker::{Report, SaReport, Stats};
 
+mod answer;
+mod error;
 mod metrics_page;
 mod reload;
 mod setup;
 mod spawn;
 mod streams;
-use setup::{announce, Setup};
+pub use error::RunError;
+use setup::{announce, Setup, WorkerParts};
 use spawn::{stop_all, Spawn, WorkerHandle};
 use streams::open_streams;
 
@@ -103,30 +106,9 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     // instead of ending the process as it would by default.
     let _ = sys::catch_reload_signal();
     let start = Instant::now();
-    // The control socket first: with --ctl-group it is given to that
-    // group, which takes CAP_CHOWN; then only the network capabilities
-    // are kept, before any thread starts (threads inherit them).
-    let mut control = Control::bind(&opts.socket, opts.ctl_group).map_err(RunError::Control)?;
-    let metrics = opts.metrics.map(bind_metrics).transpose()?;
-    drop_privileges()?;
-    // Its thread after the privileges are dropped (a thread inherits them).
-    let metrics = metrics.map(spawn_metrics).transpose()?;
-    let provider = Provider::by_name(&opts.backend).ok_or_else(|| RunError::UnknownBackend {
-        name: opts.backend.clone(),
-    })?;
+    let (mut control, metrics, provider) = open_privileged(opts)?;
     let setup = Setup::prepare(opts, &provider)?;
-    let routes =
-        Routes::install(&opts.tun, opts.mtu, &setup.staged.model.spd).map_err(RunError::Routes)?;
-    // The RFC 9329 streams' ports pass the filter (issue 29 item 13).
-    let tcp_ports = setup.ike.as_ref().map_or_else(Vec::new, |(plane, _)| {
-        streams::listen_ports(&opts.tcp_listen, plane.ike.connections())
-    });
-    let filter = if opts.plaintext_filter {
-        Filter::install(&opts.tun, &tcp_ports, &setup.staged.model.spd).map_err(RunError::Filter)?
-    } else {
-        tracing::warn!(target: "cfg", "--no-plaintext-filter: plaintext that an inbound policy covers is not dropped (RFC 4301 §5.2)");
-        Filter::none(&opts.tun)
-    };
+    let (routes, filter) = route_and_filter(opts, &setup)?;
     announce(opts, &setup, &routes, &filter);
     let stop = Arc::new(AtomicBool::new(false));
     let spd_epoch = Arc::new(AtomicU64::new(0));
@@ -140,35 +122,16 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         manual,
         ..
     } = setup;
-    let sink = ike.as_ref().map(|(_, sink)| sink.clone());
-    let (mut ike, streams) = match ike {
-        Some((mut plane, sink)) => {
-            let streams = open_streams(opts, &mut plane)?;
-            plane.stream = streams.as_ref().map(|(s, _)| s.clone());
-            (Some((plane, sink)), streams)
-        }
-        None => (None, None),
-    };
     let spawn = Spawn {
         opts,
         boxes: &boxes,
         stop: &stop,
         spd_epoch: &spd_epoch,
-        ike: sink.clone(),
-        stream: streams.as_ref().map(|(s, _)| s.clone()),
+        ike: ike.as_ref().map(|(_, sink)| sink.clone()),
+        stream: None,
         start,
     };
-    let mut handles = spawn.workers(parts)?;
-    let mut stream_thread = None;
-    if let (Some((_, parts)), Some(sink)) = (streams, sink) {
-        match parts.spawn(sink, boxes.clone(), Arc::clone(&stop), start) {
-            Ok(h) => stream_thread = Some(h),
-            Err(e) => {
-                stop_all(&stop, &boxes, std::mem::take(&mut handles));
-                return Err(RunError::Stream(format!("starting its thread: {e}")));
-            }
-        }
-    }
+    let (ike, handles, stream_thread) = start_threads(spawn, ike, parts)?;
     let mut plane = Plane {
         tun: opts.tun.clone(),
         model: staged.model,
@@ -178,7 +141,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         provider,
         caps,
         start,
-        ike: ike.take().map(|(plane, _)| plane),
+        ike,
         volume_checked: None,
         ctl_refused: 0,
         seq: seq_state,
@@ -205,6 +168,79 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     result
 }
 
+/// What needs the privileges `flowsec up` starts with: the control
+/// socket (with `--ctl-group` it is given to that group, which takes
+/// CAP_CHOWN) and the `--metrics` socket; then only the network
+/// capabilities are kept, before any thread starts (threads inherit
+/// them), and the metrics thread and the crypto provider come after.
+fn open_privileged(
+    opts: &Options,
+) -> Result<(Control, Option<crate::metrics::Publisher>, Provider), RunError> {
+    let control = Control::bind(&opts.socket, opts.ctl_group).map_err(RunError::Control)?;
+    let metrics = opts.metrics.map(bind_metrics).transpose()?;
+    drop_privileges()?;
+    // Its thread after the privileges are dropped (a thread inherits them).
+    let metrics = metrics.map(spawn_metrics).transpose()?;
+    let provider = Provider::by_name(&opts.backend).ok_or_else(|| RunError::UnknownBackend {
+        name: opts.backend.clone(),
+    })?;
+    Ok((control, metrics, provider))
+}
+
+/// The routes into the TUN device and the plaintext filter, for the
+/// staged SPD.
+fn route_and_filter(opts: &Options, setup: &Setup) -> Result<(Routes, Filter), RunError> {
+    let routes =
+        Routes::install(&opts.tun, opts.mtu, &setup.staged.model.spd).map_err(RunError::Routes)?;
+    // The RFC 9329 streams' ports pass the filter (issue 29 item 13).
+    let tcp_ports = setup.ike.as_ref().map_or_else(Vec::new, |(plane, _)| {
+        streams::listen_ports(&opts.tcp_listen, plane.ike.connections())
+    });
+    let filter = if opts.plaintext_filter {
+        Filter::install(&opts.tun, &tcp_ports, &setup.staged.model.spd).map_err(RunError::Filter)?
+    } else {
+        tracing::warn!(target: "cfg", "--no-plaintext-filter: plaintext that an inbound policy covers is not dropped (RFC 4301 §5.2)");
+        Filter::none(&opts.tun)
+    };
+    Ok((routes, filter))
+}
+
+/// The stream thread's listeners (RFC 9329, when IKE wants them), the
+/// workers, then the stream thread; if that cannot start, the workers
+/// are stopped again. Returns IKE's plane (which sends through the
+/// stream thread), the workers' handles and the stream thread's.
+fn start_threads(
+    mut spawn: Spawn<'_>,
+    ike: Option<(IkePlane, IkeSink)>,
+    parts: Vec<WorkerParts>,
+) -> Result<StartedThreads, RunError> {
+    let (ike, streams) = match ike {
+        Some((mut plane, _)) => {
+            let streams = open_streams(spawn.opts, &mut plane)?;
+            plane.stream = streams.as_ref().map(|(s, _)| s.clone());
+            (Some(plane), streams)
+        }
+        None => (None, None),
+    };
+    spawn.stream = streams.as_ref().map(|(s, _)| s.clone());
+    let mut handles = spawn.workers(parts)?;
+    let mut stream_thread = None;
+    if let (Some((_, parts)), Some(sink)) = (streams, spawn.ike.clone()) {
+        let boxes = spawn.boxes.to_vec();
+        match parts.spawn(sink, boxes, Arc::clone(spawn.stop), spawn.start) {
+            Ok(h) => stream_thread = Some(h),
+            Err(e) => {
+                stop_all(spawn.stop, spawn.boxes, std::mem::take(&mut handles));
+                return Err(RunError::Stream(StreamSetupError::Spawn(e)));
+            }
+        }
+    }
+    Ok((ike, handles, stream_thread))
+}
+
+/// What [`start_threads`] started.
+type StartedThreads = (Option<IkePlane>, Vec<WorkerHandle>, Option<JoinHandle<()>>);
+
 /// `--metrics ADDR`: its socket, bound before the privileges go.
 fn bind_metrics(
     addr: std::net::SocketAddr,
@@ -224,7 +260,7 @@ fn spawn_metrics(
 }
 
 /// The stream thread's counters, once, at the end.
-fn log_stream_counters(s: &crate::stream::StreamSink) {
+fn log_stream_counters(s: &crate::channels::StreamSink) {
     let counts: Vec<String> = s
         .counters()
         .named()
@@ -555,152 +591,6 @@ impl Plane {
         Some(i32::try_from(left.as_millis()).unwrap_or(i32::MAX))
     }
 
-    fn answer(&mut self, request: &Value) -> Value {
-        match request.get("cmd").and_then(Value::as_str) {
-            Some("status") => self.status_json(),
-            Some("sas") => self.sas_json(),
-            Some(cmd @ ("initiate" | "terminate" | "rekey")) => self.ike_command(cmd, request),
-            Some("policies") => {
-                Value::Array(self.model.spd.iter().map(control::policy_json).collect())
-            }
-            Some("stats") => self.stats_json(),
-            Some("reload") => {
-                let answer = self.reload();
-                log_reload(&answer);
-                answer
-            }
-            Some("setkey") => {
-                let name = request.get("name").and_then(Value::as_str).unwrap_or("-");
-                match request.get("text").and_then(Value::as_str) {
-                    Some(text) => self.setkey(name, text),
-                    None => json!({"error": "setkey: missing \"text\""}),
-                }
-            }
-            Some(other) => json!({
-                "error": format!("unknown command '{other}' (status, sas, policies, stats, setkey, reload, initiate, terminate, rekey)")
-            }),
-            None => json!({"error": "missing \"cmd\""}),
-        }
-    }
-
-    /// `ctl status`.
-    fn status_json(&self) -> Value {
-        json!({
-            "tun": self.tun,
-            "uptime_s": self.start.elapsed().as_secs_f64(),
-            "workers": self.workers.len(),
-            "worker_health": self.workers.status(),
-            "sas": self.model.sas.len(),
-            "policies": self.model.spd.len(),
-            "plaintext_filter": {
-                "table": self.filter.table(),
-                "stale": self.filter.stale(),
-            },
-            "capabilities": capability_names(),
-            "no_new_privs": sys::privs::no_new_privs(),
-            "ctl_refused": self.ctl_refused,
-        })
-    }
-
-    /// `ctl sas`: the SAs as the workers see them, and the IKE SAs.
-    fn sas_json(&mut self) -> Value {
-        let seen = self.seen();
-        let sas: Vec<Value> = self
-            .model
-            .sas
-            .iter()
-            .map(|(id, c)| control::sa_json(c, &seen.sa(*id, self.start)))
-            .collect();
-        let now = self.start.elapsed();
-        let ike: Vec<Value> = self.ike.as_ref().map_or_else(Vec::new, |ike| {
-            ike.ike
-                .list(now)
-                .iter()
-                .map(|sa| control::ike_sa_json(sa, |id| seen.sa(id, self.start).live))
-                .collect()
-        });
-        json!({"ike_sas": ike, "sas": sas})
-    }
-
-    /// `ctl initiate | terminate | rekey [IKE [CHILD]]`.
-    fn ike_command(&mut self, cmd: &str, request: &Value) -> Value {
-        let field = |k: &str| request.get(k).and_then(Value::as_str).map(str::to_string);
-        let (ike, child) = (field("ike"), field("child"));
-        let done = self.ike_step(|p, now, k| match cmd {
-            "initiate" => p
-                .ike
-                .initiate(now, ike.as_deref(), child.as_deref(), k)
-                .map(|()| 1),
-            "terminate" => p.ike.terminate(now, ike.as_deref(), child.as_deref(), k),
-            _ => p.ike.rekey(now, ike.as_deref(), child.as_deref(), k),
-        });
-        match done {
-            None => {
-                json!({"error": format!("{cmd}: this daemon runs without IKE (flowsec up -c FILE)")})
-            }
-            Some(Err(e)) => json!({"error": format!("{cmd}: {e}")}),
-            Some(Ok(n)) => json!({"ok": n}),
-        }
-    }
-
-    /// `ctl stats`: the workers' counters summed, and IKE's.
-    fn stats_json(&mut self) -> Value {
-        let mut v = control::stats_json(&self.seen().stats);
-        if let Some(ike) = &self.ike {
-            let s = ike.ike.stats();
-            let m: serde_json::Map<String, Value> = s
-                .named()
-                .iter()
-                .map(|(k, n)| (k.to_string(), json!(n)))
-                .collect();
-            v["ike"] = Value::Object(m);
-            v["ike"]["ike_sas"] = json!(ike.ike.list(self.start.elapsed()).len());
-            let m: serde_json::Map<String, Value> = ike
-                .queue_counters()
-                .named()
-                .into_iter()
-                .map(|(k, n)| (k.to_string(), json!(n)))
-                .collect();
-            v["ike_queue"] = Value::Object(m);
-            if let Some(s) = &ike.stream {
-                let m: serde_json::Map<String, Value> = s
-                    .counters()
-                    .named()
-                    .into_iter()
-                    .map(|(k, n)| (k.to_string(), json!(n)))
-                    .collect();
-                v["tcp"] = Value::Object(m);
-            }
-        }
-        if let Some(m) = self.metrics_stats() {
-            v["metrics"] = m;
-        }
-        v
-    }
-
-    /// Stage `text`, and if it passes every check, apply it everywhere.
-    fn setkey(&mut self, name: &str, text: &str) -> Value {
-        let now = self.start.elapsed();
-        let staged = apply::stage(&self.model, name, text, &self.provider, self.caps, now);
-        let Staged {
-            model,
-            changes,
-            queries,
-            warnings,
-            ..
-        } = match staged {
-            Ok(s) => s,
-            Err(e) => return json!({"error": e.to_string()}),
-        };
-        match self.commit(name, model, changes) {
-            Ok(applied) => {
-                let output = self.answer_queries(&queries);
-                json!({"applied": applied, "warnings": warnings, "output": output})
-            }
-            Err(e) => json!({ "error": e }),
-        }
-    }
-
     /// Apply staged `changes` (from input named `name`) everywhere and
     /// make `model` the model: the workers first, then routes and the
     /// plaintext filter. Returns how many changes, or why they were
@@ -710,12 +600,16 @@ impl Plane {
         name: &str,
         model: Model,
         changes: Vec<apply::Change>,
-    ) -> Result<usize, String> {
+    ) -> Result<usize, CommitError> {
         let now = self.start.elapsed();
-        let (changes, seq) = apply::reserve_sequences(changes, &self.seq, &self.state_dir)
-            .map_err(|e| format!("{name}: {e}"))?;
+        let refused = |error| CommitError::Refused {
+            name: name.to_string(),
+            error: Box::new(error),
+        };
+        let (changes, seq) =
+            apply::reserve_sequences(changes, &self.seq, &self.state_dir).map_err(refused)?;
         let lists = apply::per_worker(&changes, self.workers.len(), &self.provider, now)
-            .map_err(|e| format!("{name}: {e}"))?;
+            .map_err(refused)?;
         // The batch goes to the workers: its SAs are the ones whose
         // sequence numbers are now held (not before: a refused batch
         // must leave the running SAs' reservations as they were).
@@ -735,7 +629,7 @@ impl Plane {
                         .sync(&model.spd)
                         .map_err(PolicySyncError::Filter)
                 });
-            if let Err(e) = synced {
+            if let Err(error) = synced {
                 // iproute2 or nftables refused what was checked: put the
                 // policies, routes and filter back as they were. The SA
                 // changes stay (the workers hold no copy of a deleted SA's
@@ -750,9 +644,10 @@ impl Plane {
                 let mut kept = self.model.clone();
                 kept.sas = model.sas;
                 self.model = kept;
-                return Err(format!(
-                    "{name}: {e}: the policy changes were undone, the SA changes kept"
-                ));
+                return Err(CommitError::PoliciesUndone {
+                    name: name.to_string(),
+                    error,
+                });
             }
         }
         self.model = model;
@@ -763,100 +658,6 @@ impl Plane {
     /// [`REPORT_WAIT`] each) until it has applied them.
     fn apply_everywhere(&self, lists: Vec<Vec<apply::WorkerChange>>) {
         self.workers.apply(lists);
-    }
-
-    /// setkey's answers to `get`, `dump` and `spddump`, in its format
-    /// (without keys).
-    fn answer_queries(&self, queries: &[Query]) -> String {
-        if queries.is_empty() {
-            return String::new();
-        }
-        let seen = self.seen();
-        let mut out = String::new();
-        for q in queries {
-            match q {
-                Query::Get(id) => {
-                    if let Some(c) = self.model.sas.get(id) {
-                        out += &format_sa(c, Some(&seen.sa(*id, self.start).live));
-                    }
-                }
-                Query::Dump(protocol) => {
-                    let mut any = false;
-                    for (id, c) in &self.model.sas {
-                        if protocol.is_none_or(|p| p == id.protocol) {
-                            out += &format_sa(c, Some(&seen.sa(*id, self.start).live));
-                            any = true;
-                        }
-                    }
-                    if !any {
-                        out += "No SAD entries.\n";
-                    }
-                }
-                Query::SpdDump => {
-                    for p in self.model.spd.iter() {
-                        out += &format_policy(p);
-                    }
-                    if self.model.spd.is_empty() {
-                        out += "No SPD entries.\n";
-                    }
-                }
-            }
-        }
-        out
-    }
-
-    /// Every worker's report (those that answer in time, [`crate::reach`]).
-    fn seen(&self) -> Seen {
-        let reports = self.workers.reports();
-        Seen {
-            stats: reports.iter().map(|r| r.stats.clone()).collect(),
-            reports,
-        }
-    }
-}
-
-/// What the workers reported.
-struct Seen {
-    reports: Vec<Report>,
-    stats: Vec<Stats>,
-}
-
-impl Seen {
-    /// The copy of SA `id` that carried its traffic (only the owning
-    /// worker's copy is used; the others stay fresh), its drops summed
-    /// over all copies.
-    fn sa(&self, id: flowsec_ipsec::SaId, start: Instant) -> SaReport {
-        let copies = self
-            .reports
-            .iter()
-            .flat_map(|r| r.sas.iter())
-            .filter(|s| s.id == id);
-        let mut best: Option<SaReport> = None;
-        let mut drops = flowsec_ipsec::SaStats::default();
-        for c in copies {
-            drops.replay_drops += c.stats.replay_drops;
-            drops.auth_failures += c.stats.auth_failures;
-            drops.other_drops += c.stats.other_drops;
-            drops.ipcomp_uncompressed += c.stats.ipcomp_uncompressed;
-            let busier = best
-                .as_ref()
-                .is_none_or(|b| (c.live.packets, c.live.seq) > (b.live.packets, b.live.seq));
-            if busier {
-                best = Some(c.clone());
-            }
-        }
-        let mut best = best.unwrap_or(SaReport {
-            id,
-            live: SaLive {
-                age: start.elapsed(),
-                ..SaLive::FRESH
-            },
-            stats: Default::default(),
-            replay_window: 0,
-            worker: None,
-        });
-        best.stats = drops;
-        best
     }
 }
 
@@ -874,6 +675,36 @@ impl fmt::Display for PolicySyncError {
         match self {
             PolicySyncError::Routes(e) => write!(f, "routes: {e}"),
             PolicySyncError::Filter(e) => e.fmt(f),
+        }
+    }
+}
+
+/// Why staged changes were not applied, or not all of them
+/// ([`Plane::commit`]).
+#[derive(Debug)]
+enum CommitError {
+    /// Refused before any worker had them (sequence numbers could not be
+    /// recorded, an SA could not be copied): nothing changed.
+    Refused {
+        name: String,
+        error: Box<ConfigError>,
+    },
+    /// The routes or the filter could not follow the new policies: those
+    /// were undone, the SA changes kept.
+    PoliciesUndone {
+        name: String,
+        error: PolicySyncError,
+    },
+}
+
+impl fmt::Display for CommitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommitError::Refused { name, error } => write!(f, "{name}: {error}"),
+            CommitError::PoliciesUndone { name, error } => write!(
+                f,
+                "{name}: {error}: the policy changes were undone, the SA changes kept"
+            ),
         }
     }
 }

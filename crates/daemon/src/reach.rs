@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::apply::WorkerChange;
-use crate::worker::{Delivery, Mailbox, Msg, Report};
+use crate::channels::{Delivery, Mailbox, Msg};
+use crate::stats::Report;
 
 /// How long a message may wait for room in a mailbox.
 const SEND_WAIT: Duration = Duration::from_millis(200);

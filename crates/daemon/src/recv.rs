@@ -7,6 +7,7 @@
 use std::net::IpAddr;
 
 use std::net::SocketAddr;
+use std::os::fd::BorrowedFd;
 
 use flowsec_ipsec::buf::{DEFAULT_HEADROOM, DEFAULT_TAILROOM};
 use flowsec_ipsec::{PacketBuf, UdpEndpoints};
@@ -22,7 +23,7 @@ const BATCH: usize = 64;
 /// Take up to four batches of whole packets from a raw IPv4 receiver
 /// (recvmmsg), handing each to `f`. Errors are transient (queued ICMP
 /// errors) and end the drain.
-pub fn drain_many(fd: i32, many: &mut [PacketBuf], f: &mut impl FnMut(&mut PacketBuf)) {
+pub fn drain_many(fd: BorrowedFd<'_>, many: &mut [PacketBuf], f: &mut impl FnMut(&mut PacketBuf)) {
     // The largest IPv4 packet; the buffers keep their tailroom beyond it.
     let limit = usize::from(u16::MAX);
     for _ in 0..4 {
@@ -41,7 +42,7 @@ pub fn drain_many(fd: i32, many: &mut [PacketBuf], f: &mut impl FnMut(&mut Packe
 /// source and PKTINFO destination (extension headers the packet had are
 /// not seen, and AH over them cannot verify: not supported).
 pub fn drain_raw_v6(
-    fd: i32,
+    fd: BorrowedFd<'_>,
     protocol: u8,
     buf: &mut PacketBuf,
     f: &mut impl FnMut(&mut PacketBuf),
@@ -114,7 +115,7 @@ pub fn drain(
 /// socket reported (RFC 6040 needs its ECN bits). The kernel verified the
 /// UDP checksum (IPv6), or there was none (RFC 3948 §2.1 over IPv4).
 pub fn drain_udp(
-    fd: i32,
+    fd: BorrowedFd<'_>,
     buf: &mut PacketBuf,
     seg: &mut PacketBuf,
     f: &mut impl FnMut(&mut PacketBuf, &UdpEndpoints),

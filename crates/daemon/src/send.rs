@@ -41,7 +41,7 @@ pub struct Sender {
     gso6: UdpGso,
     /// ESP for TCP streams (RFC 9329), handed to the stream thread once
     /// per flush.
-    stream: Option<crate::stream::StreamSink>,
+    stream: Option<crate::channels::StreamSink>,
     tcp: Vec<(UdpEndpoints, Vec<u8>)>,
 }
 
@@ -61,7 +61,7 @@ impl Sender {
     }
 
     /// ESP over TCP goes to this stream thread.
-    pub fn with_stream(mut self, stream: Option<crate::stream::StreamSink>) -> Self {
+    pub fn with_stream(mut self, stream: Option<crate::channels::StreamSink>) -> Self {
         self.stream = stream;
         self
     }

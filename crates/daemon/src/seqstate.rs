@@ -61,7 +61,7 @@ const FILE_PREFIX: &str = "nonce-";
 /// protocol, its algorithm's keystream and its key, salt included (RFC
 /// 4106 §3.1, RFC 3686 §4, RFC 7634 §2). Not its SPI nor its destination:
 /// two SAs with one `NonceKey` draw from one (key, nonce) space, so they
-/// may not run at once (`crate::apply` refuses the second) and one goes on
+/// may not run at once (staging refuses the second) and one goes on
 /// above the other's numbers ([`SeqState`]).
 pub(crate) struct NonceKey<'a> {
     protocol: [u8; 1],

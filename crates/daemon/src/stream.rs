@@ -38,16 +38,16 @@
 //! peer that writes requests and never reads the answers holds little.
 
 mod conn;
-mod counters;
 mod serve;
 mod slots;
 pub mod tls;
 
+use core::fmt;
 use std::collections::HashMap;
+use std::io;
 use std::net::{IpAddr, SocketAddr, TcpListener};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -57,19 +57,16 @@ use flowsec_ipsec::UdpEndpoints;
 use flowsec_wire::tcp_encap::length_field;
 use flowsec_wire::udp_encap::NON_ESP_MARKER;
 
-use crate::ike::IkeSink;
+use crate::channels::{
+    count, stream_channel, ConnId, IkeSink, Mailbox, Out, StreamQueues, StreamSink,
+    STREAM_QUEUE as QUEUE,
+};
 use crate::routes::BYPASS_MARK;
 use crate::sys::{self, tcp};
-use crate::worker::Mailbox;
-pub use conn::ConnId;
 use conn::{Conn, Phase};
-use counters::count;
-pub use counters::StreamCounters;
 use slots::Slots;
-use tls::TlsConfigs;
+use tls::{TlsConfigs, TlsError};
 
-/// Batches from the workers and messages from IKE waiting for the thread.
-const QUEUE: usize = 1024;
 /// Framed bytes a connection may hold unwritten; ESP beyond is dropped.
 const OUT_LIMIT: usize = 4 << 20;
 /// IKE messages are kept up to this (they are few and must not be lost
@@ -101,142 +98,74 @@ const REDIAL_IF_USED: Duration = Duration::from_secs(30);
 /// Between two connects to one peer.
 const REDIAL_EVERY: Duration = Duration::from_secs(1);
 
-/// What the workers and IKE hand the thread.
-enum Out {
-    /// Sealed ESP packets, each to the stream between its endpoints.
-    Esp(Vec<(UdpEndpoints, Vec<u8>)>),
-    /// An IKE message for the stream between `local` and `remote`: on
-    /// connection `conn` (an answer to a message that came on it), or on
-    /// the one that carries that pair's traffic.
-    Ike {
-        transport: Transport,
-        local: SocketAddr,
-        remote: SocketAddr,
-        data: Vec<u8>,
-        conn: Option<ConnId>,
+/// Why IKE and ESP over TCP (RFC 9329) could not be set up.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StreamSetupError {
+    /// A port could not be listened on over IPv4.
+    Listen {
+        /// The port.
+        port: u16,
+        /// Why.
+        error: io::Error,
     },
-    /// IKE authenticated a message that came on this connection.
-    Authenticated(ConnId),
+    /// The TLS settings could not be made.
+    Tls(TlsError),
+    /// The thread's eventfd could not be made.
+    Eventfd(io::Error),
+    /// The thread could not be started.
+    Spawn(io::Error),
 }
 
-/// The way to the stream thread, for workers and the control thread.
-#[derive(Clone)]
-pub struct StreamSink {
-    tx: SyncSender<Out>,
-    /// IKE's own queue: a burst of ESP never crowds out its messages,
-    /// which nothing resends over TCP.
-    ike_tx: SyncSender<Out>,
-    wake: Arc<OwnedFd>,
-    counters: Arc<StreamCounters>,
+impl fmt::Display for StreamSetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StreamSetupError::Listen { port, error } => write!(f, "TCP port {port}: {error}"),
+            StreamSetupError::Tls(e) => e.fmt(f),
+            StreamSetupError::Eventfd(e) => write!(f, "eventfd: {e}"),
+            StreamSetupError::Spawn(e) => write!(f, "starting its thread: {e}"),
+        }
+    }
 }
 
-impl StreamSink {
-    /// A worker's sealed ESP packets of one loop; `Err` with the batch's
-    /// size if the thread's queue is full (the packets are dropped).
-    pub fn esp(&self, batch: Vec<(UdpEndpoints, Vec<u8>)>) -> Result<(), usize> {
-        let n = batch.len();
-        match self.tx.try_send(Out::Esp(batch)) {
-            Ok(()) => {
-                sys::wake(self.wake.as_raw_fd());
-                Ok(())
-            }
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => Err(n),
+impl std::error::Error for StreamSetupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StreamSetupError::Listen { error: e, .. }
+            | StreamSetupError::Eventfd(e)
+            | StreamSetupError::Spawn(e) => Some(e),
+            StreamSetupError::Tls(e) => Some(e),
         }
-    }
-
-    /// An IKE message to send over the stream between `local` and
-    /// `remote` (opened first if it is ours to open).
-    pub fn ike(&self, transport: Transport, local: SocketAddr, remote: SocketAddr, data: Vec<u8>) {
-        self.to_ike_queue(Out::Ike {
-            transport,
-            local,
-            remote,
-            data,
-            conn: None,
-        });
-    }
-
-    /// An IKE message that answers one that came on connection `conn`:
-    /// sent there, or nowhere if it closed.
-    pub fn ike_on(
-        &self,
-        conn: ConnId,
-        transport: Transport,
-        local: SocketAddr,
-        remote: SocketAddr,
-        data: Vec<u8>,
-    ) {
-        self.to_ike_queue(Out::Ike {
-            transport,
-            local,
-            remote,
-            data,
-            conn: Some(conn),
-        });
-    }
-
-    /// IKE authenticated a message that came on connection `conn` (an
-    /// established IKE SA's): it counts as established, and carries the
-    /// traffic for its endpoints.
-    pub fn authenticated(&self, conn: ConnId) {
-        self.to_ike_queue(Out::Authenticated(conn));
-    }
-
-    fn to_ike_queue(&self, out: Out) {
-        match self.ike_tx.try_send(out) {
-            Ok(()) => sys::wake(self.wake.as_raw_fd()),
-            Err(TrySendError::Full(_)) => count(&self.counters.ike_queue_full, 1),
-            Err(TrySendError::Disconnected(_)) => {}
-        }
-    }
-
-    /// The thread's counters.
-    pub fn counters(&self) -> &StreamCounters {
-        &self.counters
     }
 }
 
 /// The thread's end, before it starts.
 pub struct StreamParts {
-    rx: Receiver<Out>,
-    ike_rx: Receiver<Out>,
-    wake: Arc<OwnedFd>,
-    counters: Arc<StreamCounters>,
+    queues: StreamQueues,
     listeners: Vec<(TcpListener, u16)>,
     tls: TlsConfigs,
 }
 
 /// Open the listeners (`ports`, IPv4 and IPv6 where the host has it) and
 /// the channel; the thread starts with [`StreamParts::spawn`].
-pub fn open(ports: &[u16]) -> Result<(StreamSink, StreamParts), String> {
+pub fn open(ports: &[u16]) -> Result<(StreamSink, StreamParts), StreamSetupError> {
     let mut listeners = Vec::new();
     for &port in ports {
         for v6 in [false, true] {
             match tcp::tcp_listener(port, v6, BYPASS_MARK) {
                 Ok(l) => listeners.push((l, port)),
-                Err(e) if !v6 => return Err(format!("TCP port {port}: {e}")),
+                Err(error) if !v6 => return Err(StreamSetupError::Listen { port, error }),
                 Err(e) => tracing::warn!(target: "net", "TCP port {port} over IPv6: {e}"),
             }
         }
     }
-    let tls = tls::configs()?;
-    let (tx, rx) = mpsc::sync_channel(QUEUE);
-    let (ike_tx, ike_rx) = mpsc::sync_channel(QUEUE);
-    let wake = Arc::new(sys::eventfd().map_err(|e| format!("eventfd: {e}"))?);
-    let counters = Arc::new(StreamCounters::default());
-    let sink = StreamSink {
-        tx,
-        ike_tx,
-        wake: Arc::clone(&wake),
-        counters: Arc::clone(&counters),
-    };
+    let tls = tls::configs().map_err(StreamSetupError::Tls)?;
+    let wake = Arc::new(sys::eventfd().map_err(StreamSetupError::Eventfd)?);
+    let (sink, queues) = stream_channel(wake);
     Ok((
         sink,
         StreamParts {
-            rx,
-            ike_rx,
-            wake,
-            counters,
+            queues,
             listeners,
             tls,
         },
@@ -323,7 +252,7 @@ impl Streams {
         let mut ready = Vec::new();
         while !stop.load(Ordering::Relaxed) {
             self.account();
-            let wake = self.parts.wake.as_raw_fd();
+            let wake = self.parts.queues.wake.as_raw_fd();
             let mut fds = vec![tcp::Interest {
                 fd: wake,
                 read: true,
@@ -346,7 +275,7 @@ impl Streams {
             }
             let now = self.start.elapsed();
             if ready[0].read {
-                sys::clear_wake(wake);
+                sys::clear_wake(self.parts.queues.wake.as_fd());
             }
             self.take_out(now);
             let first = 1 + self.parts.listeners.len();
@@ -416,7 +345,7 @@ impl Streams {
             }
         };
         if !read && !c.read_paused.replace(true) {
-            count(&self.parts.counters.read_paused, 1);
+            count(&self.parts.queues.counters.read_paused, 1);
         }
         if read {
             c.read_paused.set(false);
@@ -437,10 +366,11 @@ impl Streams {
         for _ in 0..2 * QUEUE {
             let Some(out) = self
                 .parts
+                .queues
                 .ike_rx
                 .try_recv()
                 .ok()
-                .or_else(|| self.parts.rx.try_recv().ok())
+                .or_else(|| self.parts.queues.rx.try_recv().ok())
             else {
                 drained = true;
                 break;
@@ -469,7 +399,7 @@ impl Streams {
         }
         if !drained {
             // More waits: the next poll returns at once.
-            sys::wake(self.parts.wake.as_raw_fd());
+            sys::wake(self.parts.queues.wake.as_fd());
         }
     }
 
@@ -500,7 +430,7 @@ impl Streams {
             // Closed since: its answer is for no one else (a new
             // connection under the same name is another peer's).
             Some(_) => {
-                count(&self.parts.counters.no_stream, 1);
+                count(&self.parts.queues.counters.no_stream, 1);
                 None
             }
             None => self.route(key, now),
@@ -514,7 +444,7 @@ impl Streams {
     /// established from now on.
     fn prove(&mut self, id: ConnId) {
         if self.slots.prove(id) {
-            count(&self.parts.counters.authenticated, 1);
+            count(&self.parts.queues.counters.authenticated, 1);
             if let Some(c) = self.conns.get_mut(&id) {
                 c.proven();
             }
@@ -529,12 +459,12 @@ impl Streams {
             if self.trusted(&self.conns[&id]) {
                 return Some(id);
             }
-            count(&self.parts.counters.not_authenticated, 1);
+            count(&self.parts.queues.counters.not_authenticated, 1);
             return None;
         }
         let id = self.dial(key, now);
         if id.is_none() {
-            count(&self.parts.counters.no_stream, 1);
+            count(&self.parts.queues.counters.no_stream, 1);
         }
         id
     }
@@ -546,7 +476,7 @@ impl Streams {
             return;
         };
         let trusted = self.trusted(&self.conns[&id]);
-        let counters = &self.parts.counters;
+        let counters = &self.parts.queues.counters;
         let Some(c) = self.conns.get_mut(&id) else {
             return;
         };
@@ -577,7 +507,7 @@ impl Streams {
     /// Frame an ESP packet onto connection `id` (one that carries its
     /// SA's traffic), unless its queue or the budget is spent.
     fn queue_esp(&mut self, id: ConnId, packet: &[u8]) {
-        let counters = &self.parts.counters;
+        let counters = &self.parts.queues.counters;
         let Some(c) = self.conns.get_mut(&id) else {
             return;
         };

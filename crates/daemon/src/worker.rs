@@ -12,27 +12,26 @@
 //! Workers never wait on the control plane: configuration changes and
 //! requests for counters arrive as messages, taken between batches.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use flowsec_ipsec::buf::DEFAULT_HEADROOM;
-use flowsec_ipsec::{PacketBuf, UdpEndpoints};
+use flowsec_ipsec::PacketBuf;
 use flowsec_setkey::SaLive;
 use flowsec_wire::iana::IpProtocol;
 use flowsec_wire::ip::IpVersion;
 use flowsec_wire::udp_encap::NAT_T_PORT;
 
-use crate::apply::{apply_to, WorkerChange};
+use crate::channels::{Inbox, Mailbox, Msg};
 use crate::datapath::{self, Datapath, Source, BIG_BUFFER};
 use crate::fragid::{self, FragmentIds};
 use crate::offload::{self, Coalescer, VnetHdr, VNET_HDR_LEN};
-use crate::pcrypt::{self, Done, OpenJob, Pcrypt, SealJob};
+use crate::pcrypt::{Done, Pcrypt};
 use crate::recv::{drain, drain_many, drain_raw_v6, drain_udp};
 use crate::send::{SendFds, Sender};
-pub use crate::stats::{Report, SaReport, Stats};
+use crate::stats::{Report, SaReport, Stats};
 
 mod hands;
 use crate::steer::{self, RawKind};
@@ -44,8 +43,6 @@ use hands::{owned_copy, Hands};
 const RECV_BUFFER: usize = 8 << 20;
 /// How long a poll waits before checking for shutdown.
 const POLL_MS: i32 = 200;
-/// Messages a mailbox holds; a handoff to a full one is dropped (counted).
-const MAILBOX: usize = 1024;
 /// Spare handoff buffers a worker keeps.
 const POOL: usize = 256;
 
@@ -84,117 +81,6 @@ impl std::error::Error for WorkerError {
             WorkerError::Poll(e) | WorkerError::Tun(e) => Some(e),
             WorkerError::Panicked => None,
         }
-    }
-}
-
-/// What a worker is sent.
-pub enum Msg {
-    /// Apply these changes, in order, at once, then say so (with the
-    /// worker's index).
-    Apply(Vec<WorkerChange>, mpsc::Sender<usize>),
-    /// Send a [`Report`] back.
-    Report(mpsc::Sender<Report>),
-    /// An outbound packet read by worker `from` for SAs this one owns;
-    /// `whole`: a datagram reassembled from fragments (fragmented again
-    /// after sealing where it must be).
-    Packet {
-        buf: PacketBuf,
-        from: usize,
-        whole: bool,
-    },
-    /// A handoff buffer coming back to its worker, for reuse.
-    Recycle(PacketBuf),
-    /// Pcrypt: seal this packet for its SA's owner (`crate::pcrypt`).
-    Seal { buf: PacketBuf, job: SealJob },
-    /// Pcrypt: open this packet for its SA's owner.
-    Open { buf: PacketBuf, job: OpenJob },
-    /// ESP read from a TCP stream (RFC 9329) for SAs this worker owns
-    /// (SPI mod workers), with the stream's ends (`crate::stream`).
-    Stream(Vec<(UdpEndpoints, Vec<u8>)>),
-}
-
-/// The receiving ends of a worker's mailbox: messages, and the pcrypt
-/// results of its jobs (a channel of their own that is never full, see
-/// `crate::pcrypt`).
-pub struct Inbox {
-    pub msgs: Receiver<Msg>,
-    pub done: Receiver<Done>,
-}
-
-/// What became of a message for a worker.
-pub enum Delivery {
-    /// In its mailbox.
-    Sent,
-    /// Its mailbox stayed full until the deadline: here it is back.
-    Late(Msg),
-    /// The worker is gone.
-    Gone,
-}
-
-/// The way to reach one worker.
-#[derive(Clone)]
-pub struct Mailbox {
-    tx: SyncSender<Msg>,
-    done: SyncSender<Done>,
-    wake: Arc<OwnedFd>,
-}
-
-impl Mailbox {
-    /// A mailbox and the receiving end for the worker.
-    pub fn new() -> std::io::Result<(Mailbox, Inbox, Arc<OwnedFd>)> {
-        Mailbox::with_capacity(MAILBOX)
-    }
-
-    /// A mailbox that holds `capacity` messages.
-    pub fn with_capacity(capacity: usize) -> std::io::Result<(Mailbox, Inbox, Arc<OwnedFd>)> {
-        let (tx, msgs) = mpsc::sync_channel(capacity);
-        let (done_tx, done) = mpsc::sync_channel(pcrypt::RETURNS);
-        let wake = Arc::new(sys::eventfd()?);
-        Ok((
-            Mailbox {
-                tx,
-                done: done_tx,
-                wake: Arc::clone(&wake),
-            },
-            Inbox { msgs, done },
-            wake,
-        ))
-    }
-
-    /// Deliver `msg` and wake the worker, waiting for room in the mailbox
-    /// until `deadline` at most (control plane only; see [`crate::reach`]).
-    pub fn send_by(&self, msg: Msg, deadline: Instant) -> Delivery {
-        let mut msg = msg;
-        loop {
-            match self.tx.try_send(msg) {
-                Ok(()) => {
-                    self.wake();
-                    return Delivery::Sent;
-                }
-                Err(TrySendError::Disconnected(_)) => return Delivery::Gone,
-                Err(TrySendError::Full(back)) => {
-                    self.wake();
-                    if Instant::now() >= deadline {
-                        return Delivery::Late(back);
-                    }
-                    msg = back;
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-            }
-        }
-    }
-
-    /// Deliver `msg` if there is room, and wake the worker; false if the
-    /// mailbox is full (never waits: the stream thread's packets).
-    pub fn offer(&self, msg: Msg) -> bool {
-        let sent = self.tx.try_send(msg).is_ok();
-        self.wake();
-        sent
-    }
-
-    /// Make the worker look at its mailbox.
-    pub fn wake(&self) {
-        sys::wake(self.wake.as_raw_fd());
     }
 }
 
@@ -240,7 +126,7 @@ impl Io {
             }
             .map_err(|e| setup("raw receive socket", e))?;
             if workers > 1 {
-                sys::attach_filter(fd.as_raw_fd(), &steer::raw_filter(kind, workers, index))
+                sys::attach_filter(fd.as_fd(), &steer::raw_filter(kind, workers, index))
                     .map_err(|e| setup("SO_ATTACH_FILTER", e))?;
             }
             raw.push((fd, version, protocol));
@@ -269,7 +155,7 @@ impl Io {
             .chain(udp.as_ref())
             .chain(udp6.as_ref())
         {
-            sys::set_recv_buffer(fd.as_raw_fd(), RECV_BUFFER)
+            sys::set_recv_buffer(fd.as_fd(), RECV_BUFFER)
                 .map_err(|e| setup("receive buffer", e))?;
         }
         let send4 = sys::raw_sender_v4().map_err(|e| setup("raw send socket", e))?;
@@ -278,7 +164,7 @@ impl Io {
             .into_iter()
             .flatten()
         {
-            sys::set_mark(fd.as_raw_fd(), crate::routes::BYPASS_MARK)
+            sys::set_mark(fd.as_fd(), crate::routes::BYPASS_MARK)
                 .map_err(|e| setup("SO_MARK", e))?;
         }
         Ok(Io {
@@ -303,10 +189,7 @@ pub fn open_udp_group(workers: usize, v6: bool) -> Option<Vec<OwnedFd>> {
         .collect();
     let group = group.and_then(|group| {
         if workers > 1 {
-            sys::attach_reuseport_program(
-                group[0].as_raw_fd(),
-                &steer::reuseport_program(workers),
-            )?;
+            sys::attach_reuseport_program(group[0].as_fd(), &steer::reuseport_program(workers))?;
         }
         Ok(group)
     });
@@ -324,9 +207,9 @@ pub fn open_udp_group(workers: usize, v6: bool) -> Option<Vec<OwnedFd>> {
 pub struct Worker {
     /// Where IKE messages arriving on UDP 4500 go (the kernel steers them
     /// to worker 0), and acquires for trap policies; `None` without IKE.
-    pub ike: Option<crate::ike::IkeSink>,
+    pub ike: Option<crate::channels::IkeSink>,
     /// ESP over TCP streams (RFC 9329) leaves through here.
-    pub stream: Option<crate::stream::StreamSink>,
+    pub stream: Option<crate::channels::StreamSink>,
     pub index: usize,
     pub workers: usize,
     pub io: Io,
@@ -455,7 +338,7 @@ impl Worker {
                 st.stats.wakeups += 1;
             }
             if poll.ready[poll.mailbox_at] {
-                sys::clear_wake(self.wake.as_raw_fd());
+                sys::clear_wake(self.wake.as_fd());
             }
             // Also when not woken: recycled buffers arrive without a wake.
             self.take_mail(&mut st);
@@ -489,19 +372,16 @@ impl Worker {
             if poll.ready[1 + k] {
                 let mut f = |b: &mut PacketBuf| hands.inbound(b, None, now, st);
                 match version {
-                    IpVersion::V4 => drain_many(fd.as_raw_fd(), &mut bufs.many, &mut f),
-                    IpVersion::V6 => drain_raw_v6(fd.as_raw_fd(), *protocol, &mut bufs.buf, &mut f),
+                    IpVersion::V4 => drain_many(fd.as_fd(), &mut bufs.many, &mut f),
+                    IpVersion::V6 => drain_raw_v6(fd.as_fd(), *protocol, &mut bufs.buf, &mut f),
                 }
             }
         }
         for (socket, at) in [(&self.io.udp, poll.udp_at), (&self.io.udp6, poll.udp6_at)] {
             if let (Some(udp), true) = (socket, poll.ready[at]) {
-                drain_udp(
-                    udp.as_raw_fd(),
-                    &mut bufs.buf,
-                    &mut bufs.seg,
-                    &mut |b, from| hands.inbound(b, Some(from), now, st),
-                );
+                drain_udp(udp.as_fd(), &mut bufs.buf, &mut bufs.seg, &mut |b, from| {
+                    hands.inbound(b, Some(from), now, st)
+                });
             }
         }
     }
@@ -529,7 +409,7 @@ impl Worker {
         while let Ok(msg) = self.rx.msgs.try_recv() {
             match msg {
                 Msg::Apply(changes, done) => {
-                    apply_to(&mut self.dp.db, changes);
+                    self.dp.db.apply(changes);
                     let _ = done.send(self.index);
                 }
                 Msg::Report(reply) => {
@@ -548,7 +428,7 @@ impl Worker {
                     self.outbound(&mut buf, source, now, st);
                     // Back to the worker that allocated it; dropped if its
                     // mailbox is full.
-                    let _ = self.peers[from].tx.try_send(Msg::Recycle(buf));
+                    let _ = self.peers[from].hand(Msg::Recycle(buf));
                 }
                 Msg::Recycle(buf) => st.recycle(buf),
                 // Pcrypt: another worker's packet, numbered by its owner.
@@ -605,7 +485,7 @@ impl Worker {
         }
         // Cannot fail but when the owner is gone (the daemon is going
         // down): its window bounds what it awaits.
-        if self.peers[owner].done.try_send(done).is_ok() {
+        if self.peers[owner].return_job(done) {
             st.to_wake[owner] = true;
         }
     }
@@ -724,12 +604,12 @@ impl Worker {
             from: self.index,
             whole,
         };
-        match self.peers[owner].tx.try_send(msg) {
+        match self.peers[owner].hand(msg) {
             Ok(()) => {
                 st.stats.handed_off += 1;
                 st.to_wake[owner] = true;
             }
-            Err(TrySendError::Full(refused) | TrySendError::Disconnected(refused)) => {
+            Err(refused) => {
                 st.stats.handoff_drops += 1;
                 if let Msg::Packet { buf, .. } = refused {
                     st.recycle(buf);

@@ -20,7 +20,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
@@ -94,7 +94,7 @@ impl Exporter {
     pub fn bind(addr: SocketAddr) -> io::Result<Exporter> {
         let listener = TcpListener::bind(addr)?;
         listener.set_nonblocking(true)?;
-        let _ = crate::sys::set_mark(listener.as_raw_fd(), crate::routes::BYPASS_MARK);
+        let _ = crate::sys::set_mark(listener.as_fd(), crate::routes::BYPASS_MARK);
         Ok(Exporter { listener })
     }
 
@@ -141,7 +141,7 @@ impl Publisher {
     /// a client: the lock is held by the other side only to copy a
     /// pointer).
     pub fn publish(&self, render: impl FnOnce() -> String) {
-        sys::clear_wake(self.fd());
+        sys::clear_wake(self.shared.wake.as_fd());
         let text: Arc<str> = render().into();
         {
             let mut page = self.shared.lock();
@@ -207,7 +207,7 @@ impl Shared {
             }
             p.generation
         };
-        sys::wake(self.wake.as_raw_fd());
+        sys::wake(self.wake.as_fd());
         let (page, waited) = self
             .published
             .wait_timeout_while(self.lock(), FRESH_WAIT, |p| p.generation == asked)

@@ -5,14 +5,16 @@
 //! against what the file gave last time, an SA given as before kept with
 //! its sequence number and replay window.
 
+use core::fmt;
 use std::collections::BTreeMap;
 
 use flowsec_ike::Reloaded;
-use flowsec_ipsec::{Policy, SaConfig, SaId};
+use flowsec_ipsec::spd::SpdError;
+use flowsec_ipsec::{Direction, Policy, SaConfig, SaId, Selector};
 use serde_json::{json, Value};
 
 use super::streams::listen_ports;
-use super::Plane;
+use super::{CommitError, Plane};
 use crate::apply::{self, Change, ConfigError, Model, Staged};
 
 /// What the `--setkey` file put in place last: its SAs (by a
@@ -60,6 +62,111 @@ struct SetkeyReload {
     warnings: Vec<String>,
 }
 
+/// Why a reload changed nothing, or only part of what it read.
+#[derive(Debug)]
+enum ReloadError {
+    /// Started without `-c` or `--setkey`: there is nothing to read again.
+    NoFiles,
+    /// The IKE configuration was refused.
+    Ike(flowsec_ike::config::ConfigError),
+    /// A connection wants TCP that this daemon does not serve.
+    Tcp(TcpNeeded),
+    /// The `--setkey` file was refused.
+    Setkey(Box<SetkeyRefused>),
+    /// The `--setkey` file's changes were refused or only partly applied
+    /// ([`CommitError`]); with `ike_skipped`, the IKE configuration was
+    /// then not reloaded.
+    Commit {
+        error: Box<CommitError>,
+        ike_skipped: bool,
+    },
+}
+
+impl fmt::Display for ReloadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReloadError::NoFiles => write!(
+                f,
+                "this daemon was started without -c or --setkey; nothing changed"
+            ),
+            ReloadError::Ike(e) => write!(f, "{e}; nothing changed"),
+            ReloadError::Tcp(e) => write!(f, "{e}; nothing changed"),
+            ReloadError::Setkey(e) => write!(f, "{e}; nothing changed"),
+            ReloadError::Commit { error, ike_skipped } => {
+                error.fmt(f)?;
+                if *ike_skipped {
+                    f.write_str("; the IKE configuration was not reloaded")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Why a connection over TCP cannot be had without a restart: the
+/// stream thread and its listeners are set up at start only.
+#[derive(Debug)]
+enum TcpNeeded {
+    /// The daemon started without the stream thread.
+    NoStreams,
+    /// The stream thread does not listen on this port.
+    Port(u16),
+}
+
+impl fmt::Display for TcpNeeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TcpNeeded::NoStreams => write!(
+                f,
+                "a connection has tcp_encap, and this daemon started without TCP: restart it"
+            ),
+            TcpNeeded::Port(port) => write!(
+                f,
+                "a connection wants TCP port {port}, which this daemon does not listen on (restart it, or give --tcp-listen {port})"
+            ),
+        }
+    }
+}
+
+/// Why the `--setkey` file cannot replace what it gave last time.
+#[derive(Debug)]
+enum SetkeyRefused {
+    /// It could not be read, or does not stage on its own.
+    Config(ConfigError),
+    /// One of its SAs exists, put there by IKE or `ctl setkey`.
+    Exists { name: String, id: SaId },
+    /// One of its counter-nonce SAs has the key of an SA that stays.
+    KeyReused { name: String, id: SaId, other: SaId },
+    /// One of its policies does not fit the SPD as it is.
+    Policy {
+        name: String,
+        direction: Direction,
+        selector: Selector,
+        error: SpdError,
+    },
+}
+
+impl fmt::Display for SetkeyRefused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetkeyRefused::Config(e) => e.fmt(f),
+            SetkeyRefused::Exists { name, id } => write!(
+                f,
+                "{name}: {id} exists already (installed by IKE or `ctl setkey`)"
+            ),
+            SetkeyRefused::KeyReused { name, id, other } => {
+                write!(f, "{name}: {id} reuses the key of {other}")
+            }
+            SetkeyRefused::Policy {
+                name,
+                direction,
+                selector,
+                error,
+            } => write!(f, "{name}: policy {direction} {selector:?}: {error}"),
+        }
+    }
+}
+
 impl Plane {
     /// Re-read the files and apply what changed; the answer says what
     /// was done, or why nothing was.
@@ -73,12 +180,9 @@ impl Plane {
         answer
     }
 
-    fn try_reload(&mut self) -> Result<Value, String> {
-        let unchanged = |e: String| format!("{e}; nothing changed");
+    fn try_reload(&mut self) -> Result<Value, ReloadError> {
         if self.ike_path.is_none() && self.setkey_path.is_none() {
-            return Err(unchanged(
-                "this daemon was started without -c or --setkey".into(),
-            ));
+            return Err(ReloadError::NoFiles);
         }
         // Both files checked before either is applied.
         let ike = match &self.ike_path {
@@ -88,27 +192,29 @@ impl Plane {
                     path,
                     self.swanctl_dir.as_deref(),
                 )
-                .map_err(|e| unchanged(e.to_string()))?;
-                self.check_streams(&config).map_err(unchanged)?;
+                .map_err(ReloadError::Ike)?;
+                self.check_streams(&config).map_err(ReloadError::Tcp)?;
                 Some(config)
             }
             None => None,
         };
         let setkey = match self.setkey_path.clone() {
-            Some(path) => Some(self.stage_setkey(&path).map_err(unchanged)?),
+            Some(path) => Some(
+                self.stage_setkey(&path)
+                    .map_err(|e| ReloadError::Setkey(Box::new(e)))?,
+            ),
             None => None,
         };
         let mut answer = json!({});
         if let Some(s) = setkey {
-            if let Err(e) = self.commit(&s.name, s.model, s.changes) {
+            if let Err(error) = self.commit(&s.name, s.model, s.changes) {
                 // The workers took the SA changes (the policy part was
                 // undone): remember those SAs as the file's.
                 self.manual.sas = s.manual.sas;
-                let ike = match self.ike_path.is_some() {
-                    true => "; the IKE configuration was not reloaded",
-                    false => "",
-                };
-                return Err(format!("{e}{ike}"));
+                return Err(ReloadError::Commit {
+                    error: Box::new(error),
+                    ike_skipped: self.ike_path.is_some(),
+                });
             }
             self.manual = s.manual;
             answer["setkey"] = s.counts;
@@ -125,7 +231,7 @@ impl Plane {
 
     /// A connection over TCP needs the stream thread, listening on its
     /// port (`flowsec up` opened them before dropping privileges).
-    fn check_streams(&self, config: &flowsec_ike::config::Config) -> Result<(), String> {
+    fn check_streams(&self, config: &flowsec_ike::config::Config) -> Result<(), TcpNeeded> {
         let Some(ike) = &self.ike else {
             return Ok(());
         };
@@ -134,40 +240,72 @@ impl Plane {
             return Ok(());
         }
         if ike.stream.is_none() {
-            return Err(
-                "a connection has tcp_encap, and this daemon started without TCP: restart it"
-                    .into(),
-            );
+            return Err(TcpNeeded::NoStreams);
         }
         match wanted.iter().find(|p| !ike.tcp_ports.contains(p)) {
-            Some(port) => Err(format!(
-                "a connection wants TCP port {port}, which this daemon does not listen on (restart it, or give --tcp-listen {port})"
-            )),
+            Some(port) => Err(TcpNeeded::Port(*port)),
             None => Ok(()),
         }
     }
 
     /// The `--setkey` file as a change of what it gave last time.
-    fn stage_setkey(&self, path: &std::path::Path) -> Result<SetkeyReload, String> {
+    fn stage_setkey(&self, path: &std::path::Path) -> Result<SetkeyReload, SetkeyRefused> {
         let name = path.display().to_string();
+        let fresh = self.stage_fresh(path, &name)?;
+        let want = Manual::of(&fresh);
+        let mut model = self.model.clone();
+        let mut changes = Vec::new();
+        let (kept, removed, added_n) =
+            self.sa_changes(&name, &fresh, &want, &mut model, &mut changes)?;
+        let policies_changed = self.policy_changes(&name, &want, &mut model, &mut changes)?;
+        Ok(SetkeyReload {
+            name,
+            model,
+            changes,
+            manual: want,
+            counts: json!({
+                "kept": kept,
+                "added": added_n,
+                "removed": removed,
+                "policies_changed": policies_changed,
+            }),
+            warnings: fresh.warnings,
+        })
+    }
+
+    /// The file `path` (named `name`), read and staged on its own, against
+    /// an empty model: all of it checked as at start.
+    fn stage_fresh(&self, path: &std::path::Path, name: &str) -> Result<Staged, SetkeyRefused> {
         let text = zeroize::Zeroizing::new(std::fs::read_to_string(path).map_err(|error| {
-            ConfigError::Read {
-                file: name.clone(),
+            SetkeyRefused::Config(ConfigError::Read {
+                file: name.to_string(),
                 error,
-            }
-            .to_string()
+            })
         })?);
         let now = self.start.elapsed();
-        let fresh = apply::stage(
+        apply::stage(
             &Model::default(),
-            &name,
+            name,
             &text,
             &self.provider,
             self.caps,
             now,
         )
-        .map_err(|e| e.to_string())?;
-        let want = Manual::of(&fresh);
+        .map_err(SetkeyRefused::Config)
+    }
+
+    /// The SA part of a reload, into `model` and `changes`: an SA the file
+    /// gave before and gives as it was is kept, one it no longer gives (or
+    /// gives anew) removed, a new one added. Returns how many were kept,
+    /// removed and added.
+    fn sa_changes(
+        &self,
+        name: &str,
+        fresh: &Staged,
+        want: &Manual,
+        model: &mut Model,
+        changes: &mut Vec<Change>,
+    ) -> Result<(usize, usize, usize), SetkeyRefused> {
         // What the file gave last time and is still there (`ctl setkey`
         // may have deleted some).
         let had: BTreeMap<SaId, [u8; 16]> = self
@@ -177,8 +315,6 @@ impl Plane {
             .filter(|(id, _)| self.model.sas.contains_key(id))
             .map(|(id, f)| (*id, *f))
             .collect();
-        let mut model = self.model.clone();
-        let mut changes = Vec::new();
         let (mut kept, mut removed, mut added_n) = (0, 0, 0);
         for (id, fp) in &had {
             if want.sas.get(id) == Some(fp) {
@@ -194,9 +330,8 @@ impl Plane {
                 continue;
             }
             if model.sas.contains_key(&id) {
-                return Err(format!(
-                    "{name}: {id} exists already (installed by IKE or `ctl setkey`)"
-                ));
+                let name = name.to_string();
+                return Err(SetkeyRefused::Exists { name, id });
             }
             if let Some(tag) = fresh.model.nonce_keys.get(&id) {
                 // Under the key of an SA that stays (IKE's or `ctl
@@ -205,8 +340,9 @@ impl Plane {
                     .nonce_keys
                     .iter()
                     .find(|(other, t)| *t == tag && **other != id && model.sas.contains_key(other));
-                if let Some((other, _)) = reused {
-                    return Err(format!("{name}: {id} reuses the key of {other}"));
+                if let Some((&other, _)) = reused {
+                    let name = name.to_string();
+                    return Err(SetkeyRefused::KeyReused { name, id, other });
                 }
                 model.nonce_keys.insert(id, *tag);
             }
@@ -214,6 +350,19 @@ impl Plane {
             changes.push(Change::AddSa(Box::new(config.clone())));
             added_n += 1;
         }
+        Ok((kept, removed, added_n))
+    }
+
+    /// The policy part of a reload, into `model` and `changes`: the
+    /// file's policies of last time out (where they are still its own),
+    /// its new ones in. Returns whether the SPD changed.
+    fn policy_changes(
+        &self,
+        name: &str,
+        want: &Manual,
+        model: &mut Model,
+        changes: &mut Vec<Change>,
+    ) -> Result<bool, SetkeyRefused> {
         let mut spd = model.spd.clone();
         for p in self
             .manual
@@ -232,27 +381,19 @@ impl Plane {
             .iter()
             .filter(|p| !self.manual.policies.contains(p))
         {
-            spd.add(p.clone())
-                .map_err(|e| format!("{name}: policy {} {:?}: {e}", p.direction, p.selector))?;
+            spd.add(p.clone()).map_err(|error| SetkeyRefused::Policy {
+                name: name.to_string(),
+                direction: p.direction,
+                selector: p.selector,
+                error,
+            })?;
         }
         let policies_changed = spd.iter().ne(model.spd.iter());
         if policies_changed {
             model.spd = spd.clone();
             changes.push(Change::Spd(spd));
         }
-        Ok(SetkeyReload {
-            name,
-            model,
-            changes,
-            manual: want,
-            counts: json!({
-                "kept": kept,
-                "added": added_n,
-                "removed": removed,
-                "policies_changed": policies_changed,
-            }),
-            warnings: fresh.warnings,
-        })
+        Ok(policies_changed)
     }
 }
 

@@ -8,16 +8,17 @@ use std::time::Duration;
 
 use flowsec_crypto::Provider;
 
+use super::RunError;
 use super::{reload, Options};
-use crate::apply::{self, Capabilities, ConfigError, Databases, Model, Staged, WorkerChange};
-use crate::datapath::Parallel;
-use crate::error::RunError;
+use crate::apply::{self, Capabilities, ConfigError, Model, Staged, WorkerChange};
+use crate::channels::{Inbox, Mailbox};
+use crate::datapath::{Databases, Parallel};
 use crate::filter::Filter;
 use crate::ike::IkePlane;
 use crate::routes::Routes;
 use crate::seqstate::SeqState;
 use crate::sys;
-use crate::worker::{self, Io, Mailbox};
+use crate::worker::{self, Io};
 
 /// What `flowsec up` sets up before any worker runs: the configuration
 /// checked whole and staged, the UDP 4500 groups, the TUN queues, IKE, and
@@ -26,7 +27,7 @@ pub(super) struct Setup {
     pub(super) staged: Staged,
     pub(super) caps: Capabilities,
     pub(super) workers: usize,
-    pub(super) ike: Option<(IkePlane, crate::ike::IkeSink)>,
+    pub(super) ike: Option<(IkePlane, crate::channels::IkeSink)>,
     pub(super) seq_state: Option<SeqState>,
     pub(super) boxes: Vec<Mailbox>,
     pub(super) parts: Vec<WorkerParts>,
@@ -36,7 +37,7 @@ pub(super) struct Setup {
 
 /// One worker's descriptors, databases, and the receiving end of its
 /// mailbox with its eventfd.
-pub(super) type WorkerParts = (Io, Databases, worker::Inbox, Arc<OwnedFd>);
+pub(super) type WorkerParts = (Io, Databases, Inbox, Arc<OwnedFd>);
 
 impl Setup {
     pub(super) fn prepare(opts: &Options, provider: &Provider) -> Result<Setup, RunError> {
@@ -125,7 +126,7 @@ pub(super) fn open_ike(
     provider: &Provider,
     opts: &Options,
     send4500: [Option<OwnedFd>; 2],
-) -> Result<(IkePlane, crate::ike::IkeSink), RunError> {
+) -> Result<(IkePlane, crate::channels::IkeSink), RunError> {
     let core = flowsec_ike::Ike::new(
         config,
         provider.clone(),
@@ -164,7 +165,7 @@ pub(super) fn worker_parts(
             .map_err(RunError::WorkerIo)?;
         let (mailbox, rx, wake) = Mailbox::new().map_err(RunError::Mailbox)?;
         let mut db = Databases::default();
-        apply::apply_to(&mut db, list);
+        db.apply(list);
         boxes.push(mailbox);
         parts.push((io, db, rx, wake));
     }

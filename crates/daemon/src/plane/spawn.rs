@@ -7,9 +7,11 @@ use std::time::Instant;
 
 use super::setup::WorkerParts;
 use super::Options;
+use super::RunError;
+use crate::channels::Mailbox;
 use crate::datapath::Datapath;
-use crate::error::RunError;
-use crate::worker::{Mailbox, Stats, Worker, WorkerError};
+use crate::stats::Stats;
+use crate::worker::{Worker, WorkerError};
 
 /// What every worker thread is started with.
 pub(super) struct Spawn<'a> {
@@ -17,8 +19,8 @@ pub(super) struct Spawn<'a> {
     pub(super) boxes: &'a [Mailbox],
     pub(super) stop: &'a Arc<AtomicBool>,
     pub(super) spd_epoch: &'a Arc<AtomicU64>,
-    pub(super) ike: Option<crate::ike::IkeSink>,
-    pub(super) stream: Option<crate::stream::StreamSink>,
+    pub(super) ike: Option<crate::channels::IkeSink>,
+    pub(super) stream: Option<crate::channels::StreamSink>,
     pub(super) start: Instant,
 }
 

@@ -5,8 +5,10 @@ use flowsec_ike::config::{Connection, TcpEncap};
 use std::borrow::Borrow;
 
 use super::Options;
-use crate::error::RunError;
+use super::RunError;
+use crate::channels::StreamSink;
 use crate::ike::IkePlane;
+use crate::stream::StreamParts;
 
 /// The stream thread's listeners and channel (RFC 9329), when a
 /// connection has `tcp_encap` or `--tcp-listen` asks: listening on those
@@ -15,7 +17,7 @@ use crate::ike::IkePlane;
 pub(super) fn open_streams(
     opts: &Options,
     ike: &mut IkePlane,
-) -> Result<Option<(crate::stream::StreamSink, crate::stream::StreamParts)>, RunError> {
+) -> Result<Option<(StreamSink, StreamParts)>, RunError> {
     let conns = ike.ike.connections();
     let any = conns.iter().any(|c| c.tcp.encap != TcpEncap::No);
     let ports = listen_ports(&opts.tcp_listen, conns);

@@ -11,6 +11,7 @@ use flowsec_ike::Transport;
 use flowsec_wire::tcp_encap::{Deframer, PREFIX};
 
 use super::tls::TlsConfigs;
+use crate::channels::ConnId;
 
 /// What rustls may hold of a connection's output before its peer has
 /// authenticated (issue 29 item 2), and after; the rest waits in
@@ -20,29 +21,6 @@ const TLS_LIMIT: usize = 256 << 10;
 /// An emptied output buffer larger than this is given back: a burst does
 /// not stay a connection's size for good.
 const OUT_KEEP: usize = 64 << 10;
-
-/// A connection's name for its whole life, never reused (issue 29 item
-/// 12: a new connection from the same address and port is another
-/// connection). Answers to a message go back on the connection it came
-/// on, by this name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ConnId(u64);
-
-impl ConnId {
-    /// The first; each next one with [`ConnId::next`].
-    pub const FIRST: ConnId = ConnId(1);
-
-    /// The id after this one.
-    pub fn next(self) -> ConnId {
-        ConnId(self.0 + 1)
-    }
-
-    /// Any id (tests).
-    #[cfg(test)]
-    pub fn for_tests(n: u64) -> ConnId {
-        ConnId(n)
-    }
-}
 
 /// Where a connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,16 +10,15 @@ use flowsec_ipsec::UdpEndpoints;
 use flowsec_wire::tcp_encap::StreamError;
 use flowsec_wire::udp_encap::{classify, UdpEncap};
 
-use super::conn::{Closed, Conn, ConnId, Phase};
-use super::counters::count;
+use super::conn::{Closed, Conn, Phase};
 use super::slots::{Admit, Expiry};
 use super::{
     Key, Streams, ACCEPT_PAUSE, QUIET_FOR, READ_BUDGET, READ_BUDGET_UNPROVEN, REDIAL_EVERY,
     REDIAL_IF_USED,
 };
+use crate::channels::{count, ConnId, Msg};
 use crate::routes::BYPASS_MARK;
 use crate::sys::tcp;
-use crate::worker::Msg;
 
 impl Streams {
     /// A new id for a connection.
@@ -51,7 +50,7 @@ impl Streams {
                 Some(id)
             }
             Err(e) => {
-                count(&self.parts.counters.connect_failed, 1);
+                count(&self.parts.queues.counters.connect_failed, 1);
                 tracing::info!(target: "net", "tcp: connecting to {}: {e}", key.1);
                 if let Some(d) = self.dialed.get_mut(&key) {
                     d.lost = true;
@@ -70,7 +69,7 @@ impl Streams {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
                 Err(_) => {
                     // EMFILE, ENFILE, ENOBUFS: try again in a while.
-                    count(&self.parts.counters.refused, 1);
+                    count(&self.parts.queues.counters.refused, 1);
                     self.accept_paused_until = now + ACCEPT_PAUSE;
                     return;
                 }
@@ -85,22 +84,22 @@ impl Streams {
             // One of ours to the same address and port (the peer connects
             // from its listening port): refused, never replaced.
             if self.names.contains_key(&key) || sock.set_nonblocking(true).is_err() {
-                count(&self.parts.counters.refused, 1);
+                count(&self.parts.queues.counters.refused, 1);
                 continue;
             }
             match self.slots.admit(peer_ip) {
                 Admit::Yes => {}
                 Admit::Evict(oldest) => {
-                    count(&self.parts.counters.evicted, 1);
+                    count(&self.parts.queues.counters.evicted, 1);
                     self.close(oldest, Closed::Broken);
                 }
                 Admit::PrefixFull | Admit::Full => {
-                    count(&self.parts.counters.refused, 1);
+                    count(&self.parts.queues.counters.refused, 1);
                     continue;
                 }
             }
             let _ = sock.set_nodelay(true);
-            count(&self.parts.counters.accepted, 1);
+            count(&self.parts.queues.counters.accepted, 1);
             let id = self.new_id();
             self.slots.insert(id, peer_ip, now);
             self.names.insert(key, id);
@@ -123,10 +122,10 @@ impl Streams {
                 return;
             }
             if let Err(why) = c.connected() {
-                count(&self.parts.counters.connect_failed, 1);
+                count(&self.parts.queues.counters.connect_failed, 1);
                 return self.close(id, why);
             }
-            count(&self.parts.counters.connected, 1);
+            count(&self.parts.queues.counters.connected, 1);
             let key = (c.local.ip(), c.remote);
             if let Some(d) = self.dialed.get_mut(&key) {
                 if std::mem::take(&mut d.lost) {
@@ -156,7 +155,7 @@ impl Streams {
 
     /// Hand on the frames a connection has read.
     fn frames(&mut self, id: ConnId, now: Duration) {
-        let counters = Arc::clone(&self.parts.counters);
+        let counters = Arc::clone(&self.parts.queues.counters);
         let Some(c) = self.conns.get_mut(&id) else {
             return;
         };
@@ -202,7 +201,7 @@ impl Streams {
             let batch = std::mem::take(batch);
             let n = batch.len() as u64;
             if !self.workers[k].offer(Msg::Stream(batch)) {
-                count(&self.parts.counters.handoff_drops, n);
+                count(&self.parts.queues.counters.handoff_drops, n);
             }
         }
     }
@@ -215,7 +214,7 @@ impl Streams {
         let result = c.flush();
         let after = c.out.len();
         count(
-            &self.parts.counters.bytes_out,
+            &self.parts.queues.counters.bytes_out,
             before.saturating_sub(after) as u64,
         );
         if let Err(why) = result {
@@ -232,7 +231,7 @@ impl Streams {
             self.names.remove(&key);
         }
         self.slots.remove(id);
-        let counters = &self.parts.counters;
+        let counters = &self.parts.queues.counters;
         count(&counters.closed, 1);
         match why {
             Closed::Broken => {}
@@ -260,7 +259,7 @@ impl Streams {
             })
             .map(|c| c.id)
             .collect();
-        let counters = Arc::clone(&self.parts.counters);
+        let counters = Arc::clone(&self.parts.queues.counters);
         for id in stuck {
             count(&counters.quiet_closed, 1);
             self.close(id, Closed::Broken);

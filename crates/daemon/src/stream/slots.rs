@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use super::ConnId;
+use crate::channels::ConnId;
 
 /// The limits (our tuning).
 #[derive(Debug, Clone, Copy)]

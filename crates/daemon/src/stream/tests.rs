@@ -5,8 +5,7 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpStream};
 
 use super::*;
-use crate::ike::{IkeIn, IkeQueues};
-use crate::worker::{Inbox, Msg};
+use crate::channels::{IkeIn, IkeQueues, Inbox, Msg};
 
 /// A stream thread on a free loopback port, talking to itself: it
 /// originates to its own listener. `None` (the test skips) where the

@@ -5,6 +5,7 @@
 //! (checking only that the handshake is signed by it); the server asks for
 //! no client certificate (Appendix B.1: "SHOULD NOT").
 
+use core::fmt;
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -19,22 +20,50 @@ pub struct TlsConfigs {
     pub server: Arc<ServerConfig>,
 }
 
+/// Why the TLS settings could not be made.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TlsError {
+    /// The self-signed certificate could not be made.
+    Certificate(rcgen::Error),
+    /// rustls refused the settings.
+    Config(rustls::Error),
+}
+
+impl fmt::Display for TlsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TlsError::Certificate(e) => write!(f, "a self-signed certificate: {e}"),
+            TlsError::Config(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for TlsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TlsError::Certificate(e) => Some(e),
+            TlsError::Config(e) => Some(e),
+        }
+    }
+}
+
 /// TLS 1.3 with aws-lc-rs; a fresh self-signed ECDSA P-256 certificate.
-pub fn configs() -> Result<TlsConfigs, String> {
+pub fn configs() -> Result<TlsConfigs, TlsError> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let made = rcgen::generate_simple_self_signed(vec!["flowsec".to_string()])
-        .map_err(|e| format!("a self-signed certificate: {e}"))?;
+        .map_err(TlsError::Certificate)?;
     let cert: CertificateDer<'static> = made.cert.der().clone();
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(made.key_pair.serialize_der()));
     let server = ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| e.to_string())?
+        .map_err(TlsError::Config)?
         .with_no_client_auth()
         .with_single_cert(vec![cert], key)
-        .map_err(|e| e.to_string())?;
+        .map_err(TlsError::Config)?;
     let client = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&[&rustls::version::TLS13])
-        .map_err(|e| e.to_string())?
+        .map_err(TlsError::Config)?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(AnyServer(provider)))
         .with_no_client_auth();

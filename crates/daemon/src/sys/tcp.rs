@@ -4,9 +4,10 @@
 
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, IntoRawFd, RawFd};
 
-use super::{check, set_int_option, set_mark, socket};
+use super::check;
+use super::socket::{set_int_option, set_mark, socket};
 
 /// A socket address as the kernel takes it.
 fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
@@ -55,12 +56,12 @@ fn family(v6: bool) -> libc::c_int {
 pub fn tcp_listener(port: u16, v6: bool, mark: u32) -> io::Result<TcpListener> {
     let fd = socket(family(v6), libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0)?;
     let raw = fd.as_raw_fd();
-    set_int_option(raw, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
+    set_int_option(fd.as_fd(), libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
     if v6 {
-        set_int_option(raw, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 1)?;
+        set_int_option(fd.as_fd(), libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 1)?;
     }
     // Accepted sockets inherit the mark: our replies bypass the tunnel.
-    set_mark(raw, mark)?;
+    set_mark(fd.as_fd(), mark)?;
     let any: IpAddr = match v6 {
         true => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
         false => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
@@ -84,8 +85,8 @@ pub fn tcp_connect(local: IpAddr, remote: SocketAddr, mark: u32) -> io::Result<T
         0,
     )?;
     let raw = fd.as_raw_fd();
-    set_mark(raw, mark)?;
-    let _ = set_int_option(raw, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
+    set_mark(fd.as_fd(), mark)?;
+    let _ = set_int_option(fd.as_fd(), libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
     if !local.is_unspecified() {
         let (ss, len) = sockaddr(SocketAddr::new(local, 0));
         // SAFETY: `ss` holds a sockaddr of `len` bytes.
@@ -110,7 +111,7 @@ pub fn tcp_connect(local: IpAddr, remote: SocketAddr, mark: u32) -> io::Result<T
 pub fn connect_from(local: SocketAddr, remote: SocketAddr) -> io::Result<TcpStream> {
     let fd = socket(family(remote.is_ipv6()), libc::SOCK_STREAM, 0)?;
     let raw = fd.as_raw_fd();
-    set_int_option(raw, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
+    set_int_option(fd.as_fd(), libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
     let (ss, len) = sockaddr(local);
     // SAFETY: `ss` holds a sockaddr of `len` bytes.
     check(unsafe { libc::bind(raw, (&ss as *const libc::sockaddr_storage).cast(), len) })?;

@@ -4,13 +4,13 @@
 //! to the workers and release of their results in order
 //! (`crate::pcrypt`).
 
-use std::sync::mpsc::TrySendError;
 use std::time::Duration;
 
 use flowsec_ipsec::buf::{DEFAULT_HEADROOM, DEFAULT_TAILROOM};
 use flowsec_ipsec::{PacketBuf, UdpEndpoints};
 
-use super::{Mailbox, Msg, State};
+use super::State;
+use crate::channels::{Mailbox, Msg};
 use crate::datapath::{self, Datapath};
 use crate::pcrypt::{self, Done, OpenJob, SealJob};
 
@@ -34,7 +34,7 @@ pub(super) fn owned_copy(packet: &[u8], mtu: usize, st: &mut State) -> Option<Pa
 /// descriptors (which the receive loops hold).
 pub(super) struct Hands<'a> {
     pub(super) dp: &'a mut Datapath,
-    pub(super) ike: Option<&'a crate::ike::IkeSink>,
+    pub(super) ike: Option<&'a crate::channels::IkeSink>,
     pub(super) peers: &'a [Mailbox],
     pub(super) index: usize,
     pub(super) mtu: usize,
@@ -123,13 +123,13 @@ impl Hands<'_> {
             return self.release(now, st);
         };
         if to != self.index && st.pcrypt.open.in_flight() <= pcrypt::WINDOW {
-            match self.peers[to].tx.try_send(Msg::Open { buf, job }) {
+            match self.peers[to].hand(Msg::Open { buf, job }) {
                 Ok(()) => {
                     st.to_wake[to] = true;
                     st.stats.crypto_dealt += 1;
                     return;
                 }
-                Err(TrySendError::Full(m) | TrySendError::Disconnected(m)) => {
+                Err(m) => {
                     let Msg::Open { buf: back, .. } = m else {
                         unreachable!("the message sent")
                     };
@@ -186,13 +186,13 @@ impl Hands<'_> {
             return self.release(now, st);
         };
         if to != self.index && st.pcrypt.seal.in_flight() <= pcrypt::WINDOW {
-            match self.peers[to].tx.try_send(Msg::Seal { buf, job }) {
+            match self.peers[to].hand(Msg::Seal { buf, job }) {
                 Ok(()) => {
                     st.to_wake[to] = true;
                     st.stats.crypto_dealt += 1;
                     return;
                 }
-                Err(TrySendError::Full(m) | TrySendError::Disconnected(m)) => {
+                Err(m) => {
                     let Msg::Seal { buf: back, .. } = m else {
                         unreachable!("the message sent")
                     };

@@ -3,7 +3,7 @@
 //! that has since been replaced is dropped (`crate::pcrypt`).
 
 use super::*;
-use crate::apply::{apply_to, WorkerChange};
+use crate::apply::WorkerChange;
 
 /// Worker `index` of 2 in pcrypt mode, with `dp`'s databases.
 fn pcrypt(dp: Datapath, index: usize) -> Datapath {
@@ -122,11 +122,11 @@ fn a_job_numbered_on_a_replaced_sa_is_dropped() {
     };
     // Numbered on the first SA; the other worker has the new one already.
     let (mut buf, old) = number(&mut a, &mut stats);
-    apply_to(&mut a_other.db, replaced(8, 1));
+    a_other.db.apply(replaced(8, 1));
     assert_eq!(a_other.seal_assigned(&mut buf, old, NOW, &mut stats), None);
     assert_eq!(stats.crypto_stale_sa, 1);
     // Both have it: sealed, numbered from 1 by the new counter.
-    apply_to(&mut a.db, replaced(8, 1));
+    a.db.apply(replaced(8, 1));
     let (mut buf, new) = number(&mut a, &mut stats);
     assert_eq!((new.assigned.seq, new.generation), (1, 1));
     assert_eq!(
@@ -134,7 +134,7 @@ fn a_job_numbered_on_a_replaced_sa_is_dropped() {
         Some(Egress::Ip)
     );
     // The owner is ahead now: a lagging copy drops the new number.
-    apply_to(&mut a.db, replaced(9, 2));
+    a.db.apply(replaced(9, 2));
     let (mut buf, newer) = number(&mut a, &mut stats);
     assert_eq!(
         a_other.seal_assigned(&mut buf, newer, NOW, &mut stats),
@@ -155,7 +155,7 @@ fn a_job_numbered_on_a_replaced_sa_is_dropped() {
         panic!("the owner checks it")
     };
     let opened = b_other.open_assigned(&mut buf, None, checked, NOW, &mut stats);
-    apply_to(&mut b_owner.db, replaced(7, 1));
+    b_owner.db.apply(replaced(7, 1));
     assert_eq!(
         b_owner.finish_inbound(&mut buf, checked, opened.unwrap(), NOW, &mut stats),
         Inbound::Done

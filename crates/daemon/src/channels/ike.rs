@@ -13,7 +13,7 @@
 //! ```
 
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
@@ -21,7 +21,7 @@ use std::sync::Arc;
 use flowsec_ike::Transport;
 use flowsec_ipsec::UdpEndpoints;
 
-use crate::stream::ConnId;
+use super::stream::ConnId;
 use crate::sys;
 
 /// IKE datagrams from UDP 4500 waiting for the control thread; more are
@@ -34,7 +34,7 @@ const STREAM_QUEUE: usize = 256;
 const NOTICE_QUEUE: usize = 1024;
 /// The largest IKE message passed on (RFC 7296 §2: at least 1280 must be
 /// accepted; strongSwan's default `max_packet` is 10000).
-pub(super) const MAX_MESSAGE: usize = 10_000;
+pub(crate) const MAX_MESSAGE: usize = 10_000;
 
 /// What the workers and the stream thread tell the control thread.
 pub(crate) enum IkeIn {
@@ -144,8 +144,7 @@ impl IkeSink {
     }
 
     /// An IKE message that arrived over `transport` on the stream
-    /// connection `conn`, which IKE names `local`, `remote`
-    /// (`crate::stream`).
+    /// connection `conn`, which IKE names `local`, `remote`.
     pub fn stream_message(
         &self,
         conn: ConnId,
@@ -182,7 +181,7 @@ impl IkeSink {
 
     fn send(&self, queue: &SyncSender<IkeIn>, msg: IkeIn, full: &AtomicU64) {
         match queue.try_send(msg) {
-            Ok(()) => sys::wake(self.wake.as_raw_fd()),
+            Ok(()) => sys::wake(self.wake.as_fd()),
             Err(TrySendError::Full(_)) => {
                 full.fetch_add(1, Ordering::Relaxed);
             }
