@@ -7,8 +7,13 @@
 use core::ops::{Deref, DerefMut};
 use core::time::Duration;
 
+use flowsec_wire::iana::ExchangeType;
+use flowsec_wire::ike::Payload;
+
+use crate::exchange::Task;
 use crate::host::Host;
 use crate::kernel::Kernel;
+use crate::sa::IkeSa;
 
 /// One call's context: `now`, the kernel, and the host's state (which it
 /// dereferences to).
@@ -39,5 +44,44 @@ impl Deref for Cx<'_> {
 impl DerefMut for Cx<'_> {
     fn deref_mut(&mut self) -> &mut Host {
         self.host
+    }
+}
+
+impl Cx<'_> {
+    /// Send a request on `sa` for `task`.
+    pub(crate) fn request(
+        &mut self,
+        sa: &mut IkeSa,
+        exchange: ExchangeType,
+        payloads: Vec<Payload>,
+        task: Task,
+    ) {
+        let mid = sa.exch.peek_mid();
+        let data = self.host.protect(sa, exchange, false, mid, &payloads);
+        sa.exch.sent(
+            exchange,
+            data.clone(),
+            task,
+            self.now,
+            &self.host.settings.retransmit,
+        );
+        sa.times.last_sent = self.now;
+        self.host
+            .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
+    }
+
+    /// Answer request `mid` of `sa`.
+    pub(crate) fn respond(
+        &mut self,
+        sa: &mut IkeSa,
+        exchange: ExchangeType,
+        mid: u32,
+        payloads: Vec<Payload>,
+    ) {
+        let data = self.host.protect(sa, exchange, true, mid, &payloads);
+        sa.exch.responded(mid, data.clone());
+        sa.times.last_sent = self.now;
+        self.host
+            .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
     }
 }

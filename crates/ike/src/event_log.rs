@@ -153,14 +153,6 @@ impl IkeEvent {
     }
 }
 
-/// `sa`'s `<name|id>`.
-pub(crate) fn tag_of(sa: &crate::sa::IkeSa) -> SaTag {
-    SaTag {
-        name: sa.conn.name.clone(),
-        unique_id: sa.uid,
-    }
-}
-
 /// What the core reported and not yet taken, each tagged with the IKE SA
 /// it is about: the one its reporter named ([`Events::about`]), or the one
 /// the event names itself, or none. No context is kept between calls.

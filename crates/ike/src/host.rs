@@ -12,14 +12,11 @@ use flowsec_wire::iana::{ExchangeType, NotifyType, PayloadType};
 use flowsec_wire::ike::{emit_payloads, first_type, Header, Message, Notify, Payload};
 
 use crate::config::{Config, ConnRef};
-use crate::context::Cx;
 use crate::event::IkeEvent;
-use crate::exchange::Task;
 use crate::random::Random;
 use crate::sa::IkeSa;
 use crate::settings::Settings;
 use crate::stats::IkeStats;
-use crate::table::SaMut;
 use crate::transport::Datagram;
 
 /// This host's state beside its IKE SAs: configuration, crypto and
@@ -81,7 +78,7 @@ impl Host {
 
     /// Report `event` about the IKE SA `sa` (its `<name|id>`).
     pub(crate) fn report(&mut self, sa: &IkeSa, event: IkeEvent) {
-        let tag = crate::event_log::tag_of(sa);
+        let tag = sa.tag();
         self.events.about(tag, event);
     }
 
@@ -113,7 +110,7 @@ impl Host {
         transport: crate::transport::Transport,
         local: SocketAddr,
         remote: SocketAddr,
-        wire: crate::exchange::Wire,
+        wire: crate::transport::Wire,
     ) {
         for data in wire {
             self.push(transport, local, remote, data);
@@ -130,7 +127,7 @@ impl Host {
         response: bool,
         mid: u32,
         payloads: &[Payload],
-    ) -> crate::exchange::Wire {
+    ) -> crate::transport::Wire {
         let header = Header {
             spi_i: sa.spi_i,
             spi_r: sa.spi_r,
@@ -188,7 +185,7 @@ impl Host {
         // daemon adds it when ours is 4500; behind a NAT the peer's port
         // may be anything): strongSwan leaves room for it unless a port is
         // 500.
-        let nat_t = crate::exchange::init::NAT_T_PORT;
+        let nat_t = flowsec_wire::udp_encap::NAT_T_PORT;
         let marker = match sa.path.local.port() == nat_t || sa.path.remote.port() == nat_t {
             true => 4,
             false => 0,
@@ -246,58 +243,6 @@ impl Host {
 
     pub(crate) fn conn_name(&self, sa: &IkeSa) -> String {
         sa.conn.name.clone()
-    }
-}
-
-impl Cx<'_> {
-    /// Send a request on `sa` for `task`.
-    pub(crate) fn request(
-        &mut self,
-        sa: &mut IkeSa,
-        exchange: ExchangeType,
-        payloads: Vec<Payload>,
-        task: Task,
-    ) {
-        let mid = sa.exch.peek_mid();
-        let data = self.host.protect(sa, exchange, false, mid, &payloads);
-        sa.exch.sent(
-            exchange,
-            data.clone(),
-            task,
-            self.now,
-            &self.host.settings.retransmit,
-        );
-        sa.times.last_sent = self.now;
-        self.host
-            .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
-    }
-
-    /// Answer request `mid` of `sa`.
-    pub(crate) fn respond(
-        &mut self,
-        sa: &mut IkeSa,
-        exchange: ExchangeType,
-        mid: u32,
-        payloads: Vec<Payload>,
-    ) {
-        let data = self.host.protect(sa, exchange, true, mid, &payloads);
-        sa.exch.responded(mid, data.clone());
-        sa.times.last_sent = self.now;
-        self.host
-            .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
-    }
-
-    /// Remove everything `sa` installed; it has left the table, or is
-    /// about to (its handler says [`crate::table::Then::Destroy`]).
-    pub(crate) fn destroy(&mut self, sa: &mut SaMut<'_>) {
-        if let Some(task) = sa.exch.take_task() {
-            task.release(self.k);
-        }
-        let spis: Vec<u32> = sa.children.iter().map(|c| c.spi_in).collect();
-        for spi in spis {
-            self.remove_child(sa, spi);
-        }
-        crate::vip::release(self, sa);
     }
 }
 

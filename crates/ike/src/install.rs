@@ -99,6 +99,19 @@ pub(crate) struct Install<'a> {
 }
 
 impl Cx<'_> {
+    /// Remove everything `sa` installed; it has left the table, or is
+    /// about to (its handler says [`crate::table::Then::Destroy`]).
+    pub(crate) fn destroy(&mut self, sa: &mut SaMut<'_>) {
+        if let Some(task) = sa.exch.take_task() {
+            task.release(self.k);
+        }
+        let spis: Vec<u32> = sa.children.iter().map(|c| c.spi_in).collect();
+        for spi in spis {
+            self.remove_child(sa, spi);
+        }
+        crate::vip::release(self, sa);
+    }
+
     /// Install a Child SA's pair of SAs (and, for a new reqid, its
     /// policies), and record it in `sa`.
     pub(crate) fn install_child(&mut self, sa: &mut SaMut<'_>, i: Install<'_>, keymat: &[u8]) {

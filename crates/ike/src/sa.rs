@@ -263,6 +263,14 @@ pub(crate) struct IkeSa {
 }
 
 impl IkeSa {
+    /// Its `<name|id>` in a log.
+    pub fn tag(&self) -> crate::event_log::SaTag {
+        crate::event_log::SaTag {
+            name: self.conn.name.clone(),
+            unique_id: self.uid,
+        }
+    }
+
     /// The SPI that names this SA on our side.
     pub fn our_spi(&self) -> u64 {
         if self.initiator {

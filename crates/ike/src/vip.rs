@@ -277,7 +277,7 @@ impl Host {
                     };
                     attrs.push((t, v));
                 }
-                let tag = crate::event_log::tag_of(sa);
+                let tag = sa.tag();
                 self.events.about(
                     tag,
                     IkeEvent::VirtualIpAssigned {

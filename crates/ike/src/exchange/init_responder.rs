@@ -146,6 +146,57 @@ impl Ike {
     }
 }
 
+impl Ike {
+    /// Whether an IKE_SA_INIT request from `ip` may make a half-open IKE
+    /// SA at `now`; `cookie` is the COOKIE it carries first, if any.
+    pub(crate) fn admit(
+        &mut self,
+        now: Duration,
+        ip: IpAddr,
+        ni: &[u8],
+        spi_i: u64,
+        cookie: Option<&[u8]>,
+    ) -> Result<(), Refusal> {
+        let s = &self.host.settings;
+        let (all, from_ip) = self.half_open_from(ip);
+        // §2.6: above a threshold, only a request that returns our
+        // cookie goes on. The per-address one (strongSwan 5.9's
+        // cookie_threshold_ip) asks a busy address first, below the
+        // global one.
+        if all >= s.cookie_threshold || from_ip >= s.cookie_threshold_ip {
+            self.host.cookies.rotate(now, self.host.rng.as_mut());
+            let valid = cookie.is_some_and(|c| self.host.cookies.verify(now, c, ni, ip, spi_i));
+            if !valid {
+                return Err(Refusal::Cookie(self.host.cookies.make(ni, ip, spi_i)));
+            }
+        }
+        let s = &self.host.settings;
+        if from_ip >= s.block_threshold {
+            return Err(Refusal::BlockedSource);
+        }
+        if self.sas.len() >= s.max_ike_sas || all >= s.max_half_open {
+            return Err(Refusal::Limit);
+        }
+        Ok(())
+    }
+
+    /// Half-open IKE SAs (responder, waiting for IKE_AUTH): all, and
+    /// those from `ip`'s [`source`]. A half-open SA keeps the address its
+    /// IKE_SA_INIT came from (engine.rs never moves it to another).
+    fn half_open_from(&self, ip: IpAddr) -> (usize, usize) {
+        let from = crate::admit::source(ip);
+        self.sas
+            .values()
+            .filter(|s| s.state == IkeState::HalfOpen)
+            .fold((0, 0), |(all, mine), s| {
+                (
+                    all + 1,
+                    mine + usize::from(crate::admit::source(s.path.remote.ip()) == from),
+                )
+            })
+    }
+}
+
 impl Host {
     /// The first configured connection for these addresses whose
     /// proposals meet the offer.
