@@ -26,7 +26,7 @@ mod manager;
 pub(crate) mod rekey;
 
 pub use crate::settings::Retransmit;
-pub(crate) use manager::{Collide, Exchanges, RequestVerdict, Wire};
+pub(crate) use manager::{Collide, Exchanges, RequestVerdict};
 
 use core::any::Any;
 
