@@ -68,49 +68,76 @@ impl Routes {
             .filter(|(dst, _)| !wanted.iter().any(|(d, _)| d == dst))
             .copied()
             .collect();
-        for (dst, _) in stale {
-            // Already gone is fine.
-            let _ = ip(&[
-                "route",
-                "del",
-                &dst.to_string(),
-                "dev",
-                &self.dev,
-                "table",
-                &table,
-            ]);
-            self.table.retain(|(d, _)| *d != dst);
-        }
-        for (dst, src) in wanted {
-            if self.table.contains(&(dst, src)) {
-                continue;
-            }
+        // Each destination's route changes in one `ip -batch` per sync, not
+        // one `ip` per route: a reload that touches thousands of policies
+        // forks twice, not thousands of times.
+        let dels: Vec<String> = stale
+            .iter()
+            .map(|(dst, _)| format!("route del {dst} dev {} table {table}", self.dev))
+            .collect();
+        // Already gone is fine (`-force`: the rest still go).
+        let _ = ip_batch(&dels, true);
+        self.table
+            .retain(|(d, _)| !stale.iter().any(|(s, _)| s == d));
+        let fresh: Vec<_> = wanted
+            .into_iter()
+            .filter(|r| !self.table.contains(r))
+            .collect();
+        for (dst, _) in &fresh {
             let family = if dst.addr().is_ipv4() { "-4" } else { "-6" };
             if !self.rules.contains(&family) {
-                let (mark, pref) = (BYPASS_MARK.to_string(), RULE_PREF.to_string());
-                let rule = [
-                    family, "rule", "add", "not", "fwmark", &mark, "table", &table, "pref", &pref,
-                ];
-                // A rule left by a daemon that was killed would make `add` fail.
-                let mut del = rule;
-                del[2] = "del";
-                let _ = ip(&del);
-                ip(&rule)?;
-                self.rules.push(family);
+                self.add_rule(family)?;
             }
-            let dst_s = dst.to_string();
-            let mut args = vec![
-                "route", "replace", &dst_s, "dev", &self.dev, "table", &table,
-            ];
-            let src_s = src.map(|a| a.to_string());
-            if let Some(src) = &src_s {
-                args.extend(["src", src.as_str()]);
+        }
+        let lines: Vec<String> = fresh.iter().map(|r| self.replace_line(r)).collect();
+        if ip_batch(&lines, false).is_err() {
+            // Which one failed, and the others in place: one at a time.
+            for (route, line) in fresh.iter().zip(&lines) {
+                let args: Vec<&str> = line.split(' ').collect();
+                ip(&args)?;
+                self.record(*route);
             }
-            ip(&args)?;
-            self.table.retain(|(d, _)| *d != dst);
-            self.table.push((dst, src));
+            return Ok(());
+        }
+        for route in fresh {
+            self.record(route);
         }
         Ok(())
+    }
+
+    /// The rule that sends unmarked packets of `family` to [`TABLE`].
+    fn add_rule(&mut self, family: &'static str) -> Result<(), ToolError> {
+        let (mark, pref, table) = (
+            BYPASS_MARK.to_string(),
+            RULE_PREF.to_string(),
+            TABLE.to_string(),
+        );
+        let rule = [
+            family, "rule", "add", "not", "fwmark", &mark, "table", &table, "pref", &pref,
+        ];
+        // A rule left by a daemon that was killed would make `add` fail.
+        let mut del = rule;
+        del[2] = "del";
+        let _ = ip(&del);
+        ip(&rule)?;
+        self.rules.push(family);
+        Ok(())
+    }
+
+    /// `route replace` of one route (no moment without a route when only
+    /// its source changes), as an `ip` command line.
+    fn replace_line(&self, (dst, src): &(IpPrefix, Option<IpAddr>)) -> String {
+        let mut line = format!("route replace {dst} dev {} table {TABLE}", self.dev);
+        if let Some(src) = src {
+            line += &format!(" src {src}");
+        }
+        line
+    }
+
+    /// `route` is in place now.
+    fn record(&mut self, route: (IpPrefix, Option<IpAddr>)) {
+        self.table.retain(|(d, _)| *d != route.0);
+        self.table.push(route);
     }
 
     /// Put a virtual IP on the device (`ip addr add ADDR/32`, /128 for
@@ -212,6 +239,48 @@ impl Drop for Routes {
     }
 }
 
+/// Run `lines` (ip commands without the leading `ip`) in one `ip -batch -`
+/// (`-force`: go on past a failing line). Nothing to do: no process.
+fn ip_batch(lines: &[String], force: bool) -> Result<(), ToolError> {
+    use std::io::Write as _;
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let command = || format!("ip -batch - ({} commands)", lines.len());
+    let run = |error| ToolError::Run {
+        command: command(),
+        error,
+    };
+    let mut args = vec!["-batch", "-"];
+    if force {
+        args.insert(0, "-force");
+    }
+    let mut child = crate::tool::command("ip")?
+        .args(&args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(run)?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(batch_text(lines).as_bytes()).map_err(run)?;
+    }
+    let out = child.wait_with_output().map_err(run)?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(ToolError::Failed {
+            command: command(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// What `ip -batch` reads: one command a line.
+fn batch_text(lines: &[String]) -> String {
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
 fn ip(args: &[&str]) -> Result<(), ToolError> {
     let command = || format!("ip {}", args.join(" "));
     let out = crate::tool::command("ip")?
@@ -228,5 +297,33 @@ fn ip(args: &[&str]) -> Result<(), ToolError> {
             command: command(),
             stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn route_changes_are_one_batch_of_ip_commands() {
+        let r = Routes {
+            dev: "fs0".into(),
+            table: Vec::new(),
+            rules: Vec::new(),
+            vips: Vec::new(),
+        };
+        let dst = IpPrefix::new("10.2.0.0".parse().unwrap(), 24).unwrap();
+        let v6 = IpPrefix::new("fd00::1".parse().unwrap(), 128).unwrap();
+        let lines = [
+            r.replace_line(&(dst, None)),
+            r.replace_line(&(v6, Some("fd00::2".parse().unwrap()))),
+        ];
+        assert_eq!(
+            batch_text(&lines),
+            format!(
+                "route replace 10.2.0.0/24 dev fs0 table {TABLE}\n\
+                 route replace fd00::1/128 dev fs0 table {TABLE} src fd00::2\n"
+            )
+        );
     }
 }
