@@ -80,6 +80,7 @@ pub use event::Reloaded;
 pub use event_log::{Logged, SaTag, Severity, Subsystem};
 pub use exchange::init::{IKE_PORT, NAT_T_PORT};
 pub use kernel::{Kernel, RecordingKernel, SaUsage};
+pub use reauth::Distrust;
 pub use settings::Settings;
 pub use stats::IkeStats;
 pub use transport::Datagram;

@@ -54,17 +54,41 @@ impl Cx<'_> {
     }
 }
 
+/// Why an authenticated peer would not be let in any more.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Distrust {
+    /// A certificate it sent no longer parses (as it did once).
+    Unreadable(String),
+    /// Its certificate chain no longer validates with our credentials
+    /// (revoked, expired, no longer under a CA we trust).
+    Certificate(crate::cert::Rejection),
+    /// Its EAP user has no `eap-…` secret any more.
+    EapSecretGone(crate::config::Identity),
+}
+
+impl core::fmt::Display for Distrust {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Distrust::Unreadable(why) => f.write_str(why),
+            Distrust::Certificate(r) => r.fmt(f),
+            Distrust::EapSecretGone(user) => write!(f, "EAP user {user} has no secret any more"),
+        }
+    }
+}
+
 impl Host {
     /// Whether the peer of `sa` would still be let in with the
     /// credentials we hold now (`unix`: the wall clock); why not.
-    fn still_trusted(&self, sa: &IkeSa, unix: Option<Duration>) -> Result<(), String> {
+    fn still_trusted(&self, sa: &IkeSa, unix: Option<Duration>) -> Result<(), Distrust> {
         let conn = &sa.conn;
         match conn.remote.auth {
             AuthKind::Pubkey(_) => {
                 let (Some(unix), Some(ee)) = (unix, sa.auth.certs.first()) else {
                     return Ok(());
                 };
-                let parse = |d: &Vec<u8>| Certificate::parse(d).map_err(|e| e.to_string());
+                let parse = |d: &Vec<u8>| {
+                    Certificate::parse(d).map_err(|e| Distrust::Unreadable(e.to_string()))
+                };
                 let ee = parse(ee)?;
                 let inter = sa.auth.certs[1..]
                     .iter()
@@ -75,11 +99,11 @@ impl Host {
                 let strict = conn.remote.revocation_strict;
                 let anchors = crate::auth::pubkey::trusted_cas(self, &sa.conn);
                 verify::validate_with(&self.provider, &ee, &inter, &anchors, &crls, unix, strict)
-                    .map_err(|r| r.to_string())
+                    .map_err(Distrust::Certificate)
             }
             AuthKind::Eap => match &sa.ids.peer {
                 Some(user) if self.config.find_eap(user).is_none() => {
-                    Err(format!("EAP user {user} has no secret any more"))
+                    Err(Distrust::EapSecretGone(user.clone()))
                 }
                 _ => Ok(()),
             },
@@ -94,7 +118,7 @@ impl Ike {
     /// so is what an IKE rekey in flight makes of them (`revoked`).
     pub(crate) fn recheck_peers(&mut self, now: Duration, k: &mut dyn Kernel) {
         let unix = self.host.unix_time(now);
-        let failed: Vec<(u64, String)> = self
+        let failed: Vec<(u64, Distrust)> = self
             .sas
             .values()
             .filter(|s| self.host.is_live(&s.conn) && s.times.established.is_some())
