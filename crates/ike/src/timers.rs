@@ -177,7 +177,9 @@ impl Cx<'_> {
         Then::Stay
     }
 
-    /// The Established SA's own timers.
+    /// The Established SA's timers: its rekey, hard lifetime,
+    /// revocation, reauthentication, NAT keepalive and DPD; then its Child
+    /// SAs'.
     fn timers(&mut self, sa: &mut SaMut<'_>) {
         if sa.times.rekey_at.is_some_and(|t| self.now >= t) {
             sa.times.rekey_at = None;
@@ -195,9 +197,23 @@ impl Cx<'_> {
             sa.auth.reauth_at = None;
             self.host.reauth_due.push(sa.our_spi());
         }
-        // RFC 3948 §2.3: behind a NAT, keep its mapping (the ESP in UDP
-        // would keep it too; the core does not see that traffic). Not over
-        // a stream (RFC 9329 §6.6: SHOULD NOT).
+        self.keep_nat_alive(sa);
+        let conn = &sa.conn;
+        let dpd = conn.dpd_delay;
+        if !dpd.is_zero()
+            && sa.exch.idle()
+            && sa.queue.is_empty()
+            && self.now >= sa.times.last_heard + dpd
+        {
+            sa.queue.push_back(Todo::Dpd);
+        }
+        self.child_timers(sa);
+    }
+
+    /// A NAT keepalive when one is due (RFC 3948 §2.3): behind a NAT, keep
+    /// its mapping (the ESP in UDP would keep it too; the core does not
+    /// see that traffic). Not over a stream (RFC 9329 §6.6: SHOULD NOT).
+    fn keep_nat_alive(&mut self, sa: &mut IkeSa) {
         let keep_alive = self.host.settings.keep_alive;
         if sa.path.nat_local
             && !sa.path.transport.is_stream()
@@ -214,15 +230,12 @@ impl Cx<'_> {
                 data: ka,
             });
         }
-        let conn = &sa.conn;
-        let dpd = conn.dpd_delay;
-        if !dpd.is_zero()
-            && sa.exch.idle()
-            && sa.queue.is_empty()
-            && self.now >= sa.times.last_heard + dpd
-        {
-            sa.queue.push_back(Todo::Dpd);
-        }
+    }
+
+    /// The Child SAs' timers: a rekey queued when due; at the hard
+    /// lifetime (RFC 4301 §4.4.2.1) the SA deleted, or with `keep-old`
+    /// a rekeyed SA switched to its successor.
+    fn child_timers(&mut self, sa: &mut SaMut<'_>) {
         let mut expired = Vec::new();
         let ike: &mut IkeSa = sa;
         for c in &mut ike.children {

@@ -387,7 +387,9 @@ impl Cx<'_> {
         self.refuse_auth(sa, mid)
     }
 
-    /// Initiator: a response in an EAP conversation.
+    /// Initiator: a response in an EAP conversation (RFC 7296 §2.16):
+    /// the responder's first AUTH, then EAP messages until EAP-Success,
+    /// then its AUTH keyed with the MSK and the Child SA.
     pub(crate) fn eap_peer_response(
         &mut self,
         sa: &mut SaMut<'_>,
@@ -396,90 +398,133 @@ impl Cx<'_> {
         msg: Message,
     ) -> Then {
         let IkeAuth { init, child, .. } = task;
-        let give_up = |cx: &mut Cx<'_>,
-                       sa: &mut SaMut<'_>,
-                       child: &Option<crate::exchange::child::ChildRequest>,
-                       e| {
-            if let Some(req) = child {
-                req.reserved().release(cx.k);
-            }
-            cx.stats.auth_failed += 1;
-            cx.fail(sa, e)
-        };
         if st.responder.is_none() {
-            // The first answer: the responder's own AUTH (a certificate).
-            let me = sa.ids.local.clone().unwrap_or(Identity::Any);
-            match self.peer_authenticated(sa, &init, &msg, &me) {
-                Ok(peer) => {
-                    let idr = msg.payloads.iter().find_map(|p| match p {
-                        Payload::IdR(i) => Some(i.clone()),
-                        _ => None,
-                    });
-                    st.responder = idr.map(|i| (peer, i));
-                }
-                Err(why) => {
-                    self.host.report(
-                        sa,
-                        IkeEvent::AuthFailed {
-                            from: sa.path.remote.ip(),
-                            id: None,
-                            why,
-                        },
-                    );
-                    return give_up(self, sa, &child, NegotiationError::ResponderAuthBad);
-                }
+            if let Err(e) = self.eap_responder_first_auth(sa, &init, &msg, &mut st) {
+                return self.give_up_eap(sa, &child, e);
             }
         }
         if let Some(eap) = eap_of(&msg) {
-            let challenge = self.random16();
-            match st.peer_side.step(eap, challenge) {
-                PeerStep::Send(r) => {
+            return match self.eap_peer_step(sa, &init, &mut st, eap) {
+                Ok(next) => {
                     let task = Box::new(IkeAuth {
                         init,
                         child,
                         eap: Some(st),
                     });
-                    self.request(sa, ExchangeType::IKE_AUTH, vec![Payload::Eap(r)], task);
-                    return Then::Stay;
+                    self.request(sa, ExchangeType::IKE_AUTH, vec![next], task);
+                    Then::Stay
                 }
-                PeerStep::Done(msk) => {
-                    let ours = Octets {
-                        sa,
-                        init: &init,
-                        ours: true,
-                        id: &st.idi,
-                    };
-                    let me = sa.ids.local.clone().unwrap_or(Identity::Any);
-                    let claim = Claim {
-                        me: &me,
-                        peer: st.responder.as_ref().map_or(&Identity::Any, |(p, _)| p),
-                    };
-                    let built = Msk(&msk).build(self, &ours, claim, false);
-                    let Ok((_, auth)) = built else {
-                        return give_up(self, sa, &child, NegotiationError::KeyDerivation);
-                    };
-                    st.msk = Some(msk);
-                    let auth = Payload::Auth(auth);
-                    let task = Box::new(IkeAuth {
-                        init,
-                        child,
-                        eap: Some(st),
-                    });
-                    self.request(sa, ExchangeType::IKE_AUTH, vec![auth], task);
-                    return Then::Stay;
-                }
-                PeerStep::Failed(why) => {
-                    return give_up(self, sa, &child, NegotiationError::EapFailed(why));
-                }
+                Err(e) => self.give_up_eap(sa, &child, e),
+            };
+        }
+        let Some(peer) = self.eap_responder_msk_auth(sa, &init, &msg, &mut st) else {
+            return self.give_up_eap(sa, &child, NegotiationError::ResponderAuthBad);
+        };
+        self.finish_initiator(sa, (init, child), peer, msg)
+    }
+
+    /// Initiator: the EAP conversation cannot go on: the first Child SA's
+    /// reservation released, the IKE SA failed with `e`.
+    fn give_up_eap(
+        &mut self,
+        sa: &IkeSa,
+        child: &Option<crate::exchange::child::ChildRequest>,
+        e: NegotiationError,
+    ) -> Then {
+        if let Some(req) = child {
+            req.reserved().release(self.k);
+        }
+        self.stats.auth_failed += 1;
+        self.fail(sa, e)
+    }
+
+    /// Initiator: the first answer carries the responder's own AUTH (a
+    /// certificate, RFC 7296 §2.16): verify it and keep the responder's
+    /// identity and ID payload in `st`.
+    fn eap_responder_first_auth(
+        &mut self,
+        sa: &IkeSa,
+        init: &InitMessages,
+        msg: &Message,
+        st: &mut EapPeerSide,
+    ) -> Result<(), NegotiationError> {
+        let me = sa.ids.local.clone().unwrap_or(Identity::Any);
+        match self.peer_authenticated(sa, init, msg, &me) {
+            Ok(peer) => {
+                let idr = msg.payloads.iter().find_map(|p| match p {
+                    Payload::IdR(i) => Some(i.clone()),
+                    _ => None,
+                });
+                st.responder = idr.map(|i| (peer, i));
+                Ok(())
+            }
+            Err(why) => {
+                self.host.report(
+                    sa,
+                    IkeEvent::AuthFailed {
+                        from: sa.path.remote.ip(),
+                        id: None,
+                        why,
+                    },
+                );
+                Err(NegotiationError::ResponderAuthBad)
             }
         }
-        // The last answer: the responder's AUTH with the MSK, the Child SA.
+    }
+
+    /// Initiator: one EAP message from the responder, stepped through our
+    /// EAP method: the payload of our next IKE_AUTH request — the EAP
+    /// response, or, after EAP-Success, our AUTH keyed with the MSK
+    /// (RFC 7296 §2.16), the MSK kept in `st`.
+    fn eap_peer_step(
+        &mut self,
+        sa: &IkeSa,
+        init: &InitMessages,
+        st: &mut EapPeerSide,
+        eap: &[u8],
+    ) -> Result<Payload, NegotiationError> {
+        let challenge = self.random16();
+        match st.peer_side.step(eap, challenge) {
+            PeerStep::Send(r) => Ok(Payload::Eap(r)),
+            PeerStep::Done(msk) => {
+                let ours = Octets {
+                    sa,
+                    init,
+                    ours: true,
+                    id: &st.idi,
+                };
+                let me = sa.ids.local.clone().unwrap_or(Identity::Any);
+                let claim = Claim {
+                    me: &me,
+                    peer: st.responder.as_ref().map_or(&Identity::Any, |(p, _)| p),
+                };
+                let built = Msk(&msk).build(self, &ours, claim, false);
+                let Ok((_, auth)) = built else {
+                    return Err(NegotiationError::KeyDerivation);
+                };
+                st.msk = Some(msk);
+                Ok(Payload::Auth(auth))
+            }
+            PeerStep::Failed(why) => Err(NegotiationError::EapFailed(why)),
+        }
+    }
+
+    /// Initiator: the last answer carries the responder's AUTH keyed with
+    /// the MSK (RFC 7296 §2.16): the responder's identity if it verifies,
+    /// `None` if it does not or EAP never finished.
+    fn eap_responder_msk_auth(
+        &mut self,
+        sa: &IkeSa,
+        init: &InitMessages,
+        msg: &Message,
+        st: &mut EapPeerSide,
+    ) -> Option<Identity> {
         let (Some(msk), Some((peer, idr))) = (st.msk.take(), st.responder.take()) else {
-            return give_up(self, sa, &child, NegotiationError::ResponderAuthBad);
+            return None;
         };
         let theirs = Octets {
             sa,
-            init: &init,
+            init,
             ours: false,
             id: &idr,
         };
@@ -488,14 +533,11 @@ impl Cx<'_> {
             me: &me,
             peer: &peer,
         };
-        let ok = auth_of(&msg).is_some_and(|a| {
+        let ok = auth_of(msg).is_some_and(|a| {
             let msk = Msk(&msk);
-            msk.verify(self, &theirs, claim, &msg, a).is_ok()
+            msk.verify(self, &theirs, claim, msg, a).is_ok()
         });
-        if !ok {
-            return give_up(self, sa, &child, NegotiationError::ResponderAuthBad);
-        }
-        self.finish_initiator(sa, (init, child), peer, msg)
+        ok.then_some(peer)
     }
 }
 

@@ -306,34 +306,9 @@ impl Cx<'_> {
             .ok_or(ChildError::KeyDerivation)?;
         let old = rekey.and_then(|old| sa.children.iter().find(|c| c.spi_in == old));
         let reqid = old.map(|c| c.reqid);
-        let (per_cpu, cpu) = match (old, req.resource) {
-            (Some(old), _) => (old.per_cpu, old.cpu),
-            (None, Resource::Plain) => (false, None),
-            // RFC 9611: a peer that answers without SA_RESOURCE_INFO does
-            // not take part; the SA is an ordinary one, and we ask no more.
-            (None, _) if !has_notify(msg, NotifyType::SA_RESOURCE_INFO) => {
-                self.host.report(
-                    sa,
-                    IkeEvent::ChildNoResources {
-                        child: self.child_name(sa, req.cfg),
-                    },
-                );
-                sa.queue
-                    .retain(|t| !matches!(t, Todo::CreateResource(c, _) if *c == req.cfg));
-                (false, None)
-            }
-            (None, Resource::Fallback) => (true, None),
-            (None, Resource::Cpu(cpu)) => (true, Some(cpu)),
-        };
-        // IPComp only if the peer answered our offer with its CPI.
-        let ipcomp = match (req.cpi_in, peer_cpi(msg)) {
-            (Some(ours), Some(theirs)) => Some((ours, theirs)),
-            (Some(ours), None) => {
-                self.k.release_spi(Protocol::IpComp, u32::from(ours));
-                None
-            }
-            _ => None,
-        };
+        let kept = old.map(|c| (c.per_cpu, c.cpu));
+        let (per_cpu, cpu) = self.answered_resource(sa, &req, kept, msg);
+        let ipcomp = self.answered_ipcomp(req.cpi_in, msg);
         let install = Install {
             cfg: req.cfg,
             chosen: &chosen,
@@ -353,6 +328,52 @@ impl Cx<'_> {
             self.ask_for_resources(sa, req.cfg);
         }
         Ok(req.spi_in)
+    }
+
+    /// Initiator: whether the Child SA our request `req` made is one of a
+    /// per-resource group (RFC 9611), and whose: a rekey keeps the old
+    /// SA's (`kept`: its per-CPU flag and resource); else what we asked
+    /// for, if the peer's answer takes part.
+    fn answered_resource(
+        &mut self,
+        sa: &mut IkeSa,
+        req: &ChildRequest,
+        kept: Option<(bool, Option<u32>)>,
+        msg: &Message,
+    ) -> (bool, Option<u32>) {
+        match (kept, req.resource) {
+            (Some(kept), _) => kept,
+            (None, Resource::Plain) => (false, None),
+            // RFC 9611: a peer that answers without SA_RESOURCE_INFO does
+            // not take part; the SA is an ordinary one, and we ask no more.
+            (None, _) if !has_notify(msg, NotifyType::SA_RESOURCE_INFO) => {
+                self.host.report(
+                    sa,
+                    IkeEvent::ChildNoResources {
+                        child: self.child_name(sa, req.cfg),
+                    },
+                );
+                sa.queue
+                    .retain(|t| !matches!(t, Todo::CreateResource(c, _) if *c == req.cfg));
+                (false, None)
+            }
+            (None, Resource::Fallback) => (true, None),
+            (None, Resource::Cpu(cpu)) => (true, Some(cpu)),
+        }
+    }
+
+    /// Initiator: IPComp (our CPI, the peer's) only if the peer answered
+    /// our offer with its CPI (RFC 7296 §2.22); else our CPI `cpi_in` is
+    /// given back.
+    fn answered_ipcomp(&mut self, cpi_in: Option<u16>, msg: &Message) -> Option<(u16, u16)> {
+        match (cpi_in, peer_cpi(msg)) {
+            (Some(ours), Some(theirs)) => Some((ours, theirs)),
+            (Some(ours), None) => {
+                self.k.release_spi(Protocol::IpComp, u32::from(ours));
+                None
+            }
+            _ => None,
+        }
     }
 
     /// Initiator: the answer to CREATE_CHILD_SA for a new Child SA, or

@@ -166,8 +166,8 @@ impl Cx<'_> {
             chosen: &chosen,
             spi_in,
             mode,
-            local_ts: local_ts.clone(),
-            remote_ts: remote_ts.clone(),
+            local_ts,
+            remote_ts,
             we_initiated: false,
             reqid,
             min_nonce: min_nonce(asked.ni, asked.nr),
@@ -175,31 +175,40 @@ impl Cx<'_> {
             per_cpu,
             cpu,
         };
+        let answer = Self::child_answer(asked, &install, ker);
         self.install_child(sa, install, &keymat);
         if let Some(old) = asked.rekey {
             self.replaced_by_peer(sa, old, spi_in);
         }
+        Ok(answer)
+    }
+
+    /// Responder: the payloads of the answer that accepts the Child SA
+    /// `i` (§1.3.1, §2.9): the mode and IPComp notifies (§1.3.1, §2.22),
+    /// our SA proposal with our SPI, Nr for CREATE_CHILD_SA, KEr with
+    /// PFS, and the narrowed selectors.
+    fn child_answer(asked: &ChildAsked<'_>, i: &Install<'_>, ker: Option<Ke>) -> Vec<Payload> {
         let mut out = Vec::new();
-        if mode == Mode::Transport {
+        if i.mode == Mode::Transport {
             out.push(notify(NotifyType::USE_TRANSPORT_MODE, vec![]));
         }
-        if let Some((ours, _)) = ipcomp {
+        if let Some((ours, _)) = i.ipcomp {
             out.push(ipcomp_supported(ours));
         }
         // RFC 9611 §3: we take part, and this SA is ours for `cpu`.
-        if per_cpu && asked.rekey.is_none() {
-            out.extend(cpu.map_or(Resource::Fallback, Resource::Cpu).notify());
+        if i.per_cpu && asked.rekey.is_none() {
+            out.extend(i.cpu.map_or(Resource::Fallback, Resource::Cpu).notify());
         }
-        out.push(Payload::Sa(vec![config::child_answer(&chosen, spi_in)]));
+        out.push(Payload::Sa(vec![config::child_answer(i.chosen, i.spi_in)]));
         if asked.create {
             out.push(Payload::Nonce(asked.nr.to_vec()));
         }
         if let Some(ke) = ker {
             out.push(Payload::Ke(ke));
         }
-        out.push(Payload::TsI(remote_ts));
-        out.push(Payload::TsR(local_ts));
-        Ok(out)
+        out.push(Payload::TsI(i.remote_ts.clone()));
+        out.push(Payload::TsR(i.local_ts.clone()));
+        out
     }
 
     /// Responder: the peer's rekey replaced Child SA `old` by `new` (our

@@ -137,33 +137,8 @@ impl Ike {
         k: &mut dyn Kernel,
     ) -> Result<u64, CommandError> {
         let conn = &*ci;
-        let transport = transport.unwrap_or(match (conn.tcp.encap, conn.tcp.tls) {
-            (TcpEncap::Yes, false) => Transport::Tcp,
-            (TcpEncap::Yes, true) => Transport::Tls,
-            (TcpEncap::No | TcpEncap::Fallback, _) => Transport::Udp,
-        });
-        let remote_ip = conn
-            .remote_addrs
-            .iter()
-            .find_map(|a| match a {
-                AddrSpec::Addr(ip) => Some(*ip),
-                _ => None,
-            })
-            .ok_or_else(|| CommandError::NoRemoteAddress {
-                conn: conn.name.clone(),
-            })?;
-        let local_ip = conn
-            .local_addrs
-            .iter()
-            .find_map(|a| match a {
-                AddrSpec::Addr(ip) if ip.is_ipv4() == remote_ip.is_ipv4() => Some(*ip),
-                _ => None,
-            })
-            .or_else(|| k.source_for(remote_ip))
-            .ok_or_else(|| CommandError::NoLocalAddress {
-                name: conn.name.clone(),
-                remote: remote_ip,
-            })?;
+        let transport = transport.unwrap_or_else(|| starting_transport(conn));
+        let (local, remote) = endpoints(conn, transport, k)?;
         let group = conn
             .proposals
             .iter()
@@ -173,19 +148,6 @@ impl Ike {
             .ok_or_else(|| CommandError::NoGroup {
                 conn: conn.name.clone(),
             })?;
-        // Over TCP the peer listens on `tcp_port`, and our side is any
-        // port (RFC 9329 §5); NAT detection hashes port 0 then, so the
-        // peer sees a NAT: it changes nothing over TCP (§6.5).
-        let (local, remote) = match transport.is_stream() {
-            false => (
-                SocketAddr::new(local_ip, conn.local_port),
-                SocketAddr::new(remote_ip, conn.remote_port),
-            ),
-            true => (
-                SocketAddr::new(local_ip, 0),
-                SocketAddr::new(remote_ip, conn.tcp.port),
-            ),
-        };
         let offer = config::ike_offer(&conn.proposals);
         let name = conn.name.clone();
         let ke = crypto::key_exchange(&self.host.provider, group, self.host.rng.as_mut()).map_err(
@@ -235,6 +197,63 @@ impl Ike {
         let then = Cx::new(&mut self.host, now, k).init_response(&mut sa, header, data);
         self.then(now, at, then, k);
     }
+}
+
+/// The transport a new IKE SA of `conn` starts on, as its `tcp_encap`
+/// says: TCP or TLS at once (RFC 9329), else UDP (`fallback` goes over
+/// TCP only if UDP gets no answer, RFC 9329 §5.1).
+fn starting_transport(conn: &Connection) -> Transport {
+    match (conn.tcp.encap, conn.tcp.tls) {
+        (TcpEncap::Yes, false) => Transport::Tcp,
+        (TcpEncap::Yes, true) => Transport::Tls,
+        (TcpEncap::No | TcpEncap::Fallback, _) => Transport::Udp,
+    }
+}
+
+/// The local and remote address a new IKE SA of `conn` starts between
+/// over `transport`: the first configured remote address, a configured
+/// local address of its family or else the kernel's source for it, and
+/// the ports.
+fn endpoints(
+    conn: &Connection,
+    transport: Transport,
+    k: &mut dyn Kernel,
+) -> Result<(SocketAddr, SocketAddr), CommandError> {
+    let remote_ip = conn
+        .remote_addrs
+        .iter()
+        .find_map(|a| match a {
+            AddrSpec::Addr(ip) => Some(*ip),
+            _ => None,
+        })
+        .ok_or_else(|| CommandError::NoRemoteAddress {
+            conn: conn.name.clone(),
+        })?;
+    let local_ip = conn
+        .local_addrs
+        .iter()
+        .find_map(|a| match a {
+            AddrSpec::Addr(ip) if ip.is_ipv4() == remote_ip.is_ipv4() => Some(*ip),
+            _ => None,
+        })
+        .or_else(|| k.source_for(remote_ip))
+        .ok_or_else(|| CommandError::NoLocalAddress {
+            name: conn.name.clone(),
+            remote: remote_ip,
+        })?;
+    // Over TCP the peer listens on `tcp_port`, and our side is any
+    // port (RFC 9329 §5); NAT detection hashes port 0 then, so the
+    // peer sees a NAT: it changes nothing over TCP (§6.5).
+    Ok(match transport.is_stream() {
+        false => (
+            SocketAddr::new(local_ip, conn.local_port),
+            SocketAddr::new(remote_ip, conn.remote_port),
+        ),
+        true => (
+            SocketAddr::new(local_ip, 0),
+            SocketAddr::new(remote_ip, conn.tcp.port),
+        ),
+    })
 }
 
 impl Cx<'_> {
@@ -342,22 +361,7 @@ impl Cx<'_> {
             return self.fail(sa, NegotiationError::KeyDerivation);
         };
         sa.keys = Some(keys);
-        sa.announced.fragments = self.announces_fragmentation(&sa.conn)
-            && has_notify(&msg, NotifyType::IKEV2_FRAGMENTATION_SUPPORTED);
-        sa.announced.hashes = crate::auth::pubkey::announced_hashes(&msg);
-        sa.announced.certreq = msg
-            .payloads
-            .iter()
-            .any(|p| matches!(p, Payload::CertReq(_)));
-        let (nat_local, nat_remote) =
-            nat_detect(&msg, sa.spi_i, sa.spi_r, sa.path.local, sa.path.remote);
-        (sa.path.nat_local, sa.path.nat_remote) = (nat_local, nat_remote);
-        // Over a stream nothing floats: the connection stays (RFC 9329 §6.5).
-        if (nat_local || nat_remote) && !sa.path.transport.is_stream() {
-            // §2.23: from IKE_AUTH on, both use port 4500.
-            sa.path.local.set_port(NAT_T_PORT);
-            sa.path.remote.set_port(NAT_T_PORT);
-        }
+        self.note_init_answer(sa, &msg);
         let messages = InitMessages {
             // IKE_SA_INIT is never fragmented (RFC 7383 §2.5.3).
             request: sent.data.concat(),
@@ -366,6 +370,30 @@ impl Cx<'_> {
             nr: nr.clone(),
         };
         self.send_auth(sa, messages, init.first_child)
+    }
+
+    /// What the responder's IKE_SA_INIT answer tells beside the keys:
+    /// whether it takes fragments (RFC 7383 §2.3, if we announced them
+    /// too), the hashes it verifies signatures with (RFC 7427 §4), whether
+    /// it asked for certificates (CERTREQ), and which side is behind a NAT
+    /// (§2.23), floating to port 4500 over UDP.
+    fn note_init_answer(&self, sa: &mut IkeSa, msg: &Message) {
+        sa.announced.fragments = self.announces_fragmentation(&sa.conn)
+            && has_notify(msg, NotifyType::IKEV2_FRAGMENTATION_SUPPORTED);
+        sa.announced.hashes = crate::auth::pubkey::announced_hashes(msg);
+        sa.announced.certreq = msg
+            .payloads
+            .iter()
+            .any(|p| matches!(p, Payload::CertReq(_)));
+        let (nat_local, nat_remote) =
+            nat_detect(msg, sa.spi_i, sa.spi_r, sa.path.local, sa.path.remote);
+        (sa.path.nat_local, sa.path.nat_remote) = (nat_local, nat_remote);
+        // Over a stream nothing floats: the connection stays (RFC 9329 §6.5).
+        if (nat_local || nat_remote) && !sa.path.transport.is_stream() {
+            // §2.23: from IKE_AUTH on, both use port 4500.
+            sa.path.local.set_port(NAT_T_PORT);
+            sa.path.remote.set_port(NAT_T_PORT);
+        }
     }
 
     /// The notifies of an IKE_SA_INIT answer that do not complete it:
