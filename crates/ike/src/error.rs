@@ -237,6 +237,28 @@ impl fmt::Display for InitResponseError {
 
 impl std::error::Error for InitResponseError {}
 
+/// Why an authenticated peer would not be let in any more.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Distrust {
+    /// A certificate it sent no longer parses (as it did once).
+    Unreadable(String),
+    /// Its certificate chain no longer validates with our credentials
+    /// (revoked, expired, no longer under a CA we trust).
+    Certificate(crate::cert::Rejection),
+    /// Its EAP user has no `eap-…` secret any more.
+    EapSecretGone(crate::config::Identity),
+}
+
+impl core::fmt::Display for Distrust {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Distrust::Unreadable(why) => f.write_str(why),
+            Distrust::Certificate(r) => r.fmt(f),
+            Distrust::EapSecretGone(user) => write!(f, "EAP user {user} has no secret any more"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -368,7 +368,7 @@ pub enum IkeEvent {
         /// The IKE SA.
         unique_id: u32,
         /// Why.
-        why: crate::reauth::Distrust,
+        why: crate::error::Distrust,
     },
     /// A replaced connection's Child SA is gone before its successor is
     /// up: its policies drop the traffic meanwhile ([`crate::reload`]).

@@ -74,13 +74,12 @@ mod vip;
 
 pub use control::{ChildSaInfo, IkeSaInfo};
 pub use engine::Ike;
-pub use error::{ChildError, CommandError, InitResponseError, NegotiationError};
+pub use error::{ChildError, CommandError, Distrust, InitResponseError, NegotiationError};
 pub use event::IkeEvent;
 pub use event::Reloaded;
 pub use event_log::{Logged, SaTag, Severity, Subsystem};
 pub use exchange::init::{IKE_PORT, NAT_T_PORT};
 pub use kernel::{Kernel, RecordingKernel, SaUsage};
-pub use reauth::Distrust;
 pub use settings::Settings;
 pub use stats::IkeStats;
 pub use transport::Datagram;

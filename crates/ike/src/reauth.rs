@@ -17,6 +17,7 @@ use crate::cert::{verify, Certificate};
 use crate::config::AuthKind;
 use crate::context::Cx;
 use crate::engine::Ike;
+use crate::error::Distrust;
 use crate::event::IkeEvent;
 use crate::host::Host;
 use crate::kernel::Kernel;
@@ -51,28 +52,6 @@ impl Cx<'_> {
             certs: if pubkey { cert_ders(msg) } else { Vec::new() },
             revoked: false,
         };
-    }
-}
-
-/// Why an authenticated peer would not be let in any more.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Distrust {
-    /// A certificate it sent no longer parses (as it did once).
-    Unreadable(String),
-    /// Its certificate chain no longer validates with our credentials
-    /// (revoked, expired, no longer under a CA we trust).
-    Certificate(crate::cert::Rejection),
-    /// Its EAP user has no `eap-…` secret any more.
-    EapSecretGone(crate::config::Identity),
-}
-
-impl core::fmt::Display for Distrust {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            Distrust::Unreadable(why) => f.write_str(why),
-            Distrust::Certificate(r) => r.fmt(f),
-            Distrust::EapSecretGone(user) => write!(f, "EAP user {user} has no secret any more"),
-        }
     }
 }
 
