@@ -10,6 +10,9 @@ use std::process::Command;
 use crate::peers::Peer;
 use crate::LabError;
 
+/// Connection keys for IKE and ESP over TCP: `(key, value)` pairs.
+pub type TcpKeys = &'static [(&'static str, &'static str)];
+
 /// One gateway of an IKE bed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IkeEnd {
@@ -24,7 +27,7 @@ pub struct IkeEnd {
     pub switch: Option<&'static str>,
     /// flowsec's connection keys for IKE and ESP over TCP (RFC 9329):
     /// `tcp_encap = yes` and `tcp_tls = yes`, or none (UDP).
-    pub tcp: &'static [(&'static str, &'static str)],
+    pub tcp: TcpKeys,
     /// More `flowsec up` options (`--backend engine`, `--tcp-listen`).
     pub up_args: Vec<&'static str>,
 }

@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use crate::bed::Bed;
-use crate::ike_bed::{IkeEnd, IkeSetup};
+use crate::ike_bed::{IkeEnd, IkeSetup, TcpKeys};
 use crate::peers::Peer;
 use crate::progress::Progress;
 use crate::report::{Finding, Table};
@@ -52,7 +52,7 @@ pub fn measure(secs: &str, work: &Path, progress: &mut Progress) -> Result<SslVp
         let o: flowsec_perf::Outcome = bed.perf(false, &format!("-t TCP_STREAM -l {secs}"))?;
         Ok(o.throughput_mbit_s)
     };
-    let setup = |tcp: &'static [(&'static str, &'static str)], listen: &[&'static str], engine: bool| {
+    let setup = |tcp: TcpKeys, listen: &[&'static str], engine: bool| {
         let backend: &[&'static str] = if engine {
             &["--backend", "engine"]
         } else {
@@ -85,7 +85,7 @@ pub fn measure(secs: &str, work: &Path, progress: &mut Progress) -> Result<SslVp
     )?;
     iperf3[1] = iperf3_stream(&mut bed, secs, work);
     drop(bed);
-    let tls_keys: &[_] = &[("tcp_encap", "yes"), ("tcp_tls", "yes")];
+    let tls_keys: TcpKeys = &[("tcp_encap", "yes"), ("tcp_tls", "yes")];
     let (tls, mut bed) = run(
         "SSL-VPN: ESP in TLS",
         setup(tls_keys, &["--tcp-listen", "443"], false),

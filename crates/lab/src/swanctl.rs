@@ -103,7 +103,10 @@ impl fmt::Display for ConfArgError {
                 write!(f, "{flag}: no such key in a {section} section")
             }
             ConfArgError::Unquotable { flag } => {
-                write!(f, "{flag}: a brace, '#', newline or inner quote in the value")
+                write!(
+                    f,
+                    "{flag}: a brace, '#', newline or inner quote in the value"
+                )
             }
         }
     }
@@ -259,7 +262,11 @@ impl SwanctlConf {
                 let child = conn.and_then(|c| c.children.last_mut());
                 (child.map(|c| &mut c.keys), CHILD_KEYS, "child")
             }
-            Where::Pool => (self.pools.last_mut().map(|p| &mut p.keys), POOL_KEYS, "pool"),
+            Where::Pool => (
+                self.pools.last_mut().map(|p| &mut p.keys),
+                POOL_KEYS,
+                "pool",
+            ),
             Where::Secret => {
                 // strongSwan's id-SUFFIX keeps its dash.
                 let ok = key == "id" || key == "secret" || key.starts_with("id-");

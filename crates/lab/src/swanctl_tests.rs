@@ -224,11 +224,20 @@ fn refused_words() {
         err("conn a --dpd-delay"),
         ConfArgError::NoValue("--dpd-delay".into())
     );
-    assert_eq!(err("conn a bogus"), ConfArgError::UnknownWord("bogus".into()));
+    assert_eq!(
+        err("conn a bogus"),
+        ConfArgError::UnknownWord("bogus".into())
+    );
     let e = err("conn a --esp-proposals aes128");
-    assert_eq!(e.to_string(), "--esp-proposals: no such key in a conn section");
+    assert_eq!(
+        e.to_string(),
+        "--esp-proposals: no such key in a conn section"
+    );
     let e = err("conn a --local-bogus x");
-    assert_eq!(e.to_string(), "--local-bogus: no such key in a local section");
+    assert_eq!(
+        e.to_string(),
+        "--local-bogus: no such key in a local section"
+    );
     let e = err("conn a child b --proposals x");
     assert_eq!(e.to_string(), "--proposals: no such key in a child section");
     let e = err("secret s --key x");
