@@ -45,7 +45,7 @@ done
 # shellcheck source=tests/e2e/lib.sh
 . tests/e2e/lib.sh        # and scripts/lib.sh: log, apt_install
 # shellcheck source=tests/e2e/ike_lib.sh
-. tests/e2e/ike_lib.sh    # fctl, child_spis, poll
+. tests/e2e/ike_lib.sh    # fctl, child_spis, poll, lab_conf
 e2e_require_root_netns
 e2e_need_nft
 command -v iperf3 >/dev/null || apt_install iperf3
@@ -64,43 +64,19 @@ declare -A IMPL=([gwA]=flowsec [gwB]=flowsec)
 CONN=soak CHILD=net
 
 e2e_topology_gateway
+# Only gwA initiates rekeys (gwB's rekey times are longer): one rekey
+# every 10 s rather than two racing ones. lab_conf: tests/e2e/ike_lib.sh.
 for gw in gwA gwB; do
     if [ $gw = gwA ]; then
-        local_addr=192.0.2.1 remote_addr=192.0.2.2 lts=10.1.0.0/24 rts=10.2.0.0/24 start=start
+        me=192.0.2.1 peer=192.0.2.2 lts=10.1.0.0/24 rts=10.2.0.0/24 start=start ike_rekey=60s child_rekey=10s
     else
-        local_addr=192.0.2.2 remote_addr=192.0.2.1 lts=10.2.0.0/24 rts=10.1.0.0/24 start=none
+        me=192.0.2.2 peer=192.0.2.1 lts=10.2.0.0/24 rts=10.1.0.0/24 start=none ike_rekey=4h child_rekey=1h
     fi
-    cat >"$W/$gw.conf" <<EOF
-# flowsec soak: $gw
-connections {
-    soak {
-        local_addrs = $local_addr
-        remote_addrs = $remote_addr
-        proposals = aes128gcm16-prfsha256-ecp256
-        rekey_time = 60s
-        local { auth = psk
-                id = $local_addr }
-        remote { auth = psk
-                 id = $remote_addr }
-        children {
-            net {
-                local_ts = $lts
-                remote_ts = $rts
-                esp_proposals = aes128gcm16-ecp256
-                rekey_time = 10s
-                start_action = $start
-            }
-        }
-    }
-}
-secrets {
-    ike-soak { id = $remote_addr
-               secret = "soak test pre-shared key, long enough" }
-}
-EOF
-    # Only gwA initiates rekeys (gwB's rekey_time is longer): one rekey
-    # every 10 s rather than two racing ones.
-    [ $gw = gwB ] && sed -i 's/rekey_time = 10s/rekey_time = 1h/; s/rekey_time = 60s/rekey_time = 4h/' "$W/$gw.conf"
+    lab_conf --comment "flowsec soak: $gw" conn soak --local-addrs $me --remote-addrs $peer \
+        --proposals aes128gcm16-prfsha256-ecp256 --rekey-time $ike_rekey --auth psk --local-id $me --remote-id $peer \
+        child net --local-ts $lts --remote-ts $rts --esp-proposals aes128gcm16-ecp256 \
+        --rekey-time $child_rekey --start-action $start \
+        secret ike-soak --id $peer --secret "soak test pre-shared key, long enough" >"$W/$gw.conf"
 done
 
 for gw in gwB gwA; do

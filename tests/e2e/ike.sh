@@ -128,14 +128,13 @@ CBR_RATE=40M; [ "$IPCOMP" = yes ] && CBR_RATE=4M
 case "$ESP_PROPOSAL" in 3des*) CBR_RATE=8M ;; esac
 # AH CHILD_SAs instead of ESP (ah_proposals: the IKE proposal's integrity
 # and DH group), flowsec on both sides only (kernel-libipsec has no AH).
-AH="${FLOWSEC_IKE_AH:-0}" AH_LINE=""
+AH="${FLOWSEC_IKE_AH:-0}" AH_ARGS=""
 if [ "$AH" = 1 ]; then
-    AH_LINE=$'\n                ah_proposals = sha256'
     dh=$(echo "$IKE_PROPOSAL" | tr '-' '\n' | grep -E '^(modp|ecp|x25519|curve)' | head -n 1)
-    [ -n "$dh" ] && AH_LINE="$AH_LINE-$dh"
+    AH_ARGS="--ah-proposals sha256${dh:+-$dh}"
 fi
-# The child's last lines in the swanctl.conf (gen_swanctl_conf).
-CHILD_EXTRA=$'\n                ipcomp = '"$IPCOMP$AH_LINE"
+# The child's last keys in the swanctl.conf (gen_swanctl_conf's lab conf words).
+CHILD_ARGS="--ipcomp $IPCOMP $AH_ARGS"
 DPD_DELAY=2s
 DPD_BOUND="${FLOWSEC_IKE_DPD_BOUND:-60}"
 BYTES="${FLOWSEC_IKE_BYTES:-2000000}"
@@ -154,9 +153,9 @@ if [ "$LEFT" = strongswan ] || [ "$RIGHT" = strongswan ] || [ "$STANDIN" = 1 ]; 
     install_strongswan || { echo "FAIL: strongSwan is not installed (apt-get install ${STRONGSWAN_PKGS[*]})"; exit 1; }
 fi
 install_capture_tools
-if [ "$STANDIN" != 1 ] && { [ "$LEFT" = flowsec ] || [ "$RIGHT" = flowsec ]; }; then
-    require_flowsec "$FLOWSEC_BIN" FLOWSEC_BIN
-fi
+# flowsec writes both swanctl.conf files (lab_conf), whoever reads them.
+require_flowsec "$FLOWSEC_BIN" FLOWSEC_BIN
+CONF_BIN="$FLOWSEC_BIN"
 
 echo "e2e ike: gwA (initiator) $LEFT, gwB (responder) $RIGHT; IKE $IKE_PROPOSAL, ESP $ESP_PROPOSAL; outer $OUTER"
 e2e_init
@@ -185,21 +184,8 @@ if [ "$RIGHT" = flowsec ] && [ "$STANDIN" != 1 ] && [ "$OUTER" = v4 ] &&
     COOKIE_FLOOD=yes
 fi
 declare -A EXTRA_CONN=()
-[ "$COOKIE_FLOOD" = yes ] && EXTRA_CONN[gwB]="
-    attacker {
-        version = 2
-        local_addrs = $GW_B
-        remote_addrs = $ATTACKER
-        proposals = $IKE_PROPOSAL
-        local {
-            auth = psk
-            id = $GW_B
-        }
-        remote {
-            auth = psk
-            id = $ATTACKER
-        }
-    }"
+[ "$COOKIE_FLOOD" = yes ] && EXTRA_CONN[gwB]="conn attacker --version 2 --local-addrs $GW_B \
+    --remote-addrs $ATTACKER --proposals $IKE_PROPOSAL --auth psk --local-id $GW_B --remote-id $ATTACKER"
 
 # ------------------------------------------------------------ configuration
 # (gen_swanctl_conf, gen_strongswan_conf: tests/e2e/ike_lib.sh)

@@ -69,7 +69,7 @@ DPD_DELAY=30s UP_TIMEOUT=15 SA_TIMEOUT=20
 CONN=gw CHILD=net TUN=fsikc0 PSK="unused"
 RETRANSMIT_TIMEOUT=1 RETRANSMIT_BASE=1.4 RETRANSMIT_TRIES=3
 INNER_FAMILIES="4"
-CONN_EXTRA=$'\n        fragmentation = force'
+CONN_ARGS="--fragmentation force"
 CHARON_EXTRA=$'\n    fragment_size = '"$FRAG"
 # Certificates, keys, CRLs: x509, pem, pkcs1 (RSA keys), pkcs8, pubkey,
 # revocation (CRLs) and constraints (path checks).
@@ -95,43 +95,21 @@ case "$CERTS" in
         B_CERT=sunPss B_KEY=rsa B_ID=sunpss.flowsec.test CAS="caCert.pem" B_AUTH=ike:rsa/pss-sha256 ;;
     *) echo "FAIL: FLOWSEC_CERTS=$CERTS (moon-sun, venus-carol or mars-sunpss)"; exit 1 ;;
 esac
-declare -A AUTH_LOCAL=(
-    [gwA]=$'auth = pubkey\ncerts = '"${A_CERT}Cert.pem"$'\nid = "'"$A_ID"'"'
-    [gwB]="auth = ${B_AUTH:-pubkey}"$'\ncerts = '"${B_CERT}Cert.pem"$'\nid = '"$B_ID")
-# Each trusts the root only: an intermediate must come in CERT.
-declare -A AUTH_REMOTE=(
-    [gwA]="auth = ${B_AUTH:-pubkey}"$'\nid = '"$B_ID"$'\ncacerts = caCert.pem'
-    [gwB]=$'auth = pubkey\ncacerts = caCert.pem')
+# Both ends' sections (gen_swanctl_conf's lab conf words); A_ID may be a
+# DN, quoted. Each trusts the root only: an intermediate must come in CERT.
+# shellcheck disable=SC2034  # read by gen_swanctl_conf (a nameref)
+AUTH_ARGS_gwA=(--local-auth pubkey --local-certs "${A_CERT}Cert.pem" --local-id "\"$A_ID\""
+    --remote-auth "${B_AUTH:-pubkey}" --remote-id "$B_ID" --remote-cacerts caCert.pem)
+# shellcheck disable=SC2034
+AUTH_ARGS_gwB=(--local-auth "${B_AUTH:-pubkey}" --local-certs "${B_CERT}Cert.pem" --local-id "$B_ID"
+    --remote-auth pubkey --remote-cacerts caCert.pem)
 # gwA's two connections gwB must refuse (different selectors, never up).
-bad_conn() {  # bad_conn NAME CERT ID
-    cat <<EOF
-
-    $1 {
-        version = 2
-        local_addrs = $GW_A
-        remote_addrs = $GW_B
-        proposals = $IKE_PROPOSAL
-        local {
-            auth = pubkey
-            certs = $2
-            id = $3
-        }
-        remote {
-            auth = pubkey
-            id = $B_ID
-        }
-        children {
-            $1 {
-                local_ts = 10.1.9.0/24
-                remote_ts = 10.2.9.0/24
-                esp_proposals = $ESP_PROPOSAL
-                start_action = none
-            }
-        }
-    }
-EOF
+bad_conn() {  # bad_conn NAME CERT ID: lab conf words
+    echo "conn $1 --version 2 --local-addrs $GW_A --remote-addrs $GW_B --proposals $IKE_PROPOSAL" \
+        "--local-auth pubkey --local-certs $2 --local-id $3 --remote-auth pubkey --remote-id $B_ID" \
+        "child $1 --local-ts 10.1.9.0/24 --remote-ts 10.2.9.0/24 --esp-proposals $ESP_PROPOSAL --start-action none"
 }
-declare -A EXTRA_CONN=([gwA]="$(bad_conn rev revokedCert.pem revoked.flowsec.test)$(bad_conn evil evilCert.pem sun.flowsec.test)")
+declare -A EXTRA_CONN=([gwA]="$(bad_conn rev revokedCert.pem revoked.flowsec.test) $(bad_conn evil evilCert.pem sun.flowsec.test)")
 
 echo "$IKE_TAG: gwA $LEFT (initiator, $A_CERT), gwB $RIGHT ($B_CERT); fragment size $FRAG bytes"
 e2e_init

@@ -50,7 +50,7 @@ DPD_DELAY=30s UP_TIMEOUT=15 SA_TIMEOUT=20
 CONN=gw CHILD=net TUN=fsikf0 PSK="flowsec-e2e-ike-frag psk, not a secret"
 RETRANSMIT_TIMEOUT=1 RETRANSMIT_BASE=1.4 RETRANSMIT_TRIES=3
 INNER_FAMILIES="4 6"
-CONN_EXTRA=$'\n        fragmentation = yes'
+CONN_ARGS="--fragmentation yes"
 CHARON_EXTRA=$'\n    fragment_size = '"$FRAG"
 declare -A IMPL=([gwA]="$LEFT" [gwB]="$RIGHT")
 declare -A LOCAL_ADDR=([gwA]="$GW_A" [gwB]="$GW_B")

@@ -36,67 +36,37 @@ install_capture_tools() {  # install_capture_tools: tshark and tcpdump where mis
 log_of() { echo "$W/$1-${IMPL[$1]}.log"; }
 
 # ------------------------------------------------------------ configuration
+# The one swanctl.conf generator (issue 30): `flowsec lab conf WORDS...`
+# prints the file (its words: crates/lab/src/swanctl.rs). CONF_BIN: the
+# flowsec binary that prints it (default FLOWSEC_BIN; ike.sh's stand-in
+# mode sets it to the real binary).
+lab_conf() { "${CONF_BIN:-$FLOWSEC_BIN}" lab conf "$@"; }
+
 # One gateway's swanctl.conf: the text both implementations read. From the
 # script: per gateway LOCAL_ADDR, REMOTE_ADDR, LOCAL_ID, REMOTE_ID, LOCAL_TS
-# and REMOTE_TS; IKE_PROPOSAL, ESP_PROPOSAL, DPD_DELAY, PSK; CHILD_EXTRA,
-# lines to end the child's section with; CONN_EXTRA, lines for the
-# connection's section (both start with a newline); GWA_ROLE, gwA's role in the
-# header comment.
+# and REMOTE_TS; IKE_PROPOSAL, ESP_PROPOSAL, DPD_DELAY, PSK; GWA_ROLE,
+# gwA's role in the header comment; and lab conf words (split on blanks):
+# CONN_ARGS, more keys for the connection; CHILD_ARGS, for the Child SA;
+# ${EXTRA_CONN[GW]}, more connections (ike.sh's check j), when the script
+# declares that associative array; and the array AUTH_ARGS_GW (words with
+# blanks: a DN), both ends' sections instead of a PSK with the ids
+# (ike_cert.sh), when the script declares it.
 gen_swanctl_conf() {  # gen_swanctl_conf GW
-    local gw="$1"
-    cat <<EOF
-# flowsec $IKE_TAG: $gw (${IMPL[$gw]}), $([ "$gw" = gwA ] && echo "${GWA_ROLE:-initiator}" || echo responder)
-connections {
-    $CONN {
-        version = 2
-        local_addrs = ${LOCAL_ADDR[$gw]}
-        remote_addrs = ${REMOTE_ADDR[$gw]}
-        proposals = $IKE_PROPOSAL
-        dpd_delay = $DPD_DELAY${CONN_EXTRA:-}
-        local {
-$(auth_section "$gw" local)
-        }
-        remote {
-$(auth_section "$gw" remote)
-        }
-        children {
-            $CHILD {
-                local_ts = ${LOCAL_TS[$gw]}
-                remote_ts = ${REMOTE_TS[$gw]}
-                esp_proposals = $ESP_PROPOSAL
-                mode = tunnel
-                start_action = none
-                dpd_action = clear
-                rekey_time = 1h${CHILD_EXTRA:-}
-            }
-        }
-    }$(extra_connections "$gw")
-}
-secrets {
-    ike-$CONN {
-        id = ${REMOTE_ID[$gw]}
-        secret = "$PSK"
-    }
-}
-EOF
-}
-
-# The lines of GW's local or remote section: ${AUTH_LOCAL[GW]} or
-# ${AUTH_REMOTE[GW]} (newline-separated key = value lines) when the
-# sourcing script declares those associative arrays (ike_cert.sh), else a
-# PSK with LOCAL_ID or REMOTE_ID.
-auth_section() {  # auth_section GW local|remote
-    local gw="$1" side="$2" lines="" id
-    if [ "$side" = local ] && declare -p AUTH_LOCAL >/dev/null 2>&1; then
-        lines="${AUTH_LOCAL[$gw]:-}"
-    elif [ "$side" = remote ] && declare -p AUTH_REMOTE >/dev/null 2>&1; then
-        lines="${AUTH_REMOTE[$gw]:-}"
+    local gw="$1" role=responder extra="" auth=(--auth psk --local-id "${LOCAL_ID[$1]}" --remote-id "${REMOTE_ID[$1]}")
+    [ "$gw" = gwA ] && role="${GWA_ROLE:-initiator}"
+    if declare -p "AUTH_ARGS_$gw" >/dev/null 2>&1; then
+        local -n auth_of="AUTH_ARGS_$gw"
+        auth=("${auth_of[@]}")
     fi
-    if [ -z "$lines" ]; then
-        if [ "$side" = local ]; then id="${LOCAL_ID[$gw]}"; else id="${REMOTE_ID[$gw]}"; fi
-        lines="auth = psk"$'\n'"id = $id"
-    fi
-    sed 's/^ */            /' <<<"$lines"
+    if declare -p EXTRA_CONN >/dev/null 2>&1; then extra="${EXTRA_CONN[$gw]:-}"; fi
+    # shellcheck disable=SC2086  # word lists
+    lab_conf --comment "flowsec $IKE_TAG: $gw (${IMPL[$gw]}), $role" \
+        conn "$CONN" --version 2 --local-addrs "${LOCAL_ADDR[$gw]}" --remote-addrs "${REMOTE_ADDR[$gw]}" \
+        --proposals "$IKE_PROPOSAL" --dpd-delay "$DPD_DELAY" ${CONN_ARGS:-} "${auth[@]}" \
+        child "$CHILD" --local-ts "${LOCAL_TS[$gw]}" --remote-ts "${REMOTE_TS[$gw]}" \
+        --esp-proposals "$ESP_PROPOSAL" --mode tunnel --start-action none --dpd-action clear \
+        --rekey-time 1h ${CHILD_ARGS:-} $extra \
+        secret "ike-$CONN" --id "${REMOTE_ID[$gw]}" --secret "$PSK"
 }
 
 # The swanctl.conf of GW: $W/GW/swanctl.conf when that directory exists
@@ -104,15 +74,6 @@ auth_section() {  # auth_section GW local|remote
 # to it, ike_cert.sh), else $W/GW-swanctl.conf.
 conf_of() {  # conf_of GW
     if [ -d "$W/$1" ]; then echo "$W/$1/swanctl.conf"; else echo "$W/$1-swanctl.conf"; fi
-}
-
-# More connections for GW: ${EXTRA_CONN[GW]}, when the sourcing script
-# declares that associative array (tests/e2e/ike.sh's check j).
-extra_connections() {  # extra_connections GW
-    if declare -p EXTRA_CONN >/dev/null 2>&1; then
-        printf '%s' "${EXTRA_CONN[$1]:-}"
-    fi
-    return 0
 }
 
 # One charon's strongswan.conf. The plugins: kernel-libipsec before

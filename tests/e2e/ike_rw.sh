@@ -121,111 +121,48 @@ for rw in rw1 rw2; do
     put "$rw" "${KEYDIR[$rw]}" "${CERT[$rw]}Key.pem"
 done
 
-cat >"$W/gw/swanctl.conf" <<EOF
-# flowsec $IKE_TAG: gw ($GW_IMPL)
-connections {
-    rw {
-        version = 2
-        proposals = $IKE_PROPOSAL
-        pools = rw4, rw6
-        local {
-            auth = pubkey
-            certs = moonCert.pem
-            id = moon.flowsec.test
-        }
-        remote {
-$(if [ "$RW_AUTH" = eap ]; then printf '            auth = eap-mschapv2\n            eap_id = %%any'; else printf '            auth = pubkey\n            cacerts = caCert.pem'; fi)
-        }
-        children {
-            rw {
-                local_ts = 10.2.0.0/24, fd00:2::/64
-                esp_proposals = $ESP_PROPOSAL
-            }
-        }
-    }
+# The swanctl.conf files (lab_conf: tests/e2e/ike_lib.sh). The gateway:
+# its certificate, pools of both families, the road warriors' CA or their
+# EAP-MSCHAPv2 users.
+# shellcheck disable=SC2054  # commas within a value
+words=(--comment "flowsec $IKE_TAG: gw ($GW_IMPL)" conn rw --version 2 --proposals "$IKE_PROPOSAL"
+    --pools rw4,rw6 --local-auth pubkey --local-certs moonCert.pem --local-id moon.flowsec.test)
+if [ "$RW_AUTH" = eap ]; then
+    words+=(--remote-auth eap-mschapv2 --remote-eap-id %any)
+else
+    words+=(--remote-auth pubkey --remote-cacerts caCert.pem)
+fi
+# shellcheck disable=SC2054
+words+=(child rw --local-ts 10.2.0.0/24,fd00:2::/64 --esp-proposals "$ESP_PROPOSAL"
+    pool rw4 --addrs 10.3.0.0/24 --dns 10.2.0.53 pool rw6 --addrs fd00:3::/120 --dns fd00:2::53)
+eap_secret() {  # eap_secret RW: the secret words of RW's EAP user (none with certificates)
+    [ "$RW_AUTH" = eap ] || return 0
+    words+=(secret "eap-${EAP_USER[$1]}" --id "${EAP_USER[$1]}" --secret "${EAP_PASS[$1]}")
 }
-pools {
-    rw4 {
-        addrs = 10.3.0.0/24
-        dns = 10.2.0.53
-    }
-    rw6 {
-        addrs = fd00:3::/120
-        dns = fd00:2::53
-    }
-}
-$(if [ "$RW_AUTH" = eap ]; then
-    echo "secrets {"
-    for rw in rw1 rw2; do printf '    eap-%s {\n        id = %s\n        secret = "%s"\n    }\n' "${EAP_USER[$rw]}" "${EAP_USER[$rw]}" "${EAP_PASS[$rw]}"; done
-    echo "}"
-fi)
-EOF
-local_auth() {  # local_auth RW [USER]: the road warrior's local section
-    local rw="$1" user="${2:-${EAP_USER[$1]}}"
+eap_secret rw1; eap_secret rw2
+lab_conf "${words[@]}" >"$W/gw/swanctl.conf"
+# A road warrior's connection NAME: a virtual IP from each of VIPS, as
+# USER (default: its own) with EAP, or its certificate (lab conf words).
+rw_conn() {  # rw_conn RW NAME VIPS REMOTE_TS [USER]
+    local rw="$1" user="${5:-${EAP_USER[$1]}}" local_auth
     if [ "$RW_AUTH" = eap ]; then
-        printf '            auth = eap-mschapv2\n            id = %s@flowsec.test\n            eap_id = %s' "$user" "$user"
+        local_auth="--local-auth eap-mschapv2 --local-id $user@flowsec.test --local-eap-id $user"
     else
-        printf '            auth = pubkey\n            certs = %sCert.pem\n            id = %s' "${CERT[$rw]}" "${RW_ID[$rw]}"
+        local_auth="--local-auth pubkey --local-certs ${CERT[$rw]}Cert.pem --local-id ${RW_ID[$rw]}"
     fi
-}
-# rw1's connection "bad" (EAP only): user dave with a wrong password.
-bad_conn() {
-    [ "$RW_AUTH" = eap ] || return 0
-    cat <<EOB
-    bad {
-        version = 2
-        remote_addrs = ${GW_ADDR[rw1]}
-        proposals = $IKE_PROPOSAL
-        vips = 0.0.0.0
-        local {
-$(local_auth rw1 dave)
-        }
-        remote {
-            auth = pubkey
-            id = moon.flowsec.test
-        }
-        children {
-            bad {
-                remote_ts = 10.2.0.0/24
-                esp_proposals = $ESP_PROPOSAL
-            }
-        }
-    }
-EOB
-}
-eap_secrets() {  # eap_secrets RW
-    [ "$RW_AUTH" = eap ] || return 0
-    printf 'secrets {\n    eap-%s {\n        id = %s\n        secret = "%s"\n    }\n' "${EAP_USER[$1]}" "${EAP_USER[$1]}" "${EAP_PASS[$1]}"
-    [ "$1" = rw1 ] && printf '    eap-dave {\n        id = dave\n        secret = "not dave'"'"'s password"\n    }\n'
-    printf '}\n'
+    echo "conn $2 --version 2 --remote-addrs ${GW_ADDR[$rw]} --proposals $IKE_PROPOSAL --vips $3" \
+        "$local_auth --remote-auth pubkey --remote-id moon.flowsec.test" \
+        "child $2 --remote-ts $4 --esp-proposals $ESP_PROPOSAL"
 }
 for rw in rw1 rw2; do
-    cat >"$W/$rw/swanctl.conf" <<EOF
-# flowsec $IKE_TAG: $rw (${IMPL[$rw]})
-connections {
-    home {
-        version = 2
-        remote_addrs = ${GW_ADDR[$rw]}
-        proposals = $IKE_PROPOSAL
-        vips = 0.0.0.0, ::
-        local {
-$(local_auth "$rw")
-        }
-        remote {
-            auth = pubkey
-            id = moon.flowsec.test
-        }
-        children {
-            home {
-                remote_ts = 10.2.0.0/24, fd00:2::/64
-                esp_proposals = $ESP_PROPOSAL
-            }
-        }
-    }
-$([ "$rw" = rw1 ] && bad_conn)
-}
-$(eap_secrets "$rw")
-EOF
+    # shellcheck disable=SC2207  # words without blanks
+    words=(--comment "flowsec $IKE_TAG: $rw (${IMPL[$rw]})" $(rw_conn "$rw" home 0.0.0.0,:: 10.2.0.0/24,fd00:2::/64))
+    # rw1's connection "bad" (EAP only): user dave with a wrong password.
+    # shellcheck disable=SC2207
+    [ "$rw" = rw1 ] && [ "$RW_AUTH" = eap ] && words+=($(rw_conn rw1 bad 0.0.0.0 10.2.0.0/24 dave))
+    eap_secret "$rw"
+    [ "$rw" = rw1 ] && [ "$RW_AUTH" = eap ] && words+=(secret eap-dave --id dave --secret "not dave's password")
+    lab_conf "${words[@]}" >"$W/$rw/swanctl.conf"
 done
 for n in gw rw1 rw2; do
     if [ "${IMPL[$n]}" = strongswan ]; then

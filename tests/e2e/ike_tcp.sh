@@ -74,13 +74,11 @@ echo "$IKE_TAG: gwA flowsec (initiator over TCP), gwB flowsec (--tcp-listen 4500
 e2e_init
 W="$E2E_WORK"
 
-# gwA's swanctl.conf with these connection keys (TCP_KEYS, one per line).
-gwa_conf() {  # gwa_conf "KEY = VALUE..."
-    gen_swanctl_conf gwA | awk -v keys="$1" '
-        { print }
-        /^ *dpd_delay = / { n = split(keys, k, ";"); for (i = 1; i <= n; i++) print "        " k[i] }'
+# gwA's swanctl.conf with these connection keys (lab conf words).
+gwa_conf() {  # gwa_conf "--KEY VALUE..."
+    CONN_ARGS="$1" gen_swanctl_conf gwA
 }
-gwa_conf "tcp_encap = yes" >"$W/gwA-swanctl.conf"
+gwa_conf "--tcp-encap yes" >"$W/gwA-swanctl.conf"
 gen_swanctl_conf gwB >"$W/gwB-swanctl.conf"
 grep -q 'tcp_encap = yes' "$W/gwA-swanctl.conf" || { echo "FAIL: tcp_encap not in gwA's swanctl.conf"; exit 1; }
 e2e_topology_gateway
@@ -280,7 +278,7 @@ restart_gwa() {  # restart_gwa "KEYS"
 }
 tls_only_capture() {
     local pcap="$W/tls.pcap" tls total iketcp isakmp esp
-    restart_gwa "tcp_encap = yes;tcp_tls = yes" || return 1
+    restart_gwa "--tcp-encap yes --tcp-tls yes" || return 1
     start_capture gwA eth1 "$pcap" || return 1
     up_over TLS || { stop_bg "$TCPDUMP_PID" 2; return 1; }
     ping_both 4 6 && tcp_transfer hostA hostB 10.2.0.2 10000000 || { stop_bg "$TCPDUMP_PID" 2; return 1; }
@@ -300,7 +298,7 @@ check "f. tcp_tls = yes: up over TLS on 443; the capture holds TLS records only"
 
 fallback() {
     local t=$SECONDS
-    restart_gwa "tcp_encap = fallback;tcp_fallback_time = 3s" || return 1
+    restart_gwa "--tcp-encap fallback --tcp-fallback-time 3s" || return 1
     up_over TCP || return 1
     grep -F 'trying again over TCP' "$(log_of gwA)" | tail -n 1 | sed 's/^/    gwA: /'
     echo "    up over TCP $((SECONDS - t)) s after the restart; gwA tcp_fallbacks=$(ike_counter gwA tcp_fallbacks)"

@@ -62,27 +62,14 @@ declare -A UP_ARGS=([gwA]="" [gwB]="--tcp-listen")
 # at a road-warrior gateway (remote_addrs = %any); no key takes them
 # further.
 ATK_NET=172.16.0.0/16
-declare -A EXTRA_CONN=([gwB]="
-    roadwarriors {
-        version = 2
-        local_addrs = $GW_B
-        remote_addrs = $ATK_NET
-        proposals = $IKE_PROPOSAL
-        local {
-            auth = psk
-            id = $GW_B
-        }
-        remote {
-            auth = psk
-            id = rw@flowsec.test
-        }
-    }")
+declare -A EXTRA_CONN=([gwB]="conn roadwarriors --version 2 --local-addrs $GW_B \
+    --remote-addrs $ATK_NET --proposals $IKE_PROPOSAL --auth psk --local-id $GW_B --remote-id rw@flowsec.test")
 
 echo "$IKE_TAG: gwA flowsec (initiator over TCP), gwB flowsec (--tcp-listen); 1000 connections from atk flood gwB for ${FLOOD_SECONDS}s"
 e2e_init
 W="$E2E_WORK"
 
-CONN_EXTRA=$'\n        tcp_encap = yes' gen_swanctl_conf gwA >"$W/gwA-swanctl.conf"
+CONN_ARGS="--tcp-encap yes" gen_swanctl_conf gwA >"$W/gwA-swanctl.conf"
 gen_swanctl_conf gwB >"$W/gwB-swanctl.conf"
 e2e_topology_gateway
 ns_add atk

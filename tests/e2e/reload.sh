@@ -61,50 +61,28 @@ echo "$IKE_TAG: gwA flowsec (initiator), gwB flowsec; connections one, two (+ th
 e2e_init
 W="$E2E_WORK"
 
-# One connection as GW sees it: conn NAME GW IKE ESP LOCAL_TS REMOTE_TS
+# One connection as GW sees it, lab conf words (lab_conf: ike_lib.sh):
+# conn NAME GW IKE ESP LOCAL_TS REMOTE_TS
 conn() {
-    local name="$1" gw="$2" ike="$3" esp="$4" lts="$5" rts="$6" me peer start=""
-    if [ "$gw" = gwA ]; then me=$GW_A peer=$GW_B start="start_action = start"; else me=$GW_B peer=$GW_A; fi
-    cat <<EOF
-    $name {
-        local_addrs = $me
-        remote_addrs = $peer
-        proposals = $ike
-        local {
-            auth = psk
-            id = $me
-        }
-        remote {
-            auth = psk
-            id = $peer
-        }
-        children {
-            $name-net {
-                local_ts = $lts
-                remote_ts = $rts
-                esp_proposals = $esp
-                rekey_time = 1h
-                $start
-            }
-        }
-    }
-EOF
+    local me=$GW_B peer=$GW_A start=""
+    [ "$2" = gwA ] && me=$GW_A peer=$GW_B start="--start-action start"
+    echo "conn $1 --local-addrs $me --remote-addrs $peer --proposals $3" \
+        "--auth psk --local-id $me --remote-id $peer" \
+        "child $1-net --local-ts $5 --remote-ts $6 --esp-proposals $4 --rekey-time 1h $start"
 }
 IKE1=aes128gcm16-prfsha256-ecp256 IKE2=aes256gcm16-prfsha384-ecp384 IKE3=aes128gcm16-prfsha256-x25519
+# shellcheck disable=SC2046  # word lists
 gwa_conf() {  # gwa_conf TWO_ESP [three]
-    echo "connections {"
-    conn one gwA $IKE1 aes128gcm16 10.1.0.0/24 10.2.0.0/24
-    conn two gwA $IKE2 "$1" 2001:db8:1::/64 2001:db8:2::/64
-    [ "${2:-}" = three ] && conn three gwA $IKE3 aes128gcm16 10.1.0.0/24 10.12.0.0/24
-    printf '}\nsecrets {\n    ike-all {\n        id = %s\n        secret = "%s"\n    }\n}\n' "$GW_B" "$PSK"
+    lab_conf $(conn one gwA $IKE1 aes128gcm16 10.1.0.0/24 10.2.0.0/24) \
+        $(conn two gwA $IKE2 "$1" 2001:db8:1::/64 2001:db8:2::/64) \
+        $([ "${2:-}" = three ] && conn three gwA $IKE3 aes128gcm16 10.1.0.0/24 10.12.0.0/24) \
+        secret ike-all --id "$GW_B" --secret "$PSK"
 }
-{
-    echo "connections {"
-    conn one gwB $IKE1 aes128gcm16 10.2.0.0/24 10.1.0.0/24
-    conn two gwB $IKE2 aes128gcm16,aes256gcm16 2001:db8:2::/64 2001:db8:1::/64
-    conn three gwB $IKE3 aes128gcm16 10.12.0.0/24 10.1.0.0/24
-    printf '}\nsecrets {\n    ike-all {\n        id = %s\n        secret = "%s"\n    }\n}\n' "$GW_A" "$PSK"
-} >"$W/gwB-swanctl.conf"
+# shellcheck disable=SC2046
+lab_conf $(conn one gwB $IKE1 aes128gcm16 10.2.0.0/24 10.1.0.0/24) \
+    $(conn two gwB $IKE2 aes128gcm16,aes256gcm16 2001:db8:2::/64 2001:db8:1::/64) \
+    $(conn three gwB $IKE3 aes128gcm16 10.12.0.0/24 10.1.0.0/24) \
+    secret ike-all --id "$GW_A" --secret "$PSK" >"$W/gwB-swanctl.conf"
 gwa_conf aes128gcm16 >"$W/gwA-swanctl.conf"
 
 # Manual keys beside IKE: SPIs 0x3N01 (gwA -> gwB) and 0x3N02 for each

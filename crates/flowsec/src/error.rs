@@ -196,6 +196,8 @@ pub enum UsageError {
     // --- flowsec lab
     /// `--impl` names no implementation.
     LabImpl(String),
+    /// `lab conf`'s words describe no swanctl.conf.
+    LabConf(flowsec_lab::ConfArgError),
     /// A scenario that does not exist.
     Scenario {
         /// The name given.
@@ -268,6 +270,7 @@ impl fmt::Display for UsageError {
                     "--impl {name}: flowsec, none, strongswan or wireguard-go"
                 )
             }
+            U::LabConf(e) => write!(f, "lab conf: {e}"),
             U::Scenario { name, known } => {
                 write!(f, "unknown scenario '{name}' (all, {})", known.join(", "))
             }
@@ -291,6 +294,7 @@ impl std::error::Error for UsageError {
             UsageError::CtlGroup(e) => Some(e),
             UsageError::LogFile(e) => Some(e),
             UsageError::Spec(e) => Some(e),
+            UsageError::LabConf(e) => Some(e),
             _ => None,
         }
     }

@@ -47,6 +47,17 @@ pub enum LabCommand {
         /// A directory `lab run --out` wrote.
         dir: PathBuf,
     },
+    /// Print a swanctl.conf (the text flowsec up -c and strongSwan's
+    /// swanctl both read) from section words: `[--comment TEXT]
+    /// conn NAME [--KEY VALUE]... [child NAME [--KEY VALUE]...]...
+    /// [pool NAME ...] [secret NAME --id ID --secret S]...`; a `--KEY` is
+    /// swanctl's key with `-` for `_`, `--local-KEY`/`--remote-KEY` go to
+    /// the connection's local/remote section, `--auth psk` to both.
+    Conf {
+        /// The section words.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        words: Vec<String>,
+    },
     /// Draw the charts of the runs under DIR again from their
     /// results.json (PNG, SVG, results.md, the combined report), measuring
     /// nothing.
@@ -85,6 +96,11 @@ pub fn run(args: &LabArgs) -> Result<(), CliError> {
                 dir.display(),
                 dir.join("report.html").display()
             );
+            Ok(())
+        }
+        LabCommand::Conf { words } => {
+            let conf = flowsec_lab::SwanctlConf::from_args(words).map_err(UsageError::LabConf)?;
+            print!("{}", conf.render());
             Ok(())
         }
         LabCommand::Run {

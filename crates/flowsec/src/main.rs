@@ -43,7 +43,8 @@ enum Command {
     /// TCP_STREAM|UDP_STREAM|TCP_RR|UDP_RR|TCP_CRR|CBR|MAXRATE|PING`.
     Perf(perf::PerfArgs),
     /// Reproduce the studies: `lab list`, `lab run SCENARIO...|all
-    /// [--quick] [--out DIR]`, `lab report DIR`, `lab plot DIR`.
+    /// [--quick] [--out DIR]`, `lab report DIR`, `lab plot DIR`; `lab conf
+    /// WORDS...` prints a swanctl.conf (the e2e scripts' one generator).
     Lab(lab::LabArgs),
 }
 

@@ -412,15 +412,7 @@ impl Bed {
             ("gwA", &ike.a, ga, gb, na, nb),
             ("gwB", &ike.b, gb, ga, nb, na),
         ] {
-            let mut text =
-                crate::peers::swanctl_conf(local, remote, lnet, rnet, &ike.esp, &end.child_lines());
-            if !end.tcp.is_empty() {
-                text = text.replacen(
-                    "    proposals =",
-                    &format!("    {}\n    proposals =", end.tcp),
-                    1,
-                );
-            }
+            let text = end.swanctl_conf(&ike.esp, (local, lnet), (remote, rnet));
             if end.imp == Peer::StrongSwan {
                 crate::peers::charon_up(&mut bed.topo, gw, work, &text)?;
                 continue;

@@ -10,6 +10,9 @@ use std::process::Command;
 use crate::peers::Peer;
 use crate::LabError;
 
+/// Connection keys for IKE and ESP over TCP: `(key, value)` pairs.
+pub type TcpKeys = &'static [(&'static str, &'static str)];
+
 /// One gateway of an IKE bed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IkeEnd {
@@ -23,8 +26,8 @@ pub struct IkeEnd {
     /// has no such key).
     pub switch: Option<&'static str>,
     /// flowsec's connection keys for IKE and ESP over TCP (RFC 9329):
-    /// `tcp_encap = yes` and `tcp_tls = yes` lines, or empty (UDP).
-    pub tcp: &'static str,
+    /// `tcp_encap = yes` and `tcp_tls = yes`, or none (UDP).
+    pub tcp: TcpKeys,
     /// More `flowsec up` options (`--backend engine`, `--tcp-listen`).
     pub up_args: Vec<&'static str>,
 }
@@ -38,26 +41,33 @@ impl IkeEnd {
             rekey_s,
             life_s,
             switch: None,
-            tcp: "",
+            tcp: &[],
             up_args: Vec::new(),
         }
     }
 }
 
 impl IkeEnd {
-    /// The lines this end adds to the Child SA's section: its lifetimes,
-    /// without jitter (`rand_time = 0`: rekeys at exactly `rekey_time`;
-    /// strongSwan needs it explicit when `rekey_time = 0`, or its default
-    /// jitter would be the whole life).
-    pub fn child_lines(&self) -> String {
-        let mut s = format!(
-            "        rekey_time = {}s\n        life_time = {}s\n        rand_time = 0s\n",
-            self.rekey_s, self.life_s
-        );
-        if let Some(w) = self.switch {
-            s.push_str(&format!("        rekey_switch = {w}\n"));
+    /// This end's swanctl.conf ([`crate::peers::swanctl_conf`] between
+    /// `local` and `remote`) with its TCP keys and its Child SA's
+    /// lifetimes, without jitter (`rand_time = 0`: rekeys at exactly
+    /// `rekey_time`; strongSwan needs it explicit when `rekey_time = 0`,
+    /// or its default jitter would be the whole life).
+    pub fn swanctl_conf(&self, esp: &str, local: (&str, &str), remote: (&str, &str)) -> String {
+        let mut conf = crate::peers::swanctl_conf(local.0, remote.0, local.1, remote.1, esp);
+        let conn = &mut conf.connections[0];
+        for (k, v) in self.tcp {
+            conn.key(k, v);
         }
-        s
+        let child = &mut conn.children[0];
+        child
+            .key("rekey_time", format_args!("{}s", self.rekey_s))
+            .key("life_time", format_args!("{}s", self.life_s))
+            .key("rand_time", "0s");
+        if let Some(w) = self.switch {
+            child.key("rekey_switch", w);
+        }
+        conf.render()
     }
 }
 
@@ -164,14 +174,14 @@ mod tests {
             switch,
             ..IkeEnd::new(imp, rekey_s, 5)
         };
-        let a = end(Peer::Flowsec, 4, Some("keep-old"));
-        let text = crate::peers::swanctl_conf(
-            "192.0.2.1",
-            "192.0.2.2",
-            "10.1.0.2",
-            "10.2.0.2",
+        let a = IkeEnd {
+            tcp: &[("tcp_encap", "yes"), ("tcp_tls", "yes")],
+            ..end(Peer::Flowsec, 4, Some("keep-old"))
+        };
+        let text = a.swanctl_conf(
             "3des-md5-modp1024",
-            &a.child_lines(),
+            ("192.0.2.1", "10.1.0.2"),
+            ("192.0.2.2", "10.2.0.2"),
         );
         let c = flowsec_ike::config::parse("gwA-swanctl.conf", &text).unwrap();
         let ch = &c.connections[0].children[0];
@@ -184,7 +194,8 @@ mod tests {
             (4, 5, 0)
         );
         assert_eq!(ch.rekey_switch.as_str(), "keep-old");
-        let b = end(Peer::StrongSwan, 0, None).child_lines();
+        assert!(c.connections[0].tcp.tls, "{text}");
+        let b = end(Peer::StrongSwan, 0, None).swanctl_conf("aes128", ("a", "1"), ("b", "2"));
         assert!(
             !b.contains("rekey_switch") && b.contains("rand_time = 0s"),
             "{b}"

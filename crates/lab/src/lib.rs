@@ -36,6 +36,7 @@ mod s4_sslvpn;
 mod s5_app;
 mod s5_micro;
 mod saved;
+pub mod swanctl;
 mod sys;
 pub mod topology;
 
@@ -44,6 +45,7 @@ pub use error::LabError;
 pub use peers::{Peer, PeerError};
 pub use report::{combine, Finding, Report, Table};
 pub use saved::{replot, UpgradeError};
+pub use swanctl::{ConfArgError, SwanctlConf};
 
 /// How to run a scenario.
 #[derive(Debug, Clone)]

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use crate::bed::{Mode, Setup, Step};
 use crate::error::at;
+use crate::swanctl::SwanctlConf;
 use crate::topology::Topology;
 use crate::LabError;
 
@@ -252,7 +253,7 @@ pub(crate) fn strongswan(topo: &mut Topology, setup: &Setup, work: &Path) -> Res
             topo,
             gw,
             work,
-            &swanctl_conf(local, remote, lnet, rnet, &esp, ""),
+            &swanctl_conf(local, remote, lnet, rnet, &esp).render(),
         )?;
     }
     swanctl_initiate(topo, work)
@@ -355,52 +356,33 @@ charon {{
 }
 
 /// One gateway's swanctl.conf: IKEv2 with a pre-shared key, one
-/// tunnel-mode Child SA `lab` between the sites, with `child_extra`
-/// (more `key = value` lines) in its section. flowsec reads the same file.
+/// tunnel-mode Child SA `lab` between the sites (a caller adds keys to
+/// `connections[0]` and its `children[0]`). flowsec reads the same file.
 pub(crate) fn swanctl_conf(
     local: &str,
     remote: &str,
     lnet: &str,
     rnet: &str,
     esp: &str,
-    child_extra: &str,
-) -> String {
-    format!(
-        "# written by flowsec lab
-connections {{
-  lab {{
-    version = 2
-    local_addrs = {local}
-    remote_addrs = {remote}
-    proposals = aes128-sha256-x25519
-    local {{
-      auth = psk
-      id = {local}
-    }}
-    remote {{
-      auth = psk
-      id = {remote}
-    }}
-    children {{
-      lab {{
-        local_ts = {lnet}
-        remote_ts = {rnet}
-        esp_proposals = {esp}
-        mode = tunnel
-        start_action = none
-{child_extra}      }}
-    }}
-  }}
-}}
-secrets {{
-  ike-lab {{
-    id-a = {local}
-    id-b = {remote}
-    secret = \"flowsec-lab-psk, not a secret\"
-  }}
-}}
-"
-    )
+) -> SwanctlConf {
+    let mut conf = SwanctlConf::new("written by flowsec lab");
+    let conn = conf.conn("lab");
+    conn.key("version", "2")
+        .key("local_addrs", local)
+        .key("remote_addrs", remote)
+        .key("proposals", "aes128-sha256-x25519")
+        .ids("psk", local, remote);
+    conn.child("lab")
+        .key("local_ts", lnet)
+        .key("remote_ts", rnet)
+        .key("esp_proposals", esp)
+        .key("mode", "tunnel")
+        .key("start_action", "none");
+    conf.secret("ike-lab")
+        .key("id-a", local)
+        .key("id-b", remote)
+        .key("secret", "flowsec-lab-psk, not a secret");
+    conf
 }
 
 /// The wireguard-go binary: `$WIREGUARD_GO`, `wireguard-go` or `wireguard`
@@ -585,20 +567,22 @@ mod tests {
 
     #[test]
     fn configs_name_both_ends() {
-        let c = swanctl_conf(
+        let mut c = swanctl_conf(
             "192.0.2.1",
             "192.0.2.2",
             "10.1.0.0/24",
             "10.2.0.0/24",
             "3des-md5",
-            "        rekey_time = 4s\n",
         );
+        c.connections[0].children[0].key("rekey_time", "4s");
+        let c = c.render();
         for want in [
             "local_addrs = 192.0.2.1",
             "remote_ts = 10.2.0.0/24",
             "esp_proposals = 3des-md5",
             "mode = tunnel",
-            "        rekey_time = 4s\n      }",
+            "                rekey_time = 4s\n            }",
+            "        id-a = 192.0.2.1\n        id-b = 192.0.2.2\n",
         ] {
             assert!(c.contains(want), "{want}: {c}");
         }

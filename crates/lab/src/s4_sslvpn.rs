@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use crate::bed::Bed;
-use crate::ike_bed::{IkeEnd, IkeSetup};
+use crate::ike_bed::{IkeEnd, IkeSetup, TcpKeys};
 use crate::peers::Peer;
 use crate::progress::Progress;
 use crate::report::{Finding, Table};
@@ -52,7 +52,7 @@ pub fn measure(secs: &str, work: &Path, progress: &mut Progress) -> Result<SslVp
         let o: flowsec_perf::Outcome = bed.perf(false, &format!("-t TCP_STREAM -l {secs}"))?;
         Ok(o.throughput_mbit_s)
     };
-    let setup = |tcp: &'static str, listen: &[&'static str], engine: bool| {
+    let setup = |tcp: TcpKeys, listen: &[&'static str], engine: bool| {
         let backend: &[&'static str] = if engine {
             &["--backend", "engine"]
         } else {
@@ -66,7 +66,7 @@ pub fn measure(secs: &str, work: &Path, progress: &mut Progress) -> Result<SslVp
         IkeSetup {
             esp: ESP.into(),
             a: end(tcp, &[]),
-            b: end("", listen),
+            b: end(&[], listen),
         }
     };
     let mut run = |what: &str, s: IkeSetup| -> Result<(f64, Bed), LabError> {
@@ -74,18 +74,18 @@ pub fn measure(secs: &str, work: &Path, progress: &mut Progress) -> Result<SslVp
         let bed = Bed::up_ike(&s, work)?;
         Ok((stream(&bed)?, bed))
     };
-    let (udp, mut bed) = run("SSL-VPN: ESP in UDP", setup("", &[], false))?;
+    let (udp, mut bed) = run("SSL-VPN: ESP in UDP", setup(&[], &[], false))?;
     let gateway_tcp = gateway_stream(&mut bed, secs, work)?;
     let mut iperf3 = [None; 3];
     iperf3[0] = iperf3_stream(&mut bed, secs, work);
     drop(bed);
     let (tcp, mut bed) = run(
         "SSL-VPN: ESP in TCP",
-        setup("tcp_encap = yes", &["--tcp-listen"], false),
+        setup(&[("tcp_encap", "yes")], &["--tcp-listen"], false),
     )?;
     iperf3[1] = iperf3_stream(&mut bed, secs, work);
     drop(bed);
-    let tls_keys = "tcp_encap = yes\n    tcp_tls = yes";
+    let tls_keys: TcpKeys = &[("tcp_encap", "yes"), ("tcp_tls", "yes")];
     let (tls, mut bed) = run(
         "SSL-VPN: ESP in TLS",
         setup(tls_keys, &["--tcp-listen", "443"], false),
