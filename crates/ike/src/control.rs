@@ -211,7 +211,7 @@ impl Ike {
             }
             n += todos.len();
             sa.queue.extend(todos);
-            Cx::new(&mut self.host, now, k).kick(&mut sa);
+            crate::timers::kick(&mut Cx::new(&mut self.host, now, k), &mut sa);
         }
         if n == 0 {
             return Err(match (ike, child) {

@@ -253,7 +253,7 @@ impl Ike {
             Then::Destroy(wishes) => {
                 if let Some(mut sa) = self.sas.remove(at) {
                     let mut sa = SaMut::detached(&mut sa, self.sas.all());
-                    Cx::new(&mut self.host, now, k).destroy(&mut sa);
+                    crate::install::destroy(&mut Cx::new(&mut self.host, now, k), &mut sa);
                 }
                 self.revive(now, wishes, k);
             }
@@ -271,7 +271,7 @@ impl Ike {
     /// Start the queued tasks of the SA at `at`, if its window is free.
     pub(crate) fn kick_at(&mut self, now: Duration, at: Slot, k: &mut dyn Kernel) {
         if let Some(mut sa) = self.sas.borrow(at) {
-            Cx::new(&mut self.host, now, k).kick(&mut sa);
+            crate::timers::kick(&mut Cx::new(&mut self.host, now, k), &mut sa);
         }
     }
 }
@@ -547,7 +547,7 @@ fn answer(
             }
         },
         ExchangeType::CREATE_CHILD_SA if sa.state == IkeState::Established => {
-            cx.child_request(sa, mid, msg)
+            crate::exchange::child_responder::child_request(cx, sa, mid, msg)
         }
         ExchangeType::CREATE_CHILD_SA => {
             // §2.25: rekeyed or being deleted: not now.
@@ -556,7 +556,7 @@ fn answer(
             Then::Stay
         }
         ExchangeType::INFORMATIONAL if sa.state != IkeState::HalfOpen => {
-            cx.informational_request(sa, mid, msg)
+            crate::exchange::info::informational_request(cx, sa, mid, msg)
         }
         _ => {
             cx.stats.malformed += 1;

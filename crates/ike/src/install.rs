@@ -98,366 +98,363 @@ pub(crate) struct Install<'a> {
     pub cpu: Option<u32>,
 }
 
-impl Cx<'_> {
-    /// Remove everything `sa` installed; it has left the table, or is
-    /// about to (its handler says [`crate::table::Then::Destroy`]).
-    pub(crate) fn destroy(&mut self, sa: &mut SaMut<'_>) {
-        if let Some(task) = sa.exch.take_task() {
-            task.release(self.k);
-        }
-        let spis: Vec<u32> = sa.children.iter().map(|c| c.spi_in).collect();
-        for spi in spis {
-            self.remove_child(sa, spi);
-        }
-        crate::vip::release(self, sa);
+/// Remove everything `sa` installed; it has left the table, or is
+/// about to (its handler says [`crate::table::Then::Destroy`]).
+pub(crate) fn destroy(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) {
+    if let Some(task) = sa.exch.take_task() {
+        task.release(cx.k);
     }
+    let spis: Vec<u32> = sa.children.iter().map(|c| c.spi_in).collect();
+    for spi in spis {
+        remove_child(cx, sa, spi);
+    }
+    crate::vip::release(cx, sa);
+}
 
-    /// Install a Child SA's pair of SAs (and, for a new reqid, its
-    /// policies), and record it in `sa`.
-    pub(crate) fn install_child(&mut self, sa: &mut SaMut<'_>, i: Install<'_>, keymat: &[u8]) {
-        let (reqid, fresh) = self.child_reqid(sa, &i);
-        let sas = self.child_sas(sa, &i, keymat, reqid);
-        for inbound in sas.inbound {
-            self.k.add_sa(inbound);
-        }
-        let deferred_out = self.send_or_defer(&sa.conn, &i, sas.outbound);
-        let child = &sa.conn.children[i.cfg];
-        let (rekey_time, rand_time, life_time) =
-            (child.rekey_time, child.rand_time, child.life_time);
-        let (name, comp) = (child.name.clone(), child.ipcomp);
-        let (local, remote) = (sa.path.local, sa.path.remote);
-        let protocol = crate::exchange::child::protocol_of(i.chosen.protocol);
-        if fresh {
-            self.install_policies(
-                reqid,
-                (i.mode, protocol, comp),
-                (local.ip(), remote.ip()),
-                &i.local_ts,
-                &i.remote_ts,
-            );
-        }
-        self.release_holds(sa, i.cfg);
-        let rekey_at =
-            (!rekey_time.is_zero()).then(|| self.now + self.host.jittered(rekey_time, rand_time));
-        let chosen = i.chosen;
-        self.host.report(
-            sa,
-            IkeEvent::ChildInstalled {
-                child: name,
-                reqid,
-                spi_in: i.spi_in,
-                spi_out: chosen.spi,
-                local_ts: i.local_ts.clone(),
-                remote_ts: i.remote_ts.clone(),
-                resource: i.per_cpu.then_some(i.cpu),
-            },
+/// Install a Child SA's pair of SAs (and, for a new reqid, its
+/// policies), and record it in `sa`.
+pub(crate) fn install_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, i: Install<'_>, keymat: &[u8]) {
+    let (reqid, fresh) = cx.child_reqid(sa, &i);
+    let sas = cx.child_sas(sa, &i, keymat, reqid);
+    for inbound in sas.inbound {
+        cx.k.add_sa(inbound);
+    }
+    let deferred_out = send_or_defer(cx, &sa.conn, &i, sas.outbound);
+    let child = &sa.conn.children[i.cfg];
+    let (rekey_time, rand_time, life_time) = (child.rekey_time, child.rand_time, child.life_time);
+    let (name, comp) = (child.name.clone(), child.ipcomp);
+    let (local, remote) = (sa.path.local, sa.path.remote);
+    let protocol = crate::exchange::child::protocol_of(i.chosen.protocol);
+    if fresh {
+        install_policies(
+            cx,
+            reqid,
+            (i.mode, protocol, comp),
+            (local.ip(), remote.ip()),
+            &i.local_ts,
+            &i.remote_ts,
         );
-        let id = |spi, dst: SocketAddr| SaId {
-            protocol,
-            spi,
-            dst: dst.ip(),
-        };
-        sa.children.push(ChildSa {
-            cfg: i.cfg,
+    }
+    crate::reload::release_holds(cx, sa, i.cfg);
+    let rekey_at =
+        (!rekey_time.is_zero()).then(|| cx.now + cx.host.jittered(rekey_time, rand_time));
+    let chosen = i.chosen;
+    cx.host.report(
+        sa,
+        IkeEvent::ChildInstalled {
+            child: name,
             reqid,
             spi_in: i.spi_in,
             spi_out: chosen.spi,
-            state: ChildState::Installed,
-            suite: ChildSuite {
-                mode: i.mode,
-                encr: chosen.encr,
-                integ: chosen.integ,
-                dh: chosen.dh,
-                esn: chosen.esn,
-                encap: sas.encap,
-            },
-            local_ts: i.local_ts,
-            remote_ts: i.remote_ts,
-            times: ChildTimes {
-                installed: self.now,
-                rekey_at,
-                expire_at: (!life_time.is_zero()).then_some(self.now + life_time),
-            },
-            plane: InPlane {
-                sa_in: id(i.spi_in, local),
-                sa_out: id(chosen.spi, remote),
-                ipcomp: sas.ipcomp,
-                deferred_out,
-                gone: false,
-            },
-            min_nonce: i.min_nonce,
-            per_cpu: i.per_cpu,
-            cpu: i.cpu,
-        });
-    }
+            local_ts: i.local_ts.clone(),
+            remote_ts: i.remote_ts.clone(),
+            resource: i.per_cpu.then_some(i.cpu),
+        },
+    );
+    let id = |spi, dst: SocketAddr| SaId {
+        protocol,
+        spi,
+        dst: dst.ip(),
+    };
+    sa.children.push(ChildSa {
+        cfg: i.cfg,
+        reqid,
+        spi_in: i.spi_in,
+        spi_out: chosen.spi,
+        state: ChildState::Installed,
+        suite: ChildSuite {
+            mode: i.mode,
+            encr: chosen.encr,
+            integ: chosen.integ,
+            dh: chosen.dh,
+            esn: chosen.esn,
+            encap: sas.encap,
+        },
+        local_ts: i.local_ts,
+        remote_ts: i.remote_ts,
+        times: ChildTimes {
+            installed: cx.now,
+            rekey_at,
+            expire_at: (!life_time.is_zero()).then_some(cx.now + life_time),
+        },
+        plane: InPlane {
+            sa_in: id(i.spi_in, local),
+            sa_out: id(chosen.spi, remote),
+            ipcomp: sas.ipcomp,
+            deferred_out,
+            gone: false,
+        },
+        min_nonce: i.min_nonce,
+        per_cpu: i.per_cpu,
+        cpu: i.cpu,
+    });
+}
 
-    /// The new outbound SAs of a Child SA: installed, or (returned) held
-    /// back in it. ARCHITECTURE.md "Rekeying without loss": the responder
-    /// of a rekey keeps sending on the old SA until the initiator deletes
-    /// it (the initiator installs the new inbound SA only when our answer
-    /// arrives); the new outbound SA waits in the Child SA till then.
-    /// `prefer-new` sends on it at once; `keep-old` waits, at both ends,
-    /// until the old SA expires.
-    fn send_or_defer(
-        &mut self,
-        conn: &Connection,
-        i: &Install<'_>,
-        outbound: Vec<flowsec_ipsec::SaConfig>,
-    ) -> Vec<flowsec_ipsec::SaConfig> {
-        let defer = match self.switch_of(conn, i.cfg) {
-            RekeySwitch::LossFree => !i.we_initiated,
-            RekeySwitch::PreferNew => false,
-            RekeySwitch::KeepOld => true,
-        };
-        if i.reqid.is_some() && defer {
-            return outbound;
-        }
-        for out in outbound {
-            self.k.add_sa(out);
-        }
-        Vec::new()
+/// The new outbound SAs of a Child SA: installed, or (returned) held
+/// back in it. ARCHITECTURE.md "Rekeying without loss": the responder
+/// of a rekey keeps sending on the old SA until the initiator deletes
+/// it (the initiator installs the new inbound SA only when our answer
+/// arrives); the new outbound SA waits in the Child SA till then.
+/// `prefer-new` sends on it at once; `keep-old` waits, at both ends,
+/// until the old SA expires.
+fn send_or_defer(
+    cx: &mut Cx<'_>,
+    conn: &Connection,
+    i: &Install<'_>,
+    outbound: Vec<flowsec_ipsec::SaConfig>,
+) -> Vec<flowsec_ipsec::SaConfig> {
+    let defer = match cx.switch_of(conn, i.cfg) {
+        RekeySwitch::LossFree => !i.we_initiated,
+        RekeySwitch::PreferNew => false,
+        RekeySwitch::KeepOld => true,
+    };
+    if i.reqid.is_some() && defer {
+        return outbound;
     }
-
-    /// `prefer-new`: a replaced Child SA's SAs leave the data plane now,
-    /// its record stays for the DELETE exchange ([`ChildSa::sas_gone`]).
-    pub(crate) fn drop_replaced(&mut self, sa: &mut IkeSa, spi: u32) {
-        let Some(c) = sa
-            .children
-            .iter_mut()
-            .find(|c| c.spi_in == spi && !c.plane.gone)
-        else {
-            return;
-        };
-        c.plane.gone = true;
-        self.k.del_sa(c.plane.sa_out);
-        self.k.del_sa(c.plane.sa_in);
-        if let Some((inn, out)) = c.plane.ipcomp {
-            self.k.del_sa(out);
-            self.k.del_sa(inn);
-        }
+    for out in outbound {
+        cx.k.add_sa(out);
     }
+    Vec::new()
+}
 
-    /// Install the trap policies of child `cj` of connection `ci`: what
-    /// matches them and finds no SA makes the data plane ask for one
-    /// ([`Ike::acquire`]).
-    pub(crate) fn install_trap(&mut self, ci: &ConnRef, cj: usize) -> Result<(), CommandError> {
-        let conn = &**ci;
-        let child = &conn.children[cj];
-        let remote = conn
-            .remote_addrs
-            .iter()
-            .find_map(|a| match a {
-                crate::config::AddrSpec::Addr(ip) => Some(*ip),
-                _ => None,
-            })
-            .ok_or_else(|| CommandError::TrapWithoutAddress {
-                child: child.name.clone(),
-            })?;
-        let local = conn
-            .local_addrs
-            .iter()
-            .find_map(|a| match a {
-                crate::config::AddrSpec::Addr(ip) if ip.is_ipv4() == remote.is_ipv4() => Some(*ip),
-                _ => None,
-            })
-            .or_else(|| self.k.source_for(remote))
-            .ok_or_else(|| CommandError::NoLocalAddress {
-                name: child.name.clone(),
-                remote,
-            })?;
-        let (local_ts, remote_ts) = (
-            ts::from_config(&child.local_ts, local),
-            ts::from_config(&child.remote_ts, remote),
-        );
-        let mode = child.mode;
-        let name = child.name.clone();
-        let reqid = self.host.next_reqid;
-        self.host.next_reqid += 1;
-        let comp = child.ipcomp;
-        let protocol = crate::exchange::child::suites(child).1;
-        self.install_policies(
+/// `prefer-new`: a replaced Child SA's SAs leave the data plane now,
+/// its record stays for the DELETE exchange ([`ChildSa::sas_gone`]).
+pub(crate) fn drop_replaced(cx: &mut Cx<'_>, sa: &mut IkeSa, spi: u32) {
+    let Some(c) = sa
+        .children
+        .iter_mut()
+        .find(|c| c.spi_in == spi && !c.plane.gone)
+    else {
+        return;
+    };
+    c.plane.gone = true;
+    cx.k.del_sa(c.plane.sa_out);
+    cx.k.del_sa(c.plane.sa_in);
+    if let Some((inn, out)) = c.plane.ipcomp {
+        cx.k.del_sa(out);
+        cx.k.del_sa(inn);
+    }
+}
+
+/// Install the trap policies of child `cj` of connection `ci`: what
+/// matches them and finds no SA makes the data plane ask for one
+/// ([`Ike::acquire`]).
+pub(crate) fn install_trap(cx: &mut Cx<'_>, ci: &ConnRef, cj: usize) -> Result<(), CommandError> {
+    let conn = &**ci;
+    let child = &conn.children[cj];
+    let remote = conn
+        .remote_addrs
+        .iter()
+        .find_map(|a| match a {
+            crate::config::AddrSpec::Addr(ip) => Some(*ip),
+            _ => None,
+        })
+        .ok_or_else(|| CommandError::TrapWithoutAddress {
+            child: child.name.clone(),
+        })?;
+    let local = conn
+        .local_addrs
+        .iter()
+        .find_map(|a| match a {
+            crate::config::AddrSpec::Addr(ip) if ip.is_ipv4() == remote.is_ipv4() => Some(*ip),
+            _ => None,
+        })
+        .or_else(|| cx.k.source_for(remote))
+        .ok_or_else(|| CommandError::NoLocalAddress {
+            name: child.name.clone(),
+            remote,
+        })?;
+    let (local_ts, remote_ts) = (
+        ts::from_config(&child.local_ts, local),
+        ts::from_config(&child.remote_ts, remote),
+    );
+    let mode = child.mode;
+    let name = child.name.clone();
+    let reqid = cx.host.next_reqid;
+    cx.host.next_reqid += 1;
+    let comp = child.ipcomp;
+    let protocol = crate::exchange::child::suites(child).1;
+    install_policies(
+        cx,
+        reqid,
+        (mode, protocol, comp),
+        (local, remote),
+        &local_ts,
+        &remote_ts,
+    );
+    cx.host.traps.insert(reqid, (ci.clone(), cj));
+    cx.host.events.push(IkeEvent::TrapInstalled {
+        child: name,
+        reqid,
+        local_ts,
+        remote_ts,
+    });
+    Ok(())
+}
+
+/// Remove the trap of `reqid`; its policies go unless a Child SA in
+/// `sas` still uses them (they go with it then).
+pub(crate) fn remove_trap<'a>(
+    cx: &mut Cx<'_>,
+    reqid: u32,
+    mut sas: impl Iterator<Item = &'a crate::sa::IkeSa>,
+) {
+    let Some((ci, cj)) = cx.host.traps.remove(&reqid) else {
+        return;
+    };
+    let used = sas.any(|s| s.children.iter().any(|c| c.reqid == reqid));
+    if !used {
+        remove_policies(cx, reqid);
+    }
+    let child = ci.children[cj].name.clone();
+    cx.host.events.push(IkeEvent::TrapRemoved { child, reqid });
+}
+
+/// The out and fwd policies of a Child SA (RFC 4301 §4.4.1): traffic
+/// from our selectors to the peer's is protected with the SAs of
+/// `reqid`; what arrives from the peer's must have come through them.
+/// With `ipcomp`, IPComp comes first in the bundle (setkey's order
+/// `ipcomp esp`) at level `use`: small packets go uncompressed (RFC
+/// 3173 §2.2), and a rekey may come without it.
+pub(crate) fn install_policies(
+    cx: &mut Cx<'_>,
+    reqid: u32,
+    (mode, protocol, ipcomp): (Mode, Protocol, bool),
+    (local, remote): (std::net::IpAddr, std::net::IpAddr),
+    local_ts: &[TrafficSelector],
+    remote_ts: &[TrafficSelector],
+) {
+    let bundle = |src, dst| {
+        let t = |protocol, level| SaTemplate {
+            protocol,
+            mode,
+            tunnel: (mode == Mode::Tunnel).then_some((src, dst)),
+            level,
             reqid,
-            (mode, protocol, comp),
-            (local, remote),
-            &local_ts,
-            &remote_ts,
-        );
-        self.host.traps.insert(reqid, (ci.clone(), cj));
-        self.host.events.push(IkeEvent::TrapInstalled {
-            child: name,
-            reqid,
-            local_ts,
-            remote_ts,
-        });
-        Ok(())
-    }
-
-    /// Remove the trap of `reqid`; its policies go unless a Child SA in
-    /// `sas` still uses them (they go with it then).
-    pub(crate) fn remove_trap<'a>(
-        &mut self,
-        reqid: u32,
-        mut sas: impl Iterator<Item = &'a crate::sa::IkeSa>,
-    ) {
-        let Some((ci, cj)) = self.host.traps.remove(&reqid) else {
-            return;
         };
-        let used = sas.any(|s| s.children.iter().any(|c| c.reqid == reqid));
-        if !used {
-            self.remove_policies(reqid);
+        let mut b = Vec::new();
+        if ipcomp {
+            b.push(t(Protocol::IpComp, Level::Use));
         }
-        let child = ci.children[cj].name.clone();
-        self.host
-            .events
-            .push(IkeEvent::TrapRemoved { child, reqid });
-    }
-
-    /// The out and fwd policies of a Child SA (RFC 4301 §4.4.1): traffic
-    /// from our selectors to the peer's is protected with the SAs of
-    /// `reqid`; what arrives from the peer's must have come through them.
-    /// With `ipcomp`, IPComp comes first in the bundle (setkey's order
-    /// `ipcomp esp`) at level `use`: small packets go uncompressed (RFC
-    /// 3173 §2.2), and a rekey may come without it.
-    pub(crate) fn install_policies(
-        &mut self,
-        reqid: u32,
-        (mode, protocol, ipcomp): (Mode, Protocol, bool),
-        (local, remote): (std::net::IpAddr, std::net::IpAddr),
-        local_ts: &[TrafficSelector],
-        remote_ts: &[TrafficSelector],
-    ) {
-        let bundle = |src, dst| {
-            let t = |protocol, level| SaTemplate {
-                protocol,
-                mode,
-                tunnel: (mode == Mode::Tunnel).then_some((src, dst)),
-                level,
-                reqid,
+        b.push(t(protocol, Level::Require));
+        b
+    };
+    let mut installed = Vec::new();
+    for (direction, from, to, b) in [
+        (Direction::Out, local_ts, remote_ts, bundle(local, remote)),
+        (Direction::Fwd, remote_ts, local_ts, bundle(remote, local)),
+    ] {
+        for selector in ts::selectors(from, to) {
+            let policy = Policy {
+                direction,
+                selector,
+                action: Action::Protect(b.clone()),
+                priority: 0,
             };
-            let mut b = Vec::new();
-            if ipcomp {
-                b.push(t(Protocol::IpComp, Level::Use));
-            }
-            b.push(t(protocol, Level::Require));
-            b
-        };
-        let mut installed = Vec::new();
-        for (direction, from, to, b) in [
-            (Direction::Out, local_ts, remote_ts, bundle(local, remote)),
-            (Direction::Fwd, remote_ts, local_ts, bundle(remote, local)),
-        ] {
-            for selector in ts::selectors(from, to) {
-                let policy = Policy {
-                    direction,
-                    selector,
-                    action: Action::Protect(b.clone()),
-                    priority: 0,
-                };
-                self.take_over(reqid, &policy);
-                self.k.add_policy(policy.clone());
-                installed.push(policy);
-            }
-        }
-        self.host.policies.insert(reqid, installed);
-    }
-
-    /// Another reqid's policy for the same traffic (the CHILD_SA of a
-    /// connection a reload replaced, still up until its DELETE is
-    /// answered; or two connections with the same selectors): `reqid`'s
-    /// takes its place now, and the displaced one waits in `shadowed`
-    /// until `reqid` lets go of it ([`Host::remove_policies`]), as the
-    /// kernel's policy history does in strongSwan.
-    fn take_over(&mut self, reqid: u32, policy: &Policy) {
-        let same = |o: &Policy| (o.direction, o.selector) == (policy.direction, policy.selector);
-        for (r, owned) in self.host.policies.iter_mut().filter(|(r, _)| **r != reqid) {
-            if let Some(at) = owned.iter().position(same) {
-                let old = owned.remove(at);
-                self.k.del_policy(old.direction, old.selector);
-                self.host.shadowed.push((*r, old));
-            }
+            take_over(cx, reqid, &policy);
+            cx.k.add_policy(policy.clone());
+            installed.push(policy);
         }
     }
+    cx.host.policies.insert(reqid, installed);
+}
 
-    /// `reqid`'s policies leave the data plane; where one had displaced
-    /// another reqid's, the latest displaced one comes back.
-    pub(crate) fn remove_policies(&mut self, reqid: u32) {
-        self.host.shadowed.retain(|(r, _)| *r != reqid);
-        for p in self.host.policies.remove(&reqid).unwrap_or_default() {
-            self.k.del_policy(p.direction, p.selector);
-            let back = self
-                .shadowed
-                .iter()
-                .rposition(|(_, q)| (q.direction, q.selector) == (p.direction, p.selector));
-            if let Some(at) = back {
-                let (owner, q) = self.host.shadowed.remove(at);
-                self.k.add_policy(q.clone());
-                self.host.policies.entry(owner).or_default().push(q);
-            }
+/// Another reqid's policy for the same traffic (the CHILD_SA of a
+/// connection a reload replaced, still up until its DELETE is
+/// answered; or two connections with the same selectors): `reqid`'s
+/// takes its place now, and the displaced one waits in `shadowed`
+/// until `reqid` lets go of it ([`Host::remove_policies`]), as the
+/// kernel's policy history does in strongSwan.
+fn take_over(cx: &mut Cx<'_>, reqid: u32, policy: &Policy) {
+    let same = |o: &Policy| (o.direction, o.selector) == (policy.direction, policy.selector);
+    for (r, owned) in cx.host.policies.iter_mut().filter(|(r, _)| **r != reqid) {
+        if let Some(at) = owned.iter().position(same) {
+            let old = owned.remove(at);
+            cx.k.del_policy(old.direction, old.selector);
+            cx.host.shadowed.push((*r, old));
         }
     }
+}
 
-    /// Remove the Child SA with inbound SPI `spi` from `sa` and the data
-    /// plane; its policies go with the last SA of its reqid.
-    pub(crate) fn remove_child(&mut self, sa: &mut SaMut<'_>, spi: u32) {
-        let Some(at) = sa.children.iter().position(|c| c.spi_in == spi) else {
-            return;
-        };
-        let c = sa.children.remove(at);
-        // Its successor starts sending now, before the old SAs go (a
-        // per-resource SA's successor is its resource's).
-        for s in sa
-            .children
-            .iter_mut()
-            .filter(|s| s.reqid == c.reqid && s.cpu == c.cpu)
-        {
-            for out in std::mem::take(&mut s.plane.deferred_out) {
-                self.k.add_sa(out);
-            }
-        }
-        let inbound = core::iter::once(c.plane.sa_in).chain(c.plane.ipcomp.map(|(i, _)| i));
-        // A replaced SA's inbound half stays a while: packets the peer
-        // sealed before it switched may still be on their way (ARCHITECTURE.md
-        // "Rekeying without loss"); the other switches do not wait.
-        let linger = sa.children.iter().any(|s| s.reqid == c.reqid)
-            && self.switch_of(&sa.conn, c.cfg) == RekeySwitch::LossFree;
-        // drop_replaced may have taken them already.
-        if !c.plane.gone {
-            self.k.del_sa(c.plane.sa_out);
-            if let Some((_, out)) = c.plane.ipcomp {
-                self.k.del_sa(out);
-            }
-            if linger {
-                let until = self.now + INBOUND_GRACE;
-                self.host.lingering.extend(inbound.map(|id| (id, until)));
-            } else {
-                for id in inbound {
-                    self.k.del_sa(id);
-                }
-            }
-        }
-        let used = sa
-            .children
+/// `reqid`'s policies leave the data plane; where one had displaced
+/// another reqid's, the latest displaced one comes back.
+pub(crate) fn remove_policies(cx: &mut Cx<'_>, reqid: u32) {
+    cx.host.shadowed.retain(|(r, _)| *r != reqid);
+    for p in cx.host.policies.remove(&reqid).unwrap_or_default() {
+        cx.k.del_policy(p.direction, p.selector);
+        let back = cx
+            .shadowed
             .iter()
-            .chain(sa.others.values().flat_map(|s| s.children.iter()))
-            .any(|o| o.reqid == c.reqid);
-        // A trap's policies stay: the next packet negotiates again. A
-        // replaced connection's become DISCARD until its successor's
-        // Child SA is up (reload.rs): never a moment in the clear.
-        if !used && self.host.holds.contains_key(&c.reqid) {
-            self.hold_policies(c.reqid);
-        } else if !used && !self.host.traps.contains_key(&c.reqid) {
-            self.remove_policies(c.reqid);
+            .rposition(|(_, q)| (q.direction, q.selector) == (p.direction, p.selector));
+        if let Some(at) = back {
+            let (owner, q) = cx.host.shadowed.remove(at);
+            cx.k.add_policy(q.clone());
+            cx.host.policies.entry(owner).or_default().push(q);
         }
-        self.host.report(
-            sa,
-            IkeEvent::ChildRemoved {
-                child: self.child_name(sa, c.cfg),
-                reqid: c.reqid,
-                spi_in: c.spi_in,
-                spi_out: c.spi_out,
-            },
-        );
     }
+}
+
+/// Remove the Child SA with inbound SPI `spi` from `sa` and the data
+/// plane; its policies go with the last SA of its reqid.
+pub(crate) fn remove_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, spi: u32) {
+    let Some(at) = sa.children.iter().position(|c| c.spi_in == spi) else {
+        return;
+    };
+    let c = sa.children.remove(at);
+    // Its successor starts sending now, before the old SAs go (a
+    // per-resource SA's successor is its resource's).
+    for s in sa
+        .children
+        .iter_mut()
+        .filter(|s| s.reqid == c.reqid && s.cpu == c.cpu)
+    {
+        for out in std::mem::take(&mut s.plane.deferred_out) {
+            cx.k.add_sa(out);
+        }
+    }
+    let inbound = core::iter::once(c.plane.sa_in).chain(c.plane.ipcomp.map(|(i, _)| i));
+    // A replaced SA's inbound half stays a while: packets the peer
+    // sealed before it switched may still be on their way (ARCHITECTURE.md
+    // "Rekeying without loss"); the other switches do not wait.
+    let linger = sa.children.iter().any(|s| s.reqid == c.reqid)
+        && cx.switch_of(&sa.conn, c.cfg) == RekeySwitch::LossFree;
+    // drop_replaced may have taken them already.
+    if !c.plane.gone {
+        cx.k.del_sa(c.plane.sa_out);
+        if let Some((_, out)) = c.plane.ipcomp {
+            cx.k.del_sa(out);
+        }
+        if linger {
+            let until = cx.now + INBOUND_GRACE;
+            cx.host.lingering.extend(inbound.map(|id| (id, until)));
+        } else {
+            for id in inbound {
+                cx.k.del_sa(id);
+            }
+        }
+    }
+    let used = sa
+        .children
+        .iter()
+        .chain(sa.others.values().flat_map(|s| s.children.iter()))
+        .any(|o| o.reqid == c.reqid);
+    // A trap's policies stay: the next packet negotiates again. A
+    // replaced connection's become DISCARD until its successor's
+    // Child SA is up (reload.rs): never a moment in the clear.
+    if !used && cx.host.holds.contains_key(&c.reqid) {
+        crate::reload::hold_policies(cx, c.reqid);
+    } else if !used && !cx.host.traps.contains_key(&c.reqid) {
+        remove_policies(cx, c.reqid);
+    }
+    cx.host.report(
+        sa,
+        IkeEvent::ChildRemoved {
+            child: cx.child_name(sa, c.cfg),
+            reqid: c.reqid,
+            spi_in: c.spi_in,
+            spi_out: c.spi_out,
+        },
+    );
 }
 
 impl Ike {
@@ -482,7 +479,7 @@ impl Ike {
                 .push(IkeEvent::ChildVolumeReached { spi_in: spi });
             sa.queue.push_back(Todo::RekeyChild(spi));
         }
-        Cx::new(&mut self.host, now, k).kick(&mut sa);
+        crate::timers::kick(&mut Cx::new(&mut self.host, now, k), &mut sa);
     }
 
     /// Whether some child has a volume limit (the daemon then watches the

@@ -37,22 +37,20 @@ fn cert_ders(msg: &Message) -> Vec<Vec<u8>> {
         .collect()
 }
 
-impl Cx<'_> {
-    /// The peer of `sa` authenticated at `now` with `msg` (the IKE_AUTH
-    /// message that carried its certificates, if any).
-    pub(crate) fn peer_authenticated_at(&mut self, sa: &mut IkeSa, msg: &Message) {
-        let conn = &sa.conn;
-        let (reauth, rand) = (conn.reauth_time, conn.rand_time);
-        let pubkey = matches!(conn.remote.auth, AuthKind::Pubkey(_));
-        sa.auth = PeerAuth {
-            at: self.now,
-            reauth_at: (sa.initiator && !reauth.is_zero())
-                .then(|| self.now + self.host.jittered(reauth, rand)),
-            reauth_by: None,
-            certs: if pubkey { cert_ders(msg) } else { Vec::new() },
-            revoked: false,
-        };
-    }
+/// The peer of `sa` authenticated at `now` with `msg` (the IKE_AUTH
+/// message that carried its certificates, if any).
+pub(crate) fn peer_authenticated_at(cx: &mut Cx<'_>, sa: &mut IkeSa, msg: &Message) {
+    let conn = &sa.conn;
+    let (reauth, rand) = (conn.reauth_time, conn.rand_time);
+    let pubkey = matches!(conn.remote.auth, AuthKind::Pubkey(_));
+    sa.auth = PeerAuth {
+        at: cx.now,
+        reauth_at: (sa.initiator && !reauth.is_zero())
+            .then(|| cx.now + cx.host.jittered(reauth, rand)),
+        reauth_by: None,
+        certs: if pubkey { cert_ders(msg) } else { Vec::new() },
+        revoked: false,
+    };
 }
 
 impl Host {
@@ -120,7 +118,7 @@ impl Ike {
             if sa.state == IkeState::Established && !crate::reload::deleting(&sa) {
                 sa.queue.clear();
                 sa.queue.push_back(Todo::DeleteIke);
-                Cx::new(&mut self.host, now, k).kick(&mut sa);
+                crate::timers::kick(&mut Cx::new(&mut self.host, now, k), &mut sa);
             }
         }
     }
@@ -189,7 +187,7 @@ impl Ike {
             if sa.state == IkeState::Established && !crate::reload::deleting(&sa) {
                 sa.queue.clear();
                 sa.queue.push_back(Todo::DeleteIke);
-                Cx::new(&mut self.host, now, k).kick(&mut sa);
+                crate::timers::kick(&mut Cx::new(&mut self.host, now, k), &mut sa);
             }
         }
     }

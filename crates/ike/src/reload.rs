@@ -95,7 +95,7 @@ impl Ike {
         }
         self.host.config = config;
         self.host.conns = conns;
-        Cx::new(&mut self.host, now, k).release_stale_holds();
+        release_stale_holds(&mut Cx::new(&mut self.host, now, k));
         self.retire(now, k);
         // The new and the changed ones start as at `flowsec up`.
         self.start_connections(now, &fresh, k);
@@ -118,7 +118,11 @@ impl Ike {
             .map(|(reqid, _)| *reqid)
             .collect();
         for reqid in traps {
-            Cx::new(&mut self.host, now, k).remove_trap(reqid, self.sas.values());
+            crate::install::remove_trap(
+                &mut Cx::new(&mut self.host, now, k),
+                reqid,
+                self.sas.values(),
+            );
         }
         self.replaced_in_time(now);
         let retired: Vec<u64> = self
@@ -137,7 +141,7 @@ impl Ike {
                 IkeState::Connecting | IkeState::HalfOpen | IkeState::Authenticating => {
                     let mut sa = self.sas.remove(at).expect("found above");
                     let mut sa = SaMut::detached(&mut sa, self.sas.all());
-                    Cx::new(&mut self.host, now, k).destroy(&mut sa);
+                    crate::install::destroy(&mut Cx::new(&mut self.host, now, k), &mut sa);
                 }
                 IkeState::Established if !deleting(&sa) => {
                     let name = &sa.conn.name;
@@ -146,7 +150,7 @@ impl Ike {
                     }
                     sa.queue.clear();
                     sa.queue.push_back(Todo::DeleteIke);
-                    Cx::new(&mut self.host, now, k).kick(&mut sa);
+                    crate::timers::kick(&mut Cx::new(&mut self.host, now, k), &mut sa);
                 }
                 _ => {}
             }
@@ -212,7 +216,9 @@ impl Ike {
             }
         }
         for (ci, cj) in traps {
-            if let Err(e) = Cx::new(&mut self.host, now, k).install_trap(&ci, cj) {
+            if let Err(e) =
+                crate::install::install_trap(&mut Cx::new(&mut self.host, now, k), &ci, cj)
+            {
                 self.host.events.push(IkeEvent::CommandFailed(e));
             }
         }
@@ -224,83 +230,79 @@ impl Ike {
     }
 }
 
-impl Cx<'_> {
-    /// `reqid`'s Child SAs are gone and it is held: its policies become
-    /// DISCARD (the route into the TUN stays, the packets are dropped
-    /// there); what it had displaced is forgotten.
-    pub(crate) fn hold_policies(&mut self, reqid: u32) {
-        self.host.shadowed.retain(|(r, _)| *r != reqid);
-        let Some(owned) = self.host.policies.get_mut(&reqid).filter(|o| !o.is_empty()) else {
-            // Taken over already by the successor: nothing to hold.
-            self.host.policies.remove(&reqid);
-            self.host.holds.remove(&reqid);
-            return;
-        };
-        for p in owned.iter_mut() {
-            self.k.del_policy(p.direction, p.selector);
-            p.action = flowsec_ipsec::Action::Discard;
-            self.k.add_policy(p.clone());
-        }
-        let child = self
-            .holds
-            .get(&reqid)
-            .map_or_else(String::new, |h| h.child.clone());
-        self.host
-            .events
-            .push(IkeEvent::PoliciesHeld { child, reqid });
+/// `reqid`'s Child SAs are gone and it is held: its policies become
+/// DISCARD (the route into the TUN stays, the packets are dropped
+/// there); what it had displaced is forgotten.
+pub(crate) fn hold_policies(cx: &mut Cx<'_>, reqid: u32) {
+    cx.host.shadowed.retain(|(r, _)| *r != reqid);
+    let Some(owned) = cx.host.policies.get_mut(&reqid).filter(|o| !o.is_empty()) else {
+        // Taken over already by the successor: nothing to hold.
+        cx.host.policies.remove(&reqid);
+        cx.host.holds.remove(&reqid);
+        return;
+    };
+    for p in owned.iter_mut() {
+        cx.k.del_policy(p.direction, p.selector);
+        p.action = flowsec_ipsec::Action::Discard;
+        cx.k.add_policy(p.clone());
     }
+    let child = cx
+        .holds
+        .get(&reqid)
+        .map_or_else(String::new, |h| h.child.clone());
+    cx.host.events.push(IkeEvent::PoliciesHeld { child, reqid });
+}
 
-    /// A Child SA of `sa` (a live connection's) with config `cfg` is up:
-    /// the policies held for its predecessors with the same peer go (those
-    /// it took over are gone already).
-    pub(crate) fn release_holds(&mut self, sa: &crate::sa::IkeSa, cfg: usize) {
-        if !self.host.is_live(&sa.conn) || self.host.holds.is_empty() {
-            return;
-        }
-        let conn = &sa.conn;
-        let Some(child) = conn.children.get(cfg) else {
-            return;
-        };
-        let done: Vec<u32> = self
-            .holds
-            .iter()
-            .filter(|(_, h)| h.conn == conn.name && h.child == child.name && h.peer == sa.ids.peer)
-            .map(|(r, _)| *r)
-            .collect();
-        for reqid in done {
-            self.release_hold(reqid);
-        }
+/// A Child SA of `sa` (a live connection's) with config `cfg` is up:
+/// the policies held for its predecessors with the same peer go (those
+/// it took over are gone already).
+pub(crate) fn release_holds(cx: &mut Cx<'_>, sa: &crate::sa::IkeSa, cfg: usize) {
+    if !cx.host.is_live(&sa.conn) || cx.host.holds.is_empty() {
+        return;
     }
-
-    /// Holds whose connection or child a reload removed go.
-    fn release_stale_holds(&mut self) {
-        let live = &self.host.conns;
-        let stale: Vec<u32> = self
-            .holds
-            .iter()
-            .filter(|(_, h)| {
-                !live
-                    .iter()
-                    .any(|x| x.name == h.conn && x.children.iter().any(|y| y.name == h.child))
-            })
-            .map(|(r, _)| *r)
-            .collect();
-        for reqid in stale {
-            self.release_hold(reqid);
-        }
+    let conn = &sa.conn;
+    let Some(child) = conn.children.get(cfg) else {
+        return;
+    };
+    let done: Vec<u32> = cx
+        .holds
+        .iter()
+        .filter(|(_, h)| h.conn == conn.name && h.child == child.name && h.peer == sa.ids.peer)
+        .map(|(r, _)| *r)
+        .collect();
+    for reqid in done {
+        release_hold(cx, reqid);
     }
+}
 
-    fn release_hold(&mut self, reqid: u32) {
-        self.host.holds.remove(&reqid);
-        // Still in use by an old Child SA (not yet gone): its policies go
-        // with it, as any Child SA's.
-        let held = self
-            .policies
-            .get(&reqid)
-            .is_some_and(|o| o.iter().all(|p| p.action == flowsec_ipsec::Action::Discard));
-        if held {
-            self.remove_policies(reqid);
-        }
+/// Holds whose connection or child a reload removed go.
+fn release_stale_holds(cx: &mut Cx<'_>) {
+    let live = &cx.host.conns;
+    let stale: Vec<u32> = cx
+        .holds
+        .iter()
+        .filter(|(_, h)| {
+            !live
+                .iter()
+                .any(|x| x.name == h.conn && x.children.iter().any(|y| y.name == h.child))
+        })
+        .map(|(r, _)| *r)
+        .collect();
+    for reqid in stale {
+        release_hold(cx, reqid);
+    }
+}
+
+fn release_hold(cx: &mut Cx<'_>, reqid: u32) {
+    cx.host.holds.remove(&reqid);
+    // Still in use by an old Child SA (not yet gone): its policies go
+    // with it, as any Child SA's.
+    let held = cx
+        .policies
+        .get(&reqid)
+        .is_some_and(|o| o.iter().all(|p| p.action == flowsec_ipsec::Action::Discard));
+    if held {
+        crate::install::remove_policies(cx, reqid);
     }
 }
 

@@ -49,7 +49,7 @@ impl Ike {
                 self.host.push_all(t, l, r, data);
             } else if sa.state == IkeState::Established && !sa.queue.contains(&Todo::Dpd) {
                 sa.queue.push_back(Todo::Dpd);
-                Cx::new(&mut self.host, now, k).kick(&mut sa);
+                crate::timers::kick(&mut Cx::new(&mut self.host, now, k), &mut sa);
             }
         }
     }

@@ -36,7 +36,7 @@ impl Ike {
                     self.initiate(now, Some(&conn), Some(&child), k)
                 }
                 crate::config::DpdAction::Trap if !trapped => {
-                    Cx::new(&mut self.host, now, k).install_trap(&ci, cj)
+                    crate::install::install_trap(&mut Cx::new(&mut self.host, now, k), &ci, cj)
                 }
                 _ => Ok(()),
             };
@@ -62,7 +62,7 @@ impl Ike {
             let Some((at, mut sa)) = self.sas.find(spi) else {
                 continue;
             };
-            let then = Cx::new(&mut self.host, now, k).poll_sa(&mut sa);
+            let then = poll_sa(&mut Cx::new(&mut self.host, now, k), &mut sa);
             self.then(now, at, then, k);
         }
         self.reauthenticate(now, k);
@@ -128,184 +128,178 @@ impl Ike {
     }
 }
 
-impl Cx<'_> {
-    /// One IKE SA's turn in [`Ike::poll`].
-    fn poll_sa(&mut self, sa: &mut SaMut<'_>) -> Then {
-        match sa.exch.poll(self.now, &self.host.settings.retransmit) {
-            // RFC 9329 §6.2: over a stream the request is not sent again
-            // (TCP delivers it or the connection breaks, and a reconnect
-            // resends it); the timers run on, so an unanswered peer is
-            // declared dead at the same time as over UDP.
-            Ok(Some(_)) if sa.path.transport.is_stream() => {}
-            Ok(Some(data)) => {
-                self.host.stats.retransmits += 1;
-                self.host
-                    .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
-            }
-            Ok(None) => {}
-            Err(()) => {
-                self.host.stats.peers_dead += 1;
-                let after = self.after_death(sa);
-                self.host.report(
-                    sa,
-                    IkeEvent::PeerDead {
-                        name: self.host.conn_name(sa),
-                        unique_id: sa.uid,
-                        remote: sa.path.remote,
-                        retransmits: self.host.settings.retransmit.tries,
-                    },
-                );
-                return Then::Destroy(after);
-            }
+/// One IKE SA's turn in [`Ike::poll`].
+fn poll_sa(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) -> Then {
+    match sa.exch.poll(cx.now, &cx.host.settings.retransmit) {
+        // RFC 9329 §6.2: over a stream the request is not sent again
+        // (TCP delivers it or the connection breaks, and a reconnect
+        // resends it); the timers run on, so an unanswered peer is
+        // declared dead at the same time as over UDP.
+        Ok(Some(_)) if sa.path.transport.is_stream() => {}
+        Ok(Some(data)) => {
+            cx.host.stats.retransmits += 1;
+            cx.host
+                .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
         }
-        match sa.state {
-            // A half-open SA holds nothing yet: it is forgotten.
-            IkeState::HalfOpen
-                if self.now >= sa.times.created + self.host.settings.half_open_timeout =>
-            {
-                return Then::Destroy(Vec::new())
-            }
-            IkeState::Rekeyed | IkeState::Deleting
-                if sa.times.expire_at.is_some_and(|t| self.now >= t) =>
-            {
-                return Then::Destroy(Vec::new())
-            }
-            IkeState::Established => self.timers(sa),
-            _ => {}
+        Ok(None) => {}
+        Err(()) => {
+            cx.host.stats.peers_dead += 1;
+            let after = cx.after_death(sa);
+            cx.host.report(
+                sa,
+                IkeEvent::PeerDead {
+                    name: cx.host.conn_name(sa),
+                    unique_id: sa.uid,
+                    remote: sa.path.remote,
+                    retransmits: cx.host.settings.retransmit.tries,
+                },
+            );
+            return Then::Destroy(after);
         }
-        self.kick(sa);
-        Then::Stay
     }
-
-    /// The Established SA's timers: its rekey, hard lifetime,
-    /// revocation, reauthentication, NAT keepalive and DPD; then its Child
-    /// SAs'.
-    fn timers(&mut self, sa: &mut SaMut<'_>) {
-        if sa.times.rekey_at.is_some_and(|t| self.now >= t) {
-            sa.times.rekey_at = None;
-            sa.queue.push_back(Todo::RekeyIke);
+    match sa.state {
+        // A half-open SA holds nothing yet: it is forgotten.
+        IkeState::HalfOpen if cx.now >= sa.times.created + cx.host.settings.half_open_timeout => {
+            return Then::Destroy(Vec::new())
         }
-        if sa.times.expire_at.is_some_and(|t| self.now >= t) {
-            sa.times.expire_at = None;
-            sa.queue.push_back(Todo::DeleteIke);
-        }
-        if sa.auth.revoked && !crate::reload::deleting(sa) {
-            sa.queue.clear();
-            sa.queue.push_back(Todo::DeleteIke);
-        }
-        if sa.auth.reauth_at.is_some_and(|t| self.now >= t) {
-            sa.auth.reauth_at = None;
-            self.host.reauth_due.push(sa.our_spi());
-        }
-        self.keep_nat_alive(sa);
-        let conn = &sa.conn;
-        let dpd = conn.dpd_delay;
-        if !dpd.is_zero()
-            && sa.exch.idle()
-            && sa.queue.is_empty()
-            && self.now >= sa.times.last_heard + dpd
+        IkeState::Rekeyed | IkeState::Deleting
+            if sa.times.expire_at.is_some_and(|t| cx.now >= t) =>
         {
-            sa.queue.push_back(Todo::Dpd);
+            return Then::Destroy(Vec::new())
         }
-        self.child_timers(sa);
+        IkeState::Established => timers(cx, sa),
+        _ => {}
     }
+    kick(cx, sa);
+    Then::Stay
+}
 
-    /// A NAT keepalive when one is due (RFC 3948 §2.3): behind a NAT, keep
-    /// its mapping (the ESP in UDP would keep it too; the core does not
-    /// see that traffic). Not over a stream (RFC 9329 §6.6: SHOULD NOT).
-    fn keep_nat_alive(&mut self, sa: &mut IkeSa) {
-        let keep_alive = self.host.settings.keep_alive;
-        if sa.path.nat_local
-            && !sa.path.transport.is_stream()
-            && !keep_alive.is_zero()
-            && self.now >= sa.times.last_sent + keep_alive
-        {
-            sa.times.last_sent = self.now;
-            let ka = vec![flowsec_wire::udp_encap::NAT_KEEPALIVE];
-            self.host.stats.sent += 1;
-            self.host.out.push_back(crate::transport::Datagram {
-                transport: sa.path.transport,
-                local: sa.path.local,
-                remote: sa.path.remote,
-                data: ka,
-            });
+/// The Established SA's timers: its rekey, hard lifetime,
+/// revocation, reauthentication, NAT keepalive and DPD; then its Child
+/// SAs'.
+fn timers(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) {
+    if sa.times.rekey_at.is_some_and(|t| cx.now >= t) {
+        sa.times.rekey_at = None;
+        sa.queue.push_back(Todo::RekeyIke);
+    }
+    if sa.times.expire_at.is_some_and(|t| cx.now >= t) {
+        sa.times.expire_at = None;
+        sa.queue.push_back(Todo::DeleteIke);
+    }
+    if sa.auth.revoked && !crate::reload::deleting(sa) {
+        sa.queue.clear();
+        sa.queue.push_back(Todo::DeleteIke);
+    }
+    if sa.auth.reauth_at.is_some_and(|t| cx.now >= t) {
+        sa.auth.reauth_at = None;
+        cx.host.reauth_due.push(sa.our_spi());
+    }
+    keep_nat_alive(cx, sa);
+    let conn = &sa.conn;
+    let dpd = conn.dpd_delay;
+    if !dpd.is_zero()
+        && sa.exch.idle()
+        && sa.queue.is_empty()
+        && cx.now >= sa.times.last_heard + dpd
+    {
+        sa.queue.push_back(Todo::Dpd);
+    }
+    child_timers(cx, sa);
+}
+
+/// A NAT keepalive when one is due (RFC 3948 §2.3): behind a NAT, keep
+/// its mapping (the ESP in UDP would keep it too; the core does not
+/// see that traffic). Not over a stream (RFC 9329 §6.6: SHOULD NOT).
+fn keep_nat_alive(cx: &mut Cx<'_>, sa: &mut IkeSa) {
+    let keep_alive = cx.host.settings.keep_alive;
+    if sa.path.nat_local
+        && !sa.path.transport.is_stream()
+        && !keep_alive.is_zero()
+        && cx.now >= sa.times.last_sent + keep_alive
+    {
+        sa.times.last_sent = cx.now;
+        let ka = vec![flowsec_wire::udp_encap::NAT_KEEPALIVE];
+        cx.host.stats.sent += 1;
+        cx.host.out.push_back(crate::transport::Datagram {
+            transport: sa.path.transport,
+            local: sa.path.local,
+            remote: sa.path.remote,
+            data: ka,
+        });
+    }
+}
+
+/// The Child SAs' timers: a rekey queued when due; at the hard
+/// lifetime (RFC 4301 §4.4.2.1) the SA deleted, or with `keep-old`
+/// a rekeyed SA switched to its successor.
+fn child_timers(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) {
+    let mut expired = Vec::new();
+    let ike: &mut IkeSa = sa;
+    for c in &mut ike.children {
+        if c.times.rekey_at.is_some_and(|t| cx.now >= t) {
+            c.times.rekey_at = None;
+            ike.queue.push_back(Todo::RekeyChild(c.spi_in));
+        }
+        if c.times.expire_at.is_some_and(|t| cx.now >= t) {
+            expired.push(c.spi_in);
         }
     }
-
-    /// The Child SAs' timers: a rekey queued when due; at the hard
-    /// lifetime (RFC 4301 §4.4.2.1) the SA deleted, or with `keep-old`
-    /// a rekeyed SA switched to its successor.
-    fn child_timers(&mut self, sa: &mut SaMut<'_>) {
-        let mut expired = Vec::new();
-        let ike: &mut IkeSa = sa;
-        for c in &mut ike.children {
-            if c.times.rekey_at.is_some_and(|t| self.now >= t) {
-                c.times.rekey_at = None;
-                ike.queue.push_back(Todo::RekeyChild(c.spi_in));
-            }
-            if c.times.expire_at.is_some_and(|t| self.now >= t) {
-                expired.push(c.spi_in);
-            }
-        }
-        for spi in expired {
-            let conn = sa.conn.clone();
-            let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == spi) else {
-                continue;
-            };
-            c.times.expire_at = None;
-            let keep_old = c.state == ChildState::Rekeyed
-                && self.switch_of(&conn, c.cfg) == RekeySwitch::KeepOld;
-            if keep_old {
-                // `keep-old` (study S2's behaviour): the end whose old SA
-                // expires switches to the successor and drops the old one,
-                // telling nobody; the peer does the same at its own expiry.
-                self.host
-                    .events
-                    .push(IkeEvent::ChildSwitched { spi_in: spi });
-                self.remove_child(sa, spi);
-            } else {
-                // The hard lifetime (RFC 4301 §4.4.2.1): the SA goes now;
-                // the peer is told.
-                self.host
-                    .events
-                    .push(IkeEvent::ChildExpired { spi_in: spi });
-                sa.queue.push_back(Todo::DeleteChild(spi));
-            }
+    for spi in expired {
+        let conn = sa.conn.clone();
+        let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == spi) else {
+            continue;
+        };
+        c.times.expire_at = None;
+        let keep_old =
+            c.state == ChildState::Rekeyed && cx.switch_of(&conn, c.cfg) == RekeySwitch::KeepOld;
+        if keep_old {
+            // `keep-old` (study S2's behaviour): the end whose old SA
+            // expires switches to the successor and drops the old one,
+            // telling nobody; the peer does the same at its own expiry.
+            cx.host.events.push(IkeEvent::ChildSwitched { spi_in: spi });
+            crate::install::remove_child(cx, sa, spi);
+        } else {
+            // The hard lifetime (RFC 4301 §4.4.2.1): the SA goes now;
+            // the peer is told.
+            cx.host.events.push(IkeEvent::ChildExpired { spi_in: spi });
+            sa.queue.push_back(Todo::DeleteChild(spi));
         }
     }
+}
 
-    /// If the window is free, start the next queued task of `sa`.
-    pub(crate) fn kick(&mut self, sa: &mut SaMut<'_>) {
-        while sa.exch.idle() {
-            if !can_start(sa) {
-                break;
+/// If the window is free, start the next queued task of `sa`.
+pub(crate) fn kick(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) {
+    while sa.exch.idle() {
+        if !can_start(sa) {
+            break;
+        }
+        let Some(todo) = sa.queue.pop_front() else {
+            break;
+        };
+        match todo {
+            Todo::CreateChild(cfg) => crate::exchange::child::start_child(cx, sa, cfg, None),
+            Todo::CreateResource(cfg, cpu) => {
+                crate::exchange::child::start_resource_child(cx, sa, cfg, cpu)
             }
-            let Some(todo) = sa.queue.pop_front() else {
-                break;
-            };
-            match todo {
-                Todo::CreateChild(cfg) => self.start_child(sa, cfg, None),
-                Todo::CreateResource(cfg, cpu) => self.start_resource_child(sa, cfg, cpu),
-                Todo::RekeyChild(spi) => {
-                    if let Some(cfg) = sa
-                        .children
-                        .iter()
-                        .find(|c| c.spi_in == spi && c.state == crate::sa::ChildState::Installed)
-                        .map(|c| c.cfg)
-                    {
-                        self.start_child(sa, cfg, Some(spi));
-                    }
+            Todo::RekeyChild(spi) => {
+                if let Some(cfg) = sa
+                    .children
+                    .iter()
+                    .find(|c| c.spi_in == spi && c.state == crate::sa::ChildState::Installed)
+                    .map(|c| c.cfg)
+                {
+                    crate::exchange::child::start_child(cx, sa, cfg, Some(spi));
                 }
-                Todo::RekeyIke => self.start_ike_rekey(sa),
-                Todo::DeleteChild(spi) => self.start_delete_child(sa, spi),
-                Todo::DeleteIke => self.start_delete_ike(sa),
-                Todo::Dpd => self.request(
-                    sa,
-                    ExchangeType::INFORMATIONAL,
-                    vec![],
-                    Box::new(crate::exchange::info::Dpd),
-                ),
             }
+            Todo::RekeyIke => crate::exchange::rekey::start_ike_rekey(cx, sa),
+            Todo::DeleteChild(spi) => crate::exchange::info::start_delete_child(cx, sa, spi),
+            Todo::DeleteIke => crate::exchange::info::start_delete_ike(cx, sa),
+            Todo::Dpd => cx.request(
+                sa,
+                ExchangeType::INFORMATIONAL,
+                vec![],
+                Box::new(crate::exchange::info::Dpd),
+            ),
         }
     }
 }

@@ -152,52 +152,50 @@ fn cp_of(msg: &Message, ty: u8) -> Option<&Cp> {
     })
 }
 
-impl Cx<'_> {
-    /// Initiator: the responder's CFG_REPLY in `msg`: our virtual IPs
-    /// (installed) and DNS servers. `false` when the connection asked
-    /// for virtual IPs and got none (strongSwan closes the IKE SA then).
-    pub(crate) fn take_vips(&mut self, sa: &mut IkeSa, msg: &Message) -> bool {
-        let asked = !sa.conn.vips.is_empty();
-        let Some(reply) = cp_of(msg, CFG_REPLY) else {
-            return !asked;
-        };
-        if !asked {
-            return true;
-        }
-        let addrs = addresses(
-            reply,
-            cfg_attr::INTERNAL_IP4_ADDRESS,
-            cfg_attr::INTERNAL_IP6_ADDRESS,
-        );
-        // A hostile reply is bounded: one address of each family.
-        let mut mine: Vec<IpAddr> = Vec::new();
-        for a in addrs.into_iter().filter(|a| usable(*a)) {
-            if !mine.iter().any(|m| m.is_ipv4() == a.is_ipv4()) {
-                mine.push(a);
-            }
-        }
-        let mut dns = addresses(
-            reply,
-            cfg_attr::INTERNAL_IP4_DNS,
-            cfg_attr::INTERNAL_IP6_DNS,
-        );
-        dns.truncate(8);
-        for a in &mine {
-            self.k.add_vip(*a);
-        }
-        if !mine.is_empty() {
-            self.host.report(
-                sa,
-                IkeEvent::VirtualIpInstalled {
-                    addrs: mine.clone(),
-                    dns: dns.clone(),
-                },
-            );
-        }
-        sa.vips.local = mine;
-        sa.vips.dns = dns;
-        !sa.vips.local.is_empty()
+/// Initiator: the responder's CFG_REPLY in `msg`: our virtual IPs
+/// (installed) and DNS servers. `false` when the connection asked
+/// for virtual IPs and got none (strongSwan closes the IKE SA then).
+pub(crate) fn take_vips(cx: &mut Cx<'_>, sa: &mut IkeSa, msg: &Message) -> bool {
+    let asked = !sa.conn.vips.is_empty();
+    let Some(reply) = cp_of(msg, CFG_REPLY) else {
+        return !asked;
+    };
+    if !asked {
+        return true;
     }
+    let addrs = addresses(
+        reply,
+        cfg_attr::INTERNAL_IP4_ADDRESS,
+        cfg_attr::INTERNAL_IP6_ADDRESS,
+    );
+    // A hostile reply is bounded: one address of each family.
+    let mut mine: Vec<IpAddr> = Vec::new();
+    for a in addrs.into_iter().filter(|a| usable(*a)) {
+        if !mine.iter().any(|m| m.is_ipv4() == a.is_ipv4()) {
+            mine.push(a);
+        }
+    }
+    let mut dns = addresses(
+        reply,
+        cfg_attr::INTERNAL_IP4_DNS,
+        cfg_attr::INTERNAL_IP6_DNS,
+    );
+    dns.truncate(8);
+    for a in &mine {
+        cx.k.add_vip(*a);
+    }
+    if !mine.is_empty() {
+        cx.host.report(
+            sa,
+            IkeEvent::VirtualIpInstalled {
+                addrs: mine.clone(),
+                dns: dns.clone(),
+            },
+        );
+    }
+    sa.vips.local = mine;
+    sa.vips.dns = dns;
+    !sa.vips.local.is_empty()
 }
 
 /// The IKE SA `sa` is going: our virtual IPs leave the device (unless an

@@ -153,392 +153,392 @@ fn auth_of(msg: &Message) -> Option<&Auth> {
     })
 }
 
-impl Cx<'_> {
-    fn random16(&mut self) -> [u8; 16] {
-        let mut b = [0u8; 16];
-        b.copy_from_slice(&self.host.random(16));
-        b
-    }
+fn random16(cx: &mut Cx<'_>) -> [u8; 16] {
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&cx.host.random(16));
+    b
+}
 
-    /// Responder: the first IKE_AUTH request without AUTH, the peer to
-    /// be authenticated by EAP: our AUTH and the EAP-Identity request.
-    pub(crate) fn eap_server_start(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        mid: u32,
-        msg: Message,
-        init: InitMessages,
-    ) -> Then {
-        let conn = &sa.conn;
-        let idi = msg.payloads.iter().find_map(|p| match p {
-            Payload::IdI(i) => Some(i.clone()),
-            _ => None,
-        });
-        let peer = idi.as_ref().and_then(Identity::from_wire);
-        let (Some(idi), Some(peer)) = (idi, peer) else {
-            self.host.stats.malformed += 1;
-            return self.refuse_eap(sa, mid, None, None);
-        };
-        if conn
-            .remote
-            .id
-            .as_ref()
-            .is_some_and(|want| !want.matches(&peer))
-        {
-            return self.refuse_eap(sa, mid, Some(peer), None);
-        }
-        let me = self.our_id(sa);
-        let idr = me.to_wire();
-        let asked = crate::auth::pubkey::has_certreq(&msg);
-        let (certs, auth) = match self.our_auth(
-            sa,
-            &init,
-            &idr,
-            Claim {
-                me: &me,
-                peer: &peer,
-            },
-            asked,
-        ) {
-            Ok(a) => a,
-            Err(e) => {
-                self.report_failed(sa, e);
-                return self.refuse_eap(sa, mid, Some(peer), None);
-            }
-        };
-        // strongSwan's rule: without `eap_id` the EAP identity is the IKE
-        // one (no EAP-Identity round, the MS-CHAPv2 name must be it);
-        // with it (`%any` or a name) the peer is asked, and the identity
-        // it proves a password for is who it is from then on.
-        let known = match conn.remote.eap_id {
-            None => Some(eap_name(&peer)),
-            Some(_) => None,
-        };
-        let (id, challenge) = (self.host.random(1)[0], self.random16());
-        let (server, request) = Server::start(&self.host.provider, id, known, challenge);
-        let mut payloads = vec![Payload::IdR(idr.clone())];
-        payloads.extend(certs);
-        payloads.push(Payload::Auth(auth));
-        payloads.push(Payload::Eap(request));
-        self.respond(sa, ExchangeType::IKE_AUTH, mid, payloads);
-        sa.exch.await_request(Box::new(AwaitingAuth {
-            init,
-            eap: Some(Box::new(EapServerSide {
-                server,
-                first: msg,
-                idi,
-                peer,
-                me,
-                idr,
-                msk: None,
-            })),
-        }));
-        Then::Stay
+/// Responder: the first IKE_AUTH request without AUTH, the peer to
+/// be authenticated by EAP: our AUTH and the EAP-Identity request.
+pub(crate) fn eap_server_start(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    mid: u32,
+    msg: Message,
+    init: InitMessages,
+) -> Then {
+    let conn = &sa.conn;
+    let idi = msg.payloads.iter().find_map(|p| match p {
+        Payload::IdI(i) => Some(i.clone()),
+        _ => None,
+    });
+    let peer = idi.as_ref().and_then(Identity::from_wire);
+    let (Some(idi), Some(peer)) = (idi, peer) else {
+        cx.host.stats.malformed += 1;
+        return refuse_eap(cx, sa, mid, None, None);
+    };
+    if conn
+        .remote
+        .id
+        .as_ref()
+        .is_some_and(|want| !want.matches(&peer))
+    {
+        return refuse_eap(cx, sa, mid, Some(peer), None);
     }
-
-    /// Responder: the next IKE_AUTH request of an EAP conversation.
-    pub(crate) fn eap_server_step(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        mid: u32,
-        msg: Message,
-        (init, mut st): (InitMessages, Box<EapServerSide>),
-    ) -> Then {
-        if let Some(msk) = st.msk.take() {
-            return self.eap_server_finish(sa, mid, msg, (init, st, msk));
+    let me = cx.our_id(sa);
+    let idr = me.to_wire();
+    let asked = crate::auth::pubkey::has_certreq(&msg);
+    let (certs, auth) = match crate::exchange::auth::our_auth(
+        cx,
+        sa,
+        &init,
+        &idr,
+        Claim {
+            me: &me,
+            peer: &peer,
+        },
+        asked,
+    ) {
+        Ok(a) => a,
+        Err(e) => {
+            cx.report_failed(sa, e);
+            return refuse_eap(cx, sa, mid, Some(peer), None);
         }
-        let Some(eap) = eap_of(&msg) else {
-            self.host.stats.malformed += 1;
-            return self.refuse_eap(sa, mid, Some(st.peer), Some("no EAP payload".into()));
-        };
-        let challenge = self.random16();
-        let config = &self.host.config;
-        let password = |user: &[u8]| {
-            let id = Identity::parse(&String::from_utf8_lossy(user)).ok()?;
-            config.find_eap(&id).map(|p| Zeroizing::new(p.to_vec()))
-        };
-        match st.server.step(eap, challenge, &password) {
-            ServerStep::Send(p) => {
-                self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![Payload::Eap(p)]);
-                sa.exch.await_request(Box::new(AwaitingAuth {
-                    init,
-                    eap: Some(st),
-                }));
-                Then::Stay
-            }
-            ServerStep::Success { packet, msk, user } => {
-                if let Some(want) = &sa.conn.remote.eap_id {
-                    let who = eap_identity(&user);
-                    if !want.matches(&who) {
-                        let why = format!("EAP identity '{who}' is not the eap_id {want}");
-                        return self.refuse_eap(sa, mid, Some(who), Some(why));
-                    }
-                    // The identity it proved is who it is.
-                    st.peer = who;
-                }
-                self.host.report(
-                    sa,
-                    IkeEvent::EapSucceeded {
-                        user: String::from_utf8_lossy(&user).into_owned(),
-                    },
-                );
-                self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![Payload::Eap(packet)]);
-                st.msk = Some(msk);
-                sa.exch.await_request(Box::new(AwaitingAuth {
-                    init,
-                    eap: Some(st),
-                }));
-                Then::Stay
-            }
-            ServerStep::Failure { packet, why } => {
-                self.host.report(
-                    sa,
-                    IkeEvent::AuthFailed {
-                        from: sa.path.remote.ip(),
-                        id: Some(st.peer.clone()),
-                        why: Some(Rejection::Eap(why.into())),
-                    },
-                );
-                self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![Payload::Eap(packet)]);
-                self.host.stats.auth_failed += 1;
-                Then::Destroy(Vec::new())
-            }
-        }
-    }
-
-    /// Responder: EAP succeeded; the initiator's AUTH keyed with the MSK,
-    /// then ours, the virtual IP and the Child SA of the first request.
-    fn eap_server_finish(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        mid: u32,
-        msg: Message,
-        (init, st, msk): (InitMessages, Box<EapServerSide>, Zeroizing<Vec<u8>>),
-    ) -> Then {
-        let theirs = Octets {
-            sa,
-            init: &init,
-            ours: false,
-            id: &st.idi,
-        };
-        let claim = Claim {
-            me: &st.me,
-            peer: &st.peer,
-        };
-        let ok = auth_of(&msg).is_some_and(|a| {
-            let msk = Msk(&msk);
-            msk.verify(self, &theirs, claim, &msg, a).is_ok()
-        });
-        if !ok {
-            return self.refuse_eap(
-                sa,
-                mid,
-                Some(st.peer),
-                Some("AUTH with the MSK does not verify".into()),
-            );
-        }
-        let EapServerSide {
-            first,
+    };
+    // strongSwan's rule: without `eap_id` the EAP identity is the IKE
+    // one (no EAP-Identity round, the MS-CHAPv2 name must be it);
+    // with it (`%any` or a name) the peer is asked, and the identity
+    // it proves a password for is who it is from then on.
+    let known = match conn.remote.eap_id {
+        None => Some(eap_name(&peer)),
+        Some(_) => None,
+    };
+    let (id, challenge) = (cx.host.random(1)[0], random16(cx));
+    let (server, request) = Server::start(&cx.host.provider, id, known, challenge);
+    let mut payloads = vec![Payload::IdR(idr.clone())];
+    payloads.extend(certs);
+    payloads.push(Payload::Auth(auth));
+    payloads.push(Payload::Eap(request));
+    cx.respond(sa, ExchangeType::IKE_AUTH, mid, payloads);
+    sa.exch.await_request(Box::new(AwaitingAuth {
+        init,
+        eap: Some(Box::new(EapServerSide {
+            server,
+            first: msg,
+            idi,
             peer,
             me,
             idr,
-            ..
-        } = *st;
-        let ours = Octets {
-            sa,
-            init: &init,
-            ours: true,
-            id: &idr,
-        };
-        let claim = Claim {
-            me: &me,
-            peer: &peer,
-        };
-        let Ok((_, auth)) = Msk(&msk).build(self, &ours, claim, false) else {
-            return self.refuse_eap(sa, mid, Some(peer), None);
-        };
-        let answer = Authenticated {
-            first: &first,
-            init: &init,
-            me,
-            peer,
-            payloads: vec![Payload::Auth(auth)],
-        };
-        self.answer_authenticated(sa, mid, answer)
-    }
+            msk: None,
+        })),
+    }));
+    Then::Stay
+}
 
-    /// Responder: EAP failed or broke off: AUTHENTICATION_FAILED (with
-    /// EAP-Failure already sent where EAP went wrong), the SA gone.
-    fn refuse_eap(
-        &mut self,
-        sa: &mut IkeSa,
-        mid: u32,
-        peer: Option<Identity>,
-        why: Option<String>,
-    ) -> Then {
-        self.host.report(
-            sa,
-            IkeEvent::AuthFailed {
-                from: sa.path.remote.ip(),
-                id: peer,
-                why: why.map(Rejection::Eap),
-            },
-        );
-        self.refuse_auth(sa, mid)
+/// Responder: the next IKE_AUTH request of an EAP conversation.
+pub(crate) fn eap_server_step(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    mid: u32,
+    msg: Message,
+    (init, mut st): (InitMessages, Box<EapServerSide>),
+) -> Then {
+    if let Some(msk) = st.msk.take() {
+        return eap_server_finish(cx, sa, mid, msg, (init, st, msk));
     }
-
-    /// Initiator: a response in an EAP conversation (RFC 7296 §2.16):
-    /// the responder's first AUTH, then EAP messages until EAP-Success,
-    /// then its AUTH keyed with the MSK and the Child SA.
-    pub(crate) fn eap_peer_response(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        task: IkeAuth,
-        mut st: Box<EapPeerSide>,
-        msg: Message,
-    ) -> Then {
-        let IkeAuth { init, child, .. } = task;
-        if st.responder.is_none() {
-            if let Err(e) = self.eap_responder_first_auth(sa, &init, &msg, &mut st) {
-                return self.give_up_eap(sa, &child, e);
-            }
+    let Some(eap) = eap_of(&msg) else {
+        cx.host.stats.malformed += 1;
+        return refuse_eap(cx, sa, mid, Some(st.peer), Some("no EAP payload".into()));
+    };
+    let challenge = random16(cx);
+    let config = &cx.host.config;
+    let password = |user: &[u8]| {
+        let id = Identity::parse(&String::from_utf8_lossy(user)).ok()?;
+        config.find_eap(&id).map(|p| Zeroizing::new(p.to_vec()))
+    };
+    match st.server.step(eap, challenge, &password) {
+        ServerStep::Send(p) => {
+            cx.respond(sa, ExchangeType::IKE_AUTH, mid, vec![Payload::Eap(p)]);
+            sa.exch.await_request(Box::new(AwaitingAuth {
+                init,
+                eap: Some(st),
+            }));
+            Then::Stay
         }
-        if let Some(eap) = eap_of(&msg) {
-            return match self.eap_peer_step(sa, &init, &mut st, eap) {
-                Ok(next) => {
-                    let task = Box::new(IkeAuth {
-                        init,
-                        child,
-                        eap: Some(st),
-                    });
-                    self.request(sa, ExchangeType::IKE_AUTH, vec![next], task);
-                    Then::Stay
+        ServerStep::Success { packet, msk, user } => {
+            if let Some(want) = &sa.conn.remote.eap_id {
+                let who = eap_identity(&user);
+                if !want.matches(&who) {
+                    let why = format!("EAP identity '{who}' is not the eap_id {want}");
+                    return refuse_eap(cx, sa, mid, Some(who), Some(why));
                 }
-                Err(e) => self.give_up_eap(sa, &child, e),
-            };
-        }
-        let Some(peer) = self.eap_responder_msk_auth(sa, &init, &msg, &mut st) else {
-            return self.give_up_eap(sa, &child, NegotiationError::ResponderAuthBad);
-        };
-        self.finish_initiator(sa, (init, child), peer, msg)
-    }
-
-    /// Initiator: the EAP conversation cannot go on: the first Child SA's
-    /// reservation released, the IKE SA failed with `e`.
-    fn give_up_eap(
-        &mut self,
-        sa: &IkeSa,
-        child: &Option<crate::exchange::child::ChildRequest>,
-        e: NegotiationError,
-    ) -> Then {
-        if let Some(req) = child {
-            req.reserved().release(self.k);
-        }
-        self.stats.auth_failed += 1;
-        self.fail(sa, e)
-    }
-
-    /// Initiator: the first answer carries the responder's own AUTH (a
-    /// certificate, RFC 7296 §2.16): verify it and keep the responder's
-    /// identity and ID payload in `st`.
-    fn eap_responder_first_auth(
-        &mut self,
-        sa: &IkeSa,
-        init: &InitMessages,
-        msg: &Message,
-        st: &mut EapPeerSide,
-    ) -> Result<(), NegotiationError> {
-        let me = sa.ids.local.clone().unwrap_or(Identity::Any);
-        match self.peer_authenticated(sa, init, msg, &me) {
-            Ok(peer) => {
-                let idr = msg.payloads.iter().find_map(|p| match p {
-                    Payload::IdR(i) => Some(i.clone()),
-                    _ => None,
-                });
-                st.responder = idr.map(|i| (peer, i));
-                Ok(())
+                // The identity it proved is who it is.
+                st.peer = who;
             }
-            Err(why) => {
-                self.host.report(
-                    sa,
-                    IkeEvent::AuthFailed {
-                        from: sa.path.remote.ip(),
-                        id: None,
-                        why,
-                    },
-                );
-                Err(NegotiationError::ResponderAuthBad)
-            }
+            cx.host.report(
+                sa,
+                IkeEvent::EapSucceeded {
+                    user: String::from_utf8_lossy(&user).into_owned(),
+                },
+            );
+            cx.respond(sa, ExchangeType::IKE_AUTH, mid, vec![Payload::Eap(packet)]);
+            st.msk = Some(msk);
+            sa.exch.await_request(Box::new(AwaitingAuth {
+                init,
+                eap: Some(st),
+            }));
+            Then::Stay
+        }
+        ServerStep::Failure { packet, why } => {
+            cx.host.report(
+                sa,
+                IkeEvent::AuthFailed {
+                    from: sa.path.remote.ip(),
+                    id: Some(st.peer.clone()),
+                    why: Some(Rejection::Eap(why.into())),
+                },
+            );
+            cx.respond(sa, ExchangeType::IKE_AUTH, mid, vec![Payload::Eap(packet)]);
+            cx.host.stats.auth_failed += 1;
+            Then::Destroy(Vec::new())
         }
     }
+}
 
-    /// Initiator: one EAP message from the responder, stepped through our
-    /// EAP method: the payload of our next IKE_AUTH request — the EAP
-    /// response, or, after EAP-Success, our AUTH keyed with the MSK
-    /// (RFC 7296 §2.16), the MSK kept in `st`.
-    fn eap_peer_step(
-        &mut self,
-        sa: &IkeSa,
-        init: &InitMessages,
-        st: &mut EapPeerSide,
-        eap: &[u8],
-    ) -> Result<Payload, NegotiationError> {
-        let challenge = self.random16();
-        match st.peer_side.step(eap, challenge) {
-            PeerStep::Send(r) => Ok(Payload::Eap(r)),
-            PeerStep::Done(msk) => {
-                let ours = Octets {
-                    sa,
-                    init,
-                    ours: true,
-                    id: &st.idi,
-                };
-                let me = sa.ids.local.clone().unwrap_or(Identity::Any);
-                let claim = Claim {
-                    me: &me,
-                    peer: st.responder.as_ref().map_or(&Identity::Any, |(p, _)| p),
-                };
-                let built = Msk(&msk).build(self, &ours, claim, false);
-                let Ok((_, auth)) = built else {
-                    return Err(NegotiationError::KeyDerivation);
-                };
-                st.msk = Some(msk);
-                Ok(Payload::Auth(auth))
-            }
-            PeerStep::Failed(why) => Err(NegotiationError::EapFailed(why)),
-        }
-    }
-
-    /// Initiator: the last answer carries the responder's AUTH keyed with
-    /// the MSK (RFC 7296 §2.16): the responder's identity if it verifies,
-    /// `None` if it does not or EAP never finished.
-    fn eap_responder_msk_auth(
-        &mut self,
-        sa: &IkeSa,
-        init: &InitMessages,
-        msg: &Message,
-        st: &mut EapPeerSide,
-    ) -> Option<Identity> {
-        let (Some(msk), Some((peer, idr))) = (st.msk.take(), st.responder.take()) else {
-            return None;
-        };
-        let theirs = Octets {
+/// Responder: EAP succeeded; the initiator's AUTH keyed with the MSK,
+/// then ours, the virtual IP and the Child SA of the first request.
+fn eap_server_finish(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    mid: u32,
+    msg: Message,
+    (init, st, msk): (InitMessages, Box<EapServerSide>, Zeroizing<Vec<u8>>),
+) -> Then {
+    let theirs = Octets {
+        sa,
+        init: &init,
+        ours: false,
+        id: &st.idi,
+    };
+    let claim = Claim {
+        me: &st.me,
+        peer: &st.peer,
+    };
+    let ok = auth_of(&msg).is_some_and(|a| {
+        let msk = Msk(&msk);
+        msk.verify(cx, &theirs, claim, &msg, a).is_ok()
+    });
+    if !ok {
+        return refuse_eap(
+            cx,
             sa,
-            init,
-            ours: false,
-            id: &idr,
-        };
-        let me = sa.ids.local.clone().unwrap_or(Identity::Any);
-        let claim = Claim {
-            me: &me,
-            peer: &peer,
-        };
-        let ok = auth_of(msg).is_some_and(|a| {
-            let msk = Msk(&msk);
-            msk.verify(self, &theirs, claim, msg, a).is_ok()
-        });
-        ok.then_some(peer)
+            mid,
+            Some(st.peer),
+            Some("AUTH with the MSK does not verify".into()),
+        );
     }
+    let EapServerSide {
+        first,
+        peer,
+        me,
+        idr,
+        ..
+    } = *st;
+    let ours = Octets {
+        sa,
+        init: &init,
+        ours: true,
+        id: &idr,
+    };
+    let claim = Claim {
+        me: &me,
+        peer: &peer,
+    };
+    let Ok((_, auth)) = Msk(&msk).build(cx, &ours, claim, false) else {
+        return refuse_eap(cx, sa, mid, Some(peer), None);
+    };
+    let answer = Authenticated {
+        first: &first,
+        init: &init,
+        me,
+        peer,
+        payloads: vec![Payload::Auth(auth)],
+    };
+    crate::exchange::auth::answer_authenticated(cx, sa, mid, answer)
+}
+
+/// Responder: EAP failed or broke off: AUTHENTICATION_FAILED (with
+/// EAP-Failure already sent where EAP went wrong), the SA gone.
+fn refuse_eap(
+    cx: &mut Cx<'_>,
+    sa: &mut IkeSa,
+    mid: u32,
+    peer: Option<Identity>,
+    why: Option<String>,
+) -> Then {
+    cx.host.report(
+        sa,
+        IkeEvent::AuthFailed {
+            from: sa.path.remote.ip(),
+            id: peer,
+            why: why.map(Rejection::Eap),
+        },
+    );
+    crate::exchange::auth::refuse_auth(cx, sa, mid)
+}
+
+/// Initiator: a response in an EAP conversation (RFC 7296 §2.16):
+/// the responder's first AUTH, then EAP messages until EAP-Success,
+/// then its AUTH keyed with the MSK and the Child SA.
+pub(crate) fn eap_peer_response(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    task: IkeAuth,
+    mut st: Box<EapPeerSide>,
+    msg: Message,
+) -> Then {
+    let IkeAuth { init, child, .. } = task;
+    if st.responder.is_none() {
+        if let Err(e) = eap_responder_first_auth(cx, sa, &init, &msg, &mut st) {
+            return give_up_eap(cx, sa, &child, e);
+        }
+    }
+    if let Some(eap) = eap_of(&msg) {
+        return match eap_peer_step(cx, sa, &init, &mut st, eap) {
+            Ok(next) => {
+                let task = Box::new(IkeAuth {
+                    init,
+                    child,
+                    eap: Some(st),
+                });
+                cx.request(sa, ExchangeType::IKE_AUTH, vec![next], task);
+                Then::Stay
+            }
+            Err(e) => give_up_eap(cx, sa, &child, e),
+        };
+    }
+    let Some(peer) = eap_responder_msk_auth(cx, sa, &init, &msg, &mut st) else {
+        return give_up_eap(cx, sa, &child, NegotiationError::ResponderAuthBad);
+    };
+    crate::exchange::auth::finish_initiator(cx, sa, (init, child), peer, msg)
+}
+
+/// Initiator: the EAP conversation cannot go on: the first Child SA's
+/// reservation released, the IKE SA failed with `e`.
+fn give_up_eap(
+    cx: &mut Cx<'_>,
+    sa: &IkeSa,
+    child: &Option<crate::exchange::child::ChildRequest>,
+    e: NegotiationError,
+) -> Then {
+    if let Some(req) = child {
+        req.reserved().release(cx.k);
+    }
+    cx.stats.auth_failed += 1;
+    cx.fail(sa, e)
+}
+
+/// Initiator: the first answer carries the responder's own AUTH (a
+/// certificate, RFC 7296 §2.16): verify it and keep the responder's
+/// identity and ID payload in `st`.
+fn eap_responder_first_auth(
+    cx: &mut Cx<'_>,
+    sa: &IkeSa,
+    init: &InitMessages,
+    msg: &Message,
+    st: &mut EapPeerSide,
+) -> Result<(), NegotiationError> {
+    let me = sa.ids.local.clone().unwrap_or(Identity::Any);
+    match crate::exchange::auth::peer_authenticated(cx, sa, init, msg, &me) {
+        Ok(peer) => {
+            let idr = msg.payloads.iter().find_map(|p| match p {
+                Payload::IdR(i) => Some(i.clone()),
+                _ => None,
+            });
+            st.responder = idr.map(|i| (peer, i));
+            Ok(())
+        }
+        Err(why) => {
+            cx.host.report(
+                sa,
+                IkeEvent::AuthFailed {
+                    from: sa.path.remote.ip(),
+                    id: None,
+                    why,
+                },
+            );
+            Err(NegotiationError::ResponderAuthBad)
+        }
+    }
+}
+
+/// Initiator: one EAP message from the responder, stepped through our
+/// EAP method: the payload of our next IKE_AUTH request — the EAP
+/// response, or, after EAP-Success, our AUTH keyed with the MSK
+/// (RFC 7296 §2.16), the MSK kept in `st`.
+fn eap_peer_step(
+    cx: &mut Cx<'_>,
+    sa: &IkeSa,
+    init: &InitMessages,
+    st: &mut EapPeerSide,
+    eap: &[u8],
+) -> Result<Payload, NegotiationError> {
+    let challenge = random16(cx);
+    match st.peer_side.step(eap, challenge) {
+        PeerStep::Send(r) => Ok(Payload::Eap(r)),
+        PeerStep::Done(msk) => {
+            let ours = Octets {
+                sa,
+                init,
+                ours: true,
+                id: &st.idi,
+            };
+            let me = sa.ids.local.clone().unwrap_or(Identity::Any);
+            let claim = Claim {
+                me: &me,
+                peer: st.responder.as_ref().map_or(&Identity::Any, |(p, _)| p),
+            };
+            let built = Msk(&msk).build(cx, &ours, claim, false);
+            let Ok((_, auth)) = built else {
+                return Err(NegotiationError::KeyDerivation);
+            };
+            st.msk = Some(msk);
+            Ok(Payload::Auth(auth))
+        }
+        PeerStep::Failed(why) => Err(NegotiationError::EapFailed(why)),
+    }
+}
+
+/// Initiator: the last answer carries the responder's AUTH keyed with
+/// the MSK (RFC 7296 §2.16): the responder's identity if it verifies,
+/// `None` if it does not or EAP never finished.
+fn eap_responder_msk_auth(
+    cx: &mut Cx<'_>,
+    sa: &IkeSa,
+    init: &InitMessages,
+    msg: &Message,
+    st: &mut EapPeerSide,
+) -> Option<Identity> {
+    let (Some(msk), Some((peer, idr))) = (st.msk.take(), st.responder.take()) else {
+        return None;
+    };
+    let theirs = Octets {
+        sa,
+        init,
+        ours: false,
+        id: &idr,
+    };
+    let me = sa.ids.local.clone().unwrap_or(Identity::Any);
+    let claim = Claim {
+        me: &me,
+        peer: &peer,
+    };
+    let ok = auth_of(msg).is_some_and(|a| {
+        let msk = Msk(&msk);
+        msk.verify(cx, &theirs, claim, msg, a).is_ok()
+    });
+    ok.then_some(peer)
 }
 
 impl Host {

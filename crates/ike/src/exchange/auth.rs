@@ -79,323 +79,323 @@ fn id_and_auth(msg: &Message, from_initiator: bool) -> (Option<&Id>, Option<&Aut
     (id, auth)
 }
 
-impl Cx<'_> {
-    /// Our AUTH on `sa` for ID payload `id`, with the CERT payloads to
-    /// send before it, as `local.auth` says (`peer_asked`: the peer sent
-    /// CERTREQ).
-    pub(crate) fn our_auth(
-        &self,
-        sa: &IkeSa,
-        init: &InitMessages,
-        id: &Id,
-        claim: Claim<'_>,
-        peer_asked: bool,
-    ) -> Result<(Vec<Payload>, Auth), NegotiationError> {
-        let ours = Octets {
-            sa,
-            init,
-            ours: true,
-            id,
-        };
-        crate::auth::of(sa.conn.local.auth).build(self, &ours, claim, peer_asked)
-    }
+/// Our AUTH on `sa` for ID payload `id`, with the CERT payloads to
+/// send before it, as `local.auth` says (`peer_asked`: the peer sent
+/// CERTREQ).
+pub(crate) fn our_auth(
+    cx: &Cx<'_>,
+    sa: &IkeSa,
+    init: &InitMessages,
+    id: &Id,
+    claim: Claim<'_>,
+    peer_asked: bool,
+) -> Result<(Vec<Payload>, Auth), NegotiationError> {
+    let ours = Octets {
+        sa,
+        init,
+        ours: true,
+        id,
+    };
+    crate::auth::of(sa.conn.local.auth).build(cx, &ours, claim, peer_asked)
+}
 
-    /// The peer's identity, if the ID and AUTH payloads of `msg` prove
-    /// it: an identity the connection accepts, and, as `remote.auth`
-    /// says, a shared-key AUTH of the octets it signs (§2.15, compared in
-    /// constant time) or a signature with a certificate we trust
-    /// ([`crate::auth::pubkey`]). The error says why when a certificate or
-    /// signature was refused.
-    pub(crate) fn peer_authenticated(
-        &mut self,
-        sa: &IkeSa,
-        init: &InitMessages,
-        msg: &Message,
-        me: &Identity,
-    ) -> Result<Identity, Option<crate::cert::Rejection>> {
-        let (id, auth) = id_and_auth(msg, !sa.initiator);
-        let (id, auth) = (id.ok_or(None)?, auth.ok_or(None)?);
-        let peer = Identity::from_wire(id).ok_or(None)?;
-        let conn = &sa.conn;
-        if conn
-            .remote
-            .id
-            .as_ref()
-            .is_some_and(|want| !want.matches(&peer))
-        {
-            return Err(None);
-        }
-        let theirs = Octets {
-            sa,
-            init,
-            ours: false,
-            id,
-        };
-        let claim = Claim { me, peer: &peer };
-        crate::auth::of(conn.remote.auth).verify(self, &theirs, claim, msg, auth)?;
-        Ok(peer)
+/// The peer's identity, if the ID and AUTH payloads of `msg` prove
+/// it: an identity the connection accepts, and, as `remote.auth`
+/// says, a shared-key AUTH of the octets it signs (§2.15, compared in
+/// constant time) or a signature with a certificate we trust
+/// ([`crate::auth::pubkey`]). The error says why when a certificate or
+/// signature was refused.
+pub(crate) fn peer_authenticated(
+    cx: &mut Cx<'_>,
+    sa: &IkeSa,
+    init: &InitMessages,
+    msg: &Message,
+    me: &Identity,
+) -> Result<Identity, Option<crate::cert::Rejection>> {
+    let (id, auth) = id_and_auth(msg, !sa.initiator);
+    let (id, auth) = (id.ok_or(None)?, auth.ok_or(None)?);
+    let peer = Identity::from_wire(id).ok_or(None)?;
+    let conn = &sa.conn;
+    if conn
+        .remote
+        .id
+        .as_ref()
+        .is_some_and(|want| !want.matches(&peer))
+    {
+        return Err(None);
     }
+    let theirs = Octets {
+        sa,
+        init,
+        ours: false,
+        id,
+    };
+    let claim = Claim { me, peer: &peer };
+    crate::auth::of(conn.remote.auth).verify(cx, &theirs, claim, msg, auth)?;
+    Ok(peer)
+}
 
-    /// Initiator: send IKE_AUTH, with the first Child SA if one was asked.
-    pub(crate) fn send_auth(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        init: InitMessages,
-        first_child: Option<usize>,
-    ) -> Then {
-        let conn = &sa.conn;
-        let me = self.our_id(sa);
-        let peer = conn.remote.id.clone().unwrap_or(Identity::Any);
-        let idi = me.to_wire();
-        // EAP (§2.16): no AUTH in the first request; the conversation
-        // follows the responder's answer.
-        let eap = if conn.local.auth == AuthKind::Eap {
-            match self.eap_peer(sa, &me, idi.clone()) {
-                Some(e) => Some(e),
-                None => {
-                    return self.fail(
-                        sa,
-                        NegotiationError::EapFailed("no eap- secret for our EAP identity"),
-                    )
-                }
-            }
-        } else {
-            None
-        };
-        let (certs, auth) = if eap.is_some() {
-            (Vec::new(), None)
-        } else {
-            match self.our_auth(
-                sa,
-                &init,
-                &idi,
-                Claim {
-                    me: &me,
-                    peer: &peer,
-                },
-                sa.announced.certreq,
-            ) {
-                Ok((c, a)) => (c, Some(a)),
-                Err(e) => return self.fail(sa, e),
-            }
-        };
-        let conn = &sa.conn;
-        let mut payloads = vec![Payload::IdI(idi)];
-        payloads.extend(certs);
-        payloads.extend(crate::auth::pubkey::certreq(self, &sa.conn));
-        if peer != Identity::Any {
-            payloads.push(Payload::IdR(peer.to_wire()));
-        }
-        payloads.extend(auth.map(Payload::Auth));
-        // §3.15: a road warrior asks for its virtual IPs.
-        payloads.extend(crate::vip::request(sa));
-        // §2.4: only when we hold no other IKE SA with the peer (the
-        // peer deletes those it has with us on seeing it), as strongSwan;
-        // a replaced connection's old one (reload.rs, make before break)
-        // is one: it goes after this one is up.
-        let contact = !sa.others.values().any(|o| {
-            o.conn.name == conn.name
-                && o.path.remote.ip() == sa.path.remote.ip()
-                && o.state == IkeState::Established
-        });
-        if contact && conn.unique != crate::config::Unique::Never {
-            payloads.push(notify(NotifyType::INITIAL_CONTACT, vec![]));
-        }
-        let child = first_child.map(|cfg| {
-            let resource = self.first_resource(sa, cfg, None);
-            let req = self.child_request_for(sa, cfg, None, false, None, resource);
-            payloads.extend(self.child_payloads(&req, None, false));
-            req
-        });
-        sa.ids.local = Some(me);
-        sa.state = IkeState::Authenticating;
-        let task = Box::new(IkeAuth { init, child, eap });
-        self.request(sa, ExchangeType::IKE_AUTH, payloads, task);
-        Then::Stay
-    }
-
-    /// Responder: the initiator is authenticated (with AUTH, or at the end
-    /// of EAP): the last IKE_AUTH answer — what `answer.payloads` hold
-    /// already (our ID, CERT, AUTH), then the CFG_REPLY and the Child SA
-    /// the first request asked for — and the IKE SA established.
-    pub(crate) fn answer_authenticated(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        mid: u32,
-        answer: Authenticated<'_>,
-    ) -> Then {
-        let Authenticated {
-            first,
-            init,
-            me,
-            peer,
-            mut payloads,
-        } = answer;
-        // §3.15: a virtual IP from our pools for a road warrior that asks.
-        let addressed = self.answer_cp(sa, first, &peer, &mut payloads);
-        sa.ids.peer = Some(peer.clone());
-        sa.ids.local = Some(me.clone());
-        self.peer_authenticated_at(sa, first);
-        self.established(sa);
-        if has_notify(first, NotifyType::INITIAL_CONTACT) {
-            self.initial_contact(sa);
-        }
-        if addressed && first.payloads.iter().any(|p| matches!(p, Payload::Sa(_))) {
-            let asked = ChildAsked {
-                msg: first,
-                rekey: None,
-                ni: &init.ni,
-                nr: &init.nr,
-                create: false,
-            };
-            match self.answer_child(sa, asked) {
-                Ok(child) => payloads.extend(child),
-                Err(n) => payloads.push(n),
-            }
-        }
-        self.respond(sa, ExchangeType::IKE_AUTH, mid, payloads);
-        self.host.report_established(sa, me, peer);
-        self.kick(sa);
-        Then::Stay
-    }
-
-    /// Responder: AUTHENTICATION_FAILED. §2.21.2: the IKE SA is not
-    /// created; the answer goes, and the half-open SA with it at once (as
-    /// strongSwan): kept, it would let one address open SA after SA with
-    /// garbage IKE_AUTHs. A retransmitted IKE_AUTH then meets no SA
-    /// (unknown_spi); the initiator gives up after its retransmissions.
-    /// Only a message that passed the SK integrity check comes here: a
-    /// forged or undecryptable one was dropped before (§2.21.2 too).
-    pub(crate) fn refuse_auth(&mut self, sa: &mut IkeSa, mid: u32) -> Then {
-        let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
-        self.respond(sa, ExchangeType::IKE_AUTH, mid, vec![n]);
-        self.host.stats.auth_failed += 1;
-        Then::Destroy(Vec::new())
-    }
-
-    /// Initiator: the responder is authenticated; its last IKE_AUTH
-    /// answer `msg` gives the virtual IPs and the first Child SA.
-    pub(crate) fn finish_initiator(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        (init, child): (InitMessages, Option<ChildRequest>),
-        peer: Identity,
-        msg: Message,
-    ) -> Then {
-        let me = sa.ids.local.clone().unwrap_or(Identity::Any);
-        sa.ids.peer = Some(peer.clone());
-        if !self.take_vips(sa, &msg) {
-            if let Some(req) = &child {
-                req.reserved().release(self.k);
-            }
-            // The responder holds an established IKE SA: tell it to go
-            // (once, not waited for), as strongSwan deletes it.
-            let delete = Payload::Delete(flowsec_wire::ike::Delete {
-                protocol: flowsec_wire::iana::ProtocolId::IKE,
-                spis: vec![],
-            });
-            let mid = sa.exch.peek_mid();
-            let data = self
-                .host
-                .protect(sa, ExchangeType::INFORMATIONAL, false, mid, &[delete]);
-            self.host
-                .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
-            return self.fail(sa, NegotiationError::NoVirtualIp);
-        }
-        self.peer_authenticated_at(sa, &msg);
-        self.established(sa);
-        self.host.report_established(sa, me, peer);
-        if let Some(req) = child {
-            // KEYMAT from the nonces of IKE_SA_INIT (§2.17).
-            let answer = Answered {
-                msg: &msg,
-                ni: &init.ni,
-                nr: &init.nr,
-                g_ir: None,
-            };
-            self.first_child(sa, req, answer);
-        }
-        self.kick(sa);
-        Then::Stay
-    }
-
-    /// Initiator: the Child SA IKE_AUTH asked for, as answered: installed,
-    /// or refused (an error notify; the IKE SA stays, §1.2), or unusable.
-    fn first_child(&mut self, sa: &mut SaMut<'_>, req: ChildRequest, answer: Answered<'_>) {
-        let (cfg, reserved) = (req.cfg, req.reserved());
-        if let Some(n) = error_notify(answer.msg) {
-            self.host.report(
-                sa,
-                IkeEvent::ChildNotEstablished {
-                    child: self.child_name(sa, cfg),
-                    notify: n.ty,
-                },
-            );
-            reserved.release(self.k);
-        } else if let Err(why) = self.complete_child(sa, req, None, answer) {
-            self.host.report(
-                sa,
-                IkeEvent::ChildFailed {
-                    child: self.child_name(sa, cfg),
-                    reason: why,
-                },
-            );
-            reserved.release(self.k);
-        }
-    }
-
-    /// The IKE SA is authenticated: its timers start.
-    pub(crate) fn established(&mut self, sa: &mut IkeSa) {
-        let conn = &sa.conn;
-        let (rekey, rand, over, reauth) = (
-            conn.rekey_time,
-            conn.rand_time,
-            conn.over_time,
-            conn.reauth_time,
-        );
-        sa.state = IkeState::Established;
-        sa.times.established = Some(self.now);
-        if !rekey.is_zero() {
-            sa.times.rekey_at = Some(self.now + self.host.jittered(rekey, rand));
-        }
-        // The hard limit (`over_time` past a rekey or a reauthentication
-        // that did not happen): a rekey's from now, the reauthentication's
-        // from when the peer authenticated, which IKE rekeys carry over
-        // (RFC 7296 §2.8.3; crate::reauth).
-        let by_rekey = (!rekey.is_zero()).then(|| self.now + rekey + over);
-        let by_auth = (!reauth.is_zero()).then(|| sa.auth.at + reauth + over);
-        sa.times.expire_at = [by_rekey, by_auth].into_iter().flatten().min();
-    }
-
-    /// The peer says it has no other IKE SA with us (§2.4, INITIAL_CONTACT):
-    /// those we still hold between the same identities are stale (it
-    /// restarted); they go without a word to it, unless `unique = never`.
-    pub(crate) fn initial_contact(&mut self, sa: &mut SaMut<'_>) {
-        if sa.conn.unique == crate::config::Unique::Never {
-            return;
-        }
-        let stale: Vec<u64> = sa
-            .others
-            .values()
-            .filter(|o| {
-                std::sync::Arc::ptr_eq(&o.conn, &sa.conn)
-                    && same(&o.ids.peer, &sa.ids.peer)
-                    && same(&o.ids.local, &sa.ids.local)
-                    && o.state != IkeState::HalfOpen
-            })
-            .map(|o| o.our_spi())
-            .collect();
-        for spi in stale {
-            if let Some(mut old) = sa.others.take(spi) {
-                self.host.report(
+/// Initiator: send IKE_AUTH, with the first Child SA if one was asked.
+pub(crate) fn send_auth(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    init: InitMessages,
+    first_child: Option<usize>,
+) -> Then {
+    let conn = &sa.conn;
+    let me = cx.our_id(sa);
+    let peer = conn.remote.id.clone().unwrap_or(Identity::Any);
+    let idi = me.to_wire();
+    // EAP (§2.16): no AUTH in the first request; the conversation
+    // follows the responder's answer.
+    let eap = if conn.local.auth == AuthKind::Eap {
+        match cx.eap_peer(sa, &me, idi.clone()) {
+            Some(e) => Some(e),
+            None => {
+                return cx.fail(
                     sa,
-                    IkeEvent::InitialContact {
-                        name: self.host.conn_name(&old),
-                        unique_id: old.uid,
-                    },
-                );
-                self.destroy(&mut SaMut::detached(&mut old, sa.others.reborrow()));
+                    NegotiationError::EapFailed("no eap- secret for our EAP identity"),
+                )
             }
+        }
+    } else {
+        None
+    };
+    let (certs, auth) = if eap.is_some() {
+        (Vec::new(), None)
+    } else {
+        match our_auth(
+            cx,
+            sa,
+            &init,
+            &idi,
+            Claim {
+                me: &me,
+                peer: &peer,
+            },
+            sa.announced.certreq,
+        ) {
+            Ok((c, a)) => (c, Some(a)),
+            Err(e) => return cx.fail(sa, e),
+        }
+    };
+    let conn = &sa.conn;
+    let mut payloads = vec![Payload::IdI(idi)];
+    payloads.extend(certs);
+    payloads.extend(crate::auth::pubkey::certreq(cx, &sa.conn));
+    if peer != Identity::Any {
+        payloads.push(Payload::IdR(peer.to_wire()));
+    }
+    payloads.extend(auth.map(Payload::Auth));
+    // §3.15: a road warrior asks for its virtual IPs.
+    payloads.extend(crate::vip::request(sa));
+    // §2.4: only when we hold no other IKE SA with the peer (the
+    // peer deletes those it has with us on seeing it), as strongSwan;
+    // a replaced connection's old one (reload.rs, make before break)
+    // is one: it goes after this one is up.
+    let contact = !sa.others.values().any(|o| {
+        o.conn.name == conn.name
+            && o.path.remote.ip() == sa.path.remote.ip()
+            && o.state == IkeState::Established
+    });
+    if contact && conn.unique != crate::config::Unique::Never {
+        payloads.push(notify(NotifyType::INITIAL_CONTACT, vec![]));
+    }
+    let child = first_child.map(|cfg| {
+        let resource = cx.first_resource(sa, cfg, None);
+        let req =
+            crate::exchange::child::child_request_for(cx, sa, cfg, None, false, None, resource);
+        payloads.extend(cx.child_payloads(&req, None, false));
+        req
+    });
+    sa.ids.local = Some(me);
+    sa.state = IkeState::Authenticating;
+    let task = Box::new(IkeAuth { init, child, eap });
+    cx.request(sa, ExchangeType::IKE_AUTH, payloads, task);
+    Then::Stay
+}
+
+/// Responder: the initiator is authenticated (with AUTH, or at the end
+/// of EAP): the last IKE_AUTH answer — what `answer.payloads` hold
+/// already (our ID, CERT, AUTH), then the CFG_REPLY and the Child SA
+/// the first request asked for — and the IKE SA established.
+pub(crate) fn answer_authenticated(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    mid: u32,
+    answer: Authenticated<'_>,
+) -> Then {
+    let Authenticated {
+        first,
+        init,
+        me,
+        peer,
+        mut payloads,
+    } = answer;
+    // §3.15: a virtual IP from our pools for a road warrior that asks.
+    let addressed = cx.answer_cp(sa, first, &peer, &mut payloads);
+    sa.ids.peer = Some(peer.clone());
+    sa.ids.local = Some(me.clone());
+    crate::reauth::peer_authenticated_at(cx, sa, first);
+    established(cx, sa);
+    if has_notify(first, NotifyType::INITIAL_CONTACT) {
+        initial_contact(cx, sa);
+    }
+    if addressed && first.payloads.iter().any(|p| matches!(p, Payload::Sa(_))) {
+        let asked = ChildAsked {
+            msg: first,
+            rekey: None,
+            ni: &init.ni,
+            nr: &init.nr,
+            create: false,
+        };
+        match crate::exchange::child_responder::answer_child(cx, sa, asked) {
+            Ok(child) => payloads.extend(child),
+            Err(n) => payloads.push(n),
+        }
+    }
+    cx.respond(sa, ExchangeType::IKE_AUTH, mid, payloads);
+    cx.host.report_established(sa, me, peer);
+    crate::timers::kick(cx, sa);
+    Then::Stay
+}
+
+/// Responder: AUTHENTICATION_FAILED. §2.21.2: the IKE SA is not
+/// created; the answer goes, and the half-open SA with it at once (as
+/// strongSwan): kept, it would let one address open SA after SA with
+/// garbage IKE_AUTHs. A retransmitted IKE_AUTH then meets no SA
+/// (unknown_spi); the initiator gives up after its retransmissions.
+/// Only a message that passed the SK integrity check comes here: a
+/// forged or undecryptable one was dropped before (§2.21.2 too).
+pub(crate) fn refuse_auth(cx: &mut Cx<'_>, sa: &mut IkeSa, mid: u32) -> Then {
+    let n = notify(NotifyType::AUTHENTICATION_FAILED, vec![]);
+    cx.respond(sa, ExchangeType::IKE_AUTH, mid, vec![n]);
+    cx.host.stats.auth_failed += 1;
+    Then::Destroy(Vec::new())
+}
+
+/// Initiator: the responder is authenticated; its last IKE_AUTH
+/// answer `msg` gives the virtual IPs and the first Child SA.
+pub(crate) fn finish_initiator(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    (init, child): (InitMessages, Option<ChildRequest>),
+    peer: Identity,
+    msg: Message,
+) -> Then {
+    let me = sa.ids.local.clone().unwrap_or(Identity::Any);
+    sa.ids.peer = Some(peer.clone());
+    if !crate::vip::take_vips(cx, sa, &msg) {
+        if let Some(req) = &child {
+            req.reserved().release(cx.k);
+        }
+        // The responder holds an established IKE SA: tell it to go
+        // (once, not waited for), as strongSwan deletes it.
+        let delete = Payload::Delete(flowsec_wire::ike::Delete {
+            protocol: flowsec_wire::iana::ProtocolId::IKE,
+            spis: vec![],
+        });
+        let mid = sa.exch.peek_mid();
+        let data = cx
+            .host
+            .protect(sa, ExchangeType::INFORMATIONAL, false, mid, &[delete]);
+        cx.host
+            .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
+        return cx.fail(sa, NegotiationError::NoVirtualIp);
+    }
+    crate::reauth::peer_authenticated_at(cx, sa, &msg);
+    established(cx, sa);
+    cx.host.report_established(sa, me, peer);
+    if let Some(req) = child {
+        // KEYMAT from the nonces of IKE_SA_INIT (§2.17).
+        let answer = Answered {
+            msg: &msg,
+            ni: &init.ni,
+            nr: &init.nr,
+            g_ir: None,
+        };
+        first_child(cx, sa, req, answer);
+    }
+    crate::timers::kick(cx, sa);
+    Then::Stay
+}
+
+/// Initiator: the Child SA IKE_AUTH asked for, as answered: installed,
+/// or refused (an error notify; the IKE SA stays, §1.2), or unusable.
+fn first_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, req: ChildRequest, answer: Answered<'_>) {
+    let (cfg, reserved) = (req.cfg, req.reserved());
+    if let Some(n) = error_notify(answer.msg) {
+        cx.host.report(
+            sa,
+            IkeEvent::ChildNotEstablished {
+                child: cx.child_name(sa, cfg),
+                notify: n.ty,
+            },
+        );
+        reserved.release(cx.k);
+    } else if let Err(why) = crate::exchange::child::complete_child(cx, sa, req, None, answer) {
+        cx.host.report(
+            sa,
+            IkeEvent::ChildFailed {
+                child: cx.child_name(sa, cfg),
+                reason: why,
+            },
+        );
+        reserved.release(cx.k);
+    }
+}
+
+/// The IKE SA is authenticated: its timers start.
+pub(crate) fn established(cx: &mut Cx<'_>, sa: &mut IkeSa) {
+    let conn = &sa.conn;
+    let (rekey, rand, over, reauth) = (
+        conn.rekey_time,
+        conn.rand_time,
+        conn.over_time,
+        conn.reauth_time,
+    );
+    sa.state = IkeState::Established;
+    sa.times.established = Some(cx.now);
+    if !rekey.is_zero() {
+        sa.times.rekey_at = Some(cx.now + cx.host.jittered(rekey, rand));
+    }
+    // The hard limit (`over_time` past a rekey or a reauthentication
+    // that did not happen): a rekey's from now, the reauthentication's
+    // from when the peer authenticated, which IKE rekeys carry over
+    // (RFC 7296 §2.8.3; crate::reauth).
+    let by_rekey = (!rekey.is_zero()).then(|| cx.now + rekey + over);
+    let by_auth = (!reauth.is_zero()).then(|| sa.auth.at + reauth + over);
+    sa.times.expire_at = [by_rekey, by_auth].into_iter().flatten().min();
+}
+
+/// The peer says it has no other IKE SA with us (§2.4, INITIAL_CONTACT):
+/// those we still hold between the same identities are stale (it
+/// restarted); they go without a word to it, unless `unique = never`.
+pub(crate) fn initial_contact(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) {
+    if sa.conn.unique == crate::config::Unique::Never {
+        return;
+    }
+    let stale: Vec<u64> = sa
+        .others
+        .values()
+        .filter(|o| {
+            std::sync::Arc::ptr_eq(&o.conn, &sa.conn)
+                && same(&o.ids.peer, &sa.ids.peer)
+                && same(&o.ids.local, &sa.ids.local)
+                && o.state != IkeState::HalfOpen
+        })
+        .map(|o| o.our_spi())
+        .collect();
+    for spi in stale {
+        if let Some(mut old) = sa.others.take(spi) {
+            cx.host.report(
+                sa,
+                IkeEvent::InitialContact {
+                    name: cx.host.conn_name(&old),
+                    unique_id: old.uid,
+                },
+            );
+            crate::install::destroy(cx, &mut SaMut::detached(&mut old, sa.others.reborrow()));
         }
     }
 }
@@ -513,11 +513,11 @@ impl Exchange for IkeAuth {
         }
         if let Some(st) = task.eap {
             let task = IkeAuth { eap: None, ..task };
-            return cx.eap_peer_response(sa, task, st, msg);
+            return crate::auth::eap::eap_peer_response(cx, sa, task, st, msg);
         }
         let IkeAuth { init, child, .. } = task;
         let me = sa.ids.local.clone().unwrap_or(Identity::Any);
-        let checked = cx.peer_authenticated(sa, &init, &msg, &me);
+        let checked = peer_authenticated(cx, sa, &init, &msg, &me);
         let Ok(peer) = checked else {
             if let Some(req) = &child {
                 req.reserved().release(cx.k);
@@ -544,7 +544,7 @@ impl Exchange for IkeAuth {
             cx.host.stats.auth_failed += 1;
             return cx.fail(sa, NegotiationError::ResponderAuthBad);
         };
-        cx.finish_initiator(sa, (init, child), peer, msg)
+        finish_initiator(cx, sa, (init, child), peer, msg)
     }
 }
 
@@ -563,15 +563,15 @@ impl Awaiting for AwaitingAuth {
     ) -> Then {
         let AwaitingAuth { init, eap } = *self;
         if let Some(st) = eap {
-            return cx.eap_server_step(sa, mid, msg, (init, st));
+            return crate::auth::eap::eap_server_step(cx, sa, mid, msg, (init, st));
         }
         sa.conn = cx.reselect(sa, &msg);
         let no_auth = !msg.payloads.iter().any(|p| matches!(p, Payload::Auth(_)));
         if no_auth && sa.conn.remote.auth == AuthKind::Eap {
-            return cx.eap_server_start(sa, mid, msg, init);
+            return crate::auth::eap::eap_server_start(cx, sa, mid, msg, init);
         }
         let me = cx.our_id(sa);
-        let peer = match cx.peer_authenticated(sa, &init, &msg, &me) {
+        let peer = match peer_authenticated(cx, sa, &init, &msg, &me) {
             Ok(peer) => peer,
             Err(why) => {
                 let (idi, _) = id_and_auth(&msg, true);
@@ -583,12 +583,13 @@ impl Awaiting for AwaitingAuth {
                         why,
                     },
                 );
-                return cx.refuse_auth(sa, mid);
+                return refuse_auth(cx, sa, mid);
             }
         };
         let idr = me.to_wire();
         let asked = crate::auth::pubkey::has_certreq(&msg);
-        let (certs, auth) = match cx.our_auth(
+        let (certs, auth) = match our_auth(
+            cx,
             sa,
             &init,
             &idr,
@@ -601,7 +602,7 @@ impl Awaiting for AwaitingAuth {
             Ok(a) => a,
             Err(e) => {
                 cx.report_failed(sa, e);
-                return cx.refuse_auth(sa, mid);
+                return refuse_auth(cx, sa, mid);
             }
         };
         let mut payloads = vec![Payload::IdR(idr)];
@@ -614,6 +615,6 @@ impl Awaiting for AwaitingAuth {
             peer,
             payloads,
         };
-        cx.answer_authenticated(sa, mid, answer)
+        answer_authenticated(cx, sa, mid, answer)
     }
 }

@@ -155,380 +155,376 @@ pub(crate) fn min_nonce(a: &[u8], b: &[u8]) -> Vec<u8> {
     a.min(b).to_vec()
 }
 
-impl Cx<'_> {
-    /// A request for a Child SA of `cfg` (rekeying `rekey` if given);
-    /// `create` for CREATE_CHILD_SA (a nonce, and a KE for PFS with the
-    /// first group of the proposals or `group`); `resource`: what it asks
-    /// of per-resource SAs.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn child_request_for(
-        &mut self,
-        sa: &mut IkeSa,
-        cfg: usize,
-        rekey: Option<u32>,
-        create: bool,
-        group: Option<DhGroup>,
-        resource: Resource,
-    ) -> ChildRequest {
-        let child = &sa.conn.children[cfg];
-        let (proposals, protocol) = suites(child);
-        // A per-resource SA's inbound SPI is one the data plane steers to
-        // its resource; a rekey's, to the old SA's.
-        let cpu = match resource {
-            Resource::Cpu(cpu) => Some(cpu),
-            _ => rekey
-                .and_then(|old| sa.children.iter().find(|c| c.spi_in == old))
-                .and_then(|c| c.cpu),
-        };
-        let spi_in = self.k.alloc_spi_on(protocol, cpu);
-        let dh = if create {
-            group.or_else(|| {
-                proposals
-                    .iter()
-                    .flat_map(|p| p.dh.iter())
-                    .copied()
-                    .find(|g| *g != DhGroup::NONE)
-            })
-        } else {
+/// A request for a Child SA of `cfg` (rekeying `rekey` if given);
+/// `create` for CREATE_CHILD_SA (a nonce, and a KE for PFS with the
+/// first group of the proposals or `group`); `resource`: what it asks
+/// of per-resource SAs.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn child_request_for(
+    cx: &mut Cx<'_>,
+    sa: &mut IkeSa,
+    cfg: usize,
+    rekey: Option<u32>,
+    create: bool,
+    group: Option<DhGroup>,
+    resource: Resource,
+) -> ChildRequest {
+    let child = &sa.conn.children[cfg];
+    let (proposals, protocol) = suites(child);
+    // A per-resource SA's inbound SPI is one the data plane steers to
+    // its resource; a rekey's, to the old SA's.
+    let cpu = match resource {
+        Resource::Cpu(cpu) => Some(cpu),
+        _ => rekey
+            .and_then(|old| sa.children.iter().find(|c| c.spi_in == old))
+            .and_then(|c| c.cpu),
+    };
+    let spi_in = cx.k.alloc_spi_on(protocol, cpu);
+    let dh = if create {
+        group.or_else(|| {
+            proposals
+                .iter()
+                .flat_map(|p| p.dh.iter())
+                .copied()
+                .find(|g| *g != DhGroup::NONE)
+        })
+    } else {
+        None
+    };
+    let (tsi, tsr) = match rekey.and_then(|old| sa.children.iter().find(|c| c.spi_in == old)) {
+        Some(old) => (old.local_ts.clone(), old.remote_ts.clone()),
+        None => (
+            ts::from_config_dynamic(&child.local_ts, &crate::vip::local_dynamic(sa)),
+            ts::from_config(&child.remote_ts, sa.path.remote.ip()),
+        ),
+    };
+    let offer = config::child_offer(proposals, protocol_id(protocol), spi_in, dh.is_some());
+    let mode = child.mode;
+    // Without a CPI left, no IPComp (strongSwan does the same).
+    let cpi_in = if child.ipcomp { cpi(cx.k) } else { None };
+    let ke = dh.and_then(|g| crypto::key_exchange(&cx.host.provider, g, cx.host.rng.as_mut()).ok());
+    let ni = if create {
+        cx.host.random(NONCE_LEN)
+    } else {
+        Vec::new()
+    };
+    ChildRequest {
+        cfg,
+        spi_in,
+        ni,
+        ke,
+        offer,
+        tsi,
+        tsr,
+        mode,
+        cpi_in,
+        protocol,
+        resource,
+    }
+}
+
+/// Start a CREATE_CHILD_SA exchange for a new Child SA of `cfg`, or a
+/// rekey of the one with inbound SPI `rekey`.
+pub(crate) fn start_child(cx: &mut Cx<'_>, sa: &mut IkeSa, cfg: usize, rekey: Option<u32>) {
+    let resource = cx.first_resource(sa, cfg, rekey);
+    start_child_with(cx, sa, cfg, rekey, None, resource);
+}
+
+/// Start a CREATE_CHILD_SA exchange for resource `cpu`'s Child SA of
+/// `cfg` (RFC 9611), unless the group has one for it already.
+pub(crate) fn start_resource_child(cx: &mut Cx<'_>, sa: &mut IkeSa, cfg: usize, cpu: u32) {
+    let has = sa.children.iter().any(|c| {
+        c.cfg == cfg && c.per_cpu && c.cpu == Some(cpu) && c.state != ChildState::Deleting
+    });
+    if !has {
+        start_child_with(cx, sa, cfg, None, None, Resource::Cpu(cpu));
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn start_child_with(
+    cx: &mut Cx<'_>,
+    sa: &mut IkeSa,
+    cfg: usize,
+    rekey: Option<u32>,
+    group: Option<DhGroup>,
+    resource: Resource,
+) {
+    let req = child_request_for(cx, sa, cfg, rekey, true, group, resource);
+    let payloads = cx.child_payloads(&req, rekey, true);
+    if let Some(old) = sa.children.iter_mut().find(|c| Some(c.spi_in) == rekey) {
+        old.state = ChildState::Rekeying;
+    }
+    let task: crate::exchange::Task = match rekey {
+        Some(old) => Box::new(ChildRekey {
+            old,
+            req,
+            collision: None,
+        }),
+        None => Box::new(ChildCreate { req }),
+    };
+    cx.request(sa, ExchangeType::CREATE_CHILD_SA, payloads, task);
+}
+
+/// Initiator: install the Child SA `answer` describes, for our
+/// request `req` (rekeying `rekey`, if given); its inbound SPI.
+pub(crate) fn complete_child(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    req: ChildRequest,
+    rekey: Option<u32>,
+    answer: Answered<'_>,
+) -> Result<u32, ChildError> {
+    let Answered { msg, ni, nr, g_ir } = answer;
+    let c = crate::host::parts(msg);
+    let (Some(sar), Some(tsi), Some(tsr)) = (c.sa.and_then(|s| s.first()), c.tsi, c.tsr) else {
+        return Err(ChildError::MissingPayloads);
+    };
+    let chosen = config::child_accepts(&req.offer, sar).ok_or(ChildError::NotOffered)?;
+    if !ts::within(tsi, &req.tsi)
+        || !ts::within(tsr, &req.tsr)
+        || ts::selector_count(tsi, tsr) > ts::MAX_SELECTORS
+    {
+        return Err(ChildError::SelectorsNotWithin);
+    }
+    if chosen.protocol == ProtocolId::AH
+        && (sa.path.nat_local || sa.path.nat_remote || sa.path.transport.is_stream())
+    {
+        return Err(ChildError::AhAcrossNat);
+    }
+    let transport = has_notify(msg, NotifyType::USE_TRANSPORT_MODE);
+    let mode = match (req.mode, transport) {
+        (Mode::Transport, true) => Mode::Transport,
+        (Mode::Transport, false) => return Err(ChildError::TransportRefused),
+        _ => Mode::Tunnel,
+    };
+    let keymat = cx
+        .keymat(sa, &chosen, g_ir, ni, nr)
+        .ok_or(ChildError::KeyDerivation)?;
+    let old = rekey.and_then(|old| sa.children.iter().find(|c| c.spi_in == old));
+    let reqid = old.map(|c| c.reqid);
+    let kept = old.map(|c| (c.per_cpu, c.cpu));
+    let (per_cpu, cpu) = answered_resource(cx, sa, &req, kept, msg);
+    let ipcomp = answered_ipcomp(cx, req.cpi_in, msg);
+    let install = Install {
+        cfg: req.cfg,
+        chosen: &chosen,
+        spi_in: req.spi_in,
+        mode,
+        local_ts: tsi.clone(),
+        remote_ts: tsr.clone(),
+        we_initiated: true,
+        reqid,
+        min_nonce: min_nonce(ni, nr),
+        ipcomp,
+        per_cpu,
+        cpu,
+    };
+    crate::install::install_child(cx, sa, install, &keymat);
+    if per_cpu && cpu.is_none() && rekey.is_none() {
+        cx.ask_for_resources(sa, req.cfg);
+    }
+    Ok(req.spi_in)
+}
+
+/// Initiator: whether the Child SA our request `req` made is one of a
+/// per-resource group (RFC 9611), and whose: a rekey keeps the old
+/// SA's (`kept`: its per-CPU flag and resource); else what we asked
+/// for, if the peer's answer takes part.
+fn answered_resource(
+    cx: &mut Cx<'_>,
+    sa: &mut IkeSa,
+    req: &ChildRequest,
+    kept: Option<(bool, Option<u32>)>,
+    msg: &Message,
+) -> (bool, Option<u32>) {
+    match (kept, req.resource) {
+        (Some(kept), _) => kept,
+        (None, Resource::Plain) => (false, None),
+        // RFC 9611: a peer that answers without SA_RESOURCE_INFO does
+        // not take part; the SA is an ordinary one, and we ask no more.
+        (None, _) if !has_notify(msg, NotifyType::SA_RESOURCE_INFO) => {
+            cx.host.report(
+                sa,
+                IkeEvent::ChildNoResources {
+                    child: cx.child_name(sa, req.cfg),
+                },
+            );
+            sa.queue
+                .retain(|t| !matches!(t, Todo::CreateResource(c, _) if *c == req.cfg));
+            (false, None)
+        }
+        (None, Resource::Fallback) => (true, None),
+        (None, Resource::Cpu(cpu)) => (true, Some(cpu)),
+    }
+}
+
+/// Initiator: IPComp (our CPI, the peer's) only if the peer answered
+/// our offer with its CPI (RFC 7296 §2.22); else our CPI `cpi_in` is
+/// given back.
+fn answered_ipcomp(cx: &mut Cx<'_>, cpi_in: Option<u16>, msg: &Message) -> Option<(u16, u16)> {
+    match (cpi_in, peer_cpi(msg)) {
+        (Some(ours), Some(theirs)) => Some((ours, theirs)),
+        (Some(ours), None) => {
+            cx.k.release_spi(Protocol::IpComp, u32::from(ours));
             None
-        };
-        let (tsi, tsr) = match rekey.and_then(|old| sa.children.iter().find(|c| c.spi_in == old)) {
-            Some(old) => (old.local_ts.clone(), old.remote_ts.clone()),
-            None => (
-                ts::from_config_dynamic(&child.local_ts, &crate::vip::local_dynamic(sa)),
-                ts::from_config(&child.remote_ts, sa.path.remote.ip()),
-            ),
-        };
-        let offer = config::child_offer(proposals, protocol_id(protocol), spi_in, dh.is_some());
-        let mode = child.mode;
-        // Without a CPI left, no IPComp (strongSwan does the same).
-        let cpi_in = if child.ipcomp { cpi(self.k) } else { None };
-        let ke = dh.and_then(|g| {
-            crypto::key_exchange(&self.host.provider, g, self.host.rng.as_mut()).ok()
-        });
-        let ni = if create {
-            self.host.random(NONCE_LEN)
-        } else {
-            Vec::new()
-        };
-        ChildRequest {
-            cfg,
-            spi_in,
-            ni,
-            ke,
-            offer,
-            tsi,
-            tsr,
-            mode,
-            cpi_in,
-            protocol,
-            resource,
         }
+        _ => None,
     }
+}
 
-    /// Start a CREATE_CHILD_SA exchange for a new Child SA of `cfg`, or a
-    /// rekey of the one with inbound SPI `rekey`.
-    pub(crate) fn start_child(&mut self, sa: &mut IkeSa, cfg: usize, rekey: Option<u32>) {
-        let resource = self.first_resource(sa, cfg, rekey);
-        self.start_child_with(sa, cfg, rekey, None, resource);
+/// Initiator: the answer to CREATE_CHILD_SA for a new Child SA, or
+/// for a rekey of `rekey`: (the old SA, the Child SA of a colliding
+/// rekey of the peer, §2.8.1).
+pub(crate) fn child_response(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    req: ChildRequest,
+    rekey: Option<(u32, Option<u32>)>,
+    msg: Message,
+) -> Then {
+    let (cfg, old, reserved) = (req.cfg, rekey.map(|(old, _)| old), req.reserved());
+    let name = cx.child_name(sa, cfg);
+    if let Some(n) = error_notify(&msg) {
+        let (ty, data) = (n.ty, n.data.clone());
+        child_refused(cx, sa, req, old, (ty, &data));
+        crate::timers::kick(cx, sa);
+        return Then::Stay;
     }
-
-    /// Start a CREATE_CHILD_SA exchange for resource `cpu`'s Child SA of
-    /// `cfg` (RFC 9611), unless the group has one for it already.
-    pub(crate) fn start_resource_child(&mut self, sa: &mut IkeSa, cfg: usize, cpu: u32) {
-        let has = sa.children.iter().any(|c| {
-            c.cfg == cfg && c.per_cpu && c.cpu == Some(cpu) && c.state != ChildState::Deleting
-        });
-        if !has {
-            self.start_child_with(sa, cfg, None, None, Resource::Cpu(cpu));
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn start_child_with(
-        &mut self,
-        sa: &mut IkeSa,
-        cfg: usize,
-        rekey: Option<u32>,
-        group: Option<DhGroup>,
-        resource: Resource,
-    ) {
-        let req = self.child_request_for(sa, cfg, rekey, true, group, resource);
-        let payloads = self.child_payloads(&req, rekey, true);
-        if let Some(old) = sa.children.iter_mut().find(|c| Some(c.spi_in) == rekey) {
-            old.state = ChildState::Rekeying;
-        }
-        let task: crate::exchange::Task = match rekey {
-            Some(old) => Box::new(ChildRekey {
-                old,
-                req,
-                collision: None,
-            }),
-            None => Box::new(ChildCreate { req }),
-        };
-        self.request(sa, ExchangeType::CREATE_CHILD_SA, payloads, task);
-    }
-
-    /// Initiator: install the Child SA `answer` describes, for our
-    /// request `req` (rekeying `rekey`, if given); its inbound SPI.
-    pub(crate) fn complete_child(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        req: ChildRequest,
-        rekey: Option<u32>,
-        answer: Answered<'_>,
-    ) -> Result<u32, ChildError> {
-        let Answered { msg, ni, nr, g_ir } = answer;
-        let c = crate::host::parts(msg);
-        let (Some(sar), Some(tsi), Some(tsr)) = (c.sa.and_then(|s| s.first()), c.tsi, c.tsr) else {
-            return Err(ChildError::MissingPayloads);
-        };
-        let chosen = config::child_accepts(&req.offer, sar).ok_or(ChildError::NotOffered)?;
-        if !ts::within(tsi, &req.tsi)
-            || !ts::within(tsr, &req.tsr)
-            || ts::selector_count(tsi, tsr) > ts::MAX_SELECTORS
-        {
-            return Err(ChildError::SelectorsNotWithin);
-        }
-        if chosen.protocol == ProtocolId::AH
-            && (sa.path.nat_local || sa.path.nat_remote || sa.path.transport.is_stream())
-        {
-            return Err(ChildError::AhAcrossNat);
-        }
-        let transport = has_notify(msg, NotifyType::USE_TRANSPORT_MODE);
-        let mode = match (req.mode, transport) {
-            (Mode::Transport, true) => Mode::Transport,
-            (Mode::Transport, false) => return Err(ChildError::TransportRefused),
-            _ => Mode::Tunnel,
-        };
-        let keymat = self
-            .keymat(sa, &chosen, g_ir, ni, nr)
-            .ok_or(ChildError::KeyDerivation)?;
-        let old = rekey.and_then(|old| sa.children.iter().find(|c| c.spi_in == old));
-        let reqid = old.map(|c| c.reqid);
-        let kept = old.map(|c| (c.per_cpu, c.cpu));
-        let (per_cpu, cpu) = self.answered_resource(sa, &req, kept, msg);
-        let ipcomp = self.answered_ipcomp(req.cpi_in, msg);
-        let install = Install {
-            cfg: req.cfg,
-            chosen: &chosen,
-            spi_in: req.spi_in,
-            mode,
-            local_ts: tsi.clone(),
-            remote_ts: tsr.clone(),
-            we_initiated: true,
-            reqid,
-            min_nonce: min_nonce(ni, nr),
-            ipcomp,
-            per_cpu,
-            cpu,
-        };
-        self.install_child(sa, install, &keymat);
-        if per_cpu && cpu.is_none() && rekey.is_none() {
-            self.ask_for_resources(sa, req.cfg);
-        }
-        Ok(req.spi_in)
-    }
-
-    /// Initiator: whether the Child SA our request `req` made is one of a
-    /// per-resource group (RFC 9611), and whose: a rekey keeps the old
-    /// SA's (`kept`: its per-CPU flag and resource); else what we asked
-    /// for, if the peer's answer takes part.
-    fn answered_resource(
-        &mut self,
-        sa: &mut IkeSa,
-        req: &ChildRequest,
-        kept: Option<(bool, Option<u32>)>,
-        msg: &Message,
-    ) -> (bool, Option<u32>) {
-        match (kept, req.resource) {
-            (Some(kept), _) => kept,
-            (None, Resource::Plain) => (false, None),
-            // RFC 9611: a peer that answers without SA_RESOURCE_INFO does
-            // not take part; the SA is an ordinary one, and we ask no more.
-            (None, _) if !has_notify(msg, NotifyType::SA_RESOURCE_INFO) => {
-                self.host.report(
-                    sa,
-                    IkeEvent::ChildNoResources {
-                        child: self.child_name(sa, req.cfg),
-                    },
-                );
-                sa.queue
-                    .retain(|t| !matches!(t, Todo::CreateResource(c, _) if *c == req.cfg));
-                (false, None)
-            }
-            (None, Resource::Fallback) => (true, None),
-            (None, Resource::Cpu(cpu)) => (true, Some(cpu)),
-        }
-    }
-
-    /// Initiator: IPComp (our CPI, the peer's) only if the peer answered
-    /// our offer with its CPI (RFC 7296 §2.22); else our CPI `cpi_in` is
-    /// given back.
-    fn answered_ipcomp(&mut self, cpi_in: Option<u16>, msg: &Message) -> Option<(u16, u16)> {
-        match (cpi_in, peer_cpi(msg)) {
-            (Some(ours), Some(theirs)) => Some((ours, theirs)),
-            (Some(ours), None) => {
-                self.k.release_spi(Protocol::IpComp, u32::from(ours));
-                None
-            }
-            _ => None,
-        }
-    }
-
-    /// Initiator: the answer to CREATE_CHILD_SA for a new Child SA, or
-    /// for a rekey of `rekey`: (the old SA, the Child SA of a colliding
-    /// rekey of the peer, §2.8.1).
-    pub(crate) fn child_response(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        req: ChildRequest,
-        rekey: Option<(u32, Option<u32>)>,
-        msg: Message,
-    ) -> Then {
-        let (cfg, old, reserved) = (req.cfg, rekey.map(|(old, _)| old), req.reserved());
-        let name = self.child_name(sa, cfg);
-        if let Some(n) = error_notify(&msg) {
-            let (ty, data) = (n.ty, n.data.clone());
-            self.child_refused(sa, req, old, (ty, &data));
-            self.kick(sa);
+    let (new, ours) = match child_answered(cx, sa, req, old, &msg) {
+        Ok(made) => made,
+        Err(why) => {
+            cx.host.report(
+                sa,
+                IkeEvent::ChildFailed {
+                    child: name,
+                    reason: why,
+                },
+            );
+            give_up(cx, sa, old, reserved);
             return Then::Stay;
         }
-        let (new, ours) = match self.child_answered(sa, req, old, &msg) {
-            Ok(made) => made,
-            Err(why) => {
-                self.host.report(
-                    sa,
-                    IkeEvent::ChildFailed {
-                        child: name,
-                        reason: why,
-                    },
-                );
-                self.give_up(sa, old, reserved);
-                return Then::Stay;
-            }
-        };
-        match rekey {
-            Some((old, Some(theirs))) => self.rekey_collided(sa, name, (old, theirs), (new, ours)),
-            Some((old, None)) => self.replaced_by_us(sa, old),
-            None => {}
-        }
-        self.kick(sa);
-        Then::Stay
+    };
+    match rekey {
+        Some((old, Some(theirs))) => cx.rekey_collided(sa, name, (old, theirs), (new, ours)),
+        Some((old, None)) => replaced_by_us(cx, sa, old),
+        None => {}
     }
+    crate::timers::kick(cx, sa);
+    Then::Stay
+}
 
-    /// Initiator: our rekey replaced Child SA `old` (RFC 7296 §2.8: the
-    /// initiator of a rekey deletes the old SA). `prefer-new` takes its SAs
-    /// out of the data plane at once; `keep-old` sends no DELETE: each end
-    /// removes its old SA when its own lifetime ends (timers.rs).
-    fn replaced_by_us(&mut self, sa: &mut IkeSa, old: u32) {
-        let conn = sa.conn.clone();
-        let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) else {
+/// Initiator: our rekey replaced Child SA `old` (RFC 7296 §2.8: the
+/// initiator of a rekey deletes the old SA). `prefer-new` takes its SAs
+/// out of the data plane at once; `keep-old` sends no DELETE: each end
+/// removes its old SA when its own lifetime ends (timers.rs).
+fn replaced_by_us(cx: &mut Cx<'_>, sa: &mut IkeSa, old: u32) {
+    let conn = sa.conn.clone();
+    let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) else {
+        return;
+    };
+    c.state = ChildState::Rekeyed;
+    c.times.rekey_at = None;
+    let switch = cx.switch_of(&conn, c.cfg);
+    cx.host.stats.count_rekey(switch);
+    match switch {
+        RekeySwitch::LossFree => sa.queue.push_front(Todo::DeleteChild(old)),
+        RekeySwitch::PreferNew => {
+            crate::install::drop_replaced(cx, sa, old);
+            sa.queue.push_front(Todo::DeleteChild(old));
+        }
+        RekeySwitch::KeepOld => {}
+    }
+}
+
+/// Initiator: install the Child SA an answer without error notify
+/// describes (its nonce and KE checked, §1.3.1); its inbound SPI and
+/// the lowest nonce of the exchange.
+fn child_answered(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    req: ChildRequest,
+    rekey: Option<u32>,
+    msg: &Message,
+) -> Result<(u32, Vec<u8>), ChildError> {
+    let c = crate::host::parts(msg);
+    let nr = c.nonce.cloned().ok_or(ChildError::NoNonce)?;
+    let g_ir = match (&req.ke, c.ke) {
+        (Some(ours), Some(theirs)) if ours.group() == theirs.group => Some(
+            ours.shared_secret(&theirs.data)
+                .map_err(|_| ChildError::BadKe)?,
+        ),
+        (None, None) => None,
+        _ => return Err(ChildError::KeMismatch),
+    };
+    let ni = req.ni.clone();
+    let answer = Answered {
+        msg,
+        ni: &ni,
+        nr: &nr,
+        g_ir: g_ir.as_deref().map(|v| v.as_slice()),
+    };
+    let new = complete_child(cx, sa, req, rekey, answer)?;
+    Ok((new, min_nonce(&ni, &nr)))
+}
+
+/// The peer refused our CREATE_CHILD_SA (a rekey of `rekey`, if
+/// given) with an error notify (its type and data).
+fn child_refused(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    req: ChildRequest,
+    rekey: Option<u32>,
+    (ty, data): (NotifyType, &[u8]),
+) {
+    let name = cx.child_name(sa, req.cfg);
+    req.reserved().release(cx.k);
+    if ty == NotifyType::INVALID_KE_PAYLOAD && data.len() == 2 && req.ke.is_some() {
+        let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
+        let ours = suites(&sa.conn.children[req.cfg])
+            .0
+            .iter()
+            .any(|p| p.dh.contains(&group));
+        if ours && req.ke.as_ref().map(|k| k.group()) != Some(group) {
+            cx.host
+                .events
+                .push(IkeEvent::ChildRetry { child: name, group });
+            start_child_with(cx, sa, req.cfg, rekey, Some(group), req.resource);
             return;
-        };
-        c.state = ChildState::Rekeyed;
-        c.times.rekey_at = None;
-        let switch = self.switch_of(&conn, c.cfg);
-        self.host.stats.count_rekey(switch);
-        match switch {
-            RekeySwitch::LossFree => sa.queue.push_front(Todo::DeleteChild(old)),
-            RekeySwitch::PreferNew => {
-                self.drop_replaced(sa, old);
-                sa.queue.push_front(Todo::DeleteChild(old));
-            }
-            RekeySwitch::KeepOld => {}
         }
     }
-
-    /// Initiator: install the Child SA an answer without error notify
-    /// describes (its nonce and KE checked, §1.3.1); its inbound SPI and
-    /// the lowest nonce of the exchange.
-    fn child_answered(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        req: ChildRequest,
-        rekey: Option<u32>,
-        msg: &Message,
-    ) -> Result<(u32, Vec<u8>), ChildError> {
-        let c = crate::host::parts(msg);
-        let nr = c.nonce.cloned().ok_or(ChildError::NoNonce)?;
-        let g_ir = match (&req.ke, c.ke) {
-            (Some(ours), Some(theirs)) if ours.group() == theirs.group => Some(
-                ours.shared_secret(&theirs.data)
-                    .map_err(|_| ChildError::BadKe)?,
-            ),
-            (None, None) => None,
-            _ => return Err(ChildError::KeMismatch),
-        };
-        let ni = req.ni.clone();
-        let answer = Answered {
-            msg,
-            ni: &ni,
-            nr: &nr,
-            g_ir: g_ir.as_deref().map(|v| v.as_slice()),
-        };
-        let new = self.complete_child(sa, req, rekey, answer)?;
-        Ok((new, min_nonce(&ni, &nr)))
-    }
-
-    /// The peer refused our CREATE_CHILD_SA (a rekey of `rekey`, if
-    /// given) with an error notify (its type and data).
-    fn child_refused(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        req: ChildRequest,
-        rekey: Option<u32>,
-        (ty, data): (NotifyType, &[u8]),
-    ) {
-        let name = self.child_name(sa, req.cfg);
-        req.reserved().release(self.k);
-        if ty == NotifyType::INVALID_KE_PAYLOAD && data.len() == 2 && req.ke.is_some() {
-            let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
-            let ours = suites(&sa.conn.children[req.cfg])
-                .0
-                .iter()
-                .any(|p| p.dh.contains(&group));
-            if ours && req.ke.as_ref().map(|k| k.group()) != Some(group) {
-                self.host
-                    .events
-                    .push(IkeEvent::ChildRetry { child: name, group });
-                self.start_child_with(sa, req.cfg, rekey, Some(group), req.resource);
-                return;
+    cx.host.report(
+        sa,
+        IkeEvent::ChildRefused {
+            child: name,
+            notify: ty,
+        },
+    );
+    match (ty, rekey) {
+        // RFC 9611 §5.2: the peer takes no more SAs for these
+        // selectors; the resources without one use the fallback.
+        (NotifyType::TS_MAX_QUEUE, None) => sa
+            .queue
+            .retain(|t| !matches!(t, Todo::CreateResource(c, _) if *c == req.cfg)),
+        (NotifyType::CHILD_SA_NOT_FOUND, Some(old)) => crate::install::remove_child(cx, sa, old),
+        (NotifyType::TEMPORARY_FAILURE, Some(old)) => {
+            // §2.25: try again a little later.
+            let wait = Duration::from_millis(1000 + u64::from(cx.host.rng.next_u32() % 4000));
+            cx.restore(sa, Some(old));
+            if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) {
+                c.times.rekey_at = Some(cx.now + wait);
             }
         }
-        self.host.report(
-            sa,
-            IkeEvent::ChildRefused {
-                child: name,
-                notify: ty,
-            },
-        );
-        match (ty, rekey) {
-            // RFC 9611 §5.2: the peer takes no more SAs for these
-            // selectors; the resources without one use the fallback.
-            (NotifyType::TS_MAX_QUEUE, None) => sa
-                .queue
-                .retain(|t| !matches!(t, Todo::CreateResource(c, _) if *c == req.cfg)),
-            (NotifyType::CHILD_SA_NOT_FOUND, Some(old)) => self.remove_child(sa, old),
-            (NotifyType::TEMPORARY_FAILURE, Some(old)) => {
-                // §2.25: try again a little later.
-                let wait = Duration::from_millis(1000 + u64::from(self.host.rng.next_u32() % 4000));
-                self.restore(sa, Some(old));
-                if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) {
-                    c.times.rekey_at = Some(self.now + wait);
-                }
-            }
-            (_, rekey) => self.restore(sa, rekey),
-        }
+        (_, rekey) => cx.restore(sa, rekey),
     }
+}
 
-    /// Our request for a Child SA came to nothing: its SPI goes back, and
-    /// a rekeyed one goes on.
-    fn give_up(&mut self, sa: &mut SaMut<'_>, rekey: Option<u32>, reserved: Reserved) {
-        reserved.release(self.k);
-        self.restore(sa, rekey);
-        self.kick(sa);
-    }
+/// Our request for a Child SA came to nothing: its SPI goes back, and
+/// a rekeyed one goes on.
+fn give_up(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, rekey: Option<u32>, reserved: Reserved) {
+    reserved.release(cx.k);
+    cx.restore(sa, rekey);
+    crate::timers::kick(cx, sa);
 }
 
 /// A fresh CPI (RFC 3173 §3.3: 256 and up; the kernel interface hands out
@@ -733,7 +729,7 @@ impl Exchange for ChildCreate {
     }
 
     fn process(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
-        cx.child_response(sa, self.req, None, msg)
+        child_response(cx, sa, self.req, None, msg)
     }
 
     fn release(&self, k: &mut dyn Kernel) {
@@ -752,7 +748,7 @@ impl Exchange for ChildRekey {
 
     fn process(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
         let rekey = Some((self.old, self.collision));
-        cx.child_response(sa, self.req, rekey, msg)
+        child_response(cx, sa, self.req, rekey, msg)
     }
 
     fn release(&self, k: &mut dyn Kernel) {

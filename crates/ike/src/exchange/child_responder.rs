@@ -62,216 +62,216 @@ struct ChildChoice {
 /// The responder's KE payload and g^ir, with PFS.
 type ChildKe = (Option<Ke>, Option<zeroize::Zeroizing<Vec<u8>>>);
 
-impl Cx<'_> {
-    /// Responder: choose, narrow and install a Child SA for the request
-    /// `asked`, and return the payloads of the answer, or the notify that
-    /// refuses it (§1.3.1, §2.9).
-    pub(crate) fn answer_child(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        asked: ChildAsked<'_>,
-    ) -> Result<Vec<Payload>, Payload> {
-        let c = crate::host::parts(asked.msg);
-        if c.sa.is_none() || c.tsi.is_none() || c.tsr.is_none() {
-            return Err(notify(NotifyType::INVALID_SYNTAX, vec![]));
-        }
-        let old = asked
-            .rekey
-            .and_then(|spi| sa.children.iter().find(|c| c.spi_in == spi));
-        let candidates: Vec<usize> = match old {
-            Some(old) => vec![old.cfg],
-            None => (0..sa.conn.children.len()).collect(),
-        };
-        let mut refusal = NotifyType::TS_UNACCEPTABLE;
-        for cfg in candidates {
-            let choice = match self.child_choice(sa, &asked, cfg) {
-                Ok(choice) => choice,
-                Err(why) => {
-                    refusal = why.unwrap_or(refusal);
-                    continue;
-                }
-            };
-            let ke = self.child_ke(c.ke, &choice.chosen)?;
-            let protocol = protocol_of(choice.chosen.protocol);
-            if protocol == Protocol::Ah
-                && (sa.path.nat_local || sa.path.nat_remote || sa.path.transport.is_stream())
-            {
-                // AH covers the outer addresses a NAT rewrites, and RFC
-                // 3948 carries only ESP in UDP.
-                refusal = NotifyType::NO_PROPOSAL_CHOSEN;
+/// Responder: choose, narrow and install a Child SA for the request
+/// `asked`, and return the payloads of the answer, or the notify that
+/// refuses it (§1.3.1, §2.9).
+pub(crate) fn answer_child(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    asked: ChildAsked<'_>,
+) -> Result<Vec<Payload>, Payload> {
+    let c = crate::host::parts(asked.msg);
+    if c.sa.is_none() || c.tsi.is_none() || c.tsr.is_none() {
+        return Err(notify(NotifyType::INVALID_SYNTAX, vec![]));
+    }
+    let old = asked
+        .rekey
+        .and_then(|spi| sa.children.iter().find(|c| c.spi_in == spi));
+    let candidates: Vec<usize> = match old {
+        Some(old) => vec![old.cfg],
+        None => (0..sa.conn.children.len()).collect(),
+    };
+    let mut refusal = NotifyType::TS_UNACCEPTABLE;
+    for cfg in candidates {
+        let choice = match cx.child_choice(sa, &asked, cfg) {
+            Ok(choice) => choice,
+            Err(why) => {
+                refusal = why.unwrap_or(refusal);
                 continue;
             }
-            return self.accept_child(sa, &asked, choice, ke);
+        };
+        let ke = cx.child_ke(c.ke, &choice.chosen)?;
+        let protocol = protocol_of(choice.chosen.protocol);
+        if protocol == Protocol::Ah
+            && (sa.path.nat_local || sa.path.nat_remote || sa.path.transport.is_stream())
+        {
+            // AH covers the outer addresses a NAT rewrites, and RFC
+            // 3948 carries only ESP in UDP.
+            refusal = NotifyType::NO_PROPOSAL_CHOSEN;
+            continue;
         }
-        self.host.report(
-            sa,
-            IkeEvent::ChildRequestRefused {
-                from: sa.path.remote.ip(),
-                notify: refusal,
-            },
-        );
-        Err(notify(refusal, vec![]))
+        return accept_child(cx, sa, &asked, choice, ke);
     }
+    cx.host.report(
+        sa,
+        IkeEvent::ChildRequestRefused {
+            from: sa.path.remote.ip(),
+            notify: refusal,
+        },
+    );
+    Err(notify(refusal, vec![]))
+}
 
-    /// Responder: install the Child SA `choice` describes (our SPI, and
-    /// CPI if both want IPComp, §2.22), and the payloads of the answer.
-    fn accept_child(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        asked: &ChildAsked<'_>,
-        choice: ChildChoice,
-        (ker, g_ir): ChildKe,
-    ) -> Result<Vec<Payload>, Payload> {
-        let ChildChoice {
-            cfg,
-            chosen,
-            mode,
-            local_ts,
-            remote_ts,
-        } = choice;
-        let protocol = protocol_of(chosen.protocol);
-        let (per_cpu, cpu) = match self.resource_for(sa, asked, cfg, (&local_ts, &remote_ts)) {
-            Ok(place) => place,
-            Err(refusal) => {
-                self.host.report(
-                    sa,
-                    IkeEvent::ChildRequestRefused {
-                        from: sa.path.remote.ip(),
-                        notify: NotifyType::TS_MAX_QUEUE,
-                    },
-                );
-                return Err(refusal);
-            }
-        };
-        let spi_in = self.k.alloc_spi_on(protocol, cpu);
-        // IPComp if both want it (§2.22): our CPI in the answer.
-        let ipcomp = match peer_cpi(asked.msg) {
-            Some(theirs) if sa.conn.children[cfg].ipcomp => cpi(self.k).map(|ours| (ours, theirs)),
-            _ => None,
-        };
-        let g_ir = g_ir.as_deref().map(|v| v.as_slice());
-        let Some(keymat) = self.keymat(sa, &chosen, g_ir, asked.ni, asked.nr) else {
-            self.k.release_spi(protocol, spi_in);
-            if let Some((ours, _)) = ipcomp {
-                self.k.release_spi(Protocol::IpComp, u32::from(ours));
-            }
-            return Err(notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]));
-        };
-        let reqid = asked
-            .rekey
-            .and_then(|spi| sa.children.iter().find(|c| c.spi_in == spi))
-            .map(|o| o.reqid);
-        let install = Install {
-            cfg,
-            chosen: &chosen,
-            spi_in,
-            mode,
-            local_ts,
-            remote_ts,
-            we_initiated: false,
-            reqid,
-            min_nonce: min_nonce(asked.ni, asked.nr),
-            ipcomp,
-            per_cpu,
-            cpu,
-        };
-        let answer = Self::child_answer(asked, &install, ker);
-        self.install_child(sa, install, &keymat);
-        if let Some(old) = asked.rekey {
-            self.replaced_by_peer(sa, old, spi_in);
+/// Responder: install the Child SA `choice` describes (our SPI, and
+/// CPI if both want IPComp, §2.22), and the payloads of the answer.
+fn accept_child(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    asked: &ChildAsked<'_>,
+    choice: ChildChoice,
+    (ker, g_ir): ChildKe,
+) -> Result<Vec<Payload>, Payload> {
+    let ChildChoice {
+        cfg,
+        chosen,
+        mode,
+        local_ts,
+        remote_ts,
+    } = choice;
+    let protocol = protocol_of(chosen.protocol);
+    let (per_cpu, cpu) = match cx.resource_for(sa, asked, cfg, (&local_ts, &remote_ts)) {
+        Ok(place) => place,
+        Err(refusal) => {
+            cx.host.report(
+                sa,
+                IkeEvent::ChildRequestRefused {
+                    from: sa.path.remote.ip(),
+                    notify: NotifyType::TS_MAX_QUEUE,
+                },
+            );
+            return Err(refusal);
         }
-        Ok(answer)
+    };
+    let spi_in = cx.k.alloc_spi_on(protocol, cpu);
+    // IPComp if both want it (§2.22): our CPI in the answer.
+    let ipcomp = match peer_cpi(asked.msg) {
+        Some(theirs) if sa.conn.children[cfg].ipcomp => cpi(cx.k).map(|ours| (ours, theirs)),
+        _ => None,
+    };
+    let g_ir = g_ir.as_deref().map(|v| v.as_slice());
+    let Some(keymat) = cx.keymat(sa, &chosen, g_ir, asked.ni, asked.nr) else {
+        cx.k.release_spi(protocol, spi_in);
+        if let Some((ours, _)) = ipcomp {
+            cx.k.release_spi(Protocol::IpComp, u32::from(ours));
+        }
+        return Err(notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]));
+    };
+    let reqid = asked
+        .rekey
+        .and_then(|spi| sa.children.iter().find(|c| c.spi_in == spi))
+        .map(|o| o.reqid);
+    let install = Install {
+        cfg,
+        chosen: &chosen,
+        spi_in,
+        mode,
+        local_ts,
+        remote_ts,
+        we_initiated: false,
+        reqid,
+        min_nonce: min_nonce(asked.ni, asked.nr),
+        ipcomp,
+        per_cpu,
+        cpu,
+    };
+    let answer = child_answer(asked, &install, ker);
+    crate::install::install_child(cx, sa, install, &keymat);
+    if let Some(old) = asked.rekey {
+        replaced_by_peer(cx, sa, old, spi_in);
     }
+    Ok(answer)
+}
 
-    /// Responder: the payloads of the answer that accepts the Child SA
-    /// `i` (§1.3.1, §2.9): the mode and IPComp notifies (§1.3.1, §2.22),
-    /// our SA proposal with our SPI, Nr for CREATE_CHILD_SA, KEr with
-    /// PFS, and the narrowed selectors.
-    fn child_answer(asked: &ChildAsked<'_>, i: &Install<'_>, ker: Option<Ke>) -> Vec<Payload> {
-        let mut out = Vec::new();
-        if i.mode == Mode::Transport {
-            out.push(notify(NotifyType::USE_TRANSPORT_MODE, vec![]));
-        }
-        if let Some((ours, _)) = i.ipcomp {
-            out.push(ipcomp_supported(ours));
-        }
-        // RFC 9611 §3: we take part, and this SA is ours for `cpu`.
-        if i.per_cpu && asked.rekey.is_none() {
-            out.extend(i.cpu.map_or(Resource::Fallback, Resource::Cpu).notify());
-        }
-        out.push(Payload::Sa(vec![config::child_answer(i.chosen, i.spi_in)]));
-        if asked.create {
-            out.push(Payload::Nonce(asked.nr.to_vec()));
-        }
-        if let Some(ke) = ker {
-            out.push(Payload::Ke(ke));
-        }
-        out.push(Payload::TsI(i.remote_ts.clone()));
-        out.push(Payload::TsR(i.local_ts.clone()));
-        out
+/// Responder: the payloads of the answer that accepts the Child SA
+/// `i` (§1.3.1, §2.9): the mode and IPComp notifies (§1.3.1, §2.22),
+/// our SA proposal with our SPI, Nr for CREATE_CHILD_SA, KEr with
+/// PFS, and the narrowed selectors.
+fn child_answer(asked: &ChildAsked<'_>, i: &Install<'_>, ker: Option<Ke>) -> Vec<Payload> {
+    let mut out = Vec::new();
+    if i.mode == Mode::Transport {
+        out.push(notify(NotifyType::USE_TRANSPORT_MODE, vec![]));
     }
+    if let Some((ours, _)) = i.ipcomp {
+        out.push(ipcomp_supported(ours));
+    }
+    // RFC 9611 §3: we take part, and this SA is ours for `cpu`.
+    if i.per_cpu && asked.rekey.is_none() {
+        out.extend(i.cpu.map_or(Resource::Fallback, Resource::Cpu).notify());
+    }
+    out.push(Payload::Sa(vec![config::child_answer(i.chosen, i.spi_in)]));
+    if asked.create {
+        out.push(Payload::Nonce(asked.nr.to_vec()));
+    }
+    if let Some(ke) = ker {
+        out.push(Payload::Ke(ke));
+    }
+    out.push(Payload::TsI(i.remote_ts.clone()));
+    out.push(Payload::TsR(i.local_ts.clone()));
+    out
+}
 
-    /// Responder: the peer's rekey replaced Child SA `old` by `new` (our
-    /// inbound SPIs). The rekey's initiator deletes the old one; if it
-    /// never does, we do after the grace time. If we were rekeying it
-    /// too, our request in flight learns of the collision (§2.8.1: our
-    /// response decides).
-    /// `prefer-new` takes the old SAs out of the data plane at once;
-    /// `keep-old` keeps them (and its lifetime) until it expires.
-    fn replaced_by_peer(&mut self, sa: &mut SaMut<'_>, old: u32, new: u32) {
-        let grace = self.host.settings.rekeyed_grace;
-        let mut collided = false;
-        let mut drop = false;
-        let conn = sa.conn.clone();
-        if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) {
-            collided = c.state == ChildState::Rekeying;
-            c.state = ChildState::Rekeyed;
-            c.times.rekey_at = None;
-            let switch = self.switch_of(&conn, c.cfg);
-            self.host.stats.count_rekey(switch);
-            if switch != RekeySwitch::KeepOld {
-                c.times.expire_at = Some(self.now + grace);
-            }
-            drop = switch == RekeySwitch::PreferNew;
+/// Responder: the peer's rekey replaced Child SA `old` by `new` (our
+/// inbound SPIs). The rekey's initiator deletes the old one; if it
+/// never does, we do after the grace time. If we were rekeying it
+/// too, our request in flight learns of the collision (§2.8.1: our
+/// response decides).
+/// `prefer-new` takes the old SAs out of the data plane at once;
+/// `keep-old` keeps them (and its lifetime) until it expires.
+fn replaced_by_peer(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, old: u32, new: u32) {
+    let grace = cx.host.settings.rekeyed_grace;
+    let mut collided = false;
+    let mut drop = false;
+    let conn = sa.conn.clone();
+    if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) {
+        collided = c.state == ChildState::Rekeying;
+        c.state = ChildState::Rekeyed;
+        c.times.rekey_at = None;
+        let switch = cx.switch_of(&conn, c.cfg);
+        cx.host.stats.count_rekey(switch);
+        if switch != RekeySwitch::KeepOld {
+            c.times.expire_at = Some(cx.now + grace);
         }
-        if drop {
-            self.drop_replaced(sa, old);
-        }
-        if collided {
-            sa.exch.collided(Collision::Child { old, theirs: new });
-        }
+        drop = switch == RekeySwitch::PreferNew;
     }
+    if drop {
+        crate::install::drop_replaced(cx, sa, old);
+    }
+    if collided {
+        sa.exch.collided(Collision::Child { old, theirs: new });
+    }
+}
 
-    /// Responder: a CREATE_CHILD_SA request (§1.3): for the IKE SA (a
-    /// rekey, rekey.rs), or for a Child SA, new or a rekey of one.
-    pub(crate) fn child_request(&mut self, sa: &mut SaMut<'_>, mid: u32, msg: Message) -> Then {
-        let is_ike = msg.payloads.iter().any(|p| matches!(p, Payload::Sa(s) if s.first().is_some_and(|p| p.protocol == ProtocolId::IKE)));
-        if is_ike {
-            return self.ike_rekey_request(sa, mid, msg);
-        }
-        let payloads = match rekeyed_child(sa, &msg) {
-            Err(refusal) => vec![refusal],
-            Ok(None) if sa.children.len() >= MAX_CHILDREN => {
-                // A bound on what one peer can make us hold (RFC 7296 §3.10.1).
-                vec![notify(NotifyType::NO_ADDITIONAL_SAS, vec![])]
-            }
-            Ok(old) => {
-                let ni = crate::host::parts(&msg).nonce.cloned().unwrap_or_default();
-                let nr = self.host.random(NONCE_LEN);
-                let asked = ChildAsked {
-                    msg: &msg,
-                    rekey: old,
-                    ni: &ni,
-                    nr: &nr,
-                    create: true,
-                };
-                self.answer_child(sa, asked).unwrap_or_else(|n| vec![n])
-            }
-        };
-        self.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
-        self.kick(sa);
-        Then::Stay
+/// Responder: a CREATE_CHILD_SA request (§1.3): for the IKE SA (a
+/// rekey, rekey.rs), or for a Child SA, new or a rekey of one.
+pub(crate) fn child_request(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, mid: u32, msg: Message) -> Then {
+    let is_ike = msg.payloads.iter().any(
+        |p| matches!(p, Payload::Sa(s) if s.first().is_some_and(|p| p.protocol == ProtocolId::IKE)),
+    );
+    if is_ike {
+        return crate::exchange::rekey::ike_rekey_request(cx, sa, mid, msg);
     }
+    let payloads = match rekeyed_child(sa, &msg) {
+        Err(refusal) => vec![refusal],
+        Ok(None) if sa.children.len() >= MAX_CHILDREN => {
+            // A bound on what one peer can make us hold (RFC 7296 §3.10.1).
+            vec![notify(NotifyType::NO_ADDITIONAL_SAS, vec![])]
+        }
+        Ok(old) => {
+            let ni = crate::host::parts(&msg).nonce.cloned().unwrap_or_default();
+            let nr = cx.host.random(NONCE_LEN);
+            let asked = ChildAsked {
+                msg: &msg,
+                rekey: old,
+                ni: &ni,
+                nr: &nr,
+                create: true,
+            };
+            answer_child(cx, sa, asked).unwrap_or_else(|n| vec![n])
+        }
+    };
+    cx.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
+    crate::timers::kick(cx, sa);
+    Then::Stay
 }
 
 /// The Child SA a CREATE_CHILD_SA request rekeys (REKEY_SA, §1.3.3), by

@@ -76,9 +76,9 @@ impl Exchange for Delete {
         match *self {
             Delete::Children(spis) => {
                 for spi in spis {
-                    cx.remove_child(sa, spi);
+                    crate::install::remove_child(cx, sa, spi);
                 }
-                cx.kick(sa);
+                crate::timers::kick(cx, sa);
                 Then::Stay
             }
             Delete::Ike => {
@@ -103,120 +103,116 @@ impl Exchange for Dpd {
     }
 
     fn process(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, _: Message) -> Then {
-        cx.kick(sa);
+        crate::timers::kick(cx, sa);
         Then::Stay
     }
 }
 
-impl Cx<'_> {
-    /// Responder: an INFORMATIONAL request.
-    pub(crate) fn informational_request(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        mid: u32,
-        msg: Message,
-    ) -> Then {
-        let deletes: Vec<&DeletePayload> = msg
-            .payloads
-            .iter()
-            .filter_map(|p| match p {
-                Payload::Delete(d) => Some(d),
-                _ => None,
-            })
-            .collect();
-        if deletes.iter().any(|d| d.protocol == ProtocolId::IKE) {
-            self.respond(sa, ExchangeType::INFORMATIONAL, mid, vec![]);
-            self.host.report(
-                sa,
-                IkeEvent::Deleted {
-                    name: self.host.conn_name(sa),
-                    unique_id: sa.uid,
-                    by_peer: true,
-                },
-            );
-            return Then::Destroy(self.after_close(sa, None));
-        }
-        if let Some(n) = error_notify(&msg) {
-            // E.g. AUTHENTICATION_FAILED after IKE_AUTH (§2.21.2).
-            let ty = n.ty;
-            self.host.report(
-                sa,
-                IkeEvent::PeerReports {
-                    name: self.host.conn_name(sa),
-                    unique_id: sa.uid,
-                    notify: ty,
-                },
-            );
-            if ty == NotifyType::AUTHENTICATION_FAILED {
-                self.respond(sa, ExchangeType::INFORMATIONAL, mid, vec![]);
-                return Then::Destroy(Vec::new());
-            }
-        }
-        let (ours, crossed) = deleted_children(sa, &deletes);
-        for spi in &crossed {
-            self.remove_child(sa, *spi);
-        }
-        // Those the peer closes on its own (not the old half of a rekey).
-        let closed: Vec<u32> = sa
-            .children
-            .iter()
-            .filter(|c| {
-                ours.iter().any(|(_, s)| *s == c.spi_in) && c.state == ChildState::Installed
-            })
-            .map(|c| c.spi_in)
-            .collect();
-        let after = self.after_close(sa, Some(&closed));
-        for (_, spi) in &ours {
-            self.remove_child(sa, *spi);
-        }
-        // One Delete payload per protocol (§3.11).
-        let payloads = [ProtocolId::ESP, ProtocolId::AH]
-            .into_iter()
-            .filter_map(|protocol| {
-                let spis: Vec<u32> = ours
-                    .iter()
-                    .filter(|(p, _)| *p == protocol)
-                    .map(|(_, s)| *s)
-                    .collect();
-                (!spis.is_empty()).then_some(Payload::Delete(DeletePayload { protocol, spis }))
-            })
-            .collect();
-        self.respond(sa, ExchangeType::INFORMATIONAL, mid, payloads);
-        self.kick(sa);
-        Then::Revive(after)
-    }
-
-    /// Start deleting the Child SA with inbound SPI `spi`.
-    pub(crate) fn start_delete_child(&mut self, sa: &mut IkeSa, spi: u32) {
-        let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == spi) else {
-            return;
-        };
-        c.state = ChildState::Deleting;
-        let d = Payload::Delete(DeletePayload {
-            protocol: crate::exchange::child::protocol_id(c.plane.sa_in.protocol),
-            spis: vec![spi],
-        });
-        self.request(
+/// Responder: an INFORMATIONAL request.
+pub(crate) fn informational_request(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    mid: u32,
+    msg: Message,
+) -> Then {
+    let deletes: Vec<&DeletePayload> = msg
+        .payloads
+        .iter()
+        .filter_map(|p| match p {
+            Payload::Delete(d) => Some(d),
+            _ => None,
+        })
+        .collect();
+    if deletes.iter().any(|d| d.protocol == ProtocolId::IKE) {
+        cx.respond(sa, ExchangeType::INFORMATIONAL, mid, vec![]);
+        cx.host.report(
             sa,
-            ExchangeType::INFORMATIONAL,
-            vec![d],
-            Box::new(Delete::Children(vec![spi])),
+            IkeEvent::Deleted {
+                name: cx.host.conn_name(sa),
+                unique_id: sa.uid,
+                by_peer: true,
+            },
         );
+        return Then::Destroy(cx.after_close(sa, None));
     }
-
-    /// Start deleting the IKE SA (and with it its Child SAs).
-    pub(crate) fn start_delete_ike(&mut self, sa: &mut IkeSa) {
-        sa.state = IkeState::Deleting;
-        sa.times.expire_at = None;
-        let d = Payload::Delete(DeletePayload {
-            protocol: ProtocolId::IKE,
-            spis: vec![],
-        });
-        self.request(
+    if let Some(n) = error_notify(&msg) {
+        // E.g. AUTHENTICATION_FAILED after IKE_AUTH (§2.21.2).
+        let ty = n.ty;
+        cx.host.report(
             sa,
-            ExchangeType::INFORMATIONAL,
-            vec![d],
-            Box::new(Delete::Ike),
+            IkeEvent::PeerReports {
+                name: cx.host.conn_name(sa),
+                unique_id: sa.uid,
+                notify: ty,
+            },
         );
+        if ty == NotifyType::AUTHENTICATION_FAILED {
+            cx.respond(sa, ExchangeType::INFORMATIONAL, mid, vec![]);
+            return Then::Destroy(Vec::new());
+        }
     }
+    let (ours, crossed) = deleted_children(sa, &deletes);
+    for spi in &crossed {
+        crate::install::remove_child(cx, sa, *spi);
+    }
+    // Those the peer closes on its own (not the old half of a rekey).
+    let closed: Vec<u32> = sa
+        .children
+        .iter()
+        .filter(|c| ours.iter().any(|(_, s)| *s == c.spi_in) && c.state == ChildState::Installed)
+        .map(|c| c.spi_in)
+        .collect();
+    let after = cx.after_close(sa, Some(&closed));
+    for (_, spi) in &ours {
+        crate::install::remove_child(cx, sa, *spi);
+    }
+    // One Delete payload per protocol (§3.11).
+    let payloads = [ProtocolId::ESP, ProtocolId::AH]
+        .into_iter()
+        .filter_map(|protocol| {
+            let spis: Vec<u32> = ours
+                .iter()
+                .filter(|(p, _)| *p == protocol)
+                .map(|(_, s)| *s)
+                .collect();
+            (!spis.is_empty()).then_some(Payload::Delete(DeletePayload { protocol, spis }))
+        })
+        .collect();
+    cx.respond(sa, ExchangeType::INFORMATIONAL, mid, payloads);
+    crate::timers::kick(cx, sa);
+    Then::Revive(after)
+}
+
+/// Start deleting the Child SA with inbound SPI `spi`.
+pub(crate) fn start_delete_child(cx: &mut Cx<'_>, sa: &mut IkeSa, spi: u32) {
+    let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == spi) else {
+        return;
+    };
+    c.state = ChildState::Deleting;
+    let d = Payload::Delete(DeletePayload {
+        protocol: crate::exchange::child::protocol_id(c.plane.sa_in.protocol),
+        spis: vec![spi],
+    });
+    cx.request(
+        sa,
+        ExchangeType::INFORMATIONAL,
+        vec![d],
+        Box::new(Delete::Children(vec![spi])),
+    );
+}
+
+/// Start deleting the IKE SA (and with it its Child SAs).
+pub(crate) fn start_delete_ike(cx: &mut Cx<'_>, sa: &mut IkeSa) {
+    sa.state = IkeState::Deleting;
+    sa.times.expire_at = None;
+    let d = Payload::Delete(DeletePayload {
+        protocol: ProtocolId::IKE,
+        spis: vec![],
+    });
+    cx.request(
+        sa,
+        ExchangeType::INFORMATIONAL,
+        vec![d],
+        Box::new(Delete::Ike),
+    );
 }

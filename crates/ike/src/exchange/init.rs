@@ -116,7 +116,7 @@ impl Ike {
             };
             if sa.state == IkeState::Established {
                 sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
-                Cx::new(&mut self.host, now, k).kick(&mut sa);
+                crate::timers::kick(&mut Cx::new(&mut self.host, now, k), &mut sa);
             } else if sa.exch.task().and_then(|t| t.first_child()) != Some(cfg) {
                 // IKE_AUTH will carry the first child; the rest follow.
                 sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
@@ -176,7 +176,7 @@ impl Ike {
             unique_id: uid,
             remote: remote.ip(),
         });
-        Cx::new(&mut self.host, now, k).send_init(&mut sa, init);
+        send_init(&mut Cx::new(&mut self.host, now, k), &mut sa, init);
         self.sas.insert(sa);
         Ok(spi_i)
     }
@@ -194,7 +194,7 @@ impl Ike {
             self.host.stats.unknown_spi += 1;
             return;
         };
-        let then = Cx::new(&mut self.host, now, k).init_response(&mut sa, header, data);
+        let then = init_response(&mut Cx::new(&mut self.host, now, k), &mut sa, header, data);
         self.then(now, at, then, k);
     }
 }
@@ -256,200 +256,191 @@ fn endpoints(
     })
 }
 
-impl Cx<'_> {
-    /// (Re)send our IKE_SA_INIT request.
-    fn send_init(&mut self, sa: &mut IkeSa, init: IkeInit) {
-        let mut payloads = Vec::new();
-        if let Some(c) = &init.cookie {
-            payloads.push(notify(NotifyType::COOKIE, c.clone()));
-        }
-        payloads.push(Payload::Sa(init.offer.clone()));
-        payloads.push(Payload::Ke(Ke {
-            group: init.ke.group(),
-            data: init.ke.public_value().to_vec(),
-        }));
-        payloads.push(Payload::Nonce(init.ni.clone()));
-        payloads.push(notify(
-            NotifyType::NAT_DETECTION_SOURCE_IP,
-            nat_hash(sa.spi_i, 0, sa.path.local),
-        ));
-        payloads.push(notify(
-            NotifyType::NAT_DETECTION_DESTINATION_IP,
-            nat_hash(sa.spi_i, 0, sa.path.remote),
-        ));
-        // RFC 7383 §2.3: fragmentation is announced in IKE_SA_INIT.
-        if self.announces_fragmentation(&sa.conn) {
-            payloads.push(notify(NotifyType::IKEV2_FRAGMENTATION_SUPPORTED, vec![]));
-        }
-        // RFC 7427 §4: the hashes we verify signatures with (as strongSwan,
-        // always: the peer may sign even if we use a PSK).
-        payloads.push(notify(
-            NotifyType::SIGNATURE_HASH_ALGORITHMS,
-            crate::cert::HashSet::ours(),
-        ));
-        let data = Message {
-            header: init_header(sa.spi_i, 0, true, false),
-            payloads,
-        }
-        .emit();
-        sa.exch.restart(
-            ExchangeType::IKE_SA_INIT,
-            vec![data.clone()],
-            Box::new(init),
-            self.now,
-            &self.host.settings.retransmit,
-        );
-        self.host
-            .push(sa.path.transport, sa.path.local, sa.path.remote, data);
+/// (Re)send our IKE_SA_INIT request.
+fn send_init(cx: &mut Cx<'_>, sa: &mut IkeSa, init: IkeInit) {
+    let mut payloads = Vec::new();
+    if let Some(c) = &init.cookie {
+        payloads.push(notify(NotifyType::COOKIE, c.clone()));
     }
-
-    /// The initiator's side: the answer to our IKE_SA_INIT.
-    pub(crate) fn init_response(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        header: &Header,
-        data: &[u8],
-    ) -> Then {
-        // Unauthenticated (§2.21.1): what does not move the exchange on
-        // leaves our request and its retransmissions as they were, so a
-        // forged answer cannot end or stall the attempt.
-        let waiting = sa.exch.waiting(0, ExchangeType::IKE_SA_INIT);
-        if task_as::<IkeInit>(waiting).is_none()
-            || sa.state != IkeState::Connecting
-            || !sa.initiator
-        {
-            self.host.stats.bad_message_id += 1;
-            return Then::Stay;
-        }
-        let msg = match Message::parse(data) {
-            Ok(m) if crate::rules::check(ExchangeType::IKE_SA_INIT, true, &m.payloads).is_ok() => m,
-            _ => {
-                self.host.stats.malformed += 1;
-                return Then::Stay;
-            }
-        };
-        if let Some(then) = self.init_notified(sa, &msg) {
-            return then;
-        }
-        let Some(init) = task_as::<IkeInit>(sa.exch.task()) else {
-            return Then::Stay;
-        };
-        let p = parts(&msg);
-        let (Some(sar), Some(ker), Some(nr)) = (p.sa.and_then(|s| s.first()), p.ke, p.nonce) else {
-            return self.bogus_init(sa, InitResponseError::MissingPayloads);
-        };
-        let chosen = match config::ike_accepts(&init.offer, sar) {
-            Some(c) if c.suite.dh == ker.group && header.spi_r != 0 => c,
-            _ => return self.bogus_init(sa, InitResponseError::NotOffered),
-        };
-        let Ok(g_ir) = init.ke.shared_secret(&ker.data) else {
-            return self.bogus_init(sa, InitResponseError::BadKe);
-        };
-        // The exchange is done: the request as sent is RealMessage1
-        // (§2.15). §2.2: each end numbers its own requests from 0;
-        // IKE_SA_INIT was our 0 (the manager's next is 1), the peer's
-        // first request will be its 0.
-        let Some(sent) = sa.exch.answered(0, ExchangeType::IKE_SA_INIT) else {
-            return Then::Stay;
-        };
-        let Some(init) = take_as::<IkeInit>(sent.task) else {
-            return Then::Stay;
-        };
-        sa.spi_r = header.spi_r;
-        let Some(keys) = self.derive(&chosen, &g_ir, (&init.ni, nr), (sa.spi_i, sa.spi_r), true)
-        else {
-            return self.fail(sa, NegotiationError::KeyDerivation);
-        };
-        sa.keys = Some(keys);
-        self.note_init_answer(sa, &msg);
-        let messages = InitMessages {
-            // IKE_SA_INIT is never fragmented (RFC 7383 §2.5.3).
-            request: sent.data.concat(),
-            response: data.to_vec(),
-            ni: init.ni,
-            nr: nr.clone(),
-        };
-        self.send_auth(sa, messages, init.first_child)
+    payloads.push(Payload::Sa(init.offer.clone()));
+    payloads.push(Payload::Ke(Ke {
+        group: init.ke.group(),
+        data: init.ke.public_value().to_vec(),
+    }));
+    payloads.push(Payload::Nonce(init.ni.clone()));
+    payloads.push(notify(
+        NotifyType::NAT_DETECTION_SOURCE_IP,
+        nat_hash(sa.spi_i, 0, sa.path.local),
+    ));
+    payloads.push(notify(
+        NotifyType::NAT_DETECTION_DESTINATION_IP,
+        nat_hash(sa.spi_i, 0, sa.path.remote),
+    ));
+    // RFC 7383 §2.3: fragmentation is announced in IKE_SA_INIT.
+    if cx.announces_fragmentation(&sa.conn) {
+        payloads.push(notify(NotifyType::IKEV2_FRAGMENTATION_SUPPORTED, vec![]));
     }
-
-    /// What the responder's IKE_SA_INIT answer tells beside the keys:
-    /// whether it takes fragments (RFC 7383 §2.3, if we announced them
-    /// too), the hashes it verifies signatures with (RFC 7427 §4), whether
-    /// it asked for certificates (CERTREQ), and which side is behind a NAT
-    /// (§2.23), floating to port 4500 over UDP.
-    fn note_init_answer(&self, sa: &mut IkeSa, msg: &Message) {
-        sa.announced.fragments = self.announces_fragmentation(&sa.conn)
-            && has_notify(msg, NotifyType::IKEV2_FRAGMENTATION_SUPPORTED);
-        sa.announced.hashes = crate::auth::pubkey::announced_hashes(msg);
-        sa.announced.certreq = msg
-            .payloads
-            .iter()
-            .any(|p| matches!(p, Payload::CertReq(_)));
-        let (nat_local, nat_remote) =
-            nat_detect(msg, sa.spi_i, sa.spi_r, sa.path.local, sa.path.remote);
-        (sa.path.nat_local, sa.path.nat_remote) = (nat_local, nat_remote);
-        // Over a stream nothing floats: the connection stays (RFC 9329 §6.5).
-        if (nat_local || nat_remote) && !sa.path.transport.is_stream() {
-            // §2.23: from IKE_AUTH on, both use port 4500.
-            sa.path.local.set_port(NAT_T_PORT);
-            sa.path.remote.set_port(NAT_T_PORT);
-        }
+    // RFC 7427 §4: the hashes we verify signatures with (as strongSwan,
+    // always: the peer may sign even if we use a PSK).
+    payloads.push(notify(
+        NotifyType::SIGNATURE_HASH_ALGORITHMS,
+        crate::cert::HashSet::ours(),
+    ));
+    let data = Message {
+        header: init_header(sa.spi_i, 0, true, false),
+        payloads,
     }
+    .emit();
+    sa.exch.restart(
+        ExchangeType::IKE_SA_INIT,
+        vec![data.clone()],
+        Box::new(init),
+        cx.now,
+        &cx.host.settings.retransmit,
+    );
+    cx.host
+        .push(sa.path.transport, sa.path.local, sa.path.remote, data);
+}
 
-    /// The notifies of an IKE_SA_INIT answer that do not complete it:
-    /// COOKIE (§2.6) and INVALID_KE_PAYLOAD (§1.2) make us ask again, up
-    /// to [`MAX_INIT_RETRIES`] times; another error notify, as
-    /// unauthenticated, is noted and waited past (§2.21.1). `None`: none
-    /// of them.
-    fn init_notified(&mut self, sa: &mut SaMut<'_>, msg: &Message) -> Option<Then> {
-        let Some(init) = task_as::<IkeInit>(sa.exch.task()) else {
+/// The initiator's side: the answer to our IKE_SA_INIT.
+pub(crate) fn init_response(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    header: &Header,
+    data: &[u8],
+) -> Then {
+    // Unauthenticated (§2.21.1): what does not move the exchange on
+    // leaves our request and its retransmissions as they were, so a
+    // forged answer cannot end or stall the attempt.
+    let waiting = sa.exch.waiting(0, ExchangeType::IKE_SA_INIT);
+    if task_as::<IkeInit>(waiting).is_none() || sa.state != IkeState::Connecting || !sa.initiator {
+        cx.host.stats.bad_message_id += 1;
+        return Then::Stay;
+    }
+    let msg = match Message::parse(data) {
+        Ok(m) if crate::rules::check(ExchangeType::IKE_SA_INIT, true, &m.payloads).is_ok() => m,
+        _ => {
+            cx.host.stats.malformed += 1;
+            return Then::Stay;
+        }
+    };
+    if let Some(then) = init_notified(cx, sa, &msg) {
+        return then;
+    }
+    let Some(init) = task_as::<IkeInit>(sa.exch.task()) else {
+        return Then::Stay;
+    };
+    let p = parts(&msg);
+    let (Some(sar), Some(ker), Some(nr)) = (p.sa.and_then(|s| s.first()), p.ke, p.nonce) else {
+        return cx.bogus_init(sa, InitResponseError::MissingPayloads);
+    };
+    let chosen = match config::ike_accepts(&init.offer, sar) {
+        Some(c) if c.suite.dh == ker.group && header.spi_r != 0 => c,
+        _ => return cx.bogus_init(sa, InitResponseError::NotOffered),
+    };
+    let Ok(g_ir) = init.ke.shared_secret(&ker.data) else {
+        return cx.bogus_init(sa, InitResponseError::BadKe);
+    };
+    // The exchange is done: the request as sent is RealMessage1
+    // (§2.15). §2.2: each end numbers its own requests from 0;
+    // IKE_SA_INIT was our 0 (the manager's next is 1), the peer's
+    // first request will be its 0.
+    let Some(sent) = sa.exch.answered(0, ExchangeType::IKE_SA_INIT) else {
+        return Then::Stay;
+    };
+    let Some(init) = take_as::<IkeInit>(sent.task) else {
+        return Then::Stay;
+    };
+    sa.spi_r = header.spi_r;
+    let Some(keys) = cx.derive(&chosen, &g_ir, (&init.ni, nr), (sa.spi_i, sa.spi_r), true) else {
+        return cx.fail(sa, NegotiationError::KeyDerivation);
+    };
+    sa.keys = Some(keys);
+    note_init_answer(cx, sa, &msg);
+    let messages = InitMessages {
+        // IKE_SA_INIT is never fragmented (RFC 7383 §2.5.3).
+        request: sent.data.concat(),
+        response: data.to_vec(),
+        ni: init.ni,
+        nr: nr.clone(),
+    };
+    crate::exchange::auth::send_auth(cx, sa, messages, init.first_child)
+}
+
+/// What the responder's IKE_SA_INIT answer tells beside the keys:
+/// whether it takes fragments (RFC 7383 §2.3, if we announced them
+/// too), the hashes it verifies signatures with (RFC 7427 §4), whether
+/// it asked for certificates (CERTREQ), and which side is behind a NAT
+/// (§2.23), floating to port 4500 over UDP.
+fn note_init_answer(cx: &Cx<'_>, sa: &mut IkeSa, msg: &Message) {
+    sa.announced.fragments = cx.announces_fragmentation(&sa.conn)
+        && has_notify(msg, NotifyType::IKEV2_FRAGMENTATION_SUPPORTED);
+    sa.announced.hashes = crate::auth::pubkey::announced_hashes(msg);
+    sa.announced.certreq = msg
+        .payloads
+        .iter()
+        .any(|p| matches!(p, Payload::CertReq(_)));
+    let (nat_local, nat_remote) =
+        nat_detect(msg, sa.spi_i, sa.spi_r, sa.path.local, sa.path.remote);
+    (sa.path.nat_local, sa.path.nat_remote) = (nat_local, nat_remote);
+    // Over a stream nothing floats: the connection stays (RFC 9329 §6.5).
+    if (nat_local || nat_remote) && !sa.path.transport.is_stream() {
+        // §2.23: from IKE_AUTH on, both use port 4500.
+        sa.path.local.set_port(NAT_T_PORT);
+        sa.path.remote.set_port(NAT_T_PORT);
+    }
+}
+
+/// The notifies of an IKE_SA_INIT answer that do not complete it:
+/// COOKIE (§2.6) and INVALID_KE_PAYLOAD (§1.2) make us ask again, up
+/// to [`MAX_INIT_RETRIES`] times; another error notify, as
+/// unauthenticated, is noted and waited past (§2.21.1). `None`: none
+/// of them.
+fn init_notified(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: &Message) -> Option<Then> {
+    let Some(init) = task_as::<IkeInit>(sa.exch.task()) else {
+        return Some(Then::Stay);
+    };
+    let (retries, group) = (init.retries, init.ke.group());
+    if let Some(n) = notifies(msg).find(|n| n.ty == NotifyType::COOKIE) {
+        // §2.6: the same request again, the cookie first.
+        if retries < MAX_INIT_RETRIES && n.data.len() <= 64 && !n.data.is_empty() {
+            let cookie = n.data.clone();
+            init_again(cx, sa, |init| init.cookie = Some(cookie));
             return Some(Then::Stay);
-        };
-        let (retries, group) = (init.retries, init.ke.group());
-        if let Some(n) = notifies(msg).find(|n| n.ty == NotifyType::COOKIE) {
-            // §2.6: the same request again, the cookie first.
-            if retries < MAX_INIT_RETRIES && n.data.len() <= 64 && !n.data.is_empty() {
-                let cookie = n.data.clone();
-                self.init_again(sa, |init| init.cookie = Some(cookie));
+        }
+        return Some(cx.fail(sa, NegotiationError::TooManyCookies));
+    }
+    let n = error_notify(msg)?;
+    if n.ty == NotifyType::INVALID_KE_PAYLOAD && n.data.len() == 2 && retries < MAX_INIT_RETRIES {
+        let wanted = DhGroup(u16::from_be_bytes([n.data[0], n.data[1]]));
+        let offered = sa.conn.proposals.iter().any(|p| p.dh.contains(&wanted));
+        if offered && group != wanted {
+            if let Ok(ke) = crypto::key_exchange(&cx.host.provider, wanted, cx.host.rng.as_mut()) {
+                cx.host.report(sa, IkeEvent::InitRetry { group: wanted });
+                init_again(cx, sa, |init| init.ke = ke);
                 return Some(Then::Stay);
             }
-            return Some(self.fail(sa, NegotiationError::TooManyCookies));
         }
-        let n = error_notify(msg)?;
-        if n.ty == NotifyType::INVALID_KE_PAYLOAD && n.data.len() == 2 && retries < MAX_INIT_RETRIES
-        {
-            let wanted = DhGroup(u16::from_be_bytes([n.data[0], n.data[1]]));
-            let offered = sa.conn.proposals.iter().any(|p| p.dh.contains(&wanted));
-            if offered && group != wanted {
-                if let Ok(ke) =
-                    crypto::key_exchange(&self.host.provider, wanted, self.host.rng.as_mut())
-                {
-                    self.host.report(sa, IkeEvent::InitRetry { group: wanted });
-                    self.init_again(sa, |init| init.ke = ke);
-                    return Some(Then::Stay);
-                }
-            }
-        }
-        // Not acted on at once: a valid answer may still come; if none
-        // does, the retransmissions run out (§2.21.1).
-        self.host.report(
-            sa,
-            IkeEvent::InitRefused {
-                name: self.host.conn_name(sa),
-                unique_id: sa.uid,
-                notify: n.ty,
-            },
-        );
-        Some(Then::Stay)
     }
+    // Not acted on at once: a valid answer may still come; if none
+    // does, the retransmissions run out (§2.21.1).
+    cx.host.report(
+        sa,
+        IkeEvent::InitRefused {
+            name: cx.host.conn_name(sa),
+            unique_id: sa.uid,
+            notify: n.ty,
+        },
+    );
+    Some(Then::Stay)
+}
 
-    /// Our IKE_SA_INIT again, changed by `change` (one retry more).
-    fn init_again(&mut self, sa: &mut IkeSa, change: impl FnOnce(&mut IkeInit)) {
-        if let Some(mut init) = sa.exch.take_task().and_then(take_as::<IkeInit>) {
-            init.retries += 1;
-            change(&mut init);
-            self.send_init(sa, init);
-        }
+/// Our IKE_SA_INIT again, changed by `change` (one retry more).
+fn init_again(cx: &mut Cx<'_>, sa: &mut IkeSa, change: impl FnOnce(&mut IkeInit)) {
+    if let Some(mut init) = sa.exch.take_task().and_then(take_as::<IkeInit>) {
+        init.retries += 1;
+        change(&mut init);
+        send_init(cx, sa, init);
     }
 }
 

@@ -65,306 +65,299 @@ pub(crate) struct IkeRekey {
     pub collision: Option<(u64, Vec<u8>)>,
 }
 
-impl Cx<'_> {
-    /// Start rekeying `sa`, with its current group or `group`.
-    pub(crate) fn start_ike_rekey(&mut self, sa: &mut SaMut<'_>) {
-        self.start_ike_rekey_with(sa, None);
-    }
+/// Start rekeying `sa`, with its current group or `group`.
+pub(crate) fn start_ike_rekey(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) {
+    start_ike_rekey_with(cx, sa, None);
+}
 
-    fn start_ike_rekey_with(&mut self, sa: &mut SaMut<'_>, group: Option<DhGroup>) {
-        let Some(keys) = &sa.keys else { return };
-        let group = group.unwrap_or(keys.suite.dh);
-        let Ok(ke) = crypto::key_exchange(&self.host.provider, group, self.host.rng.as_mut())
-        else {
-            return;
-        };
-        let spi = self.host.new_spi(|s| sa.others.contains_spi(s));
-        let ni = self.host.random(NONCE_LEN);
-        let mut offer = config::ike_offer(&sa.conn.proposals);
-        for p in &mut offer {
-            p.spi = spi.to_be_bytes().to_vec();
-        }
-        let payloads = vec![
-            Payload::Sa(offer.clone()),
-            Payload::Nonce(ni.clone()),
-            Payload::Ke(Ke {
-                group: ke.group(),
-                data: ke.public_value().to_vec(),
-            }),
-        ];
-        self.request(
-            sa,
-            ExchangeType::CREATE_CHILD_SA,
-            payloads,
-            Box::new(IkeRekey {
-                spi,
-                ni,
-                ke,
-                offer,
-                collision: None,
-            }),
-        );
+fn start_ike_rekey_with(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, group: Option<DhGroup>) {
+    let Some(keys) = &sa.keys else { return };
+    let group = group.unwrap_or(keys.suite.dh);
+    let Ok(ke) = crypto::key_exchange(&cx.host.provider, group, cx.host.rng.as_mut()) else {
+        return;
+    };
+    let spi = cx.host.new_spi(|s| sa.others.contains_spi(s));
+    let ni = cx.host.random(NONCE_LEN);
+    let mut offer = config::ike_offer(&sa.conn.proposals);
+    for p in &mut offer {
+        p.spi = spi.to_be_bytes().to_vec();
     }
-
-    /// The new IKE SA of a rekey, its keys from the old SA's SK_d
-    /// (§2.18); we are its original initiator if we started the rekey.
-    fn rekeyed_sa(&mut self, old: &IkeSa, agreed: Agreed<'_>, initiator: bool) -> Option<IkeSa> {
-        let Agreed {
-            chosen,
-            g_ir,
-            nonces: (ni, nr),
-            spis,
-        } = agreed;
-        let keys = old.keys.as_ref()?;
-        let seed = crypto::rekey_skeyseed(
-            &self.host.provider,
-            keys.suite.prf,
-            &keys.sk_d,
-            g_ir,
+    let payloads = vec![
+        Payload::Sa(offer.clone()),
+        Payload::Nonce(ni.clone()),
+        Payload::Ke(Ke {
+            group: ke.group(),
+            data: ke.public_value().to_vec(),
+        }),
+    ];
+    cx.request(
+        sa,
+        ExchangeType::CREATE_CHILD_SA,
+        payloads,
+        Box::new(IkeRekey {
+            spi,
             ni,
-            nr,
-        )
-        .ok()?;
-        let keys = self.keys_from_seed(chosen, &seed, (ni, nr), spis, initiator)?;
-        let uid = self.host.next_uid;
-        self.host.next_uid += 1;
-        let mut sa = new_sa(
-            old.conn.clone(),
-            uid,
-            spis,
-            initiator,
-            (old.path.local, old.path.remote),
-            self.now,
-        );
-        sa.keys = Some(keys);
-        sa.path.nat_local = old.path.nat_local;
-        // The new IKE SA shares the old one's connection (RFC 9329 §5),
-        // whose originator stays the one who opened it (§6.1).
-        sa.path.transport = old.path.transport;
-        sa.path.stream_originator = old.path.stream_originator;
-        sa.path.nat_remote = old.path.nat_remote;
-        sa.ids.peer = old.ids.peer.clone();
-        sa.ids.local = old.ids.local.clone();
-        // A rekey is no new authentication (RFC 7296 §2.8.3).
-        sa.auth = old.auth.clone();
-        // What IKE_SA_INIT negotiated holds for its successors
-        // (strongSwan's ike_sa inherits its extensions on a rekey).
-        sa.announced.fragments = old.announced.fragments;
-        // The virtual IPs stay with the peer (RFC 7296 §2.19): held by the
-        // new SA too, let go when the last of them goes.
-        sa.vips.local = old.vips.local.clone();
-        sa.vips.dns = old.vips.dns.clone();
-        sa.vips.remote = old.vips.remote.clone();
-        for (pool, addr) in &sa.vips.remote {
-            self.host.leases.hold(pool, *addr);
-        }
-        self.established(&mut sa);
-        Some(sa)
-    }
+            ke,
+            offer,
+            collision: None,
+        }),
+    );
+}
 
-    /// Responder: the peer rekeys the IKE SA.
-    pub(crate) fn ike_rekey_request(&mut self, sa: &mut SaMut<'_>, mid: u32, msg: Message) -> Then {
-        let answer = match self.ike_rekey_answer(sa, &msg) {
-            Ok(answer) => answer,
-            Err((ty, data)) => {
-                let n = notify(ty, data);
-                self.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, vec![n]);
-                self.kick(sa);
-                return Then::Stay;
-            }
-        };
-        let RekeyAnswer {
-            mut new,
-            payloads,
-            min_nonce,
-        } = answer;
-        self.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
-        let collision = Collision::Ike {
-            theirs: new.our_spi(),
-            min_nonce,
-        };
-        // §2.8.2: if both rekeyed, our response decides which SA lives.
-        if !sa.exch.collided(collision) {
-            new.children = std::mem::take(&mut sa.children);
-            hand_over(sa, &mut new);
-            sa.state = IkeState::Rekeyed;
-            sa.times.expire_at = Some(self.now + self.host.settings.rekeyed_grace);
-        }
-        self.host.report(
-            sa,
-            IkeEvent::Rekeyed {
-                name: self.host.conn_name(sa),
-                unique_id: sa.uid,
-                new_unique_id: new.uid,
-                by_peer: true,
-            },
-        );
-        Then::Rekeyed {
-            new: Box::new(new),
-            start: false,
-        }
+/// The new IKE SA of a rekey, its keys from the old SA's SK_d
+/// (§2.18); we are its original initiator if we started the rekey.
+fn rekeyed_sa(cx: &mut Cx<'_>, old: &IkeSa, agreed: Agreed<'_>, initiator: bool) -> Option<IkeSa> {
+    let Agreed {
+        chosen,
+        g_ir,
+        nonces: (ni, nr),
+        spis,
+    } = agreed;
+    let keys = old.keys.as_ref()?;
+    let seed =
+        crypto::rekey_skeyseed(&cx.host.provider, keys.suite.prf, &keys.sk_d, g_ir, ni, nr).ok()?;
+    let keys = cx.keys_from_seed(chosen, &seed, (ni, nr), spis, initiator)?;
+    let uid = cx.host.next_uid;
+    cx.host.next_uid += 1;
+    let mut sa = new_sa(
+        old.conn.clone(),
+        uid,
+        spis,
+        initiator,
+        (old.path.local, old.path.remote),
+        cx.now,
+    );
+    sa.keys = Some(keys);
+    sa.path.nat_local = old.path.nat_local;
+    // The new IKE SA shares the old one's connection (RFC 9329 §5),
+    // whose originator stays the one who opened it (§6.1).
+    sa.path.transport = old.path.transport;
+    sa.path.stream_originator = old.path.stream_originator;
+    sa.path.nat_remote = old.path.nat_remote;
+    sa.ids.peer = old.ids.peer.clone();
+    sa.ids.local = old.ids.local.clone();
+    // A rekey is no new authentication (RFC 7296 §2.8.3).
+    sa.auth = old.auth.clone();
+    // What IKE_SA_INIT negotiated holds for its successors
+    // (strongSwan's ike_sa inherits its extensions on a rekey).
+    sa.announced.fragments = old.announced.fragments;
+    // The virtual IPs stay with the peer (RFC 7296 §2.19): held by the
+    // new SA too, let go when the last of them goes.
+    sa.vips.local = old.vips.local.clone();
+    sa.vips.dns = old.vips.dns.clone();
+    sa.vips.remote = old.vips.remote.clone();
+    for (pool, addr) in &sa.vips.remote {
+        cx.host.leases.hold(pool, *addr);
     }
+    crate::exchange::auth::established(cx, &mut sa);
+    Some(sa)
+}
 
-    /// Responder: the IKE SA the peer's rekey request makes and our
-    /// answer (§1.3.2: SA with our SPI, Nr, KEr), or the notify that
-    /// refuses it.
-    fn ike_rekey_answer(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        msg: &Message,
-    ) -> Result<RekeyAnswer, (NotifyType, Vec<u8>)> {
-        let refuse = |ty| Err((ty, Vec::new()));
-        // §2.25.2: not while a Child SA of ours is being made or deleted.
-        let busy = [
-            Kind::ChildCreate,
-            Kind::ChildRekey,
-            Kind::DeleteChildren,
-            Kind::DeleteIke,
-        ];
-        if sa.exch.task().is_some_and(|t| busy.contains(&t.kind())) {
-            return refuse(NotifyType::TEMPORARY_FAILURE);
+/// Responder: the peer rekeys the IKE SA.
+pub(crate) fn ike_rekey_request(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    mid: u32,
+    msg: Message,
+) -> Then {
+    let answer = match ike_rekey_answer(cx, sa, &msg) {
+        Ok(answer) => answer,
+        Err((ty, data)) => {
+            let n = notify(ty, data);
+            cx.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, vec![n]);
+            crate::timers::kick(cx, sa);
+            return Then::Stay;
         }
-        let p = crate::host::parts(msg);
-        let (Some(sai), Some(kei), Some(ni)) = (p.sa, p.ke, p.nonce.cloned()) else {
-            return refuse(NotifyType::INVALID_SYNTAX);
-        };
-        let conn = &sa.conn;
-        let ours = crate::exchange::init::promote_ike(&conn.proposals, kei.group);
-        let Some(chosen) = config::select_ike(&ours, sai) else {
-            return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
-        };
-        let peer_spi = sai
-            .iter()
-            .find(|p| p.num == chosen.num)
-            .and_then(|p| <[u8; 8]>::try_from(p.spi.as_slice()).ok())
-            .map(u64::from_be_bytes);
-        let Some(peer_spi) = peer_spi.filter(|s| *s != 0) else {
-            return refuse(NotifyType::INVALID_SYNTAX);
-        };
-        if kei.group != chosen.suite.dh {
-            let group = chosen.suite.dh.0.to_be_bytes().to_vec();
-            return Err((NotifyType::INVALID_KE_PAYLOAD, group));
-        }
-        let ours =
-            crypto::key_exchange(&self.host.provider, chosen.suite.dh, self.host.rng.as_mut());
-        let g_ir = ours
-            .as_ref()
-            .ok()
-            .and_then(|o| o.shared_secret(&kei.data).ok());
-        let (Ok(ours), Some(g_ir)) = (ours, g_ir) else {
-            return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
-        };
-        let spi_r = self.host.new_spi(|s| sa.others.contains_spi(s));
-        let nr = self.host.random(NONCE_LEN);
-        let agreed = Agreed {
-            chosen: &chosen,
-            g_ir: &g_ir,
-            nonces: (&ni, &nr),
-            spis: (peer_spi, spi_r),
-        };
-        let Some(new) = self.rekeyed_sa(sa, agreed, false) else {
-            return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
-        };
-        let mut answer = config::ike_answer(&chosen);
-        answer.spi = spi_r.to_be_bytes().to_vec();
-        let payloads = vec![
-            Payload::Sa(vec![answer]),
-            Payload::Nonce(nr.clone()),
-            Payload::Ke(Ke {
-                group: ours.group(),
-                data: ours.public_value().to_vec(),
-            }),
-        ];
-        Ok(RekeyAnswer {
-            new,
-            payloads,
-            min_nonce: ni.min(nr),
-        })
+    };
+    let RekeyAnswer {
+        mut new,
+        payloads,
+        min_nonce,
+    } = answer;
+    cx.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
+    let collision = Collision::Ike {
+        theirs: new.our_spi(),
+        min_nonce,
+    };
+    // §2.8.2: if both rekeyed, our response decides which SA lives.
+    if !sa.exch.collided(collision) {
+        new.children = std::mem::take(&mut sa.children);
+        hand_over(sa, &mut new);
+        sa.state = IkeState::Rekeyed;
+        sa.times.expire_at = Some(cx.now + cx.host.settings.rekeyed_grace);
     }
+    cx.host.report(
+        sa,
+        IkeEvent::Rekeyed {
+            name: cx.host.conn_name(sa),
+            unique_id: sa.uid,
+            new_unique_id: new.uid,
+            by_peer: true,
+        },
+    );
+    Then::Rekeyed {
+        new: Box::new(new),
+        start: false,
+    }
+}
 
-    /// Initiator: our IKE SA rekey came to nothing (the peer's notify, or
-    /// ours for an answer we cannot use). INVALID_KE_PAYLOAD with a group
-    /// of ours makes us ask again with it (§1.3); TEMPORARY_FAILURE, later
-    /// (§2.25). If the peer's rekey crossed ours, its SA takes over.
-    fn ike_rekey_refused(
-        &mut self,
-        sa: &mut SaMut<'_>,
-        req: IkeRekey,
-        (ty, data): (NotifyType, Vec<u8>),
-    ) -> Then {
-        if ty == NotifyType::INVALID_KE_PAYLOAD && data.len() == 2 && req.collision.is_none() {
-            let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
-            if group != req.ke.group() && sa.conn.proposals.iter().any(|p| p.dh.contains(&group)) {
-                self.start_ike_rekey_with(sa, Some(group));
-                return Then::Stay;
-            }
-        }
-        self.host.report(
-            sa,
-            IkeEvent::RekeyFailed {
-                name: self.host.conn_name(sa),
-                unique_id: sa.uid,
-                notify: ty,
-            },
-        );
-        if ty == NotifyType::TEMPORARY_FAILURE {
-            let wait = Duration::from_millis(1000 + u64::from(self.host.rng.next_u32() % 4000));
-            sa.times.rekey_at = Some(self.now + wait);
-        }
-        self.settle_collision(sa, req.collision);
-        self.kick(sa);
-        Then::Stay
+/// Responder: the IKE SA the peer's rekey request makes and our
+/// answer (§1.3.2: SA with our SPI, Nr, KEr), or the notify that
+/// refuses it.
+fn ike_rekey_answer(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    msg: &Message,
+) -> Result<RekeyAnswer, (NotifyType, Vec<u8>)> {
+    let refuse = |ty| Err((ty, Vec::new()));
+    // §2.25.2: not while a Child SA of ours is being made or deleted.
+    let busy = [
+        Kind::ChildCreate,
+        Kind::ChildRekey,
+        Kind::DeleteChildren,
+        Kind::DeleteIke,
+    ];
+    if sa.exch.task().is_some_and(|t| busy.contains(&t.kind())) {
+        return refuse(NotifyType::TEMPORARY_FAILURE);
     }
+    let p = crate::host::parts(msg);
+    let (Some(sai), Some(kei), Some(ni)) = (p.sa, p.ke, p.nonce.cloned()) else {
+        return refuse(NotifyType::INVALID_SYNTAX);
+    };
+    let conn = &sa.conn;
+    let ours = crate::exchange::init::promote_ike(&conn.proposals, kei.group);
+    let Some(chosen) = config::select_ike(&ours, sai) else {
+        return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
+    };
+    let peer_spi = sai
+        .iter()
+        .find(|p| p.num == chosen.num)
+        .and_then(|p| <[u8; 8]>::try_from(p.spi.as_slice()).ok())
+        .map(u64::from_be_bytes);
+    let Some(peer_spi) = peer_spi.filter(|s| *s != 0) else {
+        return refuse(NotifyType::INVALID_SYNTAX);
+    };
+    if kei.group != chosen.suite.dh {
+        let group = chosen.suite.dh.0.to_be_bytes().to_vec();
+        return Err((NotifyType::INVALID_KE_PAYLOAD, group));
+    }
+    let ours = crypto::key_exchange(&cx.host.provider, chosen.suite.dh, cx.host.rng.as_mut());
+    let g_ir = ours
+        .as_ref()
+        .ok()
+        .and_then(|o| o.shared_secret(&kei.data).ok());
+    let (Ok(ours), Some(g_ir)) = (ours, g_ir) else {
+        return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
+    };
+    let spi_r = cx.host.new_spi(|s| sa.others.contains_spi(s));
+    let nr = cx.host.random(NONCE_LEN);
+    let agreed = Agreed {
+        chosen: &chosen,
+        g_ir: &g_ir,
+        nonces: (&ni, &nr),
+        spis: (peer_spi, spi_r),
+    };
+    let Some(new) = rekeyed_sa(cx, sa, agreed, false) else {
+        return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
+    };
+    let mut answer = config::ike_answer(&chosen);
+    answer.spi = spi_r.to_be_bytes().to_vec();
+    let payloads = vec![
+        Payload::Sa(vec![answer]),
+        Payload::Nonce(nr.clone()),
+        Payload::Ke(Ke {
+            group: ours.group(),
+            data: ours.public_value().to_vec(),
+        }),
+    ];
+    Ok(RekeyAnswer {
+        new,
+        payloads,
+        min_nonce: ni.min(nr),
+    })
+}
 
-    /// Our rekey did not happen but the peer's did: its SA takes over.
-    fn settle_collision(&mut self, sa: &mut SaMut<'_>, collision: Option<(u64, Vec<u8>)>) {
-        if let Some((theirs, _)) = collision {
-            let (old, others) = sa.parts();
-            if let Some(t) = others.get_mut(theirs) {
-                t.children = std::mem::take(&mut old.children);
-                hand_over(old, t);
-            }
-            sa.state = IkeState::Rekeyed;
-            sa.times.expire_at = Some(self.now + self.host.settings.rekeyed_grace);
+/// Initiator: our IKE SA rekey came to nothing (the peer's notify, or
+/// ours for an answer we cannot use). INVALID_KE_PAYLOAD with a group
+/// of ours makes us ask again with it (§1.3); TEMPORARY_FAILURE, later
+/// (§2.25). If the peer's rekey crossed ours, its SA takes over.
+fn ike_rekey_refused(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    req: IkeRekey,
+    (ty, data): (NotifyType, Vec<u8>),
+) -> Then {
+    if ty == NotifyType::INVALID_KE_PAYLOAD && data.len() == 2 && req.collision.is_none() {
+        let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
+        if group != req.ke.group() && sa.conn.proposals.iter().any(|p| p.dh.contains(&group)) {
+            start_ike_rekey_with(cx, sa, Some(group));
+            return Then::Stay;
         }
     }
+    cx.host.report(
+        sa,
+        IkeEvent::RekeyFailed {
+            name: cx.host.conn_name(sa),
+            unique_id: sa.uid,
+            notify: ty,
+        },
+    );
+    if ty == NotifyType::TEMPORARY_FAILURE {
+        let wait = Duration::from_millis(1000 + u64::from(cx.host.rng.next_u32() % 4000));
+        sa.times.rekey_at = Some(cx.now + wait);
+    }
+    settle_collision(cx, sa, req.collision);
+    crate::timers::kick(cx, sa);
+    Then::Stay
+}
 
-    /// The new IKE SA our rekey made, with the peer's nonce, or the
-    /// notify that refused it.
-    fn ike_rekey_outcome(
-        &mut self,
-        sa: &IkeSa,
-        req: &IkeRekey,
-        msg: &Message,
-    ) -> Result<(IkeSa, Vec<u8>), (NotifyType, Vec<u8>)> {
-        if let Some(n) = error_notify(msg) {
-            return Err((n.ty, n.data.clone()));
+/// Our rekey did not happen but the peer's did: its SA takes over.
+fn settle_collision(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, collision: Option<(u64, Vec<u8>)>) {
+    if let Some((theirs, _)) = collision {
+        let (old, others) = sa.parts();
+        if let Some(t) = others.get_mut(theirs) {
+            t.children = std::mem::take(&mut old.children);
+            hand_over(old, t);
         }
-        let syntax = || (NotifyType::INVALID_SYNTAX, Vec::new());
-        let p = crate::host::parts(msg);
-        let (Some(sar), Some(ker), Some(nr)) =
-            (p.sa.and_then(|s| s.first()), p.ke, p.nonce.cloned())
-        else {
-            return Err(syntax());
-        };
-        let chosen = config::ike_accepts(&req.offer, sar)
-            .ok_or((NotifyType::NO_PROPOSAL_CHOSEN, Vec::new()))?;
-        let spi_r = <[u8; 8]>::try_from(sar.spi.as_slice())
-            .map(u64::from_be_bytes)
-            .map_err(|_| syntax())?;
-        if ker.group != req.ke.group() || chosen.suite.dh != ker.group || spi_r == 0 {
-            return Err(syntax());
-        }
-        let g_ir = req.ke.shared_secret(&ker.data).map_err(|_| syntax())?;
-        let agreed = Agreed {
-            chosen: &chosen,
-            g_ir: &g_ir,
-            nonces: (&req.ni, &nr),
-            spis: (req.spi, spi_r),
-        };
-        let new = self.rekeyed_sa(sa, agreed, true);
-        new.map(|new| (new, nr)).ok_or_else(syntax)
+        sa.state = IkeState::Rekeyed;
+        sa.times.expire_at = Some(cx.now + cx.host.settings.rekeyed_grace);
     }
+}
+
+/// The new IKE SA our rekey made, with the peer's nonce, or the
+/// notify that refused it.
+fn ike_rekey_outcome(
+    cx: &mut Cx<'_>,
+    sa: &IkeSa,
+    req: &IkeRekey,
+    msg: &Message,
+) -> Result<(IkeSa, Vec<u8>), (NotifyType, Vec<u8>)> {
+    if let Some(n) = error_notify(msg) {
+        return Err((n.ty, n.data.clone()));
+    }
+    let syntax = || (NotifyType::INVALID_SYNTAX, Vec::new());
+    let p = crate::host::parts(msg);
+    let (Some(sar), Some(ker), Some(nr)) = (p.sa.and_then(|s| s.first()), p.ke, p.nonce.cloned())
+    else {
+        return Err(syntax());
+    };
+    let chosen =
+        config::ike_accepts(&req.offer, sar).ok_or((NotifyType::NO_PROPOSAL_CHOSEN, Vec::new()))?;
+    let spi_r = <[u8; 8]>::try_from(sar.spi.as_slice())
+        .map(u64::from_be_bytes)
+        .map_err(|_| syntax())?;
+    if ker.group != req.ke.group() || chosen.suite.dh != ker.group || spi_r == 0 {
+        return Err(syntax());
+    }
+    let g_ir = req.ke.shared_secret(&ker.data).map_err(|_| syntax())?;
+    let agreed = Agreed {
+        chosen: &chosen,
+        g_ir: &g_ir,
+        nonces: (&req.ni, &nr),
+        spis: (req.spi, spi_r),
+    };
+    let new = rekeyed_sa(cx, sa, agreed, true);
+    new.map(|new| (new, nr)).ok_or_else(syntax)
 }
 
 impl Exchange for IkeRekey {
@@ -386,10 +379,10 @@ impl Exchange for IkeRekey {
     fn process(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
         let mut req = *self;
         let name = cx.host.conn_name(sa);
-        let outcome = cx.ike_rekey_outcome(sa, &req, &msg);
+        let outcome = ike_rekey_outcome(cx, sa, &req, &msg);
         let (mut new, nr) = match outcome {
             Ok(made) => made,
-            Err(refused) => return cx.ike_rekey_refused(sa, req, refused),
+            Err(refused) => return ike_rekey_refused(cx, sa, req, refused),
         };
         match req.collision.take() {
             Some((theirs, their_min))
