@@ -114,8 +114,8 @@ pub(crate) fn destroy(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) {
 /// Install a Child SA's pair of SAs (and, for a new reqid, its
 /// policies), and record it in `sa`.
 pub(crate) fn install_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, i: Install<'_>, keymat: &[u8]) {
-    let (reqid, fresh) = cx.child_reqid(sa, &i);
-    let sas = cx.child_sas(sa, &i, keymat, reqid);
+    let (reqid, fresh) = child_reqid(cx, sa, &i);
+    let sas = child_sas(cx, sa, &i, keymat, reqid);
     for inbound in sas.inbound {
         cx.k.add_sa(inbound);
     }
@@ -203,7 +203,7 @@ fn send_or_defer(
     i: &Install<'_>,
     outbound: Vec<flowsec_ipsec::SaConfig>,
 ) -> Vec<flowsec_ipsec::SaConfig> {
-    let defer = match cx.switch_of(conn, i.cfg) {
+    let defer = match switch_of(conn, i.cfg) {
         RekeySwitch::LossFree => !i.we_initiated,
         RekeySwitch::PreferNew => false,
         RekeySwitch::KeepOld => true,
@@ -417,7 +417,7 @@ pub(crate) fn remove_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, spi: u32) {
     // sealed before it switched may still be on their way (ARCHITECTURE.md
     // "Rekeying without loss"); the other switches do not wait.
     let linger = sa.children.iter().any(|s| s.reqid == c.reqid)
-        && cx.switch_of(&sa.conn, c.cfg) == RekeySwitch::LossFree;
+        && switch_of(&sa.conn, c.cfg) == RekeySwitch::LossFree;
     // drop_replaced may have taken them already.
     if !c.plane.gone {
         cx.k.del_sa(c.plane.sa_out);
@@ -449,7 +449,7 @@ pub(crate) fn remove_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, spi: u32) {
     cx.host.report(
         sa,
         IkeEvent::ChildRemoved {
-            child: cx.child_name(sa, c.cfg),
+            child: crate::exchange::auth::child_name(sa, c.cfg),
             reqid: c.reqid,
             spi_in: c.spi_in,
             spi_out: c.spi_out,
@@ -493,112 +493,109 @@ impl Ike {
     }
 }
 
-impl Host {
-    /// The `rekey_switch` of child config `cfg` of connection `conn` (each
-    /// end follows its own).
-    pub(crate) fn switch_of(&self, conn: &Connection, cfg: usize) -> RekeySwitch {
-        conn.children[cfg].rekey_switch
-    }
-    /// The reqid of a new Child SA, and whether it is fresh (its policies
-    /// are still to be installed): a rekey's is the old SA's; a trapped
-    /// child takes the trap's (its policies are there); another Child SA
-    /// of the same config and selectors (both ends started it, or `ctl
-    /// initiate` twice) shares its own, as strongSwan's do, since the
-    /// same policies serve both.
-    fn child_reqid(&mut self, sa: &SaMut<'_>, i: &Install<'_>) -> (u32, bool) {
-        let trap = self
-            .traps
-            .iter()
-            .find(|(_, (ci, cj))| std::sync::Arc::ptr_eq(ci, &sa.conn) && *cj == i.cfg)
-            .map(|(r, _)| *r);
-        let twin = sa
-            .others
-            .values()
-            .chain(core::iter::once(&**sa))
-            .filter(|s| std::sync::Arc::ptr_eq(&s.conn, &sa.conn))
-            .flat_map(|s| s.children.iter())
-            .find(|c| {
-                c.cfg == i.cfg
-                    && c.local_ts == i.local_ts
-                    && c.remote_ts == i.remote_ts
-                    && c.suite.mode == i.mode
-                    && (c.plane.sa_in.dst, c.plane.sa_out.dst)
-                        == (sa.path.local.ip(), sa.path.remote.ip())
-            })
-            .map(|c| c.reqid);
-        let shared = trap.or(twin);
-        match i.reqid.or(shared) {
-            Some(r) => (r, false),
-            None => {
-                self.next_reqid += 1;
-                (self.next_reqid - 1, true)
-            }
+/// The `rekey_switch` of child config `cfg` of connection `conn` (each
+/// end follows its own).
+pub(crate) fn switch_of(conn: &Connection, cfg: usize) -> RekeySwitch {
+    conn.children[cfg].rekey_switch
+}
+/// The reqid of a new Child SA, and whether it is fresh (its policies
+/// are still to be installed): a rekey's is the old SA's; a trapped
+/// child takes the trap's (its policies are there); another Child SA
+/// of the same config and selectors (both ends started it, or `ctl
+/// initiate` twice) shares its own, as strongSwan's do, since the
+/// same policies serve both.
+fn child_reqid(host: &mut Host, sa: &SaMut<'_>, i: &Install<'_>) -> (u32, bool) {
+    let trap = host
+        .traps
+        .iter()
+        .find(|(_, (ci, cj))| std::sync::Arc::ptr_eq(ci, &sa.conn) && *cj == i.cfg)
+        .map(|(r, _)| *r);
+    let twin = sa
+        .others
+        .values()
+        .chain(core::iter::once(&**sa))
+        .filter(|s| std::sync::Arc::ptr_eq(&s.conn, &sa.conn))
+        .flat_map(|s| s.children.iter())
+        .find(|c| {
+            c.cfg == i.cfg
+                && c.local_ts == i.local_ts
+                && c.remote_ts == i.remote_ts
+                && c.suite.mode == i.mode
+                && (c.plane.sa_in.dst, c.plane.sa_out.dst)
+                    == (sa.path.local.ip(), sa.path.remote.ip())
+        })
+        .map(|c| c.reqid);
+    let shared = trap.or(twin);
+    match i.reqid.or(shared) {
+        Some(r) => (r, false),
+        None => {
+            host.next_reqid += 1;
+            (host.next_reqid - 1, true)
         }
     }
-    /// The SAs of a Child SA with `reqid`, keyed from `keymat` (§2.17:
-    /// initiator-to-responder keys first): ESP or AH, with IPComp when
-    /// negotiated, in UDP across a NAT (RFC 3948, ESP only).
-    fn child_sas(&mut self, sa: &IkeSa, i: &Install<'_>, keymat: &[u8], reqid: u32) -> ChildSas {
-        let child = &sa.conn.children[i.cfg];
-        let chosen = i.chosen;
-        let enc_len = chosen.encr.map_or(0, |e| e.keymat_len());
-        let dir_len = enc_len + integ_key_len(chosen.integ);
-        let (i2r, rest) = keymat.split_at(dir_len.min(keymat.len()));
-        let r2i = &rest[..dir_len.min(rest.len())];
-        let (out_keys, in_keys) = if i.we_initiated {
-            (i2r, r2i)
-        } else {
-            (r2i, i2r)
-        };
-        let protocol = crate::exchange::child::protocol_of(chosen.protocol);
-        // AH cannot be carried in UDP (RFC 3948 is for ESP) nor in TCP
-        // (RFC 9329 §3); over a stream, ESP always goes in it (§5).
-        let stream = sa.path.transport.is_stream();
-        let encap =
-            (sa.path.nat_local || sa.path.nat_remote || stream) && protocol == Protocol::Esp;
-        let lifetime = child_lifetime(child, self.rng.next_u64(), self.rng.next_u64());
-        let make = |spi: u32, src: SocketAddr, dst: SocketAddr, keys: &[u8]| {
-            let (ek, ik) = keys.split_at(enc_len.min(keys.len()));
-            let mut c = match protocol {
-                Protocol::Ah => SaConfig::ah(spi, i.mode, src.ip(), dst.ip()),
-                _ => SaConfig::esp(spi, i.mode, src.ip(), dst.ip())
-                    .with_encr(chosen.encr.map_or(EncrId::NULL, |e| e.id), ek),
-            }
-            .with_integ(chosen.integ, ik);
-            c.encap = encap.then(|| match stream {
-                true => UdpEncap::tcp(src.port(), dst.port()),
-                false => UdpEncap::udp(src.port(), dst.port()),
-            });
-            c.replay_window = child.replay_window;
-            c.esn = chosen.esn;
-            c.lifetime = lifetime;
+}
+/// The SAs of a Child SA with `reqid`, keyed from `keymat` (§2.17:
+/// initiator-to-responder keys first): ESP or AH, with IPComp when
+/// negotiated, in UDP across a NAT (RFC 3948, ESP only).
+fn child_sas(host: &mut Host, sa: &IkeSa, i: &Install<'_>, keymat: &[u8], reqid: u32) -> ChildSas {
+    let child = &sa.conn.children[i.cfg];
+    let chosen = i.chosen;
+    let enc_len = chosen.encr.map_or(0, |e| e.keymat_len());
+    let dir_len = enc_len + integ_key_len(chosen.integ);
+    let (i2r, rest) = keymat.split_at(dir_len.min(keymat.len()));
+    let r2i = &rest[..dir_len.min(rest.len())];
+    let (out_keys, in_keys) = if i.we_initiated {
+        (i2r, r2i)
+    } else {
+        (r2i, i2r)
+    };
+    let protocol = crate::exchange::child::protocol_of(chosen.protocol);
+    // AH cannot be carried in UDP (RFC 3948 is for ESP) nor in TCP
+    // (RFC 9329 §3); over a stream, ESP always goes in it (§5).
+    let stream = sa.path.transport.is_stream();
+    let encap = (sa.path.nat_local || sa.path.nat_remote || stream) && protocol == Protocol::Esp;
+    let lifetime = child_lifetime(child, host.rng.next_u64(), host.rng.next_u64());
+    let make = |spi: u32, src: SocketAddr, dst: SocketAddr, keys: &[u8]| {
+        let (ek, ik) = keys.split_at(enc_len.min(keys.len()));
+        let mut c = match protocol {
+            Protocol::Ah => SaConfig::ah(spi, i.mode, src.ip(), dst.ip()),
+            _ => SaConfig::esp(spi, i.mode, src.ip(), dst.ip())
+                .with_encr(chosen.encr.map_or(EncrId::NULL, |e| e.id), ek),
+        }
+        .with_integ(chosen.integ, ik);
+        c.encap = encap.then(|| match stream {
+            true => UdpEncap::tcp(src.port(), dst.port()),
+            false => UdpEncap::udp(src.port(), dst.port()),
+        });
+        c.replay_window = child.replay_window;
+        c.esn = chosen.esn;
+        c.lifetime = lifetime;
+        c.reqid = reqid;
+        c.cpu = i.cpu;
+        c
+    };
+    let (local, remote) = (sa.path.local, sa.path.remote);
+    let mut sas = ChildSas {
+        inbound: vec![make(i.spi_in, remote, local, in_keys)],
+        outbound: vec![make(chosen.spi, local, remote, out_keys)],
+        ipcomp: None,
+        encap,
+    };
+    if let Some((ours, theirs)) = i.ipcomp {
+        let comp = |cpi: u16, src: SocketAddr, dst: SocketAddr| {
+            let mut c = SaConfig::ipcomp(cpi, i.mode, src.ip(), dst.ip());
+            c.lifetime.hard.add_time = lifetime.hard.add_time;
             c.reqid = reqid;
-            c.cpu = i.cpu;
             c
         };
-        let (local, remote) = (sa.path.local, sa.path.remote);
-        let mut sas = ChildSas {
-            inbound: vec![make(i.spi_in, remote, local, in_keys)],
-            outbound: vec![make(chosen.spi, local, remote, out_keys)],
-            ipcomp: None,
-            encap,
+        sas.inbound.push(comp(ours, remote, local));
+        sas.outbound.push(comp(theirs, local, remote));
+        let id = |cpi: u16, dst: SocketAddr| SaId {
+            protocol: Protocol::IpComp,
+            spi: u32::from(cpi),
+            dst: dst.ip(),
         };
-        if let Some((ours, theirs)) = i.ipcomp {
-            let comp = |cpi: u16, src: SocketAddr, dst: SocketAddr| {
-                let mut c = SaConfig::ipcomp(cpi, i.mode, src.ip(), dst.ip());
-                c.lifetime.hard.add_time = lifetime.hard.add_time;
-                c.reqid = reqid;
-                c
-            };
-            sas.inbound.push(comp(ours, remote, local));
-            sas.outbound.push(comp(theirs, local, remote));
-            let id = |cpi: u16, dst: SocketAddr| SaId {
-                protocol: Protocol::IpComp,
-                spi: u32::from(cpi),
-                dst: dst.ip(),
-            };
-            sas.ipcomp = Some((id(ours, local), id(theirs, remote)));
-        }
-        sas
+        sas.ipcomp = Some((id(ours, local), id(theirs, remote)));
     }
+    sas
 }

@@ -53,39 +53,37 @@ pub(crate) fn peer_authenticated_at(cx: &mut Cx<'_>, sa: &mut IkeSa, msg: &Messa
     };
 }
 
-impl Host {
-    /// Whether the peer of `sa` would still be let in with the
-    /// credentials we hold now (`unix`: the wall clock); why not.
-    fn still_trusted(&self, sa: &IkeSa, unix: Option<Duration>) -> Result<(), Distrust> {
-        let conn = &sa.conn;
-        match conn.remote.auth {
-            AuthKind::Pubkey(_) => {
-                let (Some(unix), Some(ee)) = (unix, sa.auth.certs.first()) else {
-                    return Ok(());
-                };
-                let parse = |d: &Vec<u8>| {
-                    Certificate::parse(d).map_err(|e| Distrust::Unreadable(e.to_string()))
-                };
-                let ee = parse(ee)?;
-                let inter = sa.auth.certs[1..]
-                    .iter()
-                    .map(parse)
-                    .collect::<Result<Vec<_>, _>>()?;
-                let inter: Vec<&Certificate> = inter.iter().collect();
-                let crls = self.config.credentials.crls();
-                let strict = conn.remote.revocation_strict;
-                let anchors = crate::auth::pubkey::trusted_cas(self, &sa.conn);
-                verify::validate_with(&self.provider, &ee, &inter, &anchors, &crls, unix, strict)
-                    .map_err(Distrust::Certificate)
-            }
-            AuthKind::Eap => match &sa.ids.peer {
-                Some(user) if self.config.find_eap(user).is_none() => {
-                    Err(Distrust::EapSecretGone(user.clone()))
-                }
-                _ => Ok(()),
-            },
-            AuthKind::Psk => Ok(()),
+/// Whether the peer of `sa` would still be let in with the
+/// credentials we hold now (`unix`: the wall clock); why not.
+fn still_trusted(host: &Host, sa: &IkeSa, unix: Option<Duration>) -> Result<(), Distrust> {
+    let conn = &sa.conn;
+    match conn.remote.auth {
+        AuthKind::Pubkey(_) => {
+            let (Some(unix), Some(ee)) = (unix, sa.auth.certs.first()) else {
+                return Ok(());
+            };
+            let parse = |d: &Vec<u8>| {
+                Certificate::parse(d).map_err(|e| Distrust::Unreadable(e.to_string()))
+            };
+            let ee = parse(ee)?;
+            let inter = sa.auth.certs[1..]
+                .iter()
+                .map(parse)
+                .collect::<Result<Vec<_>, _>>()?;
+            let inter: Vec<&Certificate> = inter.iter().collect();
+            let crls = host.config.credentials.crls();
+            let strict = conn.remote.revocation_strict;
+            let anchors = crate::auth::pubkey::trusted_cas(host, &sa.conn);
+            verify::validate_with(&host.provider, &ee, &inter, &anchors, &crls, unix, strict)
+                .map_err(Distrust::Certificate)
         }
+        AuthKind::Eap => match &sa.ids.peer {
+            Some(user) if host.config.find_eap(user).is_none() => {
+                Err(Distrust::EapSecretGone(user.clone()))
+            }
+            _ => Ok(()),
+        },
+        AuthKind::Psk => Ok(()),
     }
 }
 
@@ -100,7 +98,7 @@ impl Ike {
             .values()
             .filter(|s| self.host.is_live(&s.conn) && s.times.established.is_some())
             .filter_map(|s| {
-                let why = self.host.still_trusted(s, unix).err()?;
+                let why = still_trusted(&self.host, s, unix).err()?;
                 Some((s.our_spi(), why))
             })
             .collect();

@@ -136,7 +136,7 @@ impl Ike {
                 continue;
             };
             // Whoever deletes it first, its policies are held.
-            Cx::new(&mut self.host, now, k).hold_children(&sa);
+            hold_children(&mut Cx::new(&mut self.host, now, k), &sa);
             match sa.state {
                 IkeState::Connecting | IkeState::HalfOpen | IkeState::Authenticating => {
                     let mut sa = self.sas.remove(at).expect("found above");
@@ -315,42 +315,40 @@ pub(crate) fn deleting(sa: &crate::sa::IkeSa) -> bool {
             .is_some_and(|t| t.kind() == crate::exchange::Kind::DeleteIke)
 }
 
-impl Host {
-    /// The Child SAs of `sa`, a replaced connection's IKE SA about to be
-    /// deleted: their policies will be held when their SAs go — those the
-    /// new connection still has (by child name), and that no Child SA of
-    /// it with the same peer has taken over yet.
-    fn hold_children(&mut self, sa: &SaMut<'_>) {
-        let conn = &sa.conn;
-        let Some(new) = self.conns.iter().find(|c| c.name == conn.name) else {
-            return;
+/// The Child SAs of `sa`, a replaced connection's IKE SA about to be
+/// deleted: their policies will be held when their SAs go — those the
+/// new connection still has (by child name), and that no Child SA of
+/// it with the same peer has taken over yet.
+fn hold_children(host: &mut Host, sa: &SaMut<'_>) {
+    let conn = &sa.conn;
+    let Some(new) = host.conns.iter().find(|c| c.name == conn.name) else {
+        return;
+    };
+    let taken_over = |child: &str| {
+        sa.others.values().any(|o| {
+            host.is_live(&o.conn)
+                && o.conn.name == conn.name
+                && o.ids.peer == sa.ids.peer
+                && o.children
+                    .iter()
+                    .any(|c| o.conn.children[c.cfg].name == child)
+        })
+    };
+    let mut held = Vec::new();
+    for c in &sa.children {
+        let Some(child) = conn.children.get(c.cfg).map(|ch| ch.name.as_str()) else {
+            continue;
         };
-        let taken_over = |child: &str| {
-            sa.others.values().any(|o| {
-                self.is_live(&o.conn)
-                    && o.conn.name == conn.name
-                    && o.ids.peer == sa.ids.peer
-                    && o.children
-                        .iter()
-                        .any(|c| o.conn.children[c.cfg].name == child)
-            })
+        if new.children.iter().any(|ch| ch.name == child) && !taken_over(child) {
+            held.push((c.reqid, child.to_string()));
+        }
+    }
+    for (reqid, child) in held {
+        let hold = Hold {
+            conn: conn.name.clone(),
+            child,
+            peer: sa.ids.peer.clone(),
         };
-        let mut held = Vec::new();
-        for c in &sa.children {
-            let Some(child) = conn.children.get(c.cfg).map(|ch| ch.name.as_str()) else {
-                continue;
-            };
-            if new.children.iter().any(|ch| ch.name == child) && !taken_over(child) {
-                held.push((c.reqid, child.to_string()));
-            }
-        }
-        for (reqid, child) in held {
-            let hold = Hold {
-                conn: conn.name.clone(),
-                child,
-                peer: sa.ids.peer.clone(),
-            };
-            self.holds.insert(reqid, hold);
-        }
+        host.holds.insert(reqid, hold);
     }
 }

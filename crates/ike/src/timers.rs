@@ -13,7 +13,6 @@ use crate::config::RekeySwitch;
 use crate::context::Cx;
 use crate::engine::Ike;
 use crate::event::IkeEvent;
-use crate::host::Host;
 use crate::kernel::Kernel;
 use crate::sa::{ChildState, IkeSa, IkeState, Todo};
 use crate::table::{SaMut, Then, Wish};
@@ -144,7 +143,7 @@ fn poll_sa(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) -> Then {
         Ok(None) => {}
         Err(()) => {
             cx.host.stats.peers_dead += 1;
-            let after = cx.after_death(sa);
+            let after = after_death(sa);
             cx.host.report(
                 sa,
                 IkeEvent::PeerDead {
@@ -250,8 +249,8 @@ fn child_timers(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) {
             continue;
         };
         c.times.expire_at = None;
-        let keep_old =
-            c.state == ChildState::Rekeyed && cx.switch_of(&conn, c.cfg) == RekeySwitch::KeepOld;
+        let keep_old = c.state == ChildState::Rekeyed
+            && crate::install::switch_of(&conn, c.cfg) == RekeySwitch::KeepOld;
         if keep_old {
             // `keep-old` (study S2's behaviour): the end whose old SA
             // expires switches to the successor and drops the old one,
@@ -326,40 +325,38 @@ pub(crate) fn hand_over(from: &mut IkeSa, to: &mut IkeSa) {
     );
 }
 
-impl Host {
-    /// What the children of a dead IKE SA want (`dpd_action`): restart
-    /// (negotiate anew) or trap (policies wait for traffic).
-    fn after_death(&self, sa: &IkeSa) -> Vec<Wish> {
-        let conn = &sa.conn;
-        let mut out: Vec<Wish> = Vec::new();
-        for c in &sa.children {
-            let action = conn.children[c.cfg].dpd_action;
-            if action != crate::config::DpdAction::Clear && !out.iter().any(|o| o.1 == c.cfg) {
-                out.push((sa.conn.clone(), c.cfg, action));
-            }
+/// What the children of a dead IKE SA want (`dpd_action`): restart
+/// (negotiate anew) or trap (policies wait for traffic).
+fn after_death(sa: &IkeSa) -> Vec<Wish> {
+    let conn = &sa.conn;
+    let mut out: Vec<Wish> = Vec::new();
+    for c in &sa.children {
+        let action = conn.children[c.cfg].dpd_action;
+        if action != crate::config::DpdAction::Clear && !out.iter().any(|o| o.1 == c.cfg) {
+            out.push((sa.conn.clone(), c.cfg, action));
         }
-        out
     }
-    /// What children closed by the peer want (`close_action`), in
-    /// [`Host::after_death`]'s terms; `spis` selects them (all if `None`).
-    pub(crate) fn after_close(&self, sa: &IkeSa, spis: Option<&[u32]>) -> Vec<Wish> {
-        use crate::config::{CloseAction, DpdAction};
-        let conn = &sa.conn;
-        let mut out: Vec<Wish> = Vec::new();
-        for c in sa
-            .children
-            .iter()
-            .filter(|c| spis.is_none_or(|s| s.contains(&c.spi_in)))
-        {
-            let action = match conn.children[c.cfg].close_action {
-                CloseAction::None => continue,
-                CloseAction::Trap => DpdAction::Trap,
-                CloseAction::Start => DpdAction::Restart,
-            };
-            if !out.iter().any(|o| o.1 == c.cfg) {
-                out.push((sa.conn.clone(), c.cfg, action));
-            }
+    out
+}
+/// What children closed by the peer want (`close_action`), in
+/// [`Host::after_death`]'s terms; `spis` selects them (all if `None`).
+pub(crate) fn after_close(sa: &IkeSa, spis: Option<&[u32]>) -> Vec<Wish> {
+    use crate::config::{CloseAction, DpdAction};
+    let conn = &sa.conn;
+    let mut out: Vec<Wish> = Vec::new();
+    for c in sa
+        .children
+        .iter()
+        .filter(|c| spis.is_none_or(|s| s.contains(&c.spi_in)))
+    {
+        let action = match conn.children[c.cfg].close_action {
+            CloseAction::None => continue,
+            CloseAction::Trap => DpdAction::Trap,
+            CloseAction::Start => DpdAction::Restart,
+        };
+        if !out.iter().any(|o| o.1 == c.cfg) {
+            out.push((sa.conn.clone(), c.cfg, action));
         }
-        out
     }
+    out
 }

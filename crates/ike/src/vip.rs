@@ -212,112 +212,110 @@ pub(crate) fn release(cx: &mut Cx<'_>, sa: &mut crate::table::SaMut<'_>) {
     }
 }
 
-impl Host {
-    /// Responder: the answer to the initiator's CFG_REQUEST in `msg`:
-    /// a CFG_REPLY with an address of each family asked for from the
-    /// connection's pools (for identity `peer`, leased by identity), with
-    /// the DNS servers of those pools; `Failed` when no pool had one;
-    /// nothing without a request or pools (strongSwan answers nothing then
-    /// either).
-    pub(crate) fn assign_vips(
-        &mut self,
-        sa: &mut IkeSa,
-        msg: &Message,
-        peer: &Identity,
-    ) -> VipAnswer {
-        let Some(req) = cp_of(msg, CFG_REQUEST) else {
-            return VipAnswer::Nothing;
-        };
-        let conn = &sa.conn;
-        if conn.pools.is_empty() {
-            return VipAnswer::Nothing;
-        }
-        let asks = |ty: u16| req.attrs.iter().any(|(t, _)| *t == ty);
-        let wanted = addresses(
-            req,
-            cfg_attr::INTERNAL_IP4_ADDRESS,
-            cfg_attr::INTERNAL_IP6_ADDRESS,
-        );
-        let mut attrs = Vec::new();
-        for (v4, ty) in [
-            (true, cfg_attr::INTERNAL_IP4_ADDRESS),
-            (false, cfg_attr::INTERNAL_IP6_ADDRESS),
-        ] {
-            if !asks(ty) {
-                continue;
-            }
-            let requested = wanted.iter().copied().find(|a| a.is_ipv4() == v4);
-            let pools: Vec<_> = conn
-                .pools
-                .iter()
-                .filter_map(|n| self.config.pools.iter().find(|p| &p.name == n))
-                .filter(|p| p.first.is_ipv4() == v4)
-                .cloned()
-                .collect();
-            for pool in pools {
-                let from = sa.path.remote.ip();
-                let Some(addr) = self.leases.acquire(&pool, peer, from, requested) else {
-                    continue;
-                };
-                sa.vips.remote.push((pool.name.clone(), addr));
-                attrs.push(match addr {
-                    IpAddr::V4(a) => (ty, a.octets().to_vec()),
-                    IpAddr::V6(a) => {
-                        let mut v = a.octets().to_vec();
-                        v.push(128);
-                        (ty, v)
-                    }
-                });
-                for dns in pool.dns.iter().filter(|d| d.is_ipv4() == v4) {
-                    let (t, v) = match dns {
-                        IpAddr::V4(d) => (cfg_attr::INTERNAL_IP4_DNS, d.octets().to_vec()),
-                        IpAddr::V6(d) => (cfg_attr::INTERNAL_IP6_DNS, d.octets().to_vec()),
-                    };
-                    attrs.push((t, v));
-                }
-                let tag = sa.tag();
-                self.events.about(
-                    tag,
-                    IkeEvent::VirtualIpAssigned {
-                        peer: peer.clone(),
-                        addr,
-                        pool: pool.name.clone(),
-                    },
-                );
-                break;
-            }
-        }
-        if attrs.is_empty() {
-            self.events
-                .push(IkeEvent::NoVirtualIp { peer: peer.clone() });
-            return VipAnswer::Failed;
-        }
-        VipAnswer::Reply(Payload::Cp(Cp {
-            ty: CFG_REPLY,
-            attrs,
-        }))
+/// Responder: the answer to the initiator's CFG_REQUEST in `msg`:
+/// a CFG_REPLY with an address of each family asked for from the
+/// connection's pools (for identity `peer`, leased by identity), with
+/// the DNS servers of those pools; `Failed` when no pool had one;
+/// nothing without a request or pools (strongSwan answers nothing then
+/// either).
+pub(crate) fn assign_vips(
+    host: &mut Host,
+    sa: &mut IkeSa,
+    msg: &Message,
+    peer: &Identity,
+) -> VipAnswer {
+    let Some(req) = cp_of(msg, CFG_REQUEST) else {
+        return VipAnswer::Nothing;
+    };
+    let conn = &sa.conn;
+    if conn.pools.is_empty() {
+        return VipAnswer::Nothing;
     }
-    /// Responder: `payloads` get the answer to a CFG_REQUEST; `false`
-    /// when none could be met: INTERNAL_ADDRESS_FAILURE (§3.15.4) went in,
-    /// and no Child SA is made (as strongSwan).
-    pub(crate) fn answer_cp(
-        &mut self,
-        sa: &mut IkeSa,
-        first: &Message,
-        peer: &Identity,
-        payloads: &mut Vec<Payload>,
-    ) -> bool {
-        match self.assign_vips(sa, first, peer) {
-            VipAnswer::Nothing => true,
-            VipAnswer::Reply(p) => {
-                payloads.push(p);
-                true
+    let asks = |ty: u16| req.attrs.iter().any(|(t, _)| *t == ty);
+    let wanted = addresses(
+        req,
+        cfg_attr::INTERNAL_IP4_ADDRESS,
+        cfg_attr::INTERNAL_IP6_ADDRESS,
+    );
+    let mut attrs = Vec::new();
+    for (v4, ty) in [
+        (true, cfg_attr::INTERNAL_IP4_ADDRESS),
+        (false, cfg_attr::INTERNAL_IP6_ADDRESS),
+    ] {
+        if !asks(ty) {
+            continue;
+        }
+        let requested = wanted.iter().copied().find(|a| a.is_ipv4() == v4);
+        let pools: Vec<_> = conn
+            .pools
+            .iter()
+            .filter_map(|n| host.config.pools.iter().find(|p| &p.name == n))
+            .filter(|p| p.first.is_ipv4() == v4)
+            .cloned()
+            .collect();
+        for pool in pools {
+            let from = sa.path.remote.ip();
+            let Some(addr) = host.leases.acquire(&pool, peer, from, requested) else {
+                continue;
+            };
+            sa.vips.remote.push((pool.name.clone(), addr));
+            attrs.push(match addr {
+                IpAddr::V4(a) => (ty, a.octets().to_vec()),
+                IpAddr::V6(a) => {
+                    let mut v = a.octets().to_vec();
+                    v.push(128);
+                    (ty, v)
+                }
+            });
+            for dns in pool.dns.iter().filter(|d| d.is_ipv4() == v4) {
+                let (t, v) = match dns {
+                    IpAddr::V4(d) => (cfg_attr::INTERNAL_IP4_DNS, d.octets().to_vec()),
+                    IpAddr::V6(d) => (cfg_attr::INTERNAL_IP6_DNS, d.octets().to_vec()),
+                };
+                attrs.push((t, v));
             }
-            VipAnswer::Failed => {
-                let n = crate::host::notify(NotifyType::INTERNAL_ADDRESS_FAILURE, vec![]);
-                payloads.push(n);
-                false
-            }
+            let tag = sa.tag();
+            host.events.about(
+                tag,
+                IkeEvent::VirtualIpAssigned {
+                    peer: peer.clone(),
+                    addr,
+                    pool: pool.name.clone(),
+                },
+            );
+            break;
+        }
+    }
+    if attrs.is_empty() {
+        host.events
+            .push(IkeEvent::NoVirtualIp { peer: peer.clone() });
+        return VipAnswer::Failed;
+    }
+    VipAnswer::Reply(Payload::Cp(Cp {
+        ty: CFG_REPLY,
+        attrs,
+    }))
+}
+/// Responder: `payloads` get the answer to a CFG_REQUEST; `false`
+/// when none could be met: INTERNAL_ADDRESS_FAILURE (§3.15.4) went in,
+/// and no Child SA is made (as strongSwan).
+pub(crate) fn answer_cp(
+    host: &mut Host,
+    sa: &mut IkeSa,
+    first: &Message,
+    peer: &Identity,
+    payloads: &mut Vec<Payload>,
+) -> bool {
+    match assign_vips(host, sa, first, peer) {
+        VipAnswer::Nothing => true,
+        VipAnswer::Reply(p) => {
+            payloads.push(p);
+            true
+        }
+        VipAnswer::Failed => {
+            let n = crate::host::notify(NotifyType::INTERNAL_ADDRESS_FAILURE, vec![]);
+            payloads.push(n);
+            false
         }
     }
 }

@@ -186,7 +186,7 @@ pub(crate) fn eap_server_start(
     {
         return refuse_eap(cx, sa, mid, Some(peer), None);
     }
-    let me = cx.our_id(sa);
+    let me = crate::exchange::auth::our_id(cx, sa);
     let idr = me.to_wire();
     let asked = crate::auth::pubkey::has_certreq(&msg);
     let (certs, auth) = match crate::exchange::auth::our_auth(
@@ -202,7 +202,7 @@ pub(crate) fn eap_server_start(
     ) {
         Ok(a) => a,
         Err(e) => {
-            cx.report_failed(sa, e);
+            crate::exchange::init::report_failed(cx, sa, e);
             return refuse_eap(cx, sa, mid, Some(peer), None);
         }
     };
@@ -436,7 +436,7 @@ fn give_up_eap(
         req.reserved().release(cx.k);
     }
     cx.stats.auth_failed += 1;
-    cx.fail(sa, e)
+    crate::exchange::init::fail(cx, sa, e)
 }
 
 /// Initiator: the first answer carries the responder's own AUTH (a
@@ -541,20 +541,23 @@ fn eap_responder_msk_auth(
     ok.then_some(peer)
 }
 
-impl Host {
-    /// Initiator: the EAP side for our identity `me` (IDi `idi`): the
-    /// user name is `eap_id` (default our identity), its password an
-    /// `eap-…` secret.
-    pub(crate) fn eap_peer(&self, sa: &IkeSa, me: &Identity, idi: Id) -> Option<Box<EapPeerSide>> {
-        let local = &sa.conn.local;
-        let user = local.eap_id.clone().unwrap_or_else(|| me.clone());
-        let password = self.config.find_eap(&user)?;
-        let name = eap_name(&user);
-        Some(Box::new(EapPeerSide {
-            peer_side: Peer::new(&self.provider, name, Zeroizing::new(password.to_vec())),
-            idi,
-            responder: None,
-            msk: None,
-        }))
-    }
+/// Initiator: the EAP side for our identity `me` (IDi `idi`): the
+/// user name is `eap_id` (default our identity), its password an
+/// `eap-…` secret.
+pub(crate) fn eap_peer(
+    host: &Host,
+    sa: &IkeSa,
+    me: &Identity,
+    idi: Id,
+) -> Option<Box<EapPeerSide>> {
+    let local = &sa.conn.local;
+    let user = local.eap_id.clone().unwrap_or_else(|| me.clone());
+    let password = host.config.find_eap(&user)?;
+    let name = eap_name(&user);
+    Some(Box::new(EapPeerSide {
+        peer_side: Peer::new(&host.provider, name, Zeroizing::new(password.to_vec())),
+        idi,
+        responder: None,
+        msk: None,
+    }))
 }

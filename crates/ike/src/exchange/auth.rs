@@ -143,16 +143,17 @@ pub(crate) fn send_auth(
     first_child: Option<usize>,
 ) -> Then {
     let conn = &sa.conn;
-    let me = cx.our_id(sa);
+    let me = our_id(cx, sa);
     let peer = conn.remote.id.clone().unwrap_or(Identity::Any);
     let idi = me.to_wire();
     // EAP (§2.16): no AUTH in the first request; the conversation
     // follows the responder's answer.
     let eap = if conn.local.auth == AuthKind::Eap {
-        match cx.eap_peer(sa, &me, idi.clone()) {
+        match crate::auth::eap::eap_peer(cx, sa, &me, idi.clone()) {
             Some(e) => Some(e),
             None => {
-                return cx.fail(
+                return crate::exchange::init::fail(
+                    cx,
                     sa,
                     NegotiationError::EapFailed("no eap- secret for our EAP identity"),
                 )
@@ -176,7 +177,7 @@ pub(crate) fn send_auth(
             sa.announced.certreq,
         ) {
             Ok((c, a)) => (c, Some(a)),
-            Err(e) => return cx.fail(sa, e),
+            Err(e) => return crate::exchange::init::fail(cx, sa, e),
         }
     };
     let conn = &sa.conn;
@@ -202,10 +203,10 @@ pub(crate) fn send_auth(
         payloads.push(notify(NotifyType::INITIAL_CONTACT, vec![]));
     }
     let child = first_child.map(|cfg| {
-        let resource = cx.first_resource(sa, cfg, None);
+        let resource = crate::exchange::child::first_resource(sa, cfg, None);
         let req =
             crate::exchange::child::child_request_for(cx, sa, cfg, None, false, None, resource);
-        payloads.extend(cx.child_payloads(&req, None, false));
+        payloads.extend(crate::exchange::child::child_payloads(&req, None, false));
         req
     });
     sa.ids.local = Some(me);
@@ -233,7 +234,7 @@ pub(crate) fn answer_authenticated(
         mut payloads,
     } = answer;
     // §3.15: a virtual IP from our pools for a road warrior that asks.
-    let addressed = cx.answer_cp(sa, first, &peer, &mut payloads);
+    let addressed = crate::vip::answer_cp(cx, sa, first, &peer, &mut payloads);
     sa.ids.peer = Some(peer.clone());
     sa.ids.local = Some(me.clone());
     crate::reauth::peer_authenticated_at(cx, sa, first);
@@ -301,7 +302,7 @@ pub(crate) fn finish_initiator(
             .protect(sa, ExchangeType::INFORMATIONAL, false, mid, &[delete]);
         cx.host
             .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
-        return cx.fail(sa, NegotiationError::NoVirtualIp);
+        return crate::exchange::init::fail(cx, sa, NegotiationError::NoVirtualIp);
     }
     crate::reauth::peer_authenticated_at(cx, sa, &msg);
     established(cx, sa);
@@ -328,7 +329,7 @@ fn first_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, req: ChildRequest, answer: A
         cx.host.report(
             sa,
             IkeEvent::ChildNotEstablished {
-                child: cx.child_name(sa, cfg),
+                child: child_name(sa, cfg),
                 notify: n.ty,
             },
         );
@@ -337,7 +338,7 @@ fn first_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, req: ChildRequest, answer: A
         cx.host.report(
             sa,
             IkeEvent::ChildFailed {
-                child: cx.child_name(sa, cfg),
+                child: child_name(sa, cfg),
                 reason: why,
             },
         );
@@ -422,68 +423,66 @@ impl IdentityOption for Option<&Identity> {
     }
 }
 
-impl Host {
-    /// Our identity on `sa`: configured, or our certificate's subject
-    /// when we sign, or our IP address (strongSwan's defaults).
-    pub(crate) fn our_id(&self, sa: &IkeSa) -> Identity {
-        let local = &sa.conn.local;
-        if let Some(id) = &local.id {
-            return id.clone();
-        }
-        match (local.auth, crate::auth::pubkey::local_cert(self, sa)) {
-            // An empty subject is refused at load (credentials.rs).
-            (AuthKind::Pubkey(_), Some(cert)) => Identity::Dn(cert.subject.clone()),
-            _ => Identity::from_ip(sa.path.local.ip()),
-        }
+/// Our identity on `sa`: configured, or our certificate's subject
+/// when we sign, or our IP address (strongSwan's defaults).
+pub(crate) fn our_id(host: &Host, sa: &IkeSa) -> Identity {
+    let local = &sa.conn.local;
+    if let Some(id) = &local.id {
+        return id.clone();
     }
-    /// Responder: the connection for the initiator's first IKE_AUTH
-    /// request, chosen again now that its identity and its way of
-    /// authenticating are known (strongSwan switches peer config the same
-    /// way): of the live connections with the same addresses and IKE
-    /// proposals as the one IKE_SA_INIT chose, the first (that one first)
-    /// whose `remote.id` accepts IDi, whose `remote.auth` is the method
-    /// used (AUTH's method, or EAP without AUTH) and whose identity is
-    /// the IDr asked for, if any. No such one: the one chosen stays (and
-    /// refuses).
-    fn reselect(&self, sa: &IkeSa, msg: &Message) -> ConnRef {
-        let (idi, auth) = id_and_auth(msg, true);
-        let Some(peer) = idi.and_then(Identity::from_wire) else {
-            return sa.conn.clone();
+    match (local.auth, crate::auth::pubkey::local_cert(host, sa)) {
+        // An empty subject is refused at load (credentials.rs).
+        (AuthKind::Pubkey(_), Some(cert)) => Identity::Dn(cert.subject.clone()),
+        _ => Identity::from_ip(sa.path.local.ip()),
+    }
+}
+/// Responder: the connection for the initiator's first IKE_AUTH
+/// request, chosen again now that its identity and its way of
+/// authenticating are known (strongSwan switches peer config the same
+/// way): of the live connections with the same addresses and IKE
+/// proposals as the one IKE_SA_INIT chose, the first (that one first)
+/// whose `remote.id` accepts IDi, whose `remote.auth` is the method
+/// used (AUTH's method, or EAP without AUTH) and whose identity is
+/// the IDr asked for, if any. No such one: the one chosen stays (and
+/// refuses).
+fn reselect(host: &Host, sa: &IkeSa, msg: &Message) -> ConnRef {
+    let (idi, auth) = id_and_auth(msg, true);
+    let Some(peer) = idi.and_then(Identity::from_wire) else {
+        return sa.conn.clone();
+    };
+    let idr = msg.payloads.iter().find_map(|p| match p {
+        Payload::IdR(i) => Identity::from_wire(i),
+        _ => None,
+    });
+    let chosen = &sa.conn;
+    let fits = |c: &&ConnRef| {
+        let same_ike = c.proposals == chosen.proposals
+            && c.local_addrs == chosen.local_addrs
+            && c.remote_addrs == chosen.remote_addrs;
+        let method = match (c.remote.auth, auth.map(|a| a.method)) {
+            (AuthKind::Psk, Some(m)) => m == AuthMethod::SHARED_KEY_MIC,
+            (AuthKind::Pubkey(_), Some(m)) => m == AuthMethod::DIGITAL_SIGNATURE,
+            (AuthKind::Eap, None) => true,
+            _ => false,
         };
-        let idr = msg.payloads.iter().find_map(|p| match p {
-            Payload::IdR(i) => Identity::from_wire(i),
-            _ => None,
-        });
-        let chosen = &sa.conn;
-        let fits = |c: &&ConnRef| {
-            let same_ike = c.proposals == chosen.proposals
-                && c.local_addrs == chosen.local_addrs
-                && c.remote_addrs == chosen.remote_addrs;
-            let method = match (c.remote.auth, auth.map(|a| a.method)) {
-                (AuthKind::Psk, Some(m)) => m == AuthMethod::SHARED_KEY_MIC,
-                (AuthKind::Pubkey(_), Some(m)) => m == AuthMethod::DIGITAL_SIGNATURE,
-                (AuthKind::Eap, None) => true,
-                _ => false,
-            };
-            let who = c.remote.id.as_ref().is_none_or_matches(&peer);
-            let me = match (&idr, &c.local.id) {
-                (Some(want), Some(ours)) => ours.matches(want) || want.matches(ours),
-                _ => true,
-            };
-            same_ike && method && who && me
+        let who = c.remote.id.as_ref().is_none_or_matches(&peer);
+        let me = match (&idr, &c.local.id) {
+            (Some(want), Some(ours)) => ours.matches(want) || want.matches(ours),
+            _ => true,
         };
-        std::iter::once(&sa.conn)
-            .chain(&self.conns)
-            .find(fits)
-            .unwrap_or(&sa.conn)
-            .clone()
-    }
-    pub(crate) fn child_name(&self, sa: &IkeSa, cfg: usize) -> String {
-        sa.conn
-            .children
-            .get(cfg)
-            .map_or_else(|| "?".into(), |c| c.name.clone())
-    }
+        same_ike && method && who && me
+    };
+    std::iter::once(&sa.conn)
+        .chain(&host.conns)
+        .find(fits)
+        .unwrap_or(&sa.conn)
+        .clone()
+}
+pub(crate) fn child_name(sa: &IkeSa, cfg: usize) -> String {
+    sa.conn
+        .children
+        .get(cfg)
+        .map_or_else(|| "?".into(), |c| c.name.clone())
 }
 
 impl Exchange for IkeAuth {
@@ -509,7 +508,7 @@ impl Exchange for IkeAuth {
                 req.reserved().release(cx.k);
             }
             cx.host.stats.auth_failed += 1;
-            return cx.fail(sa, NegotiationError::PeerAuthFailed);
+            return crate::exchange::init::fail(cx, sa, NegotiationError::PeerAuthFailed);
         }
         if let Some(st) = task.eap {
             let task = IkeAuth { eap: None, ..task };
@@ -542,7 +541,7 @@ impl Exchange for IkeAuth {
             cx.host
                 .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
             cx.host.stats.auth_failed += 1;
-            return cx.fail(sa, NegotiationError::ResponderAuthBad);
+            return crate::exchange::init::fail(cx, sa, NegotiationError::ResponderAuthBad);
         };
         finish_initiator(cx, sa, (init, child), peer, msg)
     }
@@ -565,12 +564,12 @@ impl Awaiting for AwaitingAuth {
         if let Some(st) = eap {
             return crate::auth::eap::eap_server_step(cx, sa, mid, msg, (init, st));
         }
-        sa.conn = cx.reselect(sa, &msg);
+        sa.conn = reselect(cx, sa, &msg);
         let no_auth = !msg.payloads.iter().any(|p| matches!(p, Payload::Auth(_)));
         if no_auth && sa.conn.remote.auth == AuthKind::Eap {
             return crate::auth::eap::eap_server_start(cx, sa, mid, msg, init);
         }
-        let me = cx.our_id(sa);
+        let me = our_id(cx, sa);
         let peer = match peer_authenticated(cx, sa, &init, &msg, &me) {
             Ok(peer) => peer,
             Err(why) => {
@@ -601,7 +600,7 @@ impl Awaiting for AwaitingAuth {
         ) {
             Ok(a) => a,
             Err(e) => {
-                cx.report_failed(sa, e);
+                crate::exchange::init::report_failed(cx, sa, e);
                 return refuse_auth(cx, sa, mid);
             }
         };

@@ -226,7 +226,7 @@ pub(crate) fn child_request_for(
 /// Start a CREATE_CHILD_SA exchange for a new Child SA of `cfg`, or a
 /// rekey of the one with inbound SPI `rekey`.
 pub(crate) fn start_child(cx: &mut Cx<'_>, sa: &mut IkeSa, cfg: usize, rekey: Option<u32>) {
-    let resource = cx.first_resource(sa, cfg, rekey);
+    let resource = first_resource(sa, cfg, rekey);
     start_child_with(cx, sa, cfg, rekey, None, resource);
 }
 
@@ -251,7 +251,7 @@ fn start_child_with(
     resource: Resource,
 ) {
     let req = child_request_for(cx, sa, cfg, rekey, true, group, resource);
-    let payloads = cx.child_payloads(&req, rekey, true);
+    let payloads = child_payloads(&req, rekey, true);
     if let Some(old) = sa.children.iter_mut().find(|c| Some(c.spi_in) == rekey) {
         old.state = ChildState::Rekeying;
     }
@@ -298,9 +298,7 @@ pub(crate) fn complete_child(
         (Mode::Transport, false) => return Err(ChildError::TransportRefused),
         _ => Mode::Tunnel,
     };
-    let keymat = cx
-        .keymat(sa, &chosen, g_ir, ni, nr)
-        .ok_or(ChildError::KeyDerivation)?;
+    let keymat = keymat(cx, sa, &chosen, g_ir, ni, nr).ok_or(ChildError::KeyDerivation)?;
     let old = rekey.and_then(|old| sa.children.iter().find(|c| c.spi_in == old));
     let reqid = old.map(|c| c.reqid);
     let kept = old.map(|c| (c.per_cpu, c.cpu));
@@ -322,7 +320,7 @@ pub(crate) fn complete_child(
     };
     crate::install::install_child(cx, sa, install, &keymat);
     if per_cpu && cpu.is_none() && rekey.is_none() {
-        cx.ask_for_resources(sa, req.cfg);
+        ask_for_resources(cx, sa, req.cfg);
     }
     Ok(req.spi_in)
 }
@@ -347,7 +345,7 @@ fn answered_resource(
             cx.host.report(
                 sa,
                 IkeEvent::ChildNoResources {
-                    child: cx.child_name(sa, req.cfg),
+                    child: crate::exchange::auth::child_name(sa, req.cfg),
                 },
             );
             sa.queue
@@ -384,7 +382,7 @@ pub(crate) fn child_response(
     msg: Message,
 ) -> Then {
     let (cfg, old, reserved) = (req.cfg, rekey.map(|(old, _)| old), req.reserved());
-    let name = cx.child_name(sa, cfg);
+    let name = crate::exchange::auth::child_name(sa, cfg);
     if let Some(n) = error_notify(&msg) {
         let (ty, data) = (n.ty, n.data.clone());
         child_refused(cx, sa, req, old, (ty, &data));
@@ -406,7 +404,7 @@ pub(crate) fn child_response(
         }
     };
     match rekey {
-        Some((old, Some(theirs))) => cx.rekey_collided(sa, name, (old, theirs), (new, ours)),
+        Some((old, Some(theirs))) => rekey_collided(cx, sa, name, (old, theirs), (new, ours)),
         Some((old, None)) => replaced_by_us(cx, sa, old),
         None => {}
     }
@@ -425,7 +423,7 @@ fn replaced_by_us(cx: &mut Cx<'_>, sa: &mut IkeSa, old: u32) {
     };
     c.state = ChildState::Rekeyed;
     c.times.rekey_at = None;
-    let switch = cx.switch_of(&conn, c.cfg);
+    let switch = crate::install::switch_of(&conn, c.cfg);
     cx.host.stats.count_rekey(switch);
     match switch {
         RekeySwitch::LossFree => sa.queue.push_front(Todo::DeleteChild(old)),
@@ -477,7 +475,7 @@ fn child_refused(
     rekey: Option<u32>,
     (ty, data): (NotifyType, &[u8]),
 ) {
-    let name = cx.child_name(sa, req.cfg);
+    let name = crate::exchange::auth::child_name(sa, req.cfg);
     req.reserved().release(cx.k);
     if ty == NotifyType::INVALID_KE_PAYLOAD && data.len() == 2 && req.ke.is_some() {
         let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
@@ -510,12 +508,12 @@ fn child_refused(
         (NotifyType::TEMPORARY_FAILURE, Some(old)) => {
             // §2.25: try again a little later.
             let wait = Duration::from_millis(1000 + u64::from(cx.host.rng.next_u32() % 4000));
-            cx.restore(sa, Some(old));
+            restore(sa, Some(old));
             if let Some(c) = sa.children.iter_mut().find(|c| c.spi_in == old) {
                 c.times.rekey_at = Some(cx.now + wait);
             }
         }
-        (_, rekey) => cx.restore(sa, rekey),
+        (_, rekey) => restore(sa, rekey),
     }
 }
 
@@ -523,7 +521,7 @@ fn child_refused(
 /// a rekeyed one goes on.
 fn give_up(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, rekey: Option<u32>, reserved: Reserved) {
     reserved.release(cx.k);
-    cx.restore(sa, rekey);
+    restore(sa, rekey);
     crate::timers::kick(cx, sa);
 }
 
@@ -584,142 +582,135 @@ pub(crate) fn protocol_of(p: ProtocolId) -> Protocol {
     }
 }
 
-impl Host {
-    /// The payloads of a Child SA request (rekeying the Child SA with our
-    /// inbound SPI `rekey`, if given); with `create` its nonce and KE.
-    pub(crate) fn child_payloads(
-        &self,
-        req: &ChildRequest,
-        rekey: Option<u32>,
-        create: bool,
-    ) -> Vec<Payload> {
-        let mut p = Vec::new();
-        if let Some(old) = rekey {
-            p.push(Payload::Notify(Notify {
-                protocol: protocol_id(req.protocol).0,
-                spi: old.to_be_bytes().to_vec(),
-                ty: NotifyType::REKEY_SA,
-                data: Vec::new(),
+/// The payloads of a Child SA request (rekeying the Child SA with our
+/// inbound SPI `rekey`, if given); with `create` its nonce and KE.
+pub(crate) fn child_payloads(req: &ChildRequest, rekey: Option<u32>, create: bool) -> Vec<Payload> {
+    let mut p = Vec::new();
+    if let Some(old) = rekey {
+        p.push(Payload::Notify(Notify {
+            protocol: protocol_id(req.protocol).0,
+            spi: old.to_be_bytes().to_vec(),
+            ty: NotifyType::REKEY_SA,
+            data: Vec::new(),
+        }));
+    }
+    if req.mode == Mode::Transport {
+        p.push(notify(NotifyType::USE_TRANSPORT_MODE, vec![]));
+    }
+    p.extend(req.resource.notify());
+    if let Some(cpi) = req.cpi_in {
+        p.push(ipcomp_supported(cpi));
+    }
+    p.push(Payload::Sa(req.offer.clone()));
+    if create {
+        p.push(Payload::Nonce(req.ni.clone()));
+        if let Some(ke) = &req.ke {
+            p.push(Payload::Ke(Ke {
+                group: ke.group(),
+                data: ke.public_value().to_vec(),
             }));
         }
-        if req.mode == Mode::Transport {
-            p.push(notify(NotifyType::USE_TRANSPORT_MODE, vec![]));
-        }
-        p.extend(req.resource.notify());
-        if let Some(cpi) = req.cpi_in {
-            p.push(ipcomp_supported(cpi));
-        }
-        p.push(Payload::Sa(req.offer.clone()));
-        if create {
-            p.push(Payload::Nonce(req.ni.clone()));
-            if let Some(ke) = &req.ke {
-                p.push(Payload::Ke(Ke {
-                    group: ke.group(),
-                    data: ke.public_value().to_vec(),
-                }));
-            }
-        }
-        p.push(Payload::TsI(req.tsi.clone()));
-        p.push(Payload::TsR(req.tsr.clone()));
-        p
     }
-    /// What a new Child SA of `cfg` (not a rekey) asks of per-resource
-    /// SAs: the fallback of a `per_cpu_sas` child, else nothing.
-    pub(crate) fn first_resource(&self, sa: &IkeSa, cfg: usize, rekey: Option<u32>) -> Resource {
-        let child = &sa.conn.children[cfg];
-        if child.per_cpu_sas && rekey.is_none() {
-            Resource::Fallback
-        } else {
-            Resource::Plain
+    p.push(Payload::TsI(req.tsi.clone()));
+    p.push(Payload::TsR(req.tsr.clone()));
+    p
+}
+/// What a new Child SA of `cfg` (not a rekey) asks of per-resource
+/// SAs: the fallback of a `per_cpu_sas` child, else nothing.
+pub(crate) fn first_resource(sa: &IkeSa, cfg: usize, rekey: Option<u32>) -> Resource {
+    let child = &sa.conn.children[cfg];
+    if child.per_cpu_sas && rekey.is_none() {
+        Resource::Fallback
+    } else {
+        Resource::Plain
+    }
+}
+/// The KEYMAT for a Child SA (§2.17).
+pub(crate) fn keymat(
+    host: &Host,
+    sa: &IkeSa,
+    chosen: &ChildChosen,
+    g_ir: Option<&[u8]>,
+    ni: &[u8],
+    nr: &[u8],
+) -> Option<zeroize::Zeroizing<Vec<u8>>> {
+    let keys = sa.keys.as_ref()?;
+    let len = 2 * (chosen.encr.map_or(0, |e| e.keymat_len()) + integ_key_len(chosen.integ));
+    crypto::child_keymat(
+        &host.provider,
+        keys.suite.prf,
+        &keys.sk_d,
+        g_ir,
+        ni,
+        nr,
+        len,
+    )
+    .ok()
+}
+/// §2.8.1: both ends rekeyed `old`; ours made `new` (with the lowest
+/// nonce `ours`), the peer's `theirs`. The SA made with the lowest of
+/// the four nonces is closed by the end that made it.
+fn rekey_collided(
+    host: &mut Host,
+    sa: &mut IkeSa,
+    name: String,
+    (old, theirs): (u32, u32),
+    (new, ours): (u32, Vec<u8>),
+) {
+    let their_min = sa
+        .children
+        .iter()
+        .find(|c| c.spi_in == theirs)
+        .map(|c| c.min_nonce.clone());
+    let ours_won = their_min.as_ref().is_none_or(|t| ours >= *t);
+    if ours_won && their_min.is_some() {
+        // Theirs is redundant and the peer will delete it; it must
+        // not start carrying traffic when the old SA goes.
+        if let Some(t) = sa.children.iter_mut().find(|c| c.spi_in == theirs) {
+            t.plane.deferred_out.clear();
         }
     }
-    /// The KEYMAT for a Child SA (§2.17).
-    pub(crate) fn keymat(
-        &self,
-        sa: &IkeSa,
-        chosen: &ChildChosen,
-        g_ir: Option<&[u8]>,
-        ni: &[u8],
-        nr: &[u8],
-    ) -> Option<zeroize::Zeroizing<Vec<u8>>> {
-        let keys = sa.keys.as_ref()?;
-        let len = 2 * (chosen.encr.map_or(0, |e| e.keymat_len()) + integ_key_len(chosen.integ));
-        crypto::child_keymat(
-            &self.provider,
-            keys.suite.prf,
-            &keys.sk_d,
-            g_ir,
-            ni,
-            nr,
-            len,
-        )
-        .ok()
+    host.report(
+        sa,
+        IkeEvent::ChildRekeyCollision {
+            child: name,
+            ours_won,
+        },
+    );
+    let redundant = if ours_won { old } else { new };
+    sa.queue.push_front(Todo::DeleteChild(redundant));
+}
+/// The fallback of a `per_cpu_sas` child is up (we initiated it and
+/// the peer takes part): ask for one SA per resource of ours, RFC
+/// 9611 §3 (all at once; strongSwan waits for the kernel to ask per
+/// CPU). With one resource the fallback serves it.
+fn ask_for_resources(host: &mut Host, sa: &mut IkeSa, cfg: usize) {
+    let n = host.settings.resources;
+    if n <= 1 {
+        return;
     }
-    /// §2.8.1: both ends rekeyed `old`; ours made `new` (with the lowest
-    /// nonce `ours`), the peer's `theirs`. The SA made with the lowest of
-    /// the four nonces is closed by the end that made it.
-    fn rekey_collided(
-        &mut self,
-        sa: &mut IkeSa,
-        name: String,
-        (old, theirs): (u32, u32),
-        (new, ours): (u32, Vec<u8>),
-    ) {
-        let their_min = sa
-            .children
-            .iter()
-            .find(|c| c.spi_in == theirs)
-            .map(|c| c.min_nonce.clone());
-        let ours_won = their_min.as_ref().is_none_or(|t| ours >= *t);
-        if ours_won && their_min.is_some() {
-            // Theirs is redundant and the peer will delete it; it must
-            // not start carrying traffic when the old SA goes.
-            if let Some(t) = sa.children.iter_mut().find(|c| c.spi_in == theirs) {
-                t.plane.deferred_out.clear();
-            }
+    for cpu in 0..n {
+        let todo = Todo::CreateResource(cfg, cpu);
+        if !sa.queue.contains(&todo) {
+            sa.queue.push_back(todo);
         }
-        self.report(
-            sa,
-            IkeEvent::ChildRekeyCollision {
-                child: name,
-                ours_won,
-            },
-        );
-        let redundant = if ours_won { old } else { new };
-        sa.queue.push_front(Todo::DeleteChild(redundant));
     }
-    /// The fallback of a `per_cpu_sas` child is up (we initiated it and
-    /// the peer takes part): ask for one SA per resource of ours, RFC
-    /// 9611 §3 (all at once; strongSwan waits for the kernel to ask per
-    /// CPU). With one resource the fallback serves it.
-    fn ask_for_resources(&mut self, sa: &mut IkeSa, cfg: usize) {
-        let n = self.settings.resources;
-        if n <= 1 {
-            return;
-        }
-        for cpu in 0..n {
-            let todo = Todo::CreateResource(cfg, cpu);
-            if !sa.queue.contains(&todo) {
-                sa.queue.push_back(todo);
-            }
-        }
-        self.report(
-            sa,
-            IkeEvent::ChildResources {
-                child: self.child_name(sa, cfg),
-                resources: n,
-            },
-        );
-    }
-    /// A rekey that did not happen: the old Child SA goes on.
-    fn restore(&mut self, sa: &mut IkeSa, rekey: Option<u32>) {
-        if let Some(c) = sa
-            .children
-            .iter_mut()
-            .find(|c| Some(c.spi_in) == rekey && c.state == ChildState::Rekeying)
-        {
-            c.state = ChildState::Installed;
-        }
+    host.report(
+        sa,
+        IkeEvent::ChildResources {
+            child: crate::exchange::auth::child_name(sa, cfg),
+            resources: n,
+        },
+    );
+}
+/// A rekey that did not happen: the old Child SA goes on.
+fn restore(sa: &mut IkeSa, rekey: Option<u32>) {
+    if let Some(c) = sa
+        .children
+        .iter_mut()
+        .find(|c| Some(c.spi_in) == rekey && c.state == ChildState::Rekeying)
+    {
+        c.state = ChildState::Installed;
     }
 }
 

@@ -83,14 +83,14 @@ pub(crate) fn answer_child(
     };
     let mut refusal = NotifyType::TS_UNACCEPTABLE;
     for cfg in candidates {
-        let choice = match cx.child_choice(sa, &asked, cfg) {
+        let choice = match child_choice(sa, &asked, cfg) {
             Ok(choice) => choice,
             Err(why) => {
                 refusal = why.unwrap_or(refusal);
                 continue;
             }
         };
-        let ke = cx.child_ke(c.ke, &choice.chosen)?;
+        let ke = child_ke(cx, c.ke, &choice.chosen)?;
         let protocol = protocol_of(choice.chosen.protocol);
         if protocol == Protocol::Ah
             && (sa.path.nat_local || sa.path.nat_remote || sa.path.transport.is_stream())
@@ -129,7 +129,7 @@ fn accept_child(
         remote_ts,
     } = choice;
     let protocol = protocol_of(chosen.protocol);
-    let (per_cpu, cpu) = match cx.resource_for(sa, asked, cfg, (&local_ts, &remote_ts)) {
+    let (per_cpu, cpu) = match resource_for(cx, sa, asked, cfg, (&local_ts, &remote_ts)) {
         Ok(place) => place,
         Err(refusal) => {
             cx.host.report(
@@ -149,7 +149,8 @@ fn accept_child(
         _ => None,
     };
     let g_ir = g_ir.as_deref().map(|v| v.as_slice());
-    let Some(keymat) = cx.keymat(sa, &chosen, g_ir, asked.ni, asked.nr) else {
+    let Some(keymat) = crate::exchange::child::keymat(cx, sa, &chosen, g_ir, asked.ni, asked.nr)
+    else {
         cx.k.release_spi(protocol, spi_in);
         if let Some((ours, _)) = ipcomp {
             cx.k.release_spi(Protocol::IpComp, u32::from(ours));
@@ -226,7 +227,7 @@ fn replaced_by_peer(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, old: u32, new: u32) {
         collided = c.state == ChildState::Rekeying;
         c.state = ChildState::Rekeyed;
         c.times.rekey_at = None;
-        let switch = cx.switch_of(&conn, c.cfg);
+        let switch = crate::install::switch_of(&conn, c.cfg);
         cx.host.stats.count_rekey(switch);
         if switch != RekeySwitch::KeepOld {
             c.times.expire_at = Some(cx.now + grace);
@@ -311,123 +312,119 @@ fn rekeyed_child(sa: &IkeSa, msg: &Message) -> Result<Option<u32>, Payload> {
     }
 }
 
-impl Host {
-    /// Whether child config `cfg` fits the request: the selectors narrowed
-    /// to ours (§2.9), the mode, a proposal (§2.7, the group of the
-    /// peer's KE payload first). Else why not: the refusal to answer, or
-    /// `None` for selectors that do not meet (TS_UNACCEPTABLE, unless
-    /// another config says more).
-    fn child_choice(
-        &self,
-        sa: &IkeSa,
-        asked: &ChildAsked<'_>,
-        cfg: usize,
-    ) -> Result<ChildChoice, Option<NotifyType>> {
-        let c = crate::host::parts(asked.msg);
-        let (Some(sai), Some(tsi), Some(tsr)) = (c.sa, c.tsi, c.tsr) else {
-            return Err(Some(NotifyType::INVALID_SYNTAX));
-        };
-        let child = &sa.conn.children[cfg];
-        let ours_remote =
-            ts::from_config_dynamic(&child.remote_ts, &crate::vip::remote_dynamic(sa));
-        let ours_local = ts::from_config(&child.local_ts, sa.path.local.ip());
-        let remote_ts = ts::narrow(tsi, &ours_remote);
-        let local_ts = ts::narrow(tsr, &ours_local);
-        if remote_ts.is_empty()
-            || local_ts.is_empty()
-            || ts::selector_count(&local_ts, &remote_ts) > ts::MAX_SELECTORS
-        {
-            return Err(None);
-        }
-        let transport = has_notify(asked.msg, NotifyType::USE_TRANSPORT_MODE);
-        if child.mode == Mode::Transport && !transport {
-            return Err(Some(NotifyType::NO_PROPOSAL_CHOSEN));
-        }
-        let group = c.ke.map_or(DhGroup::NONE, |k| k.group);
-        let ours = crate::exchange::init::promote_child(suites(child).0, group);
-        let chosen = config::select_child(&ours, sai, c.ke.is_some())
-            .ok_or(Some(NotifyType::NO_PROPOSAL_CHOSEN))?;
-        let mode = if transport && child.mode == Mode::Transport {
-            Mode::Transport
-        } else {
-            Mode::Tunnel
-        };
-        Ok(ChildChoice {
-            cfg,
-            chosen,
-            mode,
-            local_ts,
-            remote_ts,
+/// Whether child config `cfg` fits the request: the selectors narrowed
+/// to ours (§2.9), the mode, a proposal (§2.7, the group of the
+/// peer's KE payload first). Else why not: the refusal to answer, or
+/// `None` for selectors that do not meet (TS_UNACCEPTABLE, unless
+/// another config says more).
+fn child_choice(
+    sa: &IkeSa,
+    asked: &ChildAsked<'_>,
+    cfg: usize,
+) -> Result<ChildChoice, Option<NotifyType>> {
+    let c = crate::host::parts(asked.msg);
+    let (Some(sai), Some(tsi), Some(tsr)) = (c.sa, c.tsi, c.tsr) else {
+        return Err(Some(NotifyType::INVALID_SYNTAX));
+    };
+    let child = &sa.conn.children[cfg];
+    let ours_remote = ts::from_config_dynamic(&child.remote_ts, &crate::vip::remote_dynamic(sa));
+    let ours_local = ts::from_config(&child.local_ts, sa.path.local.ip());
+    let remote_ts = ts::narrow(tsi, &ours_remote);
+    let local_ts = ts::narrow(tsr, &ours_local);
+    if remote_ts.is_empty()
+        || local_ts.is_empty()
+        || ts::selector_count(&local_ts, &remote_ts) > ts::MAX_SELECTORS
+    {
+        return Err(None);
+    }
+    let transport = has_notify(asked.msg, NotifyType::USE_TRANSPORT_MODE);
+    if child.mode == Mode::Transport && !transport {
+        return Err(Some(NotifyType::NO_PROPOSAL_CHOSEN));
+    }
+    let group = c.ke.map_or(DhGroup::NONE, |k| k.group);
+    let ours = crate::exchange::init::promote_child(suites(child).0, group);
+    let chosen = config::select_child(&ours, sai, c.ke.is_some())
+        .ok_or(Some(NotifyType::NO_PROPOSAL_CHOSEN))?;
+    let mode = if transport && child.mode == Mode::Transport {
+        Mode::Transport
+    } else {
+        Mode::Tunnel
+    };
+    Ok(ChildChoice {
+        cfg,
+        chosen,
+        mode,
+        local_ts,
+        remote_ts,
+    })
+}
+/// Responder, PFS (§1.3.1): our KE payload and g^ir for the peer's
+/// `kei`, which must be of the group chosen (else INVALID_KE_PAYLOAD
+/// with ours, §1.3); nothing without one.
+fn child_ke(host: &mut Host, kei: Option<&Ke>, chosen: &ChildChosen) -> Result<ChildKe, Payload> {
+    let Some(kei) = kei else {
+        return Ok((None, None));
+    };
+    if kei.group != chosen.dh {
+        let group = chosen.dh.0.to_be_bytes().to_vec();
+        return Err(notify(NotifyType::INVALID_KE_PAYLOAD, group));
+    }
+    let ours = crypto::key_exchange(&host.provider, chosen.dh, host.rng.as_mut())
+        .map_err(|_| notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]))?;
+    let g_ir = ours
+        .shared_secret(&kei.data)
+        .map_err(|_| notify(NotifyType::INVALID_SYNTAX, vec![]))?;
+    let ker = Ke {
+        group: ours.group(),
+        data: ours.public_value().to_vec(),
+    };
+    Ok((Some(ker), Some(g_ir)))
+}
+/// Responder, RFC 9611: whether the Child SA asked for joins a group
+/// of per-resource SAs and as whose. A rekey keeps the old SA's
+/// place. A request with SA_RESOURCE_INFO for a `per_cpu_sas` child
+/// makes the group's fallback if it has none, else the SA of the
+/// lowest resource of ours without one (the number the peer sent is
+/// for debugging only, §5.1); with every resource taken it is refused
+/// with TS_MAX_QUEUE (§5.2). Without the notify, or for a child
+/// without `per_cpu_sas`, an ordinary Child SA (the peer sees no
+/// SA_RESOURCE_INFO in our answer and asks no more).
+fn resource_for(
+    host: &Host,
+    sa: &IkeSa,
+    asked: &ChildAsked<'_>,
+    cfg: usize,
+    (local_ts, remote_ts): (&[TrafficSelector], &[TrafficSelector]),
+) -> Result<(bool, Option<u32>), Payload> {
+    if let Some(old) = asked
+        .rekey
+        .and_then(|spi| sa.children.iter().find(|c| c.spi_in == spi))
+    {
+        return Ok((old.per_cpu, old.cpu));
+    }
+    // With one resource (one worker, or a mode without per-resource
+    // SAs) we take no part: an ordinary Child SA, no notify back.
+    let wanted = sa.conn.children[cfg].per_cpu_sas && host.settings.resources > 1;
+    if !wanted || !has_notify(asked.msg, NotifyType::SA_RESOURCE_INFO) {
+        return Ok((false, None));
+    }
+    let group: Vec<Option<u32>> = sa
+        .children
+        .iter()
+        .filter(|c| {
+            c.cfg == cfg
+                && c.per_cpu
+                && c.state != ChildState::Deleting
+                && c.local_ts == local_ts
+                && c.remote_ts == remote_ts
         })
+        .map(|c| c.cpu)
+        .collect();
+    if !group.contains(&None) {
+        return Ok((true, None));
     }
-    /// Responder, PFS (§1.3.1): our KE payload and g^ir for the peer's
-    /// `kei`, which must be of the group chosen (else INVALID_KE_PAYLOAD
-    /// with ours, §1.3); nothing without one.
-    fn child_ke(&mut self, kei: Option<&Ke>, chosen: &ChildChosen) -> Result<ChildKe, Payload> {
-        let Some(kei) = kei else {
-            return Ok((None, None));
-        };
-        if kei.group != chosen.dh {
-            let group = chosen.dh.0.to_be_bytes().to_vec();
-            return Err(notify(NotifyType::INVALID_KE_PAYLOAD, group));
-        }
-        let ours = crypto::key_exchange(&self.provider, chosen.dh, self.rng.as_mut())
-            .map_err(|_| notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]))?;
-        let g_ir = ours
-            .shared_secret(&kei.data)
-            .map_err(|_| notify(NotifyType::INVALID_SYNTAX, vec![]))?;
-        let ker = Ke {
-            group: ours.group(),
-            data: ours.public_value().to_vec(),
-        };
-        Ok((Some(ker), Some(g_ir)))
-    }
-    /// Responder, RFC 9611: whether the Child SA asked for joins a group
-    /// of per-resource SAs and as whose. A rekey keeps the old SA's
-    /// place. A request with SA_RESOURCE_INFO for a `per_cpu_sas` child
-    /// makes the group's fallback if it has none, else the SA of the
-    /// lowest resource of ours without one (the number the peer sent is
-    /// for debugging only, §5.1); with every resource taken it is refused
-    /// with TS_MAX_QUEUE (§5.2). Without the notify, or for a child
-    /// without `per_cpu_sas`, an ordinary Child SA (the peer sees no
-    /// SA_RESOURCE_INFO in our answer and asks no more).
-    fn resource_for(
-        &self,
-        sa: &IkeSa,
-        asked: &ChildAsked<'_>,
-        cfg: usize,
-        (local_ts, remote_ts): (&[TrafficSelector], &[TrafficSelector]),
-    ) -> Result<(bool, Option<u32>), Payload> {
-        if let Some(old) = asked
-            .rekey
-            .and_then(|spi| sa.children.iter().find(|c| c.spi_in == spi))
-        {
-            return Ok((old.per_cpu, old.cpu));
-        }
-        // With one resource (one worker, or a mode without per-resource
-        // SAs) we take no part: an ordinary Child SA, no notify back.
-        let wanted = sa.conn.children[cfg].per_cpu_sas && self.settings.resources > 1;
-        if !wanted || !has_notify(asked.msg, NotifyType::SA_RESOURCE_INFO) {
-            return Ok((false, None));
-        }
-        let group: Vec<Option<u32>> = sa
-            .children
-            .iter()
-            .filter(|c| {
-                c.cfg == cfg
-                    && c.per_cpu
-                    && c.state != ChildState::Deleting
-                    && c.local_ts == local_ts
-                    && c.remote_ts == remote_ts
-            })
-            .map(|c| c.cpu)
-            .collect();
-        if !group.contains(&None) {
-            return Ok((true, None));
-        }
-        match (0..self.settings.resources).find(|cpu| !group.contains(&Some(*cpu))) {
-            Some(cpu) => Ok((true, Some(cpu))),
-            None => Err(notify(NotifyType::TS_MAX_QUEUE, vec![])),
-        }
+    match (0..host.settings.resources).find(|cpu| !group.contains(&Some(*cpu))) {
+        Some(cpu) => Ok((true, Some(cpu))),
+        None => Err(notify(NotifyType::TS_MAX_QUEUE, vec![])),
     }
 }

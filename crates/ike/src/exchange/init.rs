@@ -277,7 +277,7 @@ fn send_init(cx: &mut Cx<'_>, sa: &mut IkeSa, init: IkeInit) {
         nat_hash(sa.spi_i, 0, sa.path.remote),
     ));
     // RFC 7383 §2.3: fragmentation is announced in IKE_SA_INIT.
-    if cx.announces_fragmentation(&sa.conn) {
+    if announces_fragmentation(&sa.conn) {
         payloads.push(notify(NotifyType::IKEV2_FRAGMENTATION_SUPPORTED, vec![]));
     }
     // RFC 7427 §4: the hashes we verify signatures with (as strongSwan,
@@ -332,14 +332,14 @@ pub(crate) fn init_response(
     };
     let p = parts(&msg);
     let (Some(sar), Some(ker), Some(nr)) = (p.sa.and_then(|s| s.first()), p.ke, p.nonce) else {
-        return cx.bogus_init(sa, InitResponseError::MissingPayloads);
+        return bogus_init(cx, sa, InitResponseError::MissingPayloads);
     };
     let chosen = match config::ike_accepts(&init.offer, sar) {
         Some(c) if c.suite.dh == ker.group && header.spi_r != 0 => c,
-        _ => return cx.bogus_init(sa, InitResponseError::NotOffered),
+        _ => return bogus_init(cx, sa, InitResponseError::NotOffered),
     };
     let Ok(g_ir) = init.ke.shared_secret(&ker.data) else {
-        return cx.bogus_init(sa, InitResponseError::BadKe);
+        return bogus_init(cx, sa, InitResponseError::BadKe);
     };
     // The exchange is done: the request as sent is RealMessage1
     // (§2.15). §2.2: each end numbers its own requests from 0;
@@ -352,11 +352,18 @@ pub(crate) fn init_response(
         return Then::Stay;
     };
     sa.spi_r = header.spi_r;
-    let Some(keys) = cx.derive(&chosen, &g_ir, (&init.ni, nr), (sa.spi_i, sa.spi_r), true) else {
-        return cx.fail(sa, NegotiationError::KeyDerivation);
+    let Some(keys) = derive(
+        cx,
+        &chosen,
+        &g_ir,
+        (&init.ni, nr),
+        (sa.spi_i, sa.spi_r),
+        true,
+    ) else {
+        return fail(cx, sa, NegotiationError::KeyDerivation);
     };
     sa.keys = Some(keys);
-    note_init_answer(cx, sa, &msg);
+    note_init_answer(sa, &msg);
     let messages = InitMessages {
         // IKE_SA_INIT is never fragmented (RFC 7383 §2.5.3).
         request: sent.data.concat(),
@@ -372,8 +379,8 @@ pub(crate) fn init_response(
 /// too), the hashes it verifies signatures with (RFC 7427 §4), whether
 /// it asked for certificates (CERTREQ), and which side is behind a NAT
 /// (§2.23), floating to port 4500 over UDP.
-fn note_init_answer(cx: &Cx<'_>, sa: &mut IkeSa, msg: &Message) {
-    sa.announced.fragments = cx.announces_fragmentation(&sa.conn)
+fn note_init_answer(sa: &mut IkeSa, msg: &Message) {
+    sa.announced.fragments = announces_fragmentation(&sa.conn)
         && has_notify(msg, NotifyType::IKEV2_FRAGMENTATION_SUPPORTED);
     sa.announced.hashes = crate::auth::pubkey::announced_hashes(msg);
     sa.announced.certreq = msg
@@ -408,7 +415,7 @@ fn init_notified(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: &Message) -> Option<T
             init_again(cx, sa, |init| init.cookie = Some(cookie));
             return Some(Then::Stay);
         }
-        return Some(cx.fail(sa, NegotiationError::TooManyCookies));
+        return Some(fail(cx, sa, NegotiationError::TooManyCookies));
     }
     let n = error_notify(msg)?;
     if n.ty == NotifyType::INVALID_KE_PAYLOAD && n.data.len() == 2 && retries < MAX_INIT_RETRIES {
@@ -540,83 +547,80 @@ fn promoted<P: Clone>(
         .collect()
 }
 
-impl Host {
-    /// Connection `conn` says IKEV2_FRAGMENTATION_SUPPORTED (RFC 7383
-    /// §2.3: not with `fragmentation = no`).
-    pub(crate) fn announces_fragmentation(&self, conn: &Connection) -> bool {
-        conn.fragmentation.announced()
-    }
-    /// SKEYSEED and the seven keys (§2.14); the SK crypto of each
-    /// direction as seen by us.
-    /// `nonces` are (Ni, Nr), `spis` (SPIi, SPIr).
-    pub(crate) fn derive(
-        &self,
-        chosen: &IkeChosen,
-        g_ir: &[u8],
-        nonces: (&[u8], &[u8]),
-        spis: (u64, u64),
-        initiator: bool,
-    ) -> Option<IkeKeyState> {
-        let seed =
-            crypto::skeyseed(&self.provider, chosen.suite.prf, nonces.0, nonces.1, g_ir).ok()?;
-        self.keys_from_seed(chosen, &seed, nonces, spis, initiator)
-    }
-    /// The keys from a SKEYSEED (also after an IKE SA rekey, §2.18).
-    pub(crate) fn keys_from_seed(
-        &self,
-        chosen: &IkeChosen,
-        seed: &[u8],
-        (ni, nr): (&[u8], &[u8]),
-        (spi_i, spi_r): (u64, u64),
-        initiator: bool,
-    ) -> Option<IkeKeyState> {
-        let k: IkeKeys =
-            crypto::ike_keys(&self.provider, &chosen.suite, seed, ni, nr, spi_i, spi_r).ok()?;
-        let s = &chosen.suite;
-        let i2r = SkCrypto::new(&self.provider, s.encr, s.integ, &k.sk_ei, &k.sk_ai).ok()?;
-        let r2i = SkCrypto::new(&self.provider, s.encr, s.integ, &k.sk_er, &k.sk_ar).ok()?;
-        let (out, inn) = if initiator { (i2r, r2i) } else { (r2i, i2r) };
-        Some(IkeKeyState {
-            suite: chosen.suite,
-            sk_d: Zeroizing::new(k.sk_d.to_vec()),
-            sk_pi: Zeroizing::new(k.sk_pi.to_vec()),
-            sk_pr: Zeroizing::new(k.sk_pr.to_vec()),
-            out,
-            inn,
-        })
-    }
-    /// An IKE_SA_INIT answer we cannot use: unauthenticated, so it ends
-    /// nothing (§2.21.1); the request stays in flight.
-    fn bogus_init(&mut self, sa: &IkeSa, why: InitResponseError) -> Then {
-        self.stats.malformed += 1;
-        self.report(
-            sa,
-            IkeEvent::InitIgnored {
-                name: self.conn_name(sa),
-                unique_id: sa.uid,
-                why,
-            },
-        );
-        Then::Stay
-    }
-    /// Give up on an IKE SA that is not established yet: it goes when
-    /// its borrow ends.
-    pub(crate) fn fail(&mut self, sa: &IkeSa, reason: NegotiationError) -> Then {
-        self.report_failed(sa, reason);
-        Then::Destroy(Vec::new())
-    }
-    /// Report that negotiating `sa` failed (the caller ends it).
-    pub(crate) fn report_failed(&mut self, sa: &IkeSa, reason: NegotiationError) {
-        self.report(
-            sa,
-            IkeEvent::NegotiationFailed {
-                name: self.conn_name(sa),
-                unique_id: sa.uid,
-                remote: sa.path.remote.ip(),
-                reason,
-            },
-        );
-    }
+/// Connection `conn` says IKEV2_FRAGMENTATION_SUPPORTED (RFC 7383
+/// §2.3: not with `fragmentation = no`).
+pub(crate) fn announces_fragmentation(conn: &Connection) -> bool {
+    conn.fragmentation.announced()
+}
+/// SKEYSEED and the seven keys (§2.14); the SK crypto of each
+/// direction as seen by us.
+/// `nonces` are (Ni, Nr), `spis` (SPIi, SPIr).
+pub(crate) fn derive(
+    host: &Host,
+    chosen: &IkeChosen,
+    g_ir: &[u8],
+    nonces: (&[u8], &[u8]),
+    spis: (u64, u64),
+    initiator: bool,
+) -> Option<IkeKeyState> {
+    let seed = crypto::skeyseed(&host.provider, chosen.suite.prf, nonces.0, nonces.1, g_ir).ok()?;
+    keys_from_seed(host, chosen, &seed, nonces, spis, initiator)
+}
+/// The keys from a SKEYSEED (also after an IKE SA rekey, §2.18).
+pub(crate) fn keys_from_seed(
+    host: &Host,
+    chosen: &IkeChosen,
+    seed: &[u8],
+    (ni, nr): (&[u8], &[u8]),
+    (spi_i, spi_r): (u64, u64),
+    initiator: bool,
+) -> Option<IkeKeyState> {
+    let k: IkeKeys =
+        crypto::ike_keys(&host.provider, &chosen.suite, seed, ni, nr, spi_i, spi_r).ok()?;
+    let s = &chosen.suite;
+    let i2r = SkCrypto::new(&host.provider, s.encr, s.integ, &k.sk_ei, &k.sk_ai).ok()?;
+    let r2i = SkCrypto::new(&host.provider, s.encr, s.integ, &k.sk_er, &k.sk_ar).ok()?;
+    let (out, inn) = if initiator { (i2r, r2i) } else { (r2i, i2r) };
+    Some(IkeKeyState {
+        suite: chosen.suite,
+        sk_d: Zeroizing::new(k.sk_d.to_vec()),
+        sk_pi: Zeroizing::new(k.sk_pi.to_vec()),
+        sk_pr: Zeroizing::new(k.sk_pr.to_vec()),
+        out,
+        inn,
+    })
+}
+/// An IKE_SA_INIT answer we cannot use: unauthenticated, so it ends
+/// nothing (§2.21.1); the request stays in flight.
+fn bogus_init(host: &mut Host, sa: &IkeSa, why: InitResponseError) -> Then {
+    host.stats.malformed += 1;
+    host.report(
+        sa,
+        IkeEvent::InitIgnored {
+            name: host.conn_name(sa),
+            unique_id: sa.uid,
+            why,
+        },
+    );
+    Then::Stay
+}
+/// Give up on an IKE SA that is not established yet: it goes when
+/// its borrow ends.
+pub(crate) fn fail(host: &mut Host, sa: &IkeSa, reason: NegotiationError) -> Then {
+    report_failed(host, sa, reason);
+    Then::Destroy(Vec::new())
+}
+/// Report that negotiating `sa` failed (the caller ends it).
+pub(crate) fn report_failed(host: &mut Host, sa: &IkeSa, reason: NegotiationError) {
+    host.report(
+        sa,
+        IkeEvent::NegotiationFailed {
+            name: host.conn_name(sa),
+            unique_id: sa.uid,
+            remote: sa.path.remote.ip(),
+            reason,
+        },
+    );
 }
 
 impl Exchange for IkeInit {

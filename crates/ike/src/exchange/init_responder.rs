@@ -60,7 +60,7 @@ impl Ike {
         if self.init_replayed(now, &arrival) {
             return;
         }
-        let Some(msg) = self.host.init_request_message(&arrival) else {
+        let Some(msg) = init_request_message(&mut self.host, &arrival) else {
             return;
         };
         let p = parts(&msg);
@@ -70,22 +70,32 @@ impl Ike {
         if !self.admitted(now, &arrival, &msg, ni) {
             return;
         }
-        let Some(choice) = self.host.init_choose(&arrival, sai, kei) else {
+        let Some(choice) = init_choose(&mut self.host, &arrival, sai, kei) else {
             return;
         };
         let spi_r = self.host.new_spi(|s| self.sas.contains_spi(s));
         let nr = self.host.random(NONCE_LEN);
         let spis = (header.spi_i, spi_r);
-        let Some(keys) = self
-            .host
-            .derive(&choice.chosen, &choice.g_ir, (ni, &nr), spis, false)
-        else {
+        let Some(keys) = crate::exchange::init::derive(
+            &self.host,
+            &choice.chosen,
+            &choice.g_ir,
+            (ni, &nr),
+            spis,
+            false,
+        ) else {
             return;
         };
         let offered = Offered { msg: &msg, ni };
-        let sa = self
-            .host
-            .half_open(now, &arrival, offered, &choice, (spi_r, nr), keys);
+        let sa = half_open(
+            &mut self.host,
+            now,
+            &arrival,
+            offered,
+            &choice,
+            (spi_r, nr),
+            keys,
+        );
         self.sas.insert(sa);
     }
 
@@ -137,7 +147,7 @@ impl Ike {
         match refusal {
             Refusal::Cookie(want) => {
                 stats.cookies_sent += 1;
-                self.host.answer_init(arrival, NotifyType::COOKIE, want);
+                answer_init(&mut self.host, arrival, NotifyType::COOKIE, want);
             }
             Refusal::BlockedSource => stats.blocked_source += 1,
             Refusal::Limit => stats.refused_limit += 1,
@@ -197,181 +207,177 @@ impl Ike {
     }
 }
 
-impl Host {
-    /// The first configured connection for these addresses whose
-    /// proposals meet the offer.
-    fn pick_connection(
-        &self,
-        local: IpAddr,
-        remote: IpAddr,
-        offer: &[flowsec_wire::ike::Proposal],
-        ke: DhGroup,
-    ) -> Option<(ConnRef, IkeChosen)> {
-        // Not a connection a reload retired.
-        self.conns.iter().find_map(|c| {
-            let here =
-                c.local_addrs.is_empty() || c.local_addrs.iter().any(|a| addr_matches(a, local));
-            let there =
-                c.remote_addrs.is_empty() || c.remote_addrs.iter().any(|a| addr_matches(a, remote));
-            if !(here && there) {
-                return None;
-            }
-            config::select_ike(&promote_ike(&c.proposals, ke), offer).map(|ch| (c.clone(), ch))
-        })
-    }
-
-    /// An unprotected IKE_SA_INIT answer carrying one notify (SPIr 0).
-    fn answer_init(&mut self, to: &Arrival<'_>, ty: NotifyType, data: Vec<u8>) {
-        let msg = Message {
-            header: init_header(to.header.spi_i, 0, false, true),
-            payloads: vec![notify(ty, data)],
-        };
-        self.push(to.transport, to.local, to.remote, msg.emit());
-    }
-
-    /// The IKE_SA_INIT request parsed and its payloads checked (§3,
-    /// rules.rs); a critical payload we do not know is answered (§2.5).
-    fn init_request_message(&mut self, arrival: &Arrival<'_>) -> Option<Message> {
-        let msg = match Message::parse(arrival.data) {
-            Ok(m) => m,
-            Err(flowsec_wire::ike::IkeError::UnsupportedCritical(ty)) => {
-                self.stats.malformed += 1;
-                let unsupported = NotifyType::UNSUPPORTED_CRITICAL_PAYLOAD;
-                self.answer_init(arrival, unsupported, vec![ty.0]);
-                return None;
-            }
-            Err(_) => {
-                self.stats.malformed += 1;
-                return None;
-            }
-        };
-        if crate::rules::check(ExchangeType::IKE_SA_INIT, false, &msg.payloads).is_err() {
-            self.stats.malformed += 1;
+/// The first configured connection for these addresses whose
+/// proposals meet the offer.
+fn pick_connection(
+    host: &Host,
+    local: IpAddr,
+    remote: IpAddr,
+    offer: &[flowsec_wire::ike::Proposal],
+    ke: DhGroup,
+) -> Option<(ConnRef, IkeChosen)> {
+    // Not a connection a reload retired.
+    host.conns.iter().find_map(|c| {
+        let here = c.local_addrs.is_empty() || c.local_addrs.iter().any(|a| addr_matches(a, local));
+        let there =
+            c.remote_addrs.is_empty() || c.remote_addrs.iter().any(|a| addr_matches(a, remote));
+        if !(here && there) {
             return None;
         }
-        Some(msg)
-    }
+        config::select_ike(&promote_ike(&c.proposals, ke), offer).map(|ch| (c.clone(), ch))
+    })
+}
 
-    /// Responder: the connection and proposal for the offer `sai`, and our
-    /// key exchange with the shared secret (§1.2); else the stateless
-    /// answer: NO_PROPOSAL_CHOSEN, INVALID_KE_PAYLOAD with our group, or
-    /// INVALID_SYNTAX for a bad public value (RFC 6989).
-    fn init_choose(
-        &mut self,
-        arrival: &Arrival<'_>,
-        sai: &[Proposal],
-        kei: &Ke,
-    ) -> Option<InitChoice> {
-        let (local, remote) = (arrival.local, arrival.remote);
-        let Some((ci, chosen)) = self.pick_connection(local.ip(), remote.ip(), sai, kei.group)
-        else {
-            self.stats.no_proposal += 1;
-            self.events.push(IkeEvent::NoProposal { from: remote });
-            self.answer_init(arrival, NotifyType::NO_PROPOSAL_CHOSEN, vec![]);
-            return None;
-        };
-        if kei.group != chosen.suite.dh {
-            // §1.2: stateless; the initiator retries with our group.
-            self.stats.invalid_ke_sent += 1;
-            let group = chosen.suite.dh.0.to_be_bytes().to_vec();
-            self.answer_init(arrival, NotifyType::INVALID_KE_PAYLOAD, group);
-            return None;
-        }
-        let ke = crypto::key_exchange(&self.provider, chosen.suite.dh, self.rng.as_mut()).ok()?;
-        let Ok(g_ir) = ke.shared_secret(&kei.data) else {
-            // RFC 6989: a bad public value.
-            self.stats.malformed += 1;
-            self.answer_init(arrival, NotifyType::INVALID_SYNTAX, vec![]);
-            return None;
-        };
-        Some(InitChoice {
-            conn: ci,
-            chosen,
-            ke,
-            g_ir,
-        })
-    }
+/// An unprotected IKE_SA_INIT answer carrying one notify (SPIr 0).
+fn answer_init(host: &mut Host, to: &Arrival<'_>, ty: NotifyType, data: Vec<u8>) {
+    let msg = Message {
+        header: init_header(to.header.spi_i, 0, false, true),
+        payloads: vec![notify(ty, data)],
+    };
+    host.push(to.transport, to.local, to.remote, msg.emit());
+}
 
-    /// Responder: the half-open IKE SA `choice` makes, with our SPI and
-    /// nonce `(spi_r, nr)` and its `keys`; our IKE_SA_INIT answer goes,
-    /// and AwaitingAuth keeps both messages for IKE_AUTH (§2.15).
-    fn half_open(
-        &mut self,
-        now: Duration,
-        arrival: &Arrival<'_>,
-        offer: Offered<'_>,
-        choice: &InitChoice,
-        (spi_r, nr): (u64, Vec<u8>),
-        keys: IkeKeyState,
-    ) -> IkeSa {
-        let (local, remote, spi_i) = (arrival.local, arrival.remote, arrival.header.spi_i);
-        let uid = self.next_uid;
-        self.next_uid += 1;
-        let mut sa = new_sa(
-            choice.conn.clone(),
-            uid,
-            (spi_i, spi_r),
-            false,
-            (local, remote),
-            now,
-        );
-        sa.state = IkeState::HalfOpen;
-        sa.path.transport = arrival.transport;
-        sa.keys = Some(keys);
-        (sa.path.nat_local, sa.path.nat_remote) = nat_detect(offer.msg, spi_i, 0, local, remote);
-        let mut answer = config::ike_answer(&choice.chosen);
-        answer.spi = Vec::new();
-        // RFC 7383 §2.3: answered in kind when both ends fragment.
-        sa.announced.fragments = self.announces_fragmentation(&choice.conn)
-            && has_notify(offer.msg, NotifyType::IKEV2_FRAGMENTATION_SUPPORTED);
-        let mut payloads = vec![
-            Payload::Sa(vec![answer]),
-            Payload::Ke(Ke {
-                group: choice.ke.group(),
-                data: choice.ke.public_value().to_vec(),
-            }),
-            Payload::Nonce(nr.clone()),
-            notify(
-                NotifyType::NAT_DETECTION_SOURCE_IP,
-                nat_hash(spi_i, spi_r, local),
-            ),
-            notify(
-                NotifyType::NAT_DETECTION_DESTINATION_IP,
-                nat_hash(spi_i, spi_r, remote),
-            ),
-        ];
-        if sa.announced.fragments {
-            payloads.push(notify(NotifyType::IKEV2_FRAGMENTATION_SUPPORTED, vec![]));
+/// The IKE_SA_INIT request parsed and its payloads checked (§3,
+/// rules.rs); a critical payload we do not know is answered (§2.5).
+fn init_request_message(host: &mut Host, arrival: &Arrival<'_>) -> Option<Message> {
+    let msg = match Message::parse(arrival.data) {
+        Ok(m) => m,
+        Err(flowsec_wire::ike::IkeError::UnsupportedCritical(ty)) => {
+            host.stats.malformed += 1;
+            let unsupported = NotifyType::UNSUPPORTED_CRITICAL_PAYLOAD;
+            answer_init(host, arrival, unsupported, vec![ty.0]);
+            return None;
         }
-        // RFC 7427 §4: answered when the initiator announced its hashes.
-        sa.announced.hashes = crate::auth::pubkey::announced_hashes(offer.msg);
-        if !sa.announced.hashes.is_empty() {
-            payloads.push(notify(
-                NotifyType::SIGNATURE_HASH_ALGORITHMS,
-                crate::cert::HashSet::ours(),
-            ));
+        Err(_) => {
+            host.stats.malformed += 1;
+            return None;
         }
-        // §1.2: [CERTREQ] in the IKE_SA_INIT response, naming our CAs,
-        // when the initiator will sign.
-        payloads.extend(crate::auth::pubkey::certreq(self, &choice.conn));
-        let response = Message {
-            header: init_header(spi_i, spi_r, false, true),
-            payloads,
-        }
-        .emit();
-        sa.exch.responded(0, vec![response.clone()]);
-        sa.exch.await_request(Box::new(AwaitingAuth {
-            eap: None,
-            init: InitMessages {
-                request: arrival.data.to_vec(),
-                response: response.clone(),
-                ni: offer.ni.to_vec(),
-                nr,
-            },
-        }));
-        self.push(sa.path.transport, local, remote, response);
-        sa
+    };
+    if crate::rules::check(ExchangeType::IKE_SA_INIT, false, &msg.payloads).is_err() {
+        host.stats.malformed += 1;
+        return None;
     }
+    Some(msg)
+}
+
+/// Responder: the connection and proposal for the offer `sai`, and our
+/// key exchange with the shared secret (§1.2); else the stateless
+/// answer: NO_PROPOSAL_CHOSEN, INVALID_KE_PAYLOAD with our group, or
+/// INVALID_SYNTAX for a bad public value (RFC 6989).
+fn init_choose(
+    host: &mut Host,
+    arrival: &Arrival<'_>,
+    sai: &[Proposal],
+    kei: &Ke,
+) -> Option<InitChoice> {
+    let (local, remote) = (arrival.local, arrival.remote);
+    let Some((ci, chosen)) = pick_connection(host, local.ip(), remote.ip(), sai, kei.group) else {
+        host.stats.no_proposal += 1;
+        host.events.push(IkeEvent::NoProposal { from: remote });
+        answer_init(host, arrival, NotifyType::NO_PROPOSAL_CHOSEN, vec![]);
+        return None;
+    };
+    if kei.group != chosen.suite.dh {
+        // §1.2: stateless; the initiator retries with our group.
+        host.stats.invalid_ke_sent += 1;
+        let group = chosen.suite.dh.0.to_be_bytes().to_vec();
+        answer_init(host, arrival, NotifyType::INVALID_KE_PAYLOAD, group);
+        return None;
+    }
+    let ke = crypto::key_exchange(&host.provider, chosen.suite.dh, host.rng.as_mut()).ok()?;
+    let Ok(g_ir) = ke.shared_secret(&kei.data) else {
+        // RFC 6989: a bad public value.
+        host.stats.malformed += 1;
+        answer_init(host, arrival, NotifyType::INVALID_SYNTAX, vec![]);
+        return None;
+    };
+    Some(InitChoice {
+        conn: ci,
+        chosen,
+        ke,
+        g_ir,
+    })
+}
+
+/// Responder: the half-open IKE SA `choice` makes, with our SPI and
+/// nonce `(spi_r, nr)` and its `keys`; our IKE_SA_INIT answer goes,
+/// and AwaitingAuth keeps both messages for IKE_AUTH (§2.15).
+fn half_open(
+    host: &mut Host,
+    now: Duration,
+    arrival: &Arrival<'_>,
+    offer: Offered<'_>,
+    choice: &InitChoice,
+    (spi_r, nr): (u64, Vec<u8>),
+    keys: IkeKeyState,
+) -> IkeSa {
+    let (local, remote, spi_i) = (arrival.local, arrival.remote, arrival.header.spi_i);
+    let uid = host.next_uid;
+    host.next_uid += 1;
+    let mut sa = new_sa(
+        choice.conn.clone(),
+        uid,
+        (spi_i, spi_r),
+        false,
+        (local, remote),
+        now,
+    );
+    sa.state = IkeState::HalfOpen;
+    sa.path.transport = arrival.transport;
+    sa.keys = Some(keys);
+    (sa.path.nat_local, sa.path.nat_remote) = nat_detect(offer.msg, spi_i, 0, local, remote);
+    let mut answer = config::ike_answer(&choice.chosen);
+    answer.spi = Vec::new();
+    // RFC 7383 §2.3: answered in kind when both ends fragment.
+    sa.announced.fragments = crate::exchange::init::announces_fragmentation(&choice.conn)
+        && has_notify(offer.msg, NotifyType::IKEV2_FRAGMENTATION_SUPPORTED);
+    let mut payloads = vec![
+        Payload::Sa(vec![answer]),
+        Payload::Ke(Ke {
+            group: choice.ke.group(),
+            data: choice.ke.public_value().to_vec(),
+        }),
+        Payload::Nonce(nr.clone()),
+        notify(
+            NotifyType::NAT_DETECTION_SOURCE_IP,
+            nat_hash(spi_i, spi_r, local),
+        ),
+        notify(
+            NotifyType::NAT_DETECTION_DESTINATION_IP,
+            nat_hash(spi_i, spi_r, remote),
+        ),
+    ];
+    if sa.announced.fragments {
+        payloads.push(notify(NotifyType::IKEV2_FRAGMENTATION_SUPPORTED, vec![]));
+    }
+    // RFC 7427 §4: answered when the initiator announced its hashes.
+    sa.announced.hashes = crate::auth::pubkey::announced_hashes(offer.msg);
+    if !sa.announced.hashes.is_empty() {
+        payloads.push(notify(
+            NotifyType::SIGNATURE_HASH_ALGORITHMS,
+            crate::cert::HashSet::ours(),
+        ));
+    }
+    // §1.2: [CERTREQ] in the IKE_SA_INIT response, naming our CAs,
+    // when the initiator will sign.
+    payloads.extend(crate::auth::pubkey::certreq(host, &choice.conn));
+    let response = Message {
+        header: init_header(spi_i, spi_r, false, true),
+        payloads,
+    }
+    .emit();
+    sa.exch.responded(0, vec![response.clone()]);
+    sa.exch.await_request(Box::new(AwaitingAuth {
+        eap: None,
+        init: InitMessages {
+            request: arrival.data.to_vec(),
+            response: response.clone(),
+            ni: offer.ni.to_vec(),
+            nr,
+        },
+    }));
+    host.push(sa.path.transport, local, remote, response);
+    sa
 }
 
 /// Whether a configured address matches an actual one.

@@ -116,7 +116,7 @@ fn rekeyed_sa(cx: &mut Cx<'_>, old: &IkeSa, agreed: Agreed<'_>, initiator: bool)
     let keys = old.keys.as_ref()?;
     let seed =
         crypto::rekey_skeyseed(&cx.host.provider, keys.suite.prf, &keys.sk_d, g_ir, ni, nr).ok()?;
-    let keys = cx.keys_from_seed(chosen, &seed, (ni, nr), spis, initiator)?;
+    let keys = crate::exchange::init::keys_from_seed(cx, chosen, &seed, (ni, nr), spis, initiator)?;
     let uid = cx.host.next_uid;
     cx.host.next_uid += 1;
     let mut sa = new_sa(
