@@ -95,135 +95,132 @@ pub struct ChildSaInfo {
     pub cpu: Option<u32>,
 }
 
-impl Ike {
-    /// Every IKE SA with its Child SAs, by unique id.
-    pub fn list(&self, now: Duration) -> Vec<IkeSaInfo> {
-        let secs = |t: Duration| t.as_secs();
-        let until = |t: Option<Duration>| t.map(|t| secs(t.saturating_sub(now)));
-        let mut out: Vec<IkeSaInfo> = self
-            .sas
-            .values()
-            .map(|sa| {
-                let conn = &sa.conn;
-                let proposal = sa.keys.as_ref().map_or(String::new(), |k| {
-                    let s = &k.suite;
-                    let mut p = format!("{}-{}", s.encr.id, s.encr.key_bits);
-                    if s.integ != flowsec_wire::iana::IntegId::NONE {
-                        p += &format!("/{}", s.integ);
-                    }
-                    format!("{p}/{}/{}", s.prf, s.dh)
-                });
-                IkeSaInfo {
-                    name: conn.name.clone(),
-                    uid: sa.uid,
-                    state: sa.state.name(),
-                    initiator: sa.initiator,
-                    spi_i: sa.spi_i,
-                    spi_r: sa.spi_r,
-                    local: sa.path.local,
-                    remote: sa.path.remote,
-                    local_id: sa
-                        .ids
-                        .local
-                        .as_ref()
-                        .map_or_else(|| sa.path.local.ip().to_string(), |i| i.to_string()),
-                    remote_id: sa
-                        .ids
-                        .peer
-                        .as_ref()
-                        .map_or_else(|| "%any".into(), |i| i.to_string()),
-                    local_vips: sa.vips.local.clone(),
-                    remote_vips: sa.vips.remote.iter().map(|(_, a)| *a).collect(),
-                    dns: sa.vips.dns.clone(),
-                    nat: sa.path.nat_local || sa.path.nat_remote,
-                    transport: sa.path.transport,
-                    proposal,
-                    established_s: sa.times.established.map(|t| secs(now.saturating_sub(t))),
-                    rekey_in_s: until(sa.times.rekey_at),
-                    children: sa
-                        .children
-                        .iter()
-                        .map(|c| child_info(conn, c, now))
-                        .collect(),
-                }
-            })
-            .collect();
-        out.sort_by_key(|s| s.uid);
-        out
-    }
-
-    /// Delete the IKE SAs of connection `ike` (or the one with unique id
-    /// `ike` as a number), or the Child SAs named `child`; how many.
-    pub fn terminate(
-        &mut self,
-        now: Duration,
-        ike: Option<&str>,
-        child: Option<&str>,
-        k: &mut dyn Kernel,
-    ) -> Result<usize, CommandError> {
-        self.queue_for(now, ike, child, k, Todo::DeleteIke, Todo::DeleteChild)
-    }
-
-    /// Rekey the IKE SAs of `ike`, or the Child SAs named `child`.
-    pub fn rekey(
-        &mut self,
-        now: Duration,
-        ike: Option<&str>,
-        child: Option<&str>,
-        k: &mut dyn Kernel,
-    ) -> Result<usize, CommandError> {
-        self.queue_for(now, ike, child, k, Todo::RekeyIke, Todo::RekeyChild)
-    }
-
-    fn queue_for(
-        &mut self,
-        now: Duration,
-        ike: Option<&str>,
-        child: Option<&str>,
-        k: &mut dyn Kernel,
-        for_ike: Todo,
-        for_child: fn(u32) -> Todo,
-    ) -> Result<usize, CommandError> {
-        let mut n = 0;
-        for spi in self.sas.spis() {
-            let Some((_, mut sa)) = self.sas.find(spi) else {
-                continue;
-            };
+/// The body of [`Ike::list`].
+pub(crate) fn list(ike: &Ike, now: Duration) -> Vec<IkeSaInfo> {
+    let secs = |t: Duration| t.as_secs();
+    let until = |t: Option<Duration>| t.map(|t| secs(t.saturating_sub(now)));
+    let mut out: Vec<IkeSaInfo> = ike
+        .sas
+        .values()
+        .map(|sa| {
             let conn = &sa.conn;
-            let ike_match = ike.is_some_and(|name| {
-                name == conn.name || name.trim_start_matches('#') == sa.uid.to_string()
-            });
-            let mut todos = Vec::new();
-            if sa.state == IkeState::Established {
-                if ike_match && child.is_none() {
-                    todos.push(for_ike.clone());
-                } else if let Some(name) = child.filter(|_| ike.is_none() || ike_match) {
-                    todos.extend(
-                        sa.children
-                            .iter()
-                            .filter(|c| {
-                                conn.children.get(c.cfg).is_some_and(|ch| ch.name == name)
-                                    && c.state == crate::sa::ChildState::Installed
-                            })
-                            .map(|c| for_child(c.spi_in)),
-                    );
+            let proposal = sa.keys.as_ref().map_or(String::new(), |k| {
+                let s = &k.suite;
+                let mut p = format!("{}-{}", s.encr.id, s.encr.key_bits);
+                if s.integ != flowsec_wire::iana::IntegId::NONE {
+                    p += &format!("/{}", s.integ);
                 }
-            }
-            n += todos.len();
-            sa.queue.extend(todos);
-            crate::timers::kick(&mut Cx::new(&mut self.host, now, k), &mut sa);
-        }
-        if n == 0 {
-            return Err(match (ike, child) {
-                (_, Some(c)) => CommandError::NoChild {
-                    child: c.to_string(),
-                },
-                (Some(i), None) => CommandError::NoIke { ike: i.to_string() },
-                (None, None) => CommandError::Unnamed,
+                format!("{p}/{}/{}", s.prf, s.dh)
             });
+            IkeSaInfo {
+                name: conn.name.clone(),
+                uid: sa.uid,
+                state: sa.state.name(),
+                initiator: sa.initiator,
+                spi_i: sa.spi_i,
+                spi_r: sa.spi_r,
+                local: sa.path.local,
+                remote: sa.path.remote,
+                local_id: sa
+                    .ids
+                    .local
+                    .as_ref()
+                    .map_or_else(|| sa.path.local.ip().to_string(), |i| i.to_string()),
+                remote_id: sa
+                    .ids
+                    .peer
+                    .as_ref()
+                    .map_or_else(|| "%any".into(), |i| i.to_string()),
+                local_vips: sa.vips.local.clone(),
+                remote_vips: sa.vips.remote.iter().map(|(_, a)| *a).collect(),
+                dns: sa.vips.dns.clone(),
+                nat: sa.path.nat_local || sa.path.nat_remote,
+                transport: sa.path.transport,
+                proposal,
+                established_s: sa.times.established.map(|t| secs(now.saturating_sub(t))),
+                rekey_in_s: until(sa.times.rekey_at),
+                children: sa
+                    .children
+                    .iter()
+                    .map(|c| child_info(conn, c, now))
+                    .collect(),
+            }
+        })
+        .collect();
+    out.sort_by_key(|s| s.uid);
+    out
+}
+
+/// The body of [`Ike::terminate`].
+pub(crate) fn terminate(
+    ike: &mut Ike,
+    now: Duration,
+    name: Option<&str>,
+    child: Option<&str>,
+    k: &mut dyn Kernel,
+) -> Result<usize, CommandError> {
+    queue_for(ike, now, name, child, k, Todo::DeleteIke, Todo::DeleteChild)
+}
+
+/// The body of [`Ike::rekey`].
+pub(crate) fn rekey(
+    ike: &mut Ike,
+    now: Duration,
+    name: Option<&str>,
+    child: Option<&str>,
+    k: &mut dyn Kernel,
+) -> Result<usize, CommandError> {
+    queue_for(ike, now, name, child, k, Todo::RekeyIke, Todo::RekeyChild)
+}
+
+fn queue_for(
+    ike: &mut Ike,
+    now: Duration,
+    name: Option<&str>,
+    child: Option<&str>,
+    k: &mut dyn Kernel,
+    for_ike: Todo,
+    for_child: fn(u32) -> Todo,
+) -> Result<usize, CommandError> {
+    let mut n = 0;
+    for spi in ike.sas.spis() {
+        let Some((_, mut sa)) = ike.sas.find(spi) else {
+            continue;
+        };
+        let conn = &sa.conn;
+        let ike_match = name.is_some_and(|name| {
+            name == conn.name || name.trim_start_matches('#') == sa.uid.to_string()
+        });
+        let mut todos = Vec::new();
+        if sa.state == IkeState::Established {
+            if ike_match && child.is_none() {
+                todos.push(for_ike.clone());
+            } else if let Some(name) = child.filter(|_| name.is_none() || ike_match) {
+                todos.extend(
+                    sa.children
+                        .iter()
+                        .filter(|c| {
+                            conn.children.get(c.cfg).is_some_and(|ch| ch.name == name)
+                                && c.state == crate::sa::ChildState::Installed
+                        })
+                        .map(|c| for_child(c.spi_in)),
+                );
+            }
         }
-        Ok(n)
+        n += todos.len();
+        sa.queue.extend(todos);
+        crate::timers::kick(&mut Cx::new(&mut ike.host, now, k), &mut sa);
     }
+    if n == 0 {
+        return Err(match (name, child) {
+            (_, Some(c)) => CommandError::NoChild {
+                child: c.to_string(),
+            },
+            (Some(i), None) => CommandError::NoIke { ike: i.to_string() },
+            (None, None) => CommandError::Unnamed,
+        });
+    }
+    Ok(n)
 }
 
 /// One Child SA of `conn`, for listing.

@@ -37,6 +37,11 @@ use crate::nat::follow_peer;
 use crate::random::Random;
 use crate::sa::{IkeState, Todo};
 use crate::settings::Settings;
+use flowsec_ipsec::SaId;
+
+use crate::control::IkeSaInfo;
+use crate::error::CommandError;
+use crate::event::Reloaded;
 use crate::stats::IkeStats;
 use crate::table::{SaMut, SaTable, Slot, Then};
 use crate::transport::{Datagram, Transport};
@@ -145,7 +150,7 @@ impl Ike {
     /// the trap policies of those with `trap`.
     pub fn start(&mut self, now: Duration, k: &mut dyn Kernel) {
         let all = self.host.conns.clone();
-        self.start_connections(now, &all, k);
+        crate::reload::start_connections(self, now, &all, k);
     }
 
     /// The connections it runs (not those a reload retired, whose IKE
@@ -225,9 +230,9 @@ impl Ike {
         };
         if header.exchange == ExchangeType::IKE_SA_INIT {
             if header.response {
-                self.init_response(now, &header, data, k);
+                crate::exchange::init::on_init_response(self, now, &header, data, k);
             } else {
-                self.init_request(now, arrival);
+                crate::exchange::init_responder::init_request(self, now, arrival);
             }
             return;
         }
@@ -255,9 +260,9 @@ impl Ike {
                     let mut sa = SaMut::detached(&mut sa, self.sas.all());
                     crate::install::destroy(&mut Cx::new(&mut self.host, now, k), &mut sa);
                 }
-                self.revive(now, wishes, k);
+                crate::timers::revive(self, now, wishes, k);
             }
-            Then::Revive(wishes) => self.revive(now, wishes, k),
+            Then::Revive(wishes) => crate::timers::revive(self, now, wishes, k),
             Then::Rekeyed { new, start } => {
                 let new = self.sas.insert(*new);
                 if start {
@@ -273,6 +278,105 @@ impl Ike {
         if let Some(mut sa) = self.sas.borrow(at) {
             crate::timers::kick(&mut Cx::new(&mut self.host, now, k), &mut sa);
         }
+    }
+
+    /// Every IKE SA with its Child SAs, by unique id.
+    pub fn list(&self, now: Duration) -> Vec<IkeSaInfo> {
+        crate::control::list(self, now)
+    }
+
+    /// Delete the IKE SAs of connection `ike` (or the one with unique id
+    /// `ike` as a number), or the Child SAs named `child`; how many.
+    pub fn terminate(
+        &mut self,
+        now: Duration,
+        ike: Option<&str>,
+        child: Option<&str>,
+        k: &mut dyn Kernel,
+    ) -> Result<usize, CommandError> {
+        crate::control::terminate(self, now, ike, child, k)
+    }
+
+    /// Rekey the IKE SAs of `ike`, or the Child SAs named `child`.
+    pub fn rekey(
+        &mut self,
+        now: Duration,
+        ike: Option<&str>,
+        child: Option<&str>,
+        k: &mut dyn Kernel,
+    ) -> Result<usize, CommandError> {
+        crate::control::rekey(self, now, ike, child, k)
+    }
+
+    /// Start `child` of connection `conn` (by name; either may be left
+    /// out: the connection holding the child, or every child of the
+    /// connection that starts with it): on an established IKE SA of the
+    /// connection if there is one, else on a new IKE SA.
+    pub fn initiate(
+        &mut self,
+        now: Duration,
+        conn: Option<&str>,
+        child: Option<&str>,
+        k: &mut dyn Kernel,
+    ) -> Result<(), CommandError> {
+        crate::exchange::init::initiate(self, now, conn, child, k)
+    }
+
+    /// The data plane says SA `id` crossed its soft byte or packet limit
+    /// (`rekey_bytes`, `rekey_packets`): rekey its Child SA.
+    pub fn soft_expired(&mut self, now: Duration, id: SaId, k: &mut dyn Kernel) {
+        crate::install::soft_expired(self, now, id, k)
+    }
+
+    /// Whether some child has a volume limit (the daemon then watches the
+    /// SAs' soft state for [`Ike::soft_expired`]).
+    pub fn volume_limited(&self) -> bool {
+        crate::install::volume_limited(self)
+    }
+
+    /// Run `config` from now on (checked and parsed by the caller, as at
+    /// start): see the module documentation.
+    pub fn reload(&mut self, now: Duration, config: Config, k: &mut dyn Kernel) -> Reloaded {
+        crate::reload::reload(self, now, config, k)
+    }
+
+    /// The TCP connection from `local` to `remote` that this host
+    /// originated was lost and is open again (the daemon reconnects; RFC
+    /// 9329 §6.1: only the TCP Originator does). The IKE SAs over it
+    /// stay; each sends on the new connection at once, so that the peer
+    /// learns it: the request still unanswered if there is one (§6.2: "MUST
+    /// be retransmitted"), else an empty INFORMATIONAL (§6.1).
+    pub fn reconnected(
+        &mut self,
+        now: Duration,
+        local: SocketAddr,
+        remote: SocketAddr,
+        k: &mut dyn Kernel,
+    ) {
+        crate::streams::reconnected(self, now, local, remote, k)
+    }
+
+    /// Whether `data`, the message [`Ike::handle_on`] took last over a
+    /// stream, proved its sender: it verified under an IKE SA's keys
+    /// (the caller sees [`crate::IkeStats::verified`] rise) and that SA,
+    /// carried by a stream, is established now (its peer authenticated,
+    /// RFC 7296 §2.15). The daemon then counts the connection it came on
+    /// as established and sends the SA's traffic on it (RFC 9329 §6.1:
+    /// the newest connection a valid message came on); a message that
+    /// only opened a half-open SA, or an EAP round, does not.
+    pub fn stream_authenticated(&self, data: &[u8]) -> bool {
+        crate::streams::stream_authenticated(self, data)
+    }
+
+    /// Advance timers: retransmissions, lifetimes, rekeys, DPD, and start
+    /// queued tasks.
+    pub fn poll(&mut self, now: Duration, k: &mut dyn Kernel) {
+        crate::timers::poll(self, now, k)
+    }
+
+    /// When [`Ike::poll`] should next be called.
+    pub fn next_timeout(&self) -> Option<Duration> {
+        crate::timers::next_timeout(self)
     }
 }
 

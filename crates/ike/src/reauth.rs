@@ -87,119 +87,117 @@ fn still_trusted(host: &Host, sa: &IkeSa, unix: Option<Duration>) -> Result<(), 
     }
 }
 
-impl Ike {
-    /// After a reload: every authenticated peer checked again with the
-    /// new credentials; those that fail are deleted (DELETE sent), and
-    /// so is what an IKE rekey in flight makes of them (`revoked`).
-    pub(crate) fn recheck_peers(&mut self, now: Duration, k: &mut dyn Kernel) {
-        let unix = self.host.unix_time(now);
-        let failed: Vec<(u64, Distrust)> = self
-            .sas
-            .values()
-            .filter(|s| self.host.is_live(&s.conn) && s.times.established.is_some())
-            .filter_map(|s| {
-                let why = still_trusted(&self.host, s, unix).err()?;
-                Some((s.our_spi(), why))
-            })
-            .collect();
-        for (spi, why) in failed {
-            let Some((_, mut sa)) = self.sas.find(spi) else {
-                continue;
-            };
-            self.host.stats.peers_revoked += 1;
-            self.host.events.push(IkeEvent::PeerRevoked {
-                name: self.host.conn_name(&sa),
-                unique_id: sa.uid,
-                why,
-            });
-            sa.auth.revoked = true;
-            if sa.state == IkeState::Established && !crate::reload::deleting(&sa) {
-                sa.queue.clear();
-                sa.queue.push_back(Todo::DeleteIke);
-                crate::timers::kick(&mut Cx::new(&mut self.host, now, k), &mut sa);
-            }
-        }
-    }
-
-    /// The IKE SAs whose `reauth_time` came (timers.rs): each
-    /// authenticates again on a new IKE SA, if we can reach the peer.
-    pub(crate) fn reauthenticate(&mut self, now: Duration, k: &mut dyn Kernel) {
-        for spi in std::mem::take(&mut self.host.reauth_due) {
-            let Some(old) = self.sas.values().find(|s| s.our_spi() == spi) else {
-                continue;
-            };
-            if old.state != IkeState::Established || !self.host.is_live(&old.conn) {
-                continue;
-            }
-            let (ci, uid, vips) = (old.conn.clone(), old.uid, old.vips.local.clone());
-            let cfgs = child_configs(old);
-            let name = ci.name.clone();
-            match self.connect_over(now, ci, cfgs.first().copied(), None, k) {
-                Ok(new) => {
-                    if let Some(n) = self.sas.values_mut().find(|s| s.our_spi() == new) {
-                        n.queue
-                            .extend(cfgs.iter().skip(1).map(|&c| Todo::CreateChild(c)));
-                        // Ask for the same virtual IPs (vip.rs `request`).
-                        n.vips.local = vips;
-                    }
-                    if let Some(o) = self.sas.values_mut().find(|s| s.our_spi() == spi) {
-                        o.auth.reauth_by = Some(new);
-                    }
-                    self.host.stats.reauthentications += 1;
-                    self.host.events.push(IkeEvent::Reauthenticating {
-                        name,
-                        unique_id: uid,
-                    });
-                }
-                // A responder that cannot reach its peer: the SA ends at
-                // its hard limit.
-                Err(e) => self.host.events.push(IkeEvent::CommandFailed(e)),
-            }
-        }
-    }
-
-    /// The reauthenticated IKE SAs whose successor is up (with its Child
-    /// SAs, if they had any) are deleted; those whose successor failed
-    /// wait for their hard limit.
-    pub(crate) fn reauth_handover(&mut self, now: Duration, k: &mut dyn Kernel) {
-        let mut done = Vec::new();
-        let mut failed = Vec::new();
-        for s in self.sas.values() {
-            let Some(by) = s.auth.reauth_by else { continue };
-            match self.sas.values().find(|n| n.our_spi() == by) {
-                Some(n) if successor_up(s, n) => done.push(s.our_spi()),
-                Some(_) => {}
-                None => failed.push(s.our_spi()),
-            }
-        }
-        for spi in failed {
-            if let Some(s) = self.sas.values_mut().find(|s| s.our_spi() == spi) {
-                s.auth.reauth_by = None;
-            }
-        }
-        for spi in done {
-            let Some((_, mut sa)) = self.sas.find(spi) else {
-                continue;
-            };
-            sa.auth.reauth_by = None;
-            if sa.state == IkeState::Established && !crate::reload::deleting(&sa) {
-                sa.queue.clear();
-                sa.queue.push_back(Todo::DeleteIke);
-                crate::timers::kick(&mut Cx::new(&mut self.host, now, k), &mut sa);
-            }
-        }
-    }
-
-    /// Whether a reauthenticated IKE SA may go now (the daemon polls at
-    /// once then).
-    pub(crate) fn reauth_due_now(&self, sa: &IkeSa) -> bool {
-        sa.auth.reauth_by.is_some_and(|by| {
-            self.sas
-                .values()
-                .find(|n| n.our_spi() == by)
-                .is_none_or(|n| successor_up(sa, n))
+/// After a reload: every authenticated peer checked again with the
+/// new credentials; those that fail are deleted (DELETE sent), and
+/// so is what an IKE rekey in flight makes of them (`revoked`).
+pub(crate) fn recheck_peers(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) {
+    let unix = ike.host.unix_time(now);
+    let failed: Vec<(u64, Distrust)> = ike
+        .sas
+        .values()
+        .filter(|s| ike.host.is_live(&s.conn) && s.times.established.is_some())
+        .filter_map(|s| {
+            let why = still_trusted(&ike.host, s, unix).err()?;
+            Some((s.our_spi(), why))
         })
+        .collect();
+    for (spi, why) in failed {
+        let Some((_, mut sa)) = ike.sas.find(spi) else {
+            continue;
+        };
+        ike.host.stats.peers_revoked += 1;
+        ike.host.events.push(IkeEvent::PeerRevoked {
+            name: ike.host.conn_name(&sa),
+            unique_id: sa.uid,
+            why,
+        });
+        sa.auth.revoked = true;
+        if sa.state == IkeState::Established && !crate::reload::deleting(&sa) {
+            sa.queue.clear();
+            sa.queue.push_back(Todo::DeleteIke);
+            crate::timers::kick(&mut Cx::new(&mut ike.host, now, k), &mut sa);
+        }
     }
+}
+
+/// The IKE SAs whose `reauth_time` came (timers.rs): each
+/// authenticates again on a new IKE SA, if we can reach the peer.
+pub(crate) fn reauthenticate(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) {
+    for spi in std::mem::take(&mut ike.host.reauth_due) {
+        let Some(old) = ike.sas.values().find(|s| s.our_spi() == spi) else {
+            continue;
+        };
+        if old.state != IkeState::Established || !ike.host.is_live(&old.conn) {
+            continue;
+        }
+        let (ci, uid, vips) = (old.conn.clone(), old.uid, old.vips.local.clone());
+        let cfgs = child_configs(old);
+        let name = ci.name.clone();
+        match crate::exchange::init::connect_over(ike, now, ci, cfgs.first().copied(), None, k) {
+            Ok(new) => {
+                if let Some(n) = ike.sas.values_mut().find(|s| s.our_spi() == new) {
+                    n.queue
+                        .extend(cfgs.iter().skip(1).map(|&c| Todo::CreateChild(c)));
+                    // Ask for the same virtual IPs (vip.rs `request`).
+                    n.vips.local = vips;
+                }
+                if let Some(o) = ike.sas.values_mut().find(|s| s.our_spi() == spi) {
+                    o.auth.reauth_by = Some(new);
+                }
+                ike.host.stats.reauthentications += 1;
+                ike.host.events.push(IkeEvent::Reauthenticating {
+                    name,
+                    unique_id: uid,
+                });
+            }
+            // A responder that cannot reach its peer: the SA ends at
+            // its hard limit.
+            Err(e) => ike.host.events.push(IkeEvent::CommandFailed(e)),
+        }
+    }
+}
+
+/// The reauthenticated IKE SAs whose successor is up (with its Child
+/// SAs, if they had any) are deleted; those whose successor failed
+/// wait for their hard limit.
+pub(crate) fn reauth_handover(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) {
+    let mut done = Vec::new();
+    let mut failed = Vec::new();
+    for s in ike.sas.values() {
+        let Some(by) = s.auth.reauth_by else { continue };
+        match ike.sas.values().find(|n| n.our_spi() == by) {
+            Some(n) if successor_up(s, n) => done.push(s.our_spi()),
+            Some(_) => {}
+            None => failed.push(s.our_spi()),
+        }
+    }
+    for spi in failed {
+        if let Some(s) = ike.sas.values_mut().find(|s| s.our_spi() == spi) {
+            s.auth.reauth_by = None;
+        }
+    }
+    for spi in done {
+        let Some((_, mut sa)) = ike.sas.find(spi) else {
+            continue;
+        };
+        sa.auth.reauth_by = None;
+        if sa.state == IkeState::Established && !crate::reload::deleting(&sa) {
+            sa.queue.clear();
+            sa.queue.push_back(Todo::DeleteIke);
+            crate::timers::kick(&mut Cx::new(&mut ike.host, now, k), &mut sa);
+        }
+    }
+}
+
+/// Whether a reauthenticated IKE SA may go now (the daemon polls at
+/// once then).
+pub(crate) fn reauth_due_now(ike: &Ike, sa: &IkeSa) -> bool {
+    sa.auth.reauth_by.is_some_and(|by| {
+        ike.sas
+            .values()
+            .find(|n| n.our_spi() == by)
+            .is_none_or(|n| successor_up(sa, n))
+    })
 }
 
 /// `new` took `old`'s place: established, with a Child SA of each config

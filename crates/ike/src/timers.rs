@@ -17,114 +17,109 @@ use crate::kernel::Kernel;
 use crate::sa::{ChildState, IkeSa, IkeState, Todo};
 use crate::table::{SaMut, Then, Wish};
 
-impl Ike {
-    /// Carry out [`Host::after_death`]'s wishes.
-    pub(crate) fn revive(&mut self, now: Duration, wishes: Vec<Wish>, k: &mut dyn Kernel) {
-        for (ci, cj, action) in wishes {
-            // A connection a reload retired wishes nothing any more.
-            if !self.host.is_live(&ci) {
-                continue;
-            }
-            let trapped = (self.host.traps.values()).any(|(c, j)| Arc::ptr_eq(c, &ci) && *j == cj);
-            let (conn, child) = (ci.name.clone(), ci.children[cj].name.clone());
-            let done = match action {
-                crate::config::DpdAction::Restart => {
-                    self.host.events.push(IkeEvent::Restarting {
-                        child: child.clone(),
-                    });
-                    self.initiate(now, Some(&conn), Some(&child), k)
-                }
-                crate::config::DpdAction::Trap if !trapped => {
-                    crate::install::install_trap(&mut Cx::new(&mut self.host, now, k), &ci, cj)
-                }
-                _ => Ok(()),
-            };
-            if let Err(e) = done {
-                self.host.events.push(IkeEvent::CommandFailed(e));
-            }
+/// Carry out [`Host::after_death`]'s wishes.
+pub(crate) fn revive(ike: &mut Ike, now: Duration, wishes: Vec<Wish>, k: &mut dyn Kernel) {
+    for (ci, cj, action) in wishes {
+        // A connection a reload retired wishes nothing any more.
+        if !ike.host.is_live(&ci) {
+            continue;
         }
-    }
-
-    /// Advance timers: retransmissions, lifetimes, rekeys, DPD, and start
-    /// queued tasks.
-    pub fn poll(&mut self, now: Duration, k: &mut dyn Kernel) {
-        let (gone, kept): (Vec<_>, Vec<_>) =
-            self.host.lingering.drain(..).partition(|(_, t)| now >= *t);
-        self.host.lingering = kept;
-        for (id, _) in gone {
-            k.del_sa(id);
-        }
-        self.fall_back_to_tcp(now, k);
-        self.retire(now, k);
-        self.reauth_handover(now, k);
-        for spi in self.sas.spis() {
-            let Some((at, mut sa)) = self.sas.find(spi) else {
-                continue;
-            };
-            let then = poll_sa(&mut Cx::new(&mut self.host, now, k), &mut sa);
-            self.then(now, at, then, k);
-        }
-        self.reauthenticate(now, k);
-    }
-
-    /// When [`Ike::poll`] should next be called.
-    pub fn next_timeout(&self) -> Option<Duration> {
-        let mut t: Option<Duration> = None;
-        let mut at = |d: Option<Duration>| {
-            if let Some(d) = d {
-                t = Some(t.map_or(d, |t| t.min(d)));
+        let trapped = (ike.host.traps.values()).any(|(c, j)| Arc::ptr_eq(c, &ci) && *j == cj);
+        let (conn, child) = (ci.name.clone(), ci.children[cj].name.clone());
+        let done = match action {
+            crate::config::DpdAction::Restart => {
+                ike.host.events.push(IkeEvent::Restarting {
+                    child: child.clone(),
+                });
+                ike.initiate(now, Some(&conn), Some(&child), k)
             }
+            crate::config::DpdAction::Trap if !trapped => {
+                crate::install::install_trap(&mut Cx::new(&mut ike.host, now, k), &ci, cj)
+            }
+            _ => Ok(()),
         };
-        for (_, deadline) in &self.host.lingering {
-            at(Some(*deadline));
+        if let Err(e) = done {
+            ike.host.events.push(IkeEvent::CommandFailed(e));
         }
-        for sa in self.sas.values() {
-            at(sa.exch.deadline());
-            match sa.state {
-                IkeState::HalfOpen => at(Some(
-                    sa.times.created + self.host.settings.half_open_timeout,
-                )),
-                IkeState::Established => {
-                    // A retired connection's IKE SA: its DELETE is due
-                    // (Ike::retire, on the next poll).
-                    at(self.retired_due(sa));
-                    if sa.path.nat_local
-                        && !sa.path.transport.is_stream()
-                        && !self.host.settings.keep_alive.is_zero()
-                    {
-                        at(Some(sa.times.last_sent + self.host.settings.keep_alive));
-                    }
-                    at(sa.times.rekey_at);
-                    at(sa.times.expire_at);
-                    at(sa.auth.reauth_at);
-                    if self.reauth_due_now(sa) || (sa.auth.revoked && !crate::reload::deleting(sa))
-                    {
-                        at(Some(Duration::ZERO));
-                    }
-                    let dpd = sa.conn.dpd_delay;
-                    if !dpd.is_zero() && sa.exch.idle() {
-                        at(Some(sa.times.last_heard + dpd));
-                    }
-                    for c in &sa.children {
-                        at(c.times.rekey_at);
-                        at(c.times.expire_at);
-                    }
-                }
-                IkeState::Rekeyed | IkeState::Deleting => at(sa.times.expire_at),
-                IkeState::Connecting if sa.path.transport == crate::transport::Transport::Udp => {
-                    let tcp = &sa.conn.tcp;
-                    if tcp.encap == crate::config::TcpEncap::Fallback {
-                        at(Some(sa.times.created + tcp.fallback_after));
-                    }
-                }
-                _ => {}
-            }
-            if sa.exch.idle() && can_start(sa) {
-                at(Some(Duration::ZERO));
-            }
-        }
-        t
     }
+}
+
+/// The body of [`Ike::poll`].
+pub(crate) fn poll(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) {
+    let (gone, kept): (Vec<_>, Vec<_>) = ike.host.lingering.drain(..).partition(|(_, t)| now >= *t);
+    ike.host.lingering = kept;
+    for (id, _) in gone {
+        k.del_sa(id);
+    }
+    crate::streams::fall_back_to_tcp(ike, now, k);
+    crate::reload::retire(ike, now, k);
+    crate::reauth::reauth_handover(ike, now, k);
+    for spi in ike.sas.spis() {
+        let Some((at, mut sa)) = ike.sas.find(spi) else {
+            continue;
+        };
+        let then = poll_sa(&mut Cx::new(&mut ike.host, now, k), &mut sa);
+        ike.then(now, at, then, k);
+    }
+    crate::reauth::reauthenticate(ike, now, k);
+}
+
+/// The body of [`Ike::next_timeout`].
+pub(crate) fn next_timeout(ike: &Ike) -> Option<Duration> {
+    let mut t: Option<Duration> = None;
+    let mut at = |d: Option<Duration>| {
+        if let Some(d) = d {
+            t = Some(t.map_or(d, |t| t.min(d)));
+        }
+    };
+    for (_, deadline) in &ike.host.lingering {
+        at(Some(*deadline));
+    }
+    for sa in ike.sas.values() {
+        at(sa.exch.deadline());
+        match sa.state {
+            IkeState::HalfOpen => at(Some(sa.times.created + ike.host.settings.half_open_timeout)),
+            IkeState::Established => {
+                // A retired connection's IKE SA: its DELETE is due
+                // (Ike::retire, on the next poll).
+                at(crate::reload::retired_due(ike, sa));
+                if sa.path.nat_local
+                    && !sa.path.transport.is_stream()
+                    && !ike.host.settings.keep_alive.is_zero()
+                {
+                    at(Some(sa.times.last_sent + ike.host.settings.keep_alive));
+                }
+                at(sa.times.rekey_at);
+                at(sa.times.expire_at);
+                at(sa.auth.reauth_at);
+                if crate::reauth::reauth_due_now(ike, sa)
+                    || (sa.auth.revoked && !crate::reload::deleting(sa))
+                {
+                    at(Some(Duration::ZERO));
+                }
+                let dpd = sa.conn.dpd_delay;
+                if !dpd.is_zero() && sa.exch.idle() {
+                    at(Some(sa.times.last_heard + dpd));
+                }
+                for c in &sa.children {
+                    at(c.times.rekey_at);
+                    at(c.times.expire_at);
+                }
+            }
+            IkeState::Rekeyed | IkeState::Deleting => at(sa.times.expire_at),
+            IkeState::Connecting if sa.path.transport == crate::transport::Transport::Udp => {
+                let tcp = &sa.conn.tcp;
+                if tcp.encap == crate::config::TcpEncap::Fallback {
+                    at(Some(sa.times.created + tcp.fallback_after));
+                }
+            }
+            _ => {}
+        }
+        if sa.exch.idle() && can_start(sa) {
+            at(Some(Duration::ZERO));
+        }
+    }
+    t
 }
 
 /// One IKE SA's turn in [`Ike::poll`].

@@ -64,139 +64,134 @@ pub(crate) struct IkeInit {
     pub first_child: Option<usize>,
 }
 
-impl Ike {
-    /// Start `child` of connection `conn` (by name; either may be left
-    /// out: the connection holding the child, or every child of the
-    /// connection that starts with it): on an established IKE SA of the
-    /// connection if there is one, else on a new IKE SA.
-    pub fn initiate(
-        &mut self,
-        now: Duration,
-        conn: Option<&str>,
-        child: Option<&str>,
-        k: &mut dyn Kernel,
-    ) -> Result<(), CommandError> {
-        // Not a connection a reload retired.
-        let found = self.host.conns.iter().find_map(|c| {
-            if conn.is_some_and(|n| n != c.name) {
-                return None;
-            }
-            match child {
-                Some(name) => c
-                    .children
-                    .iter()
-                    .position(|ch| ch.name == name)
-                    .map(|j| (c.clone(), Some(j))),
-                None => Some((c.clone(), None)),
-            }
-        });
-        let Some((ci, child)) = found else {
-            return Err(CommandError::NoConnection {
-                conn: conn.map(str::to_string),
-                child: child.map(str::to_string),
-            });
-        };
-        let child = child.or_else(|| (!ci.children.is_empty()).then_some(0));
-        // An IKE SA of the connection we can reuse?
-        let existing = self
-            .sas
-            .values()
-            .find(|s| {
-                Arc::ptr_eq(&s.conn, &ci)
-                    && matches!(
-                        s.state,
-                        IkeState::Established | IkeState::Connecting | IkeState::Authenticating
-                    )
-            })
-            .map(|s| s.our_spi());
-        if let Some(spi) = existing {
-            let Some(cfg) = child else { return Ok(()) };
-            let Some((_, mut sa)) = self.sas.find(spi) else {
-                return Ok(());
-            };
-            if sa.state == IkeState::Established {
-                sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
-                crate::timers::kick(&mut Cx::new(&mut self.host, now, k), &mut sa);
-            } else if sa.exch.task().and_then(|t| t.first_child()) != Some(cfg) {
-                // IKE_AUTH will carry the first child; the rest follow.
-                sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
-            }
-            return Ok(());
+/// The body of [`Ike::initiate`].
+pub(crate) fn initiate(
+    ike: &mut Ike,
+    now: Duration,
+    conn: Option<&str>,
+    child: Option<&str>,
+    k: &mut dyn Kernel,
+) -> Result<(), CommandError> {
+    // Not a connection a reload retired.
+    let found = ike.host.conns.iter().find_map(|c| {
+        if conn.is_some_and(|n| n != c.name) {
+            return None;
         }
-        self.connect_over(now, ci, child, None, k).map(|_| ())
-    }
-
-    /// A new IKE SA of connection `ci` as initiator, over `transport` or
-    /// (`None`) what its `tcp_encap` says to start with; its SPI.
-    pub(crate) fn connect_over(
-        &mut self,
-        now: Duration,
-        ci: ConnRef,
-        child: Option<usize>,
-        transport: Option<Transport>,
-        k: &mut dyn Kernel,
-    ) -> Result<u64, CommandError> {
-        let conn = &*ci;
-        let transport = transport.unwrap_or_else(|| starting_transport(conn));
-        let (local, remote) = endpoints(conn, transport, k)?;
-        let group = conn
-            .proposals
-            .iter()
-            .flat_map(|p| p.dh.iter())
-            .copied()
-            .find(|g| self.host.provider.key_exchange(*g).is_some())
-            .ok_or_else(|| CommandError::NoGroup {
-                conn: conn.name.clone(),
-            })?;
-        let offer = config::ike_offer(&conn.proposals);
-        let name = conn.name.clone();
-        let ke = crypto::key_exchange(&self.host.provider, group, self.host.rng.as_mut()).map_err(
-            |error| CommandError::KeyExchange {
-                conn: name.clone(),
-                error,
-            },
-        )?;
-        let spi_i = self.host.new_spi(|s| self.sas.contains_spi(s));
-        let ni = self.host.random(NONCE_LEN);
-        let uid = self.host.next_uid;
-        self.host.next_uid += 1;
-        let mut sa = new_sa(ci, uid, (spi_i, 0), true, (local, remote), now);
-        sa.path.transport = transport;
-        sa.path.stream_originator = transport.is_stream();
-        let init = IkeInit {
-            ke,
-            ni,
-            offer,
-            cookie: None,
-            retries: 0,
-            first_child: child,
-        };
-        self.host.events.push(IkeEvent::Initiating {
-            name,
-            unique_id: uid,
-            remote: remote.ip(),
+        match child {
+            Some(name) => c
+                .children
+                .iter()
+                .position(|ch| ch.name == name)
+                .map(|j| (c.clone(), Some(j))),
+            None => Some((c.clone(), None)),
+        }
+    });
+    let Some((ci, child)) = found else {
+        return Err(CommandError::NoConnection {
+            conn: conn.map(str::to_string),
+            child: child.map(str::to_string),
         });
-        send_init(&mut Cx::new(&mut self.host, now, k), &mut sa, init);
-        self.sas.insert(sa);
-        Ok(spi_i)
-    }
-
-    /// The initiator's side: the answer to our IKE_SA_INIT, for the SA
-    /// its SPIi names.
-    pub(crate) fn init_response(
-        &mut self,
-        now: Duration,
-        header: &Header,
-        data: &[u8],
-        k: &mut dyn Kernel,
-    ) {
-        let Some((at, mut sa)) = self.sas.find(header.spi_i) else {
-            self.host.stats.unknown_spi += 1;
-            return;
+    };
+    let child = child.or_else(|| (!ci.children.is_empty()).then_some(0));
+    // An IKE SA of the connection we can reuse?
+    let existing = ike
+        .sas
+        .values()
+        .find(|s| {
+            Arc::ptr_eq(&s.conn, &ci)
+                && matches!(
+                    s.state,
+                    IkeState::Established | IkeState::Connecting | IkeState::Authenticating
+                )
+        })
+        .map(|s| s.our_spi());
+    if let Some(spi) = existing {
+        let Some(cfg) = child else { return Ok(()) };
+        let Some((_, mut sa)) = ike.sas.find(spi) else {
+            return Ok(());
         };
-        let then = init_response(&mut Cx::new(&mut self.host, now, k), &mut sa, header, data);
-        self.then(now, at, then, k);
+        if sa.state == IkeState::Established {
+            sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
+            crate::timers::kick(&mut Cx::new(&mut ike.host, now, k), &mut sa);
+        } else if sa.exch.task().and_then(|t| t.first_child()) != Some(cfg) {
+            // IKE_AUTH will carry the first child; the rest follow.
+            sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
+        }
+        return Ok(());
     }
+    connect_over(ike, now, ci, child, None, k).map(|_| ())
+}
+
+/// A new IKE SA of connection `ci` as initiator, over `transport` or
+/// (`None`) what its `tcp_encap` says to start with; its SPI.
+pub(crate) fn connect_over(
+    ike: &mut Ike,
+    now: Duration,
+    ci: ConnRef,
+    child: Option<usize>,
+    transport: Option<Transport>,
+    k: &mut dyn Kernel,
+) -> Result<u64, CommandError> {
+    let conn = &*ci;
+    let transport = transport.unwrap_or_else(|| starting_transport(conn));
+    let (local, remote) = endpoints(conn, transport, k)?;
+    let group = conn
+        .proposals
+        .iter()
+        .flat_map(|p| p.dh.iter())
+        .copied()
+        .find(|g| ike.host.provider.key_exchange(*g).is_some())
+        .ok_or_else(|| CommandError::NoGroup {
+            conn: conn.name.clone(),
+        })?;
+    let offer = config::ike_offer(&conn.proposals);
+    let name = conn.name.clone();
+    let ke = crypto::key_exchange(&ike.host.provider, group, ike.host.rng.as_mut()).map_err(
+        |error| CommandError::KeyExchange {
+            conn: name.clone(),
+            error,
+        },
+    )?;
+    let spi_i = ike.host.new_spi(|s| ike.sas.contains_spi(s));
+    let ni = ike.host.random(NONCE_LEN);
+    let uid = ike.host.next_uid;
+    ike.host.next_uid += 1;
+    let mut sa = new_sa(ci, uid, (spi_i, 0), true, (local, remote), now);
+    sa.path.transport = transport;
+    sa.path.stream_originator = transport.is_stream();
+    let init = IkeInit {
+        ke,
+        ni,
+        offer,
+        cookie: None,
+        retries: 0,
+        first_child: child,
+    };
+    ike.host.events.push(IkeEvent::Initiating {
+        name,
+        unique_id: uid,
+        remote: remote.ip(),
+    });
+    send_init(&mut Cx::new(&mut ike.host, now, k), &mut sa, init);
+    ike.sas.insert(sa);
+    Ok(spi_i)
+}
+
+/// The initiator's side: the answer to our IKE_SA_INIT, for the SA
+/// its SPIi names.
+pub(crate) fn on_init_response(
+    ike: &mut Ike,
+    now: Duration,
+    header: &Header,
+    data: &[u8],
+    k: &mut dyn Kernel,
+) {
+    let Some((at, mut sa)) = ike.sas.find(header.spi_i) else {
+        ike.host.stats.unknown_spi += 1;
+        return;
+    };
+    let then = init_response(&mut Cx::new(&mut ike.host, now, k), &mut sa, header, data);
+    ike.then(now, at, then, k);
 }
 
 /// The transport a new IKE SA of `conn` starts on, as its `tcp_encap`

@@ -46,165 +46,168 @@ struct InitChoice {
     g_ir: Zeroizing<Vec<u8>>,
 }
 
-impl Ike {
-    /// The responder's side of IKE_SA_INIT (§1.2): admitted (§2.6), a
-    /// connection and proposal chosen, a half-open IKE SA that waits for
-    /// IKE_AUTH; or a stateless answer (COOKIE, INVALID_KE_PAYLOAD,
-    /// NO_PROPOSAL_CHOSEN), or nothing.
-    pub(crate) fn init_request(&mut self, now: Duration, arrival: Arrival<'_>) {
-        let header = arrival.header;
-        if header.spi_r != 0 || header.message_id != 0 || !header.initiator {
-            self.host.stats.malformed += 1;
-            return;
-        }
-        if self.init_replayed(now, &arrival) {
-            return;
-        }
-        let Some(msg) = init_request_message(&mut self.host, &arrival) else {
-            return;
-        };
-        let p = parts(&msg);
-        let (Some(sai), Some(kei), Some(ni)) = (p.sa, p.ke, p.nonce) else {
-            return;
-        };
-        if !self.admitted(now, &arrival, &msg, ni) {
-            return;
-        }
-        let Some(choice) = init_choose(&mut self.host, &arrival, sai, kei) else {
-            return;
-        };
-        let spi_r = self.host.new_spi(|s| self.sas.contains_spi(s));
-        let nr = self.host.random(NONCE_LEN);
-        let spis = (header.spi_i, spi_r);
-        let Some(keys) = crate::exchange::init::derive(
-            &self.host,
-            &choice.chosen,
-            &choice.g_ir,
-            (ni, &nr),
-            spis,
-            false,
-        ) else {
-            return;
-        };
-        let offered = Offered { msg: &msg, ni };
-        let sa = half_open(
-            &mut self.host,
-            now,
-            &arrival,
-            offered,
-            &choice,
-            (spi_r, nr),
-            keys,
-        );
-        self.sas.insert(sa);
+/// The responder's side of IKE_SA_INIT (§1.2): admitted (§2.6), a
+/// connection and proposal chosen, a half-open IKE SA that waits for
+/// IKE_AUTH; or a stateless answer (COOKIE, INVALID_KE_PAYLOAD,
+/// NO_PROPOSAL_CHOSEN), or nothing.
+pub(crate) fn init_request(ike: &mut Ike, now: Duration, arrival: Arrival<'_>) {
+    let header = arrival.header;
+    if header.spi_r != 0 || header.message_id != 0 || !header.initiator {
+        ike.host.stats.malformed += 1;
+        return;
     }
-
-    /// A retransmission of an IKE_SA_INIT request we answered gets the
-    /// same answer (§2.1); whether it was one (anything else from that
-    /// SPIi and address is dropped). Rate-limited as every cached answer
-    /// (exchange.rs): the peer is not verified yet, and an answer to every
-    /// copy would let it make us queue (over a stream) or send (over UDP)
-    /// a response per request it writes (issue 29 items 1, 2).
-    fn init_replayed(&mut self, now: Duration, arrival: &Arrival<'_>) -> bool {
-        let Some(sa) = self.sas.values_mut().find(|s| {
-            s.state == IkeState::HalfOpen
-                && s.spi_i == arrival.header.spi_i
-                && s.path.remote == arrival.remote
-        }) else {
-            return false;
-        };
-        let again = sa
-            .exch
-            .passive()
-            .filter(|w| w.init().request == arrival.data);
-        let Some(response) = again.map(|w| w.init().response.clone()) else {
-            return true;
-        };
-        // Found by its address: the peer's own.
-        if sa.exch.may_resend(now, true) {
-            self.host.stats.replayed += 1;
-            self.host
-                .push(sa.path.transport, sa.path.local, sa.path.remote, response);
-        } else {
-            self.host.stats.resend_limited += 1;
-        }
-        true
+    if init_replayed(ike, now, &arrival) {
+        return;
     }
-
-    /// Whether the request may make a half-open IKE SA (admit.rs), else
-    /// its stateless answer (a COOKIE, §2.6) or nothing.
-    fn admitted(&mut self, now: Duration, arrival: &Arrival<'_>, msg: &Message, ni: &[u8]) -> bool {
-        // §2.6: a returned cookie is the first payload.
-        let cookie = match msg.payloads.first() {
-            Some(Payload::Notify(n)) if n.ty == NotifyType::COOKIE => Some(n.data.as_slice()),
-            _ => None,
-        };
-        let refusal = match self.admit(now, arrival.remote.ip(), ni, arrival.header.spi_i, cookie) {
-            Ok(()) => return true,
-            Err(refusal) => refusal,
-        };
-        let stats = &mut self.host.stats;
-        match refusal {
-            Refusal::Cookie(want) => {
-                stats.cookies_sent += 1;
-                answer_init(&mut self.host, arrival, NotifyType::COOKIE, want);
-            }
-            Refusal::BlockedSource => stats.blocked_source += 1,
-            Refusal::Limit => stats.refused_limit += 1,
-        }
-        false
+    let Some(msg) = init_request_message(&mut ike.host, &arrival) else {
+        return;
+    };
+    let p = parts(&msg);
+    let (Some(sai), Some(kei), Some(ni)) = (p.sa, p.ke, p.nonce) else {
+        return;
+    };
+    if !admitted(ike, now, &arrival, &msg, ni) {
+        return;
     }
+    let Some(choice) = init_choose(&mut ike.host, &arrival, sai, kei) else {
+        return;
+    };
+    let spi_r = ike.host.new_spi(|s| ike.sas.contains_spi(s));
+    let nr = ike.host.random(NONCE_LEN);
+    let spis = (header.spi_i, spi_r);
+    let Some(keys) = crate::exchange::init::derive(
+        &ike.host,
+        &choice.chosen,
+        &choice.g_ir,
+        (ni, &nr),
+        spis,
+        false,
+    ) else {
+        return;
+    };
+    let offered = Offered { msg: &msg, ni };
+    let sa = half_open(
+        &mut ike.host,
+        now,
+        &arrival,
+        offered,
+        &choice,
+        (spi_r, nr),
+        keys,
+    );
+    ike.sas.insert(sa);
 }
 
-impl Ike {
-    /// Whether an IKE_SA_INIT request from `ip` may make a half-open IKE
-    /// SA at `now`; `cookie` is the COOKIE it carries first, if any.
-    pub(crate) fn admit(
-        &mut self,
-        now: Duration,
-        ip: IpAddr,
-        ni: &[u8],
-        spi_i: u64,
-        cookie: Option<&[u8]>,
-    ) -> Result<(), Refusal> {
-        let s = &self.host.settings;
-        let (all, from_ip) = self.half_open_from(ip);
-        // §2.6: above a threshold, only a request that returns our
-        // cookie goes on. The per-address one (strongSwan 5.9's
-        // cookie_threshold_ip) asks a busy address first, below the
-        // global one.
-        if all >= s.cookie_threshold || from_ip >= s.cookie_threshold_ip {
-            self.host.cookies.rotate(now, self.host.rng.as_mut());
-            let valid = cookie.is_some_and(|c| self.host.cookies.verify(now, c, ni, ip, spi_i));
-            if !valid {
-                return Err(Refusal::Cookie(self.host.cookies.make(ni, ip, spi_i)));
-            }
-        }
-        let s = &self.host.settings;
-        if from_ip >= s.block_threshold {
-            return Err(Refusal::BlockedSource);
-        }
-        if self.sas.len() >= s.max_ike_sas || all >= s.max_half_open {
-            return Err(Refusal::Limit);
-        }
-        Ok(())
+/// A retransmission of an IKE_SA_INIT request we answered gets the
+/// same answer (§2.1); whether it was one (anything else from that
+/// SPIi and address is dropped). Rate-limited as every cached answer
+/// (exchange.rs): the peer is not verified yet, and an answer to every
+/// copy would let it make us queue (over a stream) or send (over UDP)
+/// a response per request it writes (issue 29 items 1, 2).
+fn init_replayed(ike: &mut Ike, now: Duration, arrival: &Arrival<'_>) -> bool {
+    let Some(sa) = ike.sas.values_mut().find(|s| {
+        s.state == IkeState::HalfOpen
+            && s.spi_i == arrival.header.spi_i
+            && s.path.remote == arrival.remote
+    }) else {
+        return false;
+    };
+    let again = sa
+        .exch
+        .passive()
+        .filter(|w| w.init().request == arrival.data);
+    let Some(response) = again.map(|w| w.init().response.clone()) else {
+        return true;
+    };
+    // Found by its address: the peer's own.
+    if sa.exch.may_resend(now, true) {
+        ike.host.stats.replayed += 1;
+        ike.host
+            .push(sa.path.transport, sa.path.local, sa.path.remote, response);
+    } else {
+        ike.host.stats.resend_limited += 1;
     }
+    true
+}
 
-    /// Half-open IKE SAs (responder, waiting for IKE_AUTH): all, and
-    /// those from `ip`'s [`source`]. A half-open SA keeps the address its
-    /// IKE_SA_INIT came from (engine.rs never moves it to another).
-    fn half_open_from(&self, ip: IpAddr) -> (usize, usize) {
-        let from = crate::admit::source(ip);
-        self.sas
-            .values()
-            .filter(|s| s.state == IkeState::HalfOpen)
-            .fold((0, 0), |(all, mine), s| {
-                (
-                    all + 1,
-                    mine + usize::from(crate::admit::source(s.path.remote.ip()) == from),
-                )
-            })
+/// Whether the request may make a half-open IKE SA (admit.rs), else
+/// its stateless answer (a COOKIE, §2.6) or nothing.
+fn admitted(ike: &mut Ike, now: Duration, arrival: &Arrival<'_>, msg: &Message, ni: &[u8]) -> bool {
+    // §2.6: a returned cookie is the first payload.
+    let cookie = match msg.payloads.first() {
+        Some(Payload::Notify(n)) if n.ty == NotifyType::COOKIE => Some(n.data.as_slice()),
+        _ => None,
+    };
+    let refusal = match admit(
+        ike,
+        now,
+        arrival.remote.ip(),
+        ni,
+        arrival.header.spi_i,
+        cookie,
+    ) {
+        Ok(()) => return true,
+        Err(refusal) => refusal,
+    };
+    let stats = &mut ike.host.stats;
+    match refusal {
+        Refusal::Cookie(want) => {
+            stats.cookies_sent += 1;
+            answer_init(&mut ike.host, arrival, NotifyType::COOKIE, want);
+        }
+        Refusal::BlockedSource => stats.blocked_source += 1,
+        Refusal::Limit => stats.refused_limit += 1,
     }
+    false
+}
+
+/// Whether an IKE_SA_INIT request from `ip` may make a half-open IKE
+/// SA at `now`; `cookie` is the COOKIE it carries first, if any.
+pub(crate) fn admit(
+    ike: &mut Ike,
+    now: Duration,
+    ip: IpAddr,
+    ni: &[u8],
+    spi_i: u64,
+    cookie: Option<&[u8]>,
+) -> Result<(), Refusal> {
+    let s = &ike.host.settings;
+    let (all, from_ip) = half_open_from(ike, ip);
+    // §2.6: above a threshold, only a request that returns our
+    // cookie goes on. The per-address one (strongSwan 5.9's
+    // cookie_threshold_ip) asks a busy address first, below the
+    // global one.
+    if all >= s.cookie_threshold || from_ip >= s.cookie_threshold_ip {
+        ike.host.cookies.rotate(now, ike.host.rng.as_mut());
+        let valid = cookie.is_some_and(|c| ike.host.cookies.verify(now, c, ni, ip, spi_i));
+        if !valid {
+            return Err(Refusal::Cookie(ike.host.cookies.make(ni, ip, spi_i)));
+        }
+    }
+    let s = &ike.host.settings;
+    if from_ip >= s.block_threshold {
+        return Err(Refusal::BlockedSource);
+    }
+    if ike.sas.len() >= s.max_ike_sas || all >= s.max_half_open {
+        return Err(Refusal::Limit);
+    }
+    Ok(())
+}
+
+/// Half-open IKE SAs (responder, waiting for IKE_AUTH): all, and
+/// those from `ip`'s [`source`]. A half-open SA keeps the address its
+/// IKE_SA_INIT came from (engine.rs never moves it to another).
+fn half_open_from(ike: &Ike, ip: IpAddr) -> (usize, usize) {
+    let from = crate::admit::source(ip);
+    ike.sas
+        .values()
+        .filter(|s| s.state == IkeState::HalfOpen)
+        .fold((0, 0), |(all, mine), s| {
+            (
+                all + 1,
+                mine + usize::from(crate::admit::source(s.path.remote.ip()) == from),
+            )
+        })
 }
 
 /// The first configured connection for these addresses whose
