@@ -409,7 +409,8 @@ impl Cx<'_> {
             if let Some(e) = follow_peer(sa, local, remote, self.k) {
                 self.host.report(sa, e);
             }
-            req.task.process(self, sa, msg)
+            let then = req.task.process(self, sa, msg);
+            settled(self, sa, then)
         } else if sa.exch.classify(header.message_id) == RequestVerdict::Process {
             sa.exch.processing(request_digest);
             // A half-open SA never moves to another address: admit.rs
@@ -435,7 +436,8 @@ impl Cx<'_> {
                         .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
                 }
             }
-            answer(self, sa, header.exchange, header.message_id, msg)
+            let then = answer(self, sa, header.exchange, header.message_id, msg);
+            settled(self, sa, then)
         } else {
             self.host.stats.bad_message_id += 1;
             Then::Stay
@@ -630,6 +632,16 @@ impl Cx<'_> {
             }
         }
     }
+}
+
+/// A handler is done with `sa`: unless it goes, what waits in its queue
+/// starts if the window is free (the exchanges never start the next task
+/// themselves: the queue is the engine's).
+fn settled(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, then: Then) -> Then {
+    if matches!(then, Then::Stay | Then::Revive(_)) {
+        crate::timers::kick(cx, sa);
+    }
+    then
 }
 
 /// A request of the peer, in order (the responder's side): routed to what

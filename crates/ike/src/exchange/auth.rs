@@ -257,7 +257,6 @@ pub(crate) fn answer_authenticated(
     }
     cx.respond(sa, ExchangeType::IKE_AUTH, mid, payloads);
     cx.host.report_established(sa, me, peer);
-    crate::timers::kick(cx, sa);
     Then::Stay
 }
 
@@ -317,7 +316,6 @@ pub(crate) fn finish_initiator(
         };
         first_child(cx, sa, req, answer);
     }
-    crate::timers::kick(cx, sa);
     Then::Stay
 }
 

@@ -386,7 +386,6 @@ pub(crate) fn child_response(
     if let Some(n) = error_notify(&msg) {
         let (ty, data) = (n.ty, n.data.clone());
         child_refused(cx, sa, req, old, (ty, &data));
-        crate::timers::kick(cx, sa);
         return Then::Stay;
     }
     let (new, ours) = match child_answered(cx, sa, req, old, &msg) {
@@ -408,7 +407,6 @@ pub(crate) fn child_response(
         Some((old, None)) => replaced_by_us(cx, sa, old),
         None => {}
     }
-    crate::timers::kick(cx, sa);
     Then::Stay
 }
 
@@ -522,7 +520,6 @@ fn child_refused(
 fn give_up(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, rekey: Option<u32>, reserved: Reserved) {
     reserved.release(cx.k);
     restore(sa, rekey);
-    crate::timers::kick(cx, sa);
 }
 
 /// A fresh CPI (RFC 3173 §3.3: 256 and up; the kernel interface hands out

@@ -271,7 +271,6 @@ pub(crate) fn child_request(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, mid: u32, msg: 
         }
     };
     cx.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
-    crate::timers::kick(cx, sa);
     Then::Stay
 }
 

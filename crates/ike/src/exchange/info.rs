@@ -78,7 +78,6 @@ impl Exchange for Delete {
                 for spi in spis {
                     crate::install::remove_child(cx, sa, spi);
                 }
-                crate::timers::kick(cx, sa);
                 Then::Stay
             }
             Delete::Ike => {
@@ -102,8 +101,9 @@ impl Exchange for Dpd {
         Kind::Dpd
     }
 
-    fn process(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, _: Message) -> Then {
-        crate::timers::kick(cx, sa);
+    /// Any answer proves the peer alive (the engine noted when it heard
+    /// it).
+    fn process(self: Box<Self>, _: &mut Cx<'_>, _: &mut SaMut<'_>, _: Message) -> Then {
         Then::Stay
     }
 }
@@ -179,7 +179,6 @@ pub(crate) fn informational_request(
         })
         .collect();
     cx.respond(sa, ExchangeType::INFORMATIONAL, mid, payloads);
-    crate::timers::kick(cx, sa);
     Then::Revive(after)
 }
 

@@ -165,7 +165,6 @@ pub(crate) fn ike_rekey_request(
         Err((ty, data)) => {
             let n = notify(ty, data);
             cx.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, vec![n]);
-            crate::timers::kick(cx, sa);
             return Then::Stay;
         }
     };
@@ -307,7 +306,6 @@ fn ike_rekey_refused(
         sa.times.rekey_at = Some(cx.now + wait);
     }
     settle_collision(cx, sa, req.collision);
-    crate::timers::kick(cx, sa);
     Then::Stay
 }
 
