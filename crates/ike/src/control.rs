@@ -7,8 +7,8 @@ use std::net::SocketAddr;
 use flowsec_ipsec::{Mode, SaId};
 
 use crate::context::Cx;
-use crate::engine::Ike;
 use crate::error::CommandError;
+use crate::host::Ike;
 use crate::kernel::Kernel;
 use crate::sa::{ChildSa, IkeState, Todo};
 use crate::ts::ts_string;

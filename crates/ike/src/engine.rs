@@ -31,7 +31,7 @@ use crate::config::Config;
 use crate::context::Cx;
 use crate::event::IkeEvent;
 use crate::exchange::RequestVerdict;
-use crate::host::{notify, Host};
+use crate::host::{notify, Host, Ike};
 use crate::kernel::Kernel;
 use crate::nat::follow_peer;
 use crate::random::Random;
@@ -44,24 +44,7 @@ use crate::error::CommandError;
 use crate::event::Reloaded;
 use crate::stats::IkeStats;
 use crate::table::{SaMut, SaTable, Slot, Then};
-use crate::transport::{Datagram, Transport};
-
-/// All IKE SAs of this host.
-pub struct Ike {
-    /// What the exchanges of every IKE SA share.
-    pub(crate) host: Host,
-    pub(crate) sas: SaTable,
-}
-
-/// A message as it arrived: where, from where, its header (parsed) and
-/// its bytes.
-pub(crate) struct Arrival<'a> {
-    pub transport: crate::transport::Transport,
-    pub local: SocketAddr,
-    pub remote: SocketAddr,
-    pub header: &'a Header,
-    pub data: &'a [u8],
-}
+use crate::transport::{Arrival, Datagram, Transport};
 
 impl Ike {
     /// The core for `config`, with `provider` for every algorithm and

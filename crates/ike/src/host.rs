@@ -19,6 +19,13 @@ use crate::settings::Settings;
 use crate::stats::IkeStats;
 use crate::transport::Datagram;
 
+/// All IKE SAs of this host.
+pub struct Ike {
+    /// What the exchanges of every IKE SA share.
+    pub(crate) host: Host,
+    pub(crate) sas: crate::table::SaTable,
+}
+
 /// This host's state beside its IKE SAs: configuration, crypto and
 /// randomness, what goes out (datagrams, events), counters, and the
 /// reqids, policies and trap policies the IKE SAs' Child SAs share. A

@@ -17,10 +17,10 @@ use flowsec_wire::ike::TrafficSelector;
 
 use crate::config::{ChildChosen, ChildConfig, ConnRef, Connection, RekeySwitch};
 use crate::context::Cx;
-use crate::engine::Ike;
 use crate::error::CommandError;
 use crate::event::IkeEvent;
 use crate::host::Host;
+use crate::host::Ike;
 use crate::kernel::Kernel;
 use crate::sa::{ChildSa, ChildState, IkeSa, Todo};
 use crate::sa::{ChildSuite, ChildTimes, InPlane};
@@ -449,7 +449,7 @@ pub(crate) fn remove_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, spi: u32) {
     cx.host.report(
         sa,
         IkeEvent::ChildRemoved {
-            child: crate::exchange::auth::child_name(sa, c.cfg),
+            child: sa.child_name(c.cfg),
             reqid: c.reqid,
             spi_in: c.spi_in,
             spi_out: c.spi_out,

@@ -73,12 +73,12 @@ pub mod ts;
 mod vip;
 
 pub use control::{ChildSaInfo, IkeSaInfo};
-pub use engine::Ike;
 pub use error::{ChildError, CommandError, Distrust, InitResponseError, NegotiationError};
 pub use event::IkeEvent;
 pub use event::Reloaded;
 pub use event_log::{Logged, SaTag, Severity, Subsystem};
 pub use exchange::init::{IKE_PORT, NAT_T_PORT};
+pub use host::Ike;
 pub use kernel::{Kernel, RecordingKernel, SaUsage};
 pub use settings::Settings;
 pub use stats::IkeStats;

@@ -32,11 +32,11 @@ use std::sync::Arc;
 
 use crate::config::{Config, ConnRef, StartAction};
 use crate::context::Cx;
-use crate::engine::Ike;
 use crate::event::IkeEvent;
 use crate::event::Reloaded;
 use crate::host::Hold;
 use crate::host::Host;
+use crate::host::Ike;
 use crate::kernel::Kernel;
 use crate::sa::{IkeState, Todo};
 use crate::table::SaMut;

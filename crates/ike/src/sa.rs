@@ -263,6 +263,14 @@ pub(crate) struct IkeSa {
 }
 
 impl IkeSa {
+    /// The name of child config `cfg` of its connection.
+    pub fn child_name(&self, cfg: usize) -> String {
+        self.conn
+            .children
+            .get(cfg)
+            .map_or_else(|| "?".into(), |c| c.name.clone())
+    }
+
     /// Its `<name|id>` in a log.
     pub fn tag(&self) -> crate::event_log::SaTag {
         crate::event_log::SaTag {

@@ -7,8 +7,8 @@ use std::net::SocketAddr;
 
 use crate::config::{ConnRef, TcpEncap};
 use crate::context::Cx;
-use crate::engine::Ike;
 use crate::event::IkeEvent;
+use crate::host::Ike;
 use crate::kernel::Kernel;
 use crate::sa::{IkeState, Todo};
 use crate::transport::Transport;

@@ -11,8 +11,8 @@ use flowsec_wire::iana::ExchangeType;
 
 use crate::config::RekeySwitch;
 use crate::context::Cx;
-use crate::engine::Ike;
 use crate::event::IkeEvent;
+use crate::host::Ike;
 use crate::kernel::Kernel;
 use crate::sa::{ChildState, IkeSa, IkeState, Todo};
 use crate::table::{SaMut, Then, Wish};

@@ -69,3 +69,13 @@ impl fmt::Display for Transport {
 /// A message as it goes on the wire: one datagram, or its fragments (RFC
 /// 7383).
 pub(crate) type Wire = Vec<Vec<u8>>;
+
+/// A message as it arrived: where, from where, its header (parsed) and
+/// its bytes.
+pub(crate) struct Arrival<'a> {
+    pub transport: crate::transport::Transport,
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    pub header: &'a flowsec_wire::ike::Header,
+    pub data: &'a [u8],
+}

@@ -327,7 +327,7 @@ fn first_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, req: ChildRequest, answer: A
         cx.host.report(
             sa,
             IkeEvent::ChildNotEstablished {
-                child: child_name(sa, cfg),
+                child: sa.child_name(cfg),
                 notify: n.ty,
             },
         );
@@ -336,7 +336,7 @@ fn first_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, req: ChildRequest, answer: A
         cx.host.report(
             sa,
             IkeEvent::ChildFailed {
-                child: child_name(sa, cfg),
+                child: sa.child_name(cfg),
                 reason: why,
             },
         );
@@ -421,19 +421,6 @@ impl IdentityOption for Option<&Identity> {
     }
 }
 
-/// Our identity on `sa`: configured, or our certificate's subject
-/// when we sign, or our IP address (strongSwan's defaults).
-pub(crate) fn our_id(host: &Host, sa: &IkeSa) -> Identity {
-    let local = &sa.conn.local;
-    if let Some(id) = &local.id {
-        return id.clone();
-    }
-    match (local.auth, crate::auth::pubkey::local_cert(host, sa)) {
-        // An empty subject is refused at load (credentials.rs).
-        (AuthKind::Pubkey(_), Some(cert)) => Identity::Dn(cert.subject.clone()),
-        _ => Identity::from_ip(sa.path.local.ip()),
-    }
-}
 /// Responder: the connection for the initiator's first IKE_AUTH
 /// request, chosen again now that its identity and its way of
 /// authenticating are known (strongSwan switches peer config the same
@@ -476,11 +463,18 @@ fn reselect(host: &Host, sa: &IkeSa, msg: &Message) -> ConnRef {
         .unwrap_or(&sa.conn)
         .clone()
 }
-pub(crate) fn child_name(sa: &IkeSa, cfg: usize) -> String {
-    sa.conn
-        .children
-        .get(cfg)
-        .map_or_else(|| "?".into(), |c| c.name.clone())
+/// Our identity on `sa`: configured, or our certificate's subject
+/// when we sign, or our IP address (strongSwan's defaults).
+pub(crate) fn our_id(host: &Host, sa: &IkeSa) -> Identity {
+    let local = &sa.conn.local;
+    if let Some(id) = &local.id {
+        return id.clone();
+    }
+    match (local.auth, crate::auth::pubkey::local_cert(host, sa)) {
+        // An empty subject is refused at load (credentials.rs).
+        (AuthKind::Pubkey(_), Some(cert)) => Identity::Dn(cert.subject.clone()),
+        _ => Identity::from_ip(sa.path.local.ip()),
+    }
 }
 
 impl Exchange for IkeAuth {

@@ -345,7 +345,7 @@ fn answered_resource(
             cx.host.report(
                 sa,
                 IkeEvent::ChildNoResources {
-                    child: crate::exchange::auth::child_name(sa, req.cfg),
+                    child: sa.child_name(req.cfg),
                 },
             );
             sa.queue
@@ -382,7 +382,7 @@ pub(crate) fn child_response(
     msg: Message,
 ) -> Then {
     let (cfg, old, reserved) = (req.cfg, rekey.map(|(old, _)| old), req.reserved());
-    let name = crate::exchange::auth::child_name(sa, cfg);
+    let name = sa.child_name(cfg);
     if let Some(n) = error_notify(&msg) {
         let (ty, data) = (n.ty, n.data.clone());
         child_refused(cx, sa, req, old, (ty, &data));
@@ -473,7 +473,7 @@ fn child_refused(
     rekey: Option<u32>,
     (ty, data): (NotifyType, &[u8]),
 ) {
-    let name = crate::exchange::auth::child_name(sa, req.cfg);
+    let name = sa.child_name(req.cfg);
     req.reserved().release(cx.k);
     if ty == NotifyType::INVALID_KE_PAYLOAD && data.len() == 2 && req.ke.is_some() {
         let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
@@ -695,7 +695,7 @@ fn ask_for_resources(host: &mut Host, sa: &mut IkeSa, cfg: usize) {
     host.report(
         sa,
         IkeEvent::ChildResources {
-            child: crate::exchange::auth::child_name(sa, cfg),
+            child: sa.child_name(cfg),
             resources: n,
         },
     );

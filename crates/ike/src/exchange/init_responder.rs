@@ -21,14 +21,15 @@ use zeroize::Zeroizing;
 use crate::admit::Refusal;
 use crate::config::{self, AddrSpec, ConnRef, IkeChosen};
 use crate::crypto::{self, KeyExchange};
-use crate::engine::{Arrival, Ike};
 use crate::event::IkeEvent;
 use crate::exchange::auth::AwaitingAuth;
 use crate::exchange::init::{init_header, new_sa, promote_ike, NONCE_LEN};
 use crate::exchange::InitMessages;
+use crate::host::Ike;
 use crate::host::{has_notify, notify, parts, Host};
 use crate::nat::{nat_detect, nat_hash};
 use crate::sa::{IkeKeyState, IkeSa, IkeState};
+use crate::transport::Arrival;
 
 /// Responder: an IKE_SA_INIT request (for its NAT_DETECTION notifies)
 /// and its Ni.
