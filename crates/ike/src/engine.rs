@@ -243,9 +243,9 @@ impl Ike {
                     let mut sa = SaMut::detached(&mut sa, self.sas.all());
                     crate::install::destroy(&mut Cx::new(&mut self.host, now, k), &mut sa);
                 }
-                crate::timers::revive(self, now, wishes, k);
+                crate::poll::revive(self, now, wishes, k);
             }
-            Then::Revive(wishes) => crate::timers::revive(self, now, wishes, k),
+            Then::Revive(wishes) => crate::poll::revive(self, now, wishes, k),
             Then::Rekeyed { new, start } => {
                 let new = self.sas.insert(*new);
                 if start {
@@ -308,13 +308,13 @@ impl Ike {
     /// The data plane says SA `id` crossed its soft byte or packet limit
     /// (`rekey_bytes`, `rekey_packets`): rekey its Child SA.
     pub fn soft_expired(&mut self, now: Duration, id: SaId, k: &mut dyn Kernel) {
-        crate::install::soft_expired(self, now, id, k)
+        crate::poll::soft_expired(self, now, id, k)
     }
 
     /// Whether some child has a volume limit (the daemon then watches the
     /// SAs' soft state for [`Ike::soft_expired`]).
     pub fn volume_limited(&self) -> bool {
-        crate::install::volume_limited(self)
+        crate::poll::volume_limited(self)
     }
 
     /// Run `config` from now on (checked and parsed by the caller, as at
@@ -354,12 +354,12 @@ impl Ike {
     /// Advance timers: retransmissions, lifetimes, rekeys, DPD, and start
     /// queued tasks.
     pub fn poll(&mut self, now: Duration, k: &mut dyn Kernel) {
-        crate::timers::poll(self, now, k)
+        crate::poll::poll(self, now, k)
     }
 
     /// When [`Ike::poll`] should next be called.
     pub fn next_timeout(&self) -> Option<Duration> {
-        crate::timers::next_timeout(self)
+        crate::poll::next_timeout(self)
     }
 }
 

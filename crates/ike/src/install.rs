@@ -20,9 +20,7 @@ use crate::context::Cx;
 use crate::error::CommandError;
 use crate::event::IkeEvent;
 use crate::host::Host;
-use crate::host::Ike;
-use crate::kernel::Kernel;
-use crate::sa::{ChildSa, ChildState, IkeSa, Todo};
+use crate::sa::{ChildSa, ChildState, IkeSa};
 use crate::sa::{ChildSuite, ChildTimes, InPlane};
 use crate::table::SaMut;
 use crate::ts;
@@ -455,38 +453,6 @@ pub(crate) fn remove_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, spi: u32) {
             spi_out: c.spi_out,
         },
     );
-}
-
-/// The body of [`Ike::soft_expired`].
-pub(crate) fn soft_expired(ike: &mut Ike, now: Duration, id: SaId, k: &mut dyn Kernel) {
-    let owner = ike.sas.values().find_map(|sa| {
-        sa.children
-            .iter()
-            .find(|c| {
-                c.state == ChildState::Installed && (c.spi_in == id.spi || c.spi_out == id.spi)
-            })
-            .map(|c| (sa.our_spi(), c.spi_in))
-    });
-    let Some((key, spi)) = owner else { return };
-    let Some((_, mut sa)) = ike.sas.find(key) else {
-        return;
-    };
-    if !sa.queue.contains(&Todo::RekeyChild(spi)) {
-        ike.host
-            .events
-            .push(IkeEvent::ChildVolumeReached { spi_in: spi });
-        sa.queue.push_back(Todo::RekeyChild(spi));
-    }
-    crate::timers::kick(&mut Cx::new(&mut ike.host, now, k), &mut sa);
-}
-
-/// The body of [`Ike::volume_limited`].
-pub(crate) fn volume_limited(ike: &Ike) -> bool {
-    ike.host.conns.iter().any(|c| {
-        c.children
-            .iter()
-            .any(|ch| ch.rekey_bytes > 0 || ch.rekey_packets > 0)
-    })
 }
 
 /// The `rekey_switch` of child config `cfg` of connection `conn` (each

@@ -57,6 +57,7 @@ mod host;
 mod install;
 pub mod kernel;
 mod nat;
+mod poll;
 pub mod pool;
 pub mod random;
 mod reauth;

@@ -14,7 +14,7 @@ use core::ops::{Deref, DerefMut};
 use std::collections::BTreeMap;
 
 use crate::config::DpdAction;
-use crate::sa::IkeSa;
+use crate::sa::{IkeSa, Todo};
 
 /// Where an IKE SA lives in its [`SaTable`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -256,6 +256,53 @@ impl Others<'_> {
             Some(i) => self.after.get_mut(i - usize::from(self.hole.is_some())),
         }
     }
+}
+
+/// The queued tasks of a replaced IKE SA that its successor takes over
+/// (all but its own rekey and delete).
+pub(crate) fn hand_over(from: &mut IkeSa, to: &mut IkeSa) {
+    to.queue.extend(
+        from.queue
+            .drain(..)
+            .filter(|t| !matches!(t, Todo::DeleteIke | Todo::RekeyIke)),
+    );
+}
+
+/// What the children of a dead IKE SA want (`dpd_action`): restart
+/// (negotiate anew) or trap (policies wait for traffic).
+pub(crate) fn after_death(sa: &IkeSa) -> Vec<Wish> {
+    let conn = &sa.conn;
+    let mut out: Vec<Wish> = Vec::new();
+    for c in &sa.children {
+        let action = conn.children[c.cfg].dpd_action;
+        if action != crate::config::DpdAction::Clear && !out.iter().any(|o| o.1 == c.cfg) {
+            out.push((sa.conn.clone(), c.cfg, action));
+        }
+    }
+    out
+}
+
+/// What children closed by the peer want (`close_action`), in
+/// [`after_death`]'s terms; `spis` selects them (all if `None`).
+pub(crate) fn after_close(sa: &IkeSa, spis: Option<&[u32]>) -> Vec<Wish> {
+    use crate::config::{CloseAction, DpdAction};
+    let conn = &sa.conn;
+    let mut out: Vec<Wish> = Vec::new();
+    for c in sa
+        .children
+        .iter()
+        .filter(|c| spis.is_none_or(|s| s.contains(&c.spi_in)))
+    {
+        let action = match conn.children[c.cfg].close_action {
+            CloseAction::None => continue,
+            CloseAction::Trap => DpdAction::Trap,
+            CloseAction::Start => DpdAction::Restart,
+        };
+        if !out.iter().any(|o| o.1 == c.cfg) {
+            out.push((sa.conn.clone(), c.cfg, action));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

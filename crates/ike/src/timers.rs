@@ -4,126 +4,16 @@
 //! after `dpd_delay` of silence), the inbound SAs kept after a rekey, and
 //! starting queued tasks when the window is free.
 
-use core::time::Duration;
-use std::sync::Arc;
-
 use flowsec_wire::iana::ExchangeType;
 
 use crate::config::RekeySwitch;
 use crate::context::Cx;
 use crate::event::IkeEvent;
-use crate::host::Ike;
-use crate::kernel::Kernel;
 use crate::sa::{ChildState, IkeSa, IkeState, Todo};
-use crate::table::{SaMut, Then, Wish};
-
-/// Carry out [`Host::after_death`]'s wishes.
-pub(crate) fn revive(ike: &mut Ike, now: Duration, wishes: Vec<Wish>, k: &mut dyn Kernel) {
-    for (ci, cj, action) in wishes {
-        // A connection a reload retired wishes nothing any more.
-        if !ike.host.is_live(&ci) {
-            continue;
-        }
-        let trapped = (ike.host.traps.values()).any(|(c, j)| Arc::ptr_eq(c, &ci) && *j == cj);
-        let (conn, child) = (ci.name.clone(), ci.children[cj].name.clone());
-        let done = match action {
-            crate::config::DpdAction::Restart => {
-                ike.host.events.push(IkeEvent::Restarting {
-                    child: child.clone(),
-                });
-                ike.initiate(now, Some(&conn), Some(&child), k)
-            }
-            crate::config::DpdAction::Trap if !trapped => {
-                crate::install::install_trap(&mut Cx::new(&mut ike.host, now, k), &ci, cj)
-            }
-            _ => Ok(()),
-        };
-        if let Err(e) = done {
-            ike.host.events.push(IkeEvent::CommandFailed(e));
-        }
-    }
-}
-
-/// The body of [`Ike::poll`].
-pub(crate) fn poll(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) {
-    let (gone, kept): (Vec<_>, Vec<_>) = ike.host.lingering.drain(..).partition(|(_, t)| now >= *t);
-    ike.host.lingering = kept;
-    for (id, _) in gone {
-        k.del_sa(id);
-    }
-    crate::streams::fall_back_to_tcp(ike, now, k);
-    crate::reload::retire(ike, now, k);
-    crate::reauth::reauth_handover(ike, now, k);
-    for spi in ike.sas.spis() {
-        let Some((at, mut sa)) = ike.sas.find(spi) else {
-            continue;
-        };
-        let then = poll_sa(&mut Cx::new(&mut ike.host, now, k), &mut sa);
-        ike.then(now, at, then, k);
-    }
-    crate::reauth::reauthenticate(ike, now, k);
-}
-
-/// The body of [`Ike::next_timeout`].
-pub(crate) fn next_timeout(ike: &Ike) -> Option<Duration> {
-    let mut t: Option<Duration> = None;
-    let mut at = |d: Option<Duration>| {
-        if let Some(d) = d {
-            t = Some(t.map_or(d, |t| t.min(d)));
-        }
-    };
-    for (_, deadline) in &ike.host.lingering {
-        at(Some(*deadline));
-    }
-    for sa in ike.sas.values() {
-        at(sa.exch.deadline());
-        match sa.state {
-            IkeState::HalfOpen => at(Some(sa.times.created + ike.host.settings.half_open_timeout)),
-            IkeState::Established => {
-                // A retired connection's IKE SA: its DELETE is due
-                // (Ike::retire, on the next poll).
-                at(crate::reload::retired_due(ike, sa));
-                if sa.path.nat_local
-                    && !sa.path.transport.is_stream()
-                    && !ike.host.settings.keep_alive.is_zero()
-                {
-                    at(Some(sa.times.last_sent + ike.host.settings.keep_alive));
-                }
-                at(sa.times.rekey_at);
-                at(sa.times.expire_at);
-                at(sa.auth.reauth_at);
-                if crate::reauth::reauth_due_now(ike, sa)
-                    || (sa.auth.revoked && !crate::reload::deleting(sa))
-                {
-                    at(Some(Duration::ZERO));
-                }
-                let dpd = sa.conn.dpd_delay;
-                if !dpd.is_zero() && sa.exch.idle() {
-                    at(Some(sa.times.last_heard + dpd));
-                }
-                for c in &sa.children {
-                    at(c.times.rekey_at);
-                    at(c.times.expire_at);
-                }
-            }
-            IkeState::Rekeyed | IkeState::Deleting => at(sa.times.expire_at),
-            IkeState::Connecting if sa.path.transport == crate::transport::Transport::Udp => {
-                let tcp = &sa.conn.tcp;
-                if tcp.encap == crate::config::TcpEncap::Fallback {
-                    at(Some(sa.times.created + tcp.fallback_after));
-                }
-            }
-            _ => {}
-        }
-        if sa.exch.idle() && can_start(sa) {
-            at(Some(Duration::ZERO));
-        }
-    }
-    t
-}
+use crate::table::{SaMut, Then};
 
 /// One IKE SA's turn in [`Ike::poll`].
-fn poll_sa(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) -> Then {
+pub(crate) fn poll_sa(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) -> Then {
     match sa.exch.poll(cx.now, &cx.host.settings.retransmit) {
         // RFC 9329 §6.2: over a stream the request is not sent again
         // (TCP delivers it or the connection breaks, and a reconnect
@@ -138,7 +28,7 @@ fn poll_sa(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) -> Then {
         Ok(None) => {}
         Err(()) => {
             cx.host.stats.peers_dead += 1;
-            let after = after_death(sa);
+            let after = crate::table::after_death(sa);
             cx.host.report(
                 sa,
                 IkeEvent::PeerDead {
@@ -302,56 +192,10 @@ pub(crate) fn kick(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) {
 /// established SA any, a replaced one only its own DELETE. (The daemon
 /// polls again at once while this holds, so it must turn false once the
 /// task has started.)
-fn can_start(sa: &IkeSa) -> bool {
+pub(crate) fn can_start(sa: &IkeSa) -> bool {
     match sa.state {
         IkeState::Established => !sa.queue.is_empty(),
         IkeState::Rekeyed => matches!(sa.queue.front(), Some(Todo::DeleteIke)),
         _ => false,
     }
-}
-
-/// The queued tasks of a replaced IKE SA that its successor takes over
-/// (all but its own rekey and delete).
-pub(crate) fn hand_over(from: &mut IkeSa, to: &mut IkeSa) {
-    to.queue.extend(
-        from.queue
-            .drain(..)
-            .filter(|t| !matches!(t, Todo::DeleteIke | Todo::RekeyIke)),
-    );
-}
-
-/// What the children of a dead IKE SA want (`dpd_action`): restart
-/// (negotiate anew) or trap (policies wait for traffic).
-fn after_death(sa: &IkeSa) -> Vec<Wish> {
-    let conn = &sa.conn;
-    let mut out: Vec<Wish> = Vec::new();
-    for c in &sa.children {
-        let action = conn.children[c.cfg].dpd_action;
-        if action != crate::config::DpdAction::Clear && !out.iter().any(|o| o.1 == c.cfg) {
-            out.push((sa.conn.clone(), c.cfg, action));
-        }
-    }
-    out
-}
-/// What children closed by the peer want (`close_action`), in
-/// [`Host::after_death`]'s terms; `spis` selects them (all if `None`).
-pub(crate) fn after_close(sa: &IkeSa, spis: Option<&[u32]>) -> Vec<Wish> {
-    use crate::config::{CloseAction, DpdAction};
-    let conn = &sa.conn;
-    let mut out: Vec<Wish> = Vec::new();
-    for c in sa
-        .children
-        .iter()
-        .filter(|c| spis.is_none_or(|s| s.contains(&c.spi_in)))
-    {
-        let action = match conn.children[c.cfg].close_action {
-            CloseAction::None => continue,
-            CloseAction::Trap => DpdAction::Trap,
-            CloseAction::Start => DpdAction::Restart,
-        };
-        if !out.iter().any(|o| o.1 == c.cfg) {
-            out.push((sa.conn.clone(), c.cfg, action));
-        }
-    }
-    out
 }

@@ -133,7 +133,7 @@ pub(crate) fn informational_request(
                 by_peer: true,
             },
         );
-        return Then::Destroy(crate::timers::after_close(sa, None));
+        return Then::Destroy(crate::table::after_close(sa, None));
     }
     if let Some(n) = error_notify(&msg) {
         // E.g. AUTHENTICATION_FAILED after IKE_AUTH (§2.21.2).
@@ -162,7 +162,7 @@ pub(crate) fn informational_request(
         .filter(|c| ours.iter().any(|(_, s)| *s == c.spi_in) && c.state == ChildState::Installed)
         .map(|c| c.spi_in)
         .collect();
-    let after = crate::timers::after_close(sa, Some(&closed));
+    let after = crate::table::after_close(sa, Some(&closed));
     for (_, spi) in &ours {
         crate::install::remove_child(cx, sa, *spi);
     }

@@ -25,8 +25,8 @@ use crate::exchange::Exchange;
 use crate::exchange::{Collision, Kind};
 use crate::host::{error_notify, notify};
 use crate::sa::{IkeSa, IkeState, Todo};
+use crate::table::hand_over;
 use crate::table::{SaMut, Then};
-use crate::timers::hand_over;
 
 /// Bytes of our nonces.
 const NONCE_LEN: usize = 32;
