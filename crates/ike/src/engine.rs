@@ -213,7 +213,7 @@ impl Ike {
         };
         if header.exchange == ExchangeType::IKE_SA_INIT {
             if header.response {
-                crate::exchange::init::on_init_response(self, now, &header, data, k);
+                crate::initiate::on_init_response(self, now, &header, data, k);
             } else {
                 crate::exchange::init_responder::init_request(self, now, arrival);
             }
@@ -302,7 +302,7 @@ impl Ike {
         child: Option<&str>,
         k: &mut dyn Kernel,
     ) -> Result<(), CommandError> {
-        crate::exchange::init::initiate(self, now, conn, child, k)
+        crate::initiate::initiate(self, now, conn, child, k)
     }
 
     /// The data plane says SA `id` crossed its soft byte or packet limit

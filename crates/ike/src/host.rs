@@ -12,11 +12,13 @@ use flowsec_wire::iana::{ExchangeType, NotifyType, PayloadType};
 use flowsec_wire::ike::{emit_payloads, first_type, Header, Message, Notify, Payload};
 
 use crate::config::{Config, ConnRef};
+use crate::error::{InitResponseError, NegotiationError};
 use crate::event::IkeEvent;
 use crate::random::Random;
 use crate::sa::IkeSa;
 use crate::settings::Settings;
 use crate::stats::IkeStats;
+use crate::table::Then;
 use crate::transport::Datagram;
 
 /// All IKE SAs of this host.
@@ -319,4 +321,39 @@ pub(crate) struct Hold {
     pub conn: String,
     pub child: String,
     pub peer: Option<crate::config::Identity>,
+}
+
+/// Give up on an IKE SA that is not established yet: it goes when
+/// its borrow ends.
+pub(crate) fn fail(host: &mut Host, sa: &IkeSa, reason: NegotiationError) -> Then {
+    report_failed(host, sa, reason);
+    Then::Destroy(Vec::new())
+}
+
+/// Report that negotiating `sa` failed (the caller ends it).
+pub(crate) fn report_failed(host: &mut Host, sa: &IkeSa, reason: NegotiationError) {
+    host.report(
+        sa,
+        IkeEvent::NegotiationFailed {
+            name: host.conn_name(sa),
+            unique_id: sa.uid,
+            remote: sa.path.remote.ip(),
+            reason,
+        },
+    );
+}
+
+/// An IKE_SA_INIT answer we cannot use: unauthenticated, so it ends
+/// nothing (§2.21.1); the request stays in flight.
+pub(crate) fn bogus_init(host: &mut Host, sa: &IkeSa, why: InitResponseError) -> Then {
+    host.stats.malformed += 1;
+    host.report(
+        sa,
+        IkeEvent::InitIgnored {
+            name: host.conn_name(sa),
+            unique_id: sa.uid,
+            why,
+        },
+    );
+    Then::Stay
 }

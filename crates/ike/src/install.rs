@@ -9,21 +9,16 @@ use std::net::SocketAddr;
 
 use flowsec_crypto::suite::integ_key_len;
 use flowsec_crypto::EncrId;
-use flowsec_ipsec::spd::{Level, SaTemplate};
-use flowsec_ipsec::{
-    Action, Direction, Lifetime, Limits, Mode, Policy, Protocol, SaConfig, SaId, UdpEncap,
-};
+use flowsec_ipsec::{Lifetime, Limits, Mode, Protocol, SaConfig, SaId, UdpEncap};
 use flowsec_wire::ike::TrafficSelector;
 
-use crate::config::{ChildChosen, ChildConfig, ConnRef, Connection, RekeySwitch};
+use crate::config::{ChildChosen, ChildConfig, Connection, RekeySwitch};
 use crate::context::Cx;
-use crate::error::CommandError;
 use crate::event::IkeEvent;
 use crate::host::Host;
 use crate::sa::{ChildSa, ChildState, IkeSa};
 use crate::sa::{ChildSuite, ChildTimes, InPlane};
 use crate::table::SaMut;
-use crate::ts;
 
 /// How long the inbound SA of a replaced Child SA outlives it.
 pub(crate) const INBOUND_GRACE: Duration = Duration::from_secs(5);
@@ -122,9 +117,9 @@ pub(crate) fn install_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, i: Install<'_>,
     let (rekey_time, rand_time, life_time) = (child.rekey_time, child.rand_time, child.life_time);
     let (name, comp) = (child.name.clone(), child.ipcomp);
     let (local, remote) = (sa.path.local, sa.path.remote);
-    let protocol = crate::exchange::child::protocol_of(i.chosen.protocol);
+    let protocol = crate::proto::protocol_of(i.chosen.protocol);
     if fresh {
-        install_policies(
+        crate::policies::install_policies(
             cx,
             reqid,
             (i.mode, protocol, comp),
@@ -133,7 +128,7 @@ pub(crate) fn install_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, i: Install<'_>,
             &i.remote_ts,
         );
     }
-    crate::reload::release_holds(cx, sa, i.cfg);
+    crate::policies::release_holds(cx, sa, i.cfg);
     let rekey_at =
         (!rekey_time.is_zero()).then(|| cx.now + cx.host.jittered(rekey_time, rand_time));
     let chosen = i.chosen;
@@ -234,164 +229,6 @@ pub(crate) fn drop_replaced(cx: &mut Cx<'_>, sa: &mut IkeSa, spi: u32) {
     }
 }
 
-/// Install the trap policies of child `cj` of connection `ci`: what
-/// matches them and finds no SA makes the data plane ask for one
-/// ([`Ike::acquire`]).
-pub(crate) fn install_trap(cx: &mut Cx<'_>, ci: &ConnRef, cj: usize) -> Result<(), CommandError> {
-    let conn = &**ci;
-    let child = &conn.children[cj];
-    let remote = conn
-        .remote_addrs
-        .iter()
-        .find_map(|a| match a {
-            crate::config::AddrSpec::Addr(ip) => Some(*ip),
-            _ => None,
-        })
-        .ok_or_else(|| CommandError::TrapWithoutAddress {
-            child: child.name.clone(),
-        })?;
-    let local = conn
-        .local_addrs
-        .iter()
-        .find_map(|a| match a {
-            crate::config::AddrSpec::Addr(ip) if ip.is_ipv4() == remote.is_ipv4() => Some(*ip),
-            _ => None,
-        })
-        .or_else(|| cx.k.source_for(remote))
-        .ok_or_else(|| CommandError::NoLocalAddress {
-            name: child.name.clone(),
-            remote,
-        })?;
-    let (local_ts, remote_ts) = (
-        ts::from_config(&child.local_ts, local),
-        ts::from_config(&child.remote_ts, remote),
-    );
-    let mode = child.mode;
-    let name = child.name.clone();
-    let reqid = cx.host.next_reqid;
-    cx.host.next_reqid += 1;
-    let comp = child.ipcomp;
-    let protocol = crate::exchange::child::suites(child).1;
-    install_policies(
-        cx,
-        reqid,
-        (mode, protocol, comp),
-        (local, remote),
-        &local_ts,
-        &remote_ts,
-    );
-    cx.host.traps.insert(reqid, (ci.clone(), cj));
-    cx.host.events.push(IkeEvent::TrapInstalled {
-        child: name,
-        reqid,
-        local_ts,
-        remote_ts,
-    });
-    Ok(())
-}
-
-/// Remove the trap of `reqid`; its policies go unless a Child SA in
-/// `sas` still uses them (they go with it then).
-pub(crate) fn remove_trap<'a>(
-    cx: &mut Cx<'_>,
-    reqid: u32,
-    mut sas: impl Iterator<Item = &'a crate::sa::IkeSa>,
-) {
-    let Some((ci, cj)) = cx.host.traps.remove(&reqid) else {
-        return;
-    };
-    let used = sas.any(|s| s.children.iter().any(|c| c.reqid == reqid));
-    if !used {
-        remove_policies(cx, reqid);
-    }
-    let child = ci.children[cj].name.clone();
-    cx.host.events.push(IkeEvent::TrapRemoved { child, reqid });
-}
-
-/// The out and fwd policies of a Child SA (RFC 4301 §4.4.1): traffic
-/// from our selectors to the peer's is protected with the SAs of
-/// `reqid`; what arrives from the peer's must have come through them.
-/// With `ipcomp`, IPComp comes first in the bundle (setkey's order
-/// `ipcomp esp`) at level `use`: small packets go uncompressed (RFC
-/// 3173 §2.2), and a rekey may come without it.
-pub(crate) fn install_policies(
-    cx: &mut Cx<'_>,
-    reqid: u32,
-    (mode, protocol, ipcomp): (Mode, Protocol, bool),
-    (local, remote): (std::net::IpAddr, std::net::IpAddr),
-    local_ts: &[TrafficSelector],
-    remote_ts: &[TrafficSelector],
-) {
-    let bundle = |src, dst| {
-        let t = |protocol, level| SaTemplate {
-            protocol,
-            mode,
-            tunnel: (mode == Mode::Tunnel).then_some((src, dst)),
-            level,
-            reqid,
-        };
-        let mut b = Vec::new();
-        if ipcomp {
-            b.push(t(Protocol::IpComp, Level::Use));
-        }
-        b.push(t(protocol, Level::Require));
-        b
-    };
-    let mut installed = Vec::new();
-    for (direction, from, to, b) in [
-        (Direction::Out, local_ts, remote_ts, bundle(local, remote)),
-        (Direction::Fwd, remote_ts, local_ts, bundle(remote, local)),
-    ] {
-        for selector in ts::selectors(from, to) {
-            let policy = Policy {
-                direction,
-                selector,
-                action: Action::Protect(b.clone()),
-                priority: 0,
-            };
-            take_over(cx, reqid, &policy);
-            cx.k.add_policy(policy.clone());
-            installed.push(policy);
-        }
-    }
-    cx.host.policies.insert(reqid, installed);
-}
-
-/// Another reqid's policy for the same traffic (the CHILD_SA of a
-/// connection a reload replaced, still up until its DELETE is
-/// answered; or two connections with the same selectors): `reqid`'s
-/// takes its place now, and the displaced one waits in `shadowed`
-/// until `reqid` lets go of it ([`Host::remove_policies`]), as the
-/// kernel's policy history does in strongSwan.
-fn take_over(cx: &mut Cx<'_>, reqid: u32, policy: &Policy) {
-    let same = |o: &Policy| (o.direction, o.selector) == (policy.direction, policy.selector);
-    for (r, owned) in cx.host.policies.iter_mut().filter(|(r, _)| **r != reqid) {
-        if let Some(at) = owned.iter().position(same) {
-            let old = owned.remove(at);
-            cx.k.del_policy(old.direction, old.selector);
-            cx.host.shadowed.push((*r, old));
-        }
-    }
-}
-
-/// `reqid`'s policies leave the data plane; where one had displaced
-/// another reqid's, the latest displaced one comes back.
-pub(crate) fn remove_policies(cx: &mut Cx<'_>, reqid: u32) {
-    cx.host.shadowed.retain(|(r, _)| *r != reqid);
-    for p in cx.host.policies.remove(&reqid).unwrap_or_default() {
-        cx.k.del_policy(p.direction, p.selector);
-        let back = cx
-            .shadowed
-            .iter()
-            .rposition(|(_, q)| (q.direction, q.selector) == (p.direction, p.selector));
-        if let Some(at) = back {
-            let (owner, q) = cx.host.shadowed.remove(at);
-            cx.k.add_policy(q.clone());
-            cx.host.policies.entry(owner).or_default().push(q);
-        }
-    }
-}
-
 /// Remove the Child SA with inbound SPI `spi` from `sa` and the data
 /// plane; its policies go with the last SA of its reqid.
 pub(crate) fn remove_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, spi: u32) {
@@ -440,9 +277,9 @@ pub(crate) fn remove_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, spi: u32) {
     // replaced connection's become DISCARD until its successor's
     // Child SA is up (reload.rs): never a moment in the clear.
     if !used && cx.host.holds.contains_key(&c.reqid) {
-        crate::reload::hold_policies(cx, c.reqid);
+        crate::policies::hold_policies(cx, c.reqid);
     } else if !used && !cx.host.traps.contains_key(&c.reqid) {
-        remove_policies(cx, c.reqid);
+        crate::policies::remove_policies(cx, c.reqid);
     }
     cx.host.report(
         sa,
@@ -511,7 +348,7 @@ fn child_sas(host: &mut Host, sa: &IkeSa, i: &Install<'_>, keymat: &[u8], reqid:
     } else {
         (r2i, i2r)
     };
-    let protocol = crate::exchange::child::protocol_of(chosen.protocol);
+    let protocol = crate::proto::protocol_of(chosen.protocol);
     // AH cannot be carried in UDP (RFC 3948 is for ESP) nor in TCP
     // (RFC 9329 §3); over a stream, ESP always goes in it (§5).
     let stream = sa.path.transport.is_stream();

@@ -33,7 +33,7 @@ pub(crate) fn revive(ike: &mut Ike, now: Duration, wishes: Vec<Wish>, k: &mut dy
                 ike.initiate(now, Some(&conn), Some(&child), k)
             }
             crate::config::DpdAction::Trap if !trapped => {
-                crate::install::install_trap(&mut Cx::new(&mut ike.host, now, k), &ci, cj)
+                crate::policies::install_trap(&mut Cx::new(&mut ike.host, now, k), &ci, cj)
             }
             _ => Ok(()),
         };
@@ -91,9 +91,7 @@ pub(crate) fn next_timeout(ike: &Ike) -> Option<Duration> {
                 at(sa.times.rekey_at);
                 at(sa.times.expire_at);
                 at(sa.auth.reauth_at);
-                if crate::reauth::reauth_due_now(ike, sa)
-                    || (sa.auth.revoked && !crate::reload::deleting(sa))
-                {
+                if crate::reauth::reauth_due_now(ike, sa) || (sa.auth.revoked && !sa.deleting()) {
                     at(Some(Duration::ZERO));
                 }
                 let dpd = sa.conn.dpd_delay;

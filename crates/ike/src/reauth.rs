@@ -21,37 +21,7 @@ use crate::event::IkeEvent;
 use crate::host::Host;
 use crate::host::Ike;
 use crate::kernel::Kernel;
-use crate::sa::PeerAuth;
 use crate::sa::{IkeSa, IkeState, Todo};
-use flowsec_wire::ike::{Message, Payload, CERT_X509_SIGNATURE};
-
-/// The X.509 certificates of CERT payloads in `msg`, as the peer sent them.
-fn cert_ders(msg: &Message) -> Vec<Vec<u8>> {
-    msg.payloads
-        .iter()
-        .filter_map(|p| match p {
-            Payload::Cert(c) if c.encoding == CERT_X509_SIGNATURE => Some(c.data.clone()),
-            _ => None,
-        })
-        .take(crate::auth::pubkey::MAX_CERTS)
-        .collect()
-}
-
-/// The peer of `sa` authenticated at `now` with `msg` (the IKE_AUTH
-/// message that carried its certificates, if any).
-pub(crate) fn peer_authenticated_at(cx: &mut Cx<'_>, sa: &mut IkeSa, msg: &Message) {
-    let conn = &sa.conn;
-    let (reauth, rand) = (conn.reauth_time, conn.rand_time);
-    let pubkey = matches!(conn.remote.auth, AuthKind::Pubkey(_));
-    sa.auth = PeerAuth {
-        at: cx.now,
-        reauth_at: (sa.initiator && !reauth.is_zero())
-            .then(|| cx.now + cx.host.jittered(reauth, rand)),
-        reauth_by: None,
-        certs: if pubkey { cert_ders(msg) } else { Vec::new() },
-        revoked: false,
-    };
-}
 
 /// Whether the peer of `sa` would still be let in with the
 /// credentials we hold now (`unix`: the wall clock); why not.
@@ -112,7 +82,7 @@ pub(crate) fn recheck_peers(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) {
             why,
         });
         sa.auth.revoked = true;
-        if sa.state == IkeState::Established && !crate::reload::deleting(&sa) {
+        if sa.state == IkeState::Established && !sa.deleting() {
             sa.queue.clear();
             sa.queue.push_back(Todo::DeleteIke);
             crate::timers::kick(&mut Cx::new(&mut ike.host, now, k), &mut sa);
@@ -133,7 +103,7 @@ pub(crate) fn reauthenticate(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) {
         let (ci, uid, vips) = (old.conn.clone(), old.uid, old.vips.local.clone());
         let cfgs = child_configs(old);
         let name = ci.name.clone();
-        match crate::exchange::init::connect_over(ike, now, ci, cfgs.first().copied(), None, k) {
+        match crate::initiate::connect_over(ike, now, ci, cfgs.first().copied(), None, k) {
             Ok(new) => {
                 if let Some(n) = ike.sas.values_mut().find(|s| s.our_spi() == new) {
                     n.queue
@@ -181,7 +151,7 @@ pub(crate) fn reauth_handover(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) 
             continue;
         };
         sa.auth.reauth_by = None;
-        if sa.state == IkeState::Established && !crate::reload::deleting(&sa) {
+        if sa.state == IkeState::Established && !sa.deleting() {
             sa.queue.clear();
             sa.queue.push_back(Todo::DeleteIke);
             crate::timers::kick(&mut Cx::new(&mut ike.host, now, k), &mut sa);

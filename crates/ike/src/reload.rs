@@ -34,8 +34,6 @@ use crate::config::{Config, ConnRef, StartAction};
 use crate::context::Cx;
 use crate::event::IkeEvent;
 use crate::event::Reloaded;
-use crate::host::Hold;
-use crate::host::Host;
 use crate::host::Ike;
 use crate::kernel::Kernel;
 use crate::sa::{IkeState, Todo};
@@ -98,7 +96,7 @@ pub(crate) fn reload(
     }
     ike.host.config = config;
     ike.host.conns = conns;
-    release_stale_holds(&mut Cx::new(&mut ike.host, now, k));
+    crate::policies::release_stale_holds(&mut Cx::new(&mut ike.host, now, k));
     retire(ike, now, k);
     // The new and the changed ones start as at `flowsec up`.
     start_connections(ike, now, &fresh, k);
@@ -121,7 +119,7 @@ pub(crate) fn retire(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) {
         .map(|(reqid, _)| *reqid)
         .collect();
     for reqid in traps {
-        crate::install::remove_trap(&mut Cx::new(&mut ike.host, now, k), reqid, ike.sas.values());
+        crate::policies::remove_trap(&mut Cx::new(&mut ike.host, now, k), reqid, ike.sas.values());
     }
     replaced_in_time(ike, now);
     let retired: Vec<u64> = ike
@@ -135,14 +133,14 @@ pub(crate) fn retire(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) {
             continue;
         };
         // Whoever deletes it first, its policies are held.
-        hold_children(&mut Cx::new(&mut ike.host, now, k), &sa);
+        crate::policies::hold_children(&mut Cx::new(&mut ike.host, now, k), &sa);
         match sa.state {
             IkeState::Connecting | IkeState::HalfOpen | IkeState::Authenticating => {
                 let mut sa = ike.sas.remove(at).expect("found above");
                 let mut sa = SaMut::detached(&mut sa, ike.sas.all());
                 crate::install::destroy(&mut Cx::new(&mut ike.host, now, k), &mut sa);
             }
-            IkeState::Established if !deleting(&sa) => {
+            IkeState::Established if !sa.deleting() => {
                 let name = &sa.conn.name;
                 if ike.host.replacing.contains_key(name) {
                     continue;
@@ -179,7 +177,7 @@ fn replaced_in_time(ike: &mut Ike, now: Duration) {
 /// being deleted: at once, or when its successor is up (the daemon
 /// polls at once then) or at the end of [`REPLACE_WAIT`].
 pub(crate) fn retired_due(ike: &Ike, sa: &crate::sa::IkeSa) -> Option<Duration> {
-    if ike.host.is_live(&sa.conn) || deleting(sa) {
+    if ike.host.is_live(&sa.conn) || sa.deleting() {
         return None;
     }
     let name = &sa.conn.name;
@@ -215,7 +213,8 @@ pub(crate) fn start_connections(
         }
     }
     for (ci, cj) in traps {
-        if let Err(e) = crate::install::install_trap(&mut Cx::new(&mut ike.host, now, k), &ci, cj) {
+        if let Err(e) = crate::policies::install_trap(&mut Cx::new(&mut ike.host, now, k), &ci, cj)
+        {
             ike.host.events.push(IkeEvent::CommandFailed(e));
         }
     }
@@ -223,128 +222,5 @@ pub(crate) fn start_connections(
         if let Err(e) = ike.initiate(now, Some(&conn), Some(&child), k) {
             ike.host.events.push(IkeEvent::CommandFailed(e));
         }
-    }
-}
-
-/// `reqid`'s Child SAs are gone and it is held: its policies become
-/// DISCARD (the route into the TUN stays, the packets are dropped
-/// there); what it had displaced is forgotten.
-pub(crate) fn hold_policies(cx: &mut Cx<'_>, reqid: u32) {
-    cx.host.shadowed.retain(|(r, _)| *r != reqid);
-    let Some(owned) = cx.host.policies.get_mut(&reqid).filter(|o| !o.is_empty()) else {
-        // Taken over already by the successor: nothing to hold.
-        cx.host.policies.remove(&reqid);
-        cx.host.holds.remove(&reqid);
-        return;
-    };
-    for p in owned.iter_mut() {
-        cx.k.del_policy(p.direction, p.selector);
-        p.action = flowsec_ipsec::Action::Discard;
-        cx.k.add_policy(p.clone());
-    }
-    let child = cx
-        .holds
-        .get(&reqid)
-        .map_or_else(String::new, |h| h.child.clone());
-    cx.host.events.push(IkeEvent::PoliciesHeld { child, reqid });
-}
-
-/// A Child SA of `sa` (a live connection's) with config `cfg` is up:
-/// the policies held for its predecessors with the same peer go (those
-/// it took over are gone already).
-pub(crate) fn release_holds(cx: &mut Cx<'_>, sa: &crate::sa::IkeSa, cfg: usize) {
-    if !cx.host.is_live(&sa.conn) || cx.host.holds.is_empty() {
-        return;
-    }
-    let conn = &sa.conn;
-    let Some(child) = conn.children.get(cfg) else {
-        return;
-    };
-    let done: Vec<u32> = cx
-        .holds
-        .iter()
-        .filter(|(_, h)| h.conn == conn.name && h.child == child.name && h.peer == sa.ids.peer)
-        .map(|(r, _)| *r)
-        .collect();
-    for reqid in done {
-        release_hold(cx, reqid);
-    }
-}
-
-/// Holds whose connection or child a reload removed go.
-fn release_stale_holds(cx: &mut Cx<'_>) {
-    let live = &cx.host.conns;
-    let stale: Vec<u32> = cx
-        .holds
-        .iter()
-        .filter(|(_, h)| {
-            !live
-                .iter()
-                .any(|x| x.name == h.conn && x.children.iter().any(|y| y.name == h.child))
-        })
-        .map(|(r, _)| *r)
-        .collect();
-    for reqid in stale {
-        release_hold(cx, reqid);
-    }
-}
-
-fn release_hold(cx: &mut Cx<'_>, reqid: u32) {
-    cx.host.holds.remove(&reqid);
-    // Still in use by an old Child SA (not yet gone): its policies go
-    // with it, as any Child SA's.
-    let held = cx
-        .policies
-        .get(&reqid)
-        .is_some_and(|o| o.iter().all(|p| p.action == flowsec_ipsec::Action::Discard));
-    if held {
-        crate::install::remove_policies(cx, reqid);
-    }
-}
-
-/// Its DELETE is queued or under way already.
-pub(crate) fn deleting(sa: &crate::sa::IkeSa) -> bool {
-    sa.queue.contains(&Todo::DeleteIke)
-        || sa
-            .exch
-            .task()
-            .is_some_and(|t| t.kind() == crate::exchange::Kind::DeleteIke)
-}
-
-/// The Child SAs of `sa`, a replaced connection's IKE SA about to be
-/// deleted: their policies will be held when their SAs go — those the
-/// new connection still has (by child name), and that no Child SA of
-/// it with the same peer has taken over yet.
-fn hold_children(host: &mut Host, sa: &SaMut<'_>) {
-    let conn = &sa.conn;
-    let Some(new) = host.conns.iter().find(|c| c.name == conn.name) else {
-        return;
-    };
-    let taken_over = |child: &str| {
-        sa.others.values().any(|o| {
-            host.is_live(&o.conn)
-                && o.conn.name == conn.name
-                && o.ids.peer == sa.ids.peer
-                && o.children
-                    .iter()
-                    .any(|c| o.conn.children[c.cfg].name == child)
-        })
-    };
-    let mut held = Vec::new();
-    for c in &sa.children {
-        let Some(child) = conn.children.get(c.cfg).map(|ch| ch.name.as_str()) else {
-            continue;
-        };
-        if new.children.iter().any(|ch| ch.name == child) && !taken_over(child) {
-            held.push((c.reqid, child.to_string()));
-        }
-    }
-    for (reqid, child) in held {
-        let hold = Hold {
-            conn: conn.name.clone(),
-            child,
-            peer: sa.ids.peer.clone(),
-        };
-        host.holds.insert(reqid, hold);
     }
 }

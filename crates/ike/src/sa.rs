@@ -263,6 +263,15 @@ pub(crate) struct IkeSa {
 }
 
 impl IkeSa {
+    /// Its DELETE is queued or under way already.
+    pub fn deleting(&self) -> bool {
+        self.queue.contains(&Todo::DeleteIke)
+            || self
+                .exch
+                .task()
+                .is_some_and(|t| t.kind() == crate::exchange::Kind::DeleteIke)
+    }
+
     /// The name of child config `cfg` of its connection.
     pub fn child_name(&self, cfg: usize) -> String {
         self.conn

@@ -94,7 +94,7 @@ pub(crate) fn fall_back_to_tcp(ike: &mut Ike, now: Duration, k: &mut dyn Kernel)
         let name = conn.name.clone();
         ike.host.events.push(IkeEvent::TcpFallback { name });
         let over = Some(stream_of(&conn));
-        match crate::exchange::init::connect_over(ike, now, conn, child, over, k) {
+        match crate::initiate::connect_over(ike, now, conn, child, over, k) {
             // What waited for the first IKE SA waits for the new one.
             Ok(new) => {
                 if let Some((_, mut sa)) = ike.sas.find(new) {

@@ -70,7 +70,7 @@ fn timers(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) {
         sa.times.expire_at = None;
         sa.queue.push_back(Todo::DeleteIke);
     }
-    if sa.auth.revoked && !crate::reload::deleting(sa) {
+    if sa.auth.revoked && !sa.deleting() {
         sa.queue.clear();
         sa.queue.push_back(Todo::DeleteIke);
     }

@@ -202,7 +202,7 @@ pub(crate) fn eap_server_start(
     ) {
         Ok(a) => a,
         Err(e) => {
-            crate::exchange::init::report_failed(cx, sa, e);
+            crate::host::report_failed(cx, sa, e);
             return refuse_eap(cx, sa, mid, Some(peer), None);
         }
     };
@@ -436,7 +436,7 @@ fn give_up_eap(
         req.reserved().release(cx.k);
     }
     cx.stats.auth_failed += 1;
-    crate::exchange::init::fail(cx, sa, e)
+    crate::host::fail(cx, sa, e)
 }
 
 /// Initiator: the first answer carries the responder's own AUTH (a

@@ -16,14 +16,14 @@ pub(crate) mod psk;
 pub(crate) mod pubkey;
 
 use flowsec_wire::iana::PrfId;
-use flowsec_wire::ike::{Auth, Id, Message, Payload};
+use flowsec_wire::ike::{Auth, Id, Message, Payload, CERT_X509_SIGNATURE};
 
 use crate::cert::Rejection;
 use crate::config::{AuthKind, Identity};
 use crate::context::Cx;
 use crate::error::NegotiationError;
 use crate::exchange::InitMessages;
-use crate::sa::IkeSa;
+use crate::sa::{IkeSa, PeerAuth};
 
 /// What one AUTH payload covers (§2.15): the signer's IKE_SA_INIT message
 /// as it went, the other side's nonce and `prf(SK_px, ID')` of the
@@ -121,4 +121,32 @@ pub(crate) fn of(kind: AuthKind) -> &'static dyn Authenticator {
         AuthKind::Pubkey(_) => &pubkey::Pubkey,
         AuthKind::Eap => &eap::Conversation,
     }
+}
+
+/// The peer of `sa` authenticated at `now` with `msg` (the IKE_AUTH
+/// message that carried its certificates, if any).
+pub(crate) fn peer_authenticated_at(cx: &mut Cx<'_>, sa: &mut IkeSa, msg: &Message) {
+    let conn = &sa.conn;
+    let (reauth, rand) = (conn.reauth_time, conn.rand_time);
+    let pubkey = matches!(conn.remote.auth, AuthKind::Pubkey(_));
+    sa.auth = PeerAuth {
+        at: cx.now,
+        reauth_at: (sa.initiator && !reauth.is_zero())
+            .then(|| cx.now + cx.host.jittered(reauth, rand)),
+        reauth_by: None,
+        certs: if pubkey { cert_ders(msg) } else { Vec::new() },
+        revoked: false,
+    };
+}
+
+/// The X.509 certificates of CERT payloads in `msg`, as the peer sent them.
+pub(crate) fn cert_ders(msg: &Message) -> Vec<Vec<u8>> {
+    msg.payloads
+        .iter()
+        .filter_map(|p| match p {
+            Payload::Cert(c) if c.encoding == CERT_X509_SIGNATURE => Some(c.data.clone()),
+            _ => None,
+        })
+        .take(crate::auth::pubkey::MAX_CERTS)
+        .collect()
 }

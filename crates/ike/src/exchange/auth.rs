@@ -152,7 +152,7 @@ pub(crate) fn send_auth(
         match crate::auth::eap::eap_peer(cx, sa, &me, idi.clone()) {
             Some(e) => Some(e),
             None => {
-                return crate::exchange::init::fail(
+                return crate::host::fail(
                     cx,
                     sa,
                     NegotiationError::EapFailed("no eap- secret for our EAP identity"),
@@ -177,7 +177,7 @@ pub(crate) fn send_auth(
             sa.announced.certreq,
         ) {
             Ok((c, a)) => (c, Some(a)),
-            Err(e) => return crate::exchange::init::fail(cx, sa, e),
+            Err(e) => return crate::host::fail(cx, sa, e),
         }
     };
     let conn = &sa.conn;
@@ -237,7 +237,7 @@ pub(crate) fn answer_authenticated(
     let addressed = crate::vip::answer_cp(cx, sa, first, &peer, &mut payloads);
     sa.ids.peer = Some(peer.clone());
     sa.ids.local = Some(me.clone());
-    crate::reauth::peer_authenticated_at(cx, sa, first);
+    crate::auth::peer_authenticated_at(cx, sa, first);
     established(cx, sa);
     if has_notify(first, NotifyType::INITIAL_CONTACT) {
         initial_contact(cx, sa);
@@ -301,9 +301,9 @@ pub(crate) fn finish_initiator(
             .protect(sa, ExchangeType::INFORMATIONAL, false, mid, &[delete]);
         cx.host
             .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
-        return crate::exchange::init::fail(cx, sa, NegotiationError::NoVirtualIp);
+        return crate::host::fail(cx, sa, NegotiationError::NoVirtualIp);
     }
-    crate::reauth::peer_authenticated_at(cx, sa, &msg);
+    crate::auth::peer_authenticated_at(cx, sa, &msg);
     established(cx, sa);
     cx.host.report_established(sa, me, peer);
     if let Some(req) = child {
@@ -500,7 +500,7 @@ impl Exchange for IkeAuth {
                 req.reserved().release(cx.k);
             }
             cx.host.stats.auth_failed += 1;
-            return crate::exchange::init::fail(cx, sa, NegotiationError::PeerAuthFailed);
+            return crate::host::fail(cx, sa, NegotiationError::PeerAuthFailed);
         }
         if let Some(st) = task.eap {
             let task = IkeAuth { eap: None, ..task };
@@ -533,7 +533,7 @@ impl Exchange for IkeAuth {
             cx.host
                 .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
             cx.host.stats.auth_failed += 1;
-            return crate::exchange::init::fail(cx, sa, NegotiationError::ResponderAuthBad);
+            return crate::host::fail(cx, sa, NegotiationError::ResponderAuthBad);
         };
         finish_initiator(cx, sa, (init, child), peer, msg)
     }
@@ -592,7 +592,7 @@ impl Awaiting for AwaitingAuth {
         ) {
             Ok(a) => a,
             Err(e) => {
-                crate::exchange::init::report_failed(cx, sa, e);
+                crate::host::report_failed(cx, sa, e);
                 return refuse_auth(cx, sa, mid);
             }
         };

@@ -170,7 +170,7 @@ pub(crate) fn child_request_for(
     resource: Resource,
 ) -> ChildRequest {
     let child = &sa.conn.children[cfg];
-    let (proposals, protocol) = suites(child);
+    let (proposals, protocol) = crate::proto::suites(child);
     // A per-resource SA's inbound SPI is one the data plane steers to
     // its resource; a rekey's, to the old SA's.
     let cpu = match resource {
@@ -198,7 +198,12 @@ pub(crate) fn child_request_for(
             ts::from_config(&child.remote_ts, sa.path.remote.ip()),
         ),
     };
-    let offer = config::child_offer(proposals, protocol_id(protocol), spi_in, dh.is_some());
+    let offer = config::child_offer(
+        proposals,
+        crate::proto::protocol_id(protocol),
+        spi_in,
+        dh.is_some(),
+    );
     let mode = child.mode;
     // Without a CPI left, no IPComp (strongSwan does the same).
     let cpi_in = if child.ipcomp { cpi(cx.k) } else { None };
@@ -477,7 +482,7 @@ fn child_refused(
     req.reserved().release(cx.k);
     if ty == NotifyType::INVALID_KE_PAYLOAD && data.len() == 2 && req.ke.is_some() {
         let group = DhGroup(u16::from_be_bytes([data[0], data[1]]));
-        let ours = suites(&sa.conn.children[req.cfg])
+        let ours = crate::proto::suites(&sa.conn.children[req.cfg])
             .0
             .iter()
             .any(|p| p.dh.contains(&group));
@@ -552,40 +557,13 @@ pub(crate) fn peer_cpi(msg: &Message) -> Option<u16> {
 /// The IPComp transform ID of DEFLATE (RFC 3173 §3.3, IANA).
 const IPCOMP_DEFLATE: u8 = 2;
 
-/// The proposals of a child and the protocol they are for: AH when
-/// `ah_proposals` is set (strongSwan then negotiates AH), else ESP.
-pub(crate) fn suites(child: &config::ChildConfig) -> (&[config::ChildProposal], Protocol) {
-    if child.ah_proposals.is_empty() {
-        (&child.esp_proposals, Protocol::Esp)
-    } else {
-        (&child.ah_proposals, Protocol::Ah)
-    }
-}
-
-/// The IKE protocol ID of an IPsec protocol.
-pub(crate) fn protocol_id(p: Protocol) -> ProtocolId {
-    match p {
-        Protocol::Ah => ProtocolId::AH,
-        _ => ProtocolId::ESP,
-    }
-}
-
-/// The IPsec protocol of an IKE protocol ID (ESP unless AH).
-pub(crate) fn protocol_of(p: ProtocolId) -> Protocol {
-    if p == ProtocolId::AH {
-        Protocol::Ah
-    } else {
-        Protocol::Esp
-    }
-}
-
 /// The payloads of a Child SA request (rekeying the Child SA with our
 /// inbound SPI `rekey`, if given); with `create` its nonce and KE.
 pub(crate) fn child_payloads(req: &ChildRequest, rekey: Option<u32>, create: bool) -> Vec<Payload> {
     let mut p = Vec::new();
     if let Some(old) = rekey {
         p.push(Payload::Notify(Notify {
-            protocol: protocol_id(req.protocol).0,
+            protocol: crate::proto::protocol_id(req.protocol).0,
             spi: old.to_be_bytes().to_vec(),
             ty: NotifyType::REKEY_SA,
             data: Vec::new(),

@@ -20,12 +20,11 @@ use crate::config::{self, ChildChosen, RekeySwitch};
 use crate::context::Cx;
 use crate::crypto;
 use crate::event::IkeEvent;
-use crate::exchange::child::{
-    cpi, ipcomp_supported, min_nonce, peer_cpi, protocol_of, suites, Resource, NONCE_LEN,
-};
+use crate::exchange::child::{cpi, ipcomp_supported, min_nonce, peer_cpi, Resource, NONCE_LEN};
 use crate::exchange::Collision;
 use crate::host::{has_notify, notifies, notify, Host};
 use crate::install::Install;
+use crate::proto::{protocol_of, suites};
 use crate::sa::{ChildState, IkeSa};
 use crate::table::{SaMut, Then};
 use crate::ts;

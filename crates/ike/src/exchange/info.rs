@@ -32,7 +32,7 @@ fn deleted_children(sa: &IkeSa, deletes: &[&DeletePayload]) -> (Vec<(ProtocolId,
         .iter()
         .filter(|d| d.protocol == ProtocolId::ESP || d.protocol == ProtocolId::AH)
     {
-        let want = crate::exchange::child::protocol_of(d.protocol);
+        let want = crate::proto::protocol_of(d.protocol);
         for spi in &d.spis {
             match sa
                 .children
@@ -40,10 +40,7 @@ fn deleted_children(sa: &IkeSa, deletes: &[&DeletePayload]) -> (Vec<(ProtocolId,
                 .find(|c| c.spi_out == *spi && c.plane.sa_out.protocol == want)
             {
                 Some(c) if c.state == ChildState::Deleting => crossed.push(c.spi_in),
-                Some(c) => ours.push((
-                    crate::exchange::child::protocol_id(c.plane.sa_in.protocol),
-                    c.spi_in,
-                )),
+                Some(c) => ours.push((crate::proto::protocol_id(c.plane.sa_in.protocol), c.spi_in)),
                 None => {}
             }
         }
@@ -189,7 +186,7 @@ pub(crate) fn start_delete_child(cx: &mut Cx<'_>, sa: &mut IkeSa, spi: u32) {
     };
     c.state = ChildState::Deleting;
     let d = Payload::Delete(DeletePayload {
-        protocol: crate::exchange::child::protocol_id(c.plane.sa_in.protocol),
+        protocol: crate::proto::protocol_id(c.plane.sa_in.protocol),
         spis: vec![spi],
     });
     cx.request(

@@ -14,29 +14,25 @@
 use core::time::Duration;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, PayloadType};
 use flowsec_wire::ike::{Header, Ke, Message, Payload, Proposal};
 use zeroize::Zeroizing;
 
-use crate::config::{self, AddrSpec, ConnRef, Connection, IkeChosen, TcpEncap};
+use crate::config::{self, ConnRef, Connection, IkeChosen};
 use crate::context::Cx;
 use crate::crypto::KeyExchange;
 use crate::crypto::{self, IkeKeys, SkCrypto};
-use crate::error::{CommandError, InitResponseError, NegotiationError};
+use crate::error::{InitResponseError, NegotiationError};
 use crate::event::IkeEvent;
 use crate::exchange::Exchanges;
 use crate::exchange::InitMessages;
 use crate::exchange::{take_as, task_as, Exchange, Kind};
-use crate::host::Ike;
 use crate::host::{error_notify, has_notify, notifies, notify, parts, Host};
-use crate::kernel::Kernel;
 use crate::nat::{nat_detect, nat_hash};
 use crate::sa::{Announced, Ids, Path, Times, Vips};
 use crate::sa::{IkeKeyState, IkeSa, IkeState};
 use crate::table::{SaMut, Then};
-use crate::transport::Transport;
 
 // The UDP port IKE starts on, and the one it floats to (§2.23).
 pub use flowsec_wire::udp_encap::{IKE_PORT, NAT_T_PORT};
@@ -64,195 +60,8 @@ pub(crate) struct IkeInit {
     pub first_child: Option<usize>,
 }
 
-/// The body of [`Ike::initiate`].
-pub(crate) fn initiate(
-    ike: &mut Ike,
-    now: Duration,
-    conn: Option<&str>,
-    child: Option<&str>,
-    k: &mut dyn Kernel,
-) -> Result<(), CommandError> {
-    // Not a connection a reload retired.
-    let found = ike.host.conns.iter().find_map(|c| {
-        if conn.is_some_and(|n| n != c.name) {
-            return None;
-        }
-        match child {
-            Some(name) => c
-                .children
-                .iter()
-                .position(|ch| ch.name == name)
-                .map(|j| (c.clone(), Some(j))),
-            None => Some((c.clone(), None)),
-        }
-    });
-    let Some((ci, child)) = found else {
-        return Err(CommandError::NoConnection {
-            conn: conn.map(str::to_string),
-            child: child.map(str::to_string),
-        });
-    };
-    let child = child.or_else(|| (!ci.children.is_empty()).then_some(0));
-    // An IKE SA of the connection we can reuse?
-    let existing = ike
-        .sas
-        .values()
-        .find(|s| {
-            Arc::ptr_eq(&s.conn, &ci)
-                && matches!(
-                    s.state,
-                    IkeState::Established | IkeState::Connecting | IkeState::Authenticating
-                )
-        })
-        .map(|s| s.our_spi());
-    if let Some(spi) = existing {
-        let Some(cfg) = child else { return Ok(()) };
-        let Some((_, mut sa)) = ike.sas.find(spi) else {
-            return Ok(());
-        };
-        if sa.state == IkeState::Established {
-            sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
-            crate::timers::kick(&mut Cx::new(&mut ike.host, now, k), &mut sa);
-        } else if sa.exch.task().and_then(|t| t.first_child()) != Some(cfg) {
-            // IKE_AUTH will carry the first child; the rest follow.
-            sa.queue.push_back(crate::sa::Todo::CreateChild(cfg));
-        }
-        return Ok(());
-    }
-    connect_over(ike, now, ci, child, None, k).map(|_| ())
-}
-
-/// A new IKE SA of connection `ci` as initiator, over `transport` or
-/// (`None`) what its `tcp_encap` says to start with; its SPI.
-pub(crate) fn connect_over(
-    ike: &mut Ike,
-    now: Duration,
-    ci: ConnRef,
-    child: Option<usize>,
-    transport: Option<Transport>,
-    k: &mut dyn Kernel,
-) -> Result<u64, CommandError> {
-    let conn = &*ci;
-    let transport = transport.unwrap_or_else(|| starting_transport(conn));
-    let (local, remote) = endpoints(conn, transport, k)?;
-    let group = conn
-        .proposals
-        .iter()
-        .flat_map(|p| p.dh.iter())
-        .copied()
-        .find(|g| ike.host.provider.key_exchange(*g).is_some())
-        .ok_or_else(|| CommandError::NoGroup {
-            conn: conn.name.clone(),
-        })?;
-    let offer = config::ike_offer(&conn.proposals);
-    let name = conn.name.clone();
-    let ke = crypto::key_exchange(&ike.host.provider, group, ike.host.rng.as_mut()).map_err(
-        |error| CommandError::KeyExchange {
-            conn: name.clone(),
-            error,
-        },
-    )?;
-    let spi_i = ike.host.new_spi(|s| ike.sas.contains_spi(s));
-    let ni = ike.host.random(NONCE_LEN);
-    let uid = ike.host.next_uid;
-    ike.host.next_uid += 1;
-    let mut sa = new_sa(ci, uid, (spi_i, 0), true, (local, remote), now);
-    sa.path.transport = transport;
-    sa.path.stream_originator = transport.is_stream();
-    let init = IkeInit {
-        ke,
-        ni,
-        offer,
-        cookie: None,
-        retries: 0,
-        first_child: child,
-    };
-    ike.host.events.push(IkeEvent::Initiating {
-        name,
-        unique_id: uid,
-        remote: remote.ip(),
-    });
-    send_init(&mut Cx::new(&mut ike.host, now, k), &mut sa, init);
-    ike.sas.insert(sa);
-    Ok(spi_i)
-}
-
-/// The initiator's side: the answer to our IKE_SA_INIT, for the SA
-/// its SPIi names.
-pub(crate) fn on_init_response(
-    ike: &mut Ike,
-    now: Duration,
-    header: &Header,
-    data: &[u8],
-    k: &mut dyn Kernel,
-) {
-    let Some((at, mut sa)) = ike.sas.find(header.spi_i) else {
-        ike.host.stats.unknown_spi += 1;
-        return;
-    };
-    let then = init_response(&mut Cx::new(&mut ike.host, now, k), &mut sa, header, data);
-    ike.then(now, at, then, k);
-}
-
-/// The transport a new IKE SA of `conn` starts on, as its `tcp_encap`
-/// says: TCP or TLS at once (RFC 9329), else UDP (`fallback` goes over
-/// TCP only if UDP gets no answer, RFC 9329 §5.1).
-fn starting_transport(conn: &Connection) -> Transport {
-    match (conn.tcp.encap, conn.tcp.tls) {
-        (TcpEncap::Yes, false) => Transport::Tcp,
-        (TcpEncap::Yes, true) => Transport::Tls,
-        (TcpEncap::No | TcpEncap::Fallback, _) => Transport::Udp,
-    }
-}
-
-/// The local and remote address a new IKE SA of `conn` starts between
-/// over `transport`: the first configured remote address, a configured
-/// local address of its family or else the kernel's source for it, and
-/// the ports.
-fn endpoints(
-    conn: &Connection,
-    transport: Transport,
-    k: &mut dyn Kernel,
-) -> Result<(SocketAddr, SocketAddr), CommandError> {
-    let remote_ip = conn
-        .remote_addrs
-        .iter()
-        .find_map(|a| match a {
-            AddrSpec::Addr(ip) => Some(*ip),
-            _ => None,
-        })
-        .ok_or_else(|| CommandError::NoRemoteAddress {
-            conn: conn.name.clone(),
-        })?;
-    let local_ip = conn
-        .local_addrs
-        .iter()
-        .find_map(|a| match a {
-            AddrSpec::Addr(ip) if ip.is_ipv4() == remote_ip.is_ipv4() => Some(*ip),
-            _ => None,
-        })
-        .or_else(|| k.source_for(remote_ip))
-        .ok_or_else(|| CommandError::NoLocalAddress {
-            name: conn.name.clone(),
-            remote: remote_ip,
-        })?;
-    // Over TCP the peer listens on `tcp_port`, and our side is any
-    // port (RFC 9329 §5); NAT detection hashes port 0 then, so the
-    // peer sees a NAT: it changes nothing over TCP (§6.5).
-    Ok(match transport.is_stream() {
-        false => (
-            SocketAddr::new(local_ip, conn.local_port),
-            SocketAddr::new(remote_ip, conn.remote_port),
-        ),
-        true => (
-            SocketAddr::new(local_ip, 0),
-            SocketAddr::new(remote_ip, conn.tcp.port),
-        ),
-    })
-}
-
 /// (Re)send our IKE_SA_INIT request.
-fn send_init(cx: &mut Cx<'_>, sa: &mut IkeSa, init: IkeInit) {
+pub(crate) fn send_init(cx: &mut Cx<'_>, sa: &mut IkeSa, init: IkeInit) {
     let mut payloads = Vec::new();
     if let Some(c) = &init.cookie {
         payloads.push(notify(NotifyType::COOKIE, c.clone()));
@@ -327,14 +136,14 @@ pub(crate) fn init_response(
     };
     let p = parts(&msg);
     let (Some(sar), Some(ker), Some(nr)) = (p.sa.and_then(|s| s.first()), p.ke, p.nonce) else {
-        return bogus_init(cx, sa, InitResponseError::MissingPayloads);
+        return crate::host::bogus_init(cx, sa, InitResponseError::MissingPayloads);
     };
     let chosen = match config::ike_accepts(&init.offer, sar) {
         Some(c) if c.suite.dh == ker.group && header.spi_r != 0 => c,
-        _ => return bogus_init(cx, sa, InitResponseError::NotOffered),
+        _ => return crate::host::bogus_init(cx, sa, InitResponseError::NotOffered),
     };
     let Ok(g_ir) = init.ke.shared_secret(&ker.data) else {
-        return bogus_init(cx, sa, InitResponseError::BadKe);
+        return crate::host::bogus_init(cx, sa, InitResponseError::BadKe);
     };
     // The exchange is done: the request as sent is RealMessage1
     // (§2.15). §2.2: each end numbers its own requests from 0;
@@ -355,7 +164,7 @@ pub(crate) fn init_response(
         (sa.spi_i, sa.spi_r),
         true,
     ) else {
-        return fail(cx, sa, NegotiationError::KeyDerivation);
+        return crate::host::fail(cx, sa, NegotiationError::KeyDerivation);
     };
     sa.keys = Some(keys);
     note_init_answer(sa, &msg);
@@ -410,7 +219,7 @@ fn init_notified(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: &Message) -> Option<T
             init_again(cx, sa, |init| init.cookie = Some(cookie));
             return Some(Then::Stay);
         }
-        return Some(fail(cx, sa, NegotiationError::TooManyCookies));
+        return Some(crate::host::fail(cx, sa, NegotiationError::TooManyCookies));
     }
     let n = error_notify(msg)?;
     if n.ty == NotifyType::INVALID_KE_PAYLOAD && n.data.len() == 2 && retries < MAX_INIT_RETRIES {
@@ -585,39 +394,6 @@ pub(crate) fn keys_from_seed(
         inn,
     })
 }
-/// An IKE_SA_INIT answer we cannot use: unauthenticated, so it ends
-/// nothing (§2.21.1); the request stays in flight.
-fn bogus_init(host: &mut Host, sa: &IkeSa, why: InitResponseError) -> Then {
-    host.stats.malformed += 1;
-    host.report(
-        sa,
-        IkeEvent::InitIgnored {
-            name: host.conn_name(sa),
-            unique_id: sa.uid,
-            why,
-        },
-    );
-    Then::Stay
-}
-/// Give up on an IKE SA that is not established yet: it goes when
-/// its borrow ends.
-pub(crate) fn fail(host: &mut Host, sa: &IkeSa, reason: NegotiationError) -> Then {
-    report_failed(host, sa, reason);
-    Then::Destroy(Vec::new())
-}
-/// Report that negotiating `sa` failed (the caller ends it).
-pub(crate) fn report_failed(host: &mut Host, sa: &IkeSa, reason: NegotiationError) {
-    host.report(
-        sa,
-        IkeEvent::NegotiationFailed {
-            name: host.conn_name(sa),
-            unique_id: sa.uid,
-            remote: sa.path.remote.ip(),
-            reason,
-        },
-    );
-}
-
 impl Exchange for IkeInit {
     fn kind(&self) -> Kind {
         Kind::IkeInit
