@@ -31,7 +31,7 @@ pub struct Ike {
 /// This host's state beside its IKE SAs: configuration, crypto and
 /// randomness, what goes out (datagrams, events), counters, and the
 /// reqids, policies and trap policies the IKE SAs' Child SAs share. A
-/// handler works on one IKE SA borrowed from the table ([`SaMut`]) and
+/// handler works on one IKE SA borrowed from the table ([`crate::table::SaMut`]) and
 /// on this.
 pub(crate) struct Host {
     /// Secrets, credentials and pools; its `connections` are empty: they
@@ -128,7 +128,7 @@ impl Host {
 
     /// Encrypt `payloads` into a message of `sa`: one datagram, or its
     /// fragments (RFC 7383) when it is larger than the fragment size and
-    /// `sa` fragments ([`Host::fragments`]).
+    /// `sa` fragments (`fragment_room`).
     pub(crate) fn protect(
         &mut self,
         sa: &IkeSa,

@@ -1,5 +1,5 @@
 //! Installing and removing what a Child SA consists of through the
-//! [`Kernel`]: its pair of ESP SAs (and IPComp SAs, RFC 3173, when both
+//! [`crate::kernel::Kernel`]: its pair of ESP SAs (and IPComp SAs, RFC 3173, when both
 //! ends offered IPCOMP_SUPPORTED, RFC 7296 §2.22), the policies of its
 //! reqid (RFC 4301 §4.4.1), trap policies (`start_action = trap`), and
 //! the data plane's volume limits.
@@ -71,7 +71,7 @@ fn child_lifetime(child: &ChildConfig, r_bytes: u64, r_packets: u64) -> Lifetime
     }
 }
 
-/// What [`Host::install_child`] installs.
+/// What [`install_child`] installs.
 pub(crate) struct Install<'a> {
     pub cfg: usize,
     pub chosen: &'a ChildChosen,
@@ -211,7 +211,7 @@ fn send_or_defer(
 }
 
 /// `prefer-new`: a replaced Child SA's SAs leave the data plane now,
-/// its record stays for the DELETE exchange ([`ChildSa::sas_gone`]).
+/// its record stays for the DELETE exchange ([`crate::sa::InPlane::gone`]).
 pub(crate) fn drop_replaced(cx: &mut Cx<'_>, sa: &mut IkeSa, spi: u32) {
     let Some(c) = sa
         .children

@@ -1,36 +1,33 @@
-//! Sans-I/O IKEv2 (RFC 7296) for flowsec: the exchanges and their tasks
-//! under one exchange manager per IKE SA, key derivation, and the
-//! swanctl.conf-style configuration.
+//! Sans-I/O IKEv2 (RFC 7296) for flowsec: exchanges and authenticators
+//! that own their behaviour, key derivation, and the swanctl.conf-style
+//! configuration. From the top (each layer uses only those below it; the
+//! core is the one cycle):
 //!
 //! ```text
-//! config ── swanctl.conf parser, strongSwan proposal syntax, selection
-//! crypto ── prf+, SKEYSEED, SK and SKF payloads, PSK AUTH over the Provider's PRFs and groups
-//! engine ── Ike: all IKE SAs; datagrams + now in, datagrams + Kernel calls,
-//!           IkeEvents (event.rs) out; the checks before any task, dispatch
-//!   host     ── Host: what every exchange shares (config, crypto, output,
-//!               reqids and policies); sending requests and answers
-//!   table    ── the IKE SAs by our SPI: one borrowed in place (SaMut), the
-//!               others beside it; what becomes of it when the borrow ends (Then)
-//!   exchange ── the manager: message IDs, window, retransmission, response
-//!               replay, collisions; it holds the tasks (task.rs)
-//!   rules    ── which payloads each exchange carries, checked once
-//!   the exchanges, a task type each:
+//! engine ── Ike's public API: datagrams + now in, datagrams + Kernel calls
+//!           and IkeEvents out; the checks before any task, routing, the queue
+//!   initiate · poll · reload · reauth · streams · control
+//!           ── work over all IKE SAs: starting one, timers and limits,
+//!              a new configuration, reauthentication, RFC 9329, ctl
+//!   timers  ── one IKE SA's timers and its queue of tasks (kick)
+//!   exchange/ ── one file per exchange, both roles (a task type each):
 //!     init · init_responder   IKE_SA_INIT (IkeInit)
 //!     auth                    IKE_AUTH (IkeAuth, AwaitingAuth)
 //!     child · child_responder CREATE_CHILD_SA for Child SAs (ChildCreate, ChildRekey)
 //!     rekey                   CREATE_CHILD_SA for the IKE SA (IkeRekey)
 //!     info                    INFORMATIONAL (Delete, Dpd)
-//!   install  ── a Child SA's SAs and policies through the Kernel
-//!   timers   ── retransmission, lifetimes, rekeys, DPD, the task queue
-//!   nat      ── NAT detection and following a rebound peer (§2.23)
-//!   admit    ── who may make a half-open IKE SA: COOKIE (§2.6), per-address
-//!               and global limits on half-open SAs
-//!   error    ── CommandError, ChildError, NegotiationError, InitResponseError
-//!   fragmentation ── cutting a message into SKF fragments, putting them
-//!               back together within bounds (RFC 7383)
-//!   reload   ── a new configuration, connection by connection
-//!   event_log ── each event with the IKE SA it happened in (`<name|id>`)
-//! kernel ── the interface to the IPsec data plane (add_sa, add_policy, …)
+//!   auth/   ── the Authenticator of each method and what an AUTH covers
+//!              (Octets): psk · pubkey · eap
+//!   install · policies · vip · nat
+//!           ── a Child SA's SAs, its policies, traps and holds through the
+//!              Kernel; virtual IPs; NAT detection and a rebound peer (§2.23)
+//!   core:   context (Cx: one call's now, kernel and Host) · host (Host, Ike)
+//!           · table (IKE SAs by SPI, SaMut, Then) · sa (IkeSa, ChildSa in
+//!           parts) · exchange (the Exchange and Awaiting traits, the
+//!           manager: message IDs, window, retransmission, replay)
+//!   leaves: settings · stats · transport · event · event_log · error ·
+//!           admit · rules · fragmentation · proto · ts · pool · kernel ·
+//!           config/ · crypto/ · cert/ · eap/ · random
 //! ```
 //!
 //! Nothing here reads a clock, opens a socket or starts a thread; time is

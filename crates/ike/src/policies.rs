@@ -18,7 +18,7 @@ use crate::ts;
 
 /// Install the trap policies of child `cj` of connection `ci`: what
 /// matches them and finds no SA makes the data plane ask for one
-/// ([`Ike::acquire`]).
+/// ([`crate::Ike::acquire`]).
 pub(crate) fn install_trap(cx: &mut Cx<'_>, ci: &ConnRef, cj: usize) -> Result<(), CommandError> {
     let conn = &**ci;
     let child = &conn.children[cj];
@@ -143,7 +143,7 @@ pub(crate) fn install_policies(
 /// connection a reload replaced, still up until its DELETE is
 /// answered; or two connections with the same selectors): `reqid`'s
 /// takes its place now, and the displaced one waits in `shadowed`
-/// until `reqid` lets go of it ([`Host::remove_policies`]), as the
+/// until `reqid` lets go of it ([`remove_policies`]), as the
 /// kernel's policy history does in strongSwan.
 pub(crate) fn take_over(cx: &mut Cx<'_>, reqid: u32, policy: &Policy) {
     let same = |o: &Policy| (o.direction, o.selector) == (policy.direction, policy.selector);

@@ -255,7 +255,7 @@ pub(crate) struct IkeSa {
     pub exch: Manager,
     pub queue: VecDeque<Todo>,
     pub children: Vec<ChildSa>,
-    /// The peer's request [0] and response [1] being put back together
+    /// The peer's request `[0]` and response `[1]` being put back together
     /// from fragments (RFC 7383).
     pub reassembly: [Option<crate::fragmentation::Reassembly>; 2],
     /// How and when the peer authenticated (kept across IKE rekeys).

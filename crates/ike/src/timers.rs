@@ -12,7 +12,7 @@ use crate::event::IkeEvent;
 use crate::sa::{ChildState, IkeSa, IkeState, Todo};
 use crate::table::{SaMut, Then};
 
-/// One IKE SA's turn in [`Ike::poll`].
+/// One IKE SA's turn in [`crate::Ike::poll`].
 pub(crate) fn poll_sa(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) -> Then {
     match sa.exch.poll(cx.now, &cx.host.settings.retransmit) {
         // RFC 9329 §6.2: over a stream the request is not sent again

@@ -399,7 +399,7 @@ impl Exchange for IkeInit {
         Kind::IkeInit
     }
 
-    /// Answered in the clear, before the SA has keys: [`Ike::handle_on`]
+    /// Answered in the clear, before the SA has keys: [`crate::Ike::handle_on`]
     /// hands the answer to `init_response` before any decryption.
     fn process(self: Box<Self>, _: &mut Cx<'_>, _: &mut SaMut<'_>, _: Message) -> Then {
         Then::Stay

@@ -196,7 +196,7 @@ pub(crate) fn admit(
 }
 
 /// Half-open IKE SAs (responder, waiting for IKE_AUTH): all, and
-/// those from `ip`'s [`source`]. A half-open SA keeps the address its
+/// those from `ip`'s [`crate::admit::source`]. A half-open SA keeps the address its
 /// IKE_SA_INIT came from (engine.rs never moves it to another).
 fn half_open_from(ike: &Ike, ip: IpAddr) -> (usize, usize) {
     let from = crate::admit::source(ip);

@@ -80,7 +80,7 @@ pub(crate) struct Exchanges<T, P = ()> {
     /// bytes; anything else with its ID is not answered).
     request_digest: Option<[u8; 32]>,
     /// Our last response sent again: how often, and when last; to the
-    /// IKE SA's own peer address [0] and to any other [1] (a forged copy
+    /// IKE SA's own peer address `[0]` and to any other `[1]` (a forged copy
     /// must not use up the peer's retransmissions).
     resent: [(u8, Option<Duration>); 2],
     /// The task that waits for the peer's next request, if one does.
