@@ -655,8 +655,6 @@ impl fmt::Display for Selectors<'_> {
     }
 }
 
-#[cfg(test)]
-mod tests;
 
 /// What a reload did to each connection, by name, in the new file's
 /// order (removed ones in the old file's).
@@ -689,3 +687,6 @@ impl core::fmt::Display for Reloaded {
         f.write_str(&parts.join("; "))
     }
 }
+
+#[cfg(test)]
+mod tests;
