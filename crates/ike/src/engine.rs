@@ -638,13 +638,17 @@ fn answer(
     msg: Message,
 ) -> Then {
     match exchange {
-        ExchangeType::IKE_AUTH if sa.state == IkeState::HalfOpen => match sa.exch.take_passive() {
-            Some(awaiting) => awaiting.answer(cx, sa, mid, msg),
-            None => {
-                cx.stats.malformed += 1;
-                Then::Stay
+        // A half-open SA answers what it waits for (IKE_AUTH and its EAP
+        // rounds, whatever comes between IKE_SA_INIT and them).
+        _ if sa.state == IkeState::HalfOpen && waits_for(sa, exchange) => {
+            match sa.exch.take_passive() {
+                Some(awaiting) => awaiting.answer(cx, sa, mid, msg),
+                None => {
+                    cx.stats.malformed += 1;
+                    Then::Stay
+                }
             }
-        },
+        }
         ExchangeType::CREATE_CHILD_SA if sa.state == IkeState::Established => {
             crate::exchange::child_responder::child_request(cx, sa, mid, msg)
         }
@@ -662,6 +666,11 @@ fn answer(
             Then::Stay
         }
     }
+}
+
+/// Whether the responder's wait of `sa` is for a request of `exchange`.
+fn waits_for(sa: &SaMut<'_>, exchange: ExchangeType) -> bool {
+    sa.exch.passive().is_some_and(|a| a.exchange() == exchange)
 }
 
 /// UNSUPPORTED_CRITICAL_PAYLOAD naming `ty` (RFC 7296 §2.5).

@@ -655,7 +655,6 @@ impl fmt::Display for Selectors<'_> {
     }
 }
 
-
 /// What a reload did to each connection, by name, in the new file's
 /// order (removed ones in the old file's).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

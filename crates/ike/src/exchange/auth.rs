@@ -540,6 +540,10 @@ impl Exchange for IkeAuth {
 }
 
 impl Awaiting for AwaitingAuth {
+    fn exchange(&self) -> ExchangeType {
+        ExchangeType::IKE_AUTH
+    }
+
     fn init(&self) -> &InitMessages {
         &self.init
     }

@@ -30,6 +30,7 @@ pub(crate) use manager::{Collide, Exchanges, RequestVerdict};
 
 use core::any::Any;
 
+use flowsec_wire::iana::ExchangeType;
 use flowsec_wire::ike::Message;
 
 use crate::context::Cx;
@@ -122,6 +123,10 @@ impl<T: Any> AsAny for T {
 /// one (IKE_AUTH after our IKE_SA_INIT answer, an EAP round) is checked
 /// against, and what answers it.
 pub(crate) trait Awaiting {
+    /// The exchange it waits for (the engine hands it only a request of
+    /// that type; anything else before it is refused).
+    fn exchange(&self) -> ExchangeType;
+
     /// The IKE_SA_INIT messages and nonces AUTH covers (RFC 7296 §2.15).
     fn init(&self) -> &InitMessages;
 
