@@ -187,24 +187,9 @@ pub(crate) fn eap_server_start(
         return refuse_eap(cx, sa, mid, Some(peer), None);
     }
     let me = crate::exchange::auth::our_id(cx, sa);
-    let idr = me.to_wire();
-    let asked = crate::auth::pubkey::has_certreq(&msg);
-    let (certs, auth) = match crate::exchange::auth::our_auth(
-        cx,
-        sa,
-        &init,
-        &idr,
-        Claim {
-            me: &me,
-            peer: &peer,
-        },
-        asked,
-    ) {
-        Ok(a) => a,
-        Err(e) => {
-            crate::host::report_failed(cx, sa, e);
-            return refuse_eap(cx, sa, mid, Some(peer), None);
-        }
+    let answered = crate::exchange::auth::our_proof(cx, sa, &init, &msg, (&me, &peer));
+    let Some((idr, mut payloads)) = answered else {
+        return refuse_eap(cx, sa, mid, Some(peer), None);
     };
     // strongSwan's rule: without `eap_id` the EAP identity is the IKE
     // one (no EAP-Identity round, the MS-CHAPv2 name must be it);
@@ -216,9 +201,6 @@ pub(crate) fn eap_server_start(
     };
     let (id, challenge) = (cx.host.random(1)[0], random16(cx));
     let (server, request) = Server::start(&cx.host.provider, id, known, challenge);
-    let mut payloads = vec![Payload::IdR(idr.clone())];
-    payloads.extend(certs);
-    payloads.push(Payload::Auth(auth));
     payloads.push(Payload::Eap(request));
     cx.respond(sa, ExchangeType::IKE_AUTH, mid, payloads);
     sa.exch.await_request(Box::new(AwaitingAuth {

@@ -99,6 +99,33 @@ pub(crate) fn our_auth(
     crate::auth::of(sa.conn.local.auth).build(cx, &ours, claim, peer_asked)
 }
 
+/// Responder: what our IKE_AUTH answer begins with — IDr, the CERTs
+/// (when we sign; with `send_cert = ifasked` only if the request `msg`
+/// carried CERTREQ) and our AUTH for `me` and `peer` — with IDr as sent;
+/// `None` (reported) when we cannot authenticate ourselves.
+pub(crate) fn our_proof(
+    cx: &mut Cx<'_>,
+    sa: &IkeSa,
+    init: &InitMessages,
+    msg: &Message,
+    (me, peer): (&Identity, &Identity),
+) -> Option<(Id, Vec<Payload>)> {
+    let idr = me.to_wire();
+    let asked = crate::auth::pubkey::has_certreq(msg);
+    match our_auth(cx, sa, init, &idr, Claim { me, peer }, asked) {
+        Ok((certs, auth)) => {
+            let mut payloads = vec![Payload::IdR(idr.clone())];
+            payloads.extend(certs);
+            payloads.push(Payload::Auth(auth));
+            Some((idr, payloads))
+        }
+        Err(e) => {
+            crate::host::report_failed(cx, sa, e);
+            None
+        }
+    }
+}
+
 /// The peer's identity, if the ID and AUTH payloads of `msg` prove
 /// it: an identity the connection accepts, and, as `remote.auth`
 /// says, a shared-key AUTH of the octets it signs (§2.15, compared in
@@ -581,28 +608,9 @@ impl Awaiting for AwaitingAuth {
                 return refuse_auth(cx, sa, mid);
             }
         };
-        let idr = me.to_wire();
-        let asked = crate::auth::pubkey::has_certreq(&msg);
-        let (certs, auth) = match our_auth(
-            cx,
-            sa,
-            &init,
-            &idr,
-            Claim {
-                me: &me,
-                peer: &peer,
-            },
-            asked,
-        ) {
-            Ok(a) => a,
-            Err(e) => {
-                crate::host::report_failed(cx, sa, e);
-                return refuse_auth(cx, sa, mid);
-            }
+        let Some((_, payloads)) = our_proof(cx, sa, &init, &msg, (&me, &peer)) else {
+            return refuse_auth(cx, sa, mid);
         };
-        let mut payloads = vec![Payload::IdR(idr)];
-        payloads.extend(certs);
-        payloads.push(Payload::Auth(auth));
         let answer = Authenticated {
             first: &msg,
             init: &init,
