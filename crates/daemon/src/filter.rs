@@ -26,8 +26,6 @@
 //! dropped (RFC 4301 §7).
 
 use std::fmt::Write as _;
-use std::io::Write as _;
-use std::process::Stdio;
 
 use flowsec_ipsec::spd::{Action, Direction, IpPrefix, PortRange, Selector, Spd};
 
@@ -127,29 +125,7 @@ fn table_name(tun: &str) -> String {
 }
 
 fn nft(script: &str) -> Result<(), ToolError> {
-    let run = |error: std::io::Error| ToolError::Run {
-        command: "nft".into(),
-        error,
-    };
-    let mut child = tool::command("nft")?
-        .args(["-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(run)?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(script.as_bytes()).map_err(run)?;
-    }
-    let out = child.wait_with_output().map_err(run)?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(ToolError::Failed {
-            command: "nft".into(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        })
-    }
+    tool::run("nft", &["-f", "-"], Some(script.as_bytes()), "nft")
 }
 
 /// The whole table for `spd`, replacing any older one in one transaction;

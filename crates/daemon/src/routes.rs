@@ -242,38 +242,16 @@ impl Drop for Routes {
 /// Run `lines` (ip commands without the leading `ip`) in one `ip -batch -`
 /// (`-force`: go on past a failing line). Nothing to do: no process.
 fn ip_batch(lines: &[String], force: bool) -> Result<(), ToolError> {
-    use std::io::Write as _;
     if lines.is_empty() {
         return Ok(());
     }
-    let command = || format!("ip -batch - ({} commands)", lines.len());
-    let run = |error| ToolError::Run {
-        command: command(),
-        error,
-    };
-    let mut args = vec!["-batch", "-"];
-    if force {
-        args.insert(0, "-force");
-    }
-    let mut child = crate::tool::command("ip")?
-        .args(&args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(run)?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(batch_text(lines).as_bytes()).map_err(run)?;
-    }
-    let out = child.wait_with_output().map_err(run)?;
-    if out.status.success() {
-        Ok(())
+    let args: &[&str] = if force {
+        &["-force", "-batch", "-"]
     } else {
-        Err(ToolError::Failed {
-            command: command(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        })
-    }
+        &["-batch", "-"]
+    };
+    let command = format!("ip -batch - ({} commands)", lines.len());
+    crate::tool::run("ip", args, Some(batch_text(lines).as_bytes()), &command)
 }
 
 /// What `ip -batch` reads: one command a line.
@@ -282,22 +260,7 @@ fn batch_text(lines: &[String]) -> String {
 }
 
 fn ip(args: &[&str]) -> Result<(), ToolError> {
-    let command = || format!("ip {}", args.join(" "));
-    let out = crate::tool::command("ip")?
-        .args(args)
-        .output()
-        .map_err(|error| ToolError::Run {
-            command: command(),
-            error,
-        })?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(ToolError::Failed {
-            command: command(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        })
-    }
+    crate::tool::run("ip", args, None, &format!("ip {}", args.join(" ")))
 }
 
 #[cfg(test)]

@@ -78,6 +78,40 @@ pub fn command(name: &str) -> Result<Command, ToolError> {
     Ok(c)
 }
 
+/// Run system tool `name` with `args`, `input` on its standard input:
+/// `Run` if it could not be started, fed or waited for, `Failed` with what
+/// it said when it exits non-zero. Errors name it `shown`.
+pub fn run(name: &str, args: &[&str], input: Option<&[u8]>, shown: &str) -> Result<(), ToolError> {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let run = |error| ToolError::Run {
+        command: shown.into(),
+        error,
+    };
+    let mut child = command(name)?
+        .args(args)
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(run)?;
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        stdin.write_all(input).map_err(run)?;
+    }
+    let out = child.wait_with_output().map_err(run)?;
+    match out.status.success() {
+        true => Ok(()),
+        false => Err(ToolError::Failed {
+            command: shown.into(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
