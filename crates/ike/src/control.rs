@@ -151,29 +151,10 @@ pub(crate) fn list(ike: &Ike, now: Duration) -> Vec<IkeSaInfo> {
     out
 }
 
-/// The body of [`Ike::terminate`].
-pub(crate) fn terminate(
-    ike: &mut Ike,
-    now: Duration,
-    name: Option<&str>,
-    child: Option<&str>,
-    k: &mut dyn Kernel,
-) -> Result<usize, CommandError> {
-    queue_for(ike, now, name, child, k, Todo::DeleteIke, Todo::DeleteChild)
-}
-
-/// The body of [`Ike::rekey`].
-pub(crate) fn rekey(
-    ike: &mut Ike,
-    now: Duration,
-    name: Option<&str>,
-    child: Option<&str>,
-    k: &mut dyn Kernel,
-) -> Result<usize, CommandError> {
-    queue_for(ike, now, name, child, k, Todo::RekeyIke, Todo::RekeyChild)
-}
-
-fn queue_for(
+/// Queue `for_ike` on the IKE SAs of connection `name` (or the one with
+/// unique id `name` as a number), or `for_child` on its Child SAs named
+/// `child`, and start them; how many.
+pub(crate) fn queue_for(
     ike: &mut Ike,
     now: Duration,
     name: Option<&str>,

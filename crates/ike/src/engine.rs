@@ -277,7 +277,8 @@ impl Ike {
         child: Option<&str>,
         k: &mut dyn Kernel,
     ) -> Result<usize, CommandError> {
-        crate::control::terminate(self, now, ike, child, k)
+        let (sa, child_sa) = (Todo::DeleteIke, Todo::DeleteChild);
+        crate::control::queue_for(self, now, ike, child, k, sa, child_sa)
     }
 
     /// Rekey the IKE SAs of `ike`, or the Child SAs named `child`.
@@ -288,7 +289,8 @@ impl Ike {
         child: Option<&str>,
         k: &mut dyn Kernel,
     ) -> Result<usize, CommandError> {
-        crate::control::rekey(self, now, ike, child, k)
+        let (sa, child_sa) = (Todo::RekeyIke, Todo::RekeyChild);
+        crate::control::queue_for(self, now, ike, child, k, sa, child_sa)
     }
 
     /// Start `child` of connection `conn` (by name; either may be left
