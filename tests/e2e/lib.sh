@@ -11,7 +11,7 @@
 #   e2e_have_root_netns               the same probe as a test: status 1 and the
 #                                     reason in $E2E_NO_NETNS_REASON instead of exiting
 #   e2e_init                          work dir + cleanup trap; sets E2E_WORK
-#   e2e_topology_gateway              hostA - gwA ==transit== gwB - hostB (below)
+#   e2e_topology_gateway              hostA - gwA ==transit== gwB - hostB (flowsec lab net up)
 #   e2e_standin_routes [del]          add (del: remove) plain routes between the sites
 #   e2e_outer v4|v6                   GW_A, GW_B: the gateways' transit addresses in that family
 #   require_flowsec PATH VAR          exit 1 (FAIL) unless the flowsec binary PATH (from $VAR) runs
@@ -167,32 +167,15 @@ disable_offloads() {  # disable_offloads NS IF
 }
 
 e2e_topology_gateway() {
-    local n
-    for n in hostA gwA gwB hostB; do ns_add "$n"; done
-    veth hostA eth0 gwA eth0
-    veth gwA eth1 gwB eth1
-    veth gwB eth0 hostB eth0
-    addr hostA eth0 10.1.0.2/24 2001:db8:1::2/64
-    addr gwA eth0 10.1.0.1/24 2001:db8:1::1/64
-    addr gwA eth1 192.0.2.1/24 2001:db8::1/64
-    addr gwB eth1 192.0.2.2/24 2001:db8::2/64
-    addr gwB eth0 10.2.0.1/24 2001:db8:2::1/64
-    addr hostB eth0 10.2.0.2/24 2001:db8:2::2/64
-    ns_exec hostA ip route add default via 10.1.0.1
-    ns_exec hostA ip -6 route add default via 2001:db8:1::1
-    ns_exec hostB ip route add default via 10.2.0.1
-    ns_exec hostB ip -6 route add default via 2001:db8:2::1
-    for n in gwA gwB; do
-        sysctl_ns "$n" net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 \
-            net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 \
-            net.ipv4.conf.eth0.rp_filter=0 net.ipv4.conf.eth1.rp_filter=0
-    done
-    if command -v ethtool >/dev/null 2>&1; then
-        disable_offloads hostA eth0; disable_offloads gwA eth0; disable_offloads gwA eth1
-        disable_offloads gwB eth1; disable_offloads gwB eth0; disable_offloads hostB eth0
-    else
-        log "ethtool not found: offloads left as they are"
-    fi
+    # One builder for the lab and the scripts: `flowsec lab net up`
+    # (crates/lab/src/topology.rs), without the sites' plain routes
+    # (e2e_standin_routes adds them), no reverse-path filter on the
+    # gateways and the veths' offloads off.
+    local bin="${FLOWSEC_BIN:-${FLOWSEC:-$E2E_ROOT/target/debug/flowsec}}" n
+    [ -x "$bin" ] || { echo "FAIL: $bin: no flowsec binary to build the namespaces with"; exit 1; }
+    for n in hostA gwA gwB hostB; do E2E_NAMESPACES+=("$(ns "$n")"); done
+    "$bin" lab net up --prefix "$E2E_PREFIX" --no-site-routes --for-tests ||
+        { echo "FAIL: flowsec lab net up --prefix $E2E_PREFIX"; exit 1; }
 }
 
 # Plain forwarding between the sites over the transit link: what flowsec's

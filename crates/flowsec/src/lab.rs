@@ -58,6 +58,24 @@ pub enum LabCommand {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         words: Vec<String>,
     },
+    /// Build the lab's four namespaces (hostA - gwA ==transit== gwB -
+    /// hostB) and leave them (`up`), or remove them (`down`): the one
+    /// topology builder, driven by the end-to-end scripts too.
+    Net {
+        /// `up` or `down`.
+        #[arg(value_parser = ["up", "down"])]
+        action: String,
+        /// Namespace names are PREFIX and the host (`fs123-gwA`).
+        #[arg(long)]
+        prefix: String,
+        /// No plain routes between the sites (a tunnel brings its own).
+        #[arg(long)]
+        no_site_routes: bool,
+        /// As the end-to-end tests want it: no reverse-path filter on the
+        /// gateways, the veths' offloads off (ethtool).
+        #[arg(long)]
+        for_tests: bool,
+    },
     /// Draw the charts of the runs under DIR again from their
     /// results.json (PNG, SVG, results.md, the combined report), measuring
     /// nothing.
@@ -96,6 +114,24 @@ pub fn run(args: &LabArgs) -> Result<(), CliError> {
                 dir.display(),
                 dir.join("report.html").display()
             );
+            Ok(())
+        }
+        LabCommand::Net {
+            action,
+            prefix,
+            no_site_routes,
+            for_tests,
+        } => {
+            if action == "down" {
+                flowsec_lab::topology::Topology::remove(prefix);
+                return Ok(());
+            }
+            let how = flowsec_lab::topology::Build {
+                prefix: prefix.clone(),
+                site_routes: !no_site_routes,
+                for_tests: *for_tests,
+            };
+            flowsec_lab::topology::Topology::build_with(&how)?.keep();
             Ok(())
         }
         LabCommand::Conf { words } => {

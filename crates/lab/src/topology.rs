@@ -40,10 +40,38 @@ pub(crate) fn check_interrupted() -> Result<(), LabError> {
 /// The namespaces, by role.
 pub const HOSTS: [&str; 4] = ["hostA", "gwA", "gwB", "hostB"];
 
-/// A built topology; dropping it stops its processes and removes it.
+/// A built topology; dropping it stops its processes and removes it
+/// (unless [`Topology::keep`] handed it over).
 pub struct Topology {
     prefix: String,
     children: Vec<Child>,
+    kept: bool,
+}
+
+/// How to build a [`Topology`]: the lab's (the default), or the one the
+/// end-to-end scripts assert on (`flowsec lab net up`).
+#[derive(Debug, Clone)]
+pub struct Build {
+    /// Namespace names are this and the host's (`fl<pid>-gwA`).
+    pub prefix: String,
+    /// Plain routes between the sites over the transit link (the `none`
+    /// implementation; a tunnel's routes take precedence).
+    pub site_routes: bool,
+    /// What the end-to-end tests want beside: no reverse-path filter on
+    /// the gateways (a tunnel's packets come from the TUN), and the veths'
+    /// offloads off with ethtool where it is installed (captures count
+    /// the segments on the wire).
+    pub for_tests: bool,
+}
+
+impl Default for Build {
+    fn default() -> Self {
+        Build {
+            prefix: format!("fl{}-", std::process::id()),
+            site_routes: true,
+            for_tests: false,
+        }
+    }
 }
 
 /// `cmd` could not be started or waited for.
@@ -84,58 +112,22 @@ impl Topology {
     /// routes between the sites (the `none` implementation; a tunnel's
     /// routes go into its own table and take precedence).
     pub fn build() -> Result<Topology, LabError> {
+        Topology::build_with(&Build::default())
+    }
+
+    /// Build it as `how` says.
+    pub fn build_with(how: &Build) -> Result<Topology, LabError> {
         let t = Topology {
-            prefix: format!("fl{}-", std::process::id()),
+            prefix: how.prefix.clone(),
             children: Vec::new(),
+            kept: false,
         };
         for h in HOSTS {
             run(&["ip", "netns", "add", &t.ns(h)])?;
             t.exec(h, &["ip", "link", "set", "lo", "up"])?;
         }
-        for (a, ad, b, bd) in [
-            ("hostA", "eth0", "gwA", "eth0"),
-            ("gwA", "eth1", "gwB", "eth1"),
-            ("gwB", "eth0", "hostB", "eth0"),
-        ] {
-            let (na, nb) = (t.ns(a), t.ns(b));
-            run(&[
-                "ip", "link", "add", ad, "netns", &na, "type", "veth", "peer", "name", bd, "netns",
-                &nb,
-            ])?;
-            t.exec(a, &["ip", "link", "set", ad, "up"])?;
-            t.exec(b, &["ip", "link", "set", bd, "up"])?;
-        }
-        for (h, dev, addr) in [
-            ("hostA", "eth0", "10.1.0.2/24"),
-            ("gwA", "eth0", "10.1.0.1/24"),
-            ("gwA", "eth1", "192.0.2.1/24"),
-            ("gwB", "eth1", "192.0.2.2/24"),
-            ("gwB", "eth0", "10.2.0.1/24"),
-            ("hostB", "eth0", "10.2.0.2/24"),
-        ] {
-            t.exec(h, &["ip", "addr", "add", addr, "dev", dev])?;
-        }
-        for (h, dev, addr) in [
-            ("hostA", "eth0", "2001:db8:1::2/64"),
-            ("gwA", "eth0", "2001:db8:1::1/64"),
-            ("gwA", "eth1", "2001:db8::1/64"),
-            ("gwB", "eth1", "2001:db8::2/64"),
-            ("gwB", "eth0", "2001:db8:2::1/64"),
-            ("hostB", "eth0", "2001:db8:2::2/64"),
-        ] {
-            // No duplicate address detection: usable at once.
-            t.exec(h, &["ip", "addr", "add", addr, "dev", dev, "nodad"])?;
-        }
-        for (h, via) in [("hostA", "2001:db8:1::1"), ("hostB", "2001:db8:2::1")] {
-            t.exec(h, &["ip", "-6", "route", "add", "default", "via", via])?;
-        }
-        for (gw, net, via) in [
-            ("gwA", "2001:db8:2::/64", "2001:db8::2"),
-            ("gwB", "2001:db8:1::/64", "2001:db8::1"),
-        ] {
-            t.exec(gw, &["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"])?;
-            t.exec(gw, &["ip", "-6", "route", "add", net, "via", via])?;
-        }
+        t.links()?;
+        t.addresses()?;
         t.exec(
             "hostA",
             &["ip", "route", "add", "default", "via", "10.1.0.1"],
@@ -144,18 +136,120 @@ impl Topology {
             "hostB",
             &["ip", "route", "add", "default", "via", "10.2.0.1"],
         )?;
+        for (h, via) in [("hostA", "2001:db8:1::1"), ("hostB", "2001:db8:2::1")] {
+            t.exec(h, &["ip", "-6", "route", "add", "default", "via", via])?;
+        }
         for gw in ["gwA", "gwB"] {
             t.exec(gw, &["sysctl", "-qw", "net.ipv4.ip_forward=1"])?;
+            t.exec(gw, &["sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"])?;
         }
-        t.exec(
-            "gwA",
-            &["ip", "route", "add", "10.2.0.0/24", "via", "192.0.2.2"],
-        )?;
-        t.exec(
-            "gwB",
-            &["ip", "route", "add", "10.1.0.0/24", "via", "192.0.2.1"],
-        )?;
+        if how.site_routes {
+            t.site_routes()?;
+        }
+        if how.for_tests {
+            t.tune_for_tests()?;
+        }
         Ok(t)
+    }
+
+    /// hostA - gwA ==transit== gwB - hostB, eth0 towards the sites, eth1
+    /// the transit link.
+    fn links(&self) -> Result<(), LabError> {
+        for (a, ad, b, bd) in [
+            ("hostA", "eth0", "gwA", "eth0"),
+            ("gwA", "eth1", "gwB", "eth1"),
+            ("gwB", "eth0", "hostB", "eth0"),
+        ] {
+            let (na, nb) = (self.ns(a), self.ns(b));
+            run(&[
+                "ip", "link", "add", ad, "netns", &na, "type", "veth", "peer", "name", bd, "netns",
+                &nb,
+            ])?;
+            self.exec(a, &["ip", "link", "set", ad, "up"])?;
+            self.exec(b, &["ip", "link", "set", bd, "up"])?;
+        }
+        Ok(())
+    }
+
+    /// 10.1.0.0/24 and 2001:db8:1::/64 at site A, 10.2.0.0/24 and
+    /// 2001:db8:2::/64 at site B, 192.0.2.0/24 and 2001:db8::/64 between
+    /// the gateways (IPv6 without duplicate address detection: usable at
+    /// once).
+    fn addresses(&self) -> Result<(), LabError> {
+        for (h, dev, v4, v6) in [
+            ("hostA", "eth0", "10.1.0.2/24", "2001:db8:1::2/64"),
+            ("gwA", "eth0", "10.1.0.1/24", "2001:db8:1::1/64"),
+            ("gwA", "eth1", "192.0.2.1/24", "2001:db8::1/64"),
+            ("gwB", "eth1", "192.0.2.2/24", "2001:db8::2/64"),
+            ("gwB", "eth0", "10.2.0.1/24", "2001:db8:2::1/64"),
+            ("hostB", "eth0", "10.2.0.2/24", "2001:db8:2::2/64"),
+        ] {
+            self.exec(h, &["ip", "addr", "add", v4, "dev", dev])?;
+            self.exec(h, &["ip", "addr", "add", v6, "dev", dev, "nodad"])?;
+        }
+        Ok(())
+    }
+
+    /// Plain forwarding between the sites over the transit link.
+    fn site_routes(&self) -> Result<(), LabError> {
+        for (gw, net, via) in [
+            ("gwA", "10.2.0.0/24", "192.0.2.2"),
+            ("gwB", "10.1.0.0/24", "192.0.2.1"),
+        ] {
+            self.exec(gw, &["ip", "route", "add", net, "via", via])?;
+        }
+        for (gw, net, via) in [
+            ("gwA", "2001:db8:2::/64", "2001:db8::2"),
+            ("gwB", "2001:db8:1::/64", "2001:db8::1"),
+        ] {
+            self.exec(gw, &["ip", "-6", "route", "add", net, "via", via])?;
+        }
+        Ok(())
+    }
+
+    /// No reverse-path filter on the gateways; offloads off on every veth
+    /// (where ethtool is installed).
+    fn tune_for_tests(&self) -> Result<(), LabError> {
+        for gw in ["gwA", "gwB"] {
+            for key in ["all", "default", "eth0", "eth1"] {
+                let set = format!("net.ipv4.conf.{key}.rp_filter=0");
+                self.exec(gw, &["sysctl", "-qw", &set])?;
+            }
+        }
+        let ethtool = Command::new("ethtool").arg("--version").output().is_ok();
+        for (h, dev) in [
+            ("hostA", "eth0"),
+            ("gwA", "eth0"),
+            ("gwA", "eth1"),
+            ("gwB", "eth1"),
+            ("gwB", "eth0"),
+            ("hostB", "eth0"),
+        ] {
+            if ethtool {
+                let off = [
+                    "tx", "off", "rx", "off", "tso", "off", "gso", "off", "gro", "off",
+                ];
+                let mut cmd = vec!["ethtool", "-K", dev];
+                cmd.extend(off);
+                // Best effort, as ethtool refuses what a veth cannot change.
+                let _ = self.exec(h, &cmd);
+            }
+        }
+        Ok(())
+    }
+
+    /// Leave the namespaces in place when this is dropped (whoever built
+    /// it through `flowsec lab net up` removes them with `lab net down`).
+    pub fn keep(mut self) {
+        self.kept = true;
+    }
+
+    /// Remove the namespaces of a topology built with `prefix`, whatever
+    /// built it; those not there are fine.
+    pub fn remove(prefix: &str) {
+        for h in HOSTS {
+            let _ = run_anyway(&["ip", "netns", "del", &format!("{prefix}{h}")]);
+        }
     }
 
     /// The full name of namespace `host`.
@@ -292,8 +386,8 @@ impl Topology {
 impl Drop for Topology {
     fn drop(&mut self) {
         self.stop_all();
-        for h in HOSTS {
-            let _ = run_anyway(&["ip", "netns", "del", &self.ns(h)]);
+        if !self.kept {
+            Topology::remove(&self.prefix);
         }
     }
 }
