@@ -36,6 +36,7 @@ pub mod ipv6ext;
 pub mod tcp_encap;
 pub mod udp;
 pub mod udp_encap;
+pub mod vici;
 
 #[cfg(test)]
 mod fuzz_tests;
