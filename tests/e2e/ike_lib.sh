@@ -120,6 +120,11 @@ EOF
 
 # -------------------------------------------------------------- one side
 uri() { echo "unix://$W/$1.vici"; }
+# via_swanctl GW: whether GW is loaded, listed and driven with Debian's
+# swanctl over vici: a charon, or a flowsec started with `--vici` and no
+# -c when FLOWSEC_IKE_VICI=1 (flowsec in charon's place, the user's
+# swanctl unchanged).
+via_swanctl() { [ "${IMPL[$1]}" = strongswan ] || [ "${FLOWSEC_IKE_VICI:-0}" = 1 ]; }
 sw() {  # sw GW swanctl-args...: swanctl against GW's charon
     local gw="$1"; shift
     ns_exec "$gw" timeout 30 swanctl "$@" --uri "$(uri "$gw")"
@@ -156,6 +161,10 @@ start_daemon() {  # start_daemon GW: GW's daemon up, its swanctl.conf loaded; GW
         fi
     else
         local args=(up -c "$(conf_of "$gw")" --tun "$TUN" --socket "$W/$gw.sock")
+        if via_swanctl "$gw"; then
+            rm -f "$W/$gw.vici"
+            args=(up --vici "$(uri "$gw")" --tun "$TUN" --socket "$W/$gw.sock")
+        fi
         [ -n "${FLOWSEC_IKE_WORKERS:-}" ] && args+=(--workers "$FLOWSEC_IKE_WORKERS")
         # More options for GW: ${UP_ARGS[GW]} (words), when the sourcing
         # script declares that associative array (ike_tcp.sh's --tcp-listen).
@@ -169,7 +178,12 @@ start_daemon() {  # start_daemon GW: GW's daemon up, its swanctl.conf loaded; GW
             args+=(--retransmit-timeout "$RETRANSMIT_TIMEOUT" --retransmit-base "$RETRANSMIT_BASE"
                 --retransmit-tries "$RETRANSMIT_TRIES")
         fi
-        daemon_up "$gw" "$log" env FLOWSEC_SOCKET="$W/$gw.sock" "$FLOWSEC_BIN" "${args[@]}"
+        daemon_up "$gw" "$log" env FLOWSEC_SOCKET="$W/$gw.sock" "$FLOWSEC_BIN" "${args[@]}" || return 1
+        if via_swanctl "$gw"; then
+            sw "$gw" --load-all --noprompt --file "$(conf_of "$gw")" >"$W/$gw-load.log" 2>&1 ||
+                { show_log "$W/$gw-load.log"; show_log "$log"; return 1; }
+            sed 's/^/    /' "$W/$gw-load.log" | grep -v 'opening directory' | head -4
+        fi
     fi
 }
 start_daemons() {  # start_daemons: both gateways' daemons (a check each); stops the run if one fails
@@ -194,12 +208,14 @@ start_daemons() {  # start_daemons: both gateways' daemons (a check each); stops
 sas() {
     local gw="$1" raw
     shift
-    if [ "${IMPL[$gw]}" = strongswan ]; then
+    local form=flowsec
+    if via_swanctl "$gw"; then
+        form=strongswan
         raw=$(sw "$gw" --list-sas --raw 2>&1) || { echo "$raw" >"$W/$gw-sas.err"; return 1; }
     else
         raw=$(fctl "$gw" sas --json 2>&1) || { echo "$raw" >"$W/$gw-sas.err"; return 1; }
     fi
-    python3 "$E2E_TOOLS" sas "${IMPL[$gw]}" "$@" --conn "$CONN" --child "$CHILD" --gw "$gw" <<<"$raw" 2>"$W/$gw-sas.err"
+    python3 "$E2E_TOOLS" sas "$form" "$@" --conn "$CONN" --child "$CHILD" --gw "$gw" <<<"$raw" 2>"$W/$gw-sas.err"
 }
 child_spis() { sas "$1" '"%s %s" % (child["spi_in"], child["spi_out"])'; }   # child_spis GW: "IN OUT"
 ike_spis() { sas "$1" '"%s %s" % (ike["initiator_spi"], ike["responder_spi"])'; }   # ike_spis GW: "SPI_I SPI_R"
@@ -216,7 +232,7 @@ on_gw() {  # on_gw GW NAME swanctl-args... -- ctl-args...: sw or fctl, as GW run
     shift 2
     while [ "$1" != -- ]; do sw_args+=("$1"); shift; done
     shift
-    if [ "${IMPL[$gw]}" = strongswan ]; then
+    if via_swanctl "$gw"; then
         sw "$gw" "${sw_args[@]}" >"$log" 2>&1
     else
         fctl "$gw" "$@" >"$log" 2>&1

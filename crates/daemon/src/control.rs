@@ -112,7 +112,7 @@ impl std::error::Error for GroupError {
 /// Why a client's request was refused; the client reads it as
 /// `{"error": TEXT}`.
 #[derive(Debug)]
-enum RequestError {
+pub(crate) enum RequestError {
     /// The peer's credentials could not be had.
     PeerCred(std::io::Error),
     /// The peer is not root, the daemon's user or in `--ctl-group`.
@@ -158,6 +158,9 @@ pub struct Control {
     group: Option<u32>,
     /// Connections refused for their credentials.
     pub refused: u64,
+    /// The socket file's inode: only that file is removed at the end (a
+    /// daemon that took the path over since keeps its socket).
+    inode: Option<(u64, u64)>,
 }
 
 impl Control {
@@ -213,6 +216,7 @@ impl Control {
             path: path.to_path_buf(),
             group,
             refused: 0,
+            inode: inode_of(path),
         };
         if let Some(gid) = group {
             privs::chown(path, u32::MAX, gid)
@@ -231,7 +235,7 @@ impl Control {
     /// /proc). The socket's mode says the same; this holds even where the
     /// file's permissions do not (a process with CAP_DAC_OVERRIDE, a
     /// socket directory made too wide by hand).
-    fn allowed(&self, stream: &UnixStream) -> Result<(), RequestError> {
+    pub(crate) fn allowed(&self, stream: &UnixStream) -> Result<(), RequestError> {
         use std::os::fd::AsRawFd;
         let cred = privs::peer_cred(stream.as_raw_fd()).map_err(RequestError::PeerCred)?;
         let own = std::fs::metadata("/proc/self").map(|m| {
@@ -366,9 +370,19 @@ fn read_request(stream: &UnixStream) -> Result<Value, RequestError> {
     serde_json::from_str(text.trim()).map_err(RequestError::BadJson)
 }
 
+/// The device and inode of the file at `path`.
+fn inode_of(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
+}
+
 impl Drop for Control {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        if self.inode.is_some() && inode_of(&self.path) == self.inode {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 

@@ -93,6 +93,8 @@ pub struct IkePlane {
     pub tcp_ports: Vec<u16>,
     /// SPIs handed out and not yet installed or released.
     pub spis: BTreeSet<u32>,
+    /// IKE's events since the control plane last took them (for vici).
+    pub logged: Vec<flowsec_ike::Logged>,
     buf: Vec<u8>,
 }
 
@@ -141,6 +143,7 @@ impl IkePlane {
                 stream: None,
                 tcp_ports: Vec::new(),
                 spis: BTreeSet::new(),
+                logged: Vec::new(),
                 buf: vec![0; MAX_MESSAGE + 64],
             },
             sink,
@@ -249,6 +252,7 @@ impl IkePlane {
         // Each IkeEvent displays as its log line (the e2e tests read them).
         for logged in self.ike.take_logged() {
             crate::log::ike_event(&logged);
+            self.logged.push(logged);
         }
     }
 

@@ -46,6 +46,7 @@ mod steer;
 mod stream;
 mod sys;
 mod tool;
+mod vici;
 mod worker;
 
 pub use apply::{stage, Capabilities, Model, Staged};
@@ -55,7 +56,8 @@ pub use control::{group_id, wipe_json, ControlError, GroupError};
 pub use datapath::{Databases, Parallel};
 pub use ike::IkeSetupError;
 pub use plane::RunError;
-pub use plane::{run, Options};
+pub use plane::{run, Options, ViciOption};
 pub use seqstate::{EntryKind, SeqStateError, DEFAULT_STATE_DIR};
 pub use stats::Stats;
 pub use tool::ToolError;
+pub use vici::{Uri as ViciUri, DEFAULT_URI as DEFAULT_VICI_URI};

@@ -41,6 +41,8 @@ mod reload;
 mod setup;
 mod spawn;
 mod streams;
+mod vici;
+mod vici_events;
 pub use error::RunError;
 use setup::{announce, Setup, WorkerParts};
 use spawn::{stop_all, Spawn, WorkerHandle};
@@ -95,6 +97,20 @@ pub struct Options {
     pub tcp_listen: Vec<u16>,
     /// Serve Prometheus metrics here (`--metrics`).
     pub metrics: Option<std::net::SocketAddr>,
+    /// The vici socket (`--vici`; `None`: `--vici none`).
+    pub vici: Option<ViciOption>,
+}
+
+/// `--vici URI`, and whether it was given (a daemon started with it
+/// and without `-c` runs IKE with nothing loaded, waiting for vici
+/// clients; charon's default socket taken by another daemon is only a
+/// warning when it was not asked for).
+#[derive(Clone, Debug)]
+pub struct ViciOption {
+    /// Where.
+    pub uri: crate::vici::Uri,
+    /// Given on the command line.
+    pub explicit: bool,
 }
 
 /// Run until SIGINT or SIGTERM; returns the counters of all workers.
@@ -107,6 +123,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     let _ = sys::catch_reload_signal();
     let start = Instant::now();
     let (mut control, metrics, provider) = open_privileged(opts)?;
+    let vici = open_vici(opts)?;
     let setup = Setup::prepare(opts, &provider)?;
     let (routes, filter) = route_and_filter(opts, &setup)?;
     announce(opts, &setup, &routes, &filter);
@@ -120,6 +137,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         boxes,
         parts,
         manual,
+        file_config,
         ..
     } = setup;
     let spawn = Spawn {
@@ -152,6 +170,12 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         swanctl_dir: opts.swanctl_dir.clone(),
         setkey_path: opts.setkey.clone(),
         manual,
+        vici,
+        loaded: Default::default(),
+        file_config,
+        pending: Vec::new(),
+        counters_base: Vec::new(),
+        since: sys::local_time(),
     };
     plane.ike_step(|ike, now, k| ike.ike.start(now, k));
     sys::notify::sd_notify("READY=1\nSTATUS=up");
@@ -166,6 +190,26 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         let _ = h.join();
     }
     result
+}
+
+/// The vici socket, if asked for. charon's default path held by another
+/// daemon (charon, or another flowsec) is a warning; a path given is an
+/// error.
+fn open_vici(opts: &Options) -> Result<Option<crate::vici::Server>, RunError> {
+    let Some(v) = &opts.vici else {
+        return Ok(None);
+    };
+    match crate::vici::Server::bind(&v.uri, opts.ctl_group) {
+        Ok(s) => {
+            tracing::info!(target: "ctl", "vici: listening on {}", v.uri);
+            Ok(Some(s))
+        }
+        Err(e) if !v.explicit => {
+            tracing::warn!(target: "ctl", "vici: {e}; vici is off (give --vici URI)");
+            Ok(None)
+        }
+        Err(e) => Err(RunError::Control(e)),
+    }
 }
 
 /// What needs the privileges `flowsec up` starts with: the control
@@ -283,8 +327,10 @@ impl Plane {
     ) -> Option<RunError> {
         let mut fds = vec![control.listener().as_raw_fd()];
         // The metrics thread's "a scrape waits" second (when there is
-        // one), then IKE's.
+        // one), vici's next, then IKE's.
         fds.extend(self.metrics.as_ref().map(crate::metrics::Publisher::fd));
+        let vici_at = fds.len();
+        fds.extend(self.vici.as_ref().map(crate::vici::Server::fd));
         fds.extend(self.ike.as_ref().map(IkePlane::fds).unwrap_or_default());
         let mut ready = vec![false; fds.len()];
         let hangup = sys::catch_reload_signal();
@@ -312,6 +358,8 @@ impl Plane {
                 ike.receive(now, k);
                 ike.ike.poll(now, k);
             });
+            let vici_ready = self.vici.is_some() && ready[vici_at];
+            self.vici_turn(vici_ready);
             self.workers.flush_pending();
             self.watch_volume();
             self.watch_sequences();
@@ -437,6 +485,18 @@ struct Plane {
     setkey_path: Option<PathBuf>,
     /// What the `--setkey` file put in place.
     manual: reload::Manual,
+    /// The vici socket.
+    vici: Option<crate::vici::Server>,
+    /// What vici clients loaded.
+    loaded: crate::vici::Loaded,
+    /// The `-c` file's configuration as last read (merged with `loaded`).
+    file_config: Option<flowsec_ike::config::Config>,
+    /// vici's `initiate` and `terminate` waiting for IKE.
+    pending: Vec<vici_events::Pending>,
+    /// IKE's counters at the last vici `reset-counters`.
+    counters_base: Vec<(&'static str, u64)>,
+    /// When the daemon started, in local time (vici `stats`).
+    since: String,
 }
 
 impl Plane {

@@ -161,6 +161,8 @@ pub enum UsageError {
     TcpPort,
     /// `--fragment-size` out of 256..=65535.
     FragmentSize(usize),
+    /// `--vici` is no `unix:///PATH`, `tcp://ADDR:PORT` or `none`.
+    Vici(String),
     /// `--log-file` cannot be opened.
     LogFile(flowsec_daemon::log::LogFileError),
     /// `--workers` above 256.
@@ -245,6 +247,7 @@ impl fmt::Display for UsageError {
             U::LogFile(e) => write!(f, "--log-file {e}"),
             U::FragmentSize(n) => write!(f, "--fragment-size {n}: from 256 to 65535 bytes"),
             U::TooManyWorkers(n) => write!(f, "--workers {n}: at most 256"),
+            U::Vici(v) => write!(f, "--vici {v}: unix:///PATH, tcp://ADDR:PORT or none"),
             U::CtlGroup(e) => write!(f, "--ctl-group: {e}"),
             U::UpBackend(b) => write!(f, "--backend {b}: one of auto, aws-lc, rustcrypto, engine"),
             U::Retransmit => f.write_str(

@@ -124,6 +124,26 @@ pub struct UpArgs {
     /// The control socket (`flowsec ctl` and `flowsec setkey` talk to it).
     #[arg(long, env = "FLOWSEC_SOCKET", default_value = flowsec_daemon::DEFAULT_SOCKET)]
     pub socket: PathBuf,
+    /// Serve vici, strongSwan's control protocol (`swanctl`, the vici
+    /// libraries), at unix:///PATH or tcp://ADDR:PORT, or `none`. Default:
+    /// charon's unix:///var/run/charon.vici, skipped with a warning if
+    /// another daemon holds it. Given without -c, IKE starts with
+    /// /etc/flowsec/swanctl.conf if that exists, else with nothing, and
+    /// takes connections from `swanctl --load-all`; a -c file and vici's
+    /// connections run side by side (a name in both is refused).
+    #[arg(long, value_name = "URI")]
+    pub vici: Option<String>,
+}
+
+/// `--vici`: where, or `None` for `none`.
+fn vici_option(arg: Option<&str>) -> Result<Option<flowsec_daemon::ViciOption>, UsageError> {
+    let (text, explicit) = match arg {
+        Some("none") => return Ok(None),
+        Some(t) => (t, true),
+        None => (flowsec_daemon::DEFAULT_VICI_URI, false),
+    };
+    let uri = flowsec_daemon::ViciUri::parse(text).ok_or_else(|| UsageError::Vici(text.into()))?;
+    Ok(Some(flowsec_daemon::ViciOption { uri, explicit }))
 }
 
 /// `--parallel`: study S5's systems.
@@ -177,7 +197,11 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
         None => flowsec_daemon::log::Sink::Stderr,
     };
     flowsec_daemon::log::init(&args.log, &sink).map_err(UsageError::LogFile)?;
+    let vici = vici_option(args.vici.as_deref())?;
+    let vici_only =
+        vici.as_ref().is_some_and(|v| v.explicit) && !std::path::Path::new(DEFAULT_CONF).exists();
     let opts = Options {
+        vici,
         ike_settings: flowsec_ike::Settings {
             retransmit,
             fragment_size: args.fragment_size,
@@ -201,6 +225,7 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
         swanctl_dir: args.swanctl_dir.clone(),
         // What a service runs without options (contrib/flowsec.service).
         ike: match (&args.conf, &args.setkey) {
+            (None, None) if vici_only => None,
             (None, None) => Some(PathBuf::from(DEFAULT_CONF)),
             (conf, _) => conf.clone(),
         },

@@ -48,6 +48,9 @@ pub struct IkeSaInfo {
     pub transport: crate::transport::Transport,
     /// `AES_GCM_16-128/PRF_HMAC_SHA2_256/ECP_256` style.
     pub proposal: String,
+    /// The algorithms one by one (vici's `encr-alg`, `prf-alg`, …);
+    /// `None` before IKE_SA_INIT is done.
+    pub algorithms: Option<Algorithms>,
     /// Seconds since it was established.
     pub established_s: Option<u64>,
     /// Seconds until it is rekeyed.
@@ -77,6 +80,8 @@ pub struct ChildSaInfo {
     pub proposal: String,
     /// The DH group of the exchange that made it (PFS), `None` without.
     pub dh_group: Option<String>,
+    /// The algorithms one by one (`prf` is `None`: a Child SA has none).
+    pub algorithms: Algorithms,
     /// IPComp CPIs (in, out), when negotiated.
     pub cpis: Option<(u16, u16)>,
     /// Seconds since it was installed.
@@ -93,6 +98,22 @@ pub struct ChildSaInfo {
     pub per_cpu: bool,
     /// Its resource (worker) in that group; `None` for the fallback.
     pub cpu: Option<u32>,
+}
+
+/// An SA's algorithms, each on its own (what vici's `list-sa` carries).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Algorithms {
+    /// Encryption and its key size in bits (`None`: AH, or ESP with
+    /// integrity only).
+    pub encr: Option<(flowsec_wire::iana::EncrId, u16)>,
+    /// Integrity (`NONE` with an AEAD).
+    pub integ: flowsec_wire::iana::IntegId,
+    /// The PRF (IKE SAs only).
+    pub prf: Option<flowsec_wire::iana::PrfId>,
+    /// The key exchange (`NONE` for a Child SA without PFS).
+    pub dh: flowsec_wire::iana::DhGroup,
+    /// Extended sequence numbers (Child SAs).
+    pub esn: bool,
 }
 
 /// The body of [`Ike::list`].
@@ -137,6 +158,13 @@ pub(crate) fn list(ike: &Ike, now: Duration) -> Vec<IkeSaInfo> {
                 nat: sa.path.nat_local || sa.path.nat_remote,
                 transport: sa.path.transport,
                 proposal,
+                algorithms: sa.keys.as_ref().map(|k| Algorithms {
+                    encr: Some((k.suite.encr.id, k.suite.encr.key_bits)),
+                    integ: k.suite.integ,
+                    prf: Some(k.suite.prf),
+                    dh: k.suite.dh,
+                    esn: false,
+                }),
                 established_s: sa.times.established.map(|t| secs(now.saturating_sub(t))),
                 rekey_in_s: until(sa.times.rekey_at),
                 children: sa
@@ -238,6 +266,13 @@ fn child_info(conn: &crate::config::Connection, c: &ChildSa, now: Duration) -> C
         sa_in: c.plane.sa_in,
         sa_out: c.plane.sa_out,
         proposal: parts.join("/"),
+        algorithms: Algorithms {
+            encr: c.suite.encr.map(|e| (e.id, e.key_bits)),
+            integ: c.suite.integ,
+            prf: None,
+            dh: c.suite.dh,
+            esn: c.suite.esn,
+        },
         dh_group: (c.suite.dh != flowsec_wire::iana::DhGroup::NONE).then(|| c.suite.dh.to_string()),
         cpis: c.plane.ipcomp.map(|(i, o)| (i.spi as u16, o.spi as u16)),
         installed_s: now.saturating_sub(c.times.installed).as_secs(),

@@ -142,6 +142,11 @@ impl Ike {
         &self.host.conns
     }
 
+    /// The virtual IP pools of the configuration.
+    pub fn pools(&self) -> &[crate::config::Pool] {
+        &self.host.config.pools
+    }
+
     /// A packet matched the trap policy of `reqid` (the data plane found
     /// no SA for it): negotiate its Child SA, unless that is under way.
     pub fn acquire(&mut self, now: Duration, reqid: u32, k: &mut dyn Kernel) {

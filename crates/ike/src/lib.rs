@@ -73,7 +73,7 @@ pub mod transport;
 pub mod ts;
 mod vip;
 
-pub use control::{ChildSaInfo, IkeSaInfo};
+pub use control::{Algorithms, ChildSaInfo, IkeSaInfo};
 pub use error::{ChildError, CommandError, Distrust, InitResponseError, NegotiationError};
 pub use event::IkeEvent;
 pub use event::Reloaded;

@@ -84,6 +84,15 @@ impl PacketType {
         )
     }
 
+    /// Whether a client sends it (a request, an event registration);
+    /// the others are the server's.
+    pub fn from_client(self) -> bool {
+        matches!(
+            self,
+            PacketType::CmdRequest | PacketType::EventRegister | PacketType::EventUnregister
+        )
+    }
+
     /// Whether a message follows the name.
     pub fn has_message(self) -> bool {
         matches!(

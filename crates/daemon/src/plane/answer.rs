@@ -137,6 +137,15 @@ impl Plane {
         if let Some(m) = self.metrics_stats() {
             v["metrics"] = m;
         }
+        if let Some(vici) = &self.vici {
+            let m: serde_json::Map<String, Value> = vici
+                .counters
+                .named()
+                .iter()
+                .map(|(k, n)| (k.to_string(), json!(n)))
+                .collect();
+            v["vici"] = Value::Object(m);
+        }
         v
     }
 

@@ -71,6 +71,8 @@ enum ReloadError {
     Ike(flowsec_ike::config::ConfigError),
     /// A connection wants TCP that this daemon does not serve.
     Tcp(TcpNeeded),
+    /// The file and what vici loaded do not fit together.
+    Vici(String),
     /// The `--setkey` file was refused.
     Setkey(Box<SetkeyRefused>),
     /// The `--setkey` file's changes were refused or only partly applied
@@ -91,6 +93,7 @@ impl fmt::Display for ReloadError {
             ),
             ReloadError::Ike(e) => write!(f, "{e}; nothing changed"),
             ReloadError::Tcp(e) => write!(f, "{e}; nothing changed"),
+            ReloadError::Vici(e) => write!(f, "{e}; nothing changed"),
             ReloadError::Setkey(e) => write!(f, "{e}; nothing changed"),
             ReloadError::Commit { error, ike_skipped } => {
                 error.fmt(f)?;
@@ -106,7 +109,7 @@ impl fmt::Display for ReloadError {
 /// Why a connection over TCP cannot be had without a restart: the
 /// stream thread and its listeners are set up at start only.
 #[derive(Debug)]
-enum TcpNeeded {
+pub(super) enum TcpNeeded {
     /// The daemon started without the stream thread.
     NoStreams,
     /// The stream thread does not listen on this port.
@@ -187,14 +190,17 @@ impl Plane {
         // Both files checked before either is applied.
         let ike = match &self.ike_path {
             Some(path) => {
-                let config = flowsec_ike::config::load_with(
+                let file = flowsec_ike::config::load_with(
                     &self.provider,
                     path,
                     self.swanctl_dir.as_deref(),
                 )
                 .map_err(ReloadError::Ike)?;
+                // What vici loaded stays loaded.
+                let config = super::vici::merged(Some(&file), &self.loaded)
+                    .map_err(|e| ReloadError::Vici(e.to_string()))?;
                 self.check_streams(&config).map_err(ReloadError::Tcp)?;
-                Some(config)
+                Some((file, config))
             }
             None => None,
         };
@@ -220,7 +226,8 @@ impl Plane {
             answer["setkey"] = s.counts;
             answer["warnings"] = json!(s.warnings);
         }
-        if let Some(config) = ike {
+        if let Some((file, config)) = ike {
+            self.file_config = Some(file);
             let r = self
                 .ike_step(|p, now, k| p.ike.reload(now, config, k))
                 .unwrap_or_default();
@@ -231,7 +238,10 @@ impl Plane {
 
     /// A connection over TCP needs the stream thread, listening on its
     /// port (`flowsec up` opened them before dropping privileges).
-    fn check_streams(&self, config: &flowsec_ike::config::Config) -> Result<(), TcpNeeded> {
+    pub(super) fn check_streams(
+        &self,
+        config: &flowsec_ike::config::Config,
+    ) -> Result<(), TcpNeeded> {
         let Some(ike) = &self.ike else {
             return Ok(());
         };

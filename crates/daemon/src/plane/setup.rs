@@ -33,6 +33,8 @@ pub(super) struct Setup {
     pub(super) parts: Vec<WorkerParts>,
     /// What the `--setkey` file put in place (for a reload).
     pub(super) manual: reload::Manual,
+    /// The `-c` file's configuration (vici's loads are merged with it).
+    pub(super) file_config: Option<flowsec_ike::config::Config>,
 }
 
 /// One worker's descriptors, databases, and the receiving end of its
@@ -49,8 +51,14 @@ impl Setup {
                 flowsec_ike::config::load_with(provider, path, opts.swanctl_dir.as_deref())
                     .map_err(|e| RunError::Config(ConfigError::Ike(e)))?,
             ),
+            // `--vici` given without -c: IKE runs with nothing loaded and
+            // waits for `swanctl --load-all`.
+            None if opts.vici.as_ref().is_some_and(|v| v.explicit) => {
+                Some(flowsec_ike::config::Config::default())
+            }
             None => None,
         };
+        let file_config = opts.ike.as_ref().and(ike_config.clone());
         // The UDP 4500 groups first: whether ESP in UDP is possible over
         // each family is part of checking the file (they close again if it
         // fails).
@@ -115,6 +123,7 @@ impl Setup {
             boxes,
             parts,
             manual,
+            file_config,
         })
     }
 }

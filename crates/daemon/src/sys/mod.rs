@@ -21,6 +21,7 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 mod bpf;
+pub mod epoll;
 mod lock;
 mod mmsg;
 pub mod notify;
@@ -168,4 +169,26 @@ pub fn local_time() -> String {
         );
         String::from_utf8_lossy(&buf[..n]).into_owned()
     }
+}
+
+/// The system's name, release and machine (uname(2)), for vici's
+/// `version`.
+pub fn uname() -> (String, String, String) {
+    // SAFETY: uname(2) fills the zeroed struct owned here.
+    let u = unsafe {
+        let mut u: libc::utsname = core::mem::zeroed();
+        if libc::uname(&mut u) != 0 {
+            return Default::default();
+        }
+        u
+    };
+    let text = |field: &[libc::c_char]| {
+        let bytes: Vec<u8> = field
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    (text(&u.sysname), text(&u.release), text(&u.machine))
 }

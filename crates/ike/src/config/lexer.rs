@@ -29,19 +29,26 @@ pub const MAX_DEPTH: usize = 16;
 /// A section: its name, where it opened, its settings and subsections in
 /// file order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct Section {
+pub struct Section {
+    /// Its name (empty for the root).
     pub name: String,
+    /// The line it opened on (0: not from a file).
     pub line: usize,
+    /// Its `key = value` settings, in order.
     pub settings: Vec<Setting>,
+    /// Its subsections, in order.
     pub sections: Vec<Section>,
 }
 
 /// One `key = value`; `value` is `None` for `key =`. A value may be a
 /// secret (`secrets.ike.secret`): it is wiped when the setting is dropped.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Setting {
+pub struct Setting {
+    /// The key.
     pub key: String,
+    /// The value (`None`: `key =`).
     pub value: Option<String>,
+    /// Its line (0: not from a file).
     pub line: usize,
 }
 

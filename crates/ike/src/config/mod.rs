@@ -111,6 +111,13 @@ pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
     swanctl::interpret(name, &root)
 }
 
+/// Interpret a settings tree built elsewhere (a vici `load-conn`'s
+/// message, `lexer::Section` by `lexer::Section`): the same keys, values
+/// and checks as a file; `name` is what errors call its source.
+pub fn from_tree(name: &str, root: &lexer::Section) -> Result<Config, ConfigError> {
+    swanctl::interpret(name, root)
+}
+
 /// Read and parse a configuration file, with the credentials of the
 /// swanctl directories next to it ([`load_with`]).
 pub fn load(provider: &Provider, path: &Path) -> Result<Config, ConfigError> {

@@ -53,6 +53,43 @@ pub enum AddrSpec {
     Host(String),
 }
 
+/// As swanctl.conf writes it (`dynamic`, `10.1.0.0/16`,
+/// `10.1.0.1-10.1.0.9[tcp/80]` with the protocol as a number).
+impl core::fmt::Display for TsSpec {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            TsSpec::Dynamic => f.write_str("dynamic"),
+            TsSpec::Range {
+                start,
+                end,
+                protocol,
+                start_port,
+                end_port,
+            } => f.write_str(&crate::ts::ts_string(&flowsec_wire::ike::TrafficSelector {
+                ip_protocol: protocol,
+                start_port,
+                end_port,
+                start,
+                end,
+            })),
+        }
+    }
+}
+
+/// As swanctl.conf writes it (`%any`, `192.0.2.1`, `10.0.0.0/8`,
+/// `10.0.0.1-10.0.0.9`, a name).
+impl core::fmt::Display for AddrSpec {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            AddrSpec::Any => f.write_str("%any"),
+            AddrSpec::Addr(a) => write!(f, "{a}"),
+            AddrSpec::Prefix(a, n) => write!(f, "{a}/{n}"),
+            AddrSpec::Range(a, b) => write!(f, "{a}-{b}"),
+            AddrSpec::Host(h) => f.write_str(h),
+        }
+    }
+}
+
 impl TsSpec {
     /// Parse one selector (see the module docs).
     pub fn parse(s: &str) -> Result<TsSpec, SelectorError> {

@@ -1,0 +1,371 @@
+//! What vici clients loaded (`load-conn`, `load-shared`, `load-pool`):
+//! kept as the swanctl.conf settings tree each message is, so that one
+//! interpreter ([`flowsec_ike::config::from_tree`]) checks them as it
+//! checks a file, with the same keys, values and errors. `swanctl
+//! --load-all` reads swanctl.conf itself and sends each connection's
+//! section as a message: lists (`local_addrs`, `proposals`, `local_ts`)
+//! arrive as vici lists and are joined as the file writes them.
+
+use core::fmt;
+
+use flowsec_ike::config::lexer::{Section as Tree, Setting};
+use flowsec_wire::vici::{Section, Value};
+use zeroize::Zeroizing;
+
+/// Why a load message was refused (answered `success = no`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadError {
+    /// The message names nothing to load (`load-conn {}`).
+    Empty,
+    /// A value that must be text is not UTF-8.
+    NotText {
+        /// Its key.
+        key: String,
+    },
+    /// A key the command needs is missing.
+    Missing {
+        /// The key.
+        key: &'static str,
+    },
+    /// A value of a kind the key does not take (a list where a section
+    /// must be).
+    Shape {
+        /// The key.
+        key: String,
+    },
+    /// A `load-shared` type flowsec does not use (XAUTH, NTLM, PPK).
+    SharedType(String),
+    /// Certificates or keys inside a connection (`certs`, `cacerts`,
+    /// `pubkeys` data): not loaded over vici yet.
+    InlineCredential {
+        /// The key.
+        key: String,
+    },
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::Empty => f.write_str("nothing to load in the message"),
+            LoadError::NotText { key } => write!(f, "{key}: value is not text"),
+            LoadError::Missing { key } => write!(f, "missing {key}"),
+            LoadError::Shape { key } => write!(f, "{key}: wrong kind of value"),
+            LoadError::SharedType(t) => {
+                write!(f, "shared key type {t} is not supported (IKE and EAP are)")
+            }
+            LoadError::InlineCredential { key } => write!(
+                f,
+                "{key}: certificates and public keys inside a connection are not loaded over vici yet"
+            ),
+        }
+    }
+}
+
+/// What vici loaded, in load order (a name loaded again replaces its
+/// entry in place).
+#[derive(Debug, Default, Clone)]
+pub struct Loaded {
+    conns: Vec<Tree>,
+    shared: Vec<Tree>,
+    pools: Vec<Tree>,
+}
+
+/// Put `tree` in `list` in place of the one with its name, or at the end.
+fn put(list: &mut Vec<Tree>, tree: Tree) {
+    match list.iter_mut().find(|t| t.name == tree.name) {
+        Some(t) => *t = tree,
+        None => list.push(tree),
+    }
+}
+
+/// Take the entry named `name` out of `list`; whether there was one.
+fn take(list: &mut Vec<Tree>, name: &str) -> bool {
+    let before = list.len();
+    list.retain(|t| t.name != name);
+    list.len() != before
+}
+
+impl Loaded {
+    /// With the connections of a `load-conn` message (`{ NAME = { … } }`).
+    pub fn with_conn(&self, msg: &Section) -> Result<Loaded, LoadError> {
+        let mut next = self.clone();
+        if msg.entries.is_empty() {
+            return Err(LoadError::Empty);
+        }
+        for (name, value) in &msg.entries {
+            let Value::Section(body) = value else {
+                return Err(LoadError::Shape { key: name.clone() });
+            };
+            put(&mut next.conns, tree(name, body)?);
+        }
+        Ok(next)
+    }
+
+    /// Without connection `name`; `None` if there is none.
+    pub fn without_conn(&self, name: &str) -> Option<Loaded> {
+        let mut next = self.clone();
+        take(&mut next.conns, name).then_some(next)
+    }
+
+    /// The connections' names.
+    pub fn conn_names(&self) -> Vec<String> {
+        self.conns.iter().map(|t| t.name.clone()).collect()
+    }
+
+    /// With the secret of a `load-shared` message (`id`, `type`, `data`,
+    /// `owners`), as a `secrets.ike-ID` or `secrets.eap-ID` section.
+    pub fn with_shared(&self, msg: &Section) -> Result<Loaded, LoadError> {
+        let ty = text(msg, "type")?.ok_or(LoadError::Missing { key: "type" })?;
+        let prefix = match ty.to_ascii_uppercase().as_str() {
+            "IKE" => "ike",
+            "EAP" => "eap",
+            _ => return Err(LoadError::SharedType(ty.to_string())),
+        };
+        let Some(Value::Str(data)) = msg.get("data") else {
+            return Err(LoadError::Missing { key: "data" });
+        };
+        let id = text(msg, "id")?.unwrap_or_default();
+        let name = match id {
+            id if id.starts_with(prefix) => id.to_string(),
+            "" => format!("{prefix}-vici-{}", self.shared.len() + 1),
+            id => format!("{prefix}-{id}"),
+        };
+        // Raw bytes, as swanctl decoded them: hex, so that any byte passes
+        // the secret syntax unchanged.
+        let hex = Zeroizing::new(format!("0x{}", hex_of(data)));
+        let mut settings = vec![setting("secret", &hex)];
+        if let Some(owners) = msg.get("owners") {
+            let Value::List(owners) = owners else {
+                return Err(LoadError::Shape {
+                    key: "owners".into(),
+                });
+            };
+            for (k, o) in owners.iter().enumerate() {
+                let o = std::str::from_utf8(o).map_err(|_| LoadError::NotText {
+                    key: "owners".into(),
+                })?;
+                settings.push(setting(&format!("id-{}", k + 1), o));
+            }
+        }
+        let mut next = self.clone();
+        // charon keys them by the id it was given (`unload-shared`).
+        let tree = Tree {
+            name: name.clone(),
+            line: 0,
+            settings,
+            sections: Vec::new(),
+        };
+        next.shared.retain(|t| t.name != name);
+        next.shared.push(tree);
+        Ok(next)
+    }
+
+    /// Without the secret `id`; `None` if there is none.
+    pub fn without_shared(&self, id: &str) -> Option<Loaded> {
+        let mut next = self.clone();
+        (take(&mut next.shared, id)
+            || take(&mut next.shared, &format!("ike-{id}"))
+            || take(&mut next.shared, &format!("eap-{id}")))
+        .then_some(next)
+    }
+
+    /// The secrets' ids.
+    pub fn shared_ids(&self) -> Vec<String> {
+        self.shared.iter().map(|t| t.name.clone()).collect()
+    }
+
+    /// With the pools of a `load-pool` message (`{ NAME = { addrs = …,
+    /// dns = [ … ] } }`).
+    pub fn with_pool(&self, msg: &Section) -> Result<Loaded, LoadError> {
+        let mut next = self.clone();
+        if msg.entries.is_empty() {
+            return Err(LoadError::Empty);
+        }
+        for (name, value) in &msg.entries {
+            let Value::Section(body) = value else {
+                return Err(LoadError::Shape { key: name.clone() });
+            };
+            put(&mut next.pools, tree(name, body)?);
+        }
+        Ok(next)
+    }
+
+    /// Without pool `name`; `None` if there is none.
+    pub fn without_pool(&self, name: &str) -> Option<Loaded> {
+        let mut next = self.clone();
+        take(&mut next.pools, name).then_some(next)
+    }
+
+    /// Without any secret (`clear-creds`).
+    pub fn without_credentials(&self) -> Loaded {
+        Loaded {
+            shared: Vec::new(),
+            ..self.clone()
+        }
+    }
+
+    /// The whole tree, as a swanctl.conf with `connections`, `secrets`
+    /// and `pools` would give it.
+    pub fn tree(&self) -> Tree {
+        let section = |name: &str, sections: &[Tree]| Tree {
+            name: name.into(),
+            line: 0,
+            settings: Vec::new(),
+            sections: sections.to_vec(),
+        };
+        let mut root = Tree::default();
+        for (name, list) in [
+            ("connections", &self.conns),
+            ("secrets", &self.shared),
+            ("pools", &self.pools),
+        ] {
+            if !list.is_empty() {
+                root.sections.push(section(name, list));
+            }
+        }
+        root
+    }
+}
+
+fn setting(key: &str, value: &str) -> Setting {
+    Setting {
+        key: key.into(),
+        value: Some(value.into()),
+        line: 0,
+    }
+}
+
+fn hex_of(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The text value `key` of `msg`, if there is one.
+fn text<'a>(msg: &'a Section, key: &str) -> Result<Option<&'a str>, LoadError> {
+    match msg.get(key) {
+        None => Ok(None),
+        Some(Value::Str(v)) => std::str::from_utf8(v)
+            .map(Some)
+            .map_err(|_| LoadError::NotText { key: key.into() }),
+        Some(_) => Err(LoadError::Shape { key: key.into() }),
+    }
+}
+
+/// The keys whose vici lists carry credential data, not names.
+const DATA_LISTS: &[&str] = &["certs", "cacerts", "pubkeys"];
+
+/// A vici section as the settings tree swanctl.conf would give: values
+/// as they are, lists joined with commas, sections nested.
+fn tree(name: &str, body: &Section) -> Result<Tree, LoadError> {
+    let mut t = Tree {
+        name: name.to_string(),
+        ..Tree::default()
+    };
+    for (key, value) in &body.entries {
+        let not_text = || LoadError::NotText { key: key.clone() };
+        match value {
+            Value::Str(v) => {
+                let v = std::str::from_utf8(v).map_err(|_| not_text())?;
+                t.settings.push(setting(key, v));
+            }
+            Value::List(items) => {
+                if DATA_LISTS.contains(&key.as_str()) && !items.is_empty() {
+                    return Err(LoadError::InlineCredential { key: key.clone() });
+                }
+                let items: Result<Vec<&str>, _> =
+                    items.iter().map(|i| std::str::from_utf8(i)).collect();
+                let joined = items.map_err(|_| not_text())?.join(", ");
+                // An empty list is a key not given (swanctl sends none).
+                if !joined.is_empty() {
+                    t.settings.push(setting(key, &joined));
+                }
+            }
+            Value::Section(s) => t.sections.push(tree(key, s)?),
+        }
+    }
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn(name: &str, remote: &str) -> Section {
+        let child = Section::default()
+            .with_list("local_ts", vec![b"10.1.0.0/16".to_vec()])
+            .with_list("remote_ts", vec![b"10.2.0.0/16".to_vec()]);
+        let body = Section::default()
+            .with_list(
+                "remote_addrs",
+                vec![remote.as_bytes().to_vec(), b"192.0.2.9".to_vec()],
+            )
+            .with_list("local_addrs", vec![b"192.0.2.1".to_vec()])
+            .with("version", "2")
+            .with_section("local", Section::default().with("auth", "psk"))
+            .with_section("remote", Section::default().with("auth", "psk"))
+            .with_section("children", Section::default().with_section("net", child));
+        Section::default().with_section(name, body)
+    }
+
+    #[test]
+    fn a_swanctl_connection_is_the_files_tree() {
+        let l = Loaded::default()
+            .with_conn(&conn("gw", "192.0.2.2"))
+            .unwrap();
+        let shared = Section::default()
+            .with("id", "ike-1")
+            .with("type", "IKE")
+            .with("data", b"\x00secret".to_vec())
+            .with_list("owners", vec![b"moon".to_vec(), b"sun".to_vec()]);
+        let l = l.with_shared(&shared).unwrap();
+        let config = flowsec_ike::config::from_tree("vici", &l.tree()).unwrap();
+        let c = &config.connections[0];
+        assert_eq!(c.name, "gw");
+        assert_eq!(c.remote_addrs.len(), 2);
+        assert_eq!(c.children[0].name, "net");
+        assert_eq!(config.secrets[0].name, "ike-1");
+        assert_eq!(config.secrets[0].secret.as_slice(), b"\x00secret");
+        assert_eq!(config.secrets[0].ids.len(), 2);
+        // Loaded again: replaced in place, not added.
+        let l = l.with_conn(&conn("gw", "192.0.2.3")).unwrap();
+        assert_eq!(l.conn_names(), vec!["gw"]);
+        assert!(l.without_conn("nope").is_none());
+        assert!(l.without_conn("gw").unwrap().conn_names().is_empty());
+        assert_eq!(l.shared_ids(), vec!["ike-1"]);
+        assert!(l.without_shared("ike-1").unwrap().shared_ids().is_empty());
+    }
+
+    #[test]
+    fn what_is_not_a_configuration_is_refused() {
+        let l = Loaded::default();
+        assert_eq!(
+            l.with_conn(&Section::default()).unwrap_err(),
+            LoadError::Empty
+        );
+        let e = l
+            .with_conn(&Section::default().with("gw", "x"))
+            .unwrap_err();
+        assert_eq!(e, LoadError::Shape { key: "gw".into() });
+        let bad =
+            Section::default().with_section("gw", Section::default().with("version", vec![0xff]));
+        assert_eq!(
+            l.with_conn(&bad).unwrap_err().to_string(),
+            "version: value is not text"
+        );
+        let xauth = Section::default().with("type", "XAUTH").with("data", "x");
+        assert!(matches!(
+            l.with_shared(&xauth),
+            Err(LoadError::SharedType(_))
+        ));
+        let certs = Section::default().with_section(
+            "gw",
+            Section::default().with_section(
+                "local",
+                Section::default().with_list("certs", vec![vec![0x30, 0x82]]),
+            ),
+        );
+        assert!(matches!(
+            l.with_conn(&certs),
+            Err(LoadError::InlineCredential { .. })
+        ));
+    }
+}
