@@ -193,6 +193,7 @@ impl Plane {
                     self.swanctl_dir.as_deref(),
                 )
                 .map_err(ReloadError::Ike)?;
+                super::setup::log_ike_warnings(Some(&config));
                 self.check_streams(&config).map_err(ReloadError::Tcp)?;
                 Some(config)
             }
