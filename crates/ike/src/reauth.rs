@@ -40,7 +40,7 @@ fn still_trusted(host: &Host, sa: &IkeSa, unix: Option<Duration>) -> Result<(), 
                 .iter()
                 .map(parse)
                 .collect::<Result<Vec<_>, _>>()?;
-            let inter: Vec<&Certificate> = inter.iter().collect();
+            let inter = crate::auth::pubkey::path_intermediates(host, &inter);
             let crls = host.config.credentials.crls();
             let strict = conn.remote.revocation_strict;
             let anchors = crate::auth::pubkey::trusted_cas(host, &sa.conn);

@@ -33,6 +33,9 @@ pub struct IkeStats {
     pub blocked_source: u64,
     /// IKE_AUTH failed (either role): the IKE SA was destroyed at once.
     pub auth_failed: u64,
+    /// IKE_AUTH requests that carried INITIAL_CONTACT (RFC 7296 §2.4):
+    /// the peer said it holds no other IKE SA with us.
+    pub initial_contacts: u64,
     /// IKE_SA_INIT answered with INVALID_KE_PAYLOAD.
     pub invalid_ke_sent: u64,
     /// IKE_SA_INIT refused: no connection for the addresses, or no
@@ -86,7 +89,7 @@ pub struct IkeStats {
 
 impl IkeStats {
     /// Every counter with its name, for `flowsec ctl stats`.
-    pub fn named(&self) -> [(&'static str, u64); 32] {
+    pub fn named(&self) -> [(&'static str, u64); 33] {
         [
             ("received", self.received),
             ("sent", self.sent),
@@ -102,6 +105,7 @@ impl IkeStats {
             ("blocked_source", self.blocked_source),
             ("auth_failed", self.auth_failed),
             ("invalid_ke_sent", self.invalid_ke_sent),
+            ("initial_contacts", self.initial_contacts),
             ("no_proposal", self.no_proposal),
             ("peers_dead", self.peers_dead),
             ("wrong_transport", self.wrong_transport),

@@ -196,6 +196,7 @@ impl Plane {
                     self.swanctl_dir.as_deref(),
                 )
                 .map_err(ReloadError::Ike)?;
+                super::setup::log_ike_warnings(Some(&file));
                 // What vici loaded stays loaded.
                 let config = super::vici::merged(Some(&file), &self.loaded)
                     .map_err(|e| ReloadError::Vici(e.to_string()))?;

@@ -59,6 +59,7 @@ impl Setup {
             None => None,
         };
         let file_config = opts.ike.as_ref().and(ike_config.clone());
+        log_ike_warnings(ike_config.as_ref());
         // The UDP 4500 groups first: whether ESP in UDP is possible over
         // each family is part of checking the file (they close again if it
         // fails).
@@ -179,6 +180,16 @@ pub(super) fn worker_parts(
         parts.push((io, db, rx, wake));
     }
     Ok((boxes, parts))
+}
+
+/// What loading the IKE configuration noticed and let pass
+/// (`flowsec_ike::config::Config::warnings`: our certificate not
+/// validating here, say), logged as the setkey file's warnings are, at
+/// start and at each reload.
+pub(super) fn log_ike_warnings(config: Option<&flowsec_ike::config::Config>) {
+    for w in config.iter().flat_map(|c| &c.warnings) {
+        tracing::warn!(target: "cfg", "{w}");
+    }
 }
 
 /// The `--setkey` file's name and text (`-` and nothing without one).

@@ -131,7 +131,7 @@ fn check(
         });
     }
     let unix = cx.unix_time(cx.now).ok_or(Rejection::NoClock)?;
-    let inter: Vec<&Certificate> = intermediates.iter().collect();
+    let inter = path_intermediates(cx, &intermediates);
     let anchors = trusted_cas(cx, &sa.conn);
     let strict = sa.conn.remote.revocation_strict;
     let crls = cx.config.credentials.crls();
@@ -171,6 +171,17 @@ fn choose_scheme(
                     _ => true,
                 }
         })
+}
+
+/// The intermediates a peer's path is built from: what it `sent`, then
+/// those we hold in `x509/` (a peer may leave out a CA it expects us to
+/// have; strongSwan completes paths from its own store too).
+pub(crate) fn path_intermediates<'a>(
+    host: &'a Host,
+    sent: &'a [Certificate],
+) -> Vec<&'a Certificate> {
+    let held = host.config.credentials.intermediates();
+    sent.iter().chain(held).collect()
 }
 
 /// The CAs the peer of connection `conn` must chain to: `cacerts`, or

@@ -5,7 +5,7 @@
 //!
 //! | directory  | holds                                        |
 //! |------------|----------------------------------------------|
-//! | `x509/`    | end-entity certificates (ours, or peers')    |
+//! | `x509/`    | end-entity certificates (ours, or peers'), and intermediate CAs |
 //! | `x509ca/`  | CA certificates: the trust anchors           |
 //! | `x509crl/` | CRLs                                         |
 //! | `private/`, `rsa/`, `ecdsa/`, `pkcs8/` | private keys (PEM or DER) |
@@ -222,13 +222,29 @@ impl Credentials {
             .map(|(_, c)| c)
     }
 
+    /// The intermediate CAs kept in `x509/`: its certificates with
+    /// basicConstraints cA that are not self-signed. strongSwan builds
+    /// paths from every certificate it loaded; only the trust anchors must
+    /// be in `x509ca/`. They complete our own chain ([`Self::chain_of`])
+    /// and a peer's (`auth::pubkey`), and are never anchors themselves.
+    pub fn intermediates(&self) -> impl Iterator<Item = &Certificate> {
+        self.inner
+            .certs
+            .iter()
+            .map(|(_, c)| c)
+            .filter(|c| c.ca && !c.self_signed())
+    }
+
     /// The CA certificates that issued `cert` and its issuers, up to (not
-    /// including) a self-signed root: the intermediates a peer needs.
+    /// including) a self-signed root, found among `x509ca/` and the
+    /// [`Self::intermediates`] of `x509/`: the intermediates a peer
+    /// needs, in path order (RFC 7296 §3.6 sends them after ours).
     pub fn chain_of(&self, cert: &Certificate) -> Vec<&Certificate> {
         let mut chain: Vec<&Certificate> = Vec::new();
         let mut at = cert;
         while let Some(ca) = self
             .cas()
+            .chain(self.intermediates())
             .find(|ca| ca.subject == at.issuer && !std::ptr::eq(*ca, at))
         {
             if ca.self_signed() || chain.len() >= 8 || chain.iter().any(|c| std::ptr::eq(*c, ca)) {

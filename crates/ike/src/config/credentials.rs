@@ -1,16 +1,19 @@
 //! The checks a configuration's credentials get when it is loaded
 //! ([`super::load_with`]): every `certs`/`cacerts` file exists, every
-//! connection that signs has a certificate and its key, and that
-//! certificate validates to a CA we hold — so a mistake is an error naming
-//! the file at start (or at `flowsec ctl reload`), not an
-//! AUTHENTICATION_FAILED later.
+//! connection that signs has a certificate and its key — so a mistake is
+//! an error naming the file at start (or at `flowsec ctl reload`), not an
+//! AUTHENTICATION_FAILED later. That certificate not validating to a CA
+//! we hold (through the intermediates of `x509ca/` and `x509/`) is a
+//! warning: strongSwan loads it and sends what it has, and the peer may
+//! hold what completes the path.
 
 use core::time::Duration;
 use std::path::Path;
 
 use flowsec_crypto::Provider;
 
-use super::{AuthKind, Config, ConfigError, ConfigErrorKind, Identity};
+use super::Identity;
+use super::{AuthKind, Config, ConfigError, ConfigErrorKind, ConfigWarning, ConfigWarningKind};
 use crate::cert::{verify, Certificate};
 
 pub(super) fn check(
@@ -19,8 +22,9 @@ pub(super) fn check(
     file: &str,
     dir: &Path,
     unix: Duration,
-) -> Result<(), ConfigError> {
+) -> Result<Vec<ConfigWarning>, ConfigError> {
     let creds = &config.credentials;
+    let mut warnings = Vec::new();
     for r in &config.cred_refs {
         let found = if r.ca {
             creds.ca(&r.file).is_some()
@@ -42,7 +46,8 @@ pub(super) fn check(
     }
     for c in &config.connections {
         if let AuthKind::Pubkey(_) = c.local.auth {
-            check_signer(provider, config, c, file, dir, unix)?;
+            let cert = check_signer(config, c, file, dir)?;
+            warnings.extend(check_chain(provider, config, c, cert, file, unix));
         }
         if c.local.auth == AuthKind::Eap {
             let key = format!("connections.{}.local", c.name);
@@ -79,20 +84,17 @@ pub(super) fn check(
             }
         }
     }
-    Ok(())
+    Ok(warnings)
 }
 
 /// A connection that signs: its certificate (by `certs` or `id`), a
-/// subject or `id` to name it, its private key, and a chain to a CA we
-/// hold.
-fn check_signer(
-    provider: &Provider,
-    config: &Config,
+/// subject or `id` to name it, and its private key.
+fn check_signer<'c>(
+    config: &'c Config,
     c: &super::Connection,
     file: &str,
     dir: &Path,
-    unix: Duration,
-) -> Result<(), ConfigError> {
+) -> Result<&'c Certificate, ConfigError> {
     let creds = &config.credentials;
     let key = format!("connections.{}.local", c.name);
     let cert = local_cert(config, &c.local.certs, c.local.id.as_ref()).ok_or_else(|| {
@@ -124,20 +126,32 @@ fn check_signer(
             },
         ));
     }
+    Ok(cert)
+}
+
+/// Whether `cert`, connection `c`'s, validates to a CA we hold through
+/// the intermediates we hold (`x509ca/`, and `x509/`'s); a warning if
+/// not.
+fn check_chain(
+    provider: &Provider,
+    config: &Config,
+    c: &super::Connection,
+    cert: &Certificate,
+    file: &str,
+    unix: Duration,
+) -> Option<ConfigWarning> {
+    let creds = &config.credentials;
     let anchors: Vec<&Certificate> = creds.cas().collect();
     let chain = creds.chain_of(cert);
-    if let Err(why) = verify::validate(provider, cert, &chain, &anchors, &creds.crls(), unix) {
-        return Err(ConfigError::new(
-            file,
-            0,
-            key,
-            ConfigErrorKind::LocalCertInvalid {
-                subject: cert.subject_text(),
-                why: why.to_string(),
-            },
-        ));
-    }
-    Ok(())
+    let why = verify::validate(provider, cert, &chain, &anchors, &creds.crls(), unix).err()?;
+    Some(ConfigWarning {
+        file: file.to_string(),
+        key: format!("connections.{}.local", c.name),
+        kind: ConfigWarningKind::LocalCertUnverified {
+            subject: cert.subject_text(),
+            why: why.to_string(),
+        },
+    })
 }
 
 /// Our certificate: the first of `certs`, or the one in `x509/` that

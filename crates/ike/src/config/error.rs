@@ -207,13 +207,6 @@ pub enum ConfigErrorKind {
         /// The certificate's subject.
         subject: String,
     },
-    /// Our certificate does not validate to a CA we hold.
-    LocalCertInvalid {
-        /// The certificate's subject.
-        subject: String,
-        /// Why.
-        why: String,
-    },
     /// `auth = eap-mschapv2` locally without an `eap-…` secret for the
     /// EAP identity.
     NoEapSecret {
@@ -370,9 +363,6 @@ impl fmt::Display for ConfigErrorKind {
                 f,
                 "no private key for the certificate \"{subject}\" (private/, rsa/, ecdsa/, pkcs8/)"
             ),
-            K::LocalCertInvalid { subject, why } => {
-                write!(f, "our certificate \"{subject}\" does not validate: {why}")
-            }
             K::NoEapSecret { user: Some(u) } => {
                 write!(f, "auth = eap-mschapv2 needs a secrets.eap-… with id = {u}")
             }

@@ -74,6 +74,7 @@ pub mod swanctl;
 pub mod ts;
 mod value;
 mod value_error;
+mod warning;
 
 use core::fmt;
 use std::net::IpAddr;
@@ -100,6 +101,7 @@ pub use value_error::{
     EmptyListItem, HexError, IdentityError, ProposalError, ProposalKind, ProtoPortError,
     SecretError, SelectorError, ValueError,
 };
+pub use warning::{ConfigWarning, ConfigWarningKind};
 
 /// Largest configuration file [`load`] reads (implementation limit; a
 /// large strongSwan site's file is a few hundred kilobytes).
@@ -128,10 +130,11 @@ pub fn load(provider: &Provider, path: &Path) -> Result<Config, ConfigError> {
 /// `swanctl_dir` (default: the file's directory): `x509/`, `x509ca/`,
 /// `x509crl/`, `private/`, `rsa/`, `ecdsa/`, `pkcs8/` ([`crate::cert`]).
 /// A credential file that cannot be used, a `certs`/`cacerts` entry
-/// naming no loaded file, a connection authenticating with `pubkey` but no
-/// certificate and key for it, or our certificate not validating to a CA
-/// we hold, is an error naming the file (and line). Keys are loaded and
-/// certificates checked with `provider`'s algorithms.
+/// naming no loaded file, or a connection authenticating with `pubkey`
+/// but no certificate and key for it, is an error naming the file (and
+/// line); our certificate not validating to a CA we hold is one of
+/// [`Config::warnings`]. Keys are loaded and certificates checked with
+/// `provider`'s algorithms.
 pub fn load_with(
     provider: &Provider,
     path: &Path,
@@ -154,7 +157,7 @@ pub fn load_with(
     let unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    credentials::check(provider, &config, &name, &dir, unix)?;
+    config.warnings = credentials::check(provider, &config, &name, &dir, unix)?;
     Ok(config)
 }
 
@@ -201,6 +204,9 @@ pub struct Config {
     pub pools: Vec<Pool>,
     /// `secrets.eap*`: EAP passwords by user name.
     pub eap_secrets: Vec<Secret>,
+    /// What [`load_with`] noticed and let pass, for the caller to log;
+    /// none from [`parse`].
+    pub warnings: Vec<ConfigWarning>,
 }
 
 /// One `pools.NAME` section (swanctl.conf(5)): addresses handed out to

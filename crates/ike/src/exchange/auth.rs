@@ -207,7 +207,6 @@ pub(crate) fn send_auth(
             Err(e) => return crate::host::fail(cx, sa, e),
         }
     };
-    let conn = &sa.conn;
     let mut payloads = vec![Payload::IdI(idi)];
     payloads.extend(certs);
     payloads.extend(crate::auth::pubkey::certreq(cx, &sa.conn));
@@ -217,16 +216,9 @@ pub(crate) fn send_auth(
     payloads.extend(auth.map(Payload::Auth));
     // §3.15: a road warrior asks for its virtual IPs.
     payloads.extend(crate::vip::request(sa));
-    // §2.4: only when we hold no other IKE SA with the peer (the
-    // peer deletes those it has with us on seeing it), as strongSwan;
-    // a replaced connection's old one (reload.rs, make before break)
-    // is one: it goes after this one is up.
-    let contact = !sa.others.values().any(|o| {
-        o.conn.name == conn.name
-            && o.path.remote.ip() == sa.path.remote.ip()
-            && o.state == IkeState::Established
-    });
-    if contact && conn.unique != crate::config::Unique::Never {
+    // §2.4: only when we hold no other IKE SA with the peer (the peer
+    // deletes those it has with us on seeing it).
+    if crate::exchange::contact::send_initial_contact(cx, sa, &me, &peer) {
         payloads.push(notify(NotifyType::INITIAL_CONTACT, vec![]));
     }
     let child = first_child.map(|cfg| {
@@ -267,7 +259,8 @@ pub(crate) fn answer_authenticated(
     crate::auth::peer_authenticated_at(cx, sa, first);
     established(cx, sa);
     if has_notify(first, NotifyType::INITIAL_CONTACT) {
-        initial_contact(cx, sa);
+        cx.host.stats.initial_contacts += 1;
+        crate::exchange::contact::initial_contact(cx, sa);
     }
     if addressed && first.payloads.iter().any(|p| matches!(p, Payload::Sa(_))) {
         let asked = ChildAsked {
@@ -394,46 +387,6 @@ pub(crate) fn established(cx: &mut Cx<'_>, sa: &mut IkeSa) {
     sa.times.expire_at = [by_rekey, by_auth].into_iter().flatten().min();
 }
 
-/// The peer says it has no other IKE SA with us (§2.4, INITIAL_CONTACT):
-/// those we still hold between the same identities are stale (it
-/// restarted); they go without a word to it, unless `unique = never`.
-pub(crate) fn initial_contact(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) {
-    if sa.conn.unique == crate::config::Unique::Never {
-        return;
-    }
-    let stale: Vec<u64> = sa
-        .others
-        .values()
-        .filter(|o| {
-            std::sync::Arc::ptr_eq(&o.conn, &sa.conn)
-                && same(&o.ids.peer, &sa.ids.peer)
-                && same(&o.ids.local, &sa.ids.local)
-                && o.state != IkeState::HalfOpen
-        })
-        .map(|o| o.our_spi())
-        .collect();
-    for spi in stale {
-        if let Some(mut old) = sa.others.take(spi) {
-            cx.host.report(
-                sa,
-                IkeEvent::InitialContact {
-                    name: cx.host.conn_name(&old),
-                    unique_id: old.uid,
-                },
-            );
-            crate::install::destroy(cx, &mut SaMut::detached(&mut old, sa.others.reborrow()));
-        }
-    }
-}
-
-/// Both unknown, or the same peer ([`Identity::same_as`]).
-fn same(a: &Option<Identity>, b: &Option<Identity>) -> bool {
-    match (a, b) {
-        (Some(a), Some(b)) => a.same_as(b),
-        (a, b) => a.is_none() && b.is_none(),
-    }
-}
-
 trait IdentityOption {
     fn is_none_or_matches(&self, peer: &Identity) -> bool;
 }
@@ -452,11 +405,14 @@ impl IdentityOption for Option<&Identity> {
 /// request, chosen again now that its identity and its way of
 /// authenticating are known (strongSwan switches peer config the same
 /// way): of the live connections with the same addresses and IKE
-/// proposals as the one IKE_SA_INIT chose, the first (that one first)
-/// whose `remote.id` accepts IDi, whose `remote.auth` is the method
-/// used (AUTH's method, or EAP without AUTH) and whose identity is
-/// the IDr asked for, if any. No such one: the one chosen stays (and
-/// refuses).
+/// proposals as the one IKE_SA_INIT chose, those (that one first) whose
+/// `remote.id` accepts IDi, whose `remote.auth` is the method used
+/// (AUTH's method, or EAP without AUTH) and whose identity is the IDr
+/// asked for, if any. Of those, the first whose children take the
+/// selectors of the Child SA asked for (strongSwan's peer config
+/// selection weighs the TS too): connections to one peer that differ
+/// only in their children are told apart by them. No such one: the
+/// first that fits; none fits: the one chosen stays (and refuses).
 fn reselect(host: &Host, sa: &IkeSa, msg: &Message) -> ConnRef {
     let (idi, auth) = id_and_auth(msg, true);
     let Some(peer) = idi.and_then(Identity::from_wire) else {
@@ -466,30 +422,47 @@ fn reselect(host: &Host, sa: &IkeSa, msg: &Message) -> ConnRef {
         Payload::IdR(i) => Identity::from_wire(i),
         _ => None,
     });
-    let chosen = &sa.conn;
-    let fits = |c: &&ConnRef| {
-        let same_ike = c.proposals == chosen.proposals
-            && c.local_addrs == chosen.local_addrs
-            && c.remote_addrs == chosen.remote_addrs;
-        let method = match (c.remote.auth, auth.map(|a| a.method)) {
-            (AuthKind::Psk, Some(m)) => m == AuthMethod::SHARED_KEY_MIC,
-            (AuthKind::Pubkey(_), Some(m)) => m == AuthMethod::DIGITAL_SIGNATURE,
-            (AuthKind::Eap, None) => true,
-            _ => false,
-        };
-        let who = c.remote.id.as_ref().is_none_or_matches(&peer);
-        let me = match (&idr, &c.local.id) {
-            (Some(want), Some(ours)) => ours.matches(want) || want.matches(ours),
-            _ => true,
-        };
-        same_ike && method && who && me
-    };
-    std::iter::once(&sa.conn)
+    let method = auth.map(|a| a.method);
+    let fitting: Vec<&ConnRef> = std::iter::once(&sa.conn)
         .chain(&host.conns)
-        .find(fits)
-        .unwrap_or(&sa.conn)
+        .filter(|c| fits(c, &sa.conn, &peer, idr.as_ref(), method))
+        .collect();
+    let takes_ts = |c: &&&ConnRef| crate::exchange::child_responder::takes_selectors(sa, c, msg);
+    fitting
+        .iter()
+        .find(takes_ts)
+        .or(fitting.first())
+        .map_or(&sa.conn, |c| *c)
         .clone()
 }
+
+/// Whether connection `c` can take the place of `chosen` (reselect) for
+/// a peer with identity `peer` authenticating by `method` (`None`: EAP)
+/// and asking for our identity `idr`.
+fn fits(
+    c: &ConnRef,
+    chosen: &ConnRef,
+    peer: &Identity,
+    idr: Option<&Identity>,
+    method: Option<AuthMethod>,
+) -> bool {
+    let same_ike = c.proposals == chosen.proposals
+        && c.local_addrs == chosen.local_addrs
+        && c.remote_addrs == chosen.remote_addrs;
+    let method = match (c.remote.auth, method) {
+        (AuthKind::Psk, Some(m)) => m == AuthMethod::SHARED_KEY_MIC,
+        (AuthKind::Pubkey(_), Some(m)) => m == AuthMethod::DIGITAL_SIGNATURE,
+        (AuthKind::Eap, None) => true,
+        _ => false,
+    };
+    let who = c.remote.id.as_ref().is_none_or_matches(peer);
+    let me = match (idr, &c.local.id) {
+        (Some(want), Some(ours)) => ours.matches(want) || want.matches(ours),
+        _ => true,
+    };
+    same_ike && method && who && me
+}
+
 /// Our identity on `sa`: configured, or our certificate's subject
 /// when we sign, or our IP address (strongSwan's defaults).
 pub(crate) fn our_id(host: &Host, sa: &IkeSa) -> Identity {

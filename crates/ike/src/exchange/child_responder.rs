@@ -16,7 +16,7 @@ use flowsec_ipsec::{Mode, Protocol};
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, ProtocolId};
 use flowsec_wire::ike::{Ke, Message, Notify, Payload, TrafficSelector};
 
-use crate::config::{self, ChildChosen, RekeySwitch};
+use crate::config::{self, ChildChosen, ChildConfig, Connection, RekeySwitch};
 use crate::context::Cx;
 use crate::crypto;
 use crate::event::IkeEvent;
@@ -325,16 +325,7 @@ fn child_choice(
         return Err(Some(NotifyType::INVALID_SYNTAX));
     };
     let child = &sa.conn.children[cfg];
-    let ours_remote = ts::from_config_dynamic(&child.remote_ts, &crate::vip::remote_dynamic(sa));
-    let ours_local = ts::from_config(&child.local_ts, sa.path.local.ip());
-    let remote_ts = ts::narrow(tsi, &ours_remote);
-    let local_ts = ts::narrow(tsr, &ours_local);
-    if remote_ts.is_empty()
-        || local_ts.is_empty()
-        || ts::selector_count(&local_ts, &remote_ts) > ts::MAX_SELECTORS
-    {
-        return Err(None);
-    }
+    let (local_ts, remote_ts) = narrowed(sa, child, tsi, tsr).ok_or(None)?;
     let transport = has_notify(asked.msg, NotifyType::USE_TRANSPORT_MODE);
     if child.mode == Mode::Transport && !transport {
         return Err(Some(NotifyType::NO_PROPOSAL_CHOSEN));
@@ -356,6 +347,40 @@ fn child_choice(
         remote_ts,
     })
 }
+/// The selectors of `child` and those proposed (`tsi`, `tsr`) narrowed
+/// to each other (§2.9): ours, then the peer's; `None` where they do not
+/// meet, or would need more than [`ts::MAX_SELECTORS`] policies.
+fn narrowed(
+    sa: &IkeSa,
+    child: &ChildConfig,
+    tsi: &[TrafficSelector],
+    tsr: &[TrafficSelector],
+) -> Option<(Vec<TrafficSelector>, Vec<TrafficSelector>)> {
+    let ours_remote = ts::from_config_dynamic(&child.remote_ts, &crate::vip::remote_dynamic(sa));
+    let ours_local = ts::from_config(&child.local_ts, sa.path.local.ip());
+    let remote_ts = ts::narrow(tsi, &ours_remote);
+    let local_ts = ts::narrow(tsr, &ours_local);
+    let fits = !remote_ts.is_empty()
+        && !local_ts.is_empty()
+        && ts::selector_count(&local_ts, &remote_ts) <= ts::MAX_SELECTORS;
+    fits.then_some((local_ts, remote_ts))
+}
+
+/// Whether a child of `conn` takes the selectors `msg` proposes (TSi,
+/// TSr) for a Child SA on `sa`: for the responder choosing among
+/// connections that differ only in their children
+/// (`exchange::auth::reselect`). A message without selectors asks for no
+/// Child SA: any connection takes it.
+pub(crate) fn takes_selectors(sa: &IkeSa, conn: &Connection, msg: &Message) -> bool {
+    let c = crate::host::parts(msg);
+    let (Some(tsi), Some(tsr)) = (c.tsi, c.tsr) else {
+        return true;
+    };
+    conn.children
+        .iter()
+        .any(|child| narrowed(sa, child, tsi, tsr).is_some())
+}
+
 /// Responder, PFS (§1.3.1): our KE payload and g^ir for the peer's
 /// `kei`, which must be of the group chosen (else INVALID_KE_PAYLOAD
 /// with ours, §1.3); nothing without one.

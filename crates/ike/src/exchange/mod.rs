@@ -19,6 +19,7 @@
 pub(crate) mod auth;
 pub(crate) mod child;
 pub(crate) mod child_responder;
+mod contact;
 pub(crate) mod info;
 pub(crate) mod init;
 pub(crate) mod init_responder;
