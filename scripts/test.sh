@@ -136,6 +136,18 @@ flowsec flowsec aes128gcm16-prfsha256-ecp256 v4 right
 flowsec flowsec aes256-sha256-modp2048 v4 left 1 0
 flowsec flowsec chacha20poly1305-prfsha256-x25519 v6 right 0 1
 MATRIX
+# flowsec in charon's place: started with --vici only, loaded, driven and
+# (flowsec -> strongswan) listed by Debian's swanctl (ike_lib.sh via_swanctl).
+echo "-- ike: flowsec driven by swanctl over vici (--vici, no -c) -> strongswan"
+FLOWSEC_IKE_VICI=1 FLOWSEC_IKE_LEFT=flowsec FLOWSEC_IKE_RIGHT=strongswan FLOWSEC_BIN=target/debug/flowsec \
+    tests/e2e/ike.sh </dev/null
+echo "-- ike: strongswan -> flowsec driven by swanctl over vici (listed by flowsec ctl: ike_lib.sh IKE_LIST_VIA_CTL)"
+IKE_LIST_VIA_CTL=1 FLOWSEC_IKE_VICI=1 FLOWSEC_IKE_LEFT=strongswan FLOWSEC_IKE_RIGHT=flowsec \
+    FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike.sh </dev/null
+for peer in strongswan flowsec; do
+    echo "-- vici: swanctl, Python vici and govici drive flowsec (--vici only); the peer $peer"
+    FLOWSEC_VICI_PEER=$peer FLOWSEC_BIN=target/debug/flowsec tests/e2e/vici.sh </dev/null
+done
 for right in flowsec strongswan; do
     echo "-- ike through a real NAT (nftables masquerade, random ports): flowsec behind it -> $right"
     FLOWSEC_IKE_NAT_RIGHT=$right FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_nat.sh </dev/null
