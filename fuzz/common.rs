@@ -128,6 +128,35 @@ pub fn ike_message(data: &[u8]) {
     }
 }
 
+/// `flowsec_wire::vici` (what a vici client sends flowsec's daemon): the
+/// input as a byte stream of frames (`frame_len`, then `Packet::parse` on
+/// each whole one, as the daemon's client reader does), and the input as
+/// one packet. What parses is emitted and parsed again and must come back
+/// equal; a frame's announced length never exceeds `MAX_FRAME`.
+pub fn vici_packet(data: &[u8]) {
+    use flowsec_wire::vici::{frame_len, Packet, LENGTH_LEN, MAX_FRAME};
+    let roundtrip = |p: Packet| {
+        if let Ok(frame) = p.emit() {
+            assert_eq!(Packet::parse(&frame[LENGTH_LEN..]).as_ref(), Ok(&p));
+        }
+    };
+    if let Ok(p) = Packet::parse(data) {
+        roundtrip(p);
+    }
+    let mut rest = data;
+    while let Some(len) = frame_len(rest) {
+        let Ok(len) = len else { break };
+        assert!(len <= MAX_FRAME);
+        let Some(body) = rest.get(LENGTH_LEN..LENGTH_LEN + len) else {
+            break;
+        };
+        if let Ok(p) = Packet::parse(body) {
+            roundtrip(p);
+        }
+        rest = &rest[LENGTH_LEN + len..];
+    }
+}
+
 /// Decapsulate `data`; if that worked, parse the inner packet and feed the
 /// same bytes again (the replay path).
 fn inbound(specs: &'static [SaSpec], data: &[u8]) {

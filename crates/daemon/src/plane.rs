@@ -202,6 +202,12 @@ fn open_vici(opts: &Options) -> Result<Option<crate::vici::Server>, RunError> {
     match crate::vici::Server::bind(&v.uri, opts.ctl_group) {
         Ok(s) => {
             tracing::info!(target: "ctl", "vici: listening on {}", v.uri);
+            if let crate::vici::Uri::Tcp(a) = &v.uri {
+                if !a.ip().is_loopback() {
+                    // As charon's: no credentials over TCP.
+                    tracing::warn!(target: "ctl", "vici: {a} is not loopback, and vici over TCP has no authentication: anyone who reaches it controls the daemon");
+                }
+            }
             Ok(Some(s))
         }
         Err(e) if !v.explicit => {

@@ -36,6 +36,7 @@ const TARGETS: &[(&str, Target)] = &[
     ("udp_encap_inbound", common::udp_encap_inbound),
     ("esp_decrypted", common::esp_decrypted),
     ("ike_message", common::ike_message),
+    ("vici_packet", common::vici_packet),
 ];
 
 fn fuzz_dir() -> PathBuf {

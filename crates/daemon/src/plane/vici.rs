@@ -14,6 +14,9 @@ use super::Plane;
 use crate::vici::messages::{self, failure, success};
 use crate::vici::{LoadError, Loaded, Request, Server};
 
+/// The longest an `initiate` or `terminate` waits for IKE.
+const MAX_WAIT: Duration = Duration::from_secs(300);
+
 /// Why loaded configuration was not applied (answered as `errmsg`).
 #[derive(Debug)]
 pub(super) enum ApplyError {
@@ -72,15 +75,23 @@ impl Plane {
         let Request {
             client,
             command,
-            message: m,
+            message: mut m,
         } = r;
-        let answer = match command.as_str() {
+        self.vici_answer(server, client, &command, &m);
+        // `load-shared` carries a key, `load-conn` may carry an EAP or
+        // PSK id: nothing of a request outlives it.
+        crate::vici::client::wipe(&mut m);
+    }
+
+    /// [`Plane::vici_request`]'s answer.
+    fn vici_answer(&mut self, server: &mut Server, client: u64, command: &str, m: &Section) {
+        let answer = match command {
             "version" => version(),
             "stats" => self.vici_stats(),
             // strongswan.conf has no counterpart: flowsec's settings are
             // its command line.
             "reload-settings" => success(),
-            "initiate" | "terminate" => return self.vici_start(server, client, &command, &m),
+            "initiate" | "terminate" => return self.vici_start(server, client, command, &m),
             "rekey" => self.vici_rekey(&m),
             "redirect" => failure("redirect is not supported by flowsec yet"),
             "install" | "uninstall" => failure(format!(
@@ -209,10 +220,17 @@ impl Plane {
                 left: n,
             }
         };
+        // `timeout = 0` waits "indefinitely" in charon; IKE gives up long
+        // before MAX_WAIT (its retransmissions), a command that starts
+        // nothing new (a child up already) would not.
+        let wait = match timeout {
+            0 => MAX_WAIT,
+            ms => Duration::from_millis(ms as u64).min(MAX_WAIT),
+        };
         self.pending.push(Pending {
             client,
             kind,
-            deadline: (timeout > 0).then(|| now + Duration::from_millis(timeout as u64)),
+            deadline: Some(now + wait),
         });
     }
 

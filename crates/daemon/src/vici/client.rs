@@ -7,7 +7,8 @@ use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 
-use flowsec_wire::vici::{frame_len, Packet, ViciError, LENGTH_LEN, MAX_FRAME};
+use flowsec_wire::vici::{frame_len, Packet, Section, Value, ViciError, LENGTH_LEN, MAX_FRAME};
+use zeroize::{Zeroize, Zeroizing};
 
 /// The most a client may leave unread of what we sent before it is
 /// dropped (a `list-sas` of thousands of SAs is a few MiB).
@@ -68,8 +69,9 @@ pub enum Closed {
 pub struct Client {
     /// Its stream (non-blocking).
     pub stream: Stream,
-    /// Bytes read and not yet a whole frame.
-    inbuf: Vec<u8>,
+    /// Bytes read and not yet a whole frame (secrets travel in
+    /// `load-shared`: wiped as they are consumed).
+    inbuf: Zeroizing<Vec<u8>>,
     /// Bytes to send.
     outbuf: Vec<u8>,
     /// The events it registered for.
@@ -81,7 +83,7 @@ impl Client {
     pub fn new(stream: Stream) -> Client {
         Client {
             stream,
-            inbuf: Vec::new(),
+            inbuf: Zeroizing::new(Vec::new()),
             outbuf: Vec::new(),
             events: BTreeSet::new(),
         }
@@ -100,6 +102,12 @@ impl Client {
                     break;
                 }
                 Ok(n) => {
+                    // Room for the whole frame at once: no reallocation
+                    // leaves a copy of its bytes behind.
+                    if let Some(Ok(len)) = frame_len(&self.inbuf) {
+                        let want = (LENGTH_LEN + len).saturating_sub(self.inbuf.len());
+                        self.inbuf.reserve(want.max(n));
+                    }
                     self.inbuf.extend_from_slice(&chunk[..n]);
                     read += n;
                     // Never more than one frame's worth waits here.
@@ -115,6 +123,7 @@ impl Client {
                 Err(_) => return Err(Closed::Gone),
             }
         }
+        chunk.zeroize();
         let packets = self.take_frames()?;
         if eof && packets.is_empty() {
             return Err(Closed::Gone);
@@ -138,7 +147,10 @@ impl Client {
             packets.push(packet);
             at += LENGTH_LEN + len;
         }
-        self.inbuf.drain(..at);
+        if at > 0 {
+            let rest = Zeroizing::new(self.inbuf[at..].to_vec());
+            self.inbuf = rest;
+        }
         Ok(packets)
     }
 
@@ -177,6 +189,19 @@ impl Client {
     /// Whether bytes wait to be sent.
     pub fn wants_write(&self) -> bool {
         !self.outbuf.is_empty()
+    }
+}
+
+/// Overwrite every name and value of `s` (a request that carried a
+/// secret) before it is dropped.
+pub fn wipe(s: &mut Section) {
+    for (name, value) in &mut s.entries {
+        name.zeroize();
+        match value {
+            Value::Str(v) => v.zeroize(),
+            Value::List(items) => items.iter_mut().for_each(Zeroize::zeroize),
+            Value::Section(inner) => wipe(inner),
+        }
     }
 }
 

@@ -334,6 +334,36 @@ mod tests {
         assert!(l.without_shared("ike-1").unwrap().shared_ids().is_empty());
     }
 
+    /// The message of a captured frame.
+    fn message(frame: &[u8]) -> Section {
+        flowsec_wire::vici::Packet::parse(&frame[4..])
+            .unwrap()
+            .message
+            .unwrap()
+    }
+
+    #[test]
+    fn what_swanctl_sends_loads_as_the_file_would() {
+        use flowsec_wire::vici::captures::{LOAD_CONN_REQUEST, LOAD_SHARED_REQUEST};
+        let l = Loaded::default()
+            .with_shared(&message(LOAD_SHARED_REQUEST))
+            .unwrap()
+            .with_conn(&message(LOAD_CONN_REQUEST))
+            .unwrap();
+        let config = flowsec_ike::config::from_tree("vici", &l.tree()).unwrap();
+        let file = flowsec_ike::config::parse(
+            "swanctl.conf",
+            "connections { gw { version = 2\n local_addrs = 192.0.2.1\n remote_addrs = 192.0.2.2\n \
+             proposals = aes128gcm16-prfsha256-ecp256\n local { auth = psk\n id = moon.example }\n \
+             remote { auth = psk\n id = sun.example }\n children { net { local_ts = 10.1.0.0/24\n \
+             remote_ts = 10.2.0.0/24\n esp_proposals = aes128gcm16 } } } }\n\
+             secrets { ike-1 { id-1 = moon.example\n secret = 0x0123456789 } }",
+        )
+        .unwrap();
+        assert_eq!(config.connections, file.connections);
+        assert_eq!(config.secrets, file.secrets);
+    }
+
     #[test]
     fn what_is_not_a_configuration_is_refused() {
         let l = Loaded::default();
