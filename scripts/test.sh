@@ -144,6 +144,11 @@ FLOWSEC_IKE_VICI=1 FLOWSEC_IKE_LEFT=flowsec FLOWSEC_IKE_RIGHT=strongswan FLOWSEC
 echo "-- ike: strongswan -> flowsec driven by swanctl over vici (listed by flowsec ctl: ike_lib.sh IKE_LIST_VIA_CTL)"
 IKE_LIST_VIA_CTL=1 FLOWSEC_IKE_VICI=1 FLOWSEC_IKE_LEFT=strongswan FLOWSEC_IKE_RIGHT=flowsec \
     FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike.sh </dev/null
+echo "-- ike_cert: certificates, keys and CRLs loaded by swanctl over vici: flowsec (moon) -> strongswan, strongswan -> flowsec (carol, revocation)"
+FLOWSEC_IKE_VICI=1 FLOWSEC_CERTS=moon-sun FLOWSEC_IKE_LEFT=flowsec FLOWSEC_BIN=target/debug/flowsec \
+    tests/e2e/ike_cert.sh </dev/null
+FLOWSEC_IKE_VICI=1 FLOWSEC_CERTS=venus-carol FLOWSEC_IKE_LEFT=strongswan FLOWSEC_BIN=target/debug/flowsec \
+    tests/e2e/ike_cert.sh </dev/null
 for peer in strongswan flowsec; do
     echo "-- vici: swanctl, Python vici and govici drive flowsec (--vici only); the peer $peer"
     FLOWSEC_VICI_PEER=$peer FLOWSEC_BIN=target/debug/flowsec tests/e2e/vici.sh </dev/null

@@ -589,7 +589,10 @@ mod charon_tests {
     #[test]
     fn charons_messages_read_as_the_readme_says() {
         let p = packet(STATS_REQUEST);
-        assert_eq!((p.ty, p.name.as_deref()), (PacketType::CmdRequest, Some("stats")));
+        assert_eq!(
+            (p.ty, p.name.as_deref()),
+            (PacketType::CmdRequest, Some("stats"))
+        );
         assert_eq!(p.message, Some(Section::default()));
         let stats = packet(STATS_RESPONSE).message.unwrap();
         let Some(Value::Section(ikesas)) = stats.get("ikesas") else {
@@ -599,22 +602,34 @@ mod charon_tests {
         assert!(matches!(stats.get("plugins"), Some(Value::List(l)) if !l.is_empty()));
         let shared = packet(LOAD_SHARED_REQUEST).message.unwrap();
         assert_eq!(shared.str("type"), Some("ike"));
-        assert_eq!(shared.get("data"), Some(&Value::Str(vec![1, 0x23, 0x45, 0x67, 0x89])));
+        assert_eq!(
+            shared.get("data"),
+            Some(&Value::Str(vec![1, 0x23, 0x45, 0x67, 0x89]))
+        );
         let conn = packet(LOAD_CONN_REQUEST);
         assert_eq!(conn.name.as_deref(), Some("load-conn"));
         let Some(Value::Section(gw)) = conn.message.unwrap().get("gw").cloned() else {
             panic!("no gw")
         };
-        assert_eq!(gw.get("local_addrs"), Some(&Value::List(vec![b"192.0.2.1".to_vec()])));
+        assert_eq!(
+            gw.get("local_addrs"),
+            Some(&Value::List(vec![b"192.0.2.1".to_vec()]))
+        );
         let Some(Value::Section(children)) = gw.get("children") else {
             panic!("no children")
         };
         assert!(matches!(children.get("net"), Some(Value::Section(_))));
         let r = packet(REGISTER_LIST_CONN);
-        assert_eq!((r.ty, r.name.as_deref(), r.message), (PacketType::EventRegister, Some("list-conn"), None));
+        assert_eq!(
+            (r.ty, r.name.as_deref(), r.message),
+            (PacketType::EventRegister, Some("list-conn"), None)
+        );
         assert_eq!(packet(EVENT_CONFIRM).ty, PacketType::EventConfirm);
         let e = packet(LIST_CONN_EVENT);
-        assert_eq!((e.ty, e.name.as_deref()), (PacketType::Event, Some("list-conn")));
+        assert_eq!(
+            (e.ty, e.name.as_deref()),
+            (PacketType::Event, Some("list-conn"))
+        );
         assert_eq!(
             packet(GET_CONNS_RESPONSE).message.unwrap().get("conns"),
             Some(&Value::List(Vec::new()))

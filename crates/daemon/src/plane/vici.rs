@@ -62,6 +62,7 @@ pub(super) fn merged(file: Option<&Config>, loaded: &Loaded) -> Result<Config, A
     {
         return Err(ApplyError::Duplicate(c.name.clone()));
     }
+    config.credentials = config.credentials.merged(&loaded.credentials());
     config.connections.extend(vici.connections);
     config.secrets.extend(vici.secrets);
     config.eap_secrets.extend(vici.eap_secrets);
@@ -102,7 +103,7 @@ impl Plane {
             "get-conns" => Section::default().with_list("conns", bytes(self.loaded.conn_names())),
             "list-policies" | "list-certs" | "list-authorities" => Section::default(),
             "get-authorities" => Section::default().with_list("authorities", Vec::new()),
-            "get-keys" => Section::default().with_list("keys", Vec::new()),
+            "get-keys" => Section::default().with_list("keys", bytes(self.loaded.key_ids())),
             "get-shared" => Section::default().with_list("keys", bytes(self.loaded.shared_ids())),
             "get-pools" => self.vici_pools(),
             "load-conn" => self.vici_load(|l| l.with_conn(&m)),
@@ -113,9 +114,11 @@ impl Plane {
             "unload-pool" => self.vici_unload(&m, "name", Loaded::without_pool),
             "clear-creds" => self.vici_load(|l| Ok(l.without_credentials())),
             "flush-certs" => success(),
-            "load-cert" | "load-key" | "unload-key" | "load-authority" | "unload-authority"
-            | "load-token" => failure(format!(
-                "{command}: certificates and keys are read from the swanctl directories by flowsec up -c (not over vici yet)"
+            "load-cert" => self.vici_load(|l| l.with_cert(m)),
+            "load-key" => self.vici_load_key(m),
+            "unload-key" => self.vici_unload(m, "id", Loaded::without_key),
+            "load-authority" | "unload-authority" | "load-token" => failure(format!(
+                "{command}: not supported by flowsec yet (CA certificates: load-cert with flag CA)"
             )),
             "get-algorithms" => algorithms(),
             "get-counters" => self.vici_counters(&m),
@@ -136,6 +139,18 @@ impl Plane {
             .and_then(|next| self.apply_loaded(next))
         {
             Ok(()) => success(),
+            Err(e) => failure(e),
+        }
+    }
+
+    /// `load-key`: answered with the key's id.
+    fn vici_load_key(&mut self, m: &Section) -> Section {
+        let loaded = self.loaded.with_key(&self.provider, m);
+        match loaded.map_err(ApplyError::Load) {
+            Ok((next, id)) => match self.apply_loaded(next) {
+                Ok(()) => success().with("id", id),
+                Err(e) => failure(e),
+            },
             Err(e) => failure(e),
         }
     }

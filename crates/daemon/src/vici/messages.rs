@@ -21,6 +21,15 @@ pub fn strongswan_name(iana: &str) -> String {
     }
 }
 
+/// An identity as charon prints it (`%Y`): a host name without the `@`
+/// that marks it in swanctl.conf (a key id, `@#…`, keeps it).
+fn charon_id(id: &str) -> &str {
+    match id.strip_prefix('@') {
+        Some(rest) if !rest.starts_with('#') => rest,
+        _ => id,
+    }
+}
+
 /// The `encr-alg`, `integ-alg`, `prf-alg`, `dh-group` keys.
 fn with_algorithms(mut s: Section, a: &Algorithms) -> Section {
     if let Some((encr, bits)) = a.encr {
@@ -61,10 +70,10 @@ pub fn ike_sa(sa: &IkeSaInfo) -> Section {
         .with("state", sa.state)
         .with("local-host", sa.local.ip().to_string())
         .with("local-port", sa.local.port().to_string())
-        .with("local-id", sa.local_id.as_str())
+        .with("local-id", charon_id(&sa.local_id))
         .with("remote-host", sa.remote.ip().to_string())
         .with("remote-port", sa.remote.port().to_string())
-        .with("remote-id", sa.remote_id.as_str());
+        .with("remote-id", charon_id(&sa.remote_id));
     if sa.initiator {
         s = s.with("initiator", "yes");
     }

@@ -8,8 +8,11 @@
 
 use core::fmt;
 
+use flowsec_crypto::Provider;
+use flowsec_ike::cert::{parse_crl, pem_or_der, Certificate, Credentials, Crl, PrivateKey};
 use flowsec_ike::config::lexer::{Section as Tree, Setting};
 use flowsec_wire::vici::{Section, Value};
+use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
 /// Why a load message was refused (answered `success = no`).
@@ -35,12 +38,17 @@ pub enum LoadError {
     },
     /// A `load-shared` type flowsec does not use (XAUTH, NTLM, PPK).
     SharedType(String),
-    /// Certificates or keys inside a connection (`certs`, `cacerts`,
-    /// `pubkeys` data): not loaded over vici yet.
+    /// Raw public keys inside a connection (`pubkeys`): not supported.
     InlineCredential {
         /// The key.
         key: String,
     },
+    /// A certificate that does not parse (or a CA one without cA).
+    Certificate(String),
+    /// A private key that does not load.
+    Key(String),
+    /// A `load-cert` type other than X509 (attribute certificates, CRLs).
+    CertType(String),
 }
 
 impl fmt::Display for LoadError {
@@ -53,10 +61,17 @@ impl fmt::Display for LoadError {
             LoadError::SharedType(t) => {
                 write!(f, "shared key type {t} is not supported (IKE and EAP are)")
             }
-            LoadError::InlineCredential { key } => write!(
-                f,
-                "{key}: certificates and public keys inside a connection are not loaded over vici yet"
-            ),
+            LoadError::InlineCredential { key } => {
+                write!(f, "{key}: raw public keys are not supported by flowsec yet")
+            }
+            LoadError::Certificate(why) => write!(f, "certificate: {why}"),
+            LoadError::Key(why) => write!(f, "private key: {why}"),
+            LoadError::CertType(t) => {
+                write!(
+                    f,
+                    "certificate type {t} is not supported (X509 and X509_CRL are)"
+                )
+            }
         }
     }
 }
@@ -68,6 +83,14 @@ pub struct Loaded {
     conns: Vec<Tree>,
     shared: Vec<Tree>,
     pools: Vec<Tree>,
+    /// `load-cert` and the `certs`/`cacerts` data of `load-conn`: a name
+    /// (`vici-` and a digest) each, which the connection refers to.
+    certs: Vec<(String, Certificate)>,
+    cas: Vec<(String, Certificate)>,
+    /// `load-key`, by the id `load-key` answered.
+    keys: Vec<(String, PrivateKey)>,
+    /// `load-cert` of type X509_CRL.
+    crls: Vec<(String, Crl)>,
 }
 
 /// Put `tree` in `list` in place of the one with its name, or at the end.
@@ -96,9 +119,107 @@ impl Loaded {
             let Value::Section(body) = value else {
                 return Err(LoadError::Shape { key: name.clone() });
             };
-            put(&mut next.conns, tree(name, body)?);
+            let t = tree(name, body, &mut |key, items| next.cert_names(key, items))?;
+            put(&mut next.conns, t);
         }
         Ok(next)
+    }
+
+    /// The names of the certificates in `items` (`certs` or `cacerts`
+    /// data of a connection), each added if it is new.
+    fn cert_names(&mut self, key: &str, items: &[Vec<u8>]) -> Result<String, LoadError> {
+        let ca = key == "cacerts";
+        let mut names = Vec::new();
+        for data in items {
+            names.push(self.add_cert(data, ca)?);
+        }
+        Ok(names.join(", "))
+    }
+
+    /// Add the certificate `data` (PEM or DER; `ca`: a trust anchor) once;
+    /// its name.
+    fn add_cert(&mut self, data: &[u8], ca: bool) -> Result<String, LoadError> {
+        let cert = Certificate::parse(&pem_or_der(data, "CERTIFICATE"))
+            .map_err(|e| LoadError::Certificate(e.to_string()))?;
+        if ca && !cert.ca {
+            return Err(LoadError::Certificate(
+                "flag CA, and basicConstraints cA is not set".into(),
+            ));
+        }
+        let name = format!("vici-{}", &hex_of(&Sha256::digest(&cert.der))[..16]);
+        let list = if ca { &mut self.cas } else { &mut self.certs };
+        if !list.iter().any(|(n, _)| *n == name) {
+            list.push((name.clone(), cert));
+        }
+        Ok(name)
+    }
+
+    /// With the certificate of a `load-cert` message (`type = X509`,
+    /// `flag = NONE|CA`, `data`).
+    pub fn with_cert(&self, msg: &Section) -> Result<Loaded, LoadError> {
+        let ty = text(msg, "type")?.unwrap_or("X509");
+        let ca = text(msg, "flag")?.is_some_and(|f| f.eq_ignore_ascii_case("ca"));
+        let Some(Value::Str(data)) = msg.get("data") else {
+            return Err(LoadError::Missing { key: "data" });
+        };
+        let mut next = self.clone();
+        match ty.to_ascii_uppercase().as_str() {
+            "X509" => {
+                next.add_cert(data, ca)?;
+            }
+            "X509_CRL" => {
+                let crl = parse_crl(data).map_err(LoadError::Certificate)?;
+                let name = format!("vici-crl-{}", &hex_of(&Sha256::digest(data))[..16]);
+                next.crls.retain(|(n, _)| *n != name);
+                next.crls.push((name, crl));
+            }
+            _ => return Err(LoadError::CertType(ty.to_string())),
+        }
+        Ok(next)
+    }
+
+    /// With the private key of a `load-key` message (`type`, `data`), and
+    /// its id: the SHA-256 of its public key, hex, cut to SHA-1's 20
+    /// bytes (charon's is the SHA-1 key identifier; swanctl only hands it
+    /// back to `unload-key`).
+    pub fn with_key(
+        &self,
+        provider: &Provider,
+        msg: &Section,
+    ) -> Result<(Loaded, String), LoadError> {
+        let Some(Value::Str(data)) = msg.get("data") else {
+            return Err(LoadError::Missing { key: "data" });
+        };
+        let key = PrivateKey::parse(provider, data, "vici load-key")
+            .map_err(|e| LoadError::Key(e.to_string()))?;
+        let id = hex_of(&Sha256::digest(key.public_key())[..20]);
+        let mut next = self.clone();
+        next.keys.retain(|(i, _)| *i != id);
+        next.keys.push((id.clone(), key));
+        Ok((next, id))
+    }
+
+    /// Without the key `id`; `None` if there is none.
+    pub fn without_key(&self, id: &str) -> Option<Loaded> {
+        let mut next = self.clone();
+        let before = next.keys.len();
+        next.keys.retain(|(i, _)| i != id);
+        (next.keys.len() != before).then_some(next)
+    }
+
+    /// The loaded keys' ids.
+    pub fn key_ids(&self) -> Vec<String> {
+        self.keys.iter().map(|(i, _)| i.clone()).collect()
+    }
+
+    /// What was loaded as credentials.
+    pub fn credentials(&self) -> Credentials {
+        Credentials::new(
+            self.certs.clone(),
+            self.cas.clone(),
+            self.keys.iter().map(|(_, k)| k.clone()).collect(),
+            self.crls.clone(),
+        )
     }
 
     /// Without connection `name`; `None` if there is none.
@@ -185,7 +306,10 @@ impl Loaded {
             let Value::Section(body) = value else {
                 return Err(LoadError::Shape { key: name.clone() });
             };
-            put(&mut next.pools, tree(name, body)?);
+            let t = tree(name, body, &mut |key, _| {
+                Err(LoadError::Shape { key: key.into() })
+            })?;
+            put(&mut next.pools, t);
         }
         Ok(next)
     }
@@ -196,10 +320,14 @@ impl Loaded {
         take(&mut next.pools, name).then_some(next)
     }
 
-    /// Without any secret (`clear-creds`).
+    /// Without any secret, key or certificate (`clear-creds`).
     pub fn without_credentials(&self) -> Loaded {
         Loaded {
             shared: Vec::new(),
+            certs: Vec::new(),
+            cas: Vec::new(),
+            keys: Vec::new(),
+            crls: Vec::new(),
             ..self.clone()
         }
     }
@@ -250,12 +378,15 @@ fn text<'a>(msg: &'a Section, key: &str) -> Result<Option<&'a str>, LoadError> {
     }
 }
 
-/// The keys whose vici lists carry credential data, not names.
-const DATA_LISTS: &[&str] = &["certs", "cacerts", "pubkeys"];
+/// How the data of a `certs`/`cacerts` list becomes the names the file
+/// would give.
+type CertNames<'a> = dyn FnMut(&str, &[Vec<u8>]) -> Result<String, LoadError> + 'a;
 
 /// A vici section as the settings tree swanctl.conf would give: values
-/// as they are, lists joined with commas, sections nested.
-fn tree(name: &str, body: &Section) -> Result<Tree, LoadError> {
+/// as they are, lists joined with commas, sections nested; `certs` and
+/// `cacerts` carry certificates (swanctl read the files), named by
+/// `certs`.
+fn tree(name: &str, body: &Section, certs: &mut CertNames<'_>) -> Result<Tree, LoadError> {
     let mut t = Tree {
         name: name.to_string(),
         ..Tree::default()
@@ -267,10 +398,16 @@ fn tree(name: &str, body: &Section) -> Result<Tree, LoadError> {
                 let v = std::str::from_utf8(v).map_err(|_| not_text())?;
                 t.settings.push(setting(key, v));
             }
-            Value::List(items) => {
-                if DATA_LISTS.contains(&key.as_str()) && !items.is_empty() {
-                    return Err(LoadError::InlineCredential { key: key.clone() });
+            Value::List(items) if key == "certs" || key == "cacerts" => {
+                if !items.is_empty() {
+                    let names = certs(key, items)?;
+                    t.settings.push(setting(key, &names));
                 }
+            }
+            Value::List(items) if key == "pubkeys" && !items.is_empty() => {
+                return Err(LoadError::InlineCredential { key: key.clone() });
+            }
+            Value::List(items) => {
                 let items: Result<Vec<&str>, _> =
                     items.iter().map(|i| std::str::from_utf8(i)).collect();
                 let joined = items.map_err(|_| not_text())?.join(", ");
@@ -279,7 +416,7 @@ fn tree(name: &str, body: &Section) -> Result<Tree, LoadError> {
                     t.settings.push(setting(key, &joined));
                 }
             }
-            Value::Section(s) => t.sections.push(tree(key, s)?),
+            Value::Section(s) => t.sections.push(tree(key, s, certs)?),
         }
     }
     Ok(t)
@@ -395,6 +532,17 @@ mod tests {
         );
         assert!(matches!(
             l.with_conn(&certs),
+            Err(LoadError::Certificate(_))
+        ));
+        let pubkeys = Section::default().with_section(
+            "gw",
+            Section::default().with_section(
+                "local",
+                Section::default().with_list("pubkeys", vec![vec![0x30, 0x82]]),
+            ),
+        );
+        assert!(matches!(
+            l.with_conn(&pubkeys),
             Err(LoadError::InlineCredential { .. })
         ));
     }

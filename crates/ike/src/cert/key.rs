@@ -15,9 +15,10 @@ use zeroize::Zeroizing;
 use super::scheme::{Hash, Scheme};
 use super::x509::{Curve, KeyKind};
 
-/// A private key.
+/// A private key (shared, not copied, when credentials are merged).
+#[derive(Clone)]
 pub struct PrivateKey {
-    key: Box<dyn SigningKey>,
+    key: std::sync::Arc<dyn SigningKey>,
     /// Where it was read from (for messages; never its content).
     pub file: String,
 }
@@ -82,7 +83,7 @@ impl PrivateKey {
                 .map_err(unsupported)?,
         };
         Ok(PrivateKey {
-            key,
+            key: key.into(),
             file: file.to_string(),
         })
     }

@@ -171,6 +171,24 @@ impl Credentials {
         }
     }
 
+    /// These credentials with `other`'s beside them (what vici loaded
+    /// beside the swanctl directories'): certificates, CAs, CRLs, keys.
+    pub fn merged(&self, other: &Credentials) -> Credentials {
+        let (a, b) = (&self.inner, &other.inner);
+        if b.certs.is_empty() && b.cas.is_empty() && b.keys.is_empty() && b.crls.is_empty() {
+            return self.clone();
+        }
+        let join = |x: &[(String, Certificate)], y: &[(String, Certificate)]| {
+            x.iter().chain(y).cloned().collect()
+        };
+        Credentials::new(
+            join(&a.certs, &b.certs),
+            join(&a.cas, &b.cas),
+            a.keys.iter().chain(&b.keys).cloned().collect(),
+            a.crls.iter().chain(&b.crls).cloned().collect(),
+        )
+    }
+
     /// The certificate `x509/NAME`.
     pub fn cert(&self, name: &str) -> Option<&Certificate> {
         self.inner
@@ -318,6 +336,15 @@ fn trim(b: &[u8]) -> &[u8] {
         .rposition(|c| !c.is_ascii_whitespace())
         .map_or(start, |e| e + 1);
     &b[start..end]
+}
+
+/// A certificate revocation list, as [`Credentials::new`] takes them.
+pub type Crl = OwnedCertRevocationList;
+
+/// A CRL from PEM (`X509 CRL`) or DER bytes; why not, if not.
+pub fn parse_crl(bytes: &[u8]) -> Result<Crl, String> {
+    OwnedCertRevocationList::from_der(&pem_or_der(bytes, "X509 CRL"))
+        .map_err(|e| format!("not a CRL flowsec reads: {e:?}"))
 }
 
 fn parse_cert(file: &Path, bytes: &[u8]) -> Result<Certificate, CredError> {

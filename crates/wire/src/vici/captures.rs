@@ -92,9 +92,7 @@ pub const REGISTER_LIST_CONN: &[u8] = &[
 ];
 
 /// charon's EVENT_CONFIRM.
-pub const EVENT_CONFIRM: &[u8] = &[
-    0x00, 0x00, 0x00, 0x01, 0x05,
-];
+pub const EVENT_CONFIRM: &[u8] = &[0x00, 0x00, 0x00, 0x01, 0x05];
 
 /// charon's EVENT `list-conn` for `gw`.
 pub const LIST_CONN_EVENT: &[u8] = &[
@@ -133,6 +131,4 @@ pub const LIST_CONN_EVENT: &[u8] = &[
 ];
 
 /// charon's (empty) answer closing `list-sas`.
-pub const LIST_SAS_RESPONSE: &[u8] = &[
-    0x00, 0x00, 0x00, 0x01, 0x01,
-];
+pub const LIST_SAS_RESPONSE: &[u8] = &[0x00, 0x00, 0x00, 0x01, 0x01];
