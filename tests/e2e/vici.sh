@@ -20,8 +20,8 @@
 #   d. swanctl --rekey --child: new SPIs at both ends; child-rekey event
 #   e. swanctl --stats; hostile clients (an unknown command answered
 #      CMD_UNKNOWN; malformed frames, an oversized one, a server-only
-#      packet: each client closed, its counter in `flowsec ctl stats`), the
-#      daemon answering after them
+#      packet: each client closed, its counter in `flowsec-stats` over vici
+#      and `flowsec ctl stats`), the daemon answering after them
 #   f. a second connection to the same peer (same addresses and
 #      identities, other traffic selectors), loaded by --load-all: with a
 #      flowsec peer, initiated from gwA, then from gwB, both tunnels stay
@@ -170,13 +170,19 @@ hostile() {
     sw gwA --stats | sed -n '1,4p' | sed 's/^/    swanctl --stats: /'
     "$PY" "$E2E_DIR/vici_client.py" hostile "$SOCK_A" | sed 's/^/    /'
     [ "${PIPESTATUS[0]}" -eq 0 ] || return 1
+    # flowsec's own counters, over vici (flowsec-stats) and the control socket.
+    "$PY" "$E2E_DIR/vici_client.py" command "$SOCK_A" flowsec-stats >"$W/stats-vici.json" || return 1
     fctl gwA stats --json >"$W/stats.json" || return 1
-    "$PY" - "$W/stats.json" <<'EOF'
+    "$PY" - "$W/stats-vici.json" "$W/stats.json" <<'EOF'
 import json, sys
 v = json.load(open(sys.argv[1]))["vici"]
-print("    flowsec ctl stats: vici %s" % ", ".join("%s %s" % kv for kv in v.items() if kv[1]))
-assert v["unknown_command"] >= 1 and v["malformed"] >= 3 and v["too_long"] >= 1 and v["unexpected"] >= 1, v
+print("    flowsec-stats over vici: vici %s" % ", ".join("%s %s" % kv for kv in v.items() if kv[1] != "0"))
+assert int(v["unknown_command"]) >= 1 and int(v["malformed"]) >= 3, v
+assert int(v["too_long"]) >= 1 and int(v["unexpected"]) >= 1, v
+c = json.load(open(sys.argv[2]))["vici"]
+assert c["malformed"] >= int(v["malformed"]), (c, v)
 EOF
+    [ $? -eq 0 ] || return 1
     sw gwA --list-sas >/dev/null
 }
 check "e. hostile vici clients: unknown command answered CMD_UNKNOWN, malformed ones closed with counters, the daemon answers on" hostile

@@ -5,6 +5,8 @@ tests/e2e/vici.sh against flowsec's vici socket.
   vici_client.py events SOCKET OUT SECONDS   ike-updown/child-updown/ike-rekey/
                                              child-rekey to OUT (a JSON line each)
   vici_client.py counters SOCKET             get-counters and list-sas as JSON
+  vici_client.py command SOCKET NAME         any command (flowsec-stats …), its
+                                             answer as JSON
   vici_client.py hostile SOCKET              an unknown command (CMD_UNKNOWN
                                              expected), then malformed frames
                                              (the connection closed expected)
@@ -61,6 +63,11 @@ def cmd_counters(path):
     counters = text(s.get_counters())
     sas = [text(sa) for sa in s.list_sas()]
     print(json.dumps({"counters": counters, "sas": sas, "version": text(s.version())}))
+    return 0
+
+
+def cmd_command(path, name):
+    print(json.dumps(text(session(path).request(name))))
     return 0
 
 
@@ -128,6 +135,8 @@ def main():
         return cmd_events(a[1], a[2], a[3])
     if a[:1] == ["counters"] and len(a) == 2:
         return cmd_counters(a[1])
+    if a[:1] == ["command"] and len(a) == 3:
+        return cmd_command(a[1], a[2])
     if a[:1] == ["hostile"] and len(a) == 2:
         return cmd_hostile(a[1])
     print(__doc__, file=sys.stderr)

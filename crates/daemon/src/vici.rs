@@ -6,6 +6,7 @@
 //! the control plane's (`crate::plane::vici`).
 
 pub mod client;
+pub mod json;
 pub mod messages;
 pub mod server;
 pub mod store;

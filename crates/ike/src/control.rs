@@ -158,13 +158,7 @@ pub(crate) fn list(ike: &Ike, now: Duration) -> Vec<IkeSaInfo> {
                 nat: sa.path.nat_local || sa.path.nat_remote,
                 transport: sa.path.transport,
                 proposal,
-                algorithms: sa.keys.as_ref().map(|k| Algorithms {
-                    encr: Some((k.suite.encr.id, k.suite.encr.key_bits)),
-                    integ: k.suite.integ,
-                    prf: Some(k.suite.prf),
-                    dh: k.suite.dh,
-                    esn: false,
-                }),
+                algorithms: sa.keys.as_ref().map(|k| ike_algorithms(&k.suite)),
                 established_s: sa.times.established.map(|t| secs(now.saturating_sub(t))),
                 rekey_in_s: until(sa.times.rekey_at),
                 children: sa
@@ -177,6 +171,17 @@ pub(crate) fn list(ike: &Ike, now: Duration) -> Vec<IkeSaInfo> {
         .collect();
     out.sort_by_key(|s| s.uid);
     out
+}
+
+/// An IKE SA's algorithms one by one.
+fn ike_algorithms(s: &crate::crypto::IkeSuite) -> Algorithms {
+    Algorithms {
+        encr: Some((s.encr.id, s.encr.key_bits)),
+        integ: s.integ,
+        prf: Some(s.prf),
+        dh: s.dh,
+        esn: false,
+    }
 }
 
 /// Queue `for_ike` on the IKE SAs of connection `name` (or the one with

@@ -138,13 +138,7 @@ impl Plane {
             v["metrics"] = m;
         }
         if let Some(vici) = &self.vici {
-            let m: serde_json::Map<String, Value> = vici
-                .counters
-                .named()
-                .iter()
-                .map(|(k, n)| (k.to_string(), json!(n)))
-                .collect();
-            v["vici"] = Value::Object(m);
+            v["vici"] = vici_counters(&vici.counters);
         }
         v
     }
@@ -220,6 +214,16 @@ impl Plane {
             reports,
         }
     }
+}
+
+/// vici's counters (`ctl stats`, `flowsec-stats`).
+pub(super) fn vici_counters(c: &crate::vici::server::Counters) -> Value {
+    let m: serde_json::Map<String, Value> = c
+        .named()
+        .iter()
+        .map(|(k, n)| (k.to_string(), json!(n)))
+        .collect();
+    Value::Object(m)
 }
 
 /// What the workers reported.

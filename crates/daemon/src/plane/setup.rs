@@ -46,18 +46,7 @@ impl Setup {
         let workers = opts.workers.max(1);
         let (name, text) = read_setkey(opts)?;
         // The IKE configuration is checked whole before anything is set up.
-        let ike_config = match &opts.ike {
-            Some(path) => Some(
-                flowsec_ike::config::load_with(provider, path, opts.swanctl_dir.as_deref())
-                    .map_err(|e| RunError::Config(ConfigError::Ike(e)))?,
-            ),
-            // `--vici` given without -c: IKE runs with nothing loaded and
-            // waits for `swanctl --load-all`.
-            None if opts.vici.as_ref().is_some_and(|v| v.explicit) => {
-                Some(flowsec_ike::config::Config::default())
-            }
-            None => None,
-        };
+        let ike_config = ike_config(opts, provider)?;
         let file_config = opts.ike.as_ref().and(ike_config.clone());
         log_ike_warnings(ike_config.as_ref());
         // The UDP 4500 groups first: whether ESP in UDP is possible over
@@ -127,6 +116,24 @@ impl Setup {
             file_config,
         })
     }
+}
+
+/// What IKE starts with: the `-c` file; with `--vici` given and no
+/// file, nothing (it waits for `swanctl --load-all`); else no IKE.
+fn ike_config(
+    opts: &Options,
+    provider: &Provider,
+) -> Result<Option<flowsec_ike::config::Config>, RunError> {
+    Ok(match &opts.ike {
+        Some(path) => Some(
+            flowsec_ike::config::load_with(provider, path, opts.swanctl_dir.as_deref())
+                .map_err(|e| RunError::Config(ConfigError::Ike(e)))?,
+        ),
+        None if opts.vici.as_ref().is_some_and(|v| v.explicit) => {
+            Some(flowsec_ike::config::Config::default())
+        }
+        None => None,
+    })
 }
 
 /// The IKE core and the control thread's end of it: port 500, and

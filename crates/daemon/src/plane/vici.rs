@@ -126,6 +126,8 @@ impl Plane {
                 self.counters_base = self.ike_counters();
                 success()
             }
+            "flowsec-status" | "flowsec-sas" | "flowsec-policies" | "flowsec-stats"
+            | "flowsec-reload" | "flowsec-setkey" => self.vici_flowsec(server, command, m),
             _ => return server.unknown(client),
         };
         server.respond(client, answer);
@@ -141,6 +143,21 @@ impl Plane {
             Ok(()) => success(),
             Err(e) => failure(e),
         }
+    }
+
+    /// flowsec's own commands: the control socket's answer as a vici
+    /// message (crate::vici::json).
+    fn vici_flowsec(&mut self, server: &Server, command: &str, m: &Section) -> Section {
+        let Some(mut request) = crate::vici::json::request(command, m) else {
+            return failure("not a flowsec command");
+        };
+        let mut answer = self.answer(&request);
+        // The server is out of `self` while it asks.
+        if command == "flowsec-stats" {
+            answer["vici"] = super::answer::vici_counters(&server.counters);
+        }
+        crate::control::wipe_json(&mut request);
+        crate::vici::json::section(&answer)
     }
 
     /// `load-key`: answered with the key's id.
