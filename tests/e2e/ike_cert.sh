@@ -217,4 +217,17 @@ if [ "${IMPL[gwB]}" = flowsec ]; then
 fi
 check "the first SA still carries traffic" ping_both 4
 
+# A flowsec driven over vici (FLOWSEC_IKE_VICI=1): swanctl --list-certs
+# reads the certificates it loaded back, parsed by swanctl itself.
+listed_certs() {
+    local gw
+    gw=gwA; [ "${IMPL[gwA]}" = flowsec ] || gw=gwB
+    sw "$gw" --list-certs >"$W/$gw-certs.txt" 2>&1 || { show_log "$W/$gw-certs.txt"; return 1; }
+    grep -E '^\s+subject:' "$W/$gw-certs.txt" | head -4 | sed "s/^ */    $gw: /"
+    grep -q 'has private key' "$W/$gw-certs.txt" && grep -q 'X.509 CA Certificates' "$W/$gw-certs.txt"
+}
+if [ "${FLOWSEC_IKE_VICI:-0}" = 1 ]; then
+    check "g. swanctl --list-certs through flowsec: its certificate (with its key) and the CAs" listed_certs
+fi
+
 ike_finish

@@ -147,6 +147,11 @@ impl Ike {
         &self.host.config.pools
     }
 
+    /// The certificates, keys and CRLs of the configuration.
+    pub fn credentials(&self) -> &crate::cert::Credentials {
+        &self.host.config.credentials
+    }
+
     /// A packet matched the trap policy of `reqid` (the data plane found
     /// no SA for it): negotiate its Child SA, unless that is under way.
     pub fn acquire(&mut self, now: Duration, reqid: u32, k: &mut dyn Kernel) {

@@ -101,7 +101,8 @@ impl Plane {
             "list-sas" => self.vici_list_sas(server, client, &m),
             "list-conns" => self.vici_list_conns(server, client, &m),
             "get-conns" => Section::default().with_list("conns", bytes(self.loaded.conn_names())),
-            "list-policies" | "list-certs" | "list-authorities" => Section::default(),
+            "list-certs" => self.vici_list_certs(server, client, m),
+            "list-policies" | "list-authorities" => Section::default(),
             "get-authorities" => Section::default().with_list("authorities", Vec::new()),
             "get-keys" => Section::default().with_list("keys", bytes(self.loaded.key_ids())),
             "get-shared" => Section::default().with_list("keys", bytes(self.loaded.shared_ids())),
@@ -316,6 +317,33 @@ impl Plane {
                 "list-conn",
                 Section::default().with_section(&c.name, body),
             );
+        }
+        Section::default()
+    }
+
+    /// `list-certs`: one `list-cert` event per X.509 certificate (filter
+    /// `flag`: NONE for end-entity and intermediates, CA for trust
+    /// anchors; `type` other than X509/ANY lists none).
+    fn vici_list_certs(&mut self, server: &mut Server, client: u64, m: &Section) -> Section {
+        let Some(ike) = &self.ike else {
+            return Section::default();
+        };
+        let ty = m.str("type").unwrap_or("ANY").to_ascii_uppercase();
+        if ty != "ANY" && ty != "X509" {
+            return Section::default();
+        }
+        let flag = m.str("flag").unwrap_or("ANY").to_ascii_uppercase();
+        let creds = ike.ike.credentials();
+        let certs = creds
+            .certs()
+            .map(|c| (c, "NONE"))
+            .chain(creds.cas().map(|c| (c, "CA")));
+        for (cert, f) in certs.filter(|(_, f)| flag == "ANY" || flag == *f) {
+            let mut e = Section::default().with("type", "X509").with("flag", f);
+            if creds.key_for(cert).is_some() {
+                e = e.with("has_privkey", "yes");
+            }
+            server.stream(client, "list-cert", e.with("data", cert.der.clone()));
         }
         Section::default()
     }

@@ -207,6 +207,11 @@ impl Credentials {
             .map(|(_, c)| c)
     }
 
+    /// Every certificate of `x509/` (ours, intermediates, peers').
+    pub fn certs(&self) -> impl Iterator<Item = &Certificate> {
+        self.inner.certs.iter().map(|(_, c)| c)
+    }
+
     /// Every CA certificate.
     pub fn cas(&self) -> impl Iterator<Item = &Certificate> {
         self.inner.cas.iter().map(|(_, c)| c)
