@@ -192,10 +192,22 @@ for gw in gwA gwB; do
     me=${LOCAL_ADDR[$gw]} peer=${REMOTE_ADDR[$gw]} l=10.1.1.0/24 r=10.2.1.0/24
     [ "$gw" = gwB ] && l=10.2.1.0/24 r=10.1.1.0/24
     EXTRA_CONN[$gw]="conn gw2 --version 2 --local-addrs $me --remote-addrs $peer --proposals $IKE_PROPOSAL --auth psk --local-id $me --remote-id $peer child net2 --local-ts $l --remote-ts $r --esp-proposals $ESP_PROPOSAL --start-action none"
+    # gwA: a trap policy too (swanctl --list-pols), never triggered.
+    [ "$gw" = gwA ] && EXTRA_CONN[$gw]+=" conn gw3 --version 2 --local-addrs $me --remote-addrs $peer --proposals $IKE_PROPOSAL --auth psk --local-id $me --remote-id $peer child net3 --local-ts 10.1.3.0/24 --remote-ts 10.2.3.0/24 --esp-proposals $ESP_PROPOSAL --start-action trap"
     gen_swanctl_conf "$gw" >"$W/$gw-swanctl.conf"
     sw "$gw" --load-all --noprompt --file "$(conf_of "$gw")" >"$W/$gw-load2.log" 2>&1 ||
         { show_log "$W/$gw-load2.log"; }
 done
+trap_listed() {
+    local now
+    now=$(child_agreed) || { echo "    gw's Child SA gone after the second --load-all"; return 1; }
+    [ "$now" = "$CUR_CHILD" ] || { echo "    gw's Child SA changed: $CUR_CHILD -> $now"; return 1; }
+    echo "    gw's Child SA kept: $now"
+    sw gwA --list-pols >"$W/pols.txt" 2>&1 || { show_log "$W/pols.txt"; return 1; }
+    sed 's/^/    swanctl --list-pols: /' "$W/pols.txt" | head -4
+    grep -q 'gw3/net3' "$W/pols.txt" && grep -q '10.2.3.0/24' "$W/pols.txt"
+}
+check "f. swanctl --load-all again: gw2 added, gw and its SAs kept; gw3's trap policy in swanctl --list-pols" trap_listed
 has_ike() {  # has_ike GW NAME: GW lists an IKE SA of connection NAME
     sw "$1" --list-sas 2>/dev/null | grep -q "^$2: "
 }

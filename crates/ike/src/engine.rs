@@ -147,6 +147,12 @@ impl Ike {
         &self.host.config.pools
     }
 
+    /// The trap policies (`start_action = trap`): each child config with
+    /// its connection, in reqid order.
+    pub fn traps(&self) -> Vec<(crate::config::ConnRef, usize)> {
+        self.host.traps.values().cloned().collect()
+    }
+
     /// The certificates, keys and CRLs of the configuration.
     pub fn credentials(&self) -> &crate::cert::Credentials {
         &self.host.config.credentials

@@ -102,7 +102,8 @@ impl Plane {
             "list-conns" => self.vici_list_conns(server, client, &m),
             "get-conns" => Section::default().with_list("conns", bytes(self.loaded.conn_names())),
             "list-certs" => self.vici_list_certs(server, client, m),
-            "list-policies" | "list-authorities" => Section::default(),
+            "list-policies" => self.vici_list_policies(server, client, m),
+            "list-authorities" => Section::default(),
             "get-authorities" => Section::default().with_list("authorities", Vec::new()),
             "get-keys" => Section::default().with_list("keys", bytes(self.loaded.key_ids())),
             "get-shared" => Section::default().with_list("keys", bytes(self.loaded.shared_ids())),
@@ -344,6 +345,36 @@ impl Plane {
                 e = e.with("has_privkey", "yes");
             }
             server.stream(client, "list-cert", e.with("data", cert.der.clone()));
+        }
+        Section::default()
+    }
+
+    /// `list-policies`: one `list-policy` event per trap policy (`trap =
+    /// yes` or no filter; flowsec installs no bypass or drop policies from
+    /// a configuration), keyed `IKE/CHILD`, filtered by `ike` and `child`.
+    fn vici_list_policies(&mut self, server: &mut Server, client: u64, m: &Section) -> Section {
+        let Some(ike) = &self.ike else {
+            return Section::default();
+        };
+        let kinds = ["drop", "pass", "trap"].map(|k| m.str(k) == Some("yes"));
+        if kinds.iter().any(|k| *k) && !kinds[2] {
+            return Section::default();
+        }
+        for (conn, index) in ike.ike.traps() {
+            let Some(ch) = conn.children.get(index) else {
+                continue;
+            };
+            let wanted = m.str("ike").is_none_or(|n| n == conn.name)
+                && m.str("child").is_none_or(|n| n == ch.name);
+            if wanted {
+                let body = messages::trap_policy(&conn.name, ch);
+                let key = format!("{}/{}", conn.name, ch.name);
+                server.stream(
+                    client,
+                    "list-policy",
+                    Section::default().with_section(&key, body),
+                );
+            }
         }
         Section::default()
     }

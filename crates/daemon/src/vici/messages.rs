@@ -221,6 +221,16 @@ fn child_config(ch: &ChildConfig) -> Section {
         .with_list("remote-ts", list(ch.remote_ts.iter()))
 }
 
+/// A trap policy as `list-policy` carries it.
+pub fn trap_policy(conn: &str, ch: &ChildConfig) -> Section {
+    Section::default()
+        .with("child", ch.name.as_str())
+        .with("ike", conn)
+        .with("mode", ch.mode.to_string().to_uppercase())
+        .with_list("local-ts", list(ch.local_ts.iter()))
+        .with_list("remote-ts", list(ch.remote_ts.iter()))
+}
+
 /// `{ success = yes }`.
 pub fn success() -> Section {
     Section::default().with("success", "yes")
