@@ -245,13 +245,15 @@ impl Plane {
         }
         let now = self.start.elapsed();
         let kind = if initiate {
+            // IKE's failures name the connection, not the child: the
+            // connection the child was started from.
+            let ike = ike.or_else(|| self.conn_of(child.as_deref()?));
             PendingKind::Initiate { ike, child }
         } else {
             PendingKind::Terminate {
                 ike,
                 child,
                 matched: n,
-                left: n,
             }
         };
         // `timeout = 0` waits "indefinitely" in charon; IKE gives up long
@@ -266,6 +268,17 @@ impl Plane {
             kind,
             deadline: Some(now + wait),
         });
+    }
+
+    /// The first connection with a child config named `child` (the one
+    /// `initiate` starts it from).
+    fn conn_of(&self, child: &str) -> Option<String> {
+        let ike = self.ike.as_ref()?;
+        ike.ike
+            .connections()
+            .iter()
+            .find(|c| c.children.iter().any(|ch| ch.name == child))
+            .map(|c| c.name.clone())
     }
 
     /// `rekey`: queued now (charon answers at once too).

@@ -33,12 +33,11 @@ pub(super) enum PendingKind {
         ike: Option<String>,
         child: Option<String>,
     },
-    /// `left` more of the `matched` SAs are gone.
+    /// None of the `matched` SAs is listed any more.
     Terminate {
         ike: Option<String>,
         child: Option<String>,
         matched: usize,
-        left: usize,
     },
 }
 
@@ -94,22 +93,27 @@ impl PendingKind {
                 ) => Outcome::Failed(e.to_string()),
                 _ => Outcome::Waiting,
             },
-            PendingKind::Terminate { child, left, .. } => {
-                let gone = match (e, child.is_some()) {
-                    (IkeEvent::ChildRemoved { .. }, true) => true,
-                    (IkeEvent::Deleted { .. }, false) => true,
-                    _ => false,
-                };
-                if gone {
-                    *left = left.saturating_sub(1);
-                }
-                if *left == 0 {
-                    Outcome::Done
-                } else {
-                    Outcome::Waiting
-                }
-            }
+            // Done when the SAs are no longer listed ([`Plane::vici_deadlines`]).
+            PendingKind::Terminate { .. } => Outcome::Waiting,
         }
+    }
+
+    /// Whether a terminate's SAs are all gone from `sas`.
+    fn gone(&self, sas: &[IkeSaInfo]) -> bool {
+        let PendingKind::Terminate { ike, child, .. } = self else {
+            return false;
+        };
+        let named = |sa: &IkeSaInfo| {
+            ike.as_deref()
+                .is_none_or(|i| i == sa.name || i.trim_start_matches('#') == sa.uid.to_string())
+        };
+        !sas.iter().filter(|sa| named(sa)).any(|sa| match child {
+            None => true,
+            Some(c) => sa
+                .children
+                .iter()
+                .any(|ch| ch.name == *c && ch.state != "DELETED"),
+        })
     }
 
     /// The answer once done.
@@ -301,10 +305,19 @@ impl Plane {
         }
     }
 
-    /// Commands whose `timeout` passed: answered `success = no`.
+    /// Terminates whose SAs are gone: answered; commands whose `timeout`
+    /// passed: answered `success = no`.
     fn vici_deadlines(&mut self, server: &mut Server) {
+        if self.pending.is_empty() {
+            return;
+        }
         let now = self.start.elapsed();
+        let sas = self.ike_sas();
         self.pending.retain(|p| {
+            if p.kind.gone(&sas) {
+                server.respond(p.client, p.kind.answer());
+                return false;
+            }
             let late = p.deadline.is_some_and(|d| now >= d);
             if late {
                 server.respond(p.client, failure("timeout, the command goes on"));
@@ -348,5 +361,92 @@ impl Plane {
             children = children.with_section(&messages::child_key(c), body);
         }
         messages::ike_sa(sa).with_section("child-sas", children)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flowsec_ike::SaTag;
+    use flowsec_wire::iana::NotifyType;
+
+    fn logged(conn: &str, uid: u32, event: IkeEvent) -> Logged {
+        Logged {
+            sa: Some(SaTag {
+                name: conn.into(),
+                unique_id: uid,
+            }),
+            event,
+        }
+    }
+
+    fn installed(child: &str) -> IkeEvent {
+        IkeEvent::ChildInstalled {
+            child: child.into(),
+            reqid: 1,
+            spi_in: 1,
+            spi_out: 2,
+            local_ts: Vec::new(),
+            remote_ts: Vec::new(),
+            resource: None,
+        }
+    }
+
+    #[test]
+    fn an_initiate_ends_with_its_child_or_its_connections_failure() {
+        let mut k = PendingKind::Initiate {
+            ike: Some("gw".into()),
+            child: Some("net".into()),
+        };
+        assert!(matches!(
+            k.outcome(&logged("gw", 1, installed("other"))),
+            Outcome::Waiting
+        ));
+        assert!(matches!(
+            k.outcome(&logged("gw2", 2, installed("net2"))),
+            Outcome::Waiting
+        ));
+        assert!(matches!(
+            k.outcome(&logged("gw", 1, installed("net"))),
+            Outcome::Done
+        ));
+        let refused = IkeEvent::ChildRefused {
+            child: "net".into(),
+            notify: NotifyType::TS_UNACCEPTABLE,
+        };
+        assert!(matches!(
+            k.outcome(&logged("gw", 1, refused)),
+            Outcome::Failed(_)
+        ));
+        let gone = IkeEvent::Deleted {
+            name: "gw".into(),
+            unique_id: 1,
+            by_peer: true,
+        };
+        assert!(matches!(
+            k.outcome(&logged("gw", 1, gone.clone())),
+            Outcome::Failed(_)
+        ));
+        // Another connection's SA going away is not this one's failure.
+        assert!(matches!(
+            k.outcome(&logged("gw2", 2, gone)),
+            Outcome::Waiting
+        ));
+    }
+
+    #[test]
+    fn a_terminate_is_done_when_its_sas_are_no_longer_listed() {
+        let k = PendingKind::Terminate {
+            ike: Some("#3".into()),
+            child: None,
+            matched: 1,
+        };
+        assert!(k.gone(&[]));
+        assert!(matches!(k.answer().str("matches"), Some("1")));
+        let initiate = PendingKind::Initiate {
+            ike: None,
+            child: None,
+        };
+        assert!(!initiate.gone(&[]));
     }
 }
