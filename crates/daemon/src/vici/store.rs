@@ -152,6 +152,8 @@ impl Loaded {
         let tree = Tree {
             name: name.clone(),
             line: 0,
+            file: None,
+            refs: Vec::new(),
             settings,
             sections: Vec::new(),
         };
@@ -210,6 +212,8 @@ impl Loaded {
         let section = |name: &str, sections: &[Tree]| Tree {
             name: name.into(),
             line: 0,
+            file: None,
+            refs: Vec::new(),
             settings: Vec::new(),
             sections: sections.to_vec(),
         };
@@ -232,6 +236,7 @@ fn setting(key: &str, value: &str) -> Setting {
         key: key.into(),
         value: Some(value.into()),
         line: 0,
+        file: None,
     }
 }
 

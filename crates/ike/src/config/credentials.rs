@@ -34,8 +34,8 @@ pub(super) fn check(
         if !found {
             let sub = if r.ca { "x509ca" } else { "x509" };
             return Err(ConfigError::new(
-                file,
-                r.line,
+                r.at.file_or(file),
+                r.at.line,
                 r.key.clone(),
                 ConfigErrorKind::UnknownCredential {
                     file: r.file.clone(),

@@ -10,6 +10,7 @@
 
 use core::fmt;
 
+use super::include::MAX_INCLUDE_DEPTH;
 use super::lexer::MAX_DEPTH;
 use super::value_error::{
     EmptyListItem, IdentityError, ProposalError, SecretError, SelectorError, ValueError,
@@ -62,7 +63,7 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &self.kind {
-            ConfigErrorKind::Read(e) => Some(e),
+            ConfigErrorKind::Read(e) | ConfigErrorKind::IncludeRead(_, e) => Some(e),
             _ => None,
         }
     }
@@ -95,12 +96,28 @@ pub enum ConfigErrorKind {
     },
     /// A `}` at the top level.
     StrayClose,
-    /// `include FILE`.
-    Include,
+    /// `include` without a pattern.
+    IncludeEmpty,
+    /// `include PATH`: PATH (no wildcards) could not be read.
+    IncludeRead(String, std::io::Error),
+    /// `include PATH`: PATH is not a regular file.
+    IncludeNotFile(String),
+    /// `include` of a file being read already.
+    IncludeLoop(String),
+    /// Includes nested deeper than [`MAX_INCLUDE_DEPTH`].
+    IncludeTooDeep,
     /// Sections nested deeper than [`MAX_DEPTH`].
     TooDeep,
-    /// `name : base { }`.
-    SectionReference,
+    /// `name : ...` followed by something other than `name[.name]`, `,`
+    /// and `{`.
+    BadReference {
+        /// What was there.
+        found: Found,
+    },
+    /// `name : base { }` where no section `base` exists.
+    UnknownReference(String),
+    /// A section inheriting from itself, directly or through others.
+    ReferenceLoop(String),
     /// A name followed by neither `{` nor `=`.
     ExpectedOpenOrEquals {
         /// The name.
@@ -291,14 +308,19 @@ impl fmt::Display for ConfigErrorKind {
                 )
             }
             K::StrayClose => f.write_str("'}' without a section to close"),
-            K::Include => f.write_str(
-                "'include' is not supported: flowsec reads one file; merge the included files \
-                 into it",
-            ),
+            K::IncludeEmpty => f.write_str("'include' without a file name"),
+            K::IncludeRead(path, e) => write!(f, "cannot include '{path}': {e}"),
+            K::IncludeNotFile(path) => write!(f, "cannot include '{path}': not a regular file"),
+            K::IncludeLoop(path) => write!(f, "'{path}' is included in itself"),
+            K::IncludeTooDeep => write!(f, "includes nested deeper than {MAX_INCLUDE_DEPTH}"),
             K::TooDeep => write!(f, "sections nested deeper than {MAX_DEPTH}"),
-            K::SectionReference => {
-                f.write_str("section references ('name : base { }') are not supported")
-            }
+            K::BadReference { found } => write!(
+                f,
+                "expected a section name ('a' or 'a.b'), ',' or '{{' in the references after \
+                 ':', found {found}"
+            ),
+            K::UnknownReference(name) => write!(f, "references '{name}': no such section"),
+            K::ReferenceLoop(name) => write!(f, "references '{name}', which inherits from it"),
             K::ExpectedOpenOrEquals { name, found } => {
                 write!(f, "expected '{{' or '=' after '{name}', found {found}")
             }

@@ -39,7 +39,9 @@
 //! }
 //! ```
 //!
-//! The syntax is strongSwan's settings syntax ([`lexer`]); proposals,
+//! The syntax is strongSwan's settings syntax ([`lexer`]), with
+//! `include` ([`include`]) and section templates (`name : base { }`,
+//! [`template`]); proposals,
 //! identities and selectors are strongSwan's ([`proposal`], [`identity`],
 //! [`ts`]). What the keys mean and which values they take is in
 //! [`swanctl`].
@@ -56,8 +58,9 @@
 //! strongSwan default ([`swanctl::DEFAULT_ONLY_KEYS`]).
 //!
 //! Differences from strongSwan, beyond refusing: a key given twice in one
-//! section is an error (strongSwan keeps the last); `include` is refused;
-//! numbers are decimal only (strongSwan's `strtoul(.., 0)` also reads
+//! section is an error (strongSwan keeps the last); an `include` of a plain
+//! path that does not exist, and a reference to a section that does not,
+//! are errors (strongSwan ignores both); numbers are decimal only (strongSwan's `strtoul(.., 0)` also reads
 //! `0x10` and octal `010`); every connection needs `local` and `remote`
 //! sections with `auth = psk` (strongSwan's default is `pubkey`).
 
@@ -66,11 +69,13 @@ pub(crate) use credentials::local_cert;
 pub mod dn;
 mod error;
 pub mod identity;
+pub mod include;
 pub mod lexer;
 pub mod negotiate;
 pub mod proposal;
 pub mod supported;
 pub mod swanctl;
+pub mod template;
 pub mod ts;
 mod value;
 mod value_error;
@@ -107,9 +112,11 @@ pub use warning::{ConfigWarning, ConfigWarningKind};
 /// large strongSwan site's file is a few hundred kilobytes).
 pub const MAX_FILE_LEN: u64 = 16 << 20;
 
-/// Parse configuration text; `name` is the file name used in errors.
+/// Parse configuration text; `name` is the file name used in errors, and
+/// the path that relative `include` patterns start from ([`include`]).
 pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
     let root = lexer::parse_tree(name, text)?;
+    let root = template::resolve(name, root)?;
     swanctl::interpret(name, &root)
 }
 
@@ -162,26 +169,9 @@ pub fn load_with(
 }
 
 fn load_text(path: &Path) -> Result<Config, ConfigError> {
-    let name = path.display().to_string();
-    let fail = |kind| ConfigError::new(&name, 0, String::new(), kind);
-    let meta = std::fs::metadata(path).map_err(|e| fail(ConfigErrorKind::Read(e)))?;
-    if meta.len() > MAX_FILE_LEN {
-        return Err(fail(ConfigErrorKind::TooLarge));
-    }
     // The file holds the secrets: its text is wiped once parsed.
-    let bytes = Zeroizing::new(std::fs::read(path).map_err(|e| fail(ConfigErrorKind::Read(e)))?);
-    let text = Zeroizing::new(
-        std::str::from_utf8(&bytes)
-            .map(str::to_string)
-            .map_err(|e| {
-                let line = 1 + bytes[..e.valid_up_to()]
-                    .iter()
-                    .filter(|&&b| b == b'\n')
-                    .count();
-                ConfigError::new(&name, line, String::new(), ConfigErrorKind::NotUtf8)
-            })?,
-    );
-    parse(&name, &text)
+    let text = include::read_text(path)?;
+    parse(&path.display().to_string(), &text)
 }
 
 /// A connection as the IKE SAs made with it share it: a reload replaces
@@ -228,7 +218,7 @@ pub struct Pool {
 /// A file name in `certs` or `cacerts`, and where it was given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CredRef {
-    pub line: usize,
+    pub at: lexer::Origin,
     pub key: String,
     pub file: String,
     pub ca: bool,
@@ -705,5 +695,7 @@ impl Connection {
 mod tests;
 #[cfg(test)]
 mod tests_errors;
+#[cfg(test)]
+mod tests_include;
 #[cfg(test)]
 mod tests_tcp;

@@ -276,7 +276,7 @@ fn auth_and_structure_errors() {
             "subnet",
         ),
         (
-            "connections {\n include conf.d/*.conf\n}",
+            "connections {\n include conf.d/missing.conf\n}",
             2,
             "connections",
             "include",
