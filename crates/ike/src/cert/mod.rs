@@ -102,6 +102,17 @@ impl Credentials {
     /// `provider`'s key provider. A file that cannot be read or used is an
     /// error naming it.
     pub fn load(provider: &Provider, dir: &Path) -> Result<Credentials, CredError> {
+        Self::load_with_anchors(provider, dir, &[])
+    }
+
+    /// [`Self::load`], and the CA certificates `anchors` (files outside
+    /// `x509ca/`: swanctl.conf's `authorities`) as if they were in
+    /// `x509ca/`, named by their path.
+    pub fn load_with_anchors(
+        provider: &Provider,
+        dir: &Path,
+        anchors: &[PathBuf],
+    ) -> Result<Credentials, CredError> {
         let mut inner = Inner::default();
         let mut all = Vec::new();
         for (file, bytes) in read_dir(&dir.join("x509"))? {
@@ -109,7 +120,12 @@ impl Credentials {
             inner.certs.push((name(&file), cert));
             all.extend_from_slice(&bytes);
         }
-        for (file, bytes) in read_dir(&dir.join("x509ca"))? {
+        let mut cas = read_dir(&dir.join("x509ca"))?;
+        let named = cas.len();
+        for path in anchors {
+            cas.push((path.clone(), read_file(path)?));
+        }
+        for (i, (file, bytes)) in cas.into_iter().enumerate() {
             let cert = parse_cert(&file, &bytes)?;
             if !cert.ca {
                 return Err(err(
@@ -117,7 +133,12 @@ impl Credentials {
                     "not a CA certificate (basicConstraints cA is not set)",
                 ));
             }
-            inner.cas.push((name(&file), cert));
+            let n = if i < named {
+                name(&file)
+            } else {
+                file.display().to_string()
+            };
+            inner.cas.push((n, cert));
             all.extend_from_slice(&bytes);
         }
         for (file, bytes) in read_dir(&dir.join("x509crl"))? {
@@ -289,14 +310,21 @@ fn read_dir(dir: &Path) -> Result<Vec<FileBytes>, CredError> {
     files.sort();
     let mut out = Vec::new();
     for f in files {
-        let meta = std::fs::metadata(&f).map_err(|e| err(&f, &e.to_string()))?;
-        if meta.len() > MAX_FILE {
-            return Err(err(&f, "larger than 1 MiB"));
-        }
-        let bytes = std::fs::read(&f).map_err(|e| err(&f, &e.to_string()))?;
-        out.push((f, Zeroizing::new(bytes)));
+        let bytes = read_file(&f)?;
+        out.push((f, bytes));
     }
     Ok(out)
+}
+
+/// One credential file's contents (at most [`MAX_FILE`] bytes), cleared
+/// when dropped.
+fn read_file(f: &Path) -> Result<Zeroizing<Vec<u8>>, CredError> {
+    let meta = std::fs::metadata(f).map_err(|e| err(f, &e.to_string()))?;
+    if meta.len() > MAX_FILE {
+        return Err(err(f, "larger than 1 MiB"));
+    }
+    let bytes = std::fs::read(f).map_err(|e| err(f, &e.to_string()))?;
+    Ok(Zeroizing::new(bytes))
 }
 
 /// The DER of a PEM block labelled `label` (`CERTIFICATE`, `X509 CRL`),

@@ -141,9 +141,12 @@ pub enum ConfigErrorKind {
     UnknownTopLevelKey,
     /// A section flowsec does not know.
     UnknownSection,
-    /// A strongSwan section flowsec does not implement yet (`pools`,
-    /// `authorities`).
-    SectionNotSupported,
+    /// `authorities.NAME` with both `cacert` and `file`, or one twice.
+    AuthorityCertTwice,
+    /// `authorities.NAME.file` not an absolute path.
+    AuthorityFileRelative,
+    /// `authorities.NAME` without `cacert` or `file`.
+    AuthorityWithoutCert,
     /// A setting in a section that holds sections only.
     SectionsOnly {
         /// The section (`connections`, `connections.gw.children`).
@@ -328,7 +331,15 @@ impl fmt::Display for ConfigErrorKind {
             K::Duplicate { first_line } => write!(f, "given twice (first on line {first_line})"),
             K::UnknownTopLevelKey => f.write_str("unknown top-level key"),
             K::UnknownSection => f.write_str("unknown section"),
-            K::SectionNotSupported => f.write_str("not supported yet"),
+            K::AuthorityCertTwice => {
+                f.write_str("one of 'cacert' or 'file' per authority (swanctl.conf(5))")
+            }
+            K::AuthorityFileRelative => {
+                f.write_str("must be an absolute path ('cacert' takes a file in x509ca/)")
+            }
+            K::AuthorityWithoutCert => {
+                f.write_str("an authority needs its CA certificate: 'cacert' or 'file'")
+            }
             K::SectionsOnly { section } => write!(f, "'{section}' holds sections only"),
             K::UnknownKey => f.write_str("unknown key"),
             K::KeyNotSupported => f.write_str("not supported"),

@@ -64,6 +64,7 @@
 //! `0x10` and octal `010`); every connection needs `local` and `remote`
 //! sections with `auth = psk` (strongSwan's default is `pubkey`).
 
+mod authority;
 mod credentials;
 pub(crate) use credentials::local_cert;
 pub mod dn;
@@ -89,6 +90,7 @@ use std::time::Duration;
 use flowsec_crypto::Provider;
 use zeroize::Zeroizing;
 
+pub use authority::{Authority, AuthoritySource};
 pub use error::{ConfigError, ConfigErrorKind, Found};
 pub use identity::{IdMatch, Identity};
 pub use negotiate::{
@@ -135,7 +137,8 @@ pub fn load(provider: &Provider, path: &Path) -> Result<Config, ConfigError> {
 
 /// Read and parse a configuration file and the credentials under
 /// `swanctl_dir` (default: the file's directory): `x509/`, `x509ca/`,
-/// `x509crl/`, `private/`, `rsa/`, `ecdsa/`, `pkcs8/` ([`crate::cert`]).
+/// `x509crl/`, `private/`, `rsa/`, `ecdsa/`, `pkcs8/` ([`crate::cert`]),
+/// and the CA certificates of `authorities` as trust anchors.
 /// A credential file that cannot be used, a `certs`/`cacerts` entry
 /// naming no loaded file, or a connection authenticating with `pubkey`
 /// but no certificate and key for it, is an error naming the file (and
@@ -153,14 +156,17 @@ pub fn load_with(
         Some(d) => d.to_path_buf(),
         None => path.parent().unwrap_or(Path::new(".")).to_path_buf(),
     };
-    config.credentials = crate::cert::Credentials::load(provider, &dir).map_err(|e| {
-        ConfigError::new(
-            &e.file.display().to_string(),
-            0,
-            String::new(),
-            ConfigErrorKind::Credential(e.reason),
-        )
-    })?;
+    let anchors = authority::extra_anchors(&name, &config.authorities, &dir)?;
+    config.credentials = crate::cert::Credentials::load_with_anchors(provider, &dir, &anchors)
+        .map_err(|e| {
+            ConfigError::new(
+                &e.file.display().to_string(),
+                0,
+                String::new(),
+                ConfigErrorKind::Credential(e.reason),
+            )
+        })?;
+    authority::attach(&mut config.authorities, &config.credentials, &dir);
     let unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
@@ -192,6 +198,9 @@ pub struct Config {
     pub(crate) cred_refs: Vec<CredRef>,
     /// `pools.*`: virtual IP addresses for road warriors.
     pub pools: Vec<Pool>,
+    /// `authorities.*`: CAs with their revocation URIs (their certificates
+    /// loaded by [`load_with`] as trust anchors).
+    pub authorities: Vec<Authority>,
     /// `secrets.eap*`: EAP passwords by user name.
     pub eap_secrets: Vec<Secret>,
     /// What [`load_with`] noticed and let pass, for the caller to log;

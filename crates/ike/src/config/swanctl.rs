@@ -161,9 +161,7 @@ pub(crate) fn interpret(file: &str, root: &Section) -> Result<Config, ConfigErro
                     config.pools.push(pool);
                 }
             }
-            "authorities" => {
-                return Err(cx.err(sec, sec.name.clone(), ConfigErrorKind::SectionNotSupported))
-            }
+            "authorities" => config.authorities = super::authority::read(file, sec)?,
             _ => return Err(cx.err(sec, sec.name.clone(), ConfigErrorKind::UnknownSection)),
         }
     }
