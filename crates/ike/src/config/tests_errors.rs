@@ -213,7 +213,12 @@ fn auth_and_structure_errors() {
     }
     let cases: &[(&str, usize, &str, &str)] = &[
         ("x = 1", 1, "x", "unknown top-level key"),
-        ("authorities {\n}", 1, "authorities", "not supported"),
+        (
+            "authorities {\n ca {\n crl_uris = x\n }\n}",
+            2,
+            "authorities.ca.cacert",
+            "needs its CA certificate",
+        ),
         (
             "pools {\n p {\n dns = 1.1.1.1\n }\n}",
             2,
