@@ -8,11 +8,12 @@
 //! | `x509/`    | end-entity certificates (ours, or peers'), and intermediate CAs |
 //! | `x509ca/`  | CA certificates: the trust anchors           |
 //! | `x509crl/` | CRLs                                         |
-//! | `private/`, `rsa/`, `ecdsa/`, `pkcs8/` | private keys (PEM or DER) |
+//! | `private/`, `rsa/`, `ecdsa/`, `pkcs8/` | private keys (PEM or DER; encrypted ones with their `secrets` password) |
 //!
 //! Reading the files is the only I/O here ([`Credentials::load`]); what IKE
 //! does with them is sans-I/O ([`verify`], [`key`]).
 
+pub mod encrypted;
 pub mod key;
 pub mod scheme;
 pub mod verify;
@@ -32,7 +33,7 @@ pub use scheme::{Hash, HashSet, Scheme};
 pub use verify::Rejection;
 pub use x509::{Certificate, KeyKind};
 
-use crate::config::{IdMatch, Identity};
+use crate::config::{IdMatch, Identity, KeySecret};
 
 /// The largest credential file read (certificates, keys and CRLs are a
 /// few KB).
@@ -102,16 +103,18 @@ impl Credentials {
     /// `provider`'s key provider. A file that cannot be read or used is an
     /// error naming it.
     pub fn load(provider: &Provider, dir: &Path) -> Result<Credentials, CredError> {
-        Self::load_with_anchors(provider, dir, &[])
+        Self::load_with(provider, dir, &[], &[])
     }
 
-    /// [`Self::load`], and the CA certificates `anchors` (files outside
+    /// [`Self::load`], with the CA certificates `anchors` (files outside
     /// `x509ca/`: swanctl.conf's `authorities`) as if they were in
-    /// `x509ca/`, named by their path.
-    pub fn load_with_anchors(
+    /// `x509ca/`, named by their path, and the encrypted private keys
+    /// decrypted with the passwords of `key_secrets` that name them.
+    pub fn load_with(
         provider: &Provider,
         dir: &Path,
         anchors: &[PathBuf],
+        key_secrets: &[KeySecret],
     ) -> Result<Credentials, CredError> {
         let mut inner = Inner::default();
         let mut all = Vec::new();
@@ -150,8 +153,15 @@ impl Credentials {
         }
         for sub in KEY_DIRS {
             for (file, bytes) in read_dir(&dir.join(sub))? {
-                let key = PrivateKey::parse(provider, &bytes, &format!("{sub}/{}", name(&file)))
-                    .map_err(|e| err(&file, &e.to_string()))?;
+                let n = name(&file);
+                let passwords: Vec<&[u8]> = key_secrets
+                    .iter()
+                    .filter(|s| s.names(sub, &n))
+                    .flat_map(|s| s.passwords.iter().map(|p| p.as_bytes()))
+                    .collect();
+                let key =
+                    PrivateKey::parse_with(provider, &bytes, &format!("{sub}/{n}"), &passwords)
+                        .map_err(|e| err(&file, &e.to_string()))?;
                 all.extend_from_slice(&key.public_key());
                 inner.keys.push(key);
             }

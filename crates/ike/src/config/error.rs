@@ -275,6 +275,8 @@ pub enum ConfigErrorKind {
     UnknownSecretKey,
     /// A `secrets.ike` section without `secret`.
     MissingSecret,
+    /// A key password section (`secrets.rsa…`) without `file`.
+    MissingKeyFile,
 
     // --- values
     /// A bad number, duration, keyword and the like.
@@ -342,6 +344,7 @@ impl fmt::Display for ConfigErrorKind {
             }
             K::SectionsOnly { section } => write!(f, "'{section}' holds sections only"),
             K::UnknownKey => f.write_str("unknown key"),
+            K::MissingKeyFile => f.write_str("missing: the key file the secret decrypts"),
             K::KeyNotSupported => f.write_str("not supported"),
             K::OnlyUnset => f.write_str("not supported (only unset, strongSwan's default)"),
             K::PerCpuEncap => f.write_str(
@@ -402,9 +405,9 @@ impl fmt::Display for ConfigErrorKind {
             K::NoEapSecret { user: None } => {
                 f.write_str("auth = eap-mschapv2 needs eap_id (or id) and a secrets.eap-… for it")
             }
-            K::EapBothSides => f.write_str(
-                "EAP authenticates the initiator only: the gateway needs auth = pubkey",
-            ),
+            K::EapBothSides => {
+                f.write_str("EAP authenticates the initiator only: the gateway needs auth = pubkey")
+            }
             K::EmptySubject => f.write_str(
                 "our certificate's subject is empty: set id = one of its subjectAltNames",
             ),
@@ -435,13 +438,16 @@ impl fmt::Display for ConfigErrorKind {
                 "{life} is below the rekey limit {rekey}: the SA would expire before it is \
                  rekeyed"
             ),
-            K::SecretType { known: true } => {
-                f.write_str("only IKE pre-shared keys and EAP passwords (ike… and eap… sections) are supported yet")
-            }
+            K::SecretType { known: true } => f.write_str(
+                "not supported yet: flowsec reads ike…, eap…, and the key passwords of \
+                     rsa…, ecdsa…, pkcs8… and private… sections",
+            ),
             K::SecretType { known: false } => {
                 f.write_str("unknown secret type (IKE pre-shared keys are ikeSUFFIX sections)")
             }
-            K::UnknownSecretKey => f.write_str("unknown key (secret, id or idSUFFIX)"),
+            K::UnknownSecretKey => f.write_str(
+                "unknown key (secret, id or idSUFFIX; file and secretSUFFIX for a key password)",
+            ),
             K::MissingSecret => f.write_str("missing"),
             K::Value(e) => e.fmt(f),
             K::Secret(e) => e.fmt(f),

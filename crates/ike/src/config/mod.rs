@@ -66,6 +66,7 @@
 
 mod authority;
 mod credentials;
+mod key_secret;
 pub(crate) use credentials::local_cert;
 pub mod dn;
 mod error;
@@ -93,6 +94,7 @@ use zeroize::Zeroizing;
 pub use authority::{Authority, AuthoritySource};
 pub use error::{ConfigError, ConfigErrorKind, Found};
 pub use identity::{IdMatch, Identity};
+pub use key_secret::{KeySecret, KEY_SECRET_TYPES};
 pub use negotiate::{
     child_accepts, child_answer, child_offer, ike_accepts, ike_answer, ike_offer, select_child,
     select_ike, ChildChosen, IkeChosen,
@@ -157,7 +159,9 @@ pub fn load_with(
         None => path.parent().unwrap_or(Path::new(".")).to_path_buf(),
     };
     let anchors = authority::extra_anchors(&name, &config.authorities, &dir)?;
-    config.credentials = crate::cert::Credentials::load_with_anchors(provider, &dir, &anchors)
+    key_secret::check_files(&name, &config.key_secrets, &dir)?;
+    let keys = &config.key_secrets;
+    config.credentials = crate::cert::Credentials::load_with(provider, &dir, &anchors, keys)
         .map_err(|e| {
             ConfigError::new(
                 &e.file.display().to_string(),
@@ -203,6 +207,9 @@ pub struct Config {
     pub authorities: Vec<Authority>,
     /// `secrets.eap*`: EAP passwords by user name.
     pub eap_secrets: Vec<Secret>,
+    /// `secrets.rsa*`, `ecdsa*`, `pkcs8*`, `private*`: the passwords of
+    /// encrypted private keys ([`load_with`] decrypts them).
+    pub key_secrets: Vec<KeySecret>,
     /// What [`load_with`] noticed and let pass, for the caller to log;
     /// none from [`parse`].
     pub warnings: Vec<ConfigWarning>,

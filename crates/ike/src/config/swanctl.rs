@@ -36,6 +36,9 @@
 //!                                         other two reproduce study S2 and lose packets)
 //! secrets.ike<suffix>.secret   "string" | 0xHEX | 0sBASE64
 //!                    .id<suffix>   IDENTITY (none: %any)
+//! secrets.rsa<suffix>.file, .secret<suffix>   an encrypted key of rsa/ and its passwords
+//!        (ecdsa, pkcs8, private likewise; config/key_secret.rs)
+//! authorities.<name>.cacert | file, crl_uris, ocsp_uris, cert_uri_base   (config/authority.rs)
 //! ```
 //!
 //! Durations are a number of seconds or a number with `s`, `m`, `h` or `d`;
@@ -145,6 +148,11 @@ pub(crate) fn interpret(file: &str, root: &Section) -> Result<Config, ConfigErro
             "secrets" => {
                 cx.no_settings(sec, "secrets")?;
                 for s in &sec.sections {
+                    if let Some(dir) = super::key_secret::key_type(&s.name) {
+                        let k = super::key_secret::read(file, s, dir)?;
+                        config.key_secrets.push(k);
+                        continue;
+                    }
                     let secret = cx.secret(s)?;
                     if s.name.starts_with("eap") {
                         config.eap_secrets.push(secret);

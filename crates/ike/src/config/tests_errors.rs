@@ -242,7 +242,7 @@ fn auth_and_structure_errors() {
             "secrets {\n xauth-carol { secret = x }\n}",
             2,
             "secrets.xauth-carol",
-            "only IKE",
+            "not supported yet",
         ),
         (
             "secrets {\n zzz { secret = x }\n}",
@@ -366,7 +366,10 @@ fn error_kinds_are_matchable() {
         "{e:?}"
     );
     let e = parse("f", "secrets {\n rsa-1 { file = x }\n}").unwrap_err();
-    assert_eq!((e.line, e.key.as_str()), (2, "secrets.rsa-1"));
+    assert_eq!((e.line, e.key.as_str()), (2, "secrets.rsa-1.secret"));
+    assert!(matches!(e.kind, K::MissingSecret), "{e:?}");
+    let e = parse("f", "secrets {\n pkcs12-1 { file = x }\n}").unwrap_err();
+    assert_eq!((e.line, e.key.as_str()), (2, "secrets.pkcs12-1"));
     assert!(matches!(e.kind, K::SecretType { known: true }), "{e:?}");
     let e = parse("f", "secrets {\n ike-1 {\n  secret = 0xabc\n }\n}").unwrap_err();
     assert_eq!(e.line, 3);
