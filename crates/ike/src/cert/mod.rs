@@ -8,6 +8,7 @@
 //! | `x509/`    | end-entity certificates (ours, or peers'), and intermediate CAs |
 //! | `x509ca/`  | CA certificates: the trust anchors           |
 //! | `x509crl/` | CRLs                                         |
+//! | `pubkey/`  | raw public keys (`pubkeys`)                   |
 //! | `private/`, `rsa/`, `ecdsa/`, `pkcs8/` | private keys (PEM or DER; encrypted ones with their `secrets` password) |
 //!
 //! Reading the files is the only I/O here ([`Credentials::load`]); what IKE
@@ -15,6 +16,7 @@
 
 pub mod encrypted;
 pub mod key;
+pub mod raw_key;
 pub mod scheme;
 pub mod verify;
 pub mod x509;
@@ -29,6 +31,7 @@ use webpki::OwnedCertRevocationList;
 use zeroize::Zeroizing;
 
 pub use key::PrivateKey;
+pub use raw_key::RawPublicKey;
 pub use scheme::{Hash, HashSet, Scheme};
 pub use verify::Rejection;
 pub use x509::{Certificate, KeyKind};
@@ -51,6 +54,7 @@ struct Inner {
     cas: Vec<(String, Certificate)>,
     crls: Vec<(String, OwnedCertRevocationList)>,
     keys: Vec<PrivateKey>,
+    pubkeys: Vec<(String, RawPublicKey)>,
     /// SHA-256 over every file read, for equality (a hash IKE fixes, as
     /// [`flowsec_crypto::fixed`] has them).
     digest: Vec<u8>,
@@ -73,6 +77,15 @@ impl fmt::Debug for Credentials {
             .field("cas", &names(&self.inner.cas))
             .field("crls", &self.inner.crls.len())
             .field("keys", &self.inner.keys)
+            .field(
+                "pubkeys",
+                &self
+                    .inner
+                    .pubkeys
+                    .iter()
+                    .map(|(n, _)| n)
+                    .collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -151,6 +164,11 @@ impl Credentials {
             inner.crls.push((name(&file), crl));
             all.extend_from_slice(&bytes);
         }
+        for (file, bytes) in read_dir(&dir.join("pubkey"))? {
+            let key = RawPublicKey::parse(&bytes).map_err(|e| err(&file, &e.to_string()))?;
+            inner.pubkeys.push((name(&file), key));
+            all.extend_from_slice(&bytes);
+        }
         for sub in KEY_DIRS {
             for (file, bytes) in read_dir(&dir.join(sub))? {
                 let n = name(&file);
@@ -197,6 +215,7 @@ impl Credentials {
                 cas,
                 crls,
                 keys,
+                pubkeys: Vec::new(),
                 digest,
             }),
         }
@@ -218,6 +237,23 @@ impl Credentials {
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, c)| c)
+    }
+
+    /// The raw public key `pubkey/NAME`.
+    pub fn pubkey(&self, name: &str) -> Option<&RawPublicKey> {
+        self.inner
+            .pubkeys
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, k)| k)
+    }
+
+    /// The private key of a raw public key, if we hold it.
+    pub fn key_of(&self, public: &RawPublicKey) -> Option<&PrivateKey> {
+        self.inner
+            .keys
+            .iter()
+            .find(|k| k.public_key() == public.public_key)
     }
 
     /// Every CA certificate.

@@ -203,7 +203,7 @@ pub enum ConfigErrorKind {
     },
     /// A subsection of `local`/`remote` (certificates).
     Certificates,
-    /// Keys of `local`/`remote` flowsec does not have yet (`pubkeys`,
+    /// Keys of `local`/`remote` flowsec does not have yet (`ca_id`,
     /// `groups`, EAP and XAuth identities).
     PskOnly,
     /// A credential file that cannot be used (the error's file names it).
@@ -221,6 +221,15 @@ pub enum ConfigErrorKind {
         id: Option<String>,
         /// The swanctl directory.
         dir: String,
+    },
+    /// `pubkeys` on a side that does not authenticate with `pubkey`.
+    PubkeysWithoutPubkeyAuth,
+    /// `pubkeys` on a side without `id`.
+    PubkeysWithoutId,
+    /// `local.pubkeys`: the private key of its first key is not loaded.
+    NoPrivateKeyForPubkey {
+        /// The file in `pubkey/`.
+        file: String,
     },
     /// Our certificate's private key is not loaded.
     NoPrivateKey {
@@ -344,6 +353,16 @@ impl fmt::Display for ConfigErrorKind {
             }
             K::SectionsOnly { section } => write!(f, "'{section}' holds sections only"),
             K::UnknownKey => f.write_str("unknown key"),
+            K::PubkeysWithoutPubkeyAuth => {
+                f.write_str("raw public keys need auth = pubkey (or rsa, ecdsa, ed25519)")
+            }
+            K::NoPrivateKeyForPubkey { file } => write!(
+                f,
+                "no private key for the public key pubkey/{file} (private/, rsa/, ecdsa/, pkcs8/)"
+            ),
+            K::PubkeysWithoutId => {
+                f.write_str("raw public keys need an id on this side: the key names no identity")
+            }
             K::MissingKeyFile => f.write_str("missing: the key file the secret decrypts"),
             K::KeyNotSupported => f.write_str("not supported"),
             K::OnlyUnset => f.write_str("not supported (only unset, strongSwan's default)"),
@@ -381,9 +400,10 @@ impl fmt::Display for ConfigErrorKind {
             K::Certificates => f.write_str(
                 "subsections of local/remote are not supported (certificates are files in x509/)",
             ),
-            K::PskOnly => {
-                f.write_str("not supported yet (local/remote take auth, id, certs and cacerts)")
-            }
+            K::PskOnly => f.write_str(
+                "not supported yet (local/remote take auth, id, certs, cacerts, pubkeys, \
+                     eap_id and revocation)",
+            ),
             K::Credential(why) => f.write_str(why),
             K::UnknownCredential { file, dir } => write!(f, "'{file}' is not a file in {dir}"),
             K::NoLocalCert { id: Some(id), dir } => write!(

@@ -237,7 +237,8 @@ pub(crate) struct CredRef {
     pub at: lexer::Origin,
     pub key: String,
     pub file: String,
-    pub ca: bool,
+    /// The swanctl directory it is in: `x509`, `x509ca` or `pubkey`.
+    pub dir: &'static str,
 }
 
 /// One `connections.NAME` section: an IKE SA's configuration.
@@ -455,6 +456,12 @@ pub struct AuthConfig {
     /// `cacerts` (remote): the CAs, file names in `x509ca/`, that the
     /// peer's certificate must chain to; unset: any in `x509ca/`.
     pub cacerts: Vec<String>,
+    /// `pubkeys`: raw public keys, file names in `pubkey/`. Remote: the
+    /// peer's signature must verify with one of them (it may send no
+    /// certificate; one it sends must hold that key), and no CA is
+    /// consulted. Local: we sign with the private key of the first and
+    /// send no certificate. `id` must be set with them.
+    pub pubkeys: Vec<String>,
     /// `revocation` (remote): `strict` refuses a peer certificate no CRL
     /// we hold covers; `relaxed` (default) and `ifuri` (flowsec fetches no
     /// CRLs) accept it unless a CRL revokes it.
@@ -473,6 +480,7 @@ impl AuthConfig {
             id,
             certs: Vec::new(),
             cacerts: Vec::new(),
+            pubkeys: Vec::new(),
             revocation_strict: false,
             eap_id: None,
         }

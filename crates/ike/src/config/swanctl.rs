@@ -17,6 +17,8 @@
 //!                   .rand_time      duration                         min(over_time, rekey-or-reauth / 2)
 //!                   .local { auth = psk, id = IDENTITY }             (required)
 //!                   .remote { auth = psk, id = IDENTITY }            (required; id %any)
+//!                   .local/.remote: certs, cacerts, pubkeys (files in x509/, x509ca/, pubkey/),
+//!                                   eap_id, revocation (see config/credentials.rs)
 //!                   .children.<child>.local_ts, remote_ts            dynamic
 //!                        .esp_proposals, ah_proposals               default (AEAD first), none
 //!                        .mode            tunnel | transport         tunnel
@@ -377,21 +379,25 @@ impl Reader<'_> {
                 "id" => Identity::parse(v)
                     .map(|i| a.id = Some(i))
                     .map_err(Into::into),
-                "certs" | "cacerts" => match split_list(v) {
+                "certs" | "cacerts" | "pubkeys" => match split_list(v) {
                     Err(e) => Err(ConfigErrorKind::List(e)),
                     Ok(files) => {
-                        let ca = s.key == "cacerts";
+                        let dir = match s.key.as_str() {
+                            "certs" => "x509",
+                            "cacerts" => "x509ca",
+                            _ => "pubkey",
+                        };
                         self.refs.borrow_mut().extend(files.iter().map(|f| CredRef {
                             at: s.origin(),
                             key: key.clone(),
                             file: f.to_string(),
-                            ca,
+                            dir,
                         }));
                         let files = files.iter().map(|f| f.to_string()).collect();
-                        if ca {
-                            a.cacerts = files;
-                        } else {
-                            a.certs = files;
+                        match dir {
+                            "x509" => a.certs = files,
+                            "x509ca" => a.cacerts = files,
+                            _ => a.pubkeys = files,
                         }
                         Ok(())
                     }
@@ -402,7 +408,7 @@ impl Reader<'_> {
                 "revocation" => keyword(v, &["strict", "ifuri", "relaxed"])
                     .map(|k| a.revocation_strict = k == 0)
                     .map_err(Into::into),
-                "pubkeys" | "ca_id" | "groups" | "cert_policy" | "aaa_id" | "xauth_id" => {
+                "ca_id" | "groups" | "cert_policy" | "aaa_id" | "xauth_id" => {
                     Err(ConfigErrorKind::PskOnly)
                 }
                 _ => Err(ConfigErrorKind::UnknownKey),

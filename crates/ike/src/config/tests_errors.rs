@@ -170,9 +170,9 @@ fn auth_and_structure_errors() {
             "unknown authentication",
         ),
         (
-            "  local { auth = psk\n pubkeys = moon.pem }\n  remote { auth = psk }",
+            "  local { auth = psk\n ca_id = moon }\n  remote { auth = psk }",
             4,
-            "connections.gw.local.pubkeys",
+            "connections.gw.local.ca_id",
             "not supported yet",
         ),
         (
