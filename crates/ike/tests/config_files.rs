@@ -212,12 +212,11 @@ fn encrypted_keys_decrypt_with_their_password() {
             KeyError::WrongPassword,
             "{file}"
         );
-        if file.ends_with(".pem") {
-            assert_eq!(
-                PrivateKey::parse(&p, &bytes, file).unwrap_err(),
-                KeyError::Encrypted
-            );
-        }
+        assert_eq!(
+            PrivateKey::parse(&p, &bytes, file).unwrap_err(),
+            KeyError::Encrypted,
+            "{file}"
+        );
     }
     // PBES1 (PKCS#5 v1.5 / PKCS#12 PBE) is not read.
     let e = PrivateKey::parse_with(&p, &encrypted("marsKey.pbes1.pem"), "m", &[b"x"]).unwrap_err();

@@ -82,11 +82,21 @@ impl PrivateKey {
     ) -> Result<PrivateKey, KeyError> {
         let plain = Self::parse_plain(provider, bytes, file);
         let encrypted = contains(bytes, b"ENCRYPTED");
-        if !encrypted && (plain.is_ok() || passwords.is_empty()) {
+        if !encrypted && plain.is_ok() {
             return plain;
         }
         if passwords.is_empty() {
-            return Err(KeyError::Encrypted);
+            // A DER file that is no plain key may be an encrypted one.
+            let der_encrypted = encrypted
+                || !matches!(
+                    super::encrypted::decrypt(provider, bytes, b""),
+                    Err(DecryptError::NotEncrypted)
+                );
+            return if der_encrypted {
+                Err(KeyError::Encrypted)
+            } else {
+                plain
+            };
         }
         for pw in passwords {
             match super::encrypted::decrypt(provider, bytes, pw) {
