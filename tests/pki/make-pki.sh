@@ -61,3 +61,9 @@ openssl ca -config "$stale/ca.cnf" -gencrl -cert caCert.pem -keyfile caKey.pem \
     -crl_lastupdate "$(date -u -d '-4 weeks' +%Y%m%d%H%M%SZ)" \
     -crl_nextupdate "$(date -u -d '-3 weeks' +%Y%m%d%H%M%SZ)" -out staleCrl.pem 2>/dev/null
 rm -r "$stale"
+# Raw public keys (swanctl.conf `pubkeys`, the pubkey/ directory): the
+# SubjectPublicKeyInfo of some leaves, PEM and one DER.
+for k in moon sun carol; do
+    openssl pkey -in ${k}Key.pem -pubout -out ${k}Pub.pem
+done
+openssl pkey -in moonKey.pem -pubout -outform DER -out moonPub.der

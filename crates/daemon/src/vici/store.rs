@@ -273,6 +273,8 @@ impl Loaded {
         let tree = Tree {
             name: name.clone(),
             line: 0,
+            file: None,
+            refs: Vec::new(),
             settings,
             sections: Vec::new(),
         };
@@ -338,6 +340,8 @@ impl Loaded {
         let section = |name: &str, sections: &[Tree]| Tree {
             name: name.into(),
             line: 0,
+            file: None,
+            refs: Vec::new(),
             settings: Vec::new(),
             sections: sections.to_vec(),
         };
@@ -360,6 +364,7 @@ fn setting(key: &str, value: &str) -> Setting {
         key: key.into(),
         value: Some(value.into()),
         line: 0,
+        file: None,
     }
 }
 

@@ -128,7 +128,9 @@ pub(crate) fn of(kind: AuthKind) -> &'static dyn Authenticator {
 pub(crate) fn peer_authenticated_at(cx: &mut Cx<'_>, sa: &mut IkeSa, msg: &Message) {
     let conn = &sa.conn;
     let (reauth, rand) = (conn.reauth_time, conn.rand_time);
-    let pubkey = matches!(conn.remote.auth, AuthKind::Pubkey(_));
+    // A raw-key peer's certificates (if it sent any) are not validated,
+    // so not kept for revocation checks either.
+    let pubkey = matches!(conn.remote.auth, AuthKind::Pubkey(_)) && conn.remote.pubkeys.is_empty();
     sa.auth = PeerAuth {
         at: cx.now,
         reauth_at: (sa.initiator && !reauth.is_zero())

@@ -114,6 +114,9 @@ fn check(
         return Err(Rejection::BadScheme);
     }
     let (scheme, sig) = Scheme::split_auth_data(&auth.data).ok_or(Rejection::BadScheme)?;
+    if !sa.conn.remote.pubkeys.is_empty() {
+        return check_raw(cx, octets, msg, allowed, (scheme, sig));
+    }
     let mut certs = msg
         .payloads
         .iter()
@@ -143,27 +146,69 @@ fn check(
     verify::verify_signature(&cx.provider, &ee, scheme, &bytes, sig)
 }
 
+/// The peer's signature with a raw public key (`remote.pubkeys`, RFC 7427
+/// with a key trusted as configured, no CA): it must verify with one of
+/// the keys; a certificate the peer sends anyway must hold that key (its
+/// path is not validated: the key is what is trusted, as strongSwan
+/// trusts a `pubkeys` key). Who the peer is was checked against
+/// `remote.id`, which `pubkeys` requires, before.
+fn check_raw(
+    cx: &Cx<'_>,
+    octets: &Octets<'_>,
+    msg: &Message,
+    allowed: crate::config::PubkeyAuth,
+    (scheme, sig): (Scheme, &[u8]),
+) -> Result<(), Rejection> {
+    let creds = &cx.config.credentials;
+    let sent = msg.payloads.iter().find_map(|p| match p {
+        Payload::Cert(c) if c.encoding == CERT_X509_SIGNATURE => Some(&c.data),
+        _ => None,
+    });
+    let sent = sent
+        .map(|der| Certificate::parse(der).map_err(|e| Rejection::BadCertificate(e.to_string())))
+        .transpose()?;
+    let bytes = octets.bytes(&cx.provider).ok_or(Rejection::BadSignature)?;
+    let mut why = Rejection::Untrusted("not one of the configured public keys".into());
+    let keys = octets.sa.conn.remote.pubkeys.iter();
+    for key in keys.filter_map(|n| creds.pubkey(n)) {
+        // A key of another kind than the signature's is simply not the
+        // signer's.
+        if sent.as_ref().is_some_and(|c| !key.is_in(c)) || !scheme.fits(key.key) {
+            continue;
+        }
+        if !allowed.allows(scheme, key.key) {
+            why = Rejection::SchemeNotAllowed(scheme);
+            continue;
+        }
+        match verify::verify_raw(&cx.provider, key, scheme, &bytes, sig) {
+            Ok(()) => return Ok(()),
+            Err(e) => why = e,
+        }
+    }
+    Err(why)
+}
+
 /// The scheme we sign with: strongSwan's default for the key (or what
 /// `auth` asks), among the hashes the peer announced (RFC 7427 §4: without
 /// an announcement there is no RFC 7427 signature; flowsec has no
 /// fallback to the older RSA/ECDSA methods).
 fn choose_scheme(
-    cert: &Certificate,
+    key: crate::cert::KeyKind,
     allowed: &crate::config::PubkeyAuth,
     peer: HashSet,
 ) -> Option<Scheme> {
-    let preferred = Scheme::default_for(cert.key, allowed.pss, None);
+    let preferred = Scheme::default_for(key, allowed.pss, None);
     let hashes = [Hash::Sha256, Hash::Sha384, Hash::Sha512];
     std::iter::once(preferred)
         .chain(
             hashes
                 .into_iter()
-                .map(|h| Scheme::default_for(cert.key, allowed.pss, Some(h))),
+                .map(|h| Scheme::default_for(key, allowed.pss, Some(h))),
         )
         .find(|s| {
             peer.has(s.hash())
-                && allowed.allows(*s, cert.key)
-                && match (cert.key, s) {
+                && allowed.allows(*s, key)
+                && match (key, s) {
                     // aws-lc-rs binds an ECDSA key to its curve's hash.
                     (crate::cert::KeyKind::Ecdsa(c), Scheme::Ecdsa(h)) => {
                         crate::cert::key::curve_hash(c) == *h
@@ -227,13 +272,25 @@ fn sign(host: &Host, octets: &Octets<'_>, peer_asked: bool) -> Result<Signed, Ne
     let AuthKind::Pubkey(allowed) = conn.local.auth else {
         return Err(NegotiationError::NoLocalCert);
     };
-    let cert = local_cert(host, sa).ok_or(NegotiationError::NoLocalCert)?;
-    let key = host
-        .config
-        .credentials
-        .key_for(cert)
-        .ok_or(NegotiationError::NoLocalCert)?;
-    let scheme = choose_scheme(cert, &allowed, sa.announced.hashes)
+    let creds = &host.config.credentials;
+    // `local.pubkeys`: the private key of the first, and no certificate.
+    let (cert, key) = match conn.local.pubkeys.first() {
+        Some(name) => {
+            let public = creds.pubkey(name).ok_or(NegotiationError::NoLocalCert)?;
+            (
+                None,
+                creds.key_of(public).ok_or(NegotiationError::NoLocalCert)?,
+            )
+        }
+        None => {
+            let cert = local_cert(host, sa).ok_or(NegotiationError::NoLocalCert)?;
+            (
+                Some(cert),
+                creds.key_for(cert).ok_or(NegotiationError::NoLocalCert)?,
+            )
+        }
+    };
+    let scheme = choose_scheme(key.kind(), &allowed, sa.announced.hashes)
         .ok_or(NegotiationError::NoSignatureScheme)?;
     let bytes = octets
         .bytes(&host.provider)
@@ -247,7 +304,7 @@ fn sign(host: &Host, octets: &Octets<'_>, peer_asked: bool) -> Result<Signed, Ne
         SendCert::Never => false,
     };
     let mut certs = Vec::new();
-    if send {
+    if let (true, Some(cert)) = (send, cert) {
         let chain = std::iter::once(cert).chain(host.config.credentials.chain_of(cert));
         certs.extend(chain.map(|c| {
             Payload::Cert(Cert {

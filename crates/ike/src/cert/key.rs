@@ -1,6 +1,6 @@
 //! Private keys as strongSwan's swanctl loads them (`private/`, `rsa/`,
 //! `ecdsa/`, `pkcs8/`; PEM or DER; PKCS#1 RSA, SEC1 EC or PKCS#8 of any
-//! kind), loaded by the crypto provider's key provider (whose keys are
+//! kind, plain or encrypted with a password: [`super::encrypted`]), loaded by the crypto provider's key provider (whose keys are
 //! cleared when dropped), and the signatures IKE_AUTH makes with them
 //! (RFC 7427).
 
@@ -12,6 +12,9 @@ use flowsec_crypto::sign::{
 use flowsec_crypto::Provider;
 use zeroize::Zeroizing;
 
+use der::Decode;
+
+use super::encrypted::{DecryptError, Plain};
 use super::scheme::{Hash, Scheme};
 use super::x509::{Curve, KeyKind};
 
@@ -34,8 +37,10 @@ impl fmt::Debug for PrivateKey {
 pub enum KeyError {
     /// Neither PEM nor DER of a key.
     NotAKey,
-    /// A PEM key encrypted with a passphrase.
+    /// A key encrypted with a password, and none given for it.
     Encrypted,
+    /// None of the passwords given for it decrypts it.
+    WrongPassword,
     /// A well-formed key of a kind flowsec does not sign with, or one
     /// the crypto provider refuses (for instance RSA below 2048 bits).
     Unsupported(String),
@@ -47,8 +52,12 @@ impl fmt::Display for KeyError {
             KeyError::NotAKey => {
                 f.write_str("no private key in it (PEM or DER: PKCS#1 RSA, SEC1 EC or PKCS#8)")
             }
-            KeyError::Encrypted => {
-                f.write_str("the key is encrypted; flowsec reads unencrypted keys only")
+            KeyError::Encrypted => f.write_str(
+                "the key is encrypted; give its password in swanctl.conf: secrets { \
+                 rsa-NAME { file = FILE; secret = PASSWORD } } (or ecdsa-, pkcs8-, private-)",
+            ),
+            KeyError::WrongPassword => {
+                f.write_str("the key is encrypted and no configured secret decrypts it")
             }
             KeyError::Unsupported(why) => write!(f, "unsupported key: {why}"),
         }
@@ -59,6 +68,75 @@ impl PrivateKey {
     /// Reads a key from a file's bytes with `provider`'s key provider
     /// (`file` names it in messages).
     pub fn parse(provider: &Provider, bytes: &[u8], file: &str) -> Result<PrivateKey, KeyError> {
+        Self::parse_with(provider, bytes, file, &[])
+    }
+
+    /// [`Self::parse`], decrypting an encrypted key ([`super::encrypted`])
+    /// with the first of `passwords` that does (swanctl's
+    /// `decrypt_with_config()` tries each `secret` of the matching
+    /// sections).
+    pub fn parse_with(
+        provider: &Provider,
+        bytes: &[u8],
+        file: &str,
+        passwords: &[&[u8]],
+    ) -> Result<PrivateKey, KeyError> {
+        let plain = Self::parse_plain(provider, bytes, file);
+        let encrypted = contains(bytes, b"ENCRYPTED");
+        if !encrypted && plain.is_ok() {
+            return plain;
+        }
+        if passwords.is_empty() {
+            // A DER file that is no plain key may be an encrypted one.
+            let der_encrypted = encrypted
+                || !matches!(
+                    super::encrypted::decrypt(provider, bytes, b""),
+                    Err(DecryptError::NotEncrypted)
+                );
+            return if der_encrypted {
+                Err(KeyError::Encrypted)
+            } else {
+                plain
+            };
+        }
+        for pw in passwords {
+            match super::encrypted::decrypt(provider, bytes, pw) {
+                // A wrong password passes the padding check one time in
+                // 256 or so; its "key" is then no DER.
+                Ok((_, der)) if der::asn1::AnyRef::from_der(&der).is_err() => continue,
+                Ok((format, der)) => return Self::load(provider, format, &der, file),
+                Err(DecryptError::WrongPassword) => continue,
+                // A DER file that is neither a plain key nor encrypted.
+                Err(DecryptError::NotEncrypted) if !encrypted => return plain,
+                Err(DecryptError::NotEncrypted) => return Err(KeyError::NotAKey),
+                Err(DecryptError::Unsupported(why)) => return Err(KeyError::Unsupported(why)),
+            }
+        }
+        Err(KeyError::WrongPassword)
+    }
+
+    /// A decrypted key, in `format`.
+    fn load(
+        provider: &Provider,
+        format: Plain,
+        der: &[u8],
+        file: &str,
+    ) -> Result<PrivateKey, KeyError> {
+        let der = match format {
+            Plain::Pkcs1 => PrivateKeyDer::Pkcs1(PrivatePkcs1KeyDer::from(der)),
+            Plain::Sec1 => PrivateKeyDer::Sec1(PrivateSec1KeyDer::from(der)),
+            Plain::Pkcs8 => PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(der)),
+        };
+        let key = provider
+            .load_private_key(der)
+            .map_err(|e| KeyError::Unsupported(e.to_string()))?;
+        Ok(PrivateKey {
+            key: key.into(),
+            file: file.to_string(),
+        })
+    }
+
+    fn parse_plain(provider: &Provider, bytes: &[u8], file: &str) -> Result<PrivateKey, KeyError> {
         if contains(bytes, b"ENCRYPTED") {
             return Err(KeyError::Encrypted);
         }

@@ -8,12 +8,15 @@
 //! | `x509/`    | end-entity certificates (ours, or peers'), and intermediate CAs |
 //! | `x509ca/`  | CA certificates: the trust anchors           |
 //! | `x509crl/` | CRLs                                         |
-//! | `private/`, `rsa/`, `ecdsa/`, `pkcs8/` | private keys (PEM or DER) |
+//! | `pubkey/`  | raw public keys (`pubkeys`)                   |
+//! | `private/`, `rsa/`, `ecdsa/`, `pkcs8/` | private keys (PEM or DER; encrypted ones with their `secrets` password) |
 //!
 //! Reading the files is the only I/O here ([`Credentials::load`]); what IKE
 //! does with them is sans-I/O ([`verify`], [`key`]).
 
+pub mod encrypted;
 pub mod key;
+pub mod raw_key;
 pub mod scheme;
 pub mod verify;
 pub mod x509;
@@ -28,11 +31,12 @@ use webpki::OwnedCertRevocationList;
 use zeroize::Zeroizing;
 
 pub use key::PrivateKey;
+pub use raw_key::RawPublicKey;
 pub use scheme::{Hash, HashSet, Scheme};
 pub use verify::Rejection;
 pub use x509::{Certificate, KeyKind};
 
-use crate::config::{IdMatch, Identity};
+use crate::config::{IdMatch, Identity, KeySecret};
 
 /// The largest credential file read (certificates, keys and CRLs are a
 /// few KB).
@@ -44,12 +48,13 @@ pub struct Credentials {
     inner: Arc<Inner>,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Inner {
     certs: Vec<(String, Certificate)>,
     cas: Vec<(String, Certificate)>,
     crls: Vec<(String, OwnedCertRevocationList)>,
     keys: Vec<PrivateKey>,
+    pubkeys: Vec<(String, RawPublicKey)>,
     /// SHA-256 over every file read, for equality (a hash IKE fixes, as
     /// [`flowsec_crypto::fixed`] has them).
     digest: Vec<u8>,
@@ -72,6 +77,15 @@ impl fmt::Debug for Credentials {
             .field("cas", &names(&self.inner.cas))
             .field("crls", &self.inner.crls.len())
             .field("keys", &self.inner.keys)
+            .field(
+                "pubkeys",
+                &self
+                    .inner
+                    .pubkeys
+                    .iter()
+                    .map(|(n, _)| n)
+                    .collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -102,6 +116,19 @@ impl Credentials {
     /// `provider`'s key provider. A file that cannot be read or used is an
     /// error naming it.
     pub fn load(provider: &Provider, dir: &Path) -> Result<Credentials, CredError> {
+        Self::load_with(provider, dir, &[], &[])
+    }
+
+    /// [`Self::load`], with the CA certificates `anchors` (files outside
+    /// `x509ca/`: swanctl.conf's `authorities`) as if they were in
+    /// `x509ca/`, named by their path, and the encrypted private keys
+    /// decrypted with the passwords of `key_secrets` that name them.
+    pub fn load_with(
+        provider: &Provider,
+        dir: &Path,
+        anchors: &[PathBuf],
+        key_secrets: &[KeySecret],
+    ) -> Result<Credentials, CredError> {
         let mut inner = Inner::default();
         let mut all = Vec::new();
         for (file, bytes) in read_dir(&dir.join("x509"))? {
@@ -109,7 +136,12 @@ impl Credentials {
             inner.certs.push((name(&file), cert));
             all.extend_from_slice(&bytes);
         }
-        for (file, bytes) in read_dir(&dir.join("x509ca"))? {
+        let mut cas = read_dir(&dir.join("x509ca"))?;
+        let named = cas.len();
+        for path in anchors {
+            cas.push((path.clone(), read_file(path)?));
+        }
+        for (i, (file, bytes)) in cas.into_iter().enumerate() {
             let cert = parse_cert(&file, &bytes)?;
             if !cert.ca {
                 return Err(err(
@@ -117,7 +149,12 @@ impl Credentials {
                     "not a CA certificate (basicConstraints cA is not set)",
                 ));
             }
-            inner.cas.push((name(&file), cert));
+            let n = if i < named {
+                name(&file)
+            } else {
+                file.display().to_string()
+            };
+            inner.cas.push((n, cert));
             all.extend_from_slice(&bytes);
         }
         for (file, bytes) in read_dir(&dir.join("x509crl"))? {
@@ -127,10 +164,22 @@ impl Credentials {
             inner.crls.push((name(&file), crl));
             all.extend_from_slice(&bytes);
         }
+        for (file, bytes) in read_dir(&dir.join("pubkey"))? {
+            let key = RawPublicKey::parse(&bytes).map_err(|e| err(&file, &e.to_string()))?;
+            inner.pubkeys.push((name(&file), key));
+            all.extend_from_slice(&bytes);
+        }
         for sub in KEY_DIRS {
             for (file, bytes) in read_dir(&dir.join(sub))? {
-                let key = PrivateKey::parse(provider, &bytes, &format!("{sub}/{}", name(&file)))
-                    .map_err(|e| err(&file, &e.to_string()))?;
+                let n = name(&file);
+                let passwords: Vec<&[u8]> = key_secrets
+                    .iter()
+                    .filter(|s| s.names(sub, &n))
+                    .flat_map(|s| s.passwords.iter().map(|p| p.as_bytes()))
+                    .collect();
+                let key =
+                    PrivateKey::parse_with(provider, &bytes, &format!("{sub}/{n}"), &passwords)
+                        .map_err(|e| err(&file, &e.to_string()))?;
                 all.extend_from_slice(&key.public_key());
                 inner.keys.push(key);
             }
@@ -166,6 +215,7 @@ impl Credentials {
                 cas,
                 crls,
                 keys,
+                pubkeys: Vec::new(),
                 digest,
             }),
         }
@@ -181,12 +231,17 @@ impl Credentials {
         let join = |x: &[(String, Certificate)], y: &[(String, Certificate)]| {
             x.iter().chain(y).cloned().collect()
         };
-        Credentials::new(
+        let merged = Credentials::new(
             join(&a.certs, &b.certs),
             join(&a.cas, &b.cas),
             a.keys.iter().chain(&b.keys).cloned().collect(),
             a.crls.iter().chain(&b.crls).cloned().collect(),
-        )
+        );
+        let mut inner = Arc::unwrap_or_clone(merged.inner);
+        inner.pubkeys = a.pubkeys.iter().chain(&b.pubkeys).cloned().collect();
+        Credentials {
+            inner: Arc::new(inner),
+        }
     }
 
     /// The certificate `x509/NAME`.
@@ -210,6 +265,23 @@ impl Credentials {
     /// Every certificate of `x509/` (ours, intermediates, peers').
     pub fn certs(&self) -> impl Iterator<Item = &Certificate> {
         self.inner.certs.iter().map(|(_, c)| c)
+    }
+
+    /// The raw public key `pubkey/NAME`.
+    pub fn pubkey(&self, name: &str) -> Option<&RawPublicKey> {
+        self.inner
+            .pubkeys
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, k)| k)
+    }
+
+    /// The private key of a raw public key, if we hold it.
+    pub fn key_of(&self, public: &RawPublicKey) -> Option<&PrivateKey> {
+        self.inner
+            .keys
+            .iter()
+            .find(|k| k.public_key() == public.public_key)
     }
 
     /// Every CA certificate.
@@ -312,14 +384,21 @@ fn read_dir(dir: &Path) -> Result<Vec<FileBytes>, CredError> {
     files.sort();
     let mut out = Vec::new();
     for f in files {
-        let meta = std::fs::metadata(&f).map_err(|e| err(&f, &e.to_string()))?;
-        if meta.len() > MAX_FILE {
-            return Err(err(&f, "larger than 1 MiB"));
-        }
-        let bytes = std::fs::read(&f).map_err(|e| err(&f, &e.to_string()))?;
-        out.push((f, Zeroizing::new(bytes)));
+        let bytes = read_file(&f)?;
+        out.push((f, bytes));
     }
     Ok(out)
+}
+
+/// One credential file's contents (at most [`MAX_FILE`] bytes), cleared
+/// when dropped.
+fn read_file(f: &Path) -> Result<Zeroizing<Vec<u8>>, CredError> {
+    let meta = std::fs::metadata(f).map_err(|e| err(f, &e.to_string()))?;
+    if meta.len() > MAX_FILE {
+        return Err(err(f, "larger than 1 MiB"));
+    }
+    let bytes = std::fs::read(f).map_err(|e| err(f, &e.to_string()))?;
+    Ok(Zeroizing::new(bytes))
 }
 
 /// The DER of a PEM block labelled `label` (`CERTIFICATE`, `X509 CRL`),

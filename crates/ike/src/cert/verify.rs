@@ -180,11 +180,33 @@ pub fn verify_signature(
     data: &[u8],
     signature: &[u8],
 ) -> Result<(), Rejection> {
-    if !scheme.fits(cert.key) {
+    verify_with_key(provider, cert.key, &cert.spki, scheme, data, signature)
+}
+
+/// [`verify_signature`] with a raw public key (swanctl.conf `pubkeys`).
+pub fn verify_raw(
+    provider: &Provider,
+    key: &super::RawPublicKey,
+    scheme: Scheme,
+    data: &[u8],
+    signature: &[u8],
+) -> Result<(), Rejection> {
+    verify_with_key(provider, key.key, &key.spki, scheme, data, signature)
+}
+
+fn verify_with_key(
+    provider: &Provider,
+    kind: super::KeyKind,
+    spki: &[u8],
+    scheme: Scheme,
+    data: &[u8],
+    signature: &[u8],
+) -> Result<(), Rejection> {
+    if !scheme.fits(kind) {
         return Err(Rejection::BadScheme);
     }
     let scheme = scheme.signature_scheme().ok_or(Rejection::BadScheme)?;
-    match provider.verify_signature(scheme, &cert.spki, data, signature) {
+    match provider.verify_signature(scheme, spki, data, signature) {
         Ok(()) => Ok(()),
         Err(CryptoError::UnsupportedSignature) => Err(Rejection::BadScheme),
         Err(_) => Err(Rejection::BadSignature),

@@ -150,7 +150,10 @@ impl Certificate {
     }
 }
 
-fn key_kind(spki: &spki::SubjectPublicKeyInfoOwned, bits: &[u8]) -> Result<KeyKind, CertError> {
+pub(crate) fn key_kind(
+    spki: &spki::SubjectPublicKeyInfoOwned,
+    bits: &[u8],
+) -> Result<KeyKind, CertError> {
     let alg = spki.algorithm.oid.to_string();
     match alg.as_str() {
         RSA => {

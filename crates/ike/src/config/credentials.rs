@@ -26,16 +26,16 @@ pub(super) fn check(
     let creds = &config.credentials;
     let mut warnings = Vec::new();
     for r in &config.cred_refs {
-        let found = if r.ca {
-            creds.ca(&r.file).is_some()
-        } else {
-            creds.cert(&r.file).is_some()
+        let found = match r.dir {
+            "x509ca" => creds.ca(&r.file).is_some(),
+            "pubkey" => creds.pubkey(&r.file).is_some(),
+            _ => creds.cert(&r.file).is_some(),
         };
         if !found {
-            let sub = if r.ca { "x509ca" } else { "x509" };
+            let sub = r.dir;
             return Err(ConfigError::new(
-                file,
-                r.line,
+                r.at.file_or(file),
+                r.at.line,
                 r.key.clone(),
                 ConfigErrorKind::UnknownCredential {
                     file: r.file.clone(),
@@ -45,7 +45,8 @@ pub(super) fn check(
         }
     }
     for c in &config.connections {
-        if let AuthKind::Pubkey(_) = c.local.auth {
+        check_raw_keys(config, c, file)?;
+        if let (AuthKind::Pubkey(_), true) = (c.local.auth, c.local.pubkeys.is_empty()) {
             let cert = check_signer(config, c, file, dir)?;
             warnings.extend(check_chain(provider, config, c, cert, file, unix));
         }
@@ -71,7 +72,7 @@ pub(super) fn check(
                 ));
             }
         }
-        if let AuthKind::Pubkey(_) = c.remote.auth {
+        if let (AuthKind::Pubkey(_), true) = (c.remote.auth, c.remote.pubkeys.is_empty()) {
             if creds.cas().next().is_none() {
                 return Err(ConfigError::new(
                     file,
@@ -85,6 +86,37 @@ pub(super) fn check(
         }
     }
     Ok(warnings)
+}
+
+/// `pubkeys` (raw public keys) of a connection's sides: only with
+/// `auth = pubkey` (or a key kind), with an `id` (the key names no one),
+/// and locally with the private key of the first.
+fn check_raw_keys(config: &Config, c: &super::Connection, file: &str) -> Result<(), ConfigError> {
+    for (side, a) in [("local", &c.local), ("remote", &c.remote)] {
+        let Some(first) = a.pubkeys.first() else {
+            continue;
+        };
+        let fail = |kind| {
+            let key = format!("connections.{}.{side}.pubkeys", c.name);
+            let at = config.cred_refs.iter().find(|r| r.key == key);
+            let (f, line) = at.map_or((file, 0), |r| (r.at.file_or(file), r.at.line));
+            Err(ConfigError::new(f, line, key, kind))
+        };
+        if !matches!(a.auth, AuthKind::Pubkey(_)) {
+            return fail(ConfigErrorKind::PubkeysWithoutPubkeyAuth);
+        }
+        if matches!(a.id, None | Some(Identity::Any)) {
+            return fail(ConfigErrorKind::PubkeysWithoutId);
+        }
+        let creds = &config.credentials;
+        let has_key = creds.pubkey(first).and_then(|k| creds.key_of(k)).is_some();
+        if side == "local" && !has_key {
+            return fail(ConfigErrorKind::NoPrivateKeyForPubkey {
+                file: first.clone(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A connection that signs: its certificate (by `certs` or `id`), a

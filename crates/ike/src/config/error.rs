@@ -10,6 +10,7 @@
 
 use core::fmt;
 
+use super::include::MAX_INCLUDE_DEPTH;
 use super::lexer::MAX_DEPTH;
 use super::value_error::{
     EmptyListItem, IdentityError, ProposalError, SecretError, SelectorError, ValueError,
@@ -62,7 +63,7 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &self.kind {
-            ConfigErrorKind::Read(e) => Some(e),
+            ConfigErrorKind::Read(e) | ConfigErrorKind::IncludeRead(_, e) => Some(e),
             _ => None,
         }
     }
@@ -95,12 +96,28 @@ pub enum ConfigErrorKind {
     },
     /// A `}` at the top level.
     StrayClose,
-    /// `include FILE`.
-    Include,
+    /// `include` without a pattern.
+    IncludeEmpty,
+    /// `include PATH`: PATH (no wildcards) could not be read.
+    IncludeRead(String, std::io::Error),
+    /// `include PATH`: PATH is not a regular file.
+    IncludeNotFile(String),
+    /// `include` of a file being read already.
+    IncludeLoop(String),
+    /// Includes nested deeper than [`MAX_INCLUDE_DEPTH`].
+    IncludeTooDeep,
     /// Sections nested deeper than [`MAX_DEPTH`].
     TooDeep,
-    /// `name : base { }`.
-    SectionReference,
+    /// `name : ...` followed by something other than `name[.name]`, `,`
+    /// and `{`.
+    BadReference {
+        /// What was there.
+        found: Found,
+    },
+    /// `name : base { }` where no section `base` exists.
+    UnknownReference(String),
+    /// A section inheriting from itself, directly or through others.
+    ReferenceLoop(String),
     /// A name followed by neither `{` nor `=`.
     ExpectedOpenOrEquals {
         /// The name.
@@ -124,9 +141,12 @@ pub enum ConfigErrorKind {
     UnknownTopLevelKey,
     /// A section flowsec does not know.
     UnknownSection,
-    /// A strongSwan section flowsec does not implement yet (`pools`,
-    /// `authorities`).
-    SectionNotSupported,
+    /// `authorities.NAME` with both `cacert` and `file`, or one twice.
+    AuthorityCertTwice,
+    /// `authorities.NAME.file` not an absolute path.
+    AuthorityFileRelative,
+    /// `authorities.NAME` without `cacert` or `file`.
+    AuthorityWithoutCert,
     /// A setting in a section that holds sections only.
     SectionsOnly {
         /// The section (`connections`, `connections.gw.children`).
@@ -183,7 +203,7 @@ pub enum ConfigErrorKind {
     },
     /// A subsection of `local`/`remote` (certificates).
     Certificates,
-    /// Keys of `local`/`remote` flowsec does not have yet (`pubkeys`,
+    /// Keys of `local`/`remote` flowsec does not have yet (`ca_id`,
     /// `groups`, EAP and XAuth identities).
     PskOnly,
     /// A credential file that cannot be used (the error's file names it).
@@ -201,6 +221,15 @@ pub enum ConfigErrorKind {
         id: Option<String>,
         /// The swanctl directory.
         dir: String,
+    },
+    /// `pubkeys` on a side that does not authenticate with `pubkey`.
+    PubkeysWithoutPubkeyAuth,
+    /// `pubkeys` on a side without `id`.
+    PubkeysWithoutId,
+    /// `local.pubkeys`: the private key of its first key is not loaded.
+    NoPrivateKeyForPubkey {
+        /// The file in `pubkey/`.
+        file: String,
     },
     /// Our certificate's private key is not loaded.
     NoPrivateKey {
@@ -255,6 +284,8 @@ pub enum ConfigErrorKind {
     UnknownSecretKey,
     /// A `secrets.ike` section without `secret`.
     MissingSecret,
+    /// A key password section (`secrets.rsa…`) without `file`.
+    MissingKeyFile,
 
     // --- values
     /// A bad number, duration, keyword and the like.
@@ -291,14 +322,19 @@ impl fmt::Display for ConfigErrorKind {
                 )
             }
             K::StrayClose => f.write_str("'}' without a section to close"),
-            K::Include => f.write_str(
-                "'include' is not supported: flowsec reads one file; merge the included files \
-                 into it",
-            ),
+            K::IncludeEmpty => f.write_str("'include' without a file name"),
+            K::IncludeRead(path, e) => write!(f, "cannot include '{path}': {e}"),
+            K::IncludeNotFile(path) => write!(f, "cannot include '{path}': not a regular file"),
+            K::IncludeLoop(path) => write!(f, "'{path}' is included in itself"),
+            K::IncludeTooDeep => write!(f, "includes nested deeper than {MAX_INCLUDE_DEPTH}"),
             K::TooDeep => write!(f, "sections nested deeper than {MAX_DEPTH}"),
-            K::SectionReference => {
-                f.write_str("section references ('name : base { }') are not supported")
-            }
+            K::BadReference { found } => write!(
+                f,
+                "expected a section name ('a' or 'a.b'), ',' or '{{' in the references after \
+                 ':', found {found}"
+            ),
+            K::UnknownReference(name) => write!(f, "references '{name}': no such section"),
+            K::ReferenceLoop(name) => write!(f, "references '{name}', which inherits from it"),
             K::ExpectedOpenOrEquals { name, found } => {
                 write!(f, "expected '{{' or '=' after '{name}', found {found}")
             }
@@ -306,9 +342,28 @@ impl fmt::Display for ConfigErrorKind {
             K::Duplicate { first_line } => write!(f, "given twice (first on line {first_line})"),
             K::UnknownTopLevelKey => f.write_str("unknown top-level key"),
             K::UnknownSection => f.write_str("unknown section"),
-            K::SectionNotSupported => f.write_str("not supported yet"),
+            K::AuthorityCertTwice => {
+                f.write_str("one of 'cacert' or 'file' per authority (swanctl.conf(5))")
+            }
+            K::AuthorityFileRelative => {
+                f.write_str("must be an absolute path ('cacert' takes a file in x509ca/)")
+            }
+            K::AuthorityWithoutCert => {
+                f.write_str("an authority needs its CA certificate: 'cacert' or 'file'")
+            }
             K::SectionsOnly { section } => write!(f, "'{section}' holds sections only"),
             K::UnknownKey => f.write_str("unknown key"),
+            K::PubkeysWithoutPubkeyAuth => {
+                f.write_str("raw public keys need auth = pubkey (or rsa, ecdsa, ed25519)")
+            }
+            K::NoPrivateKeyForPubkey { file } => write!(
+                f,
+                "no private key for the public key pubkey/{file} (private/, rsa/, ecdsa/, pkcs8/)"
+            ),
+            K::PubkeysWithoutId => {
+                f.write_str("raw public keys need an id on this side: the key names no identity")
+            }
+            K::MissingKeyFile => f.write_str("missing: the key file the secret decrypts"),
             K::KeyNotSupported => f.write_str("not supported"),
             K::OnlyUnset => f.write_str("not supported (only unset, strongSwan's default)"),
             K::PerCpuEncap => f.write_str(
@@ -345,9 +400,10 @@ impl fmt::Display for ConfigErrorKind {
             K::Certificates => f.write_str(
                 "subsections of local/remote are not supported (certificates are files in x509/)",
             ),
-            K::PskOnly => {
-                f.write_str("not supported yet (local/remote take auth, id, certs and cacerts)")
-            }
+            K::PskOnly => f.write_str(
+                "not supported yet (local/remote take auth, id, certs, cacerts, pubkeys, \
+                     eap_id and revocation)",
+            ),
             K::Credential(why) => f.write_str(why),
             K::UnknownCredential { file, dir } => write!(f, "'{file}' is not a file in {dir}"),
             K::NoLocalCert { id: Some(id), dir } => write!(
@@ -369,9 +425,9 @@ impl fmt::Display for ConfigErrorKind {
             K::NoEapSecret { user: None } => {
                 f.write_str("auth = eap-mschapv2 needs eap_id (or id) and a secrets.eap-… for it")
             }
-            K::EapBothSides => f.write_str(
-                "EAP authenticates the initiator only: the gateway needs auth = pubkey",
-            ),
+            K::EapBothSides => {
+                f.write_str("EAP authenticates the initiator only: the gateway needs auth = pubkey")
+            }
             K::EmptySubject => f.write_str(
                 "our certificate's subject is empty: set id = one of its subjectAltNames",
             ),
@@ -402,13 +458,16 @@ impl fmt::Display for ConfigErrorKind {
                 "{life} is below the rekey limit {rekey}: the SA would expire before it is \
                  rekeyed"
             ),
-            K::SecretType { known: true } => {
-                f.write_str("only IKE pre-shared keys and EAP passwords (ike… and eap… sections) are supported yet")
-            }
+            K::SecretType { known: true } => f.write_str(
+                "not supported yet: flowsec reads ike…, eap…, and the key passwords of \
+                     rsa…, ecdsa…, pkcs8… and private… sections",
+            ),
             K::SecretType { known: false } => {
                 f.write_str("unknown secret type (IKE pre-shared keys are ikeSUFFIX sections)")
             }
-            K::UnknownSecretKey => f.write_str("unknown key (secret, id or idSUFFIX)"),
+            K::UnknownSecretKey => f.write_str(
+                "unknown key (secret, id or idSUFFIX; file and secretSUFFIX for a key password)",
+            ),
             K::MissingSecret => f.write_str("missing"),
             K::Value(e) => e.fmt(f),
             K::Secret(e) => e.fmt(f),

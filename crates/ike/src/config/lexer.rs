@@ -14,12 +14,18 @@
 //! parts of a value are joined by a single space (`a   b` is `a b`, and
 //! `"x"y` is `x y`), as strongSwan does. Sections of the same name in one
 //! parent are merged, as in strongSwan; a key given twice in one section is
-//! refused (strongSwan silently keeps the last one). `include` and section
-//! references (`name : base { }`) are refused.
+//! refused (strongSwan silently keeps the last one).
+//!
+//! `include PATTERN` reads other files where it stands ([`super::include`]);
+//! `name : base[, base2] { }` names the sections `name` inherits from,
+//! resolved once the whole tree is read ([`super::template`]).
+
+use std::sync::Arc;
 
 use zeroize::{Zeroize, Zeroizing};
 
 use super::error::Found as Token;
+use super::include::Includes;
 use super::{ConfigError, ConfigErrorKind};
 
 /// Deepest nesting of sections (swanctl.conf needs 5:
@@ -34,6 +40,12 @@ pub struct Section {
     pub name: String,
     /// The line it opened on (0: not from a file).
     pub line: usize,
+    /// The included file it opened in (`None`: the file given to the
+    /// parser, or not from a file).
+    pub file: Option<Arc<str>>,
+    /// The sections it inherits from (`name : a, b.c { }`), absolute
+    /// dotted names, left to right.
+    pub refs: Vec<String>,
     /// Its `key = value` settings, in order.
     pub settings: Vec<Setting>,
     /// Its subsections, in order.
@@ -50,6 +62,48 @@ pub struct Setting {
     pub value: Option<String>,
     /// Its line (0: not from a file).
     pub line: usize,
+    /// The included file it is in (`None`: the file given to the parser,
+    /// or not from a file).
+    pub file: Option<Arc<str>>,
+}
+
+/// Where a setting or section is: the file (`None`: the file given to the
+/// parser) and the line.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Origin {
+    /// The included file, if not the main one.
+    pub file: Option<Arc<str>>,
+    /// The line (0: not from a file).
+    pub line: usize,
+}
+
+impl From<&Setting> for Origin {
+    fn from(s: &Setting) -> Origin {
+        s.origin()
+    }
+}
+
+impl From<&Section> for Origin {
+    fn from(s: &Section) -> Origin {
+        s.origin()
+    }
+}
+
+impl Origin {
+    /// The file name for an error, `main` when not an included file.
+    pub fn file_or<'a>(&'a self, main: &'a str) -> &'a str {
+        self.file.as_deref().unwrap_or(main)
+    }
+}
+
+impl Setting {
+    /// Where it was given.
+    pub fn origin(&self) -> Origin {
+        Origin {
+            file: self.file.clone(),
+            line: self.line,
+        }
+    }
 }
 
 impl Drop for Setting {
@@ -61,10 +115,23 @@ impl Drop for Setting {
 }
 
 impl Section {
-    fn add_setting(&mut self, s: Setting, path: &str, file: &str) -> Result<(), ConfigError> {
+    /// Where it opened.
+    pub fn origin(&self) -> Origin {
+        Origin {
+            file: self.file.clone(),
+            line: self.line,
+        }
+    }
+
+    pub(crate) fn add_setting(
+        &mut self,
+        s: Setting,
+        path: &str,
+        file: &str,
+    ) -> Result<(), ConfigError> {
         if let Some(prev) = self.settings.iter().find(|p| p.key == s.key) {
             return Err(ConfigError::new(
-                file,
+                s.file.as_deref().unwrap_or(file),
                 s.line,
                 join(path, &s.key),
                 ConfigErrorKind::Duplicate {
@@ -77,7 +144,12 @@ impl Section {
     }
 
     /// Adds `sub`, merging it into an existing section of that name.
-    fn add_section(&mut self, sub: Section, path: &str, file: &str) -> Result<(), ConfigError> {
+    pub(crate) fn add_section(
+        &mut self,
+        sub: Section,
+        path: &str,
+        file: &str,
+    ) -> Result<(), ConfigError> {
         match self.sections.iter_mut().find(|p| p.name == sub.name) {
             None => {
                 self.sections.push(sub);
@@ -85,6 +157,11 @@ impl Section {
             }
             Some(existing) => {
                 let here = join(path, &sub.name);
+                for r in sub.refs {
+                    if !existing.refs.contains(&r) {
+                        existing.refs.push(r);
+                    }
+                }
                 for s in sub.settings {
                     existing.add_setting(s, &here, file)?;
                 }
@@ -197,6 +274,42 @@ impl<'a> Lexer<'a> {
         false
     }
 
+    /// The pattern after `include`, as strongSwan's `<inc>` state reads
+    /// it: up to white space, `#`, `}` or the end of the line (left for
+    /// the caller); a quoted part as in values; `\\"`, `\\#`, `\\}` and
+    /// `\\ ` escape those characters.
+    fn include_pattern(&mut self, key: &str) -> Result<String, ConfigError> {
+        let mut pattern = String::new();
+        loop {
+            match self.chars.peek().copied() {
+                None | Some('\n') | Some('#') | Some('}') | Some(' ') | Some('\t') => break,
+                Some('\r') => {
+                    self.chars.next();
+                }
+                Some('"') => {
+                    self.chars.next();
+                    pattern.push_str(&self.quoted(key)?);
+                    break;
+                }
+                Some('\\') => {
+                    self.chars.next();
+                    match self.chars.peek().copied() {
+                        Some(c @ ('"' | '#' | '}' | ' ')) => {
+                            self.chars.next();
+                            pattern.push(c);
+                        }
+                        _ => pattern.push('\\'),
+                    }
+                }
+                Some(c) => {
+                    self.chars.next();
+                    pattern.push(c);
+                }
+            }
+        }
+        Ok(pattern)
+    }
+
     /// A value after `=`: parts up to the end of the line, `#` or `}`
     /// (which are left for the caller), joined by single spaces.
     fn value(&mut self, key: &str) -> Result<Option<String>, ConfigError> {
@@ -281,14 +394,31 @@ impl<'a> Lexer<'a> {
     }
 }
 
-/// Reads `text` into its root section (named `""`).
+/// Reads `text` into its root section (named `""`), reading the files
+/// its `include` statements name relative to `file`'s directory
+/// ([`super::include`]). Section references are left for
+/// [`super::template::resolve`].
 pub(crate) fn parse_tree(file: &str, text: &str) -> Result<Section, ConfigError> {
+    let mut includes = Includes::new(file);
+    parse_tree_in(file, text, None, &mut includes)
+}
+
+/// [`parse_tree`] for one file of an include tree: `origin` is what its
+/// settings record as their file (`None` for the main file).
+pub(crate) fn parse_tree_in(
+    file: &str,
+    text: &str,
+    origin: Option<Arc<str>>,
+    includes: &mut Includes,
+) -> Result<Section, ConfigError> {
     let mut p = Parser {
         lx: Lexer {
             file,
             chars: text.chars().peekable(),
             line: 1,
         },
+        origin,
+        includes,
         root: Section::default(),
         open: Vec::new(),
     };
@@ -298,7 +428,7 @@ pub(crate) fn parse_tree(file: &str, text: &str) -> Result<Section, ConfigError>
         match tok {
             Token::Eof => return p.finish(),
             Token::Close => p.close(line)?,
-            Token::Include => return Err(p.err(line, path, ConfigErrorKind::Include)),
+            Token::Include => p.include(line, path)?,
             Token::Name(name) => p.named(name, line, path)?,
             other => return Err(p.err(line, path, ConfigErrorKind::ExpectedName { found: other })),
         }
@@ -309,6 +439,8 @@ pub(crate) fn parse_tree(file: &str, text: &str) -> Result<Section, ConfigError>
 /// innermost last, with their paths.
 struct Parser<'a> {
     lx: Lexer<'a>,
+    origin: Option<Arc<str>>,
+    includes: &'a mut Includes,
     root: Section,
     open: Vec<(Section, String)>,
 }
@@ -333,6 +465,26 @@ impl Parser<'_> {
         Ok(self.root)
     }
 
+    /// `include PATTERN` (on `line`, in the section at `path`): the files
+    /// it names, each read whole, add to the innermost open section, as
+    /// strongSwan's "settings are added relative to the section the
+    /// include statement is in" (strongswan.conf(5), INCLUDING FILES).
+    fn include(&mut self, line: usize, path: String) -> Result<(), ConfigError> {
+        let pattern = self.lx.include_pattern(&path)?;
+        let file = self.lx.file;
+        let roots = self.includes.read(file, line, &path, &pattern)?;
+        let (sec, path) = self.innermost();
+        for root in roots {
+            for s in root.settings {
+                sec.add_setting(s, path, file)?;
+            }
+            for c in root.sections {
+                sec.add_section(c, path, file)?;
+            }
+        }
+        Ok(())
+    }
+
     /// `}`: the innermost section is whole and goes into its parent.
     fn close(&mut self, line: usize) -> Result<(), ConfigError> {
         let Some((done, _)) = self.open.pop() else {
@@ -349,30 +501,22 @@ impl Parser<'_> {
         let here = join(&path, &name);
         let (next, nline) = self.lx.token(&here)?;
         match next {
-            Token::Open => {
-                if self.open.len() >= MAX_DEPTH {
-                    return Err(self.err(line, here, ConfigErrorKind::TooDeep));
-                }
-                let s = Section {
-                    name,
-                    line,
-                    ..Section::default()
-                };
-                self.open.push((s, here));
-            }
+            Token::Open => self.open_section(name, line, here, Vec::new())?,
             Token::Equals => {
                 let value = self.lx.value(&here)?;
                 let setting = Setting {
                     key: name,
                     value,
                     line,
+                    file: self.origin.clone(),
                 };
                 let file = self.lx.file;
                 let (sec, path) = self.innermost();
                 sec.add_setting(setting, path, file)?;
             }
             Token::Colon => {
-                return Err(self.err(nline, here, ConfigErrorKind::SectionReference));
+                let refs = self.references(&here)?;
+                self.open_section(name, line, here, refs)?;
             }
             other => {
                 return Err(self.err(
@@ -383,6 +527,58 @@ impl Parser<'_> {
             }
         }
         Ok(())
+    }
+
+    /// `{` after `name` (or its references): a section opens.
+    fn open_section(
+        &mut self,
+        name: String,
+        line: usize,
+        here: String,
+        refs: Vec<String>,
+    ) -> Result<(), ConfigError> {
+        if self.open.len() >= MAX_DEPTH {
+            return Err(self.err(line, here, ConfigErrorKind::TooDeep));
+        }
+        let s = Section {
+            name,
+            line,
+            file: self.origin.clone(),
+            refs,
+            ..Section::default()
+        };
+        self.open.push((s, here));
+        Ok(())
+    }
+
+    /// After `name :`, up to and with the `{`: settings_parser.y's
+    /// `references := NAME | references "," NAME`, where settings_lexer.l's
+    /// `<ref>` state reads a NAME with dots (`absname := name[.name]*`,
+    /// strongswan.conf(5), REFERENCING OTHER SECTIONS).
+    fn references(&mut self, here: &str) -> Result<Vec<String>, ConfigError> {
+        let mut refs = Vec::new();
+        let mut name = String::new();
+        loop {
+            let (tok, line) = self.lx.token(here)?;
+            let expected_name = name.is_empty() || name.ends_with('.');
+            match tok {
+                Token::Name(n) if expected_name => name.push_str(&n),
+                Token::Stray('.') if !expected_name => name.push('.'),
+                Token::Stray(',') | Token::Open if !expected_name => {
+                    refs.push(std::mem::take(&mut name));
+                    if tok == Token::Open {
+                        return Ok(refs);
+                    }
+                }
+                found => {
+                    return Err(self.err(
+                        line,
+                        here.to_string(),
+                        ConfigErrorKind::BadReference { found },
+                    ))
+                }
+            }
+        }
     }
 
     /// The innermost open section (the root if none is) and its path.
@@ -418,7 +614,8 @@ mod tests {
             Setting {
                 key: "b".into(),
                 value: Some("c d e".into()),
-                line: 3
+                line: 3,
+                file: None,
             }
         );
         assert_eq!(a.sections[0].name, "sub");
@@ -446,6 +643,12 @@ mod tests {
     }
 
     #[test]
+    fn references_after_colon() {
+        let root = parse_tree("t", "a : b, c.d ,e{ }\na : f { }").unwrap();
+        assert_eq!(root.sections[0].refs, ["b", "c.d", "e", "f"]);
+    }
+
+    #[test]
     fn merges_sections_refuses_duplicate_keys() {
         let root = parse_tree("t", "a { x = 1 }\na { y = 2 }").unwrap();
         assert_eq!(root.sections.len(), 1);
@@ -462,13 +665,16 @@ mod tests {
         assert!(e.kind.to_string().contains("not closed"));
         let e = parse_tree("f.conf", "a {\n}\n}").unwrap_err();
         assert_eq!(e.line, 3);
-        let e = parse_tree("f.conf", "a {\n include /etc/x.conf\n}").unwrap_err();
+        let e = parse_tree("f.conf", "a {\n include /nonexistent/x.conf\n}").unwrap_err();
         assert_eq!((e.line, e.key.as_str()), (2, "a"));
-        assert!(e.kind.to_string().contains("include"));
+        assert!(e.kind.to_string().contains("cannot include"), "{e}");
         // `include = x` is a setting named include.
         assert!(parse_tree("f", "include = x").is_ok());
-        let e = parse_tree("f", "a : b { }").unwrap_err();
-        assert!(e.kind.to_string().contains("references"));
+        let e = parse_tree("f", "a {\n}\nb : a, { }").unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (3, "b"));
+        assert!(e.kind.to_string().contains("references after ':'"), "{e}");
+        let e = parse_tree("f", "b : a. { }").unwrap_err();
+        assert!(e.kind.to_string().contains("found '{'"), "{e}");
         let e = parse_tree("f", "a {\n k = \"open\n").unwrap_err();
         assert_eq!((e.line, e.key.as_str()), (2, "a.k"));
         assert!(e.kind.to_string().contains("unterminated"));

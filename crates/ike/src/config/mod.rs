@@ -39,7 +39,9 @@
 //! }
 //! ```
 //!
-//! The syntax is strongSwan's settings syntax ([`lexer`]); proposals,
+//! The syntax is strongSwan's settings syntax ([`lexer`]), with
+//! `include` ([`include`]) and section templates (`name : base { }`,
+//! [`template`]); proposals,
 //! identities and selectors are strongSwan's ([`proposal`], [`identity`],
 //! [`ts`]). What the keys mean and which values they take is in
 //! [`swanctl`].
@@ -56,21 +58,26 @@
 //! strongSwan default ([`swanctl::DEFAULT_ONLY_KEYS`]).
 //!
 //! Differences from strongSwan, beyond refusing: a key given twice in one
-//! section is an error (strongSwan keeps the last); `include` is refused;
-//! numbers are decimal only (strongSwan's `strtoul(.., 0)` also reads
+//! section is an error (strongSwan keeps the last); an `include` of a plain
+//! path that does not exist, and a reference to a section that does not,
+//! are errors (strongSwan ignores both); numbers are decimal only (strongSwan's `strtoul(.., 0)` also reads
 //! `0x10` and octal `010`); every connection needs `local` and `remote`
 //! sections with `auth = psk` (strongSwan's default is `pubkey`).
 
+mod authority;
 mod credentials;
+mod key_secret;
 pub(crate) use credentials::local_cert;
 pub mod dn;
 mod error;
 pub mod identity;
+pub mod include;
 pub mod lexer;
 pub mod negotiate;
 pub mod proposal;
 pub mod supported;
 pub mod swanctl;
+pub mod template;
 pub mod ts;
 mod value;
 mod value_error;
@@ -84,8 +91,10 @@ use std::time::Duration;
 use flowsec_crypto::Provider;
 use zeroize::Zeroizing;
 
+pub use authority::{Authority, AuthoritySource};
 pub use error::{ConfigError, ConfigErrorKind, Found};
 pub use identity::{IdMatch, Identity};
+pub use key_secret::{KeySecret, KEY_SECRET_TYPES};
 pub use negotiate::{
     child_accepts, child_answer, child_offer, ike_accepts, ike_answer, ike_offer, select_child,
     select_ike, ChildChosen, IkeChosen,
@@ -107,9 +116,11 @@ pub use warning::{ConfigWarning, ConfigWarningKind};
 /// large strongSwan site's file is a few hundred kilobytes).
 pub const MAX_FILE_LEN: u64 = 16 << 20;
 
-/// Parse configuration text; `name` is the file name used in errors.
+/// Parse configuration text; `name` is the file name used in errors, and
+/// the path that relative `include` patterns start from ([`include`]).
 pub fn parse(name: &str, text: &str) -> Result<Config, ConfigError> {
     let root = lexer::parse_tree(name, text)?;
+    let root = template::resolve(name, root)?;
     swanctl::interpret(name, &root)
 }
 
@@ -128,7 +139,8 @@ pub fn load(provider: &Provider, path: &Path) -> Result<Config, ConfigError> {
 
 /// Read and parse a configuration file and the credentials under
 /// `swanctl_dir` (default: the file's directory): `x509/`, `x509ca/`,
-/// `x509crl/`, `private/`, `rsa/`, `ecdsa/`, `pkcs8/` ([`crate::cert`]).
+/// `x509crl/`, `private/`, `rsa/`, `ecdsa/`, `pkcs8/` ([`crate::cert`]),
+/// and the CA certificates of `authorities` as trust anchors.
 /// A credential file that cannot be used, a `certs`/`cacerts` entry
 /// naming no loaded file, or a connection authenticating with `pubkey`
 /// but no certificate and key for it, is an error naming the file (and
@@ -146,14 +158,19 @@ pub fn load_with(
         Some(d) => d.to_path_buf(),
         None => path.parent().unwrap_or(Path::new(".")).to_path_buf(),
     };
-    config.credentials = crate::cert::Credentials::load(provider, &dir).map_err(|e| {
-        ConfigError::new(
-            &e.file.display().to_string(),
-            0,
-            String::new(),
-            ConfigErrorKind::Credential(e.reason),
-        )
-    })?;
+    let anchors = authority::extra_anchors(&name, &config.authorities, &dir)?;
+    key_secret::check_files(&name, &config.key_secrets, &dir)?;
+    let keys = &config.key_secrets;
+    config.credentials = crate::cert::Credentials::load_with(provider, &dir, &anchors, keys)
+        .map_err(|e| {
+            ConfigError::new(
+                &e.file.display().to_string(),
+                0,
+                String::new(),
+                ConfigErrorKind::Credential(e.reason),
+            )
+        })?;
+    authority::attach(&mut config.authorities, &config.credentials, &dir);
     let unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
@@ -162,26 +179,9 @@ pub fn load_with(
 }
 
 fn load_text(path: &Path) -> Result<Config, ConfigError> {
-    let name = path.display().to_string();
-    let fail = |kind| ConfigError::new(&name, 0, String::new(), kind);
-    let meta = std::fs::metadata(path).map_err(|e| fail(ConfigErrorKind::Read(e)))?;
-    if meta.len() > MAX_FILE_LEN {
-        return Err(fail(ConfigErrorKind::TooLarge));
-    }
     // The file holds the secrets: its text is wiped once parsed.
-    let bytes = Zeroizing::new(std::fs::read(path).map_err(|e| fail(ConfigErrorKind::Read(e)))?);
-    let text = Zeroizing::new(
-        std::str::from_utf8(&bytes)
-            .map(str::to_string)
-            .map_err(|e| {
-                let line = 1 + bytes[..e.valid_up_to()]
-                    .iter()
-                    .filter(|&&b| b == b'\n')
-                    .count();
-                ConfigError::new(&name, line, String::new(), ConfigErrorKind::NotUtf8)
-            })?,
-    );
-    parse(&name, &text)
+    let text = include::read_text(path)?;
+    parse(&path.display().to_string(), &text)
 }
 
 /// A connection as the IKE SAs made with it share it: a reload replaces
@@ -202,8 +202,14 @@ pub struct Config {
     pub(crate) cred_refs: Vec<CredRef>,
     /// `pools.*`: virtual IP addresses for road warriors.
     pub pools: Vec<Pool>,
+    /// `authorities.*`: CAs with their revocation URIs (their certificates
+    /// loaded by [`load_with`] as trust anchors).
+    pub authorities: Vec<Authority>,
     /// `secrets.eap*`: EAP passwords by user name.
     pub eap_secrets: Vec<Secret>,
+    /// `secrets.rsa*`, `ecdsa*`, `pkcs8*`, `private*`: the passwords of
+    /// encrypted private keys ([`load_with`] decrypts them).
+    pub key_secrets: Vec<KeySecret>,
     /// What [`load_with`] noticed and let pass, for the caller to log;
     /// none from [`parse`].
     pub warnings: Vec<ConfigWarning>,
@@ -228,10 +234,11 @@ pub struct Pool {
 /// A file name in `certs` or `cacerts`, and where it was given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CredRef {
-    pub line: usize,
+    pub at: lexer::Origin,
     pub key: String,
     pub file: String,
-    pub ca: bool,
+    /// The swanctl directory it is in: `x509`, `x509ca` or `pubkey`.
+    pub dir: &'static str,
 }
 
 /// One `connections.NAME` section: an IKE SA's configuration.
@@ -449,6 +456,12 @@ pub struct AuthConfig {
     /// `cacerts` (remote): the CAs, file names in `x509ca/`, that the
     /// peer's certificate must chain to; unset: any in `x509ca/`.
     pub cacerts: Vec<String>,
+    /// `pubkeys`: raw public keys, file names in `pubkey/`. Remote: the
+    /// peer's signature must verify with one of them (it may send no
+    /// certificate; one it sends must hold that key), and no CA is
+    /// consulted. Local: we sign with the private key of the first and
+    /// send no certificate. `id` must be set with them.
+    pub pubkeys: Vec<String>,
     /// `revocation` (remote): `strict` refuses a peer certificate no CRL
     /// we hold covers; `relaxed` (default) and `ifuri` (flowsec fetches no
     /// CRLs) accept it unless a CRL revokes it.
@@ -467,6 +480,7 @@ impl AuthConfig {
             id,
             certs: Vec::new(),
             cacerts: Vec::new(),
+            pubkeys: Vec::new(),
             revocation_strict: false,
             eap_id: None,
         }
@@ -705,5 +719,7 @@ impl Connection {
 mod tests;
 #[cfg(test)]
 mod tests_errors;
+#[cfg(test)]
+mod tests_include;
 #[cfg(test)]
 mod tests_tcp;

@@ -17,6 +17,8 @@
 //!                   .rand_time      duration                         min(over_time, rekey-or-reauth / 2)
 //!                   .local { auth = psk, id = IDENTITY }             (required)
 //!                   .remote { auth = psk, id = IDENTITY }            (required; id %any)
+//!                   .local/.remote: certs, cacerts, pubkeys (files in x509/, x509ca/, pubkey/),
+//!                                   eap_id, revocation (see config/credentials.rs)
 //!                   .children.<child>.local_ts, remote_ts            dynamic
 //!                        .esp_proposals, ah_proposals               default (AEAD first), none
 //!                        .mode            tunnel | transport         tunnel
@@ -36,6 +38,9 @@
 //!                                         other two reproduce study S2 and lose packets)
 //! secrets.ike<suffix>.secret   "string" | 0xHEX | 0sBASE64
 //!                    .id<suffix>   IDENTITY (none: %any)
+//! secrets.rsa<suffix>.file, .secret<suffix>   an encrypted key of rsa/ and its passwords
+//!        (ecdsa, pkcs8, private likewise; config/key_secret.rs)
+//! authorities.<name>.cacert | file, crl_uris, ocsp_uris, cert_uri_base   (config/authority.rs)
 //! ```
 //!
 //! Durations are a number of seconds or a number with `s`, `m`, `h` or `d`;
@@ -49,7 +54,7 @@ use flowsec_ipsec::replay::{MAX_WINDOW, MIN_WINDOW};
 use flowsec_ipsec::Mode;
 
 use super::error::ConfigErrorKind;
-use super::lexer::{join, Section, Setting};
+use super::lexer::{join, Origin, Section, Setting};
 use std::net::IpAddr;
 
 use super::proposal::split_list;
@@ -131,7 +136,7 @@ pub(crate) fn interpret(file: &str, root: &Section) -> Result<Config, ConfigErro
     };
     let mut config = Config::default();
     if let Some(s) = root.settings.first() {
-        return Err(cx.err(s.line, s.key.clone(), ConfigErrorKind::UnknownTopLevelKey));
+        return Err(cx.err(s, s.key.clone(), ConfigErrorKind::UnknownTopLevelKey));
     }
     for sec in &root.sections {
         match sec.name.as_str() {
@@ -145,6 +150,11 @@ pub(crate) fn interpret(file: &str, root: &Section) -> Result<Config, ConfigErro
             "secrets" => {
                 cx.no_settings(sec, "secrets")?;
                 for s in &sec.sections {
+                    if let Some(dir) = super::key_secret::key_type(&s.name) {
+                        let k = super::key_secret::read(file, s, dir)?;
+                        config.key_secrets.push(k);
+                        continue;
+                    }
                     let secret = cx.secret(s)?;
                     if s.name.starts_with("eap") {
                         config.eap_secrets.push(secret);
@@ -161,14 +171,8 @@ pub(crate) fn interpret(file: &str, root: &Section) -> Result<Config, ConfigErro
                     config.pools.push(pool);
                 }
             }
-            "authorities" => {
-                return Err(cx.err(
-                    sec.line,
-                    sec.name.clone(),
-                    ConfigErrorKind::SectionNotSupported,
-                ))
-            }
-            _ => return Err(cx.err(sec.line, sec.name.clone(), ConfigErrorKind::UnknownSection)),
+            "authorities" => config.authorities = super::authority::read(file, sec)?,
+            _ => return Err(cx.err(sec, sec.name.clone(), ConfigErrorKind::UnknownSection)),
         }
     }
     config.cred_refs = cx.refs.take();
@@ -196,7 +200,7 @@ struct Reader<'a> {
     /// The files `certs`/`cacerts` name, with their lines.
     refs: std::cell::RefCell<Vec<CredRef>>,
     /// Each connection's `pools` line (0: none), in order.
-    pool_refs: std::cell::RefCell<Vec<usize>>,
+    pool_refs: std::cell::RefCell<Vec<Origin>>,
 }
 
 /// The settings of one section with their values, empty values dropped.
@@ -207,14 +211,22 @@ fn values(sec: &Section) -> impl Iterator<Item = (&Setting, &str)> {
 }
 
 impl Reader<'_> {
-    fn err(&self, line: usize, key: String, kind: impl Into<ConfigErrorKind>) -> ConfigError {
-        ConfigError::new(self.file, line, key, kind.into())
+    /// An error at `at` (a setting, a section or an [`Origin`]): in its
+    /// file, the main one unless it came from an `include`.
+    fn err(
+        &self,
+        at: impl Into<Origin>,
+        key: String,
+        kind: impl Into<ConfigErrorKind>,
+    ) -> ConfigError {
+        let at = at.into();
+        ConfigError::new(at.file_or(self.file), at.line, key, kind.into())
     }
 
     fn no_settings(&self, sec: &Section, path: &str) -> Result<(), ConfigError> {
         match sec.settings.first() {
             Some(s) => Err(self.err(
-                s.line,
+                s,
                 join(path, &s.key),
                 ConfigErrorKind::SectionsOnly {
                     section: path.into(),
@@ -233,7 +245,7 @@ impl Reader<'_> {
         kind: ConfigErrorKind,
     ) -> Result<(), ConfigError> {
         match sec.sections.first() {
-            Some(sub) => Err(self.err(sub.line, join(path, &sub.name), kind)),
+            Some(sub) => Err(self.err(sub, join(path, &sub.name), kind)),
             None => Ok(()),
         }
     }
@@ -247,7 +259,7 @@ impl Reader<'_> {
                 "mobike" | "aggressive" | "pull" | "hostaccess" => parse_bool(v).map(|_| ()),
                 _ => Ok(()),
             };
-            ok.map_err(|e| self.err(s.line, here(), e))?;
+            ok.map_err(|e| self.err(s, here(), e))?;
             return Ok(true);
         }
         if let Some(&(_, _, default)) = DEFAULT_ONLY_KEYS
@@ -256,7 +268,7 @@ impl Reader<'_> {
         {
             if !same_as_default(v, default) {
                 return Err(self.err(
-                    s.line,
+                    s,
                     here(),
                     ConfigErrorKind::OnlyDefault {
                         value: v.into(),
@@ -274,14 +286,14 @@ impl Reader<'_> {
         let mut times = IkeTimes::default();
         let pools_line = values(sec)
             .find(|(s, _)| s.key == "pools")
-            .map_or(0, |(s, _)| s.line);
+            .map_or_else(Origin::default, |(s, _)| s.origin());
         self.pool_refs.borrow_mut().push(pools_line);
         for (s, v) in values(sec) {
             if self.common("conn", s, v, path)? {
                 continue;
             }
             conn_setting(&mut c, &mut times, &s.key, v)
-                .map_err(|e| self.err(s.line, join(path, &s.key), e))?;
+                .map_err(|e| self.err(s, join(path, &s.key), e))?;
         }
         times.apply(&mut c);
         self.conn_tcp(sec, &mut c, path)?;
@@ -313,14 +325,14 @@ impl Reader<'_> {
                     }
                 }
                 n if n.starts_with("local") || n.starts_with("remote") => {
-                    return Err(self.err(sub.line, here, ConfigErrorKind::AuthRounds))
+                    return Err(self.err(sub, here, ConfigErrorKind::AuthRounds))
                 }
-                _ => return Err(self.err(sub.line, here, ConfigErrorKind::UnknownSection)),
+                _ => return Err(self.err(sub, here, ConfigErrorKind::UnknownSection)),
             }
         }
         let missing = |side: &'static str| {
             self.err(
-                sec.line,
+                sec,
                 join(path, side),
                 ConfigErrorKind::MissingAuthSection { side },
             )
@@ -341,13 +353,13 @@ impl Reader<'_> {
 
     /// Where `side.auth` of a connection is set (its section if not), and
     /// its dotted key.
-    fn auth_line(&self, sec: &Section, path: &str, side: &str) -> (usize, String) {
+    fn auth_line(&self, sec: &Section, path: &str, side: &str) -> (Origin, String) {
         let key = join(&join(path, side), "auth");
         let Some(sub) = sec.sections.iter().find(|s| s.name == side) else {
-            return (sec.line, key);
+            return (sec.origin(), key);
         };
         let line = values(sub).find(|(s, _)| s.key == "auth");
-        (line.map_or(sub.line, |(s, _)| s.line), key)
+        (line.map_or(sub.origin(), |(s, _)| s.origin()), key)
     }
 
     fn auth(&self, sec: &Section, path: &str) -> Result<AuthConfig, ConfigError> {
@@ -367,21 +379,25 @@ impl Reader<'_> {
                 "id" => Identity::parse(v)
                     .map(|i| a.id = Some(i))
                     .map_err(Into::into),
-                "certs" | "cacerts" => match split_list(v) {
+                "certs" | "cacerts" | "pubkeys" => match split_list(v) {
                     Err(e) => Err(ConfigErrorKind::List(e)),
                     Ok(files) => {
-                        let ca = s.key == "cacerts";
+                        let dir = match s.key.as_str() {
+                            "certs" => "x509",
+                            "cacerts" => "x509ca",
+                            _ => "pubkey",
+                        };
                         self.refs.borrow_mut().extend(files.iter().map(|f| CredRef {
-                            line: s.line,
+                            at: s.origin(),
                             key: key.clone(),
                             file: f.to_string(),
-                            ca,
+                            dir,
                         }));
                         let files = files.iter().map(|f| f.to_string()).collect();
-                        if ca {
-                            a.cacerts = files;
-                        } else {
-                            a.certs = files;
+                        match dir {
+                            "x509" => a.certs = files,
+                            "x509ca" => a.cacerts = files,
+                            _ => a.pubkeys = files,
                         }
                         Ok(())
                     }
@@ -392,12 +408,12 @@ impl Reader<'_> {
                 "revocation" => keyword(v, &["strict", "ifuri", "relaxed"])
                     .map(|k| a.revocation_strict = k == 0)
                     .map_err(Into::into),
-                "pubkeys" | "ca_id" | "groups" | "cert_policy" | "aaa_id" | "xauth_id" => {
+                "ca_id" | "groups" | "cert_policy" | "aaa_id" | "xauth_id" => {
                     Err(ConfigErrorKind::PskOnly)
                 }
                 _ => Err(ConfigErrorKind::UnknownKey),
             };
-            r.map_err(|e| self.err(s.line, key, e))?;
+            r.map_err(|e| self.err(s, key, e))?;
         }
         Ok(a)
     }
@@ -411,7 +427,7 @@ impl Reader<'_> {
                 continue;
             }
             child_setting(&mut ch, &mut limits, s, v)
-                .map_err(|e| self.err(s.line, join(path, &s.key), e))?;
+                .map_err(|e| self.err(s, join(path, &s.key), e))?;
         }
         if !limits.esp_set && ch.ah_proposals.is_empty() {
             // children_sn(): AEAD default first when nothing is configured.
@@ -436,11 +452,12 @@ impl Reader<'_> {
         let mut out = [(0u64, 0u64); 3];
         for i in 0..3 {
             let rekey = rekeys[i];
-            let l = match limits.life[i] {
+            let l = match &limits.life[i] {
                 Some((l, line)) => {
+                    let l = *l;
                     if l != 0 && l < rekey {
                         return Err(self.err(
-                            line,
+                            line.clone(),
                             join(path, names[i]),
                             ConfigErrorKind::LifeBelowRekey { life: l, rekey },
                         ));
@@ -462,9 +479,14 @@ impl Reader<'_> {
     /// The TCP keys (RFC 9329) only with `tcp_encap` on, and not beside a
     /// forced UDP encapsulation; `tcp_port` defaults to 443 with TLS.
     fn conn_tcp(&self, sec: &Section, c: &mut Connection, path: &str) -> Result<(), ConfigError> {
-        let line = |key: &str| values(sec).find(|(s, _)| s.key == key).map(|(s, _)| s.line);
-        let fail =
-            |key: &str, kind| Err(self.err(line(key).unwrap_or(sec.line), join(path, key), kind));
+        let line = |key: &str| {
+            values(sec)
+                .find(|(s, _)| s.key == key)
+                .map(|(s, _)| s.origin())
+        };
+        let fail = |key: &str, kind| {
+            Err(self.err(line(key).unwrap_or(sec.origin()), join(path, key), kind))
+        };
         if c.tcp.encap == TcpEncap::No {
             for key in ["tcp_port", "tcp_tls", "tcp_fallback_time"] {
                 if line(key).is_some() {
@@ -503,7 +525,7 @@ impl Reader<'_> {
         } else {
             return Ok(());
         };
-        Err(self.err(s.line, join(path, "rekey_switch"), kind))
+        Err(self.err(s, join(path, "rekey_switch"), kind))
     }
 
     /// A `pools.NAME` section: `addrs` (required) and `dns`.
@@ -528,14 +550,10 @@ impl Reader<'_> {
                 | "split_exclude" => Err(ConfigErrorKind::PoolAttribute),
                 _ => Err(ConfigErrorKind::UnknownKey),
             };
-            r.map_err(|e| self.err(s.line, here, e))?;
+            r.map_err(|e| self.err(s, here, e))?;
         }
         let (first, last) = range.ok_or_else(|| {
-            self.err(
-                sec.line,
-                join(&path, "addrs"),
-                ConfigErrorKind::PoolWithoutAddrs,
-            )
+            self.err(sec, join(&path, "addrs"), ConfigErrorKind::PoolWithoutAddrs)
         })?;
         Ok(Pool {
             name: sec.name.clone(),
@@ -558,7 +576,7 @@ impl Reader<'_> {
         };
         let line = values(sec)
             .find(|(s, _)| s.key == "addrs")
-            .map_or(sec.line, |(s, _)| s.line);
+            .map_or(sec.origin(), |(s, _)| s.origin());
         Err(self.err(
             line,
             join(&join("pools", &sec.name), "addrs"),
@@ -576,7 +594,7 @@ impl Reader<'_> {
                 "pkcs12", "token",
             ];
             let known = known.iter().any(|k| sec.name.starts_with(k));
-            return Err(self.err(sec.line, path, ConfigErrorKind::SecretType { known }));
+            return Err(self.err(sec, path, ConfigErrorKind::SecretType { known }));
         }
         self.no_sections(sec, &path, ConfigErrorKind::UnknownSection)?;
         let mut ids = Vec::new();
@@ -584,24 +602,19 @@ impl Reader<'_> {
         for (s, v) in values(sec) {
             let here = join(&path, &s.key);
             if s.key == "secret" {
-                secret = Some(decode_secret(v).map_err(|e| self.err(s.line, here, e))?);
+                secret = Some(decode_secret(v).map_err(|e| self.err(s, here, e))?);
             } else if s.key.starts_with("id") {
-                ids.push(Identity::parse(v).map_err(|e| self.err(s.line, here, e))?);
+                ids.push(Identity::parse(v).map_err(|e| self.err(s, here, e))?);
             } else {
-                return Err(self.err(s.line, here, ConfigErrorKind::UnknownSecretKey));
+                return Err(self.err(s, here, ConfigErrorKind::UnknownSecretKey));
             }
         }
-        let secret = secret.ok_or_else(|| {
-            self.err(
-                sec.line,
-                join(&path, "secret"),
-                ConfigErrorKind::MissingSecret,
-            )
-        })?;
+        let secret = secret
+            .ok_or_else(|| self.err(sec, join(&path, "secret"), ConfigErrorKind::MissingSecret))?;
         // strongSwan lets an EAP secret without ids match every user: one
         // password for all, or a test secret left behind; refused here.
         if sec.name.starts_with("eap") && ids.is_empty() {
-            return Err(self.err(sec.line, path, ConfigErrorKind::EapSecretWithoutId));
+            return Err(self.err(sec, path, ConfigErrorKind::EapSecretWithoutId));
         }
         Ok(Secret {
             name: sec.name.clone(),
@@ -798,7 +811,7 @@ fn default_child(name: &str) -> ChildConfig {
 #[derive(Default)]
 struct ChildLimits {
     esp_set: bool,
-    life: [Option<(u64, usize)>; 3],
+    life: [Option<(u64, Origin)>; 3],
     rand: [Option<u64>; 3],
 }
 
@@ -821,13 +834,13 @@ fn child_setting(
         "ah_proposals" => ch.ah_proposals = parse_ah_proposals(v)?,
         "mode" => ch.mode = parse_mode(v)?,
         "rekey_time" => ch.rekey_time = parse_duration(v)?,
-        "life_time" => limits.life[0] = Some((secs(v)?, s.line)),
+        "life_time" => limits.life[0] = Some((secs(v)?, s.origin())),
         "rand_time" => limits.rand[0] = Some(secs(v)?),
         "rekey_bytes" => ch.rekey_bytes = parse_bytes(v)?,
-        "life_bytes" => limits.life[1] = Some((parse_bytes(v)?, s.line)),
+        "life_bytes" => limits.life[1] = Some((parse_bytes(v)?, s.origin())),
         "rand_bytes" => limits.rand[1] = Some(parse_bytes(v)?),
         "rekey_packets" => ch.rekey_packets = parse_num(v)?,
-        "life_packets" => limits.life[2] = Some((parse_num(v)?, s.line)),
+        "life_packets" => limits.life[2] = Some((parse_num(v)?, s.origin())),
         "rand_packets" => limits.rand[2] = Some(parse_num(v)?),
         "start_action" => {
             ch.start_action = match action(v)? {

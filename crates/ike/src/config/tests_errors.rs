@@ -170,9 +170,9 @@ fn auth_and_structure_errors() {
             "unknown authentication",
         ),
         (
-            "  local { auth = psk\n pubkeys = moon.pem }\n  remote { auth = psk }",
+            "  local { auth = psk\n ca_id = moon }\n  remote { auth = psk }",
             4,
-            "connections.gw.local.pubkeys",
+            "connections.gw.local.ca_id",
             "not supported yet",
         ),
         (
@@ -213,7 +213,12 @@ fn auth_and_structure_errors() {
     }
     let cases: &[(&str, usize, &str, &str)] = &[
         ("x = 1", 1, "x", "unknown top-level key"),
-        ("authorities {\n}", 1, "authorities", "not supported"),
+        (
+            "authorities {\n ca {\n crl_uris = x\n }\n}",
+            2,
+            "authorities.ca.cacert",
+            "needs its CA certificate",
+        ),
         (
             "pools {\n p {\n dns = 1.1.1.1\n }\n}",
             2,
@@ -237,7 +242,7 @@ fn auth_and_structure_errors() {
             "secrets {\n xauth-carol { secret = x }\n}",
             2,
             "secrets.xauth-carol",
-            "only IKE",
+            "not supported yet",
         ),
         (
             "secrets {\n zzz { secret = x }\n}",
@@ -276,7 +281,7 @@ fn auth_and_structure_errors() {
             "subnet",
         ),
         (
-            "connections {\n include conf.d/*.conf\n}",
+            "connections {\n include conf.d/missing.conf\n}",
             2,
             "connections",
             "include",
@@ -361,7 +366,10 @@ fn error_kinds_are_matchable() {
         "{e:?}"
     );
     let e = parse("f", "secrets {\n rsa-1 { file = x }\n}").unwrap_err();
-    assert_eq!((e.line, e.key.as_str()), (2, "secrets.rsa-1"));
+    assert_eq!((e.line, e.key.as_str()), (2, "secrets.rsa-1.secret"));
+    assert!(matches!(e.kind, K::MissingSecret), "{e:?}");
+    let e = parse("f", "secrets {\n pkcs12-1 { file = x }\n}").unwrap_err();
+    assert_eq!((e.line, e.key.as_str()), (2, "secrets.pkcs12-1"));
     assert!(matches!(e.kind, K::SecretType { known: true }), "{e:?}");
     let e = parse("f", "secrets {\n ike-1 {\n  secret = 0xabc\n }\n}").unwrap_err();
     assert_eq!(e.line, 3);
