@@ -92,14 +92,14 @@ impl Plane {
             // strongswan.conf has no counterpart: flowsec's settings are
             // its command line.
             "reload-settings" => success(),
-            "initiate" | "terminate" => return self.vici_start(server, client, command, &m),
-            "rekey" => self.vici_rekey(&m),
+            "initiate" | "terminate" => return self.vici_start(server, client, command, m),
+            "rekey" => self.vici_rekey(m),
             "redirect" => failure("redirect is not supported by flowsec yet"),
             "install" | "uninstall" => failure(format!(
                 "{command}: trap policies come from start_action = trap in flowsec"
             )),
-            "list-sas" => self.vici_list_sas(server, client, &m),
-            "list-conns" => self.vici_list_conns(server, client, &m),
+            "list-sas" => self.vici_list_sas(server, client, m),
+            "list-conns" => self.vici_list_conns(server, client, m),
             "get-conns" => Section::default().with_list("conns", bytes(self.loaded.conn_names())),
             "list-certs" => self.vici_list_certs(server, client, m),
             "list-policies" => self.vici_list_policies(server, client, m),
@@ -108,12 +108,12 @@ impl Plane {
             "get-keys" => Section::default().with_list("keys", bytes(self.loaded.key_ids())),
             "get-shared" => Section::default().with_list("keys", bytes(self.loaded.shared_ids())),
             "get-pools" => self.vici_pools(),
-            "load-conn" => self.vici_load(|l| l.with_conn(&m)),
-            "load-shared" => self.vici_load(|l| l.with_shared(&m)),
-            "load-pool" => self.vici_load(|l| l.with_pool(&m)),
-            "unload-conn" => self.vici_unload(&m, "name", Loaded::without_conn),
-            "unload-shared" => self.vici_unload(&m, "id", Loaded::without_shared),
-            "unload-pool" => self.vici_unload(&m, "name", Loaded::without_pool),
+            "load-conn" => self.vici_load(|l| l.with_conn(m)),
+            "load-shared" => self.vici_load(|l| l.with_shared(m)),
+            "load-pool" => self.vici_load(|l| l.with_pool(m)),
+            "unload-conn" => self.vici_unload(m, "name", Loaded::without_conn),
+            "unload-shared" => self.vici_unload(m, "id", Loaded::without_shared),
+            "unload-pool" => self.vici_unload(m, "name", Loaded::without_pool),
             "clear-creds" => self.vici_load(|l| Ok(l.without_credentials())),
             "flush-certs" => success(),
             "load-cert" => self.vici_load(|l| l.with_cert(m)),
@@ -123,7 +123,7 @@ impl Plane {
                 "{command}: not supported by flowsec yet (CA certificates: load-cert with flag CA)"
             )),
             "get-algorithms" => algorithms(),
-            "get-counters" => self.vici_counters(&m),
+            "get-counters" => self.vici_counters(m),
             "reset-counters" => {
                 self.counters_base = self.ike_counters();
                 success()
