@@ -159,6 +159,43 @@ pub enum ParallelArg {
     Pcrypt,
 }
 
+/// IKE's retransmission and fragmentation settings, checked.
+fn ike_settings(args: &UpArgs) -> Result<flowsec_ike::Settings, UsageError> {
+    if !(0.05..=3600.0).contains(&args.retransmit_timeout)
+        || !(1.0..=10.0).contains(&args.retransmit_base)
+        || args.retransmit_tries > 20
+    {
+        return Err(UsageError::Retransmit);
+    }
+    if !(256..=65535).contains(&args.fragment_size) {
+        return Err(UsageError::FragmentSize(args.fragment_size));
+    }
+    let retransmit = flowsec_ike::exchange::Retransmit {
+        timeout: std::time::Duration::from_secs_f64(args.retransmit_timeout),
+        base: args.retransmit_base,
+        tries: args.retransmit_tries,
+    };
+    Ok(flowsec_ike::Settings {
+        retransmit,
+        fragment_size: args.fragment_size,
+        ..flowsec_ike::Settings::default()
+    })
+}
+
+/// The IKE file: `-c`; without it and `--setkey`, what a service runs
+/// without options (contrib/flowsec.service), /etc/flowsec/swanctl.conf —
+/// unless `--vici` was given and that file does not exist (IKE then
+/// waits for vici clients).
+fn ike_file(args: &UpArgs, vici: Option<&flowsec_daemon::ViciOption>) -> Option<PathBuf> {
+    let vici_only =
+        vici.is_some_and(|v| v.explicit) && !std::path::Path::new(DEFAULT_CONF).exists();
+    match (&args.conf, &args.setkey) {
+        (None, None) if vici_only => None,
+        (None, None) => Some(PathBuf::from(DEFAULT_CONF)),
+        (conf, _) => conf.clone(),
+    }
+}
+
 pub fn run(args: &UpArgs) -> Result<(), CliError> {
     if !(576..=9000).contains(&args.mtu) {
         return Err(UsageError::Mtu(args.mtu).into());
@@ -178,35 +215,17 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
     };
     let backend = flowsec_crypto::Provider::canonical_name(&args.backend)
         .ok_or_else(|| UsageError::UpBackend(args.backend.clone()))?;
-    if !(0.05..=3600.0).contains(&args.retransmit_timeout)
-        || !(1.0..=10.0).contains(&args.retransmit_base)
-        || args.retransmit_tries > 20
-    {
-        return Err(UsageError::Retransmit.into());
-    }
-    if !(256..=65535).contains(&args.fragment_size) {
-        return Err(UsageError::FragmentSize(args.fragment_size).into());
-    }
-    let retransmit = flowsec_ike::exchange::Retransmit {
-        timeout: std::time::Duration::from_secs_f64(args.retransmit_timeout),
-        base: args.retransmit_base,
-        tries: args.retransmit_tries,
-    };
+    let ike_settings = ike_settings(args)?;
     let sink = match &args.log_file {
         Some(path) => flowsec_daemon::log::Sink::File(path.clone()),
         None => flowsec_daemon::log::Sink::Stderr,
     };
     flowsec_daemon::log::init(&args.log, &sink).map_err(UsageError::LogFile)?;
     let vici = vici_option(args.vici.as_deref())?;
-    let vici_only =
-        vici.as_ref().is_some_and(|v| v.explicit) && !std::path::Path::new(DEFAULT_CONF).exists();
     let opts = Options {
+        ike: ike_file(args, vici.as_ref()),
         vici,
-        ike_settings: flowsec_ike::Settings {
-            retransmit,
-            fragment_size: args.fragment_size,
-            ..flowsec_ike::Settings::default()
-        },
+        ike_settings,
         backend: backend.to_string(),
         workers,
         offload: !args.no_offload,
@@ -223,12 +242,6 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
         tun: args.tun.clone(),
         setkey: args.setkey.clone(),
         swanctl_dir: args.swanctl_dir.clone(),
-        // What a service runs without options (contrib/flowsec.service).
-        ike: match (&args.conf, &args.setkey) {
-            (None, None) if vici_only => None,
-            (None, None) => Some(PathBuf::from(DEFAULT_CONF)),
-            (conf, _) => conf.clone(),
-        },
         mtu: args.mtu,
         socket: args.socket.clone(),
     };

@@ -168,7 +168,7 @@ impl Loaded {
                 next.add_cert(data, ca)?;
             }
             "X509_CRL" => {
-                let crl = parse_crl(data).map_err(LoadError::Certificate)?;
+                let crl = parse_crl(data).map_err(|e| LoadError::Certificate(e.to_string()))?;
                 let name = format!("vici-crl-{}", &hex_of(&Sha256::digest(data))[..16]);
                 next.crls.retain(|(n, _)| *n != name);
                 next.crls.push((name, crl));

@@ -186,7 +186,7 @@ pub(crate) fn eap_server_start(
     {
         return refuse_eap(cx, sa, mid, Some(peer), None);
     }
-    let me = crate::exchange::auth::our_id(cx, sa);
+    let me = crate::auth::our_id(cx, sa);
     let answered = crate::exchange::auth::our_proof(cx, sa, &init, &msg, (&me, &peer));
     let Some((idr, mut payloads)) = answered else {
         return refuse_eap(cx, sa, mid, Some(peer), None);

@@ -152,3 +152,17 @@ pub(crate) fn cert_ders(msg: &Message) -> Vec<Vec<u8>> {
         .take(crate::auth::pubkey::MAX_CERTS)
         .collect()
 }
+
+/// Our identity on `sa`: configured, or our certificate's subject
+/// when we sign, or our IP address (strongSwan's defaults).
+pub(crate) fn our_id(host: &crate::host::Host, sa: &IkeSa) -> Identity {
+    let local = &sa.conn.local;
+    if let Some(id) = &local.id {
+        return id.clone();
+    }
+    match (local.auth, crate::auth::pubkey::local_cert(host, sa)) {
+        // An empty subject is refused at load (credentials.rs).
+        (AuthKind::Pubkey(_), Some(cert)) => Identity::Dn(cert.subject.clone()),
+        _ => Identity::from_ip(sa.path.local.ip()),
+    }
+}

@@ -425,10 +425,22 @@ fn trim(b: &[u8]) -> &[u8] {
 /// A certificate revocation list, as [`Credentials::new`] takes them.
 pub type Crl = OwnedCertRevocationList;
 
-/// A CRL from PEM (`X509 CRL`) or DER bytes; why not, if not.
-pub fn parse_crl(bytes: &[u8]) -> Result<Crl, String> {
+/// Why bytes are no CRL flowsec reads (webpki's reason).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrlError(pub String);
+
+impl fmt::Display for CrlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "not a CRL flowsec reads: {}", self.0)
+    }
+}
+
+impl std::error::Error for CrlError {}
+
+/// A CRL from PEM (`X509 CRL`) or DER bytes.
+pub fn parse_crl(bytes: &[u8]) -> Result<Crl, CrlError> {
     OwnedCertRevocationList::from_der(&pem_or_der(bytes, "X509 CRL"))
-        .map_err(|e| format!("not a CRL flowsec reads: {e:?}"))
+        .map_err(|e| CrlError(format!("{e:?}")))
 }
 
 fn parse_cert(file: &Path, bytes: &[u8]) -> Result<Certificate, CredError> {

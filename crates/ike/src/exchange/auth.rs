@@ -17,7 +17,7 @@
 use flowsec_wire::iana::{AuthMethod, ExchangeType, NotifyType};
 use flowsec_wire::ike::{Auth, Id, Message, Payload};
 
-use crate::auth::{Claim, Octets};
+use crate::auth::{our_id, Claim, Octets};
 use crate::config::{AuthKind, ConnRef, Identity};
 use crate::context::Cx;
 use crate::error::NegotiationError;
@@ -427,7 +427,7 @@ fn reselect(host: &Host, sa: &IkeSa, msg: &Message) -> ConnRef {
         .chain(&host.conns)
         .filter(|c| fits(c, &sa.conn, &peer, idr.as_ref(), method))
         .collect();
-    let takes_ts = |c: &&&ConnRef| crate::exchange::child_responder::takes_selectors(sa, c, msg);
+    let takes_ts = |c: &&&ConnRef| crate::exchange::selectors::takes_selectors(sa, c, msg);
     fitting
         .iter()
         .find(takes_ts)
@@ -461,20 +461,6 @@ fn fits(
         _ => true,
     };
     same_ike && method && who && me
-}
-
-/// Our identity on `sa`: configured, or our certificate's subject
-/// when we sign, or our IP address (strongSwan's defaults).
-pub(crate) fn our_id(host: &Host, sa: &IkeSa) -> Identity {
-    let local = &sa.conn.local;
-    if let Some(id) = &local.id {
-        return id.clone();
-    }
-    match (local.auth, crate::auth::pubkey::local_cert(host, sa)) {
-        // An empty subject is refused at load (credentials.rs).
-        (AuthKind::Pubkey(_), Some(cert)) => Identity::Dn(cert.subject.clone()),
-        _ => Identity::from_ip(sa.path.local.ip()),
-    }
 }
 
 impl Exchange for IkeAuth {

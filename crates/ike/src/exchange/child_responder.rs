@@ -16,18 +16,18 @@ use flowsec_ipsec::{Mode, Protocol};
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType, ProtocolId};
 use flowsec_wire::ike::{Ke, Message, Notify, Payload, TrafficSelector};
 
-use crate::config::{self, ChildChosen, ChildConfig, Connection, RekeySwitch};
+use crate::config::{self, ChildChosen, RekeySwitch};
 use crate::context::Cx;
 use crate::crypto;
 use crate::event::IkeEvent;
 use crate::exchange::child::{cpi, ipcomp_supported, min_nonce, peer_cpi, Resource, NONCE_LEN};
+use crate::exchange::selectors::narrowed;
 use crate::exchange::Collision;
 use crate::host::{has_notify, notifies, notify, Host};
 use crate::install::Install;
 use crate::proto::{protocol_of, suites};
 use crate::sa::{ChildState, IkeSa};
 use crate::table::{SaMut, Then};
-use crate::ts;
 
 /// Most Child SAs one IKE SA may hold (implementation limit; a peer
 /// asking for more gets NO_ADDITIONAL_SAS).
@@ -347,40 +347,6 @@ fn child_choice(
         remote_ts,
     })
 }
-/// The selectors of `child` and those proposed (`tsi`, `tsr`) narrowed
-/// to each other (§2.9): ours, then the peer's; `None` where they do not
-/// meet, or would need more than [`ts::MAX_SELECTORS`] policies.
-fn narrowed(
-    sa: &IkeSa,
-    child: &ChildConfig,
-    tsi: &[TrafficSelector],
-    tsr: &[TrafficSelector],
-) -> Option<(Vec<TrafficSelector>, Vec<TrafficSelector>)> {
-    let ours_remote = ts::from_config_dynamic(&child.remote_ts, &crate::vip::remote_dynamic(sa));
-    let ours_local = ts::from_config(&child.local_ts, sa.path.local.ip());
-    let remote_ts = ts::narrow(tsi, &ours_remote);
-    let local_ts = ts::narrow(tsr, &ours_local);
-    let fits = !remote_ts.is_empty()
-        && !local_ts.is_empty()
-        && ts::selector_count(&local_ts, &remote_ts) <= ts::MAX_SELECTORS;
-    fits.then_some((local_ts, remote_ts))
-}
-
-/// Whether a child of `conn` takes the selectors `msg` proposes (TSi,
-/// TSr) for a Child SA on `sa`: for the responder choosing among
-/// connections that differ only in their children
-/// (`exchange::auth::reselect`). A message without selectors asks for no
-/// Child SA: any connection takes it.
-pub(crate) fn takes_selectors(sa: &IkeSa, conn: &Connection, msg: &Message) -> bool {
-    let c = crate::host::parts(msg);
-    let (Some(tsi), Some(tsr)) = (c.tsi, c.tsr) else {
-        return true;
-    };
-    conn.children
-        .iter()
-        .any(|child| narrowed(sa, child, tsi, tsr).is_some())
-}
-
 /// Responder, PFS (§1.3.1): our KE payload and g^ir for the peer's
 /// `kei`, which must be of the group chosen (else INVALID_KE_PAYLOAD
 /// with ours, §1.3); nothing without one.

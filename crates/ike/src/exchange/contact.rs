@@ -60,7 +60,7 @@ fn local_of(host: &Host, o: &IkeSa) -> Identity {
     o.ids
         .local
         .clone()
-        .unwrap_or_else(|| crate::exchange::auth::our_id(host, o))
+        .unwrap_or_else(|| crate::auth::our_id(host, o))
 }
 
 /// Responder: the peer says it has no other IKE SA with us (§2.4,

@@ -25,6 +25,7 @@ pub(crate) mod init;
 pub(crate) mod init_responder;
 mod manager;
 pub(crate) mod rekey;
+pub(crate) mod selectors;
 
 pub use crate::settings::Retransmit;
 pub(crate) use manager::{Collide, Exchanges, RequestVerdict};
