@@ -59,7 +59,7 @@ pub(crate) fn decrypt(
     if let Some(legacy) = legacy_pem(bytes)? {
         return legacy.decrypt(provider, password);
     }
-    let der = match pem_rfc7468::decode_vec(trim(bytes)) {
+    let der = match pem_rfc7468::decode_vec(bytes.trim_ascii()) {
         Ok(("ENCRYPTED PRIVATE KEY", der)) => Zeroizing::new(der),
         Ok(_) => return Err(DecryptError::NotEncrypted),
         Err(_) => Zeroizing::new(bytes.to_vec()),
@@ -366,16 +366,4 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
         .step_by(2)
         .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
         .collect()
-}
-
-fn trim(b: &[u8]) -> &[u8] {
-    let start = b
-        .iter()
-        .position(|c| !c.is_ascii_whitespace())
-        .unwrap_or(b.len());
-    let end = b
-        .iter()
-        .rposition(|c| !c.is_ascii_whitespace())
-        .map_or(start, |e| e + 1);
-    &b[start..end]
 }

@@ -404,22 +404,10 @@ fn read_file(f: &Path) -> Result<Zeroizing<Vec<u8>>, CredError> {
 /// The DER of a PEM block labelled `label` (`CERTIFICATE`, `X509 CRL`),
 /// or the bytes themselves.
 pub fn pem_or_der(bytes: &[u8], label: &str) -> Vec<u8> {
-    match pem_rfc7468::decode_vec(trim(bytes)) {
+    match pem_rfc7468::decode_vec(bytes.trim_ascii()) {
         Ok((l, der)) if l == label => der,
         _ => bytes.to_vec(),
     }
-}
-
-fn trim(b: &[u8]) -> &[u8] {
-    let start = b
-        .iter()
-        .position(|c| !c.is_ascii_whitespace())
-        .unwrap_or(b.len());
-    let end = b
-        .iter()
-        .rposition(|c| !c.is_ascii_whitespace())
-        .map_or(start, |e| e + 1);
-    &b[start..end]
 }
 
 /// A certificate revocation list, as [`Credentials::new`] takes them.
