@@ -101,13 +101,7 @@ fn authority(file: &str, sec: &Section) -> Result<Authority, ConfigError> {
     let err = |at: Origin, key: &str, kind| {
         ConfigError::new(at.file_or(file), at.line, join(&path, key), kind)
     };
-    if let Some(sub) = sec.sections.first() {
-        return Err(err(
-            sub.origin(),
-            &sub.name,
-            ConfigErrorKind::UnknownSection,
-        ));
-    }
+    sec.settings_only(file, &path)?;
     let mut source: Option<(AuthoritySource, Origin)> = None;
     let (mut crl_uris, mut ocsp_uris, mut cert_uri_base) = (Vec::new(), Vec::new(), None);
     for s in &sec.settings {

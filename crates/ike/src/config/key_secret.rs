@@ -74,13 +74,7 @@ pub(crate) fn read(file: &str, sec: &Section, dir: &'static str) -> Result<KeySe
     let err = |at: Origin, key: &str, kind| {
         ConfigError::new(at.file_or(file), at.line, join(&path, key), kind)
     };
-    if let Some(sub) = sec.sections.first() {
-        return Err(err(
-            sub.origin(),
-            &sub.name,
-            ConfigErrorKind::UnknownSection,
-        ));
-    }
+    sec.settings_only(file, &path)?;
     let mut key_file = None;
     let mut passwords = Vec::new();
     for s in &sec.settings {

@@ -98,6 +98,7 @@ impl Origin {
 
 impl Setting {
     /// Where it was given.
+    /// Where it opened.
     pub fn origin(&self) -> Origin {
         Origin {
             file: self.file.clone(),
@@ -115,6 +116,25 @@ impl Drop for Setting {
 }
 
 impl Section {
+    /// `Ok` if it has no subsections; else an error at the first one,
+    /// `path.NAME` (UnknownSection) in its file (`main` unless included):
+    /// for the sections that hold settings only.
+    pub(crate) fn settings_only(&self, main: &str, path: &str) -> Result<(), ConfigError> {
+        match self.sections.first() {
+            Some(sub) => {
+                let at = sub.origin();
+                let key = join(path, &sub.name);
+                Err(ConfigError::new(
+                    at.file_or(main),
+                    at.line,
+                    key,
+                    crate::config::ConfigErrorKind::UnknownSection,
+                ))
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Where it opened.
     pub fn origin(&self) -> Origin {
         Origin {
