@@ -1,10 +1,14 @@
-//! The control socket (`/run/flowsec/flowsec.sock`, mode 0600): one JSON
-//! request line in, one JSON document out, then close. The control plane,
-//! which owns the socket, answers; this module is the socket and the
-//! shape of the answers.
+//! The control socket (`/run/flowsec/flowsec.sock`, mode 0600). It
+//! speaks vici, as `flowsec ctl` does (the connection goes to the vici
+//! server: every vici command, and flowsec's own as `flowsec-*`), and
+//! JSON for scripts: one request line in, one document out, then close.
+//! Both carry the same types (`crate::answers`). The control plane, which
+//! owns the socket, answers; this module is the socket and the answers'
+//! making from the model.
 //!
-//! Requests: `{"cmd":"status"}`, `{"cmd":"sas"}`, `{"cmd":"policies"}`,
-//! `{"cmd":"stats"}`, `{"cmd":"setkey","name":N,"text":T}`, and with IKE
+//! JSON requests: `{"cmd":"status"}`, `{"cmd":"sas"}`,
+//! `{"cmd":"policies"}`, `{"cmd":"stats"}`, `{"cmd":"reload"}`,
+//! `{"cmd":"setkey","name":N,"text":T}`, and with IKE
 //! `{"cmd":"initiate"|"terminate"|"rekey","ike":NAME,"child":NAME}`.
 
 use core::fmt;
@@ -19,6 +23,7 @@ use flowsec_ipsec::{SaConfig, SaState};
 use serde_json::{json, Value};
 use zeroize::{Zeroize, Zeroizing};
 
+use crate::answers::{self, Counters};
 use crate::stats::{SaReport, Stats};
 use crate::sys::privs::{self, PeerCred};
 
@@ -258,14 +263,37 @@ impl Control {
         &self.listener
     }
 
-    /// Answer every waiting client with `answer`. A request is one JSON
-    /// line (at most [`MAX_REQUEST`] bytes) that must arrive within
-    /// [`REQUEST_WAIT`], so that no client can hold the daemon longer.
-    pub fn serve(&mut self, answer: &mut dyn FnMut(&Value) -> Value) {
+    /// Answer every waiting client. A client that speaks JSON (its
+    /// first byte `{`: one request line of at most [`MAX_REQUEST`] bytes,
+    /// in within [`REQUEST_WAIT`], so that no client holds the daemon
+    /// longer) is answered with `answer`; one that speaks vici (a frame's
+    /// length first: a zero byte for any frame under 16 MiB, which is
+    /// every frame vici allows) is returned, its credentials checked, for
+    /// the vici server to adopt (`flowsec ctl`).
+    pub fn serve(&mut self, answer: &mut dyn FnMut(&Value) -> Value) -> Vec<UnixStream> {
+        let mut vici = Vec::new();
         while let Ok((stream, _)) = self.listener.accept() {
             let _ = stream.set_nonblocking(false);
             let _ = stream.set_read_timeout(Some(REQUEST_WAIT));
             let _ = stream.set_write_timeout(Some(REQUEST_WAIT));
+            if speaks_vici(&stream) {
+                match self.allowed(&stream) {
+                    Ok(()) => vici.push(stream),
+                    Err(e) => {
+                        // Told why, as charon's failure, then closed.
+                        self.refused += 1;
+                        let why = flowsec_wire::vici::Packet {
+                            ty: flowsec_wire::vici::PacketType::CmdResponse,
+                            name: None,
+                            message: Some(crate::vici::messages::failure(e)),
+                        };
+                        if let Ok(bytes) = why.emit() {
+                            let _ = (&stream).write_all(&bytes);
+                        }
+                    }
+                }
+                continue;
+            }
             // The request is read (bounded) before the refusal, so that the
             // client reads the reason instead of a broken pipe.
             let request = read_request(&stream);
@@ -285,7 +313,15 @@ impl Control {
             };
             let _ = (&stream).write_all(format!("{reply}\n").as_bytes());
         }
+        vici
     }
+}
+
+/// Whether the client on `stream` speaks vici: its first byte is the top
+/// of a frame's 32-bit length, zero below 16 MiB (JSON starts with `{`).
+fn speaks_vici(stream: &UnixStream) -> bool {
+    use std::os::fd::AsFd;
+    matches!(crate::sys::peek_byte(stream.as_fd()), Ok(Some(0)))
 }
 
 /// The access rule of [`Control::allowed`], apart from the system calls:
@@ -388,147 +424,146 @@ impl Drop for Control {
 
 /// `flowsec ctl sas`: each SA of the model with the live state of the
 /// worker copy that carries its traffic.
-pub fn sa_json(config: &SaConfig, seen: &SaReport) -> Value {
+pub fn sa_answer(config: &SaConfig, seen: &SaReport) -> answers::Sa {
     let live = &seen.live;
     let state = match live.state {
         SaState::Mature => "installed",
         SaState::Dying => "dying",
         SaState::Expired => "expired",
     };
-    json!({
-        "protocol": config.protocol.to_string(),
-        "spi": format!("{:08x}", config.spi),
-        "mode": config.mode.to_string(),
-        "src": config.src.to_string(),
-        "dst": config.dst.to_string(),
-        "encap": config.encap.map(|e| json!({"sport": e.src_port, "dport": e.dst_port})),
-        "encr": config.encr.to_string(),
-        "integ": config.integ.to_string(),
-        "esn": config.esn,
-        "reqid": config.reqid,
-        "cpu": config.cpu,
-        "worker": seen.worker,
-        "state": state,
-        "bytes": live.bytes,
-        "packets": live.packets,
-        "seq": live.seq,
-        "replay_window": seen.replay_window,
-        "replay_drops": seen.stats.replay_drops,
-        "auth_failures": seen.stats.auth_failures,
-        "other_drops": seen.stats.other_drops,
-        "age_s": live.age.as_secs(),
-        "last_use_s": live.since_first_use.map(|t| t.as_secs()),
-    })
+    answers::Sa {
+        protocol: config.protocol.to_string(),
+        spi: format!("{:08x}", config.spi),
+        mode: config.mode.to_string(),
+        src: config.src.to_string(),
+        dst: config.dst.to_string(),
+        encap: config.encap.map(|e| answers::Encap {
+            sport: e.src_port,
+            dport: e.dst_port,
+        }),
+        encr: config.encr.to_string(),
+        integ: config.integ.to_string(),
+        esn: config.esn,
+        reqid: config.reqid,
+        cpu: config.cpu,
+        worker: seen.worker,
+        state: state.into(),
+        bytes: live.bytes,
+        packets: live.packets,
+        seq: live.seq,
+        replay_window: seen.replay_window,
+        replay_drops: seen.stats.replay_drops,
+        auth_failures: seen.stats.auth_failures,
+        other_drops: seen.stats.other_drops,
+        age_s: live.age.as_secs(),
+        last_use_s: live.since_first_use.map(|t| t.as_secs()),
+    }
 }
 
-pub fn policy_json(p: &flowsec_ipsec::Policy) -> Value {
+/// `flowsec ctl policies`: one policy.
+pub fn policy_answer(p: &flowsec_ipsec::Policy) -> answers::Policy {
     let action = match &p.action {
-        Action::Bypass => json!("none"),
-        Action::Discard => json!("discard"),
-        Action::Protect(t) => json!(t
-            .iter()
-            .map(flowsec_setkey::format_rule)
-            .collect::<Vec<_>>()),
+        Action::Bypass => answers::PolicyAction::Word("none".into()),
+        Action::Discard => answers::PolicyAction::Word("discard".into()),
+        Action::Protect(t) => {
+            answers::PolicyAction::Rules(t.iter().map(flowsec_setkey::format_rule).collect())
+        }
     };
-    json!({
-        "direction": p.direction.to_string(),
-        "src": p.selector.src.to_string(),
-        "dst": p.selector.dst.to_string(),
-        "protocol": p.selector.protocol,
-        "priority": p.priority,
-        "action": action,
-        "setkey": flowsec_setkey::format_policy(p).trim_end(),
-    })
+    answers::Policy {
+        direction: p.direction.to_string(),
+        src: p.selector.src.to_string(),
+        dst: p.selector.dst.to_string(),
+        protocol: p.selector.protocol,
+        priority: i64::from(p.priority),
+        action,
+        setkey: flowsec_setkey::format_policy(p).trim_end().to_string(),
+    }
 }
 
 /// `flowsec ctl stats`: per worker, and the total.
-pub fn stats_json(workers: &[Stats]) -> Value {
-    let one = |stats: &Stats| {
-        let mut m: serde_json::Map<String, Value> = stats
-            .named()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), json!(v)))
-            .collect();
-        let drops: serde_json::Map<String, Value> = stats
-            .drops
-            .nonzero()
-            .map(|(reason, n)| (reason.name().to_string(), json!(n)))
-            .collect();
-        m.insert("drops".into(), Value::Object(drops));
-        Value::Object(m)
+pub fn stats_answer(workers: &[Stats]) -> answers::StatsAnswer {
+    let one = |stats: &Stats| answers::WorkerCounters {
+        counters: Counters::of(stats.named()),
+        drops: Counters::of(stats.drops.nonzero().map(|(r, n)| (r.name(), n))),
     };
     let mut total = Stats::default();
     for w in workers {
         total.add(w);
     }
-    json!({
-        "total": one(&total),
-        "workers": workers.iter().map(one).collect::<Vec<_>>(),
-    })
+    answers::StatsAnswer {
+        total: one(&total),
+        workers: workers.iter().map(one).collect(),
+        ..Default::default()
+    }
 }
 
 /// `flowsec ctl sas`: one IKE SA with its Child SAs, as `swanctl
 /// --list-sas` names things, with the counters of each Child SA's inbound
 /// and outbound SA (`live` gives them by SA id).
-pub fn ike_sa_json(
+pub fn ike_sa_answer(
     sa: &flowsec_ike::IkeSaInfo,
     live: impl Fn(flowsec_ipsec::SaId) -> flowsec_setkey::SaLive,
-) -> Value {
-    let children: Vec<Value> = sa
-        .children
-        .iter()
-        .map(|c| {
-            let (i, o) = (live(c.sa_in), live(c.sa_out));
-            json!({
-                "name": c.name,
-                "reqid": c.reqid,
-                "state": c.state,
-                "mode": c.mode,
-                "protocol": c.sa_in.protocol.to_string().to_uppercase(),
-                "encap": c.encap,
-                "per_cpu": c.per_cpu,
-                "cpu": c.cpu,
-                "spi_in": format!("{:08x}", c.sa_in.spi),
-                "spi_out": format!("{:08x}", c.sa_out.spi),
-                "proposal": c.proposal,
-                "dh_group": c.dh_group,
-                "cpi_in": c.cpis.map(|(i, _)| format!("{i:04x}")),
-                "cpi_out": c.cpis.map(|(_, o)| format!("{o:04x}")),
-                "bytes_in": i.bytes,
-                "packets_in": i.packets,
-                "bytes_out": o.bytes,
-                "packets_out": o.packets,
-                "install_time_s": c.installed_s,
-                "rekey_in_s": c.rekey_in_s,
-                "life_in_s": c.expire_in_s,
-                "local_ts": c.local_ts,
-                "remote_ts": c.remote_ts,
-            })
-        })
-        .collect();
-    json!({
-        "name": sa.name,
-        "uniqueid": sa.uid,
-        "state": sa.state,
-        "initiator": sa.initiator,
-        "initiator_spi": format!("{:016x}", sa.spi_i),
-        "responder_spi": format!("{:016x}", sa.spi_r),
-        "local_host": sa.local.ip().to_string(),
-        "local_port": sa.local.port(),
-        "local_id": sa.local_id,
-        "remote_host": sa.remote.ip().to_string(),
-        "remote_port": sa.remote.port(),
-        "remote_id": sa.remote_id,
-        "local_vips": sa.local_vips.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
-        "remote_vips": sa.remote_vips.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
-        "dns": sa.dns.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
-        "nat": sa.nat,
-        "transport": sa.transport.name(),
-        "proposal": sa.proposal,
-        "established_s": sa.established_s,
-        "rekey_in_s": sa.rekey_in_s,
-        "child_sas": children,
-    })
+) -> answers::IkeSa {
+    let texts = |v: &[std::net::IpAddr]| v.iter().map(ToString::to_string).collect();
+    answers::IkeSa {
+        name: sa.name.clone(),
+        uniqueid: sa.uid,
+        state: sa.state.into(),
+        initiator: sa.initiator,
+        initiator_spi: format!("{:016x}", sa.spi_i),
+        responder_spi: format!("{:016x}", sa.spi_r),
+        local_host: sa.local.ip().to_string(),
+        local_port: sa.local.port(),
+        local_id: sa.local_id.clone(),
+        remote_host: sa.remote.ip().to_string(),
+        remote_port: sa.remote.port(),
+        remote_id: sa.remote_id.clone(),
+        local_vips: texts(&sa.local_vips),
+        remote_vips: texts(&sa.remote_vips),
+        dns: texts(&sa.dns),
+        nat: sa.nat,
+        transport: sa.transport.name().into(),
+        proposal: sa.proposal.clone(),
+        established_s: sa.established_s,
+        rekey_in_s: sa.rekey_in_s,
+        child_sas: sa
+            .children
+            .iter()
+            .map(|c| child_sa_answer(c, &live))
+            .collect(),
+    }
+}
+
+fn child_sa_answer(
+    c: &flowsec_ike::ChildSaInfo,
+    live: impl Fn(flowsec_ipsec::SaId) -> flowsec_setkey::SaLive,
+) -> answers::ChildSa {
+    let (i, o) = (live(c.sa_in), live(c.sa_out));
+    answers::ChildSa {
+        name: c.name.clone(),
+        reqid: c.reqid,
+        state: c.state.into(),
+        mode: c.mode.into(),
+        protocol: c.sa_in.protocol.to_string().to_uppercase(),
+        encap: c.encap,
+        per_cpu: c.per_cpu,
+        cpu: c.cpu,
+        spi_in: format!("{:08x}", c.sa_in.spi),
+        spi_out: format!("{:08x}", c.sa_out.spi),
+        proposal: c.proposal.clone(),
+        dh_group: c.dh_group.clone(),
+        cpi_in: c.cpis.map(|(i, _)| format!("{i:04x}")),
+        cpi_out: c.cpis.map(|(_, o)| format!("{o:04x}")),
+        bytes_in: i.bytes,
+        packets_in: i.packets,
+        bytes_out: o.bytes,
+        packets_out: o.packets,
+        install_time_s: c.installed_s,
+        rekey_in_s: c.rekey_in_s,
+        life_in_s: c.expire_in_s,
+        local_ts: c.local_ts.clone(),
+        remote_ts: c.remote_ts.clone(),
+    }
 }
 
 #[cfg(test)]
@@ -613,7 +648,7 @@ mod tests {
             replay_window: 64,
             worker: Some(1),
         };
-        let sa = sa_json(&c, &seen);
+        let sa = serde_json::to_value(sa_answer(&c, &seen)).unwrap();
         assert_eq!((&sa["cpu"], &sa["worker"]), (&json!(null), &json!(1)));
         assert_eq!(sa["spi"], "00001001");
         assert_eq!(sa["mode"], "tunnel");
@@ -626,7 +661,7 @@ mod tests {
             sent: 4,
             ..Stats::default()
         };
-        let stats = stats_json(&[w.clone(), w]);
+        let stats = serde_json::to_value(stats_answer(&[w.clone(), w])).unwrap();
         assert_eq!(stats["total"]["sent"], 8);
         assert_eq!(stats["workers"].as_array().unwrap().len(), 2);
     }

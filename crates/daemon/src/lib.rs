@@ -24,6 +24,7 @@
 //! forbids `unsafe`.
 #![deny(unsafe_code)]
 
+pub mod answers;
 mod apply;
 mod channels;
 mod control;
@@ -60,4 +61,6 @@ pub use plane::{run, Options, ViciOption};
 pub use seqstate::{EntryKind, SeqStateError, DEFAULT_STATE_DIR};
 pub use stats::Stats;
 pub use tool::ToolError;
+pub use vici::client::wipe as wipe_vici;
+pub use vici::format::{from_section as from_vici, to_section as to_vici, FormatError};
 pub use vici::{Uri as ViciUri, DEFAULT_URI as DEFAULT_VICI_URI};

@@ -18,7 +18,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use flowsec_crypto::Provider;
-use serde_json::Value;
 
 use crate::apply::{self, Capabilities, ConfigError, Model};
 use crate::channels::IkeSink;
@@ -170,7 +169,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         swanctl_dir: opts.swanctl_dir.clone(),
         setkey_path: opts.setkey.clone(),
         manual,
-        vici,
+        vici: Some(vici),
         loaded: Default::default(),
         file_config,
         pending: Vec::new(),
@@ -192,12 +191,21 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     result
 }
 
-/// The vici socket, if asked for. charon's default path held by another
-/// daemon (charon, or another flowsec) is a warning; a path given is an
-/// error.
-fn open_vici(opts: &Options) -> Result<Option<crate::vici::Server>, RunError> {
+/// The vici server, on its socket if asked for one. charon's default
+/// path held by another daemon (charon, or another flowsec) is a warning;
+/// a path given is an error. Without a socket of its own it still serves
+/// the control socket's vici clients (`flowsec ctl`).
+fn open_vici(opts: &Options) -> Result<crate::vici::Server, RunError> {
+    let unbound = || {
+        crate::vici::Server::unbound().map_err(|error| {
+            RunError::Control(crate::control::ControlError::Io {
+                path: "epoll".into(),
+                error,
+            })
+        })
+    };
     let Some(v) = &opts.vici else {
-        return Ok(None);
+        return unbound();
     };
     match crate::vici::Server::bind(&v.uri, opts.ctl_group) {
         Ok(s) => {
@@ -208,11 +216,11 @@ fn open_vici(opts: &Options) -> Result<Option<crate::vici::Server>, RunError> {
                     tracing::warn!(target: "ctl", "vici: {a} is not loopback, and vici over TCP has no authentication: anyone who reaches it controls the daemon");
                 }
             }
-            Ok(Some(s))
+            Ok(s)
         }
         Err(e) if !v.explicit => {
             tracing::warn!(target: "ctl", "vici: {e}; vici is off (give --vici URI)");
-            Ok(None)
+            unbound()
         }
         Err(e) => Err(RunError::Control(e)),
     }
@@ -337,6 +345,10 @@ impl Plane {
         fds.extend(self.metrics.as_ref().map(crate::metrics::Publisher::fd));
         let vici_at = fds.len();
         fds.extend(self.vici.as_ref().map(crate::vici::Server::fd));
+        debug_assert!(
+            self.vici.is_some(),
+            "the vici server is only out in vici_turn"
+        );
         fds.extend(self.ike.as_ref().map(IkePlane::fds).unwrap_or_default());
         let mut ready = vec![false; fds.len()];
         let hangup = sys::catch_reload_signal();
@@ -348,9 +360,14 @@ impl Plane {
             if let Err(e) = sys::poll_readable(&fds, wait, &mut ready) {
                 return Some(RunError::Poll(e));
             }
+            let mut adopted = false;
             if ready[0] {
-                control.serve(&mut |request| self.answer(request));
+                let vici = control.serve(&mut |request| self.answer_json(request));
                 self.ctl_refused = control.refused;
+                if let Some(server) = &mut self.vici {
+                    adopted = !vici.is_empty();
+                    vici.into_iter().for_each(|s| server.adopt(s));
+                }
             }
             if self.metrics.is_some() && ready[1] {
                 // The page, rendered here and served by the metrics
@@ -364,7 +381,7 @@ impl Plane {
                 ike.receive(now, k);
                 ike.ike.poll(now, k);
             });
-            let vici_ready = self.vici.is_some() && ready[vici_at];
+            let vici_ready = adopted || (self.vici.is_some() && ready[vici_at]);
             self.vici_turn(vici_ready);
             self.workers.flush_pending();
             self.watch_volume();
@@ -423,20 +440,21 @@ impl Plane {
 
 /// A reload's outcome, for the log (`ctl reload` gets it as JSON; IKE
 /// logs what became of each connection).
-fn log_reload(answer: &Value) {
-    if let Some(e) = answer.get("error").and_then(Value::as_str) {
-        tracing::warn!(target: "cfg", "{e}");
-    }
-    if let Some(s) = answer.get("setkey") {
-        let n = |k: &str| s[k].as_u64().unwrap_or(0);
-        tracing::info!(
-            target: "cfg",
-            "setkey file reloaded: {} SAs kept, {} added, {} removed{}",
-            n("kept"),
-            n("added"),
-            n("removed"),
-            if s["policies_changed"].as_bool() == Some(true) { ", policies changed" } else { "" }
-        );
+fn log_reload(answer: &Result<crate::answers::Reloaded, String>) {
+    match answer {
+        Err(e) => tracing::warn!(target: "cfg", "{e}"),
+        Ok(r) => {
+            if let Some(s) = &r.setkey {
+                tracing::info!(
+                    target: "cfg",
+                    "setkey file reloaded: {} SAs kept, {} added, {} removed{}",
+                    s.kept,
+                    s.added,
+                    s.removed,
+                    if s.policies_changed { ", policies changed" } else { "" }
+                );
+            }
+        }
     }
 }
 

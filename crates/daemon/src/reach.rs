@@ -15,8 +15,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
-
 use crate::apply::WorkerChange;
 use crate::channels::{Delivery, Mailbox, Msg};
 use crate::stats::Report;
@@ -192,22 +190,18 @@ impl Workers {
     }
 
     /// `ctl status`'s view of each worker.
-    pub fn status(&self) -> Value {
+    pub fn status(&self) -> Vec<crate::answers::WorkerHealth> {
         let health = self.health.borrow();
-        Value::Array(
-            health
-                .iter()
-                .enumerate()
-                .map(|(k, h)| {
-                    json!({
-                        "worker": k,
-                        "late": h.late,
-                        "missed_deadlines": h.missed,
-                        "pending_changes": h.pending.len(),
-                    })
-                })
-                .collect(),
-        )
+        health
+            .iter()
+            .enumerate()
+            .map(|(k, h)| crate::answers::WorkerHealth {
+                worker: k,
+                late: h.late,
+                missed_deadlines: h.missed,
+                pending_changes: h.pending.len(),
+            })
+            .collect()
     }
 }
 
@@ -272,8 +266,8 @@ mod tests {
         }
         assert!(w.reports().is_empty());
         let s = w.status();
-        assert_eq!(s[0]["late"], true);
-        assert!(s[0]["missed_deadlines"].as_u64().unwrap() >= 2, "{s}");
+        assert!(s[0].late);
+        assert!(s[0].missed_deadlines >= 2, "{s:?}");
         // Late: the next calls wait only briefly.
         let t = Instant::now();
         w.apply(vec![vec![WorkerChange::Spd(Default::default(), 0)]]);
@@ -303,7 +297,7 @@ mod tests {
         drain(&mut spis, &mut spd);
         assert_eq!(spis, (0..round).collect::<Vec<_>>());
         assert!(spd);
-        assert_eq!(w.status()[0]["pending_changes"], 0);
+        assert_eq!(w.status()[0].pending_changes, 0);
     }
 
     /// Every worker's copy of one installation gets the same generation;

@@ -2,11 +2,12 @@
 //! that `swanctl`, the vici libraries (Python `vici`, Go `govici`) and the
 //! tools built on them drive flowsec as they drive charon. The socket and
 //! its clients ([`server`], [`client`]), charon's message shapes
-//! ([`messages`]) and what clients loaded ([`store`]); the commands are
+//! ([`messages`]), flowsec's own typed as a serde format ([`format`]) and
+//! what clients loaded ([`store`]); the commands are
 //! the control plane's (`crate::plane::vici`).
 
 pub mod client;
-pub mod json;
+pub mod format;
 pub mod messages;
 pub mod server;
 pub mod store;

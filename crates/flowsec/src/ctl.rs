@@ -1,18 +1,29 @@
 //! `flowsec ctl`: ask a running `flowsec up` about its SAs, policies and
-//! counters over its control socket; text like `swanctl --list-sas`, or
-//! `--json`.
+//! counters, and tell it to initiate, terminate, rekey or reload. It
+//! speaks vici (flowsec's own questions as `flowsec-*` commands, IKE's
+//! actions as charon's `initiate`, `terminate`, `rekey`), over the
+//! control socket or any vici URI; it prints text like `swanctl
+//! --list-sas`, or with `--json` the same typed answer in JSON.
 
 use core::fmt;
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use serde_json::Value;
+use flowsec_daemon::answers::{
+    Answer, ChildSa, Counters, IkeSa, Policies, Queued, Reloaded, Sa, Sas, StatsAnswer, Status,
+    WorkerCounters,
+};
+use flowsec_wire::vici::Section;
+use serde::de::DeserializeOwned;
 
+use crate::vici_client::{Connection, Target};
 use crate::{CliError, UsageError};
+
+/// How long a question may take (initiate and terminate wait for IKE).
+const ANSWER_WAIT: Duration = Duration::from_secs(10);
 
 /// Why the daemon could not be asked, or what it refused.
 #[derive(Debug)]
@@ -20,24 +31,24 @@ use crate::{CliError, UsageError};
 pub enum CtlError {
     /// Nothing listens on the control socket.
     Connect {
-        /// The socket.
+        /// The socket or URI.
         path: PathBuf,
         /// Why.
         error: std::io::Error,
     },
     /// Sending the request or reading the answer failed.
     Io {
-        /// The socket.
+        /// The socket or URI.
         path: PathBuf,
         /// Why.
         error: std::io::Error,
     },
-    /// The answer is not JSON.
+    /// The answer is not what was asked for.
     BadAnswer {
-        /// The socket.
+        /// The socket or URI.
         path: PathBuf,
         /// Why.
-        error: serde_json::Error,
+        why: String,
     },
     /// The daemon refused the request; its own words (a setkey error
     /// names the file, line and column).
@@ -56,8 +67,8 @@ impl fmt::Display for CtlError {
                 path.display()
             ),
             CtlError::Io { path, error } => write!(f, "{}: {error}", path.display()),
-            CtlError::BadAnswer { path, error } => {
-                write!(f, "{}: bad answer: {error}", path.display())
+            CtlError::BadAnswer { path, why } => {
+                write!(f, "{}: bad answer: {why}", path.display())
             }
             CtlError::Daemon { message } => f.write_str(message),
         }
@@ -68,8 +79,7 @@ impl std::error::Error for CtlError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             CtlError::Connect { error, .. } | CtlError::Io { error, .. } => Some(error),
-            CtlError::BadAnswer { error, .. } => Some(error),
-            CtlError::Daemon { .. } => None,
+            CtlError::BadAnswer { .. } | CtlError::Daemon { .. } => None,
         }
     }
 }
@@ -79,19 +89,39 @@ impl std::error::Error for CtlError {
 pub struct CtlArgs {
     /// What to show.
     pub what: What,
-    /// The daemon's control socket.
+    /// The daemon's control socket (it speaks vici).
     #[arg(long, env = "FLOWSEC_SOCKET", default_value = flowsec_daemon::DEFAULT_SOCKET)]
     pub socket: PathBuf,
-    /// Print the daemon's JSON answer as it is.
+    /// Ask at a vici URI instead (`unix:///var/run/charon.vici`,
+    /// `tcp://127.0.0.1:4502`), as `swanctl --uri`.
+    #[arg(long, value_name = "URI")]
+    pub uri: Option<String>,
+    /// Print the daemon's answer as JSON (the control socket's document).
     #[arg(long)]
     pub json: bool,
     /// initiate/terminate/rekey: the connection (IKE SA), or an IKE SA's
-    /// unique id.
+    /// unique id (`#3`).
     #[arg(long, value_name = "NAME")]
     pub ike: Option<String>,
     /// initiate/terminate/rekey: the child (CHILD_SA) by its config name.
     #[arg(long, value_name = "NAME")]
     pub child: Option<String>,
+    /// initiate/terminate: give up waiting after SECS (0: as long as IKE
+    /// takes; the daemon stops at 300 s).
+    #[arg(long, value_name = "SECS", default_value_t = 0)]
+    pub timeout: u64,
+}
+
+impl CtlArgs {
+    /// Where to ask.
+    pub fn target(&self) -> Target {
+        target(self.uri.as_deref(), &self.socket)
+    }
+}
+
+/// `--uri` if given, else the control socket.
+pub fn target(uri: Option<&str>, socket: &std::path::Path) -> Target {
+    Target(uri.map_or_else(|| socket.display().to_string(), str::to_string))
 }
 
 /// The questions `flowsec ctl` can ask.
@@ -105,12 +135,13 @@ pub enum What {
     Policies,
     /// Counters per worker and per drop reason.
     Stats,
-    /// Bring up an IKE SA and/or CHILD_SA (`--ike`, `--child`), like
-    /// `swanctl --initiate`.
+    /// Bring up an IKE SA and/or CHILD_SA (`--ike`, `--child`) and wait
+    /// for it, like `swanctl --initiate`.
     Initiate,
-    /// Delete an IKE SA (`--ike`) or CHILD_SAs (`--child`).
+    /// Delete an IKE SA (`--ike`) or CHILD_SAs (`--child`) and wait for
+    /// it.
     Terminate,
-    /// Rekey an IKE SA (`--ike`) or CHILD_SAs (`--child`).
+    /// Rekey an IKE SA (`--ike`) or CHILD_SAs (`--child`) (queued).
     Rekey,
     /// Read the `-c` and `--setkey` files again and apply what changed
     /// (as SIGHUP; like `swanctl --load-all`): new connections start,
@@ -120,74 +151,157 @@ pub enum What {
 }
 
 pub fn run(args: &CtlArgs) -> Result<(), CliError> {
-    let cmd = match args.what {
-        What::Status => "status",
-        What::Sas => "sas",
-        What::Policies => "policies",
-        What::Stats => "stats",
-        What::Initiate => "initiate",
-        What::Terminate => "terminate",
-        What::Rekey => "rekey",
-        What::Reload => "reload",
-    };
-    let acts = matches!(args.what, What::Initiate | What::Terminate | What::Rekey);
-    if acts && args.ike.is_none() && args.child.is_none() {
-        return Err(UsageError::CtlNeedsName { cmd }.into());
-    }
-    let mut req = serde_json::json!({ "cmd": cmd });
-    if let Some(ike) = &args.ike {
-        req["ike"] = ike.clone().into();
-    }
-    if let Some(child) = &args.child {
-        req["child"] = child.clone().into();
-    }
-    let reply = request(&args.socket, &req)?;
     // Written whole at the end: a reader that goes away (`| head`) ends
     // the output, not the program with a panic.
     let mut o = String::new();
-    if args.json {
-        let _ = writeln!(
-            o,
-            "{}",
-            serde_json::to_string_pretty(&reply).unwrap_or_default()
-        );
-    } else {
-        match args.what {
-            What::Status => print_object(&mut o, &reply),
-            What::Sas => print_sas(&mut o, &reply),
-            What::Policies => {
-                for p in reply.as_array().into_iter().flatten() {
-                    let _ = writeln!(o, "{}", p["setkey"].as_str().unwrap_or_default());
-                }
-            }
-            What::Stats => print_stats(&mut o, &reply),
-            What::Reload => print_reload(&mut o, &reply),
-            What::Initiate | What::Terminate | What::Rekey => {
-                let _ = writeln!(
-                    o,
-                    "{cmd}: {} SA(s) queued",
-                    reply["ok"].as_u64().unwrap_or(0)
-                );
-            }
-        }
+    match args.what {
+        What::Initiate | What::Terminate | What::Rekey => act(args, &mut o)?,
+        What::Status => show::<Status>(args, "flowsec-status", &mut o, print_status)?,
+        What::Sas => show::<Sas>(args, "flowsec-sas", &mut o, print_sas)?,
+        What::Policies => show::<Policies>(args, "flowsec-policies", &mut o, print_policies)?,
+        What::Stats => show::<StatsAnswer>(args, "flowsec-stats", &mut o, print_stats)?,
+        What::Reload => show::<Reloaded>(args, "flowsec-reload", &mut o, print_reload)?,
     }
     let _ = std::io::stdout().lock().write_all(o.as_bytes());
     Ok(())
 }
 
+/// Ask `command` and read its answer as `T`: printed by `print`, or as
+/// JSON.
+fn show<T: DeserializeOwned + Into<Answer>>(
+    args: &CtlArgs,
+    command: &str,
+    o: &mut String,
+    print: fn(&mut String, &T),
+) -> Result<(), CtlError> {
+    let answer: T = ask(&args.target(), command, Section::default())?;
+    if args.json {
+        let json = answer.into().to_json();
+        let _ = writeln!(
+            o,
+            "{}",
+            serde_json::to_string_pretty(&json).unwrap_or_default()
+        );
+    } else {
+        print(o, &answer);
+    }
+    Ok(())
+}
+
+/// One question of flowsec's to the daemon at `target`, its answer read
+/// as `T`.
+pub fn ask<T: DeserializeOwned>(
+    target: &Target,
+    command: &str,
+    message: Section,
+) -> Result<T, CtlError> {
+    let mut c = Connection::open(target, Some(ANSWER_WAIT))?;
+    let answer = c.call(command, message, &mut |_, _| {})?;
+    flowsec_daemon::from_vici(&answer).map_err(|e| CtlError::BadAnswer {
+        path: target.0.clone().into(),
+        why: e.to_string(),
+    })
+}
+
+/// `initiate`, `terminate`, `rekey`: charon's commands, IKE's log lines
+/// streamed as they come (`control-log`), as swanctl prints them.
+fn act(args: &CtlArgs, o: &mut String) -> Result<(), CliError> {
+    let cmd = match args.what {
+        What::Initiate => "initiate",
+        What::Terminate => "terminate",
+        _ => "rekey",
+    };
+    if args.ike.is_none() && args.child.is_none() {
+        return Err(UsageError::CtlNeedsName { cmd }.into());
+    }
+    let mut m = Section::default();
+    if let Some(child) = &args.child {
+        m = m.with("child", child.as_str());
+    }
+    match args.ike.as_deref().map(|i| (i, i.strip_prefix('#'))) {
+        Some((_, Some(id))) if id.parse::<u32>().is_ok() => m = m.with("ike-id", id),
+        Some((name, _)) => m = m.with("ike", name),
+        None => {}
+    }
+    let waits = cmd != "rekey";
+    if waits {
+        m = m.with("timeout", (args.timeout * 1000).to_string());
+    }
+    let wait = (waits && args.timeout == 0)
+        .then_some(None)
+        .unwrap_or(Some(ANSWER_WAIT + Duration::from_secs(args.timeout)));
+    let mut c = Connection::open(&args.target(), wait)?;
+    if waits {
+        c.register("control-log")?;
+    }
+    let mut out = std::io::stdout().lock();
+    let answer = c.call(cmd, m, &mut |_, log| {
+        // As swanctl: `[IKE] message`, as it happens.
+        let group = log.str("group").unwrap_or("---");
+        let _ = writeln!(out, "[{group}] {}", log.str("msg").unwrap_or_default());
+    })?;
+    let matched = answer.str("matches").and_then(|n| n.parse().ok());
+    if args.json {
+        let queued = Answer::Queued(Queued {
+            ok: matched.unwrap_or(1),
+        });
+        let _ = writeln!(o, "{}", queued.to_json());
+    } else if cmd == "rekey" {
+        let _ = writeln!(o, "rekey: {} SA(s) queued", matched.unwrap_or(0));
+    } else {
+        let _ = writeln!(o, "{cmd} completed successfully");
+    }
+    Ok(())
+}
+
+/// `ctl status`.
+fn print_status(o: &mut String, s: &Status) {
+    let _ = writeln!(o, "tun: {}", s.tun);
+    let _ = writeln!(o, "uptime_s: {:.1}", s.uptime_s);
+    let _ = writeln!(o, "workers: {}", s.workers);
+    for h in &s.worker_health {
+        let _ = writeln!(
+            o,
+            "worker {}: {}, {} deadlines missed, {} changes pending",
+            h.worker,
+            if h.late { "LATE" } else { "answering" },
+            h.missed_deadlines,
+            h.pending_changes
+        );
+    }
+    let _ = writeln!(o, "sas: {}", s.sas);
+    let _ = writeln!(o, "policies: {}", s.policies);
+    let f = &s.plaintext_filter;
+    let _ = writeln!(
+        o,
+        "plaintext_filter: {}{}",
+        f.table.as_deref().unwrap_or("none"),
+        f.stale
+            .as_deref()
+            .map(|w| format!(" (stale: {w})"))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(o, "capabilities: {}", s.capabilities.join(", "));
+    let _ = writeln!(o, "no_new_privs: {}", s.no_new_privs);
+    let _ = writeln!(o, "ctl_refused: {}", s.ctl_refused);
+}
+
+/// `ctl policies`: setkey's statements.
+fn print_policies(o: &mut String, p: &Policies) {
+    for p in &p.policies {
+        let _ = writeln!(o, "{}", p.setkey);
+    }
+}
+
 /// `ctl reload`: what became of each connection, and of the setkey file.
-fn print_reload(o: &mut String, reply: &Value) {
-    if let Some(ike) = reply.get("ike") {
-        let names = |k: &str| -> Vec<String> {
-            ike[k]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|n| n.as_str().map(str::to_string))
-                .collect()
-        };
-        for what in ["added", "replaced", "removed", "unchanged"] {
-            let list = names(what);
+fn print_reload(o: &mut String, r: &Reloaded) {
+    if let Some(ike) = &r.ike {
+        for (what, list) in [
+            ("added", &ike.added),
+            ("replaced", &ike.replaced),
+            ("removed", &ike.removed),
+            ("unchanged", &ike.unchanged),
+        ] {
             let shown = if list.is_empty() {
                 "-".to_string()
             } else {
@@ -196,362 +310,242 @@ fn print_reload(o: &mut String, reply: &Value) {
             let _ = writeln!(o, "connections {what}: {shown}");
         }
     }
-    if let Some(s) = reply.get("setkey") {
-        let n = |k: &str| s[k].as_u64().unwrap_or(0);
+    if let Some(s) = &r.setkey {
         let _ = writeln!(
             o,
             "setkey: {} SAs kept, {} added, {} removed; policies {}",
-            n("kept"),
-            n("added"),
-            n("removed"),
-            if s["policies_changed"].as_bool() == Some(true) {
+            s.kept,
+            s.added,
+            s.removed,
+            if s.policies_changed {
                 "changed"
             } else {
                 "as they were"
             }
         );
     }
-    for w in reply["warnings"].as_array().into_iter().flatten() {
-        let _ = writeln!(o, "warning: {}", w.as_str().unwrap_or_default());
-    }
-}
-
-/// Send one request to the daemon at `socket` and read its answer; an
-/// answer with an "error" becomes the error.
-pub fn request(socket: &Path, request: &Value) -> Result<Value, CtlError> {
-    let path = || socket.to_path_buf();
-    let stream = UnixStream::connect(socket).map_err(|error| CtlError::Connect {
-        path: path(),
-        error,
-    })?;
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    // A setkey request holds keys: its text is wiped once sent.
-    let line = zeroize::Zeroizing::new(format!("{request}\n"));
-    (&stream)
-        .write_all(line.as_bytes())
-        .map_err(|error| CtlError::Io {
-            path: path(),
-            error,
-        })?;
-    let mut line = String::new();
-    BufReader::new(&stream)
-        .read_line(&mut line)
-        .map_err(|error| CtlError::Io {
-            path: path(),
-            error,
-        })?;
-    let reply: Value = serde_json::from_str(&line).map_err(|error| CtlError::BadAnswer {
-        path: path(),
-        error,
-    })?;
-    match reply.get("error").and_then(Value::as_str) {
-        Some(message) => Err(CtlError::Daemon {
-            message: message.to_string(),
-        }),
-        None => Ok(reply),
-    }
-}
-
-fn print_object(o: &mut String, v: &Value) {
-    match v {
-        Value::Object(map) => {
-            for (k, v) in map {
-                match v {
-                    Value::Array(items) if items.iter().all(|i| !i.is_object()) => {
-                        let items: Vec<String> = items
-                            .iter()
-                            .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_string))
-                            .collect();
-                        let _ = writeln!(o, "{k}: {}", items.join(", "));
-                    }
-                    Value::Array(items) => {
-                        for (i, item) in items.iter().enumerate() {
-                            let _ = writeln!(o, "{k}[{i}]:");
-                            if let Value::Object(m) = item {
-                                for (k2, v2) in m {
-                                    let _ = writeln!(o, "  {k2}: {v2}");
-                                }
-                            }
-                        }
-                    }
-                    _ => {
-                        let _ = writeln!(o, "{k}: {v}");
-                    }
-                }
-            }
-        }
-        other => {
-            let _ = writeln!(o, "{other}");
-        }
+    for w in r.warnings.iter().flatten() {
+        let _ = writeln!(o, "warning: {w}");
     }
 }
 
 /// One line per worker and one for the total: counters that are not zero,
 /// then drops by reason.
-fn print_stats(o: &mut String, v: &Value) {
-    let mut line = |label: String, c: &Value| {
-        let mut parts = Vec::new();
-        for (k, n) in c.as_object().into_iter().flatten() {
-            match n {
-                Value::Object(drops) => {
-                    for (reason, n) in drops {
-                        parts.push(format!("{reason}={n}"));
-                    }
-                }
-                n if n.as_u64() != Some(0) || k == "sent" || k == "delivered" => {
-                    parts.push(format!("{k}={n}"))
-                }
-                _ => {}
-            }
+fn print_stats(o: &mut String, v: &StatsAnswer) {
+    let mut line = |label: &str, c: &Counters, drops: Option<&Counters>| {
+        let mut parts: Vec<String> =
+            c.0.iter()
+                .filter(|(k, n)| *n != 0 || k == "sent" || k == "delivered")
+                .map(|(k, n)| format!("{k}={n}"))
+                .collect();
+        for (reason, n) in drops.map(|d| d.0.as_slice()).unwrap_or_default() {
+            parts.push(format!("{reason}={n}"));
         }
         let _ = writeln!(o, "{label}: {}", parts.join(" "));
     };
-    for (k, w) in v["workers"].as_array().into_iter().flatten().enumerate() {
-        line(format!("worker {k}"), w);
+    let worker = |w: &WorkerCounters| (w.counters.clone(), w.drops.clone());
+    for (k, w) in v.workers.iter().enumerate() {
+        let (c, d) = worker(w);
+        line(&format!("worker {k}"), &c, Some(&d));
     }
-    line("total".into(), &v["total"]);
-    // IKE's, its queues' drops, and the RFC 9329 stream thread's.
-    for k in ["ike", "ike_queue", "tcp"] {
-        if v[k].is_object() {
-            line(k.into(), &v[k]);
+    let (c, d) = worker(&v.total);
+    line("total", &c, Some(&d));
+    // IKE's, its queues' drops, the RFC 9329 stream thread's, and the
+    // metrics thread's.
+    for (k, c) in [
+        ("ike", &v.ike),
+        ("ike_queue", &v.ike_queue),
+        ("tcp", &v.tcp),
+        ("metrics", &v.metrics),
+    ] {
+        if let Some(c) = c {
+            line(k, c, None);
         }
-    }
-    if v["metrics"].is_object() {
-        line("metrics".into(), &v["metrics"]);
     }
 }
 
 /// Like `swanctl --list-sas`: the IKE SAs with their CHILD_SAs, then the
 /// SAs that were keyed by hand.
-fn print_sas(o: &mut String, v: &Value) {
-    for ike in v["ike_sas"].as_array().into_iter().flatten() {
+fn print_sas(o: &mut String, v: &Sas) {
+    for ike in &v.ike_sas {
         print_ike_sa(o, ike);
     }
-    let manual: Vec<&Value> = v["sas"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|sa| !ike_owned(v, sa))
-        .collect();
-    for sa in manual {
-        let s = |k: &str| sa[k].as_str().unwrap_or("?").to_string();
-        let n = |k: &str| sa[k].as_u64().unwrap_or(0);
-        let encap = if sa["encap"].is_null() {
-            String::new()
+    for sa in v.sas.iter().filter(|sa| !ike_owned(v, sa)) {
+        let encap = if sa.encap.is_some() {
+            ", UDP-encapsulated"
         } else {
-            ", UDP-encapsulated".to_string()
+            ""
         };
-        let algs = if s("integ") == "NONE" {
-            s("encr")
+        let algs = if sa.integ == "NONE" {
+            sa.encr.clone()
         } else {
-            format!("{}/{}", s("encr"), s("integ"))
+            format!("{}/{}", sa.encr, sa.integ)
         };
         let _ = writeln!(
             o,
             "{} SPI {} {} {} -> {} {}, {}{}, reqid {}{}",
-            s("protocol"),
-            s("spi"),
-            s("mode"),
-            s("src"),
-            s("dst"),
-            s("state").to_uppercase(),
+            sa.protocol,
+            sa.spi,
+            sa.mode,
+            sa.src,
+            sa.dst,
+            sa.state.to_uppercase(),
             algs,
             encap,
-            n("reqid"),
+            sa.reqid,
             placement(sa)
         );
         let _ = writeln!(o,
             "  {} bytes, {} packets, seq {}, {}s ago added; replay window {}: {} replay drops, {} auth failures, {} other drops",
-            n("bytes"),
-            n("packets"),
-            n("seq"),
-            n("age_s"),
-            n("replay_window"),
-            n("replay_drops"),
-            n("auth_failures"),
-            n("other_drops")
+            sa.bytes, sa.packets, sa.seq, sa.age_s, sa.replay_window,
+            sa.replay_drops, sa.auth_failures, sa.other_drops
         );
     }
 }
 
 /// Where an SA runs: `, cpu 1` for a per-resource SA (RFC 9611), and
 /// `, on worker 1` once a worker's copy has carried packets.
-fn placement(sa: &Value) -> String {
+fn placement(sa: &Sa) -> String {
     let mut out = String::new();
-    if let Some(cpu) = sa["cpu"].as_u64() {
+    if let Some(cpu) = sa.cpu {
         let _ = write!(out, ", cpu {cpu}");
     }
-    if let Some(w) = sa["worker"].as_u64() {
+    if let Some(w) = sa.worker {
         let _ = write!(out, ", on worker {w}");
     }
     out
 }
 
 /// Whether SA `sa` belongs to a CHILD_SA listed above it.
-fn ike_owned(v: &Value, sa: &Value) -> bool {
-    let spi = sa["spi"]
-        .as_str()
-        .unwrap_or_default()
-        .trim_start_matches("0x")
-        .to_string();
-    v["ike_sas"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|i| i["child_sas"].as_array().into_iter().flatten())
-        .any(|c| {
-            c["spi_in"].as_str() == Some(spi.as_str())
-                || c["spi_out"].as_str() == Some(spi.as_str())
-        })
+fn ike_owned(v: &Sas, sa: &Sa) -> bool {
+    let spi = sa.spi.trim_start_matches("0x");
+    v.ike_sas
+        .iter()
+        .flat_map(|i| &i.child_sas)
+        .any(|c| c.spi_in == spi || c.spi_out == spi)
+}
+
+/// A value that may be missing, as `-`.
+fn or_dash<T: fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| v.to_string())
 }
 
 /// One IKE SA as `swanctl --list-sas` shows it, then its CHILD_SAs.
-fn print_ike_sa(o: &mut String, sa: &Value) {
-    let s = |k: &str| field(sa, k);
+fn print_ike_sa(o: &mut String, sa: &IkeSa) {
+    let star = |yes: bool| if yes { "*" } else { "" };
     let _ = writeln!(
         o,
         "{}: #{}, {}, IKEv2, {}_i{} {}_r{}",
-        s("name"),
-        s("uniqueid"),
-        s("state"),
-        s("initiator_spi"),
-        if sa["initiator"] == Value::Bool(true) {
-            "*"
-        } else {
-            ""
-        },
-        s("responder_spi"),
-        if sa["initiator"] == Value::Bool(false) {
-            "*"
-        } else {
-            ""
-        },
+        sa.name,
+        sa.uniqueid,
+        sa.state,
+        sa.initiator_spi,
+        star(sa.initiator),
+        sa.responder_spi,
+        star(!sa.initiator),
     );
     // Virtual IPs as swanctl shows them: ` [10.3.0.1]` after the address.
-    let vips = |key: &str| match sa[key].as_array() {
-        Some(a) if !a.is_empty() => {
-            let list: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
-            format!(" [{}]", list.join(" "))
+    let vips = |a: &[String]| match a.is_empty() {
+        true => String::new(),
+        false => format!(" [{}]", a.join(" ")),
+    };
+    let dash = |s: &str| {
+        if s.is_empty() {
+            "-".to_string()
+        } else {
+            s.to_string()
         }
-        _ => String::new(),
     };
     let _ = writeln!(
         o,
         "  local  '{}' @ {}[{}]{}",
-        s("local_id"),
-        s("local_host"),
-        s("local_port"),
-        vips("local_vips")
+        dash(&sa.local_id),
+        sa.local_host,
+        sa.local_port,
+        vips(&sa.local_vips)
     );
+    let stream = matches!(sa.transport.as_str(), "TCP" | "TLS");
     let _ = writeln!(
         o,
         "  remote '{}' @ {}[{}]{}{}",
-        s("remote_id"),
-        s("remote_host"),
-        s("remote_port"),
-        vips("remote_vips"),
-        match sa["transport"].as_str() {
-            // RFC 9329: the IKE SA and its ESP in one TCP stream.
-            Some(t @ ("TCP" | "TLS")) => format!(" over {t}"),
-            _ if sa["nat"] == Value::Bool(true) => " (NAT-T)".to_string(),
-            _ => String::new(),
+        dash(&sa.remote_id),
+        sa.remote_host,
+        sa.remote_port,
+        vips(&sa.remote_vips),
+        // RFC 9329: the IKE SA and its ESP in one TCP stream.
+        match (stream, sa.nat) {
+            (true, _) => format!(" over {}", sa.transport),
+            (false, true) => " (NAT-T)".to_string(),
+            (false, false) => String::new(),
         }
     );
-    if let Some(dns) = sa["dns"].as_array().filter(|d| !d.is_empty()) {
-        let list: Vec<&str> = dns.iter().filter_map(Value::as_str).collect();
-        let _ = writeln!(o, "  DNS {}", list.join(" "));
+    if !sa.dns.is_empty() {
+        let _ = writeln!(o, "  DNS {}", sa.dns.join(" "));
     }
-    let _ = writeln!(o, "  {}", s("proposal"));
+    let _ = writeln!(o, "  {}", dash(&sa.proposal));
     let _ = writeln!(
         o,
         "  established {}s ago, rekeying in {}s",
-        s("established_s"),
-        s("rekey_in_s")
+        or_dash(sa.established_s),
+        or_dash(sa.rekey_in_s)
     );
-    let stream = matches!(sa["transport"].as_str(), Some("TCP" | "TLS"));
-    for c in sa["child_sas"].as_array().into_iter().flatten() {
+    for c in &sa.child_sas {
         print_child_sa(o, c, stream);
     }
 }
 
 /// One CHILD_SA under its IKE SA: proposal, times, both SPIs' counters
 /// and the traffic selectors.
-fn print_child_sa(o: &mut String, c: &Value, stream: bool) {
-    let s = |k: &str| field(c, k);
+fn print_child_sa(o: &mut String, c: &ChildSa, stream: bool) {
     // A per-resource Child SA (RFC 9611): its worker, as swanctl shows
     // a per-CPU SA's CPU.
-    let resource = match (c["per_cpu"].as_bool(), c["cpu"].as_u64()) {
-        (Some(true), Some(cpu)) => format!(", cpu {cpu}"),
-        (Some(true), None) => ", per-cpu fallback".to_string(),
+    let resource = match (c.per_cpu, c.cpu) {
+        (true, Some(cpu)) => format!(", cpu {cpu}"),
+        (true, None) => ", per-cpu fallback".to_string(),
         _ => String::new(),
     };
     let _ = writeln!(
         o,
         "  {}: reqid {}, {}, {}, {}{}{}:",
-        s("name"),
-        s("reqid"),
-        s("state"),
-        s("mode"),
-        s("protocol"),
-        match (c["encap"] == Value::Bool(true), stream) {
+        c.name,
+        c.reqid,
+        c.state,
+        c.mode,
+        c.protocol,
+        match (c.encap, stream) {
             (true, true) => " in TCP",
             (true, false) => " in UDP",
             (false, _) => "",
         },
         resource
     );
-    if c["cpi_in"].is_string() {
-        let _ = writeln!(
-            o,
-            "    {}, IPCOMP CPIs {}_i {}_o",
-            s("proposal"),
-            s("cpi_in"),
-            s("cpi_out")
-        );
-    } else {
-        let _ = writeln!(o, "    {}", s("proposal"));
+    match (&c.cpi_in, &c.cpi_out) {
+        (Some(i), Some(out)) => {
+            let _ = writeln!(o, "    {}, IPCOMP CPIs {i}_i {out}_o", c.proposal);
+        }
+        _ => {
+            let _ = writeln!(o, "    {}", c.proposal);
+        }
     }
     let _ = writeln!(
         o,
         "    installed {}s ago, rekeying in {}s, expires in {}s",
-        s("install_time_s"),
-        s("rekey_in_s"),
-        s("life_in_s")
+        c.install_time_s,
+        or_dash(c.rekey_in_s),
+        or_dash(c.life_in_s)
     );
     let _ = writeln!(
         o,
         "    in  {}, {:>8} bytes, {:>6} packets",
-        s("spi_in"),
-        s("bytes_in"),
-        s("packets_in")
+        c.spi_in, c.bytes_in, c.packets_in
     );
     let _ = writeln!(
         o,
         "    out {}, {:>8} bytes, {:>6} packets",
-        s("spi_out"),
-        s("bytes_out"),
-        s("packets_out")
+        c.spi_out, c.bytes_out, c.packets_out
     );
-    let ts = |k: &str| {
-        c[k].as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    let _ = writeln!(o, "    local  {}", ts("local_ts"));
-    let _ = writeln!(o, "    remote {}", ts("remote_ts"));
-}
-
-/// Field `k` of `v` as text: a string as it is, null as `-`, anything
-/// else as JSON.
-fn field(v: &Value, k: &str) -> String {
-    match &v[k] {
-        Value::String(x) => x.clone(),
-        Value::Null => "-".into(),
-        other => other.to_string(),
-    }
+    let _ = writeln!(o, "    local  {}", c.local_ts.join(" "));
+    let _ = writeln!(o, "    remote {}", c.remote_ts.join(" "));
 }
 
 #[cfg(test)]
@@ -562,20 +556,22 @@ mod tests {
     /// one in UDP) and an SA keyed by hand.
     #[test]
     fn sas_are_listed_as_swanctl_does() {
-        let v: Value = serde_json::from_str(
+        let v: Sas = serde_json::from_str(
             r#"{
             "ike_sas": [{
                 "name": "gw", "uniqueid": 3, "state": "ESTABLISHED",
                 "initiator_spi": "0a0b0c0d0e0f1011", "responder_spi": "1213141516171819",
                 "initiator": true, "local_id": "gwa", "local_host": "192.0.2.1",
                 "local_port": 500, "remote_id": "gwb", "remote_host": "192.0.2.2",
-                "remote_port": 4500, "nat": true,
+                "remote_port": 4500, "nat": true, "transport": "UDP",
+                "local_vips": [], "remote_vips": [], "dns": [],
                 "proposal": "AES_GCM_16_128/PRF_HMAC_SHA2_256/ECP_256",
                 "established_s": 12, "rekey_in_s": null,
                 "child_sas": [
                     {
                         "name": "net", "reqid": 1, "state": "INSTALLED", "mode": "TUNNEL",
                         "protocol": "ESP", "encap": true, "proposal": "AES_GCM_16_128",
+                        "per_cpu": false, "cpu": null, "dh_group": null,
                         "install_time_s": 12, "rekey_in_s": 3000, "life_in_s": 3400,
                         "spi_in": "c0000001", "spi_out": "c0000002",
                         "bytes_in": 1234, "packets_in": 5, "bytes_out": 0, "packets_out": 0,
@@ -584,6 +580,7 @@ mod tests {
                     {
                         "name": "comp", "reqid": 2, "state": "INSTALLED", "mode": "TRANSPORT",
                         "protocol": "ESP", "encap": false, "proposal": "AES_CBC_128/HMAC_SHA1_96",
+                        "per_cpu": false, "cpu": null, "dh_group": null,
                         "cpi_in": "4001", "cpi_out": "4002",
                         "install_time_s": 1, "rekey_in_s": 10, "life_in_s": 20,
                         "spi_in": "c0000003", "spi_out": "c0000004",
@@ -594,20 +591,29 @@ mod tests {
             }, {
                 "name": "other", "uniqueid": 4, "state": "CONNECTING",
                 "initiator_spi": "2021222324252627", "responder_spi": "0000000000000000",
-                "initiator": false, "local_id": null, "local_host": "192.0.2.1",
-                "local_port": 4500, "remote_id": null, "remote_host": "192.0.2.3",
-                "remote_port": 40001, "nat": true, "transport": "TLS", "proposal": null,
-                "established_s": null, "rekey_in_s": null
+                "initiator": false, "local_id": "", "local_host": "192.0.2.1",
+                "local_port": 4500, "remote_id": "", "remote_host": "192.0.2.3",
+                "remote_port": 40001, "nat": true, "transport": "TLS", "proposal": "",
+                "local_vips": [], "remote_vips": [], "dns": [],
+                "established_s": null, "rekey_in_s": null, "child_sas": []
             }],
             "sas": [
-                {"protocol": "ESP", "spi": "0xc0000001", "mode": "tunnel"},
+                {
+                    "protocol": "ESP", "spi": "0xc0000001", "mode": "tunnel",
+                    "src": "192.0.2.2", "dst": "192.0.2.1", "state": "mature",
+                    "encr": "AES-GCM-16", "integ": "NONE", "encap": null, "esn": false,
+                    "reqid": 1, "cpu": null, "worker": null, "bytes": 0, "packets": 0,
+                    "seq": 0, "age_s": 5, "replay_window": 32, "replay_drops": 0,
+                    "auth_failures": 0, "other_drops": 0, "last_use_s": null
+                },
                 {
                     "protocol": "AH", "spi": "0x00001001", "mode": "transport",
                     "src": "192.0.2.1", "dst": "192.0.2.2", "state": "mature",
-                    "encr": "NULL", "integ": "NONE", "encap": {"sport": 4500},
+                    "encr": "NULL", "integ": "NONE", "encap": {"sport": 4500, "dport": 4500},
                     "reqid": 7, "bytes": 10, "packets": 1, "seq": 1, "age_s": 5,
                     "replay_window": 32, "replay_drops": 0, "auth_failures": 2,
-                    "other_drops": 3
+                    "other_drops": 3, "esn": false, "cpu": null, "worker": null,
+                    "last_use_s": null
                 }
             ]
         }"#,
@@ -615,6 +621,10 @@ mod tests {
         .unwrap();
         let mut o = String::new();
         print_sas(&mut o, &v);
+        // Through vici and back: the same text.
+        let vici = flowsec_daemon::to_vici(&v).unwrap();
+        let back: Sas = flowsec_daemon::from_vici(&vici).unwrap();
+        assert_eq!(back, v);
         let want: String = [
             "gw: #3, ESTABLISHED, IKEv2, 0a0b0c0d0e0f1011_i* 1213141516171819_r",
             "  local  'gwa' @ 192.0.2.1[500]",

@@ -15,6 +15,7 @@ mod perf;
 mod setkey;
 mod speed;
 mod up;
+mod vici_client;
 
 /// User-space IPsec (ESP/AH/IPComp) for Linux.
 #[derive(Parser)]

@@ -9,7 +9,9 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use clap::Args;
+use flowsec_daemon::answers::SetkeyDone;
 use flowsec_setkey::{format_policy, format_sa};
+use flowsec_wire::vici::Section;
 use zeroize::Zeroizing;
 
 use crate::{CliError, UsageError};
@@ -84,18 +86,17 @@ pub fn run(args: &SetkeyArgs) -> Result<(), CliError> {
     if args.check_only {
         return check(&name, &text);
     }
-    // The text (and so the request) holds keys: wiped once sent.
-    let mut req = serde_json::json!({"cmd": "setkey", "name": name, "text": text.as_str()});
-    let reply = crate::ctl::request(&args.socket, &req);
-    flowsec_daemon::wipe_json(&mut req);
-    let reply = reply?;
-    for w in reply["warnings"].as_array().into_iter().flatten() {
-        eprintln!(
-            "flowsec setkey: warning: {}",
-            w.as_str().unwrap_or_default()
-        );
+    // vici's `flowsec-setkey`; the text (and so the request) holds
+    // keys: wiped once sent.
+    let request = Section::default()
+        .with("name", name.as_str())
+        .with("text", text.as_str());
+    let target = crate::ctl::target(None, &args.socket);
+    let done: SetkeyDone = crate::ctl::ask(&target, "flowsec-setkey", request)?;
+    for w in &done.warnings {
+        eprintln!("flowsec setkey: warning: {w}");
     }
-    print!("{}", reply["output"].as_str().unwrap_or_default());
+    print!("{}", done.output);
     Ok(())
 }
 

@@ -29,6 +29,11 @@ pub mod captures;
 
 /// The most bytes a frame's packet may have (charon's `VICI_MAX_MSGLEN`).
 pub const MAX_FRAME: usize = 512 * 1024;
+/// The longest answer flowsec sends and `flowsec ctl` reads: its own
+/// `flowsec-*` answers list a whole SAD, which can pass [`MAX_FRAME`]
+/// (under 16 MiB, a frame's first byte stays zero, which is how the
+/// control socket tells vici from JSON).
+pub const MAX_ANSWER: usize = 16 * 1024 * 1024 - 1;
 /// The deepest sections may nest (strongSwan sets no limit; its own
 /// messages nest four deep: a connection, its children, their sections).
 pub const MAX_DEPTH: usize = 16;
@@ -208,7 +213,7 @@ pub enum ViciError {
 impl fmt::Display for ViciError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ViciError::TooLong(n) => write!(f, "vici frame of {n} bytes (at most {MAX_FRAME})"),
+            ViciError::TooLong(n) => write!(f, "vici frame of {n} bytes (too long)"),
             ViciError::Truncated => f.write_str("vici packet cut short"),
             ViciError::UnknownPacketType(t) => write!(f, "vici packet type {t} unknown"),
             ViciError::BadName => f.write_str("vici packet without a valid name"),
@@ -225,9 +230,15 @@ impl std::error::Error for ViciError {}
 /// The length a frame's header announces, checked against [`MAX_FRAME`];
 /// `None` until the four bytes are there.
 pub fn frame_len(buf: &[u8]) -> Option<Result<usize, ViciError>> {
+    frame_len_up_to(buf, MAX_FRAME)
+}
+
+/// [`frame_len`] with another limit (a client reading flowsec's answers,
+/// [`MAX_ANSWER`]).
+pub fn frame_len_up_to(buf: &[u8], limit: usize) -> Option<Result<usize, ViciError>> {
     let head: [u8; LENGTH_LEN] = buf.get(..LENGTH_LEN)?.try_into().ok()?;
     let n = u32::from_be_bytes(head) as usize;
-    Some(if n > MAX_FRAME {
+    Some(if n > limit {
         Err(ViciError::TooLong(n))
     } else {
         Ok(n)
@@ -276,7 +287,12 @@ impl<'a> Reader<'a> {
 impl Packet {
     /// The packet of one frame's bytes (without the length field).
     pub fn parse(packet: &[u8]) -> Result<Packet, ViciError> {
-        if packet.len() > MAX_FRAME {
+        Packet::parse_up_to(packet, MAX_FRAME)
+    }
+
+    /// [`Packet::parse`] with another limit ([`MAX_ANSWER`]).
+    pub fn parse_up_to(packet: &[u8], limit: usize) -> Result<Packet, ViciError> {
+        if packet.len() > limit {
             return Err(ViciError::TooLong(packet.len()));
         }
         let mut r = Reader { buf: packet };
@@ -296,6 +312,11 @@ impl Packet {
 
     /// The frame of this packet: its length, then the packet.
     pub fn emit(&self) -> Result<Vec<u8>, ViciError> {
+        self.emit_up_to(MAX_FRAME)
+    }
+
+    /// [`Packet::emit`] with another limit ([`MAX_ANSWER`]).
+    pub fn emit_up_to(&self, limit: usize) -> Result<Vec<u8>, ViciError> {
         let mut out = vec![0; LENGTH_LEN];
         out.push(self.ty.to_u8());
         if self.ty.is_named() {
@@ -306,7 +327,7 @@ impl Packet {
             emit_section(&mut out, self.message.as_ref().unwrap_or(&empty), 0)?;
         }
         let n = out.len() - LENGTH_LEN;
-        if n > MAX_FRAME {
+        if n > limit {
             return Err(ViciError::TooLong(n));
         }
         out[..LENGTH_LEN].copy_from_slice(&(n as u32).to_be_bytes());

@@ -1,93 +1,104 @@
-//! The control socket's answers (`flowsec ctl`, one JSON document per
-//! request): the model and the workers' reports as `status`, `sas`,
-//! `policies` and `stats`; `setkey` input staged and committed; IKE's
-//! `initiate`, `terminate` and `rekey`; setkey's own queries answered in
-//! its format.
+//! `flowsec ctl`'s answers (`crate::answers`: over vici as the
+//! `flowsec-*` commands, over the control socket in JSON): the model and
+//! the workers' reports as `status`, `sas`, `policies` and `stats`;
+//! `setkey` input staged and committed; IKE's `initiate`, `terminate`
+//! and `rekey` queued; setkey's own queries answered in its format.
 
 use std::time::Instant;
 
 use flowsec_setkey::{format_policy, format_sa, SaLive};
+use serde::Deserialize;
 use serde_json::{json, Value};
+use zeroize::Zeroize;
 
 use super::{capability_names, log_reload, Plane};
+use crate::answers::{self, Answer, Counters, Names, Request};
 use crate::apply::{self, Query, Staged};
 use crate::control;
 use crate::stats::{Report, SaReport, Stats};
 use crate::sys;
 
 impl Plane {
-    /// The answer to one request.
-    pub(super) fn answer(&mut self, request: &Value) -> Value {
-        match request.get("cmd").and_then(Value::as_str) {
-            Some("status") => self.status_json(),
-            Some("sas") => self.sas_json(),
-            Some(cmd @ ("initiate" | "terminate" | "rekey")) => self.ike_command(cmd, request),
-            Some("policies") => {
-                Value::Array(self.model.spd.iter().map(control::policy_json).collect())
-            }
-            Some("stats") => self.stats_json(),
-            Some("reload") => {
-                let answer = self.reload();
-                log_reload(&answer);
-                answer
-            }
-            Some("setkey") => {
-                let name = request.get("name").and_then(Value::as_str).unwrap_or("-");
-                match request.get("text").and_then(Value::as_str) {
-                    Some(text) => self.setkey(name, text),
-                    None => json!({"error": "setkey: missing \"text\""}),
-                }
-            }
-            Some(other) => json!({
-                "error": format!("unknown command '{other}' (status, sas, policies, stats, setkey, reload, initiate, terminate, rekey)")
-            }),
-            None => json!({"error": "missing \"cmd\""}),
+    /// The control socket's JSON request answered: the same [`Request`]
+    /// and [`Answer`] as vici's `flowsec-*`, in JSON.
+    pub(super) fn answer_json(&mut self, request: &Value) -> Value {
+        let request = match Request::deserialize(request) {
+            Ok(r) => r,
+            Err(e) => return json!({ "error": format!("bad request: {e}") }),
+        };
+        match self.answer(request) {
+            Ok(a) => a.to_json(),
+            Err(e) => json!({ "error": e }),
         }
     }
 
-    /// `ctl status`.
-    fn status_json(&self) -> Value {
-        json!({
-            "tun": self.tun,
-            "uptime_s": self.start.elapsed().as_secs_f64(),
-            "workers": self.workers.len(),
-            "worker_health": self.workers.status(),
-            "sas": self.model.sas.len(),
-            "policies": self.model.spd.len(),
-            "plaintext_filter": {
-                "table": self.filter.table(),
-                "stale": self.filter.stale(),
-            },
-            "capabilities": capability_names(),
-            "no_new_privs": sys::privs::no_new_privs(),
-            "ctl_refused": self.ctl_refused,
+    /// The answer to one request, or why there is none.
+    pub(super) fn answer(&mut self, request: Request) -> Result<Answer, String> {
+        Ok(match request {
+            Request::Status => Answer::Status(self.status()),
+            Request::Sas => Answer::Sas(self.sas()),
+            Request::Policies => Answer::Policies(answers::Policies {
+                policies: self.model.spd.iter().map(control::policy_answer).collect(),
+            }),
+            Request::Stats => Answer::Stats(self.stats()),
+            Request::Reload => {
+                let answer = self.reload();
+                log_reload(&answer);
+                Answer::Reload(answer?)
+            }
+            Request::Setkey { name, mut text } => {
+                let done = self.setkey(name.as_deref().unwrap_or("-"), &text);
+                text.zeroize();
+                Answer::Setkey(done?)
+            }
+            Request::Initiate(n) => Answer::Queued(self.ike_command("initiate", n)?),
+            Request::Terminate(n) => Answer::Queued(self.ike_command("terminate", n)?),
+            Request::Rekey(n) => Answer::Queued(self.ike_command("rekey", n)?),
         })
     }
 
+    /// `ctl status`.
+    fn status(&self) -> answers::Status {
+        answers::Status {
+            tun: self.tun.clone(),
+            uptime_s: self.start.elapsed().as_secs_f64(),
+            workers: self.workers.len(),
+            worker_health: self.workers.status(),
+            sas: self.model.sas.len(),
+            policies: self.model.spd.len(),
+            plaintext_filter: answers::PlaintextFilter {
+                table: self.filter.table().map(String::from),
+                stale: self.filter.stale().map(String::from),
+            },
+            capabilities: capability_names(),
+            no_new_privs: sys::privs::no_new_privs(),
+            ctl_refused: self.ctl_refused,
+        }
+    }
+
     /// `ctl sas`: the SAs as the workers see them, and the IKE SAs.
-    fn sas_json(&mut self) -> Value {
+    fn sas(&mut self) -> answers::Sas {
         let seen = self.seen();
-        let sas: Vec<Value> = self
+        let sas = self
             .model
             .sas
             .iter()
-            .map(|(id, c)| control::sa_json(c, &seen.sa(*id, self.start)))
+            .map(|(id, c)| control::sa_answer(c, &seen.sa(*id, self.start)))
             .collect();
         let now = self.start.elapsed();
-        let ike: Vec<Value> = self.ike.as_ref().map_or_else(Vec::new, |ike| {
+        let ike_sas = self.ike.as_ref().map_or_else(Vec::new, |ike| {
             ike.ike
                 .list(now)
                 .iter()
-                .map(|sa| control::ike_sa_json(sa, |id| seen.sa(id, self.start).live))
+                .map(|sa| control::ike_sa_answer(sa, |id| seen.sa(id, self.start).live))
                 .collect()
         });
-        json!({"ike_sas": ike, "sas": sas})
+        answers::Sas { ike_sas, sas }
     }
 
-    /// `ctl initiate | terminate | rekey [IKE [CHILD]]`.
-    fn ike_command(&mut self, cmd: &str, request: &Value) -> Value {
-        let field = |k: &str| request.get(k).and_then(Value::as_str).map(str::to_string);
-        let (ike, child) = (field("ike"), field("child"));
+    /// `ctl initiate | terminate | rekey [IKE [CHILD]]`: queued.
+    fn ike_command(&mut self, cmd: &str, names: Names) -> Result<answers::Queued, String> {
+        let Names { ike, child } = names;
         let done = self.ike_step(|p, now, k| match cmd {
             "initiate" => p
                 .ike
@@ -97,54 +108,35 @@ impl Plane {
             _ => p.ike.rekey(now, ike.as_deref(), child.as_deref(), k),
         });
         match done {
-            None => {
-                json!({"error": format!("{cmd}: this daemon runs without IKE (flowsec up -c FILE)")})
-            }
-            Some(Err(e)) => json!({"error": format!("{cmd}: {e}")}),
-            Some(Ok(n)) => json!({"ok": n}),
+            None => Err(format!(
+                "{cmd}: this daemon runs without IKE (flowsec up -c FILE)"
+            )),
+            Some(Err(e)) => Err(format!("{cmd}: {e}")),
+            Some(Ok(ok)) => Ok(answers::Queued { ok }),
         }
     }
 
     /// `ctl stats`: the workers' counters summed, and IKE's.
-    fn stats_json(&mut self) -> Value {
-        let mut v = control::stats_json(&self.seen().stats);
+    fn stats(&mut self) -> answers::StatsAnswer {
+        let mut v = control::stats_answer(&self.seen().stats);
         if let Some(ike) = &self.ike {
-            let s = ike.ike.stats();
-            let m: serde_json::Map<String, Value> = s
-                .named()
-                .iter()
-                .map(|(k, n)| (k.to_string(), json!(n)))
-                .collect();
-            v["ike"] = Value::Object(m);
-            v["ike"]["ike_sas"] = json!(ike.ike.list(self.start.elapsed()).len());
-            let m: serde_json::Map<String, Value> = ike
-                .queue_counters()
-                .named()
-                .into_iter()
-                .map(|(k, n)| (k.to_string(), json!(n)))
-                .collect();
-            v["ike_queue"] = Value::Object(m);
-            if let Some(s) = &ike.stream {
-                let m: serde_json::Map<String, Value> = s
-                    .counters()
-                    .named()
-                    .into_iter()
-                    .map(|(k, n)| (k.to_string(), json!(n)))
-                    .collect();
-                v["tcp"] = Value::Object(m);
-            }
+            let mut c = Counters::of(ike.ike.stats().named());
+            let sas = ike.ike.list(self.start.elapsed()).len();
+            c.0.push(("ike_sas".into(), sas as u64));
+            v.ike = Some(c);
+            v.ike_queue = Some(Counters::of(ike.queue_counters().named()));
+            v.tcp = ike
+                .stream
+                .as_ref()
+                .map(|s| Counters::of(s.counters().named()));
         }
-        if let Some(m) = self.metrics_stats() {
-            v["metrics"] = m;
-        }
-        if let Some(vici) = &self.vici {
-            v["vici"] = vici_counters(&vici.counters);
-        }
+        v.metrics = self.metrics_stats();
+        v.vici = self.vici.as_ref().map(|v| Counters::of(v.counters.named()));
         v
     }
 
     /// Stage `text`, and if it passes every check, apply it everywhere.
-    fn setkey(&mut self, name: &str, text: &str) -> Value {
+    fn setkey(&mut self, name: &str, text: &str) -> Result<answers::SetkeyDone, String> {
         let now = self.start.elapsed();
         let staged = apply::stage(&self.model, name, text, &self.provider, self.caps, now);
         let Staged {
@@ -153,17 +145,15 @@ impl Plane {
             queries,
             warnings,
             ..
-        } = match staged {
-            Ok(s) => s,
-            Err(e) => return json!({"error": e.to_string()}),
-        };
-        match self.commit(name, model, changes) {
-            Ok(applied) => {
-                let output = self.answer_queries(&queries);
-                json!({"applied": applied, "warnings": warnings, "output": output})
-            }
-            Err(e) => json!({ "error": e.to_string() }),
-        }
+        } = staged.map_err(|e| e.to_string())?;
+        let applied = self
+            .commit(name, model, changes)
+            .map_err(|e| e.to_string())?;
+        Ok(answers::SetkeyDone {
+            applied,
+            warnings,
+            output: self.answer_queries(&queries),
+        })
     }
 
     /// setkey's answers to `get`, `dump` and `spddump`, in its format
@@ -214,16 +204,6 @@ impl Plane {
             reports,
         }
     }
-}
-
-/// vici's counters (`ctl stats`, `flowsec-stats`).
-pub(super) fn vici_counters(c: &crate::vici::server::Counters) -> Value {
-    let m: serde_json::Map<String, Value> = c
-        .named()
-        .iter()
-        .map(|(k, n)| (k.to_string(), json!(n)))
-        .collect();
-    Value::Object(m)
 }
 
 /// What the workers reported.

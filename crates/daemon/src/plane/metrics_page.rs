@@ -1,22 +1,14 @@
 //! `flowsec up --metrics`: the page a scrape gets, from what `ctl stats`
 //! and `ctl sas` read (the format is `crate::metrics`).
 
-use serde_json::{json, Value};
-
 use super::Plane;
 
 impl Plane {
     /// `ctl stats`' "metrics": the metrics thread's counters, with
     /// `--metrics`.
-    pub(super) fn metrics_stats(&self) -> Option<Value> {
+    pub(super) fn metrics_stats(&self) -> Option<crate::answers::Counters> {
         let p = self.metrics.as_ref()?;
-        let m: serde_json::Map<String, Value> = p
-            .counters()
-            .named()
-            .into_iter()
-            .map(|(k, n)| (k.to_string(), json!(n)))
-            .collect();
-        Some(Value::Object(m))
+        Some(crate::answers::Counters::of(p.counters().named()))
     }
 
     /// `--metrics`: every counter in Prometheus' text format

@@ -8,13 +8,12 @@
 use core::fmt;
 use std::collections::BTreeMap;
 
-use flowsec_ike::Reloaded;
 use flowsec_ipsec::spd::SpdError;
 use flowsec_ipsec::{Direction, Policy, SaConfig, SaId, Selector};
-use serde_json::{json, Value};
 
 use super::streams::listen_ports;
 use super::{CommitError, Plane};
+use crate::answers;
 use crate::apply::{self, Change, ConfigError, Model, Staged};
 
 /// What the `--setkey` file put in place last: its SAs (by a
@@ -58,7 +57,7 @@ struct SetkeyReload {
     model: Model,
     changes: Vec<Change>,
     manual: Manual,
-    counts: Value,
+    counts: answers::SetkeyReloaded,
     warnings: Vec<String>,
 }
 
@@ -173,17 +172,14 @@ impl fmt::Display for SetkeyRefused {
 impl Plane {
     /// Re-read the files and apply what changed; the answer says what
     /// was done, or why nothing was.
-    pub(super) fn reload(&mut self) -> Value {
+    pub(super) fn reload(&mut self) -> Result<answers::Reloaded, String> {
         crate::sys::notify::sd_notify("RELOADING=1");
-        let answer = match self.try_reload() {
-            Ok(done) => done,
-            Err(e) => json!({ "error": format!("reload: {e}") }),
-        };
+        let answer = self.try_reload().map_err(|e| format!("reload: {e}"));
         crate::sys::notify::sd_notify("READY=1");
         answer
     }
 
-    fn try_reload(&mut self) -> Result<Value, ReloadError> {
+    fn try_reload(&mut self) -> Result<answers::Reloaded, ReloadError> {
         if self.ike_path.is_none() && self.setkey_path.is_none() {
             return Err(ReloadError::NoFiles);
         }
@@ -212,7 +208,7 @@ impl Plane {
             ),
             None => None,
         };
-        let mut answer = json!({});
+        let mut answer = answers::Reloaded::default();
         if let Some(s) = setkey {
             if let Err(error) = self.commit(&s.name, s.model, s.changes) {
                 // The workers took the SA changes (the policy part was
@@ -224,15 +220,20 @@ impl Plane {
                 });
             }
             self.manual = s.manual;
-            answer["setkey"] = s.counts;
-            answer["warnings"] = json!(s.warnings);
+            answer.setkey = Some(s.counts);
+            answer.warnings = Some(s.warnings);
         }
         if let Some((file, config)) = ike {
             self.file_config = Some(file);
             let r = self
                 .ike_step(|p, now, k| p.ike.reload(now, config, k))
                 .unwrap_or_default();
-            answer["ike"] = reloaded_json(&r);
+            answer.ike = Some(answers::ConnsReloaded {
+                added: r.added,
+                replaced: r.replaced,
+                removed: r.removed,
+                unchanged: r.unchanged,
+            });
         }
         Ok(answer)
     }
@@ -274,12 +275,12 @@ impl Plane {
             model,
             changes,
             manual: want,
-            counts: json!({
-                "kept": kept,
-                "added": added_n,
-                "removed": removed,
-                "policies_changed": policies_changed,
-            }),
+            counts: answers::SetkeyReloaded {
+                kept,
+                added: added_n,
+                removed,
+                policies_changed,
+            },
             warnings: fresh.warnings,
         })
     }
@@ -406,13 +407,4 @@ impl Plane {
         }
         Ok(policies_changed)
     }
-}
-
-fn reloaded_json(r: &Reloaded) -> Value {
-    json!({
-        "added": r.added,
-        "replaced": r.replaced,
-        "removed": r.removed,
-        "unchanged": r.unchanged,
-    })
 }

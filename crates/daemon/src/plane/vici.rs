@@ -11,6 +11,7 @@ use flowsec_wire::vici::Section;
 
 use super::vici_events::{Pending, PendingKind};
 use super::Plane;
+use crate::answers::{Answer, Counters, Request as CtlRequest};
 use crate::vici::messages::{self, failure, success};
 use crate::vici::{LoadError, Loaded, Request, Server};
 
@@ -128,9 +129,10 @@ impl Plane {
                 self.counters_base = self.ike_counters();
                 success()
             }
-            "flowsec-status" | "flowsec-sas" | "flowsec-policies" | "flowsec-stats"
-            | "flowsec-reload" | "flowsec-setkey" => self.vici_flowsec(server, command, m),
-            _ => return server.unknown(client),
+            _ => match CtlRequest::from_vici(command, m) {
+                Some(request) => self.vici_flowsec(server, request),
+                None => return server.unknown(client),
+            },
         };
         server.respond(client, answer);
     }
@@ -147,19 +149,23 @@ impl Plane {
         }
     }
 
-    /// flowsec's own commands: the control socket's answer as a vici
-    /// message (crate::vici::json).
-    fn vici_flowsec(&mut self, server: &Server, command: &str, m: &Section) -> Section {
-        let Some(mut request) = crate::vici::json::request(command, m) else {
-            return failure("not a flowsec command");
+    /// flowsec's own commands (`flowsec-sas`, …): the typed answer
+    /// (crate::answers) as a vici message, or charon's failure.
+    fn vici_flowsec(&mut self, server: &Server, request: Result<CtlRequest, String>) -> Section {
+        let answer = request.and_then(|r| self.answer(r));
+        let answer = match answer {
+            // The server is out of `self` while it asks.
+            Ok(Answer::Stats(mut s)) => {
+                s.vici = Some(Counters::of(server.counters.named()));
+                Answer::Stats(s)
+            }
+            Ok(a) => a,
+            Err(e) => return failure(e),
         };
-        let mut answer = self.answer(&request);
-        // The server is out of `self` while it asks.
-        if command == "flowsec-stats" {
-            answer["vici"] = super::answer::vici_counters(&server.counters);
+        match crate::vici::format::to_section(&answer) {
+            Ok(s) => s,
+            Err(e) => failure(e),
         }
-        crate::control::wipe_json(&mut request);
-        crate::vici::json::section(&answer)
     }
 
     /// `load-key`: answered with the key's id.

@@ -38,8 +38,8 @@ pub use mmsg::{
 };
 pub use signal::{catch_reload_signal, catch_shutdown_signals};
 pub use socket::{
-    raw_receiver_v4, raw_receiver_v6, raw_sender_v4, raw_sender_v6, set_mark, set_recv_buffer,
-    udp_encap_socket,
+    peek_byte, raw_receiver_v4, raw_receiver_v6, raw_sender_v4, raw_sender_v6, set_mark,
+    set_recv_buffer, udp_encap_socket,
 };
 pub use tun::open_tun;
 

@@ -175,6 +175,27 @@ pub fn set_recv_buffer(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<()> {
     set(libc::SO_RCVBUFFORCE).or_else(|_| set(libc::SO_RCVBUF))
 }
 
+/// The first byte waiting on stream socket `fd`, left there (MSG_PEEK;
+/// blocks as a read would, within the socket's read timeout). `None` at
+/// the end of the stream.
+pub fn peek_byte(fd: BorrowedFd<'_>) -> io::Result<Option<u8>> {
+    let mut b = 0u8;
+    // SAFETY: one byte into `b`, which lives across the call.
+    let n = unsafe {
+        libc::recv(
+            fd.as_raw_fd(),
+            (&mut b as *mut u8).cast(),
+            1,
+            libc::MSG_PEEK,
+        )
+    };
+    match n {
+        n if n < 0 => Err(io::Error::last_os_error()),
+        0 => Ok(None),
+        _ => Ok(Some(b)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

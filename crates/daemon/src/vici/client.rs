@@ -7,7 +7,9 @@ use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 
-use flowsec_wire::vici::{frame_len, Packet, Section, Value, ViciError, LENGTH_LEN, MAX_FRAME};
+use flowsec_wire::vici::{
+    frame_len, Packet, Section, Value, ViciError, LENGTH_LEN, MAX_ANSWER, MAX_FRAME,
+};
 use zeroize::{Zeroize, Zeroizing};
 
 /// The most a client may leave unread of what we sent before it is
@@ -156,11 +158,22 @@ impl Client {
 
     /// Queue `packet` and send what the socket takes.
     pub fn send(&mut self, packet: &Packet) -> Result<(), Closed> {
-        // Our own messages: a field too long for vici is cut out of the
-        // stream rather than sent wrong (it does not happen with
-        // well-formed configuration).
-        let Ok(bytes) = packet.emit() else {
-            return Ok(());
+        // Our own messages, up to MAX_ANSWER (a whole SAD in a
+        // `flowsec-sas`). One that is still too long, or has a field too
+        // long for vici, is answered with charon's failure, not sent wrong.
+        let bytes = match packet.emit_up_to(MAX_ANSWER) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                let failure = Packet {
+                    ty: packet.ty,
+                    name: packet.name.clone(),
+                    message: Some(super::messages::failure(format!("answer not sent: {e}"))),
+                };
+                match failure.emit() {
+                    Ok(bytes) => bytes,
+                    Err(_) => return Ok(()),
+                }
+            }
         };
         // `emit` writes the frame, its length first.
         self.outbuf.extend_from_slice(&bytes);

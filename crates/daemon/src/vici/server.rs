@@ -176,6 +176,26 @@ impl Server {
         })
     }
 
+    /// A server without a socket of its own (`--vici none`, or charon's
+    /// path taken): it serves the clients the control socket hands it
+    /// ([`Server::adopt`], `flowsec ctl`).
+    pub fn unbound() -> io::Result<Server> {
+        Ok(Server {
+            unix: None,
+            tcp: None,
+            epoll: Epoll::new()?,
+            clients: Vec::new(),
+            next_id: 1,
+            counters: Counters::default(),
+        })
+    }
+
+    /// Serve a client that connected elsewhere, its credentials checked
+    /// there (the control socket's vici clients).
+    pub fn adopt(&mut self, stream: std::os::unix::net::UnixStream) {
+        self.add_client(Stream::Unix(stream));
+    }
+
     /// The descriptor the control loop polls: readable when a client
     /// connects, sends, or can take what waits for it.
     pub fn fd(&self) -> RawFd {
@@ -302,21 +322,24 @@ impl Server {
                 },
                 _ => return,
             };
-            if self.clients.len() >= MAX_CLIENTS {
-                self.counters.too_many += 1;
-                continue;
-            }
-            if set_nonblocking(&stream).is_err() {
-                continue;
-            }
-            let fd = stream.as_raw_fd();
-            if self.epoll.add(fd, false).is_err() {
-                continue;
-            }
-            self.counters.accepted += 1;
-            self.clients.push((self.next_id, Client::new(stream)));
-            self.next_id += 1;
+            self.add_client(stream);
         }
+    }
+
+    fn add_client(&mut self, stream: Stream) {
+        if self.clients.len() >= MAX_CLIENTS {
+            self.counters.too_many += 1;
+            return;
+        }
+        if set_nonblocking(&stream).is_err() {
+            return;
+        }
+        if self.epoll.add(stream.as_raw_fd(), false).is_err() {
+            return;
+        }
+        self.counters.accepted += 1;
+        self.clients.push((self.next_id, Client::new(stream)));
+        self.next_id += 1;
     }
 
     fn drop_clients(&mut self, ids: &[ClientId]) {
