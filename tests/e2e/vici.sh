@@ -30,6 +30,10 @@
 #      charon, which picks by identities only, the first tunnel survives
 #      either way and flowsec sends no INITIAL_CONTACT
 #   g. swanctl --terminate --ike: gone at both ends; ike-updown (down)
+#   h. swanctl --load-authorities from a file with an `authorities`
+#      section: --list-authorities shows it with its CRL URI; a file
+#      without it unloads it
+#   i. `flowsec ctl --uri` at gwA's vici socket: stats, status --json
 #
 #   tests/e2e/vici.sh            root; needs target/debug/flowsec, Go, python3-venv
 #   FLOWSEC_VICI_PEER=flowsec    gwB a flowsec too
@@ -277,6 +281,40 @@ down_with_event() {
     echo "    Python vici: ike-updown (down) $(events_of ike-updown down)"
 }
 check "g. swanctl --terminate --ike: gone at both ends; ike-updown (down) streamed" down_with_event
+
+# An authority of swanctl.conf(5): swanctl reads its certificate and sends
+# load-authority; --list-authorities lists it back; a file without it
+# makes swanctl unload it (get-authorities, unload-authority).
+authorities_round_trip() {
+    local d="$W/authority"
+    mkdir -p "$d/x509ca"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+        -subj "/CN=flowsec e2e vici CA" -addext basicConstraints=critical,CA:TRUE \
+        -keyout "$d/ca.key" -out "$d/x509ca/ca.pem" 2>/dev/null || return 1
+    printf 'authorities {\n  e2e-ca {\n    cacert = ca.pem\n    crl_uris = http://crl.example/e2e.crl\n    ocsp_uris = http://ocsp.example\n  }\n}\n' >"$d/swanctl.conf"
+    sw gwA --load-authorities --file "$d/swanctl.conf" >"$d/load.log" 2>&1 || { sed "s/^/    /" "$d/load.log"; return 1; }
+    sw gwA --list-authorities >"$d/list.txt" 2>&1 || { sed "s/^/    /" "$d/list.txt"; return 1; }
+    sed 's/^/    swanctl --list-authorities: /' "$d/list.txt"
+    grep -q '^e2e-ca:' "$d/list.txt" && grep -q 'flowsec e2e vici CA' "$d/list.txt" &&
+        grep -q 'http://crl.example/e2e.crl' "$d/list.txt" || return 1
+    printf 'authorities {\n}\n' >"$d/empty.conf"
+    sw gwA --load-authorities --file "$d/empty.conf" >"$d/unload.log" 2>&1 || { sed "s/^/    /" "$d/unload.log"; return 1; }
+    sed 's/^/    swanctl --load-authorities (none): /' "$d/unload.log" | tail -1
+    sw gwA --list-authorities >"$d/list2.txt" 2>&1 || return 1
+    ! grep -q 'e2e-ca' "$d/list2.txt"
+}
+check "h. swanctl --load-authorities: the authority loaded with its URIs, listed, unloaded by a file without it" authorities_round_trip
+
+# flowsec's own client speaks vici too: `flowsec ctl --uri` at gwA's vici
+# socket (no control socket in the way) lists what swanctl loaded.
+ctl_over_vici() {
+    local out
+    out=$(timeout 10 "$FLOWSEC_BIN" ctl --uri "unix://$SOCK_A" stats 2>&1) || { echo "    $out"; return 1; }
+    grep '^total:' <<<"$out" | sed 's/^/    flowsec ctl --uri: /'
+    out=$(timeout 10 "$FLOWSEC_BIN" ctl --uri "unix://$SOCK_A" status --json 2>&1) || { echo "    $out"; return 1; }
+    python3 -c 'import json,sys; s=json.loads(sys.argv[1]); assert s["tun"], s' "$out"
+}
+check "i. flowsec ctl --uri at the vici socket: stats and status answered (flowsec-* over vici)" ctl_over_vici
 
 kill "$LISTENER" 2>/dev/null || true
 echo "$IKE_TAG: $((SECONDS - T0)) s"

@@ -104,8 +104,13 @@ impl Plane {
             "get-conns" => Section::default().with_list("conns", bytes(self.loaded.conn_names())),
             "list-certs" => self.vici_list_certs(server, client, m),
             "list-policies" => self.vici_list_policies(server, client, m),
-            "list-authorities" => Section::default(),
-            "get-authorities" => Section::default().with_list("authorities", Vec::new()),
+            "list-authorities" => self.vici_list_authorities(server, client, m),
+            "get-authorities" => Section::default().with_list(
+                "authorities",
+                bytes(self.loaded.authorities().iter().map(|a| &a.name)),
+            ),
+            "load-authority" => self.vici_load(|l| l.with_authority(m)),
+            "unload-authority" => self.vici_unload(m, "name", Loaded::without_authority),
             "get-keys" => Section::default().with_list("keys", bytes(self.loaded.key_ids())),
             "get-shared" => Section::default().with_list("keys", bytes(self.loaded.shared_ids())),
             "get-pools" => self.vici_pools(),
@@ -120,9 +125,7 @@ impl Plane {
             "load-cert" => self.vici_load(|l| l.with_cert(m)),
             "load-key" => self.vici_load_key(m),
             "unload-key" => self.vici_unload(m, "id", Loaded::without_key),
-            "load-authority" | "unload-authority" | "load-token" => failure(format!(
-                "{command}: not supported by flowsec yet (CA certificates: load-cert with flag CA)"
-            )),
+            "load-token" => failure("load-token: PKCS#11 tokens are not supported by flowsec"),
             "get-algorithms" => algorithms(),
             "get-counters" => self.vici_counters(m),
             "reset-counters" => {
@@ -364,6 +367,27 @@ impl Plane {
                 e = e.with("has_privkey", "yes");
             }
             server.stream(client, "list-cert", e.with("data", cert.der.clone()));
+        }
+        Section::default()
+    }
+
+    /// `list-authorities`: one `list-authority` event per authority
+    /// loaded over vici (those of the `-c` file are its trust anchors,
+    /// listed by `list-certs`), filtered by `name`.
+    fn vici_list_authorities(&mut self, server: &mut Server, client: u64, m: &Section) -> Section {
+        for a in self.loaded.authorities() {
+            if m.str("name").is_some_and(|n| n != a.name) {
+                continue;
+            }
+            let mut body = Section::default()
+                .with("cacert", a.cert.subject_text())
+                .with_list("crl_uris", bytes(&a.crl_uris))
+                .with_list("ocsp_uris", bytes(&a.ocsp_uris));
+            if let Some(base) = &a.cert_uri_base {
+                body = body.with("cert_uri_base", base.as_str());
+            }
+            let event = Section::default().with_section(&a.name, body);
+            server.stream(client, "list-authority", event);
         }
         Section::default()
     }

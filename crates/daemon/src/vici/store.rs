@@ -49,6 +49,16 @@ pub enum LoadError {
     Key(String),
     /// A `load-cert` type other than X509 (attribute certificates, CRLs).
     CertType(String),
+    /// A key flowsec does not support (an authority on a PKCS#11 token).
+    Unsupported {
+        /// `NAME.KEY`.
+        key: String,
+    },
+    /// A key swanctl.conf(5) does not know.
+    Unknown {
+        /// `NAME.KEY`.
+        key: String,
+    },
 }
 
 impl fmt::Display for LoadError {
@@ -65,6 +75,8 @@ impl fmt::Display for LoadError {
                 write!(f, "{key}: raw public keys are not supported by flowsec yet")
             }
             LoadError::Certificate(why) => write!(f, "certificate: {why}"),
+            LoadError::Unsupported { key } => write!(f, "{key}: not supported by flowsec"),
+            LoadError::Unknown { key } => write!(f, "{key}: unknown key"),
             LoadError::Key(why) => write!(f, "private key: {why}"),
             LoadError::CertType(t) => {
                 write!(
@@ -91,6 +103,27 @@ pub struct Loaded {
     keys: Vec<(String, PrivateKey)>,
     /// `load-cert` of type X509_CRL.
     crls: Vec<(String, Crl)>,
+    /// `load-authority`, by name.
+    authorities: Vec<Authority>,
+}
+
+/// A certification authority of `load-authority` (swanctl.conf's
+/// `authorities.NAME`, its certificate's data sent by swanctl as
+/// `cacert`): a trust anchor, with revocation URIs kept and not used
+/// (flowsec fetches no CRL and asks no OCSP responder, as for `-c`'s
+/// authorities).
+#[derive(Debug, Clone)]
+pub struct Authority {
+    /// Its name.
+    pub name: String,
+    /// The CA certificate.
+    pub cert: Certificate,
+    /// `crl_uris`.
+    pub crl_uris: Vec<String>,
+    /// `ocsp_uris`.
+    pub ocsp_uris: Vec<String>,
+    /// `cert_uri_base`.
+    pub cert_uri_base: Option<String>,
 }
 
 /// Put `tree` in `list` in place of the one with its name, or at the end.
@@ -212,11 +245,51 @@ impl Loaded {
         self.keys.iter().map(|(i, _)| i.clone()).collect()
     }
 
-    /// What was loaded as credentials.
+    /// With the authorities of a `load-authority` message (`{ NAME = {
+    /// cacert = DATA, crl_uris = [...], ocsp_uris = [...], cert_uri_base
+    /// = URI } }`); one of that name is replaced.
+    pub fn with_authority(&self, msg: &Section) -> Result<Loaded, LoadError> {
+        if msg.entries.is_empty() {
+            return Err(LoadError::Empty);
+        }
+        let mut next = self.clone();
+        for (name, value) in &msg.entries {
+            let Value::Section(body) = value else {
+                return Err(LoadError::Shape { key: name.clone() });
+            };
+            let a = authority(name, body)?;
+            match next.authorities.iter_mut().find(|a| a.name == *name) {
+                Some(old) => *old = a,
+                None => next.authorities.push(a),
+            }
+        }
+        Ok(next)
+    }
+
+    /// Without authority `name`; `None` if there is none.
+    pub fn without_authority(&self, name: &str) -> Option<Loaded> {
+        let mut next = self.clone();
+        let before = next.authorities.len();
+        next.authorities.retain(|a| a.name != name);
+        (next.authorities.len() != before).then_some(next)
+    }
+
+    /// The loaded authorities.
+    pub fn authorities(&self) -> &[Authority] {
+        &self.authorities
+    }
+
+    /// What was loaded as credentials (the authorities' certificates
+    /// among the trust anchors).
     pub fn credentials(&self) -> Credentials {
+        let mut cas = self.cas.clone();
+        for a in &self.authorities {
+            let name = format!("vici-authority-{}", a.name);
+            cas.push((name, a.cert.clone()));
+        }
         Credentials::new(
             self.certs.clone(),
-            self.cas.clone(),
+            cas,
             self.keys.iter().map(|(_, k)| k.clone()).collect(),
             self.crls.clone(),
         )
@@ -381,6 +454,69 @@ fn text<'a>(msg: &'a Section, key: &str) -> Result<Option<&'a str>, LoadError> {
             .map_err(|_| LoadError::NotText { key: key.into() }),
         Some(_) => Err(LoadError::Shape { key: key.into() }),
     }
+}
+
+/// One authority's settings (swanctl.conf(5) `authorities`; swanctl sends
+/// the certificate file's contents as `cacert`).
+fn authority(name: &str, body: &Section) -> Result<Authority, LoadError> {
+    let mut cert = None;
+    let (mut crl_uris, mut ocsp_uris, mut cert_uri_base) = (Vec::new(), Vec::new(), None);
+    for (key, value) in &body.entries {
+        let uris = || -> Result<Vec<String>, LoadError> {
+            match value {
+                Value::List(items) => items
+                    .iter()
+                    .map(|i| {
+                        String::from_utf8(i.clone())
+                            .map_err(|_| LoadError::NotText { key: key.clone() })
+                    })
+                    .collect(),
+                Value::Str(_) => Ok(text(body, key)?
+                    .unwrap_or_default()
+                    .split(',')
+                    .map(|u| u.trim().to_string())
+                    .filter(|u| !u.is_empty())
+                    .collect()),
+                Value::Section(_) => Err(LoadError::Shape { key: key.clone() }),
+            }
+        };
+        match key.as_str() {
+            "cacert" | "file" => {
+                let Value::Str(data) = value else {
+                    return Err(LoadError::Shape { key: key.clone() });
+                };
+                let c = Certificate::parse(&pem_or_der(data, "CERTIFICATE"))
+                    .map_err(|e| LoadError::Certificate(e.to_string()))?;
+                if !c.ca {
+                    return Err(LoadError::Certificate(format!(
+                        "authority {name}: basicConstraints cA is not set"
+                    )));
+                }
+                cert = Some(c);
+            }
+            "crl_uris" => crl_uris = uris()?,
+            "ocsp_uris" => ocsp_uris = uris()?,
+            "cert_uri_base" => cert_uri_base = text(body, key)?.map(String::from),
+            "handle" | "slot" | "module" => {
+                return Err(LoadError::Unsupported {
+                    key: format!("{name}.{key}"),
+                })
+            }
+            _ => {
+                return Err(LoadError::Unknown {
+                    key: format!("{name}.{key}"),
+                })
+            }
+        }
+    }
+    let cert = cert.ok_or(LoadError::Missing { key: "cacert" })?;
+    Ok(Authority {
+        name: name.to_string(),
+        cert,
+        crl_uris,
+        ocsp_uris,
+        cert_uri_base,
+    })
 }
 
 /// How the data of a `certs`/`cacerts` list becomes the names the file
@@ -550,5 +686,70 @@ mod tests {
             l.with_conn(&pubkeys),
             Err(LoadError::InlineCredential { .. })
         ));
+    }
+
+    /// A self-signed certificate, a CA one or not.
+    fn self_signed(ca: bool) -> Vec<u8> {
+        let mut params = rcgen::CertificateParams::new(vec![]).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "flowsec test CA");
+        if ca {
+            params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        }
+        let key = rcgen::KeyPair::generate().unwrap();
+        params.self_signed(&key).unwrap().der().to_vec()
+    }
+
+    #[test]
+    fn an_authority_is_a_trust_anchor_with_its_uris_until_unloaded() {
+        let ca = self_signed(true);
+        let msg = Section::default().with_section(
+            "strongswan",
+            Section::default()
+                .with("cacert", ca.clone())
+                .with_list("crl_uris", vec![b"http://crl.example/ca.crl".to_vec()])
+                .with("ocsp_uris", "http://ocsp.example, http://ocsp2.example"),
+        );
+        let l = Loaded::default().with_authority(&msg).unwrap();
+        let a = &l.authorities()[0];
+        assert_eq!(a.name, "strongswan");
+        assert_eq!(a.crl_uris, ["http://crl.example/ca.crl"]);
+        assert_eq!(a.ocsp_uris, ["http://ocsp.example", "http://ocsp2.example"]);
+        assert!(
+            a.cert.subject_text().contains("flowsec test CA"),
+            "{}",
+            a.cert.subject_text()
+        );
+        assert_eq!(l.credentials().cas().count(), 1);
+        // Loaded again under its name: replaced, not added.
+        let again = l.with_authority(&msg).unwrap();
+        assert_eq!(again.authorities().len(), 1);
+        let gone = again.without_authority("strongswan").unwrap();
+        assert!(gone.authorities().is_empty());
+        assert_eq!(gone.credentials().cas().count(), 0);
+        assert!(gone.without_authority("strongswan").is_none());
+        // Refused: no certificate, one that is no CA, a token, a typo.
+        let one = |body: Section| l.with_authority(&Section::default().with_section("x", body));
+        assert_eq!(
+            one(Section::default().with("crl_uris", "http://a")).unwrap_err(),
+            LoadError::Missing { key: "cacert" }
+        );
+        assert!(matches!(
+            one(Section::default().with("cacert", self_signed(false))),
+            Err(LoadError::Certificate(_))
+        ));
+        assert_eq!(
+            one(Section::default().with("module", "p11"))
+                .unwrap_err()
+                .to_string(),
+            "x.module: not supported by flowsec"
+        );
+        assert_eq!(
+            one(Section::default().with("crl_uri", "http://a"))
+                .unwrap_err()
+                .to_string(),
+            "x.crl_uri: unknown key"
+        );
     }
 }
