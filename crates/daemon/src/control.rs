@@ -700,6 +700,42 @@ mod tests {
     }
 
     #[test]
+    fn a_vici_client_is_handed_over_and_a_json_one_answered() {
+        let dir = std::env::temp_dir().join(format!("flowsec-ctl-v-{}", std::process::id()));
+        let path = dir.join("ctl.sock");
+        let mut control = Control::bind(&path, None).unwrap();
+        // A vici request: its length first (zero high byte).
+        let frame = flowsec_wire::vici::Packet {
+            ty: flowsec_wire::vici::PacketType::CmdRequest,
+            name: Some("flowsec-status".into()),
+            message: None,
+        }
+        .emit()
+        .unwrap();
+        let vici = UnixStream::connect(&path).unwrap();
+        (&vici).write_all(&frame).unwrap();
+        let mut asked = 0;
+        let handed = control.serve(&mut |_| {
+            asked += 1;
+            json!({})
+        });
+        assert_eq!((handed.len(), asked), (1, 0));
+        // The frame is still there for the vici server to read.
+        let mut first = [0u8; 4];
+        (&handed[0]).read_exact(&mut first).unwrap();
+        assert_eq!(first, frame[..4]);
+        let js = UnixStream::connect(&path).unwrap();
+        (&js).write_all(b"{\"cmd\":\"status\"}\n").unwrap();
+        let handed = control.serve(&mut |r| json!({"seen": r["cmd"]}));
+        assert!(handed.is_empty());
+        let mut answer = String::new();
+        (&js).read_to_string(&mut answer).unwrap();
+        assert_eq!(answer, "{\"seen\":\"status\"}\n");
+        drop(control);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn a_live_socket_is_not_taken_over_and_the_file_goes_away() {
         let dir = std::env::temp_dir().join(format!("flowsec-ctl-{}", std::process::id()));
         let path = dir.join("sub").join("ctl.sock");

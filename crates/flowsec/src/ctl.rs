@@ -227,19 +227,27 @@ fn act(args: &CtlArgs, o: &mut String) -> Result<(), CliError> {
     if waits {
         m = m.with("timeout", (args.timeout * 1000).to_string());
     }
-    let wait = (waits && args.timeout == 0)
-        .then_some(None)
-        .unwrap_or(Some(ANSWER_WAIT + Duration::from_secs(args.timeout)));
+    // Waiting for IKE without --timeout: as long as the daemon takes.
+    let wait = if waits && args.timeout == 0 {
+        None
+    } else {
+        Some(ANSWER_WAIT + Duration::from_secs(args.timeout))
+    };
     let mut c = Connection::open(&args.target(), wait)?;
     if waits {
         c.register("control-log")?;
     }
-    let mut out = std::io::stdout().lock();
+    // As swanctl: `[IKE] message`, as it happens (on stderr under
+    // --json, which keeps stdout one document).
+    let mut out: Box<dyn Write> = match args.json {
+        true => Box::new(std::io::stderr().lock()),
+        false => Box::new(std::io::stdout().lock()),
+    };
     let answer = c.call(cmd, m, &mut |_, log| {
-        // As swanctl: `[IKE] message`, as it happens.
         let group = log.str("group").unwrap_or("---");
         let _ = writeln!(out, "[{group}] {}", log.str("msg").unwrap_or_default());
     })?;
+    drop(out);
     let matched = answer.str("matches").and_then(|n| n.parse().ok());
     if args.json {
         let queued = Answer::Queued(Queued {

@@ -312,3 +312,88 @@ fn up_refuses_a_bad_ike_configuration_naming_file_line_and_key() {
     assert_eq!(out.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `flowsec ctl` speaks vici: against a stand-in server that answers
+/// `flowsec-stats` with a typed answer and refuses `initiate` as charon
+/// does, it prints the counters, the JSON shape scripts read, and the
+/// daemon's error with exit 1.
+#[test]
+fn ctl_is_a_vici_client() {
+    use flowsec_daemon::answers::{Counters, StatsAnswer, WorkerCounters};
+    use flowsec_wire::vici::{Packet, PacketType, Section};
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixListener;
+
+    let dir = std::env::temp_dir().join(format!("flowsec-cli-vici-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ctl.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    let stats = StatsAnswer {
+        total: WorkerCounters {
+            counters: Counters(vec![("sent".into(), 7), ("delivered".into(), 5)]),
+            drops: Counters(vec![("replay".into(), 2)]),
+        },
+        ike: Some(Counters(vec![("ike_sas".into(), 1)])),
+        ..Default::default()
+    };
+    let answer = flowsec_daemon::to_vici(&stats).unwrap();
+    let server = std::thread::spawn(move || {
+        let mut asked = Vec::new();
+        for _ in 0..3 {
+            let (mut s, _) = listener.accept().unwrap();
+            loop {
+                let mut head = [0u8; 4];
+                if s.read_exact(&mut head).is_err() {
+                    break;
+                }
+                let mut body = vec![0u8; u32::from_be_bytes(head) as usize];
+                s.read_exact(&mut body).unwrap();
+                let p = Packet::parse(&body).unwrap();
+                let (ty, message) = match (p.ty, p.name.as_deref()) {
+                    (PacketType::EventRegister, _) => (PacketType::EventConfirm, None),
+                    (PacketType::CmdRequest, Some("flowsec-stats")) => {
+                        (PacketType::CmdResponse, Some(answer.clone()))
+                    }
+                    (_, name) => {
+                        asked.push(name.unwrap_or_default().to_string());
+                        let no = Section::default()
+                            .with("success", "no")
+                            .with("errmsg", "no config named 'nope'");
+                        (PacketType::CmdResponse, Some(no))
+                    }
+                };
+                let reply = Packet {
+                    ty,
+                    name: None,
+                    message,
+                };
+                s.write_all(&reply.emit().unwrap()).unwrap();
+            }
+        }
+        asked
+    });
+    let sock = path.to_str().unwrap();
+    let out = flowsec(&["ctl", "stats", "--socket", sock]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("total: sent=7 delivered=5 replay=2"),
+        "{text}"
+    );
+    assert!(text.contains("ike: ike_sas=1"), "{text}");
+    let out = flowsec(&["ctl", "stats", "--json", "--socket", sock]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["total"]["sent"], 7);
+    assert_eq!(v["total"]["drops"]["replay"], 2);
+    assert!(v.get("tcp").is_none(), "{v}");
+    let out = flowsec(&["ctl", "initiate", "--child", "nope", "--socket", sock]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no config named 'nope'"), "{err}");
+    assert_eq!(server.join().unwrap(), ["initiate"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

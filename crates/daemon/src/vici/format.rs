@@ -66,6 +66,15 @@ pub fn from_section<T: DeserializeOwned>(section: &Section) -> Result<T, FormatE
 /// Serializes one value: `None` where it leaves its key out.
 struct ValueSer;
 
+/// Scalars written as their text.
+macro_rules! as_text {
+    ($($method:ident $ty:ty),* $(,)?) => {$(
+        fn $method(self, v: $ty) -> Result<Option<Value>, FormatError> {
+            text(v)
+        }
+    )*};
+}
+
 fn text(s: impl ToString) -> Result<Option<Value>, FormatError> {
     Ok(Some(Value::Str(s.to_string().into_bytes())))
 }
@@ -84,38 +93,10 @@ impl ser::Serializer for ValueSer {
     fn serialize_bool(self, v: bool) -> Result<Self::Ok, FormatError> {
         text(if v { "yes" } else { "no" })
     }
-    fn serialize_i8(self, v: i8) -> Result<Self::Ok, FormatError> {
-        text(v)
-    }
-    fn serialize_i16(self, v: i16) -> Result<Self::Ok, FormatError> {
-        text(v)
-    }
-    fn serialize_i32(self, v: i32) -> Result<Self::Ok, FormatError> {
-        text(v)
-    }
-    fn serialize_i64(self, v: i64) -> Result<Self::Ok, FormatError> {
-        text(v)
-    }
-    fn serialize_u8(self, v: u8) -> Result<Self::Ok, FormatError> {
-        text(v)
-    }
-    fn serialize_u16(self, v: u16) -> Result<Self::Ok, FormatError> {
-        text(v)
-    }
-    fn serialize_u32(self, v: u32) -> Result<Self::Ok, FormatError> {
-        text(v)
-    }
-    fn serialize_u64(self, v: u64) -> Result<Self::Ok, FormatError> {
-        text(v)
-    }
-    fn serialize_f32(self, v: f32) -> Result<Self::Ok, FormatError> {
-        text(v)
-    }
-    fn serialize_f64(self, v: f64) -> Result<Self::Ok, FormatError> {
-        text(v)
-    }
-    fn serialize_char(self, v: char) -> Result<Self::Ok, FormatError> {
-        text(v)
+    as_text! {
+        serialize_i8 i8, serialize_i16 i16, serialize_i32 i32, serialize_i64 i64,
+        serialize_u8 u8, serialize_u16 u16, serialize_u32 u32, serialize_u64 u64,
+        serialize_f32 f32, serialize_f64 f64, serialize_char char,
     }
     fn serialize_str(self, v: &str) -> Result<Self::Ok, FormatError> {
         text(v)
@@ -402,6 +383,15 @@ impl<'de> de::Deserializer<'de> for TextDe<'_> {
     }
 }
 
+/// A value's scalars read from its text (an error for a list or section).
+macro_rules! from_text {
+    ($($method:ident),* $(,)?) => {$(
+        fn $method<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, FormatError> {
+            self.text()?.$method(v)
+        }
+    )*};
+}
+
 impl<'de> de::Deserializer<'de> for ValueDe<'_> {
     type Error = FormatError;
 
@@ -465,44 +455,10 @@ impl<'de> de::Deserializer<'de> for ValueDe<'_> {
         char str string unit unit_struct identifier i128 u128
     }
     // The scalars are the text's.
-    fn deserialize_bool<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, FormatError> {
-        self.text()?.deserialize_bool(v)
-    }
-    fn deserialize_i8<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, FormatError> {
-        self.text()?.deserialize_i8(v)
-    }
-    fn deserialize_i16<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, FormatError> {
-        self.text()?.deserialize_i16(v)
-    }
-    fn deserialize_i32<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, FormatError> {
-        self.text()?.deserialize_i32(v)
-    }
-    fn deserialize_i64<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, FormatError> {
-        self.text()?.deserialize_i64(v)
-    }
-    fn deserialize_u8<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, FormatError> {
-        self.text()?.deserialize_u8(v)
-    }
-    fn deserialize_u16<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, FormatError> {
-        self.text()?.deserialize_u16(v)
-    }
-    fn deserialize_u32<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, FormatError> {
-        self.text()?.deserialize_u32(v)
-    }
-    fn deserialize_u64<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, FormatError> {
-        self.text()?.deserialize_u64(v)
-    }
-    fn deserialize_f32<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, FormatError> {
-        self.text()?.deserialize_f32(v)
-    }
-    fn deserialize_f64<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, FormatError> {
-        self.text()?.deserialize_f64(v)
-    }
-    fn deserialize_bytes<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, FormatError> {
-        self.text()?.deserialize_bytes(v)
-    }
-    fn deserialize_byte_buf<V: de::Visitor<'de>>(self, v: V) -> Result<V::Value, FormatError> {
-        self.text()?.deserialize_byte_buf(v)
+    from_text! {
+        deserialize_bool, deserialize_i8, deserialize_i16, deserialize_i32, deserialize_i64,
+        deserialize_u8, deserialize_u16, deserialize_u32, deserialize_u64, deserialize_f32,
+        deserialize_f64, deserialize_bytes, deserialize_byte_buf,
     }
     fn deserialize_enum<V: de::Visitor<'de>>(
         self,
