@@ -17,6 +17,7 @@
 #      the Python client got ike-updown and child-updown (up = yes)
 #   c. ping through; --list-sas (swanctl), the Python client's list-sas and
 #      govici's all show the Child SA with bytes counted; get-counters
+#      with charon's names, in total and for gw (Python, swanctl --counters)
 #   d. swanctl --rekey --child: new SPIs at both ends; child-rekey event
 #   e. swanctl --stats; hostile clients (an unknown command answered
 #      CMD_UNKNOWN; malformed frames, an oversized one, a server-only
@@ -150,8 +151,12 @@ import json, re, sys
 d = json.load(open(sys.argv[1]))
 kids = [c for sa in d["sas"] for ike in sa.values() for c in ike["child-sas"].values()]
 assert kids and all(int(c["bytes-in"]) > 0 and int(c["bytes-out"]) > 0 for c in kids), kids
-print("    Python vici: list-sas child bytes in/out %s/%s; get-counters %s keys; version %s %s" % (
-    kids[0]["bytes-in"], kids[0]["bytes-out"], len(d["counters"]["counters"][""]),
+total, gw = d["counters"]["counters"][""], d["named"]["counters"]["gw"]
+# charon's names (its counters plugin): gwA initiated gw's IKE SA.
+assert int(total["ike-init-out-req"]) >= 1 and int(gw["ike-auth-out-req"]) >= 1, (total, gw)
+assert int(gw["ike-auth-in-resp"]) >= 1 and "invalid-spi" in gw, gw
+print("    Python vici: list-sas child bytes in/out %s/%s; get-counters %s keys, gw: ike-auth-out-req %s; version %s %s" % (
+    kids[0]["bytes-in"], kids[0]["bytes-out"], len(total), gw["ike-auth-out-req"],
     d["version"]["daemon"], d["version"]["version"]))
 g = open(sys.argv[2]).read()
 assert re.search(r"^ike gw ESTABLISHED 192\.0\.2\.2$", g, re.M), g
@@ -160,6 +165,10 @@ assert m and int(m.group(1)) > 0 and int(m.group(2)) > 0, g
 s = open(sys.argv[3]).read()
 assert re.search(r"in  [0-9a-f]{8}, +[1-9][0-9]* bytes", s), s
 EOF
+    # swanctl's own view of them (5.9.8's --counters).
+    sw gwA --counters --name gw >"$W/counters.txt" 2>&1 || { sed 's/^/    /' "$W/counters.txt"; return 1; }
+    grep -E 'ike-auth-out-req' "$W/counters.txt" | sed 's/^ */    swanctl --counters --name gw: /'
+    grep -qE 'ike-auth-out-req *: *[1-9]' "$W/counters.txt"
 }
 check "c. ping through; swanctl --list-sas, Python vici and govici show the Child SA with bytes counted" counted
 

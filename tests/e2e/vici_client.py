@@ -61,8 +61,10 @@ def cmd_events(path, out, seconds):
 def cmd_counters(path):
     s = session(path)
     counters = text(s.get_counters())
+    named = text(s.get_counters({"name": "gw"}))
     sas = [text(sa) for sa in s.list_sas()]
-    print(json.dumps({"counters": counters, "sas": sas, "version": text(s.version())}))
+    print(json.dumps({"counters": counters, "named": named, "sas": sas,
+                      "version": text(s.version())}))
     return 0
 
 

@@ -173,7 +173,6 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         loaded: Default::default(),
         file_config,
         pending: Vec::new(),
-        counters_base: Vec::new(),
         since: sys::local_time(),
     };
     plane.ike_step(|ike, now, k| ike.ike.start(now, k));
@@ -517,8 +516,6 @@ struct Plane {
     file_config: Option<flowsec_ike::config::Config>,
     /// vici's `initiate` and `terminate` waiting for IKE.
     pending: Vec<vici_events::Pending>,
-    /// IKE's counters at the last vici `reset-counters`.
-    counters_base: Vec<(&'static str, u64)>,
     /// When the daemon started, in local time (vici `stats`).
     since: String,
 }

@@ -29,6 +29,7 @@ use flowsec_wire::ike::{Header, IkeError, Message, PayloadType};
 
 use crate::config::Config;
 use crate::context::Cx;
+use crate::counters::Counter;
 use crate::event::IkeEvent;
 use crate::exchange::RequestVerdict;
 use crate::host::{notify, Host, Ike};
@@ -86,6 +87,7 @@ impl Ike {
             unix_at_zero: None,
             leases: Default::default(),
             stats: IkeStats::default(),
+            counters: Default::default(),
         };
         Ike {
             host,
@@ -105,6 +107,21 @@ impl Ike {
     /// Counters.
     pub fn stats(&self) -> &IkeStats {
         &self.host.stats
+    }
+
+    /// charon's counters, in total and per connection (vici
+    /// `get-counters`).
+    pub fn counters(&self) -> &crate::counters::Counters {
+        &self.host.counters
+    }
+
+    /// Set charon's counters back to zero (vici `reset-counters`):
+    /// connection `conn`'s, the totals (`None`), or all (`all`).
+    pub fn reset_counters(&mut self, conn: Option<&str>, all: bool) {
+        match all {
+            true => self.host.counters.reset_all(),
+            false => self.host.counters.reset(conn),
+        }
     }
 
     /// The next datagram to send.
@@ -217,6 +234,7 @@ impl Ike {
             Ok(h) if h.major_version == 2 => h,
             _ => {
                 self.host.stats.malformed += 1;
+                self.host.counters.count(None, Counter::Invalid);
                 return;
             }
         };
@@ -228,6 +246,9 @@ impl Ike {
             data,
         };
         if header.exchange == ExchangeType::IKE_SA_INIT {
+            self.host
+                .counters
+                .count(None, Counter::incoming(header.exchange, header.response));
             if header.response {
                 crate::initiate::on_init_response(self, now, &header, data, k);
             } else {
@@ -243,6 +264,7 @@ impl Ike {
         };
         let Some((at, mut sa)) = self.sas.find(ours) else {
             self.host.stats.unknown_spi += 1;
+            self.host.counters.count(None, Counter::InvalidSpi);
             return;
         };
         let then = Cx::new(&mut self.host, now, k).receive(&mut sa, arrival);
@@ -402,6 +424,8 @@ impl Cx<'_> {
         let Some((msg, request_digest)) = self.open(sa, (local, remote), header, data) else {
             return Then::Stay;
         };
+        let counted = Counter::incoming(header.exchange, header.response);
+        self.host.counters.count(Some(&sa.conn.name), counted);
         if header.response {
             let Some(req) = sa.exch.answered(header.message_id, header.exchange) else {
                 self.host.stats.bad_message_id += 1;
@@ -465,6 +489,7 @@ impl Cx<'_> {
             && header.initiator != sa.initiator;
         if !mine || sa.keys.is_none() {
             self.host.stats.unknown_spi += 1;
+            self.host.counters.count(None, Counter::InvalidSpi);
             return None;
         }
         if !header.response && sa.exch.classify(header.message_id) == RequestVerdict::Replay {
@@ -502,6 +527,7 @@ impl Cx<'_> {
             Some(Ok(m)) => m,
             Some(Err(crate::crypto::SkError::Integrity)) => {
                 self.host.stats.bad_integrity += 1;
+                self.host.counters.count(None, Counter::Invalid);
                 return None;
             }
             Some(Err(crate::crypto::SkError::Inner(IkeError::UnsupportedCritical(ty))))
@@ -510,10 +536,12 @@ impl Cx<'_> {
                 // §2.5: answer with the type that was not understood.
                 self.refuse(sa, header, digest(data), critical(ty));
                 self.host.stats.malformed += 1;
+                self.host.counters.count(None, Counter::Invalid);
                 return None;
             }
             _ => {
                 self.host.stats.malformed += 1;
+                self.host.counters.count(None, Counter::Invalid);
                 return None;
             }
         };

@@ -76,6 +76,8 @@ pub(crate) struct Host {
     /// Virtual IPs handed out from the configured pools.
     pub(crate) leases: crate::pool::Leases,
     pub(crate) stats: IkeStats,
+    /// charon's counters (vici `get-counters`).
+    pub(crate) counters: crate::counters::Counters,
 }
 
 impl Host {
@@ -149,6 +151,8 @@ impl Host {
             message_id: mid,
             length: 0,
         };
+        let counted = crate::counters::Counter::outgoing(exchange, response);
+        self.counters.count(Some(&sa.conn.name), counted);
         let inner = emit_payloads(payloads);
         let Some(keys) = &sa.keys else {
             // Only IKE_SA_INIT is unprotected, and it never comes here.

@@ -142,8 +142,14 @@ pub(crate) fn on_init_response(
 ) {
     let Some((at, mut sa)) = ike.sas.find(header.spi_i) else {
         ike.host.stats.unknown_spi += 1;
+        ike.host
+            .counters
+            .count(None, crate::counters::Counter::InvalidSpi);
         return;
     };
+    // Counted in total on arrival; here for its connection.
+    let counted = crate::counters::Counter::incoming(header.exchange, true);
+    ike.host.counters.count_named(&sa.conn.name, counted);
     let then = crate::exchange::init::init_response(
         &mut Cx::new(&mut ike.host, now, k),
         &mut sa,

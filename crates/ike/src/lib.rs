@@ -25,7 +25,7 @@
 //!           · table (IKE SAs by SPI, SaMut, Then) · sa (IkeSa, ChildSa in
 //!           parts) · exchange (the Exchange and Awaiting traits, the
 //!           manager: message IDs, window, retransmission, replay)
-//!   leaves: settings · stats · transport · event · event_log · error ·
+//!   leaves: settings · stats · counters · transport · event · event_log · error ·
 //!           admit · rules · fragmentation · proto · ts · pool · kernel ·
 //!           config/ · crypto/ · cert/ · eap/ · random
 //! ```
@@ -42,6 +42,7 @@ pub mod cert;
 pub mod config;
 mod context;
 mod control;
+pub mod counters;
 pub mod crypto;
 pub mod eap;
 mod engine;

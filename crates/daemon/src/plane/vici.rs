@@ -128,10 +128,7 @@ impl Plane {
             "load-token" => failure("load-token: PKCS#11 tokens are not supported by flowsec"),
             "get-algorithms" => algorithms(),
             "get-counters" => self.vici_counters(m),
-            "reset-counters" => {
-                self.counters_base = self.ike_counters();
-                success()
-            }
+            "reset-counters" => self.vici_reset_counters(m),
             _ => match CtlRequest::from_vici(command, m) {
                 Some(request) => self.vici_flowsec(server, request),
                 None => return server.unknown(client),
@@ -473,25 +470,49 @@ impl Plane {
             .with_list("plugins", bytes(["flowsec"]))
     }
 
-    /// `get-counters`: IKE's counters since the last `reset-counters`.
+    /// `get-counters`: charon's counters (crate `flowsec_ike::counters`),
+    /// the totals under `""`, a connection's under its `name`, or every
+    /// connection's with `all = yes`.
     fn vici_counters(&self, m: &Section) -> Section {
-        if m.str("name").is_some() && m.str("all") != Some("yes") {
-            return failure("per-connection counters are not kept by flowsec");
+        let Some(ike) = &self.ike else {
+            return failure(ApplyError::NoIke);
+        };
+        let c = ike.ike.counters();
+        let named = |counts: &flowsec_ike::counters::Counts| {
+            let mut s = Section::default();
+            for (k, n) in flowsec_ike::counters::NAMES.iter().zip(counts) {
+                s = s.with(k, n.to_string());
+            }
+            s
+        };
+        let mut out = Section::default();
+        match (m.str("all") == Some("yes"), m.str("name")) {
+            (true, _) => {
+                for (name, counts) in c.named() {
+                    out = out.with_section(name, named(counts));
+                }
+            }
+            (false, Some(name)) => match c.of(name) {
+                Some(counts) => out = out.with_section(name, named(counts)),
+                None => return failure("no counters found for this connection"),
+            },
+            (false, None) => out = out.with_section("", named(c.total())),
         }
-        let now = self.ike_counters();
-        let mut c = Section::default();
-        for ((name, v), (_, base)) in now.iter().zip(self.counters_base.iter()) {
-            c = c.with(name, v.saturating_sub(*base).to_string());
-        }
-        success().with_section("counters", Section::default().with_section("", c))
+        success().with_section("counters", out)
     }
 
-    /// IKE's counters by name (none without IKE).
-    pub(super) fn ike_counters(&self) -> Vec<(&'static str, u64)> {
-        self.ike
-            .as_ref()
-            .map(|i| i.ike.stats().named().to_vec())
-            .unwrap_or_default()
+    /// `reset-counters`: a connection's (`name`), every one (`all =
+    /// yes`), or the totals.
+    fn vici_reset_counters(&mut self, m: &Section) -> Section {
+        let all = m.str("all") == Some("yes");
+        let name = m.str("name");
+        match &mut self.ike {
+            Some(p) => {
+                p.ike.reset_counters(name, all);
+                success()
+            }
+            None => failure(ApplyError::NoIke),
+        }
     }
 }
 

@@ -212,9 +212,9 @@ impl Loaded {
     }
 
     /// With the private key of a `load-key` message (`type`, `data`), and
-    /// its id: the SHA-256 of its public key, hex, cut to SHA-1's 20
-    /// bytes (charon's is the SHA-1 key identifier; swanctl only hands it
-    /// back to `unload-key`).
+    /// its id as charon gives it: the SHA-1 of its subjectPublicKey, hex
+    /// (strongSwan's KEYID_PUBKEY_SHA1, `pki --keyid`'s "subjkey";
+    /// vici_cred.c), which `unload-key` takes back.
     pub fn with_key(
         &self,
         provider: &Provider,
@@ -225,7 +225,7 @@ impl Loaded {
         };
         let key = PrivateKey::parse(provider, data, "vici load-key")
             .map_err(|e| LoadError::Key(e.to_string()))?;
-        let id = hex_of(&Sha256::digest(key.public_key())[..20]);
+        let id = hex_of(&flowsec_crypto::fixed::sha1(&[&key.public_key()]));
         let mut next = self.clone();
         next.keys.retain(|(i, _)| *i != id);
         next.keys.push((id.clone(), key));
@@ -751,5 +751,24 @@ mod tests {
                 .to_string(),
             "x.crl_uri: unknown key"
         );
+    }
+
+    #[test]
+    fn a_key_has_charons_id() {
+        // openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256;
+        // the id from strongSwan 5.9.8's `pki --keyid --type priv`
+        // ("subjkey (SHA-1 of subjectPublicKey)").
+        let pem = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgB2QRxhuhr383n+oc
+aScIh6GAnMYw37OeAe1XCrvNTWChRANCAATG1Pl0tlT+nZGSQTHFJ+A+FBNK9tF+
+bvd5x+CG+AqbxwqQXUEIt3KEaQLFO+b/YvcPQT8XbZrQkzm0zAVXbaBB
+-----END PRIVATE KEY-----
+";
+        let msg = Section::default().with("type", "ANY").with("data", pem);
+        let provider = flowsec_crypto::Provider::fastest();
+        let (l, id) = Loaded::default().with_key(&provider, &msg).unwrap();
+        assert_eq!(id, "d6cc5e7eda4bbf8fc58010a5f7d110be75bf8912");
+        assert_eq!(l.key_ids(), std::slice::from_ref(&id));
+        assert!(l.without_key(&id).unwrap().key_ids().is_empty());
     }
 }

@@ -428,6 +428,8 @@ fn replaced_by_us(cx: &mut Cx<'_>, sa: &mut IkeSa, old: u32) {
     c.times.rekey_at = None;
     let switch = crate::install::switch_of(&conn, c.cfg);
     cx.host.stats.count_rekey(switch);
+    let rekeyed = crate::counters::Counter::ChildRekey;
+    cx.host.counters.count(Some(&conn.name), rekeyed);
     match switch {
         RekeySwitch::LossFree => sa.queue.push_front(Todo::DeleteChild(old)),
         RekeySwitch::PreferNew => {

@@ -228,6 +228,8 @@ fn replaced_by_peer(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, old: u32, new: u32) {
         c.times.rekey_at = None;
         let switch = crate::install::switch_of(&conn, c.cfg);
         cx.host.stats.count_rekey(switch);
+        let rekeyed = crate::counters::Counter::ChildRekey;
+        cx.host.counters.count(Some(&conn.name), rekeyed);
         if switch != RekeySwitch::KeepOld {
             c.times.expire_at = Some(cx.now + grace);
         }

@@ -102,6 +102,8 @@ pub(crate) fn send_init(cx: &mut Cx<'_>, sa: &mut IkeSa, init: IkeInit) {
         cx.now,
         &cx.host.settings.retransmit,
     );
+    let counted = crate::counters::Counter::outgoing(ExchangeType::IKE_SA_INIT, false);
+    cx.host.counters.count(Some(&sa.conn.name), counted);
     cx.host
         .push(sa.path.transport, sa.path.local, sa.path.remote, data);
 }

@@ -238,6 +238,8 @@ fn answer_init(host: &mut Host, to: &Arrival<'_>, ty: NotifyType, data: Vec<u8>)
         header: init_header(to.header.spi_i, 0, false, true),
         payloads: vec![notify(ty, data)],
     };
+    let counted = crate::counters::Counter::outgoing(ExchangeType::IKE_SA_INIT, true);
+    host.counters.count(None, counted);
     host.push(to.transport, to.local, to.remote, msg.emit());
 }
 
@@ -380,6 +382,8 @@ fn half_open(
             nr,
         },
     }));
+    let counted = crate::counters::Counter::outgoing(ExchangeType::IKE_SA_INIT, true);
+    host.counters.count(Some(&sa.conn.name), counted);
     host.push(sa.path.transport, local, remote, response);
     sa
 }

@@ -185,6 +185,8 @@ pub(crate) fn ike_rekey_request(
         sa.state = IkeState::Rekeyed;
         sa.times.expire_at = Some(cx.now + cx.host.settings.rekeyed_grace);
     }
+    let counted = crate::counters::Counter::IkeRekeyResp;
+    cx.host.counters.count(Some(&sa.conn.name), counted);
     cx.host.report(
         sa,
         IkeEvent::Rekeyed {
@@ -413,6 +415,8 @@ impl Exchange for IkeRekey {
                 sa.queue.push_back(Todo::DeleteIke);
             }
         }
+        let counted = crate::counters::Counter::IkeRekeyInit;
+        cx.host.counters.count(Some(&sa.conn.name), counted);
         cx.host.report(
             sa,
             IkeEvent::Rekeyed {
