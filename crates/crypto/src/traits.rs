@@ -89,8 +89,12 @@ pub trait Prf: Send + Sync {
     fn prf(&self, key: &[u8], parts: &[&[u8]]) -> Zeroizing<Vec<u8>>;
 }
 
-/// A key exchange method (transform type 4, RFC 7296 §3.3.2): the MODP,
-/// ECP and Curve25519 groups. It makes one [`KeyExchange`] per exchange.
+/// A key exchange method (transform type 4, RFC 7296 §3.3.2; and the
+/// additional key exchanges of RFC 9370): the MODP, ECP and Curve25519
+/// groups, and ML-KEM. It makes one [`KeyExchange`] per exchange: the
+/// initiator's with [`start`](Self::start), the responder's with
+/// [`respond`](Self::respond) (a KEM's answer depends on the initiator's
+/// key).
 pub trait KeyExchangeGroup: Send + Sync {
     /// The IANA transform id.
     fn group(&self) -> DhGroup;
@@ -102,11 +106,30 @@ pub trait KeyExchangeGroup: Send + Sync {
     /// `KeyGenFailed` when `rng` yields no usable private value (only a
     /// broken generator does).
     fn start(&self, rng: &mut dyn Random) -> Result<Box<dyn KeyExchange>, CryptoError>;
+
+    /// The responder's side, given the initiator's KE data `peer`: ours
+    /// to send back (its [`KeyExchange::public_value`]) and the shared
+    /// secret. Diffie-Hellman: a fresh exchange and g^ir (the default);
+    /// a KEM: the ciphertext encapsulated to `peer` and its secret.
+    ///
+    /// # Errors
+    /// `BadPublicValue` when `peer` fails its checks; `KeyGenFailed` for a
+    /// broken `rng`.
+    fn respond(
+        &self,
+        rng: &mut dyn Random,
+        peer: &[u8],
+    ) -> Result<(Box<dyn KeyExchange>, Zeroizing<Vec<u8>>), CryptoError> {
+        let ours = self.start(rng)?;
+        let secret = ours.shared_secret(peer)?;
+        Ok((ours, secret))
+    }
 }
 
 /// One side of a key exchange: our private value (zeroized on drop), our
 /// public value (the KE payload's data), and the computation of the shared
-/// secret g^ir from the peer's.
+/// secret g^ir from the peer's (a KEM's initiator: the decapsulation of the
+/// responder's ciphertext; a KEM's responder has nothing left to compute).
 pub trait KeyExchange: Send {
     /// The group.
     fn group(&self) -> DhGroup;

@@ -36,6 +36,14 @@ impl Random for Fixed {
     }
 }
 
+/// The ML-KEM parameter sets (FIPS 203), after the groups in every
+/// provider; their tests are in the aws-lc backend's `mlkem.rs`.
+const KEMS: [DhGroup; 3] = [
+    DhGroup::ML_KEM_512,
+    DhGroup::ML_KEM_768,
+    DhGroup::ML_KEM_1024,
+];
+
 const ALL: [DhGroup; 12] = [
     DhGroup::MODP_768,
     DhGroup::MODP_1024,
@@ -263,16 +271,39 @@ fn broken_random_is_reported() {
 }
 
 /// Every group flowsec supported before the Provider had them is in every
-/// provider, in this order; `with_key_exchanges` restricts the list.
+/// provider, in this order, then ML-KEM; `with_key_exchanges` restricts
+/// the list.
 #[test]
 fn every_provider_has_every_group() {
     for (name, provider) in providers() {
-        assert_eq!(provider.key_exchange_ids(), ALL.to_vec(), "{name}");
-        for g in ALL {
+        let every: Vec<DhGroup> = ALL.iter().chain(&KEMS).copied().collect();
+        assert_eq!(provider.key_exchange_ids(), every, "{name}");
+        for g in every {
             assert_eq!(provider.key_exchange(g).unwrap().group(), g, "{name}");
         }
     }
     let p = Provider::rustcrypto().with_key_exchanges(vec![kx(DhGroup::CURVE25519)]);
     assert_eq!(p.key_exchange_ids(), vec![DhGroup::CURVE25519]);
     assert!(p.key_exchange(DhGroup::MODP_2048).is_none());
+}
+
+/// The responder's one step (`respond`) agrees with the initiator's
+/// `start` and `shared_secret`, for the groups and for ML-KEM (whose
+/// responder sends a ciphertext, not a key of its own).
+#[test]
+fn the_responder_answers_every_method() {
+    for group in ALL.iter().chain(&KEMS).copied() {
+        let initiator = start(group, &mut SeededRandom::new(1)).unwrap();
+        let (responder, theirs) = kx(group)
+            .respond(&mut SeededRandom::new(2), initiator.public_value())
+            .unwrap();
+        let ours = initiator.shared_secret(responder.public_value()).unwrap();
+        assert_eq!(ours, theirs, "{group}");
+        assert!(
+            kx(group)
+                .respond(&mut SeededRandom::new(3), &initiator.public_value()[1..])
+                .is_err(),
+            "{group}: a value one byte short"
+        );
+    }
 }

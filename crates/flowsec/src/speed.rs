@@ -3,7 +3,9 @@
 //! outer header, padding, sequence number, crypto), on one core, the way
 //! `openssl speed` reports ciphers. The "raw" rows call the AEAD directly
 //! on the same sizes, so the core's overhead is the difference; the S4 rows
-//! are the raw primitives study S4 tabulated (AES-128-CBC and SHA-1).
+//! are the raw primitives study S4 tabulated (AES-128-CBC and SHA-1); the
+//! key exchange rows ([`kx`]) each IKE key exchange method's operations
+//! per second, MODP to ML-KEM.
 //!
 //! Sizes are the protected packet's length (the inner IP packet). Seal
 //! rewrites only the inner header each round (the payload is encrypted in
@@ -26,6 +28,8 @@ use flowsec_ipsec::{Flow, Mode, PacketBuf, SaConfig, Sad, SecurityAssociation};
 use serde::Serialize;
 
 use crate::{CliError, UsageError};
+
+mod kx;
 
 /// Why a suite could not be measured.
 #[derive(Debug)]
@@ -136,6 +140,9 @@ pub struct SpeedArgs {
     /// Skip the study S4 raw-primitive rows.
     #[arg(long)]
     pub no_s4: bool,
+    /// Skip the key exchange rows (MODP, ECP, Curve25519, ML-KEM).
+    #[arg(long)]
+    pub no_kx: bool,
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -146,7 +153,8 @@ pub struct SpeedArgs {
 pub struct Row {
     /// Suite or primitive name.
     pub suite: String,
-    /// `seal`, `open`, `raw-seal`, `encrypt`, `hash`.
+    /// `seal`, `open`, `raw-seal`, `encrypt`, `hash`, `ke-start`,
+    /// `ke-respond`, `ke-finish`.
     pub op: &'static str,
     /// Which backend(s) ran it.
     pub backend: String,
@@ -224,6 +232,9 @@ pub fn run(args: &SpeedArgs) -> Result<(), CliError> {
         }
         if !args.no_s4 {
             rows.extend(s4_rows(provider, per));
+        }
+        if !args.no_kx {
+            rows.extend(kx::kx_rows(provider, per));
         }
     }
     let summary = summarize(&rows);
@@ -684,6 +695,7 @@ fn print_tables(
         print_suite_table(rows, sizes, title, pick);
     }
     print_s4_table(rows);
+    kx::print_kx_table(rows);
     if rows.iter().any(|r| r.warning.is_some()) {
         println!("\n! uses an algorithm RFC 8221 says MUST NOT or SHOULD NOT be used (kept to reproduce the studies)");
     }
@@ -705,10 +717,9 @@ fn print_suite_table(rows: &[Row], sizes: &[usize], title: &str, pick: fn(&Row) 
     }
     println!();
     let mut keys: Vec<(&str, &str, &str)> = Vec::new();
-    for r in rows
-        .iter()
-        .filter(|r| sizes.contains(&r.size) && !S4_OPS.contains(&r.op))
-    {
+    for r in rows.iter().filter(|r| {
+        sizes.contains(&r.size) && !S4_OPS.contains(&r.op) && !kx::KX_OPS.contains(&r.op)
+    }) {
         let k = (r.suite.as_str(), r.op, r.backend.as_str());
         if !keys.contains(&k) {
             keys.push(k);

@@ -112,6 +112,8 @@ pub struct Algorithms {
     pub prf: Option<flowsec_wire::iana::PrfId>,
     /// The key exchange (`NONE` for a Child SA without PFS).
     pub dh: flowsec_wire::iana::DhGroup,
+    /// The additional key exchanges by slot (RFC 9370; `NONE`: none).
+    pub addke: [flowsec_wire::iana::DhGroup; crate::config::ADDKE_SLOTS],
     /// Extended sequence numbers (Child SAs).
     pub esn: bool,
 }
@@ -131,7 +133,14 @@ pub(crate) fn list(ike: &Ike, now: Duration) -> Vec<IkeSaInfo> {
                 if s.integ != flowsec_wire::iana::IntegId::NONE {
                     p += &format!("/{}", s.integ);
                 }
-                format!("{p}/{}/{}", s.prf, s.dh)
+                let mut p = format!("{p}/{}/{}", s.prf, s.dh);
+                // strongSwan 6: `…/CURVE_25519/KE1_ML_KEM_768`.
+                for (slot, g) in k.addke.iter().enumerate() {
+                    if *g != flowsec_wire::iana::DhGroup::NONE {
+                        p += &format!("/KE{}_{g}", slot + 1);
+                    }
+                }
+                p
             });
             IkeSaInfo {
                 name: conn.name.clone(),
@@ -158,7 +167,7 @@ pub(crate) fn list(ike: &Ike, now: Duration) -> Vec<IkeSaInfo> {
                 nat: sa.path.nat_local || sa.path.nat_remote,
                 transport: sa.path.transport,
                 proposal,
-                algorithms: sa.keys.as_ref().map(|k| ike_algorithms(&k.suite)),
+                algorithms: sa.keys.as_ref().map(ike_algorithms),
                 established_s: sa.times.established.map(|t| secs(now.saturating_sub(t))),
                 rekey_in_s: until(sa.times.rekey_at),
                 children: sa
@@ -174,12 +183,18 @@ pub(crate) fn list(ike: &Ike, now: Duration) -> Vec<IkeSaInfo> {
 }
 
 /// An IKE SA's algorithms one by one.
-fn ike_algorithms(s: &crate::crypto::IkeSuite) -> Algorithms {
+fn ike_algorithms(k: &crate::sa::IkeKeyState) -> Algorithms {
+    let s = &k.suite;
+    let mut addke = [flowsec_wire::iana::DhGroup::NONE; crate::config::ADDKE_SLOTS];
+    for (slot, g) in k.addke.iter().take(addke.len()).enumerate() {
+        addke[slot] = *g;
+    }
     Algorithms {
         encr: Some((s.encr.id, s.encr.key_bits)),
         integ: s.integ,
         prf: Some(s.prf),
         dh: s.dh,
+        addke,
         esn: false,
     }
 }
@@ -276,6 +291,7 @@ fn child_info(conn: &crate::config::Connection, c: &ChildSa, now: Duration) -> C
             integ: c.suite.integ,
             prf: None,
             dh: c.suite.dh,
+            addke: [flowsec_wire::iana::DhGroup::NONE; crate::config::ADDKE_SLOTS],
             esn: c.suite.esn,
         },
         dh_group: (c.suite.dh != flowsec_wire::iana::DhGroup::NONE).then(|| c.suite.dh.to_string()),

@@ -181,6 +181,10 @@ pub enum NegotiationError {
     /// We sign, but the peer announced no hash (RFC 7427 §4) or none our
     /// key and `auth` allow.
     NoSignatureScheme,
+    /// An additional key exchange (RFC 9370 §2.2.2) in IKE_INTERMEDIATE
+    /// failed: the peer's KE payload was missing, of another method, or
+    /// failed its checks (what), or the peer refused ours (its notify).
+    AdditionalKeyExchange(String),
 }
 
 impl fmt::Display for NegotiationError {
@@ -206,6 +210,9 @@ impl fmt::Display for NegotiationError {
                 "no signature scheme in common (the peer announced no SIGNATURE_HASH_ALGORITHMS \
                  our key and auth allow)",
             ),
+            NegotiationError::AdditionalKeyExchange(why) => {
+                write!(f, "additional key exchange (IKE_INTERMEDIATE): {why}")
+            }
         }
     }
 }
@@ -223,6 +230,9 @@ pub enum InitResponseError {
     NotOffered,
     /// The peer's KE payload gives no shared secret (RFC 6989).
     BadKe,
+    /// Additional key exchanges chosen without INTERMEDIATE_EXCHANGE_SUPPORTED
+    /// (RFC 9370 §2.2.1).
+    NoIntermediate,
 }
 
 impl fmt::Display for InitResponseError {
@@ -231,6 +241,10 @@ impl fmt::Display for InitResponseError {
             InitResponseError::MissingPayloads => "IKE_SA_INIT response without SA, KE and nonce",
             InitResponseError::NotOffered => "IKE_SA_INIT response chose what we did not offer",
             InitResponseError::BadKe => "bad KE payload in IKE_SA_INIT response",
+            InitResponseError::NoIntermediate => {
+                "IKE_SA_INIT response chose additional key exchanges without \
+                 INTERMEDIATE_EXCHANGE_SUPPORTED"
+            }
         })
     }
 }

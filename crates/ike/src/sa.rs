@@ -75,6 +75,9 @@ impl ChildState {
 /// The keys of an established (or half-established) IKE SA.
 pub(crate) struct IkeKeyState {
     pub suite: IkeSuite,
+    /// The additional key exchanges done (RFC 9370), by slot: NONE for
+    /// one skipped.
+    pub addke: Vec<flowsec_wire::iana::DhGroup>,
     pub sk_d: Zeroizing<Vec<u8>>,
     pub sk_pi: Zeroizing<Vec<u8>>,
     pub sk_pr: Zeroizing<Vec<u8>>,

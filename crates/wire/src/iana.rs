@@ -131,8 +131,9 @@ iana_enum! {
 }
 
 iana_enum! {
-    /// IKEv2 Transform Type 4: Diffie-Hellman groups (RFC 7296 §3.3.2,
-    /// RFC 3526 MODP, RFC 5903 ECP, RFC 8031 Curve25519).
+    /// IKEv2 Transform Type 4: key exchange methods (RFC 7296 §3.3.2,
+    /// RFC 9370 §2.2.1; RFC 3526 MODP, RFC 5903 ECP, RFC 8031 Curve25519,
+    /// draft-ietf-ipsecme-ikev2-mlkem ML-KEM).
     DhGroup(u16) {
         NONE = 0 => "NONE",
         MODP_768 = 1 => "MODP-768",
@@ -147,6 +148,9 @@ iana_enum! {
         ECP_384 = 20 => "ECP-384",
         ECP_521 = 21 => "ECP-521",
         CURVE25519 = 31 => "CURVE25519",
+        ML_KEM_512 = 35 => "ML-KEM-512",
+        ML_KEM_768 = 36 => "ML-KEM-768",
+        ML_KEM_1024 = 37 => "ML-KEM-1024",
     }
 }
 
@@ -159,12 +163,15 @@ iana_enum! {
 }
 
 iana_enum! {
-    /// IKEv2 exchange types (RFC 7296 §3.1).
+    /// IKEv2 exchange types (RFC 7296 §3.1, RFC 9242 §3.2, RFC 9370
+    /// §2.2.4).
     ExchangeType(u8) {
         IKE_SA_INIT = 34 => "IKE_SA_INIT",
         IKE_AUTH = 35 => "IKE_AUTH",
         CREATE_CHILD_SA = 36 => "CREATE_CHILD_SA",
         INFORMATIONAL = 37 => "INFORMATIONAL",
+        IKE_INTERMEDIATE = 43 => "IKE_INTERMEDIATE",
+        IKE_FOLLOWUP_KE = 44 => "IKE_FOLLOWUP_KE",
     }
 }
 
@@ -234,6 +241,8 @@ iana_enum! {
         MULTIPLE_AUTH_SUPPORTED = 16404 => "MULTIPLE_AUTH_SUPPORTED",
         REDIRECT_SUPPORTED = 16406 => "REDIRECT_SUPPORTED",
         IKEV2_FRAGMENTATION_SUPPORTED = 16430 => "IKEV2_FRAGMENTATION_SUPPORTED",
+        INTERMEDIATE_EXCHANGE_SUPPORTED = 16438 => "INTERMEDIATE_EXCHANGE_SUPPORTED",
+        ADDITIONAL_KEY_EXCHANGE = 16441 => "ADDITIONAL_KEY_EXCHANGE",
         SIGNATURE_HASH_ALGORITHMS = 16431 => "SIGNATURE_HASH_ALGORITHMS",
         SA_RESOURCE_INFO = 16444 => "SA_RESOURCE_INFO",
     }
@@ -269,6 +278,21 @@ iana_enum! {
         DH = 4 => "DH",
         /// Extended Sequence Numbers: IDs are [`EsnId`].
         ESN = 5 => "ESN",
+        /// Additional key exchanges 1–7 (RFC 9370 §2.2.1): IDs are
+        /// [`DhGroup`] (NONE: optional).
+        ADDKE1 = 6 => "ADDKE1",
+        /// See [`TransformType::ADDKE1`].
+        ADDKE2 = 7 => "ADDKE2",
+        /// See [`TransformType::ADDKE1`].
+        ADDKE3 = 8 => "ADDKE3",
+        /// See [`TransformType::ADDKE1`].
+        ADDKE4 = 9 => "ADDKE4",
+        /// See [`TransformType::ADDKE1`].
+        ADDKE5 = 10 => "ADDKE5",
+        /// See [`TransformType::ADDKE1`].
+        ADDKE6 = 11 => "ADDKE6",
+        /// See [`TransformType::ADDKE1`].
+        ADDKE7 = 12 => "ADDKE7",
     }
 }
 

@@ -30,11 +30,13 @@ pub static IKE_PRFS: &[&dyn Prf] = &[
     &rustcrypto::prf::AES128_CMAC,
 ];
 
-/// Every IKE key exchange group flowsec implements (RFC 7296 §3.3.2
+/// Every IKE key exchange method flowsec implements (RFC 7296 §3.3.2
 /// transform type 4): MODP 1, 2, 5, 14–18 (RFC 2409 §6, RFC 3526) on
-/// RustCrypto's crypto-bigint, ECP 19–21 (RFC 5903) and Curve25519
-/// (RFC 8031) on aws-lc (no RustCrypto elliptic-curve crate is in the
-/// build). A [`Provider`] starts with all of them.
+/// RustCrypto's crypto-bigint, ECP 19–21 (RFC 5903), Curve25519
+/// (RFC 8031) and ML-KEM-512/768/1024 (FIPS 203, methods 35–37,
+/// draft-ietf-ipsecme-ikev2-mlkem) on aws-lc (no RustCrypto
+/// elliptic-curve crate is in the build). A [`Provider`] starts with all
+/// of them.
 ///
 /// [`Provider`]: crate::Provider
 pub static IKE_KEY_EXCHANGES: &[&dyn KeyExchangeGroup] = &[
@@ -50,6 +52,9 @@ pub static IKE_KEY_EXCHANGES: &[&dyn KeyExchangeGroup] = &[
     &awslc::ecdh::ECP_384,
     &awslc::ecdh::ECP_521,
     &awslc::ecdh::CURVE25519,
+    &awslc::mlkem::ML_KEM_512,
+    &awslc::mlkem::ML_KEM_768,
+    &awslc::mlkem::ML_KEM_1024,
 ];
 
 /// The key provider for IKE's private keys: aws-lc's (RSA, ECDSA

@@ -48,6 +48,12 @@ fn with_algorithms(mut s: Section, a: &Algorithms) -> Section {
     if a.dh != DhGroup::NONE {
         s = s.with("dh-group", strongswan_name(&a.dh.to_string()));
     }
+    // strongSwan 6's `ake1` … `ake7` (vici_query.c `list_ake()`).
+    for (slot, g) in a.addke.iter().enumerate() {
+        if *g != DhGroup::NONE {
+            s = s.with(&format!("ake{}", slot + 1), strongswan_name(&g.to_string()));
+        }
+    }
     if a.esn {
         s = s.with("esn", "1");
     }

@@ -64,19 +64,23 @@ impl Octets<'_> {
         })
     }
 
-    /// The octets themselves (what a signature covers).
+    /// The octets themselves (what a signature covers), with IntAuth
+    /// after IKE_INTERMEDIATE exchanges (RFC 9242 §3.3.2).
     pub fn bytes(&self, provider: &flowsec_crypto::Provider) -> Option<Vec<u8>> {
         let s = self.signer()?;
         let id = self.id.body();
-        crate::crypto::signed_octets(provider, s.prf, s.message, s.nonce, s.sk_p, &id).ok()
+        let mut octets =
+            crate::crypto::signed_octets(provider, s.prf, s.message, s.nonce, s.sk_p, &id).ok()?;
+        octets.extend_from_slice(&self.init.int_auth());
+        Some(octets)
     }
 
     /// A shared key's AUTH over them: `prf(prf(key, "Key Pad for
     /// IKEv2"), octets)` (§2.15; §2.16 with the MSK as the key).
     pub fn keyed(&self, provider: &flowsec_crypto::Provider, key: &[u8]) -> Option<Vec<u8>> {
-        let s = self.signer()?;
-        let id = self.id.body();
-        crate::crypto::psk_auth(provider, s.prf, key, s.message, s.nonce, s.sk_p, &id).ok()
+        let prf = self.signer()?.prf;
+        let octets = self.bytes(provider)?;
+        crate::crypto::keyed_auth(provider, prf, key, &octets).ok()
     }
 }
 

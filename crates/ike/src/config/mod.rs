@@ -102,7 +102,7 @@ pub use negotiate::{
 pub use proposal::{
     default_ah_proposal, default_esp_proposals, default_ike_proposals, parse_ah_proposal,
     parse_ah_proposals, parse_esp_proposal, parse_esp_proposals, parse_ike_proposal,
-    parse_ike_proposals, ChildProposal, IkeProposal,
+    parse_ike_proposals, ChildProposal, IkeProposal, ADDKE_SLOTS,
 };
 pub use supported::restrict_to;
 pub use ts::{AddrSpec, TsSpec};

@@ -39,6 +39,32 @@ pub struct IkeChosen {
     pub num: u8,
     /// The algorithms, one of each kind (`integ` NONE with an AEAD).
     pub suite: IkeSuite,
+    /// The additional key exchanges (RFC 9370 §2.2.1), by slot: NONE for
+    /// one not done. Empty: none.
+    pub addke: Vec<DhGroup>,
+}
+
+impl IkeChosen {
+    /// The additional key exchanges to run, in slot order (RFC 9370
+    /// §2.2.2: ADDKEn before ADDKEn+1, NONE skipped).
+    pub fn additional(&self) -> Vec<DhGroup> {
+        self.addke
+            .iter()
+            .copied()
+            .filter(|g| *g != DhGroup::NONE)
+            .collect()
+    }
+}
+
+/// The transform type of additional key exchange slot `slot` (from 0):
+/// ADDKE1 (6) to ADDKE7 (12).
+pub fn addke_type(slot: usize) -> TransformType {
+    TransformType(TransformType::ADDKE1.0 + slot as u8)
+}
+
+/// The ADDKE transform types, ADDKE1 to ADDKE7.
+fn addke_types() -> impl Iterator<Item = TransformType> {
+    (0..super::proposal::ADDKE_SLOTS).map(addke_type)
 }
 
 /// The responder's choice of an ESP or AH proposal.
@@ -77,6 +103,10 @@ pub fn ike_offer(p: &[IkeProposal]) -> Vec<Proposal> {
                 .map(|&x| Transform::new(TransformType::INTEG, x.0)),
         );
         t.extend(p.dh.iter().map(|&x| Transform::new(TransformType::DH, x.0)));
+        for (slot, methods) in p.addke.iter().enumerate() {
+            let ty = addke_type(slot);
+            t.extend(methods.iter().map(|&x| Transform::new(ty, x.0)));
+        }
         (ProtocolId::IKE, Vec::new(), t)
     }))
 }
@@ -124,12 +154,16 @@ fn numbered(it: impl Iterator<Item = (ProtocolId, Vec<u8>, Vec<Transform>)>) -> 
 }
 
 /// The responder's choice among the peer's IKE proposals (§2.7, §3.3.6).
-pub fn select_ike(ours: &[IkeProposal], offered: &[Proposal]) -> Option<IkeChosen> {
+/// `addke`: additional key exchanges may be chosen (IKE_SA_INIT with
+/// INTERMEDIATE_EXCHANGE_SUPPORTED from the peer, RFC 9370 §2.2.1);
+/// otherwise a peer's proposal with ADDKE transforms is one with unknown
+/// transform types, skipped, and ours must let theirs be optional.
+pub fn select_ike(ours: &[IkeProposal], offered: &[Proposal], addke: bool) -> Option<IkeChosen> {
     ours.iter().find_map(|our| {
         offered
             .iter()
             .filter(|p| p.protocol == ProtocolId::IKE)
-            .find_map(|peer| match_ike(our, peer))
+            .find_map(|peer| match_ike(our, peer, addke))
     })
 }
 
@@ -161,6 +195,13 @@ pub fn ike_answer(c: &IkeChosen) -> Proposal {
         t.push(Transform::new(TransformType::INTEG, s.integ.0));
     }
     t.push(Transform::new(TransformType::DH, s.dh.0));
+    // A slot chosen NONE is left out, as strongSwan answers (RFC 9370
+    // §2.2.1 shows it sent; both read the same).
+    for (slot, g) in c.addke.iter().enumerate() {
+        if *g != DhGroup::NONE {
+            t.push(Transform::new(addke_type(slot), g.0));
+        }
+    }
     Proposal {
         num: c.num,
         protocol: ProtocolId::IKE,
@@ -202,16 +243,16 @@ pub fn ike_accepts(offer: &[Proposal], answer: &Proposal) -> Option<IkeChosen> {
     let ours = offer
         .iter()
         .find(|p| p.num == answer.num && p.protocol == ProtocolId::IKE)?;
-    let one = Single::of(
-        answer,
-        ours,
-        &[
-            TransformType::ENCR,
-            TransformType::PRF,
-            TransformType::INTEG,
-            TransformType::DH,
-        ],
-    )?;
+    let types: Vec<TransformType> = [
+        TransformType::ENCR,
+        TransformType::PRF,
+        TransformType::INTEG,
+        TransformType::DH,
+    ]
+    .into_iter()
+    .chain(addke_types())
+    .collect();
+    let one = Single::of(answer, ours, &types)?;
     let encr = encr_from_wire(one.get(TransformType::ENCR)?)?;
     let prf = PrfId(one.get(TransformType::PRF)?.id);
     let dh = DhGroup(one.get(TransformType::DH)?.id);
@@ -224,6 +265,28 @@ pub fn ike_accepts(offer: &[Proposal], answer: &Proposal) -> Option<IkeChosen> {
         None if is_aead(encr.id) => IntegId::NONE,
         _ => return None,
     };
+    // Each slot we offered: the method chosen, or NONE where we let it
+    // be optional (absent or NONE in the answer read the same).
+    let mut addke = Vec::new();
+    for ty in addke_types() {
+        let offered: Vec<u16> = ids(ours, ty).collect();
+        let g = match one.get(ty) {
+            Some(t) => DhGroup(t.id),
+            None if offered.is_empty() || offered.contains(&DhGroup::NONE.0) => DhGroup::NONE,
+            None => return None,
+        };
+        addke.push(g);
+    }
+    trim_none(&mut addke);
+    let chosen = addke.iter().filter(|g| **g != DhGroup::NONE);
+    let mut used = vec![dh];
+    for g in chosen {
+        // RFC 9370 §2.2.1: no method twice.
+        if used.contains(g) {
+            return None;
+        }
+        used.push(*g);
+    }
     Some(IkeChosen {
         num: answer.num,
         suite: IkeSuite {
@@ -232,7 +295,16 @@ pub fn ike_accepts(offer: &[Proposal], answer: &Proposal) -> Option<IkeChosen> {
             prf,
             dh,
         },
+        addke,
     })
+}
+
+/// Trailing NONE slots dropped: a choice without additional key
+/// exchanges is an empty list.
+fn trim_none(addke: &mut Vec<DhGroup>) {
+    while addke.last() == Some(&DhGroup::NONE) {
+        addke.pop();
+    }
 }
 
 /// Initiator: whether `answer` is a valid choice from our ESP/AH `offer`,
@@ -364,9 +436,13 @@ fn first_common_encr(ours: &[Encr], peer: &Proposal) -> Option<Encr> {
     })
 }
 
-fn match_ike(our: &IkeProposal, peer: &Proposal) -> Option<IkeChosen> {
+fn match_ike(our: &IkeProposal, peer: &Proposal, addke_ok: bool) -> Option<IkeChosen> {
     use TransformType as T;
-    if !only_types(peer, &[T::ENCR, T::PRF, T::INTEG, T::DH]) {
+    let mut allowed = vec![T::ENCR, T::PRF, T::INTEG, T::DH];
+    if addke_ok {
+        allowed.extend(addke_types());
+    }
+    if !only_types(peer, &allowed) {
         return None;
     }
     let encr = first_common_encr(&our.encr, peer)?;
@@ -381,6 +457,7 @@ fn match_ike(our: &IkeProposal, peer: &Proposal) -> Option<IkeChosen> {
         )?
     };
     let dh = first_common(&our.dh, |x| x.0, &ids(peer, T::DH).collect::<Vec<_>>())?;
+    let addke = select_addke(our, peer, dh)?;
     Some(IkeChosen {
         num: peer.num,
         suite: IkeSuite {
@@ -389,7 +466,39 @@ fn match_ike(our: &IkeProposal, peer: &Proposal) -> Option<IkeChosen> {
             prf,
             dh,
         },
+        addke,
     })
+}
+
+/// The additional key exchanges of `our` proposal and the peer's, slot by
+/// slot (RFC 9370 §2.2.1; strongSwan's `select_algo()`): a slot neither
+/// proposes is NONE; one only one side proposes is NONE if that side
+/// allows it; else the first of ours the peer proposes that is not chosen
+/// already (no method twice, the first key exchange `dh` included; NONE
+/// may repeat).
+fn select_addke(our: &IkeProposal, peer: &Proposal, dh: DhGroup) -> Option<Vec<DhGroup>> {
+    let none = DhGroup::NONE;
+    let mut used = vec![dh];
+    let mut chosen = Vec::new();
+    for (slot, ty) in addke_types().enumerate() {
+        let ours: &[DhGroup] = our.addke.get(slot).map_or(&[], Vec::as_slice);
+        let theirs: Vec<u16> = ids(peer, ty).collect();
+        let g = match (ours.is_empty(), theirs.is_empty()) {
+            (true, true) => none,
+            (true, false) => theirs.contains(&none.0).then_some(none)?,
+            (false, true) => ours.contains(&none).then_some(none)?,
+            (false, false) => ours
+                .iter()
+                .copied()
+                .find(|g| theirs.contains(&g.0) && (*g == none || !used.contains(g)))?,
+        };
+        if g != none {
+            used.push(g);
+        }
+        chosen.push(g);
+    }
+    trim_none(&mut chosen);
+    Some(chosen)
 }
 
 fn match_child(

@@ -11,8 +11,12 @@
 //! 8/12/16-byte ICVs); PRFs `prfsha1`, `prfsha256`, `prfsha384`,
 //! `prfsha512`, `prfmd5`, `prfaesxcbc`, `prfaescmac`; groups `modp768`,
 //! `modp1024`, `modp1536`, `modp2048`, `modp3072`, `modp4096`, `modp6144`,
-//! `modp8192`, `ecp256`, `ecp384`, `ecp521`, `curve25519` = `x25519`, and
-//! `none` = `modpnone` (no PFS, ESP/AH only); `esn`, `noesn`.
+//! `modp8192`, `ecp256`, `ecp384`, `ecp521`, `curve25519` = `x25519`,
+//! ML-KEM (FIPS 203, strongSwan 6's names) `mlkem512`, `mlkem768`,
+//! `mlkem1024` as the key exchange itself (its KE payload in IKE_SA_INIT
+//! or CREATE_CHILD_SA: 800–1568 bytes, so IKE_SA_INIT, which cannot be
+//! fragmented, may need IP fragmentation), and `none` = `modpnone` (no
+//! PFS, ESP/AH only); `esn`, `noesn`.
 //!
 //! The rules of strongSwan's `check_proposal()`:
 //! - IKE: an encryption algorithm, a DH group (`none` is dropped) and a
@@ -60,9 +64,17 @@ pub struct IkeProposal {
     pub integ: Vec<IntegId>,
     /// Pseudorandom functions.
     pub prf: Vec<PrfId>,
-    /// Diffie-Hellman groups (never NONE).
+    /// Key exchange methods (never NONE).
     pub dh: Vec<DhGroup>,
+    /// Additional key exchanges (RFC 9370 §2.2.1), slot by slot (`ke1_…`
+    /// is `addke[0]`): the methods of each, in preference order, NONE
+    /// making that one optional; a slot with none is not proposed.
+    /// Empty: no additional key exchange.
+    pub addke: Vec<Vec<DhGroup>>,
 }
+
+/// The seven additional key exchange slots of RFC 9370 (ADDKE1–ADDKE7).
+pub const ADDKE_SLOTS: usize = 7;
 
 /// An ESP or AH proposal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -132,12 +144,16 @@ pub fn parse_ike_proposal(s: &str) -> Result<IkeProposal, ProposalError> {
         integ,
         prf,
         dh,
+        addke: t.addke,
     })
 }
 
 /// Parse one ESP proposal (`default` refused, see [`parse_esp_proposals`]).
 pub fn parse_esp_proposal(s: &str) -> Result<ChildProposal, ProposalError> {
     let t = tokens(s)?;
+    if !t.addke.is_empty() {
+        return Err(ProposalError::AdditionalKeInChild { proposal: s.into() });
+    }
     if t.encr.is_empty() {
         return Err(ProposalError::NoEncryption {
             proposal: s.into(),
@@ -160,6 +176,9 @@ pub fn parse_esp_proposal(s: &str) -> Result<ChildProposal, ProposalError> {
 /// Parse one AH proposal (`default` refused, see [`parse_ah_proposals`]).
 pub fn parse_ah_proposal(s: &str) -> Result<ChildProposal, ProposalError> {
     let t = tokens(s)?;
+    if !t.addke.is_empty() {
+        return Err(ProposalError::AdditionalKeInChild { proposal: s.into() });
+    }
     if !t.encr.is_empty() {
         return Err(ProposalError::EncryptionInAh { proposal: s.into() });
     }
@@ -256,6 +275,7 @@ pub fn default_ike_proposals() -> [IkeProposal; 2] {
             integ: default_integ(),
             prf: prf.clone(),
             dh: dh.clone(),
+            addke: Vec::new(),
         },
         IkeProposal {
             encr: [
@@ -269,6 +289,7 @@ pub fn default_ike_proposals() -> [IkeProposal; 2] {
             integ: Vec::new(),
             prf,
             dh,
+            addke: Vec::new(),
         },
     ]
 }
@@ -375,6 +396,8 @@ struct Tokens {
     prf: Vec<PrfId>,
     dh: Vec<DhGroup>,
     esn: Vec<EsnId>,
+    /// `ke1_…` to `ke7_…` by slot (as many slots as the highest named).
+    addke: Vec<Vec<DhGroup>>,
 }
 
 fn tokens(s: &str) -> Result<Tokens, ProposalError> {
@@ -388,7 +411,12 @@ fn tokens(s: &str) -> Result<Tokens, ProposalError> {
             return Err(ProposalError::EmptyAlgorithm { proposal: s.into() });
         }
         let w = word.to_ascii_lowercase();
-        if let Some(p) = prf_keyword(&w) {
+        if let Some((slot, g)) = addke_keyword(&w) {
+            if t.addke.len() <= slot {
+                t.addke.resize(slot + 1, Vec::new());
+            }
+            push_unique(&mut t.addke[slot], g);
+        } else if let Some(p) = prf_keyword(&w) {
             push_unique(&mut t.prf, p);
         } else if let Some(g) = dh_keyword(&w) {
             push_unique(&mut t.dh, g);
@@ -463,8 +491,27 @@ fn dh_keyword(w: &str) -> Option<DhGroup> {
         "ecp384" => DhGroup::ECP_384,
         "ecp521" => DhGroup::ECP_521,
         "curve25519" | "x25519" => DhGroup::CURVE25519,
+        "mlkem512" => DhGroup::ML_KEM_512,
+        "mlkem768" => DhGroup::ML_KEM_768,
+        "mlkem1024" => DhGroup::ML_KEM_1024,
         _ => return None,
     })
+}
+
+/// strongSwan 6's `ke<n>_<method>` (n from 1 to 7; `ke1_none` makes
+/// slot 1 optional): the slot (from 0) and the method.
+fn addke_keyword(w: &str) -> Option<(usize, DhGroup)> {
+    let rest = w.strip_prefix("ke")?;
+    let (digit, method) = rest.split_once('_')?;
+    let slot = match digit.parse::<usize>() {
+        Ok(n @ 1..=ADDKE_SLOTS) if digit.len() == 1 => n - 1,
+        _ => return None,
+    };
+    let g = match method {
+        "none" => DhGroup::NONE,
+        m => dh_keyword(m).filter(|g| *g != DhGroup::NONE)?,
+    };
+    Some((slot, g))
 }
 
 fn esn_keyword(w: &str) -> Option<EsnId> {
@@ -515,6 +562,10 @@ impl fmt::Display for IkeProposal {
         words.extend(self.integ.iter().map(|&i| integ_name(i)));
         words.extend(self.prf.iter().map(|&p| prf_name(p)));
         words.extend(self.dh.iter().map(|&g| dh_name(g)));
+        for (slot, methods) in self.addke.iter().enumerate() {
+            let n = slot + 1;
+            words.extend(methods.iter().map(|&g| format!("ke{n}_{}", dh_name(g))));
+        }
         f.write_str(&words.join("-"))
     }
 }
@@ -605,6 +656,9 @@ fn dh_name(g: DhGroup) -> String {
         DhGroup::ECP_384 => "ecp384",
         DhGroup::ECP_521 => "ecp521",
         DhGroup::CURVE25519 => "curve25519",
+        DhGroup::ML_KEM_512 => "mlkem512",
+        DhGroup::ML_KEM_768 => "mlkem768",
+        DhGroup::ML_KEM_1024 => "mlkem1024",
         other => return other.to_string(),
     }
     .to_string()

@@ -96,6 +96,7 @@ fn strongswan_net2net_psk() {
             integ: vec![IntegId::HMAC_SHA2_256_128],
             prf: vec![PrfId::HMAC_SHA2_256],
             dh: vec![DhGroup::CURVE25519],
+            addke: Vec::new(),
         }]
     );
     assert_eq!(gw.local, AuthConfig::psk(Some(fqdn("moon.strongswan.org"))));

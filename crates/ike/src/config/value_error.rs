@@ -219,6 +219,12 @@ pub enum ProposalError {
         /// The proposal.
         proposal: String,
     },
+    /// An additional key exchange (`ke1_…`) in an ESP or AH proposal:
+    /// it needs IKE_FOLLOWUP_KE (RFC 9370 §2.2.4), not implemented yet.
+    AdditionalKeInChild {
+        /// The proposal.
+        proposal: String,
+    },
     /// An empty item in a proposal list.
     List(EmptyListItem),
 }
@@ -285,6 +291,12 @@ impl fmt::Display for ProposalError {
             E::EncryptionInAh { proposal } => write!(
                 f,
                 "'{proposal}': AH proposals take integrity algorithms only (no encryption)"
+            ),
+            E::AdditionalKeInChild { proposal } => write!(
+                f,
+                "'{proposal}': additional key exchanges (ke1_…ke7_) in ESP/AH proposals need \
+                 IKE_FOLLOWUP_KE (RFC 9370 §2.2.4), which flowsec does not implement yet \
+                 (they work in IKE proposals)"
             ),
             E::List(e) => e.fmt(f),
         }

@@ -203,13 +203,24 @@ pub fn psk_auth(
     sk_p: &[u8],
     id_body: &[u8],
 ) -> Result<Vec<u8>, CryptoError> {
+    let octets = signed_octets(provider, prf, real_message, peer_nonce, sk_p, id_body)?;
+    keyed_auth(provider, prf, psk, &octets)
+}
+
+/// A shared key's AUTH over `octets` (§2.15): `prf(prf(key, "Key Pad for
+/// IKEv2"), octets)`, the signed octets with anything appended to them
+/// (RFC 9242's IntAuth).
+pub fn keyed_auth(
+    provider: &Provider,
+    prf: PrfId,
+    key: &[u8],
+    octets: &[u8],
+) -> Result<Vec<u8>, CryptoError> {
     /// §2.15: the pad string, 17 ASCII characters without a terminator.
     const KEY_PAD: &[u8] = b"Key Pad for IKEv2";
     let p = prf_of(provider, prf)?;
-    let octets = signed_octets(provider, prf, real_message, peer_nonce, sk_p, id_body)?;
-    let key = p.prf(psk, &[KEY_PAD]);
-    let auth = p.prf(&key, &[&octets]);
-    Ok(auth.to_vec())
+    let pad_key = p.prf(key, &[KEY_PAD]);
+    Ok(p.prf(&pad_key, &[octets]).to_vec())
 }
 
 /// The octets an AUTH payload signs (RFC 7296 §2.15):

@@ -24,12 +24,14 @@ pub mod prf;
 pub mod sk;
 
 use flowsec_crypto::{CryptoError, DhGroup, Provider};
+use zeroize::Zeroizing;
 
 use crate::random::Random;
 
 pub use flowsec_crypto::KeyExchange;
 pub use keys::{
-    child_keymat, ike_keys, psk_auth, rekey_skeyseed, signed_octets, skeyseed, IkeKeys, IkeSuite,
+    child_keymat, ike_keys, keyed_auth, psk_auth, rekey_skeyseed, signed_octets, skeyseed, IkeKeys,
+    IkeSuite,
 };
 pub use prf::prf_plus;
 pub use sk::{SkCrypto, SkError};
@@ -50,4 +52,24 @@ pub fn key_exchange(
         .key_exchange(group)
         .ok_or(CryptoError::UnsupportedGroup(group))?
         .start(rng)
+}
+
+/// The responder's side of a key exchange in `group` with the
+/// initiator's KE data `peer`: ours to send (its `public_value`) and the
+/// shared secret (Diffie-Hellman's g^ir; a KEM's encapsulated secret,
+/// draft-ietf-ipsecme-ikev2-mlkem §2).
+///
+/// # Errors
+/// `UnsupportedGroup` when `provider` lacks `group`; `BadPublicValue` when
+/// `peer` fails the method's checks (RFC 6989, FIPS 203 §7.2).
+pub fn respond(
+    provider: &Provider,
+    group: DhGroup,
+    rng: &mut dyn Random,
+    peer: &[u8],
+) -> Result<(Box<dyn KeyExchange>, Zeroizing<Vec<u8>>), CryptoError> {
+    provider
+        .key_exchange(group)
+        .ok_or(CryptoError::UnsupportedGroup(group))?
+        .respond(rng, peer)
 }

@@ -166,9 +166,13 @@ pub(crate) fn peer_authenticated(
 pub(crate) fn send_auth(
     cx: &mut Cx<'_>,
     sa: &mut SaMut<'_>,
-    init: InitMessages,
+    mut init: InitMessages,
     first_child: Option<usize>,
 ) -> Then {
+    // RFC 9242 §3.3.2: IntAuth ends with the first IKE_AUTH's message ID.
+    if let Some(int_auth) = init.intermediate.as_mut() {
+        int_auth.auth_mid.get_or_insert(sa.exch.peek_mid());
+    }
     let conn = &sa.conn;
     let me = our_id(cx, sa);
     let peer = conn.remote.id.clone().unwrap_or(Identity::Any);
@@ -542,7 +546,12 @@ impl Awaiting for AwaitingAuth {
         mid: u32,
         msg: Message,
     ) -> Then {
-        let AwaitingAuth { init, eap } = *self;
+        let AwaitingAuth { mut init, eap } = *self;
+        // RFC 9242 §3.3.2: the first IKE_AUTH's message ID (EAP rounds
+        // keep it).
+        if let Some(int_auth) = init.intermediate.as_mut() {
+            int_auth.auth_mid.get_or_insert(mid);
+        }
         if let Some(st) = eap {
             return crate::auth::eap::eap_server_step(cx, sa, mid, msg, (init, st));
         }

@@ -360,11 +360,13 @@ fn child_ke(host: &mut Host, kei: Option<&Ke>, chosen: &ChildChosen) -> Result<C
         let group = chosen.dh.0.to_be_bytes().to_vec();
         return Err(notify(NotifyType::INVALID_KE_PAYLOAD, group));
     }
-    let ours = crypto::key_exchange(&host.provider, chosen.dh, host.rng.as_mut())
-        .map_err(|_| notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]))?;
-    let g_ir = ours
-        .shared_secret(&kei.data)
-        .map_err(|_| notify(NotifyType::INVALID_SYNTAX, vec![]))?;
+    let (ours, g_ir) = crypto::respond(&host.provider, chosen.dh, host.rng.as_mut(), &kei.data)
+        .map_err(|e| match e {
+            flowsec_crypto::CryptoError::BadPublicValue => {
+                notify(NotifyType::INVALID_SYNTAX, vec![])
+            }
+            _ => notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]),
+        })?;
     let ker = Ke {
         group: ours.group(),
         data: ours.public_value().to_vec(),

@@ -84,6 +84,11 @@ pub(crate) fn send_init(cx: &mut Cx<'_>, sa: &mut IkeSa, init: IkeInit) {
     if announces_fragmentation(&sa.conn) {
         payloads.push(notify(NotifyType::IKEV2_FRAGMENTATION_SUPPORTED, vec![]));
     }
+    // RFC 9370 §2.2.1: proposals with additional key exchanges need
+    // IKE_INTERMEDIATE (RFC 9242 §3.1); announced only then, as strongSwan.
+    if sa.conn.proposals.iter().any(|p| !p.addke.is_empty()) {
+        payloads.push(notify(NotifyType::INTERMEDIATE_EXCHANGE_SUPPORTED, vec![]));
+    }
     // RFC 7427 §4: the hashes we verify signatures with (as strongSwan,
     // always: the peer may sign even if we use a PSK).
     payloads.push(notify(
@@ -144,6 +149,10 @@ pub(crate) fn init_response(
         Some(c) if c.suite.dh == ker.group && header.spi_r != 0 => c,
         _ => return crate::host::bogus_init(cx, sa, InitResponseError::NotOffered),
     };
+    let intermediate = has_notify(&msg, NotifyType::INTERMEDIATE_EXCHANGE_SUPPORTED);
+    if !chosen.additional().is_empty() && !intermediate {
+        return crate::host::bogus_init(cx, sa, InitResponseError::NoIntermediate);
+    }
     let Ok(g_ir) = init.ke.shared_secret(&ker.data) else {
         return crate::host::bogus_init(cx, sa, InitResponseError::BadKe);
     };
@@ -176,8 +185,15 @@ pub(crate) fn init_response(
         response: data.to_vec(),
         ni: init.ni,
         nr: nr.clone(),
+        intermediate: None,
     };
-    crate::exchange::auth::send_auth(cx, sa, messages, init.first_child)
+    let additional = chosen.additional();
+    if additional.is_empty() {
+        return crate::exchange::auth::send_auth(cx, sa, messages, init.first_child);
+    }
+    // RFC 9370 §2.2.2: each additional key exchange in an
+    // IKE_INTERMEDIATE of its own, then IKE_AUTH.
+    crate::exchange::intermediate::start(cx, sa, messages, init.first_child, chosen)
 }
 
 /// What the responder's IKE_SA_INIT answer tells beside the keys:
@@ -389,6 +405,7 @@ pub(crate) fn keys_from_seed(
     let (out, inn) = if initiator { (i2r, r2i) } else { (r2i, i2r) };
     Some(IkeKeyState {
         suite: chosen.suite,
+        addke: chosen.addke.clone(),
         sk_d: Zeroizing::new(k.sk_d.to_vec()),
         sk_pi: Zeroizing::new(k.sk_pi.to_vec()),
         sk_pr: Zeroizing::new(k.sk_pr.to_vec()),

@@ -24,6 +24,7 @@ use crate::crypto::{self, KeyExchange};
 use crate::event::IkeEvent;
 use crate::exchange::auth::AwaitingAuth;
 use crate::exchange::init::{init_header, new_sa, promote_ike, NONCE_LEN};
+use crate::exchange::intermediate::AwaitingIntermediate;
 use crate::exchange::InitMessages;
 use crate::host::Ike;
 use crate::host::{has_notify, notify, parts, Host};
@@ -70,7 +71,10 @@ pub(crate) fn init_request(ike: &mut Ike, now: Duration, arrival: Arrival<'_>) {
     if !admitted(ike, now, &arrival, &msg, ni) {
         return;
     }
-    let Some(choice) = init_choose(&mut ike.host, &arrival, sai, kei) else {
+    // RFC 9242 §3.1: additional key exchanges only with a peer that
+    // takes IKE_INTERMEDIATE (RFC 9370 §2.2.1).
+    let intermediate = has_notify(&msg, NotifyType::INTERMEDIATE_EXCHANGE_SUPPORTED);
+    let Some(choice) = init_choose(&mut ike.host, &arrival, (sai, intermediate), kei) else {
         return;
     };
     let spi_r = ike.host.new_spi(|s| ike.sas.contains_spi(s));
@@ -217,7 +221,7 @@ fn pick_connection(
     host: &Host,
     local: IpAddr,
     remote: IpAddr,
-    offer: &[flowsec_wire::ike::Proposal],
+    (offer, intermediate): (&[flowsec_wire::ike::Proposal], bool),
     ke: DhGroup,
 ) -> Option<(ConnRef, IkeChosen)> {
     // Not a connection a reload retired.
@@ -228,7 +232,8 @@ fn pick_connection(
         if !(here && there) {
             return None;
         }
-        config::select_ike(&promote_ike(&c.proposals, ke), offer).map(|ch| (c.clone(), ch))
+        config::select_ike(&promote_ike(&c.proposals, ke), offer, intermediate)
+            .map(|ch| (c.clone(), ch))
     })
 }
 
@@ -273,7 +278,7 @@ fn init_request_message(host: &mut Host, arrival: &Arrival<'_>) -> Option<Messag
 fn init_choose(
     host: &mut Host,
     arrival: &Arrival<'_>,
-    sai: &[Proposal],
+    sai: (&[Proposal], bool),
     kei: &Ke,
 ) -> Option<InitChoice> {
     let (local, remote) = (arrival.local, arrival.remote);
@@ -290,12 +295,22 @@ fn init_choose(
         answer_init(host, arrival, NotifyType::INVALID_KE_PAYLOAD, group);
         return None;
     }
-    let ke = crypto::key_exchange(&host.provider, chosen.suite.dh, host.rng.as_mut()).ok()?;
-    let Ok(g_ir) = ke.shared_secret(&kei.data) else {
-        // RFC 6989: a bad public value.
-        host.stats.malformed += 1;
-        answer_init(host, arrival, NotifyType::INVALID_SYNTAX, vec![]);
-        return None;
+    let (ke, g_ir) = match crypto::respond(
+        &host.provider,
+        chosen.suite.dh,
+        host.rng.as_mut(),
+        &kei.data,
+    ) {
+        Ok(answered) => answered,
+        Err(flowsec_crypto::CryptoError::BadPublicValue) => {
+            // RFC 6989: a bad public value; FIPS 203 §7.2: an ML-KEM
+            // key that fails its checks (draft-ietf-ipsecme-ikev2-mlkem
+            // §2.2: INVALID_SYNTAX).
+            host.stats.malformed += 1;
+            answer_init(host, arrival, NotifyType::INVALID_SYNTAX, vec![]);
+            return None;
+        }
+        Err(_) => return None,
     };
     Some(InitChoice {
         conn: ci,
@@ -356,6 +371,12 @@ fn half_open(
     if sa.announced.fragments {
         payloads.push(notify(NotifyType::IKEV2_FRAGMENTATION_SUPPORTED, vec![]));
     }
+    // RFC 9242 §3.1: answered when IKE_INTERMEDIATE will carry the
+    // additional key exchanges chosen (as strongSwan: only then).
+    let additional = choice.chosen.additional();
+    if !additional.is_empty() {
+        payloads.push(notify(NotifyType::INTERMEDIATE_EXCHANGE_SUPPORTED, vec![]));
+    }
     // RFC 7427 §4: answered when the initiator announced its hashes.
     sa.announced.hashes = crate::auth::pubkey::announced_hashes(offer.msg);
     if !sa.announced.hashes.is_empty() {
@@ -373,15 +394,23 @@ fn half_open(
     }
     .emit();
     sa.exch.responded(0, vec![response.clone()]);
-    sa.exch.await_request(Box::new(AwaitingAuth {
-        eap: None,
-        init: InitMessages {
-            request: arrival.data.to_vec(),
-            response: response.clone(),
-            ni: offer.ni.to_vec(),
-            nr,
-        },
-    }));
+    let init = InitMessages {
+        request: arrival.data.to_vec(),
+        response: response.clone(),
+        ni: offer.ni.to_vec(),
+        nr,
+        intermediate: None,
+    };
+    match additional.is_empty() {
+        true => sa
+            .exch
+            .await_request(Box::new(AwaitingAuth { eap: None, init })),
+        false => sa.exch.await_request(Box::new(AwaitingIntermediate::new(
+            init,
+            choice.chosen.clone(),
+            additional,
+        ))),
+    }
     let counted = crate::counters::Counter::outgoing(ExchangeType::IKE_SA_INIT, true);
     host.counters.count(Some(&sa.conn.name), counted);
     host.push(sa.path.transport, local, remote, response);

@@ -8,6 +8,8 @@
 //! ```text
 //!  initiator                                       responder
 //!  IkeInit ──IKE_SA_INIT──► (stateless, or a half-open SA) ──► AwaitingAuth
+//!  Intermediate ──IKE_INTERMEDIATE──► AwaitingIntermediate (each RFC 9370
+//!                additional key exchange; then AwaitingAuth)
 //!  IkeAuth ──IKE_AUTH─────► AwaitingAuth checks AUTH, answers
 //!  ChildCreate, ChildRekey ──CREATE_CHILD_SA──► (answered at once)
 //!  IkeRekey ──CREATE_CHILD_SA (SA of IKE)──► (answered at once)
@@ -23,6 +25,7 @@ mod contact;
 pub(crate) mod info;
 pub(crate) mod init;
 pub(crate) mod init_responder;
+pub(crate) mod intermediate;
 mod manager;
 pub(crate) mod rekey;
 pub(crate) mod selectors;
@@ -52,6 +55,9 @@ pub(crate) type Task = Box<dyn Exchange>;
 pub(crate) enum Kind {
     /// IKE_SA_INIT (RFC 7296 §1.2).
     IkeInit,
+    /// IKE_INTERMEDIATE with an additional key exchange (RFC 9242,
+    /// RFC 9370 §2.2.2).
+    Intermediate,
     /// IKE_AUTH, with the first Child SA if any (§1.2).
     IkeAuth,
     /// CREATE_CHILD_SA for a new Child SA (§1.3.1).
@@ -138,8 +144,9 @@ pub(crate) trait Awaiting {
 }
 
 /// What AUTH signs and is checked against (RFC 7296 §2.15): both
-/// IKE_SA_INIT messages as they went and their nonces. The nonces also go
-/// into the KEYMAT of the Child SA that IKE_AUTH makes (§2.17).
+/// IKE_SA_INIT messages as they went and their nonces, and what the
+/// IKE_INTERMEDIATE exchanges between add (RFC 9242 §3.3.2). The nonces
+/// also go into the KEYMAT of the Child SA that IKE_AUTH makes (§2.17).
 pub(crate) struct InitMessages {
     /// RealMessage1: the IKE_SA_INIT request.
     pub request: Vec<u8>,
@@ -149,6 +156,20 @@ pub(crate) struct InitMessages {
     pub ni: Vec<u8>,
     /// Nr.
     pub nr: Vec<u8>,
+    /// After IKE_INTERMEDIATE exchanges: IntAuth.
+    pub intermediate: Option<intermediate::IntAuth>,
+}
+
+impl InitMessages {
+    /// What RFC 9242 §3.3.2 appends to both signed octets:
+    /// `IntAuth_iN | IntAuth_rN | IKE_AUTH_MID`; nothing without
+    /// IKE_INTERMEDIATE.
+    pub fn int_auth(&self) -> Vec<u8> {
+        self.intermediate
+            .as_ref()
+            .map(intermediate::IntAuth::tail)
+            .unwrap_or_default()
+    }
 }
 
 /// A rekey of the peer that we answered while ours was in flight.

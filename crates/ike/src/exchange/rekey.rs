@@ -78,7 +78,7 @@ fn start_ike_rekey_with(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, group: Option<DhGro
     };
     let spi = cx.host.new_spi(|s| sa.others.contains_spi(s));
     let ni = cx.host.random(NONCE_LEN);
-    let mut offer = config::ike_offer(&sa.conn.proposals);
+    let mut offer = config::ike_offer(&without_addke(&sa.conn.proposals));
     for p in &mut offer {
         p.spi = spi.to_be_bytes().to_vec();
     }
@@ -226,8 +226,8 @@ fn ike_rekey_answer(
         return refuse(NotifyType::INVALID_SYNTAX);
     };
     let conn = &sa.conn;
-    let ours = crate::exchange::init::promote_ike(&conn.proposals, kei.group);
-    let Some(chosen) = config::select_ike(&ours, sai) else {
+    let ours = crate::exchange::init::promote_ike(&without_addke(&conn.proposals), kei.group);
+    let Some(chosen) = config::select_ike(&ours, sai, false) else {
         return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
     };
     let peer_spi = sai
@@ -242,12 +242,13 @@ fn ike_rekey_answer(
         let group = chosen.suite.dh.0.to_be_bytes().to_vec();
         return Err((NotifyType::INVALID_KE_PAYLOAD, group));
     }
-    let ours = crypto::key_exchange(&cx.host.provider, chosen.suite.dh, cx.host.rng.as_mut());
-    let g_ir = ours
-        .as_ref()
-        .ok()
-        .and_then(|o| o.shared_secret(&kei.data).ok());
-    let (Ok(ours), Some(g_ir)) = (ours, g_ir) else {
+    let answered = crypto::respond(
+        &cx.host.provider,
+        chosen.suite.dh,
+        cx.host.rng.as_mut(),
+        &kei.data,
+    );
+    let Ok((ours, g_ir)) = answered else {
         return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
     };
     let spi_r = cx.host.new_spi(|s| sa.others.contains_spi(s));
@@ -431,4 +432,18 @@ impl Exchange for IkeRekey {
             start: true,
         }
     }
+}
+
+/// `proposals` without their additional key exchanges: a rekey runs the
+/// first key exchange only (RFC 9370 §2.2.4's IKE_FOLLOWUP_KE is not
+/// implemented yet; the new SA's keys still derive from SK_d, which the
+/// additional exchanges of IKE_SA_INIT went into).
+fn without_addke(proposals: &[config::IkeProposal]) -> Vec<config::IkeProposal> {
+    proposals
+        .iter()
+        .map(|p| config::IkeProposal {
+            addke: Vec::new(),
+            ..p.clone()
+        })
+        .collect()
 }

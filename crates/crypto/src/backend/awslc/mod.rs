@@ -7,6 +7,7 @@ mod aead;
 mod cipher;
 pub(super) mod ecdh;
 mod mac;
+pub(super) mod mlkem;
 pub(super) mod sign;
 
 use flowsec_wire::iana::{EncrId, IntegId};

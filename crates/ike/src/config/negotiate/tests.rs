@@ -64,7 +64,7 @@ fn responder_prefers_its_own_order() {
         ike("aes256gcm16-prfsha384-ecp256"),
         ike("aes128-sha256-ecp256"),
     ];
-    let c = select_ike(&ours, &peer).unwrap();
+    let c = select_ike(&ours, &peer, false).unwrap();
     assert_eq!(c.num, 2);
     assert_eq!(
         c.suite.encr,
@@ -77,7 +77,7 @@ fn responder_prefers_its_own_order() {
     assert_eq!(c.suite.prf, PrfId::HMAC_SHA2_384);
     assert_eq!(c.suite.dh, DhGroup::ECP_256);
     // The other way round, the peer's first proposal matches our second.
-    let c = select_ike(&[ours[1].clone()], &peer).unwrap();
+    let c = select_ike(&[ours[1].clone()], &peer, false).unwrap();
     assert_eq!(c.num, 1);
     assert_eq!(c.suite.integ, IntegId::HMAC_SHA2_256_128);
 }
@@ -87,7 +87,7 @@ fn strongswan_multi_algorithm_proposal() {
     // strongSwan's default offer against a narrow responder, both ways.
     let strongswan = ike_offer(&default_ike_proposals());
     let narrow = [ike("aes256-sha384-prfsha384-modp3072")];
-    let c = select_ike(&narrow, &strongswan).unwrap();
+    let c = select_ike(&narrow, &strongswan, false).unwrap();
     assert_eq!(c.num, 1);
     assert_eq!(
         c.suite,
@@ -103,12 +103,17 @@ fn strongswan_multi_algorithm_proposal() {
     );
     // A strongSwan-style responder with the defaults picks its first of
     // each kind that the narrow initiator offers.
-    let c = select_ike(&default_ike_proposals(), &ike_offer(&narrow)).unwrap();
+    let c = select_ike(&default_ike_proposals(), &ike_offer(&narrow), false).unwrap();
     assert_eq!(c.suite.dh, DhGroup::MODP_3072);
     assert_eq!(c.suite.integ, IntegId::HMAC_SHA2_384_192);
     // Several of each: our order decides within the proposal.
     let multi = ike_offer(&[ike("aes128-aes256-sha1-sha256-modp2048-ecp256")]);
-    let c = select_ike(&[ike("aes256-aes128-sha256-sha1-ecp256-modp2048")], &multi).unwrap();
+    let c = select_ike(
+        &[ike("aes256-aes128-sha256-sha1-ecp256-modp2048")],
+        &multi,
+        false,
+    )
+    .unwrap();
     assert_eq!(c.suite.encr.key_bits, 256);
     assert_eq!(c.suite.integ, IntegId::HMAC_SHA2_256_128);
     assert_eq!(c.suite.prf, PrfId::HMAC_SHA2_256);
@@ -120,11 +125,11 @@ fn strongswan_multi_algorithm_proposal() {
 #[test]
 fn key_length_must_equal_ours() {
     let peer = ike_offer(&[ike("aes128-sha256-ecp256")]);
-    assert!(select_ike(&[ike("aes256-sha256-ecp256")], &peer).is_none());
+    assert!(select_ike(&[ike("aes256-sha256-ecp256")], &peer, false).is_none());
     // A peer AES transform without Key Length matches nothing.
     let mut bare = peer.clone();
     bare[0].transforms[0].key_len = None;
-    assert!(select_ike(&[ike("aes128-sha256-ecp256")], &bare).is_none());
+    assert!(select_ike(&[ike("aes128-sha256-ecp256")], &bare, false).is_none());
 }
 
 #[test]
@@ -133,22 +138,22 @@ fn unknown_attributes_and_types() {
     // The AES-128 transform carries an attribute we do not know: ignored,
     // so AES-256 is chosen.
     peer[0].transforms[0].unknown_attributes = true;
-    let c = select_ike(&[ike("aes128-aes256-sha256-ecp256")], &peer).unwrap();
+    let c = select_ike(&[ike("aes128-aes256-sha256-ecp256")], &peer, false).unwrap();
     assert_eq!(c.suite.encr.key_bits, 256);
     // Only such transforms for a type: no match.
     peer[0].transforms[1].unknown_attributes = true;
-    assert!(select_ike(&[ike("aes128-aes256-sha256-ecp256")], &peer).is_none());
+    assert!(select_ike(&[ike("aes128-aes256-sha256-ecp256")], &peer, false).is_none());
     // A transform type that does not belong in IKE (ESN) or is unknown:
     // the proposal is unacceptable (§3.3.6).
     for ty in [TransformType::ESN, TransformType(9)] {
         let mut p = ike_offer(&[ike("aes128-sha256-ecp256")]);
         p[0].transforms.push(t(ty, 0));
-        assert!(select_ike(&[ike("aes128-sha256-ecp256")], &p).is_none());
+        assert!(select_ike(&[ike("aes128-sha256-ecp256")], &p, false).is_none());
     }
     // Protocol must be IKE.
     let mut p = ike_offer(&[ike("aes128-sha256-ecp256")]);
     p[0].protocol = ProtocolId::ESP;
-    assert!(select_ike(&[ike("aes128-sha256-ecp256")], &p).is_none());
+    assert!(select_ike(&[ike("aes128-sha256-ecp256")], &p, false).is_none());
 }
 
 #[test]
@@ -157,7 +162,7 @@ fn missing_mandatory_types() {
     for drop in [TransformType::PRF, TransformType::INTEG, TransformType::DH] {
         let mut p = ike_offer(&ours);
         p[0].transforms.retain(|x| x.ty != drop);
-        assert!(select_ike(&ours, &p).is_none(), "{drop}");
+        assert!(select_ike(&ours, &p, false).is_none(), "{drop}");
     }
 }
 
@@ -288,7 +293,7 @@ fn esp_without_integrity() {
 #[test]
 fn initiator_refuses_answers_outside_its_offer() {
     let offer = ike_offer(&[ike("aes128-sha256-ecp256")]);
-    let good = ike_answer(&select_ike(&[ike("aes128-sha256-ecp256")], &offer).unwrap());
+    let good = ike_answer(&select_ike(&[ike("aes128-sha256-ecp256")], &offer, false).unwrap());
     assert!(ike_accepts(&offer, &good).is_some());
     let mut bad = good.clone();
     bad.transforms[3] = t(TransformType::DH, DhGroup::MODP_2048.0);
@@ -320,7 +325,7 @@ fn initiator_refuses_answers_outside_its_offer() {
 #[test]
 fn aead_answer_with_integ_none() {
     let offer = ike_offer(&[ike("aes128gcm16-prfsha256-ecp256")]);
-    let c = select_ike(&[ike("aes128gcm16-prfsha256-ecp256")], &offer).unwrap();
+    let c = select_ike(&[ike("aes128gcm16-prfsha256-ecp256")], &offer, false).unwrap();
     let mut a = ike_answer(&c);
     assert_eq!(a.transforms.len(), 3);
     a.transforms.push(t(TransformType::INTEG, IntegId::NONE.0));
