@@ -70,6 +70,28 @@ have_strongswan() {
         [ -e /usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so ] &&
         [ -e /usr/lib/ipsec/plugins/libstrongswan-openssl.so ]
 }
+# strongSwan 6.0.1 (RFC 9370, RFC 9242, RFC 8784) from Debian 13, which
+# cannot be installed beside Debian 12's packages: a minimal trixie root
+# made by debootstrap from the same Debian archive, kept between runs
+# (FLOWSEC_STRONGSWAN6_ROOT; tests/e2e/ike_pq.sh chroots its charon).
+STRONGSWAN6_ROOT="${FLOWSEC_STRONGSWAN6_ROOT:-/var/cache/flowsec/trixie}"
+have_strongswan6() {
+    [ -x "$STRONGSWAN6_ROOT/usr/sbin/charon-systemd" ] && [ -x "$STRONGSWAN6_ROOT/usr/sbin/swanctl" ] &&
+        [ -e "$STRONGSWAN6_ROOT/usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so" ]
+}
+install_strongswan6() {
+    have_strongswan6 && return 0
+    [ "${FLOWSEC_NO_INSTALL:-0}" = 1 ] && return 1
+    command -v debootstrap >/dev/null 2>&1 || apt_install debootstrap || return 1
+    if [ ! -x "$STRONGSWAN6_ROOT/usr/bin/apt-get" ]; then
+        mkdir -p "$STRONGSWAN6_ROOT"
+        debootstrap --variant=minbase trixie "$STRONGSWAN6_ROOT" http://deb.debian.org/debian >/dev/null || return 1
+    fi
+    chroot "$STRONGSWAN6_ROOT" apt-get update -q >/dev/null &&
+        chroot "$STRONGSWAN6_ROOT" env DEBIAN_FRONTEND=noninteractive \
+            apt-get install -y -q --no-install-recommends "${STRONGSWAN_PKGS[@]}" >/dev/null || return 1
+    have_strongswan6
+}
 install_strongswan() {
     have_strongswan && return 0
     apt_install "${STRONGSWAN_PKGS[@]}" || true

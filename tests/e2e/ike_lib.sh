@@ -20,6 +20,9 @@
 #   RETRANSMIT_TIMEOUT RETRANSMIT_BASE RETRANSMIT_TRIES   IKE retransmissions
 #   IKE_SHOW_LOAD=1    start_daemon prints a charon's swanctl --load-all summary
 #   INNER_FAMILIES     the inner address families the rekey checks ping (ping_both)
+#   STRONGSWAN_ROOT    a Debian 13 root (scripts/lib.sh install_strongswan6):
+#                      the strongswan gateways run its charon 6.0.1 and swanctl,
+#                      chrooted (mount_root first: W, /dev and /proc in it)
 #   CUR_CHILD          the agreed Child SA's SPIs, "A_IN A_OUT" (child_agreed), kept by the rekeys
 # The daemons' PIDs: GW_PID[GW] (tests/e2e/lib.sh).
 
@@ -131,7 +134,22 @@ uri() { echo "unix://$W/$1.vici"; }
 via_swanctl() { [ "${IMPL[$1]}" = strongswan ] || [ "${FLOWSEC_IKE_VICI:-0}" = 1 ]; }
 sw() {  # sw GW swanctl-args...: swanctl against GW's charon
     local gw="$1"; shift
-    ns_exec "$gw" timeout 30 swanctl "$@" --uri "$(uri "$gw")"
+    # shellcheck disable=SC2046  # chroot ROOT, or nothing
+    ns_exec "$gw" timeout 30 $(in_root) swanctl "$@" --uri "$(uri "$gw")"
+}
+# in_root: "chroot STRONGSWAN_ROOT", or nothing for the machine's own
+# strongSwan.
+in_root() {
+    [ -z "${STRONGSWAN_ROOT:-}" ] || echo chroot "$STRONGSWAN_ROOT"
+}
+# mount_root: W, /dev (libipsec's TUN device) and /proc mounted into
+# STRONGSWAN_ROOT, at the same paths; e2e_cleanup unmounts them.
+mount_root() {
+    [ -n "${STRONGSWAN_ROOT:-}" ] || return 0
+    mkdir -p "$STRONGSWAN_ROOT$W"
+    e2e_mount --bind "$W" "$STRONGSWAN_ROOT$W" || return 1
+    mountpoint -q "$STRONGSWAN_ROOT/dev" || e2e_mount --bind /dev "$STRONGSWAN_ROOT/dev" || return 1
+    mountpoint -q "$STRONGSWAN_ROOT/proc" || e2e_mount -t proc proc "$STRONGSWAN_ROOT/proc"
 }
 fctl() {  # fctl GW ctl-args...: flowsec ctl against GW's daemon (never hangs)
     local gw="$1"; shift
@@ -149,7 +167,8 @@ start_daemon() {  # start_daemon GW: GW's daemon up, its swanctl.conf loaded; GW
     log=$(log_of "$gw")
     if [ "${IMPL[$gw]}" = strongswan ]; then
         rm -f "$W/$gw.vici"
-        start_bg "$gw" "$log" env STRONGSWAN_CONF="$W/$gw-strongswan.conf" /usr/sbin/charon-systemd
+        # shellcheck disable=SC2046  # chroot ROOT, or nothing
+        start_bg "$gw" "$log" $(in_root) env STRONGSWAN_CONF="$W/$gw-strongswan.conf" /usr/sbin/charon-systemd
         GW_PID[$gw]=$E2E_LAST_PID
         local i
         for ((i = 0; i < UP_TIMEOUT * 10; i++)); do

@@ -63,6 +63,7 @@ E2E_PASSED=0
 E2E_WORK=""
 E2E_CLEANED=0
 E2E_CLEANUP_REPORT="${E2E_CLEANUP_REPORT:-0}"  # 1: e2e_cleanup says what it removed
+E2E_MOUNTS=()       # what e2e_mount mounted: unmounted by e2e_cleanup, last first
 E2E_NO_NETNS_REASON=""
 E2E_ERR_FD=2        # e2e_init: a copy of the script's own stderr, for the traps
 E2E_ERR_FD_OWN=0    # 1 once e2e_init made that copy (start_bg keeps it from children)
@@ -437,6 +438,11 @@ start_capture() {
     wait_for_log "$pcap.log" 'listening on' 5 "$TCPDUMP_PID" || { show_log "$pcap.log"; return 1; }
 }
 
+e2e_mount() {  # e2e_mount mount-args... TARGET: mount, unmounted again by e2e_cleanup
+    mount "$@" || return 1
+    E2E_MOUNTS+=("${!#}")
+}
+
 e2e_cleanup() {
     [ "$E2E_CLEANED" = 1 ] && return 0
     E2E_CLEANED=1
@@ -462,6 +468,10 @@ e2e_cleanup() {
     for pid in "${E2E_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
     for n in "${E2E_NAMESPACES[@]}"; do
         ip netns del "$n" 2>/dev/null || log "could not delete namespace $n"
+    done
+    # Before the work directory goes: it may be mounted into a chroot.
+    for ((i = ${#E2E_MOUNTS[@]} - 1; i >= 0; i--)); do
+        umount -l "${E2E_MOUNTS[$i]}" 2>/dev/null || log "could not unmount ${E2E_MOUNTS[$i]}"
     done
     if [ -n "$E2E_WORK" ] && [ -d "$E2E_WORK" ]; then
         if [ "${FLOWSEC_E2E_KEEP:-0}" = 1 ]; then

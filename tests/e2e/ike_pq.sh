@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317  # functions called through check and poll
+# End-to-end: hybrid (post-quantum) IKEv2, RFC 9370 additional key
+# exchanges over RFC 9242 IKE_INTERMEDIATE, as strongSwan 6 writes them
+# (`proposals = …-x25519-ke1_…`).
+#
+#   hostA 10.1.0.2 -- gwA | 192.0.2.1 ==== 192.0.2.2 | gwB -- hostB 10.2.0.2
+#
+# FLOWSEC_PQ_PEER=strongswan6 (default): the other gateway is Debian 13's
+# charon 6.0.1 (kernel-libipsec) in a trixie root (scripts/lib.sh
+# install_strongswan6), proposals x25519-ke1_ecp384-ke2_modp3072 (Debian's
+# strongSwan 6 has no ML-KEM: the mechanism is checked with classical
+# groups); FLOWSEC_PQ_PEER=flowsec: both flowsec, x25519-ke1_mlkem768.
+# FLOWSEC_PQ_LEFT=flowsec|peer: who initiates (gwA). Checks:
+#   a. SAs up and agreed at both ends; both list the additional key
+#      exchanges (flowsec ctl sas: KE1_…, swanctl --list-sas)
+#   b. the capture: one IKE_INTERMEDIATE (exchange type 43) exchange per
+#      additional key exchange each way, and IKE_AUTH after them
+#   c. ping both ways; a CHILD_SA rekey from gwA, traffic on the new SA
+#
+#   tests/e2e/ike_pq.sh     root; needs target/debug/flowsec
+#
+# Without root or ip netns it prints "SKIP: ..." and exits 0.
+set -eu -o pipefail
+
+E2E_PREFIX="${E2E_PREFIX:-ikpq$$-}"
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=tests/e2e/ike_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/ike_lib.sh"
+IKE_TAG="e2e ike post-quantum"
+T0=$SECONDS
+
+e2e_require_root_netns
+
+PEER="${FLOWSEC_PQ_PEER:-strongswan6}"
+LEFT="${FLOWSEC_PQ_LEFT:-flowsec}"
+FLOWSEC_BIN="${FLOWSEC_BIN:-$E2E_ROOT/target/debug/flowsec}"
+require_flowsec "$FLOWSEC_BIN" FLOWSEC_BIN
+install_capture_tools
+case "$PEER" in
+    strongswan6)
+        install_strongswan6 || { echo "FAIL: no strongSwan 6 root at $STRONGSWAN6_ROOT (debootstrap trixie)"; exit 1; }
+        STRONGSWAN_ROOT="$STRONGSWAN6_ROOT"
+        PEER_IMPL=strongswan
+        IKE_PROPOSAL=aes256gcm16-prfsha384-x25519-ke1_ecp384-ke2_modp3072
+        ADDITIONAL=2
+        ;;
+    flowsec)
+        PEER_IMPL=flowsec
+        IKE_PROPOSAL=aes256gcm16-prfsha384-x25519-ke1_mlkem768
+        ADDITIONAL=1
+        ;;
+    *) echo "FAIL: FLOWSEC_PQ_PEER=$PEER (strongswan6 or flowsec)"; exit 1 ;;
+esac
+case "$LEFT" in
+    flowsec) declare -A IMPL=([gwA]=flowsec [gwB]="$PEER_IMPL") ;;
+    peer) declare -A IMPL=([gwA]="$PEER_IMPL" [gwB]=flowsec) ;;
+    *) echo "FAIL: FLOWSEC_PQ_LEFT=$LEFT (flowsec or peer)"; exit 1 ;;
+esac
+
+e2e_outer v4
+ESP_PROPOSAL=aes256gcm16-x25519
+DPD_DELAY=30s UP_TIMEOUT=15 SA_TIMEOUT=20
+CONN=gw CHILD=net TUN=fsikpq0 PSK="flowsec-e2e-ike-pq psk, not a secret"
+RETRANSMIT_TIMEOUT=1 RETRANSMIT_BASE=1.4 RETRANSMIT_TRIES=3
+INNER_FAMILIES="4"
+declare -A LOCAL_ADDR=([gwA]="$GW_A" [gwB]="$GW_B")
+declare -A REMOTE_ADDR=([gwA]="$GW_B" [gwB]="$GW_A")
+declare -A LOCAL_ID=([gwA]="$GW_A" [gwB]="$GW_B")
+declare -A REMOTE_ID=([gwA]="$GW_B" [gwB]="$GW_A")
+declare -A LOCAL_TS=([gwA]="10.1.0.0/24" [gwB]="10.2.0.0/24")
+declare -A REMOTE_TS=([gwA]="10.2.0.0/24" [gwB]="10.1.0.0/24")
+
+echo "$IKE_TAG: gwA ${IMPL[gwA]} (initiator), gwB ${IMPL[gwB]}; $IKE_PROPOSAL"
+e2e_init
+W="$E2E_WORK"
+for gw in gwA gwB; do
+    gen_swanctl_conf "$gw" >"$W/$gw-swanctl.conf"
+    [ "${IMPL[$gw]}" = strongswan ] && gen_strongswan_conf "$gw" >"$W/$gw-strongswan.conf"
+done
+mount_root || { echo "FAIL: mounting $W, /dev and /proc into $STRONGSWAN_ROOT"; exit 1; }
+e2e_topology_gateway
+start_daemons
+start_capture gwA eth1 "$W/transit.pcap"
+
+# Each gateway's IKE SA names every additional key exchange it did.
+listed() {
+    local gw="$1" out
+    if [ "${IMPL[$gw]}" = flowsec ]; then
+        out=$(fctl "$gw" sas 2>&1 | grep -m1 -E '^  [A-Z_0-9-]+/')
+    else
+        out=$(sw "$gw" --list-sas 2>&1 | grep -m1 -E '^  [A-Z_0-9-]+/')
+    fi
+    echo "    $gw (${IMPL[$gw]}):$out"
+    case "$PEER" in
+        strongswan6) grep -q 'KE1_ECP.384/KE2_MODP.3072' <<<"$out" ;;
+        flowsec) grep -q 'KE1_ML.KEM.768' <<<"$out" ;;
+    esac
+}
+up() {
+    sa_up && CUR_CHILD=$(child_agreed) || return 1
+    listed gwA && listed gwB
+}
+check "a. SAs up and agreed at both ends, the additional key exchanges listed by both" up
+
+intermediate_on_the_wire() {
+    local from n auth
+    sleep 0.5
+    for from in "$GW_A" "$GW_B"; do
+        # Requests from the initiator, answers from the responder: each
+        # way one message per exchange (its fragments share its ID).
+        n=$(tshark -n -r "$W/transit.pcap" -Y "ip.src == $from and isakmp.exchangetype == 43" \
+            -T fields -e isakmp.messageid 2>/dev/null | sort -u | grep -c . || true)
+        echo "    IKE_INTERMEDIATE messages from $from: $n (additional key exchanges: $ADDITIONAL)"
+        [ "$n" -eq "$ADDITIONAL" ] || return 1
+    done
+    auth=$(tshark -n -r "$W/transit.pcap" -Y "isakmp.exchangetype == 35" -T fields -e isakmp.messageid 2>/dev/null | head -1)
+    echo "    first IKE_AUTH message ID: $auth"
+    [ "$((auth))" -eq "$((ADDITIONAL + 1))" ]
+}
+check "b. the capture: $ADDITIONAL IKE_INTERMEDIATE exchange(s) each way, IKE_AUTH after them" intermediate_on_the_wire
+stop_bg "$TCPDUMP_PID" 2
+
+check "c. ping both ways through the tunnel" ping_both 4
+check "c. CHILD_SA rekey from gwA (${IMPL[gwA]}), traffic on the new SA" child_rekey gwA
+
+ike_finish
