@@ -153,6 +153,18 @@ for peer in strongswan flowsec; do
     echo "-- vici: swanctl, Python vici and govici drive flowsec (--vici only); the peer $peer"
     FLOWSEC_VICI_PEER=$peer FLOWSEC_BIN=target/debug/flowsec tests/e2e/vici.sh </dev/null
 done
+# strongSwan 6.0.1 from Debian 13: a trixie root made once by debootstrap
+# (a few minutes, kept in /var/cache/flowsec/trixie).
+install_strongswan6 || echo "strongSwan 6 root could not be made: ike_pq.sh will say so"
+for left in flowsec peer; do
+    echo "-- hybrid IKEv2 (RFC 9370 over IKE_INTERMEDIATE) against strongSwan 6.0.1, initiator: $left"
+    FLOWSEC_PQ_PEER=strongswan6 FLOWSEC_PQ_LEFT=$left FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_pq.sh </dev/null
+done
+for proposal in aes256gcm16-prfsha384-x25519-ke1_mlkem768 aes256gcm16-prfsha384-mlkem1024; do
+    echo "-- post-quantum IKEv2 with ML-KEM ($proposal): flowsec -> flowsec"
+    FLOWSEC_PQ_PEER=flowsec FLOWSEC_PQ_PROPOSAL=$proposal FLOWSEC_BIN=target/debug/flowsec \
+        tests/e2e/ike_pq.sh </dev/null
+done
 for right in flowsec strongswan; do
     echo "-- ike through a real NAT (nftables masquerade, random ports): flowsec behind it -> $right"
     FLOWSEC_IKE_NAT_RIGHT=$right FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_nat.sh </dev/null

@@ -146,6 +146,8 @@ in_root() {
 # STRONGSWAN_ROOT, at the same paths; e2e_cleanup unmounts them.
 mount_root() {
     [ -n "${STRONGSWAN_ROOT:-}" ] || return 0
+    # The empty mount points earlier runs left (a mounted one is not empty).
+    rmdir "$STRONGSWAN_ROOT$(dirname "$W")"/*e2e* 2>/dev/null || true
     mkdir -p "$STRONGSWAN_ROOT$W"
     e2e_mount --bind "$W" "$STRONGSWAN_ROOT$W" || return 1
     mountpoint -q "$STRONGSWAN_ROOT/dev" || e2e_mount --bind /dev "$STRONGSWAN_ROOT/dev" || return 1

@@ -10,7 +10,8 @@
 # charon 6.0.1 (kernel-libipsec) in a trixie root (scripts/lib.sh
 # install_strongswan6), proposals x25519-ke1_ecp384-ke2_modp3072 (Debian's
 # strongSwan 6 has no ML-KEM: the mechanism is checked with classical
-# groups); FLOWSEC_PQ_PEER=flowsec: both flowsec, x25519-ke1_mlkem768.
+# groups); FLOWSEC_PQ_PEER=flowsec: both flowsec, x25519-ke1_mlkem768 or
+# FLOWSEC_PQ_PROPOSAL (mlkem1024 alone: ML-KEM as the first exchange).
 # FLOWSEC_PQ_LEFT=flowsec|peer: who initiates (gwA). Checks:
 #   a. SAs up and agreed at both ends; both list the additional key
 #      exchanges (flowsec ctl sas: KE1_…, swanctl --list-sas)
@@ -44,15 +45,23 @@ case "$PEER" in
         STRONGSWAN_ROOT="$STRONGSWAN6_ROOT"
         PEER_IMPL=strongswan
         IKE_PROPOSAL=aes256gcm16-prfsha384-x25519-ke1_ecp384-ke2_modp3072
-        ADDITIONAL=2
+        LISTED='/CURVE_?25519/KE1_ECP.384/KE2_MODP.3072'
         ;;
     flowsec)
         PEER_IMPL=flowsec
-        IKE_PROPOSAL=aes256gcm16-prfsha384-x25519-ke1_mlkem768
-        ADDITIONAL=1
+        IKE_PROPOSAL="${FLOWSEC_PQ_PROPOSAL:-aes256gcm16-prfsha384-x25519-ke1_mlkem768}"
+        # What `ctl sas` shows after the PRF: the methods, KEn_ before
+        # the additional ones (x25519-ke1_mlkem768: CURVE25519/KE1_ML-KEM-768).
+        LISTED=$(tr '-' '\n' <<<"$IKE_PROPOSAL" | sed -nE \
+            -e 's/^x25519$/CURVE25519/p' -e 's/^mlkem([0-9]+)$/ML.KEM.\1/p' \
+            -e 's/^ke([1-7])_mlkem([0-9]+)$/KE\1_ML.KEM.\2/p' -e 's/^ke([1-7])_x25519$/KE\1_CURVE25519/p' |
+            paste -sd/)
+        LISTED="/$LISTED\$"
         ;;
     *) echo "FAIL: FLOWSEC_PQ_PEER=$PEER (strongswan6 or flowsec)"; exit 1 ;;
 esac
+# One IKE_INTERMEDIATE per additional key exchange (ke1_…ke7_).
+ADDITIONAL=$({ grep -o 'ke[1-7]_' <<<"$IKE_PROPOSAL" || true; } | sort -u | wc -l)
 case "$LEFT" in
     flowsec) declare -A IMPL=([gwA]=flowsec [gwB]="$PEER_IMPL") ;;
     peer) declare -A IMPL=([gwA]="$PEER_IMPL" [gwB]=flowsec) ;;
@@ -93,10 +102,7 @@ listed() {
         out=$(sw "$gw" --list-sas 2>&1 | grep -m1 -E '^  [A-Z_0-9-]+/')
     fi
     echo "    $gw (${IMPL[$gw]}):$out"
-    case "$PEER" in
-        strongswan6) grep -q 'KE1_ECP.384/KE2_MODP.3072' <<<"$out" ;;
-        flowsec) grep -q 'KE1_ML.KEM.768' <<<"$out" ;;
-    esac
+    grep -qE "$LISTED" <<<"$out"
 }
 up() {
     sa_up && CUR_CHILD=$(child_agreed) || return 1

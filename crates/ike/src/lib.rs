@@ -12,6 +12,8 @@
 //!   timers  ── one IKE SA's timers and its queue of tasks (kick)
 //!   exchange/ ── one file per exchange, both roles (a task type each):
 //!     init · init_responder   IKE_SA_INIT (IkeInit)
+//!     intermediate            IKE_INTERMEDIATE with RFC 9370's additional
+//!                             key exchanges (Intermediate, AwaitingIntermediate)
 //!     auth                    IKE_AUTH (IkeAuth, AwaitingAuth)
 //!     child · child_responder CREATE_CHILD_SA for Child SAs (ChildCreate, ChildRekey)
 //!     rekey                   CREATE_CHILD_SA for the IKE SA (IkeRekey)
