@@ -34,4 +34,6 @@ pub use error::CryptoError;
 pub use esp::EspTransform;
 pub use flowsec_wire::iana::{DhGroup, EncrId, IntegId, PrfId};
 pub use provider::{Backend, Provider};
-pub use traits::{Aead, Cipher, Hash, Integrity, KeyExchange, KeyExchangeGroup, MsChapV2, Prf};
+pub use traits::{
+    Aead, Cipher, Hash, Integrity, KeyExchange, KeyExchangeGroup, MsChapV2, Prf, Responded,
+};

@@ -115,16 +115,16 @@ pub trait KeyExchangeGroup: Send + Sync {
     /// # Errors
     /// `BadPublicValue` when `peer` fails its checks; `KeyGenFailed` for a
     /// broken `rng`.
-    fn respond(
-        &self,
-        rng: &mut dyn Random,
-        peer: &[u8],
-    ) -> Result<(Box<dyn KeyExchange>, Zeroizing<Vec<u8>>), CryptoError> {
+    fn respond(&self, rng: &mut dyn Random, peer: &[u8]) -> Result<Responded, CryptoError> {
         let ours = self.start(rng)?;
         let secret = ours.shared_secret(peer)?;
         Ok((ours, secret))
     }
 }
+
+/// The responder's side of a key exchange once it answered: ours (its
+/// public value is what we send) and the shared secret.
+pub type Responded = (Box<dyn KeyExchange>, Zeroizing<Vec<u8>>);
 
 /// One side of a key exchange: our private value (zeroized on drop), our
 /// public value (the KE payload's data), and the computation of the shared

@@ -24,7 +24,6 @@ pub mod prf;
 pub mod sk;
 
 use flowsec_crypto::{CryptoError, DhGroup, Provider};
-use zeroize::Zeroizing;
 
 use crate::random::Random;
 
@@ -67,7 +66,7 @@ pub fn respond(
     group: DhGroup,
     rng: &mut dyn Random,
     peer: &[u8],
-) -> Result<(Box<dyn KeyExchange>, Zeroizing<Vec<u8>>), CryptoError> {
+) -> Result<flowsec_crypto::Responded, CryptoError> {
     provider
         .key_exchange(group)
         .ok_or(CryptoError::UnsupportedGroup(group))?

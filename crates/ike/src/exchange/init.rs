@@ -156,6 +156,19 @@ pub(crate) fn init_response(
     let Ok(g_ir) = init.ke.shared_secret(&ker.data) else {
         return crate::host::bogus_init(cx, sa, InitResponseError::BadKe);
     };
+    complete(cx, sa, header.spi_r, (&msg, data), chosen, (&g_ir, nr))
+}
+
+/// Our IKE_SA_INIT answered and checked: the keys, then IKE_INTERMEDIATE
+/// for each additional key exchange (RFC 9370 §2.2.2) or IKE_AUTH.
+fn complete(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    spi_r: u64,
+    (msg, data): (&Message, &[u8]),
+    chosen: IkeChosen,
+    (g_ir, nr): (&[u8], &[u8]),
+) -> Then {
     // The exchange is done: the request as sent is RealMessage1
     // (§2.15). §2.2: each end numbers its own requests from 0;
     // IKE_SA_INIT was our 0 (the manager's next is 1), the peer's
@@ -166,11 +179,11 @@ pub(crate) fn init_response(
     let Some(init) = take_as::<IkeInit>(sent.task) else {
         return Then::Stay;
     };
-    sa.spi_r = header.spi_r;
+    sa.spi_r = spi_r;
     let Some(keys) = derive(
         cx,
         &chosen,
-        &g_ir,
+        g_ir,
         (&init.ni, nr),
         (sa.spi_i, sa.spi_r),
         true,
@@ -178,13 +191,13 @@ pub(crate) fn init_response(
         return crate::host::fail(cx, sa, NegotiationError::KeyDerivation);
     };
     sa.keys = Some(keys);
-    note_init_answer(sa, &msg);
+    note_init_answer(sa, msg);
     let messages = InitMessages {
         // IKE_SA_INIT is never fragmented (RFC 7383 §2.5.3).
         request: sent.data.concat(),
         response: data.to_vec(),
         ni: init.ni,
-        nr: nr.clone(),
+        nr: nr.to_vec(),
         intermediate: None,
     };
     let additional = chosen.additional();

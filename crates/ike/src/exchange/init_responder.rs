@@ -347,53 +347,14 @@ fn half_open(
     sa.path.transport = arrival.transport;
     sa.keys = Some(keys);
     (sa.path.nat_local, sa.path.nat_remote) = nat_detect(offer.msg, spi_i, 0, local, remote);
-    let mut answer = config::ike_answer(&choice.chosen);
-    answer.spi = Vec::new();
-    // RFC 7383 §2.3: answered in kind when both ends fragment.
-    sa.announced.fragments = crate::exchange::init::announces_fragmentation(&choice.conn)
-        && has_notify(offer.msg, NotifyType::IKEV2_FRAGMENTATION_SUPPORTED);
-    let mut payloads = vec![
-        Payload::Sa(vec![answer]),
-        Payload::Ke(Ke {
-            group: choice.ke.group(),
-            data: choice.ke.public_value().to_vec(),
-        }),
-        Payload::Nonce(nr.clone()),
-        notify(
-            NotifyType::NAT_DETECTION_SOURCE_IP,
-            nat_hash(spi_i, spi_r, local),
-        ),
-        notify(
-            NotifyType::NAT_DETECTION_DESTINATION_IP,
-            nat_hash(spi_i, spi_r, remote),
-        ),
-    ];
-    if sa.announced.fragments {
-        payloads.push(notify(NotifyType::IKEV2_FRAGMENTATION_SUPPORTED, vec![]));
-    }
-    // RFC 9242 §3.1: answered when IKE_INTERMEDIATE will carry the
-    // additional key exchanges chosen (as strongSwan: only then).
-    let additional = choice.chosen.additional();
-    if !additional.is_empty() {
-        payloads.push(notify(NotifyType::INTERMEDIATE_EXCHANGE_SUPPORTED, vec![]));
-    }
-    // RFC 7427 §4: answered when the initiator announced its hashes.
-    sa.announced.hashes = crate::auth::pubkey::announced_hashes(offer.msg);
-    if !sa.announced.hashes.is_empty() {
-        payloads.push(notify(
-            NotifyType::SIGNATURE_HASH_ALGORITHMS,
-            crate::cert::HashSet::ours(),
-        ));
-    }
-    // §1.2: [CERTREQ] in the IKE_SA_INIT response, naming our CAs,
-    // when the initiator will sign.
-    payloads.extend(crate::auth::pubkey::certreq(host, &choice.conn));
+    let payloads = answer_payloads(host, &mut sa, &offer, choice, &nr);
     let response = Message {
         header: init_header(spi_i, spi_r, false, true),
         payloads,
     }
     .emit();
     sa.exch.responded(0, vec![response.clone()]);
+    let additional = choice.chosen.additional();
     let init = InitMessages {
         request: arrival.data.to_vec(),
         response: response.clone(),
@@ -415,6 +376,58 @@ fn half_open(
     host.counters.count(Some(&sa.conn.name), counted);
     host.push(sa.path.transport, local, remote, response);
     sa
+}
+
+/// Our IKE_SA_INIT answer's payloads (§1.2), and what `sa` learns from
+/// the request: whether the peer fragments (RFC 7383 §2.3, answered in
+/// kind) and the hashes it verifies with (RFC 7427 §4).
+fn answer_payloads(
+    host: &Host,
+    sa: &mut IkeSa,
+    offer: &Offered<'_>,
+    choice: &InitChoice,
+    nr: &[u8],
+) -> Vec<Payload> {
+    let (spi_i, spi_r) = (sa.spi_i, sa.spi_r);
+    let mut answer = config::ike_answer(&choice.chosen);
+    answer.spi = Vec::new();
+    sa.announced.fragments = crate::exchange::init::announces_fragmentation(&choice.conn)
+        && has_notify(offer.msg, NotifyType::IKEV2_FRAGMENTATION_SUPPORTED);
+    let mut payloads = vec![
+        Payload::Sa(vec![answer]),
+        Payload::Ke(Ke {
+            group: choice.ke.group(),
+            data: choice.ke.public_value().to_vec(),
+        }),
+        Payload::Nonce(nr.to_vec()),
+        notify(
+            NotifyType::NAT_DETECTION_SOURCE_IP,
+            nat_hash(spi_i, spi_r, sa.path.local),
+        ),
+        notify(
+            NotifyType::NAT_DETECTION_DESTINATION_IP,
+            nat_hash(spi_i, spi_r, sa.path.remote),
+        ),
+    ];
+    if sa.announced.fragments {
+        payloads.push(notify(NotifyType::IKEV2_FRAGMENTATION_SUPPORTED, vec![]));
+    }
+    // RFC 9242 §3.1: answered when IKE_INTERMEDIATE will carry the
+    // additional key exchanges chosen (as strongSwan: only then).
+    if !choice.chosen.additional().is_empty() {
+        payloads.push(notify(NotifyType::INTERMEDIATE_EXCHANGE_SUPPORTED, vec![]));
+    }
+    sa.announced.hashes = crate::auth::pubkey::announced_hashes(offer.msg);
+    if !sa.announced.hashes.is_empty() {
+        payloads.push(notify(
+            NotifyType::SIGNATURE_HASH_ALGORITHMS,
+            crate::cert::HashSet::ours(),
+        ));
+    }
+    // §1.2: [CERTREQ] in the IKE_SA_INIT response, naming our CAs,
+    // when the initiator will sign.
+    payloads.extend(crate::auth::pubkey::certreq(host, &choice.conn));
+    payloads
 }
 
 /// Whether a configured address matches an actual one.

@@ -27,7 +27,7 @@ use flowsec_wire::iana::DhGroup;
 use zeroize::Zeroizing;
 
 use crate::random::Random;
-use crate::traits::{KeyExchange, KeyExchangeGroup};
+use crate::traits::{KeyExchange, KeyExchangeGroup, Responded};
 use crate::CryptoError;
 
 /// q, ML-KEM's modulus (FIPS 203 §2.4).
@@ -113,11 +113,7 @@ impl KeyExchangeGroup for MlKem {
         }))
     }
 
-    fn respond(
-        &self,
-        _rng: &mut dyn Random,
-        peer: &[u8],
-    ) -> Result<(Box<dyn KeyExchange>, Zeroizing<Vec<u8>>), CryptoError> {
+    fn respond(&self, _rng: &mut dyn Random, peer: &[u8]) -> Result<Responded, CryptoError> {
         self.check_encapsulation_key(peer)?;
         let ek = EncapsulationKey::new(self.alg, peer).map_err(|_| CryptoError::BadPublicValue)?;
         let (c, ss) = ek
