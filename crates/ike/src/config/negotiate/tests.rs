@@ -331,3 +331,118 @@ fn aead_answer_with_integ_none() {
     a.transforms.push(t(TransformType::INTEG, IntegId::NONE.0));
     assert_eq!(ike_accepts(&offer, &a), Some(c));
 }
+
+/// RFC 9370 §2.2.1 as strongSwan 6 selects (its `proposal.c` tests): one
+/// method per ADDKE slot, the responder's order first; a slot one side
+/// lacks is NONE only if the other allows it; no method twice, the first
+/// key exchange included; ADDKEs only with IKE_INTERMEDIATE.
+#[test]
+fn additional_key_exchanges_are_chosen_as_strongswan_chooses_them() {
+    let chosen = |ours: &str, peer: &str| {
+        let c = select_ike(&[ike(ours)], &ike_offer(&[ike(peer)]), true)?;
+        Some(c.additional())
+    };
+    let hybrid = "aes256gcm16-prfsha384-x25519-ke1_mlkem768";
+    assert_eq!(chosen(hybrid, hybrid), Some(vec![DhGroup::ML_KEM_768]));
+    // Ours first among several in a slot.
+    assert_eq!(
+        chosen(
+            "aes256gcm16-prfsha384-x25519-ke1_mlkem1024-ke1_mlkem768",
+            "aes256gcm16-prfsha384-x25519-ke1_mlkem768-ke1_mlkem1024"
+        ),
+        Some(vec![DhGroup::ML_KEM_1024])
+    );
+    // Required on one side only: no match; optional there: skipped.
+    assert_eq!(chosen(hybrid, "aes256gcm16-prfsha384-x25519"), None);
+    assert_eq!(chosen("aes256gcm16-prfsha384-x25519", hybrid), None);
+    let optional = "aes256gcm16-prfsha384-x25519-ke1_mlkem768-ke1_none";
+    assert_eq!(
+        chosen(optional, "aes256gcm16-prfsha384-x25519"),
+        Some(vec![])
+    );
+    assert_eq!(chosen(optional, optional), Some(vec![DhGroup::ML_KEM_768]));
+    // No method twice: `modp3072-ke1_modp3072` cannot match itself, and
+    // with `ke1_none` as well the slot is skipped (strongSwan's tests).
+    let twice = "aes128-sha256-modp3072-ke1_modp3072";
+    assert_eq!(chosen(twice, twice), None);
+    let or_none = "aes128-sha256-modp3072-ke1_modp3072-ke1_none";
+    assert_eq!(chosen(or_none, or_none), Some(vec![]));
+    // Slots in order, gaps allowed (RFC 9370's example uses 2, 3 and 5).
+    let gaps = "aes128gcm16-prfsha256-ecp256-ke2_ecp384-ke5_mlkem512";
+    assert_eq!(
+        chosen(gaps, gaps),
+        Some(vec![DhGroup::ECP_384, DhGroup::ML_KEM_512])
+    );
+    // Without INTERMEDIATE_EXCHANGE_SUPPORTED a proposal with ADDKEs is
+    // one of unknown transform types: skipped.
+    let offer = ike_offer(&[ike(optional)]);
+    assert!(select_ike(&[ike(optional)], &offer, false).is_none());
+    let classical = ike_offer(&[ike("aes256gcm16-prfsha384-x25519")]);
+    let c = select_ike(&[ike(optional)], &classical, false).unwrap();
+    assert!(c.additional().is_empty());
+}
+
+/// The initiator's check of the answer: the chosen ADDKEs must be ones it
+/// offered in that slot; a required slot left out is refused, an
+/// optional one reads as NONE; a method twice is refused.
+#[test]
+fn the_initiator_checks_the_additional_key_exchanges_chosen() {
+    let offer = ike_offer(&[ike(
+        "aes256gcm16-prfsha384-x25519-ke1_mlkem768-ke2_ecp384-ke2_none",
+    )]);
+    let answer = |addke: &[(usize, DhGroup)]| {
+        let mut a = Proposal {
+            num: 1,
+            protocol: ProtocolId::IKE,
+            spi: Vec::new(),
+            transforms: vec![
+                aes_t(EncrId::AES_GCM_16, 256),
+                t(TransformType::PRF, PrfId::HMAC_SHA2_384.0),
+                t(TransformType::DH, DhGroup::CURVE25519.0),
+            ],
+        };
+        for (slot, g) in addke {
+            a.transforms.push(t(addke_type(*slot), g.0));
+        }
+        ike_accepts(&offer, &a).map(|c| c.additional())
+    };
+    assert_eq!(
+        answer(&[(0, DhGroup::ML_KEM_768), (1, DhGroup::ECP_384)]),
+        Some(vec![DhGroup::ML_KEM_768, DhGroup::ECP_384])
+    );
+    // Slot 2 optional: left out or NONE.
+    assert_eq!(
+        answer(&[(0, DhGroup::ML_KEM_768)]),
+        Some(vec![DhGroup::ML_KEM_768])
+    );
+    assert_eq!(
+        answer(&[(0, DhGroup::ML_KEM_768), (1, DhGroup::NONE)]),
+        Some(vec![DhGroup::ML_KEM_768])
+    );
+    // Slot 1 required; a method not offered there; a slot not offered.
+    assert_eq!(answer(&[]), None);
+    assert_eq!(answer(&[(0, DhGroup::ML_KEM_1024)]), None);
+    assert_eq!(
+        answer(&[(0, DhGroup::ML_KEM_768), (2, DhGroup::ECP_384)]),
+        None
+    );
+    // The answer encodes what was chosen and nothing chosen NONE.
+    let ours = [ike(
+        "aes256gcm16-prfsha384-x25519-ke1_mlkem768-ke2_ecp384-ke2_none",
+    )];
+    let c = select_ike(&ours, &ike_offer(&ours), true).unwrap();
+    let encoded = ike_answer(&c);
+    let addkes: Vec<(TransformType, u16)> = encoded
+        .transforms
+        .iter()
+        .filter(|x| x.ty.0 >= TransformType::ADDKE1.0)
+        .map(|x| (x.ty, x.id))
+        .collect();
+    assert_eq!(
+        addkes,
+        [
+            (TransformType::ADDKE1, DhGroup::ML_KEM_768.0),
+            (TransformType::ADDKE2, DhGroup::ECP_384.0)
+        ]
+    );
+}
