@@ -38,6 +38,18 @@ pub enum Request {
     Rekey(Names),
 }
 
+/// `flowsec-setkey` without its `text`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MissingText;
+
+impl core::fmt::Display for MissingText {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("setkey: missing \"text\"")
+    }
+}
+
+impl std::error::Error for MissingText {}
+
 /// What `initiate`, `terminate` and `rekey` act on.
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
 pub struct Names {
@@ -55,7 +67,7 @@ impl Request {
     pub fn from_vici(
         command: &str,
         message: &flowsec_wire::vici::Section,
-    ) -> Option<Result<Request, String>> {
+    ) -> Option<Result<Request, MissingText>> {
         let cmd = command.strip_prefix("flowsec-")?;
         let names = || Names {
             ike: message.str("ike").map(String::from),
@@ -72,7 +84,7 @@ impl Request {
                     name: message.str("name").map(String::from),
                     text: text.to_string(),
                 },
-                None => return Some(Err("setkey: missing \"text\"".into())),
+                None => return Some(Err(MissingText)),
             },
             "initiate" => Request::Initiate(names()),
             "terminate" => Request::Terminate(names()),

@@ -439,9 +439,9 @@ impl Plane {
 
 /// A reload's outcome, for the log (`ctl reload` gets it as JSON; IKE
 /// logs what became of each connection).
-fn log_reload(answer: &Result<crate::answers::Reloaded, String>) {
+fn log_reload(answer: &Result<crate::answers::Reloaded, reload::ReloadError>) {
     match answer {
-        Err(e) => tracing::warn!(target: "cfg", "{e}"),
+        Err(e) => tracing::warn!(target: "cfg", "reload: {e}"),
         Ok(r) => {
             if let Some(s) = &r.setkey {
                 tracing::info!(
@@ -759,6 +759,50 @@ impl fmt::Display for PolicySyncError {
         }
     }
 }
+
+/// Why a request of `flowsec ctl` got no answer: its text is what the
+/// client reads (charon's `errmsg`, or the JSON socket's `error`).
+#[derive(Debug)]
+enum AnswerError {
+    /// `flowsec-setkey` without its text.
+    Request(crate::answers::MissingText),
+    /// IKE's commands on a daemon without IKE.
+    NoIke {
+        /// The command.
+        cmd: &'static str,
+    },
+    /// IKE refused the command.
+    Ike {
+        /// The command.
+        cmd: &'static str,
+        /// Why.
+        error: flowsec_ike::CommandError,
+    },
+    /// The setkey input was refused (its file, line and column).
+    Setkey(crate::apply::ConfigError),
+    /// Its changes were refused or only partly applied.
+    Commit(CommitError),
+    /// A reload changed nothing, or only part of what it read.
+    Reload(reload::ReloadError),
+}
+
+impl core::fmt::Display for AnswerError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            AnswerError::Request(e) => e.fmt(f),
+            AnswerError::NoIke { cmd } => write!(
+                f,
+                "{cmd}: this daemon runs without IKE (flowsec up -c FILE)"
+            ),
+            AnswerError::Ike { cmd, error } => write!(f, "{cmd}: {error}"),
+            AnswerError::Setkey(e) => e.fmt(f),
+            AnswerError::Commit(e) => e.fmt(f),
+            AnswerError::Reload(e) => write!(f, "reload: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for AnswerError {}
 
 /// Why staged changes were not applied, or not all of them
 /// ([`Plane::commit`]).

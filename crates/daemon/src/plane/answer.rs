@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use zeroize::Zeroize;
 
-use super::{capability_names, log_reload, Plane};
+use super::{capability_names, log_reload, AnswerError, Plane};
 use crate::answers::{self, Answer, Counters, Names, Request};
 use crate::apply::{self, Query, Staged};
 use crate::control;
@@ -28,12 +28,20 @@ impl Plane {
         };
         match self.answer(request) {
             Ok(a) => a.to_json(),
-            Err(e) => json!({ "error": e }),
+            Err(e) => json!({ "error": e.to_string() }),
         }
     }
 
+    /// The answer to a vici `flowsec-*` request, or why there is none.
+    pub(super) fn answer_vici(
+        &mut self,
+        request: Result<Request, answers::MissingText>,
+    ) -> Result<Answer, AnswerError> {
+        self.answer(request.map_err(AnswerError::Request)?)
+    }
+
     /// The answer to one request, or why there is none.
-    pub(super) fn answer(&mut self, request: Request) -> Result<Answer, String> {
+    pub(super) fn answer(&mut self, request: Request) -> Result<Answer, AnswerError> {
         Ok(match request {
             Request::Status => Answer::Status(self.status()),
             Request::Sas => Answer::Sas(self.sas()),
@@ -44,7 +52,7 @@ impl Plane {
             Request::Reload => {
                 let answer = self.reload();
                 log_reload(&answer);
-                Answer::Reload(answer?)
+                Answer::Reload(answer.map_err(AnswerError::Reload)?)
             }
             Request::Setkey { name, mut text } => {
                 let done = self.setkey(name.as_deref().unwrap_or("-"), &text);
@@ -97,7 +105,11 @@ impl Plane {
     }
 
     /// `ctl initiate | terminate | rekey [IKE [CHILD]]`: queued.
-    fn ike_command(&mut self, cmd: &str, names: Names) -> Result<answers::Queued, String> {
+    fn ike_command(
+        &mut self,
+        cmd: &'static str,
+        names: Names,
+    ) -> Result<answers::Queued, AnswerError> {
         let Names { ike, child } = names;
         let done = self.ike_step(|p, now, k| match cmd {
             "initiate" => p
@@ -108,10 +120,8 @@ impl Plane {
             _ => p.ike.rekey(now, ike.as_deref(), child.as_deref(), k),
         });
         match done {
-            None => Err(format!(
-                "{cmd}: this daemon runs without IKE (flowsec up -c FILE)"
-            )),
-            Some(Err(e)) => Err(format!("{cmd}: {e}")),
+            None => Err(AnswerError::NoIke { cmd }),
+            Some(Err(error)) => Err(AnswerError::Ike { cmd, error }),
             Some(Ok(ok)) => Ok(answers::Queued { ok }),
         }
     }
@@ -136,7 +146,7 @@ impl Plane {
     }
 
     /// Stage `text`, and if it passes every check, apply it everywhere.
-    fn setkey(&mut self, name: &str, text: &str) -> Result<answers::SetkeyDone, String> {
+    fn setkey(&mut self, name: &str, text: &str) -> Result<answers::SetkeyDone, AnswerError> {
         let now = self.start.elapsed();
         let staged = apply::stage(&self.model, name, text, &self.provider, self.caps, now);
         let Staged {
@@ -145,10 +155,10 @@ impl Plane {
             queries,
             warnings,
             ..
-        } = staged.map_err(|e| e.to_string())?;
+        } = staged.map_err(AnswerError::Setkey)?;
         let applied = self
             .commit(name, model, changes)
-            .map_err(|e| e.to_string())?;
+            .map_err(AnswerError::Commit)?;
         Ok(answers::SetkeyDone {
             applied,
             warnings,

@@ -63,7 +63,7 @@ struct SetkeyReload {
 
 /// Why a reload changed nothing, or only part of what it read.
 #[derive(Debug)]
-enum ReloadError {
+pub(super) enum ReloadError {
     /// Started without `-c` or `--setkey`: there is nothing to read again.
     NoFiles,
     /// The IKE configuration was refused.
@@ -132,7 +132,7 @@ impl fmt::Display for TcpNeeded {
 
 /// Why the `--setkey` file cannot replace what it gave last time.
 #[derive(Debug)]
-enum SetkeyRefused {
+pub(super) enum SetkeyRefused {
     /// It could not be read, or does not stage on its own.
     Config(ConfigError),
     /// One of its SAs exists, put there by IKE or `ctl setkey`.
@@ -172,9 +172,9 @@ impl fmt::Display for SetkeyRefused {
 impl Plane {
     /// Re-read the files and apply what changed; the answer says what
     /// was done, or why nothing was.
-    pub(super) fn reload(&mut self) -> Result<answers::Reloaded, String> {
+    pub(super) fn reload(&mut self) -> Result<answers::Reloaded, ReloadError> {
         crate::sys::notify::sd_notify("RELOADING=1");
-        let answer = self.try_reload().map_err(|e| format!("reload: {e}"));
+        let answer = self.try_reload();
         crate::sys::notify::sd_notify("READY=1");
         answer
     }

@@ -151,8 +151,12 @@ impl Plane {
 
     /// flowsec's own commands (`flowsec-sas`, …): the typed answer
     /// (crate::answers) as a vici message, or charon's failure.
-    fn vici_flowsec(&mut self, server: &Server, request: Result<CtlRequest, String>) -> Section {
-        let answer = request.and_then(|r| self.answer(r));
+    fn vici_flowsec(
+        &mut self,
+        server: &Server,
+        request: Result<CtlRequest, crate::answers::MissingText>,
+    ) -> Section {
+        let answer = self.answer_vici(request);
         let answer = match answer {
             // The server is out of `self` while it asks.
             Ok(Answer::Stats(mut s)) => {
