@@ -5,6 +5,7 @@ use core::time::Duration;
 use std::net::SocketAddr;
 
 use flowsec_ipsec::{Mode, SaId};
+use flowsec_wire::iana::DhGroup;
 
 use crate::context::Cx;
 use crate::error::CommandError;
@@ -133,14 +134,12 @@ pub(crate) fn list(ike: &Ike, now: Duration) -> Vec<IkeSaInfo> {
                 if s.integ != flowsec_wire::iana::IntegId::NONE {
                     p += &format!("/{}", s.integ);
                 }
-                let mut p = format!("{p}/{}/{}", s.prf, s.dh);
+                let p = format!("{p}/{}/{}", s.prf, s.dh);
                 // strongSwan 6: `…/CURVE_25519/KE1_ML_KEM_768`.
-                for (slot, g) in k.addke.iter().enumerate() {
-                    if *g != flowsec_wire::iana::DhGroup::NONE {
-                        p += &format!("/KE{}_{g}", slot + 1);
-                    }
-                }
-                p
+                [p].into_iter()
+                    .chain(addke_words(&k.addke))
+                    .collect::<Vec<_>>()
+                    .join("/")
             });
             IkeSaInfo {
                 name: conn.name.clone(),
@@ -185,18 +184,33 @@ pub(crate) fn list(ike: &Ike, now: Duration) -> Vec<IkeSaInfo> {
 /// An IKE SA's algorithms one by one.
 fn ike_algorithms(k: &crate::sa::IkeKeyState) -> Algorithms {
     let s = &k.suite;
-    let mut addke = [flowsec_wire::iana::DhGroup::NONE; crate::config::ADDKE_SLOTS];
-    for (slot, g) in k.addke.iter().take(addke.len()).enumerate() {
-        addke[slot] = *g;
-    }
     Algorithms {
         encr: Some((s.encr.id, s.encr.key_bits)),
         integ: s.integ,
         prf: Some(s.prf),
         dh: s.dh,
-        addke,
+        addke: addke_slots(&k.addke),
         esn: false,
     }
+}
+
+/// The additional key exchanges done, by slot, in [`Algorithms`]' form.
+fn addke_slots(addke: &[DhGroup]) -> [DhGroup; crate::config::ADDKE_SLOTS] {
+    let mut slots = [DhGroup::NONE; crate::config::ADDKE_SLOTS];
+    for (slot, g) in addke.iter().take(slots.len()).enumerate() {
+        slots[slot] = *g;
+    }
+    slots
+}
+
+/// strongSwan 6's words for the additional key exchanges in a proposal
+/// (`KE1_ML-KEM-768`), NONE left out.
+fn addke_words(addke: &[DhGroup]) -> impl Iterator<Item = String> + '_ {
+    addke
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| **g != DhGroup::NONE)
+        .map(|(slot, g)| format!("KE{}_{g}", slot + 1))
 }
 
 /// Queue `for_ike` on the IKE SAs of connection `name` (or the one with
@@ -267,6 +281,7 @@ fn child_info(conn: &crate::config::Connection, c: &ChildSa, now: Duration) -> C
     if c.suite.dh != flowsec_wire::iana::DhGroup::NONE {
         parts.push(c.suite.dh.to_string());
     }
+    parts.extend(addke_words(&c.suite.addke));
     if c.suite.esn {
         parts.push("ESN".into());
     }
@@ -291,7 +306,7 @@ fn child_info(conn: &crate::config::Connection, c: &ChildSa, now: Duration) -> C
             integ: c.suite.integ,
             prf: None,
             dh: c.suite.dh,
-            addke: [flowsec_wire::iana::DhGroup::NONE; crate::config::ADDKE_SLOTS],
+            addke: addke_slots(&c.suite.addke),
             esn: c.suite.esn,
         },
         dh_group: (c.suite.dh != flowsec_wire::iana::DhGroup::NONE).then(|| c.suite.dh.to_string()),

@@ -131,6 +131,9 @@ pub enum ChildError {
     TransportRefused,
     /// KEYMAT (§2.17) could not be derived.
     KeyDerivation,
+    /// The answer chose additional key exchanges but carries no
+    /// ADDITIONAL_KEY_EXCHANGE notify to go on with (RFC 9370 §2.2.4).
+    NoFollowupLink,
 }
 
 impl fmt::Display for ChildError {
@@ -145,6 +148,9 @@ impl fmt::Display for ChildError {
             ChildError::AhAcrossNat => "AH cannot cross the NAT between us",
             ChildError::TransportRefused => "the peer refused transport mode",
             ChildError::KeyDerivation => "key derivation failed",
+            ChildError::NoFollowupLink => {
+                "additional key exchanges chosen without an ADDITIONAL_KEY_EXCHANGE link"
+            }
         })
     }
 }

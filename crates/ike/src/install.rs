@@ -72,9 +72,9 @@ fn child_lifetime(child: &ChildConfig, r_bytes: u64, r_packets: u64) -> Lifetime
 }
 
 /// What [`install_child`] installs.
-pub(crate) struct Install<'a> {
+pub(crate) struct Install {
     pub cfg: usize,
-    pub chosen: &'a ChildChosen,
+    pub chosen: ChildChosen,
     pub spi_in: u32,
     pub mode: Mode,
     pub local_ts: Vec<TrafficSelector>,
@@ -97,6 +97,9 @@ pub(crate) fn destroy(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) {
     if let Some(task) = sa.exch.take_task() {
         task.release(cx.k);
     }
+    if let Some(wait) = sa.exch.take_passive() {
+        wait.release(cx.k);
+    }
     let spis: Vec<u32> = sa.children.iter().map(|c| c.spi_in).collect();
     for spi in spis {
         remove_child(cx, sa, spi);
@@ -106,7 +109,7 @@ pub(crate) fn destroy(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) {
 
 /// Install a Child SA's pair of SAs (and, for a new reqid, its
 /// policies), and record it in `sa`.
-pub(crate) fn install_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, i: Install<'_>, keymat: &[u8]) {
+pub(crate) fn install_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, i: Install, keymat: &[u8]) {
     let (reqid, fresh) = child_reqid(cx, sa, &i);
     let sas = child_sas(cx, sa, &i, keymat, reqid);
     for inbound in sas.inbound {
@@ -131,7 +134,7 @@ pub(crate) fn install_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, i: Install<'_>,
     crate::policies::release_holds(cx, sa, i.cfg);
     let rekey_at =
         (!rekey_time.is_zero()).then(|| cx.now + cx.host.jittered(rekey_time, rand_time));
-    let chosen = i.chosen;
+    let chosen = &i.chosen;
     cx.host.report(
         sa,
         IkeEvent::ChildInstalled {
@@ -160,6 +163,7 @@ pub(crate) fn install_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, i: Install<'_>,
             encr: chosen.encr,
             integ: chosen.integ,
             dh: chosen.dh,
+            addke: chosen.addke.clone(),
             esn: chosen.esn,
             encap: sas.encap,
         },
@@ -193,7 +197,7 @@ pub(crate) fn install_child(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, i: Install<'_>,
 fn send_or_defer(
     cx: &mut Cx<'_>,
     conn: &Connection,
-    i: &Install<'_>,
+    i: &Install,
     outbound: Vec<flowsec_ipsec::SaConfig>,
 ) -> Vec<flowsec_ipsec::SaConfig> {
     let defer = match switch_of(conn, i.cfg) {
@@ -303,7 +307,7 @@ pub(crate) fn switch_of(conn: &Connection, cfg: usize) -> RekeySwitch {
 /// of the same config and selectors (both ends started it, or `ctl
 /// initiate` twice) shares its own, as strongSwan's do, since the
 /// same policies serve both.
-fn child_reqid(host: &mut Host, sa: &SaMut<'_>, i: &Install<'_>) -> (u32, bool) {
+fn child_reqid(host: &mut Host, sa: &SaMut<'_>, i: &Install) -> (u32, bool) {
     let trap = host
         .traps
         .iter()
@@ -336,9 +340,9 @@ fn child_reqid(host: &mut Host, sa: &SaMut<'_>, i: &Install<'_>) -> (u32, bool) 
 /// The SAs of a Child SA with `reqid`, keyed from `keymat` (§2.17:
 /// initiator-to-responder keys first): ESP or AH, with IPComp when
 /// negotiated, in UDP across a NAT (RFC 3948, ESP only).
-fn child_sas(host: &mut Host, sa: &IkeSa, i: &Install<'_>, keymat: &[u8], reqid: u32) -> ChildSas {
+fn child_sas(host: &mut Host, sa: &IkeSa, i: &Install, keymat: &[u8], reqid: u32) -> ChildSas {
     let child = &sa.conn.children[i.cfg];
-    let chosen = i.chosen;
+    let chosen = &i.chosen;
     let enc_len = chosen.encr.map_or(0, |e| e.keymat_len());
     let dir_len = enc_len + integ_key_len(chosen.integ);
     let (i2r, rest) = keymat.split_at(dir_len.min(keymat.len()));

@@ -39,6 +39,9 @@ const CHILD_REQUEST: &[Rule] = &[
 /// IKE_INTERMEDIATE request (RFC 9242 §3.2; RFC 9370 §2.2.2): at most one
 /// KE (the exchange's payloads are its extension's).
 const INTERMEDIATE_REQUEST: &[Rule] = &[(PayloadType::KE, 1, 0)];
+/// IKE_FOLLOWUP_KE request (RFC 9370 §2.2.4): the next KE (the task
+/// answers one missing) and the link.
+const FOLLOWUP_REQUEST: &[Rule] = &[(PayloadType::KE, 1, 0)];
 /// Responses: at most one of each; what must be there depends on whether
 /// the exchange failed, which the task decides.
 const RESPONSE: &[Rule] = &[
@@ -67,6 +70,7 @@ pub fn check(
         (ExchangeType::CREATE_CHILD_SA, false) => CHILD_REQUEST,
         (ExchangeType::INFORMATIONAL, false) => &[],
         (ExchangeType::IKE_INTERMEDIATE, false) => INTERMEDIATE_REQUEST,
+        (ExchangeType::IKE_FOLLOWUP_KE, false) => FOLLOWUP_REQUEST,
         _ => return Err(NotifyType::INVALID_SYNTAX),
     };
     for &(ty, most, least) in rules {

@@ -93,6 +93,9 @@ pub(crate) struct ChildSuite {
     pub encr: Option<Encr>,
     pub integ: IntegId,
     pub dh: DhGroup,
+    /// The additional key exchanges after `dh` (RFC 9370 §2.2.4), by
+    /// slot: NONE for one skipped.
+    pub addke: Vec<DhGroup>,
     pub esn: bool,
     /// ESP in UDP (a NAT was detected).
     pub encap: bool,

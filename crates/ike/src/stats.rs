@@ -85,11 +85,17 @@ pub struct IkeStats {
     /// keys: the daemon tells a stream's authenticated messages by it
     /// (`Ike::stream_authenticated`).
     pub verified: u64,
+    /// IKE_FOLLOWUP_KE exchanges done (RFC 9370 §2.2.4), either role.
+    pub followups: u64,
+    /// IKE_FOLLOWUP_KE requests refused: no exchange waits for them or
+    /// it expired (STATE_NOT_FOUND), their KE is missing, of another
+    /// method or fails its checks.
+    pub followup_refused: u64,
 }
 
 impl IkeStats {
     /// Every counter with its name, for `flowsec ctl stats`.
-    pub fn named(&self) -> [(&'static str, u64); 33] {
+    pub fn named(&self) -> [(&'static str, u64); 35] {
         [
             ("received", self.received),
             ("sent", self.sent),
@@ -124,6 +130,8 @@ impl IkeStats {
             ("child_rekeys", self.child_rekeys),
             ("loss_free_handovers", self.loss_free_handovers),
             ("verified", self.verified),
+            ("followups", self.followups),
+            ("followup_refused", self.followup_refused),
         ]
     }
 

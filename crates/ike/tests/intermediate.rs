@@ -100,7 +100,8 @@ fn a_hybrid_proposal_runs_one_ike_intermediate_then_ike_auth() {
         let algs = sa.algorithms.unwrap();
         assert_eq!(algs.addke[0], DhGroup::ML_KEM_768);
     }
-    // Child and IKE SA rekeys (the first key exchange only) after it.
+    // Child and IKE SA rekeys after it (the IKE SA's with IKE_FOLLOWUP_KE,
+    // tests/followup.rs).
     p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
     p.settle();
     p.b.rekey(p.now, Some("gw"), None, &mut p.kb).unwrap();

@@ -23,6 +23,9 @@
 //!   peer proposing DH while we propose none matches only if it offers NONE
 //!   as well, and we proposing DH while the peer proposes none matches only
 //!   if ours include `none`; otherwise a common group (possibly NONE).
+//! - ADDKE1–7 (RFC 9370 §2.2.1) slot by slot as strongSwan's
+//!   `select_algo()`: in IKE proposals, and in ESP/AH ones after a PFS
+//!   group (§2.2.4; none without one); no method twice.
 
 use flowsec_crypto::esp::is_aead;
 use flowsec_crypto::suite::Encr;
@@ -48,12 +51,17 @@ impl IkeChosen {
     /// The additional key exchanges to run, in slot order (RFC 9370
     /// §2.2.2: ADDKEn before ADDKEn+1, NONE skipped).
     pub fn additional(&self) -> Vec<DhGroup> {
-        self.addke
-            .iter()
-            .copied()
-            .filter(|g| *g != DhGroup::NONE)
-            .collect()
+        additional(&self.addke)
     }
+}
+
+/// The methods of the slots chosen, in slot order, NONE skipped.
+fn additional(addke: &[DhGroup]) -> Vec<DhGroup> {
+    addke
+        .iter()
+        .copied()
+        .filter(|g| *g != DhGroup::NONE)
+        .collect()
 }
 
 /// The transform type of additional key exchange slot `slot` (from 0):
@@ -84,6 +92,17 @@ pub struct ChildChosen {
     pub dh: DhGroup,
     /// Extended Sequence Numbers.
     pub esn: bool,
+    /// The additional key exchanges after the PFS one (RFC 9370
+    /// §2.2.4), by slot as [`IkeChosen::addke`]; empty without PFS.
+    pub addke: Vec<DhGroup>,
+}
+
+impl ChildChosen {
+    /// The additional key exchanges to run in IKE_FOLLOWUP_KE, in slot
+    /// order.
+    pub fn additional(&self) -> Vec<DhGroup> {
+        additional(&self.addke)
+    }
 }
 
 /// Our SA payload for IKE_SA_INIT: one proposal per configured one,
@@ -103,16 +122,22 @@ pub fn ike_offer(p: &[IkeProposal]) -> Vec<Proposal> {
                 .map(|&x| Transform::new(TransformType::INTEG, x.0)),
         );
         t.extend(p.dh.iter().map(|&x| Transform::new(TransformType::DH, x.0)));
-        for (slot, methods) in p.addke.iter().enumerate() {
-            let ty = addke_type(slot);
-            t.extend(methods.iter().map(|&x| Transform::new(ty, x.0)));
-        }
+        t.extend(addke_transforms(&p.addke));
         (ProtocolId::IKE, Vec::new(), t)
     }))
 }
 
-/// Our ESP or AH proposals with our inbound `spi`. DH transforms only
-/// `with_dh` (CREATE_CHILD_SA with PFS); AH proposals have no ENCR.
+/// The ADDKE transforms of a proposal's slots (RFC 9370 §2.2.1).
+fn addke_transforms(addke: &[Vec<DhGroup>]) -> impl Iterator<Item = Transform> + '_ {
+    addke.iter().enumerate().flat_map(|(slot, methods)| {
+        let ty = addke_type(slot);
+        methods.iter().map(move |&x| Transform::new(ty, x.0))
+    })
+}
+
+/// Our ESP or AH proposals with our inbound `spi`. DH (and ADDKE)
+/// transforms only `with_dh` (CREATE_CHILD_SA with PFS); AH proposals
+/// have no ENCR.
 pub fn child_offer(
     p: &[ChildProposal],
     protocol: ProtocolId,
@@ -131,6 +156,7 @@ pub fn child_offer(
         );
         if with_dh {
             t.extend(p.dh.iter().map(|&x| Transform::new(TransformType::DH, x.0)));
+            t.extend(addke_transforms(&p.addke));
         }
         let esn = if p.esn.is_empty() {
             &[EsnId::NO_ESN][..]
@@ -195,19 +221,24 @@ pub fn ike_answer(c: &IkeChosen) -> Proposal {
         t.push(Transform::new(TransformType::INTEG, s.integ.0));
     }
     t.push(Transform::new(TransformType::DH, s.dh.0));
-    // A slot chosen NONE is left out, as strongSwan answers (RFC 9370
-    // §2.2.1 shows it sent; both read the same).
-    for (slot, g) in c.addke.iter().enumerate() {
-        if *g != DhGroup::NONE {
-            t.push(Transform::new(addke_type(slot), g.0));
-        }
-    }
+    t.extend(chosen_addke(&c.addke));
     Proposal {
         num: c.num,
         protocol: ProtocolId::IKE,
         spi: Vec::new(),
         transforms: t,
     }
+}
+
+/// The ADDKE transforms of an answer: a slot chosen NONE is left out,
+/// as strongSwan answers (RFC 9370 §2.2.1 shows it sent; both read the
+/// same).
+fn chosen_addke(addke: &[DhGroup]) -> impl Iterator<Item = Transform> + '_ {
+    addke
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| **g != DhGroup::NONE)
+        .map(|(slot, g)| Transform::new(addke_type(slot), g.0))
 }
 
 /// The one-proposal SA payload answering with `c`, carrying our inbound
@@ -223,6 +254,7 @@ pub fn child_answer(c: &ChildChosen, our_spi: u32) -> Proposal {
     if c.dh != DhGroup::NONE {
         t.push(Transform::new(TransformType::DH, c.dh.0));
     }
+    t.extend(chosen_addke(&c.addke));
     let esn = if c.esn { EsnId::ESN } else { EsnId::NO_ESN };
     t.push(Transform::new(TransformType::ESN, esn.0));
     Proposal {
@@ -265,8 +297,25 @@ pub fn ike_accepts(offer: &[Proposal], answer: &Proposal) -> Option<IkeChosen> {
         None if is_aead(encr.id) => IntegId::NONE,
         _ => return None,
     };
-    // Each slot we offered: the method chosen, or NONE where we let it
-    // be optional (absent or NONE in the answer read the same).
+    let addke = accepted_addke(ours, &one, dh)?;
+    Some(IkeChosen {
+        num: answer.num,
+        suite: IkeSuite {
+            encr,
+            integ,
+            prf,
+            dh,
+        },
+        addke,
+    })
+}
+
+/// Initiator: the additional key exchanges an answer chose from our
+/// offered proposal `ours`, after the key exchange `first`. Each slot
+/// we offered: the method chosen, or NONE where we let it be optional
+/// (absent or NONE in the answer read the same); no method twice (RFC
+/// 9370 §2.2.1).
+fn accepted_addke(ours: &Proposal, one: &Single<'_>, first: DhGroup) -> Option<Vec<DhGroup>> {
     let mut addke = Vec::new();
     for ty in addke_types() {
         let offered: Vec<u16> = ids(ours, ty).collect();
@@ -278,25 +327,14 @@ pub fn ike_accepts(offer: &[Proposal], answer: &Proposal) -> Option<IkeChosen> {
         addke.push(g);
     }
     trim_none(&mut addke);
-    let chosen = addke.iter().filter(|g| **g != DhGroup::NONE);
-    let mut used = vec![dh];
-    for g in chosen {
-        // RFC 9370 §2.2.1: no method twice.
+    let mut used = vec![first];
+    for g in addke.iter().filter(|g| **g != DhGroup::NONE) {
         if used.contains(g) {
             return None;
         }
         used.push(*g);
     }
-    Some(IkeChosen {
-        num: answer.num,
-        suite: IkeSuite {
-            encr,
-            integ,
-            prf,
-            dh,
-        },
-        addke,
-    })
+    Some(addke)
 }
 
 /// Trailing NONE slots dropped: a choice without additional key
@@ -318,17 +356,12 @@ pub fn child_accepts(offer: &[Proposal], answer: &Proposal) -> Option<ChildChose
         .iter()
         .find(|p| p.num == answer.num && p.protocol == protocol)?;
     let spi = u32::from_be_bytes(answer.spi.as_slice().try_into().ok()?);
-    let types: &[TransformType] = if protocol == ProtocolId::ESP {
-        &[
-            TransformType::ENCR,
-            TransformType::INTEG,
-            TransformType::DH,
-            TransformType::ESN,
-        ]
-    } else {
-        &[TransformType::INTEG, TransformType::DH, TransformType::ESN]
-    };
-    let one = Single::of(answer, ours, types)?;
+    let mut types = vec![TransformType::INTEG, TransformType::DH, TransformType::ESN];
+    if protocol == ProtocolId::ESP {
+        types.push(TransformType::ENCR);
+    }
+    types.extend(addke_types());
+    let one = Single::of(answer, ours, &types)?;
     let encr = match one.get(TransformType::ENCR) {
         Some(t) => Some(encr_from_wire(t)?),
         None if protocol == ProtocolId::AH => None,
@@ -358,6 +391,12 @@ pub fn child_accepts(offer: &[Proposal], answer: &Proposal) -> Option<ChildChose
         None if ids(ours, TransformType::ESN).any(|x| x == EsnId::NO_ESN.0) => EsnId::NO_ESN,
         None => return None,
     };
+    // Additional key exchanges follow PFS only (RFC 9370 §2.2.4).
+    let addke = match dh {
+        DhGroup::NONE if (addke_types()).any(|ty| one.get(ty).is_some()) => return None,
+        DhGroup::NONE => Vec::new(),
+        _ => accepted_addke(ours, &one, dh)?,
+    };
     Some(ChildChosen {
         num: answer.num,
         protocol,
@@ -366,6 +405,7 @@ pub fn child_accepts(offer: &[Proposal], answer: &Proposal) -> Option<ChildChose
         integ,
         dh,
         esn: esn == EsnId::ESN,
+        addke,
     })
 }
 
@@ -457,7 +497,7 @@ fn match_ike(our: &IkeProposal, peer: &Proposal, addke_ok: bool) -> Option<IkeCh
         )?
     };
     let dh = first_common(&our.dh, |x| x.0, &ids(peer, T::DH).collect::<Vec<_>>())?;
-    let addke = select_addke(our, peer, dh)?;
+    let addke = select_addke(&our.addke, peer, dh)?;
     Some(IkeChosen {
         num: peer.num,
         suite: IkeSuite {
@@ -476,12 +516,12 @@ fn match_ike(our: &IkeProposal, peer: &Proposal, addke_ok: bool) -> Option<IkeCh
 /// allows it; else the first of ours the peer proposes that is not chosen
 /// already (no method twice, the first key exchange `dh` included; NONE
 /// may repeat).
-fn select_addke(our: &IkeProposal, peer: &Proposal, dh: DhGroup) -> Option<Vec<DhGroup>> {
+fn select_addke(our: &[Vec<DhGroup>], peer: &Proposal, dh: DhGroup) -> Option<Vec<DhGroup>> {
     let none = DhGroup::NONE;
     let mut used = vec![dh];
     let mut chosen = Vec::new();
     for (slot, ty) in addke_types().enumerate() {
-        let ours: &[DhGroup] = our.addke.get(slot).map_or(&[], Vec::as_slice);
+        let ours: &[DhGroup] = our.get(slot).map_or(&[], Vec::as_slice);
         let theirs: Vec<u16> = ids(peer, ty).collect();
         let g = match (ours.is_empty(), theirs.is_empty()) {
             (true, true) => none,
@@ -508,12 +548,13 @@ fn match_child(
     want_dh: bool,
 ) -> Option<ChildChosen> {
     use TransformType as T;
-    let allowed: &[TransformType] = if protocol == ProtocolId::ESP {
-        &[T::ENCR, T::INTEG, T::DH, T::ESN]
-    } else {
-        &[T::INTEG, T::DH, T::ESN]
-    };
-    if !only_types(peer, allowed) {
+    // DH and ADDKE are looked at only `want_dh` (IKE_AUTH ignores them).
+    let mut allowed = vec![T::INTEG, T::DH, T::ESN];
+    if protocol == ProtocolId::ESP {
+        allowed.push(T::ENCR);
+    }
+    allowed.extend(addke_types());
+    if !only_types(peer, &allowed) {
         return None;
     }
     let spi = u32::from_be_bytes(peer.spi.as_slice().try_into().ok()?);
@@ -548,6 +589,12 @@ fn match_child(
     } else {
         DhGroup::NONE
     };
+    // Additional key exchanges follow PFS only (RFC 9370 §2.2.4;
+    // strongSwan's `determine_key_exchanges()`).
+    let addke = match dh {
+        DhGroup::NONE => Vec::new(),
+        _ => select_addke(&our.addke, peer, dh)?,
+    };
     Some(ChildChosen {
         num: peer.num,
         protocol,
@@ -556,6 +603,7 @@ fn match_child(
         integ,
         dh,
         esn: esn == EsnId::ESN,
+        addke,
     })
 }
 

@@ -89,6 +89,9 @@ pub struct ChildProposal {
     pub dh: Vec<DhGroup>,
     /// Extended Sequence Number modes (`noesn` unless configured).
     pub esn: Vec<EsnId>,
+    /// Additional key exchanges after the PFS one (RFC 9370 §2.2.4, in
+    /// IKE_FOLLOWUP_KE), slot by slot as [`IkeProposal::addke`].
+    pub addke: Vec<Vec<DhGroup>>,
 }
 
 /// Parse one IKE proposal. `default` is refused here: it stands for two
@@ -151,9 +154,7 @@ pub fn parse_ike_proposal(s: &str) -> Result<IkeProposal, ProposalError> {
 /// Parse one ESP proposal (`default` refused, see [`parse_esp_proposals`]).
 pub fn parse_esp_proposal(s: &str) -> Result<ChildProposal, ProposalError> {
     let t = tokens(s)?;
-    if !t.addke.is_empty() {
-        return Err(ProposalError::AdditionalKeInChild { proposal: s.into() });
-    }
+    additional_needs_pfs(s, &t)?;
     if t.encr.is_empty() {
         return Err(ProposalError::NoEncryption {
             proposal: s.into(),
@@ -170,15 +171,24 @@ pub fn parse_esp_proposal(s: &str) -> Result<ChildProposal, ProposalError> {
         integ,
         dh: t.dh,
         esn: or_noesn(t.esn),
+        addke: t.addke,
     })
+}
+
+/// Additional key exchanges in an ESP or AH proposal follow its PFS key
+/// exchange (RFC 9370 §2.2.4; strongSwan runs none without one), so
+/// they need a group other than `none` beside them.
+fn additional_needs_pfs(s: &str, t: &Tokens) -> Result<(), ProposalError> {
+    if !t.addke.is_empty() && t.dh.iter().all(|g| *g == DhGroup::NONE) {
+        return Err(ProposalError::AdditionalKeWithoutPfs { proposal: s.into() });
+    }
+    Ok(())
 }
 
 /// Parse one AH proposal (`default` refused, see [`parse_ah_proposals`]).
 pub fn parse_ah_proposal(s: &str) -> Result<ChildProposal, ProposalError> {
     let t = tokens(s)?;
-    if !t.addke.is_empty() {
-        return Err(ProposalError::AdditionalKeInChild { proposal: s.into() });
-    }
+    additional_needs_pfs(s, &t)?;
     if !t.encr.is_empty() {
         return Err(ProposalError::EncryptionInAh { proposal: s.into() });
     }
@@ -193,6 +203,7 @@ pub fn parse_ah_proposal(s: &str) -> Result<ChildProposal, ProposalError> {
         integ: t.integ,
         dh: t.dh,
         esn: or_noesn(t.esn),
+        addke: t.addke,
     })
 }
 
@@ -305,12 +316,14 @@ pub fn default_esp_proposals() -> [ChildProposal; 2] {
             integ: Vec::new(),
             dh: Vec::new(),
             esn: vec![EsnId::NO_ESN],
+            addke: Vec::new(),
         },
         ChildProposal {
             encr: aes_sizes(EncrId::AES_CBC),
             integ: default_integ(),
             dh: Vec::new(),
             esn: vec![EsnId::NO_ESN],
+            addke: Vec::new(),
         },
     ]
 }
@@ -323,6 +336,7 @@ pub fn default_ah_proposal() -> ChildProposal {
         integ: default_integ(),
         dh: Vec::new(),
         esn: vec![EsnId::NO_ESN],
+        addke: Vec::new(),
     }
 }
 
@@ -562,12 +576,19 @@ impl fmt::Display for IkeProposal {
         words.extend(self.integ.iter().map(|&i| integ_name(i)));
         words.extend(self.prf.iter().map(|&p| prf_name(p)));
         words.extend(self.dh.iter().map(|&g| dh_name(g)));
-        for (slot, methods) in self.addke.iter().enumerate() {
-            let n = slot + 1;
-            words.extend(methods.iter().map(|&g| format!("ke{n}_{}", dh_name(g))));
-        }
+        words.extend(addke_words(&self.addke));
         f.write_str(&words.join("-"))
     }
+}
+
+/// `ke1_…` to `ke7_…`, slot by slot.
+fn addke_words(addke: &[Vec<DhGroup>]) -> impl Iterator<Item = String> + '_ {
+    addke.iter().enumerate().flat_map(|(slot, methods)| {
+        let n = slot + 1;
+        methods
+            .iter()
+            .map(move |&g| format!("ke{n}_{}", dh_name(g)))
+    })
 }
 
 impl fmt::Display for ChildProposal {
@@ -576,6 +597,7 @@ impl fmt::Display for ChildProposal {
         let mut words: Vec<String> = self.encr.iter().map(|&e| encr_name(e)).collect();
         words.extend(self.integ.iter().map(|&i| integ_name(i)));
         words.extend(self.dh.iter().map(|&g| dh_name(g)));
+        words.extend(addke_words(&self.addke));
         words.extend(self.esn.iter().map(|&e| {
             if e == EsnId::ESN {
                 "esn".to_string()

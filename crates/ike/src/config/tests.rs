@@ -128,6 +128,7 @@ fn strongswan_net2net_psk() {
             integ: vec![],
             dh: vec![DhGroup::CURVE25519],
             esn: vec![EsnId::NO_ESN],
+            addke: vec![],
         }]
     );
     assert!(ch.ah_proposals.is_empty());

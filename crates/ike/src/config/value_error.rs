@@ -219,9 +219,10 @@ pub enum ProposalError {
         /// The proposal.
         proposal: String,
     },
-    /// An additional key exchange (`ke1_…`) in an ESP or AH proposal:
-    /// it needs IKE_FOLLOWUP_KE (RFC 9370 §2.2.4), not implemented yet.
-    AdditionalKeInChild {
+    /// An additional key exchange (`ke1_…`) in an ESP or AH proposal
+    /// without a PFS group: it follows that key exchange (RFC 9370
+    /// §2.2.4).
+    AdditionalKeWithoutPfs {
         /// The proposal.
         proposal: String,
     },
@@ -292,11 +293,10 @@ impl fmt::Display for ProposalError {
                 f,
                 "'{proposal}': AH proposals take integrity algorithms only (no encryption)"
             ),
-            E::AdditionalKeInChild { proposal } => write!(
+            E::AdditionalKeWithoutPfs { proposal } => write!(
                 f,
-                "'{proposal}': additional key exchanges (ke1_…ke7_) in ESP/AH proposals need \
-                 IKE_FOLLOWUP_KE (RFC 9370 §2.2.4), which flowsec does not implement yet \
-                 (they work in IKE proposals)"
+                "'{proposal}': additional key exchanges (ke1_…ke7_) in ESP/AH proposals follow \
+                 the PFS key exchange (RFC 9370 §2.2.4): add a group, e.g. x25519"
             ),
             E::List(e) => e.fmt(f),
         }

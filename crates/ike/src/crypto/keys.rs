@@ -106,16 +106,19 @@ pub fn skeyseed(
 /// SKEYSEED of a rekeyed IKE SA: prf(SK_d (old), g^ir (new) | Ni | Nr)
 /// (§2.18), with the old SA's PRF (`prf`: SK_d is its key, as strongSwan
 /// does) and the rekey exchange's nonces; the new SA's own PRF then runs
-/// prf+ in [`ike_keys`].
+/// prf+ in [`ike_keys`]. `added`: the secrets of the additional key
+/// exchanges, SK(1) | … | SK(n), which RFC 9370 §2.2.4 appends; empty
+/// without (and for the key update after an IKE_INTERMEDIATE, §2.2.2,
+/// whose SK(n) is `g_ir`).
 pub fn rekey_skeyseed(
     provider: &Provider,
     prf: PrfId,
     old_sk_d: &[u8],
     g_ir: &[u8],
-    ni: &[u8],
-    nr: &[u8],
+    (ni, nr): (&[u8], &[u8]),
+    added: &[u8],
 ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
-    Ok(prf_of(provider, prf)?.prf(old_sk_d, &[g_ir, ni, nr]))
+    Ok(prf_of(provider, prf)?.prf(old_sk_d, &[g_ir, ni, nr, added]))
 }
 
 /// The seven IKE SA keys from SKEYSEED (§2.14). `spi_i` and `spi_r` are
@@ -161,9 +164,11 @@ pub fn ike_keys(
     })
 }
 
-/// KEYMAT = prf+(SK_d, [g^ir (new)] | Ni | Nr) (§2.17), `len` bytes. The
-/// caller cuts it: encryption then integrity key for the initiator-to-
-/// responder SA, then the same for the other direction.
+/// KEYMAT = prf+(SK_d, [g^ir (new)] | Ni | Nr [| SK(1) | … | SK(n)])
+/// (§2.17; RFC 9370 §2.2.4 appends the secrets of the additional key
+/// exchanges, `added`), `len` bytes. The caller cuts it: encryption then
+/// integrity key for the initiator-to-responder SA, then the same for
+/// the other direction.
 ///
 /// # Errors
 /// `UnsupportedPrf`; `BadLength` when `len` exceeds prf+'s 255 blocks.
@@ -171,18 +176,20 @@ pub fn child_keymat(
     provider: &Provider,
     prf: PrfId,
     sk_d: &[u8],
-    g_ir: Option<&[u8]>,
-    ni: &[u8],
-    nr: &[u8],
+    (g_ir, added): (Option<&[u8]>, &[u8]),
+    (ni, nr): (&[u8], &[u8]),
     len: usize,
 ) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
     let p = prf_of(provider, prf)?;
     check_prf_plus_len(p, len)?;
     let g_ir = g_ir.unwrap_or_default();
-    let mut seed = Zeroizing::new(Vec::with_capacity(g_ir.len() + ni.len() + nr.len()));
+    let mut seed = Zeroizing::new(Vec::with_capacity(
+        g_ir.len() + ni.len() + nr.len() + added.len(),
+    ));
     seed.extend_from_slice(g_ir);
     seed.extend_from_slice(ni);
     seed.extend_from_slice(nr);
+    seed.extend_from_slice(added);
     Ok(prf_plus(p, sk_d, &seed, len))
 }
 
@@ -321,7 +328,7 @@ mod tests {
 
         let sk_d = &want_dkm[..20];
         assert_eq!(
-            &child_keymat(&p(), prf, sk_d, None, &ni, &nr, 132).unwrap()[..],
+            &child_keymat(&p(), prf, sk_d, (None, &[]), (&ni, &nr), 132).unwrap()[..],
             &h(
                 "8059e3ee8810e6c3a91bc8bcd2a7a41151b8d0e6ae239c7b38093ad85ef4c581
                 1a8e7b5d1cdabd9560b2d5e092d1f24e2d4b85eccdf0ad0dc9abd94b51ee7181
@@ -331,7 +338,7 @@ mod tests {
             )[..]
         );
         assert_eq!(
-            &child_keymat(&p(), prf, sk_d, Some(&gir_new), &ni, &nr, 132).unwrap()[..],
+            &child_keymat(&p(), prf, sk_d, (Some(&gir_new), &[]), (&ni, &nr), 132).unwrap()[..],
             &h(
                 "bb43244c1860ad65ee1e211ffe8bb3661750c8f89cb9f547df7f4fa61d373016
                 28190e38c66232eab4b3ab14c400a5197dd3730ed4820a8a10394d51e1c04000
@@ -341,9 +348,29 @@ mod tests {
             )[..]
         );
         assert_eq!(
-            &rekey_skeyseed(&p(), prf, sk_d, &gir_new, &ni, &nr).unwrap()[..],
+            &rekey_skeyseed(&p(), prf, sk_d, &gir_new, (&ni, &nr), &[]).unwrap()[..],
             &h("63e81194946ebd05df7df5ebf5d8750056bf1f1d")[..]
         );
+    }
+
+    /// RFC 9370 §2.2.4: the secrets of the additional key exchanges
+    /// follow the nonces, SK(0) | Ni | Nr | SK(1) | … | SK(n), in KEYMAT
+    /// and in a rekey's SKEYSEED.
+    #[test]
+    fn additional_secrets_follow_the_nonces() {
+        let prf = PrfId::HMAC_SHA2_256;
+        let (sk_d, g, added) = ([7u8; 32], [1u8; 32], [2u8; 64]);
+        let (ni, nr) = ([3u8; 32], [4u8; 32]);
+        let with = child_keymat(&p(), prf, &sk_d, (Some(&g), &added), (&ni, &nr), 64).unwrap();
+        let seed_i = [&g[..], &ni[..]].concat();
+        let seed_r = [&nr[..], &added[..]].concat();
+        let flat = child_keymat(&p(), prf, &sk_d, (None, &[]), (&seed_i, &seed_r), 64).unwrap();
+        assert_eq!(*with, *flat);
+        let without = child_keymat(&p(), prf, &sk_d, (Some(&g), &[]), (&ni, &nr), 64).unwrap();
+        assert_ne!(*with, *without);
+        let seed = rekey_skeyseed(&p(), prf, &sk_d, &g, (&ni, &nr), &added).unwrap();
+        let flat = rekey_skeyseed(&p(), prf, &sk_d, &seed_i, (&seed_r, &[]), &[]).unwrap();
+        assert_eq!(*seed, *flat);
     }
 
     // Inputs of the Python cross-checks below (expected values computed
@@ -515,18 +542,24 @@ mod tests {
                 &p(),
                 PrfId::HMAC_SHA1,
                 &[1; 20],
-                None,
-                b"n",
-                b"n",
+                (None, &[]),
+                (b"n", b"n"),
                 255 * 20 + 1
             )
             .unwrap_err(),
             CryptoError::BadLength
         );
         assert_eq!(
-            child_keymat(&p(), PrfId::HMAC_SHA1, &[1; 20], None, b"n", b"n", 255 * 20)
-                .unwrap()
-                .len(),
+            child_keymat(
+                &p(),
+                PrfId::HMAC_SHA1,
+                &[1; 20],
+                (None, &[]),
+                (b"n", b"n"),
+                255 * 20
+            )
+            .unwrap()
+            .len(),
             255 * 20
         );
     }

@@ -337,6 +337,7 @@ pub(crate) fn finish_initiator(
             ni: &init.ni,
             nr: &init.nr,
             g_ir: None,
+            added: &[],
         };
         first_child(cx, sa, req, answer);
     }
@@ -534,8 +535,8 @@ impl Awaiting for AwaitingAuth {
         ExchangeType::IKE_AUTH
     }
 
-    fn init(&self) -> &InitMessages {
-        &self.init
+    fn init(&self) -> Option<&InitMessages> {
+        Some(&self.init)
     }
 
     /// Responder: check the initiator's AUTH and answer.

@@ -26,6 +26,7 @@ use crate::crypto;
 use crate::crypto::KeyExchange;
 use crate::error::ChildError;
 use crate::event::IkeEvent;
+use crate::exchange::followup::{self, Failure, Followed};
 use crate::exchange::Exchange;
 use crate::exchange::{Collision, Kind};
 use crate::host::{error_notify, has_notify, notifies, notify, Host};
@@ -143,12 +144,14 @@ pub(crate) struct ChildRekey {
 }
 
 /// The answer to a Child SA request of ours, with what its KEYMAT comes
-/// from (§2.17): g^ir (PFS), Ni and Nr.
+/// from (§2.17): g^ir (PFS), Ni and Nr, and the secrets of the
+/// additional key exchanges (RFC 9370 §2.2.4).
 pub(crate) struct Answered<'a> {
     pub msg: &'a Message,
     pub ni: &'a [u8],
     pub nr: &'a [u8],
     pub g_ir: Option<&'a [u8]>,
+    pub added: &'a [u8],
 }
 
 pub(crate) fn min_nonce(a: &[u8], b: &[u8]) -> Vec<u8> {
@@ -280,7 +283,13 @@ pub(crate) fn complete_child(
     rekey: Option<u32>,
     answer: Answered<'_>,
 ) -> Result<u32, ChildError> {
-    let Answered { msg, ni, nr, g_ir } = answer;
+    let Answered {
+        msg,
+        ni,
+        nr,
+        g_ir,
+        added,
+    } = answer;
     let c = crate::host::parts(msg);
     let (Some(sar), Some(tsi), Some(tsr)) = (c.sa.and_then(|s| s.first()), c.tsi, c.tsr) else {
         return Err(ChildError::MissingPayloads);
@@ -303,7 +312,8 @@ pub(crate) fn complete_child(
         (Mode::Transport, false) => return Err(ChildError::TransportRefused),
         _ => Mode::Tunnel,
     };
-    let keymat = keymat(cx, sa, &chosen, g_ir, ni, nr).ok_or(ChildError::KeyDerivation)?;
+    let keymat =
+        keymat(cx, sa, &chosen, (g_ir, added), (ni, nr)).ok_or(ChildError::KeyDerivation)?;
     let old = rekey.and_then(|old| sa.children.iter().find(|c| c.spi_in == old));
     let reqid = old.map(|c| c.reqid);
     let kept = old.map(|c| (c.per_cpu, c.cpu));
@@ -311,7 +321,7 @@ pub(crate) fn complete_child(
     let ipcomp = answered_ipcomp(cx, req.cpi_in, msg);
     let install = Install {
         cfg: req.cfg,
-        chosen: &chosen,
+        chosen,
         spi_in: req.spi_in,
         mode,
         local_ts: tsi.clone(),
@@ -378,7 +388,8 @@ fn answered_ipcomp(cx: &mut Cx<'_>, cpi_in: Option<u16>, msg: &Message) -> Optio
 
 /// Initiator: the answer to CREATE_CHILD_SA for a new Child SA, or
 /// for a rekey of `rekey`: (the old SA, the Child SA of a colliding
-/// rekey of the peer, §2.8.1).
+/// rekey of the peer, §2.8.1). With additional key exchanges chosen
+/// (RFC 9370 §2.2.4) the Child SA waits for them.
 pub(crate) fn child_response(
     cx: &mut Cx<'_>,
     sa: &mut SaMut<'_>,
@@ -386,33 +397,171 @@ pub(crate) fn child_response(
     rekey: Option<(u32, Option<u32>)>,
     msg: Message,
 ) -> Then {
-    let (cfg, old, reserved) = (req.cfg, rekey.map(|(old, _)| old), req.reserved());
-    let name = sa.child_name(cfg);
+    let old = rekey.map(|(old, _)| old);
     if let Some(n) = error_notify(&msg) {
         let (ty, data) = (n.ty, n.data.clone());
         child_refused(cx, sa, req, old, (ty, &data));
         return Then::Stay;
     }
-    let (new, ours) = match child_answered(cx, sa, req, old, &msg) {
-        Ok(made) => made,
+    let (nr, g_ir) = match answered_keys(&req, &msg) {
+        Ok(keys) => keys,
         Err(why) => {
-            cx.host.report(
-                sa,
-                IkeEvent::ChildFailed {
-                    child: name,
-                    reason: why,
-                },
-            );
-            give_up(cx, sa, old, reserved);
+            child_failed(cx, sa, &req, old, why);
             return Then::Stay;
         }
     };
-    match rekey {
-        Some((old, Some(theirs))) => rekey_collided(cx, sa, name, (old, theirs), (new, ours)),
-        Some((old, None)) => replaced_by_us(cx, sa, old),
-        None => {}
+    let pending = Box::new(PendingChild {
+        req,
+        rekey,
+        msg,
+        nr,
+        g_ir,
+    });
+    let additional = pending.additional();
+    if additional.is_empty() {
+        return pending.complete(cx, sa, &[]);
     }
-    Then::Stay
+    let link = followup::link_of(&pending.msg);
+    followup::follow(cx, sa, link, additional, pending)
+}
+
+/// Initiator: a Child SA the peer's answer agreed to (its nonce and KE
+/// checked, §1.3.1), waiting for its keys: those of the additional key
+/// exchanges, if any (RFC 9370 §2.2.4).
+struct PendingChild {
+    req: ChildRequest,
+    /// As [`child_response`]'s.
+    rekey: Option<(u32, Option<u32>)>,
+    /// The CREATE_CHILD_SA answer.
+    msg: Message,
+    nr: Vec<u8>,
+    /// SK(0): g^ir with PFS.
+    g_ir: SharedSecret,
+}
+
+/// Initiator: Nr and g^ir (with PFS) of the answer `msg` to our
+/// request `req` (§1.3.1), or why it is of no use.
+fn answered_keys(req: &ChildRequest, msg: &Message) -> Result<(Vec<u8>, SharedSecret), ChildError> {
+    let c = crate::host::parts(msg);
+    let nr = c.nonce.cloned().ok_or(ChildError::NoNonce)?;
+    let g_ir = match (&req.ke, c.ke) {
+        (Some(ours), Some(theirs)) if ours.group() == theirs.group => Some(
+            ours.shared_secret(&theirs.data)
+                .map_err(|_| ChildError::BadKe)?,
+        ),
+        (None, None) => None,
+        _ => return Err(ChildError::KeMismatch),
+    };
+    Ok((nr, g_ir))
+}
+
+/// g^ir of a Child SA with PFS.
+type SharedSecret = Option<zeroize::Zeroizing<Vec<u8>>>;
+
+impl PendingChild {
+    /// The additional key exchanges the answer chose, in order.
+    fn additional(&self) -> Vec<DhGroup> {
+        crate::host::parts(&self.msg)
+            .sa
+            .and_then(|s| s.first())
+            .and_then(|sar| config::child_accepts(&self.req.offer, sar))
+            .map(|c| c.additional())
+            .unwrap_or_default()
+    }
+}
+
+impl followup::Followed for PendingChild {
+    fn kind(&self) -> Kind {
+        match self.rekey {
+            Some(_) => Kind::ChildRekey,
+            None => Kind::ChildCreate,
+        }
+    }
+
+    /// Install the Child SA; settle a rekey (§2.8, §2.8.1).
+    fn complete(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, added: &[u8]) -> Then {
+        let PendingChild {
+            req,
+            rekey,
+            msg,
+            nr,
+            g_ir,
+        } = *self;
+        let (name, reserved) = (sa.child_name(req.cfg), req.reserved());
+        let old = rekey.map(|(old, _)| old);
+        let ni = req.ni.clone();
+        let answer = Answered {
+            msg: &msg,
+            ni: &ni,
+            nr: &nr,
+            g_ir: g_ir.as_deref().map(|v| v.as_slice()),
+            added,
+        };
+        let new = match complete_child(cx, sa, req, old, answer) {
+            Ok(new) => new,
+            Err(why) => {
+                let reason = why;
+                cx.host.report(
+                    sa,
+                    IkeEvent::ChildFailed {
+                        child: name,
+                        reason,
+                    },
+                );
+                give_up(cx, sa, old, reserved);
+                return Then::Stay;
+            }
+        };
+        let ours = min_nonce(&ni, &nr);
+        match rekey {
+            Some((old, Some(theirs))) => rekey_collided(cx, sa, name, (old, theirs), (new, ours)),
+            Some((old, None)) => replaced_by_us(cx, sa, old),
+            None => {}
+        }
+        Then::Stay
+    }
+
+    fn failed(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, why: Failure) -> Then {
+        let old = self.rekey.map(|(old, _)| old);
+        match why {
+            Failure::Refused(ty) => child_refused(cx, sa, self.req, old, (ty, &[])),
+            Failure::Unusable(why) => child_failed(cx, sa, &self.req, old, why),
+        }
+        Then::Stay
+    }
+
+    fn release(&self, k: &mut dyn Kernel) {
+        self.req.reserved().release(k);
+    }
+
+    fn child_cfg(&self) -> Option<usize> {
+        Some(self.req.cfg)
+    }
+
+    fn collide(&mut self, c: &Collision) -> bool {
+        match (c, &mut self.rekey) {
+            (Collision::Child { old, theirs }, Some((ours, collision))) if old == ours => {
+                *collision = Some(*theirs);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Initiator: the answer to our request `req` (rekeying `rekey`) is of
+/// no use (`why`): the SPI goes back, a rekeyed SA goes on.
+fn child_failed(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    req: &ChildRequest,
+    rekey: Option<u32>,
+    why: ChildError,
+) {
+    let child = sa.child_name(req.cfg);
+    cx.host
+        .report(sa, IkeEvent::ChildFailed { child, reason: why });
+    give_up(cx, sa, rekey, req.reserved());
 }
 
 /// Initiator: our rekey replaced Child SA `old` (RFC 7296 §2.8: the
@@ -438,37 +587,6 @@ fn replaced_by_us(cx: &mut Cx<'_>, sa: &mut IkeSa, old: u32) {
         }
         RekeySwitch::KeepOld => {}
     }
-}
-
-/// Initiator: install the Child SA an answer without error notify
-/// describes (its nonce and KE checked, §1.3.1); its inbound SPI and
-/// the lowest nonce of the exchange.
-fn child_answered(
-    cx: &mut Cx<'_>,
-    sa: &mut SaMut<'_>,
-    req: ChildRequest,
-    rekey: Option<u32>,
-    msg: &Message,
-) -> Result<(u32, Vec<u8>), ChildError> {
-    let c = crate::host::parts(msg);
-    let nr = c.nonce.cloned().ok_or(ChildError::NoNonce)?;
-    let g_ir = match (&req.ke, c.ke) {
-        (Some(ours), Some(theirs)) if ours.group() == theirs.group => Some(
-            ours.shared_secret(&theirs.data)
-                .map_err(|_| ChildError::BadKe)?,
-        ),
-        (None, None) => None,
-        _ => return Err(ChildError::KeMismatch),
-    };
-    let ni = req.ni.clone();
-    let answer = Answered {
-        msg,
-        ni: &ni,
-        nr: &nr,
-        g_ir: g_ir.as_deref().map(|v| v.as_slice()),
-    };
-    let new = complete_child(cx, sa, req, rekey, answer)?;
-    Ok((new, min_nonce(&ni, &nr)))
 }
 
 /// The peer refused our CREATE_CHILD_SA (a rekey of `rekey`, if
@@ -602,27 +720,20 @@ pub(crate) fn first_resource(sa: &IkeSa, cfg: usize, rekey: Option<u32>) -> Reso
         Resource::Plain
     }
 }
-/// The KEYMAT for a Child SA (§2.17).
+/// The KEYMAT for a Child SA (§2.17): from `secrets`, g^ir with PFS
+/// and SK(1) | … | SK(n) of the additional key exchanges (RFC 9370
+/// §2.2.4), and the nonces (Ni, Nr).
 pub(crate) fn keymat(
     host: &Host,
     sa: &IkeSa,
     chosen: &ChildChosen,
-    g_ir: Option<&[u8]>,
-    ni: &[u8],
-    nr: &[u8],
+    secrets: (Option<&[u8]>, &[u8]),
+    nonces: (&[u8], &[u8]),
 ) -> Option<zeroize::Zeroizing<Vec<u8>>> {
     let keys = sa.keys.as_ref()?;
     let len = 2 * (chosen.encr.map_or(0, |e| e.keymat_len()) + integ_key_len(chosen.integ));
-    crypto::child_keymat(
-        &host.provider,
-        keys.suite.prf,
-        &keys.sk_d,
-        g_ir,
-        ni,
-        nr,
-        len,
-    )
-    .ok()
+    let (p, prf) = (&host.provider, keys.suite.prf);
+    crypto::child_keymat(p, prf, &keys.sk_d, secrets, nonces, len).ok()
 }
 /// §2.8.1: both ends rekeyed `old`; ours made `new` (with the lowest
 /// nonce `ours`), the peer's `theirs`. The SA made with the lowest of

@@ -21,6 +21,7 @@ use crate::context::Cx;
 use crate::crypto;
 use crate::event::IkeEvent;
 use crate::exchange::child::{cpi, ipcomp_supported, min_nonce, peer_cpi, Resource, NONCE_LEN};
+use crate::exchange::followup;
 use crate::exchange::selectors::narrowed;
 use crate::exchange::Collision;
 use crate::host::{has_notify, notifies, notify, Host};
@@ -113,6 +114,8 @@ pub(crate) fn answer_child(
 
 /// Responder: install the Child SA `choice` describes (our SPI, and
 /// CPI if both want IPComp, §2.22), and the payloads of the answer.
+/// With additional key exchanges chosen (RFC 9370 §2.2.4) it is
+/// installed after the last of them, and the answer carries our link.
 fn accept_child(
     cx: &mut Cx<'_>,
     sa: &mut SaMut<'_>,
@@ -147,22 +150,14 @@ fn accept_child(
         Some(theirs) if sa.conn.children[cfg].ipcomp => cpi(cx.k).map(|ours| (ours, theirs)),
         _ => None,
     };
-    let g_ir = g_ir.as_deref().map(|v| v.as_slice());
-    let Some(keymat) = crate::exchange::child::keymat(cx, sa, &chosen, g_ir, asked.ni, asked.nr)
-    else {
-        cx.k.release_spi(protocol, spi_in);
-        if let Some((ours, _)) = ipcomp {
-            cx.k.release_spi(Protocol::IpComp, u32::from(ours));
-        }
-        return Err(notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]));
-    };
     let reqid = asked
         .rekey
         .and_then(|spi| sa.children.iter().find(|c| c.spi_in == spi))
         .map(|o| o.reqid);
+    let additional = chosen.additional();
     let install = Install {
         cfg,
-        chosen: &chosen,
+        chosen,
         spi_in,
         mode,
         local_ts,
@@ -174,19 +169,86 @@ fn accept_child(
         per_cpu,
         cpu,
     };
-    let answer = child_answer(asked, &install, ker);
-    crate::install::install_child(cx, sa, install, &keymat);
-    if let Some(old) = asked.rekey {
-        replaced_by_peer(cx, sa, old, spi_in);
+    let mut answer = child_answer(asked, &install, ker);
+    let accepted = AcceptedChild {
+        install,
+        rekey: asked.rekey,
+        g_ir,
+        nonces: (asked.ni.to_vec(), asked.nr.to_vec()),
+    };
+    if additional.is_empty() {
+        accepted.make(cx, sa, &[])?;
+    } else {
+        followup::await_followups(cx, sa, &mut answer, additional, Box::new(accepted));
     }
     Ok(answer)
+}
+
+/// Responder: a Child SA we agreed to, to be installed once its keys
+/// are known (at once, or after its additional key exchanges).
+struct AcceptedChild {
+    install: Install,
+    /// The Child SA it rekeys (our inbound SPI).
+    rekey: Option<u32>,
+    /// SK(0): g^ir with PFS.
+    g_ir: Option<zeroize::Zeroizing<Vec<u8>>>,
+    /// Ni, Nr of the CREATE_CHILD_SA (or IKE_SA_INIT's, for IKE_AUTH).
+    nonces: (Vec<u8>, Vec<u8>),
+}
+
+impl AcceptedChild {
+    /// Install it, `added` (SK(1) | … | SK(n)) in its KEYMAT, and
+    /// settle the rekey; else the refusal, with its SPI and CPI given
+    /// back.
+    fn make(self, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, added: &[u8]) -> Result<(), Payload> {
+        let g_ir = self.g_ir.as_deref().map(|v| v.as_slice());
+        let (ni, nr) = (&self.nonces.0[..], &self.nonces.1[..]);
+        let keymat =
+            crate::exchange::child::keymat(cx, sa, &self.install.chosen, (g_ir, added), (ni, nr));
+        let Some(keymat) = keymat else {
+            followup::Completes::release(&self, cx.k);
+            return Err(notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]));
+        };
+        let spi_in = self.install.spi_in;
+        crate::install::install_child(cx, sa, self.install, &keymat);
+        if let Some(old) = self.rekey {
+            replaced_by_peer(cx, sa, old, spi_in);
+        }
+        Ok(())
+    }
+}
+
+impl followup::Completes for AcceptedChild {
+    fn complete(
+        self: Box<Self>,
+        cx: &mut Cx<'_>,
+        sa: &mut SaMut<'_>,
+        mid: u32,
+        last: Payload,
+        added: &[u8],
+    ) -> Then {
+        let payloads = match self.make(cx, sa, added) {
+            Ok(()) => vec![last],
+            Err(refusal) => vec![refusal],
+        };
+        cx.respond(sa, ExchangeType::IKE_FOLLOWUP_KE, mid, payloads);
+        Then::Stay
+    }
+
+    fn release(&self, k: &mut dyn crate::kernel::Kernel) {
+        let i = &self.install;
+        k.release_spi(protocol_of(i.chosen.protocol), i.spi_in);
+        if let Some((ours, _)) = i.ipcomp {
+            k.release_spi(Protocol::IpComp, u32::from(ours));
+        }
+    }
 }
 
 /// Responder: the payloads of the answer that accepts the Child SA
 /// `i` (§1.3.1, §2.9): the mode and IPComp notifies (§1.3.1, §2.22),
 /// our SA proposal with our SPI, Nr for CREATE_CHILD_SA, KEr with
 /// PFS, and the narrowed selectors.
-fn child_answer(asked: &ChildAsked<'_>, i: &Install<'_>, ker: Option<Ke>) -> Vec<Payload> {
+fn child_answer(asked: &ChildAsked<'_>, i: &Install, ker: Option<Ke>) -> Vec<Payload> {
     let mut out = Vec::new();
     if i.mode == Mode::Transport {
         out.push(notify(NotifyType::USE_TRANSPORT_MODE, vec![]));
@@ -198,7 +260,7 @@ fn child_answer(asked: &ChildAsked<'_>, i: &Install<'_>, ker: Option<Ke>) -> Vec
     if i.per_cpu && asked.rekey.is_none() {
         out.extend(i.cpu.map_or(Resource::Fallback, Resource::Cpu).notify());
     }
-    out.push(Payload::Sa(vec![config::child_answer(i.chosen, i.spi_in)]));
+    out.push(Payload::Sa(vec![config::child_answer(&i.chosen, i.spi_in)]));
     if asked.create {
         out.push(Payload::Nonce(asked.nr.to_vec()));
     }

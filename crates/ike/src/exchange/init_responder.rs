@@ -120,8 +120,9 @@ fn init_replayed(ike: &mut Ike, now: Duration, arrival: &Arrival<'_>) -> bool {
     let again = sa
         .exch
         .passive()
-        .filter(|w| w.init().request == arrival.data);
-    let Some(response) = again.map(|w| w.init().response.clone()) else {
+        .and_then(|w| w.init())
+        .filter(|init| init.request == arrival.data);
+    let Some(response) = again.map(|init| init.response.clone()) else {
         return true;
     };
     // Found by its address: the peer's own.

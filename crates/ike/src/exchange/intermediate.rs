@@ -129,8 +129,8 @@ fn update_keys(
         keys.suite.prf,
         &keys.sk_d,
         sk,
-        nonces.0,
-        nonces.1,
+        nonces,
+        &[],
     );
     let Ok(seed) = seed else {
         return false;
@@ -300,8 +300,8 @@ impl Awaiting for AwaitingIntermediate {
         ExchangeType::IKE_INTERMEDIATE
     }
 
-    fn init(&self) -> &InitMessages {
-        &self.init
+    fn init(&self) -> Option<&InitMessages> {
+        Some(&self.init)
     }
 
     /// The initiator's KE for the next slot: answered with ours (under

@@ -13,6 +13,8 @@
 //!  IkeAuth ──IKE_AUTH─────► AwaitingAuth checks AUTH, answers
 //!  ChildCreate, ChildRekey ──CREATE_CHILD_SA──► (answered at once)
 //!  IkeRekey ──CREATE_CHILD_SA (SA of IKE)──► (answered at once)
+//!  FollowupKe ──IKE_FOLLOWUP_KE──► AwaitingFollowup (RFC 9370 §2.2.4:
+//!                the additional key exchanges of a CREATE_CHILD_SA)
 //!  Delete, Dpd ──INFORMATIONAL──► (answered at once)
 //! ```
 //! Handling the response consumes the task; it may start the next one
@@ -22,6 +24,7 @@ pub(crate) mod auth;
 pub(crate) mod child;
 pub(crate) mod child_responder;
 mod contact;
+pub(crate) mod followup;
 pub(crate) mod info;
 pub(crate) mod init;
 pub(crate) mod init_responder;
@@ -135,12 +138,19 @@ pub(crate) trait Awaiting {
     /// that type; anything else before it is refused).
     fn exchange(&self) -> ExchangeType;
 
-    /// The IKE_SA_INIT messages and nonces AUTH covers (RFC 7296 §2.15).
-    fn init(&self) -> &InitMessages;
+    /// The IKE_SA_INIT messages and nonces AUTH covers (RFC 7296 §2.15),
+    /// while the IKE SA is being made.
+    fn init(&self) -> Option<&InitMessages> {
+        None
+    }
 
     /// The peer's request `msg` (message ID `mid`) arrived on `sa`.
     fn answer(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, mid: u32, msg: Message)
         -> Then;
+
+    /// The wait is over without its request: give back what it reserved
+    /// (the SPI of a Child SA waiting for IKE_FOLLOWUP_KE).
+    fn release(&self, _: &mut dyn Kernel) {}
 }
 
 /// What AUTH signs and is checked against (RFC 7296 §2.15): both

@@ -14,14 +14,16 @@ use core::time::Duration;
 
 use flowsec_wire::iana::{DhGroup, ExchangeType, NotifyType};
 use flowsec_wire::ike::{Ke, Message, Payload, Proposal};
+use zeroize::Zeroizing;
 
 use crate::config::{self, IkeChosen};
 use crate::context::Cx;
 use crate::crypto;
 use crate::crypto::KeyExchange;
 use crate::event::IkeEvent;
+use crate::exchange::followup::{self, Failure, Followed, FollowupKe};
 use crate::exchange::init::new_sa;
-use crate::exchange::Exchange;
+use crate::exchange::{task_as, Exchange};
 use crate::exchange::{Collision, Kind};
 use crate::host::{error_notify, notify};
 use crate::sa::{IkeSa, IkeState, Todo};
@@ -31,21 +33,22 @@ use crate::table::{SaMut, Then};
 /// Bytes of our nonces.
 const NONCE_LEN: usize = 32;
 
-/// What an IKE SA rekey agreed on (§2.18): the proposal, g^ir, the nonces
-/// (Ni, Nr) and the SPIs of the new SA (SPIi, SPIr).
-struct Agreed<'a> {
-    chosen: &'a IkeChosen,
-    g_ir: &'a [u8],
-    nonces: (&'a [u8], &'a [u8]),
+/// What an IKE SA rekey agreed on (§2.18): the proposal, g^ir (SK(0)),
+/// the nonces (Ni, Nr) and the SPIs of the new SA (SPIi, SPIr); kept
+/// while its additional key exchanges run (RFC 9370 §2.2.4).
+struct Agreed {
+    chosen: IkeChosen,
+    g_ir: Zeroizing<Vec<u8>>,
+    nonces: (Vec<u8>, Vec<u8>),
     spis: (u64, u64),
 }
 
-/// Responder: the IKE SA a rekey of the peer makes, our answer's
-/// payloads, and the lowest nonce of the exchange (§2.8.2).
-struct RekeyAnswer {
-    new: IkeSa,
-    payloads: Vec<Payload>,
-    min_nonce: Vec<u8>,
+impl Agreed {
+    /// The lowest nonce of the exchange (§2.8.2).
+    fn min_nonce(&self) -> Vec<u8> {
+        let (ni, nr) = &self.nonces;
+        ni.min(nr).clone()
+    }
 }
 
 /// CREATE_CHILD_SA rekeying the IKE SA (§1.3.2), initiator: waits for the
@@ -78,7 +81,7 @@ fn start_ike_rekey_with(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, group: Option<DhGro
     };
     let spi = cx.host.new_spi(|s| sa.others.contains_spi(s));
     let ni = cx.host.random(NONCE_LEN);
-    let mut offer = config::ike_offer(&without_addke(&sa.conn.proposals));
+    let mut offer = config::ike_offer(&sa.conn.proposals);
     for p in &mut offer {
         p.spi = spi.to_be_bytes().to_vec();
     }
@@ -105,17 +108,26 @@ fn start_ike_rekey_with(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, group: Option<DhGro
 }
 
 /// The new IKE SA of a rekey, its keys from the old SA's SK_d
-/// (§2.18); we are its original initiator if we started the rekey.
-fn rekeyed_sa(cx: &mut Cx<'_>, old: &IkeSa, agreed: Agreed<'_>, initiator: bool) -> Option<IkeSa> {
+/// (§2.18) and `added`, SK(1) | … | SK(n) of its additional key
+/// exchanges (RFC 9370 §2.2.4); we are its original initiator if we
+/// started the rekey.
+fn rekeyed_sa(
+    cx: &mut Cx<'_>,
+    old: &IkeSa,
+    agreed: &Agreed,
+    added: &[u8],
+    initiator: bool,
+) -> Option<IkeSa> {
     let Agreed {
         chosen,
         g_ir,
         nonces: (ni, nr),
         spis,
     } = agreed;
+    let (ni, nr, spis) = (&ni[..], &nr[..], *spis);
     let keys = old.keys.as_ref()?;
-    let seed =
-        crypto::rekey_skeyseed(&cx.host.provider, keys.suite.prf, &keys.sk_d, g_ir, ni, nr).ok()?;
+    let (p, prf) = (&cx.host.provider, keys.suite.prf);
+    let seed = crypto::rekey_skeyseed(p, prf, &keys.sk_d, g_ir, (ni, nr), added).ok()?;
     let keys = crate::exchange::init::keys_from_seed(cx, chosen, &seed, (ni, nr), spis, initiator)?;
     let uid = cx.host.next_uid;
     cx.host.next_uid += 1;
@@ -153,27 +165,45 @@ fn rekeyed_sa(cx: &mut Cx<'_>, old: &IkeSa, agreed: Agreed<'_>, initiator: bool)
     Some(sa)
 }
 
-/// Responder: the peer rekeys the IKE SA.
+/// Responder: the peer rekeys the IKE SA; with additional key
+/// exchanges (RFC 9370 §2.2.4) the new SA is made after the last.
 pub(crate) fn ike_rekey_request(
     cx: &mut Cx<'_>,
     sa: &mut SaMut<'_>,
     mid: u32,
     msg: Message,
 ) -> Then {
-    let answer = match ike_rekey_answer(cx, sa, &msg) {
-        Ok(answer) => answer,
-        Err((ty, data)) => {
-            let n = notify(ty, data);
-            cx.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, vec![n]);
-            return Then::Stay;
-        }
+    let refuse = |cx: &mut Cx<'_>, sa: &mut SaMut<'_>, (ty, data)| {
+        let n = notify(ty, data);
+        cx.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, vec![n]);
+        Then::Stay
     };
-    let RekeyAnswer {
-        mut new,
-        payloads,
-        min_nonce,
-    } = answer;
+    let (agreed, mut payloads) = match ike_rekey_answer(cx, sa, &msg) {
+        Ok(answer) => answer,
+        Err(refused) => return refuse(cx, sa, refused),
+    };
+    let additional = agreed.chosen.additional();
+    if !additional.is_empty() {
+        let then = Box::new(AcceptedRekey(agreed));
+        followup::await_followups(cx, sa, &mut payloads, additional, then);
+        cx.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
+        return Then::Stay;
+    }
+    let Some(new) = rekeyed_sa(cx, sa, &agreed, &[], false) else {
+        return refuse(cx, sa, (NotifyType::NO_PROPOSAL_CHOSEN, Vec::new()));
+    };
     cx.respond(sa, ExchangeType::CREATE_CHILD_SA, mid, payloads);
+    rekeyed_by_peer(cx, sa, new, agreed.min_nonce())
+}
+
+/// Responder: the peer's rekey made `new` (`min_nonce`: the lowest
+/// nonce of its exchange), and our answer has gone.
+fn rekeyed_by_peer(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    mut new: IkeSa,
+    min_nonce: Vec<u8>,
+) -> Then {
     let collision = Collision::Ike {
         theirs: new.our_spi(),
         min_nonce,
@@ -202,32 +232,58 @@ pub(crate) fn ike_rekey_request(
     }
 }
 
-/// Responder: the IKE SA the peer's rekey request makes and our
-/// answer (§1.3.2: SA with our SPI, Nr, KEr), or the notify that
-/// refuses it.
+/// Responder: a rekey of the peer's waiting for its additional key
+/// exchanges.
+struct AcceptedRekey(Agreed);
+
+impl followup::Completes for AcceptedRekey {
+    fn complete(
+        self: Box<Self>,
+        cx: &mut Cx<'_>,
+        sa: &mut SaMut<'_>,
+        mid: u32,
+        last: Payload,
+        added: &[u8],
+    ) -> Then {
+        let agreed = self.0;
+        let Some(new) = rekeyed_sa(cx, sa, &agreed, added, false) else {
+            let n = notify(NotifyType::NO_PROPOSAL_CHOSEN, vec![]);
+            cx.respond(sa, ExchangeType::IKE_FOLLOWUP_KE, mid, vec![n]);
+            return Then::Stay;
+        };
+        cx.respond(sa, ExchangeType::IKE_FOLLOWUP_KE, mid, vec![last]);
+        rekeyed_by_peer(cx, sa, new, agreed.min_nonce())
+    }
+}
+
+/// Responder: what the peer's rekey request agreed on and our answer
+/// (§1.3.2: SA with our SPI, Nr, KEr), or the notify that refuses it.
 fn ike_rekey_answer(
     cx: &mut Cx<'_>,
     sa: &mut SaMut<'_>,
     msg: &Message,
-) -> Result<RekeyAnswer, (NotifyType, Vec<u8>)> {
+) -> Result<(Agreed, Vec<Payload>), (NotifyType, Vec<u8>)> {
     let refuse = |ty| Err((ty, Vec::new()));
-    // §2.25.2: not while a Child SA of ours is being made or deleted.
+    // §2.25.2: not while a Child SA of ours is being made or deleted;
+    // nor once we sent IKE_FOLLOWUP_KE of our own (strongSwan's rule).
     let busy = [
         Kind::ChildCreate,
         Kind::ChildRekey,
         Kind::DeleteChildren,
         Kind::DeleteIke,
     ];
-    if sa.exch.task().is_some_and(|t| busy.contains(&t.kind())) {
+    let task = sa.exch.task();
+    if task.is_some_and(|t| busy.contains(&t.kind())) || task_as::<FollowupKe>(task).is_some() {
         return refuse(NotifyType::TEMPORARY_FAILURE);
     }
     let p = crate::host::parts(msg);
     let (Some(sai), Some(kei), Some(ni)) = (p.sa, p.ke, p.nonce.cloned()) else {
         return refuse(NotifyType::INVALID_SYNTAX);
     };
-    let conn = &sa.conn;
-    let ours = crate::exchange::init::promote_ike(&without_addke(&conn.proposals), kei.group);
-    let Some(chosen) = config::select_ike(&ours, sai, false) else {
+    let ours = crate::exchange::init::promote_ike(&sa.conn.proposals, kei.group);
+    // RFC 9370 §2.2.4: additional key exchanges in IKE_FOLLOWUP_KE,
+    // whether or not IKE_SA_INIT had IKE_INTERMEDIATE.
+    let Some(chosen) = config::select_ike(&ours, sai, true) else {
         return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
     };
     let peer_spi = sai
@@ -253,15 +309,6 @@ fn ike_rekey_answer(
     };
     let spi_r = cx.host.new_spi(|s| sa.others.contains_spi(s));
     let nr = cx.host.random(NONCE_LEN);
-    let agreed = Agreed {
-        chosen: &chosen,
-        g_ir: &g_ir,
-        nonces: (&ni, &nr),
-        spis: (peer_spi, spi_r),
-    };
-    let Some(new) = rekeyed_sa(cx, sa, agreed, false) else {
-        return refuse(NotifyType::NO_PROPOSAL_CHOSEN);
-    };
     let mut answer = config::ike_answer(&chosen);
     answer.spi = spi_r.to_be_bytes().to_vec();
     let payloads = vec![
@@ -272,11 +319,13 @@ fn ike_rekey_answer(
             data: ours.public_value().to_vec(),
         }),
     ];
-    Ok(RekeyAnswer {
-        new,
-        payloads,
-        min_nonce: ni.min(nr),
-    })
+    let agreed = Agreed {
+        chosen,
+        g_ir,
+        nonces: (ni, nr),
+        spis: (peer_spi, spi_r),
+    };
+    Ok((agreed, payloads))
 }
 
 /// Initiator: our IKE SA rekey came to nothing (the peer's notify, or
@@ -325,14 +374,9 @@ fn settle_collision(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, collision: Option<(u64,
     }
 }
 
-/// The new IKE SA our rekey made, with the peer's nonce, or the
-/// notify that refused it.
-fn ike_rekey_outcome(
-    cx: &mut Cx<'_>,
-    sa: &IkeSa,
-    req: &IkeRekey,
-    msg: &Message,
-) -> Result<(IkeSa, Vec<u8>), (NotifyType, Vec<u8>)> {
+/// What the answer to our rekey agreed on, or the notify that refused
+/// it (ours, INVALID_SYNTAX, for an answer of no use).
+fn ike_rekey_agreed(req: &IkeRekey, msg: &Message) -> Result<Agreed, (NotifyType, Vec<u8>)> {
     if let Some(n) = error_notify(msg) {
         return Err((n.ty, n.data.clone()));
     }
@@ -351,14 +395,12 @@ fn ike_rekey_outcome(
         return Err(syntax());
     }
     let g_ir = req.ke.shared_secret(&ker.data).map_err(|_| syntax())?;
-    let agreed = Agreed {
-        chosen: &chosen,
-        g_ir: &g_ir,
-        nonces: (&req.ni, &nr),
+    Ok(Agreed {
+        chosen,
+        g_ir,
+        nonces: (req.ni.clone(), nr),
         spis: (req.spi, spi_r),
-    };
-    let new = rekeyed_sa(cx, sa, agreed, true);
-    new.map(|new| (new, nr)).ok_or_else(syntax)
+    })
 }
 
 impl Exchange for IkeRekey {
@@ -376,19 +418,58 @@ impl Exchange for IkeRekey {
         }
     }
 
-    /// Initiator: the answer to our IKE SA rekey.
+    /// Initiator: the answer to our IKE SA rekey; with additional key
+    /// exchanges chosen (RFC 9370 §2.2.4) the new SA waits for them.
     fn process(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
-        let mut req = *self;
-        let name = cx.host.conn_name(sa);
-        let outcome = ike_rekey_outcome(cx, sa, &req, &msg);
-        let (mut new, nr) = match outcome {
-            Ok(made) => made,
+        let req = *self;
+        let agreed = match ike_rekey_agreed(&req, &msg) {
+            Ok(agreed) => agreed,
             Err(refused) => return ike_rekey_refused(cx, sa, req, refused),
         };
+        let additional = agreed.chosen.additional();
+        let pending = Box::new(PendingRekey { req, agreed });
+        if additional.is_empty() {
+            return pending.complete(cx, sa, &[]);
+        }
+        followup::follow(cx, sa, followup::link_of(&msg), additional, pending)
+    }
+}
+
+/// Initiator: our rekey, agreed, waiting for its keys: those of the
+/// additional key exchanges, if any.
+struct PendingRekey {
+    req: IkeRekey,
+    agreed: Agreed,
+}
+
+impl Followed for PendingRekey {
+    fn kind(&self) -> Kind {
+        Kind::IkeRekey
+    }
+
+    fn collide(&mut self, c: &Collision) -> bool {
+        self.req.collide(c)
+    }
+
+    fn failed(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, why: Failure) -> Then {
+        let ty = match why {
+            Failure::Refused(ty) => ty,
+            Failure::Unusable(_) => NotifyType::INVALID_SYNTAX,
+        };
+        ike_rekey_refused(cx, sa, self.req, (ty, Vec::new()))
+    }
+
+    /// The new IKE SA takes the Child SAs, unless the peer's colliding
+    /// rekey had the lower nonce (§2.8.2).
+    fn complete(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, added: &[u8]) -> Then {
+        let PendingRekey { mut req, agreed } = *self;
+        let Some(mut new) = rekeyed_sa(cx, sa, &agreed, added, true) else {
+            let refused = (NotifyType::INVALID_SYNTAX, Vec::new());
+            return ike_rekey_refused(cx, sa, req, refused);
+        };
+        let name = cx.host.conn_name(sa);
         match req.collision.take() {
-            Some((theirs, their_min))
-                if req.ni.as_slice().min(nr.as_slice()) < their_min.as_slice() =>
-            {
+            Some((theirs, their_min)) if agreed.min_nonce() < their_min => {
                 // §2.8.2: ours has the lowest nonce: ours is redundant
                 // and we close it; the peer deletes the old SA.
                 cx.host.report(
@@ -432,18 +513,4 @@ impl Exchange for IkeRekey {
             start: true,
         }
     }
-}
-
-/// `proposals` without their additional key exchanges: a rekey runs the
-/// first key exchange only (RFC 9370 §2.2.4's IKE_FOLLOWUP_KE is not
-/// implemented yet; the new SA's keys still derive from SK_d, which the
-/// additional exchanges of IKE_SA_INIT went into).
-fn without_addke(proposals: &[config::IkeProposal]) -> Vec<config::IkeProposal> {
-    proposals
-        .iter()
-        .map(|p| config::IkeProposal {
-            addke: Vec::new(),
-            ..p.clone()
-        })
-        .collect()
 }

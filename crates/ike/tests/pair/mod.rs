@@ -78,6 +78,8 @@ pub struct Pair {
     /// is the TCP Originator); what b sends to another port is lost with
     /// the connection it was for.
     pub tcp_port_a: u16,
+    /// What both reported, as "a: …" and "b: …" lines, in order.
+    pub events: Vec<String>,
 }
 
 pub fn ike(text: &str, seed: u64, settings: Settings) -> Ike {
@@ -118,6 +120,7 @@ impl Pair {
             nat: None,
             keepalives: 0,
             tcp_port_a: 40000,
+            events: Vec::new(),
         }
     }
 
@@ -140,9 +143,11 @@ impl Pair {
     pub fn collect(&mut self) {
         for e in self.a.take_events() {
             eprintln!("a: {e}");
+            self.events.push(format!("a: {e}"));
         }
         for e in self.b.take_events() {
             eprintln!("b: {e}");
+            self.events.push(format!("b: {e}"));
         }
         while let Some(d) = self.a.poll_transmit() {
             self.ab.push(d);

@@ -446,3 +446,51 @@ fn the_initiator_checks_the_additional_key_exchanges_chosen() {
         ]
     );
 }
+
+/// ESP (RFC 9370 §2.2.4): additional key exchanges only in
+/// CREATE_CHILD_SA, after a PFS group; left out of IKE_AUTH's offer and
+/// ignored there; the answer and the initiator's check carry them.
+#[test]
+fn child_additional_key_exchanges_follow_pfs() {
+    let hybrid = [esp("aes128gcm16-x25519-ke1_mlkem768")];
+    let with = child_offer(&hybrid, ProtocolId::ESP, 0x100, true);
+    assert!(with[0]
+        .transforms
+        .iter()
+        .any(|x| x.ty == TransformType::ADDKE1 && x.id == DhGroup::ML_KEM_768.0));
+    let c = select_child(&hybrid, &with, true).unwrap();
+    assert_eq!(c.additional(), [DhGroup::ML_KEM_768]);
+    let answer = child_answer(&c, 0x200);
+    let back = child_accepts(&with, &answer).unwrap();
+    assert_eq!(back.additional(), [DhGroup::ML_KEM_768]);
+    // IKE_AUTH: neither KE nor ADDKE offered, nothing chosen.
+    let auth = child_offer(&hybrid, ProtocolId::ESP, 0x100, false);
+    assert!(auth[0]
+        .transforms
+        .iter()
+        .all(|x| x.ty.0 < TransformType::ADDKE1.0 && x.ty != TransformType::DH));
+    let c = select_child(&hybrid, &auth, false).unwrap();
+    assert!(c.additional().is_empty() && c.dh == DhGroup::NONE);
+    // Required on one side only: no proposal; optional: skipped.
+    let plain = [esp("aes128gcm16-x25519")];
+    let plain_offer = child_offer(&plain, ProtocolId::ESP, 0x100, true);
+    assert!(select_child(&hybrid, &plain_offer, true).is_none());
+    let optional = [esp("aes128gcm16-x25519-ke1_mlkem768-ke1_none")];
+    let c = select_child(&optional, &plain_offer, true).unwrap();
+    assert!(c.additional().is_empty());
+    // An answer with ADDKE but no PFS group is refused.
+    let mut bad = child_answer(&select_child(&hybrid, &with, true).unwrap(), 0x200);
+    bad.transforms.retain(|x| x.ty != TransformType::DH);
+    assert!(child_accepts(&with, &bad).is_none());
+}
+
+#[test]
+fn esp_proposals_print_their_additional_key_exchanges() {
+    let p = esp("aes256gcm16-x25519-ke1_mlkem768-ke2_ecp384-ke2_none");
+    assert_eq!(
+        p.to_string(),
+        "aes256gcm16-curve25519-ke1_mlkem768-ke2_ecp384-ke2_none-noesn"
+    );
+    assert_eq!(esp(&p.to_string()), p);
+    assert!(parse_esp_proposal("aes128gcm16-none-ke1_mlkem768").is_err());
+}
