@@ -17,7 +17,13 @@
 #      exchanges (flowsec ctl sas: KE1_…, swanctl --list-sas)
 #   b. the capture: one IKE_INTERMEDIATE (exchange type 43) exchange per
 #      additional key exchange each way, and IKE_AUTH after them
-#   c. ping both ways; a CHILD_SA rekey from gwA, traffic on the new SA
+#   c. ping both ways; CHILD_SA rekeys from gwA and from gwB with ESP PFS
+#      and additional key exchanges (esp_proposals …-x25519-ke1_…),
+#      traffic on the new SA, which lists them
+#   d. IKE SA rekeys from gwA and from gwB, traffic after them
+#   e. the capture: RFC 9370 §2.2.4's IKE_FOLLOWUP_KE (exchange type 44),
+#      one request and one answer per additional key exchange of every
+#      rekey, and no IKE datagram above the fragment size (1280)
 #
 #   tests/e2e/ike_pq.sh     root; needs target/debug/flowsec
 #
@@ -45,7 +51,9 @@ case "$PEER" in
         STRONGSWAN_ROOT="$STRONGSWAN6_ROOT"
         PEER_IMPL=strongswan
         IKE_PROPOSAL=aes256gcm16-prfsha384-x25519-ke1_ecp384-ke2_modp3072
+        ESP_PROPOSAL=aes256gcm16-x25519-ke1_ecp384-ke2_modp3072
         LISTED='/CURVE_?25519/KE1_ECP.384/KE2_MODP.3072'
+        CHILD_LISTED='CURVE_?25519/KE1_ECP.384/KE2_MODP.3072'
         ;;
     flowsec)
         PEER_IMPL=flowsec
@@ -57,11 +65,16 @@ case "$PEER" in
             -e 's/^ke([1-7])_mlkem([0-9]+)$/KE\1_ML.KEM.\2/p' -e 's/^ke([1-7])_x25519$/KE\1_CURVE25519/p' |
             paste -sd/)
         LISTED="/$LISTED\$"
+        ESP_PROPOSAL=aes256gcm16-x25519-ke1_mlkem768
+        CHILD_LISTED='CURVE25519/KE1_ML.KEM.768'
         ;;
     *) echo "FAIL: FLOWSEC_PQ_PEER=$PEER (strongswan6 or flowsec)"; exit 1 ;;
 esac
-# One IKE_INTERMEDIATE per additional key exchange (ke1_…ke7_).
-ADDITIONAL=$({ grep -o 'ke[1-7]_' <<<"$IKE_PROPOSAL" || true; } | sort -u | wc -l)
+# One IKE_INTERMEDIATE per additional key exchange (ke1_…ke7_), and
+# one IKE_FOLLOWUP_KE per additional key exchange of a rekey.
+additional() { { grep -o 'ke[1-7]_' <<<"$1" || true; } | sort -u | wc -l; }
+ADDITIONAL=$(additional "$IKE_PROPOSAL")
+ESP_ADDITIONAL=$(additional "$ESP_PROPOSAL")
 case "$LEFT" in
     flowsec) declare -A IMPL=([gwA]=flowsec [gwB]="$PEER_IMPL") ;;
     peer) declare -A IMPL=([gwA]="$PEER_IMPL" [gwB]=flowsec) ;;
@@ -69,7 +82,6 @@ case "$LEFT" in
 esac
 
 e2e_outer v4
-ESP_PROPOSAL=aes256gcm16-x25519
 DPD_DELAY=30s UP_TIMEOUT=15 SA_TIMEOUT=20
 CONN=gw CHILD=net TUN=fsikpq0 PSK="flowsec-e2e-ike-pq psk, not a secret"
 RETRANSMIT_TIMEOUT=1 RETRANSMIT_BASE=1.4 RETRANSMIT_TRIES=3
@@ -126,9 +138,48 @@ intermediate_on_the_wire() {
     [ "$((auth))" -eq "$((ADDITIONAL + 1))" ]
 }
 check "b. the capture: $ADDITIONAL IKE_INTERMEDIATE exchange(s) each way, IKE_AUTH after them" intermediate_on_the_wire
+
+# The Child SA a gateway lists names the additional key exchanges of its
+# last rekey (flowsec ctl sas: …/CURVE25519/KE1_…; swanctl: the same
+# words, CURVE_25519/KE1_…, in its child's line).
+child_listed() {
+    local gw="$1" out
+    if [ "${IMPL[$gw]}" = flowsec ]; then
+        out=$(fctl "$gw" sas 2>&1 | grep -E '^    [A-Z_0-9-]+/' | tail -1)
+    else
+        # "  net: #2, reqid 1, INSTALLED, TUNNEL, ESP:AES_GCM_16-256/CURVE_25519/…"
+        out=$(sw "$gw" --list-sas 2>&1 | grep -E '^  [a-z]+: #[0-9]+, .*INSTALLED' | tail -1)
+    fi
+    echo "    $gw (${IMPL[$gw]}) Child SA:$out"
+    grep -qE "$CHILD_LISTED" <<<"$out"
+}
+rekey_with_followups() {  # rekey_with_followups GW: child_rekey, the new Child SA lists its exchanges
+    child_rekey "$1" && child_listed gwA && child_listed gwB
+}
+check "c. ping both ways through the tunnel" ping_both 4
+REKEYS=0
+for gw in gwA gwB; do
+    check "c. CHILD_SA rekey from $gw (${IMPL[$gw]}) with $ESP_PROPOSAL, traffic on the new SA" rekey_with_followups "$gw"
+    REKEYS=$((REKEYS + ESP_ADDITIONAL))
+done
+for gw in gwA gwB; do
+    check "d. IKE SA rekey from $gw (${IMPL[$gw]}), traffic after it" ike_rekey "$gw"
+    REKEYS=$((REKEYS + ADDITIONAL))
+done
+sleep 0.5
 stop_bg "$TCPDUMP_PID" 2
 
-check "c. ping both ways through the tunnel" ping_both 4
-check "c. CHILD_SA rekey from gwA (${IMPL[gwA]}), traffic on the new SA" child_rekey gwA
+followups_on_the_wire() {
+    local n big
+    # One message per (sender, IKE SA, message ID): fragments and
+    # retransmissions share theirs.
+    n=$(tshark -n -r "$W/transit.pcap" -Y "isakmp.exchangetype == 44" \
+        -T fields -e ip.src -e isakmp.ispi -e isakmp.rspi -e isakmp.messageid 2>/dev/null | sort -u | grep -c . || true)
+    echo "    IKE_FOLLOWUP_KE messages: $n (requests and answers of $REKEYS additional key exchanges)"
+    big=$(tshark -n -r "$W/transit.pcap" -Y "isakmp and ip.len > 1280" 2>/dev/null | grep -c . || true)
+    echo "    IKE datagrams above 1280 bytes: $big"
+    [ "$n" -eq $((2 * REKEYS)) ] && [ "$big" -eq 0 ]
+}
+check "e. the capture: IKE_FOLLOWUP_KE for every additional key exchange of the rekeys, nothing above the fragment size" followups_on_the_wire
 
 ike_finish
