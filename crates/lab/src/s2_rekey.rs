@@ -45,11 +45,29 @@ const PROBE_BPS: f64 = 80_000.0;
 const PROBE_PAYLOAD: usize = 100;
 /// Every 4 s: two seconds around each rekey, two away from it.
 const PROBE_REKEY_S: u32 = 4;
-/// PFS groups of the probe (strongSwan's keywords).
-const GROUPS: [&str; 8] = [
-    "modp768", "modp1024", "modp2048", "modp4096", "modp8192", "ecp256", "ecp384", "x25519",
+/// PFS groups of the probe (strongSwan's keywords): the study's kind, then
+/// what a post-quantum rekey costs today: ML-KEM alone and the hybrid
+/// X25519 + ML-KEM-768 (its second exchange in IKE_FOLLOWUP_KE, RFC 9370
+/// §2.2.4; flowsec only: strongSwan 5.9 has neither).
+const GROUPS: [&str; 11] = [
+    "modp768",
+    "modp1024",
+    "modp2048",
+    "modp4096",
+    "modp8192",
+    "ecp256",
+    "ecp384",
+    "x25519",
+    "mlkem768",
+    "mlkem1024",
+    "x25519-ke1_mlkem768",
 ];
-const QUICK_GROUPS: [&str; 3] = ["modp768", "modp4096", "x25519"];
+const QUICK_GROUPS: [&str; 4] = ["modp768", "modp4096", "x25519", "x25519-ke1_mlkem768"];
+
+/// Whether `imp` can rekey with `group` (strongSwan 5.9: no ML-KEM).
+fn probed(imp: Peer, group: &str) -> bool {
+    imp == Peer::Flowsec || !group.contains("mlkem")
+}
 
 pub struct S2Rekey;
 
@@ -137,9 +155,13 @@ impl Scenario for S2Rekey {
             vec![Peer::Flowsec]
         };
         let saturated = configs.iter().filter(|c| c.saturate && !opts.quick).count();
+        let probe_steps = probe_imps
+            .iter()
+            .map(|&imp| groups.iter().filter(|g| probed(imp, g)).count())
+            .sum::<usize>();
         let mut progress = Progress::new(
             "s2-rekey",
-            configs.len() + 2 * saturated + groups.len() * probe_imps.len(),
+            configs.len() + 2 * saturated + probe_steps,
         );
         let mut runs = Vec::new();
         for c in &configs {
@@ -154,7 +176,7 @@ impl Scenario for S2Rekey {
         }
         let mut probes = Vec::new();
         for &imp in &probe_imps {
-            for &group in groups {
+            for &group in groups.iter().filter(|g| probed(imp, g)) {
                 progress.step(&format!("DH probe {} {group}", imp.label()));
                 probes.push(probe(imp, group, &work, if opts.quick { 14 } else { 30 })?);
             }
@@ -406,7 +428,7 @@ fn report(runs: &[Run], probes: &[Probe], quick: bool, secs: u32) -> Report {
             "S2 E2c, packet loss during automatic rekeying (KAME/racoon, 2003–2004)",
             quick,
             format!(
-                "hostA–gwA–gwB–hostB in network namespaces; the gateways keyed by IKEv2 (PSK), flowsec (`flowsec up -c`) or strongSwan 5.9's charon with kernel-libipsec at each end, one tunnel-mode CHILD_SA hostA ↔ hostB. gwA rekeys it every {REKEY_S} s (`rekey_time = {REKEY_S}s`, `life_time = {LIFE_S}s`, `rand_time = 0`); gwB never does (`rekey_time = 0`), so gwA initiates every rekey, as in the study. The stream: `flowsec perf -t CBR -m {PAYLOAD}` for {secs} s, both directions at once at the study's 30 Mbit/s; at saturation (full runs), one direction at a time at 95% of the highest loss-free rate that `flowsec perf -t MAXRATE` (2 s probes, 5 Mbit/s steps) finds each way through the same tunnel with rekeying off. Lost datagrams are counted by the second they were sent in; a rekey owns the seconds from the one before it to the one before the next. Rekey instants: a new inbound SPI at gwA (polled every 250 ms). flowsec's `rekey_switch`: loss-free (default), prefer-new (both ends send on the new SA once installed, old SA removed at once), keep-old (both keep the old SA until it expires, gwB's living {SKEW_S} s longer: the study's lifetime skew). strongSwan has no such setting: it behaves as loss-free. The DH probe: 100-byte datagrams every 10 ms both ways, AES-GCM-16 with PFS in each group, a rekey every {PROBE_REKEY_S} s; the longest gap between arrivals in the two seconds around each rekey (from half a second before it; median over rekeys) against two-second windows away from rekeys. The study: iperf at 30 Mbit/s for 1200 s, SA lifetime 60 s, ESP 3DES + HMAC-MD5 with PFS MODP-1024."
+                "hostA–gwA–gwB–hostB in network namespaces; the gateways keyed by IKEv2 (PSK), flowsec (`flowsec up -c`) or strongSwan 5.9's charon with kernel-libipsec at each end, one tunnel-mode CHILD_SA hostA ↔ hostB. gwA rekeys it every {REKEY_S} s (`rekey_time = {REKEY_S}s`, `life_time = {LIFE_S}s`, `rand_time = 0`); gwB never does (`rekey_time = 0`), so gwA initiates every rekey, as in the study. The stream: `flowsec perf -t CBR -m {PAYLOAD}` for {secs} s, both directions at once at the study's 30 Mbit/s; at saturation (full runs), one direction at a time at 95% of the highest loss-free rate that `flowsec perf -t MAXRATE` (2 s probes, 5 Mbit/s steps) finds each way through the same tunnel with rekeying off. Lost datagrams are counted by the second they were sent in; a rekey owns the seconds from the one before it to the one before the next. Rekey instants: a new inbound SPI at gwA (polled every 250 ms). flowsec's `rekey_switch`: loss-free (default), prefer-new (both ends send on the new SA once installed, old SA removed at once), keep-old (both keep the old SA until it expires, gwB's living {SKEW_S} s longer: the study's lifetime skew). strongSwan has no such setting: it behaves as loss-free. The DH probe: 100-byte datagrams every 10 ms both ways, AES-GCM-16 with PFS in each group (and, flowsec only, ML-KEM-768, ML-KEM-1024 and the hybrid `x25519-ke1_mlkem768`, whose ML-KEM exchange follows in IKE_FOLLOWUP_KE), a rekey every {PROBE_REKEY_S} s; the longest gap between arrivals in the two seconds around each rekey (from half a second before it; median over rekeys) against two-second windows away from rekeys. The study: iperf at 30 Mbit/s for 1200 s, SA lifetime 60 s, ESP 3DES + HMAC-MD5 with PFS MODP-1024."
             ),
         )
     }
