@@ -95,8 +95,8 @@ fn a_key_that_fails_the_modulus_check_is_answered_with_invalid_syntax() {
     p.start();
     p.collect();
     let mut d = p.ab.remove(0);
-    // The KE payload's data is the last 1184 bytes before the nonce…
-    // find it by its length instead: its first coefficient set to q.
+    // The KE payload's data, found in the datagram by its bytes (the
+    // unencrypted IKE_SA_INIT): its first coefficient set to q.
     let msg = Message::parse(&d.data).unwrap();
     let Some(Payload::Ke(ke)) = msg.payloads.iter().find(|p| matches!(p, Payload::Ke(_))) else {
         panic!("no KE")
