@@ -49,6 +49,8 @@ pub struct IkeSaInfo {
     pub transport: crate::transport::Transport,
     /// `AES_GCM_16-128/PRF_HMAC_SHA2_256/ECP_256` style.
     pub proposal: String,
+    /// A post-quantum preshared key (RFC 8784) is in its keys.
+    pub ppk: bool,
     /// The algorithms one by one (vici's `encr-alg`, `prf-alg`, …);
     /// `None` before IKE_SA_INIT is done.
     pub algorithms: Option<Algorithms>,
@@ -138,6 +140,8 @@ pub(crate) fn list(ike: &Ike, now: Duration) -> Vec<IkeSaInfo> {
                 // strongSwan 6: `…/CURVE_25519/KE1_ML_KEM_768`.
                 [p].into_iter()
                     .chain(addke_words(&k.addke))
+                    // swanctl: `…/PPK` (RFC 8784).
+                    .chain(k.ppk.then(|| "PPK".to_string()))
                     .collect::<Vec<_>>()
                     .join("/")
             });
@@ -166,6 +170,7 @@ pub(crate) fn list(ike: &Ike, now: Duration) -> Vec<IkeSaInfo> {
                 nat: sa.path.nat_local || sa.path.nat_remote,
                 transport: sa.path.transport,
                 proposal,
+                ppk: sa.keys.as_ref().is_some_and(|k| k.ppk),
                 algorithms: sa.keys.as_ref().map(ike_algorithms),
                 established_s: sa.times.established.map(|t| secs(now.saturating_sub(t))),
                 rekey_in_s: until(sa.times.rekey_at),

@@ -191,6 +191,9 @@ pub enum NegotiationError {
     /// failed: the peer's KE payload was missing, of another method, or
     /// failed its checks (what), or the peer refused ours (its notify).
     AdditionalKeyExchange(String),
+    /// A post-quantum preshared key (RFC 8784) we require could not be
+    /// used: why.
+    Ppk(&'static str),
 }
 
 impl fmt::Display for NegotiationError {
@@ -219,6 +222,7 @@ impl fmt::Display for NegotiationError {
             NegotiationError::AdditionalKeyExchange(why) => {
                 write!(f, "additional key exchange (IKE_INTERMEDIATE): {why}")
             }
+            NegotiationError::Ppk(why) => write!(f, "post-quantum preshared key: {why}"),
         }
     }
 }

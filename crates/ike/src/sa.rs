@@ -78,6 +78,9 @@ pub(crate) struct IkeKeyState {
     /// The additional key exchanges done (RFC 9370), by slot: NONE for
     /// one skipped.
     pub addke: Vec<flowsec_wire::iana::DhGroup>,
+    /// A post-quantum preshared key went into SK_d, SK_pi and SK_pr (RFC
+    /// 8784), here or in the IKE SA this one rekeyed.
+    pub ppk: bool,
     pub sk_d: Zeroizing<Vec<u8>>,
     pub sk_pi: Zeroizing<Vec<u8>>,
     pub sk_pr: Zeroizing<Vec<u8>>,
@@ -223,6 +226,8 @@ pub(crate) struct Announced {
     /// CERTREQ in its IKE_SA_INIT response (initiator; `send_cert =
     /// ifasked` then sends our certificate).
     pub certreq: bool,
+    /// USE_PPK (and so did we, RFC 8784 §3).
+    pub ppk: bool,
 }
 
 /// Virtual IPs (RFC 7296 §3.15) of an IKE SA, either role.

@@ -159,10 +159,7 @@ impl Scenario for S2Rekey {
             .iter()
             .map(|&imp| groups.iter().filter(|g| probed(imp, g)).count())
             .sum::<usize>();
-        let mut progress = Progress::new(
-            "s2-rekey",
-            configs.len() + 2 * saturated + probe_steps,
-        );
+        let mut progress = Progress::new("s2-rekey", configs.len() + 2 * saturated + probe_steps);
         let mut runs = Vec::new();
         for c in &configs {
             progress.step(&format!("{}, 30 Mbit/s", c.name));

@@ -67,6 +67,7 @@ pub(super) fn merged(file: Option<&Config>, loaded: &Loaded) -> Result<Config, A
     config.connections.extend(vici.connections);
     config.secrets.extend(vici.secrets);
     config.eap_secrets.extend(vici.eap_secrets);
+    config.ppk_secrets.extend(vici.ppk_secrets);
     config.pools.extend(vici.pools);
     Ok(config)
 }

@@ -92,6 +92,10 @@ pub fn ike_sa(sa: &IkeSaInfo) -> Section {
     if let Some(a) = &sa.algorithms {
         s = with_algorithms(s, a);
     }
+    // strongSwan 6's condition (swanctl prints `…/PPK`).
+    if sa.ppk {
+        s = s.with("ppk", "yes");
+    }
     if let Some(t) = sa.established_s {
         s = s.with("established", t.to_string());
     }
@@ -179,8 +183,15 @@ pub fn connection(c: &Connection) -> Section {
     for ch in &c.children {
         children = children.with_section(&ch.name, child_config(ch));
     }
-    Section::default()
-        .with_list("local_addrs", addrs(&c.local_addrs))
+    let mut conn = Section::default();
+    // strongSwan 6's list-conns keys (RFC 8784).
+    if let Some(id) = &c.ppk_id {
+        conn = conn.with("ppk_id", id.as_str());
+    }
+    if c.ppk_required {
+        conn = conn.with("ppk_required", "yes");
+    }
+    conn.with_list("local_addrs", addrs(&c.local_addrs))
         .with_list("remote_addrs", addrs(&c.remote_addrs))
         .with("local_port", c.local_port.to_string())
         .with("remote_port", c.remote_port.to_string())

@@ -36,7 +36,7 @@ pub enum LoadError {
         /// The key.
         key: String,
     },
-    /// A `load-shared` type flowsec does not use (XAUTH, NTLM, PPK).
+    /// A `load-shared` type flowsec does not use (XAUTH, NTLM).
     SharedType(String),
     /// Raw public keys inside a connection (`pubkeys`): not supported.
     InlineCredential {
@@ -307,12 +307,13 @@ impl Loaded {
     }
 
     /// With the secret of a `load-shared` message (`id`, `type`, `data`,
-    /// `owners`), as a `secrets.ike-ID` or `secrets.eap-ID` section.
+    /// `owners`), as a `secrets.ike-ID`, `eap-ID` or `ppk-ID` section.
     pub fn with_shared(&self, msg: &Section) -> Result<Loaded, LoadError> {
         let ty = text(msg, "type")?.ok_or(LoadError::Missing { key: "type" })?;
         let prefix = match ty.to_ascii_uppercase().as_str() {
             "IKE" => "ike",
             "EAP" => "eap",
+            "PPK" => "ppk",
             _ => return Err(LoadError::SharedType(ty.to_string())),
         };
         let Some(Value::Str(data)) = msg.get("data") else {

@@ -393,6 +393,7 @@ pub(crate) fn eap_peer_response(
                     init,
                     child,
                     eap: Some(st),
+                    ppk: None,
                 });
                 cx.request(sa, ExchangeType::IKE_AUTH, vec![next], task);
                 Then::Stay

@@ -154,8 +154,16 @@ pub enum ConfigErrorKind {
     },
     /// A key flowsec does not know.
     UnknownKey,
-    /// A strongSwan key flowsec does not implement (`ppk_id`, …).
+    /// A strongSwan key flowsec does not implement (`mediated_by`, …).
     KeyNotSupported,
+    /// A `ppk` secret without `id`: it names no PPK_ID.
+    PpkSecretWithoutId,
+    /// A PPK_ID (`ppk_id`, a `ppk` secret's `id`) strongSwan would send in
+    /// binary: an IP address or a distinguished name.
+    PpkIdNotPlain {
+        /// The value.
+        value: String,
+    },
     /// A strongSwan key flowsec accepts only unset (`interface`, `label`).
     OnlyUnset,
     /// `per_cpu_sas = encap`, strongSwan's non-negotiated UDP variant.
@@ -434,6 +442,14 @@ impl fmt::Display for ConfigErrorKind {
             K::EapWithPsk => f.write_str(
                 "a gateway for EAP clients authenticates with a certificate (auth = pubkey, \
                  RFC 7296 §2.16): with psk any client could guess the key offline",
+            ),
+            K::PpkSecretWithoutId => {
+                f.write_str("a ppk secret needs id = PPK_ID: the identity the peers name it by")
+            }
+            K::PpkIdNotPlain { value } => write!(
+                f,
+                "'{value}': a PPK_ID is a plain name (strongSwan would send an IP address or \
+                 a distinguished name in binary form)"
             ),
             K::EapSecretWithoutId => f.write_str(
                 "an eap secret needs id = USER: without it, it would be every user's password",

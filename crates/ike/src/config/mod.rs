@@ -207,6 +207,8 @@ pub struct Config {
     pub authorities: Vec<Authority>,
     /// `secrets.eap*`: EAP passwords by user name.
     pub eap_secrets: Vec<Secret>,
+    /// `secrets.ppk*`: post-quantum preshared keys by PPK_ID (RFC 8784).
+    pub ppk_secrets: Vec<PpkSecret>,
     /// `secrets.rsa*`, `ecdsa*`, `pkcs8*`, `private*`: the passwords of
     /// encrypted private keys ([`load_with`] decrypts them).
     pub key_secrets: Vec<KeySecret>,
@@ -300,6 +302,11 @@ pub struct Connection {
     /// `pools`: the pools (names in `pools { }`) a responder hands out
     /// virtual IPs from.
     pub pools: Vec<String>,
+    /// `ppk_id`: the post-quantum preshared key to use (RFC 8784), by its
+    /// PPK_ID; as responder, the only one accepted.
+    pub ppk_id: Option<String>,
+    /// `ppk_required`: no IKE SA without a PPK.
+    pub ppk_required: bool,
 }
 
 /// `fragmentation` (swanctl.conf(5)): IKE message fragmentation (RFC 7383).
@@ -617,6 +624,27 @@ pub enum CloseAction {
     Start,
 }
 
+/// One `secrets.ppkSUFFIX` section: a post-quantum preshared key
+/// (RFC 8784) and the PPK_IDs it is known by.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PpkSecret {
+    /// The section name (`ppk-1`).
+    pub name: String,
+    /// Its PPK_IDs.
+    pub ids: Vec<String>,
+    /// The key bytes.
+    pub secret: Zeroizing<Vec<u8>>,
+}
+
+impl fmt::Debug for PpkSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PpkSecret")
+            .field("name", &self.name)
+            .field("ids", &self.ids)
+            .finish_non_exhaustive()
+    }
+}
+
 /// One `secrets.ikeSUFFIX` section: a pre-shared key and the identities
 /// it belongs to (`id`, `idSUFFIX` keys; none = `%any`).
 #[derive(Clone, PartialEq, Eq)]
@@ -674,6 +702,15 @@ impl Config {
             }
         }
         best.map(|(s, _, _)| s.secret.as_slice())
+    }
+
+    /// The post-quantum preshared key known by PPK_ID `id` (RFC 8784),
+    /// compared as bytes.
+    pub fn find_ppk(&self, id: &[u8]) -> Option<&[u8]> {
+        self.ppk_secrets
+            .iter()
+            .find(|s| s.ids.iter().any(|i| i.as_bytes() == id))
+            .map(|s| s.secret.as_slice())
     }
 
     /// The password of EAP user `user` (an `eap-…` secret with an `id`

@@ -69,8 +69,8 @@ use super::value::{
 pub use super::value::{parse_bytes, parse_duration};
 use super::{
     AddrSpec, AuthConfig, AuthKind, ChildConfig, CloseAction, Config, ConfigError, Connection,
-    CredRef, DpdAction, Fragmentation, Identity, Pool, RekeySwitch, Secret, SendCert, StartAction,
-    TcpConfig, TcpEncap, TsSpec, Unique, TLS_PORT,
+    CredRef, DpdAction, Fragmentation, Identity, Pool, PpkSecret, RekeySwitch, Secret, SendCert,
+    StartAction, TcpConfig, TcpEncap, TsSpec, Unique, TLS_PORT,
 };
 
 /// strongSwan keys accepted with any valid value and then ignored: they
@@ -91,7 +91,6 @@ pub const IGNORED_KEYS: &[(&str, &str)] = &[
 pub const DEFAULT_ONLY_KEYS: &[(&str, &str, &str)] = &[
     ("conn", "dscp", "000000"),
     ("conn", "childless", "allow"),
-    ("conn", "ppk_required", "no"),
     ("conn", "if_id_in", "0"),
     ("conn", "if_id_out", "0"),
     ("conn", "mediation", "no"),
@@ -153,6 +152,10 @@ pub(crate) fn interpret(file: &str, root: &Section) -> Result<Config, ConfigErro
                     if let Some(dir) = super::key_secret::key_type(&s.name) {
                         let k = super::key_secret::read(file, s, dir)?;
                         config.key_secrets.push(k);
+                        continue;
+                    }
+                    if s.name.starts_with("ppk") {
+                        config.ppk_secrets.push(cx.ppk_secret(s)?);
                         continue;
                     }
                     let secret = cx.secret(s)?;
@@ -586,6 +589,34 @@ impl Reader<'_> {
         ))
     }
 
+    /// A `ppk…` secret (RFC 8784): `secret`, and the PPK_IDs it is known
+    /// by (`id`, `id-…`).
+    fn ppk_secret(&self, sec: &Section) -> Result<PpkSecret, ConfigError> {
+        let path = join("secrets", &sec.name);
+        self.no_sections(sec, &path, ConfigErrorKind::UnknownSection)?;
+        let (mut ids, mut secret) = (Vec::new(), None);
+        for (s, v) in values(sec) {
+            let here = join(&path, &s.key);
+            if s.key == "secret" {
+                secret = Some(decode_secret(v).map_err(|e| self.err(s, here, e))?);
+            } else if s.key.starts_with("id") {
+                ids.push(ppk_id(v).map_err(|e| self.err(s, here, e))?);
+            } else {
+                return Err(self.err(s, here, ConfigErrorKind::UnknownSecretKey));
+            }
+        }
+        let secret = secret
+            .ok_or_else(|| self.err(sec, join(&path, "secret"), ConfigErrorKind::MissingSecret))?;
+        if ids.is_empty() {
+            return Err(self.err(sec, path, ConfigErrorKind::PpkSecretWithoutId));
+        }
+        Ok(PpkSecret {
+            name: sec.name.clone(),
+            ids,
+            secret,
+        })
+    }
+
     fn secret(&self, sec: &Section) -> Result<Secret, ConfigError> {
         let path = join("secrets", &sec.name);
         if !sec.name.starts_with("ike") && !sec.name.starts_with("eap") {
@@ -654,6 +685,8 @@ fn default_connection(name: &str) -> Connection {
         send_certreq: true,
         vips: Vec::new(),
         pools: Vec::new(),
+        ppk_id: None,
+        ppk_required: false,
     }
 }
 
@@ -768,12 +801,23 @@ fn conn_setting(
                 .map(|p| p.to_string())
                 .collect()
         }
-        "ppk_id" | "mediated_by" | "mediation_peer" => {
-            return Err(ConfigErrorKind::KeyNotSupported)
-        }
+        "ppk_id" => c.ppk_id = Some(ppk_id(v)?),
+        "ppk_required" => c.ppk_required = parse_bool(v)?,
+        "mediated_by" | "mediation_peer" => return Err(ConfigErrorKind::KeyNotSupported),
         _ => return Err(ConfigErrorKind::UnknownKey),
     }
     Ok(())
+}
+
+/// A PPK_ID as configured (RFC 8784 §5.1, sent as PPK_ID_FIXED): a
+/// plain name, whose bytes go on the wire as strongSwan sends an FQDN
+/// or KEY_ID identity's.
+fn ppk_id(v: &str) -> Result<String, ConfigErrorKind> {
+    let binary = v.parse::<IpAddr>().is_ok() || v.contains('=');
+    if v.is_empty() || binary {
+        return Err(ConfigErrorKind::PpkIdNotPlain { value: v.into() });
+    }
+    Ok(v.to_string())
 }
 
 /// A CHILD_SA named `name` with strongSwan's defaults (its life and rand

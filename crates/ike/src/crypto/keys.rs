@@ -121,6 +121,20 @@ pub fn rekey_skeyseed(
     Ok(prf_of(provider, prf)?.prf(old_sk_d, &[g_ir, ni, nr, added]))
 }
 
+/// RFC 8784 §3: a key with a post-quantum preshared key mixed in,
+/// prf+(PPK, key), as long as `key` (SK_d, SK_pi, SK_pr), with the IKE
+/// SA's PRF (strongSwan's `derive_ppk_key`).
+pub fn ppk_key(
+    provider: &Provider,
+    prf: PrfId,
+    ppk: &[u8],
+    key: &[u8],
+) -> Result<Zeroizing<Vec<u8>>, CryptoError> {
+    let p = prf_of(provider, prf)?;
+    check_prf_plus_len(p, key.len())?;
+    Ok(prf_plus(p, ppk, key, key.len()))
+}
+
 /// The seven IKE SA keys from SKEYSEED (§2.14). `spi_i` and `spi_r` are
 /// the header's SPIs (initiator's first, whoever we are).
 pub fn ike_keys(

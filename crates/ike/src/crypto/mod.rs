@@ -29,8 +29,8 @@ use crate::random::Random;
 
 pub use flowsec_crypto::KeyExchange;
 pub use keys::{
-    child_keymat, ike_keys, keyed_auth, psk_auth, rekey_skeyseed, signed_octets, skeyseed, IkeKeys,
-    IkeSuite,
+    child_keymat, ike_keys, keyed_auth, ppk_key, psk_auth, rekey_skeyseed, signed_octets, skeyseed,
+    IkeKeys, IkeSuite,
 };
 pub use prf::prf_plus;
 pub use sk::{SkCrypto, SkError};

@@ -24,6 +24,7 @@ use crate::error::NegotiationError;
 use crate::event::IkeEvent;
 use crate::exchange::child::{Answered, ChildRequest};
 use crate::exchange::child_responder::ChildAsked;
+use crate::exchange::ppk::{self, Unmixed};
 use crate::exchange::{Awaiting, Exchange, InitMessages, Kind};
 use crate::host::{error_notify, has_notify, notify, Host};
 use crate::kernel::Kernel;
@@ -38,6 +39,9 @@ pub(crate) struct IkeAuth {
     pub child: Option<ChildRequest>,
     /// We authenticate with EAP: the conversation so far.
     pub eap: Option<Box<crate::auth::eap::EapPeerSide>>,
+    /// We used a post-quantum preshared key (RFC 8784): the keys it
+    /// replaced, for a responder that did not.
+    pub ppk: Option<Unmixed>,
 }
 
 /// IKE_AUTH, responder: our IKE_SA_INIT answer went; waits for the
@@ -193,21 +197,19 @@ pub(crate) fn send_auth(
     } else {
         None
     };
-    let (certs, auth) = if eap.is_some() {
-        (Vec::new(), None)
+    let claim = Claim {
+        me: &me,
+        peer: &peer,
+    };
+    let (certs, auth, with_auth, unmixed) = if eap.is_some() {
+        if sa.conn.ppk_required {
+            let why = NegotiationError::Ppk("not implemented with EAP");
+            return crate::host::fail(cx, sa, why);
+        }
+        (Vec::new(), None, Vec::new(), None)
     } else {
-        match our_auth(
-            cx,
-            sa,
-            &init,
-            &idi,
-            Claim {
-                me: &me,
-                peer: &peer,
-            },
-            sa.announced.certreq,
-        ) {
-            Ok((c, a)) => (c, Some(a)),
+        match our_first_auth(cx, sa, &init, &idi, claim) {
+            Ok((c, a, n, u)) => (c, Some(a), n, u),
             Err(e) => return crate::host::fail(cx, sa, e),
         }
     };
@@ -218,6 +220,7 @@ pub(crate) fn send_auth(
         payloads.push(Payload::IdR(peer.to_wire()));
     }
     payloads.extend(auth.map(Payload::Auth));
+    payloads.extend(with_auth);
     // §3.15: a road warrior asks for its virtual IPs.
     payloads.extend(crate::vip::request(sa));
     // §2.4: only when we hold no other IKE SA with the peer (the peer
@@ -234,9 +237,42 @@ pub(crate) fn send_auth(
     });
     sa.ids.local = Some(me);
     sa.state = IkeState::Authenticating;
-    let task = Box::new(IkeAuth { init, child, eap });
+    let task = Box::new(IkeAuth {
+        init,
+        child,
+        eap,
+        ppk: unmixed,
+    });
     cx.request(sa, ExchangeType::IKE_AUTH, payloads, task);
     Then::Stay
+}
+
+/// Initiator: our first AUTH (with the CERTs before it), and with a
+/// post-quantum preshared key (RFC 8784 §3) the notifies after it —
+/// PPK_IDENTITY, and NO_PPK_AUTH, our AUTH data without the PPK, unless
+/// `ppk_required` — and the keys it replaced.
+#[allow(clippy::type_complexity)]
+fn our_first_auth(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    init: &InitMessages,
+    idi: &Id,
+    claim: Claim<'_>,
+) -> Result<(Vec<Payload>, Auth, Vec<Payload>, Option<Unmixed>), NegotiationError> {
+    let asked = sa.announced.certreq;
+    let mut notifies = Vec::new();
+    let mut unmixed = None;
+    if let Some(found) = ppk::initiator(cx, sa)? {
+        notifies.push(ppk::identity(&found.id));
+        if !sa.conn.ppk_required {
+            let (_, without) = our_auth(cx, sa, init, idi, claim, asked)?;
+            notifies.push(ppk::no_ppk_auth(without.data));
+        }
+        let mixed = ppk::mix(cx, sa, &found.key).ok_or(NegotiationError::KeyDerivation)?;
+        unmixed = Some(mixed);
+    }
+    let (certs, auth) = our_auth(cx, sa, init, idi, claim, asked)?;
+    Ok((certs, auth, notifies, unmixed))
 }
 
 /// Responder: the initiator is authenticated (with AUTH, or at the end
@@ -485,13 +521,25 @@ impl Exchange for IkeAuth {
 
     /// Initiator: the answer to IKE_AUTH.
     fn process(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
-        let task = *self;
-        if has_notify(&msg, NotifyType::AUTHENTICATION_FAILED) {
+        let mut task = *self;
+        let refused = has_notify(&msg, NotifyType::AUTHENTICATION_FAILED);
+        // RFC 8784 §3: a responder that did not use our PPK (no
+        // PPK_IDENTITY) signed without it; unless we require it.
+        let unused = task.ppk.take().filter(|_| !ppk::peer_used(&msg));
+        let required = unused.is_some() && sa.conn.ppk_required;
+        if refused || required {
             if let Some(req) = &task.child {
                 req.reserved().release(cx.k);
             }
             cx.host.stats.auth_failed += 1;
-            return crate::host::fail(cx, sa, NegotiationError::PeerAuthFailed);
+            let why = match refused {
+                true => NegotiationError::PeerAuthFailed,
+                false => NegotiationError::Ppk("the responder did not use it"),
+            };
+            return crate::host::fail(cx, sa, why);
+        }
+        if let Some(old) = unused {
+            ppk::unmix(sa, old);
         }
         if let Some(st) = task.eap {
             let task = IkeAuth { eap: None, ..task };
@@ -558,12 +606,22 @@ impl Awaiting for AwaitingAuth {
         }
         sa.conn = reselect(cx, sa, &msg);
         let no_auth = !msg.payloads.iter().any(|p| matches!(p, Payload::Auth(_)));
-        if no_auth && sa.conn.remote.auth == AuthKind::Eap {
+        // RFC 8784 with EAP is not implemented: `ppk_required` refuses.
+        let eap = no_auth && sa.conn.remote.auth == AuthKind::Eap;
+        if eap && !sa.conn.ppk_required {
             return crate::auth::eap::eap_server_start(cx, sa, mid, msg, init);
         }
         let me = our_id(cx, sa);
-        let peer = match peer_authenticated(cx, sa, &init, &msg, &me) {
-            Ok(peer) => peer,
+        let keyed = match eap {
+            true => Err(ppk::Refusal::Required),
+            false => ppk::responder_keys(cx, sa, &msg),
+        };
+        let checked = keyed.map_err(|_| None).and_then(|(used, instead)| {
+            let request = instead.as_ref().unwrap_or(&msg);
+            peer_authenticated(cx, sa, &init, request, &me).map(|peer| (peer, used))
+        });
+        let (peer, used) = match checked {
+            Ok(done) => done,
             Err(why) => {
                 let (idi, _) = id_and_auth(&msg, true);
                 cx.host.report(
@@ -577,9 +635,12 @@ impl Awaiting for AwaitingAuth {
                 return refuse_auth(cx, sa, mid);
             }
         };
-        let Some((_, payloads)) = our_proof(cx, sa, &init, &msg, (&me, &peer)) else {
+        let Some((_, mut payloads)) = our_proof(cx, sa, &init, &msg, (&me, &peer)) else {
             return refuse_auth(cx, sa, mid);
         };
+        if used {
+            payloads.push(ppk::used());
+        }
         let answer = Authenticated {
             first: &msg,
             init: &init,

@@ -89,6 +89,10 @@ pub(crate) fn send_init(cx: &mut Cx<'_>, sa: &mut IkeSa, init: IkeInit) {
     if sa.conn.proposals.iter().any(|p| !p.addke.is_empty()) {
         payloads.push(notify(NotifyType::INTERMEDIATE_EXCHANGE_SUPPORTED, vec![]));
     }
+    // RFC 8784 §3: we would use a post-quantum preshared key.
+    if crate::exchange::ppk::announce(cx, sa, false) {
+        payloads.push(notify(NotifyType::USE_PPK, vec![]));
+    }
     // RFC 7427 §4: the hashes we verify signatures with (as strongSwan,
     // always: the peer may sign even if we use a PSK).
     payloads.push(notify(
@@ -218,6 +222,7 @@ fn note_init_answer(sa: &mut IkeSa, msg: &Message) {
     sa.announced.fragments = announces_fragmentation(&sa.conn)
         && has_notify(msg, NotifyType::IKEV2_FRAGMENTATION_SUPPORTED);
     sa.announced.hashes = crate::auth::pubkey::announced_hashes(msg);
+    sa.announced.ppk = sa.conn.ppk_id.is_some() && has_notify(msg, NotifyType::USE_PPK);
     sa.announced.certreq = msg
         .payloads
         .iter()
@@ -419,6 +424,7 @@ pub(crate) fn keys_from_seed(
     Some(IkeKeyState {
         suite: chosen.suite,
         addke: chosen.addke.clone(),
+        ppk: false,
         sk_d: Zeroizing::new(k.sk_d.to_vec()),
         sk_pi: Zeroizing::new(k.sk_pi.to_vec()),
         sk_pr: Zeroizing::new(k.sk_pr.to_vec()),

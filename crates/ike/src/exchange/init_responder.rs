@@ -418,6 +418,11 @@ fn answer_payloads(
     if !choice.chosen.additional().is_empty() {
         payloads.push(notify(NotifyType::INTERMEDIATE_EXCHANGE_SUPPORTED, vec![]));
     }
+    let use_ppk = has_notify(offer.msg, NotifyType::USE_PPK);
+    sa.announced.ppk = crate::exchange::ppk::announce(host, sa, use_ppk);
+    if sa.announced.ppk {
+        payloads.push(notify(NotifyType::USE_PPK, vec![]));
+    }
     sa.announced.hashes = crate::auth::pubkey::announced_hashes(offer.msg);
     if !sa.announced.hashes.is_empty() {
         payloads.push(notify(

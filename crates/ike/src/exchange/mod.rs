@@ -30,6 +30,7 @@ pub(crate) mod init;
 pub(crate) mod init_responder;
 pub(crate) mod intermediate;
 mod manager;
+pub(crate) mod ppk;
 pub(crate) mod rekey;
 pub(crate) mod selectors;
 

@@ -126,9 +126,12 @@ fn rekeyed_sa(
     } = agreed;
     let (ni, nr, spis) = (&ni[..], &nr[..], *spis);
     let keys = old.keys.as_ref()?;
-    let (p, prf) = (&cx.host.provider, keys.suite.prf);
+    let (p, prf, ppk) = (&cx.host.provider, keys.suite.prf, keys.ppk);
     let seed = crypto::rekey_skeyseed(p, prf, &keys.sk_d, g_ir, (ni, nr), added).ok()?;
-    let keys = crate::exchange::init::keys_from_seed(cx, chosen, &seed, (ni, nr), spis, initiator)?;
+    let mut keys =
+        crate::exchange::init::keys_from_seed(cx, chosen, &seed, (ni, nr), spis, initiator)?;
+    // RFC 8784 §3: the PPK reaches the new SA through SK_d.
+    keys.ppk = ppk;
     let uid = cx.host.next_uid;
     cx.host.next_uid += 1;
     let mut sa = new_sa(
