@@ -13,8 +13,10 @@
 # groups); FLOWSEC_PQ_PEER=flowsec: both flowsec, x25519-ke1_mlkem768 or
 # FLOWSEC_PQ_PROPOSAL (mlkem1024 alone: ML-KEM as the first exchange).
 # FLOWSEC_PQ_LEFT=flowsec|peer: who initiates (gwA). Checks:
-#   a. SAs up and agreed at both ends; both list the additional key
-#      exchanges (flowsec ctl sas: KE1_…, swanctl --list-sas)
+#   a. SAs up and agreed at both ends, with a post-quantum preshared key
+#      (RFC 8784: ppk_id, ppk_required = yes, secrets { ppk-e2e }); both
+#      list the additional key exchanges and the PPK (flowsec ctl sas:
+#      …/KE1_…/PPK, swanctl --list-sas the same)
 #   b. the capture: one IKE_INTERMEDIATE (exchange type 43) exchange per
 #      additional key exchange each way, and IKE_AUTH after them
 #   c. ping both ways; CHILD_SA rekeys from gwA and from gwB with ESP PFS
@@ -52,7 +54,7 @@ case "$PEER" in
         PEER_IMPL=strongswan
         IKE_PROPOSAL=aes256gcm16-prfsha384-x25519-ke1_ecp384-ke2_modp3072
         ESP_PROPOSAL=aes256gcm16-x25519-ke1_ecp384-ke2_modp3072
-        LISTED='/CURVE_?25519/KE1_ECP.384/KE2_MODP.3072'
+        LISTED='/CURVE_?25519/KE1_ECP.384/KE2_MODP.3072/PPK'
         CHILD_LISTED='CURVE_?25519/KE1_ECP.384/KE2_MODP.3072'
         ;;
     flowsec)
@@ -64,7 +66,7 @@ case "$PEER" in
             -e 's/^x25519$/CURVE25519/p' -e 's/^mlkem([0-9]+)$/ML.KEM.\1/p' \
             -e 's/^ke([1-7])_mlkem([0-9]+)$/KE\1_ML.KEM.\2/p' -e 's/^ke([1-7])_x25519$/KE\1_CURVE25519/p' |
             paste -sd/)
-        LISTED="/$LISTED\$"
+        LISTED="/$LISTED/PPK\$"
         ESP_PROPOSAL=aes256gcm16-x25519-ke1_mlkem768
         CHILD_LISTED='CURVE25519/KE1_ML.KEM.768'
         ;;
@@ -86,6 +88,10 @@ DPD_DELAY=30s UP_TIMEOUT=15 SA_TIMEOUT=20
 CONN=gw CHILD=net TUN=fsikpq0 PSK="flowsec-e2e-ike-pq psk, not a secret"
 RETRANSMIT_TIMEOUT=1 RETRANSMIT_BASE=1.4 RETRANSMIT_TRIES=3
 INNER_FAMILIES="4"
+# RFC 8784 at both ends, required: no SA comes up without it.
+PPK_SECRET="flowsec-e2e-ppk-not-a-secret-but-32-bytes-long"
+CONN_ARGS="--ppk-id ppk-e2e --ppk-required yes"
+declare -A EXTRA_CONN=([gwA]="secret ppk-e2e --id ppk-e2e --secret $PPK_SECRET" [gwB]="secret ppk-e2e --id ppk-e2e --secret $PPK_SECRET")
 declare -A LOCAL_ADDR=([gwA]="$GW_A" [gwB]="$GW_B")
 declare -A REMOTE_ADDR=([gwA]="$GW_B" [gwB]="$GW_A")
 declare -A LOCAL_ID=([gwA]="$GW_A" [gwB]="$GW_B")
@@ -120,7 +126,7 @@ up() {
     sa_up && CUR_CHILD=$(child_agreed) || return 1
     listed gwA && listed gwB
 }
-check "a. SAs up and agreed at both ends, the additional key exchanges listed by both" up
+check "a. SAs up and agreed at both ends, the additional key exchanges and the PPK listed by both" up
 
 intermediate_on_the_wire() {
     local from n auth

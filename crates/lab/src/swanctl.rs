@@ -142,6 +142,8 @@ const CONN_KEYS: &[&str] = &[
     "vips",
     "pools",
     "mobike",
+    "ppk_id",
+    "ppk_required",
 ];
 const AUTH_KEYS: &[&str] = &["auth", "id", "certs", "cacerts", "eap_id", "revocation"];
 const CHILD_KEYS: &[&str] = &[
