@@ -157,8 +157,11 @@ done
 # (a few minutes, kept in /var/cache/flowsec/trixie).
 install_strongswan6 || echo "strongSwan 6 root could not be made: ike_pq.sh will say so"
 for left in flowsec peer; do
-    echo "-- hybrid IKEv2 (RFC 9370 over IKE_INTERMEDIATE) against strongSwan 6.0.1, initiator: $left"
-    FLOWSEC_PQ_PEER=strongswan6 FLOWSEC_PQ_LEFT=$left FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_pq.sh </dev/null
+    for ppk in required fallback; do
+        echo "-- hybrid IKEv2 (RFC 9370: IKE_INTERMEDIATE, IKE_FOLLOWUP_KE; RFC 8784 PPK $ppk) against strongSwan 6.0.1, initiator: $left"
+        FLOWSEC_PQ_PEER=strongswan6 FLOWSEC_PQ_LEFT=$left FLOWSEC_PQ_PPK=$ppk FLOWSEC_BIN=target/debug/flowsec \
+            tests/e2e/ike_pq.sh </dev/null
+    done
 done
 for proposal in aes256gcm16-prfsha384-x25519-ke1_mlkem768 aes256gcm16-prfsha384-mlkem1024; do
     echo "-- post-quantum IKEv2 with ML-KEM ($proposal): flowsec -> flowsec"

@@ -16,7 +16,9 @@
 #   a. SAs up and agreed at both ends, with a post-quantum preshared key
 #      (RFC 8784: ppk_id, ppk_required = yes, secrets { ppk-e2e }); both
 #      list the additional key exchanges and the PPK (flowsec ctl sas:
-#      …/KE1_…/PPK, swanctl --list-sas the same)
+#      …/KE1_…/PPK, swanctl --list-sas the same). FLOWSEC_PQ_PPK=fallback:
+#      the PPK optional, gwB holding another one only (it answers USE_PPK,
+#      then takes gwA's NO_PPK_AUTH): SAs without it, listed without PPK
 #   b. the capture: one IKE_INTERMEDIATE (exchange type 43) exchange per
 #      additional key exchange each way, and IKE_AUTH after them
 #   c. ping both ways; CHILD_SA rekeys from gwA and from gwB with ESP PFS
@@ -88,10 +90,24 @@ DPD_DELAY=30s UP_TIMEOUT=15 SA_TIMEOUT=20
 CONN=gw CHILD=net TUN=fsikpq0 PSK="flowsec-e2e-ike-pq psk, not a secret"
 RETRANSMIT_TIMEOUT=1 RETRANSMIT_BASE=1.4 RETRANSMIT_TRIES=3
 INNER_FAMILIES="4"
-# RFC 8784 at both ends, required: no SA comes up without it.
+# RFC 8784 at both ends, required: no SA comes up without it; or
+# optional, gwB without gwA's PPK.
+PPK_MODE="${FLOWSEC_PQ_PPK:-required}"
 PPK_SECRET="flowsec-e2e-ppk-not-a-secret-but-32-bytes-long"
-CONN_ARGS="--ppk-id ppk-e2e --ppk-required yes"
-declare -A EXTRA_CONN=([gwA]="secret ppk-e2e --id ppk-e2e --secret $PPK_SECRET" [gwB]="secret ppk-e2e --id ppk-e2e --secret $PPK_SECRET")
+case "$PPK_MODE" in
+    required)
+        CONN_ARGS="--ppk-id ppk-e2e --ppk-required yes"
+        declare -A EXTRA_CONN=([gwA]="secret ppk-e2e --id ppk-e2e --secret $PPK_SECRET"
+            [gwB]="secret ppk-e2e --id ppk-e2e --secret $PPK_SECRET")
+        ;;
+    fallback)
+        CONN_ARGS="--ppk-id ppk-e2e"
+        declare -A EXTRA_CONN=([gwA]="secret ppk-e2e --id ppk-e2e --secret $PPK_SECRET"
+            [gwB]="secret ppk-other --id ppk-other --secret other-$PPK_SECRET")
+        LISTED="${LISTED%/PPK*}"
+        ;;
+    *) echo "FAIL: FLOWSEC_PQ_PPK=$PPK_MODE (required or fallback)"; exit 1 ;;
+esac
 declare -A LOCAL_ADDR=([gwA]="$GW_A" [gwB]="$GW_B")
 declare -A REMOTE_ADDR=([gwA]="$GW_B" [gwB]="$GW_A")
 declare -A LOCAL_ID=([gwA]="$GW_A" [gwB]="$GW_B")
@@ -99,7 +115,7 @@ declare -A REMOTE_ID=([gwA]="$GW_B" [gwB]="$GW_A")
 declare -A LOCAL_TS=([gwA]="10.1.0.0/24" [gwB]="10.2.0.0/24")
 declare -A REMOTE_TS=([gwA]="10.2.0.0/24" [gwB]="10.1.0.0/24")
 
-echo "$IKE_TAG: gwA ${IMPL[gwA]} (initiator), gwB ${IMPL[gwB]}; $IKE_PROPOSAL"
+echo "$IKE_TAG: gwA ${IMPL[gwA]} (initiator), gwB ${IMPL[gwB]}; $IKE_PROPOSAL; PPK $PPK_MODE"
 e2e_init
 W="$E2E_WORK"
 for gw in gwA gwB; do
@@ -120,13 +136,17 @@ listed() {
         out=$(sw "$gw" --list-sas 2>&1 | grep -m1 -E '^  [A-Z_0-9-]+/')
     fi
     echo "    $gw (${IMPL[$gw]}):$out"
-    grep -qE "$LISTED" <<<"$out"
+    grep -qE "$LISTED" <<<"$out" || return 1
+    case "$PPK_MODE" in
+        required) grep -q '/PPK' <<<"$out" ;;
+        fallback) ! grep -q 'PPK' <<<"$out" ;;
+    esac
 }
 up() {
     sa_up && CUR_CHILD=$(child_agreed) || return 1
     listed gwA && listed gwB
 }
-check "a. SAs up and agreed at both ends, the additional key exchanges and the PPK listed by both" up
+check "a. SAs up and agreed at both ends, the additional key exchanges listed by both, the PPK ($PPK_MODE)" up
 
 intermediate_on_the_wire() {
     local from n auth
