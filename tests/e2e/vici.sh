@@ -11,10 +11,11 @@
 #   hostA 10.1.0.2 -- gwA | 192.0.2.1 ==== 192.0.2.2 | gwB -- hostB 10.2.0.2
 #
 # Checks:
-#   a. swanctl --load-all into flowsec: the secret and connection loaded;
-#      --list-conns shows them
-#   b. swanctl --initiate: IKE and Child SA up at both ends, SPIs agreed;
-#      the Python client got ike-updown and child-updown (up = yes)
+#   a. swanctl --load-all into flowsec: the secrets (a PSK and an RFC 8784
+#      PPK) and connection (ppk_required) loaded; --list-conns shows them
+#   b. swanctl --initiate: IKE and Child SA up at both ends, SPIs agreed,
+#      the PPK used (swanctl --list-sas: …/PPK); the Python client got
+#      ike-updown and child-updown (up = yes)
 #   c. ping through; --list-sas (swanctl), the Python client's list-sas and
 #      govici's all show the Child SA with bytes counted; get-counters
 #      with charon's names, in total and for gw (Python, swanctl --counters)
@@ -72,7 +73,11 @@ declare -A LOCAL_ID=([gwA]="$GW_A" [gwB]="$GW_B")
 declare -A REMOTE_ID=([gwA]="$GW_B" [gwB]="$GW_A")
 declare -A LOCAL_TS=([gwA]="10.1.0.0/24" [gwB]="10.2.0.0/24")
 declare -A REMOTE_TS=([gwA]="10.2.0.0/24" [gwB]="10.1.0.0/24")
-declare -A EXTRA_CONN=()
+# RFC 8784: gw needs a post-quantum preshared key at both ends, which
+# swanctl loads as a `ppk` secret (load-shared type PPK).
+CONN_ARGS="--ppk-id ppk-vici --ppk-required yes"
+PPK_WORDS="secret ppk-vici --id ppk-vici --secret flowsec-e2e-vici-ppk-not-a-secret"
+declare -A EXTRA_CONN=([gwA]="$PPK_WORDS" [gwB]="$PPK_WORDS")
 declare -A GW_PID=()
 
 echo "$IKE_TAG: gwA flowsec --vici (swanctl, Python vici, govici), gwB $PEER"
@@ -136,8 +141,9 @@ up_with_events() {
         { echo "    events: $(wc -l <"$W/events.jsonl") lines"; return 1; }
     echo "    Python vici: ike-updown (up) $(events_of ike-updown up), child-updown (up) $(events_of child-updown up)"
     sed 's/^/    gwA initiate: /' "$W/gwA-initiate.log" | tail -2
+    sw gwA --list-sas 2>&1 | grep -m1 '/PPK' | sed 's/^/    swanctl --list-sas:/' | grep PPK
 }
-check "b. swanctl --initiate: SAs up at both ends, SPIs agreed; ike-updown and child-updown streamed" up_with_events
+check "b. swanctl --initiate: SAs up at both ends, SPIs agreed, the PPK used; ike-updown and child-updown streamed" up_with_events
 
 counted() {
     ping_both >/dev/null 2>&1 || true
@@ -204,7 +210,7 @@ check "e. hostile vici clients: unknown command answered CMD_UNKNOWN, malformed 
 for gw in gwA gwB; do
     me=${LOCAL_ADDR[$gw]} peer=${REMOTE_ADDR[$gw]} l=10.1.1.0/24 r=10.2.1.0/24
     [ "$gw" = gwB ] && l=10.2.1.0/24 r=10.1.1.0/24
-    EXTRA_CONN[$gw]="conn gw2 --version 2 --local-addrs $me --remote-addrs $peer --proposals $IKE_PROPOSAL --auth psk --local-id $me --remote-id $peer child net2 --local-ts $l --remote-ts $r --esp-proposals $ESP_PROPOSAL --start-action none"
+    EXTRA_CONN[$gw]="$PPK_WORDS conn gw2 --version 2 --local-addrs $me --remote-addrs $peer --proposals $IKE_PROPOSAL --auth psk --local-id $me --remote-id $peer child net2 --local-ts $l --remote-ts $r --esp-proposals $ESP_PROPOSAL --start-action none"
     # gwA: a trap policy too (swanctl --list-pols), never triggered.
     [ "$gw" = gwA ] && EXTRA_CONN[$gw]+=" conn gw3 --version 2 --local-addrs $me --remote-addrs $peer --proposals $IKE_PROPOSAL --auth psk --local-id $me --remote-id $peer child net3 --local-ts 10.1.3.0/24 --remote-ts 10.2.3.0/24 --esp-proposals $ESP_PROPOSAL --start-action trap"
     gen_swanctl_conf "$gw" >"$W/$gw-swanctl.conf"

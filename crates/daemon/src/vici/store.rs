@@ -604,6 +604,15 @@ mod tests {
         assert_eq!(config.secrets[0].name, "ike-1");
         assert_eq!(config.secrets[0].secret.as_slice(), b"\x00secret");
         assert_eq!(config.secrets[0].ids.len(), 2);
+        // swanctl --load-creds sends `secrets.ppk-…` as type PPK (RFC 8784).
+        let ppk = Section::default()
+            .with("id", "ppk-gw")
+            .with("type", "PPK")
+            .with("data", b"post-quantum".to_vec())
+            .with_list("owners", vec![b"ppk-gw".to_vec()]);
+        let with_ppk = l.with_shared(&ppk).unwrap();
+        let config = flowsec_ike::config::from_tree("vici", &with_ppk.tree()).unwrap();
+        assert_eq!(config.find_ppk(b"ppk-gw"), Some(&b"post-quantum"[..]));
         // Loaded again: replaced in place, not added.
         let l = l.with_conn(&conn("gw", "192.0.2.3")).unwrap();
         assert_eq!(l.conn_names(), vec!["gw"]);
