@@ -6,7 +6,11 @@
 
 use flowsec_crypto::random::SeededRandom;
 use flowsec_crypto::{DhGroup, Provider};
-use flowsec_ike::config::{ike_accepts, ike_answer, ike_offer, parse_ike_proposals, select_ike};
+use flowsec_ike::config::{
+    child_accepts, child_answer, child_offer, ike_accepts, ike_answer, ike_offer,
+    parse_esp_proposals, parse_ike_proposals, select_child, select_ike,
+};
+use flowsec_wire::iana::ProtocolId;
 use flowsec_wire::ike::{parse_payloads, Payload, PayloadType};
 
 /// The methods byte 0 picks from: every method of the provider but the
@@ -30,6 +34,11 @@ pub fn methods(provider: &Provider) -> Vec<DhGroup> {
 pub const OURS: &str = "aes256gcm16-prfsha384-x25519-ke1_mlkem768-ke1_none-ke2_ecp384, \
                         aes128gcm16-prfsha256-mlkem1024-ke3_ecp256, aes128-sha256-ecp256";
 
+/// Our ESP proposals: PFS with additional key exchanges for
+/// IKE_FOLLOWUP_KE (RFC 9370 §2.2.4), required and optional.
+pub const OURS_ESP: &str = "aes256gcm16-x25519-ke1_mlkem768-ke2_ecp384-ke2_none, \
+                            aes128gcm16-mlkem1024-ke1_ecp256, aes128-sha256-ecp256";
+
 /// `cargo fuzz run ike_key_exchange`. Byte 0's top bit picks the half:
 /// - clear: its low bits pick a method ([`methods`]) and the rest is a
 ///   peer's KE payload data, read as a responder reads the initiator's
@@ -40,7 +49,8 @@ pub const OURS: &str = "aes256gcm16-prfsha384-x25519-ke1_mlkem768-ke1_none-ke2_e
 ///   transforms), chosen from by [`OURS`] as a responder that takes
 ///   IKE_INTERMEDIATE does; what it answers must be a valid choice from
 ///   that offer (`ike_accepts`), and every proposal is checked as an
-///   answer to our own offer.
+///   answer to our own offer; the same for ESP proposals against
+///   [`OURS_ESP`] in CREATE_CHILD_SA.
 pub fn ike_key_exchange(data: &[u8]) {
     let Some((&pick, rest)) = data.split_first() else {
         return;
@@ -85,5 +95,19 @@ fn negotiation(body: &[u8]) {
     let mine = ike_offer(&ours);
     for p in offer.iter().take(8) {
         let _ = ike_accepts(&mine, p);
+    }
+    let esp = parse_esp_proposals(OURS_ESP).expect("our ESP proposals parse");
+    if let Some(chosen) = select_child(&esp, offer, true) {
+        // (A peer's proposal without ESN gets NO_ESN back, which it did
+        // not list: our check of an answer would refuse that.)
+        let answer = child_answer(&chosen, 0x100);
+        if let Some(again) = child_accepts(offer, &answer) {
+            assert_eq!(again.additional(), chosen.additional());
+            assert_eq!(again.dh, chosen.dh);
+        }
+    }
+    let mine = child_offer(&esp, ProtocolId::ESP, 0x100, true);
+    for p in offer.iter().take(8) {
+        let _ = child_accepts(&mine, p);
     }
 }
