@@ -163,6 +163,10 @@ for left in flowsec peer; do
             tests/e2e/ike_pq.sh </dev/null
     done
 done
+for left in flowsec peer; do
+    echo "-- a hybrid proposal against strongSwan 5.9.8 (no RFC 9370), initiator: $left"
+    FLOWSEC_PQ_LEFT=$left FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_pq_legacy.sh </dev/null
+done
 for proposal in aes256gcm16-prfsha384-x25519-ke1_mlkem768 aes256gcm16-prfsha384-mlkem1024; do
     echo "-- post-quantum IKEv2 with ML-KEM ($proposal): flowsec -> flowsec"
     FLOWSEC_PQ_PEER=flowsec FLOWSEC_PQ_PROPOSAL=$proposal FLOWSEC_BIN=target/debug/flowsec \
