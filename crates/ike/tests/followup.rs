@@ -9,7 +9,7 @@ mod pair;
 
 use std::time::Duration;
 
-use flowsec_ike::{Datagram, Settings};
+use flowsec_ike::Settings;
 use flowsec_wire::iana::{DhGroup, ExchangeType};
 use pair::*;
 
@@ -40,28 +40,6 @@ fn pair_with(ike: &str, esp_a: &str, esp_b: &str) -> Pair {
     Pair::with(&with(a, esp_a), &with(b, esp_b), settings.clone(), settings)
 }
 
-fn exchange(d: &Datagram) -> ExchangeType {
-    ExchangeType(d.data[18])
-}
-
-/// Every datagram a→b and b→a until the pair goes quiet, in order.
-fn run(p: &mut Pair) -> (Vec<Datagram>, Vec<Datagram>) {
-    let (mut ab, mut ba) = (Vec::new(), Vec::new());
-    for _ in 0..200 {
-        p.collect();
-        if p.ab.is_empty() && p.ba.is_empty() {
-            break;
-        }
-        if !p.ab.is_empty() {
-            ab.push(p.b_gets());
-        }
-        if !p.ba.is_empty() {
-            ba.push(p.a_gets());
-        }
-    }
-    (ab, ba)
-}
-
 const IKE: &str = "aes128gcm16-prfsha256-ecp256";
 const HYBRID_ESP: &str = "aes128gcm16-x25519-ke1_mlkem768";
 
@@ -80,7 +58,7 @@ fn a_child_rekey_runs_one_followup_per_additional_exchange() {
     // HDR(IKE_FOLLOWUP_KE), SK {N(ADDITIONAL_KEY_EXCHANGE), KEi(1)} -->
     //   <-- HDR(IKE_FOLLOWUP_KE), SK {KEr(1)}
     p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
-    let (ab, _) = run(&mut p);
+    let (ab, _) = p.run();
     let kinds: Vec<ExchangeType> = ab.iter().map(exchange).collect();
     assert_eq!(
         kinds[..2],
@@ -114,7 +92,7 @@ fn three_additional_exchanges_follow_each_other_by_their_links() {
     p.start();
     p.settle();
     p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
-    let (ab, _) = run(&mut p);
+    let (ab, _) = p.run();
     let followups = ab
         .iter()
         .filter(|d| exchange(d) == ExchangeType::IKE_FOLLOWUP_KE)
@@ -139,7 +117,7 @@ fn an_ike_sa_rekey_with_a_hybrid_proposal_runs_a_followup() {
     p.settle();
     let before = p.a.list(p.now)[0].clone();
     p.a.rekey(p.now, Some("gw"), None, &mut p.ka).unwrap();
-    let (ab, _) = run(&mut p);
+    let (ab, _) = p.run();
     let kinds: Vec<ExchangeType> = ab.iter().map(exchange).collect();
     assert_eq!(
         kinds[..2],
@@ -171,7 +149,7 @@ fn an_optional_additional_exchange_is_skipped_and_a_required_one_refused() {
     p.start();
     p.settle();
     p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
-    let (ab, _) = run(&mut p);
+    let (ab, _) = p.run();
     assert!(ab
         .iter()
         .all(|d| exchange(d) != ExchangeType::IKE_FOLLOWUP_KE));
@@ -184,7 +162,7 @@ fn an_optional_additional_exchange_is_skipped_and_a_required_one_refused() {
     p.settle();
     let old = p.a.list(p.now)[0].children[0].clone();
     p.a.rekey(p.now, None, Some("net"), &mut p.ka).unwrap();
-    let (ab, _) = run(&mut p);
+    let (ab, _) = p.run();
     assert!(ab
         .iter()
         .all(|d| exchange(d) != ExchangeType::IKE_FOLLOWUP_KE));

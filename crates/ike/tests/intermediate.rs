@@ -38,30 +38,8 @@ fn pair_with(ike_a: &str, ike_b: &str, size: usize) -> Pair {
     Pair::with(&with(a, ike_a), &with(b, ike_b), settings.clone(), settings)
 }
 
-fn exchange(d: &Datagram) -> ExchangeType {
-    ExchangeType(d.data[18])
-}
-
 fn message_id(d: &Datagram) -> u32 {
     u32::from_be_bytes(d.data[20..24].try_into().unwrap())
-}
-
-/// Every datagram a→b and b→a until the pair goes quiet, in order.
-fn run(p: &mut Pair) -> (Vec<Datagram>, Vec<Datagram>) {
-    let (mut ab, mut ba) = (Vec::new(), Vec::new());
-    for _ in 0..200 {
-        p.collect();
-        if p.ab.is_empty() && p.ba.is_empty() {
-            break;
-        }
-        if !p.ab.is_empty() {
-            ab.push(p.b_gets());
-        }
-        if !p.ba.is_empty() {
-            ba.push(p.a_gets());
-        }
-    }
-    (ab, ba)
 }
 
 const HYBRID: &str = "aes256gcm16-prfsha384-x25519-ke1_mlkem768";
@@ -70,7 +48,7 @@ const HYBRID: &str = "aes256gcm16-prfsha384-x25519-ke1_mlkem768";
 fn a_hybrid_proposal_runs_one_ike_intermediate_then_ike_auth() {
     let mut p = pair_with(HYBRID, HYBRID, 1280);
     p.start();
-    let (ab, _) = run(&mut p);
+    let (ab, _) = p.run();
     p.assert_up(1);
     // IKE_SA_INIT (0), IKE_INTERMEDIATE (1), IKE_AUTH (2): RFC 9242
     // Appendix A's numbering.
@@ -114,7 +92,7 @@ fn three_additional_key_exchanges_each_have_their_own_exchange() {
     let ike = "aes128gcm16-prfsha256-ecp256-ke1_ecp384-ke2_modp3072-ke3_mlkem512";
     let mut p = pair_with(ike, ike, 1280);
     p.start();
-    let (ab, ba) = run(&mut p);
+    let (ab, ba) = p.run();
     p.assert_up(1);
     let kinds: Vec<ExchangeType> = ab.iter().map(exchange).collect();
     assert_eq!(
@@ -145,7 +123,7 @@ fn a_large_key_goes_in_fragments() {
     let ike = "aes256gcm16-prfsha384-x25519-ke1_mlkem1024";
     let mut p = pair_with(ike, ike, 576);
     p.start();
-    let (ab, ba) = run(&mut p);
+    let (ab, ba) = p.run();
     p.assert_up(1);
     let fragments = |ds: &[Datagram]| {
         ds.iter()
@@ -175,7 +153,7 @@ fn an_optional_additional_exchange_is_skipped_with_a_classical_peer() {
         1280,
     );
     p.start();
-    let (ab, _) = run(&mut p);
+    let (ab, _) = p.run();
     p.assert_up(1);
     assert!(ab
         .iter()

@@ -189,7 +189,7 @@ impl Exchange for FollowupKe {
             let ty = n.ty;
             return then.failed(cx, sa, Failure::Refused(ty));
         }
-        let secret = match ke_of(&msg) {
+        let secret = match crate::host::parts(&msg).ke {
             Some(ker) if ker.group == ke.group() => ke.shared_secret(&ker.data),
             _ => return then.failed(cx, sa, Failure::Unusable(ChildError::KeMismatch)),
         };
@@ -335,7 +335,7 @@ impl Awaiting for AwaitingFollowup {
         // strongSwan's answers: no KE is a syntax error, another method
         // one we did not choose; a public value that fails its checks is
         // INVALID_SYNTAX (the ML-KEM draft, §2.2).
-        let answered = match ke_of(&msg) {
+        let answered = match crate::host::parts(&msg).ke {
             None => Err(NotifyType::INVALID_SYNTAX),
             Some(kei) if kei.group != method => Err(NotifyType::NO_PROPOSAL_CHOSEN),
             Some(kei) => {
@@ -392,14 +392,6 @@ pub(crate) fn link_of(msg: &Message) -> Option<Vec<u8>> {
 /// Whether a request carries our link `link`.
 fn linked(msg: &Message, link: &[u8]) -> bool {
     link_of(msg).is_some_and(|l| l == link)
-}
-
-/// The KE payload of a message.
-fn ke_of(msg: &Message) -> Option<&Ke> {
-    msg.payloads.iter().find_map(|p| match p {
-        Payload::Ke(ke) => Some(ke),
-        _ => None,
-    })
 }
 
 /// Whether `g` is an ML-KEM method (IANA 35 to 37).

@@ -147,14 +147,6 @@ fn update_keys(
     }
 }
 
-/// The KE payload of `msg`, if it has one.
-fn ke_of(msg: &Message) -> Option<&Ke> {
-    msg.payloads.iter().find_map(|p| match p {
-        Payload::Ke(ke) => Some(ke),
-        _ => None,
-    })
-}
-
 /// Where the initiator stands: what IKE_AUTH needs, and the additional
 /// key exchanges still to run.
 struct Progress {
@@ -250,7 +242,7 @@ impl Exchange for Intermediate {
             let why = failed(format!("the peer answered {}", n.ty));
             return crate::host::fail(cx, sa, why);
         }
-        let secret = match ke_of(&msg) {
+        let secret = match crate::host::parts(&msg).ke {
             Some(ker) if ker.group == ke.group() => ke.shared_secret(&ker.data),
             Some(ker) => {
                 let why = failed(format!("answered with {} for {}", ker.group, ke.group()));
@@ -321,7 +313,7 @@ impl Awaiting for AwaitingIntermediate {
             mut chain,
         } = *self;
         let method = pending.remove(0);
-        let answered = match ke_of(&msg) {
+        let answered = match crate::host::parts(&msg).ke {
             Some(kei) if kei.group == method => {
                 crypto::respond(&cx.host.provider, method, cx.host.rng.as_mut(), &kei.data).ok()
             }

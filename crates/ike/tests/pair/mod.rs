@@ -227,6 +227,25 @@ impl Pair {
         true
     }
 
+    /// Every datagram a→b and b→a until the pair goes quiet, in order
+    /// (what `settle` delivers, kept for the test to look at).
+    pub fn run(&mut self) -> (Vec<Datagram>, Vec<Datagram>) {
+        let (mut ab, mut ba) = (Vec::new(), Vec::new());
+        for _ in 0..200 {
+            self.collect();
+            if self.ab.is_empty() && self.ba.is_empty() {
+                break;
+            }
+            if !self.ab.is_empty() {
+                ab.push(self.b_gets());
+            }
+            if !self.ba.is_empty() {
+                ba.push(self.a_gets());
+            }
+        }
+        (ab, ba)
+    }
+
     /// Deliver everything in flight, both ways, until quiet; then let the
     /// inbound SAs of replaced Child SAs (kept 5 s for late packets) go.
     pub fn settle(&mut self) {
@@ -299,6 +318,11 @@ impl Pair {
             );
         }
     }
+}
+
+/// The exchange type in a datagram's IKE header.
+pub fn exchange(d: &Datagram) -> flowsec_wire::iana::ExchangeType {
+    flowsec_wire::iana::ExchangeType(d.data[18])
 }
 
 /// The strongSwan-made test PKI (tests/data/pki).
