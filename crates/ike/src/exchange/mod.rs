@@ -22,6 +22,7 @@
 
 pub(crate) mod auth;
 pub(crate) mod child;
+pub(crate) mod child_answer;
 pub(crate) mod child_responder;
 mod contact;
 pub(crate) mod followup;
