@@ -63,15 +63,19 @@ use super::proposal::{
     parse_ike_proposals,
 };
 use super::value::{
-    action, addr_list, decode_secret, keyword, parse_auth, parse_bool, parse_mode, parse_num,
-    parse_port, same_as_default, ts_list, Act,
+    action, addr_list, keyword, parse_auth, parse_bool, parse_mode, parse_num, parse_port,
+    same_as_default, ts_list, Act,
 };
 pub use super::value::{parse_bytes, parse_duration};
 use super::{
     AddrSpec, AuthConfig, AuthKind, ChildConfig, CloseAction, Config, ConfigError, Connection,
-    CredRef, DpdAction, Fragmentation, Identity, Pool, PpkSecret, RekeySwitch, Secret, SendCert,
-    StartAction, TcpConfig, TcpEncap, TsSpec, Unique, TLS_PORT,
+    CredRef, DpdAction, Fragmentation, Identity, Pool, RekeySwitch, SendCert, StartAction,
+    TcpConfig, TcpEncap, TsSpec, Unique, TLS_PORT,
 };
+
+mod secrets;
+
+use secrets::ppk_id;
 
 /// strongSwan keys accepted with any valid value and then ignored: they
 /// only concern features flowsec does not have (MOBIKE,
@@ -588,71 +592,6 @@ impl Reader<'_> {
             },
         ))
     }
-
-    /// A `ppk…` secret (RFC 8784): `secret`, and the PPK_IDs it is known
-    /// by (`id`, `id-…`).
-    fn ppk_secret(&self, sec: &Section) -> Result<PpkSecret, ConfigError> {
-        let path = join("secrets", &sec.name);
-        self.no_sections(sec, &path, ConfigErrorKind::UnknownSection)?;
-        let (mut ids, mut secret) = (Vec::new(), None);
-        for (s, v) in values(sec) {
-            let here = join(&path, &s.key);
-            if s.key == "secret" {
-                secret = Some(decode_secret(v).map_err(|e| self.err(s, here, e))?);
-            } else if s.key.starts_with("id") {
-                ids.push(ppk_id(v).map_err(|e| self.err(s, here, e))?);
-            } else {
-                return Err(self.err(s, here, ConfigErrorKind::UnknownSecretKey));
-            }
-        }
-        let secret = secret
-            .ok_or_else(|| self.err(sec, join(&path, "secret"), ConfigErrorKind::MissingSecret))?;
-        if ids.is_empty() {
-            return Err(self.err(sec, path, ConfigErrorKind::PpkSecretWithoutId));
-        }
-        Ok(PpkSecret {
-            name: sec.name.clone(),
-            ids,
-            secret,
-        })
-    }
-
-    fn secret(&self, sec: &Section) -> Result<Secret, ConfigError> {
-        let path = join("secrets", &sec.name);
-        if !sec.name.starts_with("ike") && !sec.name.starts_with("eap") {
-            let known = [
-                "eap", "xauth", "ntlm", "ppk", "private", "rsa", "ecdsa", "bliss", "pkcs8",
-                "pkcs12", "token",
-            ];
-            let known = known.iter().any(|k| sec.name.starts_with(k));
-            return Err(self.err(sec, path, ConfigErrorKind::SecretType { known }));
-        }
-        self.no_sections(sec, &path, ConfigErrorKind::UnknownSection)?;
-        let mut ids = Vec::new();
-        let mut secret = None;
-        for (s, v) in values(sec) {
-            let here = join(&path, &s.key);
-            if s.key == "secret" {
-                secret = Some(decode_secret(v).map_err(|e| self.err(s, here, e))?);
-            } else if s.key.starts_with("id") {
-                ids.push(Identity::parse(v).map_err(|e| self.err(s, here, e))?);
-            } else {
-                return Err(self.err(s, here, ConfigErrorKind::UnknownSecretKey));
-            }
-        }
-        let secret = secret
-            .ok_or_else(|| self.err(sec, join(&path, "secret"), ConfigErrorKind::MissingSecret))?;
-        // strongSwan lets an EAP secret without ids match every user: one
-        // password for all, or a test secret left behind; refused here.
-        if sec.name.starts_with("eap") && ids.is_empty() {
-            return Err(self.err(sec, path, ConfigErrorKind::EapSecretWithoutId));
-        }
-        Ok(Secret {
-            name: sec.name.clone(),
-            ids,
-            secret,
-        })
-    }
 }
 
 /// A connection named `name` with strongSwan's defaults (its lifetimes
@@ -807,17 +746,6 @@ fn conn_setting(
         _ => return Err(ConfigErrorKind::UnknownKey),
     }
     Ok(())
-}
-
-/// A PPK_ID as configured (RFC 8784 §5.1, sent as PPK_ID_FIXED): a
-/// plain name, whose bytes go on the wire as strongSwan sends an FQDN
-/// or KEY_ID identity's.
-fn ppk_id(v: &str) -> Result<String, ConfigErrorKind> {
-    let binary = v.parse::<IpAddr>().is_ok() || v.contains('=');
-    if v.is_empty() || binary {
-        return Err(ConfigErrorKind::PpkIdNotPlain { value: v.into() });
-    }
-    Ok(v.to_string())
 }
 
 /// A CHILD_SA named `name` with strongSwan's defaults (its life and rand
