@@ -695,22 +695,18 @@ fn answer(
                 }
             }
         }
-        ExchangeType::IKE_FOLLOWUP_KE
-            if sa.state != IkeState::HalfOpen && !waits_for(sa, exchange) =>
-        {
-            crate::exchange::followup::unexpected(cx, sa, mid)
+        // RFC 9370 §2.2.4: the next additional key exchange of a
+        // CREATE_CHILD_SA we answered, or STATE_NOT_FOUND.
+        ExchangeType::IKE_FOLLOWUP_KE if sa.state != IkeState::HalfOpen => {
+            let wait = waits_for(sa, exchange).then(|| sa.exch.take_passive());
+            match wait.flatten() {
+                Some(wait) => wait.answer(cx, sa, mid, msg),
+                None => crate::exchange::followup::unexpected(cx, sa, mid),
+            }
         }
         ExchangeType::CREATE_CHILD_SA if sa.state == IkeState::Established => {
             crate::exchange::followup::drop_stale(cx, sa);
             crate::exchange::child_responder::child_request(cx, sa, mid, msg)
-        }
-        // RFC 9370 §2.2.4: the next additional key exchange of a
-        // CREATE_CHILD_SA we answered, or STATE_NOT_FOUND.
-        ExchangeType::IKE_FOLLOWUP_KE if sa.state != IkeState::HalfOpen => {
-            match sa.exch.take_passive() {
-                Some(wait) => wait.answer(cx, sa, mid, msg),
-                None => crate::exchange::followup::unexpected(cx, sa, mid),
-            }
         }
         ExchangeType::CREATE_CHILD_SA => {
             // §2.25: rekeyed or being deleted: not now.

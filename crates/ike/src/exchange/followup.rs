@@ -266,7 +266,6 @@ pub(crate) fn await_followups(
 ) {
     let link = cx.host.random(LINK_LEN);
     answer.push(notify(NotifyType::ADDITIONAL_KEY_EXCHANGE, link.clone()));
-    drop_stale(cx, sa);
     sa.exch.await_request(Box::new(AwaitingFollowup {
         rounds: Rounds::new(additional),
         link,

@@ -36,7 +36,7 @@ pub(crate) struct Unmixed {
     sk_pr: Zeroizing<Vec<u8>>,
 }
 
-/// A PPK to use, found by its PPK_ID.
+/// The initiator's PPK, found by its `ppk_id`.
 pub(crate) struct Ppk {
     pub id: String,
     pub key: Zeroizing<Vec<u8>>,
@@ -144,8 +144,8 @@ pub(crate) fn responder_keys(
     msg: &Message,
 ) -> Result<(bool, Option<Message>), Refusal> {
     match responder(host, sa, msg)? {
-        Some(found) => {
-            mix(host, sa, &found.key).ok_or(Refusal::Keys)?;
+        Some(key) => {
+            mix(host, sa, &key).ok_or(Refusal::Keys)?;
             Ok((true, None))
         }
         None => Ok((false, without_ppk(sa, msg))),
@@ -154,7 +154,11 @@ pub(crate) fn responder_keys(
 
 /// Responder: the PPK the initiator's request `msg` names, `None` to go
 /// without (strongSwan's `get_ppk_r()`), or why it is refused.
-fn responder(host: &Host, sa: &IkeSa, msg: &Message) -> Result<Option<Ppk>, Refusal> {
+fn responder(
+    host: &Host,
+    sa: &IkeSa,
+    msg: &Message,
+) -> Result<Option<Zeroizing<Vec<u8>>>, Refusal> {
     let conn = &sa.conn;
     let without = match conn.ppk_required {
         true => Err(Refusal::Required),
@@ -180,10 +184,7 @@ fn responder(host: &Host, sa: &IkeSa, msg: &Message) -> Result<Option<Ppk>, Refu
         return Err(Refusal::OtherId);
     }
     match host.config.find_ppk(id) {
-        Some(key) => Ok(Some(Ppk {
-            id: String::from_utf8_lossy(id).into_owned(),
-            key: Zeroizing::new(key.to_vec()),
-        })),
+        Some(key) => Ok(Some(Zeroizing::new(key.to_vec()))),
         None => without,
     }
 }
