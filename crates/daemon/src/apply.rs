@@ -105,6 +105,9 @@ pub enum Change {
     Spd(Spd),
     /// New UDP encapsulation ports for an SA (IKE follows a NAT rebinding).
     Encap(SaId, flowsec_ipsec::UdpEncap),
+    /// New outer addresses and encapsulation for an SA, its state kept
+    /// (IKE follows a MOBIKE update, RFC 4555 §3.5).
+    Move(SaId, flowsec_ipsec::Endpoints),
     /// The sequence numbers a manual SA may use ([`crate::seqstate`]):
     /// start above `from`, stop at `ceiling`.
     Seq(SaId, SeqRange),
@@ -385,6 +388,8 @@ pub enum WorkerChange {
     Spd(Spd, u64),
     /// New UDP encapsulation ports for an SA.
     Encap(SaId, flowsec_ipsec::UdpEncap),
+    /// New outer addresses and encapsulation for an SA.
+    Move(SaId, flowsec_ipsec::Endpoints),
     /// A manual SA's sequence numbers.
     Seq(SaId, SeqRange),
 }
@@ -410,6 +415,7 @@ pub fn per_worker(
                 Change::RemoveSa(id) => WorkerChange::RemoveSa(*id),
                 Change::Spd(spd) => WorkerChange::Spd(spd.clone(), 0),
                 Change::Encap(id, encap) => WorkerChange::Encap(*id, *encap),
+                Change::Move(id, to) => WorkerChange::Move(*id, *to),
                 Change::Seq(id, range) => WorkerChange::Seq(*id, *range),
             });
         }

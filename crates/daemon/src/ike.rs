@@ -20,7 +20,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 use flowsec_ike::{Datagram, Ike, Kernel, SaUsage, IKE_PORT, NAT_T_PORT};
-use flowsec_ipsec::{Direction, Policy, Protocol, SaConfig, SaId, Selector};
+use flowsec_ipsec::{Direction, Endpoints, Policy, Protocol, SaConfig, SaId, Selector};
 use flowsec_wire::udp_encap::NON_ESP_MARKER;
 
 use crate::apply::{without_keys, Change, Model};
@@ -413,6 +413,25 @@ impl Kernel for PlaneKernel<'_> {
                 self.changes.push(Change::Encap(id, encap));
             }
         }
+    }
+
+    fn move_sa(&mut self, id: SaId, to: Endpoints) -> Option<SaId> {
+        let new = SaId { dst: to.dst, ..id };
+        if new != id && self.model.sas.contains_key(&new) {
+            tracing::warn!(target: "esp", "SA {id} not moved: SA {new} exists already");
+            return None;
+        }
+        let mut c = self.model.sas.remove(&id)?;
+        let families = to.src.is_ipv4() == to.dst.is_ipv4();
+        if !families || (to.encap.is_some() && c.protocol != Protocol::Esp) {
+            tracing::warn!(target: "esp", "SA {id} not moved to {} -> {}", to.src, to.dst);
+            self.model.sas.insert(id, c);
+            return None;
+        }
+        (c.src, c.dst, c.encap) = (to.src, to.dst, to.encap);
+        self.model.sas.insert(new, c);
+        self.changes.push(Change::Move(id, to));
+        Some(new)
     }
 
     fn add_policy(&mut self, policy: Policy) {

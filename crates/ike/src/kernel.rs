@@ -10,7 +10,7 @@
 
 use std::net::IpAddr;
 
-use flowsec_ipsec::{Direction, Policy, Protocol, SaConfig, SaId, Selector, UdpEncap};
+use flowsec_ipsec::{Direction, Endpoints, Policy, Protocol, SaConfig, SaId, Selector, UdpEncap};
 
 /// Bytes and packets an SA has carried.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -45,6 +45,12 @@ pub trait Kernel {
     /// New UDP encapsulation ports for an SA that has them (a NAT in
     /// front of the peer rebound it, RFC 7296 §2.23); its state stays.
     fn update_encap(&mut self, id: SaId, encap: UdpEncap);
+    /// Move an SA to new outer addresses and encapsulation, its keys,
+    /// sequence numbers and replay window kept (a MOBIKE update, RFC 4555
+    /// §3.5): its id afterwards (the destination is part of it), `None`
+    /// when it was refused (no such SA, another SA has the new id, mixed
+    /// families) and nothing moved.
+    fn move_sa(&mut self, id: SaId, to: Endpoints) -> Option<SaId>;
     /// Install a policy.
     fn add_policy(&mut self, policy: Policy);
     /// Remove the policy with this direction and selector.
@@ -126,6 +132,32 @@ impl Kernel for RecordingKernel {
                 s.encap = Some(encap);
             }
         }
+    }
+
+    fn move_sa(&mut self, id: SaId, to: Endpoints) -> Option<SaId> {
+        let new = SaId { dst: to.dst, ..id };
+        self.log.push(format!(
+            "move_sa {} {:#010x} {}->{}{}",
+            id.protocol,
+            id.spi,
+            to.src,
+            to.dst,
+            to.encap.map_or(String::new(), |e| format!(
+                " udp {}:{}",
+                e.src_port, e.dst_port
+            ))
+        ));
+        let same =
+            |s: &SaConfig, i: SaId| s.protocol == i.protocol && s.spi == i.spi && s.dst == i.dst;
+        if new != id && self.sas.iter().any(|s| same(s, new)) {
+            return None;
+        }
+        let s = self.sas.iter_mut().find(|s| same(s, id))?;
+        if to.src.is_ipv4() != to.dst.is_ipv4() {
+            return None;
+        }
+        (s.src, s.dst, s.encap) = (to.src, to.dst, to.encap);
+        Some(new)
     }
 
     fn add_policy(&mut self, policy: Policy) {

@@ -31,8 +31,9 @@ pub use lifetime::{Lifetime, Limits, SaState};
 pub use process::{Bundle, Egress, Inbound, SealError, UdpEndpoints};
 pub use replay::{ReplayError, ReplayWindow};
 pub use sa::{
-    EncapTransport, Mode, Protocol, SaConfig, SaError, SaId, SaStats, SecurityAssociation, UdpEncap,
+    EncapTransport, Endpoints, Mode, Protocol, SaConfig, SaError, SaId, SaStats,
+    SecurityAssociation, UdpEncap,
 };
-pub use sad::{SaHandle, Sad, Sealer};
+pub use sad::{SaHandle, Sad, SadError, Sealer};
 pub use spd::{Action, Direction, Flow, OpaqueLookup, Policy, Selector, Spd};
 pub use spd_cache::SpdCache;

@@ -395,6 +395,19 @@ impl SaStats {
     }
 }
 
+/// Where an SA's packets travel: its outer source and destination, and
+/// the UDP encapsulation if it has one (what a MOBIKE update changes,
+/// RFC 4555 §3.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Endpoints {
+    /// The outer source (ours for an outbound SA).
+    pub src: IpAddr,
+    /// The outer destination (part of the SA's id).
+    pub dst: IpAddr,
+    /// ESP in UDP with these ports, or raw.
+    pub encap: Option<UdpEncap>,
+}
+
 /// A live SA.
 pub struct SecurityAssociation {
     pub(crate) id: SaId,
@@ -549,6 +562,30 @@ impl SecurityAssociation {
         if self.encap.is_some() {
             self.encap = Some(encap);
         }
+    }
+    /// Move the SA to new outer addresses (a MOBIKE update, RFC 4555
+    /// §3.5): `src` → `dst`, ESP in UDP with `encap` or raw, as NAT
+    /// detection on the new path says. Its keys, sequence numbers, replay
+    /// window and counters stay. Refused, with nothing changed, for
+    /// endpoints of mixed families or UDP encapsulation of anything but
+    /// ESP. The id changes with `dst`: a [`crate::Sad`] holds it under
+    /// the old one, so move it there with [`crate::Sad::move_sa`].
+    pub fn set_endpoints(&mut self, to: Endpoints) -> Result<(), SaError> {
+        let Endpoints { src, dst, encap } = to;
+        if encap.is_some() && self.id.protocol != Protocol::Esp {
+            return Err(SaError::Inconsistent("only ESP can be UDP-encapsulated"));
+        }
+        let outer = match self.mode {
+            Mode::Tunnel => Some(OuterHeader::new(src, dst).ok_or(SaError::Inconsistent(
+                "tunnel endpoints of different address families",
+            ))?),
+            Mode::Transport => None,
+        };
+        self.outer = outer;
+        self.src = src;
+        self.id.dst = dst;
+        self.encap = encap;
+        Ok(())
     }
     /// Encryption algorithm.
     pub fn encr(&self) -> EncrId {

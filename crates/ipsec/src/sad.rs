@@ -9,7 +9,7 @@ use std::hash::BuildHasherDefault;
 use std::net::IpAddr;
 
 use crate::fxhash::FxHasher;
-use crate::sa::{Protocol, SaId, SecurityAssociation};
+use crate::sa::{Endpoints, Protocol, SaId, SecurityAssociation};
 use crate::spd::SaTemplate;
 use crate::SaState;
 
@@ -28,6 +28,10 @@ pub struct SaHandle {
 pub enum SadError {
     /// An SA with the same protocol, SPI and destination exists.
     Exists(SaId),
+    /// No SA has this identity.
+    Unknown(SaId),
+    /// The SA refused what it was asked ([`Sad::move_sa`]).
+    Sa(crate::SaError),
 }
 
 impl fmt::Display for SadError {
@@ -38,6 +42,12 @@ impl fmt::Display for SadError {
                 "{} SA with SPI {:#x} to {} exists",
                 id.protocol, id.spi, id.dst
             ),
+            SadError::Unknown(id) => write!(
+                f,
+                "no {} SA with SPI {:#x} to {}",
+                id.protocol, id.spi, id.dst
+            ),
+            SadError::Sa(e) => e.fmt(f),
         }
     }
 }
@@ -114,6 +124,22 @@ impl Sad {
             }
         }
         Some(sa)
+    }
+
+    /// Move the SA `id` to new outer addresses and encapsulation
+    /// ([`SecurityAssociation::set_endpoints`]), keeping its state: the
+    /// handle of it under its new id. Refused, with nothing changed, when
+    /// `id` is unknown, another SA has the new id already, or the SA
+    /// refuses the endpoints (it stays where it was, under a new handle).
+    pub fn move_sa(&mut self, id: &SaId, to: Endpoints) -> Result<SaHandle, SadError> {
+        let new = SaId { dst: to.dst, ..*id };
+        if new != *id && self.by_id.contains_key(&new) {
+            return Err(SadError::Exists(new));
+        }
+        let mut sa = self.remove(id).ok_or(SadError::Unknown(*id))?;
+        let moved = sa.set_endpoints(to);
+        let handle = self.add(sa).expect("its slot and id were free");
+        moved.map(|()| handle).map_err(SadError::Sa)
     }
 
     /// Remove every SA (setkey `flush`), or every SA of one protocol.

@@ -1006,3 +1006,97 @@ fn a_transport_fragment_is_refused_untouched() {
     ));
     assert_eq!(buf.as_slice(), &whole[..]);
 }
+
+/// A MOBIKE move (RFC 4555 §3.5): both SADs move the SA to new outer
+/// addresses, raw ESP to ESP in UDP and back; the outbound one goes on
+/// counting where it was, the inbound one keeps its replay window (a
+/// packet sealed before the move is a replay after it), and the index of
+/// outbound SAs answers for the new pair only.
+#[test]
+fn a_moved_sa_keeps_its_state() {
+    use flowsec_ipsec::{Egress, Endpoints, SadError, UdpEndpoints};
+    let ends = |src, dst, encap| Endpoints { src, dst, encap };
+    let (a, b, a2) = ("192.0.2.1", "192.0.2.2", "198.51.100.7");
+    let c = config(&SUITES[1], 0x4100, Mode::Tunnel, a, b);
+    let (mut out, mut inb, bundle) = pair(std::slice::from_ref(&c));
+    let inner = udp_packet("10.1.0.1", "10.2.0.1", b"before");
+    let mut buf = PacketBuf::from_packet(&inner);
+    let wire = process::outbound(&mut out, &bundle, &mut buf, NOW)
+        .unwrap()
+        .to_packet(buf.as_slice())
+        .unwrap();
+    let mut before = PacketBuf::from_packet(&wire);
+    assert!(process::inbound_packet(&mut inb, &mut before, NOW).is_ok());
+    let id = c_id(&c);
+    // To ESP in UDP from a new address of ours (the sender's).
+    let encap = Some(UdpEncap::udp(4500, 4500));
+    let h = out.move_sa(&id, ends(ip(a2), ip(b), encap)).unwrap();
+    assert_eq!(out.get(h).unwrap().seq(), 1, "the counter goes on");
+    inb.move_sa(&id, ends(ip(a2), ip(b), encap)).unwrap();
+    let template = SaTemplate {
+        protocol: Protocol::Esp,
+        mode: Mode::Tunnel,
+        tunnel: Some((ip(a2), ip(b))),
+        level: Level::Require,
+        reqid: 0,
+    };
+    let flow = Flow {
+        src: ip("10.1.0.1"),
+        dst: ip("10.2.0.1"),
+        protocol: 17,
+        src_port: 1234,
+        dst_port: 5678,
+        fragment: false,
+    };
+    assert!(process::resolve(&out, &[template.clone()], &flow, NOW).is_ok());
+    let old = SaTemplate {
+        tunnel: Some((ip(a), ip(b))),
+        ..template.clone()
+    };
+    assert!(
+        process::resolve(&out, &[old], &flow, NOW).is_err(),
+        "the old pair is gone"
+    );
+    let bundle = process::resolve(&out, &[template], &flow, NOW).unwrap();
+    let mut buf = PacketBuf::from_packet(&inner);
+    let Egress::Udp(udp) = process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap() else {
+        panic!("not ESP in UDP after the move");
+    };
+    assert_eq!(udp.local, format!("{a2}:4500").parse().unwrap());
+    assert_eq!(
+        buf.as_slice()[4..8],
+        2u32.to_be_bytes(),
+        "sequence number 2"
+    );
+    let from = UdpEndpoints {
+        local: udp.remote,
+        remote: udp.local,
+        tos: 0,
+    };
+    assert!(matches!(
+        process::inbound_udp(&mut inb, &mut buf, &from, NOW),
+        Ok(Inbound::Decapsulated(_))
+    ));
+    // Back to raw ESP; the packet of before the move is a replay now.
+    inb.move_sa(&id, ends(ip(a2), ip(b), None)).unwrap();
+    let mut again = PacketBuf::from_packet(&wire);
+    assert!(process::inbound_packet(&mut inb, &mut again, NOW).is_err());
+    // Refused, nothing moved: mixed families, another SA's id, an unknown SA.
+    assert!(matches!(
+        inb.move_sa(&id, ends(ip("2001:db8::1"), ip(b), None)),
+        Err(SadError::Sa(_))
+    ));
+    assert!(inb.lookup(&id).is_some(), "still there after a refusal");
+    let other = config(&SUITES[1], 0x4100, Mode::Tunnel, a, "192.0.2.9");
+    inb.add(SecurityAssociation::new(&other, &Provider::fastest(), NOW).unwrap())
+        .unwrap();
+    assert!(matches!(
+        inb.move_sa(&id, ends(ip(a), ip("192.0.2.9"), None)),
+        Err(SadError::Exists(_))
+    ));
+    let gone = flowsec_ipsec::SaId { spi: 0x4199, ..id };
+    assert!(matches!(
+        inb.move_sa(&gone, ends(ip(a), ip(b), None)),
+        Err(SadError::Unknown(_))
+    ));
+}

@@ -45,6 +45,15 @@ impl Databases {
                         sa.set_encap_ports(encap);
                     }
                 }
+                WorkerChange::Move(id, to) => {
+                    // The control plane moved its copy the same way: a
+                    // refusal here is one there too, logged there.
+                    if self.sad.move_sa(&id, to).is_ok() {
+                        if let Some(g) = self.generations.remove(&id) {
+                            self.generations.insert(SaId { dst: to.dst, ..id }, g);
+                        }
+                    }
+                }
                 WorkerChange::Seq(id, range) => {
                     if let Some(sa) = self.sad.lookup(&id).and_then(|h| self.sad.get_mut(h)) {
                         // Forward only (a raised ceiling leaves it where it is).

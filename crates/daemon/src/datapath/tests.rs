@@ -476,6 +476,91 @@ fn changes_to_the_databases_apply_to_the_next_packet() {
     );
 }
 
+/// B moves to another address (a MOBIKE update, RFC 4555 §3.5) and, the
+/// new path crossing a NAT, to ESP in UDP: A's outbound SA and B's
+/// inbound one move with their state (A's counter goes on from 1), the
+/// policies' tunnels follow, and the first packet after the move reaches
+/// B.
+#[test]
+fn a_moved_sa_seals_and_opens_on_the_new_path() {
+    const GW_B2: &str = "198.51.100.2";
+    let (mut a, mut b) = gateways(true, false);
+    let mut stats = Stats::default();
+    let inner = udp("10.1.0.1", "10.2.0.1", 9, b"moved");
+    let (_, mut before) = out(&mut a, &inner, &mut stats);
+    let wire = before.as_slice().to_vec();
+    assert_eq!(
+        b.inbound(&mut before, None, NOW, &mut stats),
+        Inbound::Deliver(0)
+    );
+    let id = |dst: &str| SaId {
+        protocol: Protocol::Esp,
+        spi: 0x1001,
+        dst: ip(dst),
+    };
+    let to = |src: &str, dst: &str| flowsec_ipsec::Endpoints {
+        src: ip(src),
+        dst: ip(dst),
+        encap: Some(UdpEncap::udp(4500, 4500)),
+    };
+    let mut spd = Spd::new();
+    spd.add(policy(
+        Direction::Out,
+        "10.1.0.0/16",
+        "10.2.0.0/16",
+        protect(Mode::Tunnel, Some((GW_A, GW_B2))),
+    ))
+    .unwrap();
+    a.db.apply(vec![
+        crate::apply::WorkerChange::Move(id(GW_B), to(GW_A, GW_B2)),
+        crate::apply::WorkerChange::Spd(spd, 1),
+    ]);
+    let mut spd = Spd::new();
+    spd.add(policy(
+        Direction::Fwd,
+        "10.1.0.0/16",
+        "10.2.0.0/16",
+        protect(Mode::Tunnel, Some((GW_A, GW_B2))),
+    ))
+    .unwrap();
+    b.db.apply(vec![
+        crate::apply::WorkerChange::Move(id(GW_B), to(GW_A, GW_B2)),
+        crate::apply::WorkerChange::Spd(spd, 1),
+    ]);
+    assert!(a.db.sad.lookup(&id(GW_B)).is_none(), "not under its old id");
+    let (v, mut buf) = out(&mut a, &inner, &mut stats);
+    let Outbound::Send {
+        egress: Egress::Udp(udp_to),
+        ..
+    } = v
+    else {
+        panic!("{v:?}");
+    };
+    assert_eq!(udp_to.remote, SocketAddr::new(ip(GW_B2), 4500));
+    assert_eq!(
+        buf.as_slice()[4..8],
+        2u32.to_be_bytes(),
+        "its counter went on"
+    );
+    assert!(b.db.sad.lookup(&id(GW_B2)).is_some());
+    // The packet of before the move, to B's old address: no SA there.
+    let mut replay = PacketBuf::from_packet(&wire);
+    assert_eq!(b.inbound(&mut replay, None, NOW, &mut stats), Inbound::Done);
+    assert_eq!(stats.drops.get(DropReason::UnknownSpi), 1);
+    let got = b.inbound(
+        &mut buf,
+        Some(&UdpEndpoints {
+            local: udp_to.remote,
+            remote: udp_to.local,
+            tos: 0,
+        }),
+        NOW,
+        &mut stats,
+    );
+    assert_eq!(got, Inbound::Deliver(0), "{:?}", stats.drops);
+    assert_eq!(buf.as_slice(), &inner[..]);
+}
+
 /// IPv6 inside and outside: sealed by A, opened and delivered by B.
 #[test]
 fn an_ipv6_tunnel() {
