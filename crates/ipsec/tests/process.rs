@@ -1048,10 +1048,10 @@ fn a_moved_sa_keeps_its_state() {
         dst_port: 5678,
         fragment: false,
     };
-    assert!(process::resolve(&out, &[template.clone()], &flow, NOW).is_ok());
+    assert!(process::resolve(&out, &[template], &flow, NOW).is_ok());
     let old = SaTemplate {
         tunnel: Some((ip(a), ip(b))),
-        ..template.clone()
+        ..template
     };
     assert!(
         process::resolve(&out, &[old], &flow, NOW).is_err(),
