@@ -67,6 +67,10 @@ impl std::error::Error for IkeSetupError {
     }
 }
 
+/// How long after an address or route change the IKE SAs roam: the
+/// changes of one event settle first (strongSwan's `ROAM_DELAY`).
+const ROAM_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// The control thread's IKE: the core and its sockets.
 pub struct IkePlane {
     /// The core.
@@ -93,6 +97,12 @@ pub struct IkePlane {
     pub tcp_ports: Vec<u16>,
     /// SPIs handed out and not yet installed or released.
     pub spis: BTreeSet<u32>,
+    /// The kernel's link, address and route changes (MOBIKE: an IKE SA
+    /// we originated follows its route to the peer, RFC 4555 §3.5).
+    route_events: Option<OwnedFd>,
+    /// When to ask the core to roam: [`ROAM_DELAY`] after the last change
+    /// (an address going away comes as several events).
+    roam_at: Option<std::time::Duration>,
     /// IKE's events since the control plane last took them (for vici).
     pub logged: Vec<flowsec_ike::Logged>,
     buf: Vec<u8>,
@@ -128,6 +138,11 @@ impl IkePlane {
         if send4500[0].is_none() {
             tracing::warn!(target: "net", "no UDP port {NAT_T_PORT}: IKE cannot float to it, no NAT traversal");
         }
+        let route_events = sys::netlink::route_events()
+            .inspect_err(|e| {
+                tracing::warn!(target: "net", "no address and route events ({e}): MOBIKE SAs will not follow a move")
+            })
+            .ok();
         let wake = Arc::new(sys::eventfd().map_err(IkeSetupError::Eventfd)?);
         let (sink, rx) = ike_channel(Arc::clone(&wake));
         Ok((
@@ -143,6 +158,8 @@ impl IkePlane {
                 stream: None,
                 tcp_ports: Vec::new(),
                 spis: BTreeSet::new(),
+                route_events,
+                roam_at: None,
                 logged: Vec::new(),
                 buf: vec![0; MAX_MESSAGE + 64],
             },
@@ -154,6 +171,7 @@ impl IkePlane {
     pub fn fds(&self) -> Vec<RawFd> {
         let mut v = vec![self.wake.as_raw_fd()];
         v.extend(self.sock500.iter().map(|(fd, _)| fd.as_raw_fd()));
+        v.extend(self.route_events.as_ref().map(AsRawFd::as_raw_fd));
         v
     }
 
@@ -165,6 +183,7 @@ impl IkePlane {
     /// Everything that arrived, through the core.
     pub fn receive(&mut self, now: std::time::Duration, k: &mut PlaneKernel<'_>) {
         sys::clear_wake(self.wake.as_fd());
+        self.roam(now, k);
         let (arrived, more) = self.rx.take();
         if more {
             // The rest on the next loop, after port 500 and the timers.
@@ -210,6 +229,25 @@ impl IkePlane {
                 self.ike.handle(now, local, d.src, &data, k);
             }
         }
+    }
+
+    /// An address or route changed: once they settle ([`ROAM_DELAY`]), the
+    /// core's MOBIKE SAs look for their route to the peer again.
+    fn roam(&mut self, now: std::time::Duration, k: &mut PlaneKernel<'_>) {
+        if let Some(fd) = &self.route_events {
+            if sys::netlink::drain_events(fd.as_fd()) {
+                self.roam_at = Some(now + ROAM_DELAY);
+            }
+        }
+        if self.roam_at.is_some_and(|at| now >= at) {
+            self.roam_at = None;
+            self.ike.roam(now, k);
+        }
+    }
+
+    /// When the core should roam next, if a change is waiting to settle.
+    pub fn roam_at(&self) -> Option<std::time::Duration> {
+        self.roam_at
     }
 
     /// What the core queued in answer to a message that came on stream
@@ -461,7 +499,11 @@ impl Kernel for PlaneKernel<'_> {
         // `ip route get`, as strongSwan's kernel-netlink asks the kernel.
         let out = crate::tool::command("ip")
             .ok()?
-            .args(["-o", "route", "get", &dst.to_string()])
+            // flowsec's own packets carry the bypass mark: the route they
+            // take, not the tunnel's (a road warrior's 0.0.0.0/0 covers the
+            // peer too).
+            .args(["-o", "route", "get", &dst.to_string(), "mark"])
+            .arg(crate::routes::BYPASS_MARK.to_string())
             .output()
             .ok()?;
         let text = String::from_utf8_lossy(&out.stdout);

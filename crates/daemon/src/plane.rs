@@ -667,7 +667,11 @@ impl Plane {
 
     /// Milliseconds until the IKE core wants to be polled.
     fn ike_wait(&self) -> Option<i32> {
-        let next = self.ike.as_ref()?.ike.next_timeout()?;
+        let ike = self.ike.as_ref()?;
+        let next = [ike.ike.next_timeout(), ike.roam_at()]
+            .into_iter()
+            .flatten()
+            .min()?;
         let left = next.saturating_sub(self.start.elapsed());
         Some(i32::try_from(left.as_millis()).unwrap_or(i32::MAX))
     }

@@ -24,12 +24,22 @@ pub(crate) struct Cx<'a> {
     /// The data plane's SAs and policies.
     pub k: &'a mut dyn Kernel,
     pub host: &'a mut Host,
+    /// The (local, remote) addresses of the request being answered, when
+    /// it came over UDP to an IKE SA past IKE_AUTH: the answer goes back
+    /// there (RFC 7296 §2.11; RFC 4555 §3.5: a MOBIKE probe or update
+    /// from a new address), not necessarily on the IKE SA's path.
+    pub arrival: Option<(std::net::SocketAddr, std::net::SocketAddr)>,
 }
 
 impl<'a> Cx<'a> {
     /// The context of a call at `now`.
     pub fn new(host: &'a mut Host, now: Duration, k: &'a mut dyn Kernel) -> Self {
-        Cx { now, k, host }
+        Cx {
+            now,
+            k,
+            host,
+            arrival: None,
+        }
     }
 }
 
@@ -81,7 +91,7 @@ impl Cx<'_> {
         let data = self.host.protect(sa, exchange, true, mid, &payloads);
         sa.exch.responded(mid, data.clone());
         sa.times.last_sent = self.now;
-        self.host
-            .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
+        let (local, remote) = self.arrival.unwrap_or((sa.path.local, sa.path.remote));
+        self.host.push_all(sa.path.transport, local, remote, data);
     }
 }

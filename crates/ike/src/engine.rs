@@ -391,6 +391,14 @@ impl Ike {
         crate::streams::stream_authenticated(self, data)
     }
 
+    /// This host's addresses or routes changed (the daemon watches them):
+    /// each IKE SA this host originated with MOBIKE asks `k` where the
+    /// route to its peer leaves from now, and moves there if that is
+    /// another address, telling the peer (RFC 4555 §3.5).
+    pub fn roam(&mut self, now: Duration, k: &mut dyn Kernel) {
+        crate::exchange::mobike::roam_all(self, now, k)
+    }
+
     /// Advance timers: retransmissions, lifetimes, rekeys, DPD, and start
     /// queued tasks.
     pub fn poll(&mut self, now: Duration, k: &mut dyn Kernel) {
@@ -461,7 +469,14 @@ impl Cx<'_> {
                         .push_all(sa.path.transport, sa.path.local, sa.path.remote, data);
                 }
             }
+            // The answer goes where the request came from (§2.11), once the
+            // peer is authenticated: a half-open SA answers where its
+            // IKE_SA_INIT came from, so that a forged source cannot make
+            // it reflect (issue 29).
+            let authenticated = sa.state != IkeState::HalfOpen;
+            self.arrival = (authenticated && !transport.is_stream()).then_some((local, remote));
             let then = answer(self, sa, header.exchange, header.message_id, msg);
+            self.arrival = None;
             settled(self, sa, then)
         } else {
             self.host.stats.bad_message_id += 1;

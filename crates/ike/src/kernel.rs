@@ -85,6 +85,8 @@ pub struct RecordingKernel {
     pub log: Vec<String>,
     /// Virtual IPs given to us, in order.
     pub vips: Vec<IpAddr>,
+    /// What `source_for` answers (set by tests; `None`: no route).
+    pub source: Option<IpAddr>,
 }
 
 impl RecordingKernel {
@@ -189,7 +191,7 @@ impl Kernel for RecordingKernel {
     }
 
     fn source_for(&mut self, _dst: IpAddr) -> Option<IpAddr> {
-        None
+        self.source
     }
 
     fn add_vip(&mut self, addr: IpAddr) {

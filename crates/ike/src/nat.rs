@@ -77,6 +77,13 @@ pub(crate) fn follow_peer(
     if stream && sa.path.stream_originator {
         return None;
     }
+    // RFC 4555 §3.5: with MOBIKE only an UPDATE_SA_ADDRESSES moves the
+    // SAs to another address (strongSwan's probes come from new addresses
+    // before it); a NAT's new port is still followed.
+    let moved = local.ip() != sa.path.local.ip() || remote.ip() != sa.path.remote.ip();
+    if sa.announced.mobike.on && moved {
+        return None;
+    }
     let floated = !stream && local.port() == NAT_T_PORT && sa.path.local.port() != NAT_T_PORT;
     if !(floated || stream || (sa.path.nat_remote && !sa.path.nat_local))
         || (sa.path.local, sa.path.remote) == (local, remote)

@@ -139,6 +139,38 @@ pub(crate) fn install_policies(
     cx.host.policies.insert(reqid, installed);
 }
 
+/// The policies of `reqid` whose tunnel runs between `from` (local,
+/// remote) move to `to`: each goes from the kernel and comes back with
+/// the new endpoints (a MOBIKE move, RFC 4555 §3.5; the selectors stay).
+pub(crate) fn retunnel(
+    cx: &mut Cx<'_>,
+    reqid: u32,
+    from: (std::net::IpAddr, std::net::IpAddr),
+    to: (std::net::IpAddr, std::net::IpAddr),
+) {
+    let Some(owned) = cx.host.policies.get_mut(&reqid) else {
+        return;
+    };
+    let swap = |(a, b)| (b, a);
+    for p in owned.iter_mut() {
+        let Action::Protect(bundle) = &mut p.action else {
+            continue;
+        };
+        let mut moved = false;
+        for tunnel in bundle.iter_mut().filter_map(|t| t.tunnel.as_mut()) {
+            if *tunnel == from {
+                (*tunnel, moved) = (to, true);
+            } else if *tunnel == swap(from) {
+                (*tunnel, moved) = (swap(to), true);
+            }
+        }
+        if moved {
+            cx.k.del_policy(p.direction, p.selector);
+            cx.k.add_policy(p.clone());
+        }
+    }
+}
+
 /// Another reqid's policy for the same traffic (the CHILD_SA of a
 /// connection a reload replaced, still up until its DELETE is
 /// answered; or two connections with the same selectors): `reqid`'s

@@ -174,6 +174,8 @@ pub(crate) enum Todo {
     DeleteIke,
     /// Check the peer is alive.
     Dpd,
+    /// Tell the peer where the IKE SA moved (MOBIKE, RFC 4555 §3.5).
+    UpdateAddresses,
 }
 
 /// Where an IKE SA's messages and its Child SAs' ESP travel: the
@@ -228,6 +230,24 @@ pub(crate) struct Announced {
     pub certreq: bool,
     /// USE_PPK (and so did we, RFC 8784 §3).
     pub ppk: bool,
+    /// MOBIKE (RFC 4555), announced in IKE_AUTH.
+    pub mobike: Mobility,
+}
+
+/// MOBIKE (RFC 4555) on an IKE SA: whether both ends announced it, who
+/// moves the SAs, and where else the peer can be reached. An IKE rekey
+/// carries it over (strongSwan's `inherit_post` does).
+#[derive(Default, Clone)]
+pub(crate) struct Mobility {
+    /// Both sent MOBIKE_SUPPORTED (§3.2).
+    pub on: bool,
+    /// We made the first IKE SA of the chain: only the original
+    /// initiator sends UPDATE_SA_ADDRESSES (§3.5), whoever rekeyed since.
+    pub original_initiator: bool,
+    /// The peer's addresses beyond the one in use (ADDITIONAL_IP4/6_ADDRESS,
+    /// §3.6; each list replaces the last), at most
+    /// [`crate::exchange::mobike::MAX_ADDRESSES`].
+    pub peer_addrs: Vec<std::net::IpAddr>,
 }
 
 /// Virtual IPs (RFC 7296 §3.15) of an IKE SA, either role.

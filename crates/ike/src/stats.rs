@@ -91,11 +91,16 @@ pub struct IkeStats {
     /// it expired (STATE_NOT_FOUND), their KE is missing, of another
     /// method or fails its checks.
     pub followup_refused: u64,
+    /// MOBIKE address updates done (RFC 4555 §3.5), either role.
+    pub mobike_updates: u64,
+    /// UPDATE_SA_ADDRESSES not followed (MOBIKE not agreed, or from the
+    /// original responder), and answers to ours without our COOKIE2.
+    pub mobike_refused: u64,
 }
 
 impl IkeStats {
     /// Every counter with its name, for `flowsec ctl stats`.
-    pub fn named(&self) -> [(&'static str, u64); 35] {
+    pub fn named(&self) -> [(&'static str, u64); 37] {
         [
             ("received", self.received),
             ("sent", self.sent),
@@ -132,6 +137,8 @@ impl IkeStats {
             ("verified", self.verified),
             ("followups", self.followups),
             ("followup_refused", self.followup_refused),
+            ("mobike_updates", self.mobike_updates),
+            ("mobike_refused", self.mobike_refused),
         ]
     }
 

@@ -178,6 +178,7 @@ pub(crate) fn kick(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) {
             Todo::RekeyIke => crate::exchange::rekey::start_ike_rekey(cx, sa),
             Todo::DeleteChild(spi) => crate::exchange::info::start_delete_child(cx, sa, spi),
             Todo::DeleteIke => crate::exchange::info::start_delete_ike(cx, sa),
+            Todo::UpdateAddresses => crate::exchange::mobike::start_update(cx, sa),
             Todo::Dpd => cx.request(
                 sa,
                 ExchangeType::INFORMATIONAL,

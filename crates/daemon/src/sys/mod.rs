@@ -24,6 +24,7 @@ mod bpf;
 pub mod epoll;
 mod lock;
 mod mmsg;
+pub mod netlink;
 pub mod notify;
 pub mod privs;
 mod signal;

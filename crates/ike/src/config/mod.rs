@@ -283,6 +283,9 @@ pub struct Connection {
     pub dpd_timeout: Duration,
     /// `encap`: force UDP encapsulation (default no).
     pub encap: bool,
+    /// `mobike` (default yes): MOBIKE (RFC 4555), the IKE SA and its
+    /// Child SAs follow an original initiator that moves.
+    pub mobike: bool,
     /// `keyingtries` (default 1; 0 = forever).
     pub keyingtries: u32,
     /// `unique` (default `no`).

@@ -78,11 +78,10 @@ mod secrets;
 use secrets::ppk_id;
 
 /// strongSwan keys accepted with any valid value and then ignored: they
-/// only concern features flowsec does not have (MOBIKE,
-/// certificates, virtual IP pools, IKEv1 modes, updown scripts).
+/// only concern features flowsec does not have (IKEv1 modes, updown
+/// scripts).
 /// (section, key); the section is `conn`, `auth` or `child`.
 pub const IGNORED_KEYS: &[(&str, &str)] = &[
-    ("conn", "mobike"),
     ("conn", "aggressive"),
     ("conn", "pull"),
     ("child", "updown"),
@@ -263,7 +262,7 @@ impl Reader<'_> {
         let here = || join(path, &s.key);
         if IGNORED_KEYS.contains(&(kind, s.key.as_str())) {
             let ok = match s.key.as_str() {
-                "mobike" | "aggressive" | "pull" | "hostaccess" => parse_bool(v).map(|_| ()),
+                "aggressive" | "pull" | "hostaccess" => parse_bool(v).map(|_| ()),
                 _ => Ok(()),
             };
             ok.map_err(|e| self.err(s, here(), e))?;
@@ -616,6 +615,7 @@ fn default_connection(name: &str) -> Connection {
         dpd_delay: Duration::ZERO,
         dpd_timeout: Duration::ZERO,
         encap: false,
+        mobike: true,
         keyingtries: 1,
         unique: Unique::No,
         tcp: TcpConfig::default(),
@@ -682,6 +682,7 @@ fn conn_setting(
         "remote_port" => c.remote_port = parse_port(v)?,
         "proposals" => c.proposals = parse_ike_proposals(v)?,
         "encap" => c.encap = parse_bool(v)?,
+        "mobike" => c.mobike = parse_bool(v)?,
         "send_cert" => {
             c.send_cert = match keyword(v, &["ifasked", "always", "never"])? {
                 0 => SendCert::IfAsked,

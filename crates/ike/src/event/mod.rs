@@ -152,6 +152,28 @@ pub enum IkeEvent {
         /// The address now.
         to: SocketAddr,
     },
+    /// MOBIKE (RFC 4555 §3.5): the IKE SA and its Child SAs moved to
+    /// another path.
+    Moved {
+        /// The connection.
+        name: String,
+        /// The IKE SA's unique id.
+        unique_id: u32,
+        /// (local, remote) before.
+        from: (SocketAddr, SocketAddr),
+        /// (local, remote) now.
+        to: (SocketAddr, SocketAddr),
+        /// ESP in UDP on the new path.
+        encap: bool,
+    },
+    /// MOBIKE: the answer to our UPDATE_SA_ADDRESSES did not echo our
+    /// COOKIE2 (§3.7): the IKE SA is closed.
+    MoveFailed {
+        /// The connection.
+        name: String,
+        /// The IKE SA's unique id.
+        unique_id: u32,
+    },
     /// A NAT in front of the peer gave it another port (§2.23): the IKE
     /// SA and its Child SAs' ESP in UDP follow.
     PeerRebound {
@@ -477,6 +499,25 @@ impl fmt::Display for IkeEvent {
             E::PeerMoved { from, to } => write!(
                 f,
                 "the peer moved from {from} to {to}: its CHILD_SAs keep the old address (not supported yet)"
+            ),
+            E::Moved {
+                name,
+                unique_id,
+                from,
+                to,
+                encap,
+            } => write!(
+                f,
+                "IKE_SA {name}[{unique_id}] moved from {} - {} to {} - {} (MOBIKE), CHILD_SAs follow with {}",
+                from.0,
+                from.1,
+                to.0,
+                to.1,
+                if *encap { "ESP in UDP" } else { "raw ESP" }
+            ),
+            E::MoveFailed { name, unique_id } => write!(
+                f,
+                "IKE_SA {name}[{unique_id}]: COOKIE2 mismatch in the answer to UPDATE_SA_ADDRESSES (MOBIKE), closing the IKE_SA"
             ),
             E::TcpFallback { name } => write!(
                 f,

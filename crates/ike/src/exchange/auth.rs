@@ -223,6 +223,7 @@ pub(crate) fn send_auth(
     payloads.extend(with_auth);
     // §3.15: a road warrior asks for its virtual IPs.
     payloads.extend(crate::vip::request(sa));
+    payloads.extend(crate::exchange::mobike::offer(sa));
     // §2.4: only when we hold no other IKE SA with the peer (the peer
     // deletes those it has with us on seeing it).
     if crate::exchange::contact::send_initial_contact(cx, sa, &me, &peer) {
@@ -298,6 +299,7 @@ pub(crate) fn answer_authenticated(
     sa.ids.local = Some(me.clone());
     crate::auth::peer_authenticated_at(cx, sa, first);
     established(cx, sa);
+    payloads.extend(crate::exchange::mobike::responder_agrees(sa, first));
     if has_notify(first, NotifyType::INITIAL_CONTACT) {
         cx.host.stats.initial_contacts += 1;
         crate::exchange::contact::initial_contact(cx, sa);
@@ -364,6 +366,7 @@ pub(crate) fn finish_initiator(
         return crate::host::fail(cx, sa, NegotiationError::NoVirtualIp);
     }
     crate::auth::peer_authenticated_at(cx, sa, &msg);
+    crate::exchange::mobike::initiator_agreed(sa, &msg);
     established(cx, sa);
     cx.host.report_established(sa, me, peer);
     if let Some(req) = child {

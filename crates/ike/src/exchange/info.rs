@@ -112,6 +112,9 @@ pub(crate) fn informational_request(
     mid: u32,
     msg: Message,
 ) -> Then {
+    // MOBIKE (RFC 4555): an address update followed, and what the answer
+    // carries for it.
+    let mobike = crate::exchange::mobike::informational(cx, sa, &msg);
     let deletes: Vec<&DeletePayload> = msg
         .payloads
         .iter()
@@ -121,7 +124,7 @@ pub(crate) fn informational_request(
         })
         .collect();
     if deletes.iter().any(|d| d.protocol == ProtocolId::IKE) {
-        cx.respond(sa, ExchangeType::INFORMATIONAL, mid, vec![]);
+        cx.respond(sa, ExchangeType::INFORMATIONAL, mid, mobike);
         cx.host.report(
             sa,
             IkeEvent::Deleted {
@@ -164,7 +167,7 @@ pub(crate) fn informational_request(
         crate::install::remove_child(cx, sa, *spi);
     }
     // One Delete payload per protocol (§3.11).
-    let payloads = [ProtocolId::ESP, ProtocolId::AH]
+    let payloads: Vec<Payload> = [ProtocolId::ESP, ProtocolId::AH]
         .into_iter()
         .filter_map(|protocol| {
             let spis: Vec<u32> = ours
@@ -174,6 +177,7 @@ pub(crate) fn informational_request(
                 .collect();
             (!spis.is_empty()).then_some(Payload::Delete(DeletePayload { protocol, spis }))
         })
+        .chain(mobike)
         .collect();
     cx.respond(sa, ExchangeType::INFORMATIONAL, mid, payloads);
     Then::Revive(after)

@@ -31,6 +31,7 @@ pub(crate) mod init;
 pub(crate) mod init_responder;
 pub(crate) mod intermediate;
 mod manager;
+pub(crate) mod mobike;
 pub(crate) mod ppk;
 pub(crate) mod rekey;
 pub(crate) mod selectors;
@@ -77,6 +78,8 @@ pub(crate) enum Kind {
     DeleteIke,
     /// An empty INFORMATIONAL: dead-peer detection (§1.4).
     Dpd,
+    /// INFORMATIONAL with UPDATE_SA_ADDRESSES (RFC 4555 §3.5).
+    UpdateAddresses,
 }
 
 /// An exchange of ours in flight (strongSwan's task, initiator side): it

@@ -156,6 +156,7 @@ fn rekeyed_sa(
     // What IKE_SA_INIT negotiated holds for its successors
     // (strongSwan's ike_sa inherits its extensions on a rekey).
     sa.announced.fragments = old.announced.fragments;
+    sa.announced.mobike = old.announced.mobike.clone();
     // The virtual IPs stay with the peer (RFC 7296 §2.19): held by the
     // new SA too, let go when the last of them goes.
     sa.vips.local = old.vips.local.clone();

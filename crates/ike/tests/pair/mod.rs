@@ -72,6 +72,8 @@ pub struct Pair {
     /// A NAT in front of a: its public address, and what it adds to a's
     /// source ports.
     pub nat: Option<(std::net::IpAddr, u16)>,
+    /// a's own address behind that NAT (where the NAT sends back to).
+    pub a_inside: std::net::IpAddr,
     /// NAT-keepalives a sent.
     pub keepalives: usize,
     /// Over TCP (RFC 9329): the source port of a's current connection (a
@@ -118,6 +120,7 @@ impl Pair {
             ab: Vec::new(),
             ba: Vec::new(),
             nat: None,
+            a_inside: A.parse().unwrap(),
             keepalives: 0,
             tcp_port_a: 40000,
             events: Vec::new(),
@@ -194,9 +197,7 @@ impl Pair {
                 SocketAddr::new(d.remote.ip(), 0)
             }
             Some((ip, shift)) if d.remote.ip() == ip => match d.remote.port().checked_sub(shift) {
-                Some(port) if port == 500 || port == 4500 => {
-                    SocketAddr::new(A.parse().unwrap(), port)
-                }
+                Some(port) if port == 500 || port == 4500 => SocketAddr::new(self.a_inside, port),
                 _ => {
                     self.collect();
                     return d;

@@ -1,0 +1,364 @@
+//! MOBIKE (RFC 4555): the IKE SA and its Child SAs follow their original
+//! initiator to another address, without a new handshake.
+//!
+//! ```text
+//! Initiator                                      Responder
+//! HDR, SK {IDi, …, N(MOBIKE_SUPPORTED), …}  -->           (first IKE_AUTH, §3.2)
+//!                 <--  HDR, SK {IDr, …, N(MOBIKE_SUPPORTED), …}   (its last answer)
+//! (later, from the new address, §3.5)
+//! HDR, SK {N(UPDATE_SA_ADDRESSES),
+//!          N(NAT_DETECTION_SOURCE_IP), N(NAT_DETECTION_DESTINATION_IP),
+//!          N(COOKIE2)}                       -->
+//!                 <--  HDR, SK {N(NAT_DETECTION_SOURCE_IP),
+//!                               N(NAT_DETECTION_DESTINATION_IP), N(COOKIE2)}
+//! ```
+//!
+//! Only the original initiator moves the SAs (§3.5, whoever rekeyed the
+//! IKE SA since). It moves its own SAs first and then tells the
+//! responder, from the new path, as strongSwan does; the responder takes
+//! the new addresses from the request's IP header and turns UDP
+//! encapsulation on or off as the request's NAT detection says (§3.5
+//! steps 2, 5, 6), before it answers. An update is authenticated and in
+//! order (it is a protected request with the next message ID); a
+//! retransmitted copy is answered from the cache and moves nothing. The
+//! responder runs no return-routability check of its own (strongSwan
+//! does not either, §3.7 makes it a SHOULD that a deployment may waive):
+//! the request's keys prove its sender. What is not done: address lists
+//! of our own (we announce none, and never move as a responder), path
+//! probing before an update (strongSwan probes each peer address), and
+//! NO_NATS_ALLOWED (§3.9; strongSwan neither sends nor checks it).
+
+use core::time::Duration;
+use std::net::{IpAddr, SocketAddr};
+
+use flowsec_ipsec::{Endpoints, Protocol, UdpEncap};
+use flowsec_wire::iana::{ExchangeType, NotifyType};
+use flowsec_wire::ike::{Message, Payload};
+
+use crate::context::Cx;
+use crate::event::IkeEvent;
+use crate::exchange::{Exchange, Kind};
+use crate::host::{has_notify, notifies, notify, Ike};
+use crate::kernel::Kernel;
+use crate::nat::{nat_detect, nat_hash};
+use crate::sa::{IkeSa, IkeState, Todo};
+use crate::table::{SaMut, Then};
+use crate::NAT_T_PORT;
+
+/// The most peer addresses kept from an address list (§3.6), as
+/// strongSwan sends at most (`MAX_ADDITIONAL_ADDRS`).
+pub(crate) const MAX_ADDRESSES: usize = 8;
+/// Our COOKIE2's length (§3.7: 8 to 64 octets; strongSwan's 16).
+const COOKIE2_LEN: usize = 16;
+
+/// Initiator, first IKE_AUTH request: MOBIKE_SUPPORTED (§3.2), unless
+/// `mobike = no` or the IKE SA rides a TCP stream (RFC 9329: its
+/// connection is the path).
+pub(crate) fn offer(sa: &IkeSa) -> Option<Payload> {
+    (sa.conn.mobike && !sa.path.transport.is_stream())
+        .then(|| notify(NotifyType::MOBIKE_SUPPORTED, vec![]))
+}
+
+/// Initiator, the responder's last IKE_AUTH answer `msg`: whether it
+/// supports MOBIKE too, and its address list.
+pub(crate) fn initiator_agreed(sa: &mut IkeSa, msg: &Message) {
+    let on = offer(sa).is_some() && has_notify(msg, NotifyType::MOBIKE_SUPPORTED);
+    sa.announced.mobike.on = on;
+    sa.announced.mobike.original_initiator = true;
+    if on {
+        take_addresses(sa, msg);
+    }
+}
+
+/// Responder, the last IKE_AUTH answer: MOBIKE_SUPPORTED if the first
+/// request `first` had it and `mobike` is on (strongSwan looks only
+/// there, and answers only in the last answer, after EAP too).
+pub(crate) fn responder_agrees(sa: &mut IkeSa, first: &Message) -> Option<Payload> {
+    let on = offer(sa).is_some() && has_notify(first, NotifyType::MOBIKE_SUPPORTED);
+    sa.announced.mobike.on = on;
+    sa.announced.mobike.original_initiator = false;
+    if !on {
+        return None;
+    }
+    take_addresses(sa, first);
+    Some(notify(NotifyType::MOBIKE_SUPPORTED, vec![]))
+}
+
+/// The peer's address list (§3.6), if `msg` carries one: each list
+/// replaces the last (NO_ADDITIONAL_ADDRESSES empties it), at most
+/// [`MAX_ADDRESSES`] kept; an address of the wrong length is skipped.
+fn take_addresses(sa: &mut IkeSa, msg: &Message) {
+    let mut list = None::<Vec<IpAddr>>;
+    for n in notifies(msg) {
+        let addr = match (n.ty, n.data.len()) {
+            (NotifyType::ADDITIONAL_IP4_ADDRESS, 4) => {
+                <[u8; 4]>::try_from(&n.data[..]).ok().map(IpAddr::from)
+            }
+            (NotifyType::ADDITIONAL_IP6_ADDRESS, 16) => {
+                <[u8; 16]>::try_from(&n.data[..]).ok().map(IpAddr::from)
+            }
+            (NotifyType::NO_ADDITIONAL_ADDRESSES, _) => {
+                list.get_or_insert_with(Vec::new);
+                None
+            }
+            _ => None,
+        };
+        if let Some(a) = addr {
+            let l = list.get_or_insert_with(Vec::new);
+            if l.len() < MAX_ADDRESSES && !l.contains(&a) {
+                l.push(a);
+            }
+        }
+    }
+    if let Some(l) = list {
+        sa.announced.mobike.peer_addrs = l;
+    }
+}
+
+/// Responder of an INFORMATIONAL request `msg` that came on `cx.arrival`
+/// (over UDP): an UPDATE_SA_ADDRESSES followed (§3.5), the peer's address
+/// list taken (§3.6), and what our answer carries for them — NAT
+/// detection over the answer's addresses when the request had both
+/// notifies (§3.5, RFC 7296 §2.23), the COOKIE2 exactly as it came
+/// (§3.7: strongSwan closes the IKE SA otherwise).
+pub(crate) fn informational(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: &Message) -> Vec<Payload> {
+    let mut answer = Vec::new();
+    let Some((local, remote)) = cx.arrival else {
+        return answer;
+    };
+    if sa.announced.mobike.on {
+        take_addresses(sa, msg);
+    }
+    if has_notify(msg, NotifyType::UPDATE_SA_ADDRESSES) {
+        follow_update(cx, sa, msg, (local, remote));
+    }
+    let has = |ty| has_notify(msg, ty);
+    if has(NotifyType::NAT_DETECTION_SOURCE_IP) && has(NotifyType::NAT_DETECTION_DESTINATION_IP) {
+        answer.extend(nat_detection(sa, local, remote));
+    }
+    let cookie2 = notifies(msg).find(|n| n.ty == NotifyType::COOKIE2);
+    if let Some(c) = cookie2.filter(|c| (8..=64).contains(&c.data.len())) {
+        answer.push(notify(NotifyType::COOKIE2, c.data.clone()));
+    }
+    answer
+}
+
+/// Responder: the peer's UPDATE_SA_ADDRESSES from `local`, `remote` (the
+/// request's IP header, §3.5 step 2): followed when MOBIKE is on and the
+/// peer is the original initiator (only it moves the SAs); otherwise
+/// answered and counted, nothing moved.
+fn follow_update(
+    cx: &mut Cx<'_>,
+    sa: &mut SaMut<'_>,
+    msg: &Message,
+    (local, remote): (SocketAddr, SocketAddr),
+) {
+    let mobility = &sa.announced.mobike;
+    if !mobility.on || mobility.original_initiator || sa.state != IkeState::Established {
+        cx.host.stats.mobike_refused += 1;
+        return;
+    }
+    let nat = nat_detect(msg, sa.spi_i, sa.spi_r, local, remote);
+    let from = (sa.path.local, sa.path.remote);
+    move_to(cx, sa, (local, remote), nat);
+    cx.host.stats.mobike_updates += 1;
+    report_moved(cx, sa, from);
+}
+
+/// NAT_DETECTION_SOURCE_IP and _DESTINATION_IP for a message of `sa`
+/// from `local` to `remote` (RFC 7296 §2.23: both SPIs).
+fn nat_detection(sa: &IkeSa, local: SocketAddr, remote: SocketAddr) -> [Payload; 2] {
+    [
+        notify(
+            NotifyType::NAT_DETECTION_SOURCE_IP,
+            nat_hash(sa.spi_i, sa.spi_r, local),
+        ),
+        notify(
+            NotifyType::NAT_DETECTION_DESTINATION_IP,
+            nat_hash(sa.spi_i, sa.spi_r, remote),
+        ),
+    ]
+}
+
+/// Move `sa` to `local`, `remote`, with what NAT detection found there
+/// (`nat_local`, `nat_remote`): the IKE SA's path, then every Child SA's
+/// SAs — in and out, IPComp's, the outbound ones a rekey holds back —
+/// with their state kept, ESP in UDP on or off as a NAT on the new path
+/// asks (§3.5 step 6; `encap = yes` keeps it on), and the tunnel
+/// endpoints of their policies; the plaintext filter follows the
+/// policies. A transport-mode selector naming the old address is not
+/// rewritten (strongSwan does; flowsec's transport-mode SAs do not move
+/// yet).
+pub(crate) fn move_to(
+    cx: &mut Cx<'_>,
+    sa: &mut IkeSa,
+    (local, remote): (SocketAddr, SocketAddr),
+    (nat_local, nat_remote): (bool, bool),
+) {
+    let old = (sa.path.local.ip(), sa.path.remote.ip());
+    (sa.path.local, sa.path.remote) = (local, remote);
+    (sa.path.nat_local, sa.path.nat_remote) = (nat_local, nat_remote);
+    let encap = nat_local || nat_remote || sa.conn.encap;
+    let ends = |src: SocketAddr, dst: SocketAddr, esp: bool| Endpoints {
+        src: src.ip(),
+        dst: dst.ip(),
+        encap: (encap && esp).then(|| UdpEncap::udp(src.port(), dst.port())),
+    };
+    for c in sa.children.iter_mut().filter(|c| !c.plane.gone) {
+        let esp = c.plane.sa_out.protocol == Protocol::Esp;
+        let p = &mut c.plane;
+        p.sa_out =
+            cx.k.move_sa(p.sa_out, ends(local, remote, esp))
+                .unwrap_or(p.sa_out);
+        p.sa_in =
+            cx.k.move_sa(p.sa_in, ends(remote, local, esp))
+                .unwrap_or(p.sa_in);
+        if let Some((inn, out)) = &mut p.ipcomp {
+            *inn =
+                cx.k.move_sa(*inn, ends(remote, local, false))
+                    .unwrap_or(*inn);
+            *out =
+                cx.k.move_sa(*out, ends(local, remote, false))
+                    .unwrap_or(*out);
+        }
+        for d in &mut p.deferred_out {
+            let to = ends(local, remote, d.protocol == Protocol::Esp);
+            (d.src, d.dst, d.encap) = (to.src, to.dst, to.encap);
+        }
+        c.suite.encap = encap && esp;
+    }
+    let mut reqids: Vec<u32> = sa.children.iter().map(|c| c.reqid).collect();
+    reqids.sort_unstable();
+    reqids.dedup();
+    for reqid in reqids {
+        crate::policies::retunnel(cx, reqid, old, (local.ip(), remote.ip()));
+    }
+}
+
+fn report_moved(cx: &mut Cx<'_>, sa: &IkeSa, from: (SocketAddr, SocketAddr)) {
+    let name = cx.host.conn_name(sa);
+    cx.host.report(
+        sa,
+        IkeEvent::Moved {
+            name,
+            unique_id: sa.uid,
+            from,
+            to: (sa.path.local, sa.path.remote),
+            encap: sa.path.nat_local || sa.path.nat_remote || sa.conn.encap,
+        },
+    );
+}
+
+/// The body of [`crate::Ike::roam`]: each IKE SA that may move asks the
+/// kernel for its source address towards the peer (an SA without a
+/// route stays where it is until the next change, as strongSwan defers
+/// its update).
+pub(crate) fn roam_all(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) {
+    let spis: Vec<u64> = ike
+        .sas
+        .values()
+        .filter(|sa| may_move(sa))
+        .map(|sa| sa.our_spi())
+        .collect();
+    for spi in spis {
+        let Some((_, mut sa)) = ike.sas.find(spi) else {
+            continue;
+        };
+        let Some(source) = k.source_for(sa.path.remote.ip()) else {
+            continue;
+        };
+        let mut cx = Cx::new(&mut ike.host, now, k);
+        roam(&mut cx, &mut sa, source);
+        crate::timers::kick(&mut cx, &mut sa);
+    }
+}
+
+/// Whether `sa` is one this host moves: MOBIKE on, we its original
+/// initiator, established, over UDP.
+fn may_move(sa: &IkeSa) -> bool {
+    let mobility = &sa.announced.mobike;
+    mobility.on
+        && mobility.original_initiator
+        && sa.state == IkeState::Established
+        && !sa.path.transport.is_stream()
+}
+
+/// Original initiator: the route to the peer now leaves from `source`
+/// (the daemon saw an address or route change and asked the kernel,
+/// §3.5 "when the path changes"): unless it is the address in use, the
+/// IKE SA and its Child SAs move there now — both ends on port 4500
+/// (§3.3: with MOBIKE, NAT-T's port) — and an UPDATE_SA_ADDRESSES tells
+/// the peer once the window is free. Whether a NAT is on the new path
+/// is known from the answer; until then the Child SAs keep the
+/// encapsulation they had.
+fn roam(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, source: IpAddr) {
+    if !may_move(sa) || source == sa.path.local.ip() || source.is_ipv4() != sa.path.remote.is_ipv4()
+    {
+        return;
+    }
+    let from = (sa.path.local, sa.path.remote);
+    let local = SocketAddr::new(source, NAT_T_PORT);
+    let mut remote = sa.path.remote;
+    if remote.port() == crate::IKE_PORT {
+        remote.set_port(NAT_T_PORT);
+    }
+    let nat = (sa.path.nat_local, sa.path.nat_remote);
+    move_to(cx, sa, (local, remote), nat);
+    report_moved(cx, sa, from);
+    if !sa.queue.contains(&Todo::UpdateAddresses) {
+        sa.queue.push_back(Todo::UpdateAddresses);
+    }
+}
+
+/// Original initiator: UPDATE_SA_ADDRESSES from the path in use now, with
+/// NAT detection over it and a fresh COOKIE2 (§3.5, §3.7).
+pub(crate) fn start_update(cx: &mut Cx<'_>, sa: &mut IkeSa) {
+    let cookie2 = cx.host.random(COOKIE2_LEN);
+    let mut payloads = vec![notify(NotifyType::UPDATE_SA_ADDRESSES, vec![])];
+    payloads.extend(nat_detection(sa, sa.path.local, sa.path.remote));
+    payloads.push(notify(NotifyType::COOKIE2, cookie2.clone()));
+    cx.request(
+        sa,
+        ExchangeType::INFORMATIONAL,
+        payloads,
+        Box::new(Update { cookie2 }),
+    );
+}
+
+/// UPDATE_SA_ADDRESSES, original initiator: waits for the answer.
+pub(crate) struct Update {
+    cookie2: Vec<u8>,
+}
+
+impl Exchange for Update {
+    fn kind(&self) -> Kind {
+        Kind::UpdateAddresses
+    }
+
+    /// The answer must echo our COOKIE2 (§3.7: else the IKE SA is closed,
+    /// as strongSwan does); its NAT detection says whether the new path
+    /// needs ESP in UDP, and the Child SAs follow if that changed.
+    fn process(self: Box<Self>, cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: Message) -> Then {
+        let echoed = notifies(&msg).find(|n| n.ty == NotifyType::COOKIE2);
+        if echoed.map(|n| &n.data) != Some(&self.cookie2) {
+            cx.host.stats.mobike_refused += 1;
+            let name = cx.host.conn_name(sa);
+            cx.host.report(
+                sa,
+                IkeEvent::MoveFailed {
+                    name,
+                    unique_id: sa.uid,
+                },
+            );
+            return Then::Destroy(Vec::new());
+        }
+        cx.host.stats.mobike_updates += 1;
+        let (local, remote) = (sa.path.local, sa.path.remote);
+        let nat = nat_detect(&msg, sa.spi_i, sa.spi_r, local, remote);
+        if nat != (sa.path.nat_local, sa.path.nat_remote) {
+            move_to(cx, sa, (local, remote), nat);
+            report_moved(cx, sa, (local, remote));
+        }
+        Then::Stay
+    }
+}
