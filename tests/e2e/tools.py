@@ -462,6 +462,9 @@ def cmd_dgram_recv(a) -> int:
     s.settimeout(0.2)
     print("dgram-recv: listening", file=sys.stderr, flush=True)
     whole, bad, seen = 0, 0, set()
+    # The longest silence between two whole datagrams (a tunnel that
+    # moves or rekeys shows there), and the last number that arrived.
+    last_at, max_gap, last_i = None, 0.0, -1
     end = time.monotonic() + a.seconds
     while time.monotonic() < end and len(seen) < a.count:
         try:
@@ -470,12 +473,18 @@ def cmd_dgram_recv(a) -> int:
             continue
         i = struct.unpack("!I", d[:4])[0] if len(d) >= 4 else -1
         if len(d) == a.size and d == datagram(i, a.size) and i not in seen:
+            now = time.monotonic()
+            if last_at is not None:
+                max_gap = max(max_gap, now - last_at)
+            last_at, last_i = now, max(last_i, i)
             seen.add(i)
             whole += 1
         else:
             bad += 1
     missing = [i for i in range(a.count) if i not in seen][:10]
-    print(json.dumps({"whole": whole, "bad": bad, "missing": missing}), flush=True)
+    print(json.dumps({"whole": whole, "bad": bad, "missing": missing,
+                      "lost": a.count - whole, "max_gap_ms": round(max_gap * 1000, 1),
+                      "last": last_i}), flush=True)
     return 0
 
 

@@ -50,6 +50,9 @@ use streams::open_streams;
 /// How long a poll of the control socket waits before checking for
 /// shutdown.
 const POLL_MS: i32 = 200;
+/// How far a moved SA's sequence numbers skip when a worker that may
+/// have sealed with it did not report its number (Plane::resume_moved).
+const MOVE_SKIP: u64 = 1 << 20;
 /// How often the SAs' soft volume limits are looked at (with IKE and
 /// `rekey_bytes`/`rekey_packets`).
 const VOLUME_EVERY: Duration = Duration::from_secs(2);
@@ -568,11 +571,54 @@ impl Plane {
             Ok(lists) => self.apply_everywhere(lists),
             Err(e) => tracing::error!(target: "esp", "could not install what IKE negotiated: {e}"),
         }
+        self.resume_moved(changes, now);
         if changes.is_empty() || changes.iter().any(|c| matches!(c, apply::Change::Spd(_))) {
             if let Err(e) = self.routes.sync(&self.model.spd) {
                 tracing::error!(target: "net", "routes: {e}");
             }
             self.sync_filter();
+        }
+    }
+
+    /// SAs that moved to new endpoints (MOBIKE) stopped sealing in every
+    /// worker (datapath/db.rs): the owner of their new endpoints may be
+    /// another worker, whose copy never counted. Once the workers have
+    /// applied the move (their reports come after it, in order), every
+    /// copy goes on above the highest number any copy used, so no number
+    /// (and no GCM nonce) is used twice. A worker that did not answer may
+    /// have been the owner: then the copies skip [`MOVE_SKIP`] further.
+    fn resume_moved(&mut self, changes: &[apply::Change], now: Duration) {
+        let moved: Vec<flowsec_ipsec::SaId> = changes
+            .iter()
+            .filter_map(|c| match c {
+                apply::Change::Move(id, to) => Some(flowsec_ipsec::SaId { dst: to.dst, ..*id }),
+                _ => None,
+            })
+            .collect();
+        if moved.is_empty() {
+            return;
+        }
+        let reports = self.workers.reports();
+        let all = reports.len() == self.workers.len();
+        let resumes: Vec<apply::Change> = moved
+            .into_iter()
+            .map(|id| {
+                let used = reports
+                    .iter()
+                    .flat_map(|r| r.sas.iter())
+                    .filter(|s| s.id == id)
+                    .map(|s| s.live.seq)
+                    .max()
+                    .unwrap_or(0);
+                let from = if all { used } else { used + MOVE_SKIP };
+                apply::Change::Seq(id, SeqRange { from, ceiling: u64::MAX })
+            })
+            .collect();
+        if !all {
+            tracing::warn!(target: "esp", "a worker did not report after a move: moved SAs skip {MOVE_SKIP} sequence numbers");
+        }
+        if let Ok(lists) = apply::per_worker(&resumes, self.workers.len(), &self.provider, now) {
+            self.apply_everywhere(lists);
         }
     }
 

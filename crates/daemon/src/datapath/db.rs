@@ -48,10 +48,19 @@ impl Databases {
                 WorkerChange::Move(id, to) => {
                     // The control plane moved its copy the same way: a
                     // refusal here is one there too, logged there.
-                    if self.sad.move_sa(&id, to).is_ok() {
-                        if let Some(g) = self.generations.remove(&id) {
-                            self.generations.insert(SaId { dst: to.dst, ..id }, g);
-                        }
+                    let Ok(h) = self.sad.move_sa(&id, to) else {
+                        continue;
+                    };
+                    if let Some(g) = self.generations.remove(&id) {
+                        self.generations.insert(SaId { dst: to.dst, ..id }, g);
+                    }
+                    // New endpoints may have another owner, whose copy has
+                    // not counted: no copy seals until the control plane
+                    // has seen every copy's number and raised them all
+                    // above it (`WorkerChange::Seq`, Plane::resume_moved).
+                    if let Some(sa) = self.sad.get_mut(h) {
+                        let at = sa.seq();
+                        sa.set_seq_ceiling(at);
                     }
                 }
                 WorkerChange::Seq(id, range) => {

@@ -478,9 +478,9 @@ fn changes_to_the_databases_apply_to_the_next_packet() {
 
 /// B moves to another address (a MOBIKE update, RFC 4555 §3.5) and, the
 /// new path crossing a NAT, to ESP in UDP: A's outbound SA and B's
-/// inbound one move with their state (A's counter goes on from 1), the
-/// policies' tunnels follow, and the first packet after the move reaches
-/// B.
+/// inbound one move with their state (A's counter goes on from 1, once
+/// the control plane says from where), the policies' tunnels follow, and
+/// the first packet after the move reaches B.
 #[test]
 fn a_moved_sa_seals_and_opens_on_the_new_path() {
     const GW_B2: &str = "198.51.100.2";
@@ -528,6 +528,15 @@ fn a_moved_sa_seals_and_opens_on_the_new_path() {
         crate::apply::WorkerChange::Spd(spd, 1),
     ]);
     assert!(a.db.sad.lookup(&id(GW_B)).is_none(), "not under its old id");
+    // Moved, no copy seals until the control plane has seen every copy's
+    // number and lets them go on above it.
+    let (v, _) = out(&mut a, &inner, &mut stats);
+    assert!(!matches!(v, Outbound::Send { .. }), "{v:?}");
+    let range = crate::seqstate::SeqRange {
+        from: 1,
+        ceiling: u64::MAX,
+    };
+    a.db.apply(vec![crate::apply::WorkerChange::Seq(id(GW_B2), range)]);
     let (v, mut buf) = out(&mut a, &inner, &mut stats);
     let Outbound::Send {
         egress: Egress::Udp(udp_to),
