@@ -176,6 +176,12 @@ for right in flowsec strongswan; do
     echo "-- ike through a real NAT (nftables masquerade, random ports): flowsec behind it -> $right"
     FLOWSEC_IKE_NAT_RIGHT=$right FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_nat.sh </dev/null
 done
+for pair in flowsec:flowsec strongswan:flowsec flowsec:strongswan flowsec:flowsec:nat; do
+    IFS=: read -r left right nat <<<"$pair"
+    echo "-- MOBIKE (RFC 4555): $left (initiator) loses its first address under a paced stream, $right follows${nat:+; the first path behind a NAT}"
+    FLOWSEC_MOBIKE_LEFT=$left FLOWSEC_MOBIKE_RIGHT=$right FLOWSEC_MOBIKE_NAT=$([ -n "$nat" ] && echo 1 || echo 0) \
+        FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_mobike.sh </dev/null
+done
 for right in flowsec strongswan; do
     echo "-- ike per_cpu_sas (RFC 9611), 2 workers: flowsec -> $right (one per-resource Child SA per worker, or one Child SA with strongSwan 5.9)"
     FLOWSEC_IKE_RIGHT=$right FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_parallel.sh </dev/null
