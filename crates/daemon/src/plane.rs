@@ -611,7 +611,13 @@ impl Plane {
                     .max()
                     .unwrap_or(0);
                 let from = if all { used } else { used + MOVE_SKIP };
-                apply::Change::Seq(id, SeqRange { from, ceiling: u64::MAX })
+                apply::Change::Seq(
+                    id,
+                    SeqRange {
+                        from,
+                        ceiling: u64::MAX,
+                    },
+                )
             })
             .collect();
         if !all {

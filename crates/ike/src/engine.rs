@@ -83,6 +83,8 @@ impl Ike {
             holds: BTreeMap::new(),
             replacing: BTreeMap::new(),
             reauth_due: Vec::new(),
+            redirect_due: Vec::new(),
+            gateway_load: BTreeMap::new(),
             lingering: Vec::new(),
             unix_at_zero: None,
             leases: Default::default(),
@@ -389,6 +391,27 @@ impl Ike {
     /// only opened a half-open SA, or an EAP round, does not.
     pub fn stream_authenticated(&self, data: &[u8]) -> bool {
         crate::streams::stream_authenticated(self, data)
+    }
+
+    /// Send the clients of the established IKE SAs `select` matches to
+    /// `gateway` (RFC 5685; vici `redirect`, `flowsec ctl redirect`): how
+    /// many. Only clients that announced redirect, never an SA we
+    /// initiated.
+    pub fn redirect(
+        &mut self,
+        now: Duration,
+        select: &crate::exchange::redirect::RedirectSelector,
+        gateway: &crate::gateway::GatewayId,
+        k: &mut dyn Kernel,
+    ) -> Result<usize, CommandError> {
+        crate::exchange::redirect::redirect(self, now, select, gateway, k)
+    }
+
+    /// `gateway` (one of a connection's `redirect_to`) holds `ike_sas` IKE
+    /// SAs now, as the daemon read it (vici `stats`): new clients go to
+    /// the least loaded.
+    pub fn set_gateway_load(&mut self, gateway: &crate::gateway::GatewayId, ike_sas: u64) {
+        self.host.gateway_load.insert(gateway.clone(), ike_sas);
     }
 
     /// This host's addresses or routes changed (the daemon watches them):

@@ -67,6 +67,15 @@ pub enum CommandError {
     },
     /// Neither an IKE_SA nor a CHILD_SA was named.
     Unnamed,
+    /// `redirect` without a selector (strongSwan: "missing redirect
+    /// selector").
+    RedirectWithoutSelector,
+    /// A `peer-ip` that is no address, prefix or range.
+    BadPeerIp(String),
+    /// A `peer-id` that is no identity.
+    BadPeerId(String),
+    /// `redirect` matched no IKE SA of a client that announced redirect.
+    NoRedirectMatch,
 }
 
 impl fmt::Display for CommandError {
@@ -99,6 +108,10 @@ impl fmt::Display for CommandError {
             CommandError::NoChild { child } => write!(f, "no established CHILD_SA named {child}"),
             CommandError::NoIke { ike } => write!(f, "no established IKE_SA {ike}"),
             CommandError::Unnamed => f.write_str("name an IKE_SA (--ike) or a CHILD_SA (--child)"),
+            CommandError::RedirectWithoutSelector => f.write_str("missing redirect selector"),
+            CommandError::BadPeerIp(s) => write!(f, "invalid peer IP selector: {s}"),
+            CommandError::BadPeerId(s) => write!(f, "invalid peer identity selector: {s}"),
+            CommandError::NoRedirectMatch => f.write_str("no matching SAs to redirect found"),
         }
     }
 }

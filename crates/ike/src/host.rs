@@ -64,6 +64,11 @@ pub(crate) struct Host {
     /// IKE SAs (our SPIs) whose `reauth_time` came, to authenticate again
     /// at the end of this poll ([`crate::reauth`]).
     pub(crate) reauth_due: Vec<u64>,
+    /// Redirects to follow at the end of this call ([`crate::exchange::redirect`]).
+    pub(crate) redirect_due: Vec<crate::exchange::redirect::Due>,
+    /// The IKE SAs each `redirect_to` gateway holds, as last read, plus
+    /// the clients sent there since ([`crate::Ike::set_gateway_load`]).
+    pub(crate) gateway_load: BTreeMap<crate::gateway::GatewayId, u64>,
     /// Replaced connections whose old IKE SAs wait for the new one (make
     /// before break), by name: until when at most.
     pub(crate) replacing: BTreeMap<String, Duration>,

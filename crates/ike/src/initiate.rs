@@ -87,9 +87,57 @@ pub(crate) fn connect_over(
     transport: Option<Transport>,
     k: &mut dyn Kernel,
 ) -> Result<u64, CommandError> {
+    let transport = transport.unwrap_or_else(|| starting_transport(&ci));
+    let ends = endpoints(&ci, transport, k)?;
+    connect_between(
+        ike,
+        now,
+        (ci, child),
+        (transport, ends),
+        Default::default(),
+        k,
+    )
+}
+
+/// A new IKE SA of connection `ci` to the gateway a redirect named
+/// (`to`, RFC 5685 §5: port 500, over UDP), REDIRECTED_FROM in its
+/// IKE_SA_INIT; its SPI.
+pub(crate) fn connect_redirected(
+    ike: &mut Ike,
+    now: Duration,
+    ci: ConnRef,
+    child: Option<usize>,
+    (to, redirected): (SocketAddr, crate::exchange::redirect::Redirected),
+    k: &mut dyn Kernel,
+) -> Result<u64, CommandError> {
+    let local_ip = ci
+        .local_addrs
+        .iter()
+        .find_map(|a| match a {
+            AddrSpec::Addr(ip) if ip.is_ipv4() == to.is_ipv4() => Some(*ip),
+            _ => None,
+        })
+        .or_else(|| k.source_for(to.ip()))
+        .ok_or_else(|| CommandError::NoLocalAddress {
+            name: ci.name.clone(),
+            remote: to.ip(),
+        })?;
+    let local = SocketAddr::new(local_ip, ci.local_port);
+    let ends = (Transport::Udp, (local, to));
+    connect_between(ike, now, (ci, child), ends, redirected, k)
+}
+
+/// A new IKE SA of `ci` (bringing up `child` in IKE_AUTH) between
+/// `local` and `remote` over `transport`: its IKE_SA_INIT sent.
+fn connect_between(
+    ike: &mut Ike,
+    now: Duration,
+    (ci, child): (ConnRef, Option<usize>),
+    (transport, (local, remote)): (Transport, (SocketAddr, SocketAddr)),
+    redirected: crate::exchange::redirect::Redirected,
+    k: &mut dyn Kernel,
+) -> Result<u64, CommandError> {
     let conn = &*ci;
-    let transport = transport.unwrap_or_else(|| starting_transport(conn));
-    let (local, remote) = endpoints(conn, transport, k)?;
     let group = conn
         .proposals
         .iter()
@@ -111,6 +159,7 @@ pub(crate) fn connect_over(
     let uid = ike.host.next_uid;
     ike.host.next_uid += 1;
     let mut sa = new_sa(ci, uid, (spi_i, 0), true, (local, remote), now);
+    sa.redirected = redirected;
     sa.path.transport = transport;
     sa.path.stream_originator = transport.is_stream();
     let init = IkeInit {

@@ -59,6 +59,12 @@ pub trait Kernel {
     fn query_sa(&mut self, id: SaId) -> Option<SaUsage>;
     /// The address this host would send from to reach `dst`.
     fn source_for(&mut self, dst: IpAddr) -> Option<IpAddr>;
+    /// The address of host `name` (a redirect to a gateway named by its
+    /// FQDN, RFC 5685); `None` when it does not resolve.
+    fn resolve(&mut self, name: &str) -> Option<IpAddr> {
+        let _ = name;
+        None
+    }
     /// A virtual IP the peer gave us (RFC 7296 §3.15): on the tunnel
     /// device, the source of what goes into the tunnel.
     fn add_vip(&mut self, _addr: IpAddr) {}

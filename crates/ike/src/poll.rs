@@ -61,6 +61,7 @@ pub(crate) fn poll(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) {
         ike.then(now, at, then, k);
     }
     crate::reauth::reauthenticate(ike, now, k);
+    crate::exchange::redirect::follow_due(ike, now, k);
 }
 
 /// The body of [`Ike::next_timeout`].
@@ -73,6 +74,10 @@ pub(crate) fn next_timeout(ike: &Ike) -> Option<Duration> {
     };
     for (_, deadline) in &ike.host.lingering {
         at(Some(*deadline));
+    }
+    // A redirect to follow: at once.
+    if !ike.host.redirect_due.is_empty() {
+        at(Some(Duration::ZERO));
     }
     for sa in ike.sas.values() {
         at(sa.exch.deadline());

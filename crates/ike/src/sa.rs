@@ -176,6 +176,8 @@ pub(crate) enum Todo {
     Dpd,
     /// Tell the peer where the IKE SA moved (MOBIKE, RFC 4555 §3.5).
     UpdateAddresses,
+    /// Send the client to this gateway (RFC 5685).
+    Redirect(crate::gateway::GatewayId),
 }
 
 /// Where an IKE SA's messages and its Child SAs' ESP travel: the
@@ -232,6 +234,9 @@ pub(crate) struct Announced {
     pub ppk: bool,
     /// MOBIKE (RFC 4555), announced in IKE_AUTH.
     pub mobike: Mobility,
+    /// REDIRECT_SUPPORTED or REDIRECTED_FROM (RFC 5685 §4): a client we
+    /// may redirect.
+    pub redirect: bool,
 }
 
 /// MOBIKE (RFC 4555) on an IKE SA: whether both ends announced it, who
@@ -241,9 +246,6 @@ pub(crate) struct Announced {
 pub(crate) struct Mobility {
     /// Both sent MOBIKE_SUPPORTED (§3.2).
     pub on: bool,
-    /// We made the first IKE SA of the chain: only the original
-    /// initiator sends UPDATE_SA_ADDRESSES (§3.5), whoever rekeyed since.
-    pub original_initiator: bool,
     /// The peer's addresses beyond the one in use (ADDITIONAL_IP4/6_ADDRESS,
     /// §3.6; each list replaces the last), at most
     /// [`crate::exchange::mobike::MAX_ADDRESSES`].
@@ -273,8 +275,15 @@ pub(crate) struct IkeSa {
     pub uid: u32,
     pub spi_i: u64,
     pub spi_r: u64,
-    /// We are its original initiator (§2.2: the I flag).
+    /// We are its initiator (§2.2: the I flag; of a rekeyed SA, the
+    /// rekey's).
     pub initiator: bool,
+    /// We made the first IKE SA of its chain (the I flag of the first,
+    /// kept across rekeys): the client, who moves the SAs (RFC 4555 §3.5)
+    /// and whom a gateway may redirect (RFC 5685).
+    pub original_initiator: bool,
+    /// Redirects this client followed (RFC 5685).
+    pub redirected: crate::exchange::redirect::Redirected,
     pub state: IkeState,
     pub keys: Option<IkeKeyState>,
     pub path: Path,

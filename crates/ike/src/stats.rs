@@ -96,11 +96,18 @@ pub struct IkeStats {
     /// UPDATE_SA_ADDRESSES not followed (MOBIKE not agreed, or from the
     /// original responder), and answers to ours without our COOKIE2.
     pub mobike_refused: u64,
+    /// Clients we redirected (RFC 5685), in any phase.
+    pub redirects: u64,
+    /// Redirects we followed as a client.
+    pub redirected: u64,
+    /// REDIRECTs not followed: an IKE_SA_INIT one without our nonce, past
+    /// the loop limit, or to a name that does not resolve.
+    pub redirect_refused: u64,
 }
 
 impl IkeStats {
     /// Every counter with its name, for `flowsec ctl stats`.
-    pub fn named(&self) -> [(&'static str, u64); 37] {
+    pub fn named(&self) -> [(&'static str, u64); 40] {
         [
             ("received", self.received),
             ("sent", self.sent),
@@ -139,6 +146,9 @@ impl IkeStats {
             ("followup_refused", self.followup_refused),
             ("mobike_updates", self.mobike_updates),
             ("mobike_refused", self.mobike_refused),
+            ("redirects", self.redirects),
+            ("redirected", self.redirected),
+            ("redirect_refused", self.redirect_refused),
         ]
     }
 

@@ -179,6 +179,7 @@ pub(crate) fn kick(cx: &mut Cx<'_>, sa: &mut SaMut<'_>) {
             Todo::DeleteChild(spi) => crate::exchange::info::start_delete_child(cx, sa, spi),
             Todo::DeleteIke => crate::exchange::info::start_delete_ike(cx, sa),
             Todo::UpdateAddresses => crate::exchange::mobike::start_update(cx, sa),
+            Todo::Redirect(gw) => crate::exchange::redirect::start(cx, sa, gw),
             Todo::Dpd => cx.request(
                 sa,
                 ExchangeType::INFORMATIONAL,

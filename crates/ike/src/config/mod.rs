@@ -310,6 +310,27 @@ pub struct Connection {
     pub ppk_id: Option<String>,
     /// `ppk_required`: no IKE SA without a PPK.
     pub ppk_required: bool,
+    /// `redirect_to` (flowsec's key): send each new client of this
+    /// connection to one of these gateways (RFC 5685), the least loaded.
+    pub redirect_to: Vec<crate::gateway::GatewayId>,
+    /// `redirect_on` (default `init`): at IKE_SA_INIT, before any state,
+    /// or (`auth`) in the last IKE_AUTH answer, once the client is
+    /// authenticated.
+    pub redirect_on: RedirectOn,
+    /// `redirect_load`: for each `redirect_to` gateway, in order, the vici
+    /// socket (`unix://PATH`) where the daemon reads how many IKE SAs it
+    /// holds (vici `stats`).
+    pub redirect_load: Vec<String>,
+}
+
+/// When a gateway with `redirect_to` redirects a new client (RFC 5685).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RedirectOn {
+    /// In its IKE_SA_INIT answer (§5), keeping no state.
+    #[default]
+    Init,
+    /// In its last IKE_AUTH answer (§6), once the client authenticated.
+    Auth,
 }
 
 /// `fragmentation` (swanctl.conf(5)): IKE message fragmentation (RFC 7383).

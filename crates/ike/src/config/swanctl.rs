@@ -69,13 +69,13 @@ use super::value::{
 pub use super::value::{parse_bytes, parse_duration};
 use super::{
     AddrSpec, AuthConfig, AuthKind, ChildConfig, CloseAction, Config, ConfigError, Connection,
-    CredRef, DpdAction, Fragmentation, Identity, Pool, RekeySwitch, SendCert, StartAction,
-    TcpConfig, TcpEncap, TsSpec, Unique, TLS_PORT,
+    CredRef, DpdAction, Fragmentation, Identity, Pool, RedirectOn, RekeySwitch, SendCert,
+    StartAction, TcpConfig, TcpEncap, TsSpec, Unique, TLS_PORT,
 };
 
 mod secrets;
 
-use secrets::ppk_id;
+use secrets::{gateways, ppk_id};
 
 /// strongSwan keys accepted with any valid value and then ignored: they
 /// only concern features flowsec does not have (IKEv1 modes, updown
@@ -493,6 +493,12 @@ impl Reader<'_> {
         let fail = |key: &str, kind| {
             Err(self.err(line(key).unwrap_or(sec.origin()), join(path, key), kind))
         };
+        if !c.redirect_load.is_empty() && c.redirect_load.len() != c.redirect_to.len() {
+            return fail("redirect_load", ConfigErrorKind::RedirectLoadCount);
+        }
+        if c.redirect_load.iter().any(|u| !u.starts_with("unix://")) {
+            return fail("redirect_load", ConfigErrorKind::RedirectLoadUri);
+        }
         if c.tcp.encap == TcpEncap::No {
             for key in ["tcp_port", "tcp_tls", "tcp_fallback_time"] {
                 if line(key).is_some() {
@@ -626,6 +632,9 @@ fn default_connection(name: &str) -> Connection {
         pools: Vec::new(),
         ppk_id: None,
         ppk_required: false,
+        redirect_to: Vec::new(),
+        redirect_on: RedirectOn::Init,
+        redirect_load: Vec::new(),
     }
 }
 
@@ -743,6 +752,16 @@ fn conn_setting(
         }
         "ppk_id" => c.ppk_id = Some(ppk_id(v)?),
         "ppk_required" => c.ppk_required = parse_bool(v)?,
+        "redirect_to" => c.redirect_to = gateways(v)?,
+        "redirect_on" => {
+            c.redirect_on = match keyword(v, &["init", "auth"])? {
+                0 => RedirectOn::Init,
+                _ => RedirectOn::Auth,
+            }
+        }
+        "redirect_load" => {
+            c.redirect_load = v.split(',').map(|u| u.trim().to_string()).collect();
+        }
         "mediated_by" | "mediation_peer" => return Err(ConfigErrorKind::KeyNotSupported),
         _ => return Err(ConfigErrorKind::UnknownKey),
     }

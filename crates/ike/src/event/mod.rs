@@ -174,6 +174,37 @@ pub enum IkeEvent {
         /// The IKE SA's unique id.
         unique_id: u32,
     },
+    /// We send a client to another gateway (RFC 5685).
+    Redirecting {
+        /// The connection.
+        name: String,
+        /// Its IKE SA's unique id (none at IKE_SA_INIT: no state kept).
+        unique_id: Option<u32>,
+        /// The client's address.
+        peer: IpAddr,
+        /// The gateway.
+        to: String,
+        /// IKE_SA_INIT, IKE_AUTH or INFORMATIONAL.
+        phase: &'static str,
+    },
+    /// Our gateway sent us to another one (RFC 5685): we go.
+    Redirected {
+        /// The connection.
+        name: String,
+        /// The IKE SA's unique id.
+        unique_id: u32,
+        /// The gateway.
+        to: String,
+        /// IKE_SA_INIT, IKE_AUTH or INFORMATIONAL.
+        phase: &'static str,
+    },
+    /// A redirect we do not follow.
+    RedirectRefused {
+        /// The connection.
+        name: String,
+        /// Why.
+        why: &'static str,
+    },
     /// A NAT in front of the peer gave it another port (§2.23): the IKE
     /// SA and its Child SAs' ESP in UDP follow.
     PeerRebound {
@@ -515,6 +546,23 @@ impl fmt::Display for IkeEvent {
                 to.1,
                 if *encap { "ESP in UDP" } else { "raw ESP" }
             ),
+            E::Redirecting {
+                name,
+                unique_id,
+                peer,
+                to,
+                phase,
+            } => match unique_id {
+                Some(id) => write!(f, "IKE_SA {name}[{id}]: redirecting {peer} to {to} ({phase})"),
+                None => write!(f, "{name}: redirecting {peer} to {to} ({phase}, no state kept)"),
+            },
+            E::Redirected {
+                name,
+                unique_id,
+                to,
+                phase,
+            } => write!(f, "IKE_SA {name}[{unique_id}]: redirected to {to} ({phase})"),
+            E::RedirectRefused { name, why } => write!(f, "{name}: redirect not followed: {why}"),
             E::MoveFailed { name, unique_id } => write!(
                 f,
                 "IKE_SA {name}[{unique_id}]: COOKIE2 mismatch in the answer to UPDATE_SA_ADDRESSES (MOBIKE), closing the IKE_SA"

@@ -300,6 +300,13 @@ pub(crate) fn answer_authenticated(
     crate::auth::peer_authenticated_at(cx, sa, first);
     established(cx, sa);
     payloads.extend(crate::exchange::mobike::responder_agrees(sa, first));
+    // RFC 5685 §6: sent on; no virtual IP, no Child SA here.
+    if let Some(redirect) = crate::exchange::redirect::at_auth(cx, sa) {
+        payloads.push(redirect);
+        cx.respond(sa, ExchangeType::IKE_AUTH, mid, payloads);
+        cx.host.report_established(sa, me, peer);
+        return Then::Stay;
+    }
     if has_notify(first, NotifyType::INITIAL_CONTACT) {
         cx.host.stats.initial_contacts += 1;
         crate::exchange::contact::initial_contact(cx, sa);
@@ -347,6 +354,17 @@ pub(crate) fn finish_initiator(
 ) -> Then {
     let me = sa.ids.local.clone().unwrap_or(Identity::Any);
     sa.ids.peer = Some(peer.clone());
+    // RFC 5685 §6: the gateway (authenticated) sends us on.
+    let first = child.as_ref().map(|req| req.cfg);
+    if crate::exchange::redirect::redirects(&msg) {
+        if let Some(req) = &child {
+            req.reserved().release(cx.k);
+        }
+        crate::auth::peer_authenticated_at(cx, sa, &msg);
+        crate::exchange::redirect::in_auth_answer(cx, sa, &msg, first);
+        cx.host.report_established(sa, me, peer);
+        return Then::Stay;
+    }
     if !crate::vip::take_vips(cx, sa, &msg) {
         if let Some(req) = &child {
             req.reserved().release(cx.k);

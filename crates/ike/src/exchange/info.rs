@@ -112,6 +112,10 @@ pub(crate) fn informational_request(
     mid: u32,
     msg: Message,
 ) -> Then {
+    // RFC 5685: our gateway sends us to another one.
+    if let Some(then) = crate::exchange::redirect::informational(cx, sa, mid, &msg) {
+        return then;
+    }
     // MOBIKE (RFC 4555): an address update followed, and what the answer
     // carries for it.
     let mobike = crate::exchange::mobike::informational(cx, sa, &msg);

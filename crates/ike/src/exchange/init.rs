@@ -76,6 +76,7 @@ pub(crate) fn send_init(cx: &mut Cx<'_>, sa: &mut IkeSa, init: IkeInit) {
         NotifyType::NAT_DETECTION_SOURCE_IP,
         nat_hash(sa.spi_i, 0, sa.path.local),
     ));
+    payloads.push(crate::exchange::redirect::announce(sa));
     payloads.push(notify(
         NotifyType::NAT_DETECTION_DESTINATION_IP,
         nat_hash(sa.spi_i, 0, sa.path.remote),
@@ -248,6 +249,11 @@ fn init_notified(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, msg: &Message) -> Option<T
         return Some(Then::Stay);
     };
     let (retries, group) = (init.retries, init.ke.group());
+    // RFC 5685 §5: the gateway sends us elsewhere (if it echoes our Ni).
+    let (ni, first) = (init.ni.clone(), init.first_child);
+    if let Some(then) = crate::exchange::redirect::in_init_answer(cx, sa, msg, (&ni, first)) {
+        return Some(then);
+    }
     if let Some(n) = notifies(msg).find(|n| n.ty == NotifyType::COOKIE) {
         // §2.6: the same request again, the cookie first.
         if retries < MAX_INIT_RETRIES && n.data.len() <= 64 && !n.data.is_empty() {
@@ -306,6 +312,8 @@ pub(crate) fn new_sa(
         spi_i,
         spi_r,
         initiator,
+        original_initiator: initiator,
+        redirected: Default::default(),
         state: IkeState::Connecting,
         keys: None,
         path: Path {

@@ -74,6 +74,16 @@ pub(crate) fn init_request(ike: &mut Ike, now: Duration, arrival: Arrival<'_>) {
     // RFC 9242 §3.1: additional key exchanges only with a peer that
     // takes IKE_INTERMEDIATE (RFC 9370 §2.2.1).
     let intermediate = has_notify(&msg, NotifyType::INTERMEDIATE_EXCHANGE_SUPPORTED);
+    // RFC 5685 §5: a connection that redirects at IKE_SA_INIT answers
+    // with REDIRECT alone, before any key exchange.
+    let (local, remote) = (arrival.local.ip(), arrival.remote.ip());
+    if let Some((conn, _)) =
+        pick_connection(&ike.host, local, remote, (sai, intermediate), kei.group)
+    {
+        if crate::exchange::redirect::at_init(&mut ike.host, &arrival, &msg, &conn, ni) {
+            return;
+        }
+    }
     let Some(choice) = init_choose(&mut ike.host, &arrival, (sai, intermediate), kei) else {
         return;
     };
@@ -239,7 +249,7 @@ fn pick_connection(
 }
 
 /// An unprotected IKE_SA_INIT answer carrying one notify (SPIr 0).
-fn answer_init(host: &mut Host, to: &Arrival<'_>, ty: NotifyType, data: Vec<u8>) {
+pub(crate) fn answer_init(host: &mut Host, to: &Arrival<'_>, ty: NotifyType, data: Vec<u8>) {
     let msg = Message {
         header: init_header(to.header.spi_i, 0, false, true),
         payloads: vec![notify(ty, data)],
@@ -394,6 +404,7 @@ fn answer_payloads(
     answer.spi = Vec::new();
     sa.announced.fragments = crate::exchange::init::announces_fragmentation(&choice.conn)
         && has_notify(offer.msg, NotifyType::IKEV2_FRAGMENTATION_SUPPORTED);
+    sa.announced.redirect = crate::exchange::redirect::announced(offer.msg);
     let mut payloads = vec![
         Payload::Sa(vec![answer]),
         Payload::Ke(Ke {

@@ -64,7 +64,6 @@ pub(crate) fn offer(sa: &IkeSa) -> Option<Payload> {
 pub(crate) fn initiator_agreed(sa: &mut IkeSa, msg: &Message) {
     let on = offer(sa).is_some() && has_notify(msg, NotifyType::MOBIKE_SUPPORTED);
     sa.announced.mobike.on = on;
-    sa.announced.mobike.original_initiator = true;
     if on {
         take_addresses(sa, msg);
     }
@@ -76,7 +75,6 @@ pub(crate) fn initiator_agreed(sa: &mut IkeSa, msg: &Message) {
 pub(crate) fn responder_agrees(sa: &mut IkeSa, first: &Message) -> Option<Payload> {
     let on = offer(sa).is_some() && has_notify(first, NotifyType::MOBIKE_SUPPORTED);
     sa.announced.mobike.on = on;
-    sa.announced.mobike.original_initiator = false;
     if !on {
         return None;
     }
@@ -153,8 +151,7 @@ fn follow_update(
     msg: &Message,
     (local, remote): (SocketAddr, SocketAddr),
 ) {
-    let mobility = &sa.announced.mobike;
-    if !mobility.on || mobility.original_initiator || sa.state != IkeState::Established {
+    if !sa.announced.mobike.on || sa.original_initiator || sa.state != IkeState::Established {
         cx.host.stats.mobike_refused += 1;
         return;
     }
@@ -276,9 +273,8 @@ pub(crate) fn roam_all(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) {
 /// Whether `sa` is one this host moves: MOBIKE on, we its original
 /// initiator, established, over UDP.
 fn may_move(sa: &IkeSa) -> bool {
-    let mobility = &sa.announced.mobike;
-    mobility.on
-        && mobility.original_initiator
+    sa.announced.mobike.on
+        && sa.original_initiator
         && sa.state == IkeState::Established
         && !sa.path.transport.is_stream()
 }

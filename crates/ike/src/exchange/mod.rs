@@ -33,6 +33,7 @@ pub(crate) mod intermediate;
 mod manager;
 pub(crate) mod mobike;
 pub(crate) mod ppk;
+pub mod redirect;
 pub(crate) mod rekey;
 pub(crate) mod selectors;
 
@@ -80,6 +81,8 @@ pub(crate) enum Kind {
     Dpd,
     /// INFORMATIONAL with UPDATE_SA_ADDRESSES (RFC 4555 §3.5).
     UpdateAddresses,
+    /// INFORMATIONAL with REDIRECT (RFC 5685).
+    Redirect,
 }
 
 /// An exchange of ours in flight (strongSwan's task, initiator side): it

@@ -157,6 +157,8 @@ fn rekeyed_sa(
     // (strongSwan's ike_sa inherits its extensions on a rekey).
     sa.announced.fragments = old.announced.fragments;
     sa.announced.mobike = old.announced.mobike.clone();
+    sa.announced.redirect = old.announced.redirect;
+    sa.original_initiator = old.original_initiator;
     // The virtual IPs stay with the peer (RFC 7296 §2.19): held by the
     // new SA too, let go when the last of them goes.
     sa.vips.local = old.vips.local.clone();

@@ -79,6 +79,14 @@ impl Reader<'_> {
 /// A PPK_ID as configured (RFC 8784 §5.1, sent as PPK_ID_FIXED): a
 /// plain name, whose bytes go on the wire as strongSwan sends an FQDN
 /// or KEY_ID identity's.
+/// `redirect_to`: gateways, each an address or a host name (RFC 5685 §9).
+pub(super) fn gateways(v: &str) -> Result<Vec<crate::gateway::GatewayId>, ConfigErrorKind> {
+    v.split(',')
+        .map(|g| g.trim().parse())
+        .collect::<Result<_, crate::gateway::BadGateway>>()
+        .map_err(|e| ConfigErrorKind::BadGateway { value: e.0 })
+}
+
 pub(super) fn ppk_id(v: &str) -> Result<String, ConfigErrorKind> {
     let binary = v.parse::<IpAddr>().is_ok() || v.contains('=');
     if v.is_empty() || binary {
