@@ -182,6 +182,8 @@ for pair in flowsec:flowsec strongswan:flowsec flowsec:strongswan flowsec:flowse
     FLOWSEC_MOBIKE_LEFT=$left FLOWSEC_MOBIKE_RIGHT=$right FLOWSEC_MOBIKE_NAT=$([ -n "$nat" ] && echo 1 || echo 0) \
         FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_mobike.sh </dev/null
 done
+echo "-- redirect (RFC 5685) and a gateway cluster: 20 flowsec road warriors, a flowsec front redirecting by the backs' vici stats; strongSwan 5.9.8 road warrior and gateway"
+FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_redirect.sh </dev/null
 for right in flowsec strongswan; do
     echo "-- ike per_cpu_sas (RFC 9611), 2 workers: flowsec -> $right (one per-resource Child SA per worker, or one Child SA with strongSwan 5.9)"
     FLOWSEC_IKE_RIGHT=$right FLOWSEC_BIN=target/debug/flowsec tests/e2e/ike_parallel.sh </dev/null

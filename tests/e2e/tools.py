@@ -520,8 +520,9 @@ def parse_vici_raw(text):
                 if i + 1 < len(toks) and toks[i + 1] == "{":
                     d[t], i = section(i + 2)
                 elif i + 1 < len(toks) and toks[i + 1] == "[":
+                    # `list [a b]`, or swanctl's `list=[a b]`.
                     j = toks.index("]", i + 2)
-                    d[t] = toks[i + 2:j]
+                    d[t.rstrip("=")] = toks[i + 2:j]
                     i = j + 1
                 elif "=" in t:
                     k, v = t.split("=", 1)
@@ -587,6 +588,7 @@ def sas_normalised(impl, text):
                 "nat": nl or nr or sa.get("nat-any") == "yes" or sa.get("nat-fake") == "yes",
                 "nat_local": nl, "nat_remote": nr,
                 "local_id": sa.get("local-id"), "remote_id": sa.get("remote-id"),
+                "local_vips": sa.get("local-vips") or [],
                 "child_sas": [{
                     "name": c["name"], "state": c.get("state", "-").upper(),
                     "spi_in": hexspi(c.get("spi-in")), "spi_out": hexspi(c.get("spi-out")),
@@ -606,6 +608,7 @@ def sas_normalised(impl, text):
             "nat": sa["nat"] is True, "nat_local": sa.get("nat_local"), "nat_remote": sa.get("nat_remote"),
             "local_id": (sa.get("local_id") or "").lstrip("@") or None,
             "remote_id": (sa.get("remote_id") or "").lstrip("@") or None,
+            "local_vips": sa.get("local_vips") or [],
             "child_sas": [{
                 "name": c["name"], "state": str(c["state"]).upper(),
                 "spi_in": hexspi(c["spi_in"]), "spi_out": hexspi(c["spi_out"]),

@@ -103,6 +103,9 @@ pub struct IkePlane {
     /// When to ask the core to roam: [`ROAM_DELAY`] after the last change
     /// (an address going away comes as several events).
     roam_at: Option<std::time::Duration>,
+    /// The IKE SA counts of the gateways connections redirect to
+    /// (`redirect_load`), read in a thread of their own.
+    load: Option<crate::gateway_load::LoadWatch>,
     /// IKE's events since the control plane last took them (for vici).
     pub logged: Vec<flowsec_ike::Logged>,
     buf: Vec<u8>,
@@ -160,6 +163,7 @@ impl IkePlane {
                 spis: BTreeSet::new(),
                 route_events,
                 roam_at: None,
+                load: None,
                 logged: Vec::new(),
                 buf: vec![0; MAX_MESSAGE + 64],
             },
@@ -184,6 +188,7 @@ impl IkePlane {
     pub fn receive(&mut self, now: std::time::Duration, k: &mut PlaneKernel<'_>) {
         sys::clear_wake(self.wake.as_fd());
         self.roam(now, k);
+        self.gateway_loads();
         let (arrived, more) = self.rx.take();
         if more {
             // The rest on the next loop, after port 500 and the timers.
@@ -242,6 +247,23 @@ impl IkePlane {
         if self.roam_at.is_some_and(|at| now >= at) {
             self.roam_at = None;
             self.ike.roam(now, k);
+        }
+    }
+
+    /// The gateways' IKE SA counts read since the last call, to the core;
+    /// the watch follows the connections (a reload, vici's load-conn).
+    fn gateway_loads(&mut self) {
+        let watched = crate::gateway_load::watched(self.ike.connections().iter().map(|c| &**c));
+        if self
+            .load
+            .as_ref()
+            .map_or(!watched.is_empty(), |l| l.gateways != watched)
+        {
+            self.load =
+                (!watched.is_empty()).then(|| crate::gateway_load::LoadWatch::start(watched));
+        }
+        for (gw, n) in self.load.as_ref().map(|l| l.take()).unwrap_or_default() {
+            self.ike.set_gateway_load(&gw, n);
         }
     }
 
@@ -493,6 +515,17 @@ impl Kernel for PlaneKernel<'_> {
 
     fn query_sa(&mut self, id: SaId) -> Option<SaUsage> {
         self.model.sas.contains_key(&id).then(SaUsage::default)
+    }
+
+    /// A redirect's gateway by name (RFC 5685): the resolver, as
+    /// strongSwan's host_create_from_dns.
+    fn resolve(&mut self, name: &str) -> Option<IpAddr> {
+        use std::net::ToSocketAddrs;
+        (name, IKE_PORT)
+            .to_socket_addrs()
+            .ok()?
+            .map(|a| a.ip())
+            .next()
     }
 
     fn source_for(&mut self, dst: IpAddr) -> Option<IpAddr> {

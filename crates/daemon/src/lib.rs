@@ -31,6 +31,7 @@ mod control;
 mod datapath;
 mod filter;
 mod fragid;
+mod gateway_load;
 mod ike;
 pub mod log;
 mod metrics;

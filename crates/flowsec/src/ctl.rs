@@ -106,6 +106,16 @@ pub struct CtlArgs {
     /// initiate/terminate/rekey: the child (CHILD_SA) by its config name.
     #[arg(long, value_name = "NAME")]
     pub child: Option<String>,
+    /// redirect: the clients' address (an address, a CIDR prefix or
+    /// `FROM-TO`).
+    #[arg(long, value_name = "IP")]
+    pub peer_ip: Option<String>,
+    /// redirect: the clients' identity (`*` prefix: any ending).
+    #[arg(long, value_name = "ID")]
+    pub peer_id: Option<String>,
+    /// redirect: the gateway to send them to (an address or a host name).
+    #[arg(long, value_name = "GW")]
+    pub gateway: Option<String>,
     /// initiate/terminate: give up waiting after SECS (0: as long as IKE
     /// takes; the daemon stops at 300 s).
     #[arg(long, value_name = "SECS", default_value_t = 0)]
@@ -143,6 +153,10 @@ pub enum What {
     Terminate,
     /// Rekey an IKE SA (`--ike`) or CHILD_SAs (`--child`) (queued).
     Rekey,
+    /// Send clients to another gateway (RFC 5685), like `swanctl
+    /// --redirect`: `--gateway` and at least one of `--ike`, `--peer-ip`,
+    /// `--peer-id` (all given must match).
+    Redirect,
     /// Read the `-c` and `--setkey` files again and apply what changed
     /// (as SIGHUP; like `swanctl --load-all`): new connections start,
     /// removed ones are deleted, changed ones replaced, the rest keep
@@ -156,6 +170,7 @@ pub fn run(args: &CtlArgs) -> Result<(), CliError> {
     let mut o = String::new();
     match args.what {
         What::Initiate | What::Terminate | What::Rekey => act(args, &mut o)?,
+        What::Redirect => redirect(args, &mut o)?,
         What::Status => show::<Status>(args, "flowsec-status", &mut o, print_status)?,
         What::Sas => show::<Sas>(args, "flowsec-sas", &mut o, print_sas)?,
         What::Policies => show::<Policies>(args, "flowsec-policies", &mut o, print_policies)?,
@@ -258,6 +273,36 @@ fn act(args: &CtlArgs, o: &mut String) -> Result<(), CliError> {
         let _ = writeln!(o, "rekey: {} SA(s) queued", matched.unwrap_or(0));
     } else {
         let _ = writeln!(o, "{cmd} completed successfully");
+    }
+    Ok(())
+}
+
+/// `redirect`: charon's command, as `swanctl --redirect` sends it.
+fn redirect(args: &CtlArgs, o: &mut String) -> Result<(), CliError> {
+    let Some(gateway) = &args.gateway else {
+        return Err(UsageError::CtlRedirect.into());
+    };
+    let mut m = Section::default().with("gateway", gateway.as_str());
+    match args.ike.as_deref().map(|i| (i, i.strip_prefix('#'))) {
+        Some((_, Some(id))) if id.parse::<u32>().is_ok() => m = m.with("ike-id", id),
+        Some((name, _)) => m = m.with("ike", name),
+        None => {}
+    }
+    for (key, value) in [("peer-ip", &args.peer_ip), ("peer-id", &args.peer_id)] {
+        if let Some(v) = value {
+            m = m.with(key, v.as_str());
+        }
+    }
+    let mut c = Connection::open(&args.target(), Some(ANSWER_WAIT))?;
+    let answer = c.call("redirect", m, &mut |_, _| {})?;
+    let matched = answer
+        .str("matches")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    if args.json {
+        let _ = writeln!(o, "{}", Answer::Queued(Queued { ok: matched }).to_json());
+    } else {
+        let _ = writeln!(o, "redirect completed successfully ({matched} IKE_SA(s))");
     }
     Ok(())
 }

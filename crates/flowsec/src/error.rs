@@ -152,6 +152,8 @@ pub enum UsageError {
         /// The command.
         cmd: &'static str,
     },
+    /// `ctl redirect` without `--gateway`.
+    CtlRedirect,
     // --- flowsec up
     /// `--mtu` out of 576..=9000.
     Mtu(u16),
@@ -241,6 +243,9 @@ impl fmt::Display for UsageError {
         use UsageError as U;
         match self {
             U::CtlNeedsName { cmd } => write!(f, "ctl {cmd}: name --ike NAME and/or --child NAME"),
+            U::CtlRedirect => f.write_str(
+                "ctl redirect: --gateway GW and at least one of --ike, --peer-ip, --peer-id",
+            ),
             U::Mtu(mtu) => write!(f, "--mtu {mtu} out of range 576..=9000"),
             U::NoWorkers => f.write_str("--workers must be at least 1"),
             U::TcpPort => f.write_str("--tcp-listen: a port from 1 to 65535"),

@@ -96,7 +96,7 @@ impl Plane {
             "reload-settings" => success(),
             "initiate" | "terminate" => return self.vici_start(server, client, command, m),
             "rekey" => self.vici_rekey(m),
-            "redirect" => failure("redirect is not supported by flowsec yet"),
+            "redirect" => self.vici_redirect(m),
             "install" | "uninstall" => failure(format!(
                 "{command}: trap policies come from start_action = trap in flowsec"
             )),
@@ -301,6 +301,34 @@ impl Plane {
         let child = m.str("child").map(String::from);
         let done = self.ike_step(|p, now, k| p.ike.rekey(now, ike.as_deref(), child.as_deref(), k));
         match done {
+            None => failure(ApplyError::NoIke),
+            Some(Err(e)) => failure(e),
+            Some(Ok(n)) => success().with("matches", n.to_string()),
+        }
+    }
+
+    /// `redirect` (RFC 5685): the IKE SAs the selectors match (`ike`,
+    /// `ike-id`, `peer-ip`, `peer-id`; all given must match) sent to
+    /// `gateway`, as charon's vici_control.c: its words on refusal.
+    fn vici_redirect(&mut self, m: &Section) -> Section {
+        let Some(gateway) = m.str("gateway") else {
+            return failure("missing target gateway");
+        };
+        let Ok(gateway) = gateway.parse::<flowsec_ike::GatewayId>() else {
+            return failure("unsupported gateway identity");
+        };
+        let ike_id = match m.str("ike-id").map(str::parse::<u32>) {
+            Some(Ok(id)) => Some(id),
+            Some(Err(_)) => return failure("invalid IKE_SA unique identifier"),
+            None => None,
+        };
+        let select = flowsec_ike::RedirectSelector {
+            ike: m.str("ike").map(String::from),
+            ike_id,
+            peer_ip: m.str("peer-ip").map(String::from),
+            peer_id: m.str("peer-id").map(String::from),
+        };
+        match self.ike_step(|p, now, k| p.ike.redirect(now, &select, &gateway, k)) {
             None => failure(ApplyError::NoIke),
             Some(Err(e)) => failure(e),
             Some(Ok(n)) => success().with("matches", n.to_string()),
