@@ -404,7 +404,7 @@ impl Ike {
         gateway: &crate::gateway::GatewayId,
         k: &mut dyn Kernel,
     ) -> Result<usize, CommandError> {
-        crate::exchange::redirect::redirect(self, now, select, gateway, k)
+        crate::redirect::redirect(self, now, select, gateway, k)
     }
 
     /// `gateway` (one of a connection's `redirect_to`) holds `ike_sas` IKE
@@ -419,7 +419,7 @@ impl Ike {
     /// route to its peer leaves from now, and moves there if that is
     /// another address, telling the peer (RFC 4555 §3.5).
     pub fn roam(&mut self, now: Duration, k: &mut dyn Kernel) {
-        crate::exchange::mobike::roam_all(self, now, k)
+        crate::roam::roam_all(self, now, k)
     }
 
     /// Advance timers: retransmissions, lifetimes, rekeys, DPD, and start

@@ -15,6 +15,7 @@
 //! Ni and runs to the end of the notify.
 
 use core::fmt;
+use core::time::Duration;
 use std::net::IpAddr;
 
 const IPV4: u8 = 1;
@@ -102,6 +103,31 @@ impl GatewayId {
         };
         Some((gw, tail))
     }
+}
+
+/// What a client keeps of its redirects: the gateway it was sent away
+/// from (REDIRECTED_FROM in its next IKE_SA_INIT) and when it was
+/// redirected, for the loop rule. Carried to the IKE SA it makes at the
+/// new gateway.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Redirected {
+    pub from: Option<IpAddr>,
+    pub history: Vec<Duration>,
+}
+
+/// A redirect a client follows at the end of the call (the engine makes
+/// the new IKE SA, `exchange::redirect::follow_due`).
+pub(crate) struct RedirectDue {
+    pub conn: crate::config::ConnRef,
+    /// The child configs to bring up there, the first in IKE_AUTH.
+    pub children: Vec<usize>,
+    pub to: GatewayId,
+    /// The gateway it leaves (its address).
+    pub from: IpAddr,
+    pub history: Vec<Duration>,
+    /// The IKE SA to delete once the new one is up (our SPI), unless the
+    /// redirect came in IKE_SA_INIT (that SA is gone already).
+    pub old: Option<u64>,
 }
 
 #[cfg(test)]

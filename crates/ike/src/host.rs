@@ -65,7 +65,7 @@ pub(crate) struct Host {
     /// at the end of this poll ([`crate::reauth`]).
     pub(crate) reauth_due: Vec<u64>,
     /// Redirects to follow at the end of this call ([`crate::exchange::redirect`]).
-    pub(crate) redirect_due: Vec<crate::exchange::redirect::Due>,
+    pub(crate) redirect_due: Vec<crate::gateway::RedirectDue>,
     /// The IKE SAs each `redirect_to` gateway holds, as last read, plus
     /// the clients sent there since ([`crate::Ike::set_gateway_load`]).
     pub(crate) gateway_load: BTreeMap<crate::gateway::GatewayId, u64>,

@@ -107,7 +107,7 @@ pub(crate) fn connect_redirected(
     now: Duration,
     ci: ConnRef,
     child: Option<usize>,
-    (to, redirected): (SocketAddr, crate::exchange::redirect::Redirected),
+    (to, redirected): (SocketAddr, crate::gateway::Redirected),
     k: &mut dyn Kernel,
 ) -> Result<u64, CommandError> {
     let local_ip = ci
@@ -134,7 +134,7 @@ fn connect_between(
     now: Duration,
     (ci, child): (ConnRef, Option<usize>),
     (transport, (local, remote)): (Transport, (SocketAddr, SocketAddr)),
-    redirected: crate::exchange::redirect::Redirected,
+    redirected: crate::gateway::Redirected,
     k: &mut dyn Kernel,
 ) -> Result<u64, CommandError> {
     let conn = &*ci;

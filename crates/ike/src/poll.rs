@@ -61,7 +61,7 @@ pub(crate) fn poll(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) {
         ike.then(now, at, then, k);
     }
     crate::reauth::reauthenticate(ike, now, k);
-    crate::exchange::redirect::follow_due(ike, now, k);
+    crate::redirect::follow_due(ike, now, k);
 }
 
 /// The body of [`Ike::next_timeout`].

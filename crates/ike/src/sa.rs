@@ -283,7 +283,7 @@ pub(crate) struct IkeSa {
     /// and whom a gateway may redirect (RFC 5685).
     pub original_initiator: bool,
     /// Redirects this client followed (RFC 5685).
-    pub redirected: crate::exchange::redirect::Redirected,
+    pub redirected: crate::gateway::Redirected,
     pub state: IkeState,
     pub keys: Option<IkeKeyState>,
     pub path: Path,

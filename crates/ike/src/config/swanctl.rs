@@ -63,8 +63,8 @@ use super::proposal::{
     parse_ike_proposals,
 };
 use super::value::{
-    action, addr_list, keyword, parse_auth, parse_bool, parse_mode, parse_num, parse_port,
-    same_as_default, ts_list, Act,
+    action, addr_list, addresses, keyword, names, parse_auth, parse_bool, parse_mode, parse_num,
+    parse_port, same_as_default, ts_list, Act,
 };
 pub use super::value::{parse_bytes, parse_duration};
 use super::{
@@ -733,23 +733,8 @@ fn conn_setting(
         "reauth_time" => times.reauth = Some(parse_duration(v)?),
         "over_time" => times.over = Some(parse_duration(v)?),
         "rand_time" => times.rand = Some(parse_duration(v)?),
-        "vips" => {
-            c.vips = split_list(v)
-                .map_err(ConfigErrorKind::List)?
-                .iter()
-                .map(|a| {
-                    a.parse::<IpAddr>()
-                        .map_err(|_| ConfigErrorKind::BadAddress(a.to_string()))
-                })
-                .collect::<Result<_, _>>()?
-        }
-        "pools" => {
-            c.pools = split_list(v)
-                .map_err(ConfigErrorKind::List)?
-                .iter()
-                .map(|p| p.to_string())
-                .collect()
-        }
+        "vips" => c.vips = addresses(v)?,
+        "pools" => c.pools = names(v)?,
         "ppk_id" => c.ppk_id = Some(ppk_id(v)?),
         "ppk_required" => c.ppk_required = parse_bool(v)?,
         "redirect_to" => c.redirect_to = gateways(v)?,
@@ -759,9 +744,7 @@ fn conn_setting(
                 _ => RedirectOn::Auth,
             }
         }
-        "redirect_load" => {
-            c.redirect_load = v.split(',').map(|u| u.trim().to_string()).collect();
-        }
+        "redirect_load" => c.redirect_load = names(v)?,
         "mediated_by" | "mediation_peer" => return Err(ConfigErrorKind::KeyNotSupported),
         _ => return Err(ConfigErrorKind::UnknownKey),
     }

@@ -55,6 +55,22 @@ fn errors_name_file_line_and_key() {
         ("  pools = nosuch", "pools", "no pool 'nosuch'"),
         ("  frobnicate = yes", "frobnicate", "unknown key"),
         ("  mobike = perhaps", "mobike", "boolean"),
+        (
+            "  redirect_to = me@gw",
+            "redirect_to",
+            "host name (RFC 5685",
+        ),
+        ("  redirect_on = later", "redirect_on", "init, auth"),
+        (
+            "  redirect_to = 192.0.2.9\n  redirect_load = unix:///a, unix:///b",
+            "redirect_load",
+            "one vici socket per",
+        ),
+        (
+            "  redirect_to = 192.0.2.9\n  redirect_load = tcp://1.2.3.4:4502",
+            "redirect_load",
+            "unix://PATH",
+        ),
         ("  dscp = 101000", "dscp", "only strongSwan's default"),
         (
             "  rekey_time = 1h\n  rekey_time = 2h",

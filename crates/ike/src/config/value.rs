@@ -248,6 +248,27 @@ pub(super) fn parse_port(v: &str) -> Result<u16, ValueError> {
     }
 }
 
+/// A comma-separated list of plain addresses (`vips`).
+pub(super) fn addresses(v: &str) -> Result<Vec<std::net::IpAddr>, ConfigErrorKind> {
+    split_list(v)
+        .map_err(ConfigErrorKind::List)?
+        .iter()
+        .map(|a| {
+            a.parse()
+                .map_err(|_| ConfigErrorKind::BadAddress(a.to_string()))
+        })
+        .collect()
+}
+
+/// A comma-separated list of names (`pools`, `redirect_load`).
+pub(super) fn names(v: &str) -> Result<Vec<String>, ConfigErrorKind> {
+    Ok(split_list(v)
+        .map_err(ConfigErrorKind::List)?
+        .iter()
+        .map(|p| p.to_string())
+        .collect())
+}
+
 pub(super) fn addr_list(v: &str) -> Result<Vec<AddrSpec>, ConfigErrorKind> {
     items(v, AddrSpec::parse)
 }

@@ -361,6 +361,7 @@ pub(crate) fn finish_initiator(
             req.reserved().release(cx.k);
         }
         crate::auth::peer_authenticated_at(cx, sa, &msg);
+        established(cx, sa);
         crate::exchange::redirect::in_auth_answer(cx, sa, &msg, first);
         cx.host.report_established(sa, me, peer);
         return Then::Stay;

@@ -80,7 +80,10 @@ pub(crate) fn init_request(ike: &mut Ike, now: Duration, arrival: Arrival<'_>) {
     if let Some((conn, _)) =
         pick_connection(&ike.host, local, remote, (sai, intermediate), kei.group)
     {
-        if crate::exchange::redirect::at_init(&mut ike.host, &arrival, &msg, &conn, ni) {
+        if let Some(data) =
+            crate::exchange::redirect::at_init(&mut ike.host, &arrival, &msg, &conn, ni)
+        {
+            answer_init(&mut ike.host, &arrival, NotifyType::REDIRECT, data);
             return;
         }
     }
@@ -249,7 +252,7 @@ fn pick_connection(
 }
 
 /// An unprotected IKE_SA_INIT answer carrying one notify (SPIr 0).
-pub(crate) fn answer_init(host: &mut Host, to: &Arrival<'_>, ty: NotifyType, data: Vec<u8>) {
+fn answer_init(host: &mut Host, to: &Arrival<'_>, ty: NotifyType, data: Vec<u8>) {
     let msg = Message {
         header: init_header(to.header.spi_i, 0, false, true),
         payloads: vec![notify(ty, data)],

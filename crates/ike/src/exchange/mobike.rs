@@ -28,7 +28,6 @@
 //! probing before an update (strongSwan probes each peer address), and
 //! NO_NATS_ALLOWED (§3.9; strongSwan neither sends nor checks it).
 
-use core::time::Duration;
 use std::net::{IpAddr, SocketAddr};
 
 use flowsec_ipsec::{Endpoints, Protocol, UdpEncap};
@@ -38,8 +37,7 @@ use flowsec_wire::ike::{Message, Payload};
 use crate::context::Cx;
 use crate::event::IkeEvent;
 use crate::exchange::{Exchange, Kind};
-use crate::host::{has_notify, notifies, notify, Ike};
-use crate::kernel::Kernel;
+use crate::host::{has_notify, notifies, notify};
 use crate::nat::{nat_detect, nat_hash};
 use crate::sa::{IkeSa, IkeState, Todo};
 use crate::table::{SaMut, Then};
@@ -246,33 +244,9 @@ fn report_moved(cx: &mut Cx<'_>, sa: &IkeSa, from: (SocketAddr, SocketAddr)) {
     );
 }
 
-/// The body of [`crate::Ike::roam`]: each IKE SA that may move asks the
-/// kernel for its source address towards the peer (an SA without a
-/// route stays where it is until the next change, as strongSwan defers
-/// its update).
-pub(crate) fn roam_all(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) {
-    let spis: Vec<u64> = ike
-        .sas
-        .values()
-        .filter(|sa| may_move(sa))
-        .map(|sa| sa.our_spi())
-        .collect();
-    for spi in spis {
-        let Some((_, mut sa)) = ike.sas.find(spi) else {
-            continue;
-        };
-        let Some(source) = k.source_for(sa.path.remote.ip()) else {
-            continue;
-        };
-        let mut cx = Cx::new(&mut ike.host, now, k);
-        roam(&mut cx, &mut sa, source);
-        crate::timers::kick(&mut cx, &mut sa);
-    }
-}
-
 /// Whether `sa` is one this host moves: MOBIKE on, we its original
 /// initiator, established, over UDP.
-fn may_move(sa: &IkeSa) -> bool {
+pub(crate) fn may_move(sa: &IkeSa) -> bool {
     sa.announced.mobike.on
         && sa.original_initiator
         && sa.state == IkeState::Established
@@ -287,7 +261,7 @@ fn may_move(sa: &IkeSa) -> bool {
 /// the peer once the window is free. Whether a NAT is on the new path
 /// is known from the answer; until then the Child SAs keep the
 /// encapsulation they had.
-fn roam(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, source: IpAddr) {
+pub(crate) fn roam(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, source: IpAddr) {
     if !may_move(sa) || source == sa.path.local.ip() || source.is_ipv4() != sa.path.remote.is_ipv4()
     {
         return;

@@ -27,19 +27,16 @@
 //! (strongSwan's `half_open_timeout`).
 
 use core::time::Duration;
-use std::net::{IpAddr, SocketAddr};
 
 use flowsec_wire::iana::{ExchangeType, NotifyType};
 use flowsec_wire::ike::{Message, Payload};
 
 use crate::config::{ConnRef, RedirectOn};
 use crate::context::Cx;
-use crate::error::CommandError;
 use crate::event::IkeEvent;
 use crate::exchange::{Exchange, Kind};
-use crate::gateway::GatewayId;
-use crate::host::{has_notify, notifies, notify, Host, Ike};
-use crate::kernel::Kernel;
+use crate::gateway::{GatewayId, RedirectDue};
+use crate::host::{has_notify, notifies, notify, Host};
 use crate::sa::{ChildState, IkeSa, IkeState, Todo};
 use crate::table::{SaMut, Then};
 use crate::transport::Arrival;
@@ -51,31 +48,6 @@ pub(crate) const LOOP_PERIOD: Duration = Duration::from_secs(300);
 /// How long a gateway keeps an IKE SA it redirected, if the client does
 /// not delete it.
 pub(crate) const LINGER: Duration = Duration::from_secs(30);
-
-/// What a client keeps of its redirects: the gateway it was sent away
-/// from (REDIRECTED_FROM in its next IKE_SA_INIT) and when it was
-/// redirected, for the loop rule. Carried to the IKE SA it makes at the
-/// new gateway.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct Redirected {
-    pub from: Option<IpAddr>,
-    pub history: Vec<Duration>,
-}
-
-/// A redirect a client follows at the end of the call (the engine makes
-/// the new IKE SA, [`follow_due`]).
-pub(crate) struct Due {
-    conn: ConnRef,
-    /// The child configs to bring up there, the first in IKE_AUTH.
-    children: Vec<usize>,
-    to: GatewayId,
-    /// The gateway it leaves (its address).
-    from: IpAddr,
-    history: Vec<Duration>,
-    /// The IKE SA to delete once the new one is up (our SPI), unless the
-    /// redirect came in IKE_SA_INIT (that SA is gone already).
-    old: Option<u64>,
-}
 
 /// A gateway's `redirect` selectors (vici `redirect`, `flowsec ctl
 /// redirect`): every one given must match.
@@ -126,21 +98,19 @@ fn least_loaded(host: &mut Host, conn: &ConnRef) -> Option<GatewayId> {
 }
 
 /// Gateway, IKE_SA_INIT (§5): if the connection `conn` redirects there
-/// and the client announced it, the answer is one REDIRECT with the
-/// client's Ni, and no state is kept; whether it was redirected.
+/// and the client announced it, the REDIRECT data (with the client's Ni)
+/// that is the whole answer; no state is kept.
 pub(crate) fn at_init(
     host: &mut Host,
     arrival: &Arrival<'_>,
     msg: &Message,
     conn: &ConnRef,
     ni: &[u8],
-) -> bool {
+) -> Option<Vec<u8>> {
     if conn.redirect_to.is_empty() || conn.redirect_on != RedirectOn::Init || !announced(msg) {
-        return false;
+        return None;
     }
-    let Some(gw) = least_loaded(host, conn) else {
-        return false;
-    };
+    let gw = least_loaded(host, conn)?;
     host.stats.redirects += 1;
     host.events.push(IkeEvent::Redirecting {
         name: conn.name.clone(),
@@ -149,8 +119,7 @@ pub(crate) fn at_init(
         to: gw.to_string(),
         phase: "IKE_SA_INIT",
     });
-    crate::exchange::init_responder::answer_init(host, arrival, NotifyType::REDIRECT, gw.emit(ni));
-    true
+    Some(gw.emit(ni))
 }
 
 /// Gateway, the last IKE_AUTH answer (§6): the REDIRECT it carries, if
@@ -207,7 +176,7 @@ fn follow(cx: &mut Cx<'_>, sa: &IkeSa, to: GatewayId, first: Option<usize>, phas
         phase,
     };
     cx.host.report(sa, event);
-    cx.host.redirect_due.push(Due {
+    cx.host.redirect_due.push(RedirectDue {
         conn: sa.conn.clone(),
         children: child_configs(sa, first),
         to,
@@ -248,8 +217,8 @@ pub(crate) fn redirects(msg: &Message) -> bool {
 }
 
 /// Client, the gateway's last IKE_AUTH answer (its AUTH verified) carries
-/// a REDIRECT (§6): the IKE SA is up without Child SAs, and stays until
-/// the new one is (then deleted).
+/// a REDIRECT (§6): the IKE SA (up without Child SAs) stays until the new
+/// one is, then goes.
 pub(crate) fn in_auth_answer(
     cx: &mut Cx<'_>,
     sa: &mut SaMut<'_>,
@@ -257,7 +226,6 @@ pub(crate) fn in_auth_answer(
     first: Option<usize>,
 ) {
     if let Some((gw, _)) = redirect_in(msg) {
-        crate::exchange::auth::established(cx, sa);
         follow(cx, sa, gw, first, "IKE_AUTH");
     }
 }
@@ -279,61 +247,6 @@ pub(crate) fn informational(
     cx.respond(sa, ExchangeType::INFORMATIONAL, mid, vec![]);
     follow(cx, sa, gw, None, "INFORMATIONAL");
     Some(Then::Stay)
-}
-
-/// The body of [`Ike::redirect`]: each established IKE SA of a client
-/// that announced redirect and matches `select` is sent to `gateway`;
-/// how many. strongSwan's rules: at least one selector, not an SA we
-/// initiated, not one already on its way.
-pub(crate) fn redirect(
-    ike: &mut Ike,
-    now: Duration,
-    select: &RedirectSelector,
-    gateway: &GatewayId,
-    k: &mut dyn Kernel,
-) -> Result<usize, CommandError> {
-    if select == &RedirectSelector::default() {
-        return Err(CommandError::RedirectWithoutSelector);
-    }
-    let peer_ip = match &select.peer_ip {
-        Some(s) => Some(IpMatch::parse(s).ok_or_else(|| CommandError::BadPeerIp(s.clone()))?),
-        None => None,
-    };
-    let peer_id = match &select.peer_id {
-        Some(s) => Some(
-            crate::config::Identity::parse(s).map_err(|_| CommandError::BadPeerId(s.clone()))?,
-        ),
-        None => None,
-    };
-    let spis: Vec<u64> = ike
-        .sas
-        .values()
-        .filter(|sa| {
-            sa.state == IkeState::Established
-                && !sa.original_initiator
-                && sa.announced.redirect
-                && select.ike.as_ref().is_none_or(|n| *n == sa.conn.name)
-                && select.ike_id.is_none_or(|id| id == sa.uid)
-                && peer_ip
-                    .as_ref()
-                    .is_none_or(|m| m.contains(sa.path.remote.ip()))
-                && peer_id
-                    .as_ref()
-                    .is_none_or(|p| sa.ids.peer.as_ref().is_some_and(|id| p.matches(id)))
-        })
-        .map(|sa| sa.our_spi())
-        .collect();
-    if spis.is_empty() {
-        return Err(CommandError::NoRedirectMatch);
-    }
-    for &spi in &spis {
-        let Some((_, mut sa)) = ike.sas.find(spi) else {
-            continue;
-        };
-        sa.queue.push_back(Todo::Redirect(gateway.clone()));
-        crate::timers::kick(&mut Cx::new(&mut ike.host, now, k), &mut sa);
-    }
-    Ok(spis.len())
 }
 
 /// Gateway: INFORMATIONAL with REDIRECT for an established SA.
@@ -365,88 +278,5 @@ impl Exchange for Redirect {
         let linger = cx.now + LINGER;
         sa.times.expire_at = Some(sa.times.expire_at.map_or(linger, |t| t.min(linger)));
         Then::Stay
-    }
-}
-
-/// The body of the redirects due at the end of a call ([`Ike::poll`]):
-/// each makes a new IKE SA at its gateway (port 500, §5), with
-/// REDIRECTED_FROM, unless the loop rule says no or the name does not
-/// resolve; the old SA, if any, is deleted once the new one is up.
-pub(crate) fn follow_due(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) {
-    for mut due in std::mem::take(&mut ike.host.redirect_due) {
-        due.history.retain(|t| now < *t + LOOP_PERIOD);
-        let name = due.conn.name.clone();
-        if due.history.len() >= MAX_REDIRECTS {
-            ike.host.stats.redirect_refused += 1;
-            ike.host.events.push(IkeEvent::RedirectRefused {
-                name,
-                why: "5 redirects within 300 s (RFC 5685 §9): not following another",
-            });
-            continue;
-        }
-        due.history.push(now);
-        let target = match &due.to {
-            GatewayId::Addr(ip) => Some(*ip),
-            GatewayId::Fqdn(host) => k.resolve(host),
-        };
-        let Some(target) = target else {
-            ike.host.stats.redirect_refused += 1;
-            ike.host.events.push(IkeEvent::RedirectRefused {
-                name,
-                why: "the gateway's name does not resolve",
-            });
-            continue;
-        };
-        let redirected = Redirected {
-            from: Some(due.from),
-            history: due.history,
-        };
-        let to = SocketAddr::new(target, crate::IKE_PORT);
-        let first = due.children.first().copied();
-        match crate::initiate::connect_redirected(ike, now, due.conn, first, (to, redirected), k) {
-            Ok(new) => {
-                if let Some(n) = ike.sas.values_mut().find(|s| s.our_spi() == new) {
-                    n.queue
-                        .extend(due.children.iter().skip(1).map(|&c| Todo::CreateChild(c)));
-                }
-                if let Some(o) = due
-                    .old
-                    .and_then(|spi| ike.sas.values_mut().find(|s| s.our_spi() == spi))
-                {
-                    o.auth.reauth_by = Some(new);
-                }
-            }
-            Err(e) => ike.host.events.push(IkeEvent::CommandFailed(e)),
-        }
-    }
-}
-
-/// A `peer-ip` selector: an address, a prefix, or a range `from-to`.
-enum IpMatch {
-    Prefix(flowsec_ipsec::spd::IpPrefix),
-    Range(IpAddr, IpAddr),
-}
-
-impl IpMatch {
-    fn parse(s: &str) -> Option<IpMatch> {
-        if let Some((a, b)) = s.split_once('-') {
-            let (a, b): (IpAddr, IpAddr) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-            return (a.is_ipv4() == b.is_ipv4() && a <= b).then_some(IpMatch::Range(a, b));
-        }
-        let (a, len) = s.split_once('/').unwrap_or((s, ""));
-        let ip: IpAddr = a.trim().parse().ok()?;
-        let len = match len {
-            "" if ip.is_ipv4() => 32,
-            "" => 128,
-            l => l.trim().parse().ok()?,
-        };
-        flowsec_ipsec::spd::IpPrefix::new(ip, len).map(IpMatch::Prefix)
-    }
-
-    fn contains(&self, ip: IpAddr) -> bool {
-        match self {
-            IpMatch::Prefix(p) => p.contains(ip),
-            IpMatch::Range(a, b) => a.is_ipv4() == ip.is_ipv4() && *a <= ip && ip <= *b,
-        }
     }
 }

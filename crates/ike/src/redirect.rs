@@ -1,0 +1,154 @@
+//! Redirect (RFC 5685) on the engine's side: the command that sends
+//! established clients away (vici `redirect`), and a client following the
+//! redirects its exchanges met (exchange/redirect.rs) with a new IKE SA
+//! at the new gateway.
+
+use core::time::Duration;
+use std::net::{IpAddr, SocketAddr};
+
+use crate::context::Cx;
+use crate::error::CommandError;
+use crate::event::IkeEvent;
+use crate::exchange::redirect::{RedirectSelector, LOOP_PERIOD, MAX_REDIRECTS};
+use crate::gateway::{GatewayId, Redirected};
+use crate::host::Ike;
+use crate::kernel::Kernel;
+use crate::sa::{IkeState, Todo};
+
+/// The body of [`Ike::redirect`]: each established IKE SA of a client
+/// that announced redirect and matches `select` is sent to `gateway`;
+/// how many. strongSwan's rules: at least one selector, not an SA we
+/// initiated, not one already on its way.
+pub(crate) fn redirect(
+    ike: &mut Ike,
+    now: Duration,
+    select: &RedirectSelector,
+    gateway: &GatewayId,
+    k: &mut dyn Kernel,
+) -> Result<usize, CommandError> {
+    if select == &RedirectSelector::default() {
+        return Err(CommandError::RedirectWithoutSelector);
+    }
+    let peer_ip = match &select.peer_ip {
+        Some(s) => Some(IpMatch::parse(s).ok_or_else(|| CommandError::BadPeerIp(s.clone()))?),
+        None => None,
+    };
+    let peer_id = match &select.peer_id {
+        Some(s) => Some(
+            crate::config::Identity::parse(s).map_err(|_| CommandError::BadPeerId(s.clone()))?,
+        ),
+        None => None,
+    };
+    let spis: Vec<u64> = ike
+        .sas
+        .values()
+        .filter(|sa| {
+            sa.state == IkeState::Established
+                && !sa.original_initiator
+                && sa.announced.redirect
+                && select.ike.as_ref().is_none_or(|n| *n == sa.conn.name)
+                && select.ike_id.is_none_or(|id| id == sa.uid)
+                && peer_ip
+                    .as_ref()
+                    .is_none_or(|m| m.contains(sa.path.remote.ip()))
+                && peer_id
+                    .as_ref()
+                    .is_none_or(|p| sa.ids.peer.as_ref().is_some_and(|id| p.matches(id)))
+        })
+        .map(|sa| sa.our_spi())
+        .collect();
+    if spis.is_empty() {
+        return Err(CommandError::NoRedirectMatch);
+    }
+    for &spi in &spis {
+        let Some((_, mut sa)) = ike.sas.find(spi) else {
+            continue;
+        };
+        sa.queue.push_back(Todo::Redirect(gateway.clone()));
+        crate::timers::kick(&mut Cx::new(&mut ike.host, now, k), &mut sa);
+    }
+    Ok(spis.len())
+}
+
+/// The body of the redirects due at the end of a call ([`Ike::poll`]):
+/// each makes a new IKE SA at its gateway (port 500, §5), with
+/// REDIRECTED_FROM, unless the loop rule says no or the name does not
+/// resolve; the old SA, if any, is deleted once the new one is up.
+pub(crate) fn follow_due(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) {
+    for mut due in std::mem::take(&mut ike.host.redirect_due) {
+        due.history.retain(|t| now < *t + LOOP_PERIOD);
+        let name = due.conn.name.clone();
+        if due.history.len() >= MAX_REDIRECTS {
+            ike.host.stats.redirect_refused += 1;
+            ike.host.events.push(IkeEvent::RedirectRefused {
+                name,
+                why: "5 redirects within 300 s (RFC 5685 §9): not following another",
+            });
+            continue;
+        }
+        due.history.push(now);
+        let target = match &due.to {
+            GatewayId::Addr(ip) => Some(*ip),
+            GatewayId::Fqdn(host) => k.resolve(host),
+        };
+        let Some(target) = target else {
+            ike.host.stats.redirect_refused += 1;
+            ike.host.events.push(IkeEvent::RedirectRefused {
+                name,
+                why: "the gateway's name does not resolve",
+            });
+            continue;
+        };
+        let redirected = Redirected {
+            from: Some(due.from),
+            history: due.history,
+        };
+        let to = SocketAddr::new(target, crate::IKE_PORT);
+        let first = due.children.first().copied();
+        match crate::initiate::connect_redirected(ike, now, due.conn, first, (to, redirected), k) {
+            Ok(new) => {
+                if let Some(n) = ike.sas.values_mut().find(|s| s.our_spi() == new) {
+                    n.queue
+                        .extend(due.children.iter().skip(1).map(|&c| Todo::CreateChild(c)));
+                }
+                if let Some(o) = due
+                    .old
+                    .and_then(|spi| ike.sas.values_mut().find(|s| s.our_spi() == spi))
+                {
+                    o.auth.reauth_by = Some(new);
+                }
+            }
+            Err(e) => ike.host.events.push(IkeEvent::CommandFailed(e)),
+        }
+    }
+}
+
+/// A `peer-ip` selector: an address, a prefix, or a range `from-to`.
+enum IpMatch {
+    Prefix(flowsec_ipsec::spd::IpPrefix),
+    Range(IpAddr, IpAddr),
+}
+
+impl IpMatch {
+    fn parse(s: &str) -> Option<IpMatch> {
+        if let Some((a, b)) = s.split_once('-') {
+            let (a, b): (IpAddr, IpAddr) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+            return (a.is_ipv4() == b.is_ipv4() && a <= b).then_some(IpMatch::Range(a, b));
+        }
+        let (a, len) = s.split_once('/').unwrap_or((s, ""));
+        let ip: IpAddr = a.trim().parse().ok()?;
+        let len = match len {
+            "" if ip.is_ipv4() => 32,
+            "" => 128,
+            l => l.trim().parse().ok()?,
+        };
+        flowsec_ipsec::spd::IpPrefix::new(ip, len).map(IpMatch::Prefix)
+    }
+
+    fn contains(&self, ip: IpAddr) -> bool {
+        match self {
+            IpMatch::Prefix(p) => p.contains(ip),
+            IpMatch::Range(a, b) => a.is_ipv4() == ip.is_ipv4() && *a <= ip && ip <= *b,
+        }
+    }
+}
