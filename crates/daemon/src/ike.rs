@@ -148,6 +148,8 @@ impl IkePlane {
             .ok();
         let wake = Arc::new(sys::eventfd().map_err(IkeSetupError::Eventfd)?);
         let (sink, rx) = ike_channel(Arc::clone(&wake));
+        let mut ike = ike;
+        ike.set_local_addresses(local_addresses());
         Ok((
             IkePlane {
                 ike,
@@ -246,6 +248,7 @@ impl IkePlane {
         }
         if self.roam_at.is_some_and(|at| now >= at) {
             self.roam_at = None;
+            self.ike.set_local_addresses(local_addresses());
             self.ike.roam(now, k);
         }
     }
@@ -550,7 +553,51 @@ impl Kernel for PlaneKernel<'_> {
     }
 }
 
+/// This host's global addresses (`ip -o addr show scope global`), as
+/// MOBIKE announces them (RFC 4555 §3.6); none when `ip` fails.
+fn local_addresses() -> Vec<IpAddr> {
+    let Ok(mut ip) = crate::tool::command("ip") else {
+        return Vec::new();
+    };
+    let Ok(out) = ip.args(["-o", "addr", "show", "scope", "global"]).output() else {
+        return Vec::new();
+    };
+    parse_addresses(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// The addresses of `ip -o addr` lines: the word after `inet` or
+/// `inet6`, without its prefix length.
+fn parse_addresses(text: &str) -> Vec<IpAddr> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        while let Some(w) = words.next() {
+            if w == "inet" || w == "inet6" {
+                let addr = words.next().and_then(|a| a.split('/').next()?.parse().ok());
+                out.extend(addr.filter(|a| !out.contains(a)));
+                break;
+            }
+        }
+    }
+    out
+}
+
 fn getrandom_fill(b: &mut [u8]) {
     use flowsec_ike::random::{OsRandom, Random};
     OsRandom.fill(b);
+}
+
+#[cfg(test)]
+mod tests {
+    /// `ip -o addr show scope global` as iproute2 prints it.
+    #[test]
+    fn addresses_of_ip_addr_lines() {
+        let text = "2: eth0    inet 192.0.2.1/24 brd 192.0.2.255 scope global eth0\\       valid_lft forever preferred_lft forever\n\
+                    2: eth0    inet6 2001:db8::1/64 scope global \\       valid_lft forever preferred_lft forever\n\
+                    3: eth1    inet 192.0.2.1/32 scope global eth1\n";
+        let got = super::parse_addresses(text);
+        let want: Vec<std::net::IpAddr> =
+            vec!["192.0.2.1".parse().unwrap(), "2001:db8::1".parse().unwrap()];
+        assert_eq!(got, want);
+    }
 }

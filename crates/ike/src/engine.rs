@@ -84,6 +84,7 @@ impl Ike {
             replacing: BTreeMap::new(),
             reauth_due: Vec::new(),
             redirect_due: Vec::new(),
+            local_addrs: Vec::new(),
             gateway_load: BTreeMap::new(),
             lingering: Vec::new(),
             unix_at_zero: None,
@@ -412,6 +413,12 @@ impl Ike {
     /// the least loaded.
     pub fn set_gateway_load(&mut self, gateway: &crate::gateway::GatewayId, ike_sas: u64) {
         self.host.gateway_load.insert(gateway.clone(), ike_sas);
+    }
+
+    /// This host's addresses (global scope, not the virtual IPs on the
+    /// tunnel device), for the address lists MOBIKE sends (RFC 4555 §3.6).
+    pub fn set_local_addresses(&mut self, addrs: Vec<std::net::IpAddr>) {
+        self.host.local_addrs = addrs;
     }
 
     /// This host's addresses or routes changed (the daemon watches them):

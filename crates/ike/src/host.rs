@@ -64,6 +64,10 @@ pub(crate) struct Host {
     /// IKE SAs (our SPIs) whose `reauth_time` came, to authenticate again
     /// at the end of this poll ([`crate::reauth`]).
     pub(crate) reauth_due: Vec<u64>,
+    /// This host's addresses as the daemon last listed them
+    /// ([`crate::Ike::set_local_addresses`]): MOBIKE announces the others
+    /// than the one an IKE SA uses (RFC 4555 §3.6).
+    pub(crate) local_addrs: Vec<std::net::IpAddr>,
     /// Redirects to follow at the end of this call ([`crate::exchange::redirect`]).
     pub(crate) redirect_due: Vec<crate::gateway::RedirectDue>,
     /// The IKE SAs each `redirect_to` gateway holds, as last read, plus

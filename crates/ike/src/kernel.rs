@@ -91,8 +91,11 @@ pub struct RecordingKernel {
     pub log: Vec<String>,
     /// Virtual IPs given to us, in order.
     pub vips: Vec<IpAddr>,
-    /// What `source_for` answers (set by tests; `None`: no route).
+    /// What `source_for` answers (set by tests; `None`: no route), unless
+    /// `routes` names the destination.
     pub source: Option<IpAddr>,
+    /// Per destination: the source `source_for` answers.
+    pub routes: Vec<(IpAddr, IpAddr)>,
 }
 
 impl RecordingKernel {
@@ -196,8 +199,11 @@ impl Kernel for RecordingKernel {
             .then(|| self.usage.get(&id).copied().unwrap_or_default())
     }
 
-    fn source_for(&mut self, _dst: IpAddr) -> Option<IpAddr> {
-        self.source
+    fn source_for(&mut self, dst: IpAddr) -> Option<IpAddr> {
+        match self.routes.iter().find(|(d, _)| *d == dst) {
+            Some((_, src)) => Some(*src),
+            None => self.source,
+        }
     }
 
     fn add_vip(&mut self, addr: IpAddr) {

@@ -9,8 +9,9 @@ use crate::host::Ike;
 use crate::kernel::Kernel;
 
 /// The body of [`crate::Ike::roam`]: each IKE SA that may move asks the
-/// kernel for its source address towards the peer (an SA without a
-/// route stays where it is until the next change, as strongSwan defers
+/// kernel for its source address towards the peer, or towards one of the
+/// peer's other addresses when its own has no route (an SA with no route
+/// at all stays where it is until the next change, as strongSwan defers
 /// its update).
 pub(crate) fn roam_all(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) {
     let spis: Vec<u64> = ike
@@ -23,11 +24,18 @@ pub(crate) fn roam_all(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) {
         let Some((_, mut sa)) = ike.sas.find(spi) else {
             continue;
         };
-        let Some(source) = k.source_for(sa.path.remote.ip()) else {
+        // The peer's address in use, else the first of its others (§3.6)
+        // that has a route.
+        let current = sa.path.remote.ip();
+        let others = sa.announced.mobike.peer_addrs.clone();
+        let Some(path) = std::iter::once(current)
+            .chain(others)
+            .find_map(|peer| k.source_for(peer).map(|source| (source, peer)))
+        else {
             continue;
         };
         let mut cx = Cx::new(&mut ike.host, now, k);
-        crate::exchange::mobike::roam(&mut cx, &mut sa, source);
+        crate::exchange::mobike::roam(&mut cx, &mut sa, path);
         crate::timers::kick(&mut cx, &mut sa);
     }
 }

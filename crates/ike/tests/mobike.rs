@@ -205,3 +205,45 @@ fn the_original_initiator_still_moves_after_the_responder_rekeyed_the_ike_sa() {
     p.collect();
     assert!(p.ba.is_empty());
 }
+
+/// Each end announces its other addresses in IKE_AUTH (§3.6): when a's
+/// route to b's address in use goes, a moves to b's other address, and b
+/// follows on that one (its own side of the path moves too).
+#[test]
+fn the_initiator_moves_to_an_address_the_responder_announced() {
+    const B2: &str = "192.0.2.3";
+    let a = conf(
+        A,
+        B,
+        "10.1.0.0/24",
+        "10.2.0.0/24",
+        "",
+        "start_action = start",
+        "k",
+    );
+    let b = conf(B, A, "10.2.0.0/24", "10.1.0.0/24", "", "", "k");
+    let mut p = Pair::new(&a, &b);
+    p.b.set_local_addresses(vec![ip(B), ip(B2)]);
+    p.a.set_local_addresses(vec![ip(A)]);
+    p.start();
+    p.settle();
+    p.assert_up(1);
+    // No route to B any more; B2 has one.
+    p.ka.source = None;
+    p.ka.routes = vec![(ip(B2), ip(A))];
+    p.a.roam(p.now, &mut p.ka);
+    let sent = p.run().0;
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].remote, SocketAddr::new(ip(B2), 4500));
+    let (la, lb) = (p.a.list(p.now), p.b.list(p.now));
+    assert_eq!(la[0].remote, SocketAddr::new(ip(B2), 4500));
+    assert_eq!(lb[0].local, SocketAddr::new(ip(B2), 4500));
+    let c = &lb[0].children[0];
+    assert_eq!(outer(&p.kb, c.sa_out.spi), (ip(B2), ip(A), None));
+    assert_eq!(outer(&p.kb, c.sa_in.spi), (ip(A), ip(B2), None));
+    assert_eq!(tunnels(&p.kb, Direction::Out), vec![(ip(B2), ip(A))]);
+    // Without a route to any of b's addresses: nothing moves.
+    p.ka.routes.clear();
+    p.a.roam(p.now, &mut p.ka);
+    assert!(p.run().0.is_empty());
+}

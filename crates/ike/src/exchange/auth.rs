@@ -223,7 +223,7 @@ pub(crate) fn send_auth(
     payloads.extend(with_auth);
     // §3.15: a road warrior asks for its virtual IPs.
     payloads.extend(crate::vip::request(sa));
-    payloads.extend(crate::exchange::mobike::offer(sa));
+    payloads.extend(crate::exchange::mobike::offer(cx.host, sa));
     // §2.4: only when we hold no other IKE SA with the peer (the peer
     // deletes those it has with us on seeing it).
     if crate::exchange::contact::send_initial_contact(cx, sa, &me, &peer) {
@@ -299,7 +299,9 @@ pub(crate) fn answer_authenticated(
     sa.ids.local = Some(me.clone());
     crate::auth::peer_authenticated_at(cx, sa, first);
     established(cx, sa);
-    payloads.extend(crate::exchange::mobike::responder_agrees(sa, first));
+    payloads.extend(crate::exchange::mobike::responder_agrees(
+        cx.host, sa, first,
+    ));
     // RFC 5685 §6: sent on; no virtual IP, no Child SA here.
     if let Some(redirect) = crate::exchange::redirect::at_auth(cx, sa) {
         payloads.push(redirect);

@@ -37,7 +37,7 @@ use flowsec_wire::ike::{Message, Payload};
 use crate::context::Cx;
 use crate::event::IkeEvent;
 use crate::exchange::{Exchange, Kind};
-use crate::host::{has_notify, notifies, notify};
+use crate::host::{has_notify, notifies, notify, Host};
 use crate::nat::{nat_detect, nat_hash};
 use crate::sa::{IkeSa, IkeState, Todo};
 use crate::table::{SaMut, Then};
@@ -49,35 +49,66 @@ pub(crate) const MAX_ADDRESSES: usize = 8;
 /// Our COOKIE2's length (§3.7: 8 to 64 octets; strongSwan's 16).
 const COOKIE2_LEN: usize = 16;
 
-/// Initiator, first IKE_AUTH request: MOBIKE_SUPPORTED (§3.2), unless
-/// `mobike = no` or the IKE SA rides a TCP stream (RFC 9329: its
-/// connection is the path).
-pub(crate) fn offer(sa: &IkeSa) -> Option<Payload> {
-    (sa.conn.mobike && !sa.path.transport.is_stream())
-        .then(|| notify(NotifyType::MOBIKE_SUPPORTED, vec![]))
+/// Whether `sa` may announce MOBIKE: `mobike = yes`, over UDP (RFC 9329:
+/// a TCP stream's connection is the path).
+fn supported(sa: &IkeSa) -> bool {
+    sa.conn.mobike && !sa.path.transport.is_stream()
+}
+
+/// Initiator, first IKE_AUTH request: MOBIKE_SUPPORTED (§3.2) and our
+/// address list (§3.6), unless `mobike = no` or over a stream.
+pub(crate) fn offer(host: &Host, sa: &IkeSa) -> Vec<Payload> {
+    match supported(sa) {
+        true => announce(host, sa),
+        false => Vec::new(),
+    }
+}
+
+/// MOBIKE_SUPPORTED and our addresses other than the one `sa` uses, of
+/// either family and at most [`MAX_ADDRESSES`] (strongSwan's rule; the
+/// virtual IPs we hold are not ours to announce); NO_ADDITIONAL_ADDRESSES
+/// when there are none (strongSwan sends it in IKE_AUTH too).
+fn announce(host: &Host, sa: &IkeSa) -> Vec<Payload> {
+    let mut out = vec![notify(NotifyType::MOBIKE_SUPPORTED, vec![])];
+    let others = host
+        .local_addrs
+        .iter()
+        .filter(|a| **a != sa.path.local.ip() && !sa.vips.local.contains(a))
+        .take(MAX_ADDRESSES);
+    for a in others {
+        out.push(match a {
+            IpAddr::V4(v4) => notify(NotifyType::ADDITIONAL_IP4_ADDRESS, v4.octets().to_vec()),
+            IpAddr::V6(v6) => notify(NotifyType::ADDITIONAL_IP6_ADDRESS, v6.octets().to_vec()),
+        });
+    }
+    if out.len() == 1 {
+        out.push(notify(NotifyType::NO_ADDITIONAL_ADDRESSES, vec![]));
+    }
+    out
 }
 
 /// Initiator, the responder's last IKE_AUTH answer `msg`: whether it
 /// supports MOBIKE too, and its address list.
 pub(crate) fn initiator_agreed(sa: &mut IkeSa, msg: &Message) {
-    let on = offer(sa).is_some() && has_notify(msg, NotifyType::MOBIKE_SUPPORTED);
+    let on = supported(sa) && has_notify(msg, NotifyType::MOBIKE_SUPPORTED);
     sa.announced.mobike.on = on;
     if on {
         take_addresses(sa, msg);
     }
 }
 
-/// Responder, the last IKE_AUTH answer: MOBIKE_SUPPORTED if the first
-/// request `first` had it and `mobike` is on (strongSwan looks only
-/// there, and answers only in the last answer, after EAP too).
-pub(crate) fn responder_agrees(sa: &mut IkeSa, first: &Message) -> Option<Payload> {
-    let on = offer(sa).is_some() && has_notify(first, NotifyType::MOBIKE_SUPPORTED);
+/// Responder, the last IKE_AUTH answer: MOBIKE_SUPPORTED with our
+/// address list if the first request `first` had it and `mobike` is on
+/// (strongSwan looks only there, and answers only in the last answer,
+/// after EAP too).
+pub(crate) fn responder_agrees(host: &Host, sa: &mut IkeSa, first: &Message) -> Vec<Payload> {
+    let on = supported(sa) && has_notify(first, NotifyType::MOBIKE_SUPPORTED);
     sa.announced.mobike.on = on;
     if !on {
-        return None;
+        return Vec::new();
     }
     take_addresses(sa, first);
-    Some(notify(NotifyType::MOBIKE_SUPPORTED, vec![]))
+    announce(host, sa)
 }
 
 /// The peer's address list (§3.6), if `msg` carries one: each list
@@ -253,25 +284,26 @@ pub(crate) fn may_move(sa: &IkeSa) -> bool {
         && !sa.path.transport.is_stream()
 }
 
-/// Original initiator: the route to the peer now leaves from `source`
-/// (the daemon saw an address or route change and asked the kernel,
-/// §3.5 "when the path changes"): unless it is the address in use, the
-/// IKE SA and its Child SAs move there now — both ends on port 4500
-/// (§3.3: with MOBIKE, NAT-T's port) — and an UPDATE_SA_ADDRESSES tells
-/// the peer once the window is free. Whether a NAT is on the new path
-/// is known from the answer; until then the Child SAs keep the
-/// encapsulation they had.
-pub(crate) fn roam(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, source: IpAddr) {
-    if !may_move(sa) || source == sa.path.local.ip() || source.is_ipv4() != sa.path.remote.is_ipv4()
-    {
+/// Original initiator: the route to the peer's address `peer` (the one
+/// in use, or another it announced) leaves from `source` now (the daemon
+/// saw an address or route change and asked the kernel, §3.5 "when the
+/// path changes"): unless that is the path in use, the IKE SA and its
+/// Child SAs move there now — to port 4500 on a new address (§3.3: with
+/// MOBIKE, NAT-T's port) — and an UPDATE_SA_ADDRESSES tells the peer
+/// once the window is free. Whether a NAT is on the new path is known
+/// from the answer; until then the Child SAs keep the encapsulation they
+/// had.
+pub(crate) fn roam(cx: &mut Cx<'_>, sa: &mut SaMut<'_>, (source, peer): (IpAddr, IpAddr)) {
+    let same = (source, peer) == (sa.path.local.ip(), sa.path.remote.ip());
+    if !may_move(sa) || same || source.is_ipv4() != peer.is_ipv4() {
         return;
     }
     let from = (sa.path.local, sa.path.remote);
     let local = SocketAddr::new(source, NAT_T_PORT);
-    let mut remote = sa.path.remote;
-    if remote.port() == crate::IKE_PORT {
-        remote.set_port(NAT_T_PORT);
-    }
+    let remote = match peer == sa.path.remote.ip() && sa.path.remote.port() != crate::IKE_PORT {
+        true => sa.path.remote,
+        false => SocketAddr::new(peer, NAT_T_PORT),
+    };
     let nat = (sa.path.nat_local, sa.path.nat_remote);
     move_to(cx, sa, (local, remote), nat);
     report_moved(cx, sa, from);
