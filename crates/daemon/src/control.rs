@@ -647,6 +647,7 @@ mod tests {
             },
             replay_window: 64,
             worker: Some(1),
+            src: None,
         };
         let sa = serde_json::to_value(sa_answer(&c, &seen)).unwrap();
         assert_eq!((&sa["cpu"], &sa["worker"]), (&json!(null), &json!(1)));

@@ -8,7 +8,8 @@
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use flowsec_ike::config::Connection;
@@ -37,21 +38,34 @@ pub fn watched<'a>(conns: impl Iterator<Item = &'a Connection>) -> Vec<(GatewayI
     out
 }
 
-/// The thread that asks, and what it read.
+/// The thread that asks, and what it read; the thread ends when this is
+/// dropped (it checks once a round).
 pub struct LoadWatch {
     /// What it watches.
     pub gateways: Vec<(GatewayId, String)>,
     rx: mpsc::Receiver<(GatewayId, u64)>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for LoadWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
 }
 
 impl LoadWatch {
-    /// Start asking `gateways` (the thread ends when this is dropped).
+    /// Start asking `gateways`.
     pub fn start(gateways: Vec<(GatewayId, String)>) -> LoadWatch {
         let (tx, rx) = mpsc::channel();
         let watched = gateways.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
         let spawned = std::thread::Builder::new()
             .name("flowsec-load".into())
             .spawn(move || loop {
+                if stopped.load(Ordering::Relaxed) {
+                    return;
+                }
                 for (gw, path) in &watched {
                     if let Some(n) = ike_sas(path) {
                         if tx.send((gw.clone(), n)).is_err() {
@@ -64,7 +78,7 @@ impl LoadWatch {
         if let Err(e) = spawned {
             tracing::warn!(target: "net", "redirect_load: no thread ({e}): new clients go round the gateways");
         }
-        LoadWatch { gateways, rx }
+        LoadWatch { gateways, rx, stop }
     }
 
     /// The counts read since the last call.

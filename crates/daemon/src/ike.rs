@@ -67,6 +67,9 @@ impl std::error::Error for IkeSetupError {
     }
 }
 
+/// How long a redirect waits for its gateway's name to resolve.
+const RESOLVE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// How long after an address or route change the IKE SAs roam: the
 /// changes of one event settle first (strongSwan's `ROAM_DELAY`).
 const ROAM_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
@@ -521,14 +524,26 @@ impl Kernel for PlaneKernel<'_> {
     }
 
     /// A redirect's gateway by name (RFC 5685): the resolver, as
-    /// strongSwan's host_create_from_dns.
+    /// strongSwan's host_create_from_dns, on a thread of its own, waited
+    /// for at most [`RESOLVE_WAIT`]: the control loop never stalls longer
+    /// on a name (one an on-path attacker chose, in an IKE_SA_INIT
+    /// REDIRECT with the client's nonce).
     fn resolve(&mut self, name: &str) -> Option<IpAddr> {
         use std::net::ToSocketAddrs;
-        (name, IKE_PORT)
-            .to_socket_addrs()
-            .ok()?
-            .map(|a| a.ip())
-            .next()
+        let (tx, rx) = std::sync::mpsc::channel();
+        let name = name.to_string();
+        std::thread::Builder::new()
+            .name("flowsec-resolve".into())
+            .spawn(move || {
+                let found = (name.as_str(), IKE_PORT)
+                    .to_socket_addrs()
+                    .ok()
+                    .and_then(|mut a| a.next())
+                    .map(|a| a.ip());
+                let _ = tx.send(found);
+            })
+            .ok()?;
+        rx.recv_timeout(RESOLVE_WAIT).ok().flatten()
     }
 
     fn source_for(&mut self, dst: IpAddr) -> Option<IpAddr> {

@@ -50,9 +50,6 @@ use streams::open_streams;
 /// How long a poll of the control socket waits before checking for
 /// shutdown.
 const POLL_MS: i32 = 200;
-/// How far a moved SA's sequence numbers skip when a worker that may
-/// have sealed with it did not report its number (Plane::resume_moved).
-const MOVE_SKIP: u64 = 1 << 20;
 /// How often the SAs' soft volume limits are looked at (with IKE and
 /// `rekey_bytes`/`rekey_packets`).
 const VOLUME_EVERY: Duration = Duration::from_secs(2);
@@ -167,6 +164,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         seq: seq_state,
         state_dir: opts.state_dir.clone(),
         seq_checked: None,
+        moved: Vec::new(),
         metrics,
         ike_path: opts.ike.clone(),
         swanctl_dir: opts.swanctl_dir.clone(),
@@ -386,6 +384,7 @@ impl Plane {
             let vici_ready = adopted || (self.vici.is_some() && ready[vici_at]);
             self.vici_turn(vici_ready);
             self.workers.flush_pending();
+            self.resume_moved(self.start.elapsed());
             self.watch_volume();
             self.watch_sequences();
             if self.filter.stale().is_some() {
@@ -484,6 +483,13 @@ fn drop_privileges() -> Result<(), RunError> {
 }
 
 /// The control plane's state.
+/// An SA moved to new endpoints (MOBIKE), waiting to seal again.
+struct Moved {
+    new: flowsec_ipsec::SaId,
+    old: flowsec_ipsec::SaId,
+    src: std::net::IpAddr,
+}
+
 struct Plane {
     tun: String,
     model: Model,
@@ -503,6 +509,10 @@ struct Plane {
     state_dir: PathBuf,
     /// When the manual SAs' sequence numbers were last looked at.
     seq_checked: Option<Duration>,
+    /// SAs moved to new endpoints (MOBIKE): their new id, old id and new
+    /// source; their copies wait until every worker has moved its own
+    /// ([`Plane::resume_moved`]).
+    moved: Vec<Moved>,
     /// `--metrics`: the metrics thread's end.
     metrics: Option<crate::metrics::Publisher>,
     /// The files a reload reads again (`-c`, `--setkey`).
@@ -571,7 +581,19 @@ impl Plane {
             Ok(lists) => self.apply_everywhere(lists),
             Err(e) => tracing::error!(target: "esp", "could not install what IKE negotiated: {e}"),
         }
-        self.resume_moved(changes, now);
+        for c in changes {
+            if let apply::Change::Move(id, to) = c {
+                let new = flowsec_ipsec::SaId { dst: to.dst, ..*id };
+                // Moved again before it resumed: the latest move counts.
+                self.moved.retain(|m| m.new != new);
+                self.moved.push(Moved {
+                    new,
+                    old: *id,
+                    src: to.src,
+                });
+            }
+        }
+        self.resume_moved(now);
         if changes.is_empty() || changes.iter().any(|c| matches!(c, apply::Change::Spd(_))) {
             if let Err(e) = self.routes.sync(&self.model.spd) {
                 tracing::error!(target: "net", "routes: {e}");
@@ -580,29 +602,39 @@ impl Plane {
         }
     }
 
-    /// SAs that moved to new endpoints (MOBIKE) stopped sealing in every
-    /// worker (datapath/db.rs): the owner of their new endpoints may be
-    /// another worker, whose copy never counted. Once the workers have
-    /// applied the move (their reports come after it, in order), every
-    /// copy goes on above the highest number any copy used, so no number
-    /// (and no GCM nonce) is used twice. A worker that did not answer may
-    /// have been the owner: then the copies skip [`MOVE_SKIP`] further.
-    fn resume_moved(&mut self, changes: &[apply::Change], now: Duration) {
-        let moved: Vec<flowsec_ipsec::SaId> = changes
-            .iter()
-            .filter_map(|c| match c {
-                apply::Change::Move(id, to) => Some(flowsec_ipsec::SaId { dst: to.dst, ..*id }),
-                _ => None,
-            })
-            .collect();
-        if moved.is_empty() {
+    /// SAs that moved to new endpoints (MOBIKE) stop sealing in each
+    /// worker as it applies the move (datapath/db.rs): the owner of their
+    /// new endpoints may be another worker, whose copy never counted.
+    /// Once every worker's report shows the SA under its new id only (the
+    /// move applied everywhere, every copy stopped), every copy goes on
+    /// above the highest number any copy used, so no number (and no GCM
+    /// nonce) is used twice; until then they wait, asked again on each
+    /// turn of the loop.
+    fn resume_moved(&mut self, now: Duration) {
+        // One removed or moved again since waits no more (for that move).
+        let model = &self.model;
+        self.moved
+            .retain(|m| model.sas.get(&m.new).is_some_and(|c| c.src == m.src));
+        if self.moved.is_empty() {
             return;
         }
         let reports = self.workers.reports();
-        let all = reports.len() == self.workers.len();
-        let resumes: Vec<apply::Change> = moved
+        // A worker has applied the move when its copy is under the new id
+        // with the new source, and none under the old id (when it changed).
+        let everywhere = |m: &Moved| {
+            reports.len() == self.workers.len()
+                && reports.iter().all(|r| {
+                    let moved = r.sas.iter().any(|s| s.id == m.new && s.src == Some(m.src));
+                    moved && (m.old == m.new || !r.sas.iter().any(|s| s.id == m.old))
+                })
+        };
+        let (ready, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.moved)
             .into_iter()
-            .map(|id| {
+            .partition(everywhere);
+        self.moved = waiting;
+        let resumes: Vec<apply::Change> = ready
+            .into_iter()
+            .map(|Moved { new: id, .. }| {
                 let used = reports
                     .iter()
                     .flat_map(|r| r.sas.iter())
@@ -610,18 +642,17 @@ impl Plane {
                     .map(|s| s.live.seq)
                     .max()
                     .unwrap_or(0);
-                let from = if all { used } else { used + MOVE_SKIP };
                 apply::Change::Seq(
                     id,
                     SeqRange {
-                        from,
+                        from: used,
                         ceiling: u64::MAX,
                     },
                 )
             })
             .collect();
-        if !all {
-            tracing::warn!(target: "esp", "a worker did not report after a move: moved SAs skip {MOVE_SKIP} sequence numbers");
+        if resumes.is_empty() {
+            return;
         }
         if let Ok(lists) = apply::per_worker(&resumes, self.workers.len(), &self.provider, now) {
             self.apply_everywhere(lists);

@@ -137,6 +137,9 @@ pub struct SaReport {
     /// The worker whose copy carried packets (the busiest, when the
     /// control plane merges the workers' reports); `None` before any did.
     pub worker: Option<usize>,
+    /// Its outer source address, as this copy has it (a MOBIKE move
+    /// changes it); `None` in a merged report.
+    pub src: Option<std::net::IpAddr>,
 }
 
 /// A worker's answer to [`Msg::Report`].

@@ -517,6 +517,7 @@ impl Worker {
                     stats: *sa.stats(),
                     replay_window: sa.replay_window().size(),
                     worker: (sa.usage().packets > 0).then_some(self.index),
+                    src: Some(sa.src()),
                 })
                 .collect(),
         }

@@ -105,14 +105,19 @@ impl GatewayId {
     }
 }
 
-/// What a client keeps of its redirects: the gateway it was sent away
-/// from (REDIRECTED_FROM in its next IKE_SA_INIT) and when it was
-/// redirected, for the loop rule. Carried to the IKE SA it makes at the
-/// new gateway.
+/// What an IKE SA keeps of redirects. A client's: the gateway it was sent
+/// away from (REDIRECTED_FROM in its next IKE_SA_INIT) and when it was
+/// redirected, for the loop rule, carried to the IKE SA it makes at the
+/// new gateway (and across IKE rekeys); whether it follows a redirect of
+/// this SA already (`left`: another REDIRECT for it is not followed, and
+/// its successor may present another identity). A gateway's: whether it
+/// sent this client away already (`sent`).
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Redirected {
     pub from: Option<IpAddr>,
     pub history: Vec<Duration>,
+    pub left: bool,
+    pub sent: bool,
 }
 
 /// A redirect a client follows at the end of the call (the engine makes

@@ -172,10 +172,11 @@ pub(crate) fn reauth_due_now(ike: &Ike, sa: &IkeSa) -> bool {
 
 /// `new` took `old`'s place: established, with a Child SA of each config
 /// `old` had (a Child SA whose successor is not up yet would lose its
-/// policies with `old`), and the same peer.
+/// policies with `old`), and the same peer (after a redirect, another
+/// gateway, which may present another identity its `remote.id` accepts).
 fn successor_up(old: &IkeSa, new: &IkeSa) -> bool {
     new.state == IkeState::Established
-        && new.ids.peer == old.ids.peer
+        && (new.ids.peer == old.ids.peer || old.redirected.left)
         && child_configs(old)
             .iter()
             .all(|cfg| new.children.iter().any(|c| c.cfg == *cfg))

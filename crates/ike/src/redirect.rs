@@ -10,7 +10,7 @@ use crate::context::Cx;
 use crate::error::CommandError;
 use crate::event::IkeEvent;
 use crate::exchange::redirect::{RedirectSelector, LOOP_PERIOD, MAX_REDIRECTS};
-use crate::gateway::{GatewayId, Redirected};
+use crate::gateway::{GatewayId, RedirectDue, Redirected};
 use crate::host::Ike;
 use crate::kernel::Kernel;
 use crate::sa::{IkeState, Todo};
@@ -18,7 +18,8 @@ use crate::sa::{IkeState, Todo};
 /// The body of [`Ike::redirect`]: each established IKE SA of a client
 /// that announced redirect and matches `select` is sent to `gateway`;
 /// how many. strongSwan's rules: at least one selector, not an SA we
-/// initiated, not one already on its way.
+/// initiated, not one already on its way (queued, or sent: a second
+/// command does not send it again).
 pub(crate) fn redirect(
     ike: &mut Ike,
     now: Duration,
@@ -46,6 +47,8 @@ pub(crate) fn redirect(
             sa.state == IkeState::Established
                 && !sa.original_initiator
                 && sa.announced.redirect
+                && !sa.redirected.sent
+                && !sa.queue.iter().any(|t| matches!(t, Todo::Redirect(_)))
                 && select.ike.as_ref().is_none_or(|n| *n == sa.conn.name)
                 && select.ike_id.is_none_or(|id| id == sa.uid)
                 && peer_ip
@@ -75,52 +78,65 @@ pub(crate) fn redirect(
 /// REDIRECTED_FROM, unless the loop rule says no or the name does not
 /// resolve; the old SA, if any, is deleted once the new one is up.
 pub(crate) fn follow_due(ike: &mut Ike, now: Duration, k: &mut dyn Kernel) {
-    for mut due in std::mem::take(&mut ike.host.redirect_due) {
-        due.history.retain(|t| now < *t + LOOP_PERIOD);
-        let name = due.conn.name.clone();
-        if due.history.len() >= MAX_REDIRECTS {
-            ike.host.stats.redirect_refused += 1;
-            ike.host.events.push(IkeEvent::RedirectRefused {
-                name,
-                why: "5 redirects within 300 s (RFC 5685 §9): not following another",
-            });
-            continue;
-        }
-        due.history.push(now);
-        let target = match &due.to {
-            GatewayId::Addr(ip) => Some(*ip),
-            GatewayId::Fqdn(host) => k.resolve(host),
-        };
-        let Some(target) = target else {
-            ike.host.stats.redirect_refused += 1;
-            ike.host.events.push(IkeEvent::RedirectRefused {
-                name,
-                why: "the gateway's name does not resolve",
-            });
-            continue;
-        };
-        let redirected = Redirected {
-            from: Some(due.from),
-            history: due.history,
-        };
-        let to = SocketAddr::new(target, crate::IKE_PORT);
-        let first = due.children.first().copied();
-        match crate::initiate::connect_redirected(ike, now, due.conn, first, (to, redirected), k) {
-            Ok(new) => {
-                if let Some(n) = ike.sas.values_mut().find(|s| s.our_spi() == new) {
-                    n.queue
-                        .extend(due.children.iter().skip(1).map(|&c| Todo::CreateChild(c)));
-                }
-                if let Some(o) = due
-                    .old
-                    .and_then(|spi| ike.sas.values_mut().find(|s| s.our_spi() == spi))
-                {
-                    o.auth.reauth_by = Some(new);
-                }
+    for due in std::mem::take(&mut ike.host.redirect_due) {
+        let old = due.old;
+        if !follow(ike, now, due, k) {
+            // Not followed: the old IKE SA may follow another redirect.
+            if let Some(o) = old.and_then(|spi| ike.sas.values_mut().find(|s| s.our_spi() == spi)) {
+                o.redirected.left = false;
             }
-            Err(e) => ike.host.events.push(IkeEvent::CommandFailed(e)),
         }
     }
+}
+
+/// One redirect of [`follow_due`]: whether the new IKE SA started.
+fn follow(ike: &mut Ike, now: Duration, mut due: RedirectDue, k: &mut dyn Kernel) -> bool {
+    due.history.retain(|t| now < *t + LOOP_PERIOD);
+    let name = due.conn.name.clone();
+    let refuse = |why| {
+        ike.host.stats.redirect_refused += 1;
+        ike.host
+            .events
+            .push(IkeEvent::RedirectRefused { name, why });
+        false
+    };
+    if due.history.len() >= MAX_REDIRECTS {
+        return refuse("5 redirects within 300 s (RFC 5685 §9): not following another");
+    }
+    due.history.push(now);
+    let target = match &due.to {
+        GatewayId::Addr(ip) => Some(*ip),
+        GatewayId::Fqdn(host) => k.resolve(host),
+    };
+    let Some(target) = target else {
+        return refuse("the gateway's name does not resolve");
+    };
+    let redirected = Redirected {
+        from: Some(due.from),
+        history: due.history,
+        ..Default::default()
+    };
+    let to = SocketAddr::new(target, crate::IKE_PORT);
+    let first = due.children.first().copied();
+    let new =
+        match crate::initiate::connect_redirected(ike, now, due.conn, first, (to, redirected), k) {
+            Ok(new) => new,
+            Err(e) => {
+                ike.host.events.push(IkeEvent::CommandFailed(e));
+                return false;
+            }
+        };
+    if let Some(n) = ike.sas.values_mut().find(|s| s.our_spi() == new) {
+        n.queue
+            .extend(due.children.iter().skip(1).map(|&c| Todo::CreateChild(c)));
+    }
+    if let Some(o) = due
+        .old
+        .and_then(|spi| ike.sas.values_mut().find(|s| s.our_spi() == spi))
+    {
+        o.auth.reauth_by = Some(new);
+    }
+    true
 }
 
 /// A `peer-ip` selector: an address, a prefix, or a range `from-to`.

@@ -57,19 +57,25 @@ fn secrets() -> String {
 /// a (client of gw.example at B) and b with a `front` connection on B
 /// (`front` keys) and a `back` one on B2 (`back` keys).
 fn pair_with(front: &str, back: &str) -> Pair {
+    pair_of(front, back, "", "")
+}
+
+/// `pair_with`, and `a_conn` in a's connection, `b_more` after b's
+/// sections.
+fn pair_of(front: &str, back: &str, a_conn: &str, b_more: &str) -> Pair {
     let a = conf(
         A,
         B,
         "10.1.0.0/24",
         "10.2.0.0/24",
-        "",
+        a_conn,
         "start_action = start",
         "k",
     )
     .replace(&format!("id = {B}"), "id = gw.example")
     .replace(&format!("id-b = {B}"), "id-b = gw.example");
     let b = format!(
-        "connections {{{}{}\n}}\n{}",
+        "connections {{{}{}\n}}\n{}{b_more}",
         gw_conn("front", B, front),
         gw_conn("back", B2, back),
         secrets()
@@ -162,13 +168,25 @@ fn a_forged_ike_sa_init_redirect_is_not_followed() {
 
 #[test]
 fn a_client_redirected_in_ike_auth_moves_before_it_breaks() {
-    let mut p = pair_with(
-        &format!("redirect_to = {B2}\n        redirect_on = auth"),
-        "",
+    // A road warrior: the front has addresses too, and gives it none.
+    let pools = "pools {\n    front {\n        addrs = 10.3.0.0/24\n    }\n    back {\n        addrs = 10.3.1.0/24\n    }\n}\n";
+    let mut p = pair_of(
+        &format!("redirect_to = {B2}\n        redirect_on = auth\n        pools = front"),
+        "pools = back",
+        "vips = 0.0.0.0",
+        pools,
     );
     p.start();
     run(&mut p);
     up_at_back(&p);
+    let leases: Vec<&String> = p
+        .events
+        .iter()
+        .filter(|e| e.contains("assigning virtual IP"))
+        .collect();
+    assert_eq!(leases.len(), 1, "{leases:?}");
+    assert!(leases[0].contains("10.3.1."), "{leases:?}");
+    assert_eq!(p.a.list(p.now)[0].local_vips, vec![ip("10.3.1.1")]);
     assert!(p
         .events
         .iter()
@@ -221,6 +239,11 @@ fn an_established_client_is_redirected_by_command() {
         ike_id: None,
     };
     assert_eq!(p.b.redirect(p.now, &select, &to, &mut p.kb), Ok(1));
+    assert_eq!(
+        p.b.redirect(p.now, &select, &to, &mut p.kb),
+        Err(CommandError::NoRedirectMatch),
+        "on its way already: not sent twice"
+    );
     run(&mut p);
     p.advance(Duration::from_secs(1));
     run(&mut p);

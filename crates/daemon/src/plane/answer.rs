@@ -255,6 +255,7 @@ impl Seen {
             stats: Default::default(),
             replay_window: 0,
             worker: None,
+            src: None,
         });
         best.stats = drops;
         best

@@ -166,13 +166,16 @@ pub enum IkeEvent {
         /// ESP in UDP on the new path.
         encap: bool,
     },
-    /// MOBIKE: the answer to our UPDATE_SA_ADDRESSES did not echo our
-    /// COOKIE2 (§3.7): the IKE SA is closed.
+    /// MOBIKE: a move did not go through: the answer to our
+    /// UPDATE_SA_ADDRESSES did not echo our COOKIE2 (§3.7: the IKE SA is
+    /// closed), or the data plane refused to move an SA.
     MoveFailed {
         /// The connection.
         name: String,
         /// The IKE SA's unique id.
         unique_id: u32,
+        /// What happened.
+        why: &'static str,
     },
     /// We send a client to another gateway (RFC 5685).
     Redirecting {
@@ -563,10 +566,11 @@ impl fmt::Display for IkeEvent {
                 phase,
             } => write!(f, "IKE_SA {name}[{unique_id}]: redirected to {to} ({phase})"),
             E::RedirectRefused { name, why } => write!(f, "{name}: redirect not followed: {why}"),
-            E::MoveFailed { name, unique_id } => write!(
-                f,
-                "IKE_SA {name}[{unique_id}]: COOKIE2 mismatch in the answer to UPDATE_SA_ADDRESSES (MOBIKE), closing the IKE_SA"
-            ),
+            E::MoveFailed {
+                name,
+                unique_id,
+                why,
+            } => write!(f, "IKE_SA {name}[{unique_id}]: MOBIKE: {why}"),
             E::TcpFallback { name } => write!(
                 f,
                 "{name}: no answer over UDP, trying again over TCP (tcp_encap = fallback)"

@@ -293,8 +293,6 @@ pub(crate) fn answer_authenticated(
         peer,
         mut payloads,
     } = answer;
-    // §3.15: a virtual IP from our pools for a road warrior that asks.
-    let addressed = crate::vip::answer_cp(cx, sa, first, &peer, &mut payloads);
     sa.ids.peer = Some(peer.clone());
     sa.ids.local = Some(me.clone());
     crate::auth::peer_authenticated_at(cx, sa, first);
@@ -309,6 +307,8 @@ pub(crate) fn answer_authenticated(
         cx.host.report_established(sa, me, peer);
         return Then::Stay;
     }
+    // §3.15: a virtual IP from our pools for a road warrior that asks.
+    let addressed = crate::vip::answer_cp(cx, sa, first, &peer, &mut payloads);
     if has_notify(first, NotifyType::INITIAL_CONTACT) {
         cx.host.stats.initial_contacts += 1;
         crate::exchange::contact::initial_contact(cx, sa);

@@ -23,14 +23,16 @@
 //! retransmitted copy is answered from the cache and moves nothing. The
 //! responder runs no return-routability check of its own (strongSwan
 //! does not either, §3.7 makes it a SHOULD that a deployment may waive):
-//! the request's keys prove its sender. What is not done: address lists
-//! of our own (we announce none, and never move as a responder), path
-//! probing before an update (strongSwan probes each peer address), and
-//! NO_NATS_ALLOWED (§3.9; strongSwan neither sends nor checks it).
+//! the request's keys prove its sender. Each end announces its other
+//! addresses (§3.6), and the initiator moves to one the responder
+//! announced when the one in use has no route. What is not done: moving
+//! as a responder, path probing before an update (strongSwan probes each
+//! peer address), and NO_NATS_ALLOWED (§3.9; strongSwan neither sends
+//! nor checks it).
 
 use std::net::{IpAddr, SocketAddr};
 
-use flowsec_ipsec::{Endpoints, Protocol, UdpEncap};
+use flowsec_ipsec::{Endpoints, Protocol, SaConfig, SaId, UdpEncap};
 use flowsec_wire::iana::{ExchangeType, NotifyType};
 use flowsec_wire::ike::{Message, Payload};
 
@@ -212,9 +214,9 @@ fn nat_detection(sa: &IkeSa, local: SocketAddr, remote: SocketAddr) -> [Payload;
 /// with their state kept, ESP in UDP on or off as a NAT on the new path
 /// asks (§3.5 step 6; `encap = yes` keeps it on), and the tunnel
 /// endpoints of their policies; the plaintext filter follows the
-/// policies. A transport-mode selector naming the old address is not
-/// rewritten (strongSwan does; flowsec's transport-mode SAs do not move
-/// yet).
+/// policies. A transport-mode CHILD_SA moves too, but its selectors keep
+/// naming the old address (strongSwan rewrites them; flowsec does not
+/// yet), so it no longer matches the hosts' new traffic.
 pub(crate) fn move_to(
     cx: &mut Cx<'_>,
     sa: &mut IkeSa,
@@ -230,34 +232,52 @@ pub(crate) fn move_to(
         dst: dst.ip(),
         encap: (encap && esp).then(|| UdpEncap::udp(src.port(), dst.port())),
     };
+    let mut stuck = Vec::new();
     for c in sa.children.iter_mut().filter(|c| !c.plane.gone) {
         let esp = c.plane.sa_out.protocol == Protocol::Esp;
         let p = &mut c.plane;
-        p.sa_out =
-            cx.k.move_sa(p.sa_out, ends(local, remote, esp))
-                .unwrap_or(p.sa_out);
-        p.sa_in =
-            cx.k.move_sa(p.sa_in, ends(remote, local, esp))
-                .unwrap_or(p.sa_in);
+        // An outbound SA a rekey's responder holds back is not in the
+        // data plane yet: it goes there with the new addresses.
+        let held: Vec<SaId> = p.deferred_out.iter().map(SaConfig::id).collect();
+        let mut moved = |id: &mut SaId, to: Endpoints| {
+            if held.contains(id) {
+                id.dst = to.dst;
+                return true;
+            }
+            cx.k.move_sa(*id, to).map(|new| *id = new).is_some()
+        };
+        let mut all = moved(&mut p.sa_out, ends(local, remote, esp));
+        all &= moved(&mut p.sa_in, ends(remote, local, esp));
         if let Some((inn, out)) = &mut p.ipcomp {
-            *inn =
-                cx.k.move_sa(*inn, ends(remote, local, false))
-                    .unwrap_or(*inn);
-            *out =
-                cx.k.move_sa(*out, ends(local, remote, false))
-                    .unwrap_or(*out);
+            all &= moved(inn, ends(remote, local, false));
+            all &= moved(out, ends(local, remote, false));
         }
         for d in &mut p.deferred_out {
             let to = ends(local, remote, d.protocol == Protocol::Esp);
             (d.src, d.dst, d.encap) = (to.src, to.dst, to.encap);
         }
         c.suite.encap = encap && esp;
+        if !all {
+            stuck.push(c.reqid);
+        }
     }
     let mut reqids: Vec<u32> = sa.children.iter().map(|c| c.reqid).collect();
     reqids.sort_unstable();
     reqids.dedup();
-    for reqid in reqids {
+    // A CHILD_SA whose SAs could not all move (the data plane refused:
+    // another SA has the new id) keeps its policies where its SAs are.
+    for reqid in reqids.into_iter().filter(|r| !stuck.contains(r)) {
         crate::policies::retunnel(cx, reqid, old, (local.ip(), remote.ip()));
+    }
+    if !stuck.is_empty() {
+        let name = cx.host.conn_name(sa);
+        let why = "a CHILD_SA's SA could not move (the data plane has one with its new id): it stays on the old path";
+        let event = IkeEvent::MoveFailed {
+            name,
+            unique_id: sa.uid,
+            why,
+        };
+        cx.host.report(sa, event);
     }
 }
 
@@ -345,11 +365,13 @@ impl Exchange for Update {
         if echoed.map(|n| &n.data) != Some(&self.cookie2) {
             cx.host.stats.mobike_refused += 1;
             let name = cx.host.conn_name(sa);
+            let why = "COOKIE2 mismatch in the answer to UPDATE_SA_ADDRESSES, closing the IKE_SA";
             cx.host.report(
                 sa,
                 IkeEvent::MoveFailed {
                     name,
                     unique_id: sa.uid,
+                    why,
                 },
             );
             return Then::Destroy(Vec::new());

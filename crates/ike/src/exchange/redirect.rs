@@ -166,7 +166,20 @@ fn child_configs(sa: &IkeSa, first: Option<usize>) -> Vec<usize> {
 }
 
 /// Client: follow a redirect of `sa` to `to` (at the end of the call).
-fn follow(cx: &mut Cx<'_>, sa: &IkeSa, to: GatewayId, first: Option<usize>, phase: &'static str) {
+fn follow(
+    cx: &mut Cx<'_>,
+    sa: &mut IkeSa,
+    to: GatewayId,
+    first: Option<usize>,
+    phase: &'static str,
+) {
+    // One redirect of an IKE SA at a time: a second REDIRECT (a gateway
+    // that repeats itself) is not followed again.
+    if sa.redirected.left {
+        cx.host.stats.redirect_refused += 1;
+        return;
+    }
+    sa.redirected.left = true;
     let old = (phase != "IKE_SA_INIT").then(|| sa.our_spi());
     cx.host.stats.redirected += 1;
     let event = IkeEvent::Redirected {
@@ -252,6 +265,7 @@ pub(crate) fn informational(
 /// Gateway: INFORMATIONAL with REDIRECT for an established SA.
 pub(crate) fn start(cx: &mut Cx<'_>, sa: &mut IkeSa, gw: GatewayId) {
     cx.host.stats.redirects += 1;
+    sa.redirected.sent = true;
     let event = IkeEvent::Redirecting {
         name: sa.conn.name.clone(),
         unique_id: Some(sa.uid),

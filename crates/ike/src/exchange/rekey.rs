@@ -159,6 +159,7 @@ fn rekeyed_sa(
     sa.announced.mobike = old.announced.mobike.clone();
     sa.announced.redirect = old.announced.redirect;
     sa.original_initiator = old.original_initiator;
+    sa.redirected = old.redirected.clone();
     // The virtual IPs stay with the peer (RFC 7296 §2.19): held by the
     // new SA too, let go when the last of them goes.
     sa.vips.local = old.vips.local.clone();
