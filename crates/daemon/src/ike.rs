@@ -109,6 +109,8 @@ pub struct IkePlane {
     /// The IKE SA counts of the gateways connections redirect to
     /// (`redirect_load`), read in a thread of their own.
     load: Option<crate::gateway_load::LoadWatch>,
+    /// When the connections were last looked at for `redirect_load`.
+    load_checked: Option<std::time::Duration>,
     /// IKE's events since the control plane last took them (for vici).
     pub logged: Vec<flowsec_ike::Logged>,
     buf: Vec<u8>,
@@ -169,6 +171,7 @@ impl IkePlane {
                 route_events,
                 roam_at: None,
                 load: None,
+                load_checked: None,
                 logged: Vec::new(),
                 buf: vec![0; MAX_MESSAGE + 64],
             },
@@ -193,7 +196,7 @@ impl IkePlane {
     pub fn receive(&mut self, now: std::time::Duration, k: &mut PlaneKernel<'_>) {
         sys::clear_wake(self.wake.as_fd());
         self.roam(now, k);
-        self.gateway_loads();
+        self.gateway_loads(now);
         let (arrived, more) = self.rx.take();
         if more {
             // The rest on the next loop, after port 500 and the timers.
@@ -257,16 +260,22 @@ impl IkePlane {
     }
 
     /// The gateways' IKE SA counts read since the last call, to the core;
-    /// the watch follows the connections (a reload, vici's load-conn).
-    fn gateway_loads(&mut self) {
-        let watched = crate::gateway_load::watched(self.ike.connections().iter().map(|c| &**c));
-        if self
-            .load
-            .as_ref()
-            .map_or(!watched.is_empty(), |l| l.gateways != watched)
-        {
-            self.load =
-                (!watched.is_empty()).then(|| crate::gateway_load::LoadWatch::start(watched));
+    /// the watch follows the connections (a reload, vici's load-conn),
+    /// looked at once a second, as often as the gateways are asked.
+    fn gateway_loads(&mut self, now: std::time::Duration) {
+        let every = std::time::Duration::from_secs(1);
+        if self.load_checked.is_none_or(|t| now >= t + every) {
+            self.load_checked = Some(now);
+            let conns = self.ike.connections().iter().map(|c| &**c);
+            let watched = crate::gateway_load::watched(conns);
+            if self
+                .load
+                .as_ref()
+                .map_or(!watched.is_empty(), |l| l.gateways != watched)
+            {
+                self.load =
+                    (!watched.is_empty()).then(|| crate::gateway_load::LoadWatch::start(watched));
+            }
         }
         for (gw, n) in self.load.as_ref().map(|l| l.take()).unwrap_or_default() {
             self.ike.set_gateway_load(&gw, n);

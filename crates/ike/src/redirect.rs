@@ -4,11 +4,13 @@
 //! at the new gateway.
 
 use core::time::Duration;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 
+use crate::config::AddrSpec;
 use crate::context::Cx;
 use crate::error::CommandError;
 use crate::event::IkeEvent;
+use crate::exchange::init_responder::addr_matches;
 use crate::exchange::redirect::{RedirectSelector, LOOP_PERIOD, MAX_REDIRECTS};
 use crate::gateway::{GatewayId, RedirectDue, Redirected};
 use crate::host::Ike;
@@ -30,8 +32,12 @@ pub(crate) fn redirect(
     if select == &RedirectSelector::default() {
         return Err(CommandError::RedirectWithoutSelector);
     }
+    // strongSwan's `peer-ip`: an address, a CIDR subnet or a range.
     let peer_ip = match &select.peer_ip {
-        Some(s) => Some(IpMatch::parse(s).ok_or_else(|| CommandError::BadPeerIp(s.clone()))?),
+        Some(s) => match AddrSpec::parse(s) {
+            Ok(a @ (AddrSpec::Addr(_) | AddrSpec::Prefix(..) | AddrSpec::Range(..))) => Some(a),
+            _ => return Err(CommandError::BadPeerIp(s.clone())),
+        },
         None => None,
     };
     let peer_id = match &select.peer_id {
@@ -53,7 +59,7 @@ pub(crate) fn redirect(
                 && select.ike_id.is_none_or(|id| id == sa.uid)
                 && peer_ip
                     .as_ref()
-                    .is_none_or(|m| m.contains(sa.path.remote.ip()))
+                    .is_none_or(|a| addr_matches(a, sa.path.remote.ip()))
                 && peer_id
                     .as_ref()
                     .is_none_or(|p| sa.ids.peer.as_ref().is_some_and(|id| p.matches(id)))
@@ -137,34 +143,4 @@ fn follow(ike: &mut Ike, now: Duration, mut due: RedirectDue, k: &mut dyn Kernel
         o.auth.reauth_by = Some(new);
     }
     true
-}
-
-/// A `peer-ip` selector: an address, a prefix, or a range `from-to`.
-enum IpMatch {
-    Prefix(flowsec_ipsec::spd::IpPrefix),
-    Range(IpAddr, IpAddr),
-}
-
-impl IpMatch {
-    fn parse(s: &str) -> Option<IpMatch> {
-        if let Some((a, b)) = s.split_once('-') {
-            let (a, b): (IpAddr, IpAddr) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-            return (a.is_ipv4() == b.is_ipv4() && a <= b).then_some(IpMatch::Range(a, b));
-        }
-        let (a, len) = s.split_once('/').unwrap_or((s, ""));
-        let ip: IpAddr = a.trim().parse().ok()?;
-        let len = match len {
-            "" if ip.is_ipv4() => 32,
-            "" => 128,
-            l => l.trim().parse().ok()?,
-        };
-        flowsec_ipsec::spd::IpPrefix::new(ip, len).map(IpMatch::Prefix)
-    }
-
-    fn contains(&self, ip: IpAddr) -> bool {
-        match self {
-            IpMatch::Prefix(p) => p.contains(ip),
-            IpMatch::Range(a, b) => a.is_ipv4() == ip.is_ipv4() && *a <= ip && ip <= *b,
-        }
-    }
 }

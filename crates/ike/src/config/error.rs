@@ -165,15 +165,10 @@ pub enum ConfigErrorKind {
         value: String,
     },
     /// A `redirect_to` gateway that is neither an address nor a host name.
-    BadGateway {
-        /// The value.
-        value: String,
-    },
-    /// `redirect_load` does not name one vici socket per `redirect_to`
-    /// gateway.
-    RedirectLoadCount,
-    /// A `redirect_load` that is not `unix://PATH`.
-    RedirectLoadUri,
+    BadGateway(crate::gateway::BadGateway),
+    /// `redirect_load` is not one `unix://PATH` vici socket per
+    /// `redirect_to` gateway: why.
+    RedirectLoad(&'static str),
     /// A strongSwan key flowsec accepts only unset (`interface`, `label`).
     OnlyUnset,
     /// `per_cpu_sas = encap`, strongSwan's non-negotiated UDP variant.
@@ -453,14 +448,8 @@ impl fmt::Display for ConfigErrorKind {
                 "a gateway for EAP clients authenticates with a certificate (auth = pubkey, \
                  RFC 7296 §2.16): with psk any client could guess the key offline",
             ),
-            K::BadGateway { value } => write!(
-                f,
-                "'{value}': a gateway is an IPv4 or IPv6 address or a host name (RFC 5685 §9)"
-            ),
-            K::RedirectLoadCount => f.write_str(
-                "redirect_load names one vici socket per redirect_to gateway, in the same order",
-            ),
-            K::RedirectLoadUri => f.write_str("redirect_load takes unix://PATH vici sockets"),
+            K::BadGateway(e) => e.fmt(f),
+            K::RedirectLoad(why) => f.write_str(why),
             K::PpkSecretWithoutId => {
                 f.write_str("a ppk secret needs id = PPK_ID: the identity the peers name it by")
             }

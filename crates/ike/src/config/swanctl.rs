@@ -494,10 +494,13 @@ impl Reader<'_> {
             Err(self.err(line(key).unwrap_or(sec.origin()), join(path, key), kind))
         };
         if !c.redirect_load.is_empty() && c.redirect_load.len() != c.redirect_to.len() {
-            return fail("redirect_load", ConfigErrorKind::RedirectLoadCount);
+            let why =
+                "redirect_load names one vici socket per redirect_to gateway, in the same order";
+            return fail("redirect_load", ConfigErrorKind::RedirectLoad(why));
         }
         if c.redirect_load.iter().any(|u| !u.starts_with("unix://")) {
-            return fail("redirect_load", ConfigErrorKind::RedirectLoadUri);
+            let why = "redirect_load takes unix://PATH vici sockets";
+            return fail("redirect_load", ConfigErrorKind::RedirectLoad(why));
         }
         if c.tcp.encap == TcpEncap::No {
             for key in ["tcp_port", "tcp_tls", "tcp_fallback_time"] {

@@ -438,6 +438,52 @@ pub enum IkeEvent {
     Reloaded(Reloaded),
 }
 
+impl IkeEvent {
+    /// The lines of MOBIKE's and redirect's events (RFC 4555, RFC 5685).
+    fn fmt_mobility(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IkeEvent::Moved {
+                name,
+                unique_id,
+                from,
+                to,
+                encap,
+            } => write!(
+                f,
+                "IKE_SA {name}[{unique_id}] moved from {} - {} to {} - {} (MOBIKE), CHILD_SAs follow with {}",
+                from.0,
+                from.1,
+                to.0,
+                to.1,
+                if *encap { "ESP in UDP" } else { "raw ESP" }
+            ),
+            IkeEvent::Redirecting {
+                name,
+                unique_id,
+                peer,
+                to,
+                phase,
+            } => match unique_id {
+                Some(id) => write!(f, "IKE_SA {name}[{id}]: redirecting {peer} to {to} ({phase})"),
+                None => write!(f, "{name}: redirecting {peer} to {to} ({phase}, no state kept)"),
+            },
+            IkeEvent::Redirected {
+                name,
+                unique_id,
+                to,
+                phase,
+            } => write!(f, "IKE_SA {name}[{unique_id}]: redirected to {to} ({phase})"),
+            IkeEvent::RedirectRefused { name, why } => write!(f, "{name}: redirect not followed: {why}"),
+            IkeEvent::MoveFailed {
+                name,
+                unique_id,
+                why,
+            } => write!(f, "IKE_SA {name}[{unique_id}]: MOBIKE: {why}"),
+            _ => Ok(()),
+        }
+    }
+}
+
 impl fmt::Display for IkeEvent {
     // One arm per variant: the table of the log's lines. It is longer than
     // our ~80 lines, and kept whole on purpose: split by size, the compiler
@@ -534,43 +580,11 @@ impl fmt::Display for IkeEvent {
                 f,
                 "the peer moved from {from} to {to}: its CHILD_SAs keep the old address (not supported yet)"
             ),
-            E::Moved {
-                name,
-                unique_id,
-                from,
-                to,
-                encap,
-            } => write!(
-                f,
-                "IKE_SA {name}[{unique_id}] moved from {} - {} to {} - {} (MOBIKE), CHILD_SAs follow with {}",
-                from.0,
-                from.1,
-                to.0,
-                to.1,
-                if *encap { "ESP in UDP" } else { "raw ESP" }
-            ),
-            E::Redirecting {
-                name,
-                unique_id,
-                peer,
-                to,
-                phase,
-            } => match unique_id {
-                Some(id) => write!(f, "IKE_SA {name}[{id}]: redirecting {peer} to {to} ({phase})"),
-                None => write!(f, "{name}: redirecting {peer} to {to} ({phase}, no state kept)"),
-            },
-            E::Redirected {
-                name,
-                unique_id,
-                to,
-                phase,
-            } => write!(f, "IKE_SA {name}[{unique_id}]: redirected to {to} ({phase})"),
-            E::RedirectRefused { name, why } => write!(f, "{name}: redirect not followed: {why}"),
-            E::MoveFailed {
-                name,
-                unique_id,
-                why,
-            } => write!(f, "IKE_SA {name}[{unique_id}]: MOBIKE: {why}"),
+            E::Moved { .. }
+            | E::MoveFailed { .. }
+            | E::Redirecting { .. }
+            | E::Redirected { .. }
+            | E::RedirectRefused { .. } => self.fmt_mobility(f),
             E::TcpFallback { name } => write!(
                 f,
                 "{name}: no answer over UDP, trying again over TCP (tcp_encap = fallback)"

@@ -84,7 +84,7 @@ pub(super) fn gateways(v: &str) -> Result<Vec<crate::gateway::GatewayId>, Config
     v.split(',')
         .map(|g| g.trim().parse())
         .collect::<Result<_, crate::gateway::BadGateway>>()
-        .map_err(|e| ConfigErrorKind::BadGateway { value: e.0 })
+        .map_err(ConfigErrorKind::BadGateway)
 }
 
 pub(super) fn ppk_id(v: &str) -> Result<String, ConfigErrorKind> {
