@@ -70,14 +70,16 @@ step "end-to-end: two flowsec gateways in network namespaces (needs root; skips 
 cargo build --locked -p flowsec
 # mode, suite, encapsulation, outer family, bytes (the slow legacy suites
 # move less: this is a debug build), workers (- = one per CPU), TUN
-# offloads (1 on, 0 --no-offload), crypto backend (- = auto)
-while read -r mode suite encap outer bytes workers offload backend; do
-    echo "-- e2e: $mode mode, suite $suite, encapsulation $encap, outer $outer, $bytes bytes, workers $workers, offloads $offload, backend ${backend:--}"
+# offloads (1 on, 0 --no-offload), crypto backend (- = auto), how raw
+# ESP/AH is received (- = the fanout group, raw = --esp-receive raw)
+while read -r mode suite encap outer bytes workers offload backend receive; do
+    echo "-- e2e: $mode mode, suite $suite, encapsulation $encap, outer $outer, $bytes bytes, workers $workers, offloads $offload, backend ${backend:--}, receive ${receive:--}"
     [ "$workers" = - ] && workers=""
     [ "${backend:--}" = - ] && backend=""
+    [ "${receive:--}" = - ] && receive=""
     FLOWSEC_E2E_MODE=$mode FLOWSEC_E2E_SUITE=$suite FLOWSEC_E2E_ENCAP=$encap FLOWSEC_E2E_OUTER=$outer \
         FLOWSEC_E2E_BYTES=$bytes FLOWSEC_E2E_WORKERS=$workers FLOWSEC_E2E_OFFLOAD=$offload \
-        FLOWSEC_E2E_BACKEND=$backend \
+        FLOWSEC_E2E_BACKEND=$backend FLOWSEC_E2E_ESP_RECEIVE=$receive \
         tests/e2e/gateway.sh </dev/null
 done <<'MATRIX'
 tunnel gcm raw v4 52428800 - 1
@@ -89,7 +91,7 @@ tunnel gcm raw v6 52428800 - 1
 tunnel cbc-sha1 raw v4 20000000 - 1
 tunnel cbc-sha1 raw v4 5000000 - 1 engine
 tunnel 3des-md5 raw v4 5000000 - 1
-tunnel ah-esp raw v4 20000000 - 1
+tunnel ah-esp raw v4 20000000 - 1 - raw
 tunnel ah-esp raw v6 20000000 - 1
 tunnel ipcomp-esp raw v4 5000000 - 1
 transport ah-esp raw v4 20000000 - 1

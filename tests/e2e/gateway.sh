@@ -16,6 +16,7 @@
 #   FLOWSEC_E2E_BYTES=N          transfer size (default 52428800)
 #   FLOWSEC_E2E_WORKERS=N        pass --workers N to flowsec up
 #   FLOWSEC_E2E_OFFLOAD=0        pass --no-offload to flowsec up
+#   FLOWSEC_E2E_ESP_RECEIVE=raw  pass --esp-receive raw (a raw socket per worker, no fanout group)
 #   FLOWSEC_E2E_BACKEND=B        pass --backend B to flowsec up (engine: crypto on an engine thread)
 #   FLOWSEC_E2E_KEEP=1           keep the work directory (logs, setkey files, capture)
 #   FLOWSEC_E2E_ENCAP=udp        ESP in UDP port 4500 (RFC 3948) instead of raw ESP
@@ -221,6 +222,7 @@ for gw in gwA gwB; do
         cmd=("$FLOWSEC" up --tun "$TUN" --setkey "$W/$gw.setkey" --socket "$W/$gw.sock")
         [ -n "${FLOWSEC_E2E_WORKERS:-}" ] && cmd+=(--workers "$FLOWSEC_E2E_WORKERS")
         [ "${FLOWSEC_E2E_OFFLOAD:-1}" = 0 ] && cmd+=(--no-offload)
+        [ -n "${FLOWSEC_E2E_ESP_RECEIVE:-}" ] && cmd+=(--esp-receive "$FLOWSEC_E2E_ESP_RECEIVE")
         [ -n "${FLOWSEC_E2E_BACKEND:-}" ] && cmd+=(--backend "$FLOWSEC_E2E_BACKEND")
     fi
     check "$gw: flowsec up (\"flowsec: up\" within ${UP_TIMEOUT}s)" daemon_up "$gw" "$W/$gw.log" "${cmd[@]}"
@@ -570,9 +572,11 @@ gw_stops_cleanly() {  # gw_stops_cleanly GW
         if [ -n "$(flowsec_routes "$gw")" ]; then
             echo "    $gw: routes left:"; flowsec_routes "$gw" | sed 's/^/      /'; ok=1
         fi
-        if command -v nft >/dev/null 2>&1 && ns_exec "$gw" nft list table inet "flowsec_$TUN" >/dev/null 2>&1; then
-            echo "    $gw: nftables table inet flowsec_$TUN left"; ok=1
-        fi
+        for table in "flowsec_$TUN" "flowsec_${TUN}_rx"; do
+            if command -v nft >/dev/null 2>&1 && ns_exec "$gw" nft list table inet "$table" >/dev/null 2>&1; then
+                echo "    $gw: nftables table inet $table left"; ok=1
+            fi
+        done
         if ns_exec "$gw" ip rule show | grep -q 0xf5ec; then
             echo "    $gw: policy-routing rule left:"; ns_exec "$gw" ip rule show | sed 's/^/      /'; ok=1
         fi
@@ -581,8 +585,22 @@ gw_stops_cleanly() {  # gw_stops_cleanly GW
     return "$ok"
 }
 for gw in gwA gwB; do
-    check "$gw: SIGTERM -> exit 0 within 5 s, TUN, routes and nft table gone" gw_stops_cleanly "$gw"
+    check "$gw: SIGTERM -> exit 0 within 5 s, TUN, routes and nft tables gone" gw_stops_cleanly "$gw"
 done
+
+taken_once() {  # issue 34: raw ESP/AH by the fanout group, each packet once
+    local up down want='raw ESP/AH by fanout (nft inet flowsec_'"$TUN"'_rx)'
+    [ "${FLOWSEC_E2E_ESP_RECEIVE:-fanout}" = raw ] && want='raw ESP/AH by raw sockets'
+    up=$(grep -E 'flowsec: (\[CFG\] )?up \(' "$W/gwB.log") || { show_log "$W/gwB.log"; return 1; }
+    echo "$up" | grep -qF "$want" || { echo "    not $want: $up"; return 1; }
+    down=$(grep -E 'flowsec: (\[CFG\] )?down:' "$W/gwB.log") || return 1
+    # Taken by the group and by a raw socket too, a packet would be
+    # delivered once and counted replayed the second time.
+    if echo "$down" | grep -qE 'replayed=|replay_too_old=|esp_queue_full='; then
+        echo "    gwB $down"; return 1
+    fi
+}
+check "gwB took raw ESP/AH by ${FLOWSEC_E2E_ESP_RECEIVE:-fanout}, each packet once (nothing replayed, no queue overflow)" taken_once
 
 drops_counted() {  # the counters flowsec printed on its way down
     local line

@@ -116,7 +116,7 @@ impl Drop for Filter {
     }
 }
 
-fn table_name(tun: &str) -> String {
+pub(crate) fn table_name(tun: &str) -> String {
     let safe: String = tun
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })

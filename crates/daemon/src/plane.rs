@@ -85,6 +85,8 @@ pub struct Options {
     /// Install the inbound plaintext filter (false only with
     /// `--no-plaintext-filter`); without it the daemon does not start.
     pub plaintext_filter: bool,
+    /// How raw ESP/AH reaches the workers (`--esp-receive`).
+    pub esp_receive: crate::fanout::EspReceive,
     /// Members of this group may use the control socket besides root
     /// (`--ctl-group`).
     pub ctl_group: Option<u32>,
@@ -137,6 +139,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         parts,
         manual,
         file_config,
+        fanout,
         ..
     } = setup;
     let spawn = Spawn {
@@ -182,6 +185,9 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     sys::notify::sd_notify("STOPPING=1");
     let tcp = plane.ike.as_ref().and_then(|i| i.stream.clone());
     let result = plane.shut_down(&stop, handles, failure);
+    // The table that takes the kernel's copy of raw ESP/AH goes with the
+    // workers that took the packets.
+    drop(fanout);
     if let Some(s) = tcp {
         log_stream_counters(&s);
     }

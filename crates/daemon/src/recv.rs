@@ -1,5 +1,5 @@
 //! What a worker receives: draining the TUN queue, the raw ESP/AH
-//! receivers (IPv4 with `recvmmsg(2)`) and the UDP 4500 sockets (split
+//! receivers and fanout sockets (IPv4 and the fanout with `recvmmsg(2)`) and the UDP 4500 sockets (split
 //! back into datagrams when the kernel coalesced them, UDP GRO), each
 //! packet placed in a [`PacketBuf`] with headroom: IP packets whole, UDP
 //! payloads with their [`UdpEndpoints`] beside them.
@@ -12,6 +12,7 @@ use std::os::fd::BorrowedFd;
 use flowsec_ipsec::buf::{DEFAULT_HEADROOM, DEFAULT_TAILROOM};
 use flowsec_ipsec::{PacketBuf, UdpEndpoints};
 use flowsec_wire::iana::IpProtocol;
+use flowsec_wire::ipv4::Ipv4Packet;
 use flowsec_wire::ipv6::{self, Ipv6Packet, Ipv6Repr};
 use flowsec_wire::udp_encap::NAT_T_PORT;
 
@@ -34,6 +35,20 @@ pub fn drain_many(fd: BorrowedFd<'_>, many: &mut [PacketBuf], f: &mut impl FnMut
         if got < many.len() {
             return;
         }
+    }
+}
+
+/// Whether the IP header of a packet taken off the link (a fanout socket,
+/// before IP looked at it) is one IP would accept: an IPv4 header's
+/// checksum is verified here (IPv6 has none; lengths are checked by the
+/// datapath as for any packet).
+pub fn header_checked(packet: &[u8]) -> bool {
+    match flowsec_wire::ip::version_of(packet) {
+        Ok(flowsec_wire::ip::IpVersion::V4) => {
+            Ipv4Packet::new_checked(packet).is_ok_and(|p| p.verify_checksum())
+        }
+        Ok(flowsec_wire::ip::IpVersion::V6) => true,
+        Err(_) => false,
     }
 }
 

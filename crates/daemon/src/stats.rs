@@ -103,6 +103,10 @@ counters! {
     /// request/response transaction, the wake-ups a lone packet costs
     /// (issue 17; `scripts/bench-tunnels.sh` divides them out).
     wakeups,
+    /// Raw ESP/AH packets the kernel could not queue on this worker's
+    /// fanout socket, its receive buffer full (PACKET_STATISTICS; read
+    /// when counters are asked for).
+    esp_queue_full,
     /// Sealed ESP for TCP streams dropped: the stream thread's queue was
     /// full (RFC 9329; its own drops are under "tcp" in `ctl stats`).
     stream_full,

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use flowsec_ipsec::buf::DEFAULT_HEADROOM;
-use flowsec_ipsec::PacketBuf;
+use flowsec_ipsec::{DropReason, PacketBuf};
 use flowsec_setkey::SaLive;
 use flowsec_wire::iana::IpProtocol;
 use flowsec_wire::ip::IpVersion;
@@ -29,7 +29,7 @@ use crate::datapath::{self, Datapath, Source, BIG_BUFFER};
 use crate::fragid::{self, FragmentIds};
 use crate::offload::{self, Coalescer, VnetHdr, VNET_HDR_LEN};
 use crate::pcrypt::{Done, Pcrypt};
-use crate::recv::{drain, drain_many, drain_raw_v6, drain_udp};
+use crate::recv::{drain, drain_many, drain_raw_v6, drain_udp, header_checked};
 use crate::send::{SendFds, Sender};
 use crate::stats::{Report, SaReport, Stats};
 
@@ -40,7 +40,7 @@ use hands::{owned_copy, Hands};
 
 /// Receive buffer of the raw and UDP sockets: room for a burst of ~5000
 /// MTU-sized packets while the worker is busy with the TUN side.
-const RECV_BUFFER: usize = 8 << 20;
+pub(crate) const RECV_BUFFER: usize = 8 << 20;
 /// How long a poll waits before checking for shutdown.
 const POLL_MS: i32 = 200;
 /// Spare handoff buffers a worker keeps.
@@ -92,8 +92,12 @@ pub struct Io {
     pub tuns: Arc<Vec<OwnedFd>>,
     /// The TUN device speaks virtio headers (see [`crate::offload`]).
     pub offload: bool,
-    /// Raw receivers: (socket, IP version, protocol).
+    /// Raw receivers: (socket, IP version, protocol). With a fanout
+    /// group they see only datagrams the kernel reassembled.
     pub raw: Vec<(OwnedFd, IpVersion, u8)>,
+    /// This worker's sockets of the raw ESP/AH fanout groups
+    /// (`crate::fanout`): whole IP packets, each taken once.
+    pub fanout: Vec<(OwnedFd, IpVersion)>,
     /// This worker's socket of the UDP 4500 group (RFC 3948), if the port
     /// could be had.
     pub udp: Option<OwnedFd>,
@@ -106,14 +110,13 @@ pub struct Io {
 
 impl Io {
     /// Open worker `index`'s descriptors (of `workers`); `udp` and `udp6`
-    /// are its sockets of the 4500 groups, opened by the caller in worker
-    /// order.
+    /// are its sockets of the 4500 groups, `fanout` its sockets of the raw
+    /// ESP/AH groups, opened by the caller in worker order.
     pub fn open(
         tuns: Arc<Vec<OwnedFd>>,
-        index: usize,
-        workers: usize,
-        udp: Option<OwnedFd>,
-        udp6: Option<OwnedFd>,
+        (index, workers): (usize, usize),
+        (udp, udp6): (Option<OwnedFd>, Option<OwnedFd>),
+        fanout: Vec<(OwnedFd, IpVersion)>,
         offload: bool,
     ) -> Result<Io, WorkerError> {
         let setup =
@@ -171,6 +174,7 @@ impl Io {
             tuns,
             offload,
             raw,
+            fanout,
             udp,
             udp6,
             send4,
@@ -250,10 +254,11 @@ impl Bufs {
 }
 
 /// What a worker polls, in this order: its TUN queue, the raw receivers,
-/// UDP 4500 (IPv4, IPv6), the mailbox's eventfd.
+/// the fanout sockets, UDP 4500 (IPv4, IPv6), the mailbox's eventfd.
 struct PollSet {
     fds: Vec<i32>,
     ready: Vec<bool>,
+    fanout_at: usize,
     udp_at: usize,
     udp6_at: usize,
     mailbox_at: usize,
@@ -263,6 +268,8 @@ impl PollSet {
     fn new(io: &Io, index: usize, wake: i32) -> Self {
         let mut fds = vec![io.tuns[index].as_raw_fd()];
         fds.extend(io.raw.iter().map(|(fd, _, _)| fd.as_raw_fd()));
+        let fanout_at = fds.len();
+        fds.extend(io.fanout.iter().map(|(fd, _)| fd.as_raw_fd()));
         let udp_at = fds.len();
         fds.extend(io.udp.as_ref().map(|fd| fd.as_raw_fd()));
         let udp6_at = fds.len();
@@ -272,6 +279,7 @@ impl PollSet {
         PollSet {
             ready: vec![false; fds.len()],
             fds,
+            fanout_at,
             udp_at,
             udp6_at,
             mailbox_at,
@@ -355,7 +363,17 @@ impl Worker {
                 }
             }
         }
+        self.count_queue_full(&mut st.stats);
         Ok(st.stats)
+    }
+
+    /// What the kernel could not queue on this worker's fanout sockets
+    /// since the last look (read, and reset, by PACKET_STATISTICS).
+    fn count_queue_full(&self, stats: &mut Stats) {
+        for (fd, _) in &self.io.fanout {
+            let lost = sys::packet_drops(fd.as_fd()).unwrap_or(0);
+            stats.esp_queue_full += u64::from(lost);
+        }
     }
 
     /// Drain the raw receivers and UDP sockets that are ready, delivering
@@ -375,6 +393,18 @@ impl Worker {
                     IpVersion::V4 => drain_many(fd.as_fd(), &mut bufs.many, &mut f),
                     IpVersion::V6 => drain_raw_v6(fd.as_fd(), *protocol, &mut bufs.buf, &mut f),
                 }
+            }
+        }
+        for (k, (fd, _)) in self.io.fanout.iter().enumerate() {
+            if poll.ready[poll.fanout_at + k] {
+                drain_many(fd.as_fd(), &mut bufs.many, &mut |b: &mut PacketBuf| {
+                    // Taken off the link: IP has not checked its header.
+                    if !header_checked(b.as_slice()) {
+                        st.stats.drops.count(DropReason::BadIpHeader);
+                        return;
+                    }
+                    hands.inbound(b, None, now, st)
+                });
             }
         }
         for (socket, at) in [(&self.io.udp, poll.udp_at), (&self.io.udp6, poll.udp6_at)] {
@@ -413,6 +443,7 @@ impl Worker {
                     let _ = done.send(self.index);
                 }
                 Msg::Report(reply) => {
+                    self.count_queue_full(&mut st.stats);
                     let _ = reply.send(self.report(&st.stats));
                 }
                 Msg::Packet {

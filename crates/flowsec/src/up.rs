@@ -80,6 +80,15 @@ pub struct UpArgs {
     /// this flag, flowsec up refuses to start when it cannot install it.
     #[arg(long)]
     pub no_plaintext_filter: bool,
+    /// How raw ESP and AH reach the workers: `fanout` (one packet socket
+    /// per worker in a PACKET_FANOUT group steered by SPI, each packet
+    /// taken once, the kernel's copy dropped by an nftables table
+    /// `inet flowsec_<tun>_rx` at prerouting, so later prerouting and
+    /// input rules do not see it) or `raw` (a raw socket per worker, each
+    /// seeing every packet, after the firewall's input rules). `fanout`
+    /// falls back to `raw`, with a warning, where it cannot be set up.
+    #[arg(long, value_enum, default_value_t = EspReceiveArg::Fanout)]
+    pub esp_receive: EspReceiveArg,
     /// Where flowsec records the sequence numbers of manual (setkey) SAs
     /// with AES-GCM, AES-CCM, ChaCha20-Poly1305, AES-GMAC or AES-CTR, so
     /// that a restart never repeats a nonce under the same key (one small
@@ -144,6 +153,15 @@ fn vici_option(arg: Option<&str>) -> Result<Option<flowsec_daemon::ViciOption>, 
     };
     let uri = flowsec_daemon::ViciUri::parse(text).ok_or_else(|| UsageError::Vici(text.into()))?;
     Ok(Some(flowsec_daemon::ViciOption { uri, explicit }))
+}
+
+/// `--esp-receive`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EspReceiveArg {
+    /// A packet-socket fanout group: each packet once, to its worker.
+    Fanout,
+    /// A raw socket per worker, each seeing every packet.
+    Raw,
 }
 
 /// `--parallel`: study S5's systems.
@@ -235,6 +253,10 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
             ParallelArg::Pcrypt => flowsec_daemon::Parallel::Pcrypt,
         },
         plaintext_filter: !args.no_plaintext_filter,
+        esp_receive: match args.esp_receive {
+            EspReceiveArg::Fanout => flowsec_daemon::EspReceive::Fanout,
+            EspReceiveArg::Raw => flowsec_daemon::EspReceive::Raw,
+        },
         ctl_group,
         state_dir: args.state_dir.clone(),
         tcp_listen: args.tcp_listen.clone(),

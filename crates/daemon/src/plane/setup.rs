@@ -13,6 +13,7 @@ use super::{reload, Options};
 use crate::apply::{self, Capabilities, ConfigError, Model, Staged, WorkerChange};
 use crate::channels::{Inbox, Mailbox};
 use crate::datapath::{Databases, Parallel};
+use crate::fanout::{EspReceive, Fanout};
 use crate::filter::Filter;
 use crate::ike::IkePlane;
 use crate::routes::Routes;
@@ -35,6 +36,9 @@ pub(super) struct Setup {
     pub(super) manual: reload::Manual,
     /// The `-c` file's configuration (vici's loads are merged with it).
     pub(super) file_config: Option<flowsec_ike::config::Config>,
+    /// The raw ESP/AH fanout groups' table, kept while the daemon runs
+    /// (`None`: raw sockets alone).
+    pub(super) fanout: Option<Fanout>,
 }
 
 /// One worker's descriptors, databases, and the receiving end of its
@@ -102,7 +106,8 @@ impl Setup {
         staged.changes = changes;
         let lists = apply::per_worker(&staged.changes, workers, provider, Duration::ZERO)
             .map_err(RunError::Config)?;
-        let (boxes, parts) = worker_parts(lists, &tuns, sockets, opts.offload)?;
+        let mut fanout = open_fanout(opts, workers);
+        let (boxes, parts) = worker_parts(lists, &tuns, sockets, fanout.as_mut(), opts.offload)?;
         let manual = reload::Manual::of(&staged);
         Ok(Setup {
             staged,
@@ -114,7 +119,30 @@ impl Setup {
             parts,
             manual,
             file_config,
+            fanout,
         })
+    }
+}
+
+/// The raw ESP/AH fanout groups (`--esp-receive fanout`, the default);
+/// where they cannot be had, raw sockets alone, with a warning.
+fn open_fanout(opts: &Options, workers: usize) -> Option<Fanout> {
+    match opts.esp_receive {
+        EspReceive::Raw => {
+            // A table a crashed daemon left would hide ESP from the raw sockets.
+            Fanout::remove_stale(&opts.tun);
+            None
+        }
+        EspReceive::Fanout => {
+            let v6 = sys::raw_sender_v6().is_ok();
+            match Fanout::open(&opts.tun, workers, v6) {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    tracing::warn!(target: "net", "raw ESP/AH fanout: {e}: each worker's raw socket sees every packet");
+                    None
+                }
+            }
+        }
     }
 }
 
@@ -163,13 +191,14 @@ pub(super) fn open_ike(
 /// A UDP 4500 group's sockets, one per worker, each taken by its worker.
 pub(super) type UdpGroup = Vec<Option<OwnedFd>>;
 
-/// Each worker's descriptors (its TUN queue, raw sockets, and its socket of
-/// each UDP 4500 group, taken from `udp`), mailbox and databases, the
-/// changes of `lists` applied.
+/// Each worker's descriptors (its TUN queue, raw sockets, its socket of
+/// each UDP 4500 group, taken from `udp`, and of each fanout group),
+/// mailbox and databases, the changes of `lists` applied.
 pub(super) fn worker_parts(
     lists: Vec<Vec<WorkerChange>>,
     tuns: &Arc<Vec<OwnedFd>>,
     udp: (Option<&mut UdpGroup>, Option<&mut UdpGroup>),
+    mut fanout: Option<&mut Fanout>,
     offload: bool,
 ) -> Result<(Vec<Mailbox>, Vec<WorkerParts>), RunError> {
     let (mut udp4, mut udp6) = udp;
@@ -178,8 +207,15 @@ pub(super) fn worker_parts(
     for (index, list) in lists.into_iter().enumerate() {
         let sock = udp4.as_mut().and_then(|g| g[index].take());
         let sock6 = udp6.as_mut().and_then(|g| g[index].take());
-        let io = Io::open(Arc::clone(tuns), index, workers, sock, sock6, offload)
-            .map_err(RunError::WorkerIo)?;
+        let taken = fanout.as_mut().map(|f| f.take(index)).unwrap_or_default();
+        let io = Io::open(
+            Arc::clone(tuns),
+            (index, workers),
+            (sock, sock6),
+            taken,
+            offload,
+        )
+        .map_err(RunError::WorkerIo)?;
         let (mailbox, rx, wake) = Mailbox::new().map_err(RunError::Mailbox)?;
         let mut db = Databases::default();
         db.apply(list);
@@ -221,11 +257,12 @@ pub(super) fn announce(opts: &Options, setup: &Setup, routes: &Routes, filter: &
     let routed: Vec<String> = routes.prefixes().map(|p| p.to_string()).collect();
     tracing::info!(
         target: "cfg",
-        "up (tun {}, {} workers, offloads {}, plaintext filter {}, {} SAs, {} policies, routes via tun: {})",
+        "up (tun {}, {} workers, offloads {}, plaintext filter {}, raw ESP/AH {}, {} SAs, {} policies, routes via tun: {})",
         opts.tun,
         setup.workers,
         if opts.offload { "on" } else { "off" },
         filter.table().map_or("none".to_string(), |t| format!("nft inet {t}")),
+        setup.fanout.as_ref().map_or("by raw sockets".to_string(), |f| format!("by fanout (nft inet {})", f.table())),
         setup.staged.model.sas.len(),
         setup.staged.model.spd.len(),
         if routed.is_empty() {

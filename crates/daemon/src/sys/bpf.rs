@@ -1,5 +1,6 @@
 //! Classic BPF programs on sockets: a filter that keeps the SPIs a worker
-//! owns, and the program that picks the socket of a reuseport group.
+//! owns, and the programs that pick the socket of a reuseport group or a
+//! packet fanout group.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -14,8 +15,19 @@ struct SockFprog {
     filter: *const Insn,
 }
 
-/// Attach `prog` with `option` (SO_ATTACH_FILTER, SO_ATTACH_REUSEPORT_CBPF).
+/// Attach `prog` with `option` of SOL_SOCKET (SO_ATTACH_FILTER,
+/// SO_ATTACH_REUSEPORT_CBPF).
 fn attach_program(fd: BorrowedFd<'_>, option: libc::c_int, prog: &[Insn]) -> io::Result<()> {
+    set_program(fd, libc::SOL_SOCKET, option, prog)
+}
+
+/// Hand `prog` to the kernel with socket option `option` of `level`.
+pub(super) fn set_program(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    option: libc::c_int,
+    prog: &[Insn],
+) -> io::Result<()> {
     let len = libc::c_ushort::try_from(prog.len())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "BPF program too long"))?;
     let fprog = SockFprog {
@@ -27,7 +39,7 @@ fn attach_program(fd: BorrowedFd<'_>, option: libc::c_int, prog: &[Insn]) -> io:
     check(unsafe {
         libc::setsockopt(
             fd.as_raw_fd(),
-            libc::SOL_SOCKET,
+            level,
             option,
             (&fprog as *const SockFprog).cast(),
             std::mem::size_of::<SockFprog>() as libc::socklen_t,

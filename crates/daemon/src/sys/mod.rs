@@ -6,7 +6,7 @@
 //! By concern, as wireguard-go splits `conn/` and `tun/`: [`tun`] (the
 //! device), [`socket`] (raw and UDP sockets, their options), [`mmsg`]
 //! (sendmsg/recvmsg with control messages, sendmmsg/recvmmsg), [`bpf`]
-//! (socket filters), [`signal`]; here, what they share and the plain
+//! (socket filters), [`packet`] (the raw ESP/AH fanout group), [`signal`]; here, what they share and the plain
 //! calls (read, write, poll, eventfd, the clock).
 //!
 //! The calls of the worker's per-packet send path (`send_udp`,
@@ -26,6 +26,7 @@ mod lock;
 mod mmsg;
 pub mod netlink;
 pub mod notify;
+mod packet;
 pub mod privs;
 mod signal;
 mod socket;
@@ -37,6 +38,7 @@ pub use lock::lock_exclusive;
 pub use mmsg::{
     recv_datagram, recv_many, send_many, send_udp, Dest4, Dest6, UdpDatagram, MAX_BATCH,
 };
+pub use packet::{discard_queued, join_fanout, packet_drops, packet_receiver, set_fanout_program};
 pub use signal::{catch_reload_signal, catch_shutdown_signals};
 pub use socket::{
     peek_byte, raw_receiver_v4, raw_receiver_v6, raw_sender_v4, raw_sender_v6, set_mark,
