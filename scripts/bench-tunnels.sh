@@ -11,6 +11,8 @@
 #   flowsec            manual keys (release build): raw ESP without and with
 #   flowsec-1w         TUN offloads, with one worker per CPU and with one
 #   flowsec-udp        worker, and ESP in UDP 4500 (UDP GSO/GRO)
+#   flowsec-rawrx      raw ESP as `flowsec`, received by a raw socket per
+#                      worker (--esp-receive raw) instead of the fanout group
 #   wireguard-go       wireguard-go on TUN in gwA/gwB, MTU 1420 (wg-quick's
 #                      default), with its own offloads (TUN vnet_hdr, UDP
 #                      GSO/GRO), as its users run it; skipped, with a
@@ -37,8 +39,9 @@
 #                            [--workers LIST] [--no-install] [--no-wireguard]
 #
 # --workers LIST (e.g. 1,2,4,8): after the paths above, flowsec raw ESP and
-# ESP in UDP once per worker count (rows flowsec-wN, flowsec-udp-wN): how
-# one tunnel scales with the gateways' workers.
+# ESP in UDP once per worker count (rows flowsec-wN, flowsec-udp-wN; and
+# flowsec-rawrx-wN when flowsec-rawrx is among the paths): how one tunnel
+# scales with the gateways' workers.
 #
 # --policies N: each flowsec gateway's setkey file gets N more outbound
 # and N more forward DISCARD policies (to and from 10.100.0.0/16 host
@@ -66,7 +69,7 @@ REPEATS=3
 JSON_OUT=""
 INSTALL=1
 WG_ENABLED=1
-ALL_PATHS=plain-gso,plain-nogso,flowsec-nooffload,flowsec,flowsec-1w,flowsec-udp,wireguard-go
+ALL_PATHS=plain-gso,plain-nogso,flowsec-nooffload,flowsec,flowsec-1w,flowsec-udp,flowsec-rawrx,wireguard-go
 ALL_TESTS=perf,tcp1,tcp4,udp64,udprr,tcprr
 PATHS=$ALL_PATHS
 TESTS=$ALL_TESTS
@@ -440,9 +443,16 @@ run_flowsec flowsec-nooffload raw --no-offload
 run_flowsec flowsec raw
 run_flowsec flowsec-1w raw --workers 1
 run_flowsec flowsec-udp udp
+run_flowsec flowsec-rawrx raw --esp-receive raw
+SWEEP_RAWRX=0
+in_list flowsec-rawrx "$PATHS" && SWEEP_RAWRX=1
 for n in ${WORKERS_SWEEP//,/ }; do
     PATHS="$PATHS,flowsec-w$n,flowsec-udp-w$n"
     run_flowsec "flowsec-w$n" raw --workers "$n"
+    if [ "$SWEEP_RAWRX" = 1 ]; then
+        PATHS="$PATHS,flowsec-rawrx-w$n"
+        run_flowsec "flowsec-rawrx-w$n" raw --workers "$n" --esp-receive raw
+    fi
     run_flowsec "flowsec-udp-w$n" udp --workers "$n"
 done
 
@@ -505,6 +515,7 @@ PATHS = [("plain-gso", "plain forwarding, kernel GSO"),
          ("flowsec", "flowsec raw ESP (TUN offloads)"),
          ("flowsec-1w", "flowsec raw ESP (TUN offloads), --workers 1"),
          ("flowsec-udp", "flowsec ESP in UDP (TUN offloads, UDP GSO/GRO)"),
+         ("flowsec-rawrx", "flowsec raw ESP (TUN offloads), --esp-receive raw"),
          ("wireguard-go", "wireguard-go (TUN offloads, UDP GSO/GRO)")]
 runs = {}
 for line in open(results):
@@ -517,7 +528,8 @@ for p, _ in runs:
         known.add(p)
         n = p.rsplit("-w", 1)[1]
         kind = "ESP in UDP" if p.startswith("flowsec-udp-") else "raw ESP"
-        PATHS.append((p, "flowsec %s (TUN offloads), --workers %s" % (kind, n)))
+        how = ", --esp-receive raw" if p.startswith("flowsec-rawrx-") else ""
+        PATHS.append((p, "flowsec %s (TUN offloads), --workers %s%s" % (kind, n, how)))
 def med(path, test, field):
     xs = [m[field] for m in runs.get((path, test), []) if m.get(field) is not None]
     return statistics.median(xs) if xs else None

@@ -71,7 +71,8 @@ cargo build --locked -p flowsec
 # mode, suite, encapsulation, outer family, bytes (the slow legacy suites
 # move less: this is a debug build), workers (- = one per CPU), TUN
 # offloads (1 on, 0 --no-offload), crypto backend (- = auto), how raw
-# ESP/AH is received (- = the fanout group, raw = --esp-receive raw)
+# ESP/AH is received (--esp-receive; - = auto: the fanout group with more
+# than one worker)
 while read -r mode suite encap outer bytes workers offload backend receive; do
     echo "-- e2e: $mode mode, suite $suite, encapsulation $encap, outer $outer, $bytes bytes, workers $workers, offloads $offload, backend ${backend:--}, receive ${receive:--}"
     [ "$workers" = - ] && workers=""
@@ -83,7 +84,7 @@ while read -r mode suite encap outer bytes workers offload backend receive; do
         tests/e2e/gateway.sh </dev/null
 done <<'MATRIX'
 tunnel gcm raw v4 52428800 - 1
-tunnel gcm raw v4 20000000 1 0
+tunnel gcm raw v4 20000000 1 0 - fanout
 tunnel gcm udp v6 20000000 - 1
 tunnel gcm udp v4 52428800 - 1
 transport gcm udp v4 5000000 - 1

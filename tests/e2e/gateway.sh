@@ -16,7 +16,7 @@
 #   FLOWSEC_E2E_BYTES=N          transfer size (default 52428800)
 #   FLOWSEC_E2E_WORKERS=N        pass --workers N to flowsec up
 #   FLOWSEC_E2E_OFFLOAD=0        pass --no-offload to flowsec up
-#   FLOWSEC_E2E_ESP_RECEIVE=raw  pass --esp-receive raw (a raw socket per worker, no fanout group)
+#   FLOWSEC_E2E_ESP_RECEIVE=H    pass --esp-receive H (auto | fanout | raw: a raw socket per worker, no fanout group)
 #   FLOWSEC_E2E_BACKEND=B        pass --backend B to flowsec up (engine: crypto on an engine thread)
 #   FLOWSEC_E2E_KEEP=1           keep the work directory (logs, setkey files, capture)
 #   FLOWSEC_E2E_ENCAP=udp        ESP in UDP port 4500 (RFC 3948) instead of raw ESP
@@ -590,7 +590,11 @@ done
 
 taken_once() {  # issue 34: raw ESP/AH by the fanout group, each packet once
     local up down want='raw ESP/AH by fanout (nft inet flowsec_'"$TUN"'_rx)'
-    [ "${FLOWSEC_E2E_ESP_RECEIVE:-fanout}" = raw ] && want='raw ESP/AH by raw sockets'
+    # auto (the default): the group with more than one worker
+    local workers="${FLOWSEC_E2E_WORKERS:-$(nproc)}" how="${FLOWSEC_E2E_ESP_RECEIVE:-auto}"
+    if [ "$how" = raw ] || { [ "$how" = auto ] && [ "$workers" = 1 ]; }; then
+        want='raw ESP/AH by raw sockets'
+    fi
     up=$(grep -E 'flowsec: (\[CFG\] )?up \(' "$W/gwB.log") || { show_log "$W/gwB.log"; return 1; }
     echo "$up" | grep -qF "$want" || { echo "    not $want: $up"; return 1; }
     down=$(grep -E 'flowsec: (\[CFG\] )?down:' "$W/gwB.log") || return 1
@@ -600,7 +604,7 @@ taken_once() {  # issue 34: raw ESP/AH by the fanout group, each packet once
         echo "    gwB $down"; return 1
     fi
 }
-check "gwB took raw ESP/AH by ${FLOWSEC_E2E_ESP_RECEIVE:-fanout}, each packet once (nothing replayed, no queue overflow)" taken_once
+check "gwB took raw ESP/AH (--esp-receive ${FLOWSEC_E2E_ESP_RECEIVE:-auto}), each packet once (nothing replayed, no queue overflow)" taken_once
 
 drops_counted() {  # the counters flowsec printed on its way down
     local line

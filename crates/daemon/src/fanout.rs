@@ -23,7 +23,10 @@
 //! so rules meant for it belong in a `netdev ingress` chain; ESP/AH
 //! forwarded through this host is also seen, and counted `unknown_spi`,
 //! while the kernel forwards it as before. `flowsec up --esp-receive raw`
-//! keeps the raw sockets alone.
+//! keeps the raw sockets alone, as does the default with one worker
+//! (its one raw socket takes each packet once already, and the table's
+//! look at every packet at prerouting costs about 5% more CPU per GB
+//! there: docs/BENCHMARKS.md).
 
 use std::os::fd::{AsFd, OwnedFd};
 
@@ -36,11 +39,26 @@ use crate::tool::{self, ToolError};
 /// How raw ESP/AH reaches the workers (`flowsec up --esp-receive`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EspReceive {
-    /// A packet-socket fanout group: each packet once, to its worker.
+    /// The fanout group with more than one worker, else the raw socket
+    /// (which then also takes each packet once, and costs a little less:
+    /// no second look at each packet at prerouting).
     #[default]
+    Auto,
+    /// A packet-socket fanout group: each packet once, to its worker.
     Fanout,
     /// A raw socket per worker, each seeing every packet.
     Raw,
+}
+
+impl EspReceive {
+    /// Whether `workers` workers take raw ESP/AH by a fanout group.
+    pub fn fanout(self, workers: usize) -> bool {
+        match self {
+            EspReceive::Auto => workers > 1,
+            EspReceive::Fanout => true,
+            EspReceive::Raw => false,
+        }
+    }
 }
 
 /// The fanout groups of one daemon (one socket per worker and family) and

@@ -84,10 +84,11 @@ pub struct UpArgs {
     /// per worker in a PACKET_FANOUT group steered by SPI, each packet
     /// taken once, the kernel's copy dropped by an nftables table
     /// `inet flowsec_<tun>_rx` at prerouting, so later prerouting and
-    /// input rules do not see it) or `raw` (a raw socket per worker, each
-    /// seeing every packet, after the firewall's input rules). `fanout`
-    /// falls back to `raw`, with a warning, where it cannot be set up.
-    #[arg(long, value_enum, default_value_t = EspReceiveArg::Fanout)]
+    /// input rules do not see it), `raw` (a raw socket per worker, each
+    /// seeing every packet, after the firewall's input rules), or `auto`:
+    /// `fanout` with more than one worker, else `raw`. `fanout` falls back
+    /// to `raw`, with a warning, where it cannot be set up.
+    #[arg(long, value_enum, default_value_t = EspReceiveArg::Auto)]
     pub esp_receive: EspReceiveArg,
     /// Where flowsec records the sequence numbers of manual (setkey) SAs
     /// with AES-GCM, AES-CCM, ChaCha20-Poly1305, AES-GMAC or AES-CTR, so
@@ -158,6 +159,8 @@ fn vici_option(arg: Option<&str>) -> Result<Option<flowsec_daemon::ViciOption>, 
 /// `--esp-receive`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EspReceiveArg {
+    /// `fanout` with more than one worker, else `raw`.
+    Auto,
     /// A packet-socket fanout group: each packet once, to its worker.
     Fanout,
     /// A raw socket per worker, each seeing every packet.
@@ -254,6 +257,7 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
         },
         plaintext_filter: !args.no_plaintext_filter,
         esp_receive: match args.esp_receive {
+            EspReceiveArg::Auto => flowsec_daemon::EspReceive::Auto,
             EspReceiveArg::Fanout => flowsec_daemon::EspReceive::Fanout,
             EspReceiveArg::Raw => flowsec_daemon::EspReceive::Raw,
         },

@@ -13,7 +13,7 @@ use super::{reload, Options};
 use crate::apply::{self, Capabilities, ConfigError, Model, Staged, WorkerChange};
 use crate::channels::{Inbox, Mailbox};
 use crate::datapath::{Databases, Parallel};
-use crate::fanout::{EspReceive, Fanout};
+use crate::fanout::Fanout;
 use crate::filter::Filter;
 use crate::ike::IkePlane;
 use crate::routes::Routes;
@@ -124,24 +124,21 @@ impl Setup {
     }
 }
 
-/// The raw ESP/AH fanout groups (`--esp-receive fanout`, the default);
-/// where they cannot be had, raw sockets alone, with a warning.
+/// The raw ESP/AH fanout groups (`--esp-receive fanout`, and `auto` with
+/// more than one worker); where they cannot be had, raw sockets alone,
+/// with a warning.
 fn open_fanout(opts: &Options, workers: usize) -> Option<Fanout> {
-    match opts.esp_receive {
-        EspReceive::Raw => {
-            // A table a crashed daemon left would hide ESP from the raw sockets.
-            Fanout::remove_stale(&opts.tun);
+    if !opts.esp_receive.fanout(workers) {
+        // A table a crashed daemon left would hide ESP from the raw sockets.
+        Fanout::remove_stale(&opts.tun);
+        return None;
+    }
+    let v6 = sys::raw_sender_v6().is_ok();
+    match Fanout::open(&opts.tun, workers, v6) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            tracing::warn!(target: "net", "raw ESP/AH fanout: {e}: each worker's raw socket sees every packet");
             None
-        }
-        EspReceive::Fanout => {
-            let v6 = sys::raw_sender_v6().is_ok();
-            match Fanout::open(&opts.tun, workers, v6) {
-                Ok(f) => Some(f),
-                Err(e) => {
-                    tracing::warn!(target: "net", "raw ESP/AH fanout: {e}: each worker's raw socket sees every packet");
-                    None
-                }
-            }
         }
     }
 }
