@@ -185,9 +185,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
     sys::notify::sd_notify("STOPPING=1");
     let tcp = plane.ike.as_ref().and_then(|i| i.stream.clone());
     let result = plane.shut_down(&stop, handles, failure);
-    // The table that takes the kernel's copy of raw ESP/AH goes with the
-    // workers that took the packets.
-    drop(fanout);
+    drop(fanout); // its nft table goes with the workers that took its packets
     if let Some(s) = tcp {
         log_stream_counters(&s);
     }

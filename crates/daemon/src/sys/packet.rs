@@ -90,22 +90,23 @@ pub fn packet_drops(fd: BorrowedFd<'_>) -> io::Result<u32> {
 
 /// Read and drop whatever is queued on `fd` (non-blocking).
 pub fn discard_queued(fd: BorrowedFd<'_>) {
-    let mut b = [0u8; 1];
-    loop {
-        // SAFETY: at most one byte into `b`, which lives across the call
-        // (MSG_TRUNC: the rest of the packet is dropped).
-        let n = unsafe {
-            libc::recv(
-                fd.as_raw_fd(),
-                b.as_mut_ptr().cast(),
-                b.len(),
-                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
-            )
-        };
-        if n < 0 {
-            return;
-        }
-    }
+    // MSG_TRUNC: the rest of each packet is dropped.
+    while recv_now(fd, &mut [0u8; 1], libc::MSG_TRUNC).is_some() {}
+}
+
+/// One packet from `fd` into `b`, without waiting; `None` when nothing
+/// is queued (or on an error).
+fn recv_now(fd: BorrowedFd<'_>, b: &mut [u8], flags: libc::c_int) -> Option<usize> {
+    // SAFETY: at most `b.len()` bytes into `b`, which lives across the call.
+    let n = unsafe {
+        libc::recv(
+            fd.as_raw_fd(),
+            b.as_mut_ptr().cast(),
+            b.len(),
+            libc::MSG_DONTWAIT | flags,
+        )
+    };
+    usize::try_from(n).ok()
 }
 
 fn set_u32(fd: BorrowedFd<'_>, option: libc::c_int, value: u32) -> io::Result<()> {
@@ -184,19 +185,7 @@ mod tests {
         for (index, fd) in group.iter().enumerate() {
             let mut got = Vec::new();
             let mut b = [0u8; 128];
-            loop {
-                // SAFETY: at most `b.len()` bytes into `b`, live across the call.
-                let n = unsafe {
-                    libc::recv(
-                        fd.as_raw_fd(),
-                        b.as_mut_ptr().cast(),
-                        b.len(),
-                        libc::MSG_DONTWAIT,
-                    )
-                };
-                if n < 0 {
-                    break;
-                }
+            while recv_now(fd.as_fd(), &mut b, 0).is_some() {
                 let spi = u32::from_be_bytes([b[20], b[21], b[22], b[23]]);
                 // Other ESP on this host's loopback is not ours to judge.
                 if b[9] == 17 || spi & 0xffff_0000 == base {
