@@ -392,6 +392,10 @@ pub enum WorkerChange {
     Move(SaId, flowsec_ipsec::Endpoints),
     /// A manual SA's sequence numbers.
     Seq(SaId, SeqRange),
+    /// Raw IP packets from the first address to the second leave by this
+    /// link hop (`crate::nexthop`), or, `None`, the kernel's way. For the
+    /// worker's sender, not its databases.
+    NextHop(crate::nexthop::Pair, Option<crate::nexthop::LinkHop>),
 }
 
 /// Turn `changes` into one list per worker: each gets its own SA objects

@@ -35,6 +35,7 @@ use crate::tool::ToolError;
 
 mod answer;
 mod error;
+mod hops;
 mod metrics_page;
 mod reload;
 mod setup;
@@ -87,6 +88,8 @@ pub struct Options {
     pub plaintext_filter: bool,
     /// How raw ESP/AH reaches the workers (`--esp-receive`).
     pub esp_receive: crate::fanout::EspReceive,
+    /// How raw IP packets leave (`--esp-send`).
+    pub esp_send: crate::nexthop::EspSend,
     /// Members of this group may use the control socket besides root
     /// (`--ctl-group`).
     pub ctl_group: Option<u32>,
@@ -178,6 +181,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         file_config,
         pending: Vec::new(),
         since: sys::local_time(),
+        hops: (opts.esp_send == crate::nexthop::EspSend::Link).then(Default::default),
     };
     plane.ike_step(|ike, now, k| ike.ike.start(now, k));
     sys::notify::sd_notify("READY=1\nSTATUS=up");
@@ -391,6 +395,7 @@ impl Plane {
             self.resume_moved(self.start.elapsed());
             self.watch_volume();
             self.watch_sequences();
+            self.watch_next_hops();
             if self.filter.stale().is_some() {
                 self.sync_filter();
             }
@@ -535,6 +540,8 @@ struct Plane {
     pending: Vec<vici_events::Pending>,
     /// When the daemon started, in local time (vici `stats`).
     since: String,
+    /// Where raw IP packets leave (`--esp-send link`; `None`: `raw`).
+    hops: Option<crate::nexthop::NextHops>,
 }
 
 impl Plane {

@@ -4,7 +4,9 @@
 //! "Outbound": send batch, UDP GSO). Flushed when a batch fills and once per
 //! worker loop.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
 
 use flowsec_ipsec::{DropReason, Egress, UdpEndpoints};
 use flowsec_wire::ip::{version_of, IpVersion};
@@ -12,6 +14,7 @@ use flowsec_wire::ipv4::Ipv4Packet;
 use flowsec_wire::ipv6::Ipv6Packet;
 
 use crate::fragid::{self, FragmentIds};
+use crate::nexthop::{LinkHop, Pair, REFRESH};
 use crate::stats::Stats;
 use crate::sys;
 
@@ -25,6 +28,16 @@ pub struct SendFds {
     /// This worker's UDP 4500 sockets, when the port could be had.
     pub udp4: Option<i32>,
     pub udp6: Option<i32>,
+    /// A packet socket for raw IP packets whose link hop is known
+    /// (`crate::nexthop`); `None` with `--esp-send raw`.
+    pub link: Option<i32>,
+}
+
+/// A pair's link hop, and whether its next packet goes the kernel's way
+/// (once a second, so that the kernel keeps the neighbor entry fresh).
+struct Hop {
+    link: LinkHop,
+    kernel_due: bool,
 }
 
 /// Everything a worker has queued to send.
@@ -37,6 +50,11 @@ pub struct Sender {
     ids: FragmentIds,
     out4: SendBatch<sys::Dest4>,
     out6: SendBatch<sys::Dest6>,
+    /// Raw IP packets to neighbors on their links, and where each pair's go.
+    out_link: SendBatch<sys::DestLink>,
+    hops: HashMap<Pair, Hop>,
+    /// When the hops were last made due for the kernel's way.
+    hops_ticked: Duration,
     gso4: UdpGso,
     gso6: UdpGso,
     /// ESP for TCP streams (RFC 9329), handed to the stream thread once
@@ -53,6 +71,9 @@ impl Sender {
             ids: FragmentIds::default(),
             out4: SendBatch::new(),
             out6: SendBatch::new(),
+            out_link: SendBatch::new(),
+            hops: HashMap::new(),
+            hops_ticked: Duration::ZERO,
             gso4: UdpGso::default(),
             gso6: UdpGso::default(),
             stream: None,
@@ -139,14 +160,48 @@ impl Sender {
         }
     }
 
-    /// Queue a whole IP packet for the raw socket of its family; false
-    /// (counted `unsupported_outer`) when there is none.
+    /// Where raw IP packets from `pair.0` to `pair.1` leave: straight to
+    /// a neighbor on a link, or (`None`) the kernel's way.
+    pub fn set_hop(&mut self, pair: Pair, hop: Option<LinkHop>) {
+        match hop {
+            Some(link) => {
+                let kernel_due = true;
+                self.hops.insert(pair, Hop { link, kernel_due });
+            }
+            None => {
+                self.hops.remove(&pair);
+            }
+        }
+    }
+
+    /// Once a second (`now` is the worker's clock): each pair's next
+    /// packet goes the kernel's way.
+    pub fn tick(&mut self, now: Duration) {
+        if now >= self.hops_ticked + REFRESH {
+            self.hops_ticked = now;
+            self.hops.values_mut().for_each(|h| h.kernel_due = true);
+        }
+    }
+
+    /// Queue a whole IP packet: to its neighbor on its link where that is
+    /// known, else for the raw socket of its family; false (counted
+    /// `unsupported_outer`) when there is none.
     pub fn raw(&mut self, packet: &[u8], stats: &mut Stats) -> bool {
-        let dst = match version_of(packet) {
-            Ok(IpVersion::V4) => Ipv4Packet::new_checked(packet).map(|p| IpAddr::V4(p.dst_addr())),
-            Ok(IpVersion::V6) => Ipv6Packet::new_checked(packet).map(|p| IpAddr::V6(p.dst_addr())),
+        let pair = match version_of(packet) {
+            Ok(IpVersion::V4) => Ipv4Packet::new_checked(packet)
+                .map(|p| (IpAddr::V4(p.src_addr()), IpAddr::V4(p.dst_addr()))),
+            Ok(IpVersion::V6) => Ipv6Packet::new_checked(packet)
+                .map(|p| (IpAddr::V6(p.src_addr()), IpAddr::V6(p.dst_addr()))),
             Err(e) => Err(e),
         };
+        let mut way = Way::Kernel;
+        if let (Ok(pair), Some(_)) = (pair, self.fds.link) {
+            way = self.queue_for_link(packet, pair, stats);
+            if way == Way::Link {
+                return true;
+            }
+        }
+        let dst = pair.map(|(_, dst)| dst);
         let full = match (dst, self.fds.send6) {
             (Ok(IpAddr::V4(dst)), _) => self.out4.push(packet, dst.into()),
             (Ok(IpAddr::V6(dst)), Some(_)) => self.out6.push(packet, dst.into()),
@@ -155,13 +210,37 @@ impl Sender {
                 return false;
             }
         };
-        if full {
+        if full || way == Way::KernelNow {
             self.flush(stats);
         }
         true
     }
 
-    /// Send everything queued.
+    /// Queue `packet` for its pair's link hop, if it has one and the
+    /// packet fits the link. The once-a-second packet for the kernel goes
+    /// out at once (`Way::KernelNow`: the batches are flushed after it is
+    /// queued), so that it leaves after the pair's packets queued before
+    /// it and before those queued after it.
+    fn queue_for_link(&mut self, packet: &[u8], pair: Pair, stats: &mut Stats) -> Way {
+        let Some(hop) = self.hops.get_mut(&pair) else {
+            return Way::Kernel;
+        };
+        if packet.len() > hop.link.mtu as usize {
+            return Way::Kernel;
+        }
+        if hop.kernel_due {
+            hop.kernel_due = false;
+            return Way::KernelNow;
+        }
+        let dest = sys::DestLink::new(hop.link.ifindex, hop.link.mac, pair.1.is_ipv6());
+        stats.link_sent += 1;
+        if self.out_link.push(packet, dest) {
+            self.flush(stats);
+        }
+        Way::Link
+    }
+
+    /// Send everything queued: the link batch before the raw sockets'.
     pub fn flush(&mut self, stats: &mut Stats) {
         if let (Some(s), false) = (&self.stream, self.tcp.is_empty()) {
             let batch = std::mem::take(&mut self.tcp);
@@ -176,11 +255,30 @@ impl Sender {
         if let Some(fd) = self.fds.udp6 {
             self.gso6.flush(fd, stats);
         }
+        if let Some(fd) = self.fds.link {
+            self.out_link.flush(fd, stats);
+        }
+        self.flush_raw(stats);
+    }
+
+    /// Send what is queued for the raw sockets.
+    fn flush_raw(&mut self, stats: &mut Stats) {
         self.out4.flush(self.fds.send4, stats);
         if let Some(fd) = self.fds.send6 {
             self.out6.flush(fd, stats);
         }
     }
+}
+
+/// Which way [`Sender::raw`] sends a packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Way {
+    /// Queued for its neighbor on its link.
+    Link,
+    /// The raw socket (no link hop, or too long for the link).
+    Kernel,
+    /// The raw socket, sent at once (the pair's once-a-second packet).
+    KernelNow,
 }
 
 /// Sealed packets waiting for one sendmmsg(2).

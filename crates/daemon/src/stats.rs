@@ -103,6 +103,10 @@ counters! {
     /// request/response transaction, the wake-ups a lone packet costs
     /// (issue 17; `scripts/bench-tunnels.sh` divides them out).
     wakeups,
+    /// Raw IP packets (ESP, AH, bypassed) handed straight to their
+    /// neighbor on its link by a packet socket (`crate::nexthop`), not
+    /// through the kernel's IP output; counted in `sent` too.
+    link_sent,
     /// Raw ESP/AH packets the kernel could not queue on this worker's
     /// fanout socket, its receive buffer full (PACKET_STATISTICS; read
     /// when counters are asked for).
@@ -177,7 +181,7 @@ mod tests {
         total.add(&one);
         total.add(&one);
         let named = total.named();
-        assert_eq!(named.len(), 24);
+        assert_eq!(named.len(), 26);
         assert_eq!(named[0], ("sent", 2));
         assert!(named.contains(&("io_errors", 4)));
         assert!(named.contains(&("gro_out", 6)));

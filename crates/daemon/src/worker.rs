@@ -24,6 +24,7 @@ use flowsec_wire::iana::IpProtocol;
 use flowsec_wire::ip::IpVersion;
 use flowsec_wire::udp_encap::NAT_T_PORT;
 
+use crate::apply::WorkerChange;
 use crate::channels::{Inbox, Mailbox, Msg};
 use crate::datapath::{self, Datapath, Source, BIG_BUFFER};
 use crate::fragid::{self, FragmentIds};
@@ -106,6 +107,9 @@ pub struct Io {
     pub send4: OwnedFd,
     /// `None` where the host has no IPv6.
     pub send6: Option<OwnedFd>,
+    /// A packet socket for raw IP packets to neighbors whose link hop the
+    /// control plane found (`crate::nexthop`); `None` with `--esp-send raw`.
+    pub link: Option<OwnedFd>,
 }
 
 impl Io {
@@ -117,7 +121,7 @@ impl Io {
         (index, workers): (usize, usize),
         (udp, udp6): (Option<OwnedFd>, Option<OwnedFd>),
         fanout: Vec<(OwnedFd, IpVersion)>,
-        offload: bool,
+        (offload, send_link): (bool, bool),
     ) -> Result<Io, WorkerError> {
         let setup =
             |what: &'static str, source: std::io::Error| WorkerError::Setup { what, source };
@@ -162,10 +166,19 @@ impl Io {
                 .map_err(|e| setup("receive buffer", e))?;
         }
         let send4 = sys::raw_sender_v4().map_err(|e| setup("raw send socket", e))?;
-        // Marked, so that the routes into the TUN pass them by.
-        for fd in [Some(&send4), send6.as_ref(), udp.as_ref(), udp6.as_ref()]
-            .into_iter()
-            .flatten()
+        let link = send_link.then(sys::packet_sender).transpose();
+        let link = link.map_err(|e| setup("packet send socket", e))?;
+        // Marked, so that the routes into the TUN pass them by (and qdiscs
+        // can tell them).
+        for fd in [
+            Some(&send4),
+            send6.as_ref(),
+            udp.as_ref(),
+            udp6.as_ref(),
+            link.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
         {
             sys::set_mark(fd.as_fd(), crate::routes::BYPASS_MARK)
                 .map_err(|e| setup("SO_MARK", e))?;
@@ -179,6 +192,7 @@ impl Io {
             udp6,
             send4,
             send6,
+            link,
         })
     }
 }
@@ -322,6 +336,7 @@ impl Worker {
                     send6: self.io.send6.as_ref().map(|fd| fd.as_raw_fd()),
                     udp4: self.io.udp.as_ref().map(|fd| fd.as_raw_fd()),
                     udp6: self.io.udp6.as_ref().map(|fd| fd.as_raw_fd()),
+                    link: self.io.link.as_ref().map(|fd| fd.as_raw_fd()),
                 },
                 self.mtu,
             )
@@ -351,6 +366,7 @@ impl Worker {
             // Also when not woken: recycled buffers arrive without a wake.
             self.take_mail(&mut st);
             let now = self.start.elapsed();
+            st.send.tick(now);
             self.receive(&poll, &mut bufs, now, &mut st);
             st.tun_out.flush(&mut st.stats);
             if poll.ready[0] {
@@ -438,7 +454,14 @@ impl Worker {
     fn take_mail(&mut self, st: &mut State) {
         while let Ok(msg) = self.rx.msgs.try_recv() {
             match msg {
-                Msg::Apply(changes, done) => {
+                Msg::Apply(mut changes, done) => {
+                    changes.retain(|c| match c {
+                        WorkerChange::NextHop(pair, hop) => {
+                            st.send.set_hop(*pair, *hop);
+                            false
+                        }
+                        _ => true,
+                    });
                     self.dp.db.apply(changes);
                     let _ = done.send(self.index);
                 }

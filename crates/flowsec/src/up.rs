@@ -90,6 +90,13 @@ pub struct UpArgs {
     /// to `raw`, with a warning, where it cannot be set up.
     #[arg(long, value_enum, default_value_t = EspReceiveArg::Auto)]
     pub esp_receive: EspReceiveArg,
+    /// How raw ESP/AH (and bypassed) packets leave: `link` (straight to
+    /// the neighbor on its link by a packet socket, where the kernel's
+    /// route and neighbor tables name one, asked once a second; else as
+    /// `raw`; output netfilter rules do not see them, qdiscs and tcpdump
+    /// do) or `raw` (a raw socket, through the kernel's IP output).
+    #[arg(long, value_enum, default_value_t = EspSendArg::Link)]
+    pub esp_send: EspSendArg,
     /// Where flowsec records the sequence numbers of manual (setkey) SAs
     /// with AES-GCM, AES-CCM, ChaCha20-Poly1305, AES-GMAC or AES-CTR, so
     /// that a restart never repeats a nonce under the same key (one small
@@ -164,6 +171,15 @@ pub enum EspReceiveArg {
     /// A packet-socket fanout group: each packet once, to its worker.
     Fanout,
     /// A raw socket per worker, each seeing every packet.
+    Raw,
+}
+
+/// `--esp-send`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EspSendArg {
+    /// Straight to the neighbor on its link, where known.
+    Link,
+    /// A raw socket, through IP output.
     Raw,
 }
 
@@ -260,6 +276,10 @@ pub fn run(args: &UpArgs) -> Result<(), CliError> {
             EspReceiveArg::Auto => flowsec_daemon::EspReceive::Auto,
             EspReceiveArg::Fanout => flowsec_daemon::EspReceive::Fanout,
             EspReceiveArg::Raw => flowsec_daemon::EspReceive::Raw,
+        },
+        esp_send: match args.esp_send {
+            EspSendArg::Link => flowsec_daemon::EspSend::Link,
+            EspSendArg::Raw => flowsec_daemon::EspSend::Raw,
         },
         ctl_group,
         state_dir: args.state_dir.clone(),

@@ -70,6 +70,8 @@ impl Databases {
                         sa.set_seq_ceiling(range.ceiling);
                     }
                 }
+                // The worker gives these to its sender (`crate::send`).
+                WorkerChange::NextHop(..) => {}
             }
         }
     }

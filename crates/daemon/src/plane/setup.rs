@@ -16,6 +16,7 @@ use crate::datapath::{Databases, Parallel};
 use crate::fanout::Fanout;
 use crate::filter::Filter;
 use crate::ike::IkePlane;
+use crate::nexthop::EspSend;
 use crate::routes::Routes;
 use crate::seqstate::SeqState;
 use crate::sys;
@@ -107,7 +108,9 @@ impl Setup {
         let lists = apply::per_worker(&staged.changes, workers, provider, Duration::ZERO)
             .map_err(RunError::Config)?;
         let mut fanout = open_fanout(opts, workers);
-        let (boxes, parts) = worker_parts(lists, &tuns, sockets, fanout.as_mut(), opts.offload)?;
+        let send_link = opts.esp_send == EspSend::Link;
+        let io_opts = (opts.offload, send_link);
+        let (boxes, parts) = worker_parts(lists, &tuns, sockets, fanout.as_mut(), io_opts)?;
         let manual = reload::Manual::of(&staged);
         Ok(Setup {
             staged,
@@ -190,13 +193,14 @@ pub(super) type UdpGroup = Vec<Option<OwnedFd>>;
 
 /// Each worker's descriptors (its TUN queue, raw sockets, its socket of
 /// each UDP 4500 group, taken from `udp`, and of each fanout group),
-/// mailbox and databases, the changes of `lists` applied.
+/// mailbox and databases, the changes of `lists` applied; `io_opts`: TUN
+/// offloads, and a packet socket for link hops (`--esp-send link`).
 pub(super) fn worker_parts(
     lists: Vec<Vec<WorkerChange>>,
     tuns: &Arc<Vec<OwnedFd>>,
     udp: (Option<&mut UdpGroup>, Option<&mut UdpGroup>),
     mut fanout: Option<&mut Fanout>,
-    offload: bool,
+    io_opts: (bool, bool),
 ) -> Result<(Vec<Mailbox>, Vec<WorkerParts>), RunError> {
     let (mut udp4, mut udp6) = udp;
     let workers = lists.len();
@@ -210,7 +214,7 @@ pub(super) fn worker_parts(
             (index, workers),
             (sock, sock6),
             taken,
-            offload,
+            io_opts,
         )
         .map_err(RunError::WorkerIo)?;
         let (mailbox, rx, wake) = Mailbox::new().map_err(RunError::Mailbox)?;

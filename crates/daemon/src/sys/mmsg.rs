@@ -335,6 +335,34 @@ impl From<Ipv6Addr> for Dest6 {
     }
 }
 
+/// A neighbor on a link as [`send_many`] takes it, on a packet socket
+/// (`sockaddr_ll`): the link's index, the neighbor's Ethernet address,
+/// and the EtherType of what is sent (IPv4, IPv6).
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub struct DestLink(libc::sockaddr_ll);
+
+impl DestLink {
+    pub fn new(ifindex: u32, mac: [u8; 6], ipv6: bool) -> Self {
+        let ethertype = if ipv6 {
+            libc::ETH_P_IPV6
+        } else {
+            libc::ETH_P_IP
+        } as u16;
+        let mut addr = [0u8; 8];
+        addr[..6].copy_from_slice(&mac);
+        DestLink(libc::sockaddr_ll {
+            sll_family: libc::AF_PACKET as libc::c_ushort,
+            sll_protocol: ethertype.to_be(),
+            sll_ifindex: ifindex as libc::c_int,
+            sll_hatype: 0,
+            sll_pkttype: 0,
+            sll_halen: 6,
+            sll_addr: addr,
+        })
+    }
+}
+
 /// The most packets one [`send_many`] or [`recv_many`] call moves.
 pub const MAX_BATCH: usize = 64;
 

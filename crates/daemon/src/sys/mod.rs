@@ -28,6 +28,7 @@ pub mod netlink;
 pub mod notify;
 mod packet;
 pub mod privs;
+pub mod rtnl;
 mod signal;
 mod socket;
 pub mod tcp;
@@ -36,9 +37,11 @@ mod tun;
 pub use bpf::{attach_filter, attach_reuseport_program};
 pub use lock::lock_exclusive;
 pub use mmsg::{
-    recv_datagram, recv_many, send_many, send_udp, Dest4, Dest6, UdpDatagram, MAX_BATCH,
+    recv_datagram, recv_many, send_many, send_udp, Dest4, Dest6, DestLink, UdpDatagram, MAX_BATCH,
 };
-pub use packet::{discard_queued, join_fanout, packet_drops, packet_receiver, set_fanout_program};
+pub use packet::{
+    discard_queued, join_fanout, packet_drops, packet_receiver, packet_sender, set_fanout_program,
+};
 pub use signal::{catch_reload_signal, catch_shutdown_signals};
 pub use socket::{
     peek_byte, raw_receiver_v4, raw_receiver_v6, raw_sender_v4, raw_sender_v6, set_mark,

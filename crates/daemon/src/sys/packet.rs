@@ -38,6 +38,14 @@ pub fn packet_receiver(ethertype: u16, filter: &[Insn]) -> io::Result<OwnedFd> {
     Ok(fd)
 }
 
+/// A non-blocking packet socket that sends IP packets to a neighbor on a
+/// link (`DestLink`): bound to no protocol, it receives nothing. Its
+/// packets enter the device's queue (qdiscs, taps such as tcpdump) as the
+/// kernel's own would after IP output.
+pub fn packet_sender() -> io::Result<OwnedFd> {
+    socket(libc::AF_PACKET, libc::SOCK_DGRAM | libc::SOCK_NONBLOCK, 0)
+}
+
 /// Join `fd` to the BPF fanout group `id` of its network namespace, or,
 /// with `None`, make a new group with an unused id; returns the id.
 pub fn join_fanout(fd: BorrowedFd<'_>, id: Option<u16>) -> io::Result<u16> {
