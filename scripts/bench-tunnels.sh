@@ -15,6 +15,8 @@
 #                      worker (--esp-receive raw) instead of the fanout group
 #   flowsec-rawtx      raw ESP as `flowsec`, sent by the raw socket through
 #                      IP output (--esp-send raw) instead of to the neighbor
+#   flowsec-rawio      both (--esp-receive raw --esp-send raw): raw ESP's
+#                      sockets as they were before issue 34
 #   wireguard-go       wireguard-go on TUN in gwA/gwB, MTU 1420 (wg-quick's
 #                      default), with its own offloads (TUN vnet_hdr, UDP
 #                      GSO/GRO), as its users run it; skipped, with a
@@ -71,7 +73,7 @@ REPEATS=3
 JSON_OUT=""
 INSTALL=1
 WG_ENABLED=1
-ALL_PATHS=plain-gso,plain-nogso,flowsec-nooffload,flowsec,flowsec-1w,flowsec-udp,flowsec-rawrx,flowsec-rawtx,wireguard-go
+ALL_PATHS=plain-gso,plain-nogso,flowsec-nooffload,flowsec,flowsec-1w,flowsec-udp,flowsec-rawrx,flowsec-rawtx,flowsec-rawio,wireguard-go
 ALL_TESTS=perf,tcp1,tcp4,udp64,udprr,tcprr
 PATHS=$ALL_PATHS
 TESTS=$ALL_TESTS
@@ -447,6 +449,7 @@ run_flowsec flowsec-1w raw --workers 1
 run_flowsec flowsec-udp udp
 run_flowsec flowsec-rawrx raw --esp-receive raw
 run_flowsec flowsec-rawtx raw --esp-send raw
+run_flowsec flowsec-rawio raw --esp-receive raw --esp-send raw
 SWEEP_RAWRX=0
 in_list flowsec-rawrx "$PATHS" && SWEEP_RAWRX=1
 for n in ${WORKERS_SWEEP//,/ }; do
@@ -520,6 +523,7 @@ PATHS = [("plain-gso", "plain forwarding, kernel GSO"),
          ("flowsec-udp", "flowsec ESP in UDP (TUN offloads, UDP GSO/GRO)"),
          ("flowsec-rawrx", "flowsec raw ESP (TUN offloads), --esp-receive raw"),
          ("flowsec-rawtx", "flowsec raw ESP (TUN offloads), --esp-send raw"),
+         ("flowsec-rawio", "flowsec raw ESP (TUN offloads), --esp-receive raw --esp-send raw"),
          ("wireguard-go", "wireguard-go (TUN offloads, UDP GSO/GRO)")]
 runs = {}
 for line in open(results):

@@ -72,15 +72,16 @@ cargo build --locked -p flowsec
 # move less: this is a debug build), workers (- = one per CPU), TUN
 # offloads (1 on, 0 --no-offload), crypto backend (- = auto), how raw
 # ESP/AH is received (--esp-receive; - = auto: the fanout group with more
-# than one worker)
-while read -r mode suite encap outer bytes workers offload backend receive; do
-    echo "-- e2e: $mode mode, suite $suite, encapsulation $encap, outer $outer, $bytes bytes, workers $workers, offloads $offload, backend ${backend:--}, receive ${receive:--}"
+# than one worker) and sent (--esp-send; - = link: to the neighbor)
+while read -r mode suite encap outer bytes workers offload backend receive send; do
+    echo "-- e2e: $mode mode, suite $suite, encapsulation $encap, outer $outer, $bytes bytes, workers $workers, offloads $offload, backend ${backend:--}, receive ${receive:--}, send ${send:--}"
     [ "$workers" = - ] && workers=""
     [ "${backend:--}" = - ] && backend=""
     [ "${receive:--}" = - ] && receive=""
+    [ "${send:--}" = - ] && send=""
     FLOWSEC_E2E_MODE=$mode FLOWSEC_E2E_SUITE=$suite FLOWSEC_E2E_ENCAP=$encap FLOWSEC_E2E_OUTER=$outer \
         FLOWSEC_E2E_BYTES=$bytes FLOWSEC_E2E_WORKERS=$workers FLOWSEC_E2E_OFFLOAD=$offload \
-        FLOWSEC_E2E_BACKEND=$backend FLOWSEC_E2E_ESP_RECEIVE=$receive \
+        FLOWSEC_E2E_BACKEND=$backend FLOWSEC_E2E_ESP_RECEIVE=$receive FLOWSEC_E2E_ESP_SEND=$send \
         tests/e2e/gateway.sh </dev/null
 done <<'MATRIX'
 tunnel gcm raw v4 52428800 - 1
@@ -92,7 +93,7 @@ tunnel gcm raw v6 52428800 - 1
 tunnel cbc-sha1 raw v4 20000000 - 1
 tunnel cbc-sha1 raw v4 5000000 - 1 engine
 tunnel 3des-md5 raw v4 5000000 - 1
-tunnel ah-esp raw v4 20000000 - 1 - raw
+tunnel ah-esp raw v4 20000000 - 1 - raw raw
 tunnel ah-esp raw v6 20000000 - 1
 tunnel ipcomp-esp raw v4 5000000 - 1
 transport ah-esp raw v4 20000000 - 1

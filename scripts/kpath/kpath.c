@@ -181,10 +181,53 @@ static int do_recv(int argc, char **argv) {
     return 0;
 }
 
+/* One ESP packet each way, N times: kpath ping|pong MODE N SRC DST IFNAME
+ * DSTMAC (MODE hdrincl or packet; received by a raw ESP socket). ping
+ * prints the mean round trip in ns; pong answers N packets. */
+static int do_pingpong(int argc, char **argv, int ping) {
+    if (argc < 8) return 2;
+    const char *mode = argv[2], *src = argv[4], *dst = argv[5];
+    long n = atol(argv[3]);
+    char pkt[LEN], in[2048];
+    struct sockaddr_in sin = {.sin_family = AF_INET};
+    struct sockaddr_ll sll = {0};
+    unsigned mac[6];
+    struct iphdr *h = (void *)pkt;
+    int tx, rx = socket(AF_INET, SOCK_RAW, IPPROTO_ESP);
+    inet_pton(AF_INET, dst, &sin.sin_addr);
+    memset(pkt, 0xab, sizeof pkt);
+    h->ihl = 5; h->version = 4; h->tot_len = htons(100); h->frag_off = htons(0x4000);
+    h->ttl = 64; h->protocol = 50; inet_pton(AF_INET, src, &h->saddr); h->daddr = sin.sin_addr.s_addr;
+    h->check = 0; h->check = csum(h, 20);
+    if (!strncmp(mode, "packet", 6)) {
+        tx = socket(AF_PACKET, SOCK_DGRAM, 0);
+        if (!strcmp(mode, "packetbypass")) { int one = 1; setsockopt(tx, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one); }
+        sll.sll_family = AF_PACKET; sll.sll_protocol = htons(ETH_P_IP);
+        sll.sll_ifindex = if_nametoindex(argv[6]); sll.sll_halen = 6;
+        sscanf(argv[7], "%x:%x:%x:%x:%x:%x", &mac[0], &mac[1], &mac[2], &mac[3], &mac[4], &mac[5]);
+        for (int i = 0; i < 6; i++) sll.sll_addr[i] = mac[i];
+    } else {
+        tx = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
+    }
+    if (tx < 0 || rx < 0) { perror("socket"); return 1; }
+    struct sockaddr *to = sll.sll_family ? (struct sockaddr *)&sll : (struct sockaddr *)&sin;
+    socklen_t tolen = sll.sll_family ? sizeof sll : sizeof sin;
+    double t0 = now();
+    for (long i = 0; i < n; i++) {
+        if (ping && sendto(tx, pkt, 100, 0, to, tolen) < 0) { perror("sendto"); return 1; }
+        if (recv(rx, in, sizeof in, 0) < 0) { perror("recv"); return 1; }
+        if (!ping && sendto(tx, pkt, 100, 0, to, tolen) < 0) { perror("sendto"); return 1; }
+    }
+    if (ping) printf("%.0f\n", (now() - t0) * 1e9 / n);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int rc = 2;
     if (argc > 1 && !strcmp(argv[1], "send")) rc = do_send(argc, argv);
     if (argc > 1 && !strcmp(argv[1], "recv")) rc = do_recv(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "ping")) rc = do_pingpong(argc, argv, 1);
+    if (argc > 1 && !strcmp(argv[1], "pong")) rc = do_pingpong(argc, argv, 0);
     if (rc == 2) fprintf(stderr, "usage: see the comment at the top of kpath.c\n");
     return rc;
 }

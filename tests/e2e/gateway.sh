@@ -16,6 +16,7 @@
 #   FLOWSEC_E2E_BYTES=N          transfer size (default 52428800)
 #   FLOWSEC_E2E_WORKERS=N        pass --workers N to flowsec up
 #   FLOWSEC_E2E_OFFLOAD=0        pass --no-offload to flowsec up
+#   FLOWSEC_E2E_ESP_SEND=raw     pass --esp-send raw (raw ESP through IP output, not to the neighbor)
 #   FLOWSEC_E2E_ESP_RECEIVE=H    pass --esp-receive H (auto | fanout | raw: a raw socket per worker, no fanout group)
 #   FLOWSEC_E2E_BACKEND=B        pass --backend B to flowsec up (engine: crypto on an engine thread)
 #   FLOWSEC_E2E_KEEP=1           keep the work directory (logs, setkey files, capture)
@@ -223,6 +224,7 @@ for gw in gwA gwB; do
         [ -n "${FLOWSEC_E2E_WORKERS:-}" ] && cmd+=(--workers "$FLOWSEC_E2E_WORKERS")
         [ "${FLOWSEC_E2E_OFFLOAD:-1}" = 0 ] && cmd+=(--no-offload)
         [ -n "${FLOWSEC_E2E_ESP_RECEIVE:-}" ] && cmd+=(--esp-receive "$FLOWSEC_E2E_ESP_RECEIVE")
+        [ -n "${FLOWSEC_E2E_ESP_SEND:-}" ] && cmd+=(--esp-send "$FLOWSEC_E2E_ESP_SEND")
         [ -n "${FLOWSEC_E2E_BACKEND:-}" ] && cmd+=(--backend "$FLOWSEC_E2E_BACKEND")
     fi
     check "$gw: flowsec up (\"flowsec: up\" within ${UP_TIMEOUT}s)" daemon_up "$gw" "$W/$gw.log" "${cmd[@]}"
@@ -604,6 +606,24 @@ taken_once() {  # issue 34: raw ESP/AH by the fanout group, each packet once
         echo "    gwB $down"; return 1
     fi
 }
+sent_by_link() {  # issue 34: raw ESP/AH straight to the neighbor on the link
+    # gwA sends the transfer in batches; gwB's ACKs may all leave one or
+    # two at a time, which take the raw socket (crate::send LINK_BATCH).
+    local gw line n
+    for gw in gwA gwB; do
+        line=$(grep -E 'flowsec: (\[CFG\] )?down:' "$W/$gw.log") || return 1
+        n=$(echo "$line" | sed -n 's/.*link_sent=\([0-9]*\).*/\1/p')
+        echo "    $gw: link_sent=${n:-0}"
+        if [ "${FLOWSEC_E2E_ESP_SEND:-link}" = raw ]; then
+            [ -z "$n" ] || { echo "    $gw: --esp-send raw, yet $line"; return 1; }
+        elif [ "$gw" = gwA ]; then
+            [ "${n:-0}" -gt 0 ] || { echo "    $gw: nothing sent by link: $line"; return 1; }
+        fi
+    done
+}
+if [ "$ENCAP" = raw ]; then
+    check "raw ESP/AH left gwA by ${FLOWSEC_E2E_ESP_SEND:-link} (--esp-send)" sent_by_link
+fi
 check "gwB took raw ESP/AH (--esp-receive ${FLOWSEC_E2E_ESP_RECEIVE:-auto}), each packet once (nothing replayed, no queue overflow)" taken_once
 
 drops_counted() {  # the counters flowsec printed on its way down

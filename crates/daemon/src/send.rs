@@ -187,30 +187,39 @@ impl Sender {
     /// known, else for the raw socket of its family; false (counted
     /// `unsupported_outer`) when there is none.
     pub fn raw(&mut self, packet: &[u8], stats: &mut Stats) -> bool {
-        let pair = match version_of(packet) {
-            Ok(IpVersion::V4) => Ipv4Packet::new_checked(packet)
-                .map(|p| (IpAddr::V4(p.src_addr()), IpAddr::V4(p.dst_addr()))),
-            Ok(IpVersion::V6) => Ipv6Packet::new_checked(packet)
-                .map(|p| (IpAddr::V6(p.src_addr()), IpAddr::V6(p.dst_addr()))),
-            Err(e) => Err(e),
+        let Ok(pair) = pair_of(packet) else {
+            stats.unsupported_outer += 1;
+            return false;
         };
-        let mut way = Way::Kernel;
-        if let (Ok(pair), Some(_)) = (pair, self.fds.link) {
-            way = self.queue_for_link(packet, pair, stats);
-            if way == Way::Link {
-                return true;
-            }
+        let way = match self.fds.link {
+            Some(_) => self.queue_for_link(packet, pair, stats),
+            None => Way::Kernel,
+        };
+        if way == Way::Link {
+            return true;
         }
-        let dst = pair.map(|(_, dst)| dst);
+        // The pair's packets queued for the link leave before this one.
+        if way == Way::KernelNow {
+            self.flush(stats);
+        }
+        let queued = self.queue_raw(packet, pair.1, stats);
+        if way == Way::KernelNow {
+            self.flush(stats);
+        }
+        queued
+    }
+
+    /// Queue `packet` for the raw socket of `dst`'s family.
+    fn queue_raw(&mut self, packet: &[u8], dst: IpAddr, stats: &mut Stats) -> bool {
         let full = match (dst, self.fds.send6) {
-            (Ok(IpAddr::V4(dst)), _) => self.out4.push(packet, dst.into()),
-            (Ok(IpAddr::V6(dst)), Some(_)) => self.out6.push(packet, dst.into()),
-            _ => {
+            (IpAddr::V4(dst), _) => self.out4.push(packet, dst.into()),
+            (IpAddr::V6(dst), Some(_)) => self.out6.push(packet, dst.into()),
+            (IpAddr::V6(_), None) => {
                 stats.unsupported_outer += 1;
                 return false;
             }
         };
-        if full || way == Way::KernelNow {
+        if full {
             self.flush(stats);
         }
         true
@@ -218,9 +227,8 @@ impl Sender {
 
     /// Queue `packet` for its pair's link hop, if it has one and the
     /// packet fits the link. The once-a-second packet for the kernel goes
-    /// out at once (`Way::KernelNow`: the batches are flushed after it is
-    /// queued), so that it leaves after the pair's packets queued before
-    /// it and before those queued after it.
+    /// out at once (`Way::KernelNow`: the batches are flushed before and
+    /// after it is queued), so that the pair's packets keep their order.
     fn queue_for_link(&mut self, packet: &[u8], pair: Pair, stats: &mut Stats) -> Way {
         let Some(hop) = self.hops.get_mut(&pair) else {
             return Way::Kernel;
@@ -233,7 +241,6 @@ impl Sender {
             return Way::KernelNow;
         }
         let dest = sys::DestLink::new(hop.link.ifindex, hop.link.mac, pair.1.is_ipv6());
-        stats.link_sent += 1;
         if self.out_link.push(packet, dest) {
             self.flush(stats);
         }
@@ -255,18 +262,51 @@ impl Sender {
         if let Some(fd) = self.fds.udp6 {
             self.gso6.flush(fd, stats);
         }
-        if let Some(fd) = self.fds.link {
-            self.out_link.flush(fd, stats);
-        }
-        self.flush_raw(stats);
-    }
-
-    /// Send what is queued for the raw sockets.
-    fn flush_raw(&mut self, stats: &mut Stats) {
+        self.flush_link(stats);
         self.out4.flush(self.fds.send4, stats);
         if let Some(fd) = self.fds.send6 {
             self.out6.flush(fd, stats);
         }
+    }
+
+    /// Send what is queued for the link: a batch of [`LINK_BATCH`] or more
+    /// by the packet socket; fewer (a request, an answer) by the raw
+    /// socket, whose packet reaches the peer sooner on this kernel (a
+    /// packet socket's adds about 8 µs per packet on a veth pair:
+    /// docs/BENCHMARKS.md).
+    fn flush_link(&mut self, stats: &mut Stats) {
+        let (n, Some(fd)) = (self.out_link.dsts.len(), self.fds.link) else {
+            return;
+        };
+        if n >= LINK_BATCH {
+            stats.link_sent += n as u64;
+            return self.out_link.flush(fd, stats);
+        }
+        // Emptied first: queueing may flush (the raw batch full), which
+        // comes back here.
+        self.out_link.dsts.clear();
+        let bufs = std::mem::take(&mut self.out_link.bufs);
+        for packet in &bufs[..n] {
+            if let Ok((_, dst)) = pair_of(packet) {
+                self.queue_raw(packet, dst, stats);
+            }
+        }
+        if self.out_link.bufs.is_empty() {
+            self.out_link.bufs = bufs;
+        }
+    }
+}
+
+/// The fewest packets queued for links that leave by the packet socket.
+const LINK_BATCH: usize = 4;
+
+/// The outer addresses of an IP packet.
+fn pair_of(packet: &[u8]) -> flowsec_wire::Result<Pair> {
+    match version_of(packet)? {
+        IpVersion::V4 => Ipv4Packet::new_checked(packet)
+            .map(|p| (IpAddr::V4(p.src_addr()), IpAddr::V4(p.dst_addr()))),
+        IpVersion::V6 => Ipv6Packet::new_checked(packet)
+            .map(|p| (IpAddr::V6(p.src_addr()), IpAddr::V6(p.dst_addr()))),
     }
 }
 
@@ -386,5 +426,151 @@ impl UdpGso {
         self.buf.clear();
         self.count = 0;
         self.closed = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    const SRC: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
+    const DST: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 2);
+
+    /// An IPv4 ESP packet of `len` bytes from SRC to DST.
+    fn esp(len: usize) -> Vec<u8> {
+        let mut p = vec![0u8; len];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&(len as u16).to_be_bytes());
+        p[8] = 64;
+        p[9] = 50;
+        p[12..16].copy_from_slice(&SRC.octets());
+        p[16..20].copy_from_slice(&DST.octets());
+        p
+    }
+
+    /// A sender whose descriptors are not open: what it queued is seen
+    /// before a flush, and a flush's sends fail (`io_errors`).
+    fn sender() -> Sender {
+        let fds = SendFds {
+            send4: -1,
+            send6: None,
+            udp4: None,
+            udp6: None,
+            link: Some(-1),
+        };
+        Sender::new(fds, 1400)
+    }
+
+    fn hop(mtu: u32) -> LinkHop {
+        LinkHop {
+            ifindex: 7,
+            mac: [2, 0, 0, 0, 0, 2],
+            mtu,
+        }
+    }
+
+    #[test]
+    fn packets_of_a_pair_with_a_link_hop_go_to_the_link() {
+        let (mut s, mut stats) = (sender(), Stats::default());
+        let pair = (IpAddr::V4(SRC), IpAddr::V4(DST));
+        // No hop: the raw socket.
+        assert!(s.raw(&esp(100), &mut stats));
+        assert_eq!((s.out4.dsts.len(), s.out_link.dsts.len()), (1, 0));
+        s.flush(&mut stats);
+        s.set_hop(pair, Some(hop(1500)));
+        // The first packet after the hop is known goes the kernel's way,
+        // at once (the batches flushed behind it).
+        assert!(s.raw(&esp(100), &mut stats));
+        assert_eq!((s.out4.dsts.len(), s.out_link.dsts.len()), (0, 0));
+        assert_eq!(stats.io_errors, 2);
+        // Then the link.
+        for _ in 0..3 {
+            assert!(s.raw(&esp(100), &mut stats));
+        }
+        assert_eq!((s.out4.dsts.len(), s.out_link.dsts.len()), (0, 3));
+        // Longer than the link's MTU: the kernel's way.
+        assert!(s.raw(&esp(1501), &mut stats));
+        assert_eq!((s.out4.dsts.len(), s.out_link.dsts.len()), (1, 3));
+        // Another pair: the kernel's way.
+        let mut other = esp(100);
+        other[16..20].copy_from_slice(&[192, 0, 2, 3]);
+        assert!(s.raw(&other, &mut stats));
+        assert_eq!(s.out4.dsts.len(), 2);
+        // Fewer than LINK_BATCH for the link: the raw socket takes them
+        // too (after the two queued there).
+        s.flush(&mut stats);
+        assert_eq!(stats.link_sent, 0);
+        assert_eq!(stats.io_errors, 2 + 5);
+        // A batch: the link.
+        for _ in 0..LINK_BATCH {
+            assert!(s.raw(&esp(100), &mut stats));
+        }
+        s.flush(&mut stats);
+        assert_eq!(stats.link_sent, LINK_BATCH as u64);
+        // Forgotten: the kernel's way again.
+        s.set_hop(pair, None);
+        assert!(s.raw(&esp(100), &mut stats));
+        assert_eq!((s.out4.dsts.len(), s.out_link.dsts.len()), (1, 0));
+    }
+
+    #[test]
+    fn once_a_second_a_packet_of_each_pair_goes_the_kernels_way() {
+        let (mut s, mut stats) = (sender(), Stats::default());
+        let pair = (IpAddr::V4(SRC), IpAddr::V4(DST));
+        s.set_hop(pair, Some(hop(1500)));
+        s.tick(Duration::from_millis(10));
+        // The kernel's way: queued for no link, the link's batch flushed.
+        let kernel_way = |s: &mut Sender, stats: &mut Stats| {
+            let errors = stats.io_errors;
+            s.raw(&esp(100), stats);
+            s.out_link.dsts.is_empty() && stats.io_errors > errors
+        };
+        // Due from the start, then not until a second has passed.
+        assert!(kernel_way(&mut s, &mut stats));
+        assert!(!kernel_way(&mut s, &mut stats));
+        s.tick(Duration::from_millis(900));
+        assert!(!kernel_way(&mut s, &mut stats));
+        s.tick(Duration::from_millis(1010));
+        assert!(kernel_way(&mut s, &mut stats));
+        assert!(!kernel_way(&mut s, &mut stats));
+    }
+
+    /// Without a packet socket (`--esp-send raw`), hops change nothing.
+    #[test]
+    fn without_a_packet_socket_everything_takes_the_raw_socket() {
+        let mut s = sender();
+        s.fds.link = None;
+        let mut stats = Stats::default();
+        s.set_hop((IpAddr::V4(SRC), IpAddr::V4(DST)), Some(hop(1500)));
+        for _ in 0..3 {
+            assert!(s.raw(&esp(100), &mut stats));
+        }
+        assert_eq!((s.out4.dsts.len(), s.out_link.dsts.len()), (3, 0));
+        s.flush(&mut stats);
+        assert_eq!(stats.link_sent, 0);
+    }
+
+    /// A raw batch that fills while the link's few packets move to it.
+    #[test]
+    fn moving_a_short_link_batch_into_a_full_raw_batch() {
+        let (mut s, mut stats) = (sender(), Stats::default());
+        let pair = (IpAddr::V4(SRC), IpAddr::V4(DST));
+        s.set_hop(pair, Some(hop(1500)));
+        s.raw(&esp(100), &mut stats);
+        for _ in 0..LINK_BATCH - 1 {
+            s.raw(&esp(100), &mut stats);
+        }
+        let mut other = esp(100);
+        other[16..20].copy_from_slice(&[192, 0, 2, 3]);
+        for _ in 0..sys::MAX_BATCH - 2 {
+            s.raw(&other, &mut stats);
+        }
+        s.flush(&mut stats);
+        assert_eq!((s.out4.dsts.len(), s.out_link.dsts.len()), (0, 0));
+        assert_eq!(
+            stats.io_errors,
+            1 + (sys::MAX_BATCH - 2 + LINK_BATCH - 1) as u64
+        );
     }
 }
