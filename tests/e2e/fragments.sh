@@ -14,6 +14,7 @@
 #
 #   tests/e2e/fragments.sh                    root; needs target/debug/flowsec
 #   FLOWSEC_E2E_MODE=transport ...            gwA -> gwB themselves, transport mode
+#   FLOWSEC_E2E_ESP_RECEIVE=raw ...           --esp-receive raw (default: fanout)
 #   FLOWSEC_E2E_KEEP=1                        keep the work directory
 #
 # Without root or ip netns it prints "SKIP: ..." and exits 0.
@@ -67,7 +68,10 @@ EOF
 esac
 
 for gw in gwA gwB; do
-    check "$gw: flowsec up" daemon_up "$gw" "$W/$gw.log" "$FLOWSEC" up --tun fsec0 --setkey "$W/$gw.setkey" --socket "$W/$gw.sock"
+    # The fanout group takes unfragmented ESP; the kernel reassembles the
+    # ESP fragments for the raw sockets (issue 34).
+    check "$gw: flowsec up" daemon_up "$gw" "$W/$gw.log" "$FLOWSEC" up --tun fsec0 --setkey "$W/$gw.setkey" --socket "$W/$gw.sock" \
+        --esp-receive "${FLOWSEC_E2E_ESP_RECEIVE:-fanout}"
 done
 [ "$E2E_FAILED" -eq 0 ] || e2e_finish
 

@@ -592,9 +592,9 @@ done
 
 taken_once() {  # issue 34: raw ESP/AH by the fanout group, each packet once
     local up down want='raw ESP/AH by fanout (nft inet flowsec_'"$TUN"'_rx)'
-    # auto (the default): the group with more than one worker
+    # auto (the default): the group with 4 workers or more
     local workers="${FLOWSEC_E2E_WORKERS:-$(nproc)}" how="${FLOWSEC_E2E_ESP_RECEIVE:-auto}"
-    if [ "$how" = raw ] || { [ "$how" = auto ] && [ "$workers" = 1 ]; }; then
+    if [ "$how" = raw ] || { [ "$how" = auto ] && [ "$workers" -lt 4 ]; }; then
         want='raw ESP/AH by raw sockets'
     fi
     up=$(grep -E 'flowsec: (\[CFG\] )?up \(' "$W/gwB.log") || { show_log "$W/gwB.log"; return 1; }

@@ -23,10 +23,10 @@
 //! so rules meant for it belong in a `netdev ingress` chain; ESP/AH
 //! forwarded through this host is also seen, and counted `unknown_spi`,
 //! while the kernel forwards it as before. `flowsec up --esp-receive raw`
-//! keeps the raw sockets alone, as does the default with one worker
-//! (its one raw socket takes each packet once already, and the table's
-//! look at every packet at prerouting costs about 5% more CPU per GB
-//! there: docs/BENCHMARKS.md).
+//! keeps the raw sockets alone, as does the default (`auto`) with fewer
+//! than four workers: there a copy per worker costs little, while a
+//! packet taken by a packet socket reaches the worker a few µs later
+//! (TCP ping-pong 6–8% slower on 2 workers: docs/BENCHMARKS.md).
 
 use std::os::fd::{AsFd, OwnedFd};
 
@@ -36,12 +36,16 @@ use crate::steer;
 use crate::sys;
 use crate::tool::{self, ToolError};
 
+/// The fewest workers `auto` takes raw ESP/AH by the fanout group for.
+pub const AUTO_FANOUT: usize = 4;
+
 /// How raw ESP/AH reaches the workers (`flowsec up --esp-receive`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EspReceive {
-    /// The fanout group with more than one worker, else the raw socket
-    /// (which then also takes each packet once, and costs a little less:
-    /// no second look at each packet at prerouting).
+    /// The fanout group with [`AUTO_FANOUT`] workers or more, else the
+    /// raw sockets: with few workers their copies cost little, and a
+    /// packet socket's packet reaches its reader a few µs later
+    /// (docs/BENCHMARKS.md: TCP ping-pong).
     #[default]
     Auto,
     /// A packet-socket fanout group: each packet once, to its worker.
@@ -54,7 +58,7 @@ impl EspReceive {
     /// Whether `workers` workers take raw ESP/AH by a fanout group.
     pub fn fanout(self, workers: usize) -> bool {
         match self {
-            EspReceive::Auto => workers > 1,
+            EspReceive::Auto => workers >= AUTO_FANOUT,
             EspReceive::Fanout => true,
             EspReceive::Raw => false,
         }

@@ -86,7 +86,7 @@ pub struct UpArgs {
     /// `inet flowsec_<tun>_rx` at prerouting, so later prerouting and
     /// input rules do not see it), `raw` (a raw socket per worker, each
     /// seeing every packet, after the firewall's input rules), or `auto`:
-    /// `fanout` with more than one worker, else `raw`. `fanout` falls back
+    /// `fanout` with 4 workers or more, else `raw`. `fanout` falls back
     /// to `raw`, with a warning, where it cannot be set up.
     #[arg(long, value_enum, default_value_t = EspReceiveArg::Auto)]
     pub esp_receive: EspReceiveArg,
@@ -166,7 +166,7 @@ fn vici_option(arg: Option<&str>) -> Result<Option<flowsec_daemon::ViciOption>, 
 /// `--esp-receive`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EspReceiveArg {
-    /// `fanout` with more than one worker, else `raw`.
+    /// `fanout` with 4 workers or more, else `raw`.
     Auto,
     /// A packet-socket fanout group: each packet once, to its worker.
     Fanout,

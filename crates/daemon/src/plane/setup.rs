@@ -128,7 +128,7 @@ impl Setup {
 }
 
 /// The raw ESP/AH fanout groups (`--esp-receive fanout`, and `auto` with
-/// more than one worker); where they cannot be had, raw sockets alone,
+/// 4 workers or more); where they cannot be had, raw sockets alone,
 /// with a warning.
 fn open_fanout(opts: &Options, workers: usize) -> Option<Fanout> {
     if !opts.esp_receive.fanout(workers) {
