@@ -19,7 +19,7 @@
 //! Output netfilter rules no longer see these packets: only the kernel's
 //! device queue and its taps do (docs/CLI.md `--esp-send`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -74,7 +74,8 @@ impl NextHops {
         mark: u32,
         now: Duration,
     ) -> Vec<(Pair, Option<LinkHop>)> {
-        let pairs: Vec<Pair> = pairs.into_iter().collect();
+        // A set: the per-resource SAs of a policy share their pair.
+        let pairs: BTreeSet<Pair> = pairs.into_iter().collect();
         let same =
             pairs.len() == self.known.len() && pairs.iter().all(|p| self.known.contains_key(p));
         if same && self.asked.is_some_and(|t| now < t + REFRESH) {
@@ -167,6 +168,10 @@ mod tests {
         assert!(hops
             .refresh([(home, home)], 0, Duration::from_millis(10))
             .is_empty());
+        assert_eq!(hops.asked, Some(Duration::ZERO));
+        // Per-resource SAs share a pair: the same set, not asked again.
+        let twice = [(home, home), (home, home)];
+        assert!(hops.refresh(twice, 0, Duration::from_millis(15)).is_empty());
         assert_eq!(hops.asked, Some(Duration::ZERO));
         assert!(hops.refresh([], 0, Duration::from_millis(20)).is_empty());
         assert_eq!(hops.asked, Some(Duration::from_millis(20)));
