@@ -13,8 +13,8 @@
 #   flowsec-udp        worker, and ESP in UDP 4500 (UDP GSO/GRO)
 #   flowsec-rawrx      raw ESP as `flowsec`, received by a raw socket per
 #                      worker (--esp-receive raw) instead of the fanout group
-#   flowsec-rawtx      raw ESP as `flowsec`, sent by the raw socket through
-#                      IP output (--esp-send raw) instead of to the neighbor
+#   flowsec-link       raw ESP as `flowsec`, sent straight to the neighbor
+#                      (--esp-send link) instead of through IP output
 #   flowsec-rawio      both (--esp-receive raw --esp-send raw): raw ESP's
 #                      sockets as they were before issue 34
 #   wireguard-go       wireguard-go on TUN in gwA/gwB, MTU 1420 (wg-quick's
@@ -73,7 +73,7 @@ REPEATS=3
 JSON_OUT=""
 INSTALL=1
 WG_ENABLED=1
-ALL_PATHS=plain-gso,plain-nogso,flowsec-nooffload,flowsec,flowsec-1w,flowsec-udp,flowsec-rawrx,flowsec-rawtx,flowsec-rawio,wireguard-go
+ALL_PATHS=plain-gso,plain-nogso,flowsec-nooffload,flowsec,flowsec-1w,flowsec-udp,flowsec-rawrx,flowsec-link,flowsec-rawio,wireguard-go
 ALL_TESTS=perf,tcp1,tcp4,udp64,udprr,tcprr
 PATHS=$ALL_PATHS
 TESTS=$ALL_TESTS
@@ -448,7 +448,7 @@ run_flowsec flowsec raw
 run_flowsec flowsec-1w raw --workers 1
 run_flowsec flowsec-udp udp
 run_flowsec flowsec-rawrx raw --esp-receive raw
-run_flowsec flowsec-rawtx raw --esp-send raw
+run_flowsec flowsec-link raw --esp-send link
 run_flowsec flowsec-rawio raw --esp-receive raw --esp-send raw
 SWEEP_RAWRX=0
 in_list flowsec-rawrx "$PATHS" && SWEEP_RAWRX=1
@@ -522,7 +522,7 @@ PATHS = [("plain-gso", "plain forwarding, kernel GSO"),
          ("flowsec-1w", "flowsec raw ESP (TUN offloads), --workers 1"),
          ("flowsec-udp", "flowsec ESP in UDP (TUN offloads, UDP GSO/GRO)"),
          ("flowsec-rawrx", "flowsec raw ESP (TUN offloads), --esp-receive raw"),
-         ("flowsec-rawtx", "flowsec raw ESP (TUN offloads), --esp-send raw"),
+         ("flowsec-link", "flowsec raw ESP (TUN offloads), --esp-send link"),
          ("flowsec-rawio", "flowsec raw ESP (TUN offloads), --esp-receive raw --esp-send raw"),
          ("wireguard-go", "wireguard-go (TUN offloads, UDP GSO/GRO)")]
 runs = {}

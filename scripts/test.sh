@@ -72,7 +72,8 @@ cargo build --locked -p flowsec
 # move less: this is a debug build), workers (- = one per CPU), TUN
 # offloads (1 on, 0 --no-offload), crypto backend (- = auto), how raw
 # ESP/AH is received (--esp-receive; - = auto: the fanout group with 4
-# workers or more) and sent (--esp-send; - = link: to the neighbor)
+# workers or more) and sent (--esp-send; - = raw: IP output; link: to the
+# neighbor)
 while read -r mode suite encap outer bytes workers offload backend receive send; do
     echo "-- e2e: $mode mode, suite $suite, encapsulation $encap, outer $outer, $bytes bytes, workers $workers, offloads $offload, backend ${backend:--}, receive ${receive:--}, send ${send:--}"
     [ "$workers" = - ] && workers=""
@@ -85,16 +86,16 @@ while read -r mode suite encap outer bytes workers offload backend receive send;
         tests/e2e/gateway.sh </dev/null
 done <<'MATRIX'
 tunnel gcm raw v4 52428800 - 1
-tunnel gcm raw v4 20000000 4 1 - -
+tunnel gcm raw v4 20000000 4 1 - - link
 tunnel gcm raw v4 20000000 1 0 - fanout
 tunnel gcm udp v6 20000000 - 1
 tunnel gcm udp v4 52428800 - 1
 transport gcm udp v4 5000000 - 1
-tunnel gcm raw v6 52428800 - 1 - fanout
+tunnel gcm raw v6 52428800 - 1 - fanout link
 tunnel cbc-sha1 raw v4 20000000 - 1
 tunnel cbc-sha1 raw v4 5000000 - 1 engine
 tunnel 3des-md5 raw v4 5000000 - 1
-tunnel ah-esp raw v4 20000000 - 1 - fanout raw
+tunnel ah-esp raw v4 20000000 - 1 - fanout link
 tunnel ah-esp raw v6 20000000 - 1
 tunnel ipcomp-esp raw v4 5000000 - 1
 transport ah-esp raw v4 20000000 - 1 - fanout

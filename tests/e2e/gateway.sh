@@ -16,7 +16,7 @@
 #   FLOWSEC_E2E_BYTES=N          transfer size (default 52428800)
 #   FLOWSEC_E2E_WORKERS=N        pass --workers N to flowsec up
 #   FLOWSEC_E2E_OFFLOAD=0        pass --no-offload to flowsec up
-#   FLOWSEC_E2E_ESP_SEND=raw     pass --esp-send raw (raw ESP through IP output, not to the neighbor)
+#   FLOWSEC_E2E_ESP_SEND=link    pass --esp-send link (raw ESP straight to the neighbor, not through IP output)
 #   FLOWSEC_E2E_ESP_RECEIVE=H    pass --esp-receive H (auto | fanout | raw: a raw socket per worker, no fanout group)
 #   FLOWSEC_E2E_BACKEND=B        pass --backend B to flowsec up (engine: crypto on an engine thread)
 #   FLOWSEC_E2E_KEEP=1           keep the work directory (logs, setkey files, capture)
@@ -614,7 +614,7 @@ sent_by_link() {  # issue 34: raw ESP/AH straight to the neighbor on the link
         line=$(grep -E 'flowsec: (\[CFG\] )?down:' "$W/$gw.log") || return 1
         n=$(echo "$line" | sed -n 's/.*link_sent=\([0-9]*\).*/\1/p')
         echo "    $gw: link_sent=${n:-0}"
-        if [ "${FLOWSEC_E2E_ESP_SEND:-link}" = raw ]; then
+        if [ "${FLOWSEC_E2E_ESP_SEND:-raw}" = raw ]; then
             [ -z "$n" ] || { echo "    $gw: --esp-send raw, yet $line"; return 1; }
         elif [ "$gw" = gwA ]; then
             [ "${n:-0}" -gt 0 ] || { echo "    $gw: nothing sent by link: $line"; return 1; }
@@ -623,7 +623,7 @@ sent_by_link() {  # issue 34: raw ESP/AH straight to the neighbor on the link
 }
 # The stand-in forwards plainly: no ESP to take or send.
 if [ "$STANDIN" != 1 ] && [ "$ENCAP" = raw ]; then
-    check "raw ESP/AH left gwA by ${FLOWSEC_E2E_ESP_SEND:-link} (--esp-send)" sent_by_link
+    check "raw ESP/AH left gwA by ${FLOWSEC_E2E_ESP_SEND:-raw} (--esp-send)" sent_by_link
 fi
 if [ "$STANDIN" != 1 ]; then
     check "gwB took raw ESP/AH (--esp-receive ${FLOWSEC_E2E_ESP_RECEIVE:-auto}), each packet once (nothing replayed, no queue overflow)" taken_once

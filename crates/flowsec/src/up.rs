@@ -94,8 +94,10 @@ pub struct UpArgs {
     /// the neighbor on its link by a packet socket, where the kernel's
     /// route and neighbor tables name one, asked once a second; else as
     /// `raw`; output netfilter rules do not see them, qdiscs and tcpdump
-    /// do) or `raw` (a raw socket, through the kernel's IP output).
-    #[arg(long, value_enum, default_value_t = EspSendArg::Link)]
+    /// do; faster, but not yet the default: rare losses across per-CPU
+    /// Child SA rekeys are being looked into) or `raw` (a raw socket,
+    /// through the kernel's IP output).
+    #[arg(long, value_enum, default_value_t = EspSendArg::Raw)]
     pub esp_send: EspSendArg,
     /// Where flowsec records the sequence numbers of manual (setkey) SAs
     /// with AES-GCM, AES-CCM, ChaCha20-Poly1305, AES-GMAC or AES-CTR, so
