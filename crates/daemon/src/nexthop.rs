@@ -17,7 +17,9 @@
 //! per pair the kernel's way, so that the neighbor entry keeps being
 //! used, and probed if the peer stops answering (linux/neighbour.h NUD).
 //! Output netfilter rules no longer see these packets: only the kernel's
-//! device queue and its taps do (docs/CLI.md `--esp-send`).
+//! device queue and its taps do (docs/CLI.md `--esp-send`). Opt-in
+//! (`--esp-send link`) until a rare loss across per-CPU Child SA rekeys
+//! is understood ([`EspSend`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
