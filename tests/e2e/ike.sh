@@ -294,10 +294,7 @@ child_rekey_lossless() {  # child_rekey_lossless GW: child_rekey, the rekey unde
         pfs_shown || { wait "$streamer"; return 1; }
     fi
     wait "$streamer" || { show_log "$stream" 5; return 1; }
-    loss=$(python3 -c '
-import json, sys
-r = json.load(open(sys.argv[1]))
-print(r["lost"], r["packets_received"])' "$stream") || { show_log "$stream" 5; return 1; }
+    loss=$(cbr_loss "$stream") || { show_log "$stream" 5; return 1; }
     echo "    CBR $CBR_RATE bit/s of 1000 B across the rekey: lost/received $loss"
     # flowsec on both ends: not one datagram (the responder's held-back
     # switch and the 5 s inbound grace). With strongSwan's kernel-libipsec

@@ -138,7 +138,7 @@ rekey_lossless() {  # rekey_lossless child|ike
         ike) ike_rekeyed gwA || { wait "$streamer"; return 1; } ;;
     esac
     wait "$streamer" || { show_log "$stream" 5; return 1; }
-    loss=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["lost"], r["packets_received"])' "$stream")
+    loss=$(cbr_loss "$stream")
     echo "    CBR 20 Mbit/s of 1000 B across the rekey: lost/received $loss"
     [ "${loss%% *}" -eq 0 ] && transport_is gwB TCP
 }

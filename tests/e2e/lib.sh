@@ -427,6 +427,37 @@ sys.exit(0 if s["bytes"] == r["bytes"] == n and s["sha256"] == r["sha256"] else 
 EOF
 }
 
+# cbr_loss JSON: "LOST RECEIVED" of a `flowsec perf -t CBR --json` result,
+# LOST not counting the datagrams the receiving socket dropped itself (its
+# buffer full: the receiving host was slow, not the path); those are named
+# after, "(+N dropped by the receiving socket)", when there are any.
+cbr_loss() {
+    python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+mine = r.get("socket_drops", 0)
+print(r["lost"] - mine, r["packets_received"], "(+%d dropped by the receiving socket)" % mine if mine else "")' "$1"
+}
+
+# drops_snapshot OUT NS[=STATS_JSON]...: each namespace's drop counters
+# (tools.py drops: UDP/IP errors, every link's rx/tx_dropped; with
+# =STATS_JSON, the flowsec drops saved there), "NS.key value" lines in OUT.
+drops_snapshot() {
+    local out="$1" arg n stats
+    shift
+    : >"$out"
+    for arg in "$@"; do
+        n=${arg%%=*} stats=""
+        [ "$arg" = "$n" ] || stats=${arg#*=}
+        ns_exec "$n" python3 "$E2E_TOOLS" drops ${stats:+--stats "$stats"} | sed "s/^/$n./" >>"$out"
+    done
+}
+# drops_between BEFORE AFTER: the counters that grew between two snapshots,
+# "    key +N" lines: where a check's lost packets went.
+drops_between() {
+    awk 'NR == FNR { b[$1] = $2; next } $2 > b[$1] + 0 { printf "    %s +%d\n", $1, $2 - b[$1] }' "$1" "$2"
+}
+
 # start_capture NS IF PCAP [FILTER...]: tcpdump on NS's IF into PCAP (its
 # log PCAP.log), PID in TCPDUMP_PID, once it is listening; status 1, the
 # log shown, when it does not start.

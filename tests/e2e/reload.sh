@@ -166,8 +166,8 @@ reload_under_stream() {
     wait "$streamer" || { show_log "$stream" 5; return 1; }
     wait "$streamer6" || { show_log "$stream6" 5; return 1; }
     stop_bg "$TCPDUMP_PID" 2
-    loss=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["lost"], r["packets_received"])' "$stream")
-    loss6=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["lost"], r["packets_received"])' "$stream6")
+    loss=$(cbr_loss "$stream")
+    loss6=$(cbr_loss "$stream6")
     echo "    CBR 20 Mbit/s of 1000 B over one across the reload: lost/received $loss"
     echo "    CBR 5 Mbit/s of 500 B over two (replaced) across the reload: lost/received $loss6"
     # Independent of flowsec: tcpdump reads the transit capture.

@@ -32,6 +32,12 @@ inside a namespace with `ip netns exec`. Subcommands:
       again, with --reconnect) or --seconds (30) pass; a JSON line per
       connection: {"connection", "bytes", "hung_up_after"} (seconds; null
       if it did not). "trickle: connected" on stderr at each connect.
+  drops [--stats FILE]
+      This namespace's drop counters as "key value" lines: UDP's and IP's
+      error counters (/proc/net/snmp) and every link's rx/tx_dropped; with
+      --stats, also the nonzero drops of a `flowsec ctl stats --json` saved
+      in FILE. Two snapshots diffed (lib.sh drops_between) say where packets
+      a check lost went.
   sas strongswan|flowsec [EXPR] [--conn NAME] [--child NAME] [--gw GW] [--show]
       One gateway's IKE SAs, from `swanctl --list-sas --raw` or `flowsec
       ctl sas --json` on stdin, in one form (flowsec's names); printed, or
@@ -400,6 +406,42 @@ def cmd_udp_count(a) -> int:
     return 0
 
 
+SNMP_DROPS = {
+    "Ip": ("InDiscards", "InHdrErrors", "OutDiscards", "OutNoRoutes", "ReasmFails"),
+    "Udp": ("InErrors", "RcvbufErrors", "SndbufErrors", "NoPorts"),
+}
+
+
+def cmd_drops(a) -> int:
+    """Print this namespace's drop counters, one "key value" per line."""
+    rows = {}
+    with open("/proc/net/snmp") as f:
+        lines = f.read().splitlines()
+    for head, vals in zip(lines[::2], lines[1::2]):
+        proto, names = head.split(":", 1)
+        for name, val in zip(names.split(), vals.split(":", 1)[1].split()):
+            if name in SNMP_DROPS.get(proto, ()):
+                rows[f"{proto}.{name}"] = int(val)
+    for dev in sorted(os.listdir("/sys/class/net")):
+        for stat in ("rx_dropped", "tx_dropped"):
+            try:
+                with open(f"/sys/class/net/{dev}/statistics/{stat}") as f:
+                    rows[f"{dev}.{stat}"] = int(f.read())
+            except OSError:
+                pass
+    if a.stats:
+        try:
+            with open(a.stats) as f:
+                total = json.load(f)["total"]
+            for name, val in total.get("drops", {}).items():
+                rows[f"flowsec.{name}"] = val
+        except (OSError, ValueError, KeyError):
+            pass
+    for key, val in rows.items():
+        print(key, val)
+    return 0
+
+
 def cmd_trickle(a) -> int:
     """A slow client: one byte of a never-ending request head every
     --every seconds, until the server hangs up (then again, with
@@ -444,12 +486,14 @@ def datagram(i: int, size: int) -> bytes:
 
 def cmd_dgram_send(a) -> int:
     """Send --count datagrams of --size bytes to --to:--port, --rate a
-    second (large ones leave as IP fragments)."""
+    second (large ones leave as IP fragments), --burst at a time back to
+    back."""
     family = socket.AF_INET6 if ":" in a.to else socket.AF_INET
     s = socket.socket(family, socket.SOCK_DGRAM)
     for i in range(a.count):
         s.sendto(datagram(i, a.size), (a.to, a.port))
-        time.sleep(1.0 / a.rate)
+        if (i + 1) % a.burst == 0:
+            time.sleep(a.burst / a.rate)
     return 0
 
 
@@ -712,12 +756,15 @@ def main() -> int:
     q.add_argument("--size", type=int, default=4000)
     q.add_argument("--count", type=int, default=100)
     q.add_argument("--rate", type=float, default=100.0)
+    q.add_argument("--burst", type=int, default=1)
     q = sub.add_parser("dgram-recv")
     q.add_argument("--bind", required=True)
     q.add_argument("--port", type=int, required=True)
     q.add_argument("--size", type=int, default=4000)
     q.add_argument("--count", type=int, default=100)
     q.add_argument("--seconds", type=float, default=10.0)
+    q = sub.add_parser("drops")
+    q.add_argument("--stats")
     q = sub.add_parser("trickle")
     q.add_argument("--to", required=True)
     q.add_argument("--port", type=int, required=True)
@@ -737,7 +784,7 @@ def main() -> int:
             "sniff": cmd_sniff, "hostile": cmd_hostile, "inject": cmd_inject,
             "udp-count": cmd_udp_count, "standin": cmd_standin,
             "dgram-send": cmd_dgram_send, "dgram-recv": cmd_dgram_recv,
-            "trickle": cmd_trickle, "sas": cmd_sas}[a.cmd](a)
+            "trickle": cmd_trickle, "drops": cmd_drops, "sas": cmd_sas}[a.cmd](a)
 
 
 if __name__ == "__main__":

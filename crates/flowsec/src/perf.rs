@@ -336,8 +336,14 @@ fn print_text(host: &str, spec: &Spec, o: &Outcome) {
         }
         Test::UdpStream | Test::Cbr => {
             println!(
-                "  message size {} B: sent {} packets ({:.2} 10^6bits/sec), received {} ({:.2} 10^6bits/sec), lost {}",
-                spec.msg_size, o.packets_sent, o.send_mbit_s, o.packets_received, o.throughput_mbit_s, o.lost
+                "  message size {} B: sent {} packets ({:.2} 10^6bits/sec), received {} ({:.2} 10^6bits/sec), lost {} ({} of them dropped by the receiving socket, its buffer full)",
+                spec.msg_size,
+                o.packets_sent,
+                o.send_mbit_s,
+                o.packets_received,
+                o.throughput_mbit_s,
+                o.lost,
+                o.socket_drops
             );
             if spec.test == Test::UdpStream {
                 print_intervals(o);

@@ -111,6 +111,7 @@ pub fn run_parallel(
         total.packets_sent += o.packets_sent;
         total.packets_received += o.packets_received;
         total.lost += o.lost;
+        total.socket_drops += o.socket_drops;
         total.transactions += o.transactions;
         total.connects += o.connects;
         total.accepted += o.accepted;
@@ -182,6 +183,7 @@ fn finish(out: &mut Outcome, spec: &Spec, seen: &Seen) {
             out.throughput_mbit_s = mbit(seen.bytes, out.elapsed_s);
             out.send_mbit_s = mbit(out.bytes_sent, out.elapsed_s);
             out.lost = out.packets_sent.saturating_sub(seen.packets);
+            out.socket_drops = seen.socket_drops.min(out.lost);
             out.per_second = seen.per_second.clone();
             if spec.test != Test::TcpStream {
                 out.reordered = seen.reordered;
@@ -189,6 +191,7 @@ fn finish(out: &mut Outcome, spec: &Spec, seen: &Seen) {
                 out.max_queue_ms = seen.max_queue_ms;
             } else {
                 out.lost = 0;
+                out.socket_drops = 0;
             }
         }
         _ => {}

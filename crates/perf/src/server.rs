@@ -53,6 +53,9 @@ pub(crate) struct Seen {
     /// TCP_STREAM: data connections accepted.
     #[serde(default)]
     pub accepted: u64,
+    /// UDP: datagrams the receiving socket dropped, its buffer full.
+    #[serde(default)]
+    pub socket_drops: u64,
     pub cpu: CpuUse,
     pub error: Option<String>,
     /// CBR's count by sequence number (the server's own use).
@@ -494,7 +497,38 @@ fn udp_sink(socket: &UdpSocket, spec: &Spec, stop: &AtomicBool) -> Result<Seen, 
         (Some(f), Some(l)) => l.duration_since(f).as_secs_f64(),
         _ => 0.0,
     };
+    seen.socket_drops = socket_drops(socket);
     Ok(seen)
+}
+
+/// Datagrams `socket` itself dropped, its receive buffer full: the
+/// "drops" column of its row in /proc/self/net/udp or udp6 (the kernel's
+/// per-socket `sk_drops`, which `UdpRcvbufErrors` sums). Lost by the
+/// receiver, not by the path; 0 if the row cannot be read.
+fn socket_drops(socket: &UdpSocket) -> u64 {
+    let link = std::fs::read_link(format!("/proc/self/fd/{}", socket.as_raw_fd()));
+    let inode = link.ok().and_then(|l| {
+        let l = l.to_string_lossy().into_owned();
+        l.strip_prefix("socket:[")?.strip_suffix(']')?.parse::<u64>().ok()
+    });
+    let Some(inode) = inode else {
+        return 0;
+    };
+    ["/proc/self/net/udp", "/proc/self/net/udp6"]
+        .iter()
+        .filter_map(|table| std::fs::read_to_string(table).ok())
+        .find_map(|table| drops_of(&table, inode))
+        .unwrap_or(0)
+}
+
+/// The drops column of the row with `inode` in a /proc/net/udp table
+/// (columns: sl, local, remote, st, tx:rx queue, tr:when, retrnsmt, uid,
+/// timeout, inode, ref, pointer, drops).
+fn drops_of(table: &str, inode: u64) -> Option<u64> {
+    table.lines().skip(1).find_map(|row| {
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        (cols.get(9)?.parse::<u64>().ok()? == inode).then(|| cols.get(12)?.parse().ok())?
+    })
 }
 
 /// CBR accounting by sequence number: each packet counts once (a
@@ -597,6 +631,38 @@ mod tests {
         // More sent than the tally knows of (a second with nothing
         // arriving), and never negative.
         assert_eq!(t.lost(&[7, 12, 1, 5]), vec![0, 2, 0, 5]);
+    }
+
+    #[test]
+    fn a_full_receive_buffer_is_counted_as_the_sockets_own_drops() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        crate::client::set_buffers(&rx, Some(4096));
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let sent = 200;
+        for _ in 0..sent {
+            tx.send_to(&[7u8; 1000], rx.local_addr().unwrap()).unwrap();
+        }
+        // Loopback delivers at send: each datagram is queued or dropped.
+        rx.set_nonblocking(true).unwrap();
+        let mut got = 0;
+        let mut buf = [0u8; 2000];
+        while rx.recv(&mut buf).is_ok() {
+            got += 1;
+        }
+        assert!(got > 0 && got < sent, "a 4 KiB buffer holds some: {got}");
+        assert_eq!(socket_drops(&rx), sent - got);
+    }
+
+    #[test]
+    fn drops_are_read_from_the_sockets_row() {
+        let table = "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops
+  123: 0100007F:A1B2 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 4242 2 0000000000000000 17
+  124: 0100007F:A1B3 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 4243 2 0000000000000000 0
+";
+        assert_eq!(drops_of(table, 4242), Some(17));
+        assert_eq!(drops_of(table, 4243), Some(0));
+        assert_eq!(drops_of(table, 99), None);
+        assert_eq!(drops_of("header only", 4242), None);
     }
 
     /// A client that goes away after getting its data port: the test's

@@ -271,6 +271,12 @@ pub struct Outcome {
     pub packets_received: u64,
     /// UDP: packets sent that did not arrive.
     pub lost: u64,
+    /// UDP: of `lost`, those the receiving socket dropped itself because
+    /// its buffer was full (the receiver too slow, not the path; its
+    /// /proc/net/udp "drops", which `UdpRcvbufErrors` sums; netperf -S
+    /// sets the buffer).
+    #[serde(default)]
+    pub socket_drops: u64,
     /// RR/CRR: netperf's "Trans. Rate" (per second) and latencies (µs).
     pub transactions: u64,
     pub trans_per_s: f64,
