@@ -8,9 +8,13 @@
 //!   with their headers fixed up (lengths, IPv4 ID, sequence numbers, flags,
 //!   checksums), as the kernel's `tcp_gso_segment` would; each is then
 //!   sealed like any packet. [`complete_checksum`] finishes the partial
-//!   checksum of a packet that is not a super-packet.
+//!   checksum of a packet that is not a super-packet. Where the kernel
+//!   takes UDP segmentation offload (USO, [`udp`]), it may hand us a train
+//!   of UDP datagrams too: [`segment`] cuts either.
 //! - Inbound, [`Coalescer`] merges consecutive in-order segments of one TCP
-//!   flow into a super-packet written at once, as `tcp_gro_receive` would.
+//!   flow into a super-packet written at once, as `tcp_gro_receive` would,
+//!   and, with USO, consecutive equal-sized datagrams of one UDP flow, as
+//!   `udp_gro_receive` does for forwarding.
 //!
 //! Pure functions on bytes: no I/O, tested without root.
 
@@ -21,6 +25,8 @@ use flowsec_wire::ip::{version_of, IpVersion};
 use flowsec_wire::ipv4::{checksum, Ipv4Packet};
 use flowsec_wire::ipv6::{self, Ipv6Packet};
 use std::net::{Ipv4Addr, Ipv6Addr};
+
+pub mod udp;
 
 /// Size of `struct virtio_net_hdr` (without `num_buffers`).
 pub const VNET_HDR_LEN: usize = 10;
@@ -80,7 +86,7 @@ impl VnetHdr {
         b[8..10].copy_from_slice(&self.csum_offset.to_le_bytes());
     }
 
-    /// A super-packet to cut (TCP over IPv4 or IPv6).
+    /// A super-packet to cut (TCP over IPv4 or IPv6, or UDP).
     pub fn is_gso(&self) -> bool {
         self.gso_type & !GSO_ECN != GSO_NONE
     }
@@ -97,7 +103,8 @@ impl VnetHdr {
 pub enum OffloadError {
     /// Checksum offsets outside the packet.
     BadChecksumOffsets,
-    /// A GSO type other than TCP over IPv4/IPv6, or headers that are not.
+    /// A GSO type other than TCP over IPv4/IPv6 or UDP, or headers that
+    /// are not.
     UnsupportedGso,
     /// Headers that do not fit the packet.
     Truncated,
@@ -117,43 +124,66 @@ pub fn complete_checksum(packet: &mut [u8], hdr: &VnetHdr) -> Result<(), Offload
     Ok(())
 }
 
-/// Where the parts of a TCP packet are.
-#[derive(Debug, Clone, Copy)]
-struct TcpLayout {
+/// Where the parts of a TCP or UDP packet are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Layout {
     v6: bool,
-    /// Start of the TCP header.
+    /// UDP, not TCP.
+    udp: bool,
+    /// Start of the TCP or UDP header.
     l4: usize,
-    /// End of the TCP header: start of the payload.
+    /// End of that header: start of the payload.
     hdrs: usize,
 }
 
-fn tcp_layout(p: &[u8]) -> Result<TcpLayout, OffloadError> {
-    let (v6, l4) = match version_of(p) {
+/// The layout of a TCP or UDP packet right after its IP header.
+fn layout(p: &[u8]) -> Result<Layout, OffloadError> {
+    let (v6, l4, next) = match version_of(p) {
         Ok(IpVersion::V4) => match Ipv4Packet::new_checked(p) {
-            Ok(ip) if ip.next_header() == IpProtocol::TCP => (false, ip.header_len()),
+            Ok(ip) => (false, ip.header_len(), ip.next_header()),
             _ => return Err(OffloadError::UnsupportedGso),
         },
-        // No extension headers: TCP right after the fixed header.
+        // No extension headers: TCP or UDP right after the fixed header.
         Ok(IpVersion::V6) => match Ipv6Packet::new_checked(p) {
-            Ok(ip) if ip.next_header() == IpProtocol::TCP => (true, ipv6::HEADER_LEN),
+            Ok(ip) => (true, ipv6::HEADER_LEN, ip.next_header()),
             _ => return Err(OffloadError::UnsupportedGso),
         },
         Err(_) => return Err(OffloadError::UnsupportedGso),
     };
-    let thl = usize::from(*p.get(l4 + 12).ok_or(OffloadError::Truncated)? >> 4) * 4;
-    if thl < 20 || l4 + thl > p.len() {
+    let l4_len = match next {
+        IpProtocol::TCP => usize::from(*p.get(l4 + 12).ok_or(OffloadError::Truncated)? >> 4) * 4,
+        IpProtocol::UDP => udp::HEADER_LEN,
+        _ => return Err(OffloadError::UnsupportedGso),
+    };
+    if l4_len < udp::HEADER_LEN || l4 + l4_len > p.len() {
         return Err(OffloadError::Truncated);
     }
-    Ok(TcpLayout {
+    let udp = next == IpProtocol::UDP;
+    if !udp && l4_len < 20 {
+        return Err(OffloadError::Truncated);
+    }
+    Ok(Layout {
         v6,
+        udp,
         l4,
-        hdrs: l4 + thl,
+        hdrs: l4 + l4_len,
+    })
+}
+
+/// The layout of a TCP packet.
+fn tcp_layout(p: &[u8]) -> Result<Layout, OffloadError> {
+    layout(p).and_then(|l| {
+        if l.udp {
+            Err(OffloadError::UnsupportedGso)
+        } else {
+            Ok(l)
+        }
     })
 }
 
 /// Set the IP length fields (and IPv4 header checksum) of the packet
 /// `p`, whose total length is `p.len()`.
-fn fix_ip_lengths(p: &mut [u8], l: &TcpLayout) {
+fn fix_ip_lengths(p: &mut [u8], l: &Layout) {
     let total = p.len();
     if l.v6 {
         p[4..6].copy_from_slice(&((total - 40) as u16).to_be_bytes());
@@ -165,18 +195,65 @@ fn fix_ip_lengths(p: &mut [u8], l: &TcpLayout) {
     }
 }
 
-/// The pseudo-header sum of the TCP segment of `p` (length from `p`).
-fn pseudo_sum(p: &[u8], l: &TcpLayout) -> u16 {
-    let tcp_len = p.len() - l.l4;
+/// The pseudo-header sum of the TCP segment or UDP datagram of `p`
+/// (length from `p`).
+fn pseudo_sum(p: &[u8], l: &Layout) -> u16 {
+    let l4_len = p.len() - l.l4;
+    let proto = if l.udp {
+        IpProtocol::UDP
+    } else {
+        IpProtocol::TCP
+    };
     if l.v6 {
         let src = Ipv6Addr::from(<[u8; 16]>::try_from(&p[8..24]).expect("16 bytes"));
         let dst = Ipv6Addr::from(<[u8; 16]>::try_from(&p[24..40]).expect("16 bytes"));
-        checksum::pseudo_header_v6(&src, &dst, IpProtocol::TCP, tcp_len as u32)
+        checksum::pseudo_header_v6(&src, &dst, proto, l4_len as u32)
     } else {
         let src = Ipv4Addr::new(p[12], p[13], p[14], p[15]);
         let dst = Ipv4Addr::new(p[16], p[17], p[18], p[19]);
-        checksum::pseudo_header_v4(&src, &dst, IpProtocol::TCP, tcp_len as u16)
+        checksum::pseudo_header_v4(&src, &dst, proto, l4_len as u16)
     }
+}
+
+/// The TCP or UDP checksum of `p` verifies.
+fn checksum_ok(p: &[u8], l: &Layout) -> bool {
+    checksum::combine(&[pseudo_sum(p, l), checksum::data(&p[l.l4..])]) == 0xffff
+}
+
+/// Cut the super-packet `packet` (described by `hdr`: TCP, or UDP with
+/// USO) into packets, each built in `buf` and handed to `each`. Returns
+/// the number of packets.
+pub fn segment(
+    packet: &[u8],
+    hdr: &VnetHdr,
+    buf: &mut PacketBuf,
+    each: impl FnMut(&mut PacketBuf),
+) -> Result<usize, OffloadError> {
+    if hdr.gso_type == udp::GSO_UDP_L4 {
+        udp::segment_udp(packet, hdr, buf, each)
+    } else {
+        segment_tcp(packet, hdr, buf, each)
+    }
+}
+
+/// Copy `packet`'s first `hdrs` bytes and then `chunk` into `buf` (reset
+/// to the usual headroom): one segment, its headers still to fix.
+fn segment_into<'b>(
+    buf: &'b mut PacketBuf,
+    packet: &[u8],
+    hdrs: usize,
+    chunk: &[u8],
+) -> Result<&'b mut [u8], OffloadError> {
+    buf.reset(DEFAULT_HEADROOM);
+    let n = hdrs + chunk.len();
+    let Some(room) = buf.spare_mut().get_mut(..n) else {
+        return Err(OffloadError::Truncated);
+    };
+    room[..hdrs].copy_from_slice(&packet[..hdrs]);
+    room[hdrs..].copy_from_slice(chunk);
+    // Cannot fail: n bytes of spare room were just written.
+    let _ = buf.set_len(n);
+    Ok(buf.as_mut_slice())
 }
 
 /// Cut the TCP super-packet `packet` (described by `hdr`) into segments of
@@ -205,16 +282,7 @@ pub fn segment_tcp(
     let flags0 = packet[l.l4 + 13];
     for i in 0..count {
         let chunk = &payload[(i * mss).min(payload.len())..((i + 1) * mss).min(payload.len())];
-        buf.reset(DEFAULT_HEADROOM);
-        let n = l.hdrs + chunk.len();
-        let Some(room) = buf.spare_mut().get_mut(..n) else {
-            return Err(OffloadError::Truncated);
-        };
-        room[..l.hdrs].copy_from_slice(&packet[..l.hdrs]);
-        room[l.hdrs..].copy_from_slice(chunk);
-        // Cannot fail: n bytes of spare room were just written.
-        let _ = buf.set_len(n);
-        let p = buf.as_mut_slice();
+        let p = segment_into(buf, packet, l.hdrs, chunk)?;
         if !l.v6 {
             p[4..6].copy_from_slice(&id0.wrapping_add(i as u16).to_be_bytes());
         }
@@ -238,7 +306,7 @@ pub fn segment_tcp(
 }
 
 /// What must be equal for two segments to be one flow's consecutive data.
-fn same_flow(a: &[u8], b: &[u8], l: &TcpLayout) -> bool {
+fn same_flow(a: &[u8], b: &[u8], l: &Layout) -> bool {
     if l.v6 {
         // Version, traffic class, flow label; next header; hop limit;
         // addresses.
@@ -252,23 +320,34 @@ fn same_flow(a: &[u8], b: &[u8], l: &TcpLayout) -> bool {
     }
 }
 
-/// Merges in-order TCP segments of one flow, as they come out of the
-/// tunnel in one batch, into one super-packet for the TUN device.
+/// Merges in-order TCP segments of one flow (and, with USO, equal-sized
+/// datagrams of one UDP flow), as they come out of the tunnel in one
+/// batch, into one super-packet for the TUN device.
 pub struct Coalescer {
     /// [`VNET_HDR_LEN`] bytes of room, then the super-packet being built.
     buf: Vec<u8>,
-    layout: Option<TcpLayout>,
+    layout: Option<Layout>,
     /// Payload bytes of the first segment: the MSS of the group.
     mss: usize,
     segments: usize,
-    /// The sequence number the next segment must have.
+    /// TCP: the sequence number the next segment must have.
     next_seq: u32,
     /// The group is closed: its last segment was short or had PSH.
     closed: bool,
+    /// The TUN device takes UDP super-packets (USO): UDP is merged too.
+    uso: bool,
 }
 
 impl Default for Coalescer {
     fn default() -> Self {
+        Coalescer::new(false)
+    }
+}
+
+impl Coalescer {
+    /// A coalescer for a TUN device that takes TCP super-packets, and UDP
+    /// ones if `uso`.
+    pub fn new(uso: bool) -> Coalescer {
         Coalescer {
             buf: Vec::with_capacity(VNET_HDR_LEN + MAX_SUPER),
             layout: None,
@@ -276,18 +355,18 @@ impl Default for Coalescer {
             segments: 0,
             next_seq: 0,
             closed: false,
+            uso,
         }
     }
-}
 
-impl Coalescer {
     /// Take `packet` (a decapsulated IP packet): merged into the group,
     /// or the group is written with `write` and `packet` starts the next
     /// one, or (not TCP data) written alone after the group. `write` gets
     /// the virtio header followed by the packet.
     pub fn push(&mut self, packet: &[u8], write: &mut impl FnMut(&[u8])) {
-        let layout = match tcp_layout(packet) {
-            Ok(l) if mergeable(packet, &l) => l,
+        let layout = match layout(packet) {
+            Ok(l) if !l.udp && mergeable(packet, &l) => l,
+            Ok(l) if l.udp && self.uso && udp::mergeable(packet, &l) => l,
             _ => {
                 self.flush(write);
                 return write_alone(&mut self.buf, packet, write);
@@ -304,11 +383,13 @@ impl Coalescer {
         self.layout = Some(layout);
         self.mss = payload;
         self.segments = 1;
-        self.next_seq = seq_of(packet, &layout).wrapping_add(payload as u32);
-        self.closed = packet[layout.l4 + 13] & PSH != 0;
+        if !layout.udp {
+            self.next_seq = seq_of(packet, &layout).wrapping_add(payload as u32);
+        }
+        self.closed = !layout.udp && packet[layout.l4 + 13] & PSH != 0;
     }
 
-    fn try_append(&mut self, packet: &[u8], l: &TcpLayout) -> bool {
+    fn try_append(&mut self, packet: &[u8], l: &Layout) -> bool {
         let Some(g) = self.layout else {
             return false;
         };
@@ -317,25 +398,25 @@ impl Coalescer {
         let fits = head.len() + payload <= MAX_SUPER;
         let mergeable = !self.closed
             && fits
-            && g.v6 == l.v6
-            && g.l4 == l.l4
-            && g.hdrs == l.hdrs
+            && g == *l
             && payload <= self.mss
             && same_flow(head, packet, l)
-            // Ports, then acknowledgment number, flags, window (the
-            // sequence number is checked below, the checksum differs).
+            // Ports.
             && head[l.l4..l.l4 + 4] == packet[l.l4..l.l4 + 4]
-            && head[l.l4 + 8..l.l4 + 12] == packet[l.l4 + 8..l.l4 + 12]
-            && head[l.l4 + 13] & !PSH == packet[l.l4 + 13] & !PSH
-            && head[l.l4 + 14..l.l4 + 16] == packet[l.l4 + 14..l.l4 + 16]
-            // Options, timestamps included, must be identical.
-            && head[l.l4 + 20..l.hdrs] == packet[l.l4 + 20..l.hdrs]
-            && seq_of(packet, l) == self.next_seq;
+            && if l.udp {
+                udp::appendable(head, packet, self.segments)
+            } else {
+                tcp_appendable(head, packet, l, self.next_seq)
+            };
         if !mergeable {
             return false;
         }
         self.buf.extend_from_slice(&packet[l.hdrs..]);
         self.segments += 1;
+        if l.udp {
+            self.closed |= payload < self.mss;
+            return true;
+        }
         self.next_seq = self.next_seq.wrapping_add(payload as u32);
         if packet[l.l4 + 13] & PSH != 0 {
             let at = VNET_HDR_LEN + l.l4 + 13;
@@ -354,7 +435,11 @@ impl Coalescer {
             return;
         };
         let mut hdr = VnetHdr::default();
-        if self.segments > 1 {
+        if self.segments > 1 && l.udp {
+            let p = &mut self.buf[VNET_HDR_LEN..];
+            fix_ip_lengths(p, &l);
+            hdr = udp::super_header(p, &l, self.mss);
+        } else if self.segments > 1 {
             let p = &mut self.buf[VNET_HDR_LEN..];
             fix_ip_lengths(p, &l);
             // CHECKSUM_PARTIAL: the field holds the pseudo-header sum.
@@ -375,7 +460,19 @@ impl Coalescer {
     }
 }
 
-fn seq_of(p: &[u8], l: &TcpLayout) -> u32 {
+/// The rest of what makes TCP segment `packet` the next of the group
+/// that starts with `head`: acknowledgment number, flags, window (the
+/// checksum differs), options (timestamps included), and the sequence
+/// number that follows the group's.
+fn tcp_appendable(head: &[u8], packet: &[u8], l: &Layout, next_seq: u32) -> bool {
+    head[l.l4 + 8..l.l4 + 12] == packet[l.l4 + 8..l.l4 + 12]
+        && head[l.l4 + 13] & !PSH == packet[l.l4 + 13] & !PSH
+        && head[l.l4 + 14..l.l4 + 16] == packet[l.l4 + 14..l.l4 + 16]
+        && head[l.l4 + 20..l.hdrs] == packet[l.l4 + 20..l.hdrs]
+        && seq_of(packet, l) == next_seq
+}
+
+fn seq_of(p: &[u8], l: &Layout) -> u32 {
     u32::from_be_bytes(p[l.l4 + 4..l.l4 + 8].try_into().expect("4 bytes"))
 }
 
@@ -384,25 +481,25 @@ fn seq_of(p: &[u8], l: &TcpLayout) -> u32 {
 /// packet goes to the kernel with a partial checksum, which the kernel
 /// takes as verified, so a bad segment must be written alone for the
 /// receiver to drop (as the kernel's own GRO checks before merging).
-fn mergeable(p: &[u8], l: &TcpLayout) -> bool {
+fn mergeable(p: &[u8], l: &Layout) -> bool {
     let flags = p[l.l4 + 13];
-    let v4_ok = l.v6 || (l.l4 == 20 && u16::from_be_bytes([p[6], p[7]]) & 0x3fff == 0);
-    let length_ok = if l.v6 {
-        usize::from(u16::from_be_bytes([p[4], p[5]])) + 40 == p.len()
-    } else {
-        usize::from(u16::from_be_bytes([p[2], p[3]])) == p.len()
-    };
-    v4_ok
-        && length_ok
+    ip_whole(p, l)
         && p.len() > l.hdrs
         && flags & ACK != 0
         && flags & (FIN | SYN | RST | URG | CWR) == 0
         && checksum_ok(p, l)
 }
 
-/// The TCP checksum of `p` verifies.
-fn checksum_ok(p: &[u8], l: &TcpLayout) -> bool {
-    checksum::combine(&[pseudo_sum(p, l), checksum::data(&p[l.l4..])]) == 0xffff
+/// An unfragmented packet with no IPv4 options, whose IP length is its
+/// length: what may be merged at all.
+fn ip_whole(p: &[u8], l: &Layout) -> bool {
+    if l.v6 {
+        usize::from(u16::from_be_bytes([p[4], p[5]])) + 40 == p.len()
+    } else {
+        l.l4 == 20
+            && u16::from_be_bytes([p[6], p[7]]) & 0x3fff == 0
+            && usize::from(u16::from_be_bytes([p[2], p[3]])) == p.len()
+    }
 }
 
 /// `packet` behind an all-zero virtio header (no offload).

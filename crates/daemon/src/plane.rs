@@ -75,7 +75,8 @@ pub struct Options {
     pub socket: PathBuf,
     /// Worker threads (each with a TUN queue).
     pub workers: usize,
-    /// TUN offloads: TCP super-packets in both directions.
+    /// TUN offloads: TCP super-packets in both directions, and UDP ones
+    /// where the kernel takes USO (6.2).
     pub offload: bool,
     /// How one gateway pair spreads over the workers (`--parallel`).
     pub parallel: Parallel,

@@ -72,9 +72,11 @@ counters! {
     /// Outbound packets dropped because their policy had no SA yet (IKE
     /// is asked for one, an ACQUIRE, at most once a second per policy).
     no_outbound_sa,
-    /// TCP super-packets read from the TUN device and cut into segments.
+    /// Super-packets read from the TUN device and cut into segments (TCP,
+    /// and UDP trains where the kernel takes USO).
     tso_in,
-    /// TCP super-packets written to the TUN device (coalesced segments).
+    /// Super-packets written to the TUN device: coalesced TCP segments,
+    /// or trains of one flow's UDP datagrams (USO).
     gro_out,
     /// Packets from the TUN device whose offload header or partial
     /// checksum could not be handled.

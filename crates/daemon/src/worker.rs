@@ -93,6 +93,8 @@ pub struct Io {
     pub tuns: Arc<Vec<OwnedFd>>,
     /// The TUN device speaks virtio headers (see [`crate::offload`]).
     pub offload: bool,
+    /// ... and takes UDP super-packets ([`crate::offload::udp`]).
+    pub uso: bool,
     /// Raw receivers: (socket, IP version, protocol). With a fanout
     /// group they see only datagrams the kernel reassembled.
     pub raw: Vec<(OwnedFd, IpVersion, u8)>,
@@ -112,6 +114,17 @@ pub struct Io {
     pub link: Option<OwnedFd>,
 }
 
+/// How the workers' descriptors are used, the same for every worker.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IoOptions {
+    /// The TUN device speaks virtio headers (`--offload`).
+    pub offload: bool,
+    /// ... and took UDP segmentation offload (kernels since 6.2).
+    pub uso: bool,
+    /// A packet socket for link hops (`--esp-send link`).
+    pub send_link: bool,
+}
+
 impl Io {
     /// Open worker `index`'s descriptors (of `workers`); `udp` and `udp6`
     /// are its sockets of the 4500 groups, `fanout` its sockets of the raw
@@ -121,7 +134,7 @@ impl Io {
         (index, workers): (usize, usize),
         (udp, udp6): (Option<OwnedFd>, Option<OwnedFd>),
         fanout: Vec<(OwnedFd, IpVersion)>,
-        (offload, send_link): (bool, bool),
+        opts: IoOptions,
     ) -> Result<Io, WorkerError> {
         let setup =
             |what: &'static str, source: std::io::Error| WorkerError::Setup { what, source };
@@ -166,7 +179,7 @@ impl Io {
                 .map_err(|e| setup("receive buffer", e))?;
         }
         let send4 = sys::raw_sender_v4().map_err(|e| setup("raw send socket", e))?;
-        let link = send_link.then(sys::packet_sender).transpose();
+        let link = opts.send_link.then(sys::packet_sender).transpose();
         let link = link.map_err(|e| setup("packet send socket", e))?;
         // Marked, so that the routes into the TUN pass them by (and qdiscs
         // can tell them).
@@ -185,7 +198,8 @@ impl Io {
         }
         Ok(Io {
             tuns,
-            offload,
+            offload: opts.offload,
+            uso: opts.offload && opts.uso,
             raw,
             fanout,
             udp,
@@ -347,7 +361,7 @@ impl Worker {
             tun_out: TunOut {
                 fds: self.io.tuns.iter().map(|fd| fd.as_raw_fd()).collect(),
                 queue: self.index,
-                gro: self.io.offload.then(Coalescer::default),
+                gro: self.io.offload.then(|| Coalescer::new(self.io.uso)),
                 mtu: self.mtu,
                 ids: FragmentIds::default(),
             },
@@ -578,7 +592,8 @@ impl Worker {
     }
 
     /// A packet from a TUN device with offloads: behind its virtio header,
-    /// a TCP super-packet to cut, or a packet whose checksum may be partial.
+    /// a TCP or UDP super-packet to cut, or a packet whose checksum may be
+    /// partial.
     fn offloaded_from_tun(
         &mut self,
         b: &mut PacketBuf,
@@ -592,7 +607,7 @@ impl Worker {
         };
         b.trim_front(VNET_HDR_LEN);
         if hdr.is_gso() {
-            let cut = offload::segment_tcp(b.as_slice(), &hdr, seg, |s| {
+            let cut = offload::segment(b.as_slice(), &hdr, seg, |s| {
                 self.outbound(s, Source::TUN, now, st)
             });
             match cut {

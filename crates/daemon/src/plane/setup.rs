@@ -20,7 +20,7 @@ use crate::nexthop::EspSend;
 use crate::routes::Routes;
 use crate::seqstate::SeqState;
 use crate::sys;
-use crate::worker::{self, Io};
+use crate::worker::{self, Io, IoOptions};
 
 /// What `flowsec up` sets up before any worker runs: the configuration
 /// checked whole and staged, the UDP 4500 groups, the TUN queues, IKE, and
@@ -40,6 +40,8 @@ pub(super) struct Setup {
     /// The raw ESP/AH fanout groups' table, kept while the daemon runs
     /// (`None`: raw sockets alone).
     pub(super) fanout: Option<Fanout>,
+    /// How the workers use their descriptors (TUN offloads, link sends).
+    pub(super) io_opts: IoOptions,
 }
 
 /// One worker's descriptors, databases, and the receiving end of its
@@ -78,13 +80,19 @@ impl Setup {
         let slots =
             |g: Option<Vec<OwnedFd>>| g.map(|g| g.into_iter().map(Some).collect::<Vec<_>>());
         let (mut udp, mut udp6) = (slots(udp), slots(udp6));
-        let tuns: std::io::Result<Vec<OwnedFd>> = (0..workers)
+        let tuns: std::io::Result<Vec<sys::TunQueue>> = (0..workers)
             .map(|_| sys::open_tun(&opts.tun, workers > 1, opts.offload))
             .collect();
-        let tuns = Arc::new(tuns.map_err(|error| RunError::Tun {
+        let tuns = tuns.map_err(|error| RunError::Tun {
             name: opts.tun.clone(),
             error,
-        })?);
+        })?;
+        let io_opts = IoOptions {
+            offload: opts.offload,
+            uso: tuns.iter().all(|q| q.uso),
+            send_link: opts.esp_send == EspSend::Link,
+        };
+        let tuns = Arc::new(tuns.into_iter().map(|q| q.fd).collect::<Vec<_>>());
         // The IKE thread sends from worker 0's sockets of the 4500 groups
         // (the float to port 4500, RFC 7296 §2.23).
         let dup = |g: &Option<Vec<Option<OwnedFd>>>| {
@@ -108,8 +116,6 @@ impl Setup {
         let lists = apply::per_worker(&staged.changes, workers, provider, Duration::ZERO)
             .map_err(RunError::Config)?;
         let mut fanout = open_fanout(opts, workers);
-        let send_link = opts.esp_send == EspSend::Link;
-        let io_opts = (opts.offload, send_link);
         let (boxes, parts) = worker_parts(lists, &tuns, sockets, fanout.as_mut(), io_opts)?;
         let manual = reload::Manual::of(&staged);
         Ok(Setup {
@@ -123,6 +129,7 @@ impl Setup {
             manual,
             file_config,
             fanout,
+            io_opts,
         })
     }
 }
@@ -193,14 +200,13 @@ pub(super) type UdpGroup = Vec<Option<OwnedFd>>;
 
 /// Each worker's descriptors (its TUN queue, raw sockets, its socket of
 /// each UDP 4500 group, taken from `udp`, and of each fanout group),
-/// mailbox and databases, the changes of `lists` applied; `io_opts`: TUN
-/// offloads, and a packet socket for link hops (`--esp-send link`).
+/// mailbox and databases, the changes of `lists` applied.
 pub(super) fn worker_parts(
     lists: Vec<Vec<WorkerChange>>,
     tuns: &Arc<Vec<OwnedFd>>,
     udp: (Option<&mut UdpGroup>, Option<&mut UdpGroup>),
     mut fanout: Option<&mut Fanout>,
-    io_opts: (bool, bool),
+    io_opts: IoOptions,
 ) -> Result<(Vec<Mailbox>, Vec<WorkerParts>), RunError> {
     let (mut udp4, mut udp6) = udp;
     let workers = lists.len();
@@ -261,7 +267,11 @@ pub(super) fn announce(opts: &Options, setup: &Setup, routes: &Routes, filter: &
         "up (tun {}, {} workers, offloads {}, plaintext filter {}, raw ESP/AH {}, {} SAs, {} policies, routes via tun: {})",
         opts.tun,
         setup.workers,
-        if opts.offload { "on" } else { "off" },
+        match (setup.io_opts.offload, setup.io_opts.uso) {
+            (false, _) => "off",
+            (true, false) => "on (TCP)",
+            (true, true) => "on (TCP, UDP)",
+        },
         filter.table().map_or("none".to_string(), |t| format!("nft inet {t}")),
         setup.fanout.as_ref().map_or("by raw sockets".to_string(), |f| format!("by fanout (nft inet {})", f.table())),
         setup.staged.model.sas.len(),

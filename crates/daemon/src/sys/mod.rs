@@ -47,7 +47,7 @@ pub use socket::{
     peek_byte, raw_receiver_v4, raw_receiver_v6, raw_sender_v4, raw_sender_v6, set_mark,
     set_recv_buffer, udp_encap_socket,
 };
-pub use tun::open_tun;
+pub use tun::{open_tun, TunQueue};
 
 /// linux/udp.h: the UDP socket option level and its GSO/GRO options.
 pub(super) const SOL_UDP: libc::c_int = 17;

@@ -21,6 +21,10 @@ const TUN_F_CSUM: libc::c_uint = 0x01;
 const TUN_F_TSO4: libc::c_uint = 0x02;
 const TUN_F_TSO6: libc::c_uint = 0x04;
 const TUN_F_TSO_ECN: libc::c_uint = 0x08;
+/// UDP segmentation over IPv4 and IPv6 (Linux 6.2; older kernels refuse
+/// the ioctl with these bits).
+const TUN_F_USO4: libc::c_uint = 0x20;
+const TUN_F_USO6: libc::c_uint = 0x40;
 /// `struct ifreq` as TUNSETIFF reads it: the name, then the flags.
 #[repr(C)]
 struct IfReq {
@@ -32,11 +36,20 @@ struct IfReq {
 // The kernel's `struct ifreq` is 40 bytes on 64-bit Linux.
 const _: () = assert!(std::mem::size_of::<IfReq>() == 40);
 
+/// A queue of the TUN device.
+#[derive(Debug)]
+pub struct TunQueue {
+    pub fd: OwnedFd,
+    /// The kernel takes and gives UDP super-packets too (USO).
+    pub uso: bool,
+}
+
 /// Open (or attach one more queue to) the TUN device `name`, non-blocking,
 /// without the packet-information prefix. With `offload`, each packet
 /// comes and goes behind a `struct virtio_net_hdr` and the kernel may send
-/// TCP super-packets with partial checksums (see `offload`).
-pub fn open_tun(name: &str, multi_queue: bool, offload: bool) -> io::Result<OwnedFd> {
+/// TCP super-packets with partial checksums (see `offload`), and UDP ones
+/// where it knows USO.
+pub fn open_tun(name: &str, multi_queue: bool, offload: bool) -> io::Result<TunQueue> {
     if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains(['/', ' ', '\0']) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -69,10 +82,17 @@ pub fn open_tun(name: &str, multi_queue: bool, offload: bool) -> io::Result<Owne
     // SAFETY: TUNSETIFF reads a `struct ifreq`; `req` has its layout (name
     // then flags, 40 bytes) and lives across the call.
     check(unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETIFF, &mut req as *mut IfReq) })?;
+    let mut uso = false;
     if offload {
-        let flags = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN;
-        // SAFETY: TUNSETOFFLOAD takes its argument by value.
-        check(unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETOFFLOAD, flags as libc::c_ulong) })?;
+        let tcp = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN;
+        let set = |flags: libc::c_uint| {
+            // SAFETY: TUNSETOFFLOAD takes its argument by value.
+            check(unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETOFFLOAD, flags as libc::c_ulong) })
+        };
+        uso = set(tcp | TUN_F_USO4 | TUN_F_USO6).is_ok();
+        if !uso {
+            set(tcp)?;
+        }
     }
-    Ok(fd)
+    Ok(TunQueue { fd, uso })
 }
