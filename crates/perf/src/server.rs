@@ -509,7 +509,10 @@ fn socket_drops(socket: &UdpSocket) -> u64 {
     let link = std::fs::read_link(format!("/proc/self/fd/{}", socket.as_raw_fd()));
     let inode = link.ok().and_then(|l| {
         let l = l.to_string_lossy().into_owned();
-        l.strip_prefix("socket:[")?.strip_suffix(']')?.parse::<u64>().ok()
+        l.strip_prefix("socket:[")?
+            .strip_suffix(']')?
+            .parse::<u64>()
+            .ok()
     });
     let Some(inode) = inode else {
         return 0;
