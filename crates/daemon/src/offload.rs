@@ -528,11 +528,23 @@ mod tests {
         t[14..16].copy_from_slice(&512u16.to_be_bytes());
         t[20..32].copy_from_slice(&[1, 1, 8, 10, 0, 0, 0, 9, 0, 0, 0, 7]);
         t.extend_from_slice(payload);
-        let mut p = if v6 {
+        let mut p = ip_packet(v6, 6, 0x1234, true, &t);
+        let l = tcp_layout(&p).unwrap();
+        fix_ip_lengths(&mut p, &l);
+        let sum = !checksum::combine(&[pseudo_sum(&p, &l), checksum::data(&p[l.l4..])]);
+        p[l.l4 + 16..l.l4 + 18].copy_from_slice(&sum.to_be_bytes());
+        p
+    }
+
+    /// `l4` behind an IPv4 (ID `id`, DF if `df`) or IPv6 header of
+    /// protocol `proto` from 10.1.0.2 (fd01::2) to 10.2.0.2 (fd02::2), its
+    /// lengths set (the IPv4 checksum is left to `fix_ip_lengths`).
+    pub(super) fn ip_packet(v6: bool, proto: u8, id: u16, df: bool, l4: &[u8]) -> Vec<u8> {
+        let mut h = if v6 {
             let mut h = vec![0u8; 40];
             h[0] = 0x60;
-            h[4..6].copy_from_slice(&(t.len() as u16).to_be_bytes());
-            h[6] = 6;
+            h[4..6].copy_from_slice(&(l4.len() as u16).to_be_bytes());
+            h[6] = proto;
             h[7] = 64;
             h[8..24].copy_from_slice(&"fd01::2".parse::<Ipv6Addr>().unwrap().octets());
             h[24..40].copy_from_slice(&"fd02::2".parse::<Ipv6Addr>().unwrap().octets());
@@ -540,21 +552,17 @@ mod tests {
         } else {
             let mut h = vec![0u8; 20];
             h[0] = 0x45;
-            h[2..4].copy_from_slice(&((20 + t.len()) as u16).to_be_bytes());
-            h[4..6].copy_from_slice(&0x1234u16.to_be_bytes());
-            h[6] = 0x40;
+            h[2..4].copy_from_slice(&((20 + l4.len()) as u16).to_be_bytes());
+            h[4..6].copy_from_slice(&id.to_be_bytes());
+            h[6] = if df { 0x40 } else { 0 };
             h[8] = 64;
-            h[9] = 6;
+            h[9] = proto;
             h[12..16].copy_from_slice(&[10, 1, 0, 2]);
             h[16..20].copy_from_slice(&[10, 2, 0, 2]);
             h
         };
-        p.extend_from_slice(&t);
-        let l = tcp_layout(&p).unwrap();
-        fix_ip_lengths(&mut p, &l);
-        let sum = !checksum::combine(&[pseudo_sum(&p, &l), checksum::data(&p[l.l4..])]);
-        p[l.l4 + 16..l.l4 + 18].copy_from_slice(&sum.to_be_bytes());
-        p
+        h.extend_from_slice(l4);
+        h
     }
 
     fn tcp_checksum_ok(p: &[u8]) -> bool {

@@ -334,34 +334,7 @@ fn print_text(host: &str, spec: &Spec, o: &Outcome) {
             println!("  Throughput 10^6bits/sec: {:.2}", o.throughput_mbit_s);
             print_intervals(o);
         }
-        Test::UdpStream | Test::Cbr => {
-            println!(
-                "  message size {} B: sent {} packets ({:.2} 10^6bits/sec), received {} ({:.2} 10^6bits/sec), lost {} ({} of them dropped by the receiving socket, its buffer full)",
-                spec.msg_size,
-                o.packets_sent,
-                o.send_mbit_s,
-                o.packets_received,
-                o.throughput_mbit_s,
-                o.lost,
-                o.socket_drops
-            );
-            if spec.test == Test::UdpStream {
-                print_intervals(o);
-            }
-            if spec.test == Test::Cbr {
-                println!("  second  packets    bytes  lost  reordered  max gap ms");
-                for (i, s) in o.per_second.iter().enumerate() {
-                    println!(
-                        "  {:>6} {:>8} {:>8} {:>5} {:>10} {:>11.2}",
-                        i, s.packets, s.bytes, s.lost, s.reordered, s.max_gap_ms
-                    );
-                }
-                println!(
-                    "  reordered {}, longest gap {:.2} ms, most queued {:.2} ms",
-                    o.reordered, o.max_gap_ms, o.max_queue_ms
-                );
-            }
-        }
+        Test::UdpStream | Test::Cbr => print_datagrams(spec, o),
         Test::TcpRr | Test::UdpRr | Test::TcpCrr => {
             println!(
                 "  request {} B, response {} B",
@@ -390,6 +363,37 @@ fn print_text(host: &str, spec: &Spec, o: &Outcome) {
         o.remote_cpu.process_pct,
         o.remote_cpu.system_pct
     );
+}
+
+/// The datagram tests' part of the text report: counts, loss (the
+/// receiving socket's own drops named), and per interval or second.
+fn print_datagrams(spec: &Spec, o: &Outcome) {
+    println!(
+        "  message size {} B: sent {} packets ({:.2} 10^6bits/sec), received {} ({:.2} 10^6bits/sec), lost {} ({} of them dropped by the receiving socket, its buffer full)",
+        spec.msg_size,
+        o.packets_sent,
+        o.send_mbit_s,
+        o.packets_received,
+        o.throughput_mbit_s,
+        o.lost,
+        o.socket_drops
+    );
+    if spec.test == Test::UdpStream {
+        print_intervals(o);
+    }
+    if spec.test == Test::Cbr {
+        println!("  second  packets    bytes  lost  reordered  max gap ms");
+        for (i, s) in o.per_second.iter().enumerate() {
+            println!(
+                "  {:>6} {:>8} {:>8} {:>5} {:>10} {:>11.2}",
+                i, s.packets, s.bytes, s.lost, s.reordered, s.max_gap_ms
+            );
+        }
+        println!(
+            "  reordered {}, longest gap {:.2} ms, most queued {:.2} ms",
+            o.reordered, o.max_gap_ms, o.max_queue_ms
+        );
+    }
 }
 
 #[cfg(test)]

@@ -123,10 +123,10 @@ pub(super) fn super_header(p: &mut [u8], l: &Layout, size: usize) -> VnetHdr {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::ip_packet;
     use super::super::{complete_checksum, Coalescer, VNET_HDR_LEN};
     use super::*;
     use flowsec_ipsec::buf::{DEFAULT_HEADROOM, DEFAULT_TAILROOM};
-    use std::net::Ipv6Addr;
 
     /// An IPv4 (ID `id`, DF if `df`) or IPv6 UDP datagram 40000 -> `dport`
     /// with `payload` and its checksum.
@@ -135,32 +135,7 @@ mod tests {
         u[0..2].copy_from_slice(&40000u16.to_be_bytes());
         u[2..4].copy_from_slice(&dport.to_be_bytes());
         u.extend_from_slice(payload);
-        let mut p = if v6 {
-            let mut h = vec![0u8; 40];
-            h[0] = 0x60;
-            h[6] = 17;
-            h[7] = 64;
-            h[8..24].copy_from_slice(&"fd01::2".parse::<Ipv6Addr>().unwrap().octets());
-            h[24..40].copy_from_slice(&"fd02::2".parse::<Ipv6Addr>().unwrap().octets());
-            h
-        } else {
-            let mut h = vec![0u8; 20];
-            h[0] = 0x45;
-            h[4..6].copy_from_slice(&id.to_be_bytes());
-            h[6] = if df { DF } else { 0 };
-            h[8] = 64;
-            h[9] = 17;
-            h[12..16].copy_from_slice(&[10, 1, 0, 2]);
-            h[16..20].copy_from_slice(&[10, 2, 0, 2]);
-            h
-        };
-        p.extend_from_slice(&u);
-        let total = p.len() as u16;
-        if v6 {
-            p[4..6].copy_from_slice(&(total - 40).to_be_bytes());
-        } else {
-            p[2..4].copy_from_slice(&total.to_be_bytes());
-        }
+        let mut p = ip_packet(v6, 17, id, df, &u);
         let l = layout(&p).unwrap();
         fix_ip_lengths(&mut p, &l);
         let n = (p.len() - l.l4) as u16;

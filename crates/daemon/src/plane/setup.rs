@@ -80,19 +80,7 @@ impl Setup {
         let slots =
             |g: Option<Vec<OwnedFd>>| g.map(|g| g.into_iter().map(Some).collect::<Vec<_>>());
         let (mut udp, mut udp6) = (slots(udp), slots(udp6));
-        let tuns: std::io::Result<Vec<sys::TunQueue>> = (0..workers)
-            .map(|_| sys::open_tun(&opts.tun, workers > 1, opts.offload))
-            .collect();
-        let tuns = tuns.map_err(|error| RunError::Tun {
-            name: opts.tun.clone(),
-            error,
-        })?;
-        let io_opts = IoOptions {
-            offload: opts.offload,
-            uso: tuns.iter().all(|q| q.uso),
-            send_link: opts.esp_send == EspSend::Link,
-        };
-        let tuns = Arc::new(tuns.into_iter().map(|q| q.fd).collect::<Vec<_>>());
+        let (tuns, io_opts) = open_tuns(opts, workers)?;
         // The IKE thread sends from worker 0's sockets of the 4500 groups
         // (the float to port 4500, RFC 7296 §2.23).
         let dup = |g: &Option<Vec<Option<OwnedFd>>>| {
@@ -132,6 +120,24 @@ impl Setup {
             io_opts,
         })
     }
+}
+
+/// A queue of the TUN device per worker, and how the workers use their
+/// descriptors (the offloads the kernel took, link sends).
+fn open_tuns(opts: &Options, workers: usize) -> Result<(Arc<Vec<OwnedFd>>, IoOptions), RunError> {
+    let tuns: std::io::Result<Vec<sys::TunQueue>> = (0..workers)
+        .map(|_| sys::open_tun(&opts.tun, workers > 1, opts.offload))
+        .collect();
+    let tuns = tuns.map_err(|error| RunError::Tun {
+        name: opts.tun.clone(),
+        error,
+    })?;
+    let io_opts = IoOptions {
+        offload: opts.offload,
+        uso: tuns.iter().all(|q| q.uso),
+        send_link: opts.esp_send == EspSend::Link,
+    };
+    Ok((Arc::new(tuns.into_iter().map(|q| q.fd).collect()), io_opts))
 }
 
 /// The raw ESP/AH fanout groups (`--esp-receive fanout`, and `auto` with
