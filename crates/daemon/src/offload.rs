@@ -263,7 +263,7 @@ pub fn segment_tcp(
     packet: &[u8],
     hdr: &VnetHdr,
     buf: &mut PacketBuf,
-    mut each: impl FnMut(&mut PacketBuf),
+    each: impl FnMut(&mut PacketBuf),
 ) -> Result<usize, OffloadError> {
     let want_v6 = match hdr.gso_type & !GSO_ECN {
         GSO_TCPV4 => false,
@@ -275,18 +275,9 @@ pub fn segment_tcp(
     if l.v6 != want_v6 || mss == 0 {
         return Err(OffloadError::UnsupportedGso);
     }
-    let payload = &packet[l.hdrs..];
-    let count = payload.len().div_ceil(mss).max(1);
     let seq0 = u32::from_be_bytes(packet[l.l4 + 4..l.l4 + 8].try_into().expect("4 bytes"));
-    let id0 = u16::from_be_bytes([packet[4], packet[5]]);
     let flags0 = packet[l.l4 + 13];
-    for i in 0..count {
-        let chunk = &payload[(i * mss).min(payload.len())..((i + 1) * mss).min(payload.len())];
-        let p = segment_into(buf, packet, l.hdrs, chunk)?;
-        if !l.v6 {
-            p[4..6].copy_from_slice(&id0.wrapping_add(i as u16).to_be_bytes());
-        }
-        fix_ip_lengths(p, &l);
+    let fix = |p: &mut [u8], i: usize, count: usize| {
         let seq = seq0.wrapping_add((i * mss) as u32);
         p[l.l4 + 4..l.l4 + 8].copy_from_slice(&seq.to_be_bytes());
         let mut flags = flags0;
@@ -300,6 +291,34 @@ pub fn segment_tcp(
         p[l.l4 + 16..l.l4 + 18].copy_from_slice(&[0, 0]);
         let sum = !checksum::combine(&[pseudo_sum(p, &l), checksum::data(&p[l.l4..])]);
         p[l.l4 + 16..l.l4 + 18].copy_from_slice(&sum.to_be_bytes());
+    };
+    cut(packet, &l, mss, buf, fix, each)
+}
+
+/// Cut the payload of `packet` (after `l.hdrs`) into chunks of `size`
+/// bytes, each built in `buf` behind a copy of the headers, with its IPv4
+/// ID (the first's plus its place, as the kernel's GSO numbers them) and
+/// IP lengths set; `fix(segment, i, count)` finishes its transport header
+/// before `each` takes it. Returns the number of segments.
+fn cut(
+    packet: &[u8],
+    l: &Layout,
+    size: usize,
+    buf: &mut PacketBuf,
+    mut fix: impl FnMut(&mut [u8], usize, usize),
+    mut each: impl FnMut(&mut PacketBuf),
+) -> Result<usize, OffloadError> {
+    let payload = &packet[l.hdrs..];
+    let count = payload.len().div_ceil(size).max(1);
+    let id0 = u16::from_be_bytes([packet[4], packet[5]]);
+    for i in 0..count {
+        let chunk = &payload[(i * size).min(payload.len())..((i + 1) * size).min(payload.len())];
+        let p = segment_into(buf, packet, l.hdrs, chunk)?;
+        if !l.v6 {
+            p[4..6].copy_from_slice(&id0.wrapping_add(i as u16).to_be_bytes());
+        }
+        fix_ip_lengths(p, l);
+        fix(p, i, count);
         each(buf);
     }
     Ok(count)

@@ -20,8 +20,7 @@ use flowsec_ipsec::PacketBuf;
 use flowsec_wire::ipv4::checksum;
 
 use super::{
-    checksum_ok, fix_ip_lengths, ip_whole, layout, pseudo_sum, segment_into, Layout, OffloadError,
-    VnetHdr, F_NEEDS_CSUM,
+    checksum_ok, cut, ip_whole, layout, pseudo_sum, Layout, OffloadError, VnetHdr, F_NEEDS_CSUM,
 };
 
 /// `VIRTIO_NET_HDR_GSO_UDP_L4` (linux/virtio_net.h).
@@ -43,23 +42,14 @@ pub fn segment_udp(
     packet: &[u8],
     hdr: &VnetHdr,
     buf: &mut PacketBuf,
-    mut each: impl FnMut(&mut PacketBuf),
+    each: impl FnMut(&mut PacketBuf),
 ) -> Result<usize, OffloadError> {
     let l = layout(packet)?;
     let size = usize::from(hdr.gso_size);
     if hdr.gso_type != GSO_UDP_L4 || !l.udp || size == 0 {
         return Err(OffloadError::UnsupportedGso);
     }
-    let payload = &packet[l.hdrs..];
-    let count = payload.len().div_ceil(size).max(1);
-    let id0 = u16::from_be_bytes([packet[4], packet[5]]);
-    for i in 0..count {
-        let chunk = &payload[(i * size).min(payload.len())..((i + 1) * size).min(payload.len())];
-        let p = segment_into(buf, packet, l.hdrs, chunk)?;
-        if !l.v6 {
-            p[4..6].copy_from_slice(&id0.wrapping_add(i as u16).to_be_bytes());
-        }
-        fix_ip_lengths(p, &l);
+    let fix = |p: &mut [u8], _: usize, _: usize| {
         let udp_len = (p.len() - l.l4) as u16;
         p[l.l4 + 4..l.l4 + 6].copy_from_slice(&udp_len.to_be_bytes());
         p[l.l4 + 6..l.l4 + 8].copy_from_slice(&[0, 0]);
@@ -67,9 +57,8 @@ pub fn segment_udp(
         // A computed zero is sent as all ones (RFC 768; RFC 8200 §8.1).
         let sum = if sum == 0 { 0xffff } else { sum };
         p[l.l4 + 6..l.l4 + 8].copy_from_slice(&sum.to_be_bytes());
-        each(buf);
-    }
-    Ok(count)
+    };
+    cut(packet, &l, size, buf, fix, each)
 }
 
 /// A datagram that may start or join a train: whole (see
@@ -123,6 +112,7 @@ pub(super) fn super_header(p: &mut [u8], l: &Layout, size: usize) -> VnetHdr {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fix_ip_lengths;
     use super::super::tests::ip_packet;
     use super::super::{complete_checksum, Coalescer, VNET_HDR_LEN};
     use super::*;
