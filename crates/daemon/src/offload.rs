@@ -150,16 +150,16 @@ fn layout(p: &[u8]) -> Result<Layout, OffloadError> {
         },
         Err(_) => return Err(OffloadError::UnsupportedGso),
     };
-    let l4_len = match next {
-        IpProtocol::TCP => usize::from(*p.get(l4 + 12).ok_or(OffloadError::Truncated)? >> 4) * 4,
-        IpProtocol::UDP => udp::HEADER_LEN,
+    // The header's length, and the least it may be.
+    let (udp, l4_len, least) = match next {
+        IpProtocol::TCP => {
+            let offset = *p.get(l4 + 12).ok_or(OffloadError::Truncated)?;
+            (false, usize::from(offset >> 4) * 4, 20)
+        }
+        IpProtocol::UDP => (true, udp::HEADER_LEN, udp::HEADER_LEN),
         _ => return Err(OffloadError::UnsupportedGso),
     };
-    if l4_len < udp::HEADER_LEN || l4 + l4_len > p.len() {
-        return Err(OffloadError::Truncated);
-    }
-    let udp = next == IpProtocol::UDP;
-    if !udp && l4_len < 20 {
+    if l4_len < least || l4 + l4_len > p.len() {
         return Err(OffloadError::Truncated);
     }
     Ok(Layout {
@@ -380,7 +380,8 @@ impl Coalescer {
 
     /// Take `packet` (a decapsulated IP packet): merged into the group,
     /// or the group is written with `write` and `packet` starts the next
-    /// one, or (not TCP data) written alone after the group. `write` gets
+    /// one, or (not TCP data, nor with USO a UDP datagram that may be
+    /// merged) written alone after the group. `write` gets
     /// the virtio header followed by the packet.
     pub fn push(&mut self, packet: &[u8], write: &mut impl FnMut(&[u8])) {
         let layout = match layout(packet) {

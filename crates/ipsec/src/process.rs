@@ -22,6 +22,7 @@ use flowsec_wire::esp::EspPacket;
 use flowsec_wire::iana::IpProtocol;
 use flowsec_wire::ip::IpRepr;
 use flowsec_wire::ipcomp::IpCompPacket;
+use flowsec_wire::ipv4::Ipv4Packet;
 use flowsec_wire::udp_encap::{self, Datagram, UdpEncap, NON_ESP_MARKER};
 
 use crate::buf::PacketBuf;
@@ -390,7 +391,11 @@ pub fn inbound_packet(
 }
 
 /// Put back the IP header of a datagram that a UDP socket received, naming
-/// `next` as what follows it.
+/// `next` as what follows it. An IPv4 header is rebuilt atomic (DF, ID 0):
+/// the socket does not tell the original ID, and the ID of an atomic
+/// datagram means nothing (RFC 6864 §4), where a run of datagrams with ID
+/// 0 and no DF would claim IDs that are not unique (§4.1), and a receiver
+/// merging datagrams (GRO, `offload::udp`) could not take them.
 pub(crate) fn push_ip_header(
     buf: &mut PacketBuf,
     from: &UdpEndpoints,
@@ -407,7 +412,13 @@ pub(crate) fn push_ip_header(
     let hdr = buf
         .prepend(ip.buffer_len())
         .map_err(|_| DropReason::NoRoom)?;
-    ip.emit(hdr).map_err(|_| DropReason::BadIpHeader)
+    ip.emit(&mut *hdr).map_err(|_| DropReason::BadIpHeader)?;
+    if from.remote.is_ipv4() {
+        let mut v4 = Ipv4Packet::new_unchecked(hdr);
+        v4.set_dont_frag(true);
+        v4.fill_checksum();
+    }
+    Ok(())
 }
 
 /// Remove the IPsec headers that follow the IP header of `buf`, adding the

@@ -285,6 +285,36 @@ fn esp_in_udp_is_a_payload_and_endpoints() {
         );
         assert_eq!(buf.as_slice(), &inner[..], "{mode:?}");
     }
+    // IPv4 transport mode: the header the socket took off is rebuilt
+    // atomic (DF, ID 0: RFC 6864 §4), its checksum right.
+    let mut c = config(
+        &SUITES[1],
+        0x3101,
+        Mode::Transport,
+        "192.0.2.1",
+        "192.0.2.2",
+    );
+    c.encap = Some(UdpEncap::udp(4500, 4500));
+    let inner = udp_packet("192.0.2.1", "192.0.2.2", b"natted");
+    let (mut out, mut inb, bundle) = pair(std::slice::from_ref(&c));
+    let mut buf = PacketBuf::from_packet(&inner);
+    let Egress::Udp(to) = process::outbound(&mut out, &bundle, &mut buf, NOW).unwrap() else {
+        panic!("not ESP in UDP");
+    };
+    let from = UdpEndpoints {
+        local: to.remote,
+        remote: to.local,
+        tos: to.tos,
+    };
+    let got = process::inbound_udp(&mut inb, &mut buf, &from, NOW);
+    assert!(matches!(got, Ok(Inbound::Decapsulated(_))), "{got:?}");
+    let v4 = flowsec_wire::ipv4::Ipv4Packet::new_checked(buf.as_slice()).unwrap();
+    assert!(
+        v4.dont_frag() && v4.verify_checksum(),
+        "{:02x?}",
+        &buf.as_slice()[..20]
+    );
+    assert_eq!(buf.as_slice()[20..], inner[20..]);
     let from = UdpEndpoints {
         local: "192.0.2.2:4500".parse().unwrap(),
         remote: "192.0.2.1:4500".parse().unwrap(),
