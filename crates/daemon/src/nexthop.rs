@@ -1,5 +1,6 @@
 //! Sending raw ESP/AH without a route lookup per packet (issue 34): the
-//! control plane asks the kernel once a second, for each (source,
+//! control plane asks the kernel once a second, and soon after the kernel
+//! reports a link, neighbor or route change, for each (source,
 //! destination) pair of its SAs sent as raw IP, which link and neighbor a
 //! packet would leave by, as `ip route get` and `ip neigh` would answer;
 //! the workers then hand those packets to a packet socket on that link,
@@ -17,9 +18,9 @@
 //! per pair the kernel's way, so that the neighbor entry keeps being
 //! used, and probed if the peer stops answering (linux/neighbour.h NUD).
 //! Output netfilter rules no longer see these packets: only the kernel's
-//! device queue and its taps do (docs/CLI.md `--esp-send`). Opt-in
-//! (`--esp-send link`) until a rare loss across per-CPU Child SA rekeys
-//! is understood ([`EspSend`]).
+//! device queue and its taps do (docs/CLI.md `--esp-send`), which is why
+//! it is opt-in (`--esp-send link`, [`EspSend`]): a default-drop output
+//! firewall or an SNAT of ESP would silently not apply.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -31,10 +32,10 @@ use crate::sys::rtnl;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EspSend {
     /// Straight to the neighbor on its link where the kernel's tables
-    /// name one, else the raw socket. Not the default yet: across the
-    /// rekeys of per-resource Child SAs, tests/e2e/ike_parallel.sh lost
-    /// 12–18 of 15,000 packets in 2 of 18 runs with it, none without
-    /// (issue 34's note).
+    /// name one, else the raw socket. Not the default: netfilter's output
+    /// and postrouting hooks do not see these packets. (The rare losses
+    /// across per-CPU Child SA rekeys once blamed on it were the
+    /// receiving host's socket, with and without it: issue 34's note.)
     Link,
     /// Always the raw socket (IP_HDRINCL), through IP output.
     #[default]
@@ -43,6 +44,10 @@ pub enum EspSend {
 
 /// How often the pairs are asked about again.
 pub const REFRESH: Duration = Duration::from_secs(1);
+/// After the kernel said a link, neighbor or route changed, the pairs are
+/// asked about again at once, but not more often than this (a busy
+/// router's neighbor table changes all the time).
+pub const EVENT_GAP: Duration = Duration::from_millis(100);
 /// linux/if_arp.h ARPHRD_ETHER: links with 6-byte link-layer addresses.
 const ARPHRD_ETHER: u16 = 1;
 /// linux/neighbour.h: entries whose address may be used (REACHABLE,
@@ -67,12 +72,21 @@ pub type Pair = (IpAddr, IpAddr);
 pub struct NextHops {
     known: BTreeMap<Pair, Option<LinkHop>>,
     asked: Option<Duration>,
+    /// The kernel said something changed since `asked`.
+    stale: bool,
 }
 
 impl NextHops {
+    /// The kernel reported a link, neighbor or route change: the next
+    /// [`NextHops::refresh`] asks again (after [`EVENT_GAP`]).
+    pub fn kernel_changed(&mut self) {
+        self.stale = true;
+    }
+
     /// With `pairs` the pairs of the SAs sent as raw IP now: when a
-    /// second has passed or the pairs changed, ask the kernel again; the
-    /// pairs whose answer changed (`None`: send them the kernel's way).
+    /// second has passed, the kernel reported a change or the pairs
+    /// changed, ask the kernel again; the pairs whose answer changed
+    /// (`None`: send them the kernel's way).
     pub fn refresh(
         &mut self,
         pairs: impl IntoIterator<Item = Pair>,
@@ -83,10 +97,14 @@ impl NextHops {
         let pairs: BTreeSet<Pair> = pairs.into_iter().collect();
         let same =
             pairs.len() == self.known.len() && pairs.iter().all(|p| self.known.contains_key(p));
-        if same && self.asked.is_some_and(|t| now < t + REFRESH) {
+        let due = self
+            .asked
+            .is_none_or(|t| now >= t + REFRESH || (self.stale && now >= t + EVENT_GAP));
+        if same && !due {
             return Vec::new();
         }
         self.asked = Some(now);
+        self.stale = false;
         let mut changed = Vec::new();
         let mut next = BTreeMap::new();
         for pair in pairs {
@@ -180,5 +198,22 @@ mod tests {
         assert_eq!(hops.asked, Some(Duration::ZERO));
         assert!(hops.refresh([], 0, Duration::from_millis(20)).is_empty());
         assert_eq!(hops.asked, Some(Duration::from_millis(20)));
+    }
+
+    /// A change the kernel reported is asked about at once, but no sooner
+    /// than EVENT_GAP after the last question, and only once.
+    #[test]
+    fn a_reported_change_is_asked_about_soon() {
+        let home: IpAddr = "127.0.0.1".parse().unwrap();
+        let ms = Duration::from_millis;
+        let mut hops = NextHops::default();
+        hops.refresh([(home, home)], 0, ms(0));
+        hops.kernel_changed();
+        hops.refresh([(home, home)], 0, EVENT_GAP - ms(1));
+        assert_eq!(hops.asked, Some(ms(0)), "within the gap: not yet");
+        hops.refresh([(home, home)], 0, EVENT_GAP);
+        assert_eq!(hops.asked, Some(EVENT_GAP), "after the gap: asked");
+        hops.refresh([(home, home)], 0, EVENT_GAP * 3);
+        assert_eq!(hops.asked, Some(EVENT_GAP), "once per report");
     }
 }

@@ -182,7 +182,7 @@ pub fn run(opts: &Options) -> Result<Stats, RunError> {
         file_config,
         pending: Vec::new(),
         since: sys::local_time(),
-        hops: (opts.esp_send == crate::nexthop::EspSend::Link).then(Default::default),
+        hops: (opts.esp_send == crate::nexthop::EspSend::Link).then(hops::HopWatch::open),
     };
     plane.ike_step(|ike, now, k| ike.ike.start(now, k));
     sys::notify::sd_notify("READY=1\nSTATUS=up");
@@ -359,6 +359,8 @@ impl Plane {
             "the vici server is only out in vici_turn"
         );
         fds.extend(self.ike.as_ref().map(IkePlane::fds).unwrap_or_default());
+        let hops_at = fds.len();
+        fds.extend(self.hops.as_ref().and_then(hops::HopWatch::fd));
         let mut ready = vec![false; fds.len()];
         let hangup = sys::catch_reload_signal();
         while !shutdown.load(Ordering::SeqCst) {
@@ -396,6 +398,9 @@ impl Plane {
             self.resume_moved(self.start.elapsed());
             self.watch_volume();
             self.watch_sequences();
+            if ready.get(hops_at) == Some(&true) {
+                self.next_hop_events();
+            }
             self.watch_next_hops();
             if self.filter.stale().is_some() {
                 self.sync_filter();
@@ -542,7 +547,7 @@ struct Plane {
     /// When the daemon started, in local time (vici `stats`).
     since: String,
     /// Where raw IP packets leave (`--esp-send link`; `None`: `raw`).
-    hops: Option<crate::nexthop::NextHops>,
+    hops: Option<hops::HopWatch>,
 }
 
 impl Plane {

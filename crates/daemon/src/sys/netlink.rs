@@ -12,6 +12,26 @@ use super::{check, socket::socket};
 /// A non-blocking NETLINK_ROUTE socket in the groups of link, IPv4/IPv6
 /// address and IPv4/IPv6 route changes.
 pub fn route_events() -> io::Result<OwnedFd> {
+    events(
+        libc::RTMGRP_LINK
+            | libc::RTMGRP_IPV4_IFADDR
+            | libc::RTMGRP_IPV6_IFADDR
+            | libc::RTMGRP_IPV4_ROUTE
+            | libc::RTMGRP_IPV6_ROUTE,
+    )
+}
+
+/// A non-blocking NETLINK_ROUTE socket in the groups of link, neighbor
+/// and IPv4/IPv6 route changes: where raw IP packets leave
+/// (`crate::nexthop`).
+pub fn neighbor_events() -> io::Result<OwnedFd> {
+    events(
+        libc::RTMGRP_LINK | libc::RTMGRP_NEIGH | libc::RTMGRP_IPV4_ROUTE | libc::RTMGRP_IPV6_ROUTE,
+    )
+}
+
+/// A non-blocking NETLINK_ROUTE socket in the multicast `groups`.
+fn events(groups: libc::c_int) -> io::Result<OwnedFd> {
     let fd = socket(
         libc::AF_NETLINK,
         libc::SOCK_RAW | libc::SOCK_NONBLOCK,
@@ -20,11 +40,7 @@ pub fn route_events() -> io::Result<OwnedFd> {
     // SAFETY: sockaddr_nl is plain data; all-zero is a valid value.
     let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
     addr.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-    addr.nl_groups = (libc::RTMGRP_LINK
-        | libc::RTMGRP_IPV4_IFADDR
-        | libc::RTMGRP_IPV6_IFADDR
-        | libc::RTMGRP_IPV4_ROUTE
-        | libc::RTMGRP_IPV6_ROUTE) as u32;
+    addr.nl_groups = groups as u32;
     // SAFETY: bind reads `size_of::<sockaddr_nl>()` bytes from `addr`.
     check(unsafe {
         libc::bind(
