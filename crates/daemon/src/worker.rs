@@ -91,10 +91,8 @@ pub struct Io {
     /// that a decapsulated packet can be written into the queue of the
     /// worker that owns its replies; closed once all workers are gone.
     pub tuns: Arc<Vec<OwnedFd>>,
-    /// The TUN device speaks virtio headers (see [`crate::offload`]).
-    pub offload: bool,
-    /// ... and takes UDP super-packets ([`crate::offload::udp`]).
-    pub uso: bool,
+    /// The TUN device's offloads (and whether `link` is open).
+    pub opts: IoOptions,
     /// Raw receivers: (socket, IP version, protocol). With a fanout
     /// group they see only datagrams the kernel reassembled.
     pub raw: Vec<(OwnedFd, IpVersion, u8)>,
@@ -117,9 +115,10 @@ pub struct Io {
 /// How the workers' descriptors are used, the same for every worker.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct IoOptions {
-    /// The TUN device speaks virtio headers (`--offload`).
+    /// The TUN device speaks virtio headers (`--no-offload` turns it off).
     pub offload: bool,
-    /// ... and took UDP segmentation offload (kernels since 6.2).
+    /// ... and took UDP segmentation offload (kernels since 6.2; only
+    /// ever with `offload`).
     pub uso: bool,
     /// A packet socket for link hops (`--esp-send link`).
     pub send_link: bool,
@@ -198,8 +197,7 @@ impl Io {
         }
         Ok(Io {
             tuns,
-            offload: opts.offload,
-            uso: opts.offload && opts.uso,
+            opts,
             raw,
             fanout,
             udp,
@@ -361,7 +359,11 @@ impl Worker {
             tun_out: TunOut {
                 fds: self.io.tuns.iter().map(|fd| fd.as_raw_fd()).collect(),
                 queue: self.index,
-                gro: self.io.offload.then(|| Coalescer::new(self.io.uso)),
+                gro: self
+                    .io
+                    .opts
+                    .offload
+                    .then(|| Coalescer::new(self.io.opts.uso)),
                 mtu: self.mtu,
                 ids: FragmentIds::default(),
             },
@@ -456,7 +458,7 @@ impl Worker {
         let tun = self.io.tuns[self.index].as_raw_fd();
         let seg = &mut bufs.seg;
         drain(tun, &mut bufs.buf, |b| {
-            if self.io.offload {
+            if self.io.opts.offload {
                 self.offloaded_from_tun(b, seg, now, st)
             } else {
                 self.outbound(b, Source::TUN, now, st)

@@ -92,11 +92,11 @@ pub struct UpArgs {
     pub esp_receive: EspReceiveArg,
     /// How raw ESP/AH (and bypassed) packets leave: `link` (straight to
     /// the neighbor on its link by a packet socket, where the kernel's
-    /// route and neighbor tables name one, asked once a second; else as
-    /// `raw`; output netfilter rules do not see them, qdiscs and tcpdump
-    /// do; faster, but not yet the default: rare losses across per-CPU
-    /// Child SA rekeys are being looked into) or `raw` (a raw socket,
-    /// through the kernel's IP output).
+    /// route and neighbor tables name one, asked once a second and on
+    /// the kernel's change reports; else as `raw`; faster, but output
+    /// netfilter rules do not see them, which is why it is not the
+    /// default; qdiscs and tcpdump do) or `raw` (a raw socket, through
+    /// the kernel's IP output).
     #[arg(long, value_enum, default_value_t = EspSendArg::Raw)]
     pub esp_send: EspSendArg,
     /// Where flowsec records the sequence numbers of manual (setkey) SAs

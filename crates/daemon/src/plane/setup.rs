@@ -134,7 +134,7 @@ fn open_tuns(opts: &Options, workers: usize) -> Result<(Arc<Vec<OwnedFd>>, IoOpt
     })?;
     let io_opts = IoOptions {
         offload: opts.offload,
-        uso: tuns.iter().all(|q| q.uso),
+        uso: opts.offload && tuns.iter().all(|q| q.uso),
         send_link: opts.esp_send == EspSend::Link,
     };
     Ok((Arc::new(tuns.into_iter().map(|q| q.fd).collect()), io_opts))
